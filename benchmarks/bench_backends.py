@@ -9,8 +9,9 @@ Workload: one Paul Graham essay excerpt of ``--context-tokens`` SmolLM2 tokens (
 ``--new-tokens`` greedy tokens by the embedded SmolLM2-135M-Instruct in bfloat16 — the shape of
 LIFBench and RULER, where many instructions follow one long context. Each backend runs in a fresh
 child process; one ``generate`` call answers all questions. The table reports model/engine load
-seconds, generation seconds, prompt and generated tokens per second of generation time, and the
-speed ratio against plain ``hf``. Tables only, no assertions (STYLE.md: no timed tests).
+seconds, generation seconds, prompt tokens requested and actually computed (prefix reuse: the
+backends' ``prompt_tokens_computed``), prompt and generated tokens per second of generation time,
+and the speed ratio against plain ``hf``. Tables only, no assertions (STYLE.md: no timed tests).
 """
 
 from __future__ import annotations
@@ -79,6 +80,7 @@ print("RESULT " + json.dumps({
     "load_s": load_s, "gen_s": gen_s,
     "prompt_tokens": sum(r.prompt_tokens for r in out),
     "completion_tokens": sum(r.completion_tokens for r in out),
+    "computed_tokens": getattr(backend, "prompt_tokens_computed", None),
     "errors": errors[:3], "texts": [r.text for r in out[:2]],
 }))
 backend.close()
@@ -149,14 +151,16 @@ def main() -> None:
         f"{args.batch_size}, hf threads {args.hf_threads or 'torch default'}. Generation seconds "
         "exclude model/engine load; tokens per second are over generation seconds.",
         "",
-        "| backend | load s | generate s | prompt tok | generated tok | prompt tok/s "
-        "| generated tok/s | speed-up vs hf |",
-        "| --- | --- | --- | --- | --- | --- | --- | --- |",
+        "| backend | load s | generate s | prompt tok | computed prompt tok | generated tok "
+        "| prompt tok/s | generated tok/s | speed-up vs hf |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- |",
     ]
     for b, r in rows.items():
         ratio = f"{base['gen_s'] / r['gen_s']:.2f}x" if base else "n/a"
+        computed = r.get("computed_tokens")
         lines.append(
             f"| {b} | {r['load_s']:.1f} | {r['gen_s']:.1f} | {r['prompt_tokens']} "
+            f"| {'n/a' if computed is None else computed} "
             f"| {r['completion_tokens']} | {r['prompt_tokens'] / r['gen_s']:.0f} "
             f"| {r['completion_tokens'] / r['gen_s']:.1f} | {ratio} |"
         )

@@ -15,7 +15,7 @@ import tracemalloc
 from pathlib import Path
 
 from lceval import pipeline
-from lceval.data.lifbench import build_lifbench
+from lceval.benchmarks.lifbench.build import build_lifbench
 
 
 def main() -> None:

@@ -8,10 +8,12 @@ responses of 30 to 400 words from Paul Graham essay passages, each dressed at ra
 formats the instructions ask for (a <<title>>, bullets, *** dividers, double quotes, upper or
 lower case, commas removed, a chatty first line), and pairs each with one sample's instruction
 list until ``--pairs`` (response, instruction) pairs are reached. It then times
-``lceval.scoring.manyifeval.check_many`` (strict and loose verdicts of every pair) over all of
-them in one process and in ``--processes`` worker processes (default: all cores), and, on the
-first ``--baseline-pairs`` pairs, lm-eval's own ``test_instruction_following_strict`` + ``_loose``
-(utils.py) for comparison. Tables only, no
+``lceval.benchmarks.manyifeval.score.check_many`` (strict and loose verdicts of every pair) over
+all of them in one process and in ``--processes`` worker processes (default: all cores), and, on
+the first ``--baseline-pairs`` pairs, lm-eval's own ``test_instruction_following_strict`` +
+``_loose`` (utils.py) for comparison. It also times hostile responses (``--hostile-chars``
+characters of one pattern: ``[``, ``<<``, newlines) against the quadratic checkers, which the work
+budget (``checkers.CHECK_BUDGET``) leaves undecided instead of running for hours. Tables only, no
 assertions (STYLE.md: no timed tests).
 """
 
@@ -29,7 +31,7 @@ from pathlib import Path
 
 def make_responses(n_pairs: int, seed: int = 0) -> list[tuple[list[str], list[dict], str, str]]:
     from lceval import corpora
-    from lceval.data.manyifeval import build_manyifeval
+    from lceval.benchmarks.manyifeval.build import build_manyifeval
 
     samples = build_manyifeval({"seed": seed}).samples
     words = corpora.paul_graham_essays().split()
@@ -38,8 +40,8 @@ def make_responses(n_pairs: int, seed: int = 0) -> list[tuple[list[str], list[di
     total = 0
     while total < n_pairs:
         s = rng.choice(samples)
-        ids = list(s.gold["instruction_id_list"])
-        kws = [dict(k) for k in s.gold["kwargs"]]
+        ids = list(s.gold.instruction_id_list)
+        kws = [dict(k) for k in s.gold.kwargs]
         start = rng.randrange(len(words) - 400)
         text = " ".join(words[start : start + rng.randint(30, 400)])
         parts = text.split(". ")
@@ -71,10 +73,12 @@ def main() -> None:
     ap.add_argument("--pairs", type=int, default=100_000)
     ap.add_argument("--baseline-pairs", type=int, default=5_000)
     ap.add_argument("--processes", type=int, default=os.cpu_count() or 1)
+    ap.add_argument("--hostile-chars", type=int, default=1_000_000)
     ap.add_argument("--out", default="benchmarks/results/manyifeval_checking.md")
     args = ap.parse_args()
 
-    from lceval.scoring.manyifeval import check_many, ensure_checkers
+    from lceval.benchmarks.manyifeval.checkers import CHECK_BUDGET, ensure_checkers
+    from lceval.benchmarks.manyifeval.score import check_many, check_response
 
     ensure_checkers()
     from lm_eval.tasks.ifeval import utils
@@ -90,9 +94,9 @@ def main() -> None:
         followed = Counter()
         for verdicts in check_many(jobs, processes=processes):
             for v in verdicts:
-                followed["strict"] += v.strict
-                followed["loose"] += v.loose
-                followed["errors"] += v.error is not None
+                followed["strict"] += v.strict is True
+                followed["loose"] += v.loose is True
+                followed["undecided"] += v.strict is None
         timings.append((processes, time.perf_counter() - t0))
 
     base_jobs, n_base = [], 0
@@ -110,6 +114,18 @@ def main() -> None:
         except Exception:  # lm-eval's own loop may raise; ours never does
             pass
     t_base = time.perf_counter() - t0
+
+    hostile = []
+    n = args.hostile_chars
+    for iid, kwargs, unit, text in (
+        ("detectable_content:number_placeholders", {"num_placeholders": 2}, "[", "[" * n),
+        ("detectable_format:title", {}, "<<", "<" * n),
+        ("detectable_format:number_bullet_lists", {"num_bullets": 2}, "\n", "x" + "\n" * n + "x"),
+    ):
+        t0 = time.perf_counter()
+        (v,) = check_response([iid], [kwargs], text)
+        verdict = "undecided" if v.strict is None else str(v.strict)
+        hostile.append((iid, unit, verdict, time.perf_counter() - t0))
 
     rows = [
         (f"lceval check_many, {p} process{'es' if p > 1 else ''} (strict + loose)", n_pairs, t)
@@ -133,10 +149,18 @@ def main() -> None:
     lines += [
         "",
         f"Followed: strict {followed['strict'] / n_pairs:.3f}, loose "
-        f"{followed['loose'] / n_pairs:.3f} of pairs; checker errors: {followed['errors']}.",
+        f"{followed['loose'] / n_pairs:.3f} of pairs; undecided (strict): "
+        f"{followed['undecided']}.",
         "Target (issue 6): 100,000 pairs in at most 60 s.",
         "",
+        f"Hostile responses of {args.hostile_chars:,} characters (work budget {CHECK_BUDGET:.0e} "
+        "regex steps per check; lm-eval's own check takes hours on these):",
+        "",
+        "| instruction | pattern | strict verdict | seconds |",
+        "| --- | --- | --- | ---: |",
     ]
+    lines += [f"| {iid} | `{unit!r}` | {v} | {t:.2f} |" for iid, unit, v, t in hostile]
+    lines += [""]
     text = "\n".join(lines)
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)

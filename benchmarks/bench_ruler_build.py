@@ -20,7 +20,7 @@ import time
 CHILD = """
 import json, resource, sys, time
 t0 = time.perf_counter()
-from lceval.data.ruler import build_ruler
+from lceval.benchmarks.ruler.build import build_ruler
 p = {"tasks": [sys.argv[1]], "lengths": [int(sys.argv[2])], "num_samples": int(sys.argv[3])}
 r = build_ruler(p)
 dt = time.perf_counter() - t0
@@ -37,7 +37,7 @@ def main() -> None:
     ap.add_argument("--num-samples", type=int, default=500)
     ap.add_argument("--out", default="benchmarks/results/ruler_build.md")
     args = ap.parse_args()
-    from lceval.data.ruler import TASKS
+    from lceval.benchmarks.ruler.gold import TASKS
 
     rows = []
     t_all = time.perf_counter()

@@ -1,12 +1,16 @@
-"""The ``lceval`` command: build, infer, score, report (each on a run folder) and run (notebooks).
+"""The ``lceval`` command: list, build, infer, score, report (each on a run folder) and run
+(notebooks).
 
 Examples::
 
+    lceval list                                       # benchmarks, tasks, scorers, backends
     lceval build lifbench --params params/01_build_data/smoke.yaml --run-id my-run
     lceval infer my-run --backend hf                  # embedded SmolLM2 on CPU
     lceval infer my-run --backend vllm --model Qwen/Qwen2.5-7B-Instruct -o tensor_parallel_size=2
     lceval infer my-run --backend openai --model gpt-4o-mini
     lceval score my-run && lceval report my-run
+    lceval score my-run --scorer lifbench:strict     # a named scorer variant
+    lceval import leval LEval/Predictions --run-id leval-official   # official prediction files
     lceval run params/pipelines/lifbench_smoke.yaml   # notebooks 01-03 through papermill
 
 Errors in the input (unknown benchmark, task, backend or model; malformed params; unwritable
@@ -23,9 +27,6 @@ from typing import Any
 import yaml
 
 from lceval.errors import LcevalError
-
-# Notebook-only parameters that a builder does not take.
-_NOTEBOOK_KEYS = {"run_id", "outputs_root"}
 
 
 def _kv(items: Sequence[str] | None, flag: str) -> dict[str, Any]:
@@ -49,16 +50,25 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--outputs", default=None, help="folder of run folders (default: ./outputs)")
     sub = p.add_subparsers(dest="command", required=True)
 
+    sub.add_parser("list", help="benchmarks with their tasks and scorers, and the backends")
+
     b = sub.add_parser("build", help="build a benchmark's samples into a run folder")
-    b.add_argument("benchmark", help="lifbench, longgenbench, ruler, manyifeval, ...")
+    b.add_argument("benchmark", help="a benchmark key (see lceval list)")
     b.add_argument("--params", help="params YAML (the builder's parameters)")
     b.add_argument("--run-id", required=True)
     b.add_argument("--seed", type=int, default=None)
+    b.add_argument(
+        "--force", action="store_true", help="rebuild a run that has responses (moved aside)"
+    )
     b.add_argument("-p", "--param", action="append", metavar="KEY=VALUE", help="override a param")
 
     i = sub.add_parser("infer", help="answer a run's samples with a model (resumable)")
     i.add_argument("run_id")
-    i.add_argument("--backend", default="hf", help="hf (default), vllm or openai")
+    i.add_argument(
+        "--backend",
+        default="auto",
+        help="auto (default: vllm on a CUDA GPU, else hf; says which), hf, vllm or openai",
+    )
     i.add_argument("--model", default=None, help="path or hub id (default: embedded SmolLM2)")
     i.add_argument("--batch-size", type=int, default=8)
     i.add_argument("--limit", type=int, default=None, help="answer only the first N samples")
@@ -76,9 +86,22 @@ def _parser() -> argparse.ArgumentParser:
 
     s = sub.add_parser("score", help="score a run's responses")
     s.add_argument("run_id")
+    s.add_argument("--scorer", default=None, help="a scorer name, e.g. lifbench:strict")
+    s.add_argument(
+        "-o", "--option", action="append", metavar="KEY=VALUE", help="an option of the scorer"
+    )
+
+    f = sub.add_parser("repair", help="move lines of responses.jsonl that do not parse aside")
+    f.add_argument("run_id")
 
     r = sub.add_parser("report", help="write a run's tables and figures under report/")
     r.add_argument("run_id")
+
+    m = sub.add_parser("import", help="turn a benchmark's official prediction files into a run")
+    m.add_argument("benchmark", help="a benchmark with an importer: " + ", ".join(_IMPORTERS))
+    m.add_argument("path", help="a prediction file or folder (e.g. a clone's Predictions/)")
+    m.add_argument("--run-id", required=True)
+    m.add_argument("--force", action="store_true", help="replace a run that has responses")
 
     n = sub.add_parser("run", help="execute notebooks with papermill (a pipeline or one notebook)")
     n.add_argument("target", help="pipeline YAML, or a notebook name/path")
@@ -86,6 +109,48 @@ def _parser() -> argparse.ArgumentParser:
     n.add_argument("--run-id", default=None)
     n.add_argument("-p", "--param", action="append", metavar="KEY=VALUE", help="inject a parameter")
     return p
+
+
+_IMPORTERS = {"leval": "lceval.benchmarks.leval.importer:import_predictions"}
+"""Benchmark key -> the function turning its official prediction files into a run folder."""
+
+
+def _listing() -> str:
+    """What ``lceval list`` prints: every benchmark's tasks and scorers, then the backends."""
+    from lceval import registry
+    from lceval.models.base import BACKENDS, backend_options
+
+    lines = []
+    for bench in registry.all_benchmarks():
+        lines.append(f"{bench.key}: {bench.title}")
+        lines.append(f"  tasks: {', '.join(bench.tasks)}")
+        for spec in bench.scorers.values():
+            lines.append(f"  scorer {spec.name} (v{spec.version}): {spec.description}")
+            lines.append(f"    metrics: {', '.join(spec.metrics)}")
+            for opt, doc in spec.options.items():
+                lines.append(f"    -o {opt}=...: {doc}")
+        if bench.notebooks:
+            lines.append(f"  notebooks: {', '.join(bench.notebooks)}")
+    lines.append("backends:")
+    for name in BACKENDS:
+        try:
+            opts = ", ".join(o for o in backend_options(name) if name != "vllm" or o in _VLLM_SHOWN)
+        except ImportError as exc:  # an engine that is not installed
+            opts = f"(not installed: {exc.name})"
+        lines.append(f"  {name}: {opts}")
+    return "\n".join(lines)
+
+
+_VLLM_SHOWN = {
+    "max_model_len",
+    "dtype",
+    "enable_prefix_caching",
+    "tensor_parallel_size",
+    "pipeline_parallel_size",
+    "distributed_executor_backend",
+    "prompt_format",
+}
+"""vLLM options shown by ``lceval list`` (any other ``vllm.LLM`` engine argument is accepted)."""
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -104,11 +169,14 @@ def main(argv: Sequence[str] | None = None) -> int:
 def _dispatch(args: argparse.Namespace) -> int:
     from lceval import pipeline
 
-    if args.command == "build":
+    if args.command == "list":
+        print(_listing())
+    elif args.command == "build":
         params = pipeline.load_params(args.params) if args.params else {}
-        params = {k: v for k, v in params.items() if k not in _NOTEBOOK_KEYS}
         params.update(_kv(args.param, "--param"))
-        run = pipeline.build(args.run_id, args.benchmark, params, root=args.outputs, seed=args.seed)
+        run = pipeline.build(
+            args.run_id, args.benchmark, params, root=args.outputs, seed=args.seed, force=args.force
+        )
         n = sum(1 for _ in open(run.samples, encoding="utf-8"))
         print(f"built {n} samples into {run.path}")
     elif args.command == "infer":
@@ -135,12 +203,38 @@ def _dispatch(args: argparse.Namespace) -> int:
             )
             return 1
     elif args.command == "score":
-        df = pipeline.score(args.run_id, root=args.outputs)
+        df = pipeline.score(
+            args.run_id,
+            root=args.outputs,
+            scorer=args.scorer,
+            options=_kv(args.option, "--option"),
+        )
         print(df.groupby(["model", "benchmark", "task"])["value"].mean().round(3).to_string())
+    elif args.command == "repair":
+        from lceval.io import RunDir
+        from lceval.models.cache import ResponseStore
+
+        run = RunDir(args.run_id, args.outputs)
+        if not run.responses.exists():
+            raise LcevalError(f"{run.responses} does not exist")
+        n = ResponseStore(run.responses, index=False).drop_bad_lines()
+        print(f"moved {n} bad line(s) to {run.responses}.bad" if n else "no bad lines")
     elif args.command == "report":
         tables = pipeline.report(args.run_id, root=args.outputs)
         for name, table in tables.items():
             print(f"== {name}\n{table.to_string()}\n")
+    elif args.command == "import":
+        if args.benchmark not in _IMPORTERS:
+            raise LcevalError(
+                f"no importer for {args.benchmark!r}; choose one of {', '.join(_IMPORTERS)}"
+            )
+        from lceval.benchmark import lazy
+
+        run = lazy(_IMPORTERS[args.benchmark])(
+            args.path, args.run_id, root=args.outputs, force=args.force
+        )
+        n = sum(1 for _ in open(run.samples, encoding="utf-8"))
+        print(f"imported {n} samples and their responses into {run.path}")
     elif args.command == "run":
         from lceval import notebooks
 

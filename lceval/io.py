@@ -35,7 +35,7 @@ from lceval.records import Context, Response, RunMeta, Sample, Score, from_dict,
 
 T = TypeVar("T")
 
-RUN_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
+RUN_ID_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
 DEFAULT_OUTPUTS = None
 
 
@@ -63,6 +63,15 @@ def outputs_root(root: str | os.PathLike[str] | None = None) -> Path:
     return (top / "outputs") if top is not None else Path("outputs")
 
 
+def _current_umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+_UMASK = _current_umask()
+
+
 @contextmanager
 def atomic_open(path: str | os.PathLike[str], mode: str = "w") -> Iterator[IO[Any]]:
     """Open a temporary file beside ``path``; rename it onto ``path`` only if the block succeeds.
@@ -74,6 +83,7 @@ def atomic_open(path: str | os.PathLike[str], mode: str = "w") -> Iterator[IO[An
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+        os.fchmod(fd, 0o666 & ~_UMASK)  # mkstemp makes 0600; files follow the user's umask
     except OSError as exc:
         raise LcevalError(f"cannot write to {path.parent}: {exc.strerror}") from None
     f: IO[Any] = os.fdopen(fd, mode) if "b" in mode else os.fdopen(fd, mode, encoding="utf-8")
@@ -90,9 +100,19 @@ def atomic_open(path: str | os.PathLike[str], mode: str = "w") -> Iterator[IO[An
 
 
 def dumps(record: Any) -> str:
-    """One JSON line for a record or plain dict (no trailing newline)."""
+    """One JSON line for a record or plain dict (no trailing newline).
+
+    Text is written as UTF-8, except a line holding a string that UTF-8 cannot encode (a lone
+    surrogate such as ``"\\ud800"``, which some servers return): that line is written with
+    ``\\uXXXX`` escapes instead, which JSON reads back to the same string (lossless).
+    """
     data = record if isinstance(record, dict) else to_dict(record)
-    return json.dumps(data, ensure_ascii=False, sort_keys=False, allow_nan=True)
+    line = json.dumps(data, ensure_ascii=False, sort_keys=False, allow_nan=True)
+    try:
+        line.encode("utf-8")
+    except UnicodeEncodeError:
+        line = json.dumps(data, ensure_ascii=True, sort_keys=False, allow_nan=True)
+    return line
 
 
 def write_jsonl(path: str | os.PathLike[str], records: Iterable[Any]) -> int:
@@ -184,7 +204,7 @@ class RunDir:
     """A run folder ``<root>/<run_id>/`` and typed access to its files."""
 
     def __init__(self, run_id: str, root: str | os.PathLike[str] | None = None) -> None:
-        if not RUN_ID_RE.match(run_id):
+        if not isinstance(run_id, str) or not RUN_ID_RE.fullmatch(run_id):
             raise LcevalError(
                 f"run_id {run_id!r} is not valid: use letters, digits, '.', '_' or '-' "
                 "(at most 128 characters)"

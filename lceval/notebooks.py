@@ -110,6 +110,10 @@ def run_notebook(
         raise
     os.replace(tmp, final)
     failed.unlink(missing_ok=True)
+    if run.report.exists():  # keep report/index.html's list of executed notebooks current
+        from lceval.reporting import write_index
+
+        write_index(run)
     return final
 
 

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import math
 import os
+import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -12,14 +14,20 @@ import yaml
 from tqdm.auto import tqdm
 
 from lceval import registry
-from lceval.data.base import BuildResult
+from lceval.benchmark import (
+    NOTEBOOK_PARAMS,
+    BatchJudge,
+    Benchmark,
+    BuildResult,
+    ScorerSpec,
+    failed_generation,
+)
 from lceval.errors import LcevalError
-from lceval.infer import run_inference
-from lceval.io import RunDir, new_meta, project_root
-from lceval.models.base import GenerationConfig, load_backend
+from lceval.io import RunDir, atomic_open, new_meta, project_root
+from lceval.models.base import Backend, GenerationConfig, load_backend, log
 from lceval.models.cache import ResponseStore
-from lceval.records import Response, Score
-from lceval.scoring.base import failed_generation_score
+from lceval.models.generate import engine_config, generate, prefix_reuse
+from lceval.records import Context, Judgement, Response, Sample, Score
 
 
 def load_params(path: str | os.PathLike[str]) -> dict[str, Any]:
@@ -59,24 +67,44 @@ def build(
     *,
     root: str | Path | None = None,
     seed: int | None = None,
+    force: bool = False,
 ) -> RunDir:
     """Build a benchmark's samples into ``<root>/<run_id>/`` and record run.json.
 
+    A rebuild over a run that already has responses would pair old answers with new samples, so
+    it is refused unless ``force``; then responses.jsonl and scores.parquet are moved aside to
+    ``<name>.replaced-<UTC time>`` first.
+
     Args:
         run_id: run folder name.
-        benchmark: benchmark key (see ``lceval.registry.BENCHMARKS``).
-        params: the builder's params (a params file's contents).
+        benchmark: a registered benchmark key (``lceval.registry.BENCHMARKS``).
+        params: the builder's params (a notebook's params file as it is: ``run_id`` and
+            ``outputs_root`` and the notebook-only keys each builder declares are ignored).
         root: folder holding run folders.
         seed: overrides ``params["seed"]`` when given.
+        force: rebuild a run that has responses (moving them aside).
 
     Raises:
-        LcevalError: unknown benchmark, bad params, unwritable folder.
+        LcevalError: unknown benchmark, bad params, unwritable folder, a run with responses
+            and no ``force``.
     """
     run = RunDir(run_id, root)
-    params = dict(params)
+    params = {k: v for k, v in dict(params).items() if k not in NOTEBOOK_PARAMS}
     if seed is not None:
         params["seed"] = seed
-    result: BuildResult = registry.builder(benchmark)(params)
+    bench = registry.get(benchmark)
+    has_responses = run.responses.exists() and run.responses.stat().st_size > 0
+    if has_responses and not force:
+        raise LcevalError(
+            f"run {run_id} already has responses; rebuilding would pair them with new samples "
+            "(use --force to move them aside, or another --run-id)"
+        )
+    result: BuildResult = bench.build(params)
+    if has_responses:
+        stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
+        for path in (run.responses, run.scores):
+            if path.exists():
+                path.rename(path.with_name(f"{path.name}.replaced-{stamp}"))
     run.create()
     run.write_samples(result.samples, result.contexts)
     meta = new_meta(
@@ -90,9 +118,64 @@ def build(
     return run
 
 
+def run_inference(
+    run: RunDir,
+    backend: Backend,
+    config: GenerationConfig | None = None,
+    *,
+    batch_size: int = 8,
+    limit: int | None = None,
+    tasks: Sequence[str] | None = None,
+    progress: bool = True,
+) -> list[Response]:
+    """Answer every pending sample of ``run`` with ``backend``, appending to responses.jsonl.
+
+    Samples already answered by this model under this config are skipped, so a rerun after a
+    crash (even SIGKILL) resumes where the last flushed batch ended. Samples sharing a context are
+    sent together (``lceval.models.generate``).
+
+    Args:
+        run: the run folder (samples.jsonl and contexts.jsonl must exist).
+        backend: any lceval backend.
+        config: decoding settings (greedy by default).
+        batch_size: samples per backend call; each finished batch is flushed to disk.
+        limit: answer at most this many samples of the run (first ones in file order), >= 1.
+        tasks: only samples of these task codes.
+        progress: show a tqdm bar with prompt and generated tokens per second.
+
+    Returns:
+        The responses of this model and config for the selected samples, in sample order.
+
+    Raises:
+        LcevalError: no samples, a task filter matching nothing, limit or batch_size < 1.
+    """
+    if limit is not None and (not isinstance(limit, int) or limit < 1):
+        raise LcevalError(f"limit must be a positive integer, got {limit!r}")
+    samples = run.read_samples()
+    if tasks:
+        unknown = set(tasks) - {s.task for s in samples}
+        if unknown:
+            raise LcevalError(f"task(s) {', '.join(sorted(unknown))} not in run {run.run_id}")
+        samples = [s for s in samples if s.task in set(tasks)]
+    if limit is not None:
+        samples = samples[:limit]
+    if not samples:
+        raise LcevalError(f"run {run.run_id} has no samples to answer")
+    return generate(
+        backend,
+        samples,
+        run.read_contexts(),
+        config,
+        store=ResponseStore(run.responses),
+        batch_size=batch_size,
+        progress=progress,
+        desc=f"infer {backend.name}",
+    )
+
+
 def infer(
     run_id: str,
-    backend: str = "hf",
+    backend: str = "auto",
     model: str | None = None,
     *,
     root: str | Path | None = None,
@@ -107,76 +190,208 @@ def infer(
 ) -> list[Response]:
     """Load a backend and answer the run's pending samples (resumable); records it in run.json.
 
+    ``backend="auto"`` (the default) loads the engine ``lceval.models.base.choose_backend``
+    picks (hf on the CPU, vLLM on a CUDA GPU) and says which on stderr. run.json's ``models``
+    entry records the engine actually loaded (``backend``), the one asked for
+    (``requested_backend``), the response cache key's config hash (engine and dtype included)
+    and ``prefix_reuse``: prompt tokens requested and computed by this call (``reuse`` 0..1;
+    ``measured: false`` where the engine does not report it).
+
     Raises:
-        LcevalError: unknown backend or model, missing samples, bad options.
+        LcevalError: unknown backend, model or option, missing samples, bad limits.
     """
     run = RunDir(run_id, root)
     run.read_meta()
+    if limit is not None and (not isinstance(limit, int) or limit < 1):
+        raise LcevalError(f"--limit must be a positive integer, got {limit!r}")
+    if max_new_tokens is not None and max_new_tokens < 1:
+        raise LcevalError(f"--max-new-tokens must be >= 1, got {max_new_tokens}")
+    if batch_size < 1:
+        raise LcevalError(f"--batch-size must be >= 1, got {batch_size}")
+    ResponseStore(run.responses)  # a corrupt responses file stops here, before a model loads
     engine = load_backend(backend, model, **dict(backend_options or {}))
     try:
         config = GenerationConfig(temperature=temperature, seed=seed, max_new_tokens=max_new_tokens)
-        run.update_meta(models={engine.name: {**engine.info(), "generation": config.__dict__}})
-        return run_inference(
+        keyed = engine_config(engine, config)
+        entry = {
+            **engine.info(),
+            "requested_backend": backend,
+            "generation": keyed.__dict__,
+            "config_hash": keyed.hash(),
+        }
+        earlier = run.read_meta().models.get(engine.name)
+        if isinstance(earlier, Mapping) and earlier.get("config_hash") not in (None, keyed.hash()):
+            log(
+                f"run {run_id} already has answers of {engine.name} from "
+                f"{earlier.get('backend')} (config {earlier.get('config_hash')}); these are kept "
+                f"apart under config {keyed.hash()} ({keyed.engine}), and both are scored"
+            )
+        run.update_meta(models={engine.name: entry})
+        responses = run_inference(
             run, engine, config, batch_size=batch_size, limit=limit, tasks=tasks, progress=progress
         )
+        counts = prefix_reuse(engine)
+        if counts is not None:
+            run.update_meta(models={engine.name: {**entry, "prefix_reuse": counts.as_dict()}})
+        return responses
     finally:
         engine.close()
 
 
-def score(run_id: str, *, root: str | Path | None = None, progress: bool = True) -> pd.DataFrame:
-    """Score every response of the run with its benchmark's scorer; writes scores.parquet.
+def load_samples(run: RunDir) -> list[Sample]:
+    """The run's samples with typed gold (``lceval.registry.load_samples``)."""
+    return registry.load_samples(run.read_samples())
 
-    A response whose generation failed gets a NaN score with the error as explanation. A benchmark
-    whose scoring module has ``score_run(run_id, root=, progress=)`` (LongGenBench: streamed, with
-    per-check verdicts for its breakdowns) scores its runs itself.
+
+def score(
+    run_id: str,
+    *,
+    root: str | Path | None = None,
+    scorer: str | None = None,
+    options: Mapping[str, Any] | None = None,
+    progress: bool = True,
+) -> pd.DataFrame:
+    """Score every response of the run; writes scores.parquet. The only scoring loop.
+
+    Responses are streamed through ``ResponseStore`` (one per key: the first successful one, else
+    the last error), so long-output runs are never all in memory. A failed generation gets a NaN
+    score with the error as explanation. Scorers with a batch judge (LLM judges) get responses in
+    groups; per-item rows of ``Judgement.details`` go to the benchmark's details file.
+
+    Args:
+        run_id: run folder name.
+        root: folder holding run folders.
+        scorer: a scorer name (``lifbench:strict``); default: each benchmark's first scorer.
+        options: the named scorer's options (``ScorerSpec.options``).
+        progress: show a tqdm bar.
 
     Returns:
         The scores as a tidy DataFrame (one row per response).
 
     Raises:
-        LcevalError: missing samples or responses, a response for an unknown sample.
+        LcevalError: missing samples or responses, nothing to score, a response for an unknown
+            sample, an unknown scorer or option.
     """
     run = RunDir(run_id, root)
-    samples = {s.id: s for s in run.read_samples()}
-    benchmarks = {s.benchmark for s in samples.values()}
-    if len(benchmarks) == 1:
-        run_scorer = registry.run_scorer(benchmarks.pop())
-        if run_scorer is not None:  # the benchmark scores whole runs itself (e.g. LongGenBench)
-            return run_scorer(run_id, root=root, progress=progress)  # type: ignore[no-any-return]
-    contexts = run.read_contexts()
+    samples = {s.id: s for s in load_samples(run)}
+    keys = sorted({s.benchmark for s in samples.values()})
+    specs: dict[str, tuple[Benchmark, ScorerSpec]] = {
+        k: (registry.get(k), registry.get(k).scorer()) for k in keys
+    }
+    options = dict(options or {})
+    if scorer is not None:
+        bench, spec = registry.find_scorer(scorer, keys)
+        specs[bench.key] = (bench, spec)
+        spec.check_options(options)
+    elif options:
+        raise LcevalError("scorer options need --scorer NAME")
     if not run.responses.exists():
         raise LcevalError(f"{run.responses} does not exist: run inference first (lceval infer)")
+    store = ResponseStore(run.responses)
+    if len(store) == 0:
+        raise LcevalError(f"{run.responses} holds no responses: nothing to score")
+    contexts = run.read_contexts()
+    chosen = {k: spec for k, (_, spec) in specs.items()}
+    opts = {k: (options if spec.name == scorer else {}) for k, spec in chosen.items()}
+    judges: dict[str, BatchJudge] = {}
     scores: list[Score] = []
-    # Streamed: long-output runs (LongGenBench 32K) never hold all responses in memory.
-    responses = ResponseStore(run.responses)
-    for r in tqdm(
-        responses, total=len(responses), desc="score", unit="response", disable=not progress
-    ):
-        s = samples.get(r.sample_id)
-        if s is None:
-            raise LcevalError(f"{run.responses}: response for unknown sample {r.sample_id!r}")
-        if r.finish_reason == "error":
-            scores.append(failed_generation_score(s, r))
-            continue
-        ctx = contexts.get(s.context_id) if s.context_id else None
-        scores.append(registry.scorer(s.benchmark)(s, r, ctx))
+    details: dict[str, list[dict[str, Any]]] = {}
+    pending: dict[str, list[tuple[Sample, Response, Any]]] = {}
+    n_items: dict[str, int] = {}
+
+    def emit(s: Sample, r: Response, j: Judgement) -> None:
+        spec = chosen[s.benchmark]
+        scores.append(
+            Score(
+                sample_id=s.id,
+                model=r.model,
+                benchmark=s.benchmark,
+                task=s.task,
+                scorer=spec.name,
+                scorer_version=spec.version,
+                value=j.value,
+                parts=j.parts,
+                points=j.points,
+                explanation=j.explanation,
+            )
+        )
+        if j.details:
+            rows = details.setdefault(s.benchmark, [])
+            rows.extend({"sample_id": s.id, "model": r.model, **d} for d in j.details)
+
+    def flush(key: str) -> None:
+        group = pending.pop(key, [])
+        n_items[key] = 0
+        if group:
+            judged = judges[key].finish([p for _, _, p in group])
+            for (s, r, _), j in zip(group, judged, strict=True):
+                emit(s, r, j)
+
+    try:
+        for key, spec in chosen.items():
+            if spec.batch is not None:
+                judges[key] = spec.batch(run, **opts[key])
+        bar = tqdm(store, total=len(store), desc="score", unit="response", disable=not progress)
+        for r in bar:
+            s = samples.get(r.sample_id)
+            if s is None:
+                raise LcevalError(f"{run.responses}: response for unknown sample {r.sample_id!r}")
+            key = s.benchmark
+            ctx = contexts.get(s.context_id) if s.context_id else None
+            if r.finish_reason == "error":
+                emit(s, r, failed_generation(r))
+            elif key not in judges:
+                emit(s, r, _score_one(chosen[key], s, r, ctx, opts[key]))
+            else:
+                prepared = judges[key].prepare(s, r, ctx)
+                pending.setdefault(key, []).append((s, r, prepared))
+                n_items[key] = n_items.get(key, 0) + int(getattr(prepared, "n_items", 1))
+                if n_items[key] >= judges[key].batch_items:
+                    flush(key)
+        for key in list(pending):
+            flush(key)
+    finally:
+        for judge in judges.values():
+            judge.close()
+    for key, rows in details.items():
+        name = specs[key][0].details_file
+        if name:
+            frame = pd.DataFrame(rows)
+            with atomic_open(run.path / name, "wb") as f:
+                frame.to_parquet(f, index=False)
     return run.write_scores(scores)
 
 
+def _score_one(
+    spec: ScorerSpec, s: Sample, r: Response, ctx: Context | None, options: Mapping[str, Any]
+) -> Judgement:
+    """Call a per-response scorer; an exception becomes a NaN score naming it (never lost work)."""
+    assert spec.score is not None
+    try:
+        return spec.score(s, r, ctx, **options)
+    except Exception as exc:  # noqa: BLE001 - the scorer contract says never raise; keep the run
+        msg = " ".join(str(exc).split())[:200]
+        return Judgement(value=math.nan, explanation=f"scorer error: {type(exc).__name__}: {msg}")
+
+
 def report(run_id: str, *, root: str | Path | None = None) -> dict[str, pd.DataFrame]:
-    """Write each benchmark's tables and figures of the run under report/; returns the tables.
+    """Write each benchmark's tables and figures of the run under report/, and report/index.html
+    (provenance, every table and figure, the executed notebooks); returns the tables.
 
     Raises:
         LcevalError: missing scores or samples.
     """
     run = RunDir(run_id, root)
     scores = run.read_scores()
-    samples = run.read_samples()
+    samples = load_samples(run)
     tables: dict[str, pd.DataFrame] = {}
     run.report.mkdir(parents=True, exist_ok=True)
-    for bench in sorted({s.benchmark for s in samples}):
-        bench_samples = [s for s in samples if s.benchmark == bench]
-        bench_scores = scores[scores["benchmark"] == bench]
-        out = registry.reporter(bench)(run, bench_scores, bench_samples)
-        tables.update({f"{bench}/{k}": v for k, v in out.items()})
+    for key in sorted({s.benchmark for s in samples}):
+        bench_samples = [s for s in samples if s.benchmark == key]
+        bench_scores = scores[scores["benchmark"] == key]
+        out = registry.get(key).report(run, bench_scores, bench_samples)
+        tables.update({f"{key}/{k}": v for k, v in out.items()})
+    from lceval.reporting import write_index  # matplotlib: imported only when reporting
+
+    write_index(run)
     return tables

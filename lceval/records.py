@@ -73,10 +73,10 @@ class Sample:
     """Generation budget in tokens (tasks differ: LIFBench List 100, MultiDoc 4096, ...)."""
     stop: tuple[str, ...] = ()
     """Stop strings; the generation ends before the first one."""
-    gold: Mapping[str, Any] = field(default_factory=dict)
-    """Gold data the scorer needs (targets, positions, key sentences, check sets ...).
-
-    Keys are documented per benchmark in ``lceval.data.<bench>``."""
+    gold: Any = field(default_factory=dict)
+    """The answer key its scorer needs: a per-task frozen :class:`Gold` dataclass from
+    ``lceval.benchmarks.<key>.gold`` once samples are loaded through the registry
+    (``lceval.registry.load_samples``), a plain dict in the JSON files (same field names)."""
     scenario: str = ""
     """Scenario (LIFBench List / MultiDoc / OneDoc; LongGenBench Diary / Menu ...)."""
     length: int | None = None
@@ -87,6 +87,124 @@ class Sample:
     """Which draw from the task's variable space was used (IFS variable perspective)."""
     meta: Mapping[str, Any] = field(default_factory=dict)
     """Further typed-by-convention grouping fields (e.g. ``n_instructions`` for ManyIFEval)."""
+
+
+@dataclass(frozen=True)
+class Gold:
+    """Base class of every benchmark's per-task answer key (``lceval.benchmarks.<key>.gold``).
+
+    Subclasses are frozen dataclasses whose fields are plain JSON types, tuples of them, or
+    mappings of them; each field is documented with its unit. :meth:`from_dict` parses and
+    type-checks the JSON form once, when samples load; scorers then read attributes and never
+    re-validate.
+    """
+
+    @classmethod
+    def from_dict(cls: type[G], data: Mapping[str, Any]) -> G:
+        """Parse the JSON form (unknown keys are ignored; lists become tuples).
+
+        Raises:
+            ValueError: a required field is missing or a field has the wrong type.
+        """
+        return from_dict(cls, data)
+
+
+G = TypeVar("G", bound=Gold)
+
+
+def _hints(cls: type) -> dict[str, Any]:
+    import typing
+
+    cached = cls.__dict__.get("_lceval_hints")
+    if cached is None:
+        cached = typing.get_type_hints(cls)
+        type.__setattr__(cls, "_lceval_hints", cached)
+    return cached  # type: ignore[no-any-return]
+
+
+def _coerce(value: Any, tp: Any, where: str) -> Any:
+    """Check ``value`` against type hint ``tp``; lists become tuples where ``tp`` is a tuple."""
+    import types
+    import typing
+
+    origin = typing.get_origin(tp)
+    args = typing.get_args(tp)
+    if tp is Any:
+        return value
+    if origin in (typing.Union, types.UnionType):
+        errors = []
+        for a in args:
+            try:
+                return _coerce(value, a, where)
+            except ValueError as exc:
+                errors.append(str(exc))
+        raise ValueError(f"{where}: {value!r:.60} matches none of {tp}")
+    if tp is type(None):
+        if value is None:
+            return None
+        raise ValueError(f"{where}: expected null, got {type(value).__name__}")
+    if origin is tuple:
+        if not isinstance(value, list | tuple):
+            raise ValueError(f"{where}: expected a list, got {type(value).__name__}")
+        if len(args) == 2 and args[1] is Ellipsis:
+            return tuple(_coerce(v, args[0], f"{where}[{i}]") for i, v in enumerate(value))
+        if args and len(args) != len(value):
+            raise ValueError(f"{where}: expected {len(args)} items, got {len(value)}")
+        pairs = enumerate(zip(args, value, strict=True))
+        return tuple(_coerce(v, a, f"{where}[{i}]") for i, (a, v) in pairs)
+    if origin in (dict, Mapping) or tp in (dict, Mapping) or origin is typing.Mapping:
+        if not isinstance(value, Mapping):
+            raise ValueError(f"{where}: expected a mapping, got {type(value).__name__}")
+        if len(args) == 2:
+            return {
+                _coerce(k, args[0], where): _coerce(v, args[1], f"{where}[{k!r}]")
+                for k, v in value.items()
+            }
+        return dict(value)
+    if origin is list or tp is list:
+        if not isinstance(value, list | tuple):
+            raise ValueError(f"{where}: expected a list, got {type(value).__name__}")
+        return [_coerce(v, args[0], where) for v in value] if args else list(value)
+    if origin is typing.Literal:
+        if value in args:
+            return value
+        raise ValueError(f"{where}: expected one of {args}, got {value!r:.60}")
+    if tp is float:
+        if isinstance(value, int | float) and not isinstance(value, bool):
+            return float(value)
+        raise ValueError(f"{where}: expected a number, got {type(value).__name__}")
+    if tp is int:
+        if isinstance(value, int) and not isinstance(value, bool):
+            return value
+        raise ValueError(f"{where}: expected an integer, got {type(value).__name__}")
+    if isinstance(tp, type) and issubclass(tp, Gold):
+        return tp.from_dict(value)
+    if isinstance(tp, type):
+        if isinstance(value, tp):
+            return value
+        raise ValueError(f"{where}: expected {tp.__name__}, got {type(value).__name__}")
+    return value
+
+
+@dataclass(frozen=True)
+class Judgement:
+    """What a scorer returns for one response; the pipeline turns it into a :class:`Score` by
+    attaching the sample id, model, benchmark, task, scorer name and scorer version."""
+
+    value: float
+    """Normalised score in 0..1, or NaN when it cannot be computed (``explanation`` says why)."""
+    parts: Mapping[str, float] = field(default_factory=dict)
+    """Per-item scores in the item's own points (e.g. ARS rubric items, CR/STIC counts)."""
+    points: Mapping[str, float] = field(default_factory=dict)
+    """Maximum points of each item in ``parts``."""
+    explanation: str = ""
+    details: tuple[Mapping[str, Any], ...] = ()
+    """Optional per-item rows (e.g. LongGenBench's per-check verdicts), written by the pipeline
+    to the benchmark's details file with ``sample_id`` and ``model`` added."""
+
+    def __post_init__(self) -> None:
+        if not math.isnan(self.value) and not 0.0 <= self.value <= 1.0:
+            raise ValueError(f"Judgement.value must be in [0, 1] or NaN, got {self.value!r}")
 
 
 @dataclass(frozen=True)
@@ -165,17 +283,24 @@ def to_dict(record: Any) -> dict[str, Any]:
 
 
 def from_dict(cls: type[T], data: Mapping[str, Any]) -> T:
-    """Build record ``cls`` from a dict, ignoring unknown keys and restoring tuple fields.
+    """Build record ``cls`` from a dict: unknown keys ignored, each field type-checked against
+    its annotation, lists turned into tuples where the field is a tuple.
 
     Raises:
-        ValueError: a required field is missing.
+        ValueError: ``data`` is not a mapping, a required field is missing, or a field has the
+            wrong type (the message names the field).
     """
-    names = {f.name: f for f in dataclasses.fields(cls)}  # type: ignore[arg-type]
-    kwargs = {k: v for k, v in data.items() if k in names}
-    for name, f in names.items():
-        if name in kwargs and isinstance(kwargs[name], list) and "tuple" in str(f.type):
-            kwargs[name] = tuple(kwargs[name])
+    if not isinstance(data, Mapping):
+        raise ValueError(f"expected a JSON object for {cls.__name__}, got {type(data).__name__}")
+    hints = _hints(cls)
+    kwargs: dict[str, Any] = {}
+    for f in dataclasses.fields(cls):  # type: ignore[arg-type]
+        if f.name not in data:
+            if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING:
+                raise ValueError(f"{cls.__name__}: missing field {f.name!r}")
+            continue
+        kwargs[f.name] = _coerce(data[f.name], hints[f.name], f"{cls.__name__}.{f.name}")
     try:
         return cls(**kwargs)
-    except TypeError as exc:
-        raise ValueError(f"cannot build {cls.__name__} from {sorted(data)}: {exc}") from None
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"cannot build {cls.__name__}: {exc}") from None

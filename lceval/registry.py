@@ -1,66 +1,78 @@
-"""Where each benchmark's builder, scorer and reporter live (imported lazily by name).
+"""Benchmarks by key: each is the ``BENCHMARK`` object of ``lceval.benchmarks.<key>``.
 
-Contracts (every benchmark module follows them):
-
-- ``lceval.data.<bench>.build_<bench>(params: Mapping[str, Any]) -> BuildResult`` where
-  ``params`` is the benchmark's section of a params YAML (validated by the builder, which raises
-  LcevalError naming the bad field).
-- ``lceval.scoring.<bench>.score_<bench>(sample, response, context) -> Score`` where ``context`` is
-  the sample's Context or None. Never raises on any model output: garbage earns 0 with a reason;
-  a score that cannot be computed is NaN with a reason.
-- ``lceval.analysis.<bench>.report_<bench>(run: RunDir, scores: DataFrame, samples) -> dict[str,
-  DataFrame]``: writes tables (CSV) and figures (PNG + PDF) under the run's report/ and returns the
-  tables by name.
+Only benchmarks that exist are registered. Adding one is a folder plus one line here (see
+DEVELOPING.md, "Add a benchmark").
 """
 
 from __future__ import annotations
 
 import importlib
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Iterable
 
+from lceval.benchmark import Benchmark, ScorerSpec
 from lceval.errors import LcevalError
+from lceval.records import Sample
 
-BENCHMARKS = ("lifbench", "longgenbench", "ruler", "manyifeval", "leval", "cifbench")
+_MODULES = {
+    "lifbench": "lceval.benchmarks.lifbench",
+    "longgenbench": "lceval.benchmarks.longgenbench",
+    "ruler": "lceval.benchmarks.ruler",
+    "manyifeval": "lceval.benchmarks.manyifeval",
+    "leval": "lceval.benchmarks.leval",
+    "cifbench": "lceval.benchmarks.cifbench",
+}
 
-
-def _resolve(kind: str, benchmark: str) -> Callable[..., Any]:
-    if benchmark not in BENCHMARKS:
-        raise LcevalError(f"unknown benchmark {benchmark!r}; choose one of {', '.join(BENCHMARKS)}")
-    package = {"build": "data", "score": "scoring", "report": "analysis"}[kind]
-    module_name = f"lceval.{package}.{benchmark}"
-    func_name = f"{kind}_{benchmark}"
-    try:
-        module = importlib.import_module(module_name)
-    except ModuleNotFoundError as exc:
-        if exc.name == module_name:
-            raise LcevalError(
-                f"benchmark {benchmark!r} has no {kind} step yet ({module_name})"
-            ) from None
-        raise
-    func = getattr(module, func_name, None)
-    if func is None:
-        raise LcevalError(f"{module_name} has no {func_name}()")
-    return func  # type: ignore[no-any-return]
+BENCHMARKS = tuple(_MODULES)
+"""Registered benchmark keys."""
 
 
-def builder(benchmark: str) -> Callable[..., Any]:
-    """``build_<benchmark>``; raises LcevalError for an unknown or unimplemented benchmark."""
-    return _resolve("build", benchmark)
+def get(key: str) -> Benchmark:
+    """The registered Benchmark for ``key``.
+
+    Raises:
+        LcevalError: unknown key; the message lists the registered ones.
+    """
+    if not isinstance(key, str) or key not in _MODULES:
+        raise LcevalError(f"unknown benchmark {key!r}; choose one of {', '.join(BENCHMARKS)}")
+    bench: Benchmark = importlib.import_module(_MODULES[key]).BENCHMARK
+    return bench
 
 
-def scorer(benchmark: str) -> Callable[..., Any]:
-    """``score_<benchmark>``; raises LcevalError for an unknown or unimplemented benchmark."""
-    return _resolve("score", benchmark)
+def all_benchmarks() -> list[Benchmark]:
+    """Every registered Benchmark, in registry order."""
+    return [get(k) for k in BENCHMARKS]
 
 
-def reporter(benchmark: str) -> Callable[..., Any]:
-    """``report_<benchmark>``; raises LcevalError for an unknown or unimplemented benchmark."""
-    return _resolve("report", benchmark)
+def find_scorer(name: str, benchmarks: Iterable[str] | None = None) -> tuple[Benchmark, ScorerSpec]:
+    """The benchmark and scorer for a scorer name such as ``lifbench:strict``.
+
+    Args:
+        name: a scorer name; its part before ``:`` is the benchmark key.
+        benchmarks: restrict to these keys (those of a run).
+
+    Raises:
+        LcevalError: unknown benchmark or scorer; the message lists the choices.
+    """
+    key = name.split(":", 1)[0]
+    keys = list(benchmarks) if benchmarks is not None else list(BENCHMARKS)
+    if key not in keys:
+        choices = [s for k in keys if k in _MODULES for s in get(k).scorers]
+        raise LcevalError(f"unknown scorer {name!r}; choose one of {', '.join(choices)}")
+    bench = get(key)
+    return bench, bench.scorer(name)
 
 
-def run_scorer(benchmark: str) -> Callable[..., Any] | None:
-    """The benchmark's optional whole-run scorer ``lceval.scoring.<bench>.score_run``, or None."""
-    _resolve("score", benchmark)  # validates the name
-    module = importlib.import_module(f"lceval.scoring.{benchmark}")
-    return getattr(module, "score_run", None)
+def load_samples(samples: Iterable[Sample]) -> list[Sample]:
+    """Samples with their gold parsed into each task's typed Gold (done once, at load time).
+
+    Raises:
+        LcevalError: a sample names an unregistered benchmark or its gold does not parse.
+    """
+    out = []
+    cache: dict[str, Benchmark] = {}
+    for s in samples:
+        bench = cache.get(s.benchmark)
+        if bench is None:
+            bench = cache[s.benchmark] = get(s.benchmark)
+        out.append(bench.parse_gold(s))
+    return out

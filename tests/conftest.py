@@ -3,9 +3,14 @@
 from __future__ import annotations
 
 import os
+import types
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+
+from lceval.benchmark import Benchmark, BuildResult, ScorerSpec, check_keys
+from lceval.records import Gold, Judgement, Sample
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")  # tests never download
 
@@ -50,3 +55,122 @@ def tiny_model_dir(tmp_path_factory: pytest.TempPathFactory, embedded_model_dir:
     model.save_pretrained(out)
     tok.save_pretrained(out)
     return out
+
+
+@pytest.fixture(scope="session")
+def tiny_base_model_dir(tmp_path_factory: pytest.TempPathFactory, tiny_model_dir: Path) -> Path:
+    """The tiny random Llama with its chat template removed: a base model (plain prompts)."""
+    import json
+    import shutil
+
+    out = tmp_path_factory.mktemp("tiny-base")
+    for f in tiny_model_dir.iterdir():
+        shutil.copy(f, out / f.name)
+    cfg = out / "tokenizer_config.json"
+    data = json.loads(cfg.read_text())
+    data.pop("chat_template", None)
+    cfg.write_text(json.dumps(data))
+    (out / "chat_template.jinja").unlink(missing_ok=True)
+    (out / "chat_template.json").unlink(missing_ok=True)
+    return out
+
+
+# -- a small benchmark registered by tests ("echo": exact match, a batch judge, typed gold) --------
+@dataclass(frozen=True)
+class EchoGold(Gold):
+    target: str
+    """The exact answer."""
+    aliases: tuple[str, ...] = ()
+    """Other accepted answers."""
+    weight: float = 1.0
+
+
+def _score(sample, response, context, *, bonus: float = 0.0):
+    g: EchoGold = sample.gold
+    assert isinstance(g, EchoGold)  # parsed once, at load
+    if response.text == "RAISE":
+        raise RuntimeError("scorer bug\nsecond line")
+    ok = response.text in (g.target, *g.aliases)
+    return Judgement(value=min(1.0, float(ok) + bonus), parts={"hit": float(ok)}, explanation="")
+
+
+class _Judge:
+    batch_items = 3
+
+    def __init__(self, run, calls):
+        self.calls = calls
+
+    def prepare(self, sample, response, context):
+        return types.SimpleNamespace(n_items=2, text=response.text, target=sample.gold.target)
+
+    def finish(self, prepared):
+        self.calls.append(len(prepared))
+        return [
+            Judgement(
+                value=float(p.text == p.target),
+                details=({"check": "exact", "yes": p.text == p.target},),
+            )
+            for p in prepared
+        ]
+
+    def close(self):
+        self.calls.append("closed")
+
+
+CALLS: list = []
+"""What the echo batch judge was called with (group sizes, then "closed")."""
+
+
+def _build(params):
+    check_keys(params, {"n", "seed"}, "echo", ignored={"backend"})
+    n = int(params.get("n", 3))
+    samples = [
+        Sample(id=f"e{i}", benchmark="echo", task="T", instruction="say", gold=EchoGold(f"a{i}"))
+        for i in range(n)
+    ]
+    return BuildResult(samples=samples, contexts=[])
+
+
+def _report(run, scores, samples):
+    return {"mean": scores.groupby("task")["value"].mean().to_frame()}
+
+
+BENCH = Benchmark(
+    key="echo",
+    title="a test benchmark",
+    tasks=("T",),
+    build=_build,
+    gold={"T": EchoGold},
+    scorers={
+        "echo": ScorerSpec(
+            "echo",
+            "1",
+            "exact match",
+            ("accuracy",),
+            score=_score,
+            options={"bonus": "added to every value"},
+        ),
+        "echo:judge": ScorerSpec(
+            "echo:judge", "1", "batched", ("accuracy",), batch=lambda run: _Judge(run, CALLS)
+        ),
+    },
+    report=_report,
+    details_file="echo_details.parquet",
+)
+
+
+@pytest.fixture
+def echo_bench(monkeypatch):
+    """Register the ``echo`` benchmark for one test; returns this module's namespace."""
+    import sys
+    import types
+
+    from lceval import registry
+
+    mod = types.ModuleType("lceval_test_echo")
+    mod.BENCHMARK = BENCH  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "lceval_test_echo", mod)
+    monkeypatch.setitem(registry._MODULES, "echo", "lceval_test_echo")
+    monkeypatch.setattr(registry, "BENCHMARKS", (*registry.BENCHMARKS, "echo"))
+    CALLS.clear()
+    return types.SimpleNamespace(EchoGold=EchoGold, CALLS=CALLS, BENCH=BENCH)

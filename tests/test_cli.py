@@ -69,3 +69,98 @@ def test_unknown_model_path(capsys, tmp_path):
         ["--outputs", str(tmp_path), "infer", "r", "--model", str(tmp_path / "no-such-model")],
     )
     assert code == 2 and "no-such-model" in err
+
+
+def _run_with_one_sample(tmp_path):
+    from lceval.io import new_meta
+
+    run = RunDir("r", tmp_path).create()
+    run.write_meta(new_meta("r"))
+    gold = {"target": "t"}
+    run.write_samples([Sample(id="a", benchmark="echo", task="T", instruction="x", gold=gold)], [])
+    return run
+
+
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [
+        (["--limit", "-1"], "--limit must be a positive integer, got -1"),
+        (["--limit", "0"], "--limit must be a positive integer, got 0"),
+        (["--max-new-tokens", "0"], "--max-new-tokens must be >= 1, got 0"),
+        (["-o", "bogus=1"], "backend hf has no option 'bogus'; options: "),
+        (["--backend", "vllm", "-o", "bogus=1"], "backend vllm has no option 'bogus'"),
+    ],
+)
+def test_bad_infer_input_is_refused_before_the_model_loads(capsys, tmp_path, extra, message):
+    _run_with_one_sample(tmp_path)
+    code, err = _err(capsys, ["--outputs", str(tmp_path), "infer", "r", *extra])
+    assert code == 2 and err.startswith("lceval: ") and message in err and "\n" not in err
+
+
+def test_run_id_with_trailing_newline_is_refused(capsys, tmp_path):
+    code, err = _err(capsys, ["--outputs", str(tmp_path), "build", "ruler", "--run-id", "nl\n"])
+    assert code == 2 and "is not valid" in err
+    assert not (tmp_path / "nl\n").exists()
+
+
+def test_corrupt_responses_give_one_line_then_repair(capsys, tmp_path, echo_bench):
+    run = _run_with_one_sample(tmp_path)
+    good = b'{"sample_id": "a", "model": "m", "text": "t", "config_hash": "h"}\n'
+    run.responses.write_bytes(good + b"\xff\xfe\n" + good)
+    for argv in (["score", "r"], ["infer", "r", "--backend", "openai", "--model", "m"]):
+        code, err = _err(capsys, ["--outputs", str(tmp_path), *argv])
+        assert code == 2 and "line 2 is not valid UTF-8" in err and "\n" not in err
+    assert main(["--outputs", str(tmp_path), "repair", "r"]) == 0
+    assert "moved 1 bad line" in capsys.readouterr().out
+    assert run.responses.read_bytes() == good + good
+
+
+def test_files_follow_the_umask(tmp_path):
+    import os
+    import stat
+
+    from lceval.io import _UMASK
+
+    run = _run_with_one_sample(tmp_path)
+    want = 0o666 & ~_UMASK
+    for p in (run.run_json, run.samples, run.contexts):
+        assert stat.S_IMODE(os.stat(p).st_mode) == want, p
+
+
+def test_second_infer_on_the_same_run_is_refused(capsys, tmp_path):
+    import subprocess
+    import sys
+
+    run = _run_with_one_sample(tmp_path)
+    holder = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import sys, time; from lceval.models.cache import ResponseStore\n"
+            "with ResponseStore(sys.argv[1]).writer():\n print('held', flush=True); time.sleep(60)",
+            str(run.responses),
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        code, err = _err(
+            capsys,
+            [
+                "--outputs",
+                str(tmp_path),
+                "infer",
+                "r",
+                "--backend",
+                "openai",
+                "--model",
+                "m",
+                "-o",
+                "base_url=http://127.0.0.1:9/v1",
+            ],
+        )
+        assert code == 2 and f"(pid {holder.pid}) is writing responses.jsonl" in err
+    finally:
+        holder.kill()
+        holder.wait()

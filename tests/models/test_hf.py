@@ -6,8 +6,9 @@ from pathlib import Path
 
 import pytest
 
+from lceval.models import hf as hf_module
 from lceval.models.base import GenerationConfig, load_backend
-from lceval.models.hf import HFBackend, common_prefix_len
+from lceval.models.hf import OWN_BATCH_PREFIX, HFBackend, common_prefix_len
 from lceval.records import Context, Sample
 
 WORDS = "alpha beta gamma delta epsilon zeta eta theta iota kappa lambda mu".split()
@@ -72,6 +73,104 @@ def test_shared_prefix_equals_plain_batch(tiny: HFBackend, contexts) -> None:
     plain = tiny.generate(samples, contexts, GREEDY)
     single = _one_by_one(tiny, samples, contexts)
     assert [r.text for r in shared] == [r.text for r in plain] == [r.text for r in single]
+
+
+def test_prefix_kept_across_calls_and_batches(tiny_model_dir: Path) -> None:
+    # Two long contexts, answered in calls of 3 and batches of 2 (samples of a context split over
+    # calls and batches, as lceval.models.generate sends them): each context is encoded once.
+    ctx = {k: Context(k, _text(300, j), 0, "o200k_base") for j, k in enumerate(("A", "B"))}
+    samples = [_sample(i, "A" if i < 5 else "B", max_new_tokens=8) for i in range(9)]
+    kept = HFBackend(str(tiny_model_dir), device="cpu", batch_size=2)
+    shared = [r for k in range(0, 9, 3) for r in kept.generate(samples[k : k + 3], ctx, GREEDY)]
+    plain_backend = HFBackend(str(tiny_model_dir), device="cpu", batch_size=2, share_prefix=False)
+    plain = plain_backend.generate(samples, ctx, GREEDY)
+    assert [r.text for r in shared] == [r.text for r in plain]
+    assert [r.completion_tokens for r in shared] == [r.completion_tokens for r in plain]
+    assert [r.sample_id for r in shared] == [s.id for s in samples]
+    # Prompt tokens: each context's common prefix once, then every sample's own suffix.
+    bound = 0
+    for group in (samples[:5], samples[5:]):
+        ids = [kept.tokenizer(kept.render(s, ctx, GREEDY).text)["input_ids"] for s in group]
+        common = common_prefix_len(ids)
+        assert common > OWN_BATCH_PREFIX
+        bound += common + sum(len(x) - common for x in ids)
+    requested = sum(r.prompt_tokens for r in shared)
+    assert kept.prompt_tokens_requested == requested == plain_backend.prompt_tokens_requested
+    assert kept.prompt_tokens_computed <= bound < 0.4 * requested
+    assert plain_backend.prompt_tokens_computed == requested
+
+
+def test_plan_keeps_shared_contexts_in_their_own_batches(tiny: HFBackend) -> None:
+    ctx = {
+        "A": Context("A", _text(300, 0), 0, "o200k_base"),
+        "B": Context("B", _text(300, 1), 0, "o200k_base"),
+        "c": Context("c", "short", 0, "o200k_base"),
+        "d": Context("d", "other", 0, "o200k_base"),
+    }
+    samples = [
+        _sample(0, "A"),
+        _sample(1, "c"),
+        _sample(2, "A"),
+        _sample(3, "B"),
+        _sample(4, "d"),
+        _sample(5, "B"),
+        _sample(6, "A", max_new_tokens=4),
+    ]
+    rows = []
+    for i, s in enumerate(samples):
+        prompt = tiny.render(s, ctx, GREEDY)
+        ids = tiny.tokenizer(prompt.text)["input_ids"]
+        rows.append(hf_module._Row(i, s, prompt, ids, GREEDY.budget(s)))
+    tiny.share_prefix = True
+    tiny._prefix_ids, tiny._prefix_kv = [], None
+    plan = [[r.sample.id for r in b] for b in tiny._plan(rows)]
+    # A (budget 4) is a single row with no kept cache: batched with the short contexts.
+    assert plan == [["s0", "s2"], ["s3", "s5"], ["s6", "s1", "s4"]]
+    tiny.share_prefix = False
+    assert [[r.sample.id for r in b] for b in tiny._plan(rows)] == [
+        ["s6", "s0", "s2", "s3"],
+        ["s5", "s1", "s4"],
+    ]
+
+
+def test_equals_stock_transformers_generate(
+    tiny: HFBackend, tiny_model_dir: Path, contexts
+) -> None:
+    # The CPU attention (grouped heads left grouped) and the key/value buffers with room give
+    # the tokens of transformers' own sdpa attention and DynamicCache on a left-padded batch.
+    import torch
+    from transformers import AutoModelForCausalLM
+
+    assert tiny.model.config._attn_implementation == hf_module.CPU_ATTENTION
+    stock = AutoModelForCausalLM.from_pretrained(tiny_model_dir).eval()
+    assert stock.config._attn_implementation == "sdpa"
+    samples = [_sample(i, f"c{i % 3}", max_new_tokens=12) for i in range(4)]
+    enc = [tiny.tokenizer(tiny.render(s, contexts, GREEDY).text)["input_ids"] for s in samples]
+    width = max(len(e) for e in enc)
+    input_ids = torch.tensor([[tiny.pad_id] * (width - len(e)) + e for e in enc])
+    mask = torch.tensor([[0] * (width - len(e)) + [1] * len(e) for e in enc])
+    with torch.inference_mode():
+        out = stock.generate(
+            input_ids=input_ids,
+            attention_mask=mask,
+            max_new_tokens=12,
+            do_sample=False,
+            pad_token_id=tiny.pad_id,
+            eos_token_id=sorted(tiny.eos_ids),
+        )
+    want = []
+    for row in out[:, width:].tolist():
+        end = next((j for j, t in enumerate(row) if t in tiny.eos_ids), len(row))
+        want.append(tiny.tokenizer.decode(row[:end], skip_special_tokens=True))
+    for share in (False, True):
+        tiny.share_prefix = share
+        assert [r.text for r in tiny.generate(samples, contexts, GREEDY)] == want
+
+
+def test_cache_fields_name_engine_and_dtype(tiny: HFBackend, tiny_base_model_dir: Path) -> None:
+    assert tiny.cache_fields == {"engine": "hf", "dtype": "float32"}
+    base = HFBackend(str(tiny_base_model_dir), device="cpu", dtype="bfloat16")
+    assert base.cache_fields == {"engine": "hf", "dtype": "bfloat16", "prompt_format": "plain"}
 
 
 def test_common_prefix_len() -> None:

@@ -280,3 +280,47 @@ def test_real_vllm_server(vllm_server: str) -> None:
     # Greedy answers are reproducible through the server.
     assert backend.generate(samples[:1], ctx, GREEDY)[0].text == q0.text
     backend.close()
+
+
+SECRET = "sk-test-Secret0123456789"
+
+
+@pytest.mark.parametrize("status", [401, 500])
+def test_api_key_echoed_by_the_server_is_redacted(scripted, monkeypatch, capsys, status) -> None:
+    monkeypatch.setenv("LCEVAL_TEST_KEY", SECRET)
+    echo = {"error": {"message": f"bad header Authorization: Bearer {SECRET} ({SECRET})"}}
+    srv = scripted([(status, echo, {})] * 3)
+    backend = OpenAIBackend(
+        "fake", base_url=srv.url, api_key_env="LCEVAL_TEST_KEY", backoff_s=0.01, max_retries=0
+    )
+    if status == 401:
+        with pytest.raises(LcevalError) as exc:
+            backend.generate([_sample()], {}, GREEDY)
+        msg = str(exc.value)
+    else:
+        (r,) = backend.generate([_sample()], {}, GREEDY)
+        msg = r.error or ""
+    assert SECRET not in msg and "***" in msg and "Bearer ***" in msg
+
+
+def test_key_over_plain_http_to_a_remote_host_warns(monkeypatch) -> None:
+    monkeypatch.setenv("LCEVAL_TEST_KEY", SECRET)
+    with pytest.warns(UserWarning, match="over plain http"):
+        OpenAIBackend("m", base_url="http://203.0.113.5:8000/v1", api_key_env="LCEVAL_TEST_KEY")
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        OpenAIBackend("m", base_url="http://127.0.0.1:8000/v1", api_key_env="LCEVAL_TEST_KEY")
+
+
+def test_lone_surrogate_from_the_server_is_stored_and_scored(scripted, tmp_path) -> None:
+    from lceval.models.cache import ResponseStore
+    from lceval.models.generate import generate
+
+    srv = scripted([(200, _completion("x\ud800y"), {})])
+    backend = OpenAIBackend("fake", base_url=srv.url)
+    store = ResponseStore(tmp_path / "responses.jsonl")
+    (r,) = generate(backend, [_sample()], {}, GREEDY, store=store, progress=False)
+    assert r.text == "x\ud800y"
+    assert [x.text for x in ResponseStore(tmp_path / "responses.jsonl")] == ["x\ud800y"]

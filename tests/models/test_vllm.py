@@ -112,3 +112,22 @@ def test_info(engine) -> None:
     assert info["backend"] == "vllm" and info["window"] == WINDOW
     assert info["engine_args"]["enable_prefix_caching"] is True
     assert info["device"] == "cpu" and info["engine_args"]["enforce_eager"] is True
+
+
+def test_cache_key_and_prefix_reuse(engine) -> None:
+    from lceval.models.generate import engine_config, generate, prefix_reuse
+
+    assert engine.cache_fields == {"engine": "vllm", "dtype": "bfloat16"}
+    assert engine.info()["dtype"] == "bfloat16"
+    before = prefix_reuse(engine)
+    assert before is not None and before.computed is not None
+    samples = [
+        _sample(f"p{i}", f"Question {i}: how many lines?", "long", max_new_tokens=2)
+        for i in range(4)
+    ]
+    out = generate(engine, samples, CONTEXTS, progress=False)
+    assert {r.config_hash for r in out} == {engine_config(engine, GREEDY).hash()}
+    assert out[0].config_hash != GREEDY.hash()
+    counts = prefix_reuse(engine).minus(before)
+    assert counts.requested == sum(r.prompt_tokens for r in out)
+    assert counts.reuse is not None and counts.reuse > 0.5  # one long context, four questions

@@ -1,1 +1,0 @@
-"""Analyses: tables, figures, RULER correlation, NTK sweeps, contamination checks."""

@@ -1,0 +1,214 @@
+"""The registered object of a paper: ``Benchmark``, its named ``ScorerSpec``s, and what a builder
+returns.
+
+Each paper is one folder ``lceval/benchmarks/<key>/`` whose ``__init__.py`` defines
+``BENCHMARK = Benchmark(...)``; :mod:`lceval.registry` finds it by key. Heavy parts (the builder,
+the scorers, the reporter) are referenced as ``"module:function"`` strings and imported only when
+called (:func:`lazy`), so ``lceval list`` and loading samples stay fast.
+
+Contracts:
+
+- builder: ``build(params: Mapping) -> BuildResult``. Validates params (an unknown key or a bad
+  value raises LcevalError naming the field); keys in ``Benchmark.notebook_params`` are accepted
+  and ignored, so a notebook's params file builds as it is. Deterministic under a seed.
+- scorer: ``score(sample, response, context, **options) -> Judgement``. Never raises on any model
+  output; a score that cannot be computed is NaN with a reason; ``value`` in 0..1. The pipeline
+  attaches ids, the scorer's name and version (:mod:`lceval.pipeline`, the only scoring loop).
+- batch judge (optional, for scorers that ask a model): ``batch(run, **options) -> BatchJudge``;
+  the pipeline feeds it responses and calls ``finish`` on groups of about ``batch_items`` items.
+- reporter: ``report(run, scores: DataFrame, samples) -> dict[str, DataFrame]``; writes CSV tables
+  and PNG+PDF figures under the run's ``report/``.
+"""
+
+from __future__ import annotations
+
+import importlib
+import math
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from lceval.errors import LcevalError
+from lceval.records import Context, Gold, Judgement, Response, Sample
+
+
+@dataclass(frozen=True)
+class BuildResult:
+    """The output of a benchmark's builder."""
+
+    samples: list[Sample]
+    contexts: list[Context]
+    """Each long context once; samples reference them by id."""
+    sources: Mapping[str, Any] = field(default_factory=dict)
+    """Data sources actually used (corpus name -> path / package / sha256), for run.json."""
+    encoding: str | None = None
+    """tiktoken encoding used to measure lengths, if any."""
+
+
+NOTEBOOK_PARAMS = frozenset({"run_id", "outputs_root"})
+"""Parameters every notebook takes that no builder uses."""
+
+
+def check_keys(
+    params: Mapping[str, Any],
+    allowed: set[str] | frozenset[str],
+    where: str,
+    ignored: set[str] | frozenset[str] = frozenset(),
+) -> None:
+    """Raise LcevalError naming the first unknown key of ``params``.
+
+    Args:
+        params: the builder's params.
+        allowed: the keys the builder reads.
+        where: the builder's name, for the message.
+        ignored: keys accepted but not read (notebook-only parameters).
+    """
+    if not isinstance(params, Mapping):
+        raise LcevalError(f"{where}: params must be a mapping, got {type(params).__name__}")
+    for k in params:
+        if k not in allowed and k not in ignored and k not in NOTEBOOK_PARAMS:
+            raise LcevalError(
+                f"{where}: unknown parameter {k!r}; known: {', '.join(sorted(allowed))}"
+            )
+
+
+def lazy(target: str) -> Callable[..., Any]:
+    """A callable that imports ``"package.module:function"`` on first call and calls it."""
+    module, sep, name = target.partition(":")
+    if not sep:
+        raise ValueError(f"lazy target must be 'module:function', got {target!r}")
+    resolved: list[Callable[..., Any]] = []
+
+    def call(*args: Any, **kwargs: Any) -> Any:
+        if not resolved:
+            resolved.append(getattr(importlib.import_module(module), name))
+        return resolved[0](*args, **kwargs)
+
+    call.__name__ = name
+    call.__qualname__ = target
+    call.__doc__ = f"Lazily imported {target}."
+    return call
+
+
+class BatchJudge(Protocol):
+    """A scorer that judges many responses at once (an LLM judge through a backend).
+
+    The pipeline calls ``prepare`` per response (cheap: parse, collect the questions to judge),
+    then ``finish`` on a group of prepared items whose ``n_items`` add up to about
+    ``batch_items``, and finally ``close``.
+    """
+
+    batch_items: int
+
+    def prepare(self, sample: Sample, response: Response, context: Context | None) -> Any:
+        """Parse one response; the result has an ``n_items`` attribute (questions to judge)."""
+        ...
+
+    def finish(self, prepared: Sequence[Any]) -> list[Judgement]:
+        """Judge a group of prepared responses; one Judgement each, in order."""
+        ...
+
+    def close(self) -> None:
+        """Release engines the judge loaded."""
+        ...
+
+
+@dataclass(frozen=True)
+class ScorerSpec:
+    """A named scorer of a benchmark, like inspect_ai's ``@scorer(metrics=[...])``."""
+
+    name: str
+    """Registry name: the benchmark key, or ``key:variant`` (``lifbench:strict``)."""
+    version: str
+    """Bumped whenever the scorer's rules change; recorded in every Score."""
+    description: str
+    """One line: what the scorer does and which source it follows."""
+    metrics: tuple[str, ...]
+    """The paper's metrics the reporter computes from this scorer's scores."""
+    score: Callable[..., Judgement] | None = None
+    """``score(sample, response, context, **options) -> Judgement``."""
+    batch: Callable[..., BatchJudge] | None = None
+    """``batch(run, **options) -> BatchJudge`` for scorers that judge in batches."""
+    options: Mapping[str, str] = field(default_factory=dict)
+    """Options ``lceval score --option KEY=VALUE`` accepts, with a one-line description each."""
+
+    def check_options(self, options: Mapping[str, Any]) -> None:
+        """Raise LcevalError naming the first option this scorer does not take."""
+        for k in options:
+            if k not in self.options:
+                known = ", ".join(sorted(self.options)) or "none"
+                raise LcevalError(f"scorer {self.name} has no option {k!r}; options: {known}")
+
+
+@dataclass(frozen=True)
+class Benchmark:
+    """Everything lceval knows about one paper, registered under its key."""
+
+    key: str
+    """lifbench, longgenbench, ruler, manyifeval, ..."""
+    title: str
+    """Paper title and authors, short."""
+    tasks: tuple[str, ...]
+    """Task codes as the paper writes them."""
+    build: Callable[[Mapping[str, Any]], BuildResult]
+    """The builder (see the module docstring)."""
+    gold: Mapping[str, type[Gold]]
+    """Task code -> its Gold dataclass (``"*"`` for one type shared by every task)."""
+    scorers: Mapping[str, ScorerSpec]
+    """Named scorers; the first is the default."""
+    report: Callable[..., dict[str, Any]]
+    """The reporter (see the module docstring)."""
+    notebooks: tuple[str, ...] = ()
+    """Notebooks (file names under notebooks/) that belong to this benchmark."""
+    details_file: str | None = None
+    """File name (in the run folder) for per-item rows of Judgement.details, if any."""
+
+    def scorer(self, name: str | None = None) -> ScorerSpec:
+        """The named scorer (default: the first).
+
+        Raises:
+            LcevalError: unknown name; the message lists the choices.
+        """
+        if name is None:
+            return next(iter(self.scorers.values()))
+        if name not in self.scorers:
+            raise LcevalError(
+                f"benchmark {self.key} has no scorer {name!r}; choose one of "
+                f"{', '.join(self.scorers)}"
+            )
+        return self.scorers[name]
+
+    def gold_type(self, task: str) -> type[Gold] | None:
+        """The Gold dataclass for ``task`` (None: the benchmark keeps no typed gold for it)."""
+        return self.gold.get(task, self.gold.get("*"))
+
+    def parse_gold(self, sample: Sample) -> Sample:
+        """``sample`` with its gold dict parsed into the task's Gold dataclass.
+
+        Raises:
+            LcevalError: the gold does not match the task's schema (names sample and field).
+        """
+        if isinstance(sample.gold, Gold):
+            return sample
+        cls = self.gold_type(sample.task)
+        if cls is None:
+            raise LcevalError(f"sample {sample.id}: {self.key} has no task {sample.task!r}")
+        try:
+            gold = cls.from_dict(sample.gold)
+        except ValueError as exc:
+            raise LcevalError(f"sample {sample.id}: bad gold: {exc}") from None
+        return _replace(sample, gold=gold)
+
+
+def _replace(sample: Sample, **changes: Any) -> Sample:
+    import dataclasses
+
+    return dataclasses.replace(sample, **changes)
+
+
+def failed_generation(response: Response) -> Judgement:
+    """NaN judgement for a response whose generation failed (``finish_reason == "error"``).
+
+    The explanation carries the backend's error so reports can say why a sample has no score.
+    """
+    return Judgement(value=math.nan, explanation=f"generation failed: {response.error}")

@@ -1,0 +1,34 @@
+"""LIFBench / LIFEval (Wu et al., 2024): List, MultiDoc and OneDoc tasks at 4k-128k; ARS, IFP, IFS.
+
+Files: ``gold.py`` (answer keys per task), ``build.py`` (+ ``inputs.py``, ``expressions.py``),
+``score.py`` (the 11 rubric scorers), ``report.py`` (Tables 3-4, Fig. 2), ``resources/``.
+"""
+
+from lceval.benchmark import Benchmark, ScorerSpec, lazy
+from lceval.benchmarks.lifbench.gold import GOLD, TASKS
+
+BENCHMARK = Benchmark(
+    key="lifbench",
+    title="LIFBench: instruction following over long contexts (Wu et al., 2024)",
+    tasks=TASKS,
+    build=lazy("lceval.benchmarks.lifbench.build:build_lifbench"),
+    gold=GOLD,
+    scorers={
+        "lifbench": ScorerSpec(
+            name="lifbench",
+            version="1",
+            description="LIFEval rubric items and points as the official code scores them (ARS)",
+            metrics=("ARS", "IFP", "IFS"),
+            score=lazy("lceval.benchmarks.lifbench.score:score_lifbench"),
+        ),
+        "lifbench:strict": ScorerSpec(
+            name="lifbench:strict",
+            version="1",
+            description="the same rubrics with the official code's quirks fixed (see score.py)",
+            metrics=("ARS", "IFP", "IFS"),
+            score=lazy("lceval.benchmarks.lifbench.score:score_lifbench_strict"),
+        ),
+    },
+    report=lazy("lceval.benchmarks.lifbench.report:report_lifbench"),
+    notebooks=("01_build_data.ipynb", "02_inference.ipynb", "03_ars_ifs_scoring.ipynb"),
+)

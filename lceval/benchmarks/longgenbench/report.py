@@ -1,0 +1,405 @@
+"""LongGenBench tables and figures: Table 3 (CR, STIC-1, STIC-2, Len, wAvg), Fig. 2, Fig. 3a.
+
+Reproduces the reporting of LongGenBench (Wu et al., ICLR 2025; Table 3, Sec. 3.3 Fig. 2, Sec. 3.4
+Fig. 3a) as the official ``Evalution/results/static.ipynb`` computes it:
+
+- CR: mean over samples of the per-sample completion rate.
+- STIC-1: sum of yes / sum of judged checks over all samples (pooled, not a mean of ratios).
+- STIC-2: sum of yes / sum of all checks over all samples (pooled).
+- wAvg: CR x STIC-2 (paper Table 3 caption).
+- Len: mean word count over samples with more than 40 blocks and more than 2,000 words.
+- Fig. 2: per entry id (the position in the output), yes / checks over all samples, smoothed with a
+  moving average (official: window 13 for the short version, 20 for the long one).
+- Fig. 3a: STIC per instruction type (single, range, periodic).
+
+All rates in tables are percentages (0..100), Len is in words. Samples whose generation failed
+(NaN score) are left out and counted in ``n_errors``.
+
+``longgenbench_summary`` is the per-model, per-version frame the RULER correlation reads.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from lceval.benchmarks.longgenbench import CHECKS_FILE
+from lceval.benchmarks.longgenbench.gold import CHECK_COLUMNS, KINDS
+from lceval.errors import LcevalError
+from lceval.io import RunDir
+from lceval.records import Sample
+from lceval.reporting import save_figure, save_table
+
+VERSION_ORDER = ("short", "long")
+SMOOTH_WINDOW = {"short": 13, "long": 20}
+"""Moving-average windows of the official Fig. 2 code (entries)."""
+SUMMARY_COLUMNS = [
+    "model",
+    "version",
+    "length_label",
+    "max_new_tokens",
+    "CR",
+    "STIC_1",
+    "STIC_2",
+    "wAvg",
+    "Len",
+    "n_samples",
+    "n_errors",
+]
+
+
+def sample_frame(scores: pd.DataFrame, samples: Iterable[Sample]) -> pd.DataFrame:
+    """One row per score with its parts as columns and the sample's grouping fields.
+
+    Args:
+        scores: scores of LongGenBench samples (``parts`` as JSON strings, as in scores.parquet).
+        samples: the run's samples (joined by ``sample_id``).
+
+    Returns:
+        Columns ``sample_id, model, value, version, scenario, task, length_label,
+        max_new_tokens`` and every part (``CR``, ``STIC_1``, ``n_yes_single`` ...).
+
+    Raises:
+        LcevalError: a score names a sample that is not given.
+    """
+    info = {
+        s.id: {
+            "version": (s.meta or {}).get("version", ""),
+            "scenario": s.scenario,
+            "task": s.task,
+            "length_label": (s.meta or {}).get("length_label", ""),
+            "max_new_tokens": s.max_new_tokens,
+        }
+        for s in samples
+    }
+    rows = []
+    for rec in scores.to_dict("records"):
+        sid = rec["sample_id"]
+        if sid not in info:
+            raise LcevalError(f"longgenbench report: score for unknown sample {sid!r}")
+        parts = rec.get("parts") or {}
+        if isinstance(parts, str):
+            parts = json.loads(parts) if parts else {}
+        rows.append(
+            {"sample_id": sid, "model": rec["model"], "value": rec["value"], **info[sid], **parts}
+        )
+    return pd.DataFrame(rows)
+
+
+def _pooled(g: pd.DataFrame, suffix: str = "") -> dict[str, float]:
+    ok = g[g["value"].notna()] if "value" in g else g
+    yes = float(ok.get(f"n_yes{suffix}", pd.Series(dtype=float)).sum())
+    judged = float(ok.get(f"n_judged{suffix}", pd.Series(dtype=float)).sum())
+    checks = float(ok.get(f"n_checks{suffix}", pd.Series(dtype=float)).sum())
+    return {
+        "STIC_1": 100 * yes / judged if judged else np.nan,
+        "STIC_2": 100 * yes / checks if checks else np.nan,
+        "n_checks": checks,
+        "n_judged": judged,
+        "n_yes": yes,
+    }
+
+
+def metrics_of(frame: pd.DataFrame) -> dict[str, float]:
+    """CR, STIC-1, STIC-2, wAvg (percent, 0..100) and Len (words) of a group of samples.
+
+    Source: official ``static.ipynb`` (pooled STIC; Len filter > 40 blocks and > 2,000 words) and
+    paper Table 3 (wAvg = CR x STIC-2).
+    """
+    ok = frame[frame["value"].notna()] if "value" in frame else frame
+    cr = 100 * float(ok["CR"].mean()) if "CR" in ok and len(ok) else np.nan
+    pooled = _pooled(ok)
+    if "len_eligible" in ok and len(ok):
+        elig = ok[ok["len_eligible"] > 0]
+        length = float(elig["words"].mean()) if len(elig) else np.nan
+    else:
+        length = np.nan
+    return {
+        "CR": cr,
+        "STIC_1": pooled["STIC_1"],
+        "STIC_2": pooled["STIC_2"],
+        "wAvg": cr * pooled["STIC_2"] / 100,
+        "Len": length,
+        "n_samples": float(len(ok)),
+        "n_errors": float(len(frame) - len(ok)),
+    }
+
+
+def summary_table(frame: pd.DataFrame, by: Sequence[str] = ("model", "version")) -> pd.DataFrame:
+    """Table 3 style metrics per group (percent; Len in words)."""
+    rows = []
+    for key, g in frame.groupby(list(by), sort=True, dropna=False):
+        key = key if isinstance(key, tuple) else (key,)
+        rows.append({**dict(zip(by, key, strict=True)), **metrics_of(g)})
+    out = pd.DataFrame(rows)
+    if "version" in out:
+        out["_v"] = out["version"].map({v: i for i, v in enumerate(VERSION_ORDER)})
+        out = out.sort_values([c if c != "version" else "_v" for c in by]).drop(columns="_v")
+    return out.reset_index(drop=True)
+
+
+def longgenbench_summary(
+    scores: pd.DataFrame,
+    samples: Iterable[Sample],
+    generation_caps: Mapping[str, int | None] | None = None,
+) -> pd.DataFrame:
+    """Per-model, per-version summary for cross-benchmark analyses (the RULER correlation).
+
+    Args:
+        scores: LongGenBench scores (scores.parquet rows).
+        samples: the run's samples.
+        generation_caps: model -> the run's ``GenerationConfig.max_new_tokens`` cap (run.json
+            ``models[m]["generation"]["max_new_tokens"]``), or None for no cap.
+
+    Returns:
+        Columns ``model, version (short | long), length_label ("16K" | "32K"), max_new_tokens
+        (the sample budget after the run's cap, tokens), CR, STIC_1, STIC_2, wAvg (percent,
+        0..100), Len (words), n_samples, n_errors``; one row per (model, version).
+    """
+    frame = sample_frame(scores, samples)
+    if frame.empty:
+        return pd.DataFrame(columns=SUMMARY_COLUMNS)
+    caps = dict(generation_caps or {})
+    frame["max_new_tokens"] = [
+        min(b, caps[m]) if caps.get(m) else b
+        for b, m in zip(frame["max_new_tokens"], frame["model"], strict=True)
+    ]
+    out = summary_table(frame, ("model", "version"))
+    extra = frame.groupby(["model", "version"]).agg(
+        length_label=("length_label", "first"), max_new_tokens=("max_new_tokens", "max")
+    )
+    out = out.join(extra, on=["model", "version"])
+    return out[SUMMARY_COLUMNS]
+
+
+def generation_caps(run: RunDir) -> dict[str, int | None]:
+    """Model -> max_new_tokens cap recorded in run.json (None when uncapped)."""
+    models = run.read_meta().models or {}
+    return {m: (v.get("generation") or {}).get("max_new_tokens") for m, v in models.items()}
+
+
+def load_summary(run_id: str, root: str | Path | None = None) -> pd.DataFrame:
+    """``longgenbench_summary`` of a scored run folder (see there for the columns).
+
+    Raises:
+        LcevalError: the run has no scores or samples.
+    """
+    run = RunDir(run_id, root)
+    scores = run.read_scores()
+    scores = scores[scores["benchmark"] == "longgenbench"]
+    samples = [s for s in run.read_samples() if s.benchmark == "longgenbench"]
+    return longgenbench_summary(scores, samples, generation_caps(run))
+
+
+def by_type_table(frame: pd.DataFrame) -> pd.DataFrame:
+    """STIC-1 and STIC-2 (percent) per model, version and instruction type (paper Fig. 3a)."""
+    rows = []
+    for (model, version), g in frame.groupby(["model", "version"], sort=True):
+        for kind in KINDS:
+            rows.append(
+                {"model": model, "version": version, "kind": kind, **_pooled(g, f"_{kind}")}
+            )
+    return pd.DataFrame(
+        rows,
+        columns=["model", "version", "kind", "STIC_1", "STIC_2", "n_checks", "n_judged", "n_yes"],
+    )
+
+
+def checks_frame(run: RunDir, scores: pd.DataFrame) -> pd.DataFrame:
+    """Per-check verdicts of the run (``longgenbench_checks.parquet``, written by
+    ``lceval.pipeline.score`` from the scorer's per-check rows), keeping only the (sample, model)
+    pairs present in ``scores``. Empty (columns ``gold.CHECK_COLUMNS``) when the run has no
+    checks file."""
+    path = run.path / CHECKS_FILE
+    if not path.exists():
+        return pd.DataFrame(columns=list(CHECK_COLUMNS))
+    checks = pd.read_parquet(path)
+    keep = set(zip(scores["sample_id"], scores["model"], strict=True))
+    mask = [(s, m) in keep for s, m in zip(checks["sample_id"], checks["model"], strict=True)]
+    return checks[mask].reset_index(drop=True)
+
+
+def position_table(
+    checks: pd.DataFrame, window: Mapping[str, int] | None = None, min_count: int = 1
+) -> pd.DataFrame:
+    """Instruction accuracy by entry id (position in the output), with a moving average (Fig. 2).
+
+    Args:
+        checks: per-check rows (``checks_frame``).
+        window: moving-average window (entries) per version; default 13 short, 20 long (official).
+            A curve with fewer points than its window is smoothed over all its points.
+        min_count: keep entry ids with at least this many checks (official: 20 short, 30 long
+            over 100 prompts per scenario; 1 suits demo-size runs).
+
+    Returns:
+        Columns ``model, version, entry, n_checks, n_yes, accuracy, smoothed`` (accuracy and
+        smoothed in percent).
+    """
+    window = {**SMOOTH_WINDOW, **dict(window or {})}
+    rows = []
+    if checks.empty:
+        return pd.DataFrame(
+            columns=["model", "version", "entry", "n_checks", "n_yes", "accuracy", "smoothed"]
+        )
+    for (model, version), g in checks.groupby(["model", "version"], sort=True):
+        agg = g.groupby("entry").agg(n_checks=("yes", "size"), n_yes=("yes", "sum")).reset_index()
+        agg = agg[agg["n_checks"] >= min_count].sort_values("entry")
+        acc = 100 * agg["n_yes"].to_numpy(float) / agg["n_checks"].to_numpy(float)
+        w = max(1, min(window.get(version, 13), len(acc)))
+        smooth = pd.Series(acc).rolling(w, center=True, min_periods=1).mean().to_numpy()
+        for e, n, y, a, sm in zip(
+            agg["entry"], agg["n_checks"], agg["n_yes"], acc, smooth, strict=True
+        ):
+            rows.append(
+                {
+                    "model": model,
+                    "version": version,
+                    "entry": int(e),
+                    "n_checks": int(n),
+                    "n_yes": int(y),
+                    "accuracy": a,
+                    "smoothed": sm,
+                }
+            )
+    return pd.DataFrame(rows)
+
+
+def judge_agreement(a: Sequence[bool], b: Sequence[bool]) -> dict[str, float]:
+    """Agreement of two judges on the same pairs: raw agreement and Cohen's kappa (scikit-learn).
+
+    Returns:
+        ``{"n": pairs, "raw_agreement": 0..1, "kappa": -1..1}``; NaN when there are no pairs, and
+        kappa NaN when both judges give one constant label (kappa undefined).
+
+    Raises:
+        LcevalError: the sequences differ in length.
+    """
+    if len(a) != len(b):
+        raise LcevalError(f"judge_agreement: {len(a)} verdicts against {len(b)}")
+    n = len(a)
+    if n == 0:
+        return {"n": 0.0, "raw_agreement": math.nan, "kappa": math.nan}
+    raw = sum(x == y for x, y in zip(a, b, strict=True)) / n
+    if len({*map(bool, a), *map(bool, b)}) < 2:
+        kappa = math.nan
+    else:
+        from sklearn.metrics import cohen_kappa_score
+
+        kappa = float(cohen_kappa_score([bool(x) for x in a], [bool(x) for x in b]))
+    return {"n": float(n), "raw_agreement": raw, "kappa": kappa}
+
+
+def agreement_table(checks: pd.DataFrame) -> pd.DataFrame:
+    """Cohen's kappa and raw agreement of the two judges per model and overall (judged checks)."""
+    if checks.empty or "yes_2" not in checks or checks["yes_2"].isna().all():
+        return pd.DataFrame(columns=["model", "judge", "judge_2", "n", "raw_agreement", "kappa"])
+    j = checks[checks["judged"].astype(bool) & checks["yes_2"].notna()]
+    rows = []
+    groups = [*j.groupby("model", sort=True), ("all", j)]
+    for model, g in groups:
+        a = judge_agreement(g["yes"].astype(bool).tolist(), g["yes_2"].astype(bool).tolist())
+        rows.append(
+            {
+                "model": model,
+                "judge": g["judge"].iloc[0] if "judge" in g and len(g) else "",
+                "judge_2": g["judge_2"].iloc[0] if "judge_2" in g and len(g) else "",
+                **a,
+            }
+        )
+    return pd.DataFrame(rows)
+
+
+def _fig_by_type(table: pd.DataFrame) -> Any:
+    import matplotlib.pyplot as plt
+
+    versions = [v for v in VERSION_ORDER if v in set(table["version"])]
+    fig, axes = plt.subplots(
+        1,
+        max(1, len(versions)),
+        figsize=(5 * max(1, len(versions)), 3.6),
+        squeeze=False,
+        sharey=True,
+    )
+    models = sorted(set(table["model"]))
+    width = 0.8 / max(1, len(models))
+    for ax, version in zip(axes[0], versions, strict=False):
+        t = table[table["version"] == version]
+        for i, model in enumerate(models):
+            vals = [
+                float(t[(t["model"] == model) & (t["kind"] == k)]["STIC_2"].fillna(0).sum())
+                for k in KINDS
+            ]
+            ax.bar(np.arange(len(KINDS)) + i * width, vals, width, label=model)
+        ax.set_xticks(np.arange(len(KINDS)) + width * (len(models) - 1) / 2, KINDS)
+        ax.set_title(f"{version} version")
+        ax.set_ylabel("STIC-2 (%)")
+    axes[0][0].legend(fontsize=7)
+    fig.suptitle("LongGenBench: accuracy by instruction type (paper Fig. 3a)")
+    return fig
+
+
+def _fig_position(table: pd.DataFrame) -> Any:
+    import matplotlib.pyplot as plt
+
+    versions = [v for v in VERSION_ORDER if v in set(table["version"])] or ["short"]
+    fig, axes = plt.subplots(1, len(versions), figsize=(5.5 * len(versions), 3.6), squeeze=False)
+    for ax, version in zip(axes[0], versions, strict=True):
+        t = table[table["version"] == version]
+        for model, g in t.groupby("model", sort=True):
+            ax.plot(g["entry"], g["smoothed"], label=model)
+        ax.set_title(f"{version} version")
+        ax.set_xlabel("entry id (position in the output)")
+        ax.set_ylabel("instruction accuracy (%), moving average")
+        ax.set_ylim(-2, 102)
+        if len(t):
+            ax.legend(fontsize=7)
+    fig.suptitle("LongGenBench: accuracy along the output (paper Fig. 2)")
+    return fig
+
+
+def report_longgenbench(
+    run: RunDir, scores: pd.DataFrame, samples: Sequence[Sample]
+) -> dict[str, pd.DataFrame]:
+    """Write LongGenBench tables (CSV) and figures (PNG + PDF) under the run's report folder.
+
+    Tables: ``longgenbench_table3`` (per model and version: CR, STIC-1, STIC-2, Len, wAvg),
+    ``longgenbench_by_scenario``, ``longgenbench_by_type`` (Fig. 3a), ``longgenbench_position``
+    (Fig. 2) and, when two judges ran, ``longgenbench_judge_agreement``. Figures:
+    ``longgenbench_by_type`` and ``longgenbench_position``.
+
+    Args:
+        run: the run folder.
+        scores: the run's LongGenBench scores.
+        samples: the run's LongGenBench samples.
+
+    Returns:
+        The tables by name (``table3``, ``summary``, ``by_scenario``, ``by_type``, ``position``,
+        ``judge_agreement``).
+
+    Raises:
+        LcevalError: a score names an unknown sample.
+    """
+    frame = sample_frame(scores, samples)
+    tables: dict[str, pd.DataFrame] = {}
+    if frame.empty:
+        raise LcevalError("longgenbench report: no scores to report")
+    tables["table3"] = summary_table(frame, ("model", "version"))
+    caps = generation_caps(run) if run.run_json.exists() else {}
+    tables["summary"] = longgenbench_summary(scores, samples, caps)
+    tables["by_scenario"] = summary_table(frame, ("model", "version", "scenario"))
+    tables["by_type"] = by_type_table(frame)
+    checks = checks_frame(run, scores)
+    tables["position"] = position_table(checks)
+    tables["judge_agreement"] = agreement_table(checks)
+    run.figures.mkdir(parents=True, exist_ok=True)
+    for name, df in tables.items():
+        save_table(df, run.report, f"longgenbench_{name}", index=False)
+    save_figure(_fig_by_type(tables["by_type"]), run.figures, "longgenbench_by_type")
+    save_figure(_fig_position(tables["position"]), run.figures, "longgenbench_position")
+    return tables

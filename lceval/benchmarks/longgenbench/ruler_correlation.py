@@ -1,0 +1,311 @@
+"""Correlation between RULER (long input) and LongGenBench (long output) at equal lengths.
+
+Reproduces the LongGenBench paper (Wu et al., ICLR 2025), Sec. 3.5 and Fig. 3b: Pearson
+correlation, over models, between a model's RULER score and its LongGenBench score at the same
+length: 0.51 at 16K and 0.66 at 32K. lceval adds Spearman's rank correlation and p-values
+(``scipy.stats.pearsonr`` / ``spearmanr``).
+
+Published data (``lceval/benchmarks/longgenbench/resources/ruler_correlation/``, typed in, see
+its README):
+
+- ``fig3b_official.csv``: the five models and numbers of the official plotting notebook
+  (mozhu621/LongGenBench ``Draw/paper.ipynb``): RULER from the RULER README, LongGenBench from an
+  evaluation earlier than the paper's Table 3. They give r = 0.512 (16K) and 0.667 (32K): the
+  paper's 0.51 and 0.66 (0.667 printed truncated).
+- ``table3.csv``: the paper's Table 3 with the matching RULER README row per model
+  (``../ruler/leaderboard.csv``). With Table 3's final wAvg the same five models give r = 0.94
+  (16K) and 0.89 (32K), and all seven models that RULER published give 0.64 and 0.43: the
+  published 0.51 / 0.66 do not follow from the published Table 3, because Fig. 3b used the earlier
+  scores. See :func:`published_pairs`.
+
+Measured data: RULER per-model scores at each length from lceval RULER runs
+(``lceval.benchmarks.ruler.report.ruler_tables``) and LongGenBench per-model summaries from
+lceval LongGenBench runs (``lceval.benchmarks.longgenbench.report.load_summary``), joined on model
+and length (LongGenBench 16K = 16384 tokens, 32K = 32768 tokens). A correlation over fewer than
+3 models is NaN with the reason in the ``note`` column.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from importlib import resources
+from pathlib import Path
+
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
+from scipy import stats
+
+from lceval.errors import LcevalError
+from lceval.reporting import save_figure
+
+PAPER_PEARSON = {16384: 0.51, 32768: 0.66}
+"""The LongGenBench paper's Pearson correlations (Sec. 3.5, Fig. 3b), by length in tokens."""
+
+LGB_LENGTHS = {"16K": 16384, "32K": 32768, "short": 16384, "long": 32768}
+"""LongGenBench version / length label -> length in tokens (paper Table 2: short 16K, long 32K)."""
+
+METRICS = ("wAvg", "CR", "STIC_1", "STIC_2")
+_RULER_COL = {16384: "16K", 32768: "32K", 4096: "4K", 8192: "8K", 65536: "64K", 131072: "128K"}
+
+
+def _resource(*parts: str) -> pd.DataFrame:
+    package = "lceval.benchmarks.ruler" if parts[0] == "ruler" else "lceval.benchmarks.longgenbench"
+    sub = parts[1:] if parts[0] == "ruler" else ("ruler_correlation", *parts[1:])
+    path = resources.files(package).joinpath("resources", *sub)
+    try:
+        with resources.as_file(path) as p:
+            return pd.read_csv(p)
+    except (OSError, pd.errors.ParserError) as exc:
+        raise LcevalError(f"cannot read lceval resource {'/'.join(parts)}: {exc}") from None
+
+
+def ruler_leaderboard() -> pd.DataFrame:
+    """The RULER README leaderboard (0..100 per length; see ``resources/ruler/README.md``).
+
+    Rows are keyed in ``table3.csv``'s ``ruler_model`` as ``"<model> (<size>)"`` (e.g.
+    ``"Llama3.1 (8B)"``), or ``"<model>"`` when the README gives no size.
+    """
+    return _resource("ruler", "leaderboard.csv")
+
+
+def longgenbench_table3() -> pd.DataFrame:
+    """LongGenBench paper Table 3 (percent, 0..100) with the matching RULER model name."""
+    return _resource("longgenbench_ruler", "table3.csv")
+
+
+def published_pairs(source: str = "fig3b", metric: str = "wAvg") -> pd.DataFrame:
+    """Published (RULER, LongGenBench) score pairs per model and length.
+
+    Args:
+        source: ``"fig3b"`` (the numbers behind the paper's Fig. 3b, official notebook) or
+            ``"table3"`` (the paper's Table 3 joined with the RULER README; only models RULER
+            published).
+        metric: the LongGenBench column for ``"table3"``: wAvg (default), CR, STIC_1 or STIC_2.
+
+    Returns:
+        Columns ``model, length (tokens), ruler (0..100), longgenbench (0..100), source``.
+
+    Raises:
+        LcevalError: unknown source or metric.
+    """
+    if source == "fig3b":
+        df = _resource("longgenbench_ruler", "fig3b_official.csv")
+        df["source"] = "fig3b"
+        return df[["model", "length", "ruler", "longgenbench", "source"]]
+    if source != "table3":
+        raise LcevalError(f"unknown source {source!r}; choose fig3b or table3")
+    if metric not in METRICS:
+        raise LcevalError(f"unknown LongGenBench metric {metric!r}; choose {', '.join(METRICS)}")
+    t3 = longgenbench_table3().dropna(subset=["ruler_model"])
+    lb = ruler_leaderboard()
+    lb.index = [
+        f"{m} ({z})" if isinstance(z, str) and z else m
+        for m, z in zip(lb["model"], lb["size"], strict=True)
+    ]
+    rows = []
+    for r in t3.itertuples(index=False):
+        col = _RULER_COL[int(r.length)]
+        rows.append(
+            {
+                "model": r.model,
+                "length": int(r.length),
+                "ruler": float(lb.loc[r.ruler_model, col]),
+                "longgenbench": float(getattr(r, metric)),
+                "source": f"table3:{metric}",
+            }
+        )
+    return pd.DataFrame(rows, columns=["model", "length", "ruler", "longgenbench", "source"])
+
+
+def correlate(pairs: pd.DataFrame) -> pd.DataFrame:
+    """Pearson and Spearman correlation over models, per length.
+
+    Args:
+        pairs: columns ``model, length, ruler, longgenbench`` (one row per model and length).
+
+    Returns:
+        One row per length: ``length, n_models, pearson_r, pearson_p, spearman_rho, spearman_p,
+        paper_pearson`` (the paper's value at that length or NaN), ``note``. With fewer than 3
+        models, or a constant column, the coefficients are NaN and ``note`` says why.
+
+    Raises:
+        LcevalError: a required column is missing.
+
+    Source: LongGenBench paper Sec. 3.5 / Fig. 3b (Pearson); Spearman added by lceval.
+    """
+    need = {"model", "length", "ruler", "longgenbench"}
+    if not need <= set(pairs.columns):
+        raise LcevalError(
+            f"correlation pairs need columns {sorted(need)}, got {list(pairs.columns)}"
+        )
+    rows = []
+    for length, part in pairs.dropna(subset=["ruler", "longgenbench"]).groupby("length", sort=True):
+        x, y = part["ruler"].to_numpy(float), part["longgenbench"].to_numpy(float)
+        row = {
+            "length": int(length),
+            "n_models": len(part),
+            "pearson_r": math.nan,
+            "pearson_p": math.nan,
+            "spearman_rho": math.nan,
+            "spearman_p": math.nan,
+            "paper_pearson": PAPER_PEARSON.get(int(length), math.nan),
+            "note": "",
+        }
+        if len(part) < 3:
+            row["note"] = f"{len(part)} model(s): a correlation needs at least 3"
+        elif np.ptp(x) == 0 or np.ptp(y) == 0:
+            row["note"] = "a score column is constant: correlation undefined"
+        else:
+            pr = stats.pearsonr(x, y)
+            sr = stats.spearmanr(x, y)
+            row.update(
+                pearson_r=float(pr.statistic),
+                pearson_p=float(pr.pvalue),
+                spearman_rho=float(sr.statistic),
+                spearman_p=float(sr.pvalue),
+            )
+        rows.append(row)
+    return pd.DataFrame(
+        rows,
+        columns=[
+            "length",
+            "n_models",
+            "pearson_r",
+            "pearson_p",
+            "spearman_rho",
+            "spearman_p",
+            "paper_pearson",
+            "note",
+        ],
+    )
+
+
+def measured_pairs(
+    ruler_runs: Sequence[str],
+    longgenbench_runs: Sequence[str],
+    *,
+    metric: str = "wAvg",
+    root: str | Path | None = None,
+) -> pd.DataFrame:
+    """(RULER, LongGenBench) pairs per model and length from scored lceval run folders.
+
+    Args:
+        ruler_runs: run ids holding scored RULER samples.
+        longgenbench_runs: run ids holding scored LongGenBench samples.
+        metric: LongGenBench column (wAvg, CR, STIC_1, STIC_2; percent).
+        root: the outputs folder (None: ``lceval.io.outputs_root()``).
+
+    Returns:
+        Columns ``model, length, ruler, longgenbench, source`` (``source="measured"``); only
+        models and lengths present in both (RULER length in tokens == LongGenBench 16K / 32K).
+
+    Raises:
+        LcevalError: a run is missing or unscored, or the metric is unknown.
+    """
+    from lceval.benchmarks.longgenbench.report import load_summary
+    from lceval.benchmarks.ruler.report import ruler_tables
+    from lceval.io import RunDir
+
+    if metric not in METRICS:
+        raise LcevalError(f"unknown LongGenBench metric {metric!r}; choose {', '.join(METRICS)}")
+    rs = []
+    for rid in ruler_runs:
+        run = RunDir(rid, root)
+        samples = [s for s in run.read_samples() if s.benchmark == "ruler"]
+        sc = run.read_scores()
+        rs.append(ruler_tables(sc[sc["benchmark"] == "ruler"], samples)["summary"])
+    ls = []
+    for rid in longgenbench_runs:
+        summ = load_summary(rid, root)
+        label = summ["length_label"].where(summ["length_label"].isin(LGB_LENGTHS), summ["version"])
+        summ = summ.assign(length=label.map(LGB_LENGTHS))
+        ls.append(summ[["model", "length", metric]].rename(columns={metric: "longgenbench"}))
+    cols = ["model", "length", "ruler", "longgenbench", "source"]
+    if not rs or not ls:
+        return pd.DataFrame(columns=cols)
+    r = pd.concat(rs).groupby(["model", "length"], as_index=False)["score"].mean()
+    r = r.rename(columns={"score": "ruler"})
+    lg = pd.concat(ls).dropna(subset=["length"]).astype({"length": int})
+    lg = lg.groupby(["model", "length"], as_index=False)["longgenbench"].mean()
+    out = r.merge(lg, on=["model", "length"], how="inner")
+    out["source"] = "measured"
+    return out[cols]
+
+
+def correlation_figure(
+    pairs: pd.DataFrame, folder: str | Path, name: str = "ruler_correlation", title: str = ""
+) -> list[Path]:
+    """Scatter of LongGenBench against RULER with a least-squares line per length (PNG + PDF).
+
+    Args:
+        pairs: columns ``model, length, ruler, longgenbench``.
+        folder: where to write ``<name>.png`` and ``<name>.pdf``.
+        name: file stem.
+        title: figure title.
+
+    Returns:
+        The two written paths.
+    """
+    lengths = sorted(pairs["length"].unique()) if len(pairs) else []
+    fig, axes = plt.subplots(
+        1, max(1, len(lengths)), figsize=(4.5 * max(1, len(lengths)), 4), squeeze=False
+    )
+    for ax, length in zip(axes[0], lengths, strict=False):
+        part = pairs[pairs["length"] == length]
+        ax.scatter(part["ruler"], part["longgenbench"], color="tab:blue")
+        for r in part.itertuples(index=False):
+            ax.annotate(
+                str(r.model),
+                (r.ruler, r.longgenbench),
+                fontsize=6,
+                xytext=(3, 3),
+                textcoords="offset points",
+            )
+        c = correlate(part)
+        if len(part) >= 2 and np.ptp(part["ruler"].to_numpy(float)) > 0:
+            slope, icpt = np.polyfit(
+                part["ruler"].to_numpy(float), part["longgenbench"].to_numpy(float), 1
+            )
+            xs = np.linspace(part["ruler"].min(), part["ruler"].max(), 50)
+            ax.plot(xs, slope * xs + icpt, color="tab:red")
+        r_txt = (
+            f"r = {c['pearson_r'].iloc[0]:.2f}"
+            if len(c) and not math.isnan(c["pearson_r"].iloc[0])
+            else "r undefined"
+        )
+        paper = PAPER_PEARSON.get(int(length))
+        ax.set_title(
+            f"{_RULER_COL.get(int(length), length)}: {r_txt}"
+            + (f" (paper {paper:.2f})" if paper else ""),
+            fontsize=9,
+        )
+        ax.set_xlabel("RULER (0..100)")
+        ax.set_ylabel("LongGenBench (0..100)")
+    if not lengths:
+        axes[0][0].text(0.5, 0.5, "no pairs", ha="center", va="center")
+    if title:
+        fig.suptitle(title, fontsize=10)
+    fig.tight_layout()
+    return save_figure(fig, folder, name)
+
+
+def correlation_summary(tables: Mapping[str, pd.DataFrame]) -> pd.DataFrame:
+    """Stack named correlation tables into one (column ``data`` = the name)."""
+    parts = [t.assign(data=k) for k, t in tables.items() if len(t)]
+    if not parts:
+        return pd.DataFrame(columns=["data", "length", "n_models", "pearson_r", "paper_pearson"])
+    out = pd.concat(parts, ignore_index=True)
+    return out[["data"] + [c for c in out.columns if c != "data"]]
+
+
+def scored_runs(run_ids: Sequence[str], root: str | Path | None = None) -> list[str]:
+    """The run ids among ``run_ids`` whose folder holds a scores.parquet (others are skipped).
+
+    Lets the correlation notebook default to the demo runs of the RULER and LongGenBench
+    notebooks when they exist and fall back to the published data alone otherwise.
+    """
+    from lceval.io import RunDir
+
+    return [r for r in run_ids if RunDir(r, root).scores.exists()]

@@ -1,0 +1,33 @@
+"""ManyIFEval, "Curse of Instructions" (Harada et al.): 1-10 IFEval instructions per prompt,
+P(n) vs I(n)^n, and self-refinement.
+
+Files: ``gold.py`` (answer key, Table 4 metadata), ``checkers.py`` (lm-eval's IFEval checkers,
+work budget), ``build.py``, ``score.py``, ``report.py`` (Fig. 1/4/6), ``refine.py`` (Sec. 5
+self-refinement), ``resources/``.
+
+Scorer version 2: a check over the work budget, a checker that raises and a checker that cannot
+be built are undecided (NaN with the reason) instead of "not followed" (version 1).
+"""
+
+from lceval.benchmark import Benchmark, ScorerSpec, lazy
+from lceval.benchmarks.manyifeval.gold import GOLD, TASKS
+
+BENCHMARK = Benchmark(
+    key="manyifeval",
+    title="Curse of Instructions: ManyIFEval (Harada et al., 2025)",
+    tasks=TASKS,
+    build=lazy("lceval.benchmarks.manyifeval.build:build_manyifeval"),
+    gold=GOLD,
+    scorers={
+        "manyifeval": ScorerSpec(
+            name="manyifeval",
+            version="2",
+            description="IFEval checkers (lm-eval), strict and loose, per instruction; a check "
+            "over the work budget or failing is NaN with its reason",
+            metrics=("prompt-level accuracy", "instruction-level accuracy"),
+            score=lazy("lceval.benchmarks.manyifeval.score:score_manyifeval"),
+        ),
+    },
+    report=lazy("lceval.benchmarks.manyifeval.report:report_manyifeval"),
+    notebooks=("04_curse_of_instructions.ipynb",),
+)

@@ -1,0 +1,311 @@
+"""ManyIFEval analysis: accuracy against the instruction count and the curse of instructions.
+
+Source: Harada et al., "Curse of Instructions" (ManyIFEval). Sec. 3.2 Eq. (1) prompt-level
+accuracy P(n) = 1/m sum_i prod_j s_i^j and Eq. (2) instruction-level accuracy
+I(n) = 1/(mn) sum_i sum_j s_i^j; Sec. 4.3 Eq. (3), the curse of instructions P(n) = I(n)^n;
+Fig. 1 (I(n) left, P(n) right, against n), Fig. 4 (measured P(n) against I(n)^n), Appendix C /
+Fig. 8 (unique against repeated instructions of matched prompt length).
+
+All accuracies are fractions in 0..1. Responses whose score is NaN (generation failed, or no
+instruction failed but one could not be checked) are left out of the means and counted in
+``n_nan``. An undecided instruction of a scored response (NaN part) is left out of the
+instruction-level mean; the prompt-level verdict combines the instructions with Kleene's "and"
+(0 if one is not followed, NaN if one is undecided and none failed, else 1), NaN left out.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from lceval.benchmarks.manyifeval.gold import INSTRUCTION_NAME, MODES, parse_part_key
+from lceval.errors import LcevalError
+from lceval.io import RunDir
+from lceval.records import Sample
+from lceval.reporting import save_figure, save_table
+
+
+def verdict_frame(scores: pd.DataFrame, samples: Sequence[Sample]) -> pd.DataFrame:
+    """One row per (model, sample, instruction) with its strict and loose verdicts.
+
+    Args:
+        scores: the run's scores (``lceval.io.scores_frame`` layout; ``parts`` as JSON strings or
+            mappings), ManyIFEval rows.
+        samples: the run's samples with typed gold (for ``n_instructions``, ``condition``,
+            ``prompt_key``).
+
+    Returns:
+        Columns: model, sample_id, prompt_key, condition, n, index, instruction_id, strict, loose
+        (0.0 / 1.0, NaN undecided). NaN-scored responses have no rows.
+
+    Raises:
+        LcevalError: a score refers to a sample that is not given.
+    """
+    by_id = {s.id: s for s in samples}
+    rows: list[dict[str, Any]] = []
+    for rec in scores.itertuples(index=False):
+        s = by_id.get(rec.sample_id)
+        if s is None:
+            raise LcevalError(f"score for unknown sample {rec.sample_id!r}")
+        if isinstance(rec.value, float) and math.isnan(rec.value):
+            continue
+        parts = json.loads(rec.parts) if isinstance(rec.parts, str) else dict(rec.parts)
+        found: dict[tuple[int, str], dict[str, float]] = {}
+        for k, v in parts.items():
+            parsed = parse_part_key(k)
+            if parsed is not None:
+                mode, idx, iid = parsed
+                found.setdefault((idx, iid), {})[mode] = float(v)
+        prompt_key = s.meta.get("prompt_key") or s.gold.key or s.id
+        n = int(s.meta.get("n_instructions") or len(s.gold.instruction_id_list))
+        for (idx, iid), d in sorted(found.items()):
+            rows.append(
+                {
+                    "model": rec.model,
+                    "sample_id": rec.sample_id,
+                    "prompt_key": prompt_key,
+                    "condition": s.meta.get("condition", s.task),
+                    "n": n,
+                    "index": idx,
+                    "instruction_id": iid,
+                    "strict": d.get("strict", math.nan),
+                    "loose": d.get("loose", math.nan),
+                }
+            )
+    cols = ["model", "sample_id", "prompt_key", "condition", "n", "index", "instruction_id"]
+    return pd.DataFrame(rows, columns=[*cols, "strict", "loose"])
+
+
+def accuracy_by_n(verdicts: pd.DataFrame, scores: pd.DataFrame | None = None) -> pd.DataFrame:
+    """Prompt-level (Eq. 1) and instruction-level (Eq. 2) accuracy per model, condition, mode, n.
+
+    Args:
+        verdicts: :func:`verdict_frame` output.
+        scores: the scores, only to count each model's NaN-scored responses in ``n_nan``.
+
+    Returns:
+        Columns: model, condition, mode, n, m (prompts), prompt_level, inst_level (0..1), n_nan.
+    """
+    out = []
+    if verdicts.empty:
+        return pd.DataFrame(
+            columns=["model", "condition", "mode", "n", "m", "prompt_level", "inst_level", "n_nan"]
+        )
+    for mode in MODES:
+        v = verdicts.assign(_failed=verdicts[mode] == 0.0, _undecided=verdicts[mode].isna())
+        per_prompt = v.groupby(["model", "condition", "n", "sample_id"]).agg(
+            failed=("_failed", "max"),
+            undecided=("_undecided", "max"),
+            followed=(mode, "sum"),
+            count=(mode, "count"),
+        )
+        per_prompt["all_followed"] = np.where(
+            per_prompt["failed"], 0.0, np.where(per_prompt["undecided"], np.nan, 1.0)
+        )
+        g = per_prompt.groupby(level=["model", "condition", "n"])
+        agg = pd.DataFrame(
+            {
+                "m": g.size(),
+                "prompt_level": g["all_followed"].mean(),
+                "inst_level": g["followed"].sum() / g["count"].sum(),
+            }
+        ).reset_index()
+        agg.insert(2, "mode", mode)
+        out.append(agg)
+    res = pd.concat(out, ignore_index=True)
+    res["n_nan"] = 0
+    if scores is not None and len(scores):
+        nan = scores[scores["value"].isna()]
+        if len(nan):
+            res = res.drop(columns="n_nan")
+            counts = nan.groupby("model").size().rename("n_nan").reset_index()
+            res = res.merge(counts, on="model", how="left").fillna({"n_nan": 0})
+    return res.sort_values(["model", "condition", "mode", "n"]).reset_index(drop=True)
+
+
+def curse_law(acc: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Compare measured P(n) with I(n)^n (Eq. 3) per model, condition and mode.
+
+    Args:
+        acc: :func:`accuracy_by_n` output.
+
+    Returns:
+        ``(per_n, fit)``: ``per_n`` adds ``predicted`` = inst_level ** n and ``residual`` =
+        prompt_level - predicted to ``acc``; ``fit`` has one row per (model, condition, mode) with
+        ``r2`` (coefficient of determination of the prediction: 1 - SS_res / SS_tot, NaN when
+        P(n) is constant), ``mae`` (mean absolute error, 0..1) and ``points`` (number of n).
+        Eq. (3) has no free parameter, so nothing is fitted: the law is scored as it stands.
+    """
+    per_n = acc.copy()
+    per_n["predicted"] = per_n["inst_level"] ** per_n["n"]
+    per_n["residual"] = per_n["prompt_level"] - per_n["predicted"]
+    rows = []
+    for (model, cond, mode), g in per_n.groupby(["model", "condition", "mode"], sort=True):
+        y = g["prompt_level"].to_numpy(float)
+        yhat = g["predicted"].to_numpy(float)
+        ss_res = float(np.sum((y - yhat) ** 2))
+        ss_tot = float(np.sum((y - y.mean()) ** 2))
+        rows.append(
+            {
+                "model": model,
+                "condition": cond,
+                "mode": mode,
+                "points": len(g),
+                "r2": 1.0 - ss_res / ss_tot if ss_tot > 0 else math.nan,
+                "mae": float(np.mean(np.abs(y - yhat))),
+            }
+        )
+    return per_n, pd.DataFrame(rows, columns=["model", "condition", "mode", "points", "r2", "mae"])
+
+
+def per_instruction(verdicts: pd.DataFrame, mode: str = "strict") -> pd.DataFrame:
+    """Instruction-level accuracy of each instruction at each n (Table 4's last column: n = 1).
+
+    Returns:
+        Index (model, instruction_id, name); columns n = 1.. and ``all`` (over every n); 0..1.
+
+    Raises:
+        LcevalError: unknown mode.
+    """
+    if mode not in MODES:
+        raise LcevalError(f"mode must be one of {', '.join(MODES)}, got {mode!r}")
+    v = verdicts[verdicts["condition"] == "unique"] if "condition" in verdicts else verdicts
+    if v.empty:
+        return pd.DataFrame()
+    tab = v.pivot_table(index=["model", "instruction_id"], columns="n", values=mode, aggfunc="mean")
+    tab["all"] = v.groupby(["model", "instruction_id"])[mode].mean()
+    tab = tab.reset_index()
+    tab.insert(2, "name", tab["instruction_id"].map(INSTRUCTION_NAME).fillna(""))
+    return tab.set_index(["model", "instruction_id", "name"])
+
+
+def plot_accuracy(acc: pd.DataFrame, mode: str = "strict") -> Any:
+    """Fig. 1 style: instruction-level (left) and prompt-level (right) accuracy against n."""
+    import matplotlib.pyplot as plt
+    import seaborn as sns
+
+    d = acc[(acc["mode"] == mode) & (acc["condition"] == "unique")]
+    fig, axes = plt.subplots(1, 2, figsize=(10, 4), sharex=True)
+    for ax, col, title in (
+        (axes[0], "inst_level", "Inst-level accuracy"),
+        (axes[1], "prompt_level", "Prompt-level accuracy"),
+    ):
+        sns.lineplot(data=d, x="n", y=col, hue="model", marker="o", ax=ax)
+        ax.set(xlabel="Number of instructions", ylabel=title, ylim=(-0.02, 1.02), title=title)
+        ax.set_xticks(sorted(d["n"].unique()))
+    fig.suptitle(f"ManyIFEval ({mode})")
+    fig.tight_layout()
+    return fig
+
+
+def plot_curse(per_n: pd.DataFrame, fit: pd.DataFrame, mode: str = "strict") -> Any:
+    """Fig. 4 style: measured prompt-level accuracy and I(n)^n against n, one panel per model."""
+    import matplotlib.pyplot as plt
+
+    d = per_n[(per_n["mode"] == mode) & (per_n["condition"] == "unique")]
+    models = sorted(d["model"].unique())
+    fig, axes = plt.subplots(
+        1, max(len(models), 1), figsize=(4.5 * max(len(models), 1), 4), squeeze=False
+    )
+    for ax, model in zip(axes[0], models, strict=False):
+        g = d[d["model"] == model].sort_values("n")
+        ax.plot(g["n"], g["prompt_level"], "o-", label="Prompt-level accuracy (measured)")
+        ax.plot(g["n"], g["predicted"], "s--", label="(Inst-level accuracy)$^n$")
+        f = fit[(fit["model"] == model) & (fit["mode"] == mode) & (fit["condition"] == "unique")]
+        if len(f):
+            r = f.iloc[0]
+            ax.text(
+                0.97,
+                0.97,
+                f"$R^2$ = {r['r2']:.3f}\nMAE = {r['mae']:.3f}",
+                transform=ax.transAxes,
+                ha="right",
+                va="top",
+            )
+        ax.set(
+            xlabel="Number of instructions",
+            ylabel="Prompt-level accuracy",
+            ylim=(-0.02, 1.02),
+            title=str(model).split("/")[-1],
+        )
+        ax.legend(loc="center right", fontsize=8)
+    fig.tight_layout()
+    return fig
+
+
+def plot_repeated(acc: pd.DataFrame, mode: str = "strict") -> Any:
+    """Fig. 8 style: inst-level accuracy of unique against repeated instructions, against n."""
+    import matplotlib.pyplot as plt
+    import seaborn as sns
+
+    d = acc[acc["mode"] == mode]
+    fig, ax = plt.subplots(figsize=(5, 4))
+    sns.lineplot(data=d, x="n", y="inst_level", hue="model", style="condition", marker="o", ax=ax)
+    ax.set(
+        xlabel="Number of instructions (prompt length matched)",
+        ylabel="Inst-level accuracy",
+        ylim=(-0.02, 1.02),
+    )
+    fig.tight_layout()
+    return fig
+
+
+def report_manyifeval(
+    run: RunDir, scores: pd.DataFrame, samples: Sequence[Sample]
+) -> dict[str, pd.DataFrame]:
+    """Tables and figures of a ManyIFEval run (Fig. 1, Fig. 4, Appendix C, and Sec. 5 if run).
+
+    Writes under ``run.report``: ``manyifeval_accuracy_by_n.csv``, ``manyifeval_curse_law.csv``
+    (per n), ``manyifeval_curse_fit.csv`` (R^2, MAE), ``manyifeval_per_instruction.csv``, and
+    figures ``manyifeval_fig1_accuracy``, ``manyifeval_fig4_curse`` (and
+    ``manyifeval_fig8_repeated`` when the run has the repeated control) as PNG and PDF. When the
+    run has self-refinement results (``lceval.benchmarks.manyifeval.refine``) their Table 2
+    layout is added.
+
+    Returns:
+        The tables by name: accuracy_by_n, curse_law, curse_fit, per_instruction, summary
+        (+ refinement tables when present).
+
+    Raises:
+        LcevalError: no ManyIFEval scores, or a score for an unknown sample.
+    """
+    if scores.empty:
+        raise LcevalError(f"run {run.run_id} has no ManyIFEval scores to report")
+    verdicts = verdict_frame(scores, samples)
+    acc = accuracy_by_n(verdicts, scores)
+    per_n, fit = curse_law(acc[acc["condition"] == "unique"])
+    inst = per_instruction(verdicts)
+    run.report.mkdir(parents=True, exist_ok=True)
+    save_table(acc, run.report, "manyifeval_accuracy_by_n", index=False)
+    save_table(per_n, run.report, "manyifeval_curse_law", index=False)
+    save_table(fit, run.report, "manyifeval_curse_fit", index=False)
+    save_table(inst, run.report, "manyifeval_per_instruction")
+    tables = {
+        "accuracy_by_n": acc,
+        "curse_law": per_n,
+        "curse_fit": fit,
+        "per_instruction": inst,
+    }
+    if len(per_n):
+        save_figure(plot_accuracy(acc), run.figures, "manyifeval_fig1_accuracy")
+        save_figure(plot_curse(per_n, fit), run.figures, "manyifeval_fig4_curse")
+    if (acc["condition"] == "repeated").any():
+        save_figure(plot_repeated(acc), run.figures, "manyifeval_fig8_repeated")
+    strict = acc[(acc["mode"] == "strict") & (acc["condition"] == "unique")]
+    summary = strict.pivot_table(index="model", columns="n", values="prompt_level")
+    summary.columns = [f"P({c})" for c in summary.columns]
+    f = fit[(fit["mode"] == "strict") & (fit["condition"] == "unique")].set_index("model")
+    summary = summary.join(f[["r2", "mae"]])
+    tables["summary"] = summary
+    save_table(summary, run.report, "manyifeval_summary")
+
+    from lceval.benchmarks.manyifeval import refine
+
+    if refine.has_results(run):
+        tables.update(refine.report_refinement(run, samples))
+    return tables

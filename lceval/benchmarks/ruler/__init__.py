@@ -1,0 +1,27 @@
+"""RULER (Hsieh et al., 2024): 13 synthetic tasks at any length; per-task and average scores.
+
+Files: ``variants.yaml`` (the 13 tasks as data), ``gold.py``, ``build.py`` (the family builders),
+``score.py`` (string-match metrics), ``report.py``, ``resources/`` (the README leaderboard).
+"""
+
+from lceval.benchmark import Benchmark, ScorerSpec, lazy
+from lceval.benchmarks.ruler.gold import GOLD, TASKS
+
+BENCHMARK = Benchmark(
+    key="ruler",
+    title="RULER: what's the real context size of your long-context LMs? (Hsieh et al., 2024)",
+    tasks=TASKS,
+    build=lazy("lceval.benchmarks.ruler.build:build_ruler"),
+    gold=GOLD,
+    scorers={
+        "ruler": ScorerSpec(
+            name="ruler",
+            version="1",
+            description="string_match_all / string_match_part as the official RULER eval",
+            metrics=("score per task", "average", "effective length"),
+            score=lazy("lceval.benchmarks.ruler.score:score_ruler"),
+        ),
+    },
+    report=lazy("lceval.benchmarks.ruler.report:report_ruler"),
+    notebooks=("07_ruler.ipynb",),
+)

@@ -1,0 +1,177 @@
+"""RULER analysis: score per task and length, the mean over tasks, effective length, wAvg.
+
+Reproduces the aggregation of RULER (Hsieh et al., 2024, Sec. 4 and the README leaderboard of
+NVIDIA/RULER): a task's score is the mean over its samples (0..100); the score at a length is the
+mean over the tasks; the effective length is the longest length up to which every score stays
+above the threshold 85.6 (Llama-2-7B-chat at 4K); the weighted averages over lengths use linear
+weights 1..n, increasing with length (wAvg inc) or decreasing (wAvg dec).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
+
+from lceval.errors import LcevalError
+from lceval.io import RunDir
+from lceval.records import Sample
+from lceval.reporting import save_figure, save_table
+
+THRESHOLD = 85.6
+"""RULER's qualitative threshold: Llama-2-7B-chat's score at 4K (0..100)."""
+
+
+def weighted_average(scores: Sequence[float], increasing: bool = True) -> float:
+    """RULER's wAvg: linear weights 1..n over scores ordered by length (0..100 in, 0..100 out).
+
+    Args:
+        scores: scores at increasing lengths.
+        increasing: weights 1..n (wAvg inc, favours long lengths) or n..1 (wAvg dec).
+
+    Raises:
+        LcevalError: no scores.
+
+    Example: 95.5, 93.8, 91.6, 87.4, 84.7, 77.0 (Llama-3.1-8B, 4K..128K) give 85.4 (inc) and
+    91.3 (dec), as in the RULER README.
+    """
+    s = np.asarray(list(scores), dtype=float)
+    if s.size == 0:
+        raise LcevalError("weighted_average needs at least one score")
+    w = np.arange(1, s.size + 1, dtype=float)
+    if not increasing:
+        w = w[::-1]
+    return float((w * s).sum() / w.sum())
+
+
+def effective_length(scores: Mapping[int, float], threshold: float = THRESHOLD) -> int | None:
+    """Longest length (tokens) such that the score at it and at every shorter length > threshold.
+
+    Args:
+        scores: length (tokens) -> score (0..100).
+        threshold: 85.6 by default (RULER).
+
+    Returns:
+        The length, or None when the shortest length already falls to or below the threshold.
+    """
+    best = None
+    for length in sorted(scores):
+        if not scores[length] > threshold:
+            break
+        best = length
+    return best
+
+
+def ruler_tables(scores: pd.DataFrame, samples: Sequence[Sample]) -> dict[str, pd.DataFrame]:
+    """Per-task and summary tables from a scores frame and the run's samples.
+
+    Args:
+        scores: tidy scores (``sample_id``, ``model``, ``task``, ``value`` in 0..1 or NaN).
+        samples: the run's RULER samples (for ``length``).
+
+    Returns:
+        ``task_scores``: one row per model, task and length: ``score`` (0..100, mean over scored
+        samples), ``n`` (scored samples), ``n_nan`` (unscorable). ``summary``: one row per model
+        and length: ``score`` (mean over tasks, 0..100) and ``n_tasks``. ``models``: one row per
+        model: ``Avg`` (mean over lengths), ``effective_length`` (tokens, or NaN), ``wAvg_inc``,
+        ``wAvg_dec`` (0..100).
+
+    Raises:
+        LcevalError: a score row whose sample is not among ``samples``.
+    """
+    length = {s.id: s.length for s in samples if s.benchmark == "ruler"}
+    df = scores[scores["sample_id"].isin(length)].copy() if len(scores) else scores.copy()
+    missing = set(scores.get("sample_id", pd.Series(dtype=str))) - set(length)
+    if missing and len(scores):
+        raise LcevalError(f"ruler report: scores for unknown sample(s), e.g. {sorted(missing)[0]}")
+    df["length"] = df["sample_id"].map(length)
+    df["score"] = df["value"] * 100.0
+    g = df.groupby(["model", "task", "length"], sort=True)
+    task_scores = g.agg(
+        score=("score", "mean"),
+        n=("score", "count"),
+        n_nan=("score", lambda x: int(x.isna().sum())),
+    ).reset_index()
+    summary = (
+        task_scores.groupby(["model", "length"], sort=True)
+        .agg(score=("score", "mean"), n_tasks=("task", "nunique"))
+        .reset_index()
+    )
+    rows = []
+    for model, part in summary.groupby("model", sort=True):
+        part = part.sort_values("length")
+        by_len = dict(zip(part["length"].astype(int), part["score"], strict=True))
+        eff = effective_length(by_len)
+        vals = list(by_len.values())
+        rows.append(
+            {
+                "model": model,
+                "Avg": float(np.mean(vals)) if vals else np.nan,
+                "effective_length": eff if eff is not None else np.nan,
+                "wAvg_inc": weighted_average(vals, True) if vals else np.nan,
+                "wAvg_dec": weighted_average(vals, False) if vals else np.nan,
+            }
+        )
+    models = pd.DataFrame(
+        rows, columns=["model", "Avg", "effective_length", "wAvg_inc", "wAvg_dec"]
+    )
+    return {"task_scores": task_scores, "summary": summary, "models": models}
+
+
+def report_ruler(
+    run: RunDir, scores: pd.DataFrame, samples: Sequence[Sample]
+) -> dict[str, pd.DataFrame]:
+    """Write RULER tables (CSV) and a score-by-length figure (PNG, PDF) under the run's report/.
+
+    Args:
+        run: the run folder.
+        scores: the run's RULER scores (0..1).
+        samples: the run's RULER samples.
+
+    Returns:
+        The tables of :func:`ruler_tables`, plus ``by_task``: a wide table (rows task, columns
+        model and length, 0..100) with an ``Avg`` row (mean over tasks), as RULER reports.
+
+    Raises:
+        LcevalError: scores for unknown samples.
+    """
+    tables = ruler_tables(scores, samples)
+    ts = tables["task_scores"]
+    wide = ts.pivot_table(index="task", columns=["model", "length"], values="score")
+    if len(wide):
+        wide.loc["Avg"] = wide.mean(axis=0)
+    tables["by_task"] = wide
+    folder = run.report / "ruler"
+    for name, df in tables.items():
+        save_table(df, folder, name, index=(name == "by_task"))
+    if len(ts):
+        fig, ax = plt.subplots(figsize=(7, 4))
+        for (model, task), part in ts.groupby(["model", "task"]):
+            ax.plot(
+                part["length"],
+                part["score"],
+                marker="o",
+                lw=1,
+                alpha=0.6,
+                label=f"{task}" if ts["model"].nunique() == 1 else f"{model} {task}",
+            )
+        for model, part in tables["summary"].groupby("model"):
+            ax.plot(
+                part["length"],
+                part["score"],
+                marker="s",
+                lw=3,
+                color="black",
+                label=f"{model} mean" if ts["model"].nunique() > 1 else "mean over tasks",
+            )
+        ax.axhline(THRESHOLD, ls="--", color="grey", lw=1)
+        ax.set_xscale("log", base=2)
+        ax.set_xlabel("length (tokens)")
+        ax.set_ylabel("score (0..100)")
+        ax.set_ylim(-2, 102)
+        ax.legend(fontsize=6, ncol=2, loc="best")
+        ax.set_title("RULER score by task and length")
+        save_figure(fig, run.figures, "ruler_scores")
+    return tables

@@ -1,1 +1,0 @@
-"""Benchmark data builders: build_<bench>(params) -> (samples, contexts)."""

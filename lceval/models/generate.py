@@ -1,0 +1,200 @@
+"""The one resumable generation helper: ``lceval infer``, the self-refinement rounds and every LLM
+judge send their prompts through :func:`generate`.
+
+Samples that share a context run together (stable within a context), so engines with prefix
+caching compute each shared context once. With a :class:`~lceval.models.cache.ResponseStore`,
+every finished batch is appended and fsynced before the next starts, and samples that already
+have a successful response under (model, config) are skipped: a killed run resumes where it
+stopped.
+
+The response cache key holds the engine and its dtype (the backend's ``cache_fields``, put into
+``GenerationConfig.engine`` by :func:`engine_config`), so answers of two engines, or of one engine
+in two dtypes, never stand in for each other. Backends that reuse prompt prefixes count prompt
+tokens requested and computed; :func:`prefix_reuse` reads the counts, the progress bar shows them.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from tqdm.auto import tqdm
+
+from lceval.errors import LcevalError
+from lceval.models.base import Backend, GenerationConfig
+from lceval.models.cache import ResponseStore
+from lceval.records import Context, Response, Sample
+
+
+def context_order(samples: Sequence[Sample]) -> list[Sample]:
+    """``samples`` reordered so that those sharing a context are adjacent.
+
+    Contexts appear in the order of their first sample; samples keep their order within a
+    context. Samples without a context keep their relative order as one group.
+    """
+    first: dict[str | None, int] = {}
+    for i, s in enumerate(samples):
+        first.setdefault(s.context_id, i)
+    return [s for _, s in sorted(enumerate(samples), key=lambda t: (first[t[1].context_id], t[0]))]
+
+
+@dataclass(frozen=True)
+class PrefixReuse:
+    """Prompt tokens a backend was asked to encode and those it encoded (prefix caching)."""
+
+    requested: int
+    """Prompt tokens of the answered samples (tokens)."""
+    computed: int | None
+    """Of those, tokens the engine encoded (the rest came from a prefix cache); None when the
+    engine does not report it."""
+
+    @property
+    def reuse(self) -> float | None:
+        """Share of requested prompt tokens served from a prefix cache (0..1); None when
+        ``computed`` is unknown or nothing was requested."""
+        if self.computed is None or self.requested <= 0:
+            return None
+        return 1.0 - self.computed / self.requested
+
+    def minus(self, earlier: PrefixReuse) -> PrefixReuse:
+        """The counts since ``earlier`` (the same backend's counts read before)."""
+        computed = None
+        if self.computed is not None and earlier.computed is not None:
+            computed = self.computed - earlier.computed
+        return PrefixReuse(self.requested - earlier.requested, computed)
+
+    def as_dict(self) -> dict[str, Any]:
+        """For run.json: ``requested``, ``computed`` and ``reuse`` (0..1, 4 decimals), or
+        ``measured: false`` when the engine does not report computed tokens."""
+        reuse = self.reuse
+        if self.computed is None:
+            return {"requested": self.requested, "measured": False}
+        return {
+            "requested": self.requested,
+            "computed": self.computed,
+            "reuse": None if reuse is None else round(reuse, 4),
+        }
+
+
+def prefix_reuse(backend: Any) -> PrefixReuse | None:
+    """The backend's running prompt-token counts (``prompt_tokens_requested`` and
+    ``prompt_tokens_computed`` attributes), or None when it keeps none (API backends)."""
+    requested = getattr(backend, "prompt_tokens_requested", None)
+    if not isinstance(requested, int):
+        return None
+    computed = getattr(backend, "prompt_tokens_computed", None)
+    return PrefixReuse(requested, computed if isinstance(computed, int) else None)
+
+
+def engine_config(backend: Any, config: GenerationConfig | None = None) -> GenerationConfig:
+    """``config`` with the backend's ``cache_fields`` (engine, dtype, plain prompts) merged into
+    ``engine``: the config whose hash keys this backend's responses."""
+    config = config or GenerationConfig()
+    fields = dict(getattr(backend, "cache_fields", None) or {})
+    if not fields:
+        return config
+    return dataclasses.replace(config, engine={**config.engine, **fields})
+
+
+def generate(
+    backend: Backend,
+    samples: Sequence[Sample],
+    contexts: Mapping[str, Context],
+    config: GenerationConfig | None = None,
+    *,
+    store: ResponseStore | None = None,
+    batch_size: int = 8,
+    progress: bool = True,
+    desc: str | None = None,
+) -> list[Response]:
+    """Answer ``samples`` with ``backend``; resumable when ``store`` is given.
+
+    Args:
+        backend: any lceval Backend.
+        samples: the samples to answer (ids unique).
+        contexts: the contexts they reference, by id.
+        config: decoding settings (greedy by default).
+        store: where responses are appended batch by batch; answered samples are skipped. Its
+            writer lock is held throughout, so two processes never answer the same run.
+        batch_size: samples per ``backend.generate`` call (>= 1).
+        progress: show a tqdm bar with prompt and generated tokens per second and, for backends
+            that count them, the share of prompt tokens reused from a prefix cache.
+        desc: the bar's label.
+
+    Returns:
+        One response per sample, in the order of ``samples``: the stored one (the first
+        successful, else the last error) for samples answered earlier, the new one otherwise.
+
+    Raises:
+        LcevalError: batch_size < 1, duplicate sample ids, another process writing the store, or
+            a backend that returns responses out of order.
+    """
+    config = engine_config(backend, config)  # engine settings that change outputs: in the key
+    if not isinstance(batch_size, int) or batch_size < 1:
+        raise LcevalError(f"batch_size must be an integer >= 1, got {batch_size!r}")
+    ids = [s.id for s in samples]
+    if len(set(ids)) != len(ids):
+        raise LcevalError("generate: duplicate sample ids")
+    if store is None:
+        return _generate(backend, samples, contexts, config, None, batch_size, progress, desc)
+    with store.writer():
+        return _generate(backend, samples, contexts, config, store, batch_size, progress, desc)
+
+
+def _generate(
+    backend: Backend,
+    samples: Sequence[Sample],
+    contexts: Mapping[str, Context],
+    config: GenerationConfig,
+    store: ResponseStore | None,
+    batch_size: int,
+    progress: bool,
+    desc: str | None,
+) -> list[Response]:
+    ids = [s.id for s in samples]
+    chash = config.hash()
+    done = store.done(backend.name, chash) if store is not None else set()
+    pending = context_order([s for s in samples if s.id not in done])
+    got: dict[str, Response] = {}
+    bar = tqdm(
+        total=len(samples),
+        initial=len(samples) - len(pending),
+        desc=desc or f"generate {backend.name}",
+        unit="sample",
+        disable=not progress,
+    )
+    t0 = time.perf_counter()
+    n_prompt = n_gen = 0
+    counts0 = prefix_reuse(backend)
+    try:
+        for i in range(0, len(pending), batch_size):
+            batch = pending[i : i + batch_size]
+            out = backend.generate(batch, contexts, config)
+            if len(out) != len(batch) or any(
+                r.sample_id != s.id for r, s in zip(out, batch, strict=True)
+            ):
+                raise LcevalError(f"backend {backend.name} returned responses out of order")
+            if store is not None:
+                store.append(out)
+            got.update((r.sample_id, r) for r in out)
+            n_prompt += sum(r.prompt_tokens for r in out)
+            n_gen += sum(r.completion_tokens for r in out)
+            dt = max(time.perf_counter() - t0, 1e-9)
+            postfix = {"prompt_tok_s": f"{n_prompt / dt:.0f}", "gen_tok_s": f"{n_gen / dt:.1f}"}
+            counts = prefix_reuse(backend)
+            if counts is not None and counts0 is not None:
+                reuse = counts.minus(counts0).reuse
+                postfix["prefix_reuse"] = "n/a" if reuse is None else f"{reuse:.0%}"
+            bar.set_postfix(postfix)
+            bar.update(len(batch))
+    finally:
+        bar.close()
+    if store is not None and done:
+        wanted = set(ids) - set(got)
+        for r in store:
+            if r.sample_id in wanted and r.model == backend.name and r.config_hash == chash:
+                got.setdefault(r.sample_id, r)
+    return [got[i] for i in ids if i in got]

@@ -1,0 +1,193 @@
+"""Shared report helpers: figures as PNG and PDF, tidy tables as CSV, the responses table."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import matplotlib
+
+matplotlib.use("Agg", force=False)
+import matplotlib.pyplot as plt  # noqa: E402
+import pandas as pd  # noqa: E402
+from matplotlib.figure import Figure  # noqa: E402
+
+from lceval.io import atomic_open  # noqa: E402
+
+
+def save_figure(fig: Figure, folder: str | Path, name: str, *, dpi: int = 150) -> list[Path]:
+    """Save ``fig`` as ``<folder>/<name>.png`` and ``.pdf`` (atomically); returns both paths."""
+    paths = []
+    for ext in ("png", "pdf"):
+        path = Path(folder) / f"{name}.{ext}"
+        with atomic_open(path, "wb") as f:
+            fig.savefig(f, format=ext, dpi=dpi, bbox_inches="tight")
+        paths.append(path)
+    plt.close(fig)
+    return paths
+
+
+def save_table(df: pd.DataFrame, folder: str | Path, name: str, *, index: bool = True) -> Path:
+    """Write ``df`` to ``<folder>/<name>.csv`` atomically; returns the path."""
+    path = Path(folder) / f"{name}.csv"
+    with atomic_open(path) as f:
+        df.to_csv(f, index=index)
+    return path
+
+
+def responses_frame(run_id: str, outputs_root: str | Path | None = None) -> pd.DataFrame:
+    """Tidy table of a run's responses joined with their samples' grouping fields.
+
+    One row per response: sample_id, model, benchmark, task, scenario, length, prompt_tokens,
+    completion_tokens, truncated_tokens, finish_reason, latency_s, error, text.
+
+    Raises:
+        LcevalError: the run has no samples or no responses yet.
+    """
+    from dataclasses import asdict
+
+    from lceval.io import RunDir
+
+    run = RunDir(run_id, outputs_root)
+    samples = pd.DataFrame(
+        [
+            {k: asdict(s)[k] for k in ("id", "benchmark", "task", "scenario", "length")}
+            for s in run.read_samples()
+        ]
+    ).rename(columns={"id": "sample_id"})
+    responses = pd.DataFrame([asdict(r) for r in run.read_responses()])
+    return responses.merge(samples, on="sample_id", how="left")
+
+
+def inference_summary(responses: pd.DataFrame) -> pd.DataFrame:
+    """Per (model, task): responses, mean prompt / generated tokens, truncations, finish reasons.
+
+    Args:
+        responses: the output of :func:`responses_frame`.
+    """
+    g = responses.groupby(["model", "task"], dropna=False)
+    out = g.agg(
+        responses=("sample_id", "size"),
+        prompt_tokens=("prompt_tokens", "mean"),
+        completion_tokens=("completion_tokens", "mean"),
+        truncated=("truncated_tokens", lambda x: int((x > 0).sum())),
+        hit_budget=("finish_reason", lambda x: int((x == "length").sum())),
+        errors=("finish_reason", lambda x: int((x == "error").sum())),
+        seconds=("latency_s", "sum"),
+    )
+    return out.round({"prompt_tokens": 1, "completion_tokens": 1, "seconds": 1})
+
+
+def write_index(run: Any) -> Path:
+    """Write ``report/index.html``: the run's provenance, every table and figure, and the executed
+    notebooks rendered as HTML (nbconvert), so a person can open one file.
+
+    Built from what the run folder holds (run.json, ``report/*.csv``, ``report/figures/*.png``,
+    ``notebooks/*.ipynb``), so it can be rewritten after each stage. Images are linked relative to
+    the report folder; notebooks are rendered to ``report/notebooks/<name>.html``.
+
+    Args:
+        run: a ``lceval.io.RunDir``.
+
+    Returns:
+        The path of index.html.
+    """
+    import html
+    import json
+
+    report = Path(run.report)
+    report.mkdir(parents=True, exist_ok=True)
+    esc = html.escape
+    try:
+        meta = json.loads(Path(run.run_json).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        meta = {}
+    parts = [
+        "<!doctype html><html><head><meta charset='utf-8'>",
+        f"<title>lceval run {esc(str(run.run_id))}</title>",
+        "<style>body{font-family:sans-serif;margin:2em;max-width:1200px}"
+        "table{border-collapse:collapse;font-size:13px;margin:.5em 0 1.5em}"
+        "td,th{border:1px solid #ccc;padding:2px 6px;text-align:right}"
+        "th{background:#f3f3f3}img{max-width:100%;border:1px solid #eee;margin:.5em 0}"
+        "code{background:#f6f6f6}h2{border-bottom:1px solid #ddd}</style></head><body>",
+        f"<h1>lceval run <code>{esc(str(run.run_id))}</code></h1>",
+        "<h2 id='provenance'>Provenance</h2><table class='provenance'>",
+    ]
+    rows = [
+        ("created", meta.get("created")),
+        ("git commit", meta.get("git_commit")),
+        ("seed", meta.get("seed")),
+        ("encoding", meta.get("encoding")),
+    ]
+    for name, info in (meta.get("models") or {}).items():
+        info = info or {}
+        engine = info.get("backend", "?")
+        extra = ", ".join(
+            f"{k}={info[k]}" for k in ("dtype", "device", "prompt_format", "window") if k in info
+        )
+        rows.append((f"model {name}", f"{engine} ({extra})" if extra else engine))
+    for bench, srcs in (meta.get("sources") or {}).items():
+        rows.append((f"data {bench}", json.dumps(srcs, ensure_ascii=False)[:600]))
+    for pkg, ver in (meta.get("versions") or {}).items():
+        rows.append((f"version {pkg}", ver))
+    parts += [f"<tr><th>{esc(str(k))}</th><td>{esc(str(v))}</td></tr>" for k, v in rows]
+    parts.append("</table>")
+    parts.append("<h2 id='tables'>Tables</h2>")
+    for csv in sorted(report.glob("*.csv")):
+        try:
+            df = pd.read_csv(csv)
+        except (OSError, ValueError, pd.errors.ParserError):
+            continue
+        if len(df.columns) and str(df.columns[0]).startswith("Unnamed"):
+            df = df.rename(columns={df.columns[0]: ""})
+        table = df.to_html(index=False, na_rep="NaN", float_format=lambda x: f"{x:.4g}")
+        if len(df) > 30:  # long audit tables fold away; the headline tables stay open
+            table = f"<details><summary>{len(df)} rows</summary>{table}</details>"
+        parts.append(f"<h3>{esc(csv.stem)}</h3>{table}")
+    parts.append("<h2 id='figures'>Figures</h2>")
+    figures = Path(run.figures)
+    for png in sorted(figures.glob("*.png")) if figures.exists() else []:
+        rel = png.relative_to(report).as_posix()
+        pdf = png.with_suffix(".pdf")
+        link = (
+            f" (<a href='{esc(pdf.relative_to(report).as_posix())}'>PDF</a>)"
+            if pdf.exists()
+            else ""
+        )
+        parts.append(f"<h3>{esc(png.stem)}{link}</h3><img src='{esc(rel)}' alt='{esc(png.stem)}'>")
+    parts.append("<h2 id='notebooks'>Executed notebooks</h2><ul>")
+    for nb in _render_notebooks(run, report):
+        parts.append(f"<li><a href='notebooks/{esc(nb.name)}'>{esc(nb.stem)}</a></li>")
+    parts.append("</ul></body></html>")
+    path = report / "index.html"
+    with atomic_open(path) as f:
+        f.write("\n".join(parts))
+    return path
+
+
+def _render_notebooks(run: Any, report: Path) -> list[Path]:
+    """Executed notebooks of the run as HTML under ``report/notebooks/`` (nbconvert)."""
+    folder = Path(run.notebooks)
+    out: list[Path] = []
+    if not folder.exists():
+        return out
+    sources = [p for p in sorted(folder.glob("*.ipynb")) if not p.name.startswith(".")]
+    if not sources:
+        return out
+    import nbformat
+    from nbconvert import HTMLExporter
+
+    exporter = HTMLExporter()
+    for src in sources:
+        dst = report / "notebooks" / f"{src.stem}.html"
+        if dst.exists() and dst.stat().st_mtime >= src.stat().st_mtime:
+            out.append(dst)
+            continue
+        try:
+            body, _ = exporter.from_notebook_node(nbformat.read(src, as_version=4))
+        except Exception:  # noqa: BLE001 - a notebook that cannot render is left out, not fatal
+            continue
+        with atomic_open(dst) as f:
+            f.write(body)
+        out.append(dst)
+    return out

@@ -1,1 +1,0 @@
-"""Scorers: score_<bench>(sample, response) -> Score, with pure helpers beside them."""

@@ -1,0 +1,303 @@
+"""LIFEval aggregates (Eq. 3, 4, 6) on hand-made tables, the paper check, and the report."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from lceval import metrics, pipeline
+from lceval.benchmarks.lifbench import gold as G
+from lceval.benchmarks.lifbench import report as A
+from lceval.benchmarks.lifbench.gold import CAPABILITIES, TASK_POINTS, ListItemGold
+from lceval.io import RunDir, new_meta, scores_frame, write_jsonl
+from lceval.records import Context, Response, Sample
+
+
+def _table(rows: list[tuple]) -> pd.DataFrame:
+    cols = [
+        "model",
+        "task",
+        "value",
+        "expression_id",
+        "variable_id",
+        "length",
+        "item:correct",
+        "item:format",
+    ]
+    t = pd.DataFrame(rows, columns=cols)
+    t["sample_id"] = [f"s{i}" for i in range(len(t))]
+    return t
+
+
+def test_overall_ars_is_points_weighted_eq3() -> None:
+    per_task = pd.DataFrame({"OQ": [0.5, 1.0], "MF": [1.0, np.nan]}, index=["a", "b"])
+    got = A.overall_ars(per_task)
+    assert got["a"] == pytest.approx((5 * 0.5 + 20 * 1.0) / 25)
+    assert got["b"] == pytest.approx(1.0)  # only the tasks with a value count
+    assert sum(TASK_POINTS.values()) == 99
+
+
+def test_task_ars_and_ifs_on_a_hand_made_table() -> None:
+    # OQ: expression groups 0 -> mean 0.2, 1 -> mean 0.6 ; lengths 3072 -> .4, 6144 -> .4
+    t = _table(
+        [
+            ("m", "OQ", 0.0, 0, 0, 3072, 0.0, 0.0),
+            ("m", "OQ", 0.4, 0, 1, 6144, 1.0, 0.0),
+            ("m", "OQ", 0.8, 1, 0, 3072, 2.0, 2.0),
+            ("m", "OQ", 0.4, 1, 1, 6144, 1.0, 1.0),
+        ]
+    )
+    t3 = A.task_ars(t)
+    assert t3.loc["m", "OQ"] == pytest.approx(0.4)
+    assert t3.loc["m", "Overall"] == pytest.approx(0.4)
+    expr = A.ifs_by_task(A.group_means(t, "expression_id"))
+    # std(ddof=1) of [0.2, 0.6] = 0.2828..., mean 0.4
+    assert expr.loc["m", "OQ"] == pytest.approx(np.std([0.2, 0.6], ddof=1) / 0.4)
+    var = A.ifs_by_task(A.group_means(t, "variable_id"))  # groups .4 / .4
+    assert var.loc["m", "OQ"] == pytest.approx(0.0)
+    t4 = A.ifs_table(t)
+    assert t4.loc["m", "Length"] == pytest.approx(0.0)
+    assert t4.loc["m", "IFS(AVG)"] == pytest.approx(expr.loc["m", "OQ"] / 3)
+
+
+def test_ifp_eq4_counts_an_item_in_each_of_its_capabilities() -> None:
+    items = pd.DataFrame(
+        [
+            ("m", "LOI", "correct", 1.0),  # 2 points -> Recog and Spat
+            ("m", "LOE", "correct", 2.0),  # 2 points -> Spat
+            ("m", "LSI", "format", 0.5),  # 1 point -> Fmt
+        ],
+        columns=["model", "task", "item", "mean"],
+    )
+    cap = A.ifp(items)
+    assert cap.loc["m", "Recog"] == pytest.approx(1.0 / 2)
+    assert cap.loc["m", "Spat"] == pytest.approx((1.0 + 2.0) / 4)
+    assert cap.loc["m", "Fmt"] == pytest.approx(0.5)
+    assert np.isnan(cap.loc["m", "Num"])
+
+
+def test_ranks_and_order_follow_table4_rules() -> None:
+    means = {
+        p: pd.DataFrame(
+            {
+                "model": ["a", "a", "b", "b"],
+                "task": ["OQ"] * 4,
+                "group": [0, 1, 0, 1],
+                "n": 1,
+                "value": v,
+            }
+        )
+        for p, v in zip(
+            A.PERSPECTIVES,
+            ([0.5, 0.5, 0.4, 0.6], [0.4, 0.6, 0.5, 0.5], [0.5, 0.5, 0.4, 0.6]),
+            strict=True,
+        )
+    }
+    t4 = A.ifs_table(means=means, ars=pd.Series({"a": 0.3, "b": 0.7}))
+    assert list(t4.index) == ["a", "b"]  # mean ranks 1.33 vs 1.67
+    assert t4.loc["a", "Expression_rank"] == 1 and t4.loc["b", "Variable_rank"] == 1
+    assert t4.loc["b", "ARS_rank"] == 1
+
+
+def test_metrics_helpers() -> None:
+    assert metrics.mean([1.0, np.nan, 3.0]) == 2.0
+    assert np.isnan(metrics.coefficient_of_variation([0.5]))
+    lo, hi = metrics.bootstrap_ci(np.r_[np.zeros(50), np.ones(50)], seed=1)
+    assert 0.35 < lo < 0.5 < hi < 0.65
+    assert metrics.bootstrap_ci([1.0, 2.0], seed=3) == metrics.bootstrap_ci([1.0, 2.0], seed=3)
+    g = metrics.grouped(pd.DataFrame({"task": ["a", "a", "b"], "value": [1.0, 0.0, 0.5]}))
+    assert g.to_dict() == {"a": 0.5, "b": 0.5}
+    with pytest.raises(ValueError):
+        metrics.bootstrap_ci([1.0], confidence=1.5)
+
+
+def test_paper_check() -> None:
+    pc = A.paper_check()
+    assert {"paper", "recomputed", "flag", "explanation"} <= set(pc.columns)
+    t4 = pc[pc["table"] == "Table 4"]
+    # IFS(AVG) is the mean of the three printed perspectives for every model
+    assert set(t4[t4["quantity"] == "IFS(AVG)"]["flag"]) <= {"exact", "rounding"}
+    assert set(t4[t4["quantity"] == "ARS = Table 3 Overall"]["flag"]) == {"exact"}
+    assert t4[t4["quantity"] == "row order = mean rank"]["flag"].item() == "exact"
+    ranks = t4[t4["quantity"].str.endswith("rank")]
+    assert (ranks["flag"] == "exact").mean() > 0.95
+    t3 = pc[pc["table"] == "Table 3"]
+    assert len(t3) == 20 and t3["explanation"][t3["flag"] == "DIFFERS"].str.len().min() > 0
+    gpt4 = t3[t3["model"] == "gpt-4-0125-preview"].iloc[0]
+    assert gpt4["flag"] == "rounding"
+
+
+def test_official_check_reproduces_the_official_files() -> None:
+    oc = A.official_check()
+    ifp = oc[oc["quantity"].str.startswith("IFP")]
+    assert len(ifp) == 21 * 6 and set(ifp["flag"]) == {"exact"}
+    gpt = oc[oc["model"] == "gpt-4o-2024-08-06"]
+    assert set(gpt["flag"]) == {"exact"}
+    ars = gpt[gpt["quantity"].str.startswith("ARS")]["recomputed"].item()
+    assert round(ars, 3) == 0.758
+    assert (oc["flag"] == "exact").mean() > 0.8
+
+
+def _fake_run(tmp_path) -> RunDir:
+    elems = [f"{i:032x}" for i in range(1, 13)]
+    ctx = Context(
+        "lifbench/List/3072",
+        "\n".join(f"{i}. {e}" for i, e in enumerate(elems, 1)),
+        100,
+        "o200k_base",
+    )
+    samples, responses = [], []
+    for k in range(24):
+        task = ("LSI", "LOI")[k % 2]
+        pos = 2 + k % 8
+        target = elems[pos - 1] if task == "LSI" else elems[pos]
+        s = Sample(
+            id=f"s{k}",
+            benchmark="lifbench",
+            task=task,
+            instruction="I",
+            context_id=ctx.id,
+            gold=ListItemGold(
+                id=pos,
+                ordid=f"{pos}th",
+                element=elems[pos - 1],
+                pre_element=elems[pos - 2],
+                post_element=elems[pos],
+                bias=0 if task == "LSI" else 1,
+                n_items=len(elems),
+                elem_chars=(32, 32),
+                target=target,
+            ),
+            expression_id=k % 3,
+            variable_id=k % 4,
+            length=(3072, 6144)[k // 12],
+        )
+        samples.append(s)
+        for model, text in (("good", target), ("bad", "no idea" if k % 3 else target)):
+            responses.append(Response(s.id, model, text, "h"))
+    run = RunDir("lifbench-test", tmp_path).create()
+    run.write_samples(samples, [ctx])
+    run.write_meta(new_meta("lifbench-test"))
+    write_jsonl(run.responses, responses)
+    pipeline.score("lifbench-test", root=tmp_path, progress=False)
+    return run
+
+
+def test_report_writes_tables_and_figures_for_several_models(tmp_path) -> None:
+    run = _fake_run(tmp_path)
+    tables = A.report_lifbench(run, run.read_scores(), run.read_samples())
+    t3 = tables["table3_ars"]
+    assert t3.loc["good", "LSI"] == 1.0 and t3.loc["good", "Overall"] == 1.0
+    assert t3.loc["bad", "LSI"] == pytest.approx(4 / 12)
+    assert tables["table4_ifs"].loc["good", "Expression"] == 0.0
+    assert tables["ifp"].loc["good", "Recog"] == 1.0
+    assert list(tables["ars_by_length"].columns) == ["4k", "8k"]  # the paper's labels
+    ci = tables["ars_ci"]
+    assert ci.loc["bad", "low"] <= ci.loc["bad", "ARS"] <= ci.loc["bad", "high"]
+    for name in ("table3_ars", "table4_ifs", "ifp", "summary", "ars_by_length", "paper_check"):
+        assert (run.report / f"lifbench_{name}.csv").is_file()
+    for fig in ("lifbench_ifp_radar", "lifbench_ars_by_length", "lifbench_table3_ars"):
+        assert (run.figures / f"{fig}.png").is_file() and (run.figures / f"{fig}.pdf").is_file()
+    both = A.compare_runs(["lifbench-test", "lifbench-test"], root=tmp_path)
+    assert "lifbench-test/good" in both["table3_ars"].index
+
+
+def test_score_table_parses_parts() -> None:
+    df = scores_frame([])
+    assert A.score_table(df, []).empty
+    row = pd.DataFrame(
+        [
+            {
+                "sample_id": "a",
+                "model": "m",
+                "task": "OQ",
+                "value": 1.0,
+                "parts": json.dumps({"correct": 3.0, "format": 2.0}),
+            }
+        ]
+    )
+    t = A.score_table(row, [Sample("a", "lifbench", "OQ", "i", length=3072)])
+    assert t.loc[0, "item:correct"] == 3.0 and t.loc[0, "length"] == 3072
+
+
+def _answer(s: Sample) -> str:
+    """A synthetic response that earns some points on every task: the gold answer where it is
+    one string, else text in the asked format built from the gold."""
+    g = s.gold
+    if isinstance(g, ListItemGold):
+        return g.target
+    if isinstance(g, G.ListBlurGold):
+        return g.post_element if g.bias == 1 else g.pre_element
+    if isinstance(g, G.ListMultiGold):
+        return json.dumps(list(g.elements))
+    if isinstance(g, G.BatchLabelGold):
+        return json.dumps({f"doc{i}": label for i, label in enumerate(g.labels, 1)})
+    if isinstance(g, G.FindDupGold):
+        return "\n".join(str([[n] for n in group]) for group in g.dup_idxs)
+    if isinstance(g, G.RepeatGold):
+        pairs = [(t, k.text) for t, ks in g.key_sentences.items() for k in ks if k.is_true]
+        return "\n".join(f"{t}{g.sep}{text}" for t, text in pairs[: g.num])
+    if isinstance(g, G.QaGold):
+        return g.answer
+    assert isinstance(g, G.ExtractGold)
+    return json.dumps(list(g.targets))
+
+
+def test_smoke_set_report_has_every_headline_number(tmp_path, smoke_build) -> None:
+    """Scored with synthetic responses, the smoke set gives Table 3 (every task and Overall),
+    IFP (six capabilities), IFS per perspective and IFS(AVG) as numbers, for a steady and an
+    unsteady model; the run sits beside the published rows."""
+    run = RunDir("lifbench-smoke-test", tmp_path).create()
+    run.write_samples(smoke_build.samples, smoke_build.contexts)
+    run.write_meta(new_meta("lifbench-smoke-test"))
+    responses = []
+    for s in smoke_build.samples:
+        responses.append(Response(s.id, "steady", _answer(s), "h"))
+        wrong = s.length == 6144 and s.expression_id == 1
+        responses.append(Response(s.id, "unsteady", "I do not know." if wrong else _answer(s), "h"))
+    write_jsonl(run.responses, responses)
+    pipeline.score(run.run_id, root=tmp_path, progress=False)
+    tables = A.report_lifbench(run, run.read_scores(), run.read_samples())
+
+    t3 = tables["table3_ars"]
+    mine = t3[t3["source"] == A.THIS_RUN]
+    assert sorted(mine.index) == ["steady", "unsteady"]
+    assert mine.drop(columns="source").notna().all().all()  # 11 tasks and Overall
+    published = t3[t3["source"] == A.PUBLISHED_T3]
+    assert len(published) == 20 and published.loc["gpt-4o-2024-08-06", "Overall"] == 0.764
+    assert list(t3["Overall"]) == sorted(t3["Overall"], reverse=True)
+    cap = tables["ifp"]
+    assert cap.loc[["steady", "unsteady"], list(CAPABILITIES)].notna().all().all()
+    assert (cap["source"] == A.PUBLISHED_IFP).sum() == 20
+    t4 = tables["table4_ifs"]
+    cols = ["Expression", "Variable", "Length", "IFS(AVG)"]
+    assert t4.loc[["steady", "unsteady"], cols].notna().all().all()
+    assert (t4.loc[["steady", "unsteady"], "n_tasks"] == 11).all()  # every task, every perspective
+    assert t4.loc["unsteady", "Length"] > 0 and t4.loc["unsteady", "Expression"] > 0
+    summary = tables["summary"]
+    assert summary.loc["steady", "source"] == A.THIS_RUN and len(summary) == 22
+    assert summary[["ARS", "IFS(AVG)"]].notna().all().all()
+    assert list(tables["ars_by_length"].columns) == ["4k", "8k"]
+    for fig in ("lifbench_ifp_radar", "lifbench_table3_ars", "lifbench_ars_by_length"):
+        assert (run.figures / f"{fig}.png").is_file() and (run.figures / f"{fig}.pdf").is_file()
+
+
+def test_published_rows_and_radar_references() -> None:
+    refs = A.reference_models()
+    assert refs == {
+        "best": "gpt-4o-2024-08-06",
+        "median": "internlm2_5-7b-chat-1m",
+        "worst": "Qwen2.5-7B",
+    }
+    radar = A.radar_reference()
+    assert list(radar.columns) == list(CAPABILITIES) and len(radar) == 3
+    assert all("(published; " in label for label in radar.index)
+    # a run model named like a published one keeps its name; the published row is renamed
+    t3 = pd.DataFrame({"OQ": [0.5], "Overall": [0.5]}, index=pd.Index(["Qwen2.5-7B"]))
+    both = A.table3_with_published(t3)
+    assert both.loc["Qwen2.5-7B", "source"] == A.THIS_RUN
+    assert both.loc["Qwen2.5-7B (published)", "source"] == A.PUBLISHED_T3
+    assert both.index.is_unique

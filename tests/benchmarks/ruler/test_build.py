@@ -1,0 +1,277 @@
+"""RULER builder: every answer is recoverable from its context; lengths; params; determinism;
+variants as data; typed gold that round-trips through the run folder; wonderwords word lists."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import re
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from lceval import pipeline
+from lceval.benchmarks.ruler import BENCHMARK
+from lceval.benchmarks.ruler import build as ruler_build
+from lceval.benchmarks.ruler.build import (
+    _cwe_words,
+    _key_words,
+    build_ruler,
+    family_args,
+    qa_documents,
+)
+from lceval.benchmarks.ruler.gold import FAMILIES, GOLD, TASKS, VARIANTS, Variant
+from lceval.errors import LcevalError
+from lceval.io import RunDir
+from lceval.models.base import user_text
+from lceval.registry import load_samples
+from lceval.tokens import count_tokens
+
+REPO = Path(__file__).resolve().parents[3]
+
+
+@pytest.fixture(scope="module")
+def built():
+    r = build_ruler({"lengths": [2048, 4096], "num_samples": 3, "seed": 7})
+    return r, {c.id: c for c in r.contexts}
+
+
+def _of(built, task):
+    r, ctx = built
+    return [(s, ctx[s.context_id]) for s in r.samples if s.task == task]
+
+
+def test_all_tasks_lengths_and_budgets(built):
+    r, ctx = built
+    assert {s.task for s in r.samples} == set(TASKS)
+    assert len(r.samples) == 13 * 2 * 3 == len(r.contexts)
+    budgets = {
+        "niah": 128,
+        "variable_tracking": 30,
+        "common_words_extraction": 120,
+        "freq_words_extraction": 50,
+        "qa": 32,
+    }
+    for s in r.samples:
+        c = ctx[s.context_id]
+        assert s.max_new_tokens == budgets[s.scenario]
+        exact = count_tokens(user_text(s, c.text) + s.assistant_prefix)
+        # RULER: input tokens + answer budget <= target length; filled to within 10%
+        assert exact + s.max_new_tokens <= s.length, s.id
+        assert exact + s.max_new_tokens >= 0.9 * s.length, s.id
+        assert abs(s.meta["input_tokens"] - exact) <= 0.01 * s.length + 5, s.id
+
+
+def test_niah_needles_in_context(built):
+    adjectives, nouns = _key_words()
+    for task in TASKS:
+        if VARIANTS[task].family != "niah":
+            continue
+        args = family_args(task)
+        for s, c in _of(built, task):
+            needles = re.findall(r"One of the special magic \w+ for (.+?) is: (\S+)\.", c.text)
+            for key in s.gold.keys:
+                assert key in s.instruction and key in s.assistant_prefix
+                if args.type_needle_k == "words":  # wonderwords adjective-noun (official)
+                    assert any(
+                        key.startswith(a + "-") and key[len(a) + 1 :] in nouns for a in adjectives
+                    ), key
+            # every answer value is stated in the context, under one of the queried keys
+            found = [v for k, v in needles if k in s.gold.keys]
+            assert sorted(found) == sorted(s.gold.outputs), (s.id, needles)
+            n_expected = args.num_needle_v * args.num_needle_q
+            assert len(s.gold.outputs) == n_expected
+            if n_expected == 1:
+                assert s.description.startswith("A special magic")
+                assert s.assistant_prefix.endswith("mentioned in the provided text is")
+
+
+def test_vt_chain_resolves(built):
+    for s, c in _of(built, "vt"):
+        assigned: dict[str, str] = {}
+        for a, b in re.findall(r"^VAR (\w+) = (VAR \w+|\d+)", c.text, flags=re.M):
+            assigned[a] = b
+        value = s.gold.value
+
+        def resolve(v: str, assigned: dict[str, str] = assigned) -> str:
+            while v in assigned:
+                v = assigned[v].removeprefix("VAR ")
+            return v
+
+        holders = sorted(v for v in assigned if resolve(v) == value)
+        assert holders == sorted(s.gold.outputs) and len(holders) == 5
+        assert value in s.instruction and value in s.assistant_prefix
+
+
+def test_cwe_answers_are_most_common(built):
+    vocab = set(_cwe_words(False))
+    for s, c in _of(built, "cwe"):
+        words = re.split(r"(?:^| )\d+\. ", c.text)[1:]  # wonderwords has "contact lens"
+        counts = Counter(words)
+        top = {w for w, _ in counts.most_common(10)}
+        assert top == set(s.gold.outputs)
+        assert set(words) <= vocab  # nouns, adjectives and verbs of wonderwords (official)
+        tenth = counts.most_common(10)[-1][1]
+        assert all(n < tenth for w, n in counts.items() if w not in top)
+
+
+def test_fwe_answers_are_most_frequent(built):
+    for s, c in _of(built, "fwe"):
+        counts = Counter(c.text.split())
+        ranked = [w for w, _ in counts.most_common() if w != "..."]
+        assert tuple(ranked[:3]) == s.gold.outputs
+        assert counts[ranked[2]] > counts[ranked[3]]
+        assert counts.most_common(1)[0][0] == "..."
+
+
+def test_qa_gold_paragraphs_present(built):
+    for task in ("qa_1", "qa_2"):
+        for s, c in _of(built, task):
+            docs, _ = qa_documents(s.gold.dataset)
+            for d in s.gold.doc_ids:
+                assert docs[d] in c.text
+            if s.gold.dataset == "squad":
+                assert any(a in docs[s.gold.doc_ids[0]] for a in s.gold.outputs)
+
+
+def test_deterministic_and_seed_sensitive():
+    p = {"tasks": ["niah_multikey_2", "cwe", "qa_2"], "lengths": [2048], "num_samples": 2}
+    a, b = build_ruler(p), build_ruler(p)
+    assert a.samples == b.samples and a.contexts == b.contexts
+    c = build_ruler({**p, "seed": 1})
+    assert [x.text for x in c.contexts] != [x.text for x in a.contexts]
+
+
+def test_128k_length_fills_context():
+    r = build_ruler(
+        {"tasks": ["niah_single_2", "cwe", "fwe"], "lengths": [131072], "num_samples": 1}
+    )
+    for s in r.samples:
+        assert 0.95 * 131072 <= s.meta["input_tokens"] + s.max_new_tokens <= 131072
+
+
+def test_cwe_list_longer_than_wonderwords_uses_the_larger_list(monkeypatch):
+    small = _cwe_words(False)[:300]
+    counts = ruler_build._cwe_word_counts
+    monkeypatch.setattr(
+        ruler_build, "_cwe_words", lambda large: _cwe_words(True) if large else small
+    )
+    monkeypatch.setattr(
+        ruler_build,
+        "_cwe_word_counts",
+        lambda tok, large: counts(tok, True) if large else counts(tok, False)[:300],
+    )
+    r = build_ruler({"tasks": ["cwe"], "lengths": [8192, 16384], "num_samples": 1})
+    for s, c in zip(r.samples, r.contexts, strict=True):
+        words = set(re.split(r"(?:^| )\d+\. ", c.text)[1:])
+        assert len(words) > 300 and not words <= set(small)
+        assert 0.9 * s.length <= s.meta["input_tokens"] + s.max_new_tokens <= s.length
+    assert "english_words.json" in r.sources["word_lists"]["cwe_long_lists"]
+    assert "paul_graham_essays" in r.sources
+
+
+@pytest.mark.parametrize(
+    "params, field",
+    [
+        ({"tasks": ["nope"]}, "unknown task"),
+        ({"lengths": [100]}, "lengths"),
+        ({"lengths": ["4k"]}, "lengths"),
+        ({"num_samples": 0}, "num_samples"),
+        ({"seed": -1}, "seed"),
+        ({"tokenizer": "gpt2-nonexistent"}, "tokenizer"),
+        ({"colour": 1}, "unknown parameter"),
+    ],
+)
+def test_bad_params(params, field):
+    with pytest.raises(LcevalError, match=field):
+        build_ruler({"num_samples": 1, **params})
+
+
+def test_remove_newline_tab():
+    r = build_ruler(
+        {"tasks": ["vt"], "lengths": [2048], "num_samples": 1, "remove_newline_tab": True}
+    )
+    assert "\n" not in r.contexts[0].text and "\n" not in r.samples[0].description
+
+
+def test_variants_are_the_official_tasks():
+    assert TASKS == (
+        *("niah_single_1", "niah_single_2", "niah_single_3"),
+        *("niah_multikey_1", "niah_multikey_2", "niah_multikey_3"),
+        *("niah_multivalue", "niah_multiquery", "vt", "cwe", "fwe", "qa_1", "qa_2"),
+    )
+    assert BENCHMARK.tasks == TASKS and set(GOLD) == set(TASKS)
+    hays = [family_args(t).type_haystack for t in TASKS[:8]]
+    assert hays == ["noise", "essay", "essay", "essay", "needle", "needle", "essay", "essay"]
+    assert family_args("niah_multikey_3").type_needle_k == "uuids"
+    assert dataclasses.asdict(family_args("cwe")) == {"freq_cw": 30, "freq_ucw": 3, "num_cw": 10}
+    assert family_args("fwe").alpha == 2.0 and family_args("fwe").coded_wordlen == 6
+    assert family_args("vt").num_hops == 4 and family_args("qa_2").dataset == "hotpotqa"
+    assert {t: FAMILIES[VARIANTS[t].family].tokens_to_generate for t in ("vt", "qa_1")} == {
+        "vt": 30,
+        "qa_1": 32,
+    }
+
+
+@pytest.mark.parametrize(
+    "args, match",
+    [
+        ({"colour": 1}, "unknown argument 'colour'"),
+        ({"num_needle_k": 0}, "num_needle_k"),
+        ({"type_haystack": "ocean"}, "type_haystack"),
+        ({"num_needle_q": True}, "num_needle_q"),
+    ],
+)
+def test_bad_variant_arguments(monkeypatch, args, match):
+    variants = {**VARIANTS, "niah_single_1": Variant("niah", args)}
+    monkeypatch.setattr(ruler_build, "VARIANTS", variants)
+    with pytest.raises(LcevalError, match=match):
+        build_ruler({"tasks": ["niah_single_1"], "lengths": [2048], "num_samples": 1})
+
+
+def test_gold_round_trips_through_the_run_folder(built, tmp_path):
+    r, _ = built
+    run = RunDir("rt", tmp_path).create()
+    run.write_samples(r.samples, r.contexts)
+    raw = [json.loads(line) for line in run.samples.read_text().splitlines()]
+    for s, d in zip(r.samples, raw, strict=True):
+        names = [f.name for f in dataclasses.fields(GOLD[s.task])]
+        assert list(d["gold"]) == names, s.task  # the JSON keys are the Gold fields, in order
+    assert load_samples(run.read_samples()) == r.samples
+
+
+def test_run_folders_of_the_old_builder_still_load():
+    run = RunDir("ruler", REPO / "tests/fixtures/regression")  # built before the Gold classes
+    raw = [json.loads(line) for line in run.samples.read_text().splitlines()]
+    samples = load_samples(run.read_samples())
+    assert {s.task for s in samples} == set(TASKS)
+    for s, d in zip(samples, raw, strict=True):
+        assert isinstance(s.gold, GOLD[s.task])
+        assert dataclasses.asdict(s.gold) == {
+            k: tuple(v) if isinstance(v, list) else v for k, v in d["gold"].items()
+        }
+
+
+@pytest.mark.parametrize("name", ["smoke", "full"])
+def test_notebook_params_files_are_accepted(name, monkeypatch):
+    params = pipeline.load_params(REPO / f"params/07_ruler/{name}.yaml")
+    assert params["tasks"] is None and "backend" in params and "max_new_tokens" in params
+    seen = {}
+
+    def fake_builder(*args):  # stop after validation: check what the builder would build
+        seen["args"] = args
+        raise StopIteration
+
+    monkeypatch.setattr(ruler_build, "_Builder", fake_builder)
+    with pytest.raises(StopIteration):
+        build_ruler(params)
+    assert seen["args"] == ("o200k_base", 42, max(params["lengths"]))
+
+
+def test_smoke_params_build_all_tasks():
+    params = pipeline.load_params(REPO / "params/07_ruler/smoke.yaml")
+    r = build_ruler(params)
+    assert [s.task for s in r.samples] == list(TASKS)
+    assert r.sources["word_lists"]["package"] == "wonderwords"
+    assert "cwe_long_lists" not in r.sources["word_lists"]

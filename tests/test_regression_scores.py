@@ -1,0 +1,57 @@
+"""Same scores after the one-folder refactor: fixed responses per benchmark, scored through the one
+scoring loop (``lceval.pipeline.score``), equal the scores the code before the change gave
+(``tests/fixtures/regression/make_before.py`` wrote ``expected*.jsonl`` from that code).
+
+Each fixture's responses.jsonl starts with a failed attempt followed (later in the file) by a
+successful response for the same key: the success must be what is scored, on every benchmark.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import shutil
+from pathlib import Path
+
+import pytest
+
+from lceval import pipeline
+from lceval.io import RunDir, new_meta
+
+FIXTURES = Path(__file__).parent / "fixtures" / "regression"
+CASES = [
+    ("lifbench", None, "expected.jsonl"),
+    ("lifbench", "lifbench:strict", "expected_strict.jsonl"),
+    ("ruler", None, "expected.jsonl"),
+    ("manyifeval", None, "expected.jsonl"),
+    ("longgenbench", None, "expected.jsonl"),
+]
+
+
+def _same(a: float, b: float) -> bool:
+    return (math.isnan(a) and math.isnan(b)) or a == pytest.approx(b, abs=1e-12)
+
+
+@pytest.mark.parametrize(("key", "scorer", "expected"), CASES)
+def test_scores_equal_before_refactor(tmp_path: Path, key: str, scorer: str | None, expected: str):
+    src = FIXTURES / key
+    run = RunDir("reg", tmp_path).create()
+    for name in ("samples.jsonl", "contexts.jsonl", "responses.jsonl"):
+        shutil.copy(src / name, run.path / name)
+    run.write_meta(new_meta("reg"))
+    df = pipeline.score("reg", root=tmp_path, scorer=scorer, progress=False)
+    got = {(r["sample_id"], r["model"]): r for r in df.to_dict("records")}
+    want = [json.loads(line) for line in (src / expected).read_text().splitlines()]
+    assert len(got) == len(want)
+    for w in want:
+        g = got[(w["sample_id"], w["model"])]
+        assert _same(g["value"], w["value"]), (w["sample_id"], w["model"], g["value"], w["value"])
+        parts = json.loads(g["parts"])
+        assert set(parts) == set(w["parts"]), (w["sample_id"], w["model"])
+        for k, v in w["parts"].items():
+            assert _same(parts[k], v), (w["sample_id"], w["model"], k, parts[k], v)
+        assert g["explanation"] == w["explanation"]
+    first = json.loads((src / "responses.jsonl").read_text().splitlines()[0])
+    assert first["finish_reason"] == "error"
+    retried = got[(first["sample_id"], first["model"])]
+    assert not retried["explanation"].startswith("generation failed"), key

@@ -1,0 +1,73 @@
+"""report/index.html: a real LIFBench report opened in a real headless browser (Debian's Chromium
+through chromedriver): every table and image renders and the page is not blank."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+from lceval import pipeline
+from lceval.io import RunDir, new_meta, project_root
+
+FIXTURE = Path(__file__).parent / "fixtures" / "regression" / "lifbench"
+
+
+def _report_run(tmp_path: Path) -> RunDir:
+    run = RunDir("idx", tmp_path).create()
+    for name in ("samples.jsonl", "contexts.jsonl", "responses.jsonl"):
+        shutil.copy(FIXTURE / name, run.path / name)
+    run.write_meta(new_meta("idx", models={"m0": {"backend": "hf", "dtype": "float32"}}))
+    pipeline.score("idx", root=tmp_path, progress=False)
+    pipeline.report("idx", root=tmp_path)
+    return run
+
+
+def test_index_lists_provenance_tables_and_figures(tmp_path):
+    run = _report_run(tmp_path)
+    page = (run.report / "index.html").read_text(encoding="utf-8")
+    assert "Provenance" in page and "model m0" in page and "hf (dtype=float32)" in page
+    csvs = list(run.report.glob("*.csv"))
+    pngs = list(run.figures.glob("*.png"))
+    assert csvs and pngs
+    assert page.count("<table") == len(csvs) + 1  # + provenance
+    assert all(f"figures/{p.name}" in page for p in pngs)
+
+
+@pytest.mark.slow
+def test_index_renders_in_a_headless_browser(tmp_path):
+    chromedriver = shutil.which("chromedriver")
+    if chromedriver is None:
+        pytest.skip("chromedriver not installed (.ci/run installs Debian's chromium-driver)")
+    from PIL import Image
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+
+    run = _report_run(tmp_path)
+    opts = webdriver.ChromeOptions()
+    for arg in ("--headless=new", "--no-sandbox", "--disable-gpu", "--window-size=1280,2000"):
+        opts.add_argument(arg)
+    driver = webdriver.Chrome(service=Service(chromedriver), options=opts)
+    try:
+        driver.get((run.report / "index.html").as_uri())
+        images = driver.execute_script(
+            "return Array.from(document.images).map(i => [i.src, i.complete, i.naturalWidth]);"
+        )
+        tables = driver.execute_script("return document.querySelectorAll('table').length;")
+        shot = tmp_path / "index.png"
+        driver.save_screenshot(str(shot))
+    finally:
+        driver.quit()
+    assert images and all(done and width > 0 for _, done, width in images), images
+    assert tables == len(list(run.report.glob("*.csv"))) + 1
+    img = Image.open(shot).convert("L")
+    lo, hi = img.getextrema()
+    assert hi - lo > 100  # not a blank page
+    artifacts = Path(
+        os.environ.get("LCEVAL_TEST_ARTIFACTS")
+        or (project_root() or tmp_path) / "outputs" / "test-artifacts"
+    )
+    artifacts.mkdir(parents=True, exist_ok=True)
+    shutil.copy(shot, artifacts / "report_index.png")
