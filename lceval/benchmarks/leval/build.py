@@ -1,0 +1,425 @@
+"""L-Eval data building: official task files (or the hub) -> contexts and samples with the official
+prompts, the length instruction (LIE) and optional retrieval.
+
+Reproduces the inference setup of L-Eval (An et al., ACL 2024) after the official code
+(OpenLMLab/LEval: ``Baselines/LEval_config.py``, ``Baselines/turbo16k-test.py``,
+``Baselines/llama2-chat-test.py``, ``Baselines/turbo4k-retrieve-test.py``); facts only.
+
+Prompt layout (``lceval.benchmarks.leval.prompts``)
+-----------------------------------------------------
+- ``Sample.system``: the task family's system prompt (official ``get_sys_prompt``).
+- exam tasks (tpo, quality, coursera, sci_fi, topic_retrieval_longchat): user turn
+  ``"Document is as follows. {document} Question: {inst} \\nPlease directly give answer without
+  any additional output or explanation\\n Answer: "`` -> ``description = "Document is as
+  follows."``, context = the document, ``instruction = "Question: ... Answer: "``, joiner ``" "``.
+- gsm100, codeU: ``document + "\\n\\n" + inst`` (description empty, joiner ``"\\n\\n"``).
+- open-ended: ``"Document is as follows. {document} Instruction: {inst} The suggested output
+  length is around {N} words. Output: "`` with N = ``len(reference.split())`` (LIE); without LIE
+  the length sentence is left out (``lie: false``; ``lie: both`` builds both, the no-LIE samples
+  with ids ending ``/nolie``). ``meta["lie"]`` records it.
+- sci_fi: each question is asked twice: from the document (``/loyalty``) and, as the world-
+  knowledge question of the official scripts (``based on the real-world knowledge ...``), without
+  the document and without system prompt as ``Baselines/llama2-chat-test.py`` does (``/fact``);
+  the turbo script asked it as a second user turn after the document.
+- ``max_new_tokens`` 512 (official).
+
+Truncation
+----------
+By default documents are kept whole and the backend right-truncates the context alone to the
+model's window (``lceval.models.base.render_chat_prompt``), keeping the instruction. With
+``max_length`` (tokens, the official ``--max_length``), documents are first cut as the official
+scripts do: while the document has more than ``max_length - max_new_tokens`` tokens
+(``encoding``, cl100k_base = gpt-3.5-turbo's by default), keep its first ``limit - k`` words
+(split on single spaces), ``k`` growing by 250 each round; codeU keeps its last words instead.
+
+Retrieval (``retrieval``)
+-------------------------
+``full`` (default), ``bm25`` or ``dense``, or a list of them: for each retrieval mode, each
+question gets its own context of retrieved chunks (``lceval.benchmarks.leval.retrieval``); ids
+end with ``/<mode>``; ``meta["retrieval"]`` records the mode.
+
+Sample fields
+-------------
+``id`` = ``leval/<task>/<doc:04d>/<q:03d>`` (+ ``/loyalty`` or ``/fact`` for sci_fi, ``/nolie``,
+``/<mode>``), ``context_id`` = ``leval/<task>/<doc:04d>`` (full) or the sample's id base plus
+``/<mode>`` (retrieval), ``scenario`` = ``closed`` or ``open``, ``gold`` = the task's Gold
+(:mod:`lceval.benchmarks.leval.gold`), ``meta`` = ``{doc_index, question_index, source,
+evaluation, lie (None for closed tasks), retrieval, doc_tokens, doc_cut}``.
+
+Subsets (``subset``)
+--------------------
+Documents are kept by their ``evaluation``: ``ngram`` (exam, rouge, f1: what the official
+n-gram and exam evaluation scores; the default), ``gpt4`` (LLM: the 96-question GPT-4 judge
+subset), ``human`` (the 85-question human subset), ``turbo`` (LLM + human: the GPT-3.5 judge's
+181), ``all``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from lceval.benchmark import BuildResult, check_keys
+from lceval.benchmarks.leval import prompts
+from lceval.benchmarks.leval.data import HUB_DATASET, Document, load_hub, load_local
+from lceval.benchmarks.leval.gold import (
+    CLOSED_TASKS,
+    NGRAM_METRIC,
+    OPEN_TASKS,
+    TASKS,
+    ExamGold,
+    LevalGold,
+    OpenGold,
+    SciFiGold,
+    TopicGold,
+)
+from lceval.benchmarks.leval.retrieval import MODES, DocumentIndex
+from lceval.errors import LcevalError
+from lceval.records import Context, Sample
+from lceval.tokens import ENCODINGS, get_encoding
+
+DEFAULTS: dict[str, Any] = {
+    "data_path": None,
+    "demo_doc_words": 400,
+    "tasks": None,
+    "subset": "ngram",
+    "limit_docs": None,
+    "limit_questions": None,
+    "lie": True,
+    "max_length": None,
+    "encoding": "cl100k_base",
+    "max_new_tokens": 512,
+    "retrieval": "full",
+    "retrieval_chunk_tokens": 1024,
+    "retrieval_top_k": 4,
+    "retrieval_window": 3072,
+    "embedding_model": None,
+    "hub_dataset": HUB_DATASET,
+    "seed": 0,
+}
+"""Builder parameters and defaults (see the module docstring)."""
+
+NOTEBOOK_ONLY = frozenset(
+    {
+        "backend",
+        "model",
+        "backend_options",
+        "batch_size",
+        "infer_max_new_tokens",
+        "judge_backend",
+        "judge_model",
+        "judge_max_new_tokens",
+        "baseline",
+    }
+)
+"""Keys of the 08_leval notebook's params that the builder accepts and ignores."""
+
+SUBSETS: Mapping[str, frozenset[str]] = {
+    "ngram": frozenset({"exam", "rouge", "f1"}),
+    "gpt4": frozenset({"LLM"}),
+    "human": frozenset({"human"}),
+    "turbo": frozenset({"LLM", "human"}),
+    "all": frozenset({"exam", "rouge", "f1", "LLM", "human"}),
+}
+"""Subset name -> the document ``evaluation`` values it keeps."""
+
+CUT_STEP = 250
+"""Words dropped per extra round of the official cut (``cnt += 250``)."""
+
+
+def cut_document(
+    document: str, max_tokens: int, encoding: str = "cl100k_base", from_left: bool = False
+) -> str:
+    """The official word cut of a long document (``turbo16k-test.py``, ``llama2-chat-test.py``).
+
+    While the text has more than ``max_tokens`` tokens: split on single spaces and keep the first
+    ``max_tokens - k`` words (``from_left``: the last ``max_tokens - k``, as for codeU), with ``k``
+    = 0, 250, 500, ...
+
+    Args:
+        document: the document.
+        max_tokens: the budget (the official ``max_length`` minus ``max_new_tokens``), >= 0.
+        encoding: tiktoken encoding that counts tokens.
+        from_left: cut the beginning instead of the end.
+    """
+    enc = get_encoding(encoding)
+
+    def n_tokens(text: str) -> int:
+        return len(enc.encode(text, disallowed_special=()))
+
+    k = 0
+    while document and n_tokens(document) > max_tokens:
+        words = document.split(" ")
+        keep = max_tokens - k
+        document = " ".join(words[-keep:] if from_left else words[:keep])
+        k += CUT_STEP
+    return document
+
+
+def _int(params: Mapping[str, Any], key: str, minimum: int, optional: bool = False) -> Any:
+    value = params[key]
+    if optional and value is None:
+        return None
+    if not isinstance(value, int) or isinstance(value, bool) or value < minimum:
+        raise LcevalError(f"leval: {key} must be an integer >= {minimum}, got {value!r}")
+    return value
+
+
+def _check(params: Mapping[str, Any]) -> dict[str, Any]:
+    """Params with defaults filled in, each checked; raises LcevalError naming a bad value."""
+    check_keys(params, set(DEFAULTS), "leval", ignored=NOTEBOOK_ONLY)
+    p = {**DEFAULTS, **params}
+    tasks = p["tasks"]
+    if tasks is not None:
+        if isinstance(tasks, str):
+            tasks = [tasks]
+        if not isinstance(tasks, list | tuple) or not tasks:
+            raise LcevalError("leval: tasks must be a non-empty list of task codes")
+        for t in tasks:
+            if t not in TASKS:
+                raise LcevalError(f"leval: unknown task {t!r}; choose from {', '.join(TASKS)}")
+        p["tasks"] = list(dict.fromkeys(tasks))
+    if p["subset"] not in SUBSETS:
+        raise LcevalError(f"leval: subset must be one of {', '.join(SUBSETS)}, got {p['subset']!r}")
+    for key in ("limit_docs", "limit_questions"):
+        _int(p, key, 1, optional=True)
+    if p["lie"] not in (True, False, "both"):
+        raise LcevalError(f"leval: lie must be true, false or both, got {p['lie']!r}")
+    if p["encoding"] not in ENCODINGS:
+        raise LcevalError(f"leval: encoding must be one of {', '.join(ENCODINGS)}")
+    _int(p, "max_new_tokens", 1)
+    if _int(p, "max_length", 1, optional=True) is not None:
+        if p["max_length"] <= p["max_new_tokens"]:
+            raise LcevalError("leval: max_length must exceed max_new_tokens")
+    modes = p["retrieval"]
+    modes = [modes] if isinstance(modes, str) else modes
+    if not isinstance(modes, list | tuple) or not modes or any(m not in MODES for m in modes):
+        raise LcevalError(
+            f"leval: retrieval must be one of {', '.join(MODES)} or a list of them, "
+            f"got {p['retrieval']!r}"
+        )
+    p["retrieval"] = list(dict.fromkeys(modes))
+    for key in ("retrieval_chunk_tokens", "retrieval_top_k", "retrieval_window"):
+        _int(p, key, 1)
+    if p["retrieval_chunk_tokens"] > p["retrieval_window"]:
+        raise LcevalError("leval: retrieval_chunk_tokens must not exceed retrieval_window")
+    for key in ("embedding_model", "hub_dataset"):
+        if p[key] is not None and not isinstance(p[key], str):
+            raise LcevalError(f"leval: {key} must be a string")
+    dp = p["data_path"]
+    if dp is not None and not (
+        isinstance(dp, str)
+        or (isinstance(dp, list | tuple) and all(isinstance(x, str) for x in dp))
+    ):
+        raise LcevalError("leval: data_path must be a path or a list of paths")
+    _int(p, "seed", 0)
+    _int(p, "demo_doc_words", 1)
+    return p
+
+
+def _load(p: Mapping[str, Any]) -> tuple[dict[str, list[Document]], dict[str, Any]]:
+    if p["data_path"] == "demo":
+        from lceval.benchmarks.leval.data import demo_documents
+
+        docs = demo_documents(p["demo_doc_words"])
+        tasks = p["tasks"] or list(docs)
+        missing = [t for t in tasks if t not in docs]
+        if missing:
+            raise LcevalError(f"leval: the demo data has no task {', '.join(missing)}")
+        return {t: docs[t] for t in tasks}, {
+            t: {"demo": "lceval demo (Paul Graham essays)"} for t in tasks
+        }
+    if p["data_path"] is not None:
+        from lceval.benchmarks.leval.data import find_task_files
+
+        tasks = p["tasks"] or [t for t in TASKS if t in find_task_files(p["data_path"])]
+        return load_local(p["data_path"], tasks)
+    return load_hub(p["tasks"] or list(TASKS), p["hub_dataset"] or HUB_DATASET)
+
+
+def _gold(task: str, doc: Document, q: int, judgment: str | None) -> LevalGold:
+    inst, ref = doc.instructions[q], doc.outputs[q]
+    common = {"query": inst, "reference": ref, "evaluation": doc.evaluation}
+    if task == "sci_fi":
+        return SciFiGold(**common, judgment=judgment)  # type: ignore[arg-type]
+    if task == "topic_retrieval_longchat":
+        return TopicGold(**common, topic_index=q % 3)
+    if task in OPEN_TASKS:
+        return OpenGold(**common, metric=NGRAM_METRIC[task], reference_words=len(ref.split()))
+    return ExamGold(**common)
+
+
+def _prompt(task: str, inst: str, gold: LevalGold, lie: bool | None) -> dict[str, Any]:
+    """system, description, instruction and joiner of one question (module docstring)."""
+    if isinstance(gold, SciFiGold) and gold.judgment == "fact":
+        return {
+            "system": None,
+            "description": "",
+            "joiner": " ",
+            "instruction": prompts.fact_question(inst),
+        }
+    system = prompts.system_prompt(task)
+    if task in ("gsm100", "codeU"):
+        return {"system": system, "description": "", "joiner": "\n\n", "instruction": inst}
+    if isinstance(gold, OpenGold):
+        length = prompts.LIE.format(words=gold.reference_words) if lie else ""
+        instruction = prompts.OPEN_INSTRUCTION.format(inst=inst, lie=length)
+    else:
+        instruction = prompts.EXAM_QUESTION.format(inst=inst)
+    return {
+        "system": system,
+        "description": prompts.DOCUMENT_INTRO,
+        "joiner": " ",
+        "instruction": instruction,
+    }
+
+
+def _context(
+    p: Mapping[str, Any],
+    doc: Document,
+    q: int,
+    mode: str,
+    text: str,
+    doc_tokens: int,
+    contexts: dict[str, Context],
+    index: dict[str, DocumentIndex],
+) -> str:
+    """Id of the context of question ``q`` under ``mode`` (added to ``contexts`` once);
+    ``index`` caches the document's chunk index."""
+    doc_id = f"leval/{doc.task}/{doc.index:04d}"
+    if mode == "full":
+        if doc_id not in contexts:
+            contexts[doc_id] = Context(doc_id, text, doc_tokens, p["encoding"], doc.source)
+        return doc_id
+    ctx_id = f"{doc_id}/{q:03d}/{mode}"
+    if ctx_id not in contexts:
+        if doc_id not in index:
+            index.clear()  # one document at a time
+            index[doc_id] = DocumentIndex(
+                doc.input, p["retrieval_chunk_tokens"], p["encoding"], p["embedding_model"]
+            )
+        found, used = index[doc_id].retrieve(
+            doc.instructions[q], mode, p["retrieval_top_k"], p["retrieval_window"]
+        )
+        n = len(get_encoding(p["encoding"]).encode(found, disallowed_special=()))
+        source = f"{doc.source or doc.task}: {mode} chunks {used}"
+        contexts[ctx_id] = Context(ctx_id, found, n, p["encoding"], source)
+    return ctx_id
+
+
+def _question_samples(
+    p: Mapping[str, Any],
+    task: str,
+    doc: Document,
+    q: int,
+    mode: str,
+    text: str,
+    doc_tokens: int,
+    contexts: dict[str, Context],
+    index: dict[str, DocumentIndex],
+) -> list[Sample]:
+    """The samples of question ``q`` of ``doc`` under retrieval ``mode`` (one per SFiction
+    judgment and per LIE setting)."""
+    judgments: Sequence[str | None] = ("loyalty", "fact") if task == "sci_fi" else (None,)
+    lies: Sequence[bool | None] = (
+        ([True, False] if p["lie"] == "both" else [bool(p["lie"])])
+        if task in OPEN_TASKS
+        else [None]
+    )
+    out = []
+    for judgment in judgments:
+        for lie in lies:
+            gold = _gold(task, doc, q, judgment)
+            sid = f"leval/{task}/{doc.index:04d}/{q:03d}"
+            sid += f"/{judgment}" if judgment else ""
+            sid += "/nolie" if lie is False else ""
+            sid += f"/{mode}" if mode != "full" else ""
+            ctx_id = (
+                None
+                if judgment == "fact"
+                else _context(p, doc, q, mode, text, doc_tokens, contexts, index)
+            )
+            out.append(
+                Sample(
+                    id=sid,
+                    benchmark="leval",
+                    task=task,
+                    context_id=ctx_id,
+                    max_new_tokens=p["max_new_tokens"],
+                    gold=gold,
+                    scenario="closed" if task in CLOSED_TASKS else "open",
+                    meta={
+                        "doc_index": doc.index,
+                        "question_index": q,
+                        "source": doc.source,
+                        "evaluation": doc.evaluation,
+                        "lie": lie,
+                        "retrieval": mode,
+                        "doc_tokens": doc_tokens,
+                        "doc_cut": text != doc.input,
+                    },
+                    **_prompt(task, doc.instructions[q], gold, lie),
+                )
+            )
+    return out
+
+
+def build_leval(params: Mapping[str, Any]) -> BuildResult:
+    """Build L-Eval samples and contexts from the official data (module docstring).
+
+    Args:
+        params: ``data_path`` (a clone's LEval-data folder, task files, None for the hub
+            ``hub_dataset``, or ``"demo"`` for lceval's own stand-in files of
+            ``demo_doc_words`` words, :func:`lceval.benchmarks.leval.data.demo_records`),
+            ``tasks`` (None: every task found), ``subset`` (ngram, gpt4, human, turbo, all),
+            ``limit_docs`` / ``limit_questions`` (first N documents per task / questions per
+            document), ``lie`` (true, false, both), ``max_length`` (tokens; None: no cut
+            here), ``encoding``, ``max_new_tokens`` (512), ``retrieval`` (full, bm25, dense or
+            a list), ``retrieval_chunk_tokens`` (1024), ``retrieval_top_k`` (4),
+            ``retrieval_window`` (tokens, 3072), ``embedding_model`` (None: shipped MiniLM),
+            ``seed`` (recorded; the build is deterministic).
+
+    Returns:
+        The samples, their contexts (each document once; one per question for retrieval) and
+        the sources (path and sha256 per task file, or the hub config).
+
+    Raises:
+        LcevalError: a bad parameter, missing or malformed data, the hub unreachable, or no
+            question selected.
+    """
+    p = _check(params)
+    docs, sources = _load(p)
+    allowed = SUBSETS[p["subset"]]
+    encoding = p["encoding"]
+    enc = get_encoding(encoding)
+    samples: list[Sample] = []
+    contexts: dict[str, Context] = {}
+    index: dict[str, DocumentIndex] = {}
+    for task in (t for t in TASKS if t in docs):
+        kept = [d for d in docs[task] if d.evaluation in allowed]
+        if p["limit_docs"] is not None:
+            kept = kept[: p["limit_docs"]]
+        budget = p["max_length"] - p["max_new_tokens"] if p["max_length"] else None
+        for doc in kept:
+            text = doc.input
+            if budget is not None:
+                text = cut_document(text, budget, encoding, from_left=task == "codeU")
+            doc_tokens = len(enc.encode(text, disallowed_special=()))
+            n_q = len(doc.instructions)
+            if p["limit_questions"] is not None:
+                n_q = min(n_q, p["limit_questions"])
+            for q in range(n_q):
+                for mode in p["retrieval"]:
+                    samples.extend(
+                        _question_samples(p, task, doc, q, mode, text, doc_tokens, contexts, index)
+                    )
+    if not samples:
+        raise LcevalError(
+            f"leval: no question selected (tasks {p['tasks'] or 'all'}, subset {p['subset']})"
+        )
+    return BuildResult(
+        samples=samples,
+        contexts=list(contexts.values()),
+        sources={"data": sources, "subset": p["subset"]},
+        encoding=encoding,
+    )

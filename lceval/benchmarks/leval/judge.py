@@ -1,0 +1,370 @@
+"""L-Eval's pairwise LLM judge (scorer ``leval:judge``): each open-ended answer battles a
+baseline's answer to the same question, judged twice with the answers swapped.
+
+Reproduces ``Evaluation/llm_eval.py`` of OpenLMLab/LEval (GPL-3; facts only) and the paper's
+"LLM judges in long-context settings":
+
+- The judge sees the question, the human reference and the two answers, never the long document
+  (system prompt and template ``pair-v2``, :data:`lceval.benchmarks.leval.prompts.JUDGE_SYSTEM`,
+  with the sentence "Additional details or information that are not mentioned in reference answer
+  cannot be considered as advantages ...").
+- Answers are paired with the baseline's by (query, reference) (official ``construct_pairs``
+  keys on ``query + gt``). Game 1 puts the model's answer as A, game 2 as B.
+- Verdict: ``[[A]]`` in the judgment -> A; else ``[[B]]`` -> B; else ``[[C]]`` -> tie; else
+  error (official ``run_judge_pair``, checked in that order).
+- Win rate = (wins + 0.5 x ties) / (wins + ties + losses); errors are dropped (official
+  ``calculate_win_rate``). Per response ``Judgement.value`` is that rate over its two games
+  (NaN when both games are errors); ``parts`` holds ``wins``, ``ties``, ``losses``, ``errors``;
+  the reporter pools the counts over responses as the official script does.
+
+Judge prompts go through :func:`lceval.models.generate.generate` with a ResponseStore in the run
+folder (``leval_judge.jsonl``), so an interrupted judging run resumes and identical prompts are
+judged once. Greedy decoding; ``max_new_tokens`` 2048 as the official call (lower it for small
+CPU judges). Closed-ended samples and questions without a baseline answer get NaN with the
+reason.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal
+
+from lceval import corpora
+from lceval.benchmarks.leval.gold import OpenGold
+from lceval.benchmarks.leval.prompts import JUDGE_SYSTEM, JUDGE_TEMPLATE
+from lceval.errors import LcevalError
+from lceval.records import Context, Judgement, Response, Sample
+
+if TYPE_CHECKING:
+    from lceval.io import RunDir
+    from lceval.models.base import Backend
+    from lceval.models.cache import ResponseStore
+
+JUDGE_FILE = "leval_judge.jsonl"
+"""The judge's answers in the run folder (a ResponseStore: judging resumes from it)."""
+
+Verdict = Literal["A", "B", "tie", "error"]
+Winner = Literal["model", "baseline", "tie", "error"]
+
+
+def prediction_key(row: Mapping[str, Any]) -> str | None:
+    """The first key holding ``_pred`` of an official prediction row (``<model>_pred``), as
+    ``auto_eval.py`` and ``llm_eval.py`` search for it; None when there is none."""
+    return next((k for k in row if isinstance(k, str) and "_pred" in k), None)
+
+
+def model_of(key: str) -> str:
+    """The model name of a ``<model>_pred`` key (``gpt4-x_pred`` -> ``gpt4-x``)."""
+    return key[: -len("_pred")] if key.endswith("_pred") else key.replace("_pred", "")
+
+
+def read_baseline(path: str | Path) -> tuple[dict[tuple[str, str], str], str, list[Path]]:
+    """A baseline's answers from official prediction files.
+
+    Args:
+        path: a ``*.pred.jsonl`` file, or a folder searched recursively for them (e.g.
+            ``Predictions/ngram_eval/turbo-16k-0613``).
+
+    Returns:
+        ((query, reference) -> answer, the baseline's model name, the files read).
+
+    Raises:
+        LcevalError: no such path, no prediction file, a row without ``query``, ``gt`` or a
+            ``<model>_pred`` key.
+    """
+    p = Path(path).expanduser()
+    if not p.exists():
+        raise LcevalError(f"baseline {str(p)!r} does not exist")
+    files = sorted(p.rglob("*.pred.jsonl")) if p.is_dir() else [p]
+    if not files:
+        raise LcevalError(f"baseline folder {str(p)!r} holds no *.pred.jsonl file")
+    answers: dict[tuple[str, str], str] = {}
+    names: list[str] = []
+    for f in files:
+        for i, row in enumerate(corpora.read_jsonl_file(f), 1):
+            key = prediction_key(row)
+            if key is None or not isinstance(row.get("query"), str) or "gt" not in row:
+                raise LcevalError(f"{f} line {i}: expected keys query, gt and <model>_pred")
+            answers.setdefault((row["query"], str(row["gt"])), str(row[key]))
+            if model_of(key) not in names:
+                names.append(model_of(key))
+    return answers, "+".join(names), files
+
+
+def verdict(judgment: str) -> Verdict:
+    """The official verdict of a judgment text: ``[[A]]``, else ``[[B]]``, else ``[[C]]`` (tie),
+    else error (``llm_eval.py`` ``run_judge_pair``)."""
+    if "[[A]]" in judgment:
+        return "A"
+    if "[[B]]" in judgment:
+        return "B"
+    if "[[C]]" in judgment:
+        return "tie"
+    return "error"
+
+
+def judge_prompt(question: str, reference: str, answer_a: str, answer_b: str) -> str:
+    """The judge's user turn (official ``pair-v2`` template): no long document."""
+    return JUDGE_TEMPLATE.format(
+        question=question, ref_answer=reference, answer_a=answer_a, answer_b=answer_b
+    )
+
+
+def win_rate(wins: float, ties: float, losses: float) -> float:
+    """(wins + 0.5 x ties) / (wins + ties + losses), 0..1; NaN when there is no valid game."""
+    total = wins + ties + losses
+    return (wins + 0.5 * ties) / total if total else math.nan
+
+
+def _digest(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:24]
+
+
+@dataclass(frozen=True)
+class Pair:
+    """One response prepared for judging."""
+
+    sample: Sample
+    answer: str
+    """The model's answer."""
+    baseline: str | None
+    """The baseline's answer to the same question, or None (not judged)."""
+    reason: str = ""
+    """Why the response is not judged (when ``baseline`` is None)."""
+
+    @property
+    def n_items(self) -> int:
+        """Games to judge: 2, or 0 when not judged."""
+        return 2 if self.baseline is not None else 0
+
+
+@dataclass
+class PairwiseJudge:
+    """Batch judge of scorer ``leval:judge`` (the pipeline calls ``prepare`` per response,
+    ``finish`` per group of about ``batch_items`` games, then ``close``).
+
+    Args:
+        load: loads the judge backend; called once, at the first game.
+        store: where judgments are appended (``leval_judge.jsonl``; resumable).
+        baselines: (query, reference) -> the baseline's answer.
+        baseline_name: the baseline model's name (for the details rows).
+        max_new_tokens: judgment budget in tokens.
+        batch_size: prompts per ``backend.generate`` call.
+        label: the judge's name until the backend is loaded.
+        progress: show a progress bar per group.
+    """
+
+    load: Callable[[], Backend]
+    store: ResponseStore
+    baselines: Mapping[tuple[str, str], str]
+    baseline_name: str = "baseline"
+    max_new_tokens: int = 2048
+    batch_size: int = 16
+    label: str = "judge"
+    progress: bool = False
+    batch_items: int = 64
+    """Games the pipeline collects before calling ``finish``."""
+    engine: Backend | None = field(default=None, init=False)
+
+    @property
+    def name(self) -> str:
+        """The judge model's name."""
+        return self.engine.name if self.engine is not None else self.label
+
+    def prepare(self, sample: Sample, response: Response, context: Context | None) -> Pair:
+        """Pair one response with the baseline's answer (no model call)."""
+        gold = sample.gold
+        text = response.text if isinstance(response.text, str) else str(response.text)
+        if not isinstance(gold, OpenGold):
+            return Pair(sample, text, None, "closed-ended task: scored by exact match (leval)")
+        other = self.baselines.get((gold.query, gold.reference))
+        if other is None:
+            return Pair(sample, text, None, f"no {self.baseline_name} answer to this question")
+        return Pair(sample, text, other)
+
+    def _questions(self, pairs: Sequence[Pair]) -> tuple[dict[str, Sample], list[tuple[str, str]]]:
+        from lceval.records import Sample as S
+
+        questions: dict[str, Sample] = {}
+        ids = []
+        for p in pairs:
+            if p.baseline is None:
+                continue
+            gold = p.sample.gold
+            assert isinstance(gold, OpenGold)
+            games = []
+            for a, b in ((p.answer, p.baseline), (p.baseline, p.answer)):
+                prompt = judge_prompt(gold.query, gold.reference, a, b)
+                qid = f"leval-judge/{_digest(JUDGE_SYSTEM + prompt)}"
+                games.append(qid)
+                questions.setdefault(
+                    qid,
+                    S(
+                        id=qid,
+                        benchmark="leval",
+                        task="judge",
+                        instruction=prompt,
+                        system=JUDGE_SYSTEM,
+                        max_new_tokens=self.max_new_tokens,
+                    ),
+                )
+            ids.append((games[0], games[1]))
+        return questions, ids
+
+    def finish(self, prepared: Sequence[Pair]) -> list[Judgement]:
+        """Judge both games of every prepared pair; one Judgement each, in order."""
+        questions, ids = self._questions(prepared)
+        answers: dict[str, Response] = {}
+        if questions:
+            from lceval.models.base import GenerationConfig
+            from lceval.models.generate import generate
+
+            if self.engine is None:
+                self.engine = self.load()
+            config = GenerationConfig(temperature=0.0, max_new_tokens=self.max_new_tokens)
+            got = generate(
+                self.engine,
+                list(questions.values()),
+                {},
+                config,
+                store=self.store,
+                batch_size=self.batch_size,
+                progress=self.progress,
+                desc="judge leval",
+            )
+            answers = {r.sample_id: r for r in got}
+        out = []
+        games = iter(ids)
+        for p in prepared:
+            if p.baseline is None:
+                out.append(Judgement(value=math.nan, explanation=p.reason))
+                continue
+            g1, g2 = next(games)
+            out.append(self._judgement(p, answers.get(g1), answers.get(g2), (g1, g2)))
+        return out
+
+    def _judgement(
+        self, pair: Pair, r1: Response | None, r2: Response | None, qids: tuple[str, str]
+    ) -> Judgement:
+        winners: list[Winner] = []
+        rows = []
+        for game, (r, as_a) in enumerate(((r1, "model"), (r2, "baseline")), 1):
+            v: Verdict = "error" if r is None or r.finish_reason == "error" else verdict(r.text)
+            w: Winner
+            if v == "A":
+                w = "model" if as_a == "model" else "baseline"
+            elif v == "B":
+                w = "baseline" if as_a == "model" else "model"
+            else:
+                w = v
+            winners.append(w)
+            rows.append(
+                {
+                    "game": game,
+                    "winner": w,
+                    "judge": self.name,
+                    "baseline": self.baseline_name,
+                    "judge_sample_id": qids[game - 1],
+                }
+            )
+        wins = float(winners.count("model"))
+        ties = float(winners.count("tie"))
+        losses = float(winners.count("baseline"))
+        errors = float(winners.count("error"))
+        gold = pair.sample.gold
+        assert isinstance(gold, OpenGold)
+        value = win_rate(wins, ties, losses)
+        return Judgement(
+            value=value,
+            parts={
+                "wins": wins,
+                "ties": ties,
+                "losses": losses,
+                "errors": errors,
+                "words": float(len(pair.answer.split())),
+                "reference_words": float(gold.reference_words),
+            },
+            points={"wins": 2.0, "ties": 2.0, "losses": 2.0, "errors": 2.0},
+            explanation=(
+                f"vs {self.baseline_name}: {winners[0]} (model as A), {winners[1]} (model as B)"
+                + ("; no valid verdict" if math.isnan(value) else "")
+            ),
+            details=tuple(rows),
+        )
+
+    def close(self) -> None:
+        """Close the judge backend, if it was loaded."""
+        if self.engine is not None:
+            engine, self.engine = self.engine, None
+            engine.close()
+
+
+def _option(value: Any, kind: type, name: str) -> Any:
+    if kind is int:
+        ok = isinstance(value, int) and not isinstance(value, bool) and value >= 1
+    else:
+        ok = isinstance(value, kind)
+    if not ok:
+        want = "a positive integer" if kind is int else kind.__name__
+        raise LcevalError(f"scorer leval:judge option {name}: {value!r:.60} is not {want}")
+    return value
+
+
+def pairwise_judge(
+    run: RunDir,
+    baseline: str | None = None,
+    backend: str = "hf",
+    model: str | None = None,
+    backend_options: Mapping[str, Any] | None = None,
+    max_new_tokens: int = 2048,
+    batch_size: int = 16,
+) -> PairwiseJudge:
+    """The batch judge of scorer ``leval:judge`` (nothing loads until the first game).
+
+    Args:
+        run: the run folder; judgments go to ``<run>/leval_judge.jsonl`` (resumable).
+        baseline: the baseline's official prediction file or folder (e.g. Turbo-16k's
+            ``Predictions/ngram_eval/turbo-16k-0613``, or files written by
+            :func:`lceval.benchmarks.leval.importer.export_predictions`).
+        backend: ``hf``, ``vllm`` or ``openai``.
+        model: judge model (None: the embedded SmolLM2; the paper used GPT-4 and GPT-3.5).
+        backend_options: the backend's options, e.g. ``{"device": "cuda"}``.
+        max_new_tokens: judgment budget in tokens (>= 1; official 2048).
+        batch_size: prompts per engine call (>= 1).
+
+    Raises:
+        LcevalError: no baseline, an option of the wrong type, an unknown backend or option, a
+            baseline that does not read, or a judge store that does not parse.
+    """
+    from lceval.models import base
+    from lceval.models.cache import ResponseStore
+
+    if baseline is None:
+        raise LcevalError("scorer leval:judge needs -o baseline=PATH (official *.pred.jsonl)")
+    _option(baseline, str, "baseline")
+    _option(backend, str, "backend")
+    if model is not None:
+        _option(model, str, "model")
+    _option(max_new_tokens, int, "max_new_tokens")
+    _option(batch_size, int, "batch_size")
+    options = dict(_option(backend_options or {}, Mapping, "backend_options"))
+    base.check_backend_options(backend, options)
+    answers, name, _ = read_baseline(baseline)
+    store = ResponseStore(run.path / JUDGE_FILE)
+
+    def load() -> Backend:
+        return base.load_backend(backend, model, **options)
+
+    return PairwiseJudge(
+        load,
+        store,
+        answers,
+        baseline_name=name,
+        max_new_tokens=max_new_tokens,
+        batch_size=batch_size,
+        label=model or backend,
+    )

@@ -1,0 +1,367 @@
+"""L-Eval tables and figures: the exam table, n-gram metrics per task, the length gap of LIE,
+full-context vs retrieval, and the pairwise judge's win rates; published numbers beside.
+
+Aggregation follows the official code (OpenLMLab/LEval ``Evaluation/auto_eval.py``): a task's
+score is the mean over its questions x 100; TopicRet is the mean of its three topic positions'
+means; SFiction the mean of its loyalty and fact means; the L-Eval ROUGE score of a task is the
+geometric mean of its mean ROUGE-1, ROUGE-2 and ROUGE-L (``LEval_score``); the exam Avg is the
+mean of the paper's six exam columns (Coursera, GSM, QuALITY, TOEFL, CodeU, SFiction) when all are
+present. Win rate = (wins + 0.5 ties) / (wins + ties + losses) x 100 over all games
+(``llm_eval.py``). The length gap (paper: delta L) is the mean over open-ended answers of
+(answer words - reference words); ``abs_delta_L`` the mean absolute gap. Numbers are not rounded
+here (the paper shows two decimals, truncated).
+
+Groups: ``model``, ``retrieval`` (full, bm25, dense; ``Sample.meta["retrieval"]``) and, for
+open-ended tasks, ``lie`` (True / False; None for imported predictions).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Sequence
+from importlib import resources
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from lceval.benchmarks.leval.gold import (
+    CLOSED_TASKS,
+    EXAM_COLUMNS,
+    OPEN_TASKS,
+    PAPER_NAMES,
+    OpenGold,
+)
+from lceval.errors import LcevalError
+from lceval.io import RunDir
+from lceval.records import Sample
+from lceval.reporting import save_figure, save_table
+
+ALIASES = {
+    "gpt4-x": "GPT-4-32k",
+    "gpt4-32k": "GPT-4-32k",
+    "claude-1.3": "Claude-100k",
+    "claude-100k": "Claude-100k",
+    "Claude-instant-100k": "Claude-100k",
+    "turbo-16k-0613": "Turbo-16k",
+}
+"""Model names of the official prediction files -> the paper's names (published tables)."""
+
+
+def published(name: str) -> pd.DataFrame:
+    """A published table from ``resources/`` (``exam``, ``judge`` or ``lie``)."""
+    text = resources.files("lceval.benchmarks.leval").joinpath(f"resources/{name}.csv")
+    with resources.as_file(text) as p:
+        return pd.read_csv(Path(p))
+
+
+def _frame(scores: pd.DataFrame, samples: Sequence[Sample]) -> pd.DataFrame:
+    """Scores joined with the samples' grouping fields; parts parsed into columns."""
+    info = {
+        s.id: {
+            "retrieval": s.meta.get("retrieval", "full"),
+            "lie": s.meta.get("lie") if isinstance(s.gold, OpenGold) else None,
+            "topic_index": getattr(s.gold, "topic_index", None),
+            "metric": getattr(s.gold, "metric", None),
+        }
+        for s in samples
+    }
+    if not len(scores):
+        return pd.DataFrame(columns=["sample_id", "model", "task", "scorer", "value"])
+    missing = set(scores["sample_id"]) - set(info)
+    if missing:
+        raise LcevalError(f"leval report: scores for unknown sample(s), e.g. {sorted(missing)[0]}")
+    df = scores.copy()
+    for key in ("retrieval", "lie", "topic_index", "metric"):
+        df[key] = [info[i][key] for i in df["sample_id"]]
+    parts = [json.loads(p) if isinstance(p, str) else dict(p or {}) for p in df["parts"]]
+    names = sorted({k for p in parts for k in p})
+    for k in names:
+        df[f"p_{k}"] = [p.get(k, math.nan) for p in parts]
+    return df
+
+
+def _mean(x: pd.Series) -> float:
+    x = x.dropna()
+    return float(x.mean()) if len(x) else math.nan
+
+
+def _exam_score(task: str, part: pd.DataFrame) -> float:
+    """A closed-ended task's score (0..100) from its rows (official aggregation)."""
+    if task == "topic_retrieval_longchat" and "topic_index" in part:
+        means = [_mean(g["value"]) for _, g in part.groupby("topic_index")]
+        return 100 * float(np.mean(means)) if means else math.nan
+    if task == "sci_fi":
+        means = [_mean(part[c]) for c in ("p_loyalty", "p_fact") if c in part]
+        means = [m for m in means if not math.isnan(m)]
+        return 100 * float(np.mean(means)) if means else math.nan
+    return 100 * _mean(part["value"])
+
+
+def exam_tables(df: pd.DataFrame) -> dict[str, pd.DataFrame]:
+    """``exam`` (one row per model, retrieval, task: score 0..100, n) and ``exam_table`` (paper
+    layout: rows model x retrieval, columns the paper's task names, TopicRet, Avg)."""
+    rows = []
+    closed = df[df["task"].isin(CLOSED_TASKS)]
+    for (model, mode, task), part in closed.groupby(["model", "retrieval", "task"]):
+        rows.append(
+            {
+                "model": model,
+                "retrieval": mode,
+                "task": task,
+                "name": PAPER_NAMES[task],
+                "score": _exam_score(task, part),
+                "n": int(part["value"].notna().sum()),
+                "n_nan": int(part["value"].isna().sum()),
+            }
+        )
+    long = pd.DataFrame(rows, columns=["model", "retrieval", "task", "name", "score", "n", "n_nan"])
+    if not len(long):
+        return {"exam": long}
+    wide = long.pivot_table(index=["model", "retrieval"], columns="name", values="score")
+    order = [PAPER_NAMES[t] for t in EXAM_COLUMNS] + ["TopicRet"]
+    wide = wide[[c for c in order if c in wide.columns]]
+    six = [PAPER_NAMES[t] for t in EXAM_COLUMNS]
+    wide["Avg"] = wide[six].mean(axis=1) if all(c in wide for c in six) else math.nan
+    return {"exam": long, "exam_table": wide}
+
+
+def exam_vs_published(table: pd.DataFrame) -> pd.DataFrame:
+    """Run vs published exam scores for models with a published row (:data:`ALIASES`): one row
+    per model and task with ``run``, ``published`` and ``diff`` (0..100)."""
+    pub = published("exam").set_index("model")
+    rows = []
+    for (model, mode), row in table.iterrows():
+        name = ALIASES.get(str(model), str(model))
+        if name not in pub.index or mode != "full":
+            continue
+        for col in row.index:
+            if col in pub.columns and not math.isnan(row[col]) and not pd.isna(pub.at[name, col]):
+                value = float(pub.at[name, col])
+                rows.append(
+                    {
+                        "model": model,
+                        "published_as": name,
+                        "task": col,
+                        "run": float(row[col]),
+                        "published": value,
+                        "diff": float(row[col]) - value,
+                    }
+                )
+    return pd.DataFrame(rows, columns=["model", "published_as", "task", "run", "published", "diff"])
+
+
+def ngram_table(df: pd.DataFrame) -> pd.DataFrame:
+    """One row per model, retrieval, LIE setting and open-ended task: ROUGE-1/2/L and F1 means
+    (0..100), the L-Eval score (geometric mean of ROUGE-1/2/L for rouge tasks, F1 for f1
+    tasks), answer and reference words, delta_L and abs_delta_L (words)."""
+    rows = []
+    open_ = df[df["task"].isin(OPEN_TASKS)]
+    cols = ["p_rouge1", "p_rouge2", "p_rougeL", "p_f1"]
+    if not len(open_) or not all(c in open_ for c in cols):
+        return pd.DataFrame()
+    for (model, mode, lie, task), part in open_.groupby(
+        ["model", "retrieval", "lie", "task"], dropna=False
+    ):
+        r1, r2, rl, f1 = (100 * _mean(part[c]) for c in cols)
+        metric = part["metric"].iloc[0]
+        geo = (r1 * r2 * rl) ** (1 / 3) if min(r1, r2, rl) >= 0 else math.nan
+        gap = part["p_words"] - part["p_reference_words"]
+        rows.append(
+            {
+                "model": model,
+                "retrieval": mode,
+                "lie": lie,
+                "task": task,
+                "name": PAPER_NAMES[task],
+                "metric": metric,
+                "rouge1": r1,
+                "rouge2": r2,
+                "rougeL": rl,
+                "f1": f1,
+                "score": geo if metric == "rouge" else f1,
+                "n": len(part),
+                "words": _mean(part["p_words"]),
+                "reference_words": _mean(part["p_reference_words"]),
+                "delta_L": _mean(gap),
+                "abs_delta_L": _mean(gap.abs()),
+            }
+        )
+    return pd.DataFrame(rows)
+
+
+def lie_table(df: pd.DataFrame) -> pd.DataFrame:
+    """The length gap with and without LIE: one row per model, retrieval and LIE setting with
+    answers ``n``, mean ``words``, ``reference_words``, ``delta_L``, ``abs_delta_L`` (words) and
+    the mean ``value`` (0..100) of the scorer that produced the scores."""
+    open_ = df[df["task"].isin(OPEN_TASKS)]
+    if not len(open_) or "p_words" not in open_ or "p_reference_words" not in open_:
+        return pd.DataFrame()
+    rows = []
+    for (model, mode, lie), part in open_.groupby(["model", "retrieval", "lie"], dropna=False):
+        gap = part["p_words"] - part["p_reference_words"]
+        rows.append(
+            {
+                "model": model,
+                "retrieval": mode,
+                "lie": lie,
+                "n": len(part),
+                "words": _mean(part["p_words"]),
+                "reference_words": _mean(part["p_reference_words"]),
+                "delta_L": _mean(gap),
+                "abs_delta_L": _mean(gap.abs()),
+                "value": 100 * _mean(part["value"]),
+            }
+        )
+    return pd.DataFrame(rows)
+
+
+def retrieval_table(exam: pd.DataFrame, ngram: pd.DataFrame) -> pd.DataFrame:
+    """Task scores (0..100) side by side per retrieval mode: rows model x task, columns modes
+    (exam score for closed-ended tasks, the L-Eval score for open-ended ones, with LIE where
+    both settings exist)."""
+    parts = []
+    if len(exam):
+        parts.append(exam[["model", "retrieval", "name", "score"]])
+    if len(ngram):
+        ng = ngram[ngram["lie"].isin([True]) | ngram["lie"].isna()]
+        parts.append(ng[["model", "retrieval", "name", "score"]])
+    if not parts:
+        return pd.DataFrame()
+    both = pd.concat(parts, ignore_index=True)
+    return both.pivot_table(index=["model", "name"], columns="retrieval", values="score")
+
+
+def judge_table(df: pd.DataFrame) -> pd.DataFrame:
+    """Win rate (0..100, ties half) with n_wins, n_draws, n_losses, n_errors (games), per
+    model, retrieval, LIE setting and task, plus an ``all`` row per group (official
+    ``calculate_win_rate`` pools games)."""
+    if "p_wins" not in df:
+        return pd.DataFrame()
+    judged = df[df["p_wins"].notna()]
+    if not len(judged):
+        return pd.DataFrame()
+    rows = []
+    keys = ["model", "retrieval", "lie"]
+    for group, part in judged.groupby(keys, dropna=False):
+        for task, sub in [*part.groupby("task"), ("all", part)]:
+            w, t, lo, e = (
+                float(sub[c].sum()) for c in ("p_wins", "p_ties", "p_losses", "p_errors")
+            )
+            total = w + t + lo
+            rows.append(
+                {
+                    **dict(zip(keys, group, strict=True)),
+                    "task": task,
+                    "n_wins": w,
+                    "n_draws": t,
+                    "n_losses": lo,
+                    "n_errors": e,
+                    "win_rate": 100 * (w + 0.5 * t) / total if total else math.nan,
+                }
+            )
+    return pd.DataFrame(rows)
+
+
+def leval_tables(scores: pd.DataFrame, samples: Sequence[Sample]) -> dict[str, pd.DataFrame]:
+    """Every L-Eval table of a scores frame (any mix of the ``leval`` and ``leval:judge``
+    scorers), keyed by name; empty tables are left out.
+
+    Raises:
+        LcevalError: a score row whose sample is not among ``samples``.
+    """
+    df = _frame(scores, samples)
+    out: dict[str, pd.DataFrame] = {}
+    n_gram = df[df["scorer"] == "leval"] if len(df) else df
+    judged = df[df["scorer"] == "leval:judge"] if len(df) else df
+    if len(n_gram):
+        out.update(exam_tables(n_gram))
+        if "exam_table" in out:
+            out["exam_vs_published"] = exam_vs_published(out["exam_table"])
+        out["ngram"] = ngram_table(n_gram)
+        out["lie"] = lie_table(n_gram)
+        if n_gram["retrieval"].nunique() > 1:
+            out["retrieval"] = retrieval_table(out.get("exam", pd.DataFrame()), out["ngram"])
+    if len(judged):
+        out["judge"] = judge_table(judged)
+        out["judge_lie"] = lie_table(judged)
+    return {k: v for k, v in out.items() if len(v)}
+
+
+def report_leval(
+    run: RunDir, scores: pd.DataFrame, samples: Sequence[Sample]
+) -> dict[str, pd.DataFrame]:
+    """Write the L-Eval tables (CSV under ``report/leval/``) and a score figure (PNG, PDF).
+
+    Tables (when the run's scores allow): ``exam``, ``exam_table``, ``exam_vs_published``,
+    ``ngram``, ``lie``, ``retrieval`` (scorer ``leval``); ``judge``, ``judge_lie`` (scorer
+    ``leval:judge``); ``published_exam`` and ``published_judge`` always. Tables of the other
+    scorer written earlier stay in the folder.
+
+    Raises:
+        LcevalError: scores for unknown samples.
+    """
+    tables = leval_tables(scores, samples)
+    tables["published_exam"] = published("exam")
+    tables["published_judge"] = published("judge")
+    folder = run.report / "leval"
+    for name, df in tables.items():
+        save_table(df, folder, name, index=name in ("exam_table", "retrieval"))
+    _figure(run, tables)
+    return tables
+
+
+def _figure(run: RunDir, tables: dict[str, pd.DataFrame]) -> None:
+    parts = []
+    if "exam" in tables:
+        parts.append(tables["exam"][["model", "retrieval", "name", "score"]].assign(lie=None))
+    if "ngram" in tables:
+        parts.append(tables["ngram"][["model", "retrieval", "name", "score", "lie"]])
+    if not parts:
+        return
+    import matplotlib.pyplot as plt
+
+    df = pd.concat(parts, ignore_index=True)
+    df["setting"] = [
+        f"{m} {r}" + ("" if lie is None or pd.isna(lie) else (" LIE" if lie else " no-LIE"))
+        for m, r, lie in zip(df["model"], df["retrieval"], df["lie"], strict=True)
+    ]
+    wide = df.pivot_table(index="name", columns="setting", values="score")
+    fig, ax = plt.subplots(figsize=(max(5.0, 0.6 * len(wide) + 2), 4))
+    wide.plot.bar(ax=ax, width=0.8)
+    ax.set_ylabel("score (0..100)")
+    ax.set_xlabel("")
+    ax.set_ylim(0, 100)
+    ax.legend(fontsize=6, loc="best")
+    ax.set_title("L-Eval score per task")
+    save_figure(fig, run.figures, "leval_scores")
+
+
+def compare_runs(run_ids: Sequence[str], *, root: str | Path | None = None) -> pd.DataFrame:
+    """Task scores of several runs side by side (e.g. a full-context and a retrieval run): rows
+    model x task name, columns ``<run_id> <retrieval>`` (0..100; exam scores and L-Eval n-gram
+    scores with LIE).
+
+    Raises:
+        LcevalError: a run without scores or samples.
+    """
+    from lceval.registry import load_samples
+
+    frames = []
+    for run_id in run_ids:
+        run = RunDir(run_id, root)
+        samples = [s for s in load_samples(run.read_samples()) if s.benchmark == "leval"]
+        scores = run.read_scores()
+        t = leval_tables(scores[scores["benchmark"] == "leval"], samples)
+        for name in ("exam", "ngram"):
+            if name in t:
+                part = t[name]
+                if name == "ngram":
+                    part = part[part["lie"].isin([True]) | part["lie"].isna()]
+                frames.append(part[["model", "retrieval", "name", "score"]].assign(run=run_id))
+    if not frames:
+        return pd.DataFrame()
+    df = pd.concat(frames, ignore_index=True)
+    df["column"] = df["run"] + " " + df["retrieval"]
+    return df.pivot_table(index=["model", "name"], columns="column", values="score")
