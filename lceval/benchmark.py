@@ -9,8 +9,9 @@ called (:func:`lazy`), so ``lceval list`` and loading samples stay fast.
 Contracts:
 
 - builder: ``build(params: Mapping) -> BuildResult``. Validates params (an unknown key or a bad
-  value raises LcevalError naming the field); keys in ``Benchmark.notebook_params`` are accepted
-  and ignored, so a notebook's params file builds as it is. Deterministic under a seed.
+  value raises LcevalError naming the field); the notebook-only keys (:data:`NOTEBOOK_PARAMS`
+  and the builder's own ``ignored=`` set in :func:`check_keys`) are accepted and ignored, so a
+  notebook's params file builds as it is. Deterministic under a seed.
 - scorer: ``score(sample, response, context, **options) -> Judgement``. Never raises on any model
   output; a score that cannot be computed is NaN with a reason; ``value`` in 0..1. The pipeline
   attaches ids, the scorer's name and version (:mod:`lceval.pipeline`, the only scoring loop).

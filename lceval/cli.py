@@ -257,6 +257,9 @@ def _dispatch(args: argparse.Namespace) -> int:
             ]
         for p in paths:
             print(f"executed {p}")
+        index = paths[-1].parent.parent / "report" / "index.html" if paths else None
+        if index is not None and index.exists():
+            print(f"report: {index}")
     return 0
 
 

@@ -27,7 +27,7 @@ from lceval.io import RunDir, atomic_open, new_meta, project_root
 from lceval.models.base import Backend, GenerationConfig, load_backend, log
 from lceval.models.cache import ResponseStore
 from lceval.models.generate import engine_config, generate, prefix_reuse
-from lceval.records import Context, Judgement, Response, Sample, Score
+from lceval.records import Context, Judgement, Response, Sample, Score, sample_hash
 
 
 def load_params(path: str | os.PathLike[str]) -> dict[str, Any]:
@@ -73,7 +73,9 @@ def build(
 
     A rebuild over a run that already has responses would pair old answers with new samples, so
     it is refused unless ``force``; then responses.jsonl and scores.parquet are moved aside to
-    ``<name>.replaced-<UTC time>`` first.
+    ``<name>.replaced-<UTC time>`` first. A rebuild that gives the same samples and contexts
+    (builds are deterministic) keeps the responses and run.json's ``models``: rerunning a
+    notebook resumes it.
 
     Args:
         run_id: run folder name.
@@ -86,36 +88,97 @@ def build(
 
     Raises:
         LcevalError: unknown benchmark, bad params, unwritable folder, a run with responses
-            and no ``force``.
+            whose samples would change and no ``force``.
     """
+    return build_suite(run_id, {benchmark: params}, root=root, seed=seed, force=force)
+
+
+def build_suite(
+    run_id: str,
+    parts: Mapping[str, Mapping[str, Any]],
+    *,
+    root: str | Path | None = None,
+    seed: int | None = None,
+    force: bool = False,
+) -> RunDir:
+    """Build several benchmarks' samples into one run folder (e.g. RULER retrieval beside L-Eval
+    GSM for the NTK sweep); :func:`build` is the one-benchmark case.
+
+    Samples and contexts of every part are written together (ids are prefixed by the benchmark
+    key, so they cannot collide); run.json records each part's params and sources under its key.
+    ``score`` and ``report`` already handle runs holding several benchmarks. Rebuilding follows
+    :func:`build` (identical samples keep the responses).
+
+    Args:
+        run_id: run folder name.
+        parts: benchmark key -> its builder params, in build order.
+        root: folder holding run folders.
+        seed: overrides every part's ``seed`` when given (run.json's seed: this, else the first
+            part's).
+        force: rebuild a run whose responses would otherwise be paired with changed samples.
+
+    Raises:
+        LcevalError: no parts, an unknown benchmark, bad params, duplicate sample or context ids,
+            unwritable folder, a run with responses whose samples change and no ``force``.
+    """
+    if not parts:
+        raise LcevalError("build: no benchmark to build")
     run = RunDir(run_id, root)
-    params = {k: v for k, v in dict(params).items() if k not in NOTEBOOK_PARAMS}
-    if seed is not None:
-        params["seed"] = seed
-    bench = registry.get(benchmark)
+    cleaned: dict[str, dict[str, Any]] = {}
+    results: dict[str, BuildResult] = {}
+    for key, part in parts.items():
+        p = {k: v for k, v in dict(part).items() if k not in NOTEBOOK_PARAMS}
+        if seed is not None:
+            p["seed"] = seed
+        cleaned[key] = p
+        results[key] = registry.get(key).build(p)
+    samples = [s for r in results.values() for s in r.samples]
+    contexts = [c for r in results.values() for c in r.contexts]
+    for what, ids in (("sample", [s.id for s in samples]), ("context", [c.id for c in contexts])):
+        if len(set(ids)) != len(ids):
+            raise LcevalError(f"build: duplicate {what} ids across {', '.join(parts)}")
     has_responses = run.responses.exists() and run.responses.stat().st_size > 0
+    models: dict[str, Any] = {}
     if has_responses and not force:
-        raise LcevalError(
-            f"run {run_id} already has responses; rebuilding would pair them with new samples "
-            "(use --force to move them aside, or another --run-id)"
-        )
-    result: BuildResult = bench.build(params)
-    if has_responses:
+        if not _same_records(run, samples, contexts):
+            raise LcevalError(
+                f"run {run_id} already has responses; rebuilding would pair them with new "
+                "samples (use --force to move them aside, or another --run-id)"
+            )
+        models = dict(run.read_meta().models) if run.run_json.exists() else {}
+    elif has_responses:
         stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
         for path in (run.responses, run.scores):
             if path.exists():
                 path.rename(path.with_name(f"{path.name}.replaced-{stamp}"))
     run.create()
-    run.write_samples(result.samples, result.contexts)
+    run.write_samples(samples, contexts)
+    encodings = sorted({r.encoding for r in results.values() if r.encoding})
+    first = next(iter(cleaned.values()))
     meta = new_meta(
         run_id,
-        params={benchmark: params},
-        seed=int(params.get("seed", 0)),
-        sources={benchmark: dict(result.sources)},
-        encoding=result.encoding,
+        params=cleaned,
+        seed=int(seed if seed is not None else first.get("seed", 0)),
+        sources={k: dict(r.sources) for k, r in results.items()},
+        encoding=", ".join(encodings) or None,
+        models=models,
     )
     run.write_meta(meta)
     return run
+
+
+def _same_records(run: RunDir, samples: Sequence[Sample], contexts: Sequence[Context]) -> bool:
+    """Whether the run's samples.jsonl and contexts.jsonl hold exactly these records."""
+    from lceval.io import dumps
+
+    for path, records in ((run.samples, samples), (run.contexts, contexts)):
+        if not path.exists():
+            return False
+        with path.open(encoding="utf-8") as f:
+            lines = [line.rstrip("\n") for line in f if line.strip()]
+        if lines != [dumps(r) for r in records]:
+            return False
+    return True
 
 
 def run_inference(
@@ -255,8 +318,12 @@ def score(
 
     Responses are streamed through ``ResponseStore`` (one per key: the first successful one, else
     the last error), so long-output runs are never all in memory. A failed generation gets a NaN
-    score with the error as explanation. Scorers with a batch judge (LLM judges) get responses in
-    groups; per-item rows of ``Judgement.details`` go to the benchmark's details file.
+    score with the error as explanation. A response stamped with another ``sample_hash`` than its
+    sample's current one answers an earlier version of the sample (the run was rebuilt) and is
+    not scored: they are counted and reported in one line on stderr. Responses without a hash
+    (written before it existed) are scored as answering the current sample. Scorers with a
+    batch judge (LLM judges) get responses in groups; per-item rows of ``Judgement.details`` go
+    to the benchmark's details file.
 
     Args:
         run_id: run folder name.
@@ -269,11 +336,18 @@ def score(
         The scores as a tidy DataFrame (one row per response).
 
     Raises:
-        LcevalError: missing samples or responses, nothing to score, a response for an unknown
-            sample, an unknown scorer or option.
+        LcevalError: missing samples or responses, nothing to score (no responses, or all
+            answer earlier versions of their samples), a response for an unknown sample, an
+            unknown scorer or option.
     """
     run = RunDir(run_id, root)
-    samples = {s.id: s for s in load_samples(run)}
+    raw = run.read_samples()
+    contexts = run.read_contexts()
+    hashes = {
+        s.id: sample_hash(s, contexts.get(s.context_id) if s.context_id else None) for s in raw
+    }
+    samples = {s.id: s for s in registry.load_samples(raw)}
+    del raw
     keys = sorted({s.benchmark for s in samples.values()})
     specs: dict[str, tuple[Benchmark, ScorerSpec]] = {
         k: (registry.get(k), registry.get(k).scorer()) for k in keys
@@ -290,7 +364,6 @@ def score(
     store = ResponseStore(run.responses)
     if len(store) == 0:
         raise LcevalError(f"{run.responses} holds no responses: nothing to score")
-    contexts = run.read_contexts()
     chosen = {k: spec for k, (_, spec) in specs.items()}
     opts = {k: (options if spec.name == scorer else {}) for k, spec in chosen.items()}
     judges: dict[str, BatchJudge] = {}
@@ -298,6 +371,7 @@ def score(
     details: dict[str, list[dict[str, Any]]] = {}
     pending: dict[str, list[tuple[Sample, Response, Any]]] = {}
     n_items: dict[str, int] = {}
+    stale = 0
 
     def emit(s: Sample, r: Response, j: Judgement) -> None:
         spec = chosen[s.benchmark]
@@ -336,6 +410,9 @@ def score(
             s = samples.get(r.sample_id)
             if s is None:
                 raise LcevalError(f"{run.responses}: response for unknown sample {r.sample_id!r}")
+            if not r.answers(hashes[s.id]):
+                stale += 1
+                continue
             key = s.benchmark
             ctx = contexts.get(s.context_id) if s.context_id else None
             if r.finish_reason == "error":
@@ -353,6 +430,17 @@ def score(
     finally:
         for judge in judges.values():
             judge.close()
+    if stale:
+        log(
+            f"{stale} response(s) in {run.responses.name} answer an earlier version of their "
+            "sample (sample hash differs: the run was rebuilt) and were not scored; "
+            f"`lceval infer {run_id}` answers the current samples"
+        )
+    if not scores:
+        raise LcevalError(
+            f"{run.responses}: every response answers an earlier version of its sample: "
+            f"nothing to score (run `lceval infer {run_id}` first)"
+        )
     for key, rows in details.items():
         name = specs[key][0].details_file
         if name:

@@ -230,6 +230,74 @@ class Response:
     """Wall seconds attributed to this sample (batch time divided by batch size for batches)."""
     error: str | None = None
     """One-line error when ``finish_reason == "error"``."""
+    sample_hash: str | None = None
+    """:func:`sample_hash` of the sample (and context) it answers, stamped by
+    ``lceval.models.generate.generate``; None in responses written before it existed or imported
+    from elsewhere, which are taken as answering the current sample (see :meth:`answers`)."""
+
+    def answers(self, current: str | None) -> bool:
+        """True if this response answers the sample whose :func:`sample_hash` is ``current``.
+
+        A response without a stored hash (older responses.jsonl files, imported predictions)
+        matches any sample of its id: such runs load, resume and score as before.
+        """
+        return self.sample_hash is None or current is None or self.sample_hash == current
+
+
+SAMPLE_HASH_FIELDS = (
+    "benchmark",
+    "task",
+    "instruction",
+    "context_id",
+    "description",
+    "system",
+    "history",
+    "assistant_prefix",
+    "joiner",
+    "max_new_tokens",
+    "stop",
+    "gold",
+)
+"""The Sample fields :func:`sample_hash` covers: what goes into the prompt and the generation
+budget, and the answer key. Grouping fields (scenario, length, expression and variable ids,
+meta) are left out: relabelling a sample does not change what its answer answers."""
+
+
+def sample_hash(sample: Sample, context: Context | str | None = None) -> str:
+    """A short stable hash of one sample as a prompt and an answer key: 16 hex digits of the
+    SHA-256 of canonical JSON of :data:`SAMPLE_HASH_FIELDS` and the context text.
+
+    Ties a stored Response to the exact sample it answers, so a rebuilt run (another seed, new
+    data) never pairs old answers with changed prompts or gold (resume key and scoring). The gold
+    may be the stored dict or the parsed :class:`Gold`: both give the same hash (tuples and lists
+    alike, integral floats as integers, keys sorted).
+
+    Args:
+        sample: the sample.
+        context: its Context (or the context's text), None when it has none.
+    """
+    import hashlib
+    import json
+
+    gold = sample.gold
+    data = {f: getattr(sample, f) for f in SAMPLE_HASH_FIELDS}
+    data["gold"] = dataclasses.asdict(gold) if isinstance(gold, Gold) else gold
+    data["context"] = context.text if isinstance(context, Context) else context
+    text = json.dumps(_canonical(data), sort_keys=True, ensure_ascii=True, allow_nan=True)
+    return hashlib.sha256(text.encode("ascii")).hexdigest()[:16]
+
+
+def _canonical(value: Any) -> Any:
+    """JSON-ready ``value`` with one spelling per meaning (tuples as lists, 2.0 as 2)."""
+    if isinstance(value, Mapping):
+        return {str(k): _canonical(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_canonical(v) for v in value]
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return _canonical(dataclasses.asdict(value))
+    return value
 
 
 @dataclass(frozen=True)

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from lceval.benchmark import Benchmark, BuildResult, ScorerSpec, check_keys
-from lceval.records import Gold, Judgement, Sample
+from lceval.records import Context, Gold, Judgement, Sample
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")  # tests never download
 
@@ -122,13 +122,24 @@ CALLS: list = []
 
 
 def _build(params):
+    """``n`` samples ``e0``, ``e1``, ...; a nonzero ``seed`` changes the gold of the odd ones and
+    the text of the context that every third sample (``e2``, ``e5``, ...) reads."""
     check_keys(params, {"n", "seed"}, "echo", ignored={"backend"})
     n = int(params.get("n", 3))
+    seed = int(params.get("seed", 0))
+    ctx = Context(id="echo/c", text=f"context of seed {seed}", n_tokens=4, encoding="o200k_base")
     samples = [
-        Sample(id=f"e{i}", benchmark="echo", task="T", instruction="say", gold=EchoGold(f"a{i}"))
+        Sample(
+            id=f"e{i}",
+            benchmark="echo",
+            task="T",
+            instruction="say",
+            context_id=ctx.id if i % 3 == 2 else None,
+            gold=EchoGold(f"a{i}" if i % 2 == 0 or seed == 0 else f"a{i}.{seed}"),
+        )
         for i in range(n)
     ]
-    return BuildResult(samples=samples, contexts=[])
+    return BuildResult(samples=samples, contexts=[ctx] if n > 2 else [])
 
 
 def _report(run, scores, samples):

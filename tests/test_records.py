@@ -57,3 +57,34 @@ def test_gold_fixed_length_tuples_are_checked_item_by_item():
         Pair.from_dict({"span": [3, 4]})
     with pytest.raises(ValueError, match="expected 2 items, got 3"):
         Pair.from_dict({"span": [3, "a", 5]})
+
+
+def test_sample_hash_covers_prompt_context_and_gold_only():
+    import dataclasses
+
+    from lceval.records import Gold, sample_hash
+
+    @dataclasses.dataclass(frozen=True)
+    class G(Gold):
+        target: str
+        weights: tuple[float, ...] = ()
+
+    ctx = Context(id="c", text="long text", n_tokens=2, encoding="o200k_base")
+    raw = Sample("a", "b", "T", "Say.", context_id="c", gold={"target": "x", "weights": [1, 2.5]})
+    h = sample_hash(raw, ctx)
+    assert len(h) == 16 and h == sample_hash(raw, "long text")
+    parsed = dataclasses.replace(raw, gold=G.from_dict(raw.gold))  # (1.0, 2.5): same hash
+    assert sample_hash(parsed, ctx) == h
+    same = dataclasses.replace(raw, scenario="s", length=4096, meta={"k": 1}, expression_id=2)
+    assert sample_hash(same, ctx) == h  # grouping fields are not what an answer answers
+    for changed, c in [
+        (raw, dataclasses.replace(ctx, text="other text")),
+        (dataclasses.replace(raw, instruction="Say it."), ctx),
+        (dataclasses.replace(raw, gold={"target": "y", "weights": [1, 2.5]}), ctx),
+        (dataclasses.replace(raw, max_new_tokens=7), ctx),
+        (dataclasses.replace(raw, history=({"role": "user", "content": "hi"},)), ctx),
+    ]:
+        assert sample_hash(changed, c) != h
+    r = Response("a", "m", "t", "c", sample_hash=h)
+    assert from_dict(Response, to_dict(r)) == r and r.answers(h) and not r.answers("0" * 16)
+    assert Response("a", "m", "t", "c").answers(h)  # no stored hash: taken as matching

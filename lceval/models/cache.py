@@ -3,8 +3,12 @@
 ``responses.jsonl`` is append-only. Each finished batch is written as whole lines, flushed and
 fsynced before the next batch starts, so a process killed with SIGKILL at any moment loses at most
 the batch in flight. A torn last line (the kill landed mid-write) is detected on open and cut off
-before anything new is appended. Responses are keyed by (sample_id, model, config_hash): a rerun
-skips keys already answered, and the first successful response stored for a key wins. A response
+before anything new is appended. Responses are keyed by (sample_id, model, config_hash,
+sample_hash): a rerun skips keys already answered, and the first successful response stored for a
+key wins. ``sample_hash`` (:func:`lceval.records.sample_hash`) ties a response to the exact sample
+it answers: after a rebuild changed a sample's prompt, context or gold, its old answer no longer
+counts as done (:meth:`ResponseStore.done` with ``hashes``) and is not scored. A response without
+a hash (files written before it existed) counts as answering the current sample. A response
 with ``finish_reason == "error"`` (a failed request, a prompt that cannot fit) does not count as
 answered: a rerun tries the sample again, and a later success supersedes the error.
 """
@@ -14,7 +18,7 @@ from __future__ import annotations
 import fcntl
 import json
 import os
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -22,7 +26,8 @@ from lceval.errors import LcevalError
 from lceval.io import atomic_open, dumps
 from lceval.records import Response, from_dict
 
-Key = tuple[str, str, str]
+Key = tuple[str, str, str, str | None]
+"""(sample_id, model, config_hash, sample_hash): one stored answer per key."""
 
 
 def _parse(raw: bytes) -> tuple[Response | None, str]:
@@ -44,7 +49,8 @@ def _parse(raw: bytes) -> tuple[Response | None, str]:
 
 
 def key_of(r: Response) -> Key:
-    return (r.sample_id, r.model, r.config_hash)
+    """The resume key of ``r``: (sample_id, model, config_hash, sample_hash)."""
+    return (r.sample_id, r.model, r.config_hash, r.sample_hash)
 
 
 class ResponseStore:
@@ -189,9 +195,26 @@ class ResponseStore:
     def __len__(self) -> int:
         return len(self._keys)
 
-    def done(self, model: str, config_hash: str) -> set[str]:
-        """Sample ids already answered (successfully) by ``model`` under ``config_hash``."""
-        return {s for (s, m, h), ok in self._keys.items() if ok and m == model and h == config_hash}
+    def done(
+        self, model: str, config_hash: str, hashes: Mapping[str, str] | None = None
+    ) -> set[str]:
+        """Sample ids already answered (successfully) by ``model`` under ``config_hash``.
+
+        Args:
+            model: the model name.
+            config_hash: the generation config's hash.
+            hashes: sample id -> the sample's current :func:`lceval.records.sample_hash`; given,
+                an answer counts only for the sample version it was stamped with (answers
+                without a stamp count for any). None: every stored answer counts.
+        """
+        return {
+            s
+            for (s, m, h, sh), ok in self._keys.items()
+            if ok
+            and m == model
+            and h == config_hash
+            and (hashes is None or (s in hashes and (sh is None or sh == hashes[s])))
+        }
 
     def append(self, responses: Iterable[Response]) -> int:
         """Append new responses durably; returns how many were written.

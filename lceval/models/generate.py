@@ -5,7 +5,9 @@ Samples that share a context run together (stable within a context), so engines 
 caching compute each shared context once. With a :class:`~lceval.models.cache.ResponseStore`,
 every finished batch is appended and fsynced before the next starts, and samples that already
 have a successful response under (model, config) are skipped: a killed run resumes where it
-stopped.
+stopped. Every response is stamped with its sample's :func:`~lceval.records.sample_hash`; a
+stored answer to an earlier version of a sample (a rebuilt run whose prompt, context or gold
+changed) is not a hit, so the sample is answered again.
 
 The response cache key holds the engine and its dtype (the backend's ``cache_fields``, put into
 ``GenerationConfig.engine`` by :func:`engine_config`), so answers of two engines, or of one engine
@@ -26,7 +28,7 @@ from tqdm.auto import tqdm
 from lceval.errors import LcevalError
 from lceval.models.base import Backend, GenerationConfig
 from lceval.models.cache import ResponseStore
-from lceval.records import Context, Response, Sample
+from lceval.records import Context, Response, Sample, sample_hash
 
 
 def context_order(samples: Sequence[Sample]) -> list[Sample]:
@@ -126,7 +128,8 @@ def generate(
 
     Returns:
         One response per sample, in the order of ``samples``: the stored one (the first
-        successful, else the last error) for samples answered earlier, the new one otherwise.
+        successful, else the last error) for samples answered earlier in their current version,
+        the new one, stamped with the sample's ``sample_hash``, otherwise.
 
     Raises:
         LcevalError: batch_size < 1, duplicate sample ids, another process writing the store, or
@@ -156,7 +159,10 @@ def _generate(
 ) -> list[Response]:
     ids = [s.id for s in samples]
     chash = config.hash()
-    done = store.done(backend.name, chash) if store is not None else set()
+    hashes = {
+        s.id: sample_hash(s, contexts.get(s.context_id) if s.context_id else None) for s in samples
+    }
+    done = store.done(backend.name, chash, hashes) if store is not None else set()
     pending = context_order([s for s in samples if s.id not in done])
     got: dict[str, Response] = {}
     bar = tqdm(
@@ -177,6 +183,7 @@ def _generate(
                 r.sample_id != s.id for r, s in zip(out, batch, strict=True)
             ):
                 raise LcevalError(f"backend {backend.name} returned responses out of order")
+            out = [dataclasses.replace(r, sample_hash=hashes[r.sample_id]) for r in out]
             if store is not None:
                 store.append(out)
             got.update((r.sample_id, r) for r in out)
@@ -195,6 +202,11 @@ def _generate(
     if store is not None and done:
         wanted = set(ids) - set(got)
         for r in store:
-            if r.sample_id in wanted and r.model == backend.name and r.config_hash == chash:
+            if (
+                r.sample_id in wanted
+                and r.model == backend.name
+                and r.config_hash == chash
+                and r.answers(hashes[r.sample_id])
+            ):
                 got.setdefault(r.sample_id, r)
     return [got[i] for i in ids if i in got]

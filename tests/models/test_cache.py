@@ -18,6 +18,24 @@ def test_append_skips_existing_keys(tmp_path):
     assert [r.sample_id for r in store] == ["s1", "s2", "s3"]
 
 
+def test_sample_hash_is_part_of_the_key(tmp_path):
+    import dataclasses
+
+    store = ResponseStore(tmp_path / "responses.jsonl")
+    old, legacy = dataclasses.replace(_r(1), sample_hash="old"), _r(2)  # legacy: no hash
+    assert store.append([old, legacy]) == 2
+    assert store.done("m", "h") == {"s1", "s2"}  # no hashes asked: every answer counts
+    assert store.done("m", "h", {"s1": "new", "s2": "new"}) == {"s2"}
+    assert store.done("m", "h", {"s1": "old"}) == {"s1"}
+    assert store.append([dataclasses.replace(old, sample_hash="new", text="again")]) == 1
+    assert store.done("m", "h", {"s1": "new"}) == {"s1"}
+    assert [(r.sample_id, r.sample_hash) for r in ResponseStore(store.path)] == [
+        ("s1", "old"),
+        ("s2", None),
+        ("s1", "new"),
+    ]
+
+
 def test_torn_last_line_is_cut_before_appending(tmp_path):
     path = tmp_path / "responses.jsonl"
     store = ResponseStore(path)
