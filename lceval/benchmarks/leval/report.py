@@ -13,13 +13,18 @@ here (the paper shows two decimals, truncated).
 
 Groups: ``model``, ``retrieval`` (full, bm25, dense; ``Sample.meta["retrieval"]``) and, for
 open-ended tasks, ``lie`` (True / False; None for imported predictions).
+
+Uncertainty: task scores carry a 95% bootstrap CI (``low``, ``high``) in which the document is
+the unit: the questions on one long document share it and are resampled together
+(:func:`document_of`; imported predictions name no document, so each question is its own unit).
 """
 
 from __future__ import annotations
 
 import json
 import math
-from collections.abc import Sequence
+import re
+from collections.abc import Hashable, Mapping, Sequence
 from importlib import resources
 from pathlib import Path
 
@@ -35,6 +40,14 @@ from lceval.benchmarks.leval.gold import (
 )
 from lceval.errors import LcevalError
 from lceval.io import RunDir
+from lceval.metrics import (
+    Estimate,
+    Headline,
+    bootstrap,
+    bootstrap_sums,
+    group_stability,
+    mean_statistic,
+)
 from lceval.records import Sample
 from lceval.reporting import save_figure, save_table
 
@@ -56,10 +69,23 @@ def published(name: str) -> pd.DataFrame:
         return pd.read_csv(Path(p))
 
 
+_DOC = re.compile(r"^(leval/[^/]+/\d+)/")
+
+
+def document_of(sample: Sample) -> str:
+    """The document a question is asked about (the resampling unit of the CIs): the builder's
+    ``leval/<task>/<doc>`` id prefix, shared by every question, LIE setting, retrieval mode
+    and length of that document; the sample id itself when there is none (imported
+    predictions)."""
+    m = _DOC.match(sample.id)
+    return m.group(1) if m else sample.id
+
+
 def _frame(scores: pd.DataFrame, samples: Sequence[Sample]) -> pd.DataFrame:
     """Scores joined with the samples' grouping fields; parts parsed into columns."""
     info = {
         s.id: {
+            "doc": document_of(s),
             "retrieval": s.meta.get("retrieval", "full"),
             "lie": s.meta.get("lie") if isinstance(s.gold, OpenGold) else None,
             "topic_index": getattr(s.gold, "topic_index", None),
@@ -73,7 +99,7 @@ def _frame(scores: pd.DataFrame, samples: Sequence[Sample]) -> pd.DataFrame:
     if missing:
         raise LcevalError(f"leval report: scores for unknown sample(s), e.g. {sorted(missing)[0]}")
     df = scores.copy()
-    for key in ("retrieval", "lie", "topic_index", "metric"):
+    for key in ("doc", "retrieval", "lie", "topic_index", "metric"):
         df[key] = [info[i][key] for i in df["sample_id"]]
     parts = [json.loads(p) if isinstance(p, str) else dict(p or {}) for p in df["parts"]]
     names = sorted({k for p in parts for k in p})
@@ -99,12 +125,43 @@ def _exam_score(task: str, part: pd.DataFrame) -> float:
     return 100 * _mean(part["value"])
 
 
+def _exam_ci(task: str, part: pd.DataFrame) -> Estimate:
+    """:func:`_exam_score` (0..1) with its bootstrap CI, documents resampled."""
+    docs = part["doc"].tolist() if "doc" in part else None
+    if task == "topic_retrieval_longchat" and "topic_index" in part:
+        ok = part[part["value"].notna()]
+        return bootstrap(
+            ok["value"].to_numpy(float),
+            groups=ok["topic_index"].tolist(),
+            weights=dict.fromkeys(ok["topic_index"], 1.0),
+            clusters=ok["doc"].tolist() if "doc" in ok else None,
+        )
+    if task == "sci_fi":
+        cols: dict[str, np.ndarray] = {}
+        names = [c for c in ("p_loyalty", "p_fact") if c in part and part[c].notna().any()]
+        for c in names:
+            x = part[c].to_numpy(float)
+            cols[c], cols[f"n{c}"] = np.nan_to_num(x), (~np.isnan(x)).astype(float)
+        if not names:
+            nan = float("nan")
+            return Estimate(nan, nan, nan, 0, 0)
+
+        def stat(sums: Mapping[str, np.ndarray], groups: Sequence[Hashable]) -> np.ndarray:
+            means = [sums[c].sum(axis=-1) / sums[f"n{c}"].sum(axis=-1) for c in names]
+            return np.mean(means, axis=0)
+
+        return bootstrap_sums(cols, stat, clusters=docs)
+    return bootstrap(part["value"].to_numpy(float), clusters=docs)
+
+
 def exam_tables(df: pd.DataFrame) -> dict[str, pd.DataFrame]:
-    """``exam`` (one row per model, retrieval, task: score 0..100, n) and ``exam_table`` (paper
-    layout: rows model x retrieval, columns the paper's task names, TopicRet, Avg)."""
+    """``exam`` (one row per model, retrieval, task: score 0..100 with ``low``/``high``, its 95%
+    bootstrap CI over documents, n) and ``exam_table`` (paper layout: rows model x retrieval,
+    columns the paper's task names, TopicRet, Avg)."""
     rows = []
     closed = df[df["task"].isin(CLOSED_TASKS)]
     for (model, mode, task), part in closed.groupby(["model", "retrieval", "task"]):
+        ci = _exam_ci(str(task), part)
         rows.append(
             {
                 "model": model,
@@ -112,11 +169,14 @@ def exam_tables(df: pd.DataFrame) -> dict[str, pd.DataFrame]:
                 "task": task,
                 "name": PAPER_NAMES[task],
                 "score": _exam_score(task, part),
+                "low": 100 * ci.low,
+                "high": 100 * ci.high,
                 "n": int(part["value"].notna().sum()),
                 "n_nan": int(part["value"].isna().sum()),
             }
         )
-    long = pd.DataFrame(rows, columns=["model", "retrieval", "task", "name", "score", "n", "n_nan"])
+    cols = ["model", "retrieval", "task", "name", "score", "low", "high", "n", "n_nan"]
+    long = pd.DataFrame(rows, columns=cols)
     if not len(long):
         return {"exam": long}
     wide = long.pivot_table(index=["model", "retrieval"], columns="name", values="score")
@@ -152,6 +212,25 @@ def exam_vs_published(table: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=["model", "published_as", "task", "run", "published", "diff"])
 
 
+def _ngram_ci(part: pd.DataFrame, metric: str) -> Estimate:
+    """The L-Eval score of a group (0..100; geometric mean of mean ROUGE-1/2/L, or mean F1)
+    with its bootstrap CI, documents resampled."""
+    names = ("p_rouge1", "p_rouge2", "p_rougeL") if metric == "rouge" else ("p_f1",)
+    cols = {c: np.nan_to_num(part[c].to_numpy(float)) for c in names}
+    counts = {f"n{c}": (~part[c].isna()).to_numpy(float) for c in names}
+
+    def stat(sums: Mapping[str, np.ndarray], groups: Sequence[Hashable]) -> np.ndarray:
+        means = [100 * sums[c].sum(axis=-1) / sums[f"n{c}"].sum(axis=-1) for c in names]
+        if len(means) == 1:
+            return means[0]
+        prod = means[0] * means[1] * means[2]
+        return np.where(
+            np.minimum(np.minimum(means[0], means[1]), means[2]) >= 0, np.cbrt(prod), np.nan
+        )
+
+    return bootstrap_sums({**cols, **counts}, stat, clusters=part["doc"].tolist())
+
+
 def ngram_table(df: pd.DataFrame) -> pd.DataFrame:
     """One row per model, retrieval, LIE setting and open-ended task: ROUGE-1/2/L and F1 means
     (0..100), the L-Eval score (geometric mean of ROUGE-1/2/L for rouge tasks, F1 for f1
@@ -168,6 +247,7 @@ def ngram_table(df: pd.DataFrame) -> pd.DataFrame:
         metric = part["metric"].iloc[0]
         geo = (r1 * r2 * rl) ** (1 / 3) if min(r1, r2, rl) >= 0 else math.nan
         gap = part["p_words"] - part["p_reference_words"]
+        ci = _ngram_ci(part, str(metric))
         rows.append(
             {
                 "model": model,
@@ -181,6 +261,8 @@ def ngram_table(df: pd.DataFrame) -> pd.DataFrame:
                 "rougeL": rl,
                 "f1": f1,
                 "score": geo if metric == "rouge" else f1,
+                "low": ci.low,
+                "high": ci.high,
                 "n": len(part),
                 "words": _mean(part["p_words"]),
                 "reference_words": _mean(part["p_reference_words"]),
@@ -215,6 +297,35 @@ def lie_table(df: pd.DataFrame) -> pd.DataFrame:
             }
         )
     return pd.DataFrame(rows)
+
+
+def lie_stability(df: pd.DataFrame) -> pd.DataFrame:
+    """IFS-style stability of open-ended tasks with and without LIE (LIFBench Eq. 6 applied to
+    L-Eval): per model, retrieval mode and task, the coefficient of variation (ddof=1) of the
+    two settings' mean scorer value (0..1), i.e. |a - b| / (sqrt(2) * mean(a, b)); the length
+    instruction should not change what is scored. A row ``task = "all"`` per model and mode is
+    the mean over its tasks (as IFS^p over tasks). Only tasks with both settings count.
+
+    Returns:
+        Columns ``model, retrieval, task, CV, n_groups, mean, n``; empty without both settings.
+    """
+    cols = ["model", "retrieval", "task", "CV", "n_groups", "mean", "n"]
+    open_ = df[df["task"].isin(OPEN_TASKS) & df["lie"].notna()] if len(df) else df
+    if not len(open_) or open_["lie"].nunique() < 2:
+        return pd.DataFrame(columns=cols)
+    st = group_stability(
+        open_.assign(lie=open_["lie"].astype(str)), "lie", ["model", "retrieval", "task"]
+    )
+    st = st[st["n_groups"] == 2]
+    if not len(st):
+        return pd.DataFrame(columns=cols)
+    overall = (
+        st.groupby(["model", "retrieval"], sort=True)
+        .agg(CV=("CV", "mean"), n_groups=("n_groups", "min"), mean=("mean", "mean"), n=("n", "sum"))
+        .reset_index()
+        .assign(task="all")
+    )
+    return pd.concat([st, overall], ignore_index=True)[cols]
 
 
 def retrieval_table(exam: pd.DataFrame, ngram: pd.DataFrame) -> pd.DataFrame:
@@ -281,6 +392,7 @@ def leval_tables(scores: pd.DataFrame, samples: Sequence[Sample]) -> dict[str, p
             out["exam_vs_published"] = exam_vs_published(out["exam_table"])
         out["ngram"] = ngram_table(n_gram)
         out["lie"] = lie_table(n_gram)
+        out["lie_stability"] = lie_stability(n_gram)
         if n_gram["retrieval"].nunique() > 1:
             out["retrieval"] = retrieval_table(out.get("exam", pd.DataFrame()), out["ngram"])
     if len(judged):
@@ -289,15 +401,42 @@ def leval_tables(scores: pd.DataFrame, samples: Sequence[Sample]) -> dict[str, p
     return {k: v for k, v in out.items() if len(v)}
 
 
+def headline(scores: pd.DataFrame, samples: Sequence[Sample]) -> Headline:
+    """L-Eval's headline for leaderboards and paired tests: the mean over tasks of the task's
+    mean scorer value (exact match for exam tasks, ROUGE-L or F1 for open-ended ones; 0..100),
+    scorer ``leval``, full-context questions (every question when the run has no full-context
+    ones) with LIE; the document is the unit (:func:`document_of`)."""
+    df = _frame(scores[scores["scorer"] == "leval"] if len(scores) else scores, samples)
+    if len(df):
+        df = df[df["value"].notna() & (df["lie"].isna() | df["lie"].isin([True]))]
+        if (df["retrieval"] == "full").any():
+            df = df[df["retrieval"] == "full"]
+    frame = pd.DataFrame(
+        {
+            "model": df["model"].astype(str).to_numpy() if len(df) else [],
+            "sample_id": df["sample_id"].to_numpy() if len(df) else [],
+            "group": df["task"].astype(str).to_numpy() if len(df) else [],
+            "cluster": df["doc"].to_numpy() if len(df) else [],
+            "value": 100 * df["value"].to_numpy(float) if len(df) else [],
+            "count": 1.0,
+        }
+    )
+
+    def stat(sums: Mapping[str, np.ndarray], groups: Sequence[Hashable]) -> np.ndarray:
+        return mean_statistic(dict.fromkeys(groups, 1.0))(sums, groups)
+
+    return Headline("leval", "mean task score", "0..100", frame, ("value", "count"), stat)
+
+
 def report_leval(
     run: RunDir, scores: pd.DataFrame, samples: Sequence[Sample]
 ) -> dict[str, pd.DataFrame]:
     """Write the L-Eval tables (CSV under ``report/leval/``) and a score figure (PNG, PDF).
 
     Tables (when the run's scores allow): ``exam``, ``exam_table``, ``exam_vs_published``,
-    ``ngram``, ``lie``, ``retrieval`` (scorer ``leval``); ``judge``, ``judge_lie`` (scorer
-    ``leval:judge``); ``published_exam`` and ``published_judge`` always. Tables of the other
-    scorer written earlier stay in the folder.
+    ``ngram``, ``lie``, ``lie_stability``, ``retrieval`` (scorer ``leval``); ``judge``,
+    ``judge_lie`` (scorer ``leval:judge``); ``published_exam`` and ``published_judge`` always.
+    Tables of the other scorer written earlier stay in the folder.
 
     Raises:
         LcevalError: scores for unknown samples.

@@ -32,7 +32,7 @@ draws the run's models over the published best, median and worst model by Table 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Hashable, Iterable, Mapping, Sequence
 from importlib import resources
 from pathlib import Path
 
@@ -44,7 +44,14 @@ from lceval.benchmarks.lifbench.build import length_label
 from lceval.benchmarks.lifbench.gold import CAPABILITIES, CAPABILITY_MAP, RUBRIC, TASK_POINTS
 from lceval.errors import LcevalError
 from lceval.io import RunDir
-from lceval.metrics import coefficient_of_variation, stratified_bootstrap_ci
+from lceval.metrics import (
+    Headline,
+    SumStatistic,
+    bootstrap,
+    bootstrap_sums,
+    coefficient_of_variation,
+    mean_statistic,
+)
 from lceval.records import Sample
 from lceval.reporting import save_figure, save_table
 
@@ -305,37 +312,142 @@ def ars_by_length(table: pd.DataFrame) -> pd.DataFrame:
 
 
 def ars_ci(
-    table: pd.DataFrame, *, n_resamples: int = 1000, confidence: float = 0.95, seed: int = 0
+    table: pd.DataFrame, *, n_resamples: int = 2000, confidence: float = 0.95, seed: int = 0
 ) -> pd.DataFrame:
-    """Overall ARS with a stratified percentile bootstrap CI (samples resampled within tasks).
+    """Overall ARS (Eq. 3) with a stratified percentile bootstrap CI (:func:`lceval.metrics.
+    bootstrap`: samples resampled within tasks, task ARS weighted by task points).
+
+    Samples are the unit: LIFBench's contexts are fixed design factors (one input X per scenario
+    and length interval, shared by every task), not draws from a population of documents, so
+    they are not resampled.
 
     Returns:
         Indexed by model: ``ARS, low, high, n`` (n = scored samples).
     """
     rows = []
     for model, grp in table.groupby("model"):
-        tasks = [t for t in TABLE3_ORDER if t in set(grp["task"])]
-        strata = [grp.loc[grp["task"] == t, "value"].to_numpy(float) for t in tasks]
-        low, high = stratified_bootstrap_ci(
-            strata,
-            [TASK_POINTS[t] for t in tasks],
+        est = bootstrap(
+            grp["value"].to_numpy(float),
+            groups=grp["task"].astype(str).tolist(),
+            weights=TASK_POINTS,
             n_resamples=n_resamples,
             confidence=confidence,
             seed=seed,
         )
-        per_task = pd.DataFrame(
-            [[np.nanmean(s) if np.isfinite(s).any() else np.nan for s in strata]], columns=tasks
+        rows.append({"model": model, "ARS": est.mean, "low": est.low, "high": est.high, "n": est.n})
+    return pd.DataFrame(rows, columns=["model", "ARS", "low", "high", "n"]).set_index("model")
+
+
+def task_ars_ci(
+    table: pd.DataFrame, *, n_resamples: int = 2000, confidence: float = 0.95, seed: int = 0
+) -> pd.DataFrame:
+    """Table 3 in long form with CIs: task ARS per model and task (tasks in the paper's order).
+
+    Returns:
+        Columns ``model, task, ARS, low, high, n`` (0..1; n = scored samples of the task).
+    """
+    rows = []
+    for (model, task), grp in table.groupby(["model", "task"]):
+        est = bootstrap(
+            grp["value"].to_numpy(float), n_resamples=n_resamples, confidence=confidence, seed=seed
         )
         rows.append(
             {
                 "model": model,
-                "ARS": float(overall_ars(per_task).iloc[0]),
-                "low": low,
-                "high": high,
-                "n": int(grp["value"].notna().sum()),
+                "task": task,
+                "ARS": est.mean,
+                "low": est.low,
+                "high": est.high,
+                "n": est.n,
             }
         )
-    return pd.DataFrame(rows, columns=["model", "ARS", "low", "high", "n"]).set_index("model")
+    out = pd.DataFrame(rows, columns=["model", "task", "ARS", "low", "high", "n"])
+    order = {t: i for i, t in enumerate(TABLE3_ORDER)}
+    key = out["task"].map(order).fillna(len(order))
+    return out.assign(_o=key).sort_values(["model", "_o"]).drop(columns="_o").reset_index(drop=True)
+
+
+def ifp_ci(
+    table: pd.DataFrame, *, n_resamples: int = 2000, confidence: float = 0.95, seed: int = 0
+) -> pd.DataFrame:
+    """IFP per capability (Eq. 4) with a bootstrap CI: samples resampled within tasks, the item
+    means and Eq. 4 recomputed on each resample (:func:`lceval.metrics.bootstrap_sums`).
+
+    Returns:
+        Columns ``model, capability, IFP, low, high, n`` (0..1; n = scored samples of the tasks
+        that feed the capability); the point estimate equals :func:`ifp`'s.
+    """
+    rows = []
+    for model, grp in table[table["value"].notna()].groupby("model"):
+        tasks = sorted(set(grp["task"].astype(str)))
+        for cap in CAPABILITIES:
+            feeds = [
+                (t, item)
+                for t in tasks
+                for item, caps in CAPABILITY_MAP.get(t, {}).items()
+                if cap in caps and f"item:{item}" in grp
+            ]
+            if not feeds:
+                continue
+            part = grp[grp["task"].astype(str).isin({t for t, _ in feeds})]
+            cols: dict[str, np.ndarray] = {}
+            for _, item in feeds:
+                x = part[f"item:{item}"].to_numpy(float)
+                cols[f"s:{item}"] = np.nan_to_num(x)
+                cols[f"c:{item}"] = (~np.isnan(x)).astype(float)
+            est = bootstrap_sums(
+                cols,
+                _ifp_statistic(feeds),
+                groups=part["task"].astype(str).tolist(),
+                n_resamples=n_resamples,
+                confidence=confidence,
+                seed=seed,
+            )
+            rows.append(
+                {
+                    "model": model,
+                    "capability": cap,
+                    "IFP": est.mean,
+                    "low": est.low,
+                    "high": est.high,
+                    "n": est.n,
+                }
+            )
+    return pd.DataFrame(rows, columns=["model", "capability", "IFP", "low", "high", "n"])
+
+
+def _ifp_statistic(feeds: Sequence[tuple[str, str]]) -> SumStatistic:
+    """Eq. 4 from item sums per task: sum of the fed items' means / sum of their points."""
+    points = sum(RUBRIC[t][item] for t, item in feeds)
+
+    def stat(sums: Mapping[str, np.ndarray], groups: Sequence[Hashable]) -> np.ndarray:
+        pos = {g: i for i, g in enumerate(groups)}
+        total = sum(
+            sums[f"s:{item}"][..., pos[t]] / sums[f"c:{item}"][..., pos[t]] for t, item in feeds
+        )
+        return np.asarray(total) / points
+
+    return stat
+
+
+def headline(scores: pd.DataFrame, samples: Iterable[Sample]) -> Headline:
+    """LIFBench's headline for leaderboards and paired tests: overall ARS (Eq. 3; task ARS
+    weighted by task points, samples as the unit, see :func:`ars_ci`), 0..1."""
+    table = score_table(scores, samples)
+    table = table[table["value"].notna()]
+    frame = pd.DataFrame(
+        {
+            "model": table["model"].astype(str),
+            "sample_id": table["sample_id"],
+            "group": table["task"].astype(str),
+            "cluster": table["sample_id"],
+            "value": table["value"].astype(float),
+            "count": 1.0,
+        }
+    )
+    return Headline(
+        "lifbench", "ARS (Eq. 3)", "0..1", frame, ("value", "count"), mean_statistic(TASK_POINTS)
+    )
 
 
 # --------------------------------------------------------------------------------------------
@@ -829,7 +941,8 @@ def lifbench_tables(table: pd.DataFrame, *, seed: int = 0) -> dict[str, pd.DataF
     Returns:
         ``table3_ars`` (:func:`table3_with_published`), ``table4_ifs`` (:func:`ifs_table`, the
         run's models), ``ifp`` (:func:`ifp_with_published`), ``summary``
-        (:func:`summary_table`), ``ars_by_length``, ``ars_ci``.
+        (:func:`summary_table`), ``ars_by_length``, ``ars_ci`` (overall ARS with ``low``,
+        ``high``, ``n``), ``task_ars_ci`` and ``ifp_ci`` (the same per task and per capability).
     """
     t3 = task_ars(table)
     t4 = ifs_table(table, ars=t3["Overall"])
@@ -840,6 +953,8 @@ def lifbench_tables(table: pd.DataFrame, *, seed: int = 0) -> dict[str, pd.DataF
         "summary": summary_table(t3, t4),
         "ars_by_length": ars_by_length(table),
         "ars_ci": ars_ci(table, seed=seed),
+        "task_ars_ci": task_ars_ci(table, seed=seed),
+        "ifp_ci": ifp_ci(table, seed=seed),
     }
 
 
@@ -869,7 +984,8 @@ def report_lifbench(
     Tables: ``table3_ars`` (task ARS + Overall, Table 3, beside the paper's rows), ``table4_ifs``
     (IFS with ranks, Table 4), ``ifp`` (Fig. 2's numbers, beside the official ones), ``summary``
     (ARS and IFS(AVG) beside the paper's), ``ars_by_length`` (columns ``"4k"``..),
-    ``ars_ci`` (bootstrap CI of the overall ARS), ``paper_check`` and ``official_check`` (the
+    ``ars_ci``, ``task_ars_ci``, ``ifp_ci`` (bootstrap CIs: ``low``, ``high``, ``n``),
+    ``paper_check`` and ``official_check`` (the
     published numbers recomputed); published rows are marked in a ``source`` column.
     Figures: Table 3 heat map and the IFP radar (this run beside published models), ARS by
     length.

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Hashable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -33,6 +33,7 @@ from lceval.benchmarks.longgenbench import CHECKS_FILE
 from lceval.benchmarks.longgenbench.gold import CHECK_COLUMNS, KINDS
 from lceval.errors import LcevalError
 from lceval.io import RunDir
+from lceval.metrics import Estimate, Headline, SumStatistic, bootstrap_sums
 from lceval.records import Sample
 from lceval.reporting import save_figure, save_table
 
@@ -131,12 +132,147 @@ def metrics_of(frame: pd.DataFrame) -> dict[str, float]:
     }
 
 
-def summary_table(frame: pd.DataFrame, by: Sequence[str] = ("model", "version")) -> pd.DataFrame:
-    """Table 3 style metrics per group (percent; Len in words)."""
+HEADLINE_METRICS: tuple[str, ...] = ("CR", "STIC_1", "STIC_2", "wAvg")
+"""Table 3's metrics that carry a bootstrap CI (percent)."""
+
+
+def _sum_columns(frame: pd.DataFrame) -> dict[str, np.ndarray]:
+    """Per-sample columns whose sums give CR, STIC-1, STIC-2 and wAvg (NaN counts as 0)."""
+
+    def col(name: str) -> np.ndarray:
+        return frame[name].to_numpy(float) if name in frame else np.zeros(len(frame))
+
+    return {
+        "CR": col("CR"),
+        "count": np.ones(len(frame)),
+        "n_yes": col("n_yes"),
+        "n_judged": col("n_judged"),
+        "n_checks": col("n_checks"),
+    }
+
+
+def _metric_statistic(metric: str) -> SumStatistic:
+    """One Table 3 metric (percent) from column sums pooled over all groups (official
+    ``static.ipynb``: CR a mean of per-sample rates, STIC pooled counts, wAvg = CR x STIC-2)."""
+
+    def stat(sums: Mapping[str, np.ndarray], groups: Sequence[Hashable]) -> np.ndarray:
+        s = {k: v.sum(axis=-1) for k, v in sums.items()}
+        cr = 100 * s["CR"] / s["count"]
+        stic2 = 100 * s["n_yes"] / s["n_checks"]
+        return {
+            "CR": cr,
+            "STIC_1": 100 * s["n_yes"] / s["n_judged"],
+            "STIC_2": stic2,
+            "wAvg": cr * stic2 / 100,
+        }[metric]
+
+    return stat
+
+
+def metrics_ci(
+    frame: pd.DataFrame, *, n_resamples: int = 2000, confidence: float = 0.95, seed: int = 0
+) -> dict[str, Estimate]:
+    """CR, STIC-1, STIC-2 and wAvg (percent) of a group of samples with bootstrap CIs.
+
+    Each sample is one generation and the unit; samples are resampled within scenarios
+    (``lceval.metrics.bootstrap_sums``) and every metric is recomputed from the resampled counts,
+    so the pooled STIC and the product wAvg keep their definitions. Failed samples (NaN value)
+    are left out, as in :func:`metrics_of`.
+
+    Returns:
+        Metric name -> :class:`lceval.metrics.Estimate` (``mean`` equals :func:`metrics_of`).
+    """
+    ok = frame[frame["value"].notna()] if "value" in frame else frame
+    nan = float("nan")
+    if not len(ok):
+        return {m: Estimate(nan, nan, nan, 0, 0) for m in HEADLINE_METRICS}
+    cols = _sum_columns(ok)
+    groups = ok["scenario"].astype(str).tolist() if "scenario" in ok else None
+    return {
+        m: bootstrap_sums(
+            cols,
+            _metric_statistic(m),
+            groups=groups,
+            n_resamples=n_resamples,
+            confidence=confidence,
+            seed=seed,
+        )
+        for m in HEADLINE_METRICS
+    }
+
+
+def ci_table(
+    frame: pd.DataFrame, by: Sequence[str] = ("model", "version"), *, seed: int = 0
+) -> pd.DataFrame:
+    """Table 3's metrics with CIs in long form: ``by`` columns, ``metric``, ``value``, ``low``,
+    ``high``, ``n`` (percent; n = scored samples)."""
     rows = []
     for key, g in frame.groupby(list(by), sort=True, dropna=False):
         key = key if isinstance(key, tuple) else (key,)
-        rows.append({**dict(zip(by, key, strict=True)), **metrics_of(g)})
+        for metric, est in metrics_ci(g, seed=seed).items():
+            rows.append(
+                {
+                    **dict(zip(by, key, strict=True)),
+                    "metric": metric,
+                    "value": est.mean,
+                    "low": est.low,
+                    "high": est.high,
+                    "n": est.n,
+                }
+            )
+    return pd.DataFrame(rows, columns=[*by, "metric", "value", "low", "high", "n"])
+
+
+def headline(scores: pd.DataFrame, samples: Iterable[Sample]) -> Headline:
+    """LongGenBench's headline for leaderboards and paired tests: wAvg (CR x STIC-2, percent),
+    the mean over the versions present of each version's wAvg; samples are the unit,
+    resampled within version and scenario."""
+    frame = sample_frame(scores, samples)
+    frame = frame[frame["value"].notna()] if len(frame) else frame
+    if frame.empty:
+        frame = pd.DataFrame(columns=["model", "sample_id", "version", "scenario"])
+    cols = _sum_columns(frame)
+    out = pd.DataFrame(
+        {
+            "model": frame["model"].astype(str).to_numpy(),
+            "sample_id": frame["sample_id"].to_numpy(),
+            "group": (
+                frame["version"].astype(str) + "|" + frame["scenario"].astype(str)
+            ).to_numpy(),
+            "cluster": frame["sample_id"].to_numpy(),
+            **cols,
+        }
+    )
+    wavg = _metric_statistic("wAvg")
+
+    def stat(sums: Mapping[str, np.ndarray], groups: Sequence[Hashable]) -> np.ndarray:
+        versions = sorted({str(g).split("|")[0] for g in groups})
+        per = []
+        for v in versions:
+            idx = [i for i, g in enumerate(groups) if str(g).split("|")[0] == v]
+            per.append(wavg({k: a[..., idx] for k, a in sums.items()}, [groups[i] for i in idx]))
+        return np.mean(per, axis=0)
+
+    return Headline("longgenbench", "wAvg", "0..100", out, tuple(cols), stat)
+
+
+def summary_table(
+    frame: pd.DataFrame, by: Sequence[str] = ("model", "version"), *, ci: bool = True
+) -> pd.DataFrame:
+    """Table 3 style metrics per group (percent; Len in words).
+
+    With ``ci``, every metric of :data:`HEADLINE_METRICS` gains ``<metric>_low`` and
+    ``<metric>_high`` (95% bootstrap CI, :func:`metrics_ci`) after the ``metrics_of`` columns;
+    ``n_samples`` is the n behind them.
+    """
+    rows = []
+    for key, g in frame.groupby(list(by), sort=True, dropna=False):
+        key = key if isinstance(key, tuple) else (key,)
+        row = {**dict(zip(by, key, strict=True)), **metrics_of(g)}
+        if ci:
+            for metric, est in metrics_ci(g).items():
+                row[f"{metric}_low"], row[f"{metric}_high"] = est.low, est.high
+        rows.append(row)
     out = pd.DataFrame(rows)
     if "version" in out:
         out["_v"] = out["version"].map({v: i for i, v in enumerate(VERSION_ORDER)})
@@ -170,7 +306,7 @@ def longgenbench_summary(
         min(b, caps[m]) if caps.get(m) else b
         for b, m in zip(frame["max_new_tokens"], frame["model"], strict=True)
     ]
-    out = summary_table(frame, ("model", "version"))
+    out = summary_table(frame, ("model", "version"), ci=False)
     extra = frame.groupby(["model", "version"]).agg(
         length_label=("length_label", "first"), max_new_tokens=("max_new_tokens", "max")
     )
@@ -368,7 +504,9 @@ def report_longgenbench(
 ) -> dict[str, pd.DataFrame]:
     """Write LongGenBench tables (CSV) and figures (PNG + PDF) under the run's report folder.
 
-    Tables: ``longgenbench_table3`` (per model and version: CR, STIC-1, STIC-2, Len, wAvg),
+    Tables: ``longgenbench_table3`` (per model and version: CR, STIC-1, STIC-2, Len, wAvg, each
+    rate with ``<metric>_low`` / ``_high``: its 95% bootstrap CI), ``longgenbench_ci`` (the same
+    CIs in long form: ``metric, value, low, high, n``),
     ``longgenbench_by_scenario``, ``longgenbench_by_type`` (Fig. 3a), ``longgenbench_position``
     (Fig. 2) and, when two judges ran, ``longgenbench_judge_agreement``. Figures:
     ``longgenbench_by_type`` and ``longgenbench_position``.
@@ -379,8 +517,8 @@ def report_longgenbench(
         samples: the run's LongGenBench samples.
 
     Returns:
-        The tables by name (``table3``, ``summary``, ``by_scenario``, ``by_type``, ``position``,
-        ``judge_agreement``).
+        The tables by name (``table3``, ``summary``, ``by_scenario``, ``ci``, ``by_type``,
+        ``position``, ``judge_agreement``).
 
     Raises:
         LcevalError: a score names an unknown sample.
@@ -393,6 +531,7 @@ def report_longgenbench(
     caps = generation_caps(run) if run.run_json.exists() else {}
     tables["summary"] = longgenbench_summary(scores, samples, caps)
     tables["by_scenario"] = summary_table(frame, ("model", "version", "scenario"))
+    tables["ci"] = ci_table(frame, ("model", "version"))
     tables["by_type"] = by_type_table(frame)
     checks = checks_frame(run, scores)
     tables["position"] = position_table(checks)

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Sequence
+from collections.abc import Hashable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -26,6 +26,7 @@ import pandas as pd
 from lceval.benchmarks.manyifeval.gold import INSTRUCTION_NAME, MODES, parse_part_key
 from lceval.errors import LcevalError
 from lceval.io import RunDir
+from lceval.metrics import Headline, bootstrap, bootstrap_sums, group_stability, mean_statistic
 from lceval.records import Sample
 from lceval.reporting import save_figure, save_table
 
@@ -81,6 +82,29 @@ def verdict_frame(scores: pd.DataFrame, samples: Sequence[Sample]) -> pd.DataFra
     return pd.DataFrame(rows, columns=[*cols, "strict", "loose"])
 
 
+CI_COLUMNS: tuple[str, ...] = (
+    "prompt_level_low",
+    "prompt_level_high",
+    "inst_level_low",
+    "inst_level_high",
+)
+"""The CI columns :func:`accuracy_by_n` adds."""
+
+
+def _accuracy_ci(per_prompt: pd.DataFrame) -> tuple[float, float, float, float]:
+    """Bootstrap CIs of P(n) (mean of the prompts' verdicts, undecided left out) and I(n)
+    (followed / decided instructions, pooled), one prompt = one unit."""
+    p = bootstrap(per_prompt["all_followed"].to_numpy(float))
+    i = bootstrap_sums(
+        {
+            "followed": per_prompt["followed"].to_numpy(float),
+            "count": per_prompt["count"].to_numpy(float),
+        },
+        mean_statistic(None, value="followed"),
+    )
+    return (p.low, p.high, i.low, i.high)
+
+
 def accuracy_by_n(verdicts: pd.DataFrame, scores: pd.DataFrame | None = None) -> pd.DataFrame:
     """Prompt-level (Eq. 1) and instruction-level (Eq. 2) accuracy per model, condition, mode, n.
 
@@ -89,12 +113,25 @@ def accuracy_by_n(verdicts: pd.DataFrame, scores: pd.DataFrame | None = None) ->
         scores: the scores, only to count each model's NaN-scored responses in ``n_nan``.
 
     Returns:
-        Columns: model, condition, mode, n, m (prompts), prompt_level, inst_level (0..1), n_nan.
+        Columns: model, condition, mode, n, m (prompts), prompt_level, inst_level (0..1), their
+        95% bootstrap CIs ``prompt_level_low``, ``prompt_level_high``, ``inst_level_low``,
+        ``inst_level_high`` (prompts resampled: a prompt's instructions move together; ``m``
+        is the n behind them), n_nan.
     """
     out = []
     if verdicts.empty:
         return pd.DataFrame(
-            columns=["model", "condition", "mode", "n", "m", "prompt_level", "inst_level", "n_nan"]
+            columns=[
+                "model",
+                "condition",
+                "mode",
+                "n",
+                "m",
+                "prompt_level",
+                "inst_level",
+                *CI_COLUMNS,
+                "n_nan",
+            ]
         )
     for mode in MODES:
         v = verdicts.assign(_failed=verdicts[mode] == 0.0, _undecided=verdicts[mode].isna())
@@ -108,6 +145,7 @@ def accuracy_by_n(verdicts: pd.DataFrame, scores: pd.DataFrame | None = None) ->
             per_prompt["failed"], 0.0, np.where(per_prompt["undecided"], np.nan, 1.0)
         )
         g = per_prompt.groupby(level=["model", "condition", "n"])
+        ci = {key: _accuracy_ci(part) for key, part in g}
         agg = pd.DataFrame(
             {
                 "m": g.size(),
@@ -115,6 +153,9 @@ def accuracy_by_n(verdicts: pd.DataFrame, scores: pd.DataFrame | None = None) ->
                 "inst_level": g["followed"].sum() / g["count"].sum(),
             }
         ).reset_index()
+        keys = list(zip(agg["model"], agg["condition"], agg["n"], strict=True))
+        for j, col in enumerate(CI_COLUMNS):
+            agg[col] = [ci[k][j] for k in keys]
         agg.insert(2, "mode", mode)
         out.append(agg)
     res = pd.concat(out, ignore_index=True)
@@ -182,6 +223,72 @@ def per_instruction(verdicts: pd.DataFrame, mode: str = "strict") -> pd.DataFram
     tab = tab.reset_index()
     tab.insert(2, "name", tab["instruction_id"].map(INSTRUCTION_NAME).fillna(""))
     return tab.set_index(["model", "instruction_id", "name"])
+
+
+def set_stability(verdicts: pd.DataFrame) -> pd.DataFrame:
+    """IFS-style stability over instruction sets (LIFBench Eq. 6 applied to ManyIFEval).
+
+    At a fixed count n every task prompt carries its own instruction set; sets of equal size are
+    the benchmark's equal-load variants. Per model, condition, mode and n, each set's
+    instruction-level accuracy (followed / decided instructions of that prompt; Eq. 2 on one
+    prompt) is a group mean, and the stability is their coefficient of variation (ddof=1;
+    :func:`lceval.metrics.group_stability`); ``CV`` over n = 1 mixes set difficulty with the
+    single 0/1 verdict each set has. Lower is steadier.
+
+    Returns:
+        Columns ``model, condition, mode, n`` (instruction count), ``CV``, ``n_sets``
+        (instruction sets with a decided instruction) and ``mean`` (mean over sets, 0..1).
+    """
+    cols = ["model", "condition", "mode", "n", "CV", "n_sets", "mean"]
+    if verdicts.empty:
+        return pd.DataFrame(columns=cols)
+    parts = []
+    for mode in MODES:
+        per = (
+            verdicts.groupby(["model", "condition", "n", "prompt_key"])[mode]
+            .agg(["sum", "count"])
+            .reset_index()
+        )
+        per = per[per["count"] > 0].assign(
+            value=lambda d: d["sum"] / d["count"], mode=mode, count_n=lambda d: d["n"]
+        )
+        st = group_stability(per, "prompt_key", ["model", "condition", "mode", "count_n"])
+        st = st.drop(columns="n").rename(columns={"count_n": "n", "n_groups": "n_sets"})
+        parts.append(st[cols])
+    return pd.concat(parts, ignore_index=True).sort_values(["model", "condition", "mode", "n"])
+
+
+def headline(scores: pd.DataFrame, samples: Sequence[Sample]) -> Headline:
+    """ManyIFEval's headline for leaderboards and paired tests: prompt-level accuracy (strict,
+    Eq. 1; the scorer's value), the mean over the instruction counts n of P(n), unique
+    condition. The unit is the task prompt: a prompt's samples at every n (nested instruction
+    sets) are resampled and flipped together."""
+    by_id = {s.id: s for s in samples}
+    df = scores[scores["sample_id"].isin(by_id) & scores["value"].notna()]
+    meta = [by_id[i].meta for i in df["sample_id"]]
+    keep = np.array([m.get("condition", "unique") == "unique" for m in meta], dtype=bool)
+    df = df[keep]
+    meta = [m for m, k in zip(meta, keep, strict=True) if k]
+    frame = pd.DataFrame(
+        {
+            "model": df["model"].astype(str).to_numpy(),
+            "sample_id": df["sample_id"].to_numpy(),
+            "group": [int(m.get("n_instructions") or 0) for m in meta],
+            "cluster": [
+                str(m.get("prompt_key") or sid)
+                for m, sid in zip(meta, df["sample_id"], strict=True)
+            ],
+            "value": df["value"].to_numpy(float),
+            "count": 1.0,
+        }
+    )
+
+    def stat(sums: Mapping[str, np.ndarray], groups: Sequence[Hashable]) -> np.ndarray:
+        return mean_statistic(dict.fromkeys(groups, 1.0))(sums, groups)
+
+    return Headline(
+        "manyifeval", "prompt-level accuracy (mean over n)", "0..1", frame, ("value", "count"), stat
+    )
 
 
 def plot_accuracy(acc: pd.DataFrame, mode: str = "strict") -> Any:
@@ -260,16 +367,18 @@ def report_manyifeval(
 ) -> dict[str, pd.DataFrame]:
     """Tables and figures of a ManyIFEval run (Fig. 1, Fig. 4, Appendix C, and Sec. 5 if run).
 
-    Writes under ``run.report``: ``manyifeval_accuracy_by_n.csv``, ``manyifeval_curse_law.csv``
-    (per n), ``manyifeval_curse_fit.csv`` (R^2, MAE), ``manyifeval_per_instruction.csv``, and
+    Writes under ``run.report``: ``manyifeval_accuracy_by_n.csv`` (with bootstrap CIs),
+    ``manyifeval_curse_law.csv`` (per n), ``manyifeval_curse_fit.csv`` (R^2, MAE),
+    ``manyifeval_per_instruction.csv``, ``manyifeval_set_stability.csv`` (CV over instruction
+    sets, :func:`set_stability`), and
     figures ``manyifeval_fig1_accuracy``, ``manyifeval_fig4_curse`` (and
     ``manyifeval_fig8_repeated`` when the run has the repeated control) as PNG and PDF. When the
     run has self-refinement results (``lceval.benchmarks.manyifeval.refine``) their Table 2
     layout is added.
 
     Returns:
-        The tables by name: accuracy_by_n, curse_law, curse_fit, per_instruction, summary
-        (+ refinement tables when present).
+        The tables by name: accuracy_by_n, curse_law, curse_fit, per_instruction,
+        set_stability, summary (+ refinement tables when present).
 
     Raises:
         LcevalError: no ManyIFEval scores, or a score for an unknown sample.
@@ -280,7 +389,9 @@ def report_manyifeval(
     acc = accuracy_by_n(verdicts, scores)
     per_n, fit = curse_law(acc[acc["condition"] == "unique"])
     inst = per_instruction(verdicts)
+    stability = set_stability(verdicts)
     run.report.mkdir(parents=True, exist_ok=True)
+    save_table(stability, run.report, "manyifeval_set_stability", index=False)
     save_table(acc, run.report, "manyifeval_accuracy_by_n", index=False)
     save_table(per_n, run.report, "manyifeval_curse_law", index=False)
     save_table(fit, run.report, "manyifeval_curse_fit", index=False)
@@ -290,6 +401,7 @@ def report_manyifeval(
         "curse_law": per_n,
         "curse_fit": fit,
         "per_instruction": inst,
+        "set_stability": stability,
     }
     if len(per_n):
         save_figure(plot_accuracy(acc), run.figures, "manyifeval_fig1_accuracy")

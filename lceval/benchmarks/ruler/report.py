@@ -9,7 +9,7 @@ weights 1..n, increasing with length (wAvg inc) or decreasing (wAvg dec).
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Hashable, Mapping, Sequence
 
 import matplotlib.pyplot as plt
 import numpy as np
@@ -17,6 +17,7 @@ import pandas as pd
 
 from lceval.errors import LcevalError
 from lceval.io import RunDir
+from lceval.metrics import Headline, bootstrap, mean_statistic
 from lceval.records import Sample
 from lceval.reporting import save_figure, save_table
 
@@ -73,9 +74,11 @@ def ruler_tables(scores: pd.DataFrame, samples: Sequence[Sample]) -> dict[str, p
 
     Returns:
         ``task_scores``: one row per model, task and length: ``score`` (0..100, mean over scored
-        samples), ``n`` (scored samples), ``n_nan`` (unscorable). ``summary``: one row per model
-        and length: ``score`` (mean over tasks, 0..100) and ``n_tasks``. ``models``: one row per
-        model: ``Avg`` (mean over lengths), ``effective_length`` (tokens, or NaN), ``wAvg_inc``,
+        samples), ``low``, ``high`` (its 95% bootstrap CI), ``n`` (scored samples), ``n_nan``
+        (unscorable). ``summary``: one row per model and length: ``score`` (mean over tasks,
+        0..100), ``low``, ``high`` (samples resampled within tasks), ``n_tasks`` and ``n``.
+        ``models``: one row per model: ``Avg`` (mean over lengths) with ``Avg_low``,
+        ``Avg_high`` and ``n``, ``effective_length`` (tokens, or NaN), ``wAvg_inc``,
         ``wAvg_dec`` (0..100).
 
     Raises:
@@ -94,30 +97,114 @@ def ruler_tables(scores: pd.DataFrame, samples: Sequence[Sample]) -> dict[str, p
         n=("score", "count"),
         n_nan=("score", lambda x: int(x.isna().sum())),
     ).reset_index()
+    ci = {k: _ci(part["value"]) for k, part in df.groupby(["model", "task", "length"], sort=True)}
+    task_scores = _with_ci(task_scores, ["model", "task", "length"], ci)
     summary = (
         task_scores.groupby(["model", "length"], sort=True)
         .agg(score=("score", "mean"), n_tasks=("task", "nunique"))
         .reset_index()
     )
+    ci = {
+        k: _ci(part["value"], groups=part["task"], weights=dict.fromkeys(part["task"], 1.0))
+        for k, part in df.groupby(["model", "length"], sort=True)
+    }
+    summary = _with_ci(summary, ["model", "length"], ci, n=False)
     rows = []
     for model, part in summary.groupby("model", sort=True):
         part = part.sort_values("length")
         by_len = dict(zip(part["length"].astype(int), part["score"], strict=True))
         eff = effective_length(by_len)
         vals = list(by_len.values())
+        avg = _ci(*_avg_design(df[df["model"] == model]))
         rows.append(
             {
                 "model": model,
                 "Avg": float(np.mean(vals)) if vals else np.nan,
+                "Avg_low": avg[1],
+                "Avg_high": avg[2],
+                "n": avg[3],
                 "effective_length": eff if eff is not None else np.nan,
                 "wAvg_inc": weighted_average(vals, True) if vals else np.nan,
                 "wAvg_dec": weighted_average(vals, False) if vals else np.nan,
             }
         )
     models = pd.DataFrame(
-        rows, columns=["model", "Avg", "effective_length", "wAvg_inc", "wAvg_dec"]
+        rows,
+        columns=[
+            "model",
+            "Avg",
+            "Avg_low",
+            "Avg_high",
+            "n",
+            "effective_length",
+            "wAvg_inc",
+            "wAvg_dec",
+        ],
     )
     return {"task_scores": task_scores, "summary": summary, "models": models}
+
+
+def _avg_design(df: pd.DataFrame) -> tuple[pd.Series, list[tuple[object, int]], dict]:
+    """Values, (task, length) cells and their weights that make the mean over cells equal to
+    RULER's Avg (the mean over lengths of the mean over tasks at each length)."""
+    ok = df[df["value"].notna()]
+    cells = list(zip(ok["task"], ok["length"].astype(int), strict=True))
+    per_len = ok.groupby("length")["task"].nunique()
+    weights = {(t, n): 1.0 / float(per_len[n]) for t, n in set(cells)}
+    return ok["value"], cells, weights
+
+
+def _ci(
+    values: pd.Series, groups: pd.Series | list | None = None, weights: dict | None = None
+) -> tuple[float, float, float, int]:
+    """(mean, low, high, n) in 0..100 of a bootstrap over samples (each RULER sample has its
+    own haystack, so samples are independent; tasks are strata)."""
+    est = bootstrap(
+        values.to_numpy(float),
+        groups=None if groups is None else list(groups),
+        weights=weights,
+    )
+    return (100 * est.mean, 100 * est.low, 100 * est.high, est.n)
+
+
+def _with_ci(table: pd.DataFrame, keys: list[str], ci: dict, *, n: bool = True) -> pd.DataFrame:
+    """``table`` with ``low`` and ``high`` after ``score`` (and ``n`` last unless present)."""
+    idx = [tuple(r) if len(keys) > 1 else r[0] for r in table[keys].itertuples(index=False)]
+    nan = (np.nan, np.nan, np.nan, 0)
+    table = table.copy()
+    pos = list(table.columns).index("score") + 1
+    table.insert(pos, "low", [ci.get(k, nan)[1] for k in idx])
+    table.insert(pos + 1, "high", [ci.get(k, nan)[2] for k in idx])
+    if not n:
+        table["n"] = [ci.get(k, nan)[3] for k in idx]
+    return table
+
+
+def headline(scores: pd.DataFrame, samples: Sequence[Sample]) -> Headline:
+    """RULER's headline for leaderboards and paired tests: Avg (0..100), the mean over lengths
+    of the mean over tasks; samples (each with its own haystack) are the unit, resampled within
+    (task, length) cells."""
+    length = {s.id: s.length for s in samples if s.benchmark == "ruler"}
+    df = scores[scores["sample_id"].isin(length) & scores["value"].notna()]
+    cells = [f"{t}|{length[i]}" for t, i in zip(df["task"], df["sample_id"], strict=True)]
+    frame = pd.DataFrame(
+        {
+            "model": df["model"].astype(str).to_numpy(),
+            "sample_id": df["sample_id"].to_numpy(),
+            "group": cells,
+            "cluster": df["sample_id"].to_numpy(),
+            "value": 100 * df["value"].to_numpy(float),
+            "count": 1.0,
+        }
+    )
+
+    def stat(sums: Mapping[str, np.ndarray], groups: Sequence[Hashable]) -> np.ndarray:
+        lengths = [str(g).rsplit("|", 1)[1] for g in groups]
+        per_len = {n: lengths.count(n) for n in set(lengths)}
+        weights = {g: 1.0 / per_len[n] for g, n in zip(groups, lengths, strict=True)}
+        return mean_statistic(weights)(sums, groups)
+
+    return Headline("ruler", "Avg", "0..100", frame, ("value", "count"), stat)
 
 
 def report_ruler(

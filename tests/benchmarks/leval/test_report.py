@@ -5,11 +5,12 @@ from __future__ import annotations
 
 import json
 
+import numpy as np
 import pandas as pd
 import pytest
 
 from lceval import pipeline
-from lceval.benchmarks.leval.gold import OpenGold, SciFiGold, TopicGold
+from lceval.benchmarks.leval.gold import ExamGold, OpenGold, SciFiGold, TopicGold
 from lceval.benchmarks.leval.report import compare_runs, leval_tables, published
 from lceval.io import RunDir, dumps, scores_frame
 from lceval.records import Response, Sample, Score
@@ -106,3 +107,40 @@ def test_retrieval_table_and_compare_runs(tmp_path, leval_data):
     assert (RunDir("r", tmp_path).report / "leval" / "retrieval.csv").exists()
     assert isinstance(json.loads((run.path / "run.json").read_text())["params"], dict)
     assert isinstance(ret, pd.DataFrame)
+
+
+def test_task_cis_resample_documents_and_lie_stability():
+    from lceval.benchmarks.leval.report import document_of, headline
+    from lceval.metrics import headline_estimates
+
+    exam = ExamGold(query="q", reference="A", evaluation="exam")
+    samples = [_s(f"leval/tpo/{d:04d}/{q:03d}", "tpo", exam) for d in range(3) for q in range(2)]
+    assert document_of(samples[3]) == "leval/tpo/0001"
+    values = [1.0, 1.0, 0.0, 0.0, 1.0, 0.0]
+    scores = scores_frame([_score(s.id, "tpo", v) for s, v in zip(samples, values, strict=True)])
+    exam_t = leval_tables(scores, samples)["exam"].iloc[0]
+    assert exam_t["score"] == pytest.approx(50.0) and exam_t["low"] <= 50.0 <= exam_t["high"]
+    est = headline_estimates(headline(scores, samples), n_resamples=200).iloc[0]
+    assert est["estimate"] == pytest.approx(50.0) and est["n_units"] == 3  # three documents
+    gold = OpenGold(query="q", reference="a", evaluation="f1", metric="f1", reference_words=1)
+    samples = [
+        _s(
+            f"leval/narrative_qa/0000/{q:03d}{'' if lie else '/nolie'}",
+            "narrative_qa",
+            gold,
+            lie=lie,
+        )
+        for q in range(2)
+        for lie in (True, False)
+    ]
+    p = {"rouge1": 0.0, "rouge2": 0.0, "rougeL": 0.0, "reference_words": 1.0, "words": 1.0}
+    scores = scores_frame(
+        [
+            _score(s.id, "narrative_qa", v, **p, f1=v)
+            for s, v in zip(samples, [0.8, 0.4, 0.6, 0.2], strict=True)
+        ]
+    )
+    st = leval_tables(scores, samples)["lie_stability"].set_index("task")
+    # LIE mean 0.7, no-LIE mean 0.3: std (ddof=1) / mean
+    assert st.loc["narrative_qa", "CV"] == pytest.approx(np.std([0.7, 0.3], ddof=1) / 0.5)
+    assert st.loc["all", "CV"] == pytest.approx(st.loc["narrative_qa", "CV"])

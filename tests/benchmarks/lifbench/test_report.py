@@ -301,3 +301,24 @@ def test_published_rows_and_radar_references() -> None:
     assert both.loc["Qwen2.5-7B", "source"] == A.THIS_RUN
     assert both.loc["Qwen2.5-7B (published)", "source"] == A.PUBLISHED_T3
     assert both.index.is_unique
+
+
+def test_cis_of_task_ars_overall_ars_and_ifp() -> None:
+    rows = [
+        ("m", task, v, e, 0, 3072, c, f)
+        for task in ("LOI", "LSI")
+        for e, (v, c, f) in enumerate([(0.25, 0.0, 1.0), (0.75, 2.0, 1.0), (0.5, 1.0, 0.0)])
+    ]
+    t = _table(rows)
+    ci = A.ars_ci(t, n_resamples=500)
+    assert ci.loc["m", "ARS"] == pytest.approx(0.5) and ci.loc["m", "n"] == 6
+    assert ci.loc["m", "low"] < 0.5 < ci.loc["m", "high"]
+    tasks = A.task_ars_ci(t, n_resamples=500).set_index("task")
+    assert list(tasks.index) == ["LSI", "LOI"]  # the paper's Table 3 order
+    assert (tasks["ARS"] == 0.5).all() and (tasks["n"] == 3).all()
+    got = A.ifp_ci(t, n_resamples=500).set_index("capability")
+    want = A.ifp(A.item_means(t)).loc["m"]
+    for cap in got.index:  # the point estimate is Eq. 4 itself
+        assert got.loc[cap, "IFP"] == pytest.approx(want[cap])
+        assert got.loc[cap, "low"] <= got.loc[cap, "IFP"] <= got.loc[cap, "high"]
+    assert set(got.index) == {"Fmt", "Recog", "Spat"}  # no Ori item in this table

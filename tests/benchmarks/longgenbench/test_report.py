@@ -211,3 +211,25 @@ def test_report_rejects_unknown_sample(tmp_path):
     df, _ = frame_of([mk_score(0)], [])
     with pytest.raises(LcevalError, match="unknown sample"):
         report_longgenbench(RunDir("x", tmp_path), df, [])
+
+
+def test_cis_keep_the_pooled_definitions():
+    from lceval.benchmarks.longgenbench.report import ci_table, metrics_ci, summary_table
+
+    scores = [
+        mk_score(i, CR=c, n_checks=k, n_judged=j, n_yes=y)
+        for i, (c, k, j, y) in enumerate(
+            [(2 / 3, 5, 4, 3), (0.1, 10, 1, 1), (1.0, 4, 4, 4), (0.5, 6, 6, 0)]
+        )
+    ]
+    df, samples = frame_of(scores, [mk_sample(i) for i in range(4)])
+    frame = sample_frame(df, samples)
+    point = metrics_of(frame)
+    ci = metrics_ci(frame, n_resamples=500)
+    for m in ("CR", "STIC_1", "STIC_2", "wAvg"):
+        assert ci[m].mean == pytest.approx(point[m])  # pooled STIC, wAvg = CR x STIC-2
+        assert ci[m].low <= point[m] <= ci[m].high
+    t3 = summary_table(frame)
+    assert {"CR_low", "CR_high", "wAvg_low", "wAvg_high"} <= set(t3.columns)
+    long = ci_table(frame)
+    assert list(long["metric"]) == ["CR", "STIC_1", "STIC_2", "wAvg"] and (long["n"] == 4).all()

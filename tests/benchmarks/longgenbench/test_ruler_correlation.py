@@ -104,3 +104,26 @@ def test_correlate_too_few_models_is_nan():
     assert math.isnan(c["pearson_r"].iloc[0]) and "at least 3" in c["note"].iloc[0]
     with pytest.raises(LcevalError):
         correlate(pairs.drop(columns="ruler"))
+
+
+def test_ruler_tables_carry_bootstrap_cis():
+    samples = [
+        Sample(id=f"s{i}", benchmark="ruler", task=t, instruction="", length=4096)
+        for i, t in enumerate("aaaabbbb")
+    ]
+    scores = pd.DataFrame(
+        {
+            "sample_id": [f"s{i}" for i in range(8)],
+            "model": "m",
+            "task": list("aaaabbbb"),
+            "value": [1.0, 1.0, 0.0, 1.0, 0.0, 0.5, 0.0, 0.0],
+        }
+    )
+    t = ruler_tables(scores, samples)
+    ts = t["task_scores"].set_index("task")
+    assert ts.loc["a", "low"] <= ts.loc["a", "score"] == 75.0 <= ts.loc["a", "high"]
+    s = t["summary"].iloc[0]
+    assert s["score"] == pytest.approx(43.75) and s["low"] <= s["score"] <= s["high"]
+    assert s["n"] == 8
+    m = t["models"].iloc[0]
+    assert m["Avg_low"] <= m["Avg"] <= m["Avg_high"]

@@ -212,3 +212,24 @@ def test_prompt_level_is_kleene_and_of_the_verdicts() -> None:
     loose = accuracy_by_n(v).query("mode == 'loose'").iloc[0]
     assert loose["prompt_level"] == pytest.approx(1 / 2)  # s0 undecided: left out
     assert loose["inst_level"] == pytest.approx(3 / 4)
+
+
+def test_accuracy_cis_and_set_stability_by_hand() -> None:
+    from lceval.benchmarks.manyifeval.report import headline, set_stability
+    from lceval.metrics import headline_estimates
+
+    samples, scores = _make({2: [(1, 1), (1, 0), (0, 0), (1, 1)]})
+    acc = accuracy_by_n(verdict_frame(scores, samples), scores)
+    row = acc[(acc["mode"] == "strict") & (acc["n"] == 2)].iloc[0]
+    assert row["prompt_level_low"] <= row["prompt_level"] == 0.5 <= row["prompt_level_high"]
+    assert row["inst_level_low"] <= row["inst_level"] == 5 / 8 <= row["inst_level_high"]
+    # instruction sets of the four prompts followed 2/2, 1/2, 0/2, 2/2: CV of 1, .5, 0, 1
+    st = set_stability(verdict_frame(scores, samples))
+    got = st[(st["mode"] == "strict") & (st["n"] == 2)].iloc[0]
+    want = pd.Series([1.0, 0.5, 0.0, 1.0])
+    assert got["CV"] == pytest.approx(want.std(ddof=1) / want.mean()) and got["n_sets"] == 4
+    # the headline: P(n) averaged over n, one unit per task prompt (its samples at every n)
+    samples, scores = _make({1: [(1,), (0,), (1,)], 2: [(1, 1), (1, 0), (0, 0)]})
+    est = headline_estimates(headline(scores, samples), n_resamples=200).iloc[0]
+    assert est["estimate"] == pytest.approx((2 / 3 + 1 / 3) / 2)
+    assert est["n"] == 6 and est["n_units"] == 3

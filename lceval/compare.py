@@ -1,0 +1,551 @@
+"""Comparisons across runs: leaderboards with CIs, paired tests, rank agreement of benchmarks.
+
+Every benchmark defines its headline metric once, as a :class:`lceval.metrics.Headline` built by
+``lceval.benchmarks.<key>.report.headline(scores, samples)`` (per-sample columns, the statistic
+over them, the resampling unit); a benchmark without one (CIF-Bench for now) gets
+:func:`generic_headline`. On top of those:
+
+- :func:`leaderboard`: each model's headline with its 95% bootstrap CI, ranked per benchmark.
+- :func:`compare_runs`: two runs (or two models of one run) on the samples they share, joined by
+  ``sample_id``: the paired difference of the headline and of every task's mean score, each with
+  a paired-bootstrap CI and a p-value (McNemar's exact test for 0/1 scores of independent
+  samples, else a sign-flip permutation test over the resampling units), Holm-adjusted over the
+  rows.
+- :func:`pairwise`: every pair of models per benchmark, Holm-adjusted per benchmark.
+- :func:`rank_agreement`: Kendall's tau-b between two benchmarks' model rankings with a
+  bootstrap CI (each benchmark's units resampled independently, the rankings recomputed),
+  the generalisation of the RULER-LongGenBench correlation (LongGenBench paper Sec. 3.5) to any
+  pair of benchmarks.
+- :func:`score_files`: a scored run from files of samples, contexts and responses (the overview
+  notebook's smoke runs).
+
+Models are named by their model name; when one benchmark has the same model name in two runs,
+both are named ``<run_id>/<model>``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib
+import itertools
+import shutil
+from collections.abc import Hashable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from lceval import metrics, registry
+from lceval.errors import LcevalError
+from lceval.io import RunDir, new_meta, read_records, write_jsonl
+from lceval.records import Context, Response, Sample
+
+
+def generic_headline(key: str, scores: pd.DataFrame, samples: Sequence[Sample]) -> metrics.Headline:
+    """Headline of a benchmark without its own: the mean over tasks (equal weights) of the task's
+    mean ``Score.value`` (0..1); samples sharing a context are one unit when every such context
+    lies within one task, else every sample is a unit."""
+    by_id = {s.id: s for s in samples}
+    df = scores[scores["sample_id"].isin(by_id) & scores["value"].notna()]
+    ctx = [by_id[i].context_id or i for i in df["sample_id"]]
+    nested = pd.DataFrame({"c": ctx, "t": df["task"].to_numpy()}).groupby("c")["t"].nunique()
+    clusters = ctx if bool((nested <= 1).all()) else df["sample_id"].tolist()
+    frame = pd.DataFrame(
+        {
+            "model": df["model"].astype(str).to_numpy(),
+            "sample_id": df["sample_id"].to_numpy(),
+            "group": df["task"].astype(str).to_numpy(),
+            "cluster": clusters,
+            "value": df["value"].to_numpy(float),
+            "count": 1.0,
+        }
+    )
+
+    def stat(sums: Mapping[str, np.ndarray], groups: Sequence[Hashable]) -> np.ndarray:
+        return metrics.mean_statistic(dict.fromkeys(groups, 1.0))(sums, groups)
+
+    return metrics.Headline(key, "mean task score", "0..1", frame, ("value", "count"), stat)
+
+
+def headline_of(key: str, scores: pd.DataFrame, samples: Sequence[Sample]) -> metrics.Headline:
+    """The benchmark's own headline (``report.headline``) or :func:`generic_headline`."""
+    module = importlib.import_module(f"lceval.benchmarks.{registry.get(key).key}.report")
+    make = getattr(module, "headline", None)
+    if make is None:
+        return generic_headline(key, scores, samples)
+    h: metrics.Headline = make(scores, samples)
+    return h
+
+
+def _run_parts(run_id: str, root: str | Path | None) -> tuple[pd.DataFrame, list[Sample]]:
+    from lceval.pipeline import load_samples
+
+    run = RunDir(run_id, root)
+    return run.read_scores(), load_samples(run)
+
+
+def load_headlines(
+    run_ids: Sequence[str],
+    *,
+    benchmarks: Sequence[str] | None = None,
+    root: str | Path | None = None,
+) -> dict[str, metrics.Headline]:
+    """Each benchmark's headline over the models of several runs (any benchmarks, any models).
+
+    Args:
+        run_ids: scored runs.
+        benchmarks: keep only these keys (default: every benchmark found).
+        root: folder holding the runs (default ``lceval.io.outputs_root()``).
+
+    Returns:
+        Benchmark key -> :class:`lceval.metrics.Headline` whose frame holds every run's models.
+
+    Raises:
+        LcevalError: a run lacks scores or samples, or nothing is left to compare.
+    """
+    found: dict[str, list[tuple[str, metrics.Headline]]] = {}
+    for rid in run_ids:
+        scores, samples = _run_parts(rid, root)
+        for key in sorted({s.benchmark for s in samples}):
+            if benchmarks is not None and key not in benchmarks:
+                continue
+            part = scores[scores["benchmark"] == key]
+            if part.empty:
+                continue
+            found.setdefault(key, []).append(
+                (rid, headline_of(key, part, [s for s in samples if s.benchmark == key]))
+            )
+    if not found:
+        raise LcevalError(f"no scored benchmark in runs {', '.join(run_ids)}")
+    out = {}
+    for key, items in found.items():
+        runs_of: dict[str, set[str]] = {}
+        for rid, h in items:
+            for m in h.models:
+                runs_of.setdefault(m, set()).add(rid)
+        frames = []
+        for rid, h in items:
+            f = h.frame.copy()
+            f["model"] = [m if len(runs_of[m]) == 1 else f"{rid}/{m}" for m in f["model"]]
+            frames.append(f)
+        first = items[0][1]
+        out[key] = metrics.Headline(
+            first.benchmark,
+            first.metric,
+            first.unit,
+            pd.concat(frames, ignore_index=True),
+            first.columns,
+            first.statistic,
+            first.binary,
+        )
+    return dict(sorted(out.items()))
+
+
+def leaderboard(
+    headlines: Mapping[str, metrics.Headline],
+    *,
+    n_resamples: int = 2000,
+    confidence: float = 0.95,
+    seed: int = 0,
+) -> pd.DataFrame:
+    """Each model's headline per benchmark with its bootstrap CI, best first.
+
+    Returns:
+        Columns ``benchmark, metric, unit, rank`` (1 = best; ties share the lower rank),
+        ``model, estimate, low, high, n, n_units``.
+    """
+    parts = []
+    for h in headlines.values():
+        est = metrics.headline_estimates(
+            h, n_resamples=n_resamples, confidence=confidence, seed=seed
+        )
+        est.insert(3, "rank", est["estimate"].rank(method="min", ascending=False))
+        parts.append(est.sort_values(["rank", "model"]))
+    if not parts:
+        return pd.DataFrame()
+    return pd.concat(parts, ignore_index=True)
+
+
+def _paired_row(
+    h: metrics.Headline,
+    a: str,
+    b: str,
+    n_resamples: int,
+    n_permutations: int,
+    confidence: float,
+    seed: int,
+) -> dict[str, Any]:
+    res = metrics.headline_paired(
+        h,
+        a,
+        b,
+        n_resamples=n_resamples,
+        n_permutations=n_permutations,
+        confidence=confidence,
+        seed=seed,
+    )
+    return {
+        "benchmark": h.benchmark,
+        "metric": h.metric,
+        "model_a": a,
+        "model_b": b,
+        **res.as_dict(),
+    }
+
+
+def _holm_columns(table: pd.DataFrame, alpha: float, by: str | None = None) -> pd.DataFrame:
+    if table.empty:
+        return table.assign(p_holm=[], significant=[])
+    if by is None:
+        table["p_holm"] = metrics.holm(table["p_value"].to_numpy(float))
+    else:
+        table["p_holm"] = np.nan
+        for _, idx in table.groupby(by).groups.items():
+            table.loc[idx, "p_holm"] = metrics.holm(table.loc[idx, "p_value"].to_numpy(float))
+    table["significant"] = table["p_holm"] <= alpha
+    return table
+
+
+def pairwise(
+    headlines: Mapping[str, metrics.Headline],
+    *,
+    alpha: float = 0.05,
+    n_resamples: int = 2000,
+    n_permutations: int = 9999,
+    confidence: float = 0.95,
+    seed: int = 0,
+) -> pd.DataFrame:
+    """Every pair of models per benchmark: paired difference of the headline (A - B, on the
+    samples both have) with CI, p-value, and Holm's adjustment over the pairs of the benchmark.
+
+    Returns:
+        Columns ``benchmark, metric, model_a, model_b, diff, low, high, p_value, test, n,
+        n_units, p_holm, significant`` (``p_holm <= alpha``); ``model_a`` is the better-ranked.
+    """
+    rows = []
+    for h in headlines.values():
+        est = metrics.headline_estimates(h, n_resamples=1, seed=seed)
+        order = est.sort_values(["estimate", "model"], ascending=[False, True])["model"].tolist()
+        for a, b in itertools.combinations(order, 2):
+            rows.append(_paired_row(h, a, b, n_resamples, n_permutations, confidence, seed))
+    cols = ["benchmark", "metric", "model_a", "model_b", "diff", "low", "high", "p_value"]
+    table = pd.DataFrame(rows, columns=[*cols, "test", "n", "n_units"])
+    return _holm_columns(table, alpha, by="benchmark")
+
+
+def compare_runs(
+    run_a: str,
+    run_b: str,
+    *,
+    benchmark: str | None = None,
+    model_a: str | None = None,
+    model_b: str | None = None,
+    root: str | Path | None = None,
+    by_task: bool = True,
+    alpha: float = 0.05,
+    n_resamples: int = 2000,
+    n_permutations: int = 9999,
+    confidence: float = 0.95,
+    seed: int = 0,
+) -> pd.DataFrame:
+    """Paired comparison of two runs (or two models of one run) on the samples they share.
+
+    For each benchmark in both runs and each pair (a model of ``run_a``, a model of ``run_b``;
+    the same model of the same run is skipped): the headline difference A - B
+    (:func:`lceval.metrics.headline_paired`) and, with ``by_task``, each task's mean
+    ``Score.value`` difference (:func:`lceval.metrics.paired_difference`: McNemar's exact test
+    for 0/1 scores of independent samples, else the sign-flip test over the benchmark's units).
+    Samples are joined by ``sample_id``: both runs must be built from the same data.
+
+    Args:
+        run_a, run_b: scored run ids (may be equal, to compare two models of one run).
+        benchmark: compare only this benchmark.
+        model_a, model_b: compare only these models (default: every model of the run).
+        root: folder holding the runs.
+        by_task: add one row per task.
+        alpha: family-wise error rate for ``significant`` (Holm over all rows).
+        n_resamples, n_permutations, confidence, seed: bootstrap resamples, random sign
+            patterns of the permutation test (see :func:`lceval.metrics.paired_sums`), CI level,
+            seed.
+
+    Returns:
+        Columns ``benchmark, level`` (``headline`` or ``task``), ``task``, ``metric``,
+        ``model_a, model_b, diff, low, high, p_value, test, n, n_units, p_holm, significant``;
+        diff in the metric's unit (headline) or 0..1 (tasks).
+
+    Raises:
+        LcevalError: no benchmark or model pair in common.
+    """
+    scores_a, samples_a = _run_parts(run_a, root)
+    scores_b, samples_b = _run_parts(run_b, root)
+    keys = sorted({s.benchmark for s in samples_a} & {s.benchmark for s in samples_b})
+    if benchmark is not None:
+        keys = [k for k in keys if k == benchmark]
+    rows: list[dict[str, Any]] = []
+    for key in keys:
+        sa = scores_a[scores_a["benchmark"] == key].assign(model=lambda d: "A:" + d["model"])
+        sb = scores_b[scores_b["benchmark"] == key].assign(model=lambda d: "B:" + d["model"])
+        if model_a is not None:
+            sa = sa[sa["model"] == f"A:{model_a}"]
+        if model_b is not None:
+            sb = sb[sb["model"] == f"B:{model_b}"]
+        samples = {s.id: s for s in [*samples_a, *samples_b] if s.benchmark == key}
+        both = pd.concat([sa, sb], ignore_index=True)
+        h = headline_of(key, both, list(samples.values()))
+        pairs = [
+            (a, b)
+            for a in sorted(set(sa["model"]))
+            for b in sorted(set(sb["model"]))
+            if not (run_a == run_b and a[2:] == b[2:])
+        ]
+        for a, b in pairs:
+            if a not in h.models or b not in h.models:
+                continue
+            row = _paired_row(h, a, b, n_resamples, n_permutations, confidence, seed)
+            rows.append({**row, "level": "headline", "task": "", "model_a": a, "model_b": b})
+            if by_task:
+                rows.extend(
+                    _task_rows(
+                        key,
+                        h,
+                        both,
+                        a,
+                        b,
+                        n_resamples=n_resamples,
+                        n_permutations=n_permutations,
+                        confidence=confidence,
+                        seed=seed,
+                    )
+                )
+    if not rows:
+        raise LcevalError(f"runs {run_a} and {run_b} share no benchmark and model pair to compare")
+    cols = ["benchmark", "level", "task", "metric", "model_a", "model_b", "diff", "low", "high"]
+    table = pd.DataFrame(rows)
+    table["model_a"] = [f"{run_a}/{m[2:]}" for m in table["model_a"]]
+    table["model_b"] = [f"{run_b}/{m[2:]}" for m in table["model_b"]]
+    table = table[[*cols, "p_value", "test", "n", "n_units"]]
+    return _holm_columns(table, alpha)
+
+
+def _task_rows(
+    key: str,
+    h: metrics.Headline,
+    scores: pd.DataFrame,
+    a: str,
+    b: str,
+    *,
+    n_resamples: int,
+    n_permutations: int,
+    confidence: float,
+    seed: int,
+) -> list[dict[str, Any]]:
+    """One row per task: mean Score.value of A minus B on the shared samples (0..1)."""
+    cluster = dict(zip(h.frame["sample_id"], h.frame["cluster"], strict=False))
+    va = scores[scores["model"] == a].set_index("sample_id")
+    vb = scores[scores["model"] == b].set_index("sample_id")
+    ids = va.index.intersection(vb.index).sort_values()
+    rows = []
+    for task, idx in pd.Series(va.loc[ids, "task"]).groupby(va.loc[ids, "task"]).groups.items():
+        ids_t = list(idx)
+        units = [cluster.get(i, i) for i in ids_t]
+        shared = len(set(units)) < len(units)
+        res = metrics.paired_difference(
+            va.loc[ids_t, "value"].to_numpy(float),
+            vb.loc[ids_t, "value"].to_numpy(float),
+            clusters=units if shared else None,
+            n_resamples=n_resamples,
+            n_permutations=n_permutations,
+            confidence=confidence,
+            seed=seed,
+        )
+        rows.append(
+            {
+                "benchmark": key,
+                "level": "task",
+                "task": str(task),
+                "metric": "mean score",
+                "model_a": a,
+                "model_b": b,
+                **res.as_dict(),
+            }
+        )
+    return rows
+
+
+def rank_agreement(
+    headlines: Mapping[str, metrics.Headline],
+    *,
+    n_resamples: int = 2000,
+    confidence: float = 0.95,
+    seed: int = 0,
+) -> pd.DataFrame:
+    """Kendall's tau-b between every two benchmarks' model rankings, with a bootstrap CI.
+
+    The models both benchmarks scored are ranked by each headline; each bootstrap resample draws
+    every benchmark's units (its own strata and clusters, all models paired) independently and
+    recomputes both headlines and tau (:func:`lceval.metrics.bootstrap_sums` with the two
+    benchmarks as separate strata). The CI is NaN with fewer than three common models; tau is
+    NaN when a benchmark ties every model.
+
+    Returns:
+        Columns ``benchmark_a, benchmark_b, n_models, tau, low, high, models``.
+    """
+    rows = []
+    for ka, kb in itertools.combinations(sorted(headlines), 2):
+        ha, hb = headlines[ka], headlines[kb]
+        common = sorted(set(ha.models) & set(hb.models))
+        nan = float("nan")
+        row = {"benchmark_a": ka, "benchmark_b": kb, "n_models": len(common)}
+        if len(common) < 2:
+            rows.append({**row, "tau": nan, "low": nan, "high": nan, "models": ""})
+            continue
+        wide, groups, strata, clusters, stat = _joint_design({ka: ha, kb: hb}, common)
+        est = metrics.bootstrap_sums(
+            wide,
+            stat,
+            groups=groups,
+            strata=strata,
+            clusters=clusters,
+            n_resamples=n_resamples,
+            confidence=confidence,
+            seed=seed,
+        )
+        low, high = (est.low, est.high) if len(common) >= 3 else (nan, nan)
+        rows.append({**row, "tau": est.mean, "low": low, "high": high, "models": ", ".join(common)})
+    cols = ["benchmark_a", "benchmark_b", "n_models", "tau", "low", "high", "models"]
+    return pd.DataFrame(rows, columns=cols)
+
+
+_SEP = "\x1f"
+
+
+def _joint_design(
+    headlines: Mapping[str, metrics.Headline], models: Sequence[str]
+) -> tuple[pd.DataFrame, list[str], list[str], list[str], metrics.SumStatistic]:
+    """Two benchmarks' samples in one table: a row per (benchmark, sample), columns per model,
+    groups and clusters prefixed by the benchmark, strata per benchmark (and group when its
+    clusters nest in groups); the statistic is tau-b of the two headlines over ``models``."""
+    tables, groups, strata, clusters = [], [], [], []
+    for key, h in headlines.items():
+        f = h.frame[h.frame["model"].isin(models)]
+        design = f.drop_duplicates("sample_id").set_index("sample_id")[["group", "cluster"]]
+        wide = f.pivot_table(index="sample_id", columns="model", values=list(h.columns))
+        wide.columns = [f"{key}{_SEP}{m}{_SEP}{c}" for c, m in wide.columns]
+        wide = wide.reindex(design.index)
+        tables.append(wide)
+        g = [f"{key}{_SEP}{x}" for x in design["group"]]
+        c = [f"{key}{_SEP}{x}" for x in design["cluster"]]
+        nested = bool((design.groupby("cluster")["group"].nunique() <= 1).all())
+        groups += g
+        clusters += c
+        strata += g if nested else [key] * len(g)
+    table = pd.concat(tables, ignore_index=True).fillna(0.0)
+    keys = list(headlines)
+
+    def stat(sums: Mapping[str, np.ndarray], labels: Sequence[Hashable]) -> np.ndarray:
+        values = []
+        for key in keys:
+            h = headlines[key]
+            idx = [i for i, g in enumerate(labels) if str(g).split(_SEP, 1)[0] == key]
+            own = [str(labels[i]).split(_SEP, 1)[1] for i in idx]
+            per_model = []
+            for m in models:
+                sub = {c: sums[f"{key}{_SEP}{m}{_SEP}{c}"][..., idx] for c in h.columns}
+                per_model.append(h.statistic(sub, own))
+            values.append(np.stack(per_model, axis=-1))
+        return metrics.kendall_tau_b(values[0], values[1])
+
+    return table, groups, strata, clusters, stat
+
+
+def score_files(
+    run_id: str,
+    folder: str | Path,
+    *,
+    root: str | Path | None = None,
+    rename: Mapping[str, str] | None = None,
+    scorer: str | None = None,
+) -> str:
+    """A scored run from a folder of ``samples.jsonl``, ``contexts.jsonl`` and
+    ``responses.jsonl`` (e.g. ``tests/fixtures/regression/<key>``): the run folder is made
+    afresh, the responses copied (models renamed by ``rename``) and scored by
+    ``lceval.pipeline.score`` with the benchmark's real scorer.
+
+    Returns:
+        ``run_id``.
+
+    Raises:
+        LcevalError: a file is missing or the scorer fails.
+    """
+    from lceval import pipeline
+
+    src = Path(folder)
+    for name in ("samples.jsonl", "responses.jsonl"):
+        if not (src / name).exists():
+            raise LcevalError(f"{src / name} does not exist")
+    run = RunDir(run_id, root)
+    if run.path.exists():
+        shutil.rmtree(run.path)
+    run.create()
+    samples = read_records(src / "samples.jsonl", Sample)
+    contexts = (
+        read_records(src / "contexts.jsonl", Context) if (src / "contexts.jsonl").exists() else []
+    )
+    run.write_samples(samples, contexts)
+    names = dict(rename or {})
+    responses = [
+        dataclasses.replace(r, model=names[r.model]) if r.model in names else r
+        for r in read_records(src / "responses.jsonl", Response)
+    ]
+    write_jsonl(run.responses, responses)
+    run.write_meta(new_meta(run_id, params={"source": str(src)}))
+    pipeline.score(run_id, root=root, scorer=scorer, progress=False)
+    return run_id
+
+
+def plot_overview(board: pd.DataFrame, agreement: pd.DataFrame) -> Any:
+    """One panel per benchmark (each model's headline with its 95% CI, best on top) and a
+    heat map of Kendall's tau between benchmarks.
+
+    Args:
+        board: :func:`leaderboard` output.
+        agreement: :func:`rank_agreement` output.
+    """
+    import matplotlib.pyplot as plt
+
+    keys = list(dict.fromkeys(board["benchmark"]))
+    n = max(1, len(keys) + (1 if len(agreement) else 0))
+    rows = int(board.groupby("benchmark").size().max()) if len(board) else 1
+    fig, axes = plt.subplots(1, n, figsize=(4.2 * n, 0.3 * rows + 1.8), squeeze=False)
+    for ax, key in zip(axes[0], keys, strict=False):
+        t = board[board["benchmark"] == key].sort_values("estimate")
+        y = np.arange(len(t))
+        est = t["estimate"].to_numpy(float)
+        lo = np.nan_to_num(est - t["low"].to_numpy(float))
+        hi = np.nan_to_num(t["high"].to_numpy(float) - est)
+        ax.errorbar(est, y, xerr=[lo, hi], fmt="o", capsize=3)
+        ax.set_yticks(y, t["model"].tolist(), fontsize=7)
+        ax.set_xlabel(f"{t['metric'].iloc[0]} ({t['unit'].iloc[0]})")
+        ax.set_title(key)
+    if len(agreement):
+        ax = axes[0][-1]
+        names = sorted(set(agreement["benchmark_a"]) | set(agreement["benchmark_b"]))
+        mat = pd.DataFrame(np.eye(len(names)), index=names, columns=names)
+        for r in agreement.itertuples(index=False):
+            mat.loc[r.benchmark_a, r.benchmark_b] = r.tau
+            mat.loc[r.benchmark_b, r.benchmark_a] = r.tau
+        im = ax.imshow(mat.to_numpy(float), vmin=-1, vmax=1, cmap="coolwarm")
+        ax.set_xticks(range(len(names)), names, rotation=45, ha="right", fontsize=7)
+        ax.set_yticks(range(len(names)), names, fontsize=7)
+        for i in range(len(names)):
+            for j in range(len(names)):
+                v = mat.iloc[i, j]
+                ax.text(
+                    j, i, "n/a" if np.isnan(v) else f"{v:.2f}", ha="center", va="center", fontsize=7
+                )
+        ax.set_title("Kendall tau of model rankings")
+        fig.colorbar(im, ax=ax, shrink=0.7)
+    fig.suptitle("Leaderboards with 95% bootstrap CIs")
+    fig.tight_layout()
+    return fig
