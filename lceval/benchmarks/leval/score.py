@@ -33,8 +33,9 @@ Deviations, all without effect on the official numbers
   ``\\s*[A-Z](?=[\\s.)])`` (quadratic on long runs of letters or spaces); the same letters are
   found here in linear time (``[A-D](?=[\\s.)])``: whitespace and other capitals are dropped by
   the official ``[^A-D]`` filter anyway).
-- ROUGE comes from ``rouge_score`` itself; only past :data:`ROUGE_BUDGET` token pairs (hostile
-  output lengths, where its quadratic LCS table would take minutes) the same F-measures come from
+- ROUGE comes from ``rouge_score`` itself; only past :data:`ROUGE_BUDGET` token pairs or
+  :data:`ROUGE_TOKENS` tokens (hostile output lengths, where its quadratic LCS table would take
+  minutes, or its per-token work over a second) the same F-measures come from
   lceval's bit-parallel LCS (``lceval.metrics.lcs_length``), equal to the table (tests compare on
   random texts). ROUGE-Lsum (computed by the official script after NLTK sentence splitting, but
   neither displayed nor part of the L-Eval score) is not computed; ROUGE-1/2/L do not depend on
@@ -305,11 +306,17 @@ def rouge_l(pred: Sequence[str], ref: Sequence[str]) -> float:
     return _fmeasure(lcs, len(pred), len(ref))
 
 
-ROUGE_BUDGET = 4_000_000
+ROUGE_BUDGET = 1_000_000
 """Most prediction x reference token pairs scored by ``rouge_score`` itself (its LCS table is a
-Python double loop: ~1 s per 4M pairs); beyond it the same F-measures come from
-:func:`rouge_n` and :func:`rouge_l` (bit-parallel LCS), equal to rouge_score's (tests compare
-on random texts), so a degenerate megabyte of output scores in about a second."""
+Python double loop: about 0.2 to 0.45 us per pair, the latter when most tokens match)."""
+
+ROUGE_TOKENS = 100_000
+"""Most prediction + reference tokens scored by ``rouge_score`` itself (it also spends about
+1.2 us per token on tokenizing and n-grams: 1.8 s for a megabyte of ``A.`` against a six-word
+reference, 3M pairs, under the old 4M-pair budget alone). Beyond either limit the same
+F-measures come from :func:`rouge_n` and :func:`rouge_l` (bit-parallel LCS), equal to
+rouge_score's (tests compare on random texts), so a degenerate megabyte of output scores in well
+under a second (``benchmarks/fuzz_scorers.py``)."""
 
 
 @functools.lru_cache(maxsize=1)
@@ -322,9 +329,10 @@ def _rouge_scorer() -> Any:
 def rouge_scores(prediction: str, reference: str) -> dict[str, float]:
     """rouge1, rouge2, rougeL F-measures (0..1) of ``prediction`` against ``reference``: rouge.py
     ``compute_rouge``, i.e. ``rouge_score.RougeScorer(..., use_stemmer=False)``, which is called
-    here unless the texts exceed :data:`ROUGE_BUDGET` token pairs."""
+    here unless the texts exceed :data:`ROUGE_BUDGET` token pairs or :data:`ROUGE_TOKENS`
+    tokens."""
     pred, ref = rouge_tokens(prediction), rouge_tokens(reference)
-    if len(pred) * len(ref) <= ROUGE_BUDGET:
+    if len(pred) * len(ref) <= ROUGE_BUDGET and len(pred) + len(ref) <= ROUGE_TOKENS:
         got = _rouge_scorer().score(reference, prediction)
         return {k: float(got[k].fmeasure) for k in ("rouge1", "rouge2", "rougeL")}
     return {
