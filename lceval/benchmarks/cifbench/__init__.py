@@ -1,0 +1,59 @@
+"""CIF-Bench (Li et al., 2024): Chinese instruction following over 150 tasks and 20 categories,
+public and private splits, five instructions per task.
+
+Files: ``gold.py`` (answer key, categories, output types), ``data.py`` (split files, output-type
+inference, user metadata, a demo dataset), ``variants.py`` (instruction variants: user-given or
+model-proposed), ``build.py``, ``score.py`` (accuracy, F1, similarity), ``judge.py`` (the
+model-based evaluator), ``report.py`` (task / overall / category scores, spread across
+instructions, the published leaderboards), ``resources/`` (README leaderboards, model-name
+matches, categories, task codes; see its README).
+"""
+
+from lceval.benchmark import Benchmark, ScorerSpec, lazy
+from lceval.benchmarks.cifbench.gold import GOLD, OFFICIAL_TASKS
+
+_RULE_OPTIONS = {
+    "similarity": "similarity metric: chrf (offline default), rouge-l, bleurt",
+    "bleurt_checkpoint": "local BLEURT checkpoint folder (HF format); then the default metric",
+    "creative": "creative tasks: similarity (stand-in, default) or nan",
+}
+
+BENCHMARK = Benchmark(
+    key="cifbench",
+    title="CIF-Bench: a Chinese instruction-following benchmark (Li et al., 2024)",
+    tasks=OFFICIAL_TASKS,
+    build=lazy("lceval.benchmarks.cifbench.build:build_cifbench"),
+    gold=GOLD,
+    scorers={
+        "cifbench": ScorerSpec(
+            name="cifbench",
+            version="1",
+            description="accuracy / F1 with rule-based answer extraction; chrF or BLEURT "
+            "similarity (paper Sec. 3.3 without the GPT-4 evaluator)",
+            metrics=("accuracy", "F1", "similarity", "overall", "category scores"),
+            score=lazy("lceval.benchmarks.cifbench.score:score_cifbench"),
+            options=_RULE_OPTIONS,
+        ),
+        "cifbench:judge": ScorerSpec(
+            name="cifbench:judge",
+            version="1",
+            description="model-based evaluator (any backend) for multi-class, multi-label and "
+            "creative tasks as the paper's GPT-4 evaluator; similarity by rules",
+            metrics=("model-based evaluator", "similarity", "overall", "category scores"),
+            batch=lazy("lceval.benchmarks.cifbench.judge:model_judge"),
+            options={
+                "backend": "judge backend: hf, vllm or openai",
+                "model": "judge model (default: the embedded SmolLM2)",
+                "backend_options": "the judge backend's options (a mapping)",
+                "types": "comma-separated output types the model judges "
+                "(default multi-class,multi-label,creative)",
+                "max_new_tokens": "judgment budget in tokens (default 256)",
+                "batch_size": "prompts per engine call (default 8)",
+                **_RULE_OPTIONS,
+            },
+        ),
+    },
+    report=lazy("lceval.benchmarks.cifbench.report:report_cifbench"),
+    notebooks=("11_cif_bench.ipynb",),
+    details_file="cifbench_judge_details.parquet",
+)

@@ -1,0 +1,374 @@
+"""CIF-Bench data building: split files (+ instruction variants) -> contexts and samples.
+
+Reproduces the evaluation setup of CIF-Bench (Li et al., 2024, Sec. 3 and 4): zero-shot, the
+model gets "the concatenation of the task instruction and data input texts". The data is the
+user's: the official public split (``dataset/public/`` of yizhilll/CIF-Bench), a private or
+other held-out split in the same format, or the demo files of
+:func:`lceval.benchmarks.cifbench.data.write_demo_dataset`.
+
+Prompt layout
+-------------
+``Sample.description`` = the task instruction, the context = the input, ``Sample.instruction``
+empty, joined by ``"\\n\\n"``: the user turn is ``instruction + "\\n\\n" + input``, formatted by the
+model's chat template. (The official inference code is not released; the paper says only that
+instruction and input are concatenated.)
+
+Sample fields
+-------------
+- ``id`` = ``cifbench/<split>/<task>/<source>/i<k>/d<j>``: instruction ``k`` (0-based, within
+  its source) on input ``j`` (0-based, in file order).
+- ``context_id`` = ``cifbench/<split>/<task>/d<j>`` (one context per input, shared by its
+  instructions).
+- ``scenario`` = the split (``public`` / ``private``); ``expression_id`` = ``k``;
+  ``variable_id`` = ``j``.
+- ``gold`` = :class:`~lceval.benchmarks.cifbench.gold.CifGold` (reference, output type, labels).
+- ``meta`` = ``{split, source, instruction_id, input_id, task_number, task_name, categories,
+  output_type_rule, provenance, file_split}``; ``provenance`` is ``<source>:<file name>`` (the
+  split file, or the variants file; full paths and sha256 are in ``BuildResult.sources``).
+
+Output types are decided once per task over the references of every split loaded (so one task
+has one type in all splits): a user metadata file's ``output_type``, else
+:func:`lceval.benchmarks.cifbench.data.infer_output_type`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import tempfile
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from lceval.benchmark import BuildResult, check_keys
+from lceval.benchmarks.cifbench.data import (
+    Inference,
+    TaskFile,
+    read_metadata,
+    read_split,
+    resolve_tasks,
+    task_inference,
+    write_demo_dataset,
+)
+from lceval.benchmarks.cifbench.gold import (
+    INSTRUCTION_SOURCES,
+    MAX_INSTRUCTIONS,
+    CifGold,
+    normalize,
+    split_labels,
+)
+from lceval.benchmarks.cifbench.variants import VariantSet, read_variants
+from lceval.errors import LcevalError
+from lceval.records import Context, Sample
+from lceval.tokens import ENCODINGS, count_tokens_batch
+
+KNOWN = frozenset(
+    {
+        "demo",
+        "public_dir",
+        "private_dir",
+        "tasks",
+        "n_inputs",
+        "n_instructions",
+        "metadata",
+        "variants_files",
+        "instruction_sources",
+        "max_new_tokens",
+        "seed",
+        "encoding",
+    }
+)
+"""Builder parameters (see :func:`build_cifbench`)."""
+
+NOTEBOOK_ONLY = frozenset(
+    {
+        "backend",
+        "model",
+        "batch_size",
+        "backend_options",
+        "scorer",
+        "scorer_options",
+        "rebuild",
+        "demo_dir",
+        "n_generated_variants",
+        "generated_variants_tasks",
+        "gen_max_new_tokens",
+        "n_resamples",
+    }
+)
+"""Parameters of notebook 11 that the builder accepts and ignores."""
+
+
+def _positive(params: Mapping[str, Any], key: str, default: int | None) -> int | None:
+    v = params.get(key, default)
+    if v is None:
+        return None
+    if not isinstance(v, int) or isinstance(v, bool) or v < 1:
+        raise LcevalError(f"cifbench: {key} must be a positive integer, got {v!r}")
+    return v
+
+
+def _split_files(params: Mapping[str, Any]) -> dict[str, dict[str, TaskFile]]:
+    splits = {}
+    for split in ("public", "private"):
+        folder = params.get(f"{split}_dir")
+        if folder is not None:
+            if not isinstance(folder, str):
+                raise LcevalError(f"cifbench: {split}_dir must be a path, got {folder!r}")
+            splits[split] = read_split(folder)
+    if not splits:
+        raise LcevalError(
+            "cifbench: give public_dir and/or private_dir (folders of <n>_<Task>_<split>.jsonl; "
+            "lceval.benchmarks.cifbench.data.write_demo_dataset writes a demo)"
+        )
+    return splits
+
+
+def _variant_sets(params: Mapping[str, Any], sources: list[str]) -> dict[str, list[VariantSet]]:
+    files = params.get("variants_files") or []
+    if isinstance(files, str) or not isinstance(files, list):
+        raise LcevalError("cifbench: variants_files must be a list of paths")
+    by_source: dict[str, list[VariantSet]] = {"user": [], "generated": []}
+    for f in files:
+        vs = read_variants(f)
+        by_source[vs.source].append(vs)
+    for src in sources:
+        if src != "official" and not by_source[src]:
+            raise LcevalError(f"cifbench: instruction source {src!r} needs a variants file")
+    return by_source
+
+
+def _digest(files: Mapping[str, TaskFile]) -> str:
+    h = hashlib.sha256()
+    for t, tf in files.items():
+        h.update(f"{t}:{tf.sha256}\n".encode())
+    return h.hexdigest()
+
+
+def build_cifbench(params: Mapping[str, Any]) -> BuildResult:
+    """Build CIF-Bench samples from split folders.
+
+    Args:
+        params: ``public_dir`` / ``private_dir`` (split folders; at least one), or ``demo: true``
+            with neither (lceval's demo dataset, :func:`write_demo_dataset`, written to a
+            temporary folder with its metadata unless ``metadata`` is given; context sources
+            then read ``lceval-demo/<split>/<file>``), ``tasks`` (codes,
+            numbers or names; None: every task found), ``n_inputs`` (first inputs per task and
+            split; None: all), ``n_instructions`` (instructions per task and source, 1..5,
+            default 5), ``metadata`` (a YAML/JSON file: task -> output_type, categories,
+            labels), ``variants_files`` (variants files, ``lceval.benchmarks.cifbench.variants``),
+            ``instruction_sources`` (which of official, user, generated to build; default
+            ``["official"]``), ``max_new_tokens`` (answer budget, default 512), ``seed``
+            (recorded; the build is deterministic), ``encoding`` (tiktoken encoding for
+            context lengths, default o200k_base).
+
+    Returns:
+        Samples and contexts (module docstring); ``sources`` records each split folder (task
+        count and a digest of the files' sha256), the metadata and variants files, and each
+        task's output type with the rule that decided it.
+
+    Raises:
+        LcevalError: unknown or bad parameter, unreadable data, a task not in the data, or a
+            source without a variants file.
+    """
+    check_keys(params, KNOWN, "cifbench", ignored=NOTEBOOK_ONLY)
+    demo = params.get("demo", False)
+    if not isinstance(demo, bool):
+        raise LcevalError(f"cifbench: demo must be true or false, got {demo!r}")
+    if demo:
+        if params.get("public_dir") is not None or params.get("private_dir") is not None:
+            raise LcevalError("cifbench: give demo: true or public_dir / private_dir, not both")
+        with tempfile.TemporaryDirectory(prefix="lceval-cifbench-demo-") as tmp:
+            paths = write_demo_dataset(tmp)
+            if params.get("metadata") is not None:
+                paths.pop("metadata")
+            res = build_cifbench({**params, **paths, "demo": False})
+            return _demo_sources(res, Path(tmp))
+    n_inputs = _positive(params, "n_inputs", None)
+    n_instr = _positive(params, "n_instructions", MAX_INSTRUCTIONS)
+    assert n_instr is not None
+    if n_instr > MAX_INSTRUCTIONS:
+        raise LcevalError(f"cifbench: n_instructions must be 1..{MAX_INSTRUCTIONS}, got {n_instr}")
+    budget = _positive(params, "max_new_tokens", 512)
+    encoding = params.get("encoding", "o200k_base")
+    if encoding not in ENCODINGS:
+        raise LcevalError(f"cifbench: encoding must be one of {', '.join(ENCODINGS)}")
+    sources = params.get("instruction_sources") or ["official"]
+    if not isinstance(sources, list) or not all(s in INSTRUCTION_SOURCES for s in sources):
+        raise LcevalError(
+            f"cifbench: instruction_sources must be a list of {', '.join(INSTRUCTION_SOURCES)}"
+        )
+    sources = list(dict.fromkeys(sources))
+    splits = _split_files(params)
+    metadata = read_metadata(params.get("metadata"))
+    variant_sets = _variant_sets(params, sources)
+    all_tasks: dict[str, None] = {}
+    for files in splits.values():
+        all_tasks.update(dict.fromkeys(files))
+    ordered = sorted(all_tasks, key=lambda t: int(t.split("_", 1)[0]))
+    wanted = params.get("tasks")
+    if wanted is not None and (isinstance(wanted, str) or not isinstance(wanted, list)):
+        raise LcevalError("cifbench: tasks must be a list of task codes, numbers or names")
+    tasks = resolve_tasks(wanted, ordered)
+    if not tasks:
+        raise LcevalError("cifbench: tasks is empty (None selects every task)")
+
+    inferences: dict[str, Inference] = {}
+    for t in tasks:
+        refs = [o for files in splits.values() if t in files for _, o in files[t].inputs]
+        first = next(files[t] for files in splits.values() if t in files)
+        inferences[t] = task_inference(refs, first.instructions[0], metadata.get(t))
+
+    samples: list[Sample] = []
+    ctx_rows: list[tuple[str, str, str]] = []
+    for split, files in splits.items():
+        for t in tasks:
+            if t not in files:
+                continue
+            tf = files[t]
+            inputs = tf.inputs[:n_inputs] if n_inputs else tf.inputs
+            input_id = {pair: j for j, pair in enumerate(inputs)}
+            for j, (text, _) in enumerate(inputs):
+                ctx_rows.append((f"cifbench/{split}/{t}/d{j}", text, str(tf.path)))
+            for src in sources:
+                for k, instruction, j, provenance in _instances(
+                    src, tf, input_id, n_instr, variant_sets
+                ):
+                    samples.append(
+                        _sample(
+                            split,
+                            tf,
+                            src,
+                            k,
+                            instruction,
+                            j,
+                            inputs[j][1],
+                            provenance,
+                            inferences[t],
+                            metadata.get(t).categories,
+                            budget,
+                        )
+                    )
+    counts = count_tokens_batch([text for _, text, _ in ctx_rows], encoding)
+    contexts = [
+        Context(cid, text, n, encoding, source)
+        for (cid, text, source), n in zip(ctx_rows, counts, strict=True)
+    ]
+    info: dict[str, Any] = {
+        split: {
+            "path": str(next(iter(files.values())).path.parent),
+            "tasks": len(files),
+            "files_sha256": _digest(files),
+        }
+        for split, files in splits.items()
+    }
+    if metadata.path:
+        info["metadata"] = {"path": metadata.path, "sha256": metadata.sha256}
+    info["variants"] = [
+        {"path": vs.path, "source": vs.source, "provenance": vs.provenance, "sha256": vs.sha256}
+        for sets in variant_sets.values()
+        for vs in sets
+    ]
+    info["output_types"] = {t: [i.output_type, i.rule] for t, i in inferences.items()}
+    return BuildResult(samples=samples, contexts=contexts, sources=info, encoding=encoding)
+
+
+def _demo_sources(res: BuildResult, folder: Path) -> BuildResult:
+    """A demo build's records without the temporary folder's path: context sources
+    ``lceval-demo/<split>/<file>``, split and metadata paths ``lceval-demo/...``."""
+    import dataclasses
+
+    def rel(path: str) -> str:
+        p = Path(path)
+        return (
+            f"lceval-demo/{p.relative_to(folder).as_posix()}" if p.is_relative_to(folder) else path
+        )
+
+    contexts = [dataclasses.replace(c, source=rel(c.source)) for c in res.contexts]
+    sources = dict(res.sources)
+    for key in ("public", "private", "metadata"):
+        if isinstance(sources.get(key), Mapping):
+            sources[key] = {**sources[key], "path": rel(sources[key]["path"])}
+    sources["demo"] = "lceval demo dataset (lceval.benchmarks.cifbench.data.write_demo_dataset)"
+    return dataclasses.replace(res, contexts=contexts, sources=sources)
+
+
+def _instances(
+    source: str,
+    tf: TaskFile,
+    input_id: Mapping[tuple[str, str], int],
+    n_instr: int,
+    variant_sets: Mapping[str, list[VariantSet]],
+) -> list[tuple[int, str, int, str]]:
+    """(instruction index, instruction, input index, provenance) of one task, split and source."""
+    if source == "official":
+        kept = {ins: k for k, ins in enumerate(tf.instructions[:n_instr])}
+        out = []
+        seen = set()
+        for r in tf.rows:
+            j = input_id.get((r.input, r.output))
+            k = kept.get(r.instruction)
+            if j is None or k is None or (k, j) in seen:
+                continue
+            seen.add((k, j))
+            out.append((k, r.instruction, j, f"official:{tf.path.name}"))
+        return sorted(out, key=lambda x: (x[2], x[0]))
+    texts: tuple[str, ...] = ()
+    provenance = ""
+    for vs in variant_sets.get(source, []):
+        texts = vs.get(tf.task)
+        if texts:
+            provenance = f"{source}:{Path(vs.path).name if vs.path else ''}"
+            break
+    return [
+        (k, ins, j, provenance)
+        for j in sorted(input_id.values())
+        for k, ins in enumerate(texts[:n_instr])
+    ]
+
+
+def _sample(
+    split: str,
+    tf: TaskFile,
+    source: str,
+    k: int,
+    instruction: str,
+    j: int,
+    reference: str,
+    provenance: str,
+    inference: Inference,
+    categories: tuple[str, ...],
+    budget: int | None,
+) -> Sample:
+    otype = inference.output_type
+    if otype == "multi-class":
+        gold_labels: tuple[str, ...] = (normalize(reference),)
+    elif otype == "multi-label":
+        gold_labels = split_labels(reference)
+    else:
+        gold_labels = ()
+    return Sample(
+        id=f"cifbench/{split}/{tf.task}/{source}/i{k}/d{j}",
+        benchmark="cifbench",
+        task=tf.task,
+        instruction="",
+        context_id=f"cifbench/{split}/{tf.task}/d{j}",
+        description=instruction,
+        joiner="\n\n",
+        max_new_tokens=budget or 512,
+        gold=CifGold(reference, otype, inference.labels, gold_labels),
+        scenario=split,
+        expression_id=k,
+        variable_id=j,
+        meta={
+            "split": split,
+            "source": source,
+            "instruction_id": k,
+            "input_id": j,
+            "task_number": tf.number,
+            "task_name": tf.name,
+            "categories": list(categories),
+            "output_type_rule": inference.rule,
+            "provenance": provenance,
+            "file_split": tf.split,
+        },
+    )

@@ -1,0 +1,199 @@
+"""Prompt log-probabilities from a loaded ``hf`` or ``vllm`` backend: the input of membership
+signals (Min-K% Prob, Min-K%++, zlib ratio; :mod:`lceval.contamination`).
+
+The text is scored as raw text, without a chat template: membership signals ask how likely the
+model finds the text itself. An optional ``prefix`` is placed before it (scored positions are the
+text's only), so a caller can ask "how likely is this text after that one" (the in-prompt known
+case of the tests: a text shown earlier in the same prompt is far more likely).
+
+Token ids: the tokenizer's own special tokens for an empty input (a BOS for Llama-2-style
+tokenizers; nothing for SmolLM2's), then the prefix's tokens, then the text's, each tokenized
+without special tokens. The first token of the whole sequence has no prediction, so with no BOS
+and no prefix the text's first token is not scored. A sequence longer than the backend's window
+keeps its start: the text's last tokens are dropped (``TokenLogprobs.truncated``).
+
+Backends are used through what they already hold, without changing them: ``hf`` through its
+``.model`` and ``.tokenizer`` (one sequence per forward pass, float32 log-softmax; the mean and
+standard deviation of the next-token log-probability under the model's own distribution at each
+position are computed too, for Min-K%++), ``vllm`` through its ``.llm``
+(``SamplingParams(prompt_logprobs=0, max_tokens=1)``: the log-probability of each prompt token
+only; the full distribution is not returned, so Min-K%++ is not available there).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from lceval.errors import LcevalError
+
+
+@dataclass(frozen=True)
+class TokenLogprobs:
+    """Log-probabilities of one text's tokens under a model (natural log)."""
+
+    token_ids: tuple[int, ...]
+    """The text's scored token ids, in order."""
+    logprobs: np.ndarray
+    """``log p(token_t | prefix, tokens < t)`` per scored token (shape ``(n,)``)."""
+    mean: np.ndarray | None
+    """``E_z[log p(z | ...)]`` over the vocabulary at each scored position (Min-K%++'s mu), or
+    None when the backend does not give the distribution (vllm)."""
+    std: np.ndarray | None
+    """The matching standard deviation (Min-K%++'s sigma), or None."""
+    truncated: int = 0
+    """Text tokens dropped at the end to fit the backend's window."""
+    engine: str = ""
+    """``hf`` or ``vllm``."""
+
+
+def backend_kind(backend: Any) -> str:
+    """``"hf"`` or ``"vllm"``: which engine a loaded backend holds.
+
+    Raises:
+        LcevalError: a backend that is closed or gives no prompt log-probabilities (openai).
+    """
+    if getattr(backend, "llm", None) is not None:
+        return "vllm"
+    if getattr(backend, "model", None) is not None and hasattr(backend, "tokenizer"):
+        return "hf"
+    name = getattr(backend, "name", type(backend).__name__)
+    raise LcevalError(
+        f"backend {name} gives no prompt log-probabilities (only loaded hf and vllm backends do)"
+    )
+
+
+def _head(tokenizer: Any) -> list[int]:
+    """Special tokens the tokenizer adds to an empty input (BOS or nothing)."""
+    ids = tokenizer("", add_special_tokens=True)["input_ids"]
+    eos = getattr(tokenizer, "eos_token_id", None)
+    return [int(i) for i in ids if i != eos]
+
+
+def _ids(tokenizer: Any, text: str) -> list[int]:
+    return [int(i) for i in tokenizer(text, add_special_tokens=False)["input_ids"]]
+
+
+def _sequences(
+    tokenizer: Any, texts: Sequence[str], prefixes: Sequence[str] | None, window: int
+) -> list[tuple[list[int], int, int]]:
+    """(token ids, index of the first scored position, text tokens dropped) per text."""
+    if prefixes is not None and len(prefixes) != len(texts):
+        raise LcevalError("prompt_logprobs: prefixes and texts differ in length")
+    head = _head(tokenizer)
+    out = []
+    for i, text in enumerate(texts):
+        if not isinstance(text, str):
+            raise LcevalError(f"prompt_logprobs: text {i} is not a string")
+        lead = head + (_ids(tokenizer, prefixes[i]) if prefixes is not None else [])
+        body = _ids(tokenizer, text)
+        if not body:
+            raise LcevalError(f"prompt_logprobs: text {i} has no tokens")
+        room = window - len(lead)
+        if room < 1:
+            raise LcevalError(f"prompt_logprobs: prefix {i} alone fills the window {window}")
+        kept = body[:room]
+        start = max(len(lead), 1)  # position 0 has no prediction
+        if start >= len(lead) + len(kept):
+            raise LcevalError(f"prompt_logprobs: text {i} has no scorable token")
+        out.append((lead + kept, start, len(body) - len(kept)))
+    return out
+
+
+def _hf(
+    backend: Any, seqs: list[tuple[list[int], int, int]], distribution: bool, chunk: int
+) -> list[TokenLogprobs]:
+    import torch
+
+    model = backend.model
+    device = next(model.parameters()).device
+    out = []
+    for ids, start, dropped in seqs:
+        x = torch.tensor([ids], device=device)
+        keep = len(ids) - start + 1  # logits predicting positions start..end (from start - 1)
+        with torch.inference_mode():
+            try:
+                logits = model(x, logits_to_keep=keep).logits[0]
+            except TypeError:  # older models without logits_to_keep
+                logits = model(x).logits[0, -keep:]
+        logits = logits[:-1]  # the last position predicts past the text
+        target = torch.tensor(ids[start:], device=device)
+        lp, mu, sd = [], [], []
+        for a in range(0, logits.shape[0], chunk):
+            logp = torch.log_softmax(logits[a : a + chunk].float(), dim=-1)
+            lp.append(logp.gather(1, target[a : a + chunk, None])[:, 0])
+            if distribution:
+                p = logp.exp()
+                m = (p * logp).sum(-1)
+                second = (p * logp.square()).sum(-1)
+                mu.append(m)
+                sd.append((second - m.square()).clamp_min(0).sqrt())
+        out.append(
+            TokenLogprobs(
+                tuple(ids[start:]),
+                torch.cat(lp).double().cpu().numpy(),
+                torch.cat(mu).double().cpu().numpy() if distribution else None,
+                torch.cat(sd).double().cpu().numpy() if distribution else None,
+                dropped,
+                "hf",
+            )
+        )
+    return out
+
+
+def _vllm(backend: Any, seqs: list[tuple[list[int], int, int]]) -> list[TokenLogprobs]:
+    from vllm import SamplingParams
+
+    params = SamplingParams(prompt_logprobs=0, max_tokens=1, temperature=0.0)
+    prompts = [{"prompt_token_ids": ids} for ids, _, _ in seqs]
+    results = backend.llm.generate(prompts, params, use_tqdm=False)
+    out = []
+    for (ids, start, dropped), res in zip(seqs, results, strict=True):
+        plp = res.prompt_logprobs
+        vals = []
+        for t in range(start, len(ids)):
+            entry = plp[t] if plp is not None else None
+            if not entry or ids[t] not in entry:
+                raise LcevalError(f"vLLM returned no log-probability for prompt position {t}")
+            vals.append(float(entry[ids[t]].logprob))
+        out.append(TokenLogprobs(tuple(ids[start:]), np.asarray(vals), None, None, dropped, "vllm"))
+    return out
+
+
+def prompt_logprobs(
+    backend: Any,
+    texts: Sequence[str],
+    prefixes: Sequence[str] | None = None,
+    *,
+    distribution: bool = True,
+    window: int | None = None,
+    chunk: int = 256,
+) -> list[TokenLogprobs]:
+    """Log-probabilities of each text's tokens under a loaded hf or vllm backend.
+
+    Args:
+        backend: a loaded ``HFBackend`` or ``VLLMBackend`` (``lceval.models.base.load_backend``);
+            it is used as it is and not closed.
+        texts: the texts to score (raw text, no chat template).
+        prefixes: optional text placed before each text (its tokens are not scored).
+        distribution: also compute the mean and std of the next-token log-probability at each
+            position (hf only; Min-K%++).
+        window: most tokens per sequence (default: the backend's ``window``).
+        chunk: positions per log-softmax block on hf (bounds memory at ``chunk x vocabulary``).
+
+    Returns:
+        One :class:`TokenLogprobs` per text, in order.
+
+    Raises:
+        LcevalError: a backend without prompt log-probabilities, an empty text, a prefix that
+            fills the window, or prefixes of another length than the texts.
+    """
+    kind = backend_kind(backend)
+    size = int(window or getattr(backend, "window", 0) or 2048)
+    seqs = _sequences(backend.tokenizer, texts, prefixes, size)
+    if kind == "hf":
+        return _hf(backend, seqs, distribution, chunk)
+    return _vllm(backend, seqs)
