@@ -149,6 +149,8 @@ _VLLM_SHOWN = {
     "pipeline_parallel_size",
     "distributed_executor_backend",
     "prompt_format",
+    "rope_theta",
+    "rope_scaling",
 }
 """vLLM options shown by ``lceval list`` (any other ``vllm.LLM`` engine argument is accepted)."""
 

@@ -111,6 +111,15 @@ def test_rebuild_over_responses_needs_force(echo):
     assert len(echo.read_samples()) == 2
 
 
+def test_identical_rebuild_keeps_responses_and_models(echo):
+    _responses(echo, [("e0", "a0", "stop", None)])
+    echo.update_meta(models={"m": {"backend": "hf", "config_hash": "c"}})
+    pipeline.build("r", "echo", {"n": 3}, root=echo.path.parent)  # same samples: a resume
+    assert len(echo.read_responses()) == 1
+    assert echo.read_meta().models == {"m": {"backend": "hf", "config_hash": "c"}}
+    assert not list(echo.path.glob("responses.jsonl.replaced-*"))
+
+
 def test_bad_gold_is_one_line_naming_sample_and_field(echo):
     lines = echo.samples.read_text().splitlines()
     bad = json.loads(lines[1])

@@ -42,6 +42,7 @@ import torch
 import transformers
 from transformers import (
     AttentionInterface,
+    AutoConfig,
     AutoModelForCausalLM,
     AutoTokenizer,
     DynamicCache,
@@ -62,6 +63,7 @@ from lceval.models.base import (
     resolve_prompt_format,
 )
 from lceval.models.embedded import ModelSource, resolve_model
+from lceval.models.rope import RopeOverride, apply_rope, resolve_rope
 from lceval.records import Context, FinishReason, Response, Sample
 
 DTYPES = ("auto", "float32", "bfloat16", "float16")
@@ -297,6 +299,13 @@ class HFBackend:
         prompt_format: ``auto`` (the chat template when the tokenizer has one, else plain text:
             base models), ``chat`` or ``plain``; recorded in run.json and, when plain, in the
             response cache key.
+        rope_theta: RoPE base override (None: the checkpoint's); see :mod:`lceval.models.rope`.
+        rope_scaling: RoPE scaling spec, ``{"type": "ntk"|"dynamic"|"linear", "factor": s,
+            "original_max_position_embeddings": n}`` or ``"TYPE:s"``. Both are set on the model
+            config before ``from_pretrained`` (never on model code); the effective values go to
+            run.json and, when they differ from the checkpoint's, to the response cache key. With
+            a scaling spec the default window is s x the trained window; ``dynamic`` turns
+            ``share_prefix`` off (its base depends on the encoded length).
 
     Raises:
         LcevalError: the model cannot be resolved or loaded, or an argument is invalid.
@@ -313,6 +322,8 @@ class HFBackend:
         share_prefix: bool = True,
         num_threads: int | None = None,
         prompt_format: str = "auto",
+        rope_theta: float | None = None,
+        rope_scaling: dict[str, Any] | str | None = None,
     ) -> None:
         if batch_size < 1:
             raise LcevalError(f"batch_size must be >= 1, got {batch_size}")
@@ -342,8 +353,24 @@ class HFBackend:
             self.tokenizer = AutoTokenizer.from_pretrained(
                 self.source.path, trust_remote_code=trust_remote_code, local_files_only=True
             )
+            config = AutoConfig.from_pretrained(
+                self.source.path, trust_remote_code=trust_remote_code, local_files_only=True
+            )
+            # -- RoPE overrides (lceval.models.rope): set on the config, never on model code --
+            self.rope: RopeOverride | None = None
+            try:
+                self.rope = resolve_rope(config, rope_theta, rope_scaling)
+            except LcevalError:
+                if rope_theta is not None or rope_scaling is not None:
+                    raise
+            if self.rope is not None and self.rope.changed:
+                apply_rope(config, self.rope)
+                window = window or self.rope.extended_window()
+                if self.rope.parameters.get("rope_type") == "dynamic":
+                    self.share_prefix = False  # keys of a kept prefix used another base
             lm: Any = AutoModelForCausalLM.from_pretrained(
                 self.source.path,
+                config=config,
                 dtype=self.dtype,
                 trust_remote_code=trust_remote_code,
                 local_files_only=True,
@@ -380,6 +407,10 @@ class HFBackend:
         out: dict[str, Any] = {"engine": "hf", "dtype": self._dtype_name}
         if self.prompt_format == "plain":
             out["prompt_format"] = "plain"
+        rope_override = getattr(self, "rope", None)  # None: no RoPE model, or a bare stub
+        rope = rope_override.cache_field() if rope_override is not None else None
+        if rope is not None:
+            out["rope"] = rope  # answers under two RoPE bases never share a key
         return out
 
     @property
@@ -399,6 +430,7 @@ class HFBackend:
             "share_prefix": self.share_prefix,
             "num_threads": torch.get_num_threads(),
             "prompt_format": self.prompt_format,
+            "rope": self.rope.record() if self.rope is not None else None,
             **self._versions,
         }
 

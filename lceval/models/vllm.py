@@ -33,6 +33,7 @@ from lceval.models.base import (
     resolve_prompt_format,
 )
 from lceval.models.embedded import ModelSource, resolve_model
+from lceval.models.rope import RopeOverride, for_vllm, load_config
 from lceval.records import Context, FinishReason, Response, Sample
 
 CPU_KVCACHE_GIB = "1"
@@ -71,6 +72,11 @@ class VLLMBackend:
         prompt_format: ``auto`` (the chat template when the tokenizer has one, else plain text:
             base models), ``chat`` or ``plain``; recorded in run.json and, when plain, in the
             response cache key.
+        rope_theta: RoPE base override (None: the checkpoint's); see :mod:`lceval.models.rope`.
+        rope_scaling: RoPE scaling spec (``{"type": "ntk"|"dynamic"|"linear", "factor": s,
+            "original_max_position_embeddings": n}`` or ``"TYPE:s"``). Both reach vLLM as
+            ``hf_overrides`` (merged over any given); the effective values go to run.json and,
+            when they differ from the checkpoint's, to the response cache key.
 
     Raises:
         LcevalError: vLLM is not installed, the model cannot be resolved, or the engine fails
@@ -87,6 +93,8 @@ class VLLMBackend:
         pipeline_parallel_size: int = 1,
         distributed_executor_backend: str | None = None,
         prompt_format: str = "auto",
+        rope_theta: float | None = None,
+        rope_scaling: dict[str, Any] | str | None = None,
         **engine_kwargs: Any,
     ) -> None:
         try:
@@ -118,6 +126,18 @@ class VLLMBackend:
             args["enforce_eager"] = True
             os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", CPU_KVCACHE_GIB)
         args.update(engine_kwargs)
+        # -- RoPE overrides (lceval.models.rope): vLLM's hf_overrides, never model code --------
+        self.rope: RopeOverride | None = None
+        if rope_theta is not None or rope_scaling is not None:
+            config = load_config(self.source.path, bool(args.get("trust_remote_code", False)))
+            self.rope, window = for_vllm(config, rope_theta, rope_scaling, max_model_len)
+            if self.rope.changed:
+                args["hf_overrides"] = {
+                    **dict(args.get("hf_overrides") or {}),
+                    **self.rope.config_overrides(),
+                }
+                if window is not None:
+                    args["max_model_len"] = window
         self.engine_args = {k: v for k, v in args.items() if k not in ("model", "tokenizer")}
         try:
             self.llm: Any = vllm.LLM(**args)
@@ -150,6 +170,7 @@ class VLLMBackend:
             "dtype": self.dtype,
             "vllm": self._version,
             "prompt_format": self.prompt_format,
+            "rope": self.rope.record() if self.rope is not None else None,
         }
 
     @property
@@ -162,6 +183,10 @@ class VLLMBackend:
         out: dict[str, Any] = {"engine": "vllm", "dtype": self.dtype}
         if self.prompt_format == "plain":
             out["prompt_format"] = "plain"
+        rope_override = getattr(self, "rope", None)  # None: no RoPE model, or a bare stub
+        rope = rope_override.cache_field() if rope_override is not None else None
+        if rope is not None:
+            out["rope"] = rope  # answers under two RoPE bases never share a key
         return out
 
     @classmethod

@@ -5,7 +5,9 @@ Files: ``gold.py`` (task codes, answer keys), ``data.py`` (official JSONL / hub 
 files), ``prompts.py`` (the official prompt wording), ``build.py``, ``retrieval.py`` (BM25 and
 dense chunk retrieval), ``score.py`` (official exam rules, ROUGE, F1), ``judge.py`` (pairwise
 LLM judge), ``importer.py`` (official prediction files <-> run folders), ``report.py``,
-``resources/`` (published numbers).
+``resources/`` (published numbers), ``arithmetic.py`` (the offline GSM stand-in: seeded
+arithmetic problems in the gsm100 format), ``ntk.py`` (the NTK base sweep: plan, table, trend,
+figure; notebook 09).
 """
 
 from lceval.benchmark import Benchmark, ScorerSpec, lazy
@@ -46,6 +48,6 @@ BENCHMARK = Benchmark(
         ),
     },
     report=lazy("lceval.benchmarks.leval.report:report_leval"),
-    notebooks=("08_leval.ipynb",),
+    notebooks=("08_leval.ipynb", "09_ntk_base_sweep.ipynb"),
     details_file=GAMES_FILE,
 )

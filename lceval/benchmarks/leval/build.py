@@ -38,13 +38,33 @@ Retrieval (``retrieval``)
 question gets its own context of retrieved chunks (``lceval.benchmarks.leval.retrieval``); ids
 end with ``/<mode>``; ``meta["retrieval"]`` records the mode.
 
+Lengths (``lengths``)
+---------------------
+A list of target lengths L (tokens of ``encoding``) builds every question once per length: the
+document is cut to ``L - max_new_tokens`` tokens with the official word cut (as ``max_length =
+L`` would), ids and context ids end with ``/<L>``, ``Sample.length = L`` and ``meta["max_length"]
+= L``. Documents shorter than L stay whole (``meta["doc_tokens"]`` says how long). Used by the
+NTK base sweep (``lceval.benchmarks.leval.ntk``) to ask the same questions at several lengths;
+full-context retrieval only.
+
+The offline GSM stand-in (``data_path: arithmetic``)
+------------------------------------------------------
+lceval's seeded multi-step arithmetic problems in the official gsm100 format
+(:mod:`lceval.benchmarks.leval.arithmetic`): ``arithmetic_questions`` questions sharing one
+document of ``arithmetic_shots`` worked examples (16, the paper's GSM(16-shot); None with
+``lengths``: as many as fit each length), ``arithmetic_steps`` operations per problem. Task
+``gsm100``, scored by the official GSM rule. With ``lengths`` the document keeps the whole
+leading examples that fit ``L - max_new_tokens - (longest question)`` tokens, so, as in RULER,
+the prompt without chat template plus the answer budget stays within L.
+
 Sample fields
 -------------
 ``id`` = ``leval/<task>/<doc:04d>/<q:03d>`` (+ ``/loyalty`` or ``/fact`` for sci_fi, ``/nolie``,
-``/<mode>``), ``context_id`` = ``leval/<task>/<doc:04d>`` (full) or the sample's id base plus
-``/<mode>`` (retrieval), ``scenario`` = ``closed`` or ``open``, ``gold`` = the task's Gold
-(:mod:`lceval.benchmarks.leval.gold`), ``meta`` = ``{doc_index, question_index, source,
-evaluation, lie (None for closed tasks), retrieval, doc_tokens, doc_cut}``.
+``/<mode>``, ``/<L>``), ``context_id`` = ``leval/<task>/<doc:04d>`` (+ ``/<L>``; full) or the
+sample's id base plus ``/<mode>`` (retrieval), ``scenario`` = ``closed`` or ``open``, ``gold`` =
+the task's Gold (:mod:`lceval.benchmarks.leval.gold`), ``meta`` = ``{doc_index, question_index,
+source, evaluation, lie (None for closed tasks), retrieval, doc_tokens, doc_cut}`` (+
+``max_length`` with ``lengths``).
 
 Subsets (``subset``)
 --------------------
@@ -60,7 +80,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from lceval.benchmark import BuildResult, check_keys
-from lceval.benchmarks.leval import prompts
+from lceval.benchmarks.leval import arithmetic, prompts
 from lceval.benchmarks.leval.data import HUB_DATASET, Document, load_hub, load_local
 from lceval.benchmarks.leval.gold import (
     CLOSED_TASKS,
@@ -95,6 +115,10 @@ DEFAULTS: dict[str, Any] = {
     "retrieval_window": 3072,
     "embedding_model": None,
     "hub_dataset": HUB_DATASET,
+    "lengths": None,
+    "arithmetic_questions": 100,
+    "arithmetic_shots": 16,
+    "arithmetic_steps": 3,
     "seed": 0,
 }
 """Builder parameters and defaults (see the module docstring)."""
@@ -214,10 +238,33 @@ def _check(params: Mapping[str, Any]) -> dict[str, Any]:
         raise LcevalError("leval: data_path must be a path or a list of paths")
     _int(p, "seed", 0)
     _int(p, "demo_doc_words", 1)
+    lengths = p["lengths"]
+    if lengths is not None:
+        lengths = [lengths] if isinstance(lengths, int) else lengths
+        if not isinstance(lengths, list | tuple) or not lengths:
+            raise LcevalError("leval: lengths must be a non-empty list of token counts")
+        for n in lengths:
+            if isinstance(n, bool) or not isinstance(n, int) or n <= p["max_new_tokens"]:
+                raise LcevalError(
+                    f"leval: lengths must be integers > max_new_tokens ({p['max_new_tokens']}), "
+                    f"got {n!r}"
+                )
+        if p["max_length"] is not None:
+            raise LcevalError("leval: give lengths or max_length, not both")
+        if p["retrieval"] != ["full"]:
+            raise LcevalError("leval: lengths work with retrieval: full only")
+        p["lengths"] = sorted(set(lengths))
+    _int(p, "arithmetic_questions", 1)
+    _int(p, "arithmetic_steps", 1)
+    _int(p, "arithmetic_shots", 1, optional=True)
+    if p["arithmetic_shots"] is None and p["lengths"] is None and p["data_path"] == "arithmetic":
+        raise LcevalError("leval: arithmetic_shots: null (fill each length) needs lengths")
     return p
 
 
 def _load(p: Mapping[str, Any]) -> tuple[dict[str, list[Document]], dict[str, Any]]:
+    if p["data_path"] == "arithmetic":
+        return _load_arithmetic(p)
     if p["data_path"] == "demo":
         from lceval.benchmarks.leval.data import demo_documents
 
@@ -235,6 +282,47 @@ def _load(p: Mapping[str, Any]) -> tuple[dict[str, list[Document]], dict[str, An
         tasks = p["tasks"] or [t for t in TASKS if t in find_task_files(p["data_path"])]
         return load_local(p["data_path"], tasks)
     return load_hub(p["tasks"] or list(TASKS), p["hub_dataset"] or HUB_DATASET)
+
+
+def _load_arithmetic(p: Mapping[str, Any]) -> tuple[dict[str, list[Document]], dict[str, Any]]:
+    """The offline GSM stand-in: one gsm100 document (:mod:`lceval.benchmarks.leval.arithmetic`),
+    long enough for the longest length when ``arithmetic_shots`` is None."""
+    from lceval.benchmarks.leval.data import parse_document
+
+    if p["tasks"] not in (None, ["gsm100"]):
+        raise LcevalError("leval: data_path: arithmetic builds task gsm100 only")
+    min_tokens = max(p["lengths"]) if p["lengths"] else 0
+    recs = arithmetic.records(
+        p["arithmetic_questions"],
+        p["arithmetic_shots"],
+        p["arithmetic_steps"],
+        p["seed"],
+        min_tokens=min_tokens,
+        encoding=p["encoding"],
+    )
+    docs = [parse_document("gsm100", i, r, f"arithmetic {i}") for i, r in enumerate(recs)]
+    source = {
+        "generator": "lceval.benchmarks.leval.arithmetic",
+        "seed": p["seed"],
+        "questions": p["arithmetic_questions"],
+        "shots": p["arithmetic_shots"],
+        "steps": p["arithmetic_steps"],
+    }
+    return {"gsm100": docs}, {"gsm100": source}
+
+
+def _fit(p: Mapping[str, Any], task: str, doc: Document, length: int | None) -> str:
+    """The document text sent at ``length`` (None: the whole document, or the ``max_length``
+    cut): the official word cut, or whole worked examples for the arithmetic stand-in."""
+    limit = length or p["max_length"]
+    if limit is None:
+        return doc.input
+    budget = limit - p["max_new_tokens"]
+    if doc.source == arithmetic.SOURCE:
+        enc = get_encoding(p["encoding"])
+        longest = max(len(enc.encode(q, disallowed_special=())) for q in doc.instructions)
+        return arithmetic.fit_examples(doc.input, budget - longest, p["encoding"])
+    return cut_document(doc.input, budget, p["encoding"], from_left=task == "codeU")
 
 
 def _gold(task: str, doc: Document, q: int, judgment: str | None) -> LevalGold:
@@ -283,10 +371,13 @@ def _context(
     doc_tokens: int,
     contexts: dict[str, Context],
     index: dict[str, DocumentIndex],
+    length: int | None = None,
 ) -> str:
     """Id of the context of question ``q`` under ``mode`` (added to ``contexts`` once);
-    ``index`` caches the document's chunk index."""
+    ``index`` caches the document's chunk index; ``length`` suffixes the id (``lengths``)."""
     doc_id = f"leval/{doc.task}/{doc.index:04d}"
+    if length is not None:
+        doc_id += f"/{length}"
     if mode == "full":
         if doc_id not in contexts:
             contexts[doc_id] = Context(doc_id, text, doc_tokens, p["encoding"], doc.source)
@@ -317,9 +408,10 @@ def _question_samples(
     doc_tokens: int,
     contexts: dict[str, Context],
     index: dict[str, DocumentIndex],
+    length: int | None = None,
 ) -> list[Sample]:
     """The samples of question ``q`` of ``doc`` under retrieval ``mode`` (one per SFiction
-    judgment and per LIE setting)."""
+    judgment and per LIE setting) at ``length`` (None: no length grid)."""
     judgments: Sequence[str | None] = ("loyalty", "fact") if task == "sci_fi" else (None,)
     lies: Sequence[bool | None] = (
         ([True, False] if p["lie"] == "both" else [bool(p["lie"])])
@@ -334,10 +426,11 @@ def _question_samples(
             sid += f"/{judgment}" if judgment else ""
             sid += "/nolie" if lie is False else ""
             sid += f"/{mode}" if mode != "full" else ""
+            sid += f"/{length}" if length is not None else ""
             ctx_id = (
                 None
                 if judgment == "fact"
-                else _context(p, doc, q, mode, text, doc_tokens, contexts, index)
+                else _context(p, doc, q, mode, text, doc_tokens, contexts, index, length)
             )
             out.append(
                 Sample(
@@ -348,6 +441,7 @@ def _question_samples(
                     max_new_tokens=p["max_new_tokens"],
                     gold=gold,
                     scenario="closed" if task in CLOSED_TASKS else "open",
+                    length=length,
                     meta={
                         "doc_index": doc.index,
                         "question_index": q,
@@ -357,6 +451,7 @@ def _question_samples(
                         "retrieval": mode,
                         "doc_tokens": doc_tokens,
                         "doc_cut": text != doc.input,
+                        **({"max_length": length} if length is not None else {}),
                     },
                     **_prompt(task, doc.instructions[q], gold, lie),
                 )
@@ -377,7 +472,10 @@ def build_leval(params: Mapping[str, Any]) -> BuildResult:
             here), ``encoding``, ``max_new_tokens`` (512), ``retrieval`` (full, bm25, dense or
             a list), ``retrieval_chunk_tokens`` (1024), ``retrieval_top_k`` (4),
             ``retrieval_window`` (tokens, 3072), ``embedding_model`` (None: shipped MiniLM),
-            ``seed`` (recorded; the build is deterministic).
+            ``lengths`` (token lengths: each question once per length, module docstring),
+            ``arithmetic_questions`` / ``arithmetic_shots`` / ``arithmetic_steps``
+            (``data_path: arithmetic``), ``seed`` (the arithmetic stand-in's draws; else
+            recorded, the build is deterministic).
 
     Returns:
         The samples, their contexts (each document once; one per question for retrieval) and
@@ -399,20 +497,20 @@ def build_leval(params: Mapping[str, Any]) -> BuildResult:
         kept = [d for d in docs[task] if d.evaluation in allowed]
         if p["limit_docs"] is not None:
             kept = kept[: p["limit_docs"]]
-        budget = p["max_length"] - p["max_new_tokens"] if p["max_length"] else None
         for doc in kept:
-            text = doc.input
-            if budget is not None:
-                text = cut_document(text, budget, encoding, from_left=task == "codeU")
-            doc_tokens = len(enc.encode(text, disallowed_special=()))
-            n_q = len(doc.instructions)
-            if p["limit_questions"] is not None:
-                n_q = min(n_q, p["limit_questions"])
-            for q in range(n_q):
-                for mode in p["retrieval"]:
-                    samples.extend(
-                        _question_samples(p, task, doc, q, mode, text, doc_tokens, contexts, index)
-                    )
+            for length in p["lengths"] or [None]:
+                text = _fit(p, task, doc, length)
+                doc_tokens = len(enc.encode(text, disallowed_special=()))
+                n_q = len(doc.instructions)
+                if p["limit_questions"] is not None:
+                    n_q = min(n_q, p["limit_questions"])
+                for q in range(n_q):
+                    for mode in p["retrieval"]:
+                        samples.extend(
+                            _question_samples(
+                                p, task, doc, q, mode, text, doc_tokens, contexts, index, length
+                            )
+                        )
     if not samples:
         raise LcevalError(
             f"leval: no question selected (tasks {p['tasks'] or 'all'}, subset {p['subset']})"

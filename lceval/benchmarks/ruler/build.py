@@ -270,6 +270,11 @@ DEFAULTS: dict[str, Any] = {
 }
 """Builder params and their defaults (RULER: 500 samples per task and length, seed 42)."""
 
+MIN_LENGTH = 256
+"""Shortest target length (tokens). A task whose prompt and answer budget do not fit a length
+is refused with its own message (a short niah or qa prompt fits 256 tokens: the NTK sweep's
+smoke runs use it; vt and cwe need more)."""
+
 _VT_ICL_LENGTH = 500  # official: the vt one-shot example is built at max_seq_length=500
 
 
@@ -1022,8 +1027,8 @@ def _validate(params: Mapping[str, Any]) -> dict[str, Any]:
     if not isinstance(lengths, list | tuple) or not lengths:
         raise LcevalError("ruler: lengths must be a non-empty list of token counts")
     for n in lengths:
-        if isinstance(n, bool) or not isinstance(n, int) or n < 1024:
-            raise LcevalError(f"ruler: lengths must be integers >= 1024 tokens, got {n!r}")
+        if isinstance(n, bool) or not isinstance(n, int) or n < MIN_LENGTH:
+            raise LcevalError(f"ruler: lengths must be integers >= {MIN_LENGTH} tokens, got {n!r}")
     for key in ("num_samples", "seed"):
         v = p[key]
         if isinstance(v, bool) or not isinstance(v, int) or v < (1 if key == "num_samples" else 0):
@@ -1050,8 +1055,8 @@ def build_ruler(params: Mapping[str, Any]) -> BuildResult:
 
     Args:
         params: ``tasks`` (list of :data:`TASKS` names; None or absent: all 13), ``lengths``
-            (target lengths L in tokens, each >= 1024; default [4096]), ``num_samples`` (per
-            task and length; default 500), ``seed`` (default 42), ``tokenizer``
+            (target lengths L in tokens, each >= :data:`MIN_LENGTH`; default [4096]),
+            ``num_samples`` (per task and length; default 500), ``seed`` (default 42), ``tokenizer``
             (``"o200k_base"``, ``"cl100k_base"`` or a local Hugging Face tokenizer folder;
             default o200k_base), ``remove_newline_tab`` (official option; default false). The
             notebook's inference keys (:data:`NOTEBOOK_ONLY`), ``run_id`` and ``outputs_root``
