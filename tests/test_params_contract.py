@@ -46,10 +46,8 @@ SMALL: dict[str, Any] = {
 """Per benchmark, ``-p`` overrides that keep a build small (counts, lengths, no model-backed
 retrieval): every key of the file is still passed, so the key check is the file's own."""
 
-KNOWN_BROKEN = {
-    "11_cif_bench": "cifbench's NOTEBOOK_ONLY lacks notebook 11's `rebuild` (owned by the "
-    "CIF-Bench work; remove this entry once it builds)",
-}
+KNOWN_BROKEN: dict[str, str] = {}
+"""notebook stem -> why its params file does not build yet (strict xfail); empty: all build."""
 
 
 def _parameters(notebook: Path) -> dict[str, Any]:
