@@ -6,7 +6,9 @@ model finds the text itself. An optional ``prefix`` is placed before it (scored 
 text's only), so a caller can ask "how likely is this text after that one" (the in-prompt known
 case of the tests: a text shown earlier in the same prompt is far more likely).
 
-Token ids: the tokenizer's own special tokens for an empty input (a BOS for Llama-2-style
+Characters UTF-8 cannot encode (lone surrogates) are replaced by ``?`` before tokenizing, as
+``zlib_ratio`` does when it compresses the text. Token ids: the tokenizer's own special tokens for
+an empty input (a BOS for Llama-2-style
 tokenizers; nothing for SmolLM2's), then the prefix's tokens, then the text's, each tokenized
 without special tokens. The first token of the whole sequence has no prediction, so with no BOS
 and no prefix the text's first token is not scored. A sequence longer than the backend's window
@@ -74,15 +76,20 @@ def _head(tokenizer: Any) -> list[int]:
 
 
 def _ids(tokenizer: Any, text: str) -> list[int]:
-    return [int(i) for i in tokenizer(text, add_special_tokens=False)["input_ids"]]
+    clean = text.encode("utf-8", "replace").decode("utf-8")  # lone surrogates -> "?"
+    return [int(i) for i in tokenizer(clean, add_special_tokens=False)["input_ids"]]
 
 
 def _sequences(
     tokenizer: Any, texts: Sequence[str], prefixes: Sequence[str] | None, window: int
 ) -> list[tuple[list[int], int, int]]:
     """(token ids, index of the first scored position, text tokens dropped) per text."""
+    if isinstance(texts, str) or isinstance(prefixes, str):
+        raise LcevalError("prompt_logprobs: texts and prefixes must be lists of strings")
     if prefixes is not None and len(prefixes) != len(texts):
         raise LcevalError("prompt_logprobs: prefixes and texts differ in length")
+    if prefixes is not None and not all(isinstance(p, str) for p in prefixes):
+        raise LcevalError("prompt_logprobs: every prefix must be a string")
     head = _head(tokenizer)
     out = []
     for i, text in enumerate(texts):
@@ -188,10 +195,15 @@ def prompt_logprobs(
         One :class:`TokenLogprobs` per text, in order.
 
     Raises:
-        LcevalError: a backend without prompt log-probabilities, an empty text, a prefix that
-            fills the window, or prefixes of another length than the texts.
+        LcevalError: a backend without prompt log-probabilities, texts or prefixes that are not
+            lists of strings, an empty text, a prefix that fills the window, prefixes of another
+            length than the texts, or a window below 2.
     """
     kind = backend_kind(backend)
+    if window is not None and (
+        not isinstance(window, int) or isinstance(window, bool) or window < 2
+    ):
+        raise LcevalError(f"prompt_logprobs: window must be an integer >= 2, got {window!r}")
     size = int(window or getattr(backend, "window", 0) or 2048)
     seqs = _sequences(backend.tokenizer, texts, prefixes, size)
     if kind == "hf":

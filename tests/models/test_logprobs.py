@@ -59,6 +59,13 @@ def test_prefix_is_not_scored(tiny: HFBackend) -> None:
     assert plain.mean is None and plain.std is None
 
 
+def test_lone_surrogates_are_scored_as_replacement_characters(tiny: HFBackend) -> None:
+    [got] = prompt_logprobs(tiny, ["alpha \ud800 beta"])
+    [want] = prompt_logprobs(tiny, ["alpha ? beta"])
+    assert got.token_ids == want.token_ids
+    np.testing.assert_allclose(got.logprobs, want.logprobs)
+
+
 def test_chunking_and_window(tiny: HFBackend) -> None:
     text = " ".join(["word"] * 40)
     a = prompt_logprobs(tiny, [text])[0]
@@ -79,6 +86,12 @@ def test_errors(tiny_model_dir: Path, tiny: HFBackend) -> None:
         prompt_logprobs(tiny, ["a"], ["one two three four"], window=3)
     with pytest.raises(LcevalError, match="no scorable token"):
         prompt_logprobs(tiny, ["hello"])  # one token, no BOS
+    with pytest.raises(LcevalError, match="must be lists of strings"):
+        prompt_logprobs(tiny, "alpha beta")  # type: ignore[arg-type]
+    with pytest.raises(LcevalError, match="every prefix must be a string"):
+        prompt_logprobs(tiny, ["alpha beta"], [5])  # type: ignore[list-item]
+    with pytest.raises(LcevalError, match="window must be an integer"):
+        prompt_logprobs(tiny, ["alpha beta"], window="x")  # type: ignore[arg-type]
     closed = HFBackend(str(tiny_model_dir), device="cpu")
     closed.close()
     with pytest.raises(LcevalError, match="only loaded hf and vllm"):

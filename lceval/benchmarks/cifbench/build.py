@@ -151,7 +151,8 @@ def build_cifbench(params: Mapping[str, Any]) -> BuildResult:
         params: ``public_dir`` / ``private_dir`` (split folders; at least one), or ``demo: true``
             with neither (lceval's demo dataset, :func:`write_demo_dataset`, written to a
             temporary folder with its metadata unless ``metadata`` is given; context sources
-            then read ``lceval-demo/<split>/<file>``), ``tasks`` (codes,
+            then read ``lceval-demo/<split>/<file>``; given folders win over ``demo``, as in
+            notebook 11, which writes the demo files and passes their folders), ``tasks`` (codes,
             numbers or names; None: every task found), ``n_inputs`` (first inputs per task and
             split; None: all), ``n_instructions`` (instructions per task and source, 1..5,
             default 5), ``metadata`` (a YAML/JSON file: task -> output_type, categories,
@@ -174,9 +175,7 @@ def build_cifbench(params: Mapping[str, Any]) -> BuildResult:
     demo = params.get("demo", False)
     if not isinstance(demo, bool):
         raise LcevalError(f"cifbench: demo must be true or false, got {demo!r}")
-    if demo:
-        if params.get("public_dir") is not None or params.get("private_dir") is not None:
-            raise LcevalError("cifbench: give demo: true or public_dir / private_dir, not both")
+    if demo and params.get("public_dir") is None and params.get("private_dir") is None:
         with tempfile.TemporaryDirectory(prefix="lceval-cifbench-demo-") as tmp:
             paths = write_demo_dataset(tmp)
             if params.get("metadata") is not None:

@@ -563,6 +563,8 @@ def _spread_figure(run: RunDir, by_instruction: pd.DataFrame, per_task: pd.DataF
         x = np.arange(len(part))
         ax.bar(x, part["score"], color="lightgrey", label="mean over instructions")
         ax.vlines(x, part["min"], part["max"], color="C0", lw=2, label="range across instructions")
+        ax.plot(x, part["min"], "v", color="C0", ms=4)
+        ax.plot(x, part["max"], "^", color="C0", ms=4)
         ax.set_xticks(x, [str(t) for t in part["task"]], rotation=30, ha="right", fontsize=6)
         ax.set_ylim(0, 1)
         ax.set_ylabel("task score (0..1)")

@@ -267,7 +267,8 @@ def score_cifbench(
     Returns:
         ``value`` in 0..1: accuracy (multi-class), F1 (multi-label), similarity (similarity and,
         by default, creative). ``parts`` hold the extracted labels' counts or the similarity
-        metrics. NaN with the reason for an empty reference, a bad option or a BLEURT failure.
+        metrics. NaN with the reason for an empty reference (or one naming no label), a bad
+        option or a BLEURT failure.
         Never raises on any output.
     """
     del context
@@ -279,6 +280,8 @@ def score_cifbench(
     if creative not in ("similarity", "nan"):
         return Judgement(math.nan, explanation=f"bad creative option {creative!r:.40}")
     otype = gold.output_type
+    if otype in ("multi-class", "multi-label") and not any(gold.gold_labels):
+        return Judgement(math.nan, explanation=f"{otype}: the reference names no label")
     if otype == "multi-class":
         pred = extract_label(text, gold.labels)
         want = gold.gold_labels[0] if gold.gold_labels else ""

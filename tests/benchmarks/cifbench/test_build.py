@@ -187,7 +187,8 @@ def test_demo_param_builds_without_files(demo, tmp_path: Path) -> None:
     assert all(c.source.startswith("lceval-demo/") for c in res.contexts)
     assert res.sources["public"]["path"] == "lceval-demo/public"
     assert "demo" in res.sources and res.samples[0].meta["categories"]
-    with pytest.raises(LcevalError, match="not both"):
-        build_cifbench({"demo": True, "public_dir": str(demo["public_dir"])})
+    given = build_cifbench({"demo": True, "public_dir": str(demo["public_dir"])})  # folder wins
+    assert {s.scenario for s in given.samples} == {"public"}
+    assert not given.samples[0].meta["categories"]  # no metadata given
     with pytest.raises(LcevalError, match="demo must be true or false"):
         build_cifbench({"demo": "yes"})

@@ -153,6 +153,14 @@ def test_bad_options_are_nan(options, message) -> None:
 def test_empty_reference_is_nan() -> None:
     j = score_cifbench(_sample(CifGold("  ", "similarity")), _r("x"))
     assert math.isnan(j.value) and j.explanation == "empty reference"
+    # a classification reference that names no label (e.g. "。") cannot be scored either: an
+    # empty label set would otherwise give F1 1.0 to any answer
+    for gold in (
+        CifGold("。", "multi-label", ("a",), ()),
+        CifGold("", "multi-class", ("a",), ("",)),
+    ):
+        j = score_cifbench(_sample(gold), _r("a"))
+        assert math.isnan(j.value) and "names no label" in j.explanation
 
 
 TEXT = st.one_of(
