@@ -214,3 +214,19 @@ def test_bleurt_checkpoint(tmp_path: Path) -> None:
     assert {"chrF", "ROUGE-L", "BLEURT"} <= set(j.parts)
     bad = score_cifbench(_sample(SIM), _r("x"), bleurt_checkpoint=str(tmp_path / "missing"))
     assert math.isnan(bad.value) and bad.explanation.startswith("similarity failed")
+
+
+def test_megabyte_output_skips_the_unasked_rouge_l_and_stays_fast():
+    import time
+
+    from lceval.benchmarks.cifbench.score import ROUGE_CHARS, similarity_scores
+
+    huge = "A." * 500_000
+    t = time.process_time()
+    value, parts, name = similarity_scores(huge, "今天天气很好", "chrf")
+    assert name == "chrF" and "ROUGE-L" not in parts and 0.0 <= value <= 1.0
+    assert time.process_time() - t < 30  # generous: a hang guard, not a timing assertion
+    _, parts, _ = similarity_scores("A." * (ROUGE_CHARS // 2), "A. B.", "chrf")
+    assert "ROUGE-L" in parts  # within the bound both stand-ins are reported
+    _, parts, name = similarity_scores("今天" * 10, "今天天气很好", "rouge-l")
+    assert name == "ROUGE-L" and "ROUGE-L" in parts
