@@ -70,7 +70,13 @@ def _parser() -> argparse.ArgumentParser:
         help="auto (default: vllm on a CUDA GPU, else hf; says which), hf, vllm or openai",
     )
     i.add_argument("--model", default=None, help="path or hub id (default: embedded SmolLM2)")
-    i.add_argument("--batch-size", type=int, default=8)
+    i.add_argument(
+        "--batch-size",
+        type=int,
+        default=None,
+        help="samples per engine call, flushed to disk after each (default: the engine's: "
+        "vllm 256, hf its batch size)",
+    )
     i.add_argument("--limit", type=int, default=None, help="answer only the first N samples")
     i.add_argument("--tasks", nargs="+", default=None, help="only these task codes")
     i.add_argument("--max-new-tokens", type=int, default=None, help="cap every sample's budget")

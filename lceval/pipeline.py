@@ -29,6 +29,9 @@ from lceval.models.cache import ResponseStore
 from lceval.models.generate import engine_config, generate, prefix_reuse
 from lceval.records import Context, Judgement, Response, Sample, Score, sample_hash
 
+DEFAULT_CALL_SIZE = 8
+"""Samples per engine call when neither the caller nor the engine says (:func:`infer`)."""
+
 
 def load_params(path: str | os.PathLike[str]) -> dict[str, Any]:
     """Read a params YAML file into a dict.
@@ -242,7 +245,7 @@ def infer(
     model: str | None = None,
     *,
     root: str | Path | None = None,
-    batch_size: int = 8,
+    batch_size: int | None = None,
     limit: int | None = None,
     tasks: Sequence[str] | None = None,
     max_new_tokens: int | None = None,
@@ -254,11 +257,18 @@ def infer(
     """Load a backend and answer the run's pending samples (resumable); records it in run.json.
 
     ``backend="auto"`` (the default) loads the engine ``lceval.models.base.choose_backend``
-    picks (hf on the CPU, vLLM on a CUDA GPU) and says which on stderr. run.json's ``models``
-    entry records the engine actually loaded (``backend``), the one asked for
+    picks (vLLM when it imports, CPU included; else hf) and says which on stderr. run.json's
+    ``models`` entry records the engine actually loaded (``backend``), the one asked for
     (``requested_backend``), the response cache key's config hash (engine and dtype included)
-    and ``prefix_reuse``: prompt tokens requested and computed by this call (``reuse`` 0..1;
-    ``measured: false`` where the engine does not report it).
+    ``prefix_reuse``: prompt tokens requested and computed by this call (``reuse`` 0..1;
+    ``measured: false`` where the engine does not report it) and ``timing``: seconds of this
+    call spent starting the engine, answering (``generate_s``, cached answers skipped) and
+    closing it.
+
+    ``batch_size`` is the number of samples per engine call, each call's answers flushed to disk
+    before the next; None: the engine's ``call_size`` (vLLM 256: its scheduler batches a whole
+    call continuously, and the smoke set answered in calls of 4 took 60 s instead of 44 s; hf its
+    own batch size; else :data:`DEFAULT_CALL_SIZE`).
 
     Raises:
         LcevalError: unknown backend, model or option, missing samples, bad limits.
@@ -269,10 +279,12 @@ def infer(
         raise LcevalError(f"--limit must be a positive integer, got {limit!r}")
     if max_new_tokens is not None and max_new_tokens < 1:
         raise LcevalError(f"--max-new-tokens must be >= 1, got {max_new_tokens}")
-    if batch_size < 1:
-        raise LcevalError(f"--batch-size must be >= 1, got {batch_size}")
+    if batch_size is not None and (not isinstance(batch_size, int) or batch_size < 1):
+        raise LcevalError(f"--batch-size must be an integer >= 1, got {batch_size!r}")
     ResponseStore(run.responses)  # a corrupt responses file stops here, before a model loads
+    t0 = time.perf_counter()
     engine = load_backend(backend, model, **dict(backend_options or {}))
+    timing = {"engine_start_s": round(time.perf_counter() - t0, 2)}
     try:
         config = GenerationConfig(temperature=temperature, seed=seed, max_new_tokens=max_new_tokens)
         keyed = engine_config(engine, config)
@@ -290,15 +302,22 @@ def infer(
                 f"apart under config {keyed.hash()} ({keyed.engine}), and both are scored"
             )
         run.update_meta(models={engine.name: entry})
+        t0 = time.perf_counter()
+        if batch_size is None:
+            batch_size = int(getattr(engine, "call_size", DEFAULT_CALL_SIZE))
         responses = run_inference(
             run, engine, config, batch_size=batch_size, limit=limit, tasks=tasks, progress=progress
         )
+        timing["generate_s"] = round(time.perf_counter() - t0, 2)
         counts = prefix_reuse(engine)
         if counts is not None:
-            run.update_meta(models={engine.name: {**entry, "prefix_reuse": counts.as_dict()}})
-        return responses
+            entry["prefix_reuse"] = counts.as_dict()
     finally:
+        t0 = time.perf_counter()
         engine.close()
+        timing["engine_close_s"] = round(time.perf_counter() - t0, 2)
+    run.update_meta(models={engine.name: {**entry, "timing": timing}})
+    return responses
 
 
 def load_samples(run: RunDir) -> list[Sample]:

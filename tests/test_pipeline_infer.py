@@ -233,3 +233,54 @@ def test_responses_without_sample_hash_still_resume_and_score(echo_bench, tmp_pa
     assert len(run_inference(run, again, progress=False)) == 4 and again.seen == []
     df = pipeline.score("r", root=tmp_path, progress=False)
     assert len(df) == 4 and set(df["value"]) == {1.0}
+
+
+class SizedBackend(CountingBackend):
+    """Records the size of every generate call; ``call_size`` as an engine sets it."""
+
+    def __init__(self, call_size=None):
+        super().__init__()
+        self.calls = []
+        if call_size is not None:
+            self.call_size = call_size
+
+    def generate(self, samples, contexts, config):
+        self.calls.append(len(samples))
+        return super().generate(samples, contexts, config)
+
+
+@pytest.mark.parametrize(
+    ("call_size", "batch_size", "calls"),
+    [(5, None, [5, 5, 2]), (None, None, [8, 4]), (5, 3, [3, 3, 3, 3])],
+)
+def test_infer_calls_the_engine_in_its_call_size_and_records_timing(
+    monkeypatch, tmp_path, call_size, batch_size, calls
+):
+    """batch_size None: the engine's call_size (vLLM 256), else 8; run.json gets the timing."""
+    from lceval import pipeline
+
+    run = RunDir("r", tmp_path).create()
+    samples, contexts = _samples(12)
+    run.write_samples(samples, contexts)
+    run.write_meta(new_meta("r"))
+    engine = SizedBackend(call_size)
+    monkeypatch.setattr(pipeline, "load_backend", lambda *a, **k: engine)
+    out = pipeline.infer("r", "auto", root=tmp_path, batch_size=batch_size, progress=False)
+    assert len(out) == 12 and engine.calls == calls
+    timing = run.read_meta().models["scripted"]["timing"]
+    assert set(timing) == {"engine_start_s", "generate_s", "engine_close_s"}
+    assert all(isinstance(v, float) and v >= 0 for v in timing.values())
+
+
+def test_infer_refuses_a_bad_batch_size_before_loading(monkeypatch, tmp_path):
+    from lceval import pipeline
+    from lceval.errors import LcevalError
+
+    run = RunDir("r", tmp_path).create()
+    samples, contexts = _samples(2)
+    run.write_samples(samples, contexts)
+    run.write_meta(new_meta("r"))
+    monkeypatch.setattr(pipeline, "load_backend", lambda *a, **k: pytest.fail("loaded"))
+    for bad in (0, -1, 2.5, "8"):
+        with pytest.raises(LcevalError, match="--batch-size must be an integer >= 1"):
+            pipeline.infer("r", "auto", root=tmp_path, batch_size=bad, progress=False)

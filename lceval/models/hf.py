@@ -339,6 +339,8 @@ class HFBackend:
         self.device = _pick_device(device)
         self.dtype = _pick_dtype(dtype, self.device)
         self.batch_size = batch_size
+        self.call_size = batch_size
+        """Samples per ``generate`` call that ``lceval.pipeline.infer`` sends by default."""
         self.share_prefix = share_prefix
         self._prefix_ids: list[int] = []
         """Token ids of the last shared prefix encoded (empty: none kept)."""

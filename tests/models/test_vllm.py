@@ -114,6 +114,7 @@ def test_info(engine) -> None:
     assert info["backend"] == "vllm" and info["window"] == WINDOW
     assert info["engine_args"]["enable_prefix_caching"] is True
     assert info["device"] == "cpu" and info["engine_args"]["enforce_eager"] is True
+    assert info["cpu_env"]["VLLM_CPU_KVCACHE_SPACE"]  # the environment it started with
 
 
 def test_cache_key_and_prefix_reuse(engine) -> None:
