@@ -1,21 +1,25 @@
-"""The LIFBench smoke run end to end, per stage, on each engine: the "first five minutes" job.
+"""README's first command, timed stage by stage on each engine: the "first five minutes" job.
 
-Run from the repo root: ``python benchmarks/bench_main_job.py [--backends hf,vllm]
-[--params params/01_build_data/smoke.yaml] [--out benchmarks/results/main_job.md]``.
+Run from the repo root after ``make setup``: ``.venv/bin/python benchmarks/bench_main_job.py
+[--backends auto,hf] [--pipeline params/pipelines/lifbench_smoke.yaml]
+[--out benchmarks/results/main_job.md]``.
 
-For each backend, one fresh child process does what a newcomer's first run does, through
-``lceval.pipeline`` on a fresh run id in a temporary outputs folder: import lceval, build the
-LIFBench smoke set (22 samples, 3 shared contexts), ``pipeline.infer`` with the default model
-(embedded SmolLM2-135M-Instruct, ``model=None``) and default settings, score, report. Engine start
-and close are timed by wrapping ``load_backend`` and the engine's ``close`` inside
-``pipeline.infer`` (nothing else is changed); "inference" is the rest of ``pipeline.infer``. The
-table gives seconds per stage, the child's wall time from interpreter start, prompt tokens
-requested and computed (prefix reuse, from run.json), generated tokens and the longest answer.
+For each engine, one child process runs exactly what ``make smoke`` runs after setup,
+``python -m lceval run PIPELINE`` (notebooks 01 build, 02 inference, 03 scoring and report,
+through papermill, each in a fresh Jupyter kernel), on a fresh run id in a temporary outputs
+folder, with ``-p backend=NAME`` as the only change. The wall time is the child's, from
+interpreter start to exit. The breakdown comes from what the job records itself: papermill's
+per-cell durations in the executed notebooks, and ``run.json``'s ``models.*.timing`` (engine
+start, answering, engine close) and ``prefix_reuse`` (prompt tokens requested and computed).
+"Notebook overhead" is each notebook's time outside its cells (kernel start, papermill, writing
+the notebook); "lceval run overhead" is the rest of the wall time (interpreter start, imports,
+the HTML rendering of the executed notebooks for report/index.html).
 
-The physical floor of the prompt side is the prefill of the three unique contexts: the requested
-prompt tokens minus those shared within each context (printed as "floor prompt tokens"). Tables
-only, no assertions (STYLE.md: no timed tests). Runs are sequential: one model in memory at a
-time.
+The physical floor (:func:`floor`) is the arithmetic that cannot be skipped: the prefill of the
+prompts' unique tokens (the nodes of the token trie of all prompts, which is what an ideal
+prefix cache computes) and the decoding of the generated tokens, in FLOPs, over the best dense
+matmul rate measured on the machine. Tables only, no assertions (STYLE.md: no timed tests).
+Runs are sequential: one model in memory at a time.
 """
 
 from __future__ import annotations
@@ -28,118 +32,162 @@ import subprocess
 import sys
 import tempfile
 import time
+from pathlib import Path
 
-STAGES = ("import", "build", "engine start", "inference", "engine close", "score", "report")
-
-
-def child(backend: str, params_path: str, root: str) -> None:
-    """One end-to-end job; prints ``RESULT {json}`` on stdout."""
-    t_proc = time.perf_counter()
-    times: dict[str, float] = {}
-    t = time.perf_counter()
-    from lceval import pipeline
-    from lceval.models import base
-
-    times["import"] = time.perf_counter() - t
-    run_id = f"bench-main-{backend}"
-    t = time.perf_counter()
-    pipeline.build(run_id, "lifbench", pipeline.load_params(params_path), root=root)
-    times["build"] = time.perf_counter() - t
-
-    real_load = base.load_backend
-
-    def timed_load(*args: object, **kwargs: object) -> base.Backend:
-        t0 = time.perf_counter()
-        engine = real_load(*args, **kwargs)  # type: ignore[arg-type]
-        times["engine start"] = time.perf_counter() - t0
-        real_close = engine.close
-
-        def timed_close() -> None:
-            t1 = time.perf_counter()
-            real_close()
-            times["engine close"] = time.perf_counter() - t1
-
-        engine.close = timed_close  # type: ignore[method-assign]
-        return engine
-
-    pipeline.load_backend = timed_load  # type: ignore[assignment]
-    t = time.perf_counter()
-    responses = pipeline.infer(run_id, backend, None, root=root, progress=False)
-    infer_s = time.perf_counter() - t
-    times["inference"] = infer_s - times["engine start"] - times.get("engine close", 0.0)
-
-    t = time.perf_counter()
-    scores = pipeline.score(run_id, root=root, progress=False)
-    times["score"] = time.perf_counter() - t
-    t = time.perf_counter()
-    pipeline.report(run_id, root=root)
-    times["report"] = time.perf_counter() - t
-
-    from lceval.io import RunDir
-
-    run = RunDir(run_id, root)
-    entry = next(iter(run.read_meta().models.values()))
-    print(
-        "RESULT "
-        + json.dumps(
-            {
-                "times": times,
-                "in_process_s": time.perf_counter() - t_proc,
-                "engine": entry["backend"],
-                "dtype": entry.get("dtype"),
-                "prefix_reuse": entry.get("prefix_reuse"),
-                "floor_prompt_tokens": floor_prompt_tokens(run, entry.get("window", 8192)),
-                "samples": len(responses),
-                "errors": sum(r.finish_reason == "error" for r in responses),
-                "prompt_tokens": sum(r.prompt_tokens for r in responses),
-                "completion_tokens": sum(r.completion_tokens for r in responses),
-                "longest_answer": max(r.completion_tokens for r in responses),
-                "mean_score": float(scores["value"].mean()),
-            }
-        ),
-        flush=True,
-    )
+ROOT = Path(__file__).resolve().parent.parent
 
 
-def floor_prompt_tokens(run: object, window: int) -> int:
-    """Prompt tokens left when each context's shared prefix is encoded once (SmolLM2 tokens)."""
-    from transformers import AutoTokenizer
+def notebook_times(path: Path) -> tuple[float, dict[str, float]]:
+    """(notebook duration, {first line of a cell: seconds}) from papermill's metadata."""
+    nb = json.loads(path.read_text(encoding="utf-8"))
+    total = float(nb["metadata"]["papermill"].get("duration") or 0.0)
+    cells: dict[str, float] = {}
+    for cell in nb["cells"]:
+        if cell["cell_type"] != "code":
+            continue
+        src = "".join(cell["source"]) if isinstance(cell["source"], list) else cell["source"]
+        lines = [x for x in src.splitlines() if x.strip() and not x.startswith("#")]
+        key = lines[0].strip()[:60] if lines else "(comment)"
+        cells[key] = cells.get(key, 0.0) + float(cell["metadata"]["papermill"].get("duration") or 0)
+    return total, cells
 
-    from lceval.models.base import GenerationConfig, render_sample
-    from lceval.models.embedded import resolve_model
+
+def unique_prefix_positions(rows: list[list[int]]) -> list[int]:
+    """Positions (0-based) of the tokens any prefix cache must compute for ``rows``.
+
+    These are the nodes of the token trie of all prompts: with the prompts sorted, each adds the
+    tokens past its longest common prefix with the one before it.
+    """
     from lceval.models.hf import common_prefix_len
 
-    tok = AutoTokenizer.from_pretrained(resolve_model(None).path)
-    contexts = run.read_contexts()  # type: ignore[attr-defined]
-    by_context: dict[str | None, list[list[int]]] = {}
-    for s in run.read_samples():  # type: ignore[attr-defined]
+    out: list[int] = []
+    prev: list[int] = []
+    for ids in sorted(rows):
+        shared = common_prefix_len([prev, ids]) if prev else 0
+        out.extend(range(shared, len(ids)))
+        prev = ids
+    return out
+
+
+def floor(run_dir: Path, window: int, generated: list[tuple[int, int]]) -> dict[str, float]:
+    """The job's compute floor: unique prompt tokens and the FLOPs of prefill plus decoding.
+
+    FLOPs per token at position p: 2 x (non-embedding parameters) for the matrix products plus
+    4 x layers x hidden size x p for attention (scores and weighted values); generated tokens
+    also pay the output projection (2 x vocabulary x hidden). ``generated`` holds (prompt
+    length, new tokens) per sample. Seconds = FLOPs / the best dense matmul rate measured here
+    (float32 and bfloat16, 2048 x 2048, all threads): an optimistic lower bound.
+    """
+    import torch
+    from transformers import AutoConfig, AutoTokenizer
+
+    from lceval.io import RunDir
+    from lceval.models.base import GenerationConfig, render_sample
+    from lceval.models.embedded import resolve_model
+
+    path = resolve_model(None).path
+    tok = AutoTokenizer.from_pretrained(path)
+    cfg = AutoConfig.from_pretrained(path)
+    run = RunDir(run_dir.name, run_dir.parent)
+    contexts = run.read_contexts()
+    rows = []
+    for s in run.read_samples():
         text = render_sample(tok, s, contexts, window, GenerationConfig(), "chat").text
-        ids = tok(text, add_special_tokens=False)["input_ids"]
-        by_context.setdefault(s.context_id, []).append(ids)
-    total = 0
-    for rows in by_context.values():
-        common = common_prefix_len(rows)
-        total += common + sum(len(r) - common for r in rows)
-    return total
+        rows.append(tok(text, add_special_tokens=False)["input_ids"])
+    positions = unique_prefix_positions(rows)
+    d, layers, vocab = cfg.hidden_size, cfg.num_hidden_layers, cfg.vocab_size
+    inter, heads, kv = cfg.intermediate_size, cfg.num_attention_heads, cfg.num_key_value_heads
+    head = d // heads
+    dense = layers * (d * head * (heads + 2 * kv) + heads * head * d + 3 * d * inter)
+    flops = sum(2 * dense + 4 * layers * d * p for p in positions)
+    for n_prompt, n_new in generated:
+        flops += sum(
+            2 * dense + 2 * vocab * d + 4 * layers * d * (n_prompt + j) for j in range(n_new)
+        )
+    rate = 0.0
+    for dtype in (torch.float32, torch.bfloat16):
+        a = torch.randn(2048, 2048, dtype=dtype)
+        torch.matmul(a, a)
+        t = time.perf_counter()
+        for _ in range(5):
+            torch.matmul(a, a)
+        rate = max(rate, 5 * 2 * 2048**3 / (time.perf_counter() - t))
+    return {"tokens": len(positions), "tflop": flops / 1e12, "gflops": rate / 1e9,
+            "seconds": flops / rate}  # fmt: skip
 
 
-def run_child(backend: str, args: argparse.Namespace) -> dict:
-    root = tempfile.mkdtemp(prefix="lceval-bench-main-")
-    env = {**os.environ, "HF_HUB_OFFLINE": "1", "LCEVAL_OUTPUTS": root}
+def run_job(backend: str, args: argparse.Namespace) -> dict:
+    """Run the pipeline once on ``backend`` in a fresh outputs folder; collect its records."""
+    root = Path(tempfile.mkdtemp(prefix="lceval-bench-main-"))
+    run_id = f"bench-main-{backend}"
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "LCEVAL_OUTPUTS": str(root)}
+    cmd = [sys.executable, "-m", "lceval", "run", args.pipeline, "--run-id", run_id,
+           "-p", f"backend={backend}"]  # fmt: skip
     t0 = time.perf_counter()
-    proc = subprocess.run(
-        [sys.executable, os.path.abspath(__file__), "--child", backend, "--params", args.params,
-         "--root", root],
-        capture_output=True, text=True, env=env, check=False,
-    )  # fmt: skip
+    proc = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=ROOT, check=False)
     wall = time.perf_counter() - t0
-    line = next((x for x in proc.stdout.splitlines() if x.startswith("RESULT ")), None)
-    if proc.returncode != 0 or line is None:
+    if proc.returncode != 0:
         sys.exit(f"{backend} failed ({proc.returncode}): {proc.stderr[-3000:]}")
-    res = json.loads(line.removeprefix("RESULT "))
-    res["wall_s"] = wall
-    res["load_after"] = os.getloadavg()[0]
-    return res
+    run_dir = root / run_id
+    meta = json.loads((run_dir / "run.json").read_text(encoding="utf-8"))
+    entry = next(iter(meta["models"].values()))
+    notebooks = {}
+    for nb in sorted((run_dir / "notebooks").glob("*.ipynb")):
+        notebooks[nb.stem] = notebook_times(nb)
+    responses = [
+        json.loads(line)
+        for line in (run_dir / "responses.jsonl").read_text(encoding="utf-8").splitlines()
+    ]
+    picked = [x for x in proc.stderr.splitlines() if x.startswith("lceval: backend auto")]
+    return {
+        "wall_s": wall,
+        "notebooks": notebooks,
+        "timing": entry.get("timing", {}),
+        "engine": entry["backend"],
+        "dtype": entry.get("dtype"),
+        "picked": picked[0].removeprefix("lceval: ") if picked else "",
+        "prefix_reuse": entry.get("prefix_reuse"),
+        "floor": floor(
+            run_dir,
+            entry.get("window", 8192),
+            [(r["prompt_tokens"], r["completion_tokens"]) for r in responses],
+        ),
+        "samples": len(responses),
+        "errors": sum(r["finish_reason"] == "error" for r in responses),
+        "prompt_tokens": sum(r["prompt_tokens"] for r in responses),
+        "completion_tokens": sum(r["completion_tokens"] for r in responses),
+        "load_after": os.getloadavg()[0],
+    }
+
+
+def stages(res: dict) -> dict[str, float]:
+    """Seconds per stage of one job (they add up to its wall time)."""
+    nbs = res["notebooks"]
+    timing = res["timing"]
+
+    def cell(nb: str, prefix: str) -> float:
+        return sum(v for k, v in nbs.get(nb, (0, {}))[1].items() if k.startswith(prefix))
+
+    build = cell("01_build_data", "run = pipeline.build(")
+    infer_cell = cell("02_inference", "responses = pipeline.infer(")
+    start = timing.get("engine_start_s", 0.0)
+    close = timing.get("engine_close_s", 0.0)
+    answer = timing.get("generate_s", 0.0)
+    report = cell("03_ars_ifs_scoring", "tables = pipeline.report(")
+    cells_total = sum(sum(c.values()) for _, c in nbs.values())
+    nb_total = sum(t for t, _ in nbs.values())
+    out = {
+        "build (01)": build,
+        "engine start (02)": start,
+        "answering 44 samples (02)": answer,
+        "engine close (02)": close,
+        "other inference-cell work (02)": infer_cell - start - answer - close,
+        "scoring + report tables/figures (03)": report,
+        "other cells": cells_total - build - infer_cell - report,
+        "notebook overhead (3 kernels)": nb_total - cells_total,
+    }
+    out["lceval run overhead"] = res["wall_s"] - nb_total
+    return out
 
 
 def cpu_name() -> str:
@@ -157,40 +205,61 @@ def cpu_name() -> str:
 def table(rows: dict[str, dict], args: argparse.Namespace) -> str:
     names = list(rows)
     lines = [
-        "# Main job end to end: LIFBench smoke set, embedded SmolLM2-135M-Instruct",
+        "# Main job end to end: `make smoke` after setup "
+        "(LIFBench smoke set, SmolLM2-135M-Instruct)",
         "",
-        f"`{args.params}` (22 samples, 3 contexts), `pipeline.infer` defaults (greedy, "
-        f"batch size 8, sample budgets uncapped), fresh run id per engine. Machine: {cpu_name()} "
-        f"({os.cpu_count()} CPUs), shared with other work: 1-minute load average after each "
-        "run in the last rows. Seconds per stage; wall = the child process from interpreter "
-        "start to exit.",
+        f"`python -m lceval run {args.pipeline} -p backend=NAME` in a fresh outputs folder, "
+        f"the three notebooks through papermill. Machine: {cpu_name()} ({os.cpu_count()} CPUs); "
+        "1-minute load average after each run in the last row. Seconds per stage (they add up "
+        "to the wall time), from papermill's cell durations and run.json's `timing`.",
         "",
         "| stage | " + " | ".join(names) + " |",
         "| --- | " + " | ".join("---" for _ in names) + " |",
     ]
-    for stage in STAGES:
-        cells = [f"{rows[n]['times'].get(stage, 0.0):.1f}" for n in names]
-        lines.append(f"| {stage} s | " + " | ".join(cells) + " |")
+    per = {n: stages(rows[n]) for n in names}
+    for stage in per[names[0]]:
+        lines.append(f"| {stage} | " + " | ".join(f"{per[n][stage]:.1f}" for n in names) + " |")
 
     def row(label: str, fn) -> None:  # type: ignore[no-untyped-def]
         lines.append(f"| {label} | " + " | ".join(fn(rows[n]) for n in names) + " |")
 
     row("**wall s**", lambda r: f"**{r['wall_s']:.1f}**")
     row("engine (dtype)", lambda r: f"{r['engine']} ({r['dtype']})")
+    row("samples (errors)", lambda r: f"{r['samples']} ({r['errors']})")
     row("prompt tokens requested", lambda r: f"{r['prompt_tokens']:,}")
     row("prompt tokens computed", lambda r: _computed(r["prefix_reuse"]))
     row("prefix reuse", lambda r: _reuse(r["prefix_reuse"]))
-    row("floor prompt tokens", lambda r: f"{r['floor_prompt_tokens']:,}")
+    row("floor: unique prompt tokens (trie of all prompts)", lambda r: f"{r['floor']['tokens']:,}")
     row("generated tokens", lambda r: f"{r['completion_tokens']:,}")
-    row("longest answer (tokens)", lambda r: f"{r['longest_answer']:,}")
-    row("errors", lambda r: str(r["errors"]))
-    row("mean score", lambda r: f"{r['mean_score']:.3f}")
+    row(
+        "tokens/s while answering (prompt computed + generated)",
+        lambda r: _rate(r),
+    )
+    row(
+        "floor: TFLOP (unique prefill + decoding)",
+        lambda r: f"{r['floor']['tflop']:.1f}",
+    )
+    row(
+        "floor: seconds at the best measured matmul rate",
+        lambda r: f"{r['floor']['seconds']:.1f} ({r['floor']['gflops']:.0f} GFLOP/s)",
+    )
     row("load average after", lambda r: f"{r['load_after']:.1f}")
+    picked = [f"- `{n}`: {rows[n]['picked']}" for n in names if rows[n]["picked"]]
+    if picked:
+        lines += ["", "Engine picked by `backend=auto`:", *picked]
     return "\n".join(lines) + "\n"
 
 
+def _rate(r: dict) -> str:
+    p = r["prefix_reuse"] or {}
+    secs = r["timing"].get("generate_s")
+    if not secs or p.get("computed") is None:
+        return "not measured"
+    return f"{(p['computed'] + r['completion_tokens']) / secs:,.0f}"
+
+
 def _computed(p: dict | None) -> str:
-    if not p or not p.get("measured", True):
+    if not p or p.get("computed") is None:
         return "not measured"
     return f"{p['computed']:,}"
 
@@ -203,21 +272,15 @@ def _reuse(p: dict | None) -> str:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__)
-    ap.add_argument("--backends", default="hf,vllm")
-    ap.add_argument("--params", default="params/01_build_data/smoke.yaml")
+    ap.add_argument("--backends", default="auto,hf")
+    ap.add_argument("--pipeline", default="params/pipelines/lifbench_smoke.yaml")
     ap.add_argument("--out", default="benchmarks/results/main_job.md")
-    ap.add_argument("--child", default=None, help=argparse.SUPPRESS)
-    ap.add_argument("--root", default=None, help=argparse.SUPPRESS)
     args = ap.parse_args()
-    if args.child:
-        child(args.child, args.params, args.root)
-        return
-
     rows = {}
     for b in args.backends.split(","):
         print(f"running {b} ...", file=sys.stderr, flush=True)
-        rows[b] = run_child(b, args)
-        print(f"  {b}: {rows[b]}", file=sys.stderr, flush=True)
+        rows[b] = run_job(b, args)
+        print(f"  {b}: wall {rows[b]['wall_s']:.1f} s {stages(rows[b])}", file=sys.stderr)
     text = table(rows, args)
     print(text)
     os.makedirs(os.path.dirname(args.out) or ".", exist_ok=True)
