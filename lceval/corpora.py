@@ -124,22 +124,28 @@ def _read_json(p: Path) -> Any:
 
 
 def read_jsonl_file(p: str | Path) -> list[dict[str, Any]]:
-    """All objects of a JSONL file (blank lines skipped).
+    """All objects of a JSONL file (blank lines skipped; a UTF-8 byte order mark at the start of
+    the file, as some Windows tools write, is skipped).
 
     Raises:
-        LcevalError: unreadable file or a line that is not a JSON object (names the line).
+        LcevalError: unreadable file or a line that is not a JSON object, or is nested too deeply
+            to parse (names the line).
     """
+    from lceval.io import json_line, json_problem
+
     p = Path(p)
     out = []
     try:
-        with p.open(encoding="utf-8") as f:
+        with p.open(encoding="utf-8-sig") as f:
             for i, line in enumerate(f, 1):
                 if not line.strip():
                     continue
                 try:
-                    obj = json.loads(line)
-                except json.JSONDecodeError:
-                    raise LcevalError(f"{p} is corrupt: line {i} is not valid JSON") from None
+                    obj = json_line(line)
+                except json.JSONDecodeError as exc:
+                    raise LcevalError(
+                        f"{p} is corrupt: line {i} is not valid JSON ({json_problem(exc)})"
+                    ) from None
                 if not isinstance(obj, dict):
                     raise LcevalError(f"{p} is corrupt: line {i} is not a JSON object")
                 out.append(obj)

@@ -126,15 +126,45 @@ def write_jsonl(path: str | os.PathLike[str], records: Iterable[Any]) -> int:
     return n
 
 
+UTF8_BOM = b"\xef\xbb\xbf"
+"""The UTF-8 byte order mark some Windows tools write at the start of a text file."""
+
+TOO_DEEP = "nested too deeply"
+"""The message of :func:`json_line`'s error for a value nested beyond the parser's recursion."""
+
+
+def json_line(line: str) -> Any:
+    """``json.loads`` of one JSONL line, with nesting too deep for the parser (``[[[[...``
+    thousands deep, which raises RecursionError) reported as an unparsable line.
+
+    Raises:
+        json.JSONDecodeError: the line is not JSON, or is nested too deeply (message
+            :data:`TOO_DEEP`); :func:`json_problem` describes either in a few words.
+    """
+    try:
+        return json.loads(line)
+    except RecursionError:
+        raise json.JSONDecodeError(TOO_DEEP, line, 0) from None
+
+
+def json_problem(exc: json.JSONDecodeError) -> str:
+    """What is wrong with a line :func:`json_line` rejected, for a one-line error message:
+    ``nested too deeply`` or the parser's message and column."""
+    return exc.msg if exc.msg == TOO_DEEP else f"{exc.msg}, column {exc.colno}"
+
+
 def iter_jsonl(path: str | os.PathLike[str]) -> Iterator[dict[str, Any]]:
     """Yield the dicts of a JSONL file, skipping a torn (unterminated, unparsable) last line.
 
+    A UTF-8 byte order mark at the start of the file is skipped (``utf-8-sig``).
+
     Raises:
-        LcevalError: the file is missing or unreadable, or a line other than the last is not JSON.
+        LcevalError: the file is missing or unreadable, or a line other than the last is not JSON
+            (or is nested too deeply to parse).
     """
     path = Path(path)
     try:
-        f = path.open("r", encoding="utf-8")
+        f = path.open("r", encoding="utf-8-sig")
     except OSError as exc:
         raise LcevalError(f"cannot read {path}: {exc.strerror}") from None
     with f:
@@ -143,15 +173,17 @@ def iter_jsonl(path: str | os.PathLike[str]) -> Iterator[dict[str, Any]]:
         for line in f:
             lineno += 1
             if pending is not None:
-                raise LcevalError(f"{path}: line {lineno - 1} is not valid JSON")
+                raise LcevalError(f"{path}: line {lineno - 1} is not valid JSON ({pending})")
             if not line.strip():
                 continue
             try:
-                yield json.loads(line)
-            except json.JSONDecodeError:
+                yield json_line(line)
+            except json.JSONDecodeError as exc:
                 if line.endswith("\n"):
-                    raise LcevalError(f"{path}: line {lineno} is not valid JSON") from None
-                pending = line  # a torn last line: tolerated only if nothing follows
+                    raise LcevalError(
+                        f"{path}: line {lineno} is not valid JSON ({json_problem(exc)})"
+                    ) from None
+                pending = json_problem(exc)  # a torn last line: tolerated if nothing follows
 
 
 def read_records(path: str | os.PathLike[str], cls: type[T]) -> list[T]:

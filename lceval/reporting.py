@@ -38,25 +38,54 @@ def save_table(df: pd.DataFrame, folder: str | Path, name: str, *, index: bool =
 def responses_frame(run_id: str, outputs_root: str | Path | None = None) -> pd.DataFrame:
     """Tidy table of a run's responses joined with their samples' grouping fields.
 
-    One row per response: sample_id, model, benchmark, task, scenario, length, prompt_tokens,
-    completion_tokens, truncated_tokens, finish_reason, latency_s, error, text.
+    One row per response: sample_id, model, config_hash, text, prompt_tokens, completion_tokens,
+    finish_reason, truncated_tokens, latency_s, error, sample_hash, then benchmark, task,
+    scenario, length.
+
+    Like scoring (:func:`lceval.pipeline.score`), a response stamped with another ``sample_hash``
+    than its sample's current one answers an earlier version of the sample (the run was rebuilt)
+    and is left out, so the table and :func:`inference_summary` describe the answers that are
+    scored, not a mix of old and new prompts; how many were left out is in
+    ``frame.attrs["stale"]`` and one line on stderr. Responses without a hash (written before it
+    existed, imported predictions) count as answering the current sample.
 
     Raises:
         LcevalError: the run has no samples or no responses yet.
     """
-    from dataclasses import asdict
+    from dataclasses import asdict, fields
 
     from lceval.io import RunDir
+    from lceval.records import Response, sample_hash
 
     run = RunDir(run_id, outputs_root)
-    samples = pd.DataFrame(
-        [
-            {k: asdict(s)[k] for k in ("id", "benchmark", "task", "scenario", "length")}
-            for s in run.read_samples()
-        ]
-    ).rename(columns={"id": "sample_id"})
-    responses = pd.DataFrame([asdict(r) for r in run.read_responses()])
-    return responses.merge(samples, on="sample_id", how="left")
+    raw = run.read_samples()
+    contexts = run.read_contexts()
+    hashes = {
+        s.id: sample_hash(s, contexts.get(s.context_id) if s.context_id else None) for s in raw
+    }
+    del contexts
+    keys = ["id", "benchmark", "task", "scenario", "length"]
+    samples = pd.DataFrame([{k: getattr(s, k) for k in keys} for s in raw], columns=keys)
+    samples = samples.rename(columns={"id": "sample_id"})
+    rows = []
+    stale = 0
+    for r in run.read_responses():
+        if r.answers(hashes.get(r.sample_id)):
+            rows.append(asdict(r))
+        else:
+            stale += 1
+    responses = pd.DataFrame(rows, columns=[f.name for f in fields(Response)])
+    if stale:
+        from lceval.models.base import log
+
+        log(
+            f"{stale} response(s) in {run.responses.name} answer an earlier version of their "
+            "sample (sample hash differs: the run was rebuilt) and are left out of the responses "
+            f"table; `lceval infer {run_id}` answers the current samples"
+        )
+    frame = responses.merge(samples, on="sample_id", how="left")
+    frame.attrs["stale"] = stale
+    return frame
 
 
 def inference_summary(responses: pd.DataFrame) -> pd.DataFrame:

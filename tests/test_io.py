@@ -3,6 +3,7 @@ import os
 
 import pytest
 
+from lceval.corpora import read_jsonl_file
 from lceval.errors import LcevalError
 from lceval.io import RunDir, atomic_open, iter_jsonl, outputs_root, write_jsonl
 from lceval.records import Context, Sample, Score
@@ -82,3 +83,38 @@ def test_outputs_root_found_from_subfolder(tmp_path, monkeypatch):
 
 def test_write_jsonl_counts(tmp_path):
     assert write_jsonl(tmp_path / "a.jsonl", [{"x": 1}, {"x": 2}]) == 2
+
+
+BOM = b"\xef\xbb\xbf"
+DEEP = b"[" * 100_000
+
+
+@pytest.mark.parametrize(
+    "read", [lambda p: list(iter_jsonl(p)), read_jsonl_file], ids=["iter_jsonl", "read_jsonl_file"]
+)
+def test_jsonl_readers_accept_a_leading_bom_only(tmp_path, read):
+    p = tmp_path / "r.jsonl"
+    p.write_bytes(BOM + b'{"a": 1}\n{"a": 2}\n')  # saved by a Windows tool
+    assert [d["a"] for d in read(p)] == [1, 2]
+    p.write_bytes(b'{"a": 1}\n' + BOM + b'{"a": 2}\n')  # a BOM inside the file is not text
+    with pytest.raises(LcevalError, match="line 2 is not valid JSON"):
+        read(p)
+
+
+@pytest.mark.parametrize(
+    "read", [lambda p: list(iter_jsonl(p)), read_jsonl_file], ids=["iter_jsonl", "read_jsonl_file"]
+)
+def test_jsonl_readers_report_too_deep_nesting_as_a_bad_line(tmp_path, read):
+    p = tmp_path / "r.jsonl"
+    p.write_bytes(b'{"a": 1}\n' + DEEP + b"\n" + b'{"a": 3}\n')
+    with pytest.raises(LcevalError) as exc:
+        read(p)
+    msg = str(exc.value)
+    assert str(p) in msg and "line 2 is not valid JSON (nested too deeply)" in msg
+    assert "\n" not in msg
+
+
+def test_iter_jsonl_too_deep_torn_last_line_is_skipped(tmp_path):
+    p = tmp_path / "r.jsonl"
+    p.write_bytes(b'{"a": 1}\n' + DEEP)  # unterminated: a torn write, as any other
+    assert list(iter_jsonl(p)) == [{"a": 1}]

@@ -71,3 +71,38 @@ def test_index_renders_in_a_headless_browser(tmp_path):
     )
     artifacts.mkdir(parents=True, exist_ok=True)
     shutil.copy(shot, artifacts / "report_index.png")
+
+
+def test_responses_frame_leaves_out_stale_responses(tmp_path, capsys):
+    """The responses table (notebook 02, inference_summary) shows what scoring scores: a
+    response stamped with another sample hash (the run was rebuilt) is left out; one without a
+    hash counts as current."""
+    from lceval.io import write_jsonl
+    from lceval.records import Context, Response, Sample, sample_hash
+    from lceval.reporting import inference_summary, responses_frame
+
+    run = RunDir("rf", tmp_path).create()
+    ctx = Context(id="c", text="long text", n_tokens=2, encoding="o200k_base")
+    s1 = Sample(id="s1", benchmark="lifbench", task="LSI", instruction="I", context_id="c")
+    s2 = Sample(id="s2", benchmark="lifbench", task="LSI", instruction="J")
+    run.write_samples([s1, s2], [ctx])
+
+    def resp(sample_id: str, h: str | None, text: str) -> Response:
+        return Response(sample_id=sample_id, model="m", text=text, config_hash="c0", sample_hash=h)
+
+    stale, current = resp("s1", "0" * 16, "old"), resp("s1", sample_hash(s1, ctx), "new")
+    write_jsonl(run.responses, [stale, current, resp("s2", None, "legacy")])
+    frame = responses_frame("rf", tmp_path)
+    assert sorted(zip(frame["sample_id"], frame["text"], strict=True)) == [
+        ("s1", "new"),
+        ("s2", "legacy"),
+    ]
+    assert set(frame["task"]) == {"LSI"} and frame.attrs["stale"] == 1
+    err = capsys.readouterr().err
+    assert "1 response(s)" in err and "left out" in err and "\n" == err[-1] and err.count("\n") == 1
+    assert int(inference_summary(frame)["responses"].sum()) == 2
+
+    write_jsonl(run.responses, [stale])  # every response is stale: an empty table, same columns
+    frame = responses_frame("rf", tmp_path)
+    assert frame.empty and {"sample_id", "model", "task", "text"} <= set(frame.columns)
+    assert inference_summary(frame).empty

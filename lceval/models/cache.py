@@ -23,7 +23,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from lceval.errors import LcevalError
-from lceval.io import atomic_open, dumps
+from lceval.io import UTF8_BOM, atomic_open, dumps, json_line, json_problem
 from lceval.records import Response, from_dict
 
 Key = tuple[str, str, str, str | None]
@@ -39,9 +39,9 @@ def _parse(raw: bytes) -> tuple[Response | None, str]:
     if not text.strip():
         return None, ""
     try:
-        data = json.loads(text)
+        data = json_line(text)
     except json.JSONDecodeError as exc:
-        return None, f"is not valid JSON ({exc.msg}, column {exc.colno})"
+        return None, f"is not valid JSON ({json_problem(exc)})"
     try:
         return from_dict(Response, data), ""
     except ValueError as exc:
@@ -133,12 +133,16 @@ class ResponseStore:
                 yield lineno, r
 
     def _raw_lines(self) -> Iterator[tuple[int, bytes]]:
+        """(line number, bytes) of the complete lines; a UTF-8 byte order mark that starts the
+        file is dropped (a file re-saved by a Windows tool), one anywhere else is kept (bad)."""
         try:
             f = self.path.open("rb")
         except OSError as exc:
             raise LcevalError(f"cannot read {self.path}: {exc.strerror}") from None
         with f:
             for lineno, raw in enumerate(f, 1):
+                if lineno == 1 and raw.startswith(UTF8_BOM):
+                    raw = raw[len(UTF8_BOM) :]  # saved by a Windows tool (utf-8-sig)
                 if raw.endswith(b"\n"):
                     yield lineno, raw
 

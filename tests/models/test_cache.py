@@ -107,6 +107,7 @@ def test_lone_surrogate_is_stored_losslessly(tmp_path):
             "Response.prompt_tokens: expected an integer",
         ),
         (b"{not json\n", "line 2 is not valid JSON"),
+        (b"[" * 100_000 + b"\n", "line 2 is not valid JSON (nested too deeply)"),
     ],
 )
 def test_corrupt_line_in_the_middle_is_one_line_error_and_repairable(tmp_path, bad, problem):
@@ -122,6 +123,25 @@ def test_corrupt_line_in_the_middle_is_one_line_error_and_repairable(tmp_path, b
     assert ResponseStore(path, index=False).drop_bad_lines() == 1
     assert [r.sample_id for r in ResponseStore(path)] == ["s1", "s2"]
     assert (tmp_path / "responses.jsonl.bad").read_bytes() == bad
+
+
+def test_leading_bom_is_accepted(tmp_path):
+    path = tmp_path / "responses.jsonl"
+    ResponseStore(path).append([_r(1)])
+    path.write_bytes(b"\xef\xbb\xbf" + path.read_bytes())  # re-saved by a Windows editor
+    store = ResponseStore(path)
+    assert store.done("m", "h") == {"s1"}
+    assert store.append([_r(1), _r(2)]) == 1
+    assert [r.sample_id for r in ResponseStore(path)] == ["s1", "s2"]
+
+
+def test_bom_after_the_first_line_is_a_bad_line(tmp_path):
+    path = tmp_path / "responses.jsonl"
+    ResponseStore(path).append([_r(1), _r(2)])
+    first, second = path.read_bytes().splitlines(keepends=True)
+    path.write_bytes(first + b"\xef\xbb\xbf" + second)
+    with pytest.raises(LcevalError, match="line 2 is not valid JSON"):
+        ResponseStore(path)
 
 
 def test_second_writer_is_refused(tmp_path):
