@@ -17,6 +17,8 @@ Contracts:
   attaches ids, the scorer's name and version (:mod:`lceval.pipeline`, the only scoring loop).
 - batch judge (optional, for scorers that ask a model): ``batch(run, **options) -> BatchJudge``;
   the pipeline feeds it responses and calls ``finish`` on groups of about ``batch_items`` items.
+  A judge that asks a model does it through :class:`ModelJudge` (lazy engine, resumable store)
+  and checks its options with :func:`check_option`.
 - reporter: ``report(run, scores: DataFrame, samples) -> dict[str, DataFrame]``; writes CSV tables
   and PNG+PDF figures under the run's ``report/``.
 """
@@ -27,10 +29,14 @@ import importlib
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from lceval.errors import LcevalError
 from lceval.records import Context, Gold, Judgement, Response, Sample
+
+if TYPE_CHECKING:
+    from lceval.models.base import Backend
+    from lceval.models.cache import ResponseStore
 
 
 @dataclass(frozen=True)
@@ -112,6 +118,142 @@ class BatchJudge(Protocol):
     def close(self) -> None:
         """Release engines the judge loaded."""
         ...
+
+
+@dataclass
+class ModelJudge:
+    """The model a batch judge asks: loads its engine at the first question, answers through a
+    ResponseStore (judging resumes after an interruption; identical questions are asked once) and
+    closes the engine. The judges keep their prompts and verdict parsing; this keeps the rest.
+
+    Args:
+        load: loads the judge backend; called once, at the first question.
+        store: where answers are appended (a file in the run folder); answered questions are
+            not asked again.
+        max_new_tokens: answer budget in tokens (caps every question's own).
+        temperature: 0 = greedy decoding.
+        batch_size: questions per ``backend.generate`` call.
+        label: the judge's name until the backend is loaded (the model or backend name).
+        progress: show a progress bar per ``ask``.
+    """
+
+    load: Callable[[], Backend]
+    store: ResponseStore
+    max_new_tokens: int | None = None
+    temperature: float = 0.0
+    batch_size: int = 8
+    label: str = "judge"
+    progress: bool = False
+    engine: Backend | None = field(default=None, init=False)
+    """The loaded backend (None until the first question, and after ``close``)."""
+
+    @property
+    def name(self) -> str:
+        """The judge model's name (``label`` until the backend is loaded)."""
+        return self.engine.name if self.engine is not None else self.label
+
+    def ask(
+        self,
+        questions: Sequence[Sample],
+        desc: str,
+        contexts: Mapping[str, Context] | None = None,
+    ) -> dict[str, Response]:
+        """Answer ``questions`` (ids unique); nothing loads when there are none.
+
+        Args:
+            questions: the judge prompts as samples.
+            desc: the progress bar's label.
+            contexts: the contexts the questions reference, by id.
+
+        Returns:
+            Sample id -> its answer (stored earlier, or generated now; a failed generation is a
+            response with ``finish_reason == "error"``).
+
+        Raises:
+            LcevalError: duplicate ids, or another process writing the store.
+        """
+        if not questions:
+            return {}
+        from lceval.models.base import GenerationConfig
+        from lceval.models.generate import generate
+
+        if self.engine is None:
+            self.engine = self.load()
+        config = GenerationConfig(temperature=self.temperature, max_new_tokens=self.max_new_tokens)
+        got = generate(
+            self.engine,
+            list(questions),
+            contexts or {},
+            config,
+            store=self.store,
+            batch_size=self.batch_size,
+            progress=self.progress,
+            desc=desc,
+        )
+        return {r.sample_id: r for r in got}
+
+    def close(self) -> None:
+        """Close the judge backend, if it was loaded (again: nothing to do)."""
+        if self.engine is not None:
+            engine, self.engine = self.engine, None
+            engine.close()
+
+    @staticmethod
+    def loader(
+        backend: str, model: str | None, options: Mapping[str, Any]
+    ) -> Callable[[], Backend]:
+        """A ``load`` for :class:`ModelJudge`: ``load_backend(backend, model, **options)``.
+
+        Raises:
+            LcevalError: an unknown backend or backend option (checked now, before anything
+                loads).
+        """
+        from lceval.models import base
+
+        options = dict(options)
+        base.check_backend_options(backend, options)
+
+        def load() -> Backend:
+            return base.load_backend(backend, model, **options)
+
+        return load
+
+
+class AsksModel:
+    """Mixin for a batch judge that holds a :class:`ModelJudge` as ``asker``: its ``engine``,
+    ``name`` and ``close`` are the asker's."""
+
+    asker: ModelJudge
+
+    @property
+    def engine(self) -> Backend | None:
+        """The loaded backend (None until the first question, and after ``close``)."""
+        return self.asker.engine
+
+    @property
+    def name(self) -> str:
+        """The judge model's name (its label until the backend is loaded)."""
+        return self.asker.name
+
+    def close(self) -> None:
+        """Close the judge backend, if it was loaded."""
+        self.asker.close()
+
+
+def check_option(value: Any, kind: type, scorer: str, name: str) -> Any:
+    """``value`` when it is a ``kind`` (for ``int``: an integer >= 1, not a bool).
+
+    Raises:
+        LcevalError: ``scorer <scorer> option <name>: <value> is not <kind>``.
+    """
+    if kind is int:
+        ok = isinstance(value, int) and not isinstance(value, bool) and value >= 1
+    else:
+        ok = isinstance(value, kind)
+    if not ok:
+        want = "a positive integer" if kind is int else kind.__name__
+        raise LcevalError(f"scorer {scorer} option {name}: {value!r:.60} is not {want}")
+    return value
 
 
 @dataclass(frozen=True)

@@ -12,7 +12,7 @@ no score is NaN with the reason. For creative tasks the sub-scores (创造性, �
 
 Tasks whose type is not in ``types`` are scored by the rule-based scorer
 (:func:`lceval.benchmarks.cifbench.score.score_cifbench`, with the same similarity options).
-Judge prompts go through :func:`lceval.models.generate.generate` with a ResponseStore in the run
+Judge prompts go through :class:`lceval.benchmark.ModelJudge` with a ResponseStore in the run
 folder (``cifbench_judge.jsonl``): judging resumes after an interruption, and identical prompts
 are judged once. Greedy decoding.
 """
@@ -26,6 +26,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from lceval import benchmark
+from lceval.benchmark import check_option
 from lceval.benchmarks.cifbench.gold import OUTPUT_TYPES, CifGold
 from lceval.benchmarks.cifbench.score import clean_text, score_cifbench
 from lceval.errors import LcevalError
@@ -150,7 +152,7 @@ class Item:
 
 
 @dataclass
-class ModelJudge:
+class ModelJudge(benchmark.AsksModel):
     """Batch judge of scorer ``cifbench:judge`` (the pipeline calls ``prepare`` per response,
     ``finish`` per group of about ``batch_items`` prompts, then ``close``).
 
@@ -174,12 +176,18 @@ class ModelJudge:
     label: str = "judge"
     progress: bool = False
     batch_items: int = 64
-    engine: Backend | None = field(default=None, init=False)
+    asker: benchmark.ModelJudge = field(init=False, repr=False)
+    """Asks the judge model (loads it at the first prompt, answers through ``store``)."""
 
-    @property
-    def name(self) -> str:
-        """The judge model's name."""
-        return self.engine.name if self.engine is not None else self.label
+    def __post_init__(self) -> None:
+        self.asker = benchmark.ModelJudge(
+            self.load,
+            self.store,
+            max_new_tokens=self.max_new_tokens,
+            batch_size=self.batch_size,
+            label=self.label,
+            progress=self.progress,
+        )
 
     def prepare(self, sample: Sample, response: Response, context: Context | None) -> Item:
         """Build the judge prompt of one response, or score it by rules (no model call)."""
@@ -219,25 +227,7 @@ class ModelJudge:
                     max_new_tokens=self.max_new_tokens,
                 ),
             )
-        answers: dict[str, Response] = {}
-        if questions:
-            from lceval.models.base import GenerationConfig
-            from lceval.models.generate import generate
-
-            if self.engine is None:
-                self.engine = self.load()
-            config = GenerationConfig(temperature=0.0, max_new_tokens=self.max_new_tokens)
-            got = generate(
-                self.engine,
-                list(questions.values()),
-                {},
-                config,
-                store=self.store,
-                batch_size=self.batch_size,
-                progress=self.progress,
-                desc="judge cifbench",
-            )
-            answers = {r.sample_id: r for r in got}
+        answers = self.asker.ask(list(questions.values()), "judge cifbench")
         out = []
         for p, q in zip(prepared, ids, strict=True):
             if q is None:
@@ -271,22 +261,8 @@ class ModelJudge:
             details=details,
         )
 
-    def close(self) -> None:
-        """Close the judge backend, if it was loaded."""
-        if self.engine is not None:
-            engine, self.engine = self.engine, None
-            engine.close()
 
-
-def _option(value: Any, kind: type, name: str) -> Any:
-    if kind is int:
-        ok = isinstance(value, int) and not isinstance(value, bool) and value >= 1
-    else:
-        ok = isinstance(value, kind)
-    if not ok:
-        want = "a positive integer" if kind is int else kind.__name__
-        raise LcevalError(f"scorer cifbench:judge option {name}: {value!r:.60} is not {want}")
-    return value
+_SCORER = "cifbench:judge"
 
 
 def model_judge(
@@ -319,33 +295,28 @@ def model_judge(
     Raises:
         LcevalError: an option of the wrong type, an unknown output type, backend or option.
     """
-    from lceval.models import base
     from lceval.models.cache import ResponseStore
 
-    _option(backend, str, "backend")
+    check_option(backend, str, _SCORER, "backend")
     if model is not None:
-        _option(model, str, "model")
-    _option(types, str, "types")
-    _option(max_new_tokens, int, "max_new_tokens")
-    _option(batch_size, int, "batch_size")
+        check_option(model, str, _SCORER, "model")
+    check_option(types, str, _SCORER, "types")
+    check_option(max_new_tokens, int, _SCORER, "max_new_tokens")
+    check_option(batch_size, int, _SCORER, "batch_size")
     chosen = tuple(t.strip() for t in types.split(",") if t.strip())
     bad = [t for t in chosen if t not in OUTPUT_TYPES]
     if bad:
         raise LcevalError(
-            f"scorer cifbench:judge option types: unknown {', '.join(bad)}; "
+            f"scorer {_SCORER} option types: unknown {', '.join(bad)}; "
             f"choose from {', '.join(OUTPUT_TYPES)}"
         )
-    options = dict(_option(backend_options or {}, Mapping, "backend_options"))
-    base.check_backend_options(backend, options)
+    options = check_option(backend_options or {}, Mapping, _SCORER, "backend_options")
+    load = benchmark.ModelJudge.loader(backend, model, options)
     rule_options: dict[str, Any] = {"creative": creative}
     if similarity is not None:
         rule_options["similarity"] = similarity
     if bleurt_checkpoint is not None:
         rule_options["bleurt_checkpoint"] = bleurt_checkpoint
-
-    def load() -> Backend:
-        return base.load_backend(backend, model, **options)
-
     return ModelJudge(
         load,
         ResponseStore(run.path / JUDGE_FILE),

@@ -17,7 +17,7 @@ Reproduces ``Evaluation/llm_eval.py`` of OpenLMLab/LEval (GPL-3; facts only) and
   (NaN when both games are errors); ``parts`` holds ``wins``, ``ties``, ``losses``, ``errors``;
   the reporter pools the counts over responses as the official script does.
 
-Judge prompts go through :func:`lceval.models.generate.generate` with a ResponseStore in the run
+Judge prompts go through :class:`lceval.benchmark.ModelJudge` with a ResponseStore in the run
 folder (``leval_judge.jsonl``), so an interrupted judging run resumes and identical prompts are
 judged once. Greedy decoding; ``max_new_tokens`` 2048 as the official call (lower it for small
 CPU judges). Closed-ended samples and questions without a baseline answer get NaN with the
@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from lceval import corpora
+from lceval.benchmark import AsksModel, ModelJudge, check_option
 from lceval.benchmarks.leval.gold import OpenGold
 from lceval.benchmarks.leval.prompts import JUDGE_SYSTEM, JUDGE_TEMPLATE
 from lceval.errors import LcevalError
@@ -143,7 +144,7 @@ class Pair:
 
 
 @dataclass
-class PairwiseJudge:
+class PairwiseJudge(AsksModel):
     """Batch judge of scorer ``leval:judge`` (the pipeline calls ``prepare`` per response,
     ``finish`` per group of about ``batch_items`` games, then ``close``).
 
@@ -168,12 +169,18 @@ class PairwiseJudge:
     progress: bool = False
     batch_items: int = 64
     """Games the pipeline collects before calling ``finish``."""
-    engine: Backend | None = field(default=None, init=False)
+    asker: ModelJudge = field(init=False, repr=False)
+    """Asks the judge model (loads it at the first game, answers through ``store``)."""
 
-    @property
-    def name(self) -> str:
-        """The judge model's name."""
-        return self.engine.name if self.engine is not None else self.label
+    def __post_init__(self) -> None:
+        self.asker = ModelJudge(
+            self.load,
+            self.store,
+            max_new_tokens=self.max_new_tokens,
+            batch_size=self.batch_size,
+            label=self.label,
+            progress=self.progress,
+        )
 
     def prepare(self, sample: Sample, response: Response, context: Context | None) -> Pair:
         """Pair one response with the baseline's answer (no model call)."""
@@ -218,25 +225,7 @@ class PairwiseJudge:
     def finish(self, prepared: Sequence[Pair]) -> list[Judgement]:
         """Judge both games of every prepared pair; one Judgement each, in order."""
         questions, ids = self._questions(prepared)
-        answers: dict[str, Response] = {}
-        if questions:
-            from lceval.models.base import GenerationConfig
-            from lceval.models.generate import generate
-
-            if self.engine is None:
-                self.engine = self.load()
-            config = GenerationConfig(temperature=0.0, max_new_tokens=self.max_new_tokens)
-            got = generate(
-                self.engine,
-                list(questions.values()),
-                {},
-                config,
-                store=self.store,
-                batch_size=self.batch_size,
-                progress=self.progress,
-                desc="judge leval",
-            )
-            answers = {r.sample_id: r for r in got}
+        answers = self.asker.ask(list(questions.values()), "judge leval")
         out = []
         games = iter(ids)
         for p in prepared:
@@ -296,22 +285,8 @@ class PairwiseJudge:
             details=tuple(rows),
         )
 
-    def close(self) -> None:
-        """Close the judge backend, if it was loaded."""
-        if self.engine is not None:
-            engine, self.engine = self.engine, None
-            engine.close()
 
-
-def _option(value: Any, kind: type, name: str) -> Any:
-    if kind is int:
-        ok = isinstance(value, int) and not isinstance(value, bool) and value >= 1
-    else:
-        ok = isinstance(value, kind)
-    if not ok:
-        want = "a positive integer" if kind is int else kind.__name__
-        raise LcevalError(f"scorer leval:judge option {name}: {value!r:.60} is not {want}")
-    return value
+_SCORER = "leval:judge"
 
 
 def pairwise_judge(
@@ -340,25 +315,20 @@ def pairwise_judge(
         LcevalError: no baseline, an option of the wrong type, an unknown backend or option, a
             baseline that does not read, or a judge store that does not parse.
     """
-    from lceval.models import base
     from lceval.models.cache import ResponseStore
 
     if baseline is None:
-        raise LcevalError("scorer leval:judge needs -o baseline=PATH (official *.pred.jsonl)")
-    _option(baseline, str, "baseline")
-    _option(backend, str, "backend")
+        raise LcevalError(f"scorer {_SCORER} needs -o baseline=PATH (official *.pred.jsonl)")
+    check_option(baseline, str, _SCORER, "baseline")
+    check_option(backend, str, _SCORER, "backend")
     if model is not None:
-        _option(model, str, "model")
-    _option(max_new_tokens, int, "max_new_tokens")
-    _option(batch_size, int, "batch_size")
-    options = dict(_option(backend_options or {}, Mapping, "backend_options"))
-    base.check_backend_options(backend, options)
+        check_option(model, str, _SCORER, "model")
+    check_option(max_new_tokens, int, _SCORER, "max_new_tokens")
+    check_option(batch_size, int, _SCORER, "batch_size")
+    options = check_option(backend_options or {}, Mapping, _SCORER, "backend_options")
+    load = ModelJudge.loader(backend, model, options)
     answers, name, _ = read_baseline(baseline)
     store = ResponseStore(run.path / JUDGE_FILE)
-
-    def load() -> Backend:
-        return base.load_backend(backend, model, **options)
-
     return PairwiseJudge(
         load,
         store,

@@ -40,7 +40,7 @@ Judges
   the official prompt ``"Context: {block}### Instruction: Does this context include the {desc}?
   Please answer with 'yes' or 'no' only."`` (``eval.py``), or the few-shot variant of Appendix C
   (answers ``#*# Yes`` / ``#*# No``). The (block, description) pairs of a group of responses go
-  through ``lceval.models.generate.generate`` with a ``ResponseStore`` in the run folder
+  through ``lceval.benchmark.ModelJudge`` with a ``ResponseStore`` in the run folder
   (``longgenbench_judge.jsonl``), so an interrupted judging run resumes; an answer counts as yes if
   its lower-cased text contains ``"yes"`` (official), or, few-shot, if the last ``#*# yes|no``
   mark says yes. The block is the prompt's context, so a block longer than the judge's window is
@@ -67,6 +67,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
+from lceval.benchmark import AsksModel, ModelJudge, check_option
 from lceval.benchmarks.longgenbench.gold import (
     KINDS,
     LEN_MIN_BLOCKS,
@@ -75,7 +76,6 @@ from lceval.benchmarks.longgenbench.gold import (
     Check,
     LongGenBenchGold,
 )
-from lceval.errors import LcevalError
 from lceval.records import Context, Judgement, Response, Sample
 
 if TYPE_CHECKING:
@@ -660,7 +660,7 @@ def score_longgenbench(sample: Sample, response: Response, context: Context | No
 
 # -- the LLM judge (a batch judge of the pipeline) -----------------------------------------------
 @dataclass
-class LLMJudge:
+class LLMJudge(AsksModel):
     """Batch judge that asks an lceval Backend each (block, description) question (scorer
     ``longgenbench:llm``; the pipeline calls ``prepare`` per response, ``finish`` per group of
     about ``batch_items`` questions, then ``close``).
@@ -690,17 +690,29 @@ class LLMJudge:
     progress: bool = False
     batch_items: int = field(init=False)
     """Questions the pipeline collects before calling ``finish``."""
-    engine: Backend | None = field(default=None, init=False)
-    """The loaded backend (None until the first question)."""
+    asker: ModelJudge = field(init=False, repr=False)
+    """Asks the judge model (loads it at the first question, answers through ``store``)."""
 
     def __post_init__(self) -> None:
         self.batch_items = max(512, self.batch_size)
+        self.asker = ModelJudge(
+            self.load,
+            self.store,
+            max_new_tokens=self._budget,
+            temperature=self.temperature,
+            batch_size=self.batch_size,
+            label=self.label,
+            progress=self.progress,
+        )
+
+    @property
+    def _budget(self) -> int:
+        return self.max_new_tokens or (160 if self.few_shot else 8)
 
     @property
     def name(self) -> str:
         """``llm:<model>`` or ``llm-fewshot:<model>``."""
-        model = self.engine.name if self.engine is not None else self.label
-        return f"llm{'-fewshot' if self.few_shot else ''}:{model}"
+        return f"llm{'-fewshot' if self.few_shot else ''}:{self.asker.name}"
 
     def prepare(self, sample: Sample, response: Response, context: Context | None) -> Prepared:
         """Parse one response (its judged blocks are kept until ``finish``)."""
@@ -710,12 +722,9 @@ class LLMJudge:
         """(yes, failed) per ``(block, description)`` pair; a failed generation counts as no."""
         if not pairs:
             return [], []
-        from lceval.models.base import GenerationConfig
-        from lceval.models.generate import generate
         from lceval.tokens import DEFAULT_ENCODING, count_tokens_batch
 
-        budget = self.max_new_tokens or (160 if self.few_shot else 8)
-        config = GenerationConfig(temperature=self.temperature, max_new_tokens=budget)
+        budget = self._budget
         contexts: dict[str, Context] = {}
         new_blocks: dict[str, str] = {}
         questions: dict[str, Sample] = {}
@@ -742,19 +751,7 @@ class LLMJudge:
         counts = count_tokens_batch(list(new_blocks.values()))
         for (cid, block), n in zip(new_blocks.items(), counts, strict=True):
             contexts[cid] = Context(cid, block, n, DEFAULT_ENCODING, "longgenbench output block")
-        if self.engine is None:
-            self.engine = self.load()
-        answers = generate(
-            self.engine,
-            list(questions.values()),
-            contexts,
-            config,
-            store=self.store,
-            batch_size=self.batch_size,
-            progress=self.progress,
-            desc="judge longgenbench",
-        )
-        by_id = {r.sample_id: r for r in answers}
+        by_id = self.asker.ask(list(questions.values()), "judge longgenbench", contexts)
         yes, failed = [], []
         for qid in ids:
             r = by_id.get(qid)
@@ -780,26 +777,12 @@ class LLMJudge:
             k += m
         return out
 
-    def close(self) -> None:
-        """Close the judge backend, if it was loaded."""
-        if self.engine is not None:
-            engine, self.engine = self.engine, None
-            engine.close()
-
 
 def _digest(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:24]
 
 
-def _option(value: Any, kind: type, name: str) -> Any:
-    if kind is int:
-        ok = isinstance(value, int) and not isinstance(value, bool) and value >= 1
-    else:
-        ok = isinstance(value, kind)
-    if not ok:
-        want = "a positive integer" if kind is int else kind.__name__
-        raise LcevalError(f"scorer longgenbench:llm option {name}: {value!r:.60} is not {want}")
-    return value
+_SCORER = "longgenbench:llm"
 
 
 def llm_judge(
@@ -828,22 +811,17 @@ def llm_judge(
         LcevalError: an option of the wrong type, an unknown backend or backend option, or a
             judge store that does not parse.
     """
-    from lceval.models import base
     from lceval.models.cache import ResponseStore
 
-    _option(backend, str, "backend")
+    check_option(backend, str, _SCORER, "backend")
     if model is not None:
-        _option(model, str, "model")
-    _option(few_shot, bool, "few_shot")
-    _option(batch_size, int, "batch_size")
-    _option(second_judge, bool, "second_judge")
-    options = dict(_option(backend_options or {}, Mapping, "backend_options"))
-    base.check_backend_options(backend, options)
+        check_option(model, str, _SCORER, "model")
+    check_option(few_shot, bool, _SCORER, "few_shot")
+    check_option(batch_size, int, _SCORER, "batch_size")
+    check_option(second_judge, bool, _SCORER, "second_judge")
+    options = check_option(backend_options or {}, Mapping, _SCORER, "backend_options")
+    load = ModelJudge.loader(backend, model, options)
     store = ResponseStore(run.path / JUDGE_FILE)
-
-    def load() -> Backend:
-        return base.load_backend(backend, model, **options)
-
     return LLMJudge(
         load,
         store,

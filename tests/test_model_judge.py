@@ -1,0 +1,153 @@
+"""lceval.benchmark.ModelJudge (the model behind the LLM judges) and check_option."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from lceval.benchmark import ModelJudge, check_option
+from lceval.errors import LcevalError
+from lceval.models.cache import ResponseStore
+from lceval.records import Context, Response, Sample
+
+
+class Scripted:
+    """A backend answering ``echo: <instruction>``, recording what it saw and its closes."""
+
+    name = "scripted-judge"
+
+    def __init__(self) -> None:
+        self.seen: list[str] = []
+        self.configs: list = []
+        self.contexts: list = []
+        self.closed = 0
+
+    def generate(self, samples, contexts, config):
+        self.seen.extend(s.id for s in samples)
+        self.configs.append(config)
+        self.contexts.append(dict(contexts))
+        return [
+            Response(
+                sample_id=s.id,
+                model=self.name,
+                text=f"echo: {s.instruction}",
+                config_hash=config.hash(),
+            )
+            for s in samples
+        ]
+
+    def info(self):
+        return {"backend": "scripted"}
+
+    def close(self):
+        self.closed += 1
+
+
+class Loader:
+    """A ``load`` that counts its calls and hands out one Scripted backend."""
+
+    def __init__(self) -> None:
+        self.backend = Scripted()
+        self.calls = 0
+
+    def __call__(self) -> Scripted:
+        self.calls += 1
+        return self.backend
+
+
+def _questions(*ids: str) -> list[Sample]:
+    return [
+        Sample(id=i, benchmark="test", task="judge", instruction=f"judge {i}", max_new_tokens=16)
+        for i in ids
+    ]
+
+
+def _judge(path: Path, load: Loader, **kwargs) -> ModelJudge:
+    return ModelJudge(load, ResponseStore(path / "judge.jsonl"), **kwargs)
+
+
+def test_engine_loads_once_at_the_first_question(tmp_path: Path) -> None:
+    load = Loader()
+    judge = _judge(tmp_path, load, label="my-judge")
+    assert judge.engine is None and judge.name == "my-judge" and load.calls == 0
+    assert judge.ask([], "judge test") == {}  # nothing to ask: nothing loads
+    assert load.calls == 0 and judge.engine is None
+    judge.ask(_questions("a", "b"), "judge test")
+    judge.ask(_questions("c"), "judge test")
+    assert load.calls == 1 and judge.engine is load.backend
+    assert judge.name == "scripted-judge"
+    assert load.backend.seen == ["a", "b", "c"]
+
+
+def test_answers_are_keyed_by_sample_id(tmp_path: Path) -> None:
+    load = Loader()
+    judge = _judge(tmp_path, load, batch_size=2)
+    got = judge.ask(_questions("z", "a", "m"), "judge test")
+    assert set(got) == {"z", "a", "m"}
+    assert all(r.sample_id == k and r.text == f"echo: judge {k}" for k, r in got.items())
+
+
+def test_generation_settings_and_contexts_reach_the_backend(tmp_path: Path) -> None:
+    load = Loader()
+    judge = _judge(tmp_path, load, max_new_tokens=7, temperature=0.5)
+    ctx = Context("c1", "a block", 2, "o200k_base")
+    q = Sample(id="q", benchmark="test", task="judge", instruction="?", context_id="c1")
+    judge.ask([q], "judge test", {"c1": ctx})
+    (config,) = load.backend.configs
+    assert config.max_new_tokens == 7 and config.temperature == 0.5
+    assert load.backend.contexts == [{"c1": ctx}]
+
+
+def test_close_is_idempotent(tmp_path: Path) -> None:
+    load = Loader()
+    judge = _judge(tmp_path, load)
+    judge.close()  # never loaded: nothing to close
+    assert load.calls == 0
+    judge.ask(_questions("a"), "judge test")
+    judge.close()
+    judge.close()
+    assert load.backend.closed == 1 and judge.engine is None
+
+
+def test_resume_skips_answered_questions(tmp_path: Path) -> None:
+    first = Loader()
+    judge = _judge(tmp_path, first)
+    before = judge.ask(_questions("a", "b"), "judge test")
+    judge.close()
+    again = Loader()
+    judge2 = _judge(tmp_path, again)  # a fresh store on the same file, as after a restart
+    got = judge2.ask(_questions("a", "b", "c"), "judge test")
+    assert again.backend.seen == ["c"]
+    assert set(got) == {"a", "b", "c"}
+    assert got["a"].text == before["a"].text and got["b"].text == before["b"].text
+
+
+@pytest.mark.parametrize(
+    ("value", "kind", "want"),
+    [
+        (0, int, "a positive integer"),
+        (True, int, "a positive integer"),
+        ("3", int, "a positive integer"),
+        (3, str, "str"),
+        ("yes", bool, "bool"),
+        ([1], dict, "dict"),
+    ],
+)
+def test_check_option_names_scorer_and_option(value, kind, want) -> None:
+    with pytest.raises(LcevalError) as err:
+        check_option(value, kind, "demo:judge", "size")
+    assert str(err.value) == f"scorer demo:judge option size: {value!r:.60} is not {want}"
+
+
+def test_check_option_returns_good_values() -> None:
+    assert check_option(4, int, "demo:judge", "size") == 4
+    assert check_option(False, bool, "demo:judge", "flag") is False
+    opts = {"device": "cpu"}
+    assert check_option(opts, dict, "demo:judge", "backend_options") is opts
+
+
+def test_loader_checks_backend_options_before_loading() -> None:
+    with pytest.raises(LcevalError, match="no option 'colour'"):
+        ModelJudge.loader("hf", None, {"colour": 1})
+    assert callable(ModelJudge.loader("hf", None, {"device": "cpu"}))  # nothing loads yet
