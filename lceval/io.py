@@ -159,21 +159,32 @@ def iter_jsonl(path: str | os.PathLike[str]) -> Iterator[dict[str, Any]]:
     A UTF-8 byte order mark at the start of the file is skipped (``utf-8-sig``).
 
     Raises:
-        LcevalError: the file is missing or unreadable, or a line other than the last is not JSON
-            (or is nested too deeply to parse).
+        LcevalError: the file is missing or unreadable, or a line other than the last is not
+            UTF-8, not JSON, or nested too deeply to parse (the message names the line).
     """
     path = Path(path)
     try:
-        f = path.open("r", encoding="utf-8-sig")
+        f = path.open("rb")
     except OSError as exc:
         raise LcevalError(f"cannot read {path}: {exc.strerror}") from None
     with f:
         lineno = 0
         pending: str | None = None
-        for line in f:
+        for raw in f:
             lineno += 1
             if pending is not None:
                 raise LcevalError(f"{path}: line {lineno - 1} is not valid JSON ({pending})")
+            if lineno == 1 and raw.startswith(UTF8_BOM):
+                raw = raw[len(UTF8_BOM) :]
+            try:
+                line = raw.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                if not raw.endswith(b"\n"):  # a torn last line cut inside a character
+                    pending = f"not UTF-8 at byte {exc.start}"
+                    continue
+                raise LcevalError(
+                    f"{path}: line {lineno} is not UTF-8 text (byte {exc.start})"
+                ) from None
             if not line.strip():
                 continue
             try:

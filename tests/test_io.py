@@ -118,3 +118,15 @@ def test_iter_jsonl_too_deep_torn_last_line_is_skipped(tmp_path):
     p = tmp_path / "r.jsonl"
     p.write_bytes(b'{"a": 1}\n' + DEEP)  # unterminated: a torn write, as any other
     assert list(iter_jsonl(p)) == [{"a": 1}]
+
+
+def test_iter_jsonl_names_the_line_that_is_not_utf8(tmp_path):
+    p = tmp_path / "r.jsonl"
+    p.write_bytes(b'{"a": 1}\n{"a": "\xff\xfe"}\n{"a": 3}\n')
+    with pytest.raises(LcevalError) as exc:
+        list(iter_jsonl(p))
+    assert str(exc.value) == f"{p}: line 2 is not UTF-8 text (byte 7)"
+    p.write_bytes(b'{"a": 1}\n{"a": "\xe2\x82')  # a torn last line cut inside a character
+    assert list(iter_jsonl(p)) == [{"a": 1}]
+    p.write_bytes(b'{"a": 1}\r\n{"a": 2}\r\n')  # Windows line ends
+    assert [d["a"] for d in iter_jsonl(p)] == [1, 2]
