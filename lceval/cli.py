@@ -11,6 +11,7 @@ Examples::
     lceval score my-run && lceval report my-run
     lceval score my-run --scorer lifbench:strict     # a named scorer variant
     lceval import leval LEval/Predictions --run-id leval-official   # official prediction files
+    lceval compare run-a run-b                        # paired difference with CI and p-values
     lceval run params/pipelines/lifbench_smoke.yaml   # notebooks 01-03 through papermill
 
 Errors in the input (unknown benchmark, task, backend or model; malformed params; unwritable
@@ -22,6 +23,7 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 import yaml
@@ -103,6 +105,25 @@ def _parser() -> argparse.ArgumentParser:
     r = sub.add_parser("report", help="write a run's tables and figures under report/")
     r.add_argument("run_id")
 
+    c = sub.add_parser(
+        "compare",
+        help="paired comparison of two runs (or two models of one run), or a leaderboard",
+    )
+    c.add_argument("run_ids", nargs="+", metavar="RUN", help="scored runs (one, two, or more)")
+    c.add_argument("--benchmark", default=None, help="only this benchmark")
+    c.add_argument("--model-a", default=None, help="only this model of the first run")
+    c.add_argument("--model-b", default=None, help="only this model of the second run")
+    c.add_argument("--no-tasks", action="store_true", help="headline rows only, no task rows")
+    c.add_argument(
+        "--leaderboard",
+        action="store_true",
+        help="every model of every run ranked per benchmark, with bootstrap CIs (default with "
+        "three or more runs)",
+    )
+    c.add_argument("--alpha", type=float, default=0.05, help="family-wise error rate (Holm)")
+    c.add_argument("--seed", type=int, default=0)
+    c.add_argument("--csv", default=None, help="also write the table to this CSV file")
+
     m = sub.add_parser("import", help="turn a benchmark's official prediction files into a run")
     m.add_argument("benchmark", help="a benchmark with an importer: " + ", ".join(_IMPORTERS))
     m.add_argument("path", help="a prediction file or folder (e.g. a clone's Predictions/)")
@@ -119,6 +140,37 @@ def _parser() -> argparse.ArgumentParser:
 
 _IMPORTERS = {"leval": "lceval.benchmarks.leval.importer:import_predictions"}
 """Benchmark key -> the function turning its official prediction files into a run folder."""
+
+
+def _compare(args: argparse.Namespace) -> Any:
+    """``lceval compare``: :func:`lceval.compare.compare_runs` for one or two runs (one run:
+    its models against each other), :func:`lceval.compare.leaderboard` for more or on request.
+
+    Raises:
+        LcevalError: a bad ``--alpha``, a run without scores, nothing in common to compare.
+    """
+    from lceval import compare
+
+    if not 0 < args.alpha < 1:
+        raise LcevalError(f"--alpha must be between 0 and 1, got {args.alpha}")
+    if args.leaderboard or len(args.run_ids) > 2:
+        if args.model_a or args.model_b:
+            raise LcevalError("--model-a/--model-b are for a paired comparison, not --leaderboard")
+        benchmarks = [args.benchmark] if args.benchmark else None
+        heads = compare.load_headlines(args.run_ids, benchmarks=benchmarks, root=args.outputs)
+        return compare.leaderboard(heads, seed=args.seed)
+    run_a, run_b = args.run_ids[0], args.run_ids[-1]
+    return compare.compare_runs(
+        run_a,
+        run_b,
+        benchmark=args.benchmark,
+        model_a=args.model_a,
+        model_b=args.model_b,
+        root=args.outputs,
+        by_task=not args.no_tasks,
+        alpha=args.alpha,
+        seed=args.seed,
+    )
 
 
 def _listing() -> str:
@@ -231,6 +283,18 @@ def _dispatch(args: argparse.Namespace) -> int:
         tables = pipeline.report(args.run_id, root=args.outputs)
         for name, table in tables.items():
             print(f"== {name}\n{table.to_string()}\n")
+    elif args.command == "compare":
+        table = _compare(args)
+        print(table.to_string(index=False, float_format=lambda x: f"{x:.4g}"))
+        if args.csv:
+            from lceval.reporting import save_table
+
+            path = Path(args.csv)
+            if path.suffix != ".csv":
+                raise LcevalError(f"--csv must name a .csv file, got {args.csv!r}")
+            if not path.parent.is_dir():
+                raise LcevalError(f"--csv: folder {path.parent} does not exist")
+            print(f"wrote {save_table(table, path.parent, path.stem, index=False)}")
     elif args.command == "import":
         if args.benchmark not in _IMPORTERS:
             raise LcevalError(

@@ -1,5 +1,6 @@
 """The CLI's contract with users: one-line errors and a non-zero exit on bad input."""
 
+import pandas as pd
 import pytest
 
 from lceval.cli import main
@@ -165,3 +166,59 @@ def test_second_infer_on_the_same_run_is_refused(capsys, tmp_path):
     finally:
         holder.kill()
         holder.wait()
+
+
+def _ruler_scored(root, run_id, model, values):
+    from lceval.io import new_meta, scores_frame
+    from lceval.records import Score
+
+    run = RunDir(run_id, root).create()
+    gold = {"outputs": ["w"], "metric": "string_match_all"}
+    samples = [
+        Sample(f"ruler/{t}/1024/{i}", "ruler", t, "q", gold=gold, length=1024)
+        for t in ("cwe", "fwe")
+        for i in range(4)
+    ]
+    run.write_samples(samples, [])
+    run.write_meta(new_meta(run_id))
+    scores = [
+        Score(s.id, model, "ruler", s.task, "ruler", "1", float(v))
+        for s, v in zip(samples, values, strict=True)
+    ]
+    scores_frame(scores).to_parquet(run.scores)
+
+
+def test_compare_prints_the_paired_table_and_writes_csv(capsys, tmp_path):
+    _ruler_scored(tmp_path, "a", "ma", [1, 1, 1, 0, 1, 0.5, 1, 1])
+    _ruler_scored(tmp_path, "b", "mb", [0, 1, 0, 0, 0.5, 0.5, 1, 0])
+    out_csv = tmp_path / "cmp.csv"
+    code = main(["--outputs", str(tmp_path), "compare", "a", "b", "--csv", str(out_csv)])
+    out = capsys.readouterr().out
+    assert code == 0 and "a/ma" in out and "b/mb" in out and "mcnemar-exact" in out
+    table = pd.read_csv(out_csv)
+    assert list(table["level"]) == ["headline", "task", "task"]
+    assert table.loc[0, "diff"] == pytest.approx(100 * ((3 / 4 - 1 / 4) + (3.5 / 4 - 2 / 4)) / 2)
+    main(["--outputs", str(tmp_path), "compare", "a", "b", "--no-tasks"])
+    rows = capsys.readouterr().out.strip().splitlines()[1:]
+    assert len(rows) == 1 and rows[0].split()[:2] == ["ruler", "headline"]
+    code = main(["--outputs", str(tmp_path), "compare", "a", "b", "--leaderboard"])
+    rows = [line.split() for line in capsys.readouterr().out.strip().splitlines()[1:]]
+    assert code == 0 and [r[3:5] for r in rows] == [["1", "ma"], ["2", "mb"]]
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["compare", "a", "nope"], "nope"),
+        (["compare", "a", "b", "--alpha", "1.5"], "--alpha must be between 0 and 1"),
+        (["compare", "a", "b", "--csv", "x.txt"], "--csv must name a .csv file"),
+        (["compare", "a", "b", "--csv", "/no/such/dir/x.csv"], "does not exist"),
+        (["compare", "a", "b", "c", "--model-a", "m"], "--model-a/--model-b are for a paired"),
+        (["compare", "a", "a"], "lceval: "),
+    ],
+)
+def test_compare_bad_input_is_one_line(capsys, tmp_path, argv, message):
+    _ruler_scored(tmp_path, "a", "ma", [1] * 8)
+    _ruler_scored(tmp_path, "b", "mb", [0] * 8)
+    code, err = _err(capsys, ["--outputs", str(tmp_path), *argv])
+    assert code == 2 and message in err and err.startswith("lceval: ") and "\n" not in err
