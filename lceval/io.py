@@ -132,35 +132,55 @@ UTF8_BOM = b"\xef\xbb\xbf"
 TOO_DEEP = "nested too deeply"
 """The message of :func:`json_line`'s error for a value nested beyond the parser's recursion."""
 
+TOO_LONG = "a number too long to read"
+"""The message of :func:`json_line`'s error for an integer past Python's digit limit."""
+
 
 def json_line(line: str) -> Any:
-    """``json.loads`` of one JSONL line, with nesting too deep for the parser (``[[[[...``
-    thousands deep, which raises RecursionError) reported as an unparsable line.
+    """``json.loads`` of one JSONL line, with values the parser cannot hold reported as an
+    unparsable line: nesting too deep (``[[[[...`` thousands deep raises RecursionError) and
+    integers past Python's digit limit (4,300 digits raise ValueError).
 
     Raises:
-        json.JSONDecodeError: the line is not JSON, or is nested too deeply (message
-            :data:`TOO_DEEP`); :func:`json_problem` describes either in a few words.
+        json.JSONDecodeError: the line is not JSON, or holds such a value (message
+            :data:`TOO_DEEP` or :data:`TOO_LONG`); :func:`json_problem` describes any of them
+            in a few words.
     """
     try:
         return json.loads(line)
+    except json.JSONDecodeError:
+        raise
     except RecursionError:
         raise json.JSONDecodeError(TOO_DEEP, line, 0) from None
+    except ValueError:  # int("9" * 5000): sys.get_int_max_str_digits()
+        raise json.JSONDecodeError(TOO_LONG, line, 0) from None
 
 
 def json_problem(exc: json.JSONDecodeError) -> str:
     """What is wrong with a line :func:`json_line` rejected, for a one-line error message:
-    ``nested too deeply`` or the parser's message and column."""
-    return exc.msg if exc.msg == TOO_DEEP else f"{exc.msg}, column {exc.colno}"
+    ``nested too deeply``, ``a number too long to read`` or the parser's message and column."""
+    return exc.msg if exc.msg in (TOO_DEEP, TOO_LONG) else f"{exc.msg}, column {exc.colno}"
 
 
-def iter_jsonl(path: str | os.PathLike[str]) -> Iterator[dict[str, Any]]:
-    """Yield the dicts of a JSONL file, skipping a torn (unterminated, unparsable) last line.
+def iter_jsonl(path: str | os.PathLike[str], *, torn: bool = True) -> Iterator[dict[str, Any]]:
+    """Yield the JSON values of a JSONL file's lines (see :func:`numbered_jsonl`)."""
+    for _, value in numbered_jsonl(path, torn=torn):
+        yield value
 
-    A UTF-8 byte order mark at the start of the file is skipped (``utf-8-sig``).
+
+def numbered_jsonl(path: str | os.PathLike[str], *, torn: bool = True) -> Iterator[tuple[int, Any]]:
+    """Yield (line number, JSON value) for the non-blank lines of a JSONL file.
+
+    A last line without its newline is read like any other when it parses. One that does not
+    parse is a torn append (a write killed midway): skipped when ``torn`` (append-only files such
+    as responses.jsonl, whose writer cuts it before its next append), an error otherwise (files
+    written whole and atomically: samples, contexts). A UTF-8 byte order mark at the start of the
+    file is skipped.
 
     Raises:
-        LcevalError: the file is missing or unreadable, or a line other than the last is not
-            UTF-8, not JSON, or nested too deeply to parse (the message names the line).
+        LcevalError: the file is missing or unreadable, or a line (other than a tolerated torn
+            last line) is not UTF-8, not JSON, or holds a value the parser cannot read; the
+            message names the file and the line.
     """
     path = Path(path)
     try:
@@ -169,37 +189,46 @@ def iter_jsonl(path: str | os.PathLike[str]) -> Iterator[dict[str, Any]]:
         raise LcevalError(f"cannot read {path}: {exc.strerror}") from None
     with f:
         lineno = 0
-        pending: str | None = None
         for raw in f:
             lineno += 1
-            if pending is not None:
-                raise LcevalError(f"{path}: line {lineno - 1} is not valid JSON ({pending})")
+            last = not raw.endswith(b"\n")
             if lineno == 1 and raw.startswith(UTF8_BOM):
                 raw = raw[len(UTF8_BOM) :]
             try:
                 line = raw.decode("utf-8")
             except UnicodeDecodeError as exc:
-                if not raw.endswith(b"\n"):  # a torn last line cut inside a character
-                    pending = f"not UTF-8 at byte {exc.start}"
-                    continue
+                if last and torn:  # a torn last line cut inside a character
+                    return
                 raise LcevalError(
                     f"{path}: line {lineno} is not UTF-8 text (byte {exc.start})"
                 ) from None
             if not line.strip():
                 continue
             try:
-                yield json_line(line)
+                value = json_line(line)
             except json.JSONDecodeError as exc:
-                if line.endswith("\n"):
-                    raise LcevalError(
-                        f"{path}: line {lineno} is not valid JSON ({json_problem(exc)})"
-                    ) from None
-                pending = json_problem(exc)  # a torn last line: tolerated if nothing follows
+                if last and torn:
+                    return
+                what = "is not valid JSON" if not last else "is not valid JSON (torn or cut)"
+                raise LcevalError(f"{path}: line {lineno} {what} ({json_problem(exc)})") from None
+            yield lineno, value
 
 
-def read_records(path: str | os.PathLike[str], cls: type[T]) -> list[T]:
-    """Read a JSONL file of ``cls`` records."""
-    return [from_dict(cls, d) for d in iter_jsonl(path)]
+def read_records(path: str | os.PathLike[str], cls: type[T], *, torn: bool = True) -> list[T]:
+    """Read a JSONL file of ``cls`` records (``torn``: see :func:`numbered_jsonl`).
+
+    Raises:
+        LcevalError: the file cannot be read, or a line is not JSON or not a ``cls`` record (the
+            message names the file and the line).
+    """
+    out = []
+    for lineno, value in numbered_jsonl(path, torn=torn):
+        try:
+            out.append(from_dict(cls, value))
+        except (TypeError, ValueError) as exc:
+            msg = " ".join(str(exc).split())[:200]
+            raise LcevalError(f"{path}: line {lineno} is not a {cls.__name__} ({msg})") from None
+    return out
 
 
 def git_commit(cwd: str | os.PathLike[str] | None = None) -> str | None:
@@ -307,10 +336,18 @@ class RunDir:
         if not self.run_json.exists():
             raise LcevalError(f"{self.run_json} does not exist: build the run first (lceval build)")
         try:
-            data = json.loads(self.run_json.read_text(encoding="utf-8"))
-        except (OSError, json.JSONDecodeError) as exc:
-            raise LcevalError(f"{self.run_json} is not readable JSON: {exc}") from None
-        return from_dict(RunMeta, data)
+            data = json_line(self.run_json.read_text(encoding="utf-8-sig"))
+        except OSError as exc:
+            raise LcevalError(f"cannot read {self.run_json}: {exc.strerror}") from None
+        except UnicodeDecodeError as exc:
+            raise LcevalError(f"{self.run_json} is not UTF-8 text (byte {exc.start})") from None
+        except json.JSONDecodeError as exc:
+            raise LcevalError(f"{self.run_json} is not valid JSON ({json_problem(exc)})") from None
+        try:
+            return from_dict(RunMeta, data)
+        except (TypeError, ValueError) as exc:
+            msg = " ".join(str(exc).split())[:200]
+            raise LcevalError(f"{self.run_json} is not a run record ({msg})") from None
 
     def write_meta(self, meta: RunMeta) -> None:
         with atomic_open(self.run_json) as f:
@@ -349,12 +386,12 @@ class RunDir:
     def read_samples(self) -> list[Sample]:
         if not self.samples.exists():
             raise LcevalError(f"{self.samples} does not exist: build the run first (lceval build)")
-        return read_records(self.samples, Sample)
+        return read_records(self.samples, Sample, torn=False)  # written atomically
 
     def read_contexts(self) -> dict[str, Context]:
         if not self.contexts.exists():
             return {}
-        return {c.id: c for c in read_records(self.contexts, Context)}
+        return {c.id: c for c in read_records(self.contexts, Context, torn=False)}
 
     def read_responses(self) -> list[Response]:
         if not self.responses.exists():
@@ -370,9 +407,38 @@ class RunDir:
         return df
 
     def read_scores(self) -> pd.DataFrame:
+        """scores.parquet as written by :meth:`write_scores`, checked.
+
+        Raises:
+            LcevalError: the file is missing, not a readable Parquet table, lacks a Score column,
+                has values outside [0, 1] (NaN allowed) or non-text ids.
+        """
         if not self.scores.exists():
             raise LcevalError(f"{self.scores} does not exist: score the run first (lceval score)")
-        return pd.read_parquet(self.scores)
+        again = f"score the run again (lceval score {self.run_id})"
+        try:
+            df = pd.read_parquet(self.scores)
+        except Exception as exc:  # noqa: BLE001 - pyarrow raises many types on a corrupt file
+            msg = " ".join(str(exc).split())[:120]
+            raise LcevalError(
+                f"{self.scores} is not a readable scores table ({type(exc).__name__}: {msg}); "
+                f"{again}"
+            ) from None
+        missing = [c for c in Score.__dataclass_fields__ if c not in df.columns]
+        if missing:
+            raise LcevalError(f"{self.scores} lacks column(s) {', '.join(missing)}; {again}")
+        values = pd.to_numeric(df["value"], errors="coerce")
+        bad = values.isna() & df["value"].notna() | ~(values.isna() | values.between(0.0, 1.0))
+        if bad.any():
+            row = df[bad].iloc[0]
+            raise LcevalError(
+                f"{self.scores}: {int(bad.sum())} value(s) outside [0, 1], e.g. "
+                f"{row['value']!r:.30} for {row['sample_id']!r:.80}; {again}"
+            )
+        for col in ("sample_id", "model", "benchmark", "task", "scorer"):
+            if not all(isinstance(v, str) for v in df[col]):
+                raise LcevalError(f"{self.scores}: column {col} must hold text; {again}")
+        return df.assign(value=values.astype(float))
 
 
 def scores_frame(scores: Iterable[Score]) -> pd.DataFrame:

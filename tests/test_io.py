@@ -5,7 +5,7 @@ import pytest
 
 from lceval.corpora import read_jsonl_file
 from lceval.errors import LcevalError
-from lceval.io import RunDir, atomic_open, iter_jsonl, outputs_root, write_jsonl
+from lceval.io import RunDir, atomic_open, iter_jsonl, outputs_root, read_records, write_jsonl
 from lceval.records import Context, Sample, Score
 
 
@@ -130,3 +130,90 @@ def test_iter_jsonl_names_the_line_that_is_not_utf8(tmp_path):
     assert list(iter_jsonl(p)) == [{"a": 1}]
     p.write_bytes(b'{"a": 1}\r\n{"a": 2}\r\n')  # Windows line ends
     assert [d["a"] for d in iter_jsonl(p)] == [1, 2]
+
+
+def _scored_run(tmp_path):
+    from lceval.io import new_meta, scores_frame
+    from lceval.records import Sample, Score
+
+    run = RunDir("r", tmp_path).create()
+    run.write_samples([Sample("s1", "echo", "T", "q")], [])
+    run.write_meta(new_meta("r"))
+    scores_frame([Score("s1", "m", "echo", "T", "echo", "1", 0.5)]).to_parquet(run.scores)
+    return run
+
+
+def test_jsonl_number_too_long_and_non_record_lines_are_one_line_errors(tmp_path):
+    from lceval.records import Sample
+
+    p = tmp_path / "r.jsonl"
+    p.write_bytes(b'{"a": 1}\n{"x": ' + b"9" * 5000 + b"}\n")
+    with pytest.raises(
+        LcevalError, match="line 2 is not valid JSON \\(a number too long to read\\)"
+    ):
+        list(iter_jsonl(p))
+    for bad in (b"[1, 2]", b"null", b'{"id": 5}'):
+        p.write_bytes(b'{"id": "s", "benchmark": "b", "task": "T", "instruction": "q"}\n' + bad)
+        with pytest.raises(LcevalError, match="line 2 is not a Sample"):
+            read_records(p, Sample)
+
+
+def test_unterminated_last_line(tmp_path):
+    p = tmp_path / "r.jsonl"
+    p.write_bytes(b'{"a": 1}\n{"a": 2}')  # whole, only its newline is missing: read
+    assert [d["a"] for d in iter_jsonl(p)] == [1, 2]
+    p.write_bytes(b'{"a": 1}\n{"a": ')  # torn append: skipped where tolerated, else an error
+    assert list(iter_jsonl(p)) == [{"a": 1}]
+    with pytest.raises(LcevalError, match="line 2 is not valid JSON \\(torn or cut\\)"):
+        list(iter_jsonl(p, torn=False))
+    p.write_bytes(b'{"a": 1}\r{"a": 2}\r')  # CR line ends: one line that is not JSON
+    with pytest.raises(LcevalError, match="line 1 is not valid JSON"):
+        list(iter_jsonl(p, torn=False))
+
+
+def test_run_samples_with_a_torn_tail_are_an_error(tmp_path):
+    run = _scored_run(tmp_path)
+    run.samples.write_bytes(run.samples.read_bytes() + b'{"id": "s2", "bench')
+    with pytest.raises(LcevalError, match="samples.jsonl: line 2 is not valid JSON"):
+        run.read_samples()
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        (b'{"run_id": "\xff"}', "is not UTF-8 text"),
+        (b"[]", "is not a run record"),
+        (b"[" * 100_000, "is not valid JSON (nested too deeply)"),
+        (b'{"x": ' + b"9" * 5000 + b"}", "is not valid JSON (a number too long to read)"),
+        (b"{", "is not valid JSON"),
+    ],
+)
+def test_corrupt_run_json_is_one_line(tmp_path, content, message):
+    run = _scored_run(tmp_path)
+    run.run_json.write_bytes(content)
+    with pytest.raises(LcevalError) as exc:
+        run.read_meta()
+    assert message in str(exc.value) and "\n" not in str(exc.value)
+
+
+def test_corrupt_scores_are_one_line(tmp_path):
+    import pandas as pd
+
+    run = _scored_run(tmp_path)
+    good = run.scores.read_bytes()
+    assert run.read_scores()["value"].tolist() == [0.5]
+    for content in (good[:100], b"garbage" * 10, b""):
+        run.scores.write_bytes(content)
+        with pytest.raises(LcevalError, match="is not a readable scores table.*lceval score r"):
+            run.read_scores()
+    pd.DataFrame({"a": [1]}).to_parquet(run.scores)
+    with pytest.raises(LcevalError, match="lacks column\\(s\\) sample_id"):
+        run.read_scores()
+    for value in (float("inf"), -5.0, 1.5):
+        df = pd.read_parquet(__import__("io").BytesIO(good)).assign(value=value)
+        df.to_parquet(run.scores)
+        with pytest.raises(LcevalError, match="1 value\\(s\\) outside \\[0, 1\\]"):
+            run.read_scores()
+    df.assign(value=float("nan"), model=7).to_parquet(run.scores)
+    with pytest.raises(LcevalError, match="column model must hold text"):
+        run.read_scores()

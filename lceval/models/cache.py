@@ -18,6 +18,7 @@ from __future__ import annotations
 import fcntl
 import json
 import os
+import sys
 from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
@@ -26,8 +27,20 @@ from lceval.errors import LcevalError
 from lceval.io import UTF8_BOM, atomic_open, dumps, json_line, json_problem
 from lceval.records import Response, from_dict
 
+
+def log(message: str) -> None:
+    """One ``lceval: ...`` line on stderr."""
+    print(f"lceval: {message}", file=sys.stderr, flush=True)
+
+
 Key = tuple[str, str, str, str | None]
 """(sample_id, model, config_hash, sample_hash): one stored answer per key."""
+
+
+def _whole(raw: bytes) -> bool:
+    """Whether ``raw`` (one line, newline or not) is a whole valid Response."""
+    r, problem = _parse(raw)
+    return r is not None and not problem
 
 
 def _parse(raw: bytes) -> tuple[Response | None, str]:
@@ -83,10 +96,13 @@ class ResponseStore:
             self._keys[k] = self._keys.get(k, False) or r.finish_reason != "error"
 
     def _cut_torn_tail(self) -> None:
-        """Cut an unterminated last line (a write killed midway) before appending.
+        """Before appending, end the file with a newline.
 
-        Only writers call this (a reader such as ``lceval score`` during ``lceval infer`` must
-        never cut a line that is being written).
+        An unterminated last line that is a whole valid Response only lacks its newline, which
+        is added. Anything else there is a torn append (a write killed midway): it is moved to
+        ``<file>.torn`` (appended, never lost) and cut, with one line on stderr. Only writers
+        call this (a reader such as ``lceval score`` during ``lceval infer`` must never cut a
+        line that is being written).
         """
         if not self.path.exists():
             return
@@ -108,8 +124,25 @@ class ResponseStore:
                         end = end - step + i + 1
                         break
                     end -= step
-                self.torn_bytes = size - end
-                f.truncate(end)
+                f.seek(end)
+                tail = f.read()
+                if _whole(
+                    tail[len(UTF8_BOM) :] if end == 0 and tail.startswith(UTF8_BOM) else tail
+                ):
+                    f.seek(size)
+                    f.write(b"\n")
+                else:
+                    aside = self.path.with_name(self.path.name + ".torn")
+                    with aside.open("ab") as g:
+                        g.write(tail + b"\n")
+                        g.flush()
+                        os.fsync(g.fileno())
+                    self.torn_bytes = size - end
+                    f.truncate(end)
+                    log(
+                        f"{self.path.name}: its last {self.torn_bytes:,} bytes were not a whole "
+                        f"response (a write killed midway, or no line ends); moved to {aside.name}"
+                    )
                 f.flush()
                 os.fsync(f.fileno())
         except OSError as exc:
@@ -132,9 +165,15 @@ class ResponseStore:
             if r is not None:
                 yield lineno, r
 
-    def _raw_lines(self) -> Iterator[tuple[int, bytes]]:
-        """(line number, bytes) of the complete lines; a UTF-8 byte order mark that starts the
-        file is dropped (a file re-saved by a Windows tool), one anywhere else is kept (bad)."""
+    def _raw_lines(self, *, any_tail: bool = False) -> Iterator[tuple[int, bytes]]:
+        """(line number, bytes ending in a newline) of the complete lines.
+
+        A last line without its newline is yielded (newline added) when it is a whole valid
+        Response (a file saved by an editor that drops the final newline), or always with
+        ``any_tail``; otherwise it is a torn append, left to :meth:`_cut_torn_tail`. A UTF-8 byte
+        order mark that starts the file is dropped (a file re-saved by a Windows tool), one
+        anywhere else is kept (bad).
+        """
         try:
             f = self.path.open("rb")
         except OSError as exc:
@@ -145,6 +184,8 @@ class ResponseStore:
                     raw = raw[len(UTF8_BOM) :]  # saved by a Windows tool (utf-8-sig)
                 if raw.endswith(b"\n"):
                     yield lineno, raw
+                elif any_tail or _whole(raw):
+                    yield lineno, raw + b"\n"
 
     def drop_bad_lines(self) -> int:
         """Move every line that is not a valid Response to ``<file>.bad``; returns how many.
@@ -154,7 +195,7 @@ class ResponseStore:
         """
         good: list[bytes] = []
         bad: list[bytes] = []
-        for _, raw in self._raw_lines():
+        for _, raw in self._raw_lines(any_tail=True):  # every byte ends up in one of the two
             _, problem = _parse(raw)
             (bad if problem else good).append(raw)
         if bad:

@@ -153,3 +153,65 @@ def test_second_writer_is_refused(tmp_path):
                 pass
     with ResponseStore(path).writer():  # released
         pass
+
+
+def test_torn_tail_is_moved_aside_not_lost(tmp_path, capsys):
+    path = tmp_path / "responses.jsonl"
+    store = ResponseStore(path)
+    store.append([_r(1)])
+    torn = b'{"sample_id": "s3", "model": "m", "te'
+    path.write_bytes(path.read_bytes() + torn)
+    ResponseStore(path).append([_r(2)])
+    assert (tmp_path / "responses.jsonl.torn").read_bytes() == torn + b"\n"
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "moved to responses.jsonl.torn" in err[0]
+
+
+def test_whole_last_line_without_newline_is_kept(tmp_path):
+    """An editor that drops the final newline: the last response still counts and is kept."""
+    path = tmp_path / "responses.jsonl"
+    ResponseStore(path).append([_r(1), _r(2)])
+    path.write_bytes(path.read_bytes()[:-1])
+    store = ResponseStore(path)
+    assert store.done("m", "h") == {"s1", "s2"}
+    assert [r.sample_id for r in store] == ["s1", "s2"]
+    store.append([_r(3)])
+    assert [r.sample_id for r in ResponseStore(path)] == ["s1", "s2", "s3"]
+    assert not (tmp_path / "responses.jsonl.torn").exists()
+
+
+def test_file_without_line_ends_is_moved_aside_whole(tmp_path, capsys):
+    """CR line ends (an old Mac editor): one unparsable 'line'; never silently deleted."""
+    path = tmp_path / "responses.jsonl"
+    ResponseStore(path).append([_r(1), _r(2)])
+    crs = path.read_bytes().replace(b"\n", b"\r")
+    path.write_bytes(crs)
+    store = ResponseStore(path)
+    assert len(store) == 0
+    store.append([_r(3)])
+    assert (tmp_path / "responses.jsonl.torn").read_bytes() == crs + b"\n"
+    assert [r.sample_id for r in ResponseStore(path)] == ["s3"]
+    assert "moved to responses.jsonl.torn" in capsys.readouterr().err
+
+
+def test_repair_keeps_a_valid_last_line_without_newline(tmp_path):
+    path = tmp_path / "responses.jsonl"
+    ResponseStore(path).append([_r(1), _r(2)])
+    lines = path.read_bytes().splitlines(keepends=True)
+    path.write_bytes(lines[0] + b"\x00 not json\n" + lines[1].rstrip(b"\n"))
+    store = ResponseStore(path, index=False)
+    assert store.drop_bad_lines() == 1
+    assert [r.sample_id for r in ResponseStore(path)] == ["s1", "s2"]
+    assert (tmp_path / "responses.jsonl.bad").read_bytes() == b"\x00 not json\n"
+
+
+def test_number_too_long_is_a_bad_line(tmp_path):
+    path = tmp_path / "responses.jsonl"
+    ResponseStore(path).append([_r(1)])
+    path.write_bytes(path.read_bytes() + b'{"x": ' + b"9" * 5000 + b"}\n")
+    with pytest.raises(
+        LcevalError, match="line 2 is not valid JSON \\(a number too long to read\\)"
+    ):
+        ResponseStore(path)
+    assert ResponseStore(path, index=False).drop_bad_lines() == 1
+    assert [r.sample_id for r in ResponseStore(path)] == ["s1"]
