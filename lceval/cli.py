@@ -121,7 +121,7 @@ def _parser() -> argparse.ArgumentParser:
         "three or more runs)",
     )
     c.add_argument("--alpha", type=float, default=0.05, help="family-wise error rate (Holm)")
-    c.add_argument("--seed", type=int, default=0)
+    c.add_argument("--seed", type=int, default=0, help="seed of the resampling (>= 0)")
     c.add_argument("--csv", default=None, help="also write the table to this CSV file")
 
     m = sub.add_parser("import", help="turn a benchmark's official prediction files into a run")
@@ -146,13 +146,27 @@ def _compare(args: argparse.Namespace) -> Any:
     """``lceval compare``: :func:`lceval.compare.compare_runs` for one or two runs (one run:
     its models against each other), :func:`lceval.compare.leaderboard` for more or on request.
 
+    Everything the command line can get wrong (``--alpha``, ``--seed``, ``--csv``) is checked
+    before any run is read.
+
     Raises:
-        LcevalError: a bad ``--alpha``, a run without scores, nothing in common to compare.
+        LcevalError: a bad ``--alpha``, ``--seed`` or ``--csv``, a run given twice, a run
+            without scores, an unknown benchmark or model, nothing in common to compare.
     """
     from lceval import compare
 
     if not 0 < args.alpha < 1:
         raise LcevalError(f"--alpha must be between 0 and 1, got {args.alpha}")
+    if args.seed < 0:
+        raise LcevalError(f"--seed must be >= 0, got {args.seed}")
+    if args.csv:
+        path = Path(args.csv)
+        if path.suffix != ".csv":
+            raise LcevalError(f"--csv must name a .csv file, got {args.csv!r}")
+        if path.is_dir():
+            raise LcevalError(f"--csv: {path} is a folder, not a file")
+        if not path.parent.is_dir():
+            raise LcevalError(f"--csv: folder {path.parent} does not exist")
     if args.leaderboard or len(args.run_ids) > 2:
         if args.model_a or args.model_b:
             raise LcevalError("--model-a/--model-b are for a paired comparison, not --leaderboard")
@@ -286,15 +300,14 @@ def _dispatch(args: argparse.Namespace) -> int:
     elif args.command == "compare":
         table = _compare(args)
         print(table.to_string(index=False, float_format=lambda x: f"{x:.4g}"))
-        if args.csv:
+        if args.csv:  # checked by _compare before anything was computed
             from lceval.reporting import save_table
 
             path = Path(args.csv)
-            if path.suffix != ".csv":
-                raise LcevalError(f"--csv must name a .csv file, got {args.csv!r}")
-            if not path.parent.is_dir():
-                raise LcevalError(f"--csv: folder {path.parent} does not exist")
-            print(f"wrote {save_table(table, path.parent, path.stem, index=False)}")
+            try:
+                print(f"wrote {save_table(table, path.parent, path.stem, index=False)}")
+            except OSError as exc:
+                raise LcevalError(f"--csv: cannot write {path}: {exc.strerror}") from None
     elif args.command == "import":
         if args.benchmark not in _IMPORTERS:
             raise LcevalError(

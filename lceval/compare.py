@@ -20,7 +20,7 @@ over them, the resampling unit); a benchmark without one (CIF-Bench for now) get
   notebook's smoke runs).
 
 Models are named by their model name; when one benchmark has the same model name in two runs,
-both are named ``<run_id>/<model>``.
+both are named ``<run_id>/<model>`` (an error when that name is another model's name).
 """
 
 from __future__ import annotations
@@ -78,6 +78,11 @@ def headline_of(key: str, scores: pd.DataFrame, samples: Sequence[Sample]) -> me
     return h
 
 
+def _check_seed(seed: int) -> None:
+    if seed < 0:
+        raise LcevalError(f"seed must be >= 0, got {seed}")
+
+
 def _run_parts(run_id: str, root: str | Path | None) -> tuple[pd.DataFrame, list[Sample]]:
     from lceval.pipeline import load_samples
 
@@ -102,20 +107,37 @@ def load_headlines(
         Benchmark key -> :class:`lceval.metrics.Headline` whose frame holds every run's models.
 
     Raises:
-        LcevalError: a run lacks scores or samples, or nothing is left to compare.
+        LcevalError: a run is given twice, lacks scores or samples; a benchmark of
+            ``benchmarks`` is scored in none of the runs; a ``<run_id>/<model>`` name is also
+            another model's name; nothing is left to compare.
     """
+    twice = sorted({r for r in run_ids if list(run_ids).count(r) > 1})
+    if twice:
+        raise LcevalError(
+            f"run {twice[0]} is given more than once; name each run once"
+            if len(twice) == 1
+            else f"runs {', '.join(twice)} are given more than once; name each run once"
+        )
     found: dict[str, list[tuple[str, metrics.Headline]]] = {}
+    scored: set[str] = set()
     for rid in run_ids:
         scores, samples = _run_parts(rid, root)
         for key in sorted({s.benchmark for s in samples}):
-            if benchmarks is not None and key not in benchmarks:
-                continue
             part = scores[scores["benchmark"] == key]
             if part.empty:
+                continue
+            scored.add(key)
+            if benchmarks is not None and key not in benchmarks:
                 continue
             found.setdefault(key, []).append(
                 (rid, headline_of(key, part, [s for s in samples if s.benchmark == key]))
             )
+    missing = [b for b in benchmarks or [] if b not in scored]
+    if missing:
+        raise LcevalError(
+            f"benchmark {missing[0]!r} is scored in none of runs {', '.join(run_ids)}; "
+            f"benchmarks scored there: {', '.join(sorted(scored)) or 'none'}"
+        )
     if not found:
         raise LcevalError(f"no scored benchmark in runs {', '.join(run_ids)}")
     out = {}
@@ -124,10 +146,11 @@ def load_headlines(
         for rid, h in items:
             for m in h.models:
                 runs_of.setdefault(m, set()).add(rid)
+        names = _model_names(key, [(rid, h.models) for rid, h in items], runs_of)
         frames = []
         for rid, h in items:
             f = h.frame.copy()
-            f["model"] = [m if len(runs_of[m]) == 1 else f"{rid}/{m}" for m in f["model"]]
+            f["model"] = [names[rid, m] for m in f["model"].astype(str)]
             frames.append(f)
         first = items[0][1]
         out[key] = metrics.Headline(
@@ -142,6 +165,39 @@ def load_headlines(
     return dict(sorted(out.items()))
 
 
+def _model_names(
+    key: str, models: Sequence[tuple[str, Sequence[str]]], runs_of: Mapping[str, set[str]]
+) -> dict[tuple[str, str], str]:
+    """(run id, model) -> its name on the benchmark ``key``: the model name, or
+    ``<run_id>/<model>`` when several runs have that model name.
+
+    Raises:
+        LcevalError: two models would get one name (e.g. model ``x`` of runs ``r1`` and ``r2``
+            and a model literally named ``r1/x``).
+    """
+
+    def told(rid: str, m: str) -> str:
+        if len(runs_of[m]) == 1:
+            return f"model {m!r} of run {rid}"
+        runs = ", ".join(sorted(runs_of[m]))
+        return f"model {m!r} of run {rid} (named {rid}/{m} as runs {runs} all have {m!r})"
+
+    names: dict[tuple[str, str], str] = {}
+    owner: dict[str, tuple[str, str]] = {}
+    for rid, ms in models:
+        for m in ms:
+            name = m if len(runs_of[m]) == 1 else f"{rid}/{m}"
+            if name in owner:
+                r0, m0 = owner[name]
+                raise LcevalError(
+                    f"{key}: two models would both be named {name!r}: {told(r0, m0)} and "
+                    f"{told(rid, m)}; rename one of them"
+                )
+            owner[name] = (rid, m)
+            names[rid, m] = name
+    return names
+
+
 def leaderboard(
     headlines: Mapping[str, metrics.Headline],
     *,
@@ -154,7 +210,11 @@ def leaderboard(
     Returns:
         Columns ``benchmark, metric, unit, rank`` (1 = best; ties share the lower rank),
         ``model, estimate, low, high, n, n_units``.
+
+    Raises:
+        LcevalError: a negative ``seed``.
     """
+    _check_seed(seed)
     parts = []
     for h in headlines.values():
         est = metrics.headline_estimates(
@@ -222,7 +282,11 @@ def pairwise(
     Returns:
         Columns ``benchmark, metric, model_a, model_b, diff, low, high, p_value, test, n,
         n_units, p_holm, significant`` (``p_holm <= alpha``); ``model_a`` is the better-ranked.
+
+    Raises:
+        LcevalError: a negative ``seed``.
     """
+    _check_seed(seed)
     rows = []
     for h in headlines.values():
         est = metrics.headline_estimates(h, n_resamples=1, seed=seed)
@@ -252,10 +316,12 @@ def compare_runs(
     """Paired comparison of two runs (or two models of one run) on the samples they share.
 
     For each benchmark in both runs and each pair (a model of ``run_a``, a model of ``run_b``;
-    the same model of the same run is skipped): the headline difference A - B
-    (:func:`lceval.metrics.headline_paired`) and, with ``by_task``, each task's mean
-    ``Score.value`` difference (:func:`lceval.metrics.paired_difference`: McNemar's exact test
-    for 0/1 scores of independent samples, else the sign-flip test over the benchmark's units).
+    with ``run_a == run_b`` the same model is skipped and each unordered pair is tested once,
+    in the order of ``model_a``, ``model_b`` when given, else by name): the headline
+    difference A - B (:func:`lceval.metrics.headline_paired`) and, with ``by_task``, each
+    task's mean ``Score.value`` difference (:func:`lceval.metrics.paired_difference`:
+    McNemar's exact test for 0/1 scores of independent samples, else the sign-flip test over
+    the benchmark's units).
     Samples are joined by ``sample_id``: both runs must be built from the same data.
 
     Args:
@@ -275,13 +341,28 @@ def compare_runs(
         diff in the metric's unit (headline) or 0..1 (tasks).
 
     Raises:
-        LcevalError: no benchmark or model pair in common.
+        LcevalError: a negative ``seed``; ``benchmark`` not in both runs; ``model_a`` or
+            ``model_b`` not scored on the compared benchmarks of its run; no benchmark or model
+            pair in common.
     """
+    _check_seed(seed)
     scores_a, samples_a = _run_parts(run_a, root)
     scores_b, samples_b = _run_parts(run_b, root)
     keys = sorted({s.benchmark for s in samples_a} & {s.benchmark for s in samples_b})
     if benchmark is not None:
-        keys = [k for k in keys if k == benchmark]
+        if benchmark not in keys:
+            raise LcevalError(
+                f"benchmark {benchmark!r} is not in both runs {run_a} and {run_b}; "
+                f"benchmarks in both: {', '.join(keys) or 'none'}"
+            )
+        keys = [benchmark]
+    for rid, scores, model in ((run_a, scores_a, model_a), (run_b, scores_b, model_b)):
+        have = sorted(set(scores.loc[scores["benchmark"].isin(keys), "model"].astype(str)))
+        if keys and model is not None and model not in have:
+            raise LcevalError(
+                f"run {rid} has no model {model!r} on {', '.join(keys)}; "
+                f"its models there: {', '.join(have) or 'none'}"
+            )
     rows: list[dict[str, Any]] = []
     for key in keys:
         sa = scores_a[scores_a["benchmark"] == key].assign(model=lambda d: "A:" + d["model"])
@@ -293,12 +374,15 @@ def compare_runs(
         samples = {s.id: s for s in [*samples_a, *samples_b] if s.benchmark == key}
         both = pd.concat([sa, sb], ignore_index=True)
         h = headline_of(key, both, list(samples.values()))
-        pairs = [
-            (a, b)
-            for a in sorted(set(sa["model"]))
-            for b in sorted(set(sb["model"]))
-            if not (run_a == run_b and a[2:] == b[2:])
-        ]
+        pairs = []
+        seen: set[frozenset[str]] = set()
+        for a, b in itertools.product(sorted(set(sa["model"])), sorted(set(sb["model"]))):
+            if run_a == run_b:  # two models of one run: each unordered pair once
+                pair = frozenset((a[2:], b[2:]))
+                if len(pair) == 1 or pair in seen:
+                    continue
+                seen.add(pair)
+            pairs.append((a, b))
         for a, b in pairs:
             if a not in h.models or b not in h.models:
                 continue
@@ -390,7 +474,11 @@ def rank_agreement(
 
     Returns:
         Columns ``benchmark_a, benchmark_b, n_models, tau, low, high, models``.
+
+    Raises:
+        LcevalError: a negative ``seed``.
     """
+    _check_seed(seed)
     rows = []
     for ka, kb in itertools.combinations(sorted(headlines), 2):
         ha, hb = headlines[ka], headlines[kb]

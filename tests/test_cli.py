@@ -215,6 +215,14 @@ def test_compare_prints_the_paired_table_and_writes_csv(capsys, tmp_path):
         (["compare", "a", "b", "--csv", "/no/such/dir/x.csv"], "does not exist"),
         (["compare", "a", "b", "c", "--model-a", "m"], "--model-a/--model-b are for a paired"),
         (["compare", "a", "a"], "lceval: "),
+        (["compare", "a", "b", "--seed", "-1"], "--seed must be >= 0, got -1"),
+        (["compare", "a", "b", "--seed", "-1", "--leaderboard"], "--seed must be >= 0, got -1"),
+        (["compare", "a", "a", "b"], "run a is given more than once"),
+        (["compare", "a", "a", "--leaderboard"], "run a is given more than once"),
+        (["compare", "a", "b", "--benchmark", "nope"], "'nope' is not in both runs"),
+        (["compare", "a", "b", "--model-a", "nope"], "run a has no model 'nope' on ruler"),
+        (["compare", "a", "b", "--model-b", "nope"], "run b has no model 'nope' on ruler"),
+        (["compare", "a", "b", "--leaderboard", "--benchmark", "nope"], "'nope' is scored in"),
     ],
 )
 def test_compare_bad_input_is_one_line(capsys, tmp_path, argv, message):
@@ -222,3 +230,59 @@ def test_compare_bad_input_is_one_line(capsys, tmp_path, argv, message):
     _ruler_scored(tmp_path, "b", "mb", [0] * 8)
     code, err = _err(capsys, ["--outputs", str(tmp_path), *argv])
     assert code == 2 and message in err and err.startswith("lceval: ") and "\n" not in err
+
+
+@pytest.mark.parametrize(
+    ("argv", "available"),
+    [
+        (["--benchmark", "nope"], "benchmarks in both: ruler"),
+        (["--model-a", "nope"], "its models there: ma"),
+        (["--model-b", "nope"], "its models there: mb"),
+        (["--leaderboard", "--benchmark", "nope"], "benchmarks scored there: ruler"),
+    ],
+)
+def test_compare_unknown_benchmark_or_model_lists_the_choices(capsys, tmp_path, argv, available):
+    _ruler_scored(tmp_path, "a", "ma", [1] * 8)
+    _ruler_scored(tmp_path, "b", "mb", [0] * 8)
+    code, err = _err(capsys, ["--outputs", str(tmp_path), "compare", "a", "b", *argv])
+    assert code == 2 and "'nope'" in err and err.endswith(available) and "\n" not in err
+
+
+def test_compare_csv_is_checked_before_anything_is_computed(capsys, tmp_path):
+    _ruler_scored(tmp_path, "a", "ma", [1] * 8)
+    _ruler_scored(tmp_path, "b", "mb", [0] * 8)
+    folder = tmp_path / "d.csv"
+    folder.mkdir()
+    for extra in ([], ["--leaderboard"]):
+        code = main(["--outputs", str(tmp_path), "compare", "a", "b", "--csv", str(folder), *extra])
+        captured = capsys.readouterr()
+        assert code == 2 and captured.out == ""  # no table printed before the error
+        err = captured.err.strip()
+        assert err == f"lceval: --csv: {folder} is a folder, not a file"
+    for bad, message in (("x.txt", "--csv must name a .csv file"), ("/no/d/x.csv", "not exist")):
+        code = main(["--outputs", str(tmp_path), "compare", "a", "nope", "--csv", bad])
+        captured = capsys.readouterr()
+        # the --csv error comes first, before the missing run 'nope' is noticed
+        assert code == 2 and captured.out == "" and message in captured.err
+
+
+def test_compare_one_run_pairs_its_models_once(capsys, tmp_path):
+    from lceval.io import scores_frame
+    from lceval.records import Score
+
+    _ruler_scored(tmp_path, "two", "m1", [1, 1, 1, 0, 1, 0.5, 1, 1])
+    run = RunDir("two", tmp_path)
+    first = run.read_scores()
+    values = [0, 1, 0, 0, 0.5, 0.5, 1, 0]
+    second = [
+        Score(sid, "m2", "ruler", task, "ruler", "1", float(v))
+        for sid, task, v in zip(first["sample_id"], first["task"], values, strict=True)
+    ]
+    pd.concat([first, scores_frame(second)], ignore_index=True).to_parquet(run.scores)
+    out_csv = tmp_path / "one.csv"
+    assert main(["--outputs", str(tmp_path), "compare", "two", "--csv", str(out_csv)]) == 0
+    table = pd.read_csv(out_csv)
+    assert list(table["level"]) == ["headline", "task", "task"]
+    assert set(table["model_a"]) == {"two/m1"} and set(table["model_b"]) == {"two/m2"}
+    # Holm over these three rows, not six (the mirror pair m2-m1 doubled the family)
+    assert table.loc[0, "p_holm"] == pytest.approx(3 * table.loc[0, "p_value"])

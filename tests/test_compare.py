@@ -26,7 +26,11 @@ VT_A = [1.0, 0.5, 1.0, 1.0]
 VT_B = [0.5, 0.5, 1.0, 0.0]
 
 
-def _ruler_run(root: Path, run_id: str, model: str, niah: list, vt: list) -> None:
+def _ruler_run(
+    root: Path, run_id: str, model: str, niah: list, vt: list, *more: tuple[str, list, list]
+) -> None:
+    """A scored RULER run: ``model`` with the cwe and fwe scores ``niah`` and ``vt``, and each
+    further ``(model, niah, vt)`` of ``more`` on the same samples."""
     run = RunDir(run_id, root).create()
     gold = {"outputs": ["w"], "metric": "string_match_all"}
     samples = [
@@ -36,10 +40,10 @@ def _ruler_run(root: Path, run_id: str, model: str, niah: list, vt: list) -> Non
     ]
     run.write_samples(samples, [])
     run.write_meta(new_meta(run_id))
-    values = [*niah, *vt]
     scores = [
-        Score(s.id, model, "ruler", s.task, "ruler", "1", float(v))
-        for s, v in zip(samples, values, strict=True)
+        Score(s.id, m, "ruler", s.task, "ruler", "1", float(v))
+        for m, cwe, fwe in ((model, niah, vt), *more)
+        for s, v in zip(samples, [*cwe, *fwe], strict=True)
     ]
     scores_frame(scores).to_parquet(run.scores)
 
@@ -114,3 +118,60 @@ def test_same_model_name_in_two_runs_is_told_apart(tmp_path: Path) -> None:
     assert "r1/x" in models and "r2/x" in models and "x" not in models
     t = compare.compare_runs("r1", "r2", model_a="m2", model_b="m2", root=tmp_path)
     assert np.allclose(t["diff"], 0.0) and (t["p_value"] == 1.0).all()
+
+
+def test_two_models_of_one_run_are_paired_once(tmp_path: Path) -> None:
+    _ruler_run(tmp_path, "two", "m1", NIAH_A, VT_A, ("m2", NIAH_B, VT_B))
+    t = compare.compare_runs("two", "two", root=tmp_path)
+    # one pair (not m1-m2 and its mirror m2-m1): the worked example's three rows and Holm family
+    assert len(t) == 3 and set(t["model_a"]) == {"two/m1"} and set(t["model_b"]) == {"two/m2"}
+    assert list(t["p_holm"]) == pytest.approx([0.1875, 0.5, 0.5])
+    three = compare.compare_runs("two", "two", root=tmp_path, by_task=False)
+    assert len(three) == 1
+    # an explicit order is kept
+    t = compare.compare_runs("two", "two", model_a="m2", model_b="m1", root=tmp_path)
+    assert len(t) == 3 and (t["model_a"] == "two/m2").all() and t["diff"].iloc[0] < 0
+
+
+def test_unknown_benchmark_or_model_is_named(tmp_path: Path) -> None:
+    _ruler_run(tmp_path, "a", "model-a", NIAH_A, VT_A)
+    _ruler_run(tmp_path, "b", "model-b", NIAH_B, VT_B)
+    with pytest.raises(LcevalError, match=r"benchmark 'nope' .*benchmarks in both: ruler"):
+        compare.compare_runs("a", "b", benchmark="nope", root=tmp_path)
+    with pytest.raises(LcevalError, match=r"run a has no model 'nope'.*: model-a$"):
+        compare.compare_runs("a", "b", model_a="nope", root=tmp_path)
+    with pytest.raises(LcevalError, match=r"run b has no model 'nope'.*: model-b$"):
+        compare.compare_runs("a", "b", model_b="nope", root=tmp_path)
+    with pytest.raises(LcevalError, match=r"benchmark 'nope' .*scored there: ruler"):
+        compare.load_headlines(["a", "b"], benchmarks=["nope"], root=tmp_path)
+
+
+def test_negative_seed_is_refused(tmp_path: Path) -> None:
+    _ruler_run(tmp_path, "a", "model-a", NIAH_A, VT_A)
+    _ruler_run(tmp_path, "b", "model-b", NIAH_B, VT_B)
+    with pytest.raises(LcevalError, match="seed must be >= 0, got -1"):
+        compare.compare_runs("a", "b", root=tmp_path, seed=-1)
+    heads = compare.load_headlines(["a", "b"], root=tmp_path)
+    for fn in (compare.leaderboard, compare.pairwise, compare.rank_agreement):
+        with pytest.raises(LcevalError, match="seed must be >= 0, got -1"):
+            fn(heads, seed=-1)
+
+
+def test_a_run_given_twice_is_refused(tmp_path: Path) -> None:
+    _ruler_run(tmp_path, "a", "model-a", NIAH_A, VT_A)
+    _ruler_run(tmp_path, "b", "model-b", NIAH_B, VT_B)
+    for ids in (["a", "a"], ["a", "b", "a"]):
+        with pytest.raises(LcevalError, match="run a is given more than once"):
+            compare.load_headlines(ids, root=tmp_path)
+
+
+def test_run_prefixed_name_may_not_collide_with_another_model(tmp_path: Path) -> None:
+    _ruler_run(tmp_path, "r1", "x", NIAH_A, VT_A)
+    _ruler_run(tmp_path, "r2", "x", NIAH_B, VT_B)
+    _ruler_run(tmp_path, "r3", "r1/x", NIAH_B, VT_A)
+    with pytest.raises(LcevalError, match=r"'r1/x'.*run r1.*run r3") as info:
+        compare.load_headlines(["r1", "r2", "r3"], root=tmp_path)
+    assert "\n" not in str(info.value)
+    # without the clash every model keeps its own row
+    board = compare.leaderboard(compare.load_headlines(["r1", "r2"], root=tmp_path), n_resamples=50)
+    assert sorted(board["model"]) == ["r1/x", "r2/x"] and (board["n"] == 10).all()
