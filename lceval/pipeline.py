@@ -279,6 +279,13 @@ def infer(
         raise LcevalError(f"--limit must be a positive integer, got {limit!r}")
     if max_new_tokens is not None and max_new_tokens < 1:
         raise LcevalError(f"--max-new-tokens must be >= 1, got {max_new_tokens}")
+    if (
+        isinstance(temperature, bool)
+        or not isinstance(temperature, int | float)
+        or not math.isfinite(temperature)
+        or temperature < 0
+    ):
+        raise LcevalError(f"--temperature must be a finite number >= 0, got {temperature!r}")
     if batch_size is not None and (not isinstance(batch_size, int) or batch_size < 1):
         raise LcevalError(f"--batch-size must be an integer >= 1, got {batch_size!r}")
     ResponseStore(run.responses)  # a corrupt responses file stops here, before a model loads

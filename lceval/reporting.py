@@ -38,9 +38,11 @@ def save_table(df: pd.DataFrame, folder: str | Path, name: str, *, index: bool =
 def responses_frame(run_id: str, outputs_root: str | Path | None = None) -> pd.DataFrame:
     """Tidy table of a run's responses joined with their samples' grouping fields.
 
-    One row per response: sample_id, model, config_hash, text, prompt_tokens, completion_tokens,
-    finish_reason, truncated_tokens, latency_s, error, sample_hash, then benchmark, task,
-    scenario, length.
+    One row per stored answer, as scoring reads them (:class:`lceval.models.cache.ResponseStore`:
+    per sample, model, config and sample hash the first successful response, else the last
+    error, so an error a retry replaced is not counted): sample_id, model, config_hash, text,
+    prompt_tokens, completion_tokens, finish_reason, truncated_tokens, latency_s, error,
+    sample_hash, then benchmark, task, scenario, length.
 
     Like scoring (:func:`lceval.pipeline.score`), a response stamped with another ``sample_hash``
     than its sample's current one answers an earlier version of the sample (the run was rebuilt)
@@ -50,7 +52,8 @@ def responses_frame(run_id: str, outputs_root: str | Path | None = None) -> pd.D
     existed, imported predictions) count as answering the current sample.
 
     Raises:
-        LcevalError: the run has no samples or no responses yet.
+        LcevalError: the run has no samples or no responses yet, or a line of responses.jsonl
+            is not a response (``lceval repair RUN`` moves such lines aside).
     """
     from dataclasses import asdict, fields
 
@@ -69,7 +72,13 @@ def responses_frame(run_id: str, outputs_root: str | Path | None = None) -> pd.D
     samples = samples.rename(columns={"id": "sample_id"})
     rows = []
     stale = 0
-    for r in run.read_responses():
+    if not run.responses.exists():
+        run.read_responses()  # raises the usual "run inference first" error
+    from lceval.models.cache import ResponseStore
+
+    # One row per stored key, as scoring reads them: the first successful answer, else the last
+    # error (an error that a retry replaced is not counted again).
+    for r in ResponseStore(run.responses):
         if r.answers(hashes.get(r.sample_id)):
             rows.append(asdict(r))
         else:

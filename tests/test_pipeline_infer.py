@@ -284,3 +284,17 @@ def test_infer_refuses_a_bad_batch_size_before_loading(monkeypatch, tmp_path):
     for bad in (0, -1, 2.5, "8"):
         with pytest.raises(LcevalError, match="--batch-size must be an integer >= 1"):
             pipeline.infer("r", "auto", root=tmp_path, batch_size=bad, progress=False)
+
+
+@pytest.mark.parametrize("bad", [float("nan"), float("inf"), -0.5, True, "0.7"])
+def test_infer_refuses_a_bad_temperature_before_loading(monkeypatch, tmp_path, bad):
+    from lceval import pipeline
+    from lceval.errors import LcevalError
+
+    run = RunDir("r", tmp_path).create()
+    samples, contexts = _samples(2)
+    run.write_samples(samples, contexts)
+    run.write_meta(new_meta("r"))
+    monkeypatch.setattr(pipeline, "load_backend", lambda *a, **k: pytest.fail("loaded"))
+    with pytest.raises(LcevalError, match="--temperature must be a finite number >= 0"):
+        pipeline.infer("r", "auto", root=tmp_path, temperature=bad, progress=False)

@@ -106,3 +106,23 @@ def test_responses_frame_leaves_out_stale_responses(tmp_path, capsys):
     frame = responses_frame("rf", tmp_path)
     assert frame.empty and {"sample_id", "model", "task", "text"} <= set(frame.columns)
     assert inference_summary(frame).empty
+
+
+def test_responses_frame_counts_a_retried_error_once(tmp_path):
+    """An error replaced by a successful retry: one row, the success, as scoring reads it."""
+    from lceval.io import RunDir, new_meta
+    from lceval.models.cache import ResponseStore
+    from lceval.records import Response, Sample
+    from lceval.reporting import inference_summary, responses_frame
+
+    run = RunDir("r", tmp_path).create()
+    run.write_samples([Sample("a", "echo", "T", "q"), Sample("b", "echo", "T", "q")], [])
+    run.write_meta(new_meta("r"))
+    store = ResponseStore(run.responses)
+    err = Response("a", "m", "", "h", finish_reason="error", error="RuntimeError: oom")
+    store.append([err, Response("b", "m", "ok", "h")])
+    store.append([Response("a", "m", "retried", "h")])
+    frame = responses_frame("r", tmp_path)
+    pairs = sorted(zip(frame["sample_id"], frame["text"], strict=True))
+    assert pairs == [("a", "retried"), ("b", "ok")]
+    assert int(inference_summary(frame)["errors"].sum()) == 0
