@@ -389,7 +389,13 @@ def score(
         raise LcevalError(f"{run.responses} does not exist: run inference first (lceval infer)")
     store = ResponseStore(run.responses)
     if len(store) == 0:
-        raise LcevalError(f"{run.responses} holds no responses: nothing to score")
+        why = (
+            f" (its {store.tail_bytes:,} bytes end in no line break: a file without line ends, "
+            "or a write still in progress or killed)"
+            if store.tail_bytes
+            else ""
+        )
+        raise LcevalError(f"{run.responses} holds no responses{why}: nothing to score")
     chosen = {k: spec for k, (_, spec) in specs.items()}
     opts = {k: (options if spec.name == scorer else {}) for k, spec in chosen.items()}
     judges: dict[str, BatchJudge] = {}

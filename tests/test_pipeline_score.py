@@ -99,6 +99,10 @@ def test_empty_responses_is_nothing_to_score(echo):
     echo.responses.write_text("")
     with pytest.raises(LcevalError, match="holds no responses: nothing to score"):
         pipeline.score("r", root=echo.path.parent, progress=False)
+    _responses(echo, [("e0", "a0", "stop", None), ("e1", "a1", "stop", None)])
+    echo.responses.write_bytes(echo.responses.read_bytes().replace(b"\n", b"\r"))  # CR ends
+    with pytest.raises(LcevalError, match="holds no responses \\(its [0-9,]+ bytes end in no"):
+        pipeline.score("r", root=echo.path.parent, progress=False)
 
 
 def test_rebuild_over_responses_needs_force(echo):

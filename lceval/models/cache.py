@@ -81,6 +81,9 @@ class ResponseStore:
         self.path = Path(path)
         self.torn_bytes = 0
         """Bytes of a torn last line cut off before the last append."""
+        self.tail_bytes = 0
+        """Bytes of an unterminated last line that is not a whole response, seen when the file
+        was last read (a write in progress or killed midway, or a file without line ends)."""
         self._keys: dict[Key, bool] = {}
         """key -> True once a successful (non-error) response is stored."""
         if index:
@@ -186,6 +189,8 @@ class ResponseStore:
                     yield lineno, raw
                 elif any_tail or _whole(raw):
                     yield lineno, raw + b"\n"
+                else:
+                    self.tail_bytes = len(raw)
 
     def drop_bad_lines(self) -> int:
         """Move every line that is not a valid Response to ``<file>.bad``; returns how many.
