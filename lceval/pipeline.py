@@ -347,7 +347,9 @@ def score(
     score with the error as explanation. A response stamped with another ``sample_hash`` than its
     sample's current one answers an earlier version of the sample (the run was rebuilt) and is
     not scored: they are counted and reported in one line on stderr. Responses without a hash
-    (written before it existed) are scored as answering the current sample. Scorers with a
+    (written before it existed) are scored as answering the current sample. A model with answers
+    under several generation configs in the run (e.g. hf, then vLLM) is scored as one model per
+    config, ``<model>@<first 8 hex digits of the config hash>``, so no table averages them. Scorers with a
     batch judge (LLM judges) get responses in groups; per-item rows of ``Judgement.details`` go
     to the benchmark's details file.
 
@@ -396,6 +398,18 @@ def score(
             else ""
         )
         raise LcevalError(f"{run.responses} holds no responses{why}: nothing to score")
+    # A model answering under two configs (say hf float32, then vLLM bfloat16) is scored as two
+    # models, "<name>@<config hash>", so tables never average the two engines' answers.
+    split = {m for m, hashes_of in store.configs().items() if len(hashes_of) > 1}
+    if split:
+        log(
+            f"{', '.join(sorted(split))} answered under several generation configs (engine, "
+            "dtype or settings): scored apart as <model>@<config hash>"
+        )
+
+    def label(r: Response) -> str:
+        return f"{r.model}@{r.config_hash[:8]}" if r.model in split else r.model
+
     chosen = {k: spec for k, (_, spec) in specs.items()}
     opts = {k: (options if spec.name == scorer else {}) for k, spec in chosen.items()}
     judges: dict[str, BatchJudge] = {}
@@ -410,7 +424,7 @@ def score(
         scores.append(
             Score(
                 sample_id=s.id,
-                model=r.model,
+                model=label(r),
                 benchmark=s.benchmark,
                 task=s.task,
                 scorer=spec.name,
@@ -423,7 +437,7 @@ def score(
         )
         if j.details:
             rows = details.setdefault(s.benchmark, [])
-            rows.extend({"sample_id": s.id, "model": r.model, **d} for d in j.details)
+            rows.extend({"sample_id": s.id, "model": label(r), **d} for d in j.details)
 
     def flush(key: str) -> None:
         group = pending.pop(key, [])

@@ -166,3 +166,24 @@ def test_cli_list_shows_every_benchmark_and_scorer(capsys):
     for name in ("scorer lifbench ", "scorer lifbench:strict", "scorer longgenbench:llm"):
         assert name in out
     assert "backends:" in out and "prompt_format" in out
+
+
+def test_one_model_under_two_configs_is_scored_as_two(echo, capsys):
+    """hf float32, then vLLM bfloat16 answers in one run: never averaged together."""
+    write_jsonl(
+        echo.responses,
+        [
+            Response(sample_id=s, model="m", text=t, config_hash=h)
+            for s, t, h in [
+                ("e0", "a0", "hf0000001"),
+                ("e1", "no", "hf0000001"),
+                ("e0", "no", "vllm00002"),
+                ("e1", "a1", "vllm00002"),
+            ]
+        ],  # fmt: skip
+    )
+    df = pipeline.score("r", root=echo.path.parent, progress=False)
+    assert sorted(set(df["model"])) == ["m@hf000000", "m@vllm0000"]
+    assert "m answered under several generation configs" in capsys.readouterr().err
+    _responses(echo, [("e0", "a0", "stop", None), ("e1", "a1", "stop", None)])
+    assert set(pipeline.score("r", root=echo.path.parent, progress=False)["model"]) == {"m"}

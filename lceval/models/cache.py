@@ -245,6 +245,13 @@ class ResponseStore:
     def __len__(self) -> int:
         return len(self._keys)
 
+    def configs(self) -> dict[str, set[str]]:
+        """Model -> the generation-config hashes it has stored answers under."""
+        out: dict[str, set[str]] = {}
+        for _, model, config_hash, _ in self._keys:
+            out.setdefault(model, set()).add(config_hash)
+        return out
+
     def done(
         self, model: str, config_hash: str, hashes: Mapping[str, str] | None = None
     ) -> set[str]:

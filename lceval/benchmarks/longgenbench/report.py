@@ -302,9 +302,11 @@ def longgenbench_summary(
     if frame.empty:
         return pd.DataFrame(columns=SUMMARY_COLUMNS)
     caps = dict(generation_caps or {})
+    # "<model>@<config hash>": a model scored apart per config (lceval.pipeline.score); run.json
+    # holds its latest config's cap under the plain name.
+    cap_of = [caps.get(m, caps.get(m.rsplit("@", 1)[0])) for m in frame["model"]]
     frame["max_new_tokens"] = [
-        min(b, caps[m]) if caps.get(m) else b
-        for b, m in zip(frame["max_new_tokens"], frame["model"], strict=True)
+        min(b, c) if c else b for b, c in zip(frame["max_new_tokens"], cap_of, strict=True)
     ]
     out = summary_table(frame, ("model", "version"), ci=False)
     extra = frame.groupby(["model", "version"]).agg(
