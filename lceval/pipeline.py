@@ -349,9 +349,9 @@ def score(
     not scored: they are counted and reported in one line on stderr. Responses without a hash
     (written before it existed) are scored as answering the current sample. A model with answers
     under several generation configs in the run (e.g. hf, then vLLM) is scored as one model per
-    config, ``<model>@<first 8 hex digits of the config hash>``, so no table averages them. Scorers with a
-    batch judge (LLM judges) get responses in groups; per-item rows of ``Judgement.details`` go
-    to the benchmark's details file.
+    config, ``<model>@<first 8 hex digits of the config hash>``, so no table averages them.
+    Scorers with a batch judge (LLM judges) get responses in groups; per-item rows of
+    ``Judgement.details`` go to the benchmark's details file.
 
     Args:
         run_id: run folder name.
