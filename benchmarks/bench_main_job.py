@@ -179,7 +179,7 @@ def stages(res: dict) -> dict[str, float]:
     out = {
         "build (01)": build,
         "engine start (02)": start,
-        "answering 44 samples (02)": answer,
+        "answering the samples (02)": answer,
         "engine close (02)": close,
         "other inference-cell work (02)": infer_cell - start - answer - close,
         "scoring + report tables/figures (03)": report,

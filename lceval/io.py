@@ -428,7 +428,7 @@ class RunDir:
         if missing:
             raise LcevalError(f"{self.scores} lacks column(s) {', '.join(missing)}; {again}")
         values = pd.to_numeric(df["value"], errors="coerce")
-        bad = values.isna() & df["value"].notna() | ~(values.isna() | values.between(0.0, 1.0))
+        bad = df["value"].notna() & ~values.between(0.0, 1.0)  # NaN is allowed; text/inf are not
         if bad.any():
             row = df[bad].iloc[0]
             raise LcevalError(

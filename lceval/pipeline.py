@@ -27,7 +27,7 @@ from lceval.io import RunDir, atomic_open, new_meta, project_root
 from lceval.models.base import Backend, GenerationConfig, load_backend, log
 from lceval.models.cache import ResponseStore
 from lceval.models.generate import engine_config, generate, prefix_reuse
-from lceval.records import Context, Judgement, Response, Sample, Score, sample_hash
+from lceval.records import Context, Judgement, Response, Sample, Score, sample_hashes
 
 DEFAULT_CALL_SIZE = 8
 """Samples per engine call when neither the caller nor the engine says (:func:`infer`)."""
@@ -371,9 +371,7 @@ def score(
     run = RunDir(run_id, root)
     raw = run.read_samples()
     contexts = run.read_contexts()
-    hashes = {
-        s.id: sample_hash(s, contexts.get(s.context_id) if s.context_id else None) for s in raw
-    }
+    hashes = sample_hashes(raw, contexts)
     samples = {s.id: s for s in registry.load_samples(raw)}
     del raw
     keys = sorted({s.benchmark for s in samples.values()})
@@ -400,7 +398,7 @@ def score(
         raise LcevalError(f"{run.responses} holds no responses{why}: nothing to score")
     # A model answering under two configs (say hf float32, then vLLM bfloat16) is scored as two
     # models, "<name>@<config hash>", so tables never average the two engines' answers.
-    split = {m for m, hashes_of in store.configs().items() if len(hashes_of) > 1}
+    split = {m for m, configs in store.configs(hashes).items() if len(configs) > 1}
     if split:
         log(
             f"{', '.join(sorted(split))} answered under several generation configs (engine, "

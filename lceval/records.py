@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal, TypeVar
 
@@ -261,6 +261,13 @@ SAMPLE_HASH_FIELDS = (
 """The Sample fields :func:`sample_hash` covers: what goes into the prompt and the generation
 budget, and the answer key. Grouping fields (scenario, length, expression and variable ids,
 meta) are left out: relabelling a sample does not change what its answer answers."""
+
+
+def sample_hashes(samples: Iterable[Sample], contexts: Mapping[str, Context]) -> dict[str, str]:
+    """Sample id -> :func:`sample_hash` of the sample with its context (from ``contexts``)."""
+    return {
+        s.id: sample_hash(s, contexts.get(s.context_id) if s.context_id else None) for s in samples
+    }
 
 
 def sample_hash(sample: Sample, context: Context | str | None = None) -> str:

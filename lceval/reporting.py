@@ -58,15 +58,11 @@ def responses_frame(run_id: str, outputs_root: str | Path | None = None) -> pd.D
     from dataclasses import asdict, fields
 
     from lceval.io import RunDir
-    from lceval.records import Response, sample_hash
+    from lceval.records import Response, sample_hashes
 
     run = RunDir(run_id, outputs_root)
     raw = run.read_samples()
-    contexts = run.read_contexts()
-    hashes = {
-        s.id: sample_hash(s, contexts.get(s.context_id) if s.context_id else None) for s in raw
-    }
-    del contexts
+    hashes = sample_hashes(raw, run.read_contexts())
     keys = ["id", "benchmark", "task", "scenario", "length"]
     samples = pd.DataFrame([{k: getattr(s, k) for k in keys} for s in raw], columns=keys)
     samples = samples.rename(columns={"id": "sample_id"})

@@ -18,20 +18,14 @@ from __future__ import annotations
 import fcntl
 import json
 import os
-import sys
 from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 
 from lceval.errors import LcevalError
 from lceval.io import UTF8_BOM, atomic_open, dumps, json_line, json_problem
+from lceval.models.base import log
 from lceval.records import Response, from_dict
-
-
-def log(message: str) -> None:
-    """One ``lceval: ...`` line on stderr."""
-    print(f"lceval: {message}", file=sys.stderr, flush=True)
-
 
 Key = tuple[str, str, str, str | None]
 """(sample_id, model, config_hash, sample_hash): one stored answer per key."""
@@ -181,6 +175,7 @@ class ResponseStore:
             f = self.path.open("rb")
         except OSError as exc:
             raise LcevalError(f"cannot read {self.path}: {exc.strerror}") from None
+        self.tail_bytes = 0
         with f:
             for lineno, raw in enumerate(f, 1):
                 if lineno == 1 and raw.startswith(UTF8_BOM):
@@ -245,11 +240,17 @@ class ResponseStore:
     def __len__(self) -> int:
         return len(self._keys)
 
-    def configs(self) -> dict[str, set[str]]:
-        """Model -> the generation-config hashes it has stored answers under."""
+    def configs(self, hashes: Mapping[str, str] | None = None) -> dict[str, set[str]]:
+        """Model -> the generation-config hashes it has stored answers under.
+
+        Args:
+            hashes: sample id -> current sample hash; given, only answers to the current
+                samples count (as in :meth:`done`).
+        """
         out: dict[str, set[str]] = {}
-        for _, model, config_hash, _ in self._keys:
-            out.setdefault(model, set()).add(config_hash)
+        for s, model, config_hash, sh in self._keys:
+            if hashes is None or (s in hashes and (sh is None or sh == hashes[s])):
+                out.setdefault(model, set()).add(config_hash)
         return out
 
     def done(

@@ -28,7 +28,7 @@ from tqdm.auto import tqdm
 from lceval.errors import LcevalError
 from lceval.models.base import Backend, GenerationConfig
 from lceval.models.cache import ResponseStore
-from lceval.records import Context, Response, Sample, sample_hash
+from lceval.records import Context, Response, Sample, sample_hashes
 
 
 def context_order(samples: Sequence[Sample]) -> list[Sample]:
@@ -159,9 +159,7 @@ def _generate(
 ) -> list[Response]:
     ids = [s.id for s in samples]
     chash = config.hash()
-    hashes = {
-        s.id: sample_hash(s, contexts.get(s.context_id) if s.context_id else None) for s in samples
-    }
+    hashes = sample_hashes(samples, contexts)
     done = store.done(backend.name, chash, hashes) if store is not None else set()
     pending = context_order([s for s in samples if s.id not in done])
     got: dict[str, Response] = {}

@@ -215,3 +215,12 @@ def test_number_too_long_is_a_bad_line(tmp_path):
         ResponseStore(path)
     assert ResponseStore(path, index=False).drop_bad_lines() == 1
     assert [r.sample_id for r in ResponseStore(path)] == ["s1"]
+
+
+def test_configs_count_only_answers_to_the_current_samples(tmp_path):
+    import dataclasses
+
+    store = ResponseStore(tmp_path / "responses.jsonl")
+    store.append([dataclasses.replace(_r(1, h="old"), sample_hash="v1"), _r(1, h="new")])
+    assert store.configs() == {"m": {"old", "new"}}
+    assert store.configs({"s1": "v2"}) == {"m": {"new"}}  # the v1 answer is stale
