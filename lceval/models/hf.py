@@ -25,7 +25,7 @@ haystacks) still share it within a batch.
 
 Decoding cost on the CPU (where decoding long contexts is memory-bound): keys/values live in
 buffers with room for the answer instead of being concatenated at every step
-(:class:`_GrowingLayer`), and attention leaves grouped key/value heads grouped instead of copying
+(:class:`GrowingLayer`), and attention leaves grouped key/value heads grouped instead of copying
 them per query head (:func:`sdpa_gqa_attention`); both give the same numbers as transformers' own
 path (tests/models/test_hf.py compares with a stock ``generate``).
 """
@@ -33,6 +33,7 @@ path (tests/models/test_hf.py compares with a stock ``generate``).
 from __future__ import annotations
 
 import gc
+import inspect
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -41,7 +42,6 @@ from typing import Any
 import torch
 import transformers
 from transformers import (
-    AttentionInterface,
     AutoConfig,
     AutoModelForCausalLM,
     AutoTokenizer,
@@ -50,8 +50,6 @@ from transformers import (
     StoppingCriteriaList,
 )
 from transformers.cache_utils import DynamicLayer
-from transformers.integrations.sdpa_attention import sdpa_attention_forward
-from transformers.masking_utils import AttentionMaskInterface, sdpa_mask
 
 from lceval.errors import LcevalError
 from lceval.models.base import (
@@ -63,6 +61,12 @@ from lceval.models.base import (
     resolve_prompt_format,
 )
 from lceval.models.embedded import ModelSource, resolve_model
+from lceval.models.hf_attention import (
+    ATTENTION,
+    GrowingLayer,
+    SharedPrefixLayer,
+    kv_bytes_per_token,
+)
 from lceval.models.rope import RopeOverride, apply_rope, resolve_rope
 from lceval.records import Context, FinishReason, Response, Sample
 
@@ -72,8 +76,14 @@ MIN_SHARED_PREFIX = 32
 GROW_ROOM = 1024
 """Most spare room (tokens) a batch's key/value buffers get beyond the prompt; they grow by as much
 again when a longer answer needs it."""
-CPU_ATTENTION = "lceval_sdpa_gqa"
-"""Attention used on the CPU instead of transformers' ``sdpa`` (see :func:`sdpa_gqa_attention`)."""
+CPU_ATTENTION = ATTENTION
+"""Attention used instead of transformers' ``sdpa`` (see :mod:`lceval.models.hf_attention`)."""
+PREFILL_CHUNK = 4096
+"""Default prompt tokens per prefill forward pass (see ``HFBackend(prefill_chunk=...)``)."""
+AUTO_BATCH_CAP = 64
+"""Most rows of an automatically sized GPU batch."""
+HEADROOM_BYTES = 2 << 30
+"""GPU memory (bytes) kept free beside the estimate when a batch is sized automatically."""
 OWN_BATCH_PREFIX = 256
 """Rows of one context and budget whose prompts share at least this many tokens (with each other
 or with the kept prefix cache) are batched on their own, so that no unrelated row shortens the
@@ -139,112 +149,6 @@ def common_prefix_len(rows: Sequence[Sequence[int]]) -> int:
     return n
 
 
-def sdpa_gqa_attention(
-    module: torch.nn.Module,
-    query: torch.Tensor,
-    key: torch.Tensor,
-    value: torch.Tensor,
-    attention_mask: torch.Tensor | None,
-    dropout: float = 0.0,
-    scaling: float | None = None,
-    is_causal: bool | None = None,
-    **kwargs: Any,
-) -> tuple[torch.Tensor, None]:
-    """transformers' ``sdpa`` attention, with grouped key/value heads left grouped.
-
-    With an attention mask (any padded batch) transformers copies every key/value head
-    ``num_key_value_groups`` times before calling ``scaled_dot_product_attention``: for
-    SmolLM2 (9 query heads on 3 key/value heads) that is 3 copies of the whole key/value cache per
-    layer and decoding step, which made batched decoding on the CPU several times slower than
-    the arithmetic. ``enable_gqa=True`` gives the same numbers on the CPU (checked bit for bit
-    against the repeated heads) without the copies. Anything else (position biases, paged
-    caches) goes to transformers' own function.
-    """
-    if kwargs.get("position_bias") is not None or kwargs.get("cache") is not None:
-        return sdpa_attention_forward(  # type: ignore[no-any-return]
-            module, query, key, value, attention_mask, dropout, scaling, is_causal, **kwargs
-        )
-    causal = is_causal if is_causal is not None else getattr(module, "is_causal", True)
-    causal = bool(query.shape[2] > 1 and attention_mask is None and causal)
-    out = torch.nn.functional.scaled_dot_product_attention(
-        query,
-        key,
-        value,
-        attn_mask=attention_mask,
-        dropout_p=dropout,
-        scale=scaling,
-        is_causal=causal,
-        enable_gqa=getattr(module, "num_key_value_groups", 1) > 1,
-    )
-    return out.transpose(1, 2).contiguous(), None
-
-
-AttentionInterface.register(CPU_ATTENTION, sdpa_gqa_attention)
-AttentionMaskInterface.register(CPU_ATTENTION, sdpa_mask)
-
-
-class _GrowingLayer(DynamicLayer):
-    """A full-attention cache layer that writes new keys/values into spare room of a buffer.
-
-    transformers' ``DynamicLayer`` concatenates at every step, copying the whole cache once per
-    layer and generated token; here the buffer holds the prompt plus ``room`` tokens and grows
-    (by ``room`` again) only when full. ``keys``/``values`` are views of the buffer, so every
-    ``DynamicLayer`` method (crop, batch selection) still works; a layer whose tensors were
-    replaced by such a method copies them into a new buffer at its next update.
-    """
-
-    def __init__(self, room: int) -> None:
-        super().__init__()
-        self.room = max(1, room)
-        self._k: torch.Tensor | None = None
-        self._v: torch.Tensor | None = None
-
-    def preload(self, keys: torch.Tensor, values: torch.Tensor, batch: int) -> None:
-        """Start from ``keys``/``values`` (batch 1 or ``batch``), repeated to ``batch`` rows."""
-        self.lazy_initialization(keys, values)
-        self._alloc(batch, keys, values, keys.shape[-2])
-
-    def _alloc(self, batch: int, keys: torch.Tensor, values: torch.Tensor, n: int) -> None:
-        size = (batch, keys.shape[1], n + self.room, keys.shape[-1])
-        self._k = torch.empty(size, dtype=keys.dtype, device=keys.device)
-        self._v = torch.empty(
-            size[:-1] + (values.shape[-1],), dtype=values.dtype, device=values.device
-        )
-        self._k[:, :, :n] = keys
-        self._v[:, :, :n] = values
-        self.keys, self.values = self._k[:, :, :n], self._v[:, :, :n]
-
-    def _owns(self, n: int, add: int) -> bool:
-        k, buf = self.keys, self._k
-        return (
-            buf is not None
-            and k is not None
-            and k.data_ptr() == buf.data_ptr()
-            and k.shape[:2] == buf.shape[:2]
-            and k.stride() == buf.stride()
-            and n + add <= buf.shape[-2]
-        )
-
-    def update(
-        self, key_states: torch.Tensor, value_states: torch.Tensor, *args: Any, **kwargs: Any
-    ) -> tuple[torch.Tensor, torch.Tensor]:
-        if not self.is_initialized:
-            self.lazy_initialization(key_states, value_states)
-        n, add = self.get_seq_length(), key_states.shape[-2]
-        if not self._owns(n, add):
-            self.room = max(self.room, add)
-            if n:
-                assert self.keys is not None and self.values is not None
-                self._alloc(self.keys.shape[0], self.keys, self.values, n)
-            else:
-                self._alloc(key_states.shape[0], key_states[:, :, :0], value_states[:, :, :0], 0)
-        assert self._k is not None and self._v is not None
-        self._k[:, :, n : n + add] = key_states
-        self._v[:, :, n : n + add] = value_states
-        self.keys, self.values = self._k[:, :, : n + add], self._v[:, :, : n + add]
-        return self.keys, self.values
-
-
 class _RowStop(StoppingCriteria):
     """Per-row stopping: a row is done at its budget or once its tail holds a stop string.
 
@@ -285,7 +189,16 @@ class HFBackend:
         device: ``"auto"`` (CUDA when available, else CPU), ``"cpu"``, ``"cuda[:N]"`` or ``"mps"``.
         dtype: ``"auto"`` (bfloat16 on GPUs that support it, float16 on older GPUs, float32 on
             CPU), ``"float32"``, ``"bfloat16"`` or ``"float16"``.
-        batch_size: most samples per ``generate`` call.
+        batch_size: most rows per batch (one ``generate`` call). None (default): 8 on the CPU;
+            on a GPU the most rows that fit the free memory (up to :data:`AUTO_BATCH_CAP`),
+            counting the shared context once and each row's own tokens and activations
+            (:meth:`HFBackend.rows_that_fit`). A CUDA out-of-memory error halves the batch and
+            retries the same rows; a row that fails alone is an error response naming its length
+            and the free memory.
+        prefill_chunk: prompt tokens encoded per forward pass when a context is prefilled
+            (default :data:`PREFILL_CHUNK`); bounds activations and the attention mask to
+            ``chunk x prompt``. Prompts longer than this without a shared prefix get a batch
+            of their own.
         window: context window in tokens (default: the model config's ``max_position_embeddings``,
             else the tokenizer's ``model_max_length``). Prompt + budget must fit in it.
         trust_remote_code: passed to ``from_pretrained`` (models with custom code).
@@ -316,7 +229,7 @@ class HFBackend:
         model: str | None = None,
         device: str = "auto",
         dtype: str = "auto",
-        batch_size: int = 8,
+        batch_size: int | None = None,
         window: int | None = None,
         trust_remote_code: bool = False,
         share_prefix: bool = True,
@@ -324,9 +237,12 @@ class HFBackend:
         prompt_format: str = "auto",
         rope_theta: float | None = None,
         rope_scaling: dict[str, Any] | str | None = None,
+        prefill_chunk: int | None = None,
     ) -> None:
-        if batch_size < 1:
+        if batch_size is not None and batch_size < 1:
             raise LcevalError(f"batch_size must be >= 1, got {batch_size}")
+        if prefill_chunk is not None and prefill_chunk < 16:
+            raise LcevalError(f"prefill_chunk must be >= 16 tokens, got {prefill_chunk}")
         if window is not None and window < 2:
             raise LcevalError(f"window must be >= 2 tokens, got {window}")
         if num_threads is not None:
@@ -338,8 +254,10 @@ class HFBackend:
         self.name = self.source.name
         self.device = _pick_device(device)
         self.dtype = _pick_dtype(dtype, self.device)
-        self.batch_size = batch_size
-        self.call_size = batch_size
+        self.auto_batch = batch_size is None
+        self.batch_size = batch_size or (AUTO_BATCH_CAP if self.device.startswith("cuda") else 8)
+        self.call_size = self.batch_size
+        self.prefill_chunk = prefill_chunk or PREFILL_CHUNK
         """Samples per ``generate`` call that ``lceval.pipeline.infer`` sends by default."""
         self.share_prefix = share_prefix
         self._prefix_ids: list[int] = []
@@ -383,11 +301,21 @@ class HFBackend:
                 f"cannot load model {self.name} from {self.source.path}: {msg}"
             ) from None
         self.model: Any = lm.to(torch.device(self.device)).eval()
-        if self.device == "cpu" and self.model.config._attn_implementation == "sdpa":
-            self.model.set_attn_implementation(CPU_ATTENTION)
+        if self.model.config._attn_implementation == "sdpa":
+            self.model.set_attn_implementation(ATTENTION)
         self._growing = _plain_layers(DynamicCache(config=self.model.config))
         """Full-attention layers only: key/value buffers with room, and a prefix kept across
         batches (sliding-window or linear-attention models share a prefix within a batch only)."""
+        self._cascade = self._growing and self.model.config._attn_implementation == ATTENTION
+        """The shared prefix is held once per batch (:class:`SharedPrefixLayer`); otherwise
+        (another attention implementation) it is repeated over the batch's rows."""
+        self._logits_kw: dict[str, Any] = (
+            {"logits_to_keep": 1}
+            if "logits_to_keep" in inspect.signature(self.model.forward).parameters
+            else {}
+        )
+        """Prefill passes keep the last position's logits only, never the whole prompt's."""
+        self._kv_token = kv_bytes_per_token(self.model.config, self.dtype)
         self.prompt_format = resolve_prompt_format(self.tokenizer, prompt_format)
         self.window = window or model_window(self.model.config, self.tokenizer)
         gen = self.model.generation_config
@@ -428,7 +356,9 @@ class HFBackend:
             "device": self.device,
             "dtype": self._dtype_name,
             "window": self.window,
-            "batch_size": self.batch_size,
+            "batch_size": "auto" if self.auto_batch else self.batch_size,
+            "prefill_chunk": self.prefill_chunk,
+            "shared_prefix_held_once": self._cascade,
             "share_prefix": self.share_prefix,
             "num_threads": torch.get_num_threads(),
             "prompt_format": self.prompt_format,
@@ -495,9 +425,10 @@ class HFBackend:
 
         Rows of one context and budget that share a long prefix (:data:`OWN_BATCH_PREFIX` tokens,
         with each other or with the kept prefix cache) form batches of their own, in context
-        order, so the shared prefix is encoded once and kept for the context's next rows. The
-        other rows are sorted by budget (no row waits on a longer one), then context, and cut
-        into batches of ``batch_size``.
+        order, so the shared prefix is encoded once and kept for the context's next rows. Other
+        rows longer than ``prefill_chunk`` tokens are answered one at a time (their prompt is
+        then prefilled in chunks). The rest are sorted by budget (no row waits on a longer one),
+        then context, and cut into batches of ``batch_size``.
         """
         first: dict[str | None, int] = {}
         for r in rows:
@@ -517,8 +448,10 @@ class HFBackend:
                 own.extend(_chunks(group, self.batch_size))
             else:
                 rest.extend(group)
+        long = [[r] for r in rest if len(r.ids) > self.prefill_chunk]
+        rest = [r for r in rest if len(r.ids) <= self.prefill_chunk]
         rest.sort(key=lambda r: (r.budget, r.sample.context_id or "", r.index))
-        return own + _chunks(rest, self.batch_size)
+        return own + long + _chunks(rest, self.batch_size)
 
     def _kept_prefix(self, ids: Sequence[int]) -> int:
         """How many leading tokens of ``ids`` the kept prefix cache holds."""
@@ -526,31 +459,45 @@ class HFBackend:
             return 0
         return common_prefix_len([self._prefix_ids, ids])
 
+    def _prefill(self, cache: Any, ids: Sequence[int]) -> None:
+        """Encode ``ids`` (one row) into ``cache`` in chunks of ``prefill_chunk`` tokens, keeping
+        no logits beyond the last position (activations and masks stay ``chunk x prompt``)."""
+        for k in range(0, len(ids), self.prefill_chunk):
+            chunk = torch.tensor(
+                [ids[k : k + self.prefill_chunk]], dtype=torch.long, device=self.device
+            )
+            self.model(chunk, past_key_values=cache, use_cache=True, **self._logits_kw)
+
     def _prefix_cache(self, ids: list[int], n: int) -> tuple[Any, int]:
         """A batch-1 key/value cache holding at least ``ids[:n]``, and how many of those tokens
         came from the kept prefix.
 
-        Reuses the kept prefix as far as it matches, encodes the rest, and keeps the result for
-        the next batches (when it holds tokens the kept one did not).
+        Reuses the kept prefix as far as it matches, encodes the rest in chunks, and keeps the
+        result for the next batches (when it holds tokens the kept one did not). The kept cache
+        is sized to the prefix exactly; an unrelated kept prefix is dropped before the new one
+        is allocated.
         """
         if not self._growing:
-            chunk = torch.tensor([ids[:n]], dtype=torch.long, device=self.device)
-            return self.model(chunk, use_cache=True).past_key_values, 0
+            cache = DynamicCache(config=self.model.config)
+            self._prefill(cache, ids[:n])
+            return cache, 0
         reused = min(self._kept_prefix(ids), n)
         if n > reused:
-            cache = self._new_cache(1, n - reused, self._prefix_kv, reused)
-            chunk = torch.tensor([ids[reused:n]], dtype=torch.long, device=self.device)
-            self.model(chunk, past_key_values=cache, use_cache=True)
+            source = self._prefix_kv if reused else None
+            self._prefix_ids, self._prefix_kv = [], None  # freed before the new one is made
+            cache = self._new_cache(1, n - reused, source, reused)
+            del source
+            self._prefill(cache, ids[reused:n])
             self._prefix_ids, self._prefix_kv = list(ids[:n]), cache
         return self._prefix_kv, reused
 
     def _new_cache(self, batch: int, room: int, source: Any = None, length: int = 0) -> Any:
-        """A cache of :class:`_GrowingLayer` with room for ``room`` more tokens, starting from
+        """A cache of :class:`GrowingLayer` with room for ``room`` more tokens, starting from
         the first ``length`` tokens of ``source`` (a batch-1 cache) repeated over ``batch`` rows."""
         cache = DynamicCache(config=self.model.config)
         layers: list[Any] = []
         for i in range(len(cache.layers)):
-            layer = _GrowingLayer(room)
+            layer = GrowingLayer(room)
             if source is not None and length:
                 src = source.layers[i]
                 layer.preload(src.keys[:, :, :length], src.values[:, :, :length], batch)
@@ -558,15 +505,106 @@ class HFBackend:
         cache.layers = layers
         return cache
 
+    def _shared_cache(self, source: Any, length: int, batch: int, room: int) -> Any:
+        """A cache of :class:`SharedPrefixLayer`: the first ``length`` tokens of ``source`` (the
+        kept batch-1 prefix, not copied) shared by ``batch`` rows with ``room`` tokens each."""
+        cache = DynamicCache(config=self.model.config)
+        cache.layers = [
+            SharedPrefixLayer(src.keys[:, :, :length], src.values[:, :, :length], batch, room)
+            for src in source.layers
+        ]
+        return cache
+
+    # -- memory ----------------------------------------------------------------------------------
+    def free_memory(self) -> tuple[int, int] | None:
+        """``(free, total)`` bytes on this backend's CUDA device, counting memory torch has
+        reserved but not allocated as free; None off CUDA."""
+        if not self.device.startswith("cuda"):
+            return None
+        free, total = torch.cuda.mem_get_info(torch.device(self.device))
+        spare = torch.cuda.memory_reserved(self.device) - torch.cuda.memory_allocated(self.device)
+        return int(free + spare), int(total)
+
+    def row_bytes(self, width: int, room: int) -> int:
+        """Estimated bytes one row of a batch needs beyond the shared prefix: its own keys and
+        values (``width + room`` tokens), the activations of encoding its ``width`` own tokens
+        (hidden states, attention and MLP intermediates) and float32 logits for sampling."""
+        cfg = getattr(self.model.config, "text_config", None) or self.model.config
+        size = torch.finfo(self.dtype).bits // 8
+        hidden = int(getattr(cfg, "hidden_size", 0))
+        inter = int(getattr(cfg, "intermediate_size", 0) or 4 * hidden)
+        vocab = int(getattr(cfg, "vocab_size", 0))
+        activations = width * (6 * hidden + 3 * inter) * size
+        return self._kv_token * (width + room) + activations + 3 * 4 * vocab
+
+    def rows_that_fit(self, prefix_new: int, width: int, room: int) -> int:
+        """Most rows of a batch that fit the free GPU memory (at least 1; ``batch_size`` off
+        CUDA or when the user set it): free memory less :data:`HEADROOM_BYTES`, less the keys
+        and values of ``prefix_new`` prefix tokens still to encode (and one prefill chunk's
+        activations), divided by :meth:`row_bytes`."""
+        mem = self.free_memory()
+        if mem is None or not self.auto_batch:
+            return self.batch_size
+        free, _ = mem
+        budget = free - HEADROOM_BYTES - self._kv_token * prefix_new
+        budget -= self.row_bytes(min(prefix_new, self.prefill_chunk), 0)
+        return max(1, min(self.batch_size, budget // max(1, self.row_bytes(width, room))))
+
+    def _oom_reason(self, row: _Row) -> str:
+        mem = self.free_memory()
+        where = (
+            f"{mem[0] / 2**30:.1f} GiB free of {mem[1] / 2**30:.1f} GiB on {self.device}"
+            if mem
+            else f"on {self.device}"
+        )
+        return f"out of memory answering alone: prompt {len(row.ids)} tokens, {where}"
+
     def _run_batch(self, rows: list[_Row], config: GenerationConfig) -> list[tuple[_Row, Response]]:
-        """Generate one batch; if it fails as a whole, retry its rows one by one."""
+        """Generate one batch, in as many rows at a time as fit the free memory.
+
+        An out-of-memory error halves the batch and retries the same rows; a row that runs out
+        of memory alone becomes an error response naming its length and the free memory. Any
+        other failure of a batch retries its rows one by one.
+        """
+        fit = self._fit(rows, config)
+        if fit < len(rows):
+            return [
+                pair
+                for k in range(0, len(rows), fit)
+                for pair in self._run_batch(rows[k : k + fit], config)
+            ]
         try:
             return self._generate_rows(rows, config)
-        except (RuntimeError, ValueError) as exc:  # e.g. out of memory
+        except torch.OutOfMemoryError:
+            self._prefix_ids, self._prefix_kv = [], None  # it may be half-built
+            self._free()
+            if len(rows) == 1:
+                exc = LcevalError(self._oom_reason(rows[0]))
+                return [(rows[0], error_response(rows[0].sample, self.name, config, exc))]
+            half = (len(rows) + 1) // 2
+            return self._run_batch(rows[:half], config) + self._run_batch(rows[half:], config)
+        except (RuntimeError, ValueError) as exc:
             if len(rows) == 1:
                 return [(rows[0], error_response(rows[0].sample, self.name, config, exc))]
         self._free()
         return [pair for r in rows for pair in self._run_batch([r], config)]
+
+    def _fit(self, rows: list[_Row], config: GenerationConfig) -> int:
+        if len(rows) == 1:
+            return 1
+        prefix, width = self._layout([r.ids for r in rows])
+        new = prefix - min(self._kept_prefix(rows[0].ids), prefix)  # 0 without a prefix
+        room = min(max(r.budget for r in rows), GROW_ROOM)
+        return self.rows_that_fit(new, width, room)
+
+    def _layout(self, ids: list[list[int]]) -> tuple[int, int]:
+        """``(shared prefix, widest own part)`` in tokens for a batch of token rows."""
+        prefix = 0
+        if self.share_prefix:
+            prefix = min(common_prefix_len(ids), min(len(x) for x in ids) - 1)
+            if prefix < MIN_SHARED_PREFIX:
+                prefix = 0
+        return prefix, max(len(x) - prefix for x in ids)
 
     def _free(self) -> None:
         gc.collect()
@@ -578,12 +616,7 @@ class HFBackend:
     ) -> list[tuple[_Row, Response]]:
         t0 = time.perf_counter()
         ids = [r.ids for r in rows]
-        prefix = 0
-        if self.share_prefix:
-            prefix = min(common_prefix_len(ids), min(len(x) for x in ids) - 1)
-            if prefix < MIN_SHARED_PREFIX:
-                prefix = 0
-        width = max(len(x) - prefix for x in ids)
+        prefix, width = self._layout(ids)
         input_ids = torch.full((len(rows), prefix + width), self.pad_id, dtype=torch.long)
         mask = torch.zeros_like(input_ids)
         input_ids[:, :prefix] = torch.tensor(ids[0][:prefix], dtype=torch.long)
@@ -600,7 +633,9 @@ class HFBackend:
         with torch.inference_mode():
             if prefix:
                 source, reused = self._prefix_cache(ids[0], prefix)
-                if self._growing:
+                if self._cascade:
+                    kwargs["past_key_values"] = self._shared_cache(source, prefix, len(rows), room)
+                elif self._growing:
                     kwargs["past_key_values"] = self._new_cache(len(rows), room, source, prefix)
                 else:
                     source.batch_repeat_interleave(len(rows))
@@ -632,6 +667,7 @@ class HFBackend:
                 **dict(config.extra),
             )
         gen: list[list[int]] = out[:, start:].tolist()
+        del out, kwargs
         latency = (time.perf_counter() - t0) / len(rows)
         self.prompt_tokens_requested += sum(len(x) for x in ids)
         self.prompt_tokens_computed += prefix - reused + sum(len(x) - prefix for x in ids)

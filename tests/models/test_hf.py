@@ -141,7 +141,7 @@ def test_equals_stock_transformers_generate(
     import torch
     from transformers import AutoModelForCausalLM
 
-    assert tiny.model.config._attn_implementation == hf_module.CPU_ATTENTION
+    assert tiny.model.config._attn_implementation == hf_module.ATTENTION
     stock = AutoModelForCausalLM.from_pretrained(tiny_model_dir).eval()
     assert stock.config._attn_implementation == "sdpa"
     samples = [_sample(i, f"c{i % 3}", max_new_tokens=12) for i in range(4)]
