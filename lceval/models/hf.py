@@ -64,6 +64,7 @@ from lceval.models.embedded import ModelSource, resolve_model
 from lceval.models.hf_attention import (
     ATTENTION,
     GrowingLayer,
+    PrefixLayer,
     SharedPrefixLayer,
     kv_bytes_per_token,
 )
@@ -485,19 +486,24 @@ class HFBackend:
         if n > reused:
             source = self._prefix_kv if reused else None
             self._prefix_ids, self._prefix_kv = [], None  # freed before the new one is made
-            cache = self._new_cache(1, n - reused, source, reused)
+            cache = self._new_cache(1, n - reused, source, reused, kept=True)
             del source
             self._prefill(cache, ids[reused:n])
             self._prefix_ids, self._prefix_kv = list(ids[:n]), cache
         return self._prefix_kv, reused
 
-    def _new_cache(self, batch: int, room: int, source: Any = None, length: int = 0) -> Any:
+    def _new_cache(
+        self, batch: int, room: int, source: Any = None, length: int = 0, kept: bool = False
+    ) -> Any:
         """A cache of :class:`GrowingLayer` with room for ``room`` more tokens, starting from
-        the first ``length`` tokens of ``source`` (a batch-1 cache) repeated over ``batch`` rows."""
+        the first ``length`` tokens of ``source`` (a batch-1 cache) repeated over ``batch`` rows;
+        ``kept``: the kept prefix's :class:`PrefixLayer` (chunks attend to earlier tokens by the
+        cascade) where the cascade attention is installed."""
         cache = DynamicCache(config=self.model.config)
         layers: list[Any] = []
+        cls = PrefixLayer if kept and self._cascade else GrowingLayer
         for i in range(len(cache.layers)):
-            layer = GrowingLayer(room)
+            layer = cls(room)
             if source is not None and length:
                 src = source.layers[i]
                 layer.preload(src.keys[:, :, :length], src.values[:, :, :length], batch)

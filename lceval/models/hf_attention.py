@@ -46,13 +46,14 @@ PREFIX_ATTR = "_lceval_prefix"
 
 # -- attention with log-sum-exp ------------------------------------------------------------------
 def manual_lse_attention(
-    q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, scale: float
+    q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, scale: float, causal: bool = False
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    """Unmasked attention in float32, in query blocks of at most :data:`SCORE_BLOCK_BYTES`.
+    """Attention in float32, in query blocks of at most :data:`SCORE_BLOCK_BYTES`.
 
     Args:
         q: ``[N, H, Lq, d]``; k, v: ``[N, H, Lk, d]`` (same heads).
         scale: softmax scale (usually ``d ** -0.5``).
+        causal: query ``i`` sees keys ``j <= i + Lk - Lq`` (the queries are the last keys).
 
     Returns:
         ``(out [N, H, Lq, d]`` in ``q.dtype``, ``lse [N, H, Lq]`` float32, natural log).
@@ -63,6 +64,10 @@ def manual_lse_attention(
     outs, lses = [], []
     for i in range(0, lq, step):
         s = torch.matmul(q[:, :, i : i + step].float(), kf.transpose(-1, -2)) * scale
+        if causal:
+            rows = torch.arange(i, i + s.shape[2], device=q.device).unsqueeze(1)
+            cols = torch.arange(s.shape[3], device=q.device).unsqueeze(0)
+            s = s.masked_fill(cols > rows + (s.shape[3] - lq), float("-inf"))
         lse = torch.logsumexp(s, dim=-1)
         outs.append(torch.matmul(torch.exp(s - lse.unsqueeze(-1)), vf).to(q.dtype))
         lses.append(lse)
@@ -70,22 +75,23 @@ def manual_lse_attention(
 
 
 def _fused_lse_attention(
-    q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, scale: float
+    q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, scale: float, causal: bool = False
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    """torch's own fused kernels, which return the log-sum-exp beside the output."""
+    """torch's own fused kernels, which return the log-sum-exp beside the output (``causal``
+    only with as many queries as keys)."""
     if q.device.type == "cpu":
         out, lse = torch.ops.aten._scaled_dot_product_flash_attention_for_cpu(
-            q, k, v, 0.0, False, attn_mask=None, scale=scale
+            q, k, v, 0.0, causal, attn_mask=None, scale=scale
         )
         return out, lse.float()
     if q.device.type == "cuda":
         if q.dtype in (torch.float16, torch.bfloat16):
             res = torch.ops.aten._scaled_dot_product_flash_attention(
-                q, k, v, 0.0, False, False, scale=scale
+                q, k, v, 0.0, causal, False, scale=scale
             )
         else:
             res = torch.ops.aten._scaled_dot_product_efficient_attention(
-                q, k, v, None, True, 0.0, False, scale=scale
+                q, k, v, None, True, 0.0, causal, scale=scale
             )
         return res[0], res[1][..., : q.shape[2]].float()
     raise NotImplementedError(q.device.type)
@@ -105,18 +111,18 @@ def _fused_ok(q: torch.Tensor) -> bool:
             gen = torch.Generator(device="cpu").manual_seed(0)
             shape = (1, 2, 37, q.shape[-1])
             a, b, c = (torch.randn(shape, generator=gen).to(q.device, q.dtype) for _ in range(3))
-            b = b[:, :, :29]
-            c = c[:, :, :29]
             scale = q.shape[-1] ** -0.5
-            o1, l1 = _fused_lse_attention(a, b, c, scale)
-            o2, l2 = manual_lse_attention(a, b, c, scale)
             tol = 1e-4 if q.dtype == torch.float32 else 3e-2
-            ok = (
-                o1.shape == o2.shape
-                and l1.shape == l2.shape
-                and torch.allclose(o1.float(), o2.float(), atol=tol, rtol=tol)
-                and torch.allclose(l1, l2, atol=tol, rtol=tol)
-            )
+            ok = True
+            for causal, n in ((False, 29), (True, 37)):
+                o1, l1 = _fused_lse_attention(a, b[:, :, :n], c[:, :, :n], scale, causal)
+                o2, l2 = manual_lse_attention(a, b[:, :, :n], c[:, :, :n], scale, causal)
+                ok = ok and (
+                    o1.shape == o2.shape
+                    and l1.shape == l2.shape
+                    and torch.allclose(o1.float(), o2.float(), atol=tol, rtol=tol)
+                    and torch.allclose(l1, l2, atol=tol, rtol=tol)
+                )
         except (RuntimeError, NotImplementedError, TypeError, AttributeError):
             ok = False
         _FUSED_OK[key] = ok
@@ -124,13 +130,14 @@ def _fused_ok(q: torch.Tensor) -> bool:
 
 
 def lse_attention(
-    q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, scale: float
+    q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, scale: float, causal: bool = False
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    """Unmasked attention returning ``(out, lse)``: torch's fused kernel where it passes a
-    self-check (no score matrix materialised), else :func:`manual_lse_attention`."""
-    if _fused_ok(q):
-        return _fused_lse_attention(q, k, v, scale)
-    return manual_lse_attention(q, k, v, scale)
+    """Attention without a mask (or ``causal``) returning ``(out, lse)``: torch's fused kernel
+    where it passes a self-check (no score matrix materialised), else
+    :func:`manual_lse_attention`."""
+    if _fused_ok(q) and (not causal or q.shape[2] == k.shape[2]):
+        return _fused_lse_attention(q, k, v, scale, causal)
+    return manual_lse_attention(q, k, v, scale, causal)
 
 
 def masked_lse_attention(
@@ -257,7 +264,12 @@ def cascade_attention(
     o1, l1 = lse_attention(qp.contiguous(), pk, pv, scale)
     o1 = o1.reshape(hkv, b, g * lq, d).transpose(0, 1).reshape(b, h, lq, d)
     l1 = l1.reshape(hkv, b, g * lq).transpose(0, 1).reshape(b, h, lq)
-    if key.shape[2]:
+    if attention_mask is None and lq == key.shape[2] and lq > 1:  # a chunk of a prefill
+        o2, l2 = lse_attention(
+            query, key.repeat_interleave(g, 1), value.repeat_interleave(g, 1), scale, True
+        )
+        out = merge_attention(o1, l1, o2, l2).to(query.dtype)
+    elif key.shape[2]:
         o2, l2 = masked_lse_attention(query, key, value, attention_mask, scale)
         out = merge_attention(o1, l1, o2, l2).to(query.dtype)
     else:
@@ -334,6 +346,30 @@ class GrowingLayer(DynamicLayer):
     def nbytes(self) -> int:
         """Bytes of this layer's buffers."""
         return sum(t.numel() * t.element_size() for t in (self._k, self._v) if t is not None)
+
+
+class PrefixLayer(GrowingLayer):
+    """The kept prefix cache (one row), prefilled chunk by chunk.
+
+    Each chunk attends to the tokens before it through :func:`cascade_attention` (the earlier
+    tokens without a mask, the chunk itself causally, both through fused kernels), so no mask
+    spans the prompt and the earlier keys are never copied per query head. Sized once to the
+    prefix (``room``); ``keys``/``values`` are views of the buffer as in :class:`GrowingLayer`.
+    """
+
+    def update(
+        self, key_states: torch.Tensor, value_states: torch.Tensor, *args: Any, **kwargs: Any
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        n = self.get_seq_length()
+        keys, values = super().update(key_states, value_states, *args, **kwargs)
+        if n == 0 or key_states.shape[0] != 1:
+            return keys, values
+        own_k, own_v = keys[:, :, n:], values[:, :, n:]
+        setattr(own_k, PREFIX_ATTR, (keys[:, :, :n], values[:, :, :n]))
+        return own_k, own_v
+
+    def get_mask_sizes(self, query_length: int) -> tuple[int, int]:
+        return query_length, self.get_seq_length()
 
 
 class SharedPrefixLayer(GrowingLayer):

@@ -213,14 +213,19 @@ def test_cascade_attention_equals_full_attention() -> None:
     torch.testing.assert_close(got, want, atol=1e-5, rtol=1e-5)
 
 
-def test_unfused_fallback_equals_fused(monkeypatch) -> None:
+@pytest.mark.parametrize("causal", [False, True])
+def test_unfused_fallback_equals_fused(monkeypatch, causal: bool) -> None:
     torch.manual_seed(1)
-    q, k, v = torch.randn(1, 2, 33, 16), torch.randn(1, 2, 70, 16), torch.randn(1, 2, 70, 16)
-    fused = hf_attention.lse_attention(q, k, v, 0.25)
-    monkeypatch.setattr(hf_attention, "SCORE_BLOCK_BYTES", 4 * 2 * 70 * 5)  # blocks of 5 rows
-    manual = hf_attention.manual_lse_attention(q, k, v, 0.25)
+    n = 33 if causal else 70
+    q, k, v = torch.randn(1, 2, 33, 16), torch.randn(1, 2, n, 16), torch.randn(1, 2, n, 16)
+    fused = hf_attention.lse_attention(q, k, v, 0.25, causal)
+    monkeypatch.setattr(hf_attention, "SCORE_BLOCK_BYTES", 4 * 2 * n * 5)  # blocks of 5 rows
+    manual = hf_attention.manual_lse_attention(q, k, v, 0.25, causal)
     torch.testing.assert_close(fused[0], manual[0], atol=1e-5, rtol=1e-5)
     torch.testing.assert_close(fused[1], manual[1], atol=1e-5, rtol=1e-5)
+    if causal:  # and both equal torch's own causal attention
+        want = torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=True, scale=0.25)
+        torch.testing.assert_close(manual[0], want, atol=1e-5, rtol=1e-5)
 
 
 PEAK_SCRIPT = textwrap.dedent(
