@@ -65,7 +65,13 @@ def _parser() -> argparse.ArgumentParser:
     b.add_argument("-p", "--param", action="append", metavar="KEY=VALUE", help="override a param")
 
     i = sub.add_parser("infer", help="answer a run's samples with a model (resumable)")
-    i.add_argument("run_id")
+    i.add_argument("run_id", nargs="?", help="the run to answer (see lceval build)")
+    i.add_argument(
+        "--list-options",
+        metavar="BACKEND",
+        default=None,
+        help="print every -o option BACKEND takes (hf, vllm, openai) and exit",
+    )
     i.add_argument(
         "--backend",
         default="auto",
@@ -203,13 +209,28 @@ def _listing() -> str:
                 lines.append(f"    -o {opt}=...: {doc}")
         if bench.notebooks:
             lines.append(f"  notebooks: {', '.join(bench.notebooks)}")
-    lines.append("backends:")
+    lines.append("backends (every option: lceval infer --list-options BACKEND):")
     for name in BACKENDS:
         try:
             opts = ", ".join(o for o in backend_options(name) if name != "vllm" or o in _VLLM_SHOWN)
         except ImportError as exc:  # an engine that is not installed
             opts = f"(not installed: {exc.name})"
         lines.append(f"  {name}: {opts}")
+    return "\n".join(lines)
+
+
+def _options_listing(backend: str) -> str:
+    """What ``lceval infer --list-options BACKEND`` prints: one ``-o`` option a line, with its
+    default and type (vLLM engine arguments: vLLM's defaults, see its EngineArgs docs)."""
+    from lceval.models.base import declared_options, options_backend
+
+    name = options_backend(backend)
+    lines = [f"options of backend {name} (lceval infer RUN --backend {name} -o KEY=VALUE):"]
+    for key, opt in declared_options(name).items():
+        if opt.annotation is None:
+            lines.append(f"  {key}  (vLLM engine argument; default: vLLM's)")
+        else:
+            lines.append(f"  {key}={opt.default!r}  ({opt.annotation})")
     return "\n".join(lines)
 
 
@@ -254,6 +275,11 @@ def _dispatch(args: argparse.Namespace) -> int:
         n = sum(1 for _ in open(run.samples, encoding="utf-8"))
         print(f"built {n} samples into {run.path}")
     elif args.command == "infer":
+        if args.list_options is not None:
+            print(_options_listing(args.list_options))
+            return 0
+        if not args.run_id:
+            raise LcevalError("infer needs a run id: lceval infer RUN (see lceval list)")
         responses = pipeline.infer(
             args.run_id,
             args.backend,

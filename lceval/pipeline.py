@@ -24,7 +24,14 @@ from lceval.benchmark import (
 )
 from lceval.errors import LcevalError
 from lceval.io import RunDir, atomic_open, new_meta, project_root
-from lceval.models.base import Backend, GenerationConfig, load_backend, log
+from lceval.models.base import (
+    Backend,
+    GenerationConfig,
+    check_load,
+    context_text,
+    load_backend,
+    log,
+)
 from lceval.models.cache import ResponseStore
 from lceval.models.generate import engine_config, generate, prefix_reuse
 from lceval.records import Context, Judgement, Response, Sample, Score, sample_hashes
@@ -215,22 +222,56 @@ def run_inference(
     Raises:
         LcevalError: no samples, a task filter matching nothing, limit or batch_size < 1.
     """
-    if limit is not None and (not isinstance(limit, int) or limit < 1):
+    samples = select_samples(run, run.read_samples(), limit=limit, tasks=tasks)
+    return _answer(run, backend, config, samples, run.read_contexts(), batch_size, progress)
+
+
+def select_samples(
+    run: RunDir,
+    samples: Sequence[Sample],
+    *,
+    limit: int | None = None,
+    tasks: Sequence[str] | None = None,
+) -> list[Sample]:
+    """The samples of ``run`` an inference call answers: those of ``tasks`` (all when None),
+    the first ``limit`` of them in file order.
+
+    Raises:
+        LcevalError: a task filter naming a task the run does not hold, limit < 1, or nothing
+            left to answer.
+    """
+    if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 1):
         raise LcevalError(f"limit must be a positive integer, got {limit!r}")
-    samples = run.read_samples()
     if tasks:
-        unknown = set(tasks) - {s.task for s in samples}
+        held = {s.task for s in samples}
+        unknown = set(tasks) - held
         if unknown:
-            raise LcevalError(f"task(s) {', '.join(sorted(unknown))} not in run {run.run_id}")
+            raise LcevalError(
+                f"task(s) {', '.join(sorted(unknown))[:200]} not in run {run.run_id}; "
+                f"it holds {', '.join(sorted(held))[:200]}"
+            )
         samples = [s for s in samples if s.task in set(tasks)]
     if limit is not None:
         samples = samples[:limit]
     if not samples:
         raise LcevalError(f"run {run.run_id} has no samples to answer")
+    return list(samples)
+
+
+def _answer(
+    run: RunDir,
+    backend: Backend,
+    config: GenerationConfig | None,
+    samples: Sequence[Sample],
+    contexts: Mapping[str, Context],
+    batch_size: int,
+    progress: bool,
+) -> list[Response]:
+    """:func:`run_inference` on samples already selected and contexts already read."""
     return generate(
         backend,
         samples,
-        run.read_contexts(),
+        contexts,
         config,
         store=ResponseStore(run.responses),
         batch_size=batch_size,
@@ -288,9 +329,16 @@ def infer(
         raise LcevalError(f"--temperature must be a finite number >= 0, got {temperature!r}")
     if batch_size is not None and (not isinstance(batch_size, int) or batch_size < 1):
         raise LcevalError(f"--batch-size must be an integer >= 1, got {batch_size!r}")
+    # Everything the user can get wrong is checked before the engine starts (tens of seconds).
+    samples = select_samples(run, run.read_samples(), limit=limit, tasks=tasks)
+    contexts = run.read_contexts()
+    for s in samples:
+        context_text(s, contexts)  # a sample naming a missing context stops here
+    options = dict(backend_options or {})
+    check_load(backend, model, options)
     ResponseStore(run.responses)  # a corrupt responses file stops here, before a model loads
     t0 = time.perf_counter()
-    engine = load_backend(backend, model, **dict(backend_options or {}))
+    engine = load_backend(backend, model, **options)
     timing = {"engine_start_s": round(time.perf_counter() - t0, 2)}
     try:
         config = GenerationConfig(temperature=temperature, seed=seed, max_new_tokens=max_new_tokens)
@@ -312,9 +360,7 @@ def infer(
         t0 = time.perf_counter()
         if batch_size is None:
             batch_size = int(getattr(engine, "call_size", DEFAULT_CALL_SIZE))
-        responses = run_inference(
-            run, engine, config, batch_size=batch_size, limit=limit, tasks=tasks, progress=progress
-        )
+        responses = _answer(run, engine, config, samples, contexts, batch_size, progress)
         timing["generate_s"] = round(time.perf_counter() - t0, 2)
         counts = prefix_reuse(engine)
         if counts is not None:
