@@ -209,13 +209,14 @@ def _listing() -> str:
                 lines.append(f"    -o {opt}=...: {doc}")
         if bench.notebooks:
             lines.append(f"  notebooks: {', '.join(bench.notebooks)}")
-    lines.append("backends (every option: lceval infer --list-options BACKEND):")
+    lines.append("backends:")
     for name in BACKENDS:
         try:
             opts = ", ".join(o for o in backend_options(name) if name != "vllm" or o in _VLLM_SHOWN)
         except ImportError as exc:  # an engine that is not installed
             opts = f"(not installed: {exc.name})"
         lines.append(f"  {name}: {opts}")
+    lines.append("  (every option of a backend: lceval infer --list-options BACKEND)")
     return "\n".join(lines)
 
 
@@ -256,9 +257,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     except LcevalError as exc:
         print(f"lceval: {exc}", file=sys.stderr)
         return 2
+    except OSError as exc:  # a write no lceval writer wraps: full disk, quota, read-only folder
+        print(f"lceval: {_os_error(exc)}", file=sys.stderr)
+        return 2
     except KeyboardInterrupt:
         print("lceval: interrupted (finished batches are saved; rerun to resume)", file=sys.stderr)
         return 130
+
+
+def _os_error(exc: OSError) -> str:
+    """An OSError as one line: the file it names, then its reason (``No space left on device``)."""
+    reason = exc.strerror or " ".join(str(exc).split())[:200] or type(exc).__name__
+    return f"{exc.filename}: {reason}" if exc.filename else reason
 
 
 def _dispatch(args: argparse.Namespace) -> int:

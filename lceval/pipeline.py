@@ -556,20 +556,23 @@ def report(run_id: str, *, root: str | Path | None = None) -> dict[str, pd.DataF
     """Write each benchmark's tables and figures of the run under report/, and report/index.html
     (provenance, every table and figure, the executed notebooks); returns the tables.
 
+    The report is written to a temporary folder and renamed into place when complete
+    (:meth:`lceval.io.RunDir.staged_report`): a failed report leaves the last good one as it was.
+
     Raises:
-        LcevalError: missing scores or samples.
+        LcevalError: missing scores or samples, a folder that cannot be written (no space).
     """
     run = RunDir(run_id, root)
     scores = run.read_scores()
     samples = load_samples(run)
     tables: dict[str, pd.DataFrame] = {}
-    run.report.mkdir(parents=True, exist_ok=True)
-    for key in sorted({s.benchmark for s in samples}):
-        bench_samples = [s for s in samples if s.benchmark == key]
-        bench_scores = scores[scores["benchmark"] == key]
-        out = registry.get(key).report(run, bench_scores, bench_samples)
-        tables.update({f"{key}/{k}": v for k, v in out.items()})
     from lceval.reporting import write_index  # matplotlib: imported only when reporting
 
-    write_index(run)
+    with run.staged_report() as staged:  # swapped in whole, or not at all
+        for key in sorted({s.benchmark for s in samples}):
+            bench_samples = [s for s in samples if s.benchmark == key]
+            bench_scores = scores[scores["benchmark"] == key]
+            out = registry.get(key).report(staged, bench_scores, bench_samples)
+            tables.update({f"{key}/{k}": v for k, v in out.items()})
+        write_index(staged)
     return tables
