@@ -21,6 +21,7 @@ folders) print one line ``lceval: <what is wrong>`` and exit with status 2.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -50,6 +51,13 @@ def _parser() -> argparse.ArgumentParser:
         description="Evaluate instruction following over long contexts and long outputs.",
     )
     p.add_argument("--outputs", default=None, help="folder of run folders (default: ./outputs)")
+    p.add_argument(
+        "-v",
+        "--verbose",
+        action="store_true",
+        help="show engine logs (vLLM, transformers, torch, Jupyter) on the terminal; by default "
+        "they go to outputs/RUN/logs/lceval.log (LCEVAL_VERBOSE=1 does the same)",
+    )
     sub = p.add_subparsers(dest="command", required=True)
 
     sub.add_parser("list", help="benchmarks with their tasks and scorers, and the backends")
@@ -252,6 +260,10 @@ _VLLM_SHOWN = {
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``lceval`` console script; returns the exit status."""
     args = _parser().parse_args(argv)
+    if args.verbose:
+        from lceval.console import VERBOSE_ENV
+
+        os.environ[VERBOSE_ENV] = "1"  # notebooks run by `lceval run` inherit it
     try:
         return _dispatch(args)
     except LcevalError as exc:

@@ -22,6 +22,7 @@ from lceval.benchmark import (
     ScorerSpec,
     failed_generation,
 )
+from lceval.console import engine_output
 from lceval.errors import LcevalError
 from lceval.io import RunDir, atomic_open, new_meta, project_root
 from lceval.models.base import (
@@ -337,38 +338,46 @@ def infer(
     options = dict(backend_options or {})
     check_load(backend, model, options)
     ResponseStore(run.responses)  # a corrupt responses file stops here, before a model loads
-    t0 = time.perf_counter()
-    engine = load_backend(backend, model, **options)
-    timing = {"engine_start_s": round(time.perf_counter() - t0, 2)}
-    try:
-        config = GenerationConfig(temperature=temperature, seed=seed, max_new_tokens=max_new_tokens)
-        keyed = engine_config(engine, config)
-        entry = {
-            **engine.info(),
-            "requested_backend": backend,
-            "generation": keyed.__dict__,
-            "config_hash": keyed.hash(),
-        }
-        earlier = run.read_meta().models.get(engine.name)
-        if isinstance(earlier, Mapping) and earlier.get("config_hash") not in (None, keyed.hash()):
-            log(
-                f"run {run_id} already has answers of {engine.name} from "
-                f"{earlier.get('backend')} (config {earlier.get('config_hash')}); these are kept "
-                f"apart under config {keyed.hash()} ({keyed.engine}), and both are scored"
+    # Engine start-up and shutdown records go to logs/lceval.log (the terminal keeps lceval's
+    # lines and the progress bar; -v or LCEVAL_VERBOSE=1 shows everything).
+    with engine_output(run.path, "infer"):
+        t0 = time.perf_counter()
+        engine = load_backend(backend, model, **options)
+        timing = {"engine_start_s": round(time.perf_counter() - t0, 2)}
+        try:
+            config = GenerationConfig(
+                temperature=temperature, seed=seed, max_new_tokens=max_new_tokens
             )
-        run.update_meta(models={engine.name: entry})
-        t0 = time.perf_counter()
-        if batch_size is None:
-            batch_size = int(getattr(engine, "call_size", DEFAULT_CALL_SIZE))
-        responses = _answer(run, engine, config, samples, contexts, batch_size, progress)
-        timing["generate_s"] = round(time.perf_counter() - t0, 2)
-        counts = prefix_reuse(engine)
-        if counts is not None:
-            entry["prefix_reuse"] = counts.as_dict()
-    finally:
-        t0 = time.perf_counter()
-        engine.close()
-        timing["engine_close_s"] = round(time.perf_counter() - t0, 2)
+            keyed = engine_config(engine, config)
+            entry = {
+                **engine.info(),
+                "requested_backend": backend,
+                "generation": keyed.__dict__,
+                "config_hash": keyed.hash(),
+            }
+            earlier = run.read_meta().models.get(engine.name)
+            if isinstance(earlier, Mapping) and earlier.get("config_hash") not in (
+                None,
+                keyed.hash(),
+            ):
+                log(
+                    f"run {run_id} already has answers of {engine.name} from "
+                    f"{earlier.get('backend')} (config {earlier.get('config_hash')}); these are "
+                    f"kept apart under config {keyed.hash()} ({keyed.engine}), and both are scored"
+                )
+            run.update_meta(models={engine.name: entry})
+            t0 = time.perf_counter()
+            if batch_size is None:
+                batch_size = int(getattr(engine, "call_size", DEFAULT_CALL_SIZE))
+            responses = _answer(run, engine, config, samples, contexts, batch_size, progress)
+            timing["generate_s"] = round(time.perf_counter() - t0, 2)
+            counts = prefix_reuse(engine)
+            if counts is not None:
+                entry["prefix_reuse"] = counts.as_dict()
+        finally:
+            t0 = time.perf_counter()
+            engine.close()
+            timing["engine_close_s"] = round(time.perf_counter() - t0, 2)
     run.update_meta(models={engine.name: {**entry, "timing": timing}})
     return responses
 

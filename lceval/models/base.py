@@ -16,7 +16,6 @@ import importlib
 import importlib.util
 import inspect
 import json
-import sys
 import types
 import typing
 from collections.abc import Callable, Mapping, Sequence
@@ -325,8 +324,11 @@ def choose_backend() -> tuple[str, str]:
 
 
 def log(message: str) -> None:
-    """One ``lceval: ...`` line on stderr (backend choice, fallbacks)."""
-    print(f"lceval: {message}", file=sys.stderr, flush=True)
+    """One ``lceval: ...`` line on stderr (backend choice, fallbacks), on the terminal also while
+    an engine's logs go to the run's log file (:func:`lceval.console.terminal`)."""
+    from lceval.console import terminal
+
+    print(f"lceval: {message}", file=terminal(), flush=True)
 
 
 def backend_class(backend: str) -> type[Any]:

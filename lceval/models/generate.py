@@ -25,6 +25,7 @@ from typing import Any
 
 from tqdm.auto import tqdm
 
+from lceval.console import terminal
 from lceval.errors import LcevalError
 from lceval.models.base import Backend, GenerationConfig
 from lceval.models.cache import ResponseStore
@@ -169,6 +170,7 @@ def _generate(
         desc=desc or f"generate {backend.name}",
         unit="sample",
         disable=not progress,
+        file=terminal(),  # the terminal, also while the engine's logs go to the run's log
     )
     t0 = time.perf_counter()
     n_prompt = n_gen = 0

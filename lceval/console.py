@@ -1,0 +1,140 @@
+"""What reaches the terminal: lceval's own lines and progress bars; engines' logs go to the run.
+
+vLLM, transformers, torch and a Jupyter kernel print dozens of start-up and shutdown records
+(66 lines around one progress bar for ``lceval infer RUN --limit 1`` on the CPU). While an engine
+runs, :func:`engine_output` points the process's file descriptors 1 and 2 at the run's log file
+``outputs/<run>/logs/lceval.log`` (appended, each section headed by the time and the command
+line), so the engine's worker processes, which inherit them, write there too. lceval's own lines
+(:func:`lceval.models.base.log`: backend choice, fallbacks, truncated prompts) and progress bars
+(with tokens per second) go to :func:`terminal`, a stream on the terminal's saved descriptor.
+
+``lceval -v`` or ``LCEVAL_VERBOSE=1`` (a notebook, ``lceval run``) leaves everything on the
+terminal, as lm-evaluation-harness and inspect_ai keep engine logs one flag away.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import io
+import os
+import shlex
+import sys
+import traceback
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import TextIO
+
+from lceval.errors import LcevalError
+
+VERBOSE_ENV = "LCEVAL_VERBOSE"
+"""Environment variable: ``1`` shows engine logs on the terminal (``lceval -v`` sets it, so
+notebooks run by ``lceval run`` inherit it)."""
+
+LOG_NAME = "lceval.log"
+"""The log file under a run's ``logs/`` folder."""
+
+_terminal: TextIO | None = None
+"""The terminal while an engine's output is redirected (None: ``sys.stderr``)."""
+
+
+def verbose() -> bool:
+    """Whether engine logs stay on the terminal (``$LCEVAL_VERBOSE`` is 1, true, yes or on)."""
+    return os.environ.get(VERBOSE_ENV, "").strip().lower() in ("1", "true", "yes", "on")
+
+
+def terminal() -> TextIO:
+    """Where lceval's own lines and progress bars go: the terminal, also while
+    :func:`engine_output` sends everything else to the run's log."""
+    return _terminal if _terminal is not None else sys.stderr
+
+
+def log_path(run_path: str | os.PathLike[str]) -> Path:
+    """``<run folder>/logs/lceval.log``."""
+    return Path(run_path) / "logs" / LOG_NAME
+
+
+def _on_fd2(stream: TextIO) -> bool:
+    """Whether ``stream`` writes to file descriptor 2 itself (a console script's stderr; not
+    a notebook kernel's or pytest's replacement)."""
+    try:
+        return isinstance(stream, io.TextIOWrapper) and stream.fileno() == 2
+    except (OSError, ValueError):
+        return False
+
+
+@contextmanager
+def engine_output(run_path: str | os.PathLike[str], what: str) -> Iterator[Path | None]:
+    """Send everything printed to descriptors 1 and 2 (this process and the processes it
+    starts) to the run's log while the block runs; lceval's lines go to :func:`terminal`.
+
+    An exception other than ``KeyboardInterrupt`` raised in the block reaches the caller as one
+    :class:`LcevalError` line naming the log file (its traceback is written to the log).
+    Nothing is redirected when :func:`verbose`, or when already inside an ``engine_output``.
+
+    Args:
+        run_path: the run folder (the log is ``logs/lceval.log`` in it).
+        what: a few words for the log's section header (``infer``, ``notebook 02_inference``).
+
+    Yields:
+        The log file's path, or None when nothing is redirected.
+
+    Raises:
+        LcevalError: the block raised (the message names the log file); the log cannot be
+            opened (no space, read-only folder).
+    """
+    global _terminal
+    if verbose() or _terminal is not None:
+        yield None
+        return
+    path = log_path(run_path)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        logf = open(path, "ab")  # noqa: SIM115 - closed in the finally below
+        stamp = _dt.datetime.now(_dt.UTC).replace(microsecond=0).isoformat()
+        command = shlex.join([Path(sys.argv[0]).name, *sys.argv[1:]]) if sys.argv else "?"
+        logf.write(f"\n=== {stamp} {what}: {command}\n".encode())
+        logf.flush()
+    except OSError as exc:
+        raise LcevalError(f"cannot write the log {path}: {exc.strerror or exc}") from None
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):
+            pass
+    saved = (os.dup(1), os.dup(2))
+    err = sys.stderr
+    term: TextIO = (
+        open(saved[1], "w", buffering=1, encoding="utf-8", errors="replace", closefd=False)  # noqa: SIM115
+        if _on_fd2(err)
+        else err
+    )
+    os.dup2(logf.fileno(), 1)
+    os.dup2(logf.fileno(), 2)
+    _terminal = term
+    try:
+        yield path
+    except (KeyboardInterrupt, LcevalError) as exc:
+        if isinstance(exc, LcevalError) and str(path) not in str(exc):
+            raise LcevalError(f"{exc} (engine log: {path})") from None
+        raise
+    except Exception as exc:  # an engine's own error: its traceback to the log, one line here
+        logf.write(traceback.format_exc().encode(errors="replace"))
+        msg = " ".join(str(exc).split())[:200]
+        raise LcevalError(
+            f"{what} failed: {type(exc).__name__}: {msg} (traceback in {path})"
+        ) from None
+    finally:
+        for stream in (sys.stdout, sys.stderr):
+            try:
+                stream.flush()
+            except (OSError, ValueError):
+                pass
+        os.dup2(saved[0], 1)
+        os.dup2(saved[1], 2)
+        _terminal = None
+        if term is not err:
+            term.close()
+        for fd in saved:
+            os.close(fd)
+        logf.close()
