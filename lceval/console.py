@@ -20,10 +20,11 @@ import os
 import shlex
 import sys
 import traceback
+import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TextIO
+from typing import Any, TextIO
 
 from lceval.errors import LcevalError
 
@@ -47,6 +48,55 @@ def terminal() -> TextIO:
     """Where lceval's own lines and progress bars go: the terminal, also while
     :func:`engine_output` sends everything else to the run's log."""
     return _terminal if _terminal is not None else sys.stderr
+
+
+_sink: TextIO | None = None
+"""The run's log while :func:`engine_output` runs (None otherwise)."""
+
+
+class _Switch(io.TextIOBase):
+    """Stands in for ``sys.stdout`` / ``sys.stderr`` while an engine runs: writes go to the run's
+    log then, and to the stream it replaced afterwards. A logging handler the engine sets up on
+    import (vLLM binds its handler to ``sys.stdout`` then) keeps this object, so the engine's
+    records reach the log inside a notebook kernel too, and the terminal again later."""
+
+    def __init__(self, stream: TextIO) -> None:
+        super().__init__()
+        self._stream = stream
+
+    def _target(self) -> TextIO:
+        return _sink if _sink is not None else self._stream
+
+    def write(self, text: str) -> int:
+        return self._target().write(text)
+
+    def flush(self) -> None:
+        self._target().flush()
+
+    def isatty(self) -> bool:
+        return False
+
+    def fileno(self) -> int:
+        return self._stream.fileno()
+
+    @property
+    def encoding(self) -> str:  # type: ignore[override]
+        return getattr(self._stream, "encoding", None) or "utf-8"
+
+
+def _own_warnings_to_terminal(shown: Any) -> Any:
+    """``warnings.showwarning`` that sends warnings raised by lceval's own code (say, an API key
+    about to travel over plain http) to the terminal, and the engines' to the log."""
+    package = str(Path(__file__).resolve().parent)
+
+    def show(
+        message: Any, category: Any, filename: str, lineno: int, file: Any = None, line: Any = None
+    ) -> None:
+        if file is None and str(Path(filename).resolve()).startswith(package):
+            file = terminal()
+        shown(message, category, filename, lineno, file, line)
+
+    return show
 
 
 def log_path(run_path: str | os.PathLike[str]) -> Path:
@@ -83,7 +133,7 @@ def engine_output(run_path: str | os.PathLike[str], what: str) -> Iterator[Path 
         LcevalError: the block raised (the message names the log file); the log cannot be
             opened (no space, read-only folder).
     """
-    global _terminal
+    global _terminal, _sink
     if verbose() or _terminal is not None:
         yield None
         return
@@ -112,6 +162,11 @@ def engine_output(run_path: str | os.PathLike[str], what: str) -> Iterator[Path 
     os.dup2(logf.fileno(), 1)
     os.dup2(logf.fileno(), 2)
     _terminal = term
+    _sink = open(path, "a", encoding="utf-8", errors="replace", buffering=1)  # noqa: SIM115
+    streams = (sys.stdout, sys.stderr)
+    sys.stdout, sys.stderr = _Switch(sys.stdout), _Switch(sys.stderr)
+    shown = warnings.showwarning
+    warnings.showwarning = _own_warnings_to_terminal(shown)
     try:
         yield path
     except (KeyboardInterrupt, LcevalError) as exc:
@@ -125,11 +180,15 @@ def engine_output(run_path: str | os.PathLike[str], what: str) -> Iterator[Path 
             f"{what} failed: {type(exc).__name__}: {msg} (traceback in {path})"
         ) from None
     finally:
-        for stream in (sys.stdout, sys.stderr):
+        for stream in (sys.stdout, sys.stderr, *streams):  # the log's and the originals' buffers
             try:
                 stream.flush()
             except (OSError, ValueError):
                 pass
+        sys.stdout, sys.stderr = streams
+        warnings.showwarning = shown
+        _sink.close()
+        _sink = None
         os.dup2(saved[0], 1)
         os.dup2(saved[1], 2)
         _terminal = None

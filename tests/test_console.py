@@ -134,3 +134,32 @@ def test_a_tiny_real_infer_is_quiet(tmp_path, tiny_model_dir):
     assert len(_terminal_lines(verbose.stderr)[1]) > len(other)
     models = json.loads(run.run_json.read_text())["models"]
     assert models  # the run was recorded as before
+
+
+def test_truncated_prompts_are_said_on_the_terminal(capsys):
+    """Answers to right-truncated prompts change results: one lceval line says how many."""
+    from lceval.models.generate import generate
+    from lceval.records import Response
+
+    class Cutting:
+        name = "cutter"
+
+        def generate(self, samples, contexts, config):
+            return [
+                Response(
+                    sample_id=s.id,
+                    model=self.name,
+                    text="x",
+                    config_hash=config.hash(),
+                    truncated_tokens=1200 if s.id == "a" else 0,
+                )
+                for s in samples
+            ]
+
+    samples = [Sample(id=i, benchmark="b", task="T", instruction="x") for i in ("a", "b")]
+    generate(Cutting(), samples, {}, progress=False)
+    err = capsys.readouterr().err.splitlines()
+    assert err == [
+        "lceval: warning: 1 of 2 prompt(s) did not fit cutter's window: their contexts were "
+        "right-truncated (up to 1,200 tokens dropped; truncated_tokens in responses.jsonl)"
+    ]
