@@ -18,7 +18,9 @@ import datetime as _dt
 import io
 import os
 import shlex
+import signal
 import sys
+import threading
 import traceback
 import warnings
 from collections.abc import Iterator
@@ -82,6 +84,28 @@ class _Switch(io.TextIOBase):
     @property
     def encoding(self) -> str:  # type: ignore[override]
         return getattr(self._stream, "encoding", None) or "utf-8"
+
+
+def _record_interrupts(seen: list[int]) -> Any:
+    """Note each SIGINT in ``seen`` before the handler in place acts on it; returns that handler
+    (to put back), or None where signals cannot be handled (not the main thread).
+
+    Ctrl-C reaches vLLM's engine processes too, and the main process may learn of their death
+    (``EngineDeadError``) before its own ``KeyboardInterrupt``: with a SIGINT noted, either is
+    an interruption (finished batches kept, exit 130), not an engine failure."""
+    if threading.current_thread() is not threading.main_thread():
+        return None
+    previous = signal.getsignal(signal.SIGINT)
+
+    def note(signum: int, frame: Any) -> None:
+        seen.append(signum)
+        if callable(previous):
+            previous(signum, frame)
+        elif previous == signal.SIG_DFL:
+            raise KeyboardInterrupt
+
+    signal.signal(signal.SIGINT, note)
+    return previous
 
 
 def _own_warnings_to_terminal(shown: Any) -> Any:
@@ -167,6 +191,8 @@ def engine_output(run_path: str | os.PathLike[str], what: str) -> Iterator[Path 
     sys.stdout, sys.stderr = _Switch(sys.stdout), _Switch(sys.stderr)
     shown = warnings.showwarning
     warnings.showwarning = _own_warnings_to_terminal(shown)
+    interrupted: list[int] = []
+    handler = _record_interrupts(interrupted)
     try:
         yield path
     except (KeyboardInterrupt, LcevalError) as exc:
@@ -175,6 +201,8 @@ def engine_output(run_path: str | os.PathLike[str], what: str) -> Iterator[Path 
         raise
     except Exception as exc:  # an engine's own error: its traceback to the log, one line here
         logf.write(traceback.format_exc().encode(errors="replace"))
+        if interrupted:  # Ctrl-C reached the engine's processes first (EngineDeadError)
+            raise KeyboardInterrupt from None
         msg = " ".join(str(exc).split())[:200]
         raise LcevalError(
             f"{what} failed: {type(exc).__name__}: {msg} (traceback in {path})"
@@ -187,6 +215,8 @@ def engine_output(run_path: str | os.PathLike[str], what: str) -> Iterator[Path 
                 pass
         sys.stdout, sys.stderr = streams
         warnings.showwarning = shown
+        if handler is not None:
+            signal.signal(signal.SIGINT, handler)
         _sink.close()
         _sink = None
         os.dup2(saved[0], 1)

@@ -14,6 +14,7 @@ import textwrap
 
 import pytest
 
+from lceval.errors import LcevalError
 from lceval.io import RunDir, new_meta
 from lceval.records import Sample
 
@@ -163,3 +164,26 @@ def test_truncated_prompts_are_said_on_the_terminal(capsys):
         "lceval: warning: 1 of 2 prompt(s) did not fit cutter's window: their contexts were "
         "right-truncated (up to 1,200 tokens dropped; truncated_tokens in responses.jsonl)"
     ]
+
+
+def test_an_engine_dying_of_ctrl_c_is_an_interruption(tmp_path):
+    """Ctrl-C reaches vLLM's processes too; when the main process hears of their death
+    (EngineDeadError) before its own KeyboardInterrupt, it is still an interruption (exit 130),
+    not an engine failure."""
+    import signal
+    import time
+
+    from lceval.console import engine_output
+
+    with pytest.raises(KeyboardInterrupt):
+        with engine_output(tmp_path, "test"):
+            try:
+                os.kill(os.getpid(), signal.SIGINT)
+                time.sleep(2)
+            except KeyboardInterrupt:  # the engine swallowed it ...
+                pass
+            raise RuntimeError("engine core died")  # ... and died of it
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+    with pytest.raises(LcevalError, match="test failed: RuntimeError: boom"):
+        with engine_output(tmp_path, "test"):  # no Ctrl-C: an engine failure
+            raise RuntimeError("boom")
