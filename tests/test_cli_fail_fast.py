@@ -80,6 +80,7 @@ def _one_line(capsys, argv):
         (["--model", "/nonexistent/path"], "model path /nonexistent/path does not exist"),
         (["--model", "/etc/hostname"], "model /etc/hostname is a file"),
         (["--model", "not a hub id!"], "does not exist"),
+        (["--model", "NoOrg/not-cached"], "nor in the local Hugging Face cache"),  # offline
         (["-o", "bogus=1"], "has no option 'bogus'; closest: "),
         (["--backend", "vllm", "-o", "bogus=1"], "backend vllm has no option 'bogus'; closest: "),
         (["--backend", "hf", "-o", "bogus=1"], "backend hf has no option 'bogus'; closest: "),

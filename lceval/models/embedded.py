@@ -246,7 +246,7 @@ def _resolve_hub(model: str) -> ModelSource:
     except Exception:  # noqa: BLE001 - not in the local cache: try the network below
         path = None
     if path is None:
-        if os.environ.get("HF_HUB_OFFLINE", "").lower() in ("1", "true", "yes", "on"):
+        if _offline():
             raise LcevalError(
                 f"model {model!r} is not a local directory nor in the local Hugging Face cache, "
                 "and HF_HUB_OFFLINE is set"
@@ -309,11 +309,13 @@ def resolve_model(model: str | os.PathLike[str] | None) -> ModelSource:
 def check_model(model: str | os.PathLike[str] | None) -> str:
     """What :func:`resolve_model` would refuse, checked without loading, converting or
     downloading anything: ``"embedded"``, ``"local"`` (a folder with config.json) or ``"hub"``
-    (a string shaped like a hub id; whether the hub has it is found out when the engine loads).
+    (a string shaped like a hub id: under ``HF_HUB_OFFLINE`` it must be in the local cache;
+    otherwise whether the hub has it is found out when the engine loads).
 
     Raises:
         LcevalError: an empty string, a path that does not exist, a file, a folder without
-            config.json, or a string that is neither a path nor a hub id.
+            config.json, a string that is neither a path nor a hub id, or a hub id missing from
+            the local cache under ``HF_HUB_OFFLINE``.
     """
     if model is None or (isinstance(model, str) and model.strip().lower() in EMBEDDED_ALIASES):
         return "embedded"
@@ -336,4 +338,11 @@ def check_model(model: str | os.PathLike[str] | None) -> str:
     looks_like_path = text.startswith(("/", ".", "~")) or text.count("/") > 1 or "\\" in text
     if looks_like_path or not _HUB_ID.match(text):
         raise LcevalError(f"model path {text:.200} does not exist")
+    if _offline():  # only the local cache can answer: ask it now (~0.4 s), not after an import
+        _resolve_hub(text)
     return "hub"
+
+
+def _offline() -> bool:
+    """Whether ``HF_HUB_OFFLINE`` forbids downloads."""
+    return os.environ.get("HF_HUB_OFFLINE", "").lower() in ("1", "true", "yes", "on")
