@@ -162,14 +162,21 @@ def engine_output(run_path: str | os.PathLike[str], what: str) -> Iterator[Path 
         yield None
         return
     path = log_path(run_path)
+    stamp = _dt.datetime.now(_dt.UTC).replace(microsecond=0).isoformat()
+    command = shlex.join([Path(sys.argv[0]).name, *sys.argv[1:]]) if sys.argv else "?"
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         logf = open(path, "ab")  # noqa: SIM115 - closed in the finally below
-        stamp = _dt.datetime.now(_dt.UTC).replace(microsecond=0).isoformat()
-        command = shlex.join([Path(sys.argv[0]).name, *sys.argv[1:]]) if sys.argv else "?"
+    except OSError as exc:
+        raise LcevalError(f"cannot write the log {path}: {exc.strerror or exc}") from None
+    try:
         logf.write(f"\n=== {stamp} {what}: {command}\n".encode())
         logf.flush()
     except OSError as exc:
+        try:
+            logf.close()
+        except OSError:
+            pass
         raise LcevalError(f"cannot write the log {path}: {exc.strerror or exc}") from None
     for stream in (sys.stdout, sys.stderr):
         try:
