@@ -425,7 +425,10 @@ def declared_options(backend: str) -> dict[str, Option]:
 
 def _class_node(module: str, name: str) -> ast.ClassDef | None:
     """The ``class name`` statement of ``module``'s source (None when it cannot be read)."""
-    spec = importlib.util.find_spec(module)
+    try:
+        spec = importlib.util.find_spec(module)
+    except (ImportError, ValueError):  # a parent package missing: import_module will say so
+        return None
     if spec is None or not spec.origin or not spec.origin.endswith(".py"):
         return None
     try:
