@@ -21,6 +21,7 @@ folders) print one line ``lceval: <what is wrong>`` and exit with status 2.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -50,6 +51,13 @@ def _parser() -> argparse.ArgumentParser:
         description="Evaluate instruction following over long contexts and long outputs.",
     )
     p.add_argument("--outputs", default=None, help="folder of run folders (default: ./outputs)")
+    p.add_argument(
+        "-v",
+        "--verbose",
+        action="store_true",
+        help="show engine logs (vLLM, transformers, torch, Jupyter) on the terminal; by default "
+        "they go to outputs/RUN/logs/lceval.log (LCEVAL_VERBOSE=1 does the same)",
+    )
     sub = p.add_subparsers(dest="command", required=True)
 
     sub.add_parser("list", help="benchmarks with their tasks and scorers, and the backends")
@@ -65,7 +73,13 @@ def _parser() -> argparse.ArgumentParser:
     b.add_argument("-p", "--param", action="append", metavar="KEY=VALUE", help="override a param")
 
     i = sub.add_parser("infer", help="answer a run's samples with a model (resumable)")
-    i.add_argument("run_id")
+    i.add_argument("run_id", nargs="?", help="the run to answer (see lceval build)")
+    i.add_argument(
+        "--list-options",
+        metavar="BACKEND",
+        default=None,
+        help="print every -o option BACKEND takes (hf, vllm, openai) and exit",
+    )
     i.add_argument(
         "--backend",
         default="auto",
@@ -210,6 +224,22 @@ def _listing() -> str:
         except ImportError as exc:  # an engine that is not installed
             opts = f"(not installed: {exc.name})"
         lines.append(f"  {name}: {opts}")
+    lines.append("  (every option of a backend: lceval infer --list-options BACKEND)")
+    return "\n".join(lines)
+
+
+def _options_listing(backend: str) -> str:
+    """What ``lceval infer --list-options BACKEND`` prints: one ``-o`` option a line, with its
+    default and type (vLLM engine arguments: vLLM's defaults, see its EngineArgs docs)."""
+    from lceval.models.base import declared_options, options_backend
+
+    name = options_backend(backend)
+    lines = [f"options of backend {name} (lceval infer RUN --backend {name} -o KEY=VALUE):"]
+    for key, opt in declared_options(name).items():
+        if opt.annotation is None:
+            lines.append(f"  {key}  (vLLM engine argument; default: vLLM's)")
+        else:
+            lines.append(f"  {key}={opt.default!r}  ({opt.annotation})")
     return "\n".join(lines)
 
 
@@ -230,14 +260,27 @@ _VLLM_SHOWN = {
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``lceval`` console script; returns the exit status."""
     args = _parser().parse_args(argv)
+    if args.verbose:
+        from lceval.console import VERBOSE_ENV
+
+        os.environ[VERBOSE_ENV] = "1"  # notebooks run by `lceval run` inherit it
     try:
         return _dispatch(args)
     except LcevalError as exc:
         print(f"lceval: {exc}", file=sys.stderr)
         return 2
+    except OSError as exc:  # a write no lceval writer wraps: full disk, quota, read-only folder
+        print(f"lceval: {_os_error(exc)}", file=sys.stderr)
+        return 2
     except KeyboardInterrupt:
         print("lceval: interrupted (finished batches are saved; rerun to resume)", file=sys.stderr)
         return 130
+
+
+def _os_error(exc: OSError) -> str:
+    """An OSError as one line: the file it names, then its reason (``No space left on device``)."""
+    reason = exc.strerror or " ".join(str(exc).split())[:200] or type(exc).__name__
+    return f"{exc.filename}: {reason}" if exc.filename else reason
 
 
 def _dispatch(args: argparse.Namespace) -> int:
@@ -254,6 +297,11 @@ def _dispatch(args: argparse.Namespace) -> int:
         n = sum(1 for _ in open(run.samples, encoding="utf-8"))
         print(f"built {n} samples into {run.path}")
     elif args.command == "infer":
+        if args.list_options is not None:
+            print(_options_listing(args.list_options))
+            return 0
+        if not args.run_id:
+            raise LcevalError("infer needs a run id: lceval infer RUN (see lceval list)")
         responses = pipeline.infer(
             args.run_id,
             args.backend,

@@ -17,6 +17,7 @@ crash never leaves a half-written file that a later stage could take for complet
 from __future__ import annotations
 
 import datetime as _dt
+import errno
 import json
 import os
 import re
@@ -93,10 +94,51 @@ def atomic_open(path: str | os.PathLike[str], mode: str = "w") -> Iterator[IO[An
         os.fsync(f.fileno())
         f.close()
         os.replace(tmp, path)
-    except BaseException:
-        f.close()
-        Path(tmp).unlink(missing_ok=True)
+    except BaseException as exc:
+        _discard(f, tmp)
+        if isinstance(exc, OSError):  # no space, quota, read-only, I/O error: one line
+            raise LcevalError(f"cannot write {path}: {_reason(exc)}") from None
         raise
+
+
+def _discard(f: IO[Any], tmp: str | os.PathLike[str]) -> None:
+    """Close ``f`` and remove ``tmp`` after a failed write; neither may raise (closing flushes
+    what is buffered, which fails again on a full disk, but the descriptor is closed anyway)."""
+    try:
+        f.close()
+    except OSError:
+        pass
+    try:
+        Path(tmp).unlink(missing_ok=True)
+    except OSError:
+        pass
+
+
+def _reason(exc: OSError) -> str:
+    """An OSError in a few words: its strerror (``No space left on device``), else its text."""
+    return exc.strerror or " ".join(str(exc).split())[:200] or type(exc).__name__
+
+
+def _seed(src: Path, dst: Path) -> None:
+    """Fill the empty folder ``dst`` with ``src``'s tree: files hard-linked (no space used),
+    copied where links are refused (another file system).
+
+    Raises:
+        OSError: a file or folder cannot be made (no space, quota).
+    """
+    import shutil
+
+    for path in sorted(src.rglob("*")):  # a folder sorts before what it holds
+        target = dst / path.relative_to(src)
+        if path.is_dir():
+            target.mkdir(exist_ok=True)
+            continue
+        try:
+            os.link(path, target)
+        except OSError as exc:
+            if exc.errno not in (errno.EXDEV, errno.EPERM, errno.EMLINK, errno.ENOTSUP):
+                raise
+            shutil.copy2(path, target)
 
 
 def dumps(record: Any) -> str:
@@ -283,6 +325,8 @@ class RunDir:
             )
         self.run_id = run_id
         self.path = outputs_root(root) / run_id
+        self._report: Path | None = None
+        """Where :attr:`report` points while a report is staged (:meth:`staged_report`)."""
 
     # paths -----------------------------------------------------------------------------------
     @property
@@ -307,11 +351,11 @@ class RunDir:
 
     @property
     def report(self) -> Path:
-        return self.path / "report"
+        return self._report if self._report is not None else self.path / "report"
 
     @property
     def figures(self) -> Path:
-        return self.path / "report" / "figures"
+        return self.report / "figures"
 
     @property
     def notebooks(self) -> Path:
@@ -330,6 +374,61 @@ class RunDir:
                 f"output folder {self.path} is not writable: {exc.strerror}"
             ) from None
         return self
+
+    @contextmanager
+    def staged_report(self) -> Iterator[RunDir]:
+        """A view of this run whose ``report/`` is a temporary folder beside it, swapped in whole
+        when the block succeeds; so a failed report (full disk, a crash) never replaces or
+        half-replaces the last good one.
+
+        The temporary folder starts with the current report's files (those other stages wrote
+        there, such as contamination tables or rendered notebooks, are kept), hard-linked where
+        the file system allows: every report writer replaces a file by renaming a new one onto
+        it (:func:`atomic_open`), never writes into it, so the last good report is untouched.
+        On success the old report is renamed aside, the new one renamed into place and the old
+        one removed; if the second rename fails the old one is put back. On failure the
+        temporary folder is removed.
+
+        Raises:
+            LcevalError: the folder cannot be written (no space, quota, read-only), naming it.
+        """
+        import copy
+        import shutil
+
+        if self._report is not None:  # already staged: write into it
+            yield self
+            return
+        final = self.report
+        try:
+            self.path.mkdir(parents=True, exist_ok=True)
+            tmp = Path(tempfile.mkdtemp(prefix=".report.", suffix=".tmp", dir=self.path))
+        except OSError as exc:
+            raise LcevalError(f"cannot write to {self.path}: {_reason(exc)}") from None
+        old = tmp.with_name(tmp.name.replace(".tmp", ".old"))
+        try:
+            os.chmod(tmp, 0o777 & ~_UMASK)  # mkdtemp makes 0700; folders follow the umask
+            if final.is_dir():
+                _seed(final, tmp)
+            staged = copy.copy(self)
+            staged._report = tmp
+            yield staged
+            moved = final.exists()
+            if moved:
+                os.rename(final, old)
+            try:
+                os.rename(tmp, final)
+            except OSError:
+                if moved:
+                    os.rename(old, final)
+                raise
+        except BaseException as exc:
+            shutil.rmtree(tmp, ignore_errors=True)
+            if isinstance(exc, OSError):
+                raise LcevalError(f"cannot write the report {final}: {_reason(exc)}") from None
+            if isinstance(exc, LcevalError) and str(tmp) in str(exc):  # name the real folder
+                raise LcevalError(str(exc).replace(str(tmp), str(final))) from None
+            raise
+        shutil.rmtree(old, ignore_errors=True)
 
     # run.json --------------------------------------------------------------------------------
     def read_meta(self) -> RunMeta:

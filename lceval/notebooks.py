@@ -24,6 +24,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from lceval.console import engine_output, terminal
 from lceval.errors import LcevalError
 from lceval.io import RunDir, project_root
 from lceval.pipeline import load_params
@@ -90,24 +91,30 @@ def run_notebook(
     parameters = {**dict(params or {}), "run_id": run_id}
     if outputs_root is not None:
         parameters["outputs_root"] = str(Path(outputs_root).resolve())
-    try:
-        pm.execute_notebook(
-            str(src),
-            str(tmp),
-            parameters=parameters,
-            cwd=str(src.parent),
-            kernel_name=kernel_name,
-            progress_bar=progress,
+    # The kernel's and its engines' logs go to the run's logs/lceval.log; papermill's progress
+    # bar stays on the terminal (lceval -v or LCEVAL_VERBOSE=1: everything on the terminal).
+    with engine_output(run.path, f"notebook {src.stem}"):
+        bar: bool | dict[str, Any] = (
+            {"unit": "cell", "desc": "Executing", "file": terminal()} if progress else False
         )
-    except pm.PapermillExecutionError as exc:
-        os.replace(tmp, failed)
-        raise LcevalError(
-            f"notebook {src.name} failed in cell {exc.exec_count}: {exc.ename}: {exc.evalue} "
-            f"(executed copy: {failed})"
-        ) from None
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
+        try:
+            pm.execute_notebook(
+                str(src),
+                str(tmp),
+                parameters=parameters,
+                cwd=str(src.parent),
+                kernel_name=kernel_name,
+                progress_bar=bar,
+            )
+        except pm.PapermillExecutionError as exc:
+            os.replace(tmp, failed)
+            raise LcevalError(
+                f"notebook {src.name} failed in cell {exc.exec_count}: {exc.ename}: "
+                f"{exc.evalue} (executed copy: {failed})"
+            ) from None
+        except BaseException:
+            tmp.unlink(missing_ok=True)
+            raise
     os.replace(tmp, final)
     failed.unlink(missing_ok=True)
     if run.report.exists():  # keep report/index.html's list of executed notebooks current

@@ -22,9 +22,17 @@ from lceval.benchmark import (
     ScorerSpec,
     failed_generation,
 )
+from lceval.console import engine_output
 from lceval.errors import LcevalError
 from lceval.io import RunDir, atomic_open, new_meta, project_root
-from lceval.models.base import Backend, GenerationConfig, load_backend, log
+from lceval.models.base import (
+    Backend,
+    GenerationConfig,
+    check_load,
+    context_text,
+    load_backend,
+    log,
+)
 from lceval.models.cache import ResponseStore
 from lceval.models.generate import engine_config, generate, prefix_reuse
 from lceval.records import Context, Judgement, Response, Sample, Score, sample_hashes
@@ -215,22 +223,56 @@ def run_inference(
     Raises:
         LcevalError: no samples, a task filter matching nothing, limit or batch_size < 1.
     """
-    if limit is not None and (not isinstance(limit, int) or limit < 1):
+    samples = select_samples(run, run.read_samples(), limit=limit, tasks=tasks)
+    return _answer(run, backend, config, samples, run.read_contexts(), batch_size, progress)
+
+
+def select_samples(
+    run: RunDir,
+    samples: Sequence[Sample],
+    *,
+    limit: int | None = None,
+    tasks: Sequence[str] | None = None,
+) -> list[Sample]:
+    """The samples of ``run`` an inference call answers: those of ``tasks`` (all when None),
+    the first ``limit`` of them in file order.
+
+    Raises:
+        LcevalError: a task filter naming a task the run does not hold, limit < 1, or nothing
+            left to answer.
+    """
+    if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 1):
         raise LcevalError(f"limit must be a positive integer, got {limit!r}")
-    samples = run.read_samples()
     if tasks:
-        unknown = set(tasks) - {s.task for s in samples}
+        held = {s.task for s in samples}
+        unknown = set(tasks) - held
         if unknown:
-            raise LcevalError(f"task(s) {', '.join(sorted(unknown))} not in run {run.run_id}")
+            raise LcevalError(
+                f"task(s) {', '.join(sorted(unknown))[:200]} not in run {run.run_id}; "
+                f"it holds {', '.join(sorted(held))[:200]}"
+            )
         samples = [s for s in samples if s.task in set(tasks)]
     if limit is not None:
         samples = samples[:limit]
     if not samples:
         raise LcevalError(f"run {run.run_id} has no samples to answer")
+    return list(samples)
+
+
+def _answer(
+    run: RunDir,
+    backend: Backend,
+    config: GenerationConfig | None,
+    samples: Sequence[Sample],
+    contexts: Mapping[str, Context],
+    batch_size: int,
+    progress: bool,
+) -> list[Response]:
+    """:func:`run_inference` on samples already selected and contexts already read."""
     return generate(
         backend,
         samples,
-        run.read_contexts(),
+        contexts,
         config,
         store=ResponseStore(run.responses),
         batch_size=batch_size,
@@ -288,41 +330,54 @@ def infer(
         raise LcevalError(f"--temperature must be a finite number >= 0, got {temperature!r}")
     if batch_size is not None and (not isinstance(batch_size, int) or batch_size < 1):
         raise LcevalError(f"--batch-size must be an integer >= 1, got {batch_size!r}")
+    # Everything the user can get wrong is checked before the engine starts (tens of seconds).
+    samples = select_samples(run, run.read_samples(), limit=limit, tasks=tasks)
+    contexts = run.read_contexts()
+    for s in samples:
+        context_text(s, contexts)  # a sample naming a missing context stops here
+    options = dict(backend_options or {})
+    check_load(backend, model, options)
     ResponseStore(run.responses)  # a corrupt responses file stops here, before a model loads
-    t0 = time.perf_counter()
-    engine = load_backend(backend, model, **dict(backend_options or {}))
-    timing = {"engine_start_s": round(time.perf_counter() - t0, 2)}
-    try:
-        config = GenerationConfig(temperature=temperature, seed=seed, max_new_tokens=max_new_tokens)
-        keyed = engine_config(engine, config)
-        entry = {
-            **engine.info(),
-            "requested_backend": backend,
-            "generation": keyed.__dict__,
-            "config_hash": keyed.hash(),
-        }
-        earlier = run.read_meta().models.get(engine.name)
-        if isinstance(earlier, Mapping) and earlier.get("config_hash") not in (None, keyed.hash()):
-            log(
-                f"run {run_id} already has answers of {engine.name} from "
-                f"{earlier.get('backend')} (config {earlier.get('config_hash')}); these are kept "
-                f"apart under config {keyed.hash()} ({keyed.engine}), and both are scored"
+    # Engine start-up and shutdown records go to logs/lceval.log (the terminal keeps lceval's
+    # lines and the progress bar; -v or LCEVAL_VERBOSE=1 shows everything).
+    with engine_output(run.path, "infer"):
+        t0 = time.perf_counter()
+        engine = load_backend(backend, model, **options)
+        timing = {"engine_start_s": round(time.perf_counter() - t0, 2)}
+        try:
+            config = GenerationConfig(
+                temperature=temperature, seed=seed, max_new_tokens=max_new_tokens
             )
-        run.update_meta(models={engine.name: entry})
-        t0 = time.perf_counter()
-        if batch_size is None:
-            batch_size = int(getattr(engine, "call_size", DEFAULT_CALL_SIZE))
-        responses = run_inference(
-            run, engine, config, batch_size=batch_size, limit=limit, tasks=tasks, progress=progress
-        )
-        timing["generate_s"] = round(time.perf_counter() - t0, 2)
-        counts = prefix_reuse(engine)
-        if counts is not None:
-            entry["prefix_reuse"] = counts.as_dict()
-    finally:
-        t0 = time.perf_counter()
-        engine.close()
-        timing["engine_close_s"] = round(time.perf_counter() - t0, 2)
+            keyed = engine_config(engine, config)
+            entry = {
+                **engine.info(),
+                "requested_backend": backend,
+                "generation": keyed.__dict__,
+                "config_hash": keyed.hash(),
+            }
+            earlier = run.read_meta().models.get(engine.name)
+            if isinstance(earlier, Mapping) and earlier.get("config_hash") not in (
+                None,
+                keyed.hash(),
+            ):
+                log(
+                    f"run {run_id} already has answers of {engine.name} from "
+                    f"{earlier.get('backend')} (config {earlier.get('config_hash')}); these are "
+                    f"kept apart under config {keyed.hash()} ({keyed.engine}), and both are scored"
+                )
+            run.update_meta(models={engine.name: entry})
+            t0 = time.perf_counter()
+            if batch_size is None:
+                batch_size = int(getattr(engine, "call_size", DEFAULT_CALL_SIZE))
+            responses = _answer(run, engine, config, samples, contexts, batch_size, progress)
+            timing["generate_s"] = round(time.perf_counter() - t0, 2)
+            counts = prefix_reuse(engine)
+            if counts is not None:
+                entry["prefix_reuse"] = counts.as_dict()
+        finally:
+            t0 = time.perf_counter()
+            engine.close()
+            timing["engine_close_s"] = round(time.perf_counter() - t0, 2)
     run.update_meta(models={engine.name: {**entry, "timing": timing}})
     return responses
 
@@ -510,20 +565,23 @@ def report(run_id: str, *, root: str | Path | None = None) -> dict[str, pd.DataF
     """Write each benchmark's tables and figures of the run under report/, and report/index.html
     (provenance, every table and figure, the executed notebooks); returns the tables.
 
+    The report is written to a temporary folder and renamed into place when complete
+    (:meth:`lceval.io.RunDir.staged_report`): a failed report leaves the last good one as it was.
+
     Raises:
-        LcevalError: missing scores or samples.
+        LcevalError: missing scores or samples, a folder that cannot be written (no space).
     """
     run = RunDir(run_id, root)
     scores = run.read_scores()
     samples = load_samples(run)
     tables: dict[str, pd.DataFrame] = {}
-    run.report.mkdir(parents=True, exist_ok=True)
-    for key in sorted({s.benchmark for s in samples}):
-        bench_samples = [s for s in samples if s.benchmark == key]
-        bench_scores = scores[scores["benchmark"] == key]
-        out = registry.get(key).report(run, bench_scores, bench_samples)
-        tables.update({f"{key}/{k}": v for k, v in out.items()})
     from lceval.reporting import write_index  # matplotlib: imported only when reporting
 
-    write_index(run)
+    with run.staged_report() as staged:  # swapped in whole, or not at all
+        for key in sorted({s.benchmark for s in samples}):
+            bench_samples = [s for s in samples if s.benchmark == key]
+            bench_scores = scores[scores["benchmark"] == key]
+            out = registry.get(key).report(staged, bench_scores, bench_samples)
+            tables.update({f"{key}/{k}": v for k, v in out.items()})
+        write_index(staged)
     return tables

@@ -9,12 +9,13 @@ context alone is right-truncated, keeping the scenario description and the instr
 
 from __future__ import annotations
 
+import ast
+import difflib
 import hashlib
 import importlib
 import importlib.util
 import inspect
 import json
-import sys
 import types
 import typing
 from collections.abc import Callable, Mapping, Sequence
@@ -323,8 +324,11 @@ def choose_backend() -> tuple[str, str]:
 
 
 def log(message: str) -> None:
-    """One ``lceval: ...`` line on stderr (backend choice, fallbacks)."""
-    print(f"lceval: {message}", file=sys.stderr, flush=True)
+    """One ``lceval: ...`` line on stderr (backend choice, fallbacks), on the terminal also while
+    an engine's logs go to the run's log file (:func:`lceval.console.terminal`)."""
+    from lceval.console import terminal
+
+    print(f"lceval: {message}", file=terminal(), flush=True)
 
 
 def backend_class(backend: str) -> type[Any]:
@@ -336,54 +340,219 @@ def backend_class(backend: str) -> type[Any]:
     """
     if backend == AUTO_BACKEND:
         backend = choose_backend()[0]
-    if not isinstance(backend, str) or backend not in BACKENDS:
-        raise LcevalError(f"unknown backend {backend!r}; choose one of {', '.join(BACKENDS)}")
+    check_backend_name(backend)
     module, _, name = BACKENDS[backend].partition(":")
     cls: type[Any] = getattr(importlib.import_module(module), name)
     return cls
 
 
-def backend_options(backend: str) -> dict[str, Any]:
-    """Option name -> default for ``backend`` (its constructor's keyword arguments but ``model``).
+def check_backend_name(backend: Any) -> None:
+    """Raise unless ``backend`` is registered (or ``"auto"``); imports nothing.
 
-    Backends that pass extra keywords to their engine (vllm) list those under their
-    ``extra_options()`` class method.
+    Raises:
+        LcevalError: unknown backend name (the message lists the registered ones).
     """
-    cls = backend_class(backend)
+    if not isinstance(backend, str) or (backend not in BACKENDS and backend != AUTO_BACKEND):
+        raise LcevalError(
+            f"unknown backend {backend!r:.60}; choose one of {', '.join(BACKENDS)} or auto"
+        )
+
+
+def options_backend(backend: str) -> str:
+    """The backend whose options ``-o`` is checked against: ``backend`` itself, or for
+    ``"auto"`` vllm when it is installed, else hf (the choice :func:`choose_backend` makes,
+    guessed without importing vLLM, which takes ~4 s).
+
+    Raises:
+        LcevalError: unknown backend name.
+    """
+    check_backend_name(backend)
+    if backend == AUTO_BACKEND:
+        return "vllm" if importlib.util.find_spec("vllm") is not None else "hf"
+    return backend
+
+
+@dataclass(frozen=True)
+class Option:
+    """One ``-o`` option a backend declares."""
+
+    default: Any
+    """Its default (the source text when it is not a literal; None for engine arguments)."""
+    annotation: str | None = None
+    """Its type annotation as written in the source (None: not checked here)."""
+
+
+def declared_options(backend: str) -> dict[str, Option]:
+    """Option name -> :class:`Option` for ``backend``, read from source without importing it.
+
+    The options are the keyword arguments of the backend class's ``__init__`` but ``model``,
+    read from the module's source with :mod:`ast` (importing lceval.models.hf imports torch and
+    transformers, ~7 s). A class with an ``extra_options`` class method (vllm: every field of
+    vLLM's ``EngineArgs``) adds those; its module is imported for that, so it must be light.
+
+    Raises:
+        LcevalError: unknown backend name.
+    """
+    backend = options_backend(backend)
+    module, _, name = BACKENDS[backend].partition(":")
+    cls_node = _class_node(module, name)
+    if cls_node is None:  # source not available (a zipped install): import the class
+        return _imported_options(backend_class(backend))
+    out: dict[str, Option] = {}
+    has_extra = False
+    for node in cls_node.body:
+        if isinstance(node, ast.FunctionDef) and node.name == "extra_options":
+            has_extra = True
+        if not (isinstance(node, ast.FunctionDef) and node.name == "__init__"):
+            continue
+        args = node.args
+        positional = [*args.posonlyargs, *args.args]
+        defaults = [None] * (len(positional) - len(args.defaults)) + list(args.defaults)
+        pairs = [
+            *zip(positional, defaults, strict=True),
+            *zip(args.kwonlyargs, args.kw_defaults, strict=True),
+        ]
+        for arg, default in pairs:
+            if arg.arg in ("self", "model"):
+                continue
+            ann = ast.unparse(arg.annotation) if arg.annotation is not None else None
+            out[arg.arg] = Option(_literal(default), ann)
+    if has_extra:
+        extra = getattr(importlib.import_module(module), name).extra_options()
+        out.update({k: Option(v) for k, v in extra.items() if k not in out and k != "model"})
+    return out
+
+
+def _class_node(module: str, name: str) -> ast.ClassDef | None:
+    """The ``class name`` statement of ``module``'s source (None when it cannot be read)."""
+    try:
+        spec = importlib.util.find_spec(module)
+    except (ImportError, ValueError):  # a parent package missing: import_module will say so
+        return None
+    if spec is None or not spec.origin or not spec.origin.endswith(".py"):
+        return None
+    try:
+        with open(spec.origin, encoding="utf-8") as f:
+            tree = ast.parse(f.read())
+    except (OSError, SyntaxError, ValueError):
+        return None
+    for node in tree.body:
+        if isinstance(node, ast.ClassDef) and node.name == name:
+            return node
+    return None
+
+
+def _literal(node: ast.expr | None) -> Any:
+    """A default's value when it is a literal, else its source text (None: no default)."""
+    if node is None:
+        return None
+    try:
+        return ast.literal_eval(node)
+    except ValueError:
+        return ast.unparse(node)
+
+
+def _imported_options(cls: type[Any]) -> dict[str, Option]:
+    """:func:`declared_options` from the imported class (when its source cannot be read)."""
     params = inspect.signature(cls.__init__).parameters
     out = {
-        n: p.default
+        n: Option(p.default)
         for n, p in params.items()
         if n not in ("self", "model") and p.kind not in (p.VAR_KEYWORD, p.VAR_POSITIONAL)
     }
     extra = getattr(cls, "extra_options", None)
     if extra is not None:
-        out.update(extra())
+        out.update({k: Option(v) for k, v in extra().items() if k not in out})
     return out
 
 
-def check_backend_options(backend: str, options: Mapping[str, Any]) -> None:
-    """Check ``-o KEY=VALUE`` options against the backend's parameters, before anything loads.
+def backend_options(backend: str) -> dict[str, Any]:
+    """Option name -> default for ``backend`` (:func:`declared_options`, without importing the
+    backend's engine).
 
     Raises:
-        LcevalError: an option the backend does not take (the message lists the valid ones), or
-            a value of the wrong type for a scalar option.
+        LcevalError: unknown backend name.
     """
-    known = backend_options(backend)
-    cls = backend_class(backend)
+    return {k: o.default for k, o in declared_options(backend).items()}
+
+
+_SIMPLE_TYPES: dict[str, Any] = {"int": int, "float": float, "str": str, "bool": bool, "None": None}
+"""Names an option's annotation may use to be type-checked before the engine loads."""
+
+
+def _annotation_type(annotation: str | None) -> Any:
+    """The type an annotation string names when it is built of int, float, str, bool and None
+    (unions included); None for anything else (containers, Any, classes: the backend checks)."""
+    if not annotation:
+        return None
     try:
-        hints = typing.get_type_hints(cls.__init__)
-    except Exception:  # noqa: BLE001 - annotations that cannot resolve: skip type checks
-        hints = {}
+        tree = ast.parse(annotation, mode="eval")
+    except SyntaxError:
+        return None
+    allowed = (ast.Expression, ast.BinOp, ast.BitOr, ast.Load)
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name):
+            if node.id not in _SIMPLE_TYPES:
+                return None
+        elif isinstance(node, ast.Constant):
+            if node.value is not None:
+                return None
+        elif not isinstance(node, allowed):
+            return None
+    code = compile(tree, "<annotation>", "eval")
+    return eval(code, {"__builtins__": {}}, dict(_SIMPLE_TYPES))  # only the names above
+
+
+def unknown_option_message(backend: str, key: str, known: Sequence[str]) -> str:
+    """One line for an option ``backend`` does not take: the closest valid names and the
+    command listing them all (under 300 characters)."""
+    near = difflib.get_close_matches(key, known, n=3, cutoff=0.0)
+    return (
+        f"backend {backend} has no option {key!r:.40}; closest: {', '.join(near)} "
+        f"(all {len(known)}: lceval infer --list-options {backend})"
+    )
+
+
+def check_backend_options(backend: str, options: Mapping[str, Any]) -> None:
+    """Check ``-o KEY=VALUE`` options against the backend's declared options, before anything
+    loads (nothing heavy is imported: see :func:`declared_options`).
+
+    Raises:
+        LcevalError: an unknown backend, an option the backend does not take (the message names
+            the closest valid ones and how to list them all), or a value of the wrong type for a
+            scalar option.
+    """
+    name = options_backend(backend)
+    known = declared_options(name)
     for key, value in options.items():
         if key not in known:
-            raise LcevalError(
-                f"backend {backend} has no option {key!r}; options: {', '.join(sorted(known))}"
-            )
-        tp = hints.get(key)
+            raise LcevalError(unknown_option_message(name, key, sorted(known)))
+        tp = _annotation_type(known[key].annotation)
         if tp is not None and not _fits(value, tp):
             want = getattr(tp, "__name__", None) or str(tp).replace("typing.", "")
-            raise LcevalError(f"backend {backend} option {key}: {value!r:.60} is not {want}")
+            raise LcevalError(f"backend {name} option {key}: {value!r:.60} is not {want}")
+
+
+LOCAL_BACKENDS = ("hf", "vllm", AUTO_BACKEND)
+"""Backends that load weights from a local folder or hub id (``check_model`` applies)."""
+
+
+def check_load(backend: str, model: str | None, options: Mapping[str, Any]) -> None:
+    """Everything :func:`load_backend` can refuse, checked in well under a second without
+    starting (or importing) an engine: the backend name, every option, and the model (a local
+    backend's folder with its config.json, or a hub id; the openai backend needs a name).
+
+    Raises:
+        LcevalError: unknown backend or option, a bad option value, a model path that does
+            not exist or is a file or lacks config.json, or no model for openai.
+    """
+    check_backend_options(backend, options)
+    if backend in LOCAL_BACKENDS:
+        from lceval.models.embedded import check_model
+
+        check_model(model)
+    elif backend == "openai" and not model:
+        raise LcevalError("the openai backend needs --model <served model name>")
 
 
 def _fits(value: Any, tp: Any) -> bool:
@@ -422,9 +591,9 @@ def load_backend(backend: str, model: str | None = None, **options: Any) -> Back
     Raises:
         LcevalError: unknown backend or option, or the model cannot be resolved.
     """
+    check_load(backend, model, options)
     if backend == AUTO_BACKEND:
         return _load_auto(model, options)
-    check_backend_options(backend, options)
     engine: Backend = backend_class(backend)(model, **options)
     return engine
 

@@ -246,7 +246,7 @@ def _resolve_hub(model: str) -> ModelSource:
     except Exception:  # noqa: BLE001 - not in the local cache: try the network below
         path = None
     if path is None:
-        if os.environ.get("HF_HUB_OFFLINE", "").lower() in ("1", "true", "yes", "on"):
+        if _offline():
             raise LcevalError(
                 f"model {model!r} is not a local directory nor in the local Hugging Face cache, "
                 "and HF_HUB_OFFLINE is set"
@@ -292,14 +292,10 @@ def resolve_model(model: str | os.PathLike[str] | None) -> ModelSource:
             sha256=rec.get("gguf_sha256"),
             extra=extra,
         )
+    kind = check_model(model)
     text = os.fspath(model).strip()
-    if not text:
-        raise LcevalError("model is an empty string; use None for the embedded default model")
-    path = Path(text).expanduser()
-    if path.is_dir():
-        if not (path / "config.json").is_file():
-            raise LcevalError(f"model directory {text} has no config.json")
-        resolved = path.resolve()
+    if kind == "local":
+        resolved = Path(text).expanduser().resolve()
         return ModelSource(
             name=text.rstrip("/") or text,
             path=str(resolved),
@@ -307,9 +303,46 @@ def resolve_model(model: str | os.PathLike[str] | None) -> ModelSource:
             revision=_snapshot_revision(resolved),
             extra={"fingerprint": _fingerprint(resolved)},
         )
-    if path.exists():
+    return _resolve_hub(text)
+
+
+def check_model(model: str | os.PathLike[str] | None) -> str:
+    """What :func:`resolve_model` would refuse, checked without loading, converting or
+    downloading anything: ``"embedded"``, ``"local"`` (a folder with config.json) or ``"hub"``
+    (a string shaped like a hub id: under ``HF_HUB_OFFLINE`` it must be in the local cache;
+    otherwise whether the hub has it is found out when the engine loads).
+
+    Raises:
+        LcevalError: an empty string, a path that does not exist, a file, a folder without
+            config.json, a string that is neither a path nor a hub id, or a hub id missing from
+            the local cache under ``HF_HUB_OFFLINE``.
+    """
+    if model is None or (isinstance(model, str) and model.strip().lower() in EMBEDDED_ALIASES):
+        return "embedded"
+    if not isinstance(model, str | os.PathLike):
+        raise LcevalError(f"model must be a path or hub id, got {type(model).__name__}")
+    text = os.fspath(model).strip()
+    if not text:
+        raise LcevalError("model is an empty string; use None for the embedded default model")
+    path = Path(text).expanduser()
+    try:
+        if path.is_dir():
+            if not (path / "config.json").is_file():
+                raise LcevalError(f"model directory {text} has no config.json")
+            return "local"
+        exists = path.exists()
+    except OSError as exc:  # a name too long, a folder we may not enter
+        raise LcevalError(f"model path {text:.200}: {exc.strerror}") from None
+    if exists:
         raise LcevalError(f"model {text} is a file; give the model's directory")
     looks_like_path = text.startswith(("/", ".", "~")) or text.count("/") > 1 or "\\" in text
     if looks_like_path or not _HUB_ID.match(text):
-        raise LcevalError(f"model path {text} does not exist")
-    return _resolve_hub(text)
+        raise LcevalError(f"model path {text:.200} does not exist")
+    if _offline():  # only the local cache can answer: ask it now (~0.4 s), not after an import
+        _resolve_hub(text)
+    return "hub"
+
+
+def _offline() -> bool:
+    """Whether ``HF_HUB_OFFLINE`` forbids downloads."""
+    return os.environ.get("HF_HUB_OFFLINE", "").lower() in ("1", "true", "yes", "on")

@@ -25,8 +25,9 @@ from typing import Any
 
 from tqdm.auto import tqdm
 
+from lceval.console import terminal
 from lceval.errors import LcevalError
-from lceval.models.base import Backend, GenerationConfig
+from lceval.models.base import Backend, GenerationConfig, log
 from lceval.models.cache import ResponseStore
 from lceval.records import Context, Response, Sample, sample_hashes
 
@@ -169,6 +170,7 @@ def _generate(
         desc=desc or f"generate {backend.name}",
         unit="sample",
         disable=not progress,
+        file=terminal(),  # the terminal, also while the engine's logs go to the run's log
     )
     t0 = time.perf_counter()
     n_prompt = n_gen = 0
@@ -197,6 +199,13 @@ def _generate(
             bar.update(len(batch))
     finally:
         bar.close()
+    cut = [r.truncated_tokens for r in got.values() if r.truncated_tokens]
+    if cut:  # the answers are to shortened prompts: say so on the terminal
+        log(
+            f"warning: {len(cut)} of {len(got)} prompt(s) did not fit {backend.name}'s window: "
+            f"their contexts were right-truncated (up to {max(cut):,} tokens dropped; "
+            "truncated_tokens in responses.jsonl)"
+        )
     if store is not None and done:
         wanted = set(ids) - set(got)
         for r in store:

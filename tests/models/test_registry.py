@@ -37,7 +37,7 @@ def test_options_are_the_constructor_parameters():
 @pytest.mark.parametrize(
     ("backend", "options", "message"),
     [
-        ("hf", {"bogus": 1}, "backend hf has no option 'bogus'; options: batch_size, "),
+        ("hf", {"bogus": 1}, "backend hf has no option 'bogus'; closest: batch_size, "),
         ("hf", {"batch_size": "x"}, "backend hf option batch_size: 'x' is not int"),
         ("openai", {"bogus": 1}, "backend openai has no option 'bogus'"),
         ("tgi", {}, "unknown backend 'tgi'; choose one of hf, vllm, openai"),
