@@ -226,7 +226,6 @@ def floor(
     from bench_main_job import unique_prefix_positions
     from lceval.models.base import GenerationConfig
     from lceval.models.hf import HFBackend
-    from lceval.models.hf_attention import kv_bytes_per_token
     from lceval.records import Context, Sample, from_dict
 
     cfg = AutoConfig.from_pretrained(model)
@@ -249,7 +248,7 @@ def floor(
     attn = sum(4 * layers * d_model * (p + 1) for p in positions)
     prefill = (2 * params * len(positions) + attn) / flops
     elem = 2 if flops > 1e14 else 4  # bf16 weights on a GPU, float32 on the CPU
-    kv = kv_bytes_per_token(cfg, __import__("torch").bfloat16) * elem // 2
+    kv = 2 * layers * kv_heads * head_dim * elem  # keys and values of one token, all layers
     by_context: dict[str | None, list[int]] = {}
     for s, x in zip(samples, ids, strict=True):
         by_context.setdefault(s.context_id, []).append(len(x))
