@@ -163,7 +163,9 @@ def child_stock(
     ctx = [from_dict(Context, json.loads(x)) for x in (run / "contexts.jsonl").open()]
     contexts = {c.id: c for c in ctx}
     config = GenerationConfig(max_new_tokens=new_tokens)
-    prompts = [engine.tokenizer(engine.render(s, contexts, config).text)["input_ids"] for s in samples]
+    prompts = [
+        engine.tokenizer(engine.render(s, contexts, config).text)["input_ids"] for s in samples
+    ]
     done = new = 0
     errors: set[str] = set()
     t0 = time.perf_counter()
@@ -221,9 +223,9 @@ def floor(
     root: Path, run_id: str, model: Path, new_tokens: int, flops: float, bandwidth: float
 ) -> dict:
     """Seconds no engine can go under (see the module docstring), and its parts."""
+    from bench_main_job import unique_prefix_positions
     from transformers import AutoConfig
 
-    from bench_main_job import unique_prefix_positions
     from lceval.models.base import GenerationConfig
     from lceval.models.hf import HFBackend
     from lceval.records import Context, Sample, from_dict
