@@ -35,6 +35,8 @@ from lceval.errors import LcevalError
 from lceval.records import Context, Gold, Judgement, Response, Sample
 
 if TYPE_CHECKING:
+    import pandas as pd
+
     from lceval.models.base import Backend
     from lceval.models.cache import ResponseStore
 
@@ -305,6 +307,50 @@ class Benchmark:
     """Notebooks (file names under notebooks/) that belong to this benchmark."""
     details_file: str | None = None
     """File name (in the run folder) for per-item rows of Judgement.details, if any."""
+    headline: Callable[..., Any] | None = None
+    """``headline(scores, samples) -> lceval.metrics.Headline``: the benchmark's headline metric
+    over its default scorer's scores (``lceval compare``); None: the mean task score."""
+    importers: Mapping[str, Callable[..., Any]] = field(default_factory=dict)
+    """Name -> ``import(path, run_id, *, root, force) -> RunDir``: turns the paper's official
+    prediction files into a run folder (``lceval import <key> PATH``); the first is used."""
+    report_scorers: tuple[str, ...] = ()
+    """Scorers whose rows the reporter reads together (L-Eval: its n-gram scorer and its judge);
+    empty: the default scorer alone."""
+
+    @property
+    def default_scorer(self) -> str:
+        """The default scorer's name (the first of ``scorers``)."""
+        return next(iter(self.scorers))
+
+    def scores_for(
+        self, scores: pd.DataFrame, scorer: str | None = None, *, report: bool = False
+    ) -> tuple[pd.DataFrame, tuple[str, ...]]:
+        """This benchmark's rows of a scores table (every scorer's rows), for one scorer.
+
+        Args:
+            scores: scores.parquet as read (``RunDir.read_scores``); columns of ``Score``.
+            scorer: a scorer of this benchmark; None: the default scorer (with ``report``, the
+                ``report_scorers``). When none of the default's rows exist and the table holds
+                exactly one scorer of this benchmark, that one is read (a run scored only with
+                a variant).
+            report: read every scorer the reporter combines (``report_scorers``).
+
+        Returns:
+            The rows (a subset of ``scores``) and the scorer names they were selected by.
+
+        Raises:
+            LcevalError: ``scorer`` is not a scorer of this benchmark.
+        """
+        mine = scores[scores["benchmark"] == self.key]
+        if scorer is not None:
+            self.scorer(scorer)
+            names: tuple[str, ...] = (scorer,)
+        else:
+            names = (self.report_scorers if report else ()) or (self.default_scorer,)
+            present = sorted(set(mine["scorer"].astype(str)))
+            if present and not set(names) & set(present) and len(present) == 1:
+                names = (present[0],)
+        return mine[mine["scorer"].isin(names)], names
 
     def scorer(self, name: str | None = None) -> ScorerSpec:
         """The named scorer (default: the first).

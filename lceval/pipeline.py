@@ -506,23 +506,52 @@ def _score_one(
         return Judgement(value=math.nan, explanation=f"scorer error: {type(exc).__name__}: {msg}")
 
 
-def report(run_id: str, *, root: str | Path | None = None) -> dict[str, pd.DataFrame]:
+class ReportTables(dict[str, pd.DataFrame]):
+    """The tables of :func:`report`, ``"<benchmark>/<table>" -> DataFrame``, and which scorers
+    each benchmark's tables were read from (``scorers``: key -> scorer names)."""
+
+    scorers: dict[str, tuple[str, ...]]
+
+
+def report(
+    run_id: str, *, root: str | Path | None = None, scorer: str | None = None
+) -> ReportTables:
     """Write each benchmark's tables and figures of the run under report/, and report/index.html
     (provenance, every table and figure, the executed notebooks); returns the tables.
 
+    scores.parquet keeps every scorer's rows; each benchmark's reporter reads its default
+    scorer's (``Benchmark.scores_for``; L-Eval both of its ``report_scorers``). With ``scorer``
+    (``lifbench:strict``), its benchmark is reported from that scorer's rows instead, written
+    under ``report/<scorer>/`` (``:`` written ``-``) so the default's files stay.
+
+    Returns:
+        ``"<benchmark>/<table>" -> DataFrame``, with ``.scorers``: benchmark key -> the scorer
+        names its tables were read from.
+
     Raises:
-        LcevalError: missing scores or samples.
+        LcevalError: missing scores or samples; an unknown scorer or one of a benchmark the run
+            does not hold.
     """
     run = RunDir(run_id, root)
     scores = run.read_scores()
     samples = load_samples(run)
-    tables: dict[str, pd.DataFrame] = {}
+    keys = sorted({s.benchmark for s in samples})
+    if scorer is not None:
+        registry.find_scorer(scorer, keys)
+    tables = ReportTables()
+    tables.scorers = {}
     run.report.mkdir(parents=True, exist_ok=True)
-    for key in sorted({s.benchmark for s in samples}):
+    for key in keys:
+        bench = registry.get(key)
+        mine = scorer if scorer is not None and scorer.split(":", 1)[0] == key else None
+        bench_scores, names = bench.scores_for(scores, mine, report=mine is None)
         bench_samples = [s for s in samples if s.benchmark == key]
-        bench_scores = scores[scores["benchmark"] == key]
-        out = registry.get(key).report(run, bench_scores, bench_samples)
+        where = run
+        if mine is not None and mine != bench.default_scorer:
+            where = run.with_report(run.report / mine.replace(":", "-"))
+        out = bench.report(where, bench_scores, bench_samples)
         tables.update({f"{key}/{k}": v for k, v in out.items()})
+        tables.scorers[key] = names
     from lceval.reporting import write_index  # matplotlib: imported only when reporting
 
     write_index(run)

@@ -26,6 +26,29 @@ BENCHMARKS = tuple(_MODULES)
 """Registered benchmark keys."""
 
 
+def register(key: str, module: str) -> None:
+    """Register the benchmark whose ``BENCHMARK`` lives in ``module`` under ``key`` (a benchmark
+    outside lceval/benchmarks/, e.g. a plugin or a test's toy benchmark); imported on first use.
+
+    Raises:
+        LcevalError: ``key`` is already registered to another module, or is not a valid key.
+    """
+    global BENCHMARKS
+    if not isinstance(key, str) or not key.isidentifier():
+        raise LcevalError(f"benchmark key {key!r} must be a Python identifier")
+    if _MODULES.get(key, module) != module:
+        raise LcevalError(f"benchmark {key!r} is already registered to {_MODULES[key]}")
+    _MODULES[key] = module
+    BENCHMARKS = tuple(_MODULES)
+
+
+def unregister(key: str) -> None:
+    """Forget a benchmark added by :func:`register` (no error when it is not registered)."""
+    global BENCHMARKS
+    _MODULES.pop(key, None)
+    BENCHMARKS = tuple(_MODULES)
+
+
 def get(key: str) -> Benchmark:
     """The registered Benchmark for ``key``.
 

@@ -30,5 +30,6 @@ BENCHMARK = Benchmark(
         ),
     },
     report=lazy("lceval.benchmarks.lifbench.report:report_lifbench"),
+    headline=lazy("lceval.benchmarks.lifbench.report:headline"),
     notebooks=("01_build_data.ipynb", "02_inference.ipynb", "03_ars_ifs_scoring.ipynb"),
 )

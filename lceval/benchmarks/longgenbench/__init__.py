@@ -44,6 +44,7 @@ BENCHMARK = Benchmark(
         ),
     },
     report=lazy("lceval.benchmarks.longgenbench.report:report_longgenbench"),
+    headline=lazy("lceval.benchmarks.longgenbench.report:headline"),
     notebooks=("05_ruler_correlation.ipynb", "06_longgenbench.ipynb"),
     details_file=CHECKS_FILE,
 )
