@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
 from lceval.errors import LcevalError
-from lceval.records import Context, Gold, Judgement, Response, Sample
+from lceval.records import Context, Gold, Judgement, Response, Sample, Score
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -276,6 +276,48 @@ class ScorerSpec:
     """``batch(run, **options) -> BatchJudge`` for scorers that judge in batches."""
     options: Mapping[str, str] = field(default_factory=dict)
     """Options ``lceval score --option KEY=VALUE`` accepts, with a one-line description each."""
+
+    def judge(
+        self,
+        sample: Sample,
+        response: Response,
+        context: Context | None,
+        options: Mapping[str, Any] | None = None,
+    ) -> Judgement:
+        """Judge one response with the per-response scorer: a failed generation is NaN with the
+        error as explanation; an exception of the scorer is NaN naming it (the scorer contract
+        says never raise, and a run's other scores are never lost).
+
+        Raises:
+            LcevalError: this scorer judges in batches only (no ``score``).
+        """
+        if response.finish_reason == "error":
+            return failed_generation(response)
+        if self.score is None:
+            raise LcevalError(f"scorer {self.name} judges in batches; it has no per-response score")
+        try:
+            return self.score(sample, response, context, **dict(options or {}))
+        except Exception as exc:  # noqa: BLE001 - the scorer contract says never raise
+            msg = " ".join(str(exc).split())[:200]
+            return Judgement(
+                value=math.nan, explanation=f"scorer error: {type(exc).__name__}: {msg}"
+            )
+
+    def record(self, sample: Sample, model: str, judgement: Judgement) -> Score:
+        """The Score row of ``judgement``: the sample's ids, ``model``, this scorer's name and
+        version (how the pipeline and ManyIFEval's refinement rounds store a judgement)."""
+        return Score(
+            sample_id=sample.id,
+            model=model,
+            benchmark=sample.benchmark,
+            task=sample.task,
+            scorer=self.name,
+            scorer_version=self.version,
+            value=judgement.value,
+            parts=judgement.parts,
+            points=judgement.points,
+            explanation=judgement.explanation,
+        )
 
     def check_options(self, options: Mapping[str, Any]) -> None:
         """Raise LcevalError naming the first option this scorer does not take."""
