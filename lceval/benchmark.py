@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import importlib
 import math
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -412,6 +412,22 @@ class Benchmark:
     def gold_type(self, task: str) -> type[Gold] | None:
         """The Gold dataclass for ``task`` (None: the benchmark keeps no typed gold for it)."""
         return self.gold.get(task, self.gold.get("*"))
+
+    def load_samples(self, samples: Iterable[Sample]) -> list[Sample]:
+        """This benchmark's ``samples`` with typed gold (:meth:`parse_gold`); the loader a
+        benchmark's own modules use (``lceval.registry.load_samples`` does the same for a run
+        holding several benchmarks).
+
+        Raises:
+            LcevalError: a sample of another benchmark, or a gold that does not parse (names the
+                sample and the field).
+        """
+        out = []
+        for s in samples:
+            if s.benchmark != self.key:
+                raise LcevalError(f"sample {s.id} is a {s.benchmark} sample, not {self.key}")
+            out.append(self.parse_gold(s))
+        return out
 
     def parse_gold(self, sample: Sample) -> Sample:
         """``sample`` with its gold dict parsed into the task's Gold dataclass.

@@ -86,7 +86,9 @@ def find_scorer(name: str, benchmarks: Iterable[str] | None = None) -> tuple[Ben
 
 
 def load_samples(samples: Iterable[Sample]) -> list[Sample]:
-    """Samples with their gold parsed into each task's typed Gold (done once, at load time).
+    """Samples with their gold parsed into each task's typed Gold (done once, at load time): the
+    one loader of a run's samples (``lceval.pipeline.load_samples(run)`` reads a run folder's);
+    each benchmark's part goes through its ``Benchmark.load_samples``.
 
     Raises:
         LcevalError: a sample names an unregistered benchmark or its gold does not parse.
@@ -97,5 +99,5 @@ def load_samples(samples: Iterable[Sample]) -> list[Sample]:
         bench = cache.get(s.benchmark)
         if bench is None:
             bench = cache[s.benchmark] = get(s.benchmark)
-        out.append(bench.parse_gold(s))
+        out.extend(bench.load_samples([s]))
     return out

@@ -1007,32 +1007,3 @@ def report_lifbench(
     tables["official_check"] = official_check()
     _write(tables, run.report, run.figures)
     return tables
-
-
-def compare_runs(
-    run_ids: Sequence[str], *, root: str | Path | None = None, out: str | Path | None = None
-) -> dict[str, pd.DataFrame]:
-    """LIFEval tables of several runs side by side (models named ``<run_id>/<model>``).
-
-    Args:
-        run_ids: runs with scores.parquet.
-        root: folder holding the run folders (default ``lceval.io.outputs_root()``).
-        out: folder to write the tables and figures into (``<out>/figures``); None writes nothing.
-
-    Raises:
-        LcevalError: a run lacks samples or scores.
-    """
-    parts = []
-    for rid in run_ids:
-        run = RunDir(rid, root)
-        samples = [s for s in run.read_samples() if s.benchmark == "lifbench"]
-        scores = run.read_scores()
-        t = score_table(scores[scores["benchmark"] == "lifbench"], samples)
-        t["model"] = rid + "/" + t["model"].astype(str)
-        t["sample_id"] = rid + "/" + t["sample_id"].astype(str)
-        parts.append(t)
-    table = pd.concat(parts, ignore_index=True)
-    tables = lifbench_tables(table)
-    if out is not None:
-        _write(tables, Path(out), Path(out) / "figures")
-    return tables

@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from lceval import metrics, pipeline
+from lceval import compare, metrics, pipeline
 from lceval.benchmarks.lifbench import gold as G
 from lceval.benchmarks.lifbench import report as A
 from lceval.benchmarks.lifbench.gold import CAPABILITIES, TASK_POINTS, ListItemGold
@@ -201,8 +201,9 @@ def test_report_writes_tables_and_figures_for_several_models(tmp_path) -> None:
         assert (run.report / f"lifbench_{name}.csv").is_file()
     for fig in ("lifbench_ifp_radar", "lifbench_ars_by_length", "lifbench_table3_ars"):
         assert (run.figures / f"{fig}.png").is_file() and (run.figures / f"{fig}.pdf").is_file()
-    both = A.compare_runs(["lifbench-test", "lifbench-test"], root=tmp_path)
-    assert "lifbench-test/good" in both["table3_ars"].index
+    both = compare.compare_runs("lifbench-test", "lifbench-test", root=tmp_path)
+    assert set(both["benchmark"]) == {"lifbench"} and set(both["scorer"]) == {"lifbench"}
+    assert "lifbench-test/good" in {*both["model_a"], *both["model_b"]}
 
 
 def test_score_table_parses_parts() -> None:
