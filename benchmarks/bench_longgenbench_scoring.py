@@ -130,7 +130,8 @@ def official_parse(fns: dict[str, Callable[..., Any]], gold: Any, text: str) -> 
 
 def check_equal(fns: dict[str, Callable[..., Any]], samples: list[Any], texts: list[str]) -> None:
     """Stop when lceval's parsing differs from the official one on any output."""
-    from lceval.benchmarks.longgenbench.score import judge_prompt, prepare
+    from lceval.benchmarks.longgenbench.judge import judge_prompt
+    from lceval.benchmarks.longgenbench.score import prepare
 
     for s, text in zip(samples, texts, strict=True):
         off = official_parse(fns, s.gold, text)
