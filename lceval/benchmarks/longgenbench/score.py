@@ -50,7 +50,7 @@ Judges
 Speed: the word count and the word offset of each judged block come from one vectorised pass
 over windows of the text (:func:`word_layout`) instead of ``str.split()`` over the output and
 over every block; they equal ``len(output.split())`` and the per-block sums exactly (tests
-compare them on arbitrary text). ``benchmarks/bench_longgenbench_scoring.py`` compares the
+compare them on arbitrary text). ``bench/bench_longgenbench_scoring.py`` compares the
 parsing with the official functions.
 """
 
