@@ -274,6 +274,16 @@ def _model_record(run: RunDir) -> tuple[str | None, Mapping[str, Any]]:
     return name, entry if isinstance(entry, Mapping) else {}
 
 
+def default_scores(scores: pd.DataFrame) -> pd.DataFrame:
+    """The rows of each benchmark's default scorer (L-Eval's ``leval``, RULER's ``ruler``) of a
+    scores table that keeps every scorer's rows (``RunDir.write_scores``)."""
+    from lceval.benchmarks.leval import BENCHMARK as LEVAL
+    from lceval.benchmarks.ruler import BENCHMARK as RULER
+
+    parts = [b.scores_for(scores)[0] for b in (LEVAL, RULER)]
+    return pd.concat(parts).sort_index()
+
+
 def item_scores(sweep: Sweep) -> pd.DataFrame:
     """One row per (point, scored sample): point, base, factor, model, family, length,
     sample_id, value (0..1), prompt_tokens, truncated_tokens.
@@ -287,7 +297,7 @@ def item_scores(sweep: Sweep) -> pd.DataFrame:
     frames = []
     for point in sweep.points:
         run = sweep.point_run(point)
-        scores = run.read_scores()
+        scores = default_scores(run.read_scores())
         samples = pd.DataFrame(
             [
                 {"sample_id": s.id, "benchmark": s.benchmark, "task": s.task, "length": s.length}
