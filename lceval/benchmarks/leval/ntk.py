@@ -55,6 +55,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from lceval.benchmarks.leval import BENCHMARK as LEVAL
+from lceval.benchmarks.ruler import BENCHMARK as RULER
 from lceval.errors import LcevalError
 from lceval.io import RunDir, new_meta
 from lceval.io import outputs_root as _outputs_root
@@ -274,16 +276,6 @@ def _model_record(run: RunDir) -> tuple[str | None, Mapping[str, Any]]:
     return name, entry if isinstance(entry, Mapping) else {}
 
 
-def default_scores(scores: pd.DataFrame) -> pd.DataFrame:
-    """The rows of each benchmark's default scorer (L-Eval's ``leval``, RULER's ``ruler``) of a
-    scores table that keeps every scorer's rows (``RunDir.write_scores``)."""
-    from lceval.benchmarks.leval import BENCHMARK as LEVAL
-    from lceval.benchmarks.ruler import BENCHMARK as RULER
-
-    parts = [b.scores_for(scores)[0] for b in (LEVAL, RULER)]
-    return pd.concat(parts).sort_index()
-
-
 def item_scores(sweep: Sweep) -> pd.DataFrame:
     """One row per (point, scored sample): point, base, factor, model, family, length,
     sample_id, value (0..1), prompt_tokens, truncated_tokens.
@@ -297,7 +289,8 @@ def item_scores(sweep: Sweep) -> pd.DataFrame:
     frames = []
     for point in sweep.points:
         run = sweep.point_run(point)
-        scores = default_scores(run.read_scores())
+        every = run.read_scores()  # each benchmark's default scorer's rows (leval, ruler)
+        scores = pd.concat([b.scores_for(every)[0] for b in (LEVAL, RULER)]).sort_index()
         samples = pd.DataFrame(
             [
                 {"sample_id": s.id, "benchmark": s.benchmark, "task": s.task, "length": s.length}
