@@ -72,7 +72,8 @@ def headline_of(
 ) -> metrics.Headline:
     """The benchmark's own headline (``Benchmark.headline``) or :func:`generic_headline`, over the
     rows of one scorer (``Benchmark.scores_for``: default, the benchmark's default scorer). A
-    scorer reporting other metrics than the default (a judge's win rate) gets the generic one.
+    scorer reporting other metrics than the default (a judge's win rate) gets the generic one;
+    a non-default scorer's headline names it in ``metric`` (``ARS (Eq. 3) [lifbench:strict]``).
 
     Raises:
         LcevalError: an unknown benchmark, or ``scorer`` is not one of its scorers.
@@ -80,9 +81,13 @@ def headline_of(
     bench = registry.get(key)
     rows, names = bench.scores_for(scores, scorer)
     same_metrics = bench.scorer(names[0]).metrics == bench.scorer().metrics
+    h: metrics.Headline
     if bench.headline is None or not same_metrics:  # a judge's scores: not the paper's headline
-        return generic_headline(key, rows, samples)
-    h: metrics.Headline = bench.headline(rows, samples)
+        h = generic_headline(key, rows, samples)
+    else:
+        h = bench.headline(rows, samples)
+    if names[0] != bench.default_scorer:  # tables name the metric with the scorer it came from
+        h = dataclasses.replace(h, metric=f"{h.metric} [{names[0]}]")
     return h
 
 

@@ -74,6 +74,9 @@ def test_compare_reads_the_named_scorer(run, capsys):
         _cli(run, *argv, "--scorer", scorer)
         out[scorer] = pd.read_csv(csv)
         assert set(out[scorer]["scorer"]) == {scorer}
+        assert out[scorer].loc[0, "metric"] == (
+            "ARS (Eq. 3)" if scorer == "lifbench" else "ARS (Eq. 3) [lifbench:strict]"
+        )
         assert scorer in capsys.readouterr().out
     a, b = out["lifbench"], out["lifbench:strict"]
     assert list(a["task"].fillna("")) == list(b["task"].fillna(""))
