@@ -9,7 +9,8 @@ Examples::
     lceval infer my-run --backend vllm --model Qwen/Qwen2.5-7B-Instruct -o tensor_parallel_size=2
     lceval infer my-run --backend openai --model gpt-4o-mini
     lceval score my-run && lceval report my-run
-    lceval score my-run --scorer lifbench:strict     # a named scorer variant
+    lceval score my-run --scorer lifbench:strict     # a named scorer variant (both kept)
+    lceval report my-run --scorer lifbench:strict    # its tables, under report/lifbench-strict/
     lceval import leval LEval/Predictions --run-id leval-official   # official prediction files
     lceval compare run-a run-b                        # paired difference with CI and p-values
     lceval run params/pipelines/lifbench_smoke.yaml   # notebooks 01-03 through papermill
