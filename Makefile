@@ -39,6 +39,6 @@ test: setup
 	$(PYTHON) -m pytest -q tests notebooks --nbval-lax --nbval-current-env --nbval-cell-timeout=1800
 
 lint:
-	$(VENV)/bin/ruff check lceval tests benchmarks
-	$(VENV)/bin/ruff format --check lceval tests benchmarks
+	$(VENV)/bin/ruff check lceval tests bench
+	$(VENV)/bin/ruff format --check lceval tests bench
 	$(PYTHON) -m mypy lceval

@@ -27,14 +27,16 @@ from __future__ import annotations
 
 import importlib
 import math
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
 from lceval.errors import LcevalError
-from lceval.records import Context, Gold, Judgement, Response, Sample
+from lceval.records import Context, Gold, Judgement, Response, Sample, Score
 
 if TYPE_CHECKING:
+    import pandas as pd
+
     from lceval.models.base import Backend
     from lceval.models.cache import ResponseStore
 
@@ -275,6 +277,48 @@ class ScorerSpec:
     options: Mapping[str, str] = field(default_factory=dict)
     """Options ``lceval score --option KEY=VALUE`` accepts, with a one-line description each."""
 
+    def judge(
+        self,
+        sample: Sample,
+        response: Response,
+        context: Context | None,
+        options: Mapping[str, Any] | None = None,
+    ) -> Judgement:
+        """Judge one response with the per-response scorer: a failed generation is NaN with the
+        error as explanation; an exception of the scorer is NaN naming it (the scorer contract
+        says never raise, and a run's other scores are never lost).
+
+        Raises:
+            LcevalError: this scorer judges in batches only (no ``score``).
+        """
+        if response.finish_reason == "error":
+            return failed_generation(response)
+        if self.score is None:
+            raise LcevalError(f"scorer {self.name} judges in batches; it has no per-response score")
+        try:
+            return self.score(sample, response, context, **dict(options or {}))
+        except Exception as exc:  # noqa: BLE001 - the scorer contract says never raise
+            msg = " ".join(str(exc).split())[:200]
+            return Judgement(
+                value=math.nan, explanation=f"scorer error: {type(exc).__name__}: {msg}"
+            )
+
+    def record(self, sample: Sample, model: str, judgement: Judgement) -> Score:
+        """The Score row of ``judgement``: the sample's ids, ``model``, this scorer's name and
+        version (how the pipeline and ManyIFEval's refinement rounds store a judgement)."""
+        return Score(
+            sample_id=sample.id,
+            model=model,
+            benchmark=sample.benchmark,
+            task=sample.task,
+            scorer=self.name,
+            scorer_version=self.version,
+            value=judgement.value,
+            parts=judgement.parts,
+            points=judgement.points,
+            explanation=judgement.explanation,
+        )
+
     def check_options(self, options: Mapping[str, Any]) -> None:
         """Raise LcevalError naming the first option this scorer does not take."""
         for k in options:
@@ -305,6 +349,50 @@ class Benchmark:
     """Notebooks (file names under notebooks/) that belong to this benchmark."""
     details_file: str | None = None
     """File name (in the run folder) for per-item rows of Judgement.details, if any."""
+    headline: Callable[..., Any] | None = None
+    """``headline(scores, samples) -> lceval.metrics.Headline``: the benchmark's headline metric
+    over its default scorer's scores (``lceval compare``); None: the mean task score."""
+    importers: Mapping[str, Callable[..., Any]] = field(default_factory=dict)
+    """Name -> ``import(path, run_id, *, root, force) -> RunDir``: turns the paper's official
+    prediction files into a run folder (``lceval import <key> PATH``); the first is used."""
+    report_scorers: tuple[str, ...] = ()
+    """Scorers whose rows the reporter reads together (L-Eval: its n-gram scorer and its judge);
+    empty: the default scorer alone."""
+
+    @property
+    def default_scorer(self) -> str:
+        """The default scorer's name (the first of ``scorers``)."""
+        return next(iter(self.scorers))
+
+    def scores_for(
+        self, scores: pd.DataFrame, scorer: str | None = None, *, report: bool = False
+    ) -> tuple[pd.DataFrame, tuple[str, ...]]:
+        """This benchmark's rows of a scores table (every scorer's rows), for one scorer.
+
+        Args:
+            scores: scores.parquet as read (``RunDir.read_scores``); columns of ``Score``.
+            scorer: a scorer of this benchmark; None: the default scorer (with ``report``, the
+                ``report_scorers``). When none of the default's rows exist and the table holds
+                exactly one scorer of this benchmark, that one is read (a run scored only with
+                a variant).
+            report: read every scorer the reporter combines (``report_scorers``).
+
+        Returns:
+            The rows (a subset of ``scores``) and the scorer names they were selected by.
+
+        Raises:
+            LcevalError: ``scorer`` is not a scorer of this benchmark.
+        """
+        mine = scores[scores["benchmark"] == self.key]
+        if scorer is not None:
+            self.scorer(scorer)
+            names: tuple[str, ...] = (scorer,)
+        else:
+            names = (self.report_scorers if report else ()) or (self.default_scorer,)
+            present = sorted(set(mine["scorer"].astype(str)))
+            if present and not set(names) & set(present) and len(present) == 1:
+                names = (present[0],)
+        return mine[mine["scorer"].isin(names)], names
 
     def scorer(self, name: str | None = None) -> ScorerSpec:
         """The named scorer (default: the first).
@@ -324,6 +412,22 @@ class Benchmark:
     def gold_type(self, task: str) -> type[Gold] | None:
         """The Gold dataclass for ``task`` (None: the benchmark keeps no typed gold for it)."""
         return self.gold.get(task, self.gold.get("*"))
+
+    def load_samples(self, samples: Iterable[Sample]) -> list[Sample]:
+        """This benchmark's ``samples`` with typed gold (:meth:`parse_gold`); the loader a
+        benchmark's own modules use (``lceval.registry.load_samples`` does the same for a run
+        holding several benchmarks).
+
+        Raises:
+            LcevalError: a sample of another benchmark, or a gold that does not parse (names the
+                sample and the field).
+        """
+        out = []
+        for s in samples:
+            if s.benchmark != self.key:
+                raise LcevalError(f"sample {s.id} is a {s.benchmark} sample, not {self.key}")
+            out.append(self.parse_gold(s))
+        return out
 
     def parse_gold(self, sample: Sample) -> Sample:
         """``sample`` with its gold dict parsed into the task's Gold dataclass.

@@ -9,7 +9,8 @@ Examples::
     lceval infer my-run --backend vllm --model Qwen/Qwen2.5-7B-Instruct -o tensor_parallel_size=2
     lceval infer my-run --backend openai --model gpt-4o-mini
     lceval score my-run && lceval report my-run
-    lceval score my-run --scorer lifbench:strict     # a named scorer variant
+    lceval score my-run --scorer lifbench:strict     # a named scorer variant (both kept)
+    lceval report my-run --scorer lifbench:strict    # its tables, under report/lifbench-strict/
     lceval import leval LEval/Predictions --run-id leval-official   # official prediction files
     lceval compare run-a run-b                        # paired difference with CI and p-values
     lceval run params/pipelines/lifbench_smoke.yaml   # notebooks 01-03 through papermill
@@ -118,6 +119,12 @@ def _parser() -> argparse.ArgumentParser:
 
     r = sub.add_parser("report", help="write a run's tables and figures under report/")
     r.add_argument("run_id")
+    r.add_argument(
+        "--scorer",
+        default=None,
+        help="report this scorer's scores (e.g. lifbench:strict, under report/lifbench-strict/); "
+        "default: each benchmark's default scorer",
+    )
 
     c = sub.add_parser(
         "compare",
@@ -125,6 +132,12 @@ def _parser() -> argparse.ArgumentParser:
     )
     c.add_argument("run_ids", nargs="+", metavar="RUN", help="scored runs (one, two, or more)")
     c.add_argument("--benchmark", default=None, help="only this benchmark")
+    c.add_argument(
+        "--scorer",
+        default=None,
+        help="compare this scorer's scores for its benchmark (e.g. lifbench:strict); default: "
+        "each benchmark's default scorer",
+    )
     c.add_argument("--model-a", default=None, help="only this model of the first run")
     c.add_argument("--model-b", default=None, help="only this model of the second run")
     c.add_argument("--no-tasks", action="store_true", help="headline rows only, no task rows")
@@ -139,7 +152,7 @@ def _parser() -> argparse.ArgumentParser:
     c.add_argument("--csv", default=None, help="also write the table to this CSV file")
 
     m = sub.add_parser("import", help="turn a benchmark's official prediction files into a run")
-    m.add_argument("benchmark", help="a benchmark with an importer: " + ", ".join(_IMPORTERS))
+    m.add_argument("benchmark", help="a benchmark with an importer (see lceval list)")
     m.add_argument("path", help="a prediction file or folder (e.g. a clone's Predictions/)")
     m.add_argument("--run-id", required=True)
     m.add_argument("--force", action="store_true", help="replace a run that has responses")
@@ -150,10 +163,6 @@ def _parser() -> argparse.ArgumentParser:
     n.add_argument("--run-id", default=None)
     n.add_argument("-p", "--param", action="append", metavar="KEY=VALUE", help="inject a parameter")
     return p
-
-
-_IMPORTERS = {"leval": "lceval.benchmarks.leval.importer:import_predictions"}
-"""Benchmark key -> the function turning its official prediction files into a run folder."""
 
 
 def _compare(args: argparse.Namespace) -> Any:
@@ -185,7 +194,9 @@ def _compare(args: argparse.Namespace) -> Any:
         if args.model_a or args.model_b:
             raise LcevalError("--model-a/--model-b are for a paired comparison, not --leaderboard")
         benchmarks = [args.benchmark] if args.benchmark else None
-        heads = compare.load_headlines(args.run_ids, benchmarks=benchmarks, root=args.outputs)
+        heads = compare.load_headlines(
+            args.run_ids, benchmarks=benchmarks, root=args.outputs, scorer=args.scorer
+        )
         return compare.leaderboard(heads, seed=args.seed)
     run_a, run_b = args.run_ids[0], args.run_ids[-1]
     return compare.compare_runs(
@@ -198,6 +209,7 @@ def _compare(args: argparse.Namespace) -> Any:
         by_task=not args.no_tasks,
         alpha=args.alpha,
         seed=args.seed,
+        scorer=args.scorer,
     )
 
 
@@ -215,6 +227,8 @@ def _listing() -> str:
             lines.append(f"    metrics: {', '.join(spec.metrics)}")
             for opt, doc in spec.options.items():
                 lines.append(f"    -o {opt}=...: {doc}")
+        if bench.importers:
+            lines.append(f"  import: lceval import {bench.key} PATH (official prediction files)")
         if bench.notebooks:
             lines.append(f"  notebooks: {', '.join(bench.notebooks)}")
     lines.append("backends:")
@@ -342,9 +356,12 @@ def _dispatch(args: argparse.Namespace) -> int:
         n = ResponseStore(run.responses, index=False).drop_bad_lines()
         print(f"moved {n} bad line(s) to {run.responses}.bad" if n else "no bad lines")
     elif args.command == "report":
-        tables = pipeline.report(args.run_id, root=args.outputs)
+        tables = pipeline.report(args.run_id, root=args.outputs, scorer=args.scorer)
+        for key, names in tables.scorers.items():
+            print(f"{key}: scorer {', '.join(names)}")
         for name, table in tables.items():
-            print(f"== {name}\n{table.to_string()}\n")
+            read = ", ".join(tables.scorers.get(name.split("/", 1)[0], ()))
+            print(f"== {name} [{read}]\n{table.to_string()}\n")
     elif args.command == "compare":
         table = _compare(args)
         print(table.to_string(index=False, float_format=lambda x: f"{x:.4g}"))
@@ -357,15 +374,15 @@ def _dispatch(args: argparse.Namespace) -> int:
             except OSError as exc:
                 raise LcevalError(f"--csv: cannot write {path}: {exc.strerror}") from None
     elif args.command == "import":
-        if args.benchmark not in _IMPORTERS:
-            raise LcevalError(
-                f"no importer for {args.benchmark!r}; choose one of {', '.join(_IMPORTERS)}"
-            )
-        from lceval.benchmark import lazy
+        from lceval import registry
 
-        run = lazy(_IMPORTERS[args.benchmark])(
-            args.path, args.run_id, root=args.outputs, force=args.force
-        )
+        with_importer = [b.key for b in registry.all_benchmarks() if b.importers]
+        if args.benchmark not in with_importer:
+            raise LcevalError(
+                f"no importer for {args.benchmark!r}; choose one of {', '.join(with_importer)}"
+            )
+        importer = next(iter(registry.get(args.benchmark).importers.values()))
+        run = importer(args.path, args.run_id, root=args.outputs, force=args.force)
         n = sum(1 for _ in open(run.samples, encoding="utf-8"))
         print(f"imported {n} samples and their responses into {run.path}")
     elif args.command == "run":

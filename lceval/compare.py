@@ -1,7 +1,7 @@
 """Comparisons across runs: leaderboards with CIs, paired tests, rank agreement of benchmarks.
 
-Every benchmark defines its headline metric once, as a :class:`lceval.metrics.Headline` built by
-``lceval.benchmarks.<key>.report.headline(scores, samples)`` (per-sample columns, the statistic
+Every benchmark declares its headline metric once, as a :class:`lceval.metrics.Headline` built by
+its ``Benchmark.headline(scores, samples)`` (per-sample columns, the statistic
 over them, the resampling unit); a benchmark without one (CIF-Bench for now) gets
 :func:`generic_headline`. On top of those:
 
@@ -26,7 +26,6 @@ both are named ``<run_id>/<model>`` (an error when that name is another model's 
 from __future__ import annotations
 
 import dataclasses
-import importlib
 import itertools
 import shutil
 from collections.abc import Hashable, Mapping, Sequence
@@ -68,14 +67,34 @@ def generic_headline(key: str, scores: pd.DataFrame, samples: Sequence[Sample]) 
     return metrics.Headline(key, "mean task score", "0..1", frame, ("value", "count"), stat)
 
 
-def headline_of(key: str, scores: pd.DataFrame, samples: Sequence[Sample]) -> metrics.Headline:
-    """The benchmark's own headline (``report.headline``) or :func:`generic_headline`."""
-    module = importlib.import_module(f"lceval.benchmarks.{registry.get(key).key}.report")
-    make = getattr(module, "headline", None)
-    if make is None:
-        return generic_headline(key, scores, samples)
-    h: metrics.Headline = make(scores, samples)
+def headline_of(
+    key: str, scores: pd.DataFrame, samples: Sequence[Sample], scorer: str | None = None
+) -> metrics.Headline:
+    """The benchmark's own headline (``Benchmark.headline``) or :func:`generic_headline`, over the
+    rows of one scorer (``Benchmark.scores_for``: default, the benchmark's default scorer). A
+    scorer reporting other metrics than the default (a judge's win rate) gets the generic one;
+    a non-default scorer's headline names it in ``metric`` (``ARS (Eq. 3) [lifbench:strict]``).
+
+    Raises:
+        LcevalError: an unknown benchmark, or ``scorer`` is not one of its scorers.
+    """
+    bench = registry.get(key)
+    rows, names = bench.scores_for(scores, scorer)
+    same_metrics = bench.scorer(names[0]).metrics == bench.scorer().metrics
+    h: metrics.Headline
+    if bench.headline is None or not same_metrics:  # a judge's scores: not the paper's headline
+        h = generic_headline(key, rows, samples)
+    else:
+        h = bench.headline(rows, samples)
+    if names[0] != bench.default_scorer:  # tables name the metric with the scorer it came from
+        h = dataclasses.replace(h, metric=f"{h.metric} [{names[0]}]")
     return h
+
+
+def scorer_of(key: str, scorer: str | None) -> str | None:
+    """``scorer`` when it is one of benchmark ``key``'s (``key`` or ``key:variant``), else None
+    (the benchmark's default)."""
+    return scorer if scorer is not None and scorer.split(":", 1)[0] == key else None
 
 
 def _check_seed(seed: int) -> None:
@@ -95,6 +114,7 @@ def load_headlines(
     *,
     benchmarks: Sequence[str] | None = None,
     root: str | Path | None = None,
+    scorer: str | None = None,
 ) -> dict[str, metrics.Headline]:
     """Each benchmark's headline over the models of several runs (any benchmarks, any models).
 
@@ -102,6 +122,8 @@ def load_headlines(
         run_ids: scored runs.
         benchmarks: keep only these keys (default: every benchmark found).
         root: folder holding the runs (default ``lceval.io.outputs_root()``).
+        scorer: read this scorer's rows for its benchmark (e.g. ``lifbench:strict``); every
+            other benchmark reads its default scorer.
 
     Returns:
         Benchmark key -> :class:`lceval.metrics.Headline` whose frame holds every run's models.
@@ -109,8 +131,10 @@ def load_headlines(
     Raises:
         LcevalError: a run is given twice, lacks scores or samples; a benchmark of
             ``benchmarks`` is scored in none of the runs; a ``<run_id>/<model>`` name is also
-            another model's name; nothing is left to compare.
+            another model's name; nothing is left to compare; an unknown ``scorer``.
     """
+    if scorer is not None:
+        registry.find_scorer(scorer)
     twice = sorted({r for r in run_ids if list(run_ids).count(r) > 1})
     if twice:
         raise LcevalError(
@@ -123,14 +147,22 @@ def load_headlines(
     for rid in run_ids:
         scores, samples = _run_parts(rid, root)
         for key in sorted({s.benchmark for s in samples}):
-            part = scores[scores["benchmark"] == key]
+            part = registry.get(key).scores_for(scores, scorer_of(key, scorer))[0]
             if part.empty:
                 continue
             scored.add(key)
             if benchmarks is not None and key not in benchmarks:
                 continue
             found.setdefault(key, []).append(
-                (rid, headline_of(key, part, [s for s in samples if s.benchmark == key]))
+                (
+                    rid,
+                    headline_of(
+                        key,
+                        part,
+                        [s for s in samples if s.benchmark == key],
+                        scorer_of(key, scorer),
+                    ),
+                )
             )
     missing = [b for b in benchmarks or [] if b not in scored]
     if missing:
@@ -312,6 +344,7 @@ def compare_runs(
     n_permutations: int = 9999,
     confidence: float = 0.95,
     seed: int = 0,
+    scorer: str | None = None,
 ) -> pd.DataFrame:
     """Paired comparison of two runs (or two models of one run) on the samples they share.
 
@@ -334,18 +367,22 @@ def compare_runs(
         n_resamples, n_permutations, confidence, seed: bootstrap resamples, random sign
             patterns of the permutation test (see :func:`lceval.metrics.paired_sums`), CI level,
             seed.
+        scorer: compare this scorer's scores for its benchmark (e.g. ``lifbench:strict``);
+            every other benchmark compares its default scorer's.
 
     Returns:
-        Columns ``benchmark, level`` (``headline`` or ``task``), ``task``, ``metric``,
+        Columns ``benchmark, level`` (``headline`` or ``task``), ``scorer``, ``task``, ``metric``,
         ``model_a, model_b, diff, low, high, p_value, test, n, n_units, p_holm, significant``;
         diff in the metric's unit (headline) or 0..1 (tasks).
 
     Raises:
         LcevalError: a negative ``seed``; ``benchmark`` not in both runs; ``model_a`` or
             ``model_b`` not scored on the compared benchmarks of its run; no benchmark or model
-            pair in common.
+            pair in common; an unknown ``scorer``.
     """
     _check_seed(seed)
+    if scorer is not None:
+        registry.find_scorer(scorer)
     scores_a, samples_a = _run_parts(run_a, root)
     scores_b, samples_b = _run_parts(run_b, root)
     keys = sorted({s.benchmark for s in samples_a} & {s.benchmark for s in samples_b})
@@ -364,16 +401,21 @@ def compare_runs(
                 f"its models there: {', '.join(have) or 'none'}"
             )
     rows: list[dict[str, Any]] = []
+    read: dict[str, str] = {}
     for key in keys:
-        sa = scores_a[scores_a["benchmark"] == key].assign(model=lambda d: "A:" + d["model"])
-        sb = scores_b[scores_b["benchmark"] == key].assign(model=lambda d: "B:" + d["model"])
+        bench = registry.get(key)
+        sa, names = bench.scores_for(scores_a, scorer_of(key, scorer))
+        read[key] = names[0]
+        sb = bench.scores_for(scores_b, names[0])[0]
+        sa = sa.assign(model=lambda d: "A:" + d["model"])
+        sb = sb.assign(model=lambda d: "B:" + d["model"])
         if model_a is not None:
             sa = sa[sa["model"] == f"A:{model_a}"]
         if model_b is not None:
             sb = sb[sb["model"] == f"B:{model_b}"]
         samples = {s.id: s for s in [*samples_a, *samples_b] if s.benchmark == key}
         both = pd.concat([sa, sb], ignore_index=True)
-        h = headline_of(key, both, list(samples.values()))
+        h = headline_of(key, both, list(samples.values()), names[0])
         pairs = []
         seen: set[frozenset[str]] = set()
         for a, b in itertools.product(sorted(set(sa["model"])), sorted(set(sb["model"]))):
@@ -404,11 +446,12 @@ def compare_runs(
                 )
     if not rows:
         raise LcevalError(f"runs {run_a} and {run_b} share no benchmark and model pair to compare")
-    cols = ["benchmark", "level", "task", "metric", "model_a", "model_b", "diff", "low", "high"]
+    cols = ["benchmark", "level", "scorer", "task", "metric", "model_a", "model_b", "diff"]
     table = pd.DataFrame(rows)
+    table["scorer"] = table["benchmark"].map(read)
     table["model_a"] = [f"{run_a}/{m[2:]}" for m in table["model_a"]]
     table["model_b"] = [f"{run_b}/{m[2:]}" for m in table["model_b"]]
-    table = table[[*cols, "p_value", "test", "n", "n_units"]]
+    table = table[[*cols, "low", "high", "p_value", "test", "n", "n_units"]]
     return _holm_columns(table, alpha)
 
 

@@ -6,7 +6,7 @@ A run folder ``outputs/<run_id>/`` holds::
     contexts.jsonl     Context records (each long context stored once)
     samples.jsonl      Sample records (reference contexts by id)
     responses.jsonl    Response records, appended as they finish (see models/cache.py)
-    scores.parquet     Score records, one row per (sample, model, scorer)
+    scores.parquet     Score records, one row per (sample, model, scorer); every scorer kept
     report/            tables (CSV) and figures (PNG and PDF)
     notebooks/         executed copies of the notebooks
 
@@ -326,7 +326,8 @@ class RunDir:
         self.run_id = run_id
         self.path = outputs_root(root) / run_id
         self._report: Path | None = None
-        """Where :attr:`report` points while a report is staged (:meth:`staged_report`)."""
+        """Where :attr:`report` points while a report is staged (:meth:`staged_report`) or for
+        a non-default scorer's report (:meth:`with_report`)."""
 
     # paths -----------------------------------------------------------------------------------
     @property
@@ -356,6 +357,13 @@ class RunDir:
     @property
     def figures(self) -> Path:
         return self.report / "figures"
+
+    def with_report(self, folder: Path) -> RunDir:
+        """This run with its report (tables, ``figures/``) written to ``folder`` instead of
+        ``report/`` (a non-default scorer's report)."""
+        view = RunDir(self.run_id, self.path.parent)
+        view._report = folder
+        return view
 
     @property
     def notebooks(self) -> Path:
@@ -500,9 +508,31 @@ class RunDir:
         return read_records(self.responses, Response)
 
     def write_scores(self, scores: Iterable[Score]) -> pd.DataFrame:
+        """Store ``scores`` in scores.parquet, replacing only the rows of their scorers.
+
+        The file keeps every scorer's rows (keyed by ``scorer``): scoring a run with
+        ``lifbench`` and then ``lifbench:strict`` leaves both. Rows of a scorer named in
+        ``scores`` are replaced as a whole (a rescore never mixes two versions of one scorer).
+
+        An existing file that is not a readable scores table is replaced (its error message
+        says to score the run again).
+
+        Returns:
+            The rows just written (the given scores), one per score.
+        """
         df = scores_frame(scores)
+        full = df
+        try:
+            kept = self.read_scores() if self.scores.exists() else df.iloc[:0]
+        except LcevalError:
+            kept = df.iloc[:0]  # an unreadable file is what read_scores says to score again
+        if len(kept):
+            kept = kept[~kept["scorer"].isin(set(df["scorer"]))]
+            if len(kept):
+                kept = kept[list(df.columns)]
+                full = pd.concat([kept, df], ignore_index=True) if len(df) else kept
         with atomic_open(self.scores, "wb") as f:
-            df.to_parquet(f, index=False)
+            full.to_parquet(f, index=False)
         return df
 
     def read_scores(self) -> pd.DataFrame:

@@ -17,10 +17,8 @@ from lceval import registry
 from lceval.benchmark import (
     NOTEBOOK_PARAMS,
     BatchJudge,
-    Benchmark,
     BuildResult,
     ScorerSpec,
-    failed_generation,
 )
 from lceval.console import engine_output
 from lceval.errors import LcevalError
@@ -395,7 +393,8 @@ def score(
     options: Mapping[str, Any] | None = None,
     progress: bool = True,
 ) -> pd.DataFrame:
-    """Score every response of the run; writes scores.parquet. The only scoring loop.
+    """Score every response of the run; stores them in scores.parquet (only the used scorers'
+    rows are replaced: every other scorer's stay). The only scoring loop (:class:`Scoring`).
 
     Responses are streamed through ``ResponseStore`` (one per key: the first successful one, else
     the last error), so long-output runs are never all in memory. A failed generation gets a NaN
@@ -424,164 +423,215 @@ def score(
             unknown scorer or option.
     """
     run = RunDir(run_id, root)
-    raw = run.read_samples()
-    contexts = run.read_contexts()
-    hashes = sample_hashes(raw, contexts)
-    samples = {s.id: s for s in registry.load_samples(raw)}
-    del raw
-    keys = sorted({s.benchmark for s in samples.values()})
-    specs: dict[str, tuple[Benchmark, ScorerSpec]] = {
-        k: (registry.get(k), registry.get(k).scorer()) for k in keys
-    }
-    options = dict(options or {})
-    if scorer is not None:
-        bench, spec = registry.find_scorer(scorer, keys)
-        specs[bench.key] = (bench, spec)
-        spec.check_options(options)
-    elif options:
-        raise LcevalError("scorer options need --scorer NAME")
-    if not run.responses.exists():
-        raise LcevalError(f"{run.responses} does not exist: run inference first (lceval infer)")
-    store = ResponseStore(run.responses)
-    if len(store) == 0:
-        why = (
-            f" (its {store.tail_bytes:,} bytes end in no line break: a file without line ends, "
-            "or a write still in progress or killed)"
-            if store.tail_bytes
-            else ""
-        )
-        raise LcevalError(f"{run.responses} holds no responses{why}: nothing to score")
-    # A model answering under two configs (say hf float32, then vLLM bfloat16) is scored as two
-    # models, "<name>@<config hash>", so tables never average the two engines' answers.
-    split = {m for m, configs in store.configs(hashes).items() if len(configs) > 1}
-    if split:
-        log(
-            f"{', '.join(sorted(split))} answered under several generation configs (engine, "
-            "dtype or settings): scored apart as <model>@<config hash>"
-        )
-
-    def label(r: Response) -> str:
-        return f"{r.model}@{r.config_hash[:8]}" if r.model in split else r.model
-
-    chosen = {k: spec for k, (_, spec) in specs.items()}
-    opts = {k: (options if spec.name == scorer else {}) for k, spec in chosen.items()}
-    judges: dict[str, BatchJudge] = {}
-    scores: list[Score] = []
-    details: dict[str, list[dict[str, Any]]] = {}
-    pending: dict[str, list[tuple[Sample, Response, Any]]] = {}
-    n_items: dict[str, int] = {}
-    stale = 0
-
-    def emit(s: Sample, r: Response, j: Judgement) -> None:
-        spec = chosen[s.benchmark]
-        scores.append(
-            Score(
-                sample_id=s.id,
-                model=label(r),
-                benchmark=s.benchmark,
-                task=s.task,
-                scorer=spec.name,
-                scorer_version=spec.version,
-                value=j.value,
-                parts=j.parts,
-                points=j.points,
-                explanation=j.explanation,
-            )
-        )
-        if j.details:
-            rows = details.setdefault(s.benchmark, [])
-            rows.extend({"sample_id": s.id, "model": label(r), **d} for d in j.details)
-
-    def flush(key: str) -> None:
-        group = pending.pop(key, [])
-        n_items[key] = 0
-        if group:
-            judged = judges[key].finish([p for _, _, p in group])
-            for (s, r, _), j in zip(group, judged, strict=True):
-                emit(s, r, j)
-
+    job = Scoring(run, scorer, dict(options or {}))
+    store = job.responses()
     try:
-        for key, spec in chosen.items():
-            if spec.batch is not None:
-                judges[key] = spec.batch(run, **opts[key])
+        job.open_judges()
         bar = tqdm(store, total=len(store), desc="score", unit="response", disable=not progress)
         for r in bar:
-            s = samples.get(r.sample_id)
-            if s is None:
-                raise LcevalError(f"{run.responses}: response for unknown sample {r.sample_id!r}")
-            if not r.answers(hashes[s.id]):
-                stale += 1
-                continue
-            key = s.benchmark
-            ctx = contexts.get(s.context_id) if s.context_id else None
-            if r.finish_reason == "error":
-                emit(s, r, failed_generation(r))
-            elif key not in judges:
-                emit(s, r, _score_one(chosen[key], s, r, ctx, opts[key]))
-            else:
-                prepared = judges[key].prepare(s, r, ctx)
-                pending.setdefault(key, []).append((s, r, prepared))
-                n_items[key] = n_items.get(key, 0) + int(getattr(prepared, "n_items", 1))
-                if n_items[key] >= judges[key].batch_items:
-                    flush(key)
-        for key in list(pending):
-            flush(key)
+            job.add(r)
+        job.flush_all()
     finally:
-        for judge in judges.values():
-            judge.close()
-    if stale:
+        job.close()
+    if job.stale:
         log(
-            f"{stale} response(s) in {run.responses.name} answer an earlier version of their "
+            f"{job.stale} response(s) in {run.responses.name} answer an earlier version of their "
             "sample (sample hash differs: the run was rebuilt) and were not scored; "
             f"`lceval infer {run_id}` answers the current samples"
         )
-    if not scores:
+    if not job.scores:
         raise LcevalError(
             f"{run.responses}: every response answers an earlier version of its sample: "
             f"nothing to score (run `lceval infer {run_id}` first)"
         )
-    for key, rows in details.items():
-        name = specs[key][0].details_file
-        if name:
-            frame = pd.DataFrame(rows)
-            with atomic_open(run.path / name, "wb") as f:
-                frame.to_parquet(f, index=False)
-    return run.write_scores(scores)
+    job.write_details()
+    return run.write_scores(job.scores)
 
 
-def _score_one(
-    spec: ScorerSpec, s: Sample, r: Response, ctx: Context | None, options: Mapping[str, Any]
-) -> Judgement:
-    """Call a per-response scorer; an exception becomes a NaN score naming it (never lost work)."""
-    assert spec.score is not None
-    try:
-        return spec.score(s, r, ctx, **options)
-    except Exception as exc:  # noqa: BLE001 - the scorer contract says never raise; keep the run
-        msg = " ".join(str(exc).split())[:200]
-        return Judgement(value=math.nan, explanation=f"scorer error: {type(exc).__name__}: {msg}")
+class Scoring:
+    """One pass of :func:`score` over a run: the chosen scorer per benchmark, the batch judges,
+    the responses waiting for a judge, and the Score rows and detail rows made so far.
+
+    Args:
+        run: the run folder (samples, contexts; responses are read by :meth:`responses`).
+        scorer: a scorer name; None: each benchmark's default scorer.
+        options: the named scorer's options.
+
+    Raises:
+        LcevalError: missing samples, an unknown scorer or option, options without a scorer.
+    """
+
+    def __init__(self, run: RunDir, scorer: str | None, options: Mapping[str, Any]) -> None:
+        self.run = run
+        raw = run.read_samples()
+        self.contexts = run.read_contexts()
+        self.hashes = sample_hashes(raw, self.contexts)
+        self.samples = {s.id: s for s in registry.load_samples(raw)}
+        keys = sorted({s.benchmark for s in self.samples.values()})
+        self.benchmarks = {k: registry.get(k) for k in keys}
+        self.chosen: dict[str, ScorerSpec] = {k: b.scorer() for k, b in self.benchmarks.items()}
+        self.options: dict[str, Mapping[str, Any]] = {k: {} for k in keys}
+        if scorer is not None:
+            bench, spec = registry.find_scorer(scorer, keys)
+            spec.check_options(options)
+            self.chosen[bench.key] = spec
+            self.options[bench.key] = options
+        elif options:
+            raise LcevalError("scorer options need --scorer NAME")
+        self.split: set[str] = set()
+        self.judges: dict[str, BatchJudge] = {}
+        self.pending: dict[str, list[tuple[Sample, Response, Any]]] = {}
+        self.n_items: dict[str, int] = {}
+        self.scores: list[Score] = []
+        self.details: dict[str, list[dict[str, Any]]] = {}
+        self.stale = 0
+
+    def responses(self) -> ResponseStore:
+        """The run's responses (one per key); notes the models answering under several configs.
+
+        Raises:
+            LcevalError: no responses file, or one holding no response.
+        """
+        run = self.run
+        if not run.responses.exists():
+            raise LcevalError(f"{run.responses} does not exist: run inference first (lceval infer)")
+        store = ResponseStore(run.responses)
+        if len(store) == 0:
+            why = (
+                f" (its {store.tail_bytes:,} bytes end in no line break: a file without line "
+                "ends, or a write still in progress or killed)"
+                if store.tail_bytes
+                else ""
+            )
+            raise LcevalError(f"{run.responses} holds no responses{why}: nothing to score")
+        # A model answering under two configs (say hf float32, then vLLM bfloat16) is scored as
+        # two models, "<name>@<config hash>", so tables never average the two engines' answers.
+        self.split = {m for m, c in store.configs(self.hashes).items() if len(c) > 1}
+        if self.split:
+            log(
+                f"{', '.join(sorted(self.split))} answered under several generation configs "
+                "(engine, dtype or settings): scored apart as <model>@<config hash>"
+            )
+        return store
+
+    def label(self, r: Response) -> str:
+        """The model name a response is scored under (``<model>@<hash>`` for a split model)."""
+        return f"{r.model}@{r.config_hash[:8]}" if r.model in self.split else r.model
+
+    def open_judges(self) -> None:
+        """Create the batch judge of every chosen scorer that has one."""
+        for key, spec in self.chosen.items():
+            if spec.batch is not None:
+                self.judges[key] = spec.batch(self.run, **self.options[key])
+
+    def add(self, r: Response) -> None:
+        """Score one response now, or queue it for its benchmark's batch judge.
+
+        Raises:
+            LcevalError: a response for an unknown sample.
+        """
+        s = self.samples.get(r.sample_id)
+        if s is None:
+            raise LcevalError(f"{self.run.responses}: response for unknown sample {r.sample_id!r}")
+        if not r.answers(self.hashes[s.id]):
+            self.stale += 1
+            return
+        key = s.benchmark
+        ctx = self.contexts.get(s.context_id) if s.context_id else None
+        if r.finish_reason == "error" or key not in self.judges:
+            self.emit(s, r, self.chosen[key].judge(s, r, ctx, self.options[key]))
+            return
+        prepared = self.judges[key].prepare(s, r, ctx)
+        self.pending.setdefault(key, []).append((s, r, prepared))
+        self.n_items[key] = self.n_items.get(key, 0) + int(getattr(prepared, "n_items", 1))
+        if self.n_items[key] >= self.judges[key].batch_items:
+            self.flush(key)
+
+    def emit(self, s: Sample, r: Response, j: Judgement) -> None:
+        """Keep the Score row of one judgement (and its detail rows)."""
+        self.scores.append(self.chosen[s.benchmark].record(s, self.label(r), j))
+        if j.details:
+            rows = self.details.setdefault(s.benchmark, [])
+            rows.extend({"sample_id": s.id, "model": self.label(r), **d} for d in j.details)
+
+    def flush(self, key: str) -> None:
+        """Judge the responses waiting for benchmark ``key``'s batch judge."""
+        group = self.pending.pop(key, [])
+        self.n_items[key] = 0
+        if group:
+            judged = self.judges[key].finish([p for _, _, p in group])
+            for (s, r, _), j in zip(group, judged, strict=True):
+                self.emit(s, r, j)
+
+    def flush_all(self) -> None:
+        """Judge every response still waiting."""
+        for key in list(self.pending):
+            self.flush(key)
+
+    def close(self) -> None:
+        """Close the batch judges (their engines)."""
+        for judge in self.judges.values():
+            judge.close()
+
+    def write_details(self) -> None:
+        """Write each benchmark's detail rows to its ``details_file``."""
+        for key, rows in self.details.items():
+            name = self.benchmarks[key].details_file
+            if name:
+                with atomic_open(self.run.path / name, "wb") as f:
+                    pd.DataFrame(rows).to_parquet(f, index=False)
 
 
-def report(run_id: str, *, root: str | Path | None = None) -> dict[str, pd.DataFrame]:
+class ReportTables(dict[str, pd.DataFrame]):
+    """The tables of :func:`report`, ``"<benchmark>/<table>" -> DataFrame``, and which scorers
+    each benchmark's tables were read from (``scorers``: key -> scorer names)."""
+
+    scorers: dict[str, tuple[str, ...]]
+
+
+def report(
+    run_id: str, *, root: str | Path | None = None, scorer: str | None = None
+) -> ReportTables:
     """Write each benchmark's tables and figures of the run under report/, and report/index.html
     (provenance, every table and figure, the executed notebooks); returns the tables.
+
+    scores.parquet keeps every scorer's rows; each benchmark's reporter reads its default
+    scorer's (``Benchmark.scores_for``; L-Eval both of its ``report_scorers``). With ``scorer``
+    (``lifbench:strict``), its benchmark is reported from that scorer's rows instead, written
+    under ``report/<scorer>/`` (``:`` written ``-``) so the default's files stay.
 
     The report is written to a temporary folder and renamed into place when complete
     (:meth:`lceval.io.RunDir.staged_report`): a failed report leaves the last good one as it was.
 
+    Returns:
+        ``"<benchmark>/<table>" -> DataFrame``, with ``.scorers``: benchmark key -> the scorer
+        names its tables were read from.
+
     Raises:
-        LcevalError: missing scores or samples, a folder that cannot be written (no space).
+        LcevalError: missing scores or samples; an unknown scorer or one of a benchmark the run
+            does not hold; a folder that cannot be written (no space).
     """
     run = RunDir(run_id, root)
     scores = run.read_scores()
     samples = load_samples(run)
-    tables: dict[str, pd.DataFrame] = {}
+    keys = sorted({s.benchmark for s in samples})
+    if scorer is not None:
+        registry.find_scorer(scorer, keys)
+    tables = ReportTables()
+    tables.scorers = {}
     from lceval.reporting import write_index  # matplotlib: imported only when reporting
 
     with run.staged_report() as staged:  # swapped in whole, or not at all
-        for key in sorted({s.benchmark for s in samples}):
+        for key in keys:
+            bench = registry.get(key)
+            mine = scorer if scorer is not None and scorer.split(":", 1)[0] == key else None
+            bench_scores, names = bench.scores_for(scores, mine, report=mine is None)
             bench_samples = [s for s in samples if s.benchmark == key]
-            bench_scores = scores[scores["benchmark"] == key]
-            out = registry.get(key).report(staged, bench_scores, bench_samples)
+            where = staged
+            if mine is not None and mine != bench.default_scorer:
+                where = staged.with_report(staged.report / mine.replace(":", "-"))
+            out = bench.report(where, bench_scores, bench_samples)
             tables.update({f"{key}/{k}": v for k, v in out.items()})
+            tables.scorers[key] = names
         write_index(staged)
     return tables

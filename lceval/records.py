@@ -1,6 +1,6 @@
 """The records every lceval stage passes on: Context, Sample, Response, Score and RunMeta.
 
-Typed, frozen dataclasses and nothing else (see STYLE.md, "Data flow"):
+Typed, frozen dataclasses and nothing else (see the repository's STYLE.md, "Data flow"):
 
     Sample (+ its Context, stored once) -> prompt via the model's chat template -> Response
     -> Score -> metrics -> tables and figures.

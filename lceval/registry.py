@@ -26,6 +26,29 @@ BENCHMARKS = tuple(_MODULES)
 """Registered benchmark keys."""
 
 
+def register(key: str, module: str) -> None:
+    """Register the benchmark whose ``BENCHMARK`` lives in ``module`` under ``key`` (a benchmark
+    outside lceval/benchmarks/, e.g. a plugin or a test's toy benchmark); imported on first use.
+
+    Raises:
+        LcevalError: ``key`` is already registered to another module, or is not a valid key.
+    """
+    global BENCHMARKS
+    if not isinstance(key, str) or not key.isidentifier():
+        raise LcevalError(f"benchmark key {key!r} must be a Python identifier")
+    if _MODULES.get(key, module) != module:
+        raise LcevalError(f"benchmark {key!r} is already registered to {_MODULES[key]}")
+    _MODULES[key] = module
+    BENCHMARKS = tuple(_MODULES)
+
+
+def unregister(key: str) -> None:
+    """Forget a benchmark added by :func:`register` (no error when it is not registered)."""
+    global BENCHMARKS
+    _MODULES.pop(key, None)
+    BENCHMARKS = tuple(_MODULES)
+
+
 def get(key: str) -> Benchmark:
     """The registered Benchmark for ``key``.
 
@@ -63,7 +86,9 @@ def find_scorer(name: str, benchmarks: Iterable[str] | None = None) -> tuple[Ben
 
 
 def load_samples(samples: Iterable[Sample]) -> list[Sample]:
-    """Samples with their gold parsed into each task's typed Gold (done once, at load time).
+    """Samples with their gold parsed into each task's typed Gold (done once, at load time): the
+    one loader of a run's samples (``lceval.pipeline.load_samples(run)`` reads a run folder's);
+    each benchmark's part goes through its ``Benchmark.load_samples``.
 
     Raises:
         LcevalError: a sample names an unregistered benchmark or its gold does not parse.
@@ -74,5 +99,5 @@ def load_samples(samples: Iterable[Sample]) -> list[Sample]:
         bench = cache.get(s.benchmark)
         if bench is None:
             bench = cache[s.benchmark] = get(s.benchmark)
-        out.append(bench.parse_gold(s))
+        out.extend(bench.load_samples([s]))
     return out

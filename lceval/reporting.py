@@ -117,6 +117,7 @@ def write_index(run: Any) -> Path:
     notebooks rendered as HTML (nbconvert), so a person can open one file.
 
     Built from what the run folder holds (run.json, ``report/*.csv``, ``report/figures/*.png``,
+    the same under ``report/<key>-<variant>/`` for a non-default scorer's report,
     ``notebooks/*.ipynb``), so it can be rewritten after each stage. Images are linked relative to
     the report folder; notebooks are rendered to ``report/notebooks/<name>.html``.
 
@@ -167,7 +168,8 @@ def write_index(run: Any) -> Path:
     parts += [f"<tr><th>{esc(str(k))}</th><td>{esc(str(v))}</td></tr>" for k, v in rows]
     parts.append("</table>")
     parts.append("<h2 id='tables'>Tables</h2>")
-    for csv in sorted(report.glob("*.csv")):
+    # report/<key>-<variant>/: a non-default scorer's report (lceval.pipeline.report)
+    for csv in [*sorted(report.glob("*.csv")), *sorted(report.glob("*-*/*.csv"))]:
         try:
             df = pd.read_csv(csv)
         except (OSError, ValueError, pd.errors.ParserError):
@@ -177,10 +179,12 @@ def write_index(run: Any) -> Path:
         table = df.to_html(index=False, na_rep="NaN", float_format=lambda x: f"{x:.4g}")
         if len(df) > 30:  # long audit tables fold away; the headline tables stay open
             table = f"<details><summary>{len(df)} rows</summary>{table}</details>"
-        parts.append(f"<h3>{esc(csv.stem)}</h3>{table}")
+        name = csv.relative_to(report).with_suffix("").as_posix()
+        parts.append(f"<h3>{esc(name)}</h3>{table}")
     parts.append("<h2 id='figures'>Figures</h2>")
     figures = Path(run.figures)
-    for png in sorted(figures.glob("*.png")) if figures.exists() else []:
+    pngs = sorted(figures.glob("*.png")) if figures.exists() else []
+    for png in [*pngs, *sorted(report.glob("*-*/figures/*.png"))]:
         rel = png.relative_to(report).as_posix()
         pdf = png.with_suffix(".pdf")
         link = (

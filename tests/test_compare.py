@@ -10,7 +10,7 @@ import pytest
 from scipy import stats
 
 from lceval import compare
-from lceval.benchmarks.lifbench import report as lifbench_report
+from lceval.benchmarks.lifbench import tables as lifbench_tables
 from lceval.errors import LcevalError
 from lceval.io import RunDir, new_meta, scores_frame
 from lceval.pipeline import load_samples
@@ -88,8 +88,8 @@ def test_leaderboard_matches_the_reporter(fixture_runs: tuple[Path, list[str]]) 
     root, ids = fixture_runs
     board = compare.leaderboard(compare.load_headlines(ids, root=root), n_resamples=500)
     run = RunDir("fx-lifbench", root)
-    table = lifbench_report.score_table(run.read_scores(), load_samples(run))
-    ars = lifbench_report.ars_ci(table, n_resamples=500)
+    table = lifbench_tables.score_table(run.read_scores(), load_samples(run))
+    ars = lifbench_tables.ars_ci(table, n_resamples=500)
     mine = board[board["benchmark"] == "lifbench"].set_index("model")
     assert mine["estimate"].to_dict() == pytest.approx(ars["ARS"].to_dict())
     assert mine.loc["m2", "rank"] == 1  # the gold-text strategy leads

@@ -1,6 +1,7 @@
 """Same scores after the one-folder refactor: fixed responses per benchmark, scored through the one
 scoring loop (``lceval.pipeline.score``), equal the scores the code before the change gave
-(``tests/fixtures/regression/make_before.py`` wrote ``expected*.jsonl`` from that code).
+(``tests/fixtures/regression/make_before.py`` wrote ``expected*.jsonl`` from that code; L-Eval's
+and CIF-Bench's came later from ``make_responses.py``, run on main before issue 19).
 
 Each fixture's responses.jsonl starts with a failed attempt followed (later in the file) by a
 successful response for the same key: the success must be what is scored, on every benchmark.
@@ -15,17 +16,31 @@ from pathlib import Path
 
 import pytest
 
-from lceval import pipeline
+from lceval import pipeline, registry
 from lceval.io import RunDir, new_meta
 
 FIXTURES = Path(__file__).parent / "fixtures" / "regression"
-CASES = [
-    ("lifbench", None, "expected.jsonl"),
-    ("lifbench", "lifbench:strict", "expected_strict.jsonl"),
-    ("ruler", None, "expected.jsonl"),
-    ("manyifeval", None, "expected.jsonl"),
-    ("longgenbench", None, "expected.jsonl"),
-]
+
+
+def _cases() -> list[tuple[str, str | None, str]]:
+    """(benchmark, scorer, expected file) for every registered benchmark's scorers that have an
+    expected file: ``expected.jsonl`` for the default scorer, ``expected_<variant>.jsonl`` for
+    ``<key>:<variant>`` (LLM judges have none: they need a model)."""
+    cases = []
+    for bench in registry.all_benchmarks():
+        for name in bench.scorers:
+            variant = name.partition(":")[2]
+            expected = f"expected_{variant}.jsonl" if variant else "expected.jsonl"
+            if (FIXTURES / bench.key / expected).exists():
+                cases.append((bench.key, None if not variant else name, expected))
+    return cases
+
+
+CASES = _cases()
+
+
+def test_every_benchmark_has_a_regression_fixture():
+    assert {key for key, _, _ in CASES} == set(registry.BENCHMARKS)
 
 
 def _same(a: float, b: float) -> bool:

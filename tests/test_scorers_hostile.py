@@ -1,5 +1,5 @@
 """Every registered per-response scorer on hostile model output: never raises, value in [0, 1] or
-NaN with a reason (the full-size run is benchmarks/fuzz_scorers.py)."""
+NaN with a reason (the full-size run is bench/fuzz_scorers.py)."""
 
 from __future__ import annotations
 
@@ -74,6 +74,6 @@ def test_one_megabyte_of_one_pattern_is_scored_in_time(key, name, unit):
     worst = max(
         _check(key, name, i, text) for i in range(0, len(samples), max(1, len(samples) // 4))
     )
-    # A hang guard, not a speed measurement (benchmarks/fuzz_scorers.py reports the real times):
+    # A hang guard, not a speed measurement (bench/fuzz_scorers.py reports the real times):
     # quadratic work on 1 MB takes hours, bounded work well under a second.
     assert worst < 30.0

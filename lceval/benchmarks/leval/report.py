@@ -475,32 +475,3 @@ def _figure(run: RunDir, tables: dict[str, pd.DataFrame]) -> None:
     ax.legend(fontsize=6, loc="best")
     ax.set_title("L-Eval score per task")
     save_figure(fig, run.figures, "leval_scores")
-
-
-def compare_runs(run_ids: Sequence[str], *, root: str | Path | None = None) -> pd.DataFrame:
-    """Task scores of several runs side by side (e.g. a full-context and a retrieval run): rows
-    model x task name, columns ``<run_id> <retrieval>`` (0..100; exam scores and L-Eval n-gram
-    scores with LIE).
-
-    Raises:
-        LcevalError: a run without scores or samples.
-    """
-    from lceval.registry import load_samples
-
-    frames = []
-    for run_id in run_ids:
-        run = RunDir(run_id, root)
-        samples = [s for s in load_samples(run.read_samples()) if s.benchmark == "leval"]
-        scores = run.read_scores()
-        t = leval_tables(scores[scores["benchmark"] == "leval"], samples)
-        for name in ("exam", "ngram"):
-            if name in t:
-                part = t[name]
-                if name == "ngram":
-                    part = part[part["lie"].isin([True]) | part["lie"].isna()]
-                frames.append(part[["model", "retrieval", "name", "score"]].assign(run=run_id))
-    if not frames:
-        return pd.DataFrame()
-    df = pd.concat(frames, ignore_index=True)
-    df["column"] = df["run"] + " " + df["retrieval"]
-    return df.pivot_table(index=["model", "name"], columns="column", values="score")

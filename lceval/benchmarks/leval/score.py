@@ -316,7 +316,7 @@ ROUGE_TOKENS = 100_000
 reference, 3M pairs, under the old 4M-pair budget alone). Beyond either limit the same
 F-measures come from :func:`rouge_n` and :func:`rouge_l` (bit-parallel LCS), equal to
 rouge_score's (tests compare on random texts), so a degenerate megabyte of output scores in well
-under a second (``benchmarks/fuzz_scorers.py``)."""
+under a second (``bench/fuzz_scorers.py``)."""
 
 
 @functools.lru_cache(maxsize=1)

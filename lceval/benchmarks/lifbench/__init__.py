@@ -1,7 +1,9 @@
 """LIFBench / LIFEval (Wu et al., 2024): List, MultiDoc and OneDoc tasks at 4k-128k; ARS, IFP, IFS.
 
 Files: ``gold.py`` (answer keys per task), ``build.py`` (+ ``inputs.py``, ``expressions.py``),
-``score.py`` (the 11 rubric scorers), ``report.py`` (Tables 3-4, Fig. 2), ``resources/``.
+``score.py`` (the 11 rubric scorers), ``tables.py`` (ARS, IFP, IFS as tidy tables),
+``published.py`` (the paper's and the official numbers, and the checks against them), ``report.py``
+(Tables 3-4, Fig. 2 as files), ``resources/``.
 """
 
 from lceval.benchmark import Benchmark, ScorerSpec, lazy
@@ -30,5 +32,6 @@ BENCHMARK = Benchmark(
         ),
     },
     report=lazy("lceval.benchmarks.lifbench.report:report_lifbench"),
+    headline=lazy("lceval.benchmarks.lifbench.tables:headline"),
     notebooks=("01_build_data.ipynb", "02_inference.ipynb", "03_ars_ifs_scoring.ipynb"),
 )

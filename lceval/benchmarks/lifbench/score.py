@@ -31,7 +31,7 @@ Places where the official code raises (a crash, not a score) are handled here wi
 documented at each rubric function; the only such change to a score is MF ``ori``'s second half,
 capped at its 3 points (the official value can exceed it when inner lists differ in length).
 
-Speed (``benchmarks/bench_lifbench_scoring.py`` compares with the official code on the same pairs):
+Speed (``bench/bench_lifbench_scoring.py`` compares with the official code on the same pairs):
 no per-call work grows with the context. A List context is indexed once (:func:`list_index`);
 MF's quote-free prompt is built once per prompt and its substring tests over the documents and the
 prompt are memoised per text (every model's answer to a sample asks about the same ids); MB counts

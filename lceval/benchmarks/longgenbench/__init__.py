@@ -31,7 +31,7 @@ BENCHMARK = Benchmark(
             description="official parsing; an LLM judges each check with the eval.py prompt "
             "(answers kept in longgenbench_judge.jsonl: resumable)",
             metrics=("CR", "STIC-1", "STIC-2", "wAvg"),
-            batch=lazy("lceval.benchmarks.longgenbench.score:llm_judge"),
+            batch=lazy("lceval.benchmarks.longgenbench.judge:llm_judge"),
             options={
                 "backend": "judge backend: hf, vllm or openai (default hf)",
                 "model": "judge model path or hub id (default: the embedded SmolLM2)",
@@ -44,6 +44,7 @@ BENCHMARK = Benchmark(
         ),
     },
     report=lazy("lceval.benchmarks.longgenbench.report:report_longgenbench"),
+    headline=lazy("lceval.benchmarks.longgenbench.report:headline"),
     notebooks=("05_ruler_correlation.ipynb", "06_longgenbench.ipynb"),
     details_file=CHECKS_FILE,
 )

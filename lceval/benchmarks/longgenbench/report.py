@@ -322,15 +322,19 @@ def generation_caps(run: RunDir) -> dict[str, int | None]:
     return {m: (v.get("generation") or {}).get("max_new_tokens") for m, v in models.items()}
 
 
-def load_summary(run_id: str, root: str | Path | None = None) -> pd.DataFrame:
-    """``longgenbench_summary`` of a scored run folder (see there for the columns).
+def load_summary(
+    run_id: str, root: str | Path | None = None, scorer: str | None = None
+) -> pd.DataFrame:
+    """``longgenbench_summary`` of a scored run folder (see there for the columns), from one
+    scorer's rows (default ``longgenbench``; ``longgenbench:llm`` for the LLM judge's).
 
     Raises:
-        LcevalError: the run has no scores or samples.
+        LcevalError: the run has no scores or samples; an unknown scorer.
     """
+    from lceval.benchmarks.longgenbench import BENCHMARK
+
     run = RunDir(run_id, root)
-    scores = run.read_scores()
-    scores = scores[scores["benchmark"] == "longgenbench"]
+    scores = BENCHMARK.scores_for(run.read_scores(), scorer)[0]
     samples = [s for s in run.read_samples() if s.benchmark == "longgenbench"]
     return longgenbench_summary(scores, samples, generation_caps(run))
 

@@ -205,6 +205,7 @@ def measured_pairs(
         LcevalError: a run is missing or unscored, or the metric is unknown.
     """
     from lceval.benchmarks.longgenbench.report import load_summary
+    from lceval.benchmarks.ruler import BENCHMARK as RULER
     from lceval.benchmarks.ruler.report import ruler_tables
     from lceval.io import RunDir
 
@@ -214,8 +215,8 @@ def measured_pairs(
     for rid in ruler_runs:
         run = RunDir(rid, root)
         samples = [s for s in run.read_samples() if s.benchmark == "ruler"]
-        sc = run.read_scores()
-        rs.append(ruler_tables(sc[sc["benchmark"] == "ruler"], samples)["summary"])
+        sc = RULER.scores_for(run.read_scores())[0]  # the default scorer's rows
+        rs.append(ruler_tables(sc, samples)["summary"])
     ls = []
     for rid in longgenbench_runs:
         summ = load_summary(rid, root)

@@ -36,8 +36,9 @@ Judges
   ``stem``, a light suffix stripper (WordNet lemma data for NLTK is not available offline here,
   and importing NLTK costs seconds); stop words are a fixed list in this module. It is a stand-in
   for the paper's Llama judge, not a reproduction of it.
-- ``LLMJudge`` (scorer ``longgenbench:llm``, built by :func:`llm_judge`): any lceval Backend with
-  the official prompt ``"Context: {block}### Instruction: Does this context include the {desc}?
+- ``LLMJudge`` (scorer ``longgenbench:llm``; ``judge.py``, built by its ``llm_judge``): any
+  lceval Backend with the official prompt
+  ``"Context: {block}### Instruction: Does this context include the {desc}?
   Please answer with 'yes' or 'no' only."`` (``eval.py``), or the few-shot variant of Appendix C
   (answers ``#*# Yes`` / ``#*# No``). The (block, description) pairs of a group of responses go
   through ``lceval.benchmark.ModelJudge`` with a ``ResponseStore`` in the run folder
@@ -49,17 +50,16 @@ Judges
 Speed: the word count and the word offset of each judged block come from one vectorised pass
 over windows of the text (:func:`word_layout`) instead of ``str.split()`` over the output and
 over every block; they equal ``len(output.split())`` and the per-block sums exactly (tests
-compare them on arbitrary text). ``benchmarks/bench_longgenbench_scoring.py`` compares the
+compare them on arbitrary text). ``bench/bench_longgenbench_scoring.py`` compares the
 parsing with the official functions.
 """
 
 from __future__ import annotations
 
-import hashlib
 import math
 import re
-from collections.abc import Callable, Collection, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Collection, Sequence
+from dataclasses import dataclass
 from functools import lru_cache
 from itertools import accumulate
 from operator import itemgetter
@@ -67,7 +67,6 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
-from lceval.benchmark import AsksModel, ModelJudge, check_option
 from lceval.benchmarks.longgenbench.gold import (
     KINDS,
     LEN_MIN_BLOCKS,
@@ -79,9 +78,7 @@ from lceval.benchmarks.longgenbench.gold import (
 from lceval.records import Context, Judgement, Response, Sample
 
 if TYPE_CHECKING:
-    from lceval.io import RunDir
-    from lceval.models.base import Backend
-    from lceval.models.cache import ResponseStore
+    pass
 
 JUDGE_FILE = "longgenbench_judge.jsonl"
 """The LLM judge's answers in the run folder (a ResponseStore: judging resumes from it)."""
@@ -355,82 +352,6 @@ class OfflineJudge:
         return out
 
 
-def judge_prompt_parts(description: str, few_shot: bool = False) -> tuple[str, str]:
-    """The judge prompt around the block: ``head + block + tail`` is the whole prompt.
-
-    Zero-shot: the official prompt (``Evalution/eval.py``, ``create_prompts``). Few-shot: the
-    Appendix C prompt (two worked examples, then analysis and ``#*# Yes`` or ``#*# No``).
-    """
-    if not few_shot:
-        return (
-            "Context: ",
-            f"### Instruction: Does this context include the {description}? "
-            "Please answer with 'yes' or 'no' only.",
-        )
-    parts = []
-    for i, (ctx, desc, analysis, ans) in enumerate(FEW_SHOT_EXAMPLES, 1):
-        parts.append(
-            f'Example {i}:\nContext: Long-context model output: "{ctx}"\n'
-            f"Instructions: Does this context include '{desc}'?\nAnswer: {analysis} #*# {ans}"
-        )
-    head = "\n\n".join(parts) + '\n\nContext: Long-context model output: "'
-    tail = (
-        f"\"\nInstructions: Does this context include '{description}'?\n"
-        "Answer: Please refer to the above examples, provide your analysis, and respond with "
-        "either #*# Yes or #*# No."
-    )
-    return head, tail
-
-
-def judge_prompt(block: str, description: str) -> str:
-    """The official zero-shot judge prompt (``Evalution/eval.py``, ``create_prompts``)."""
-    head, tail = judge_prompt_parts(description)
-    return f"{head}{block}{tail}"
-
-
-FEW_SHOT_EXAMPLES = (
-    (
-        "Floor 11: Designated for art gallery use, Floor 11 is a bright, flexible space with "
-        "movable walls, gallery lighting and a small reading corner for visitors.",
-        "small art gallery",
-        "The floor is described as an art gallery space for visitors.",
-        "Yes",
-    ),
-    (
-        "Floor 34: Floor 34 hosts a small cinema with forty seats, acoustic panels and a "
-        "projection booth.",
-        "corporate headquarters",
-        "The floor is a cinema; no corporate headquarters is mentioned.",
-        "No",
-    ),
-)
-"""The two worked examples of the few-shot judge prompt (paper Appendix C: ``Answer: Analysis +
-#*# Yes`` / ``#*# No``); the texts are lceval's own."""
-
-
-def judge_prompt_few_shot(block: str, description: str) -> str:
-    """The few-shot judge prompt of paper Appendix C (analysis, then ``#*# Yes`` or ``#*# No``)."""
-    head, tail = judge_prompt_parts(description, few_shot=True)
-    return f"{head}{block}{tail}"
-
-
-_FEW_SHOT_MARK = re.compile(r"#\*#\s*(yes|no)\b", re.IGNORECASE)
-
-
-def parse_verdict(text: str, few_shot: bool = False) -> bool:
-    """Whether a judge answer says yes.
-
-    Zero-shot: ``"yes" in text.strip().lower()`` (official ``evaluate_accuracy``). Few-shot: the
-    last ``#*# Yes`` / ``#*# No`` mark decides; without a mark, the zero-shot rule.
-    """
-    text = text or ""
-    if few_shot:
-        marks = _FEW_SHOT_MARK.findall(text)
-        if marks:
-            return bool(marks[-1].lower() == "yes")
-    return "yes" in text.strip().lower()
-
-
 # -- evaluating one output -----------------------------------------------------------------------
 @dataclass(frozen=True)
 class Verdict:
@@ -656,177 +577,3 @@ def score_longgenbench(sample: Sample, response: Response, context: Context | No
     """
     judge = OfflineJudge()
     return to_judgement(evaluate(sample, response.text, judge), judge.name)
-
-
-# -- the LLM judge (a batch judge of the pipeline) -----------------------------------------------
-@dataclass
-class LLMJudge(AsksModel):
-    """Batch judge that asks an lceval Backend each (block, description) question (scorer
-    ``longgenbench:llm``; the pipeline calls ``prepare`` per response, ``finish`` per group of
-    about ``batch_items`` questions, then ``close``).
-
-    Args:
-        load: loads the judge backend; called once, when the first question is asked.
-        store: where answers are appended (``longgenbench_judge.jsonl``); answered questions are
-            not asked again, so an interrupted scoring run resumes.
-        few_shot: use the Appendix C few-shot prompt instead of the official zero-shot one.
-        batch_size: questions per ``backend.generate`` call.
-        second_judge: also run the offline judge on the same pairs (rows' ``yes_2``).
-        max_new_tokens: answer budget (default 8 zero-shot; 160 few-shot, which asks for an
-            analysis).
-        temperature: 0 = greedy (the official judge sampled at 0.95 with seed 42).
-        label: the judge's name until the backend is loaded (the model or backend name).
-        progress: show a progress bar per group.
-    """
-
-    load: Callable[[], Backend]
-    store: ResponseStore
-    few_shot: bool = False
-    batch_size: int = 64
-    second_judge: bool = True
-    max_new_tokens: int | None = None
-    temperature: float = 0.0
-    label: str = "judge"
-    progress: bool = False
-    batch_items: int = field(init=False)
-    """Questions the pipeline collects before calling ``finish``."""
-    asker: ModelJudge = field(init=False, repr=False)
-    """Asks the judge model (loads it at the first question, answers through ``store``)."""
-
-    def __post_init__(self) -> None:
-        self.batch_items = max(512, self.batch_size)
-        self.asker = ModelJudge(
-            self.load,
-            self.store,
-            max_new_tokens=self._budget,
-            temperature=self.temperature,
-            batch_size=self.batch_size,
-            label=self.label,
-            progress=self.progress,
-        )
-
-    @property
-    def _budget(self) -> int:
-        return self.max_new_tokens or (160 if self.few_shot else 8)
-
-    @property
-    def name(self) -> str:
-        """``llm:<model>`` or ``llm-fewshot:<model>``."""
-        return f"llm{'-fewshot' if self.few_shot else ''}:{self.asker.name}"
-
-    def prepare(self, sample: Sample, response: Response, context: Context | None) -> Prepared:
-        """Parse one response (its judged blocks are kept until ``finish``)."""
-        return prepare(sample, response.text)
-
-    def ask(self, pairs: Sequence[tuple[str, str]]) -> tuple[list[bool], list[bool]]:
-        """(yes, failed) per ``(block, description)`` pair; a failed generation counts as no."""
-        if not pairs:
-            return [], []
-        from lceval.tokens import DEFAULT_ENCODING, count_tokens_batch
-
-        budget = self._budget
-        contexts: dict[str, Context] = {}
-        new_blocks: dict[str, str] = {}
-        questions: dict[str, Sample] = {}
-        ids = []
-        for block, desc in pairs:
-            head, tail = judge_prompt_parts(desc, self.few_shot)
-            cid = f"longgenbench-judge/block/{_digest(block)}"
-            qid = f"longgenbench-judge/{_digest(head + block + tail)}"
-            ids.append(qid)
-            if qid in questions:
-                continue
-            if cid not in contexts and cid not in new_blocks:
-                new_blocks[cid] = block
-            questions[qid] = Sample(
-                id=qid,
-                benchmark="longgenbench",
-                task="judge",
-                instruction=tail,
-                context_id=cid,
-                description=head,
-                joiner="",
-                max_new_tokens=budget,
-            )
-        counts = count_tokens_batch(list(new_blocks.values()))
-        for (cid, block), n in zip(new_blocks.items(), counts, strict=True):
-            contexts[cid] = Context(cid, block, n, DEFAULT_ENCODING, "longgenbench output block")
-        by_id = self.asker.ask(list(questions.values()), "judge longgenbench", contexts)
-        yes, failed = [], []
-        for qid in ids:
-            r = by_id.get(qid)
-            bad = r is None or r.finish_reason == "error"
-            failed.append(bad)
-            yes.append(not bad and r is not None and parse_verdict(r.text, self.few_shot))
-        return yes, failed
-
-    def finish(self, prepared: Sequence[Prepared]) -> list[Judgement]:
-        """Judge the pairs of a group of prepared responses; one Judgement each, in order."""
-        pairs = [pair for p in prepared for pair in p.pairs]
-        yes, failed = self.ask(pairs)
-        second = OfflineJudge() if self.second_judge else None
-        yes_2 = second.judge(pairs) if second is not None else None
-        name = self.name
-        out = []
-        k = 0
-        for p in prepared:
-            m = len(p.pairs)
-            ev = finish(p, yes[k : k + m], None if yes_2 is None else yes_2[k : k + m])
-            errors = sum(failed[k : k + m])
-            out.append(to_judgement(ev, name, second.name if second else None, errors))
-            k += m
-        return out
-
-
-def _digest(text: str) -> str:
-    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:24]
-
-
-_SCORER = "longgenbench:llm"
-
-
-def llm_judge(
-    run: RunDir,
-    backend: str = "hf",
-    model: str | None = None,
-    few_shot: bool = False,
-    batch_size: int = 64,
-    second_judge: bool = True,
-    backend_options: Mapping[str, Any] | None = None,
-) -> LLMJudge:
-    """The LLM batch judge of scorer ``longgenbench:llm`` (nothing loads until the first question).
-
-    Args:
-        run: the run folder; answers go to ``<run>/longgenbench_judge.jsonl`` (resumable).
-        backend: ``hf``, ``vllm`` or ``openai``.
-        model: judge model path or hub id (None: the embedded SmolLM2; the paper used
-            Llama-3.1-8B-Instruct).
-        few_shot: use the Appendix C few-shot prompt.
-        batch_size: questions per engine call (>= 1).
-        second_judge: also run the offline judge on the same pairs (agreement in the report).
-        backend_options: the backend's options, e.g. ``{"device": "cuda"}``;
-            ``{"prompt_format": "plain"}`` sends the raw prompt as the official ``eval.py`` does.
-
-    Raises:
-        LcevalError: an option of the wrong type, an unknown backend or backend option, or a
-            judge store that does not parse.
-    """
-    from lceval.models.cache import ResponseStore
-
-    check_option(backend, str, _SCORER, "backend")
-    if model is not None:
-        check_option(model, str, _SCORER, "model")
-    check_option(few_shot, bool, _SCORER, "few_shot")
-    check_option(batch_size, int, _SCORER, "batch_size")
-    check_option(second_judge, bool, _SCORER, "second_judge")
-    options = check_option(backend_options or {}, Mapping, _SCORER, "backend_options")
-    load = ModelJudge.loader(backend, model, options)
-    store = ResponseStore(run.path / JUDGE_FILE)
-    return LLMJudge(
-        load,
-        store,
-        few_shot=few_shot,
-        batch_size=batch_size,
-        second_judge=second_judge,
-        label=model or backend,
-    )

@@ -29,5 +29,6 @@ BENCHMARK = Benchmark(
         ),
     },
     report=lazy("lceval.benchmarks.manyifeval.report:report_manyifeval"),
+    headline=lazy("lceval.benchmarks.manyifeval.report:headline"),
     notebooks=("04_curse_of_instructions.ipynb",),
 )

@@ -54,13 +54,13 @@ import pandas as pd
 from lceval.benchmarks.manyifeval import BENCHMARK
 from lceval.benchmarks.manyifeval.checkers import describe
 from lceval.benchmarks.manyifeval.gold import ManyIFEvalGold
-from lceval.benchmarks.manyifeval.score import check_response, judge_text
+from lceval.benchmarks.manyifeval.score import check_response
 from lceval.errors import LcevalError
 from lceval.io import RunDir, iter_jsonl, write_jsonl
 from lceval.models.base import Backend, GenerationConfig
 from lceval.models.cache import ResponseStore
 from lceval.models.generate import generate
-from lceval.records import Response, Sample
+from lceval.records import Response, Sample, Score
 from lceval.reporting import save_figure, save_table
 
 STRATEGIES = (
@@ -150,26 +150,11 @@ def parse_numbered_verdicts(text: str, n: int) -> list[bool | None]:
 
 # Prompt assembly ----------------------------------------------------------------------------
 def _gold(sample: Sample) -> ManyIFEvalGold:
-    """The sample's typed gold (samples pass through :func:`typed_samples` first)."""
+    """The sample's typed gold (samples pass through ``BENCHMARK.load_samples`` first)."""
     gold = sample.gold
     if not isinstance(gold, ManyIFEvalGold):
         raise LcevalError(f"sample {sample.id}: not a ManyIFEval sample with parsed gold")
     return gold
-
-
-def typed_samples(samples: Iterable[Sample]) -> list[Sample]:
-    """``samples`` with their gold parsed into :class:`ManyIFEvalGold` (parsed ones unchanged).
-
-    Raises:
-        LcevalError: a sample of another benchmark, or a gold that does not parse (names the
-            sample and the field).
-    """
-    out = []
-    for s in samples:
-        if s.benchmark != BENCHMARK.key:
-            raise LcevalError(f"sample {s.id} is a {s.benchmark} sample, not {BENCHMARK.key}")
-        out.append(BENCHMARK.parse_gold(s))
-    return out
 
 
 def _descriptions(sample: Sample) -> list[str]:
@@ -266,7 +251,9 @@ def select_samples(
     Raises:
         LcevalError: nothing matches, or a gold does not parse.
     """
-    pool = typed_samples(samples.read_samples() if isinstance(samples, RunDir) else samples)
+    pool = BENCHMARK.load_samples(
+        samples.read_samples() if isinstance(samples, RunDir) else samples
+    )
     wanted = set(n_instructions) if n_instructions is not None else None
     pool = [
         s
@@ -358,7 +345,7 @@ def run_refinement(
     if batch_size < 1:
         raise LcevalError(f"batch_size must be >= 1, got {batch_size}")
     config = config or GenerationConfig()
-    chosen = typed_samples(samples) if samples is not None else select_samples(run)
+    chosen = BENCHMARK.load_samples(samples) if samples is not None else select_samples(run)
     if not chosen:
         raise LcevalError("no samples to refine")
     folder = strategy_dir(run, backend.name, strategy)
@@ -468,6 +455,21 @@ def has_results(run: RunDir) -> bool:
     return any((run.path / "refine").glob("*/*/state*.jsonl"))
 
 
+def score_round(sample: Sample, text: str, model: str) -> Score:
+    """One refinement round's answer scored as the pipeline scores a response: the Score row of
+    ManyIFEval's default scorer (name and version recorded; Eq. 1-2 parts as in
+    ``lceval.benchmarks.manyifeval.score.score_manyifeval``).
+
+    Args:
+        sample: a ManyIFEval sample with typed gold.
+        text: the round's answer.
+        model: the model name the row is recorded under.
+    """
+    spec = BENCHMARK.scorer()
+    response = Response(sample_id=sample.id, model=model, text=text, config_hash="refine")
+    return spec.record(sample, model, spec.judge(sample, response, None))
+
+
 def load_results(
     run: RunDir,
     model: str | None = None,
@@ -479,10 +481,13 @@ def load_results(
     Columns: model, strategy, round, sample_id, n, prompt_level (0/1, strict), inst_level
     (0..1, strict), prompt_level_loose, inst_level_loose, rewritten, verdicts (JSON list of
     self-feedback verdicts on the previous answer, None for strategies without), judged
-    (JSON list of the checkers' strict verdicts on that same previous answer).
+    (JSON list of the checkers' strict verdicts on that same previous answer), scorer and
+    scorer_version (each round's answer is a Score row of the default scorer: :func:`score_round`).
     """
     pool = samples if samples is not None else run.read_samples()
-    by_id = {s.id: s for s in typed_samples(s for s in pool if s.benchmark == BENCHMARK.key)}
+    by_id = {
+        s.id: s for s in BENCHMARK.load_samples(x for x in pool if x.benchmark == BENCHMARK.key)
+    }
     root = run.path / "refine"
     rows: list[dict[str, Any]] = []
     for path in sorted(root.glob("*/*/state*.jsonl")):
@@ -496,13 +501,14 @@ def load_results(
             s = by_id.get(d["sample_id"])
             if s is None:
                 continue
-            sc = judge_text(_gold(s), d["text"], s.instruction)
+            label = model if model is not None else slug
+            sc = score_round(s, d["text"], label)
             judged = None
             if d.get("judged_text") is not None:
                 judged = _checked(s, d["judged_text"])
             rows.append(
                 {
-                    "model": model if model is not None else slug,
+                    "model": label,
                     "strategy": strat,
                     "round": int(d["round"]),
                     "sample_id": s.id,
@@ -511,6 +517,8 @@ def load_results(
                     "inst_level": sc.parts.get("inst_level_strict", math.nan),
                     "prompt_level_loose": sc.parts.get("prompt_level_loose", math.nan),
                     "inst_level_loose": sc.parts.get("inst_level_loose", math.nan),
+                    "scorer": sc.scorer,
+                    "scorer_version": sc.scorer_version,
                     "rewritten": bool(d.get("rewritten")),
                     "verdicts": json.dumps(d.get("verdicts")),
                     "judged": json.dumps(judged),

@@ -23,5 +23,6 @@ BENCHMARK = Benchmark(
         ),
     },
     report=lazy("lceval.benchmarks.ruler.report:report_ruler"),
+    headline=lazy("lceval.benchmarks.ruler.report:headline"),
     notebooks=("07_ruler.ipynb",),
 )

@@ -13,7 +13,7 @@ Speed: the per-sample scorer reads the references lower-cased once per sample
 (:attr:`RulerGold.plain`, true for every sample the builder writes), matches against the raw
 lower-cased output: post-processing only rewrites control characters and strips the ends, which
 cannot then change whether a reference is contained, so the regex pass over the output is skipped
-(``benchmarks/bench_ruler_scoring.py`` compares with the official functions).
+(``bench/bench_ruler_scoring.py`` compares with the official functions).
 """
 
 from __future__ import annotations

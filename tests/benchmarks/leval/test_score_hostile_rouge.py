@@ -1,4 +1,4 @@
-"""Regression (benchmarks/fuzz_scorers.py): a megabyte of ``A.`` against a six-word reference is
+"""Regression (bench/fuzz_scorers.py): a megabyte of ``A.`` against a six-word reference is
 500,000 tokens but only 3M token pairs, under the old pair budget alone, so rouge_score itself ran
 and took 1.8 s of CPU (goal: under 1 s). Now a token limit sends it to lceval's equal path."""
 

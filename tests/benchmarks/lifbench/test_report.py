@@ -8,9 +8,11 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from lceval import metrics, pipeline
+from lceval import compare, metrics, pipeline
 from lceval.benchmarks.lifbench import gold as G
+from lceval.benchmarks.lifbench import published as P
 from lceval.benchmarks.lifbench import report as A
+from lceval.benchmarks.lifbench import tables as T
 from lceval.benchmarks.lifbench.gold import CAPABILITIES, TASK_POINTS, ListItemGold
 from lceval.io import RunDir, new_meta, scores_frame, write_jsonl
 from lceval.records import Context, Response, Sample
@@ -34,7 +36,7 @@ def _table(rows: list[tuple]) -> pd.DataFrame:
 
 def test_overall_ars_is_points_weighted_eq3() -> None:
     per_task = pd.DataFrame({"OQ": [0.5, 1.0], "MF": [1.0, np.nan]}, index=["a", "b"])
-    got = A.overall_ars(per_task)
+    got = T.overall_ars(per_task)
     assert got["a"] == pytest.approx((5 * 0.5 + 20 * 1.0) / 25)
     assert got["b"] == pytest.approx(1.0)  # only the tasks with a value count
     assert sum(TASK_POINTS.values()) == 99
@@ -50,15 +52,15 @@ def test_task_ars_and_ifs_on_a_hand_made_table() -> None:
             ("m", "OQ", 0.4, 1, 1, 6144, 1.0, 1.0),
         ]
     )
-    t3 = A.task_ars(t)
+    t3 = T.task_ars(t)
     assert t3.loc["m", "OQ"] == pytest.approx(0.4)
     assert t3.loc["m", "Overall"] == pytest.approx(0.4)
-    expr = A.ifs_by_task(A.group_means(t, "expression_id"))
+    expr = T.ifs_by_task(T.group_means(t, "expression_id"))
     # std(ddof=1) of [0.2, 0.6] = 0.2828..., mean 0.4
     assert expr.loc["m", "OQ"] == pytest.approx(np.std([0.2, 0.6], ddof=1) / 0.4)
-    var = A.ifs_by_task(A.group_means(t, "variable_id"))  # groups .4 / .4
+    var = T.ifs_by_task(T.group_means(t, "variable_id"))  # groups .4 / .4
     assert var.loc["m", "OQ"] == pytest.approx(0.0)
-    t4 = A.ifs_table(t)
+    t4 = T.ifs_table(t)
     assert t4.loc["m", "Length"] == pytest.approx(0.0)
     assert t4.loc["m", "IFS(AVG)"] == pytest.approx(expr.loc["m", "OQ"] / 3)
 
@@ -72,7 +74,7 @@ def test_ifp_eq4_counts_an_item_in_each_of_its_capabilities() -> None:
         ],
         columns=["model", "task", "item", "mean"],
     )
-    cap = A.ifp(items)
+    cap = T.ifp(items)
     assert cap.loc["m", "Recog"] == pytest.approx(1.0 / 2)
     assert cap.loc["m", "Spat"] == pytest.approx((1.0 + 2.0) / 4)
     assert cap.loc["m", "Fmt"] == pytest.approx(0.5)
@@ -91,12 +93,12 @@ def test_ranks_and_order_follow_table4_rules() -> None:
             }
         )
         for p, v in zip(
-            A.PERSPECTIVES,
+            T.PERSPECTIVES,
             ([0.5, 0.5, 0.4, 0.6], [0.4, 0.6, 0.5, 0.5], [0.5, 0.5, 0.4, 0.6]),
             strict=True,
         )
     }
-    t4 = A.ifs_table(means=means, ars=pd.Series({"a": 0.3, "b": 0.7}))
+    t4 = T.ifs_table(means=means, ars=pd.Series({"a": 0.3, "b": 0.7}))
     assert list(t4.index) == ["a", "b"]  # mean ranks 1.33 vs 1.67
     assert t4.loc["a", "Expression_rank"] == 1 and t4.loc["b", "Variable_rank"] == 1
     assert t4.loc["b", "ARS_rank"] == 1
@@ -115,7 +117,7 @@ def test_metrics_helpers() -> None:
 
 
 def test_paper_check() -> None:
-    pc = A.paper_check()
+    pc = P.paper_check()
     assert {"paper", "recomputed", "flag", "explanation"} <= set(pc.columns)
     t4 = pc[pc["table"] == "Table 4"]
     # IFS(AVG) is the mean of the three printed perspectives for every model
@@ -131,7 +133,7 @@ def test_paper_check() -> None:
 
 
 def test_official_check_reproduces_the_official_files() -> None:
-    oc = A.official_check()
+    oc = P.official_check()
     ifp = oc[oc["quantity"].str.startswith("IFP")]
     assert len(ifp) == 21 * 6 and set(ifp["flag"]) == {"exact"}
     gpt = oc[oc["model"] == "gpt-4o-2024-08-06"]
@@ -201,13 +203,14 @@ def test_report_writes_tables_and_figures_for_several_models(tmp_path) -> None:
         assert (run.report / f"lifbench_{name}.csv").is_file()
     for fig in ("lifbench_ifp_radar", "lifbench_ars_by_length", "lifbench_table3_ars"):
         assert (run.figures / f"{fig}.png").is_file() and (run.figures / f"{fig}.pdf").is_file()
-    both = A.compare_runs(["lifbench-test", "lifbench-test"], root=tmp_path)
-    assert "lifbench-test/good" in both["table3_ars"].index
+    both = compare.compare_runs("lifbench-test", "lifbench-test", root=tmp_path)
+    assert set(both["benchmark"]) == {"lifbench"} and set(both["scorer"]) == {"lifbench"}
+    assert "lifbench-test/good" in {*both["model_a"], *both["model_b"]}
 
 
 def test_score_table_parses_parts() -> None:
     df = scores_frame([])
-    assert A.score_table(df, []).empty
+    assert T.score_table(df, []).empty
     row = pd.DataFrame(
         [
             {
@@ -219,7 +222,7 @@ def test_score_table_parses_parts() -> None:
             }
         ]
     )
-    t = A.score_table(row, [Sample("a", "lifbench", "OQ", "i", length=3072)])
+    t = T.score_table(row, [Sample("a", "lifbench", "OQ", "i", length=3072)])
     assert t.loc[0, "item:correct"] == 3.0 and t.loc[0, "length"] == 3072
 
 
@@ -263,22 +266,22 @@ def test_smoke_set_report_has_every_headline_number(tmp_path, smoke_build) -> No
     tables = A.report_lifbench(run, run.read_scores(), run.read_samples())
 
     t3 = tables["table3_ars"]
-    mine = t3[t3["source"] == A.THIS_RUN]
+    mine = t3[t3["source"] == T.THIS_RUN]
     assert sorted(mine.index) == ["steady", "unsteady"]
     assert mine.drop(columns="source").notna().all().all()  # 11 tasks and Overall
-    published = t3[t3["source"] == A.PUBLISHED_T3]
+    published = t3[t3["source"] == T.PUBLISHED_T3]
     assert len(published) == 20 and published.loc["gpt-4o-2024-08-06", "Overall"] == 0.764
     assert list(t3["Overall"]) == sorted(t3["Overall"], reverse=True)
     cap = tables["ifp"]
     assert cap.loc[["steady", "unsteady"], list(CAPABILITIES)].notna().all().all()
-    assert (cap["source"] == A.PUBLISHED_IFP).sum() == 20
+    assert (cap["source"] == T.PUBLISHED_IFP).sum() == 20
     t4 = tables["table4_ifs"]
     cols = ["Expression", "Variable", "Length", "IFS(AVG)"]
     assert t4.loc[["steady", "unsteady"], cols].notna().all().all()
     assert (t4.loc[["steady", "unsteady"], "n_tasks"] == 11).all()  # every task, every perspective
     assert t4.loc["unsteady", "Length"] > 0 and t4.loc["unsteady", "Expression"] > 0
     summary = tables["summary"]
-    assert summary.loc["steady", "source"] == A.THIS_RUN and len(summary) == 22
+    assert summary.loc["steady", "source"] == T.THIS_RUN and len(summary) == 22
     assert summary[["ARS", "IFS(AVG)"]].notna().all().all()
     assert list(tables["ars_by_length"].columns) == ["4k", "8k"]
     for fig in ("lifbench_ifp_radar", "lifbench_table3_ars", "lifbench_ars_by_length"):
@@ -286,20 +289,20 @@ def test_smoke_set_report_has_every_headline_number(tmp_path, smoke_build) -> No
 
 
 def test_published_rows_and_radar_references() -> None:
-    refs = A.reference_models()
+    refs = P.reference_models()
     assert refs == {
         "best": "gpt-4o-2024-08-06",
         "median": "internlm2_5-7b-chat-1m",
         "worst": "Qwen2.5-7B",
     }
-    radar = A.radar_reference()
+    radar = P.radar_reference()
     assert list(radar.columns) == list(CAPABILITIES) and len(radar) == 3
     assert all("(published; " in label for label in radar.index)
     # a run model named like a published one keeps its name; the published row is renamed
     t3 = pd.DataFrame({"OQ": [0.5], "Overall": [0.5]}, index=pd.Index(["Qwen2.5-7B"]))
-    both = A.table3_with_published(t3)
-    assert both.loc["Qwen2.5-7B", "source"] == A.THIS_RUN
-    assert both.loc["Qwen2.5-7B (published)", "source"] == A.PUBLISHED_T3
+    both = P.table3_with_published(t3)
+    assert both.loc["Qwen2.5-7B", "source"] == T.THIS_RUN
+    assert both.loc["Qwen2.5-7B (published)", "source"] == T.PUBLISHED_T3
     assert both.index.is_unique
 
 
@@ -310,14 +313,14 @@ def test_cis_of_task_ars_overall_ars_and_ifp() -> None:
         for e, (v, c, f) in enumerate([(0.25, 0.0, 1.0), (0.75, 2.0, 1.0), (0.5, 1.0, 0.0)])
     ]
     t = _table(rows)
-    ci = A.ars_ci(t, n_resamples=500)
+    ci = T.ars_ci(t, n_resamples=500)
     assert ci.loc["m", "ARS"] == pytest.approx(0.5) and ci.loc["m", "n"] == 6
     assert ci.loc["m", "low"] < 0.5 < ci.loc["m", "high"]
-    tasks = A.task_ars_ci(t, n_resamples=500).set_index("task")
+    tasks = T.task_ars_ci(t, n_resamples=500).set_index("task")
     assert list(tasks.index) == ["LSI", "LOI"]  # the paper's Table 3 order
     assert (tasks["ARS"] == 0.5).all() and (tasks["n"] == 3).all()
-    got = A.ifp_ci(t, n_resamples=500).set_index("capability")
-    want = A.ifp(A.item_means(t)).loc["m"]
+    got = T.ifp_ci(t, n_resamples=500).set_index("capability")
+    want = T.ifp(T.item_means(t)).loc["m"]
     for cap in got.index:  # the point estimate is Eq. 4 itself
         assert got.loc[cap, "IFP"] == pytest.approx(want[cap])
         assert got.loc[cap, "low"] <= got.loc[cap, "IFP"] <= got.loc[cap, "high"]

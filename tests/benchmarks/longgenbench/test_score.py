@@ -15,17 +15,19 @@ from lceval import pipeline
 from lceval.benchmarks.longgenbench import CHECKS_FILE
 from lceval.benchmarks.longgenbench import score as score_module
 from lceval.benchmarks.longgenbench.gold import CHECK_COLUMNS, LongGenBenchGold
+from lceval.benchmarks.longgenbench.judge import (
+    LLMJudge,
+    judge_prompt,
+    judge_prompt_few_shot,
+    parse_verdict,
+)
 from lceval.benchmarks.longgenbench.score import (
     JUDGE_FILE,
     STOP_WORDS,
-    LLMJudge,
     OfflineJudge,
     content_stems,
     evaluate,
-    judge_prompt,
-    judge_prompt_few_shot,
     parse_entries,
-    parse_verdict,
     score_longgenbench,
     split_blocks,
     stem,

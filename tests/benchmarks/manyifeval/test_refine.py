@@ -108,6 +108,13 @@ def test_oracle_refines_and_scores_perfect_feedback(tmp_path) -> None:
     assert "refrain from the use of any commas" in req.instruction
     fb = refine.feedback_performance(res).iloc[0]
     assert (fb["precision"], fb["recall"], fb["f1"]) == (1.0, 1.0, 1.0)
+    # every round is a Score row of the default scorer, with its version (as the pipeline's)
+    from lceval.benchmarks.manyifeval import BENCHMARK
+
+    spec = BENCHMARK.scorer()
+    assert set(res["scorer"]) == {spec.name} and set(res["scorer_version"]) == {spec.version}
+    row = refine.score_round(_sample(), "Hello, there friend", "m")
+    assert (row.scorer, row.model, row.value) == (spec.name, "m", r0["prompt_level"])
 
 
 def test_all_false_feedback_has_zero_recall(tmp_path) -> None:

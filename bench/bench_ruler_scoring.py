@@ -14,8 +14,8 @@ of this process (``time.process_time``: steadier than wall time on a shared mach
 keeps the fastest run. Scores are checked equal first (official per-pair score, 0..100 rounded to
 two decimals, against lceval's value x 100).
 
-Run from the repo root: ``python benchmarks/bench_ruler_scoring.py [--official PATH]
-[--num-samples 20] [--repeat 30] [--out benchmarks/results/ruler_scoring.md]``.
+Run from the repo root: ``python bench/bench_ruler_scoring.py [--official PATH]
+[--num-samples 20] [--repeat 30] [--out bench/results/ruler_scoring.md]``.
 """
 
 from __future__ import annotations
@@ -145,7 +145,7 @@ def main() -> None:
     ap.add_argument("--official", type=Path, help="a checkout of github.com/NVIDIA/RULER")
     ap.add_argument("--num-samples", type=int, default=100)
     ap.add_argument("--repeat", type=int, default=30)
-    ap.add_argument("--out", default="benchmarks/results/ruler_scoring.md")
+    ap.add_argument("--out", default="bench/results/ruler_scoring.md")
     args = ap.parse_args()
 
     built = build_ruler({"lengths": [4096], "num_samples": args.num_samples})

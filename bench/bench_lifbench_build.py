@@ -1,7 +1,7 @@
 """Time, peak memory and size on disk of the full LIFBench grid build (2,766 samples, 4k..128k).
 
-Run: ``python3 benchmarks/bench_lifbench_build.py`` (prints a markdown table and writes it to
-benchmarks/results/lifbench_build.md). Peak memory is the process's max RSS
+Run: ``python3 bench/bench_lifbench_build.py`` (prints a markdown table and writes it to
+bench/results/lifbench_build.md). Peak memory is the process's max RSS
 (``resource.getrusage``) and the Python-heap peak during the build (``tracemalloc``).
 """
 

@@ -3,7 +3,7 @@
 Samples and contexts are synthesized at the paper's sizes (List elements and MultiDoc documents per
 length interval as in the official build; prompts framed as the builder frames them; typed gold of
 ``lceval.benchmarks.lifbench.gold``); responses cycle through perfect, partial and garbage answers.
-Writes a markdown table to ``benchmarks/results/lifbench_scoring.md``.
+Writes a markdown table to ``bench/results/lifbench_scoring.md``.
 
 With ``--official PATH`` (a checkout of SheldonWu0327/LIFBench-2024), the official
 ``evaluation/EvaluateFunc.py`` (imported from that checkout, never copied) judges the same
@@ -14,7 +14,7 @@ share of pairs where both give the same total score. Only the judges are timed: 
 ``score_lifbench`` returning its Judgement; the official judge on an ``output_dict`` prepared
 beforehand.
 
-Run: ``python benchmarks/bench_lifbench_scoring.py [--models 20] [--official PATH]``
+Run: ``python bench/bench_lifbench_scoring.py [--models 20] [--official PATH]``
 """
 
 from __future__ import annotations

@@ -2,8 +2,8 @@
 
 Run from the repo root after ``make setup``:
 
-    .venv/bin/python benchmarks/bench_gpu.py --tiny                # CPU: 2-layer model, 4k/8k
-    python3 benchmarks/bench_gpu.py --lengths 8k,32k,128k          # a GPU: the 8B shape
+    .venv/bin/python bench/bench_gpu.py --tiny                # CPU: 2-layer model, 4k/8k
+    python3 bench/bench_gpu.py --lengths 8k,32k,128k          # a GPU: the 8B shape
 
 For each length, LIFBench samples are built (``design: full``, ``max_samples_per_task`` 4: 44
 samples over the List / MultiDoc / OneDoc contexts) and answered with ``--new-tokens`` tokens

@@ -22,8 +22,8 @@ reason (goal 0), the slowest 1 MB call and the slowest other call with their inp
 with the wall time beside), calls per second and the load average while it ran. A call running past
 ``--hang`` seconds dumps every thread's traceback and ends the run (a hang is a finding too).
 
-Run from the repo root: ``python benchmarks/fuzz_scorers.py [--n 100000] [--big 100] [--seed 0]
-[--only NAME ...] [--out benchmarks/results/fuzz_scorers.md]``; it prints and writes the table
+Run from the repo root: ``python bench/fuzz_scorers.py [--n 100000] [--big 100] [--seed 0]
+[--only NAME ...] [--out bench/results/fuzz_scorers.md]``; it prints and writes the table
 and exits 1 when any goal is missed (a count above 0, or a 1 MB call of 1 s CPU or more).
 """
 
@@ -334,7 +334,7 @@ def main(argv: list[str] | None = None) -> int:
     niceness = os.nice(0)
     given = shlex.join(sys.argv[1:] if argv is None else argv)
     command = (f"nice -n {niceness} " if niceness else "") + (
-        f"python benchmarks/fuzz_scorers.py {given}".strip()
+        f"python bench/fuzz_scorers.py {given}".strip()
     )
     rows: list[tuple[str, str, Stats]] = []
     for bench in registry.all_benchmarks():

@@ -1,8 +1,8 @@
 """README's first command, timed stage by stage on each engine: the "first five minutes" job.
 
-Run from the repo root after ``make setup``: ``.venv/bin/python benchmarks/bench_main_job.py
+Run from the repo root after ``make setup``: ``.venv/bin/python bench/bench_main_job.py
 [--backends auto,hf] [--pipeline params/pipelines/lifbench_smoke.yaml]
-[--out benchmarks/results/main_job.md]``.
+[--out bench/results/main_job.md]``.
 
 For each engine, one child process runs exactly what ``make smoke`` runs after setup,
 ``python -m lceval run PIPELINE`` (notebooks 01 build, 02 inference, 03 scoring and report,
@@ -274,7 +274,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--backends", default="auto,hf")
     ap.add_argument("--pipeline", default="params/pipelines/lifbench_smoke.yaml")
-    ap.add_argument("--out", default="benchmarks/results/main_job.md")
+    ap.add_argument("--out", default="bench/results/main_job.md")
     args = ap.parse_args()
     rows = {}
     for b in args.backends.split(","):

@@ -1,7 +1,7 @@
 """Time and memory of building RULER's 13 tasks x N samples at one length (default 128K tokens).
 
-Run from the repo root: ``python benchmarks/bench_ruler_build.py [--length 131072]
-[--num-samples 500] [--out benchmarks/results/ruler_build.md]``. Each task is built in a fresh
+Run from the repo root: ``python bench/bench_ruler_build.py [--length 131072]
+[--num-samples 500] [--out bench/results/ruler_build.md]``. Each task is built in a fresh
 child process (so shared caches are counted once per task, as a cold build would) and the table
 records wall seconds and the child's peak resident memory; the total is the sum. Tables only, no
 assertions (see STYLE.md: no timed tests).
@@ -35,7 +35,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--length", type=int, default=131072)
     ap.add_argument("--num-samples", type=int, default=500)
-    ap.add_argument("--out", default="benchmarks/results/ruler_build.md")
+    ap.add_argument("--out", default="bench/results/ruler_build.md")
     args = ap.parse_args()
     from lceval.benchmarks.ruler.gold import TASKS
 

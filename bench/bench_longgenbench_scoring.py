@@ -1,8 +1,8 @@
 """Speed and memory of scoring LongGenBench outputs (offline judge), against the official parsing.
 
-Run from the repo root: ``python benchmarks/bench_longgenbench_scoring.py [--official PATH]
+Run from the repo root: ``python bench/bench_longgenbench_scoring.py [--official PATH]
 [--n-outputs 800] [--tokens 32768] [--repeat 7]
-[--out benchmarks/results/longgenbench_scoring.md]``.
+[--out bench/results/longgenbench_scoring.md]``.
 
 Builds the full LongGenBench set (100 prompts x 4 scenarios x 2 versions = 800 samples), writes
 one synthetic output of about ``--tokens`` o200k tokens per sample (every entry of the scenario
@@ -130,7 +130,8 @@ def official_parse(fns: dict[str, Callable[..., Any]], gold: Any, text: str) -> 
 
 def check_equal(fns: dict[str, Callable[..., Any]], samples: list[Any], texts: list[str]) -> None:
     """Stop when lceval's parsing differs from the official one on any output."""
-    from lceval.benchmarks.longgenbench.score import judge_prompt, prepare
+    from lceval.benchmarks.longgenbench.judge import judge_prompt
+    from lceval.benchmarks.longgenbench.score import prepare
 
     for s, text in zip(samples, texts, strict=True):
         off = official_parse(fns, s.gold, text)
@@ -165,7 +166,7 @@ def main() -> None:
     ap.add_argument("--n-outputs", type=int, default=800)
     ap.add_argument("--tokens", type=int, default=32768)
     ap.add_argument("--repeat", type=int, default=7)
-    ap.add_argument("--out", default="benchmarks/results/longgenbench_scoring.md")
+    ap.add_argument("--out", default="bench/results/longgenbench_scoring.md")
     args = ap.parse_args()
 
     from lceval import pipeline
@@ -229,7 +230,7 @@ def main() -> None:
     lines = [
         f"# LongGenBench scoring: {n} outputs of about {args.tokens} tokens",
         "",
-        "`python benchmarks/bench_longgenbench_scoring.py"
+        "`python bench/bench_longgenbench_scoring.py"
         f"{' --official PATH' if args.official else ''} --n-outputs {n} --tokens {args.tokens} "
         f"--repeat {args.repeat}` on "
         f"{platform.processor() or platform.machine()}, {os.cpu_count()} CPUs (shared with other "

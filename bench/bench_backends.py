@@ -1,8 +1,8 @@
 """Throughput of the hf backend (with and without shared-prefix KV reuse) against vLLM.
 
-Run from the repo root: ``python benchmarks/bench_backends.py [--context-tokens 3000]
+Run from the repo root: ``python bench/bench_backends.py [--context-tokens 3000]
 [--questions 20] [--new-tokens 32] [--backends hf,hf-share,vllm] [--hf-threads N]
-[--out benchmarks/results/backends.md]``.
+[--out bench/results/backends.md]``.
 
 Workload: one Paul Graham essay excerpt of ``--context-tokens`` SmolLM2 tokens (from
 ``lceval.corpora``) shared by ``--questions`` different short questions, each answered with up to
@@ -132,7 +132,7 @@ def main() -> None:
     ap.add_argument("--backends", default="hf,hf-share,vllm")
     ap.add_argument("--batch-size", type=int, default=8, help="hf samples per generate call")
     ap.add_argument("--hf-threads", type=int, default=None, help="torch threads for hf")
-    ap.add_argument("--out", default="benchmarks/results/backends.md")
+    ap.add_argument("--out", default="bench/results/backends.md")
     args = ap.parse_args()
 
     rows = {}

@@ -1,7 +1,7 @@
 """Speed of ManyIFEval checking: (response, instruction) pairs per second, strict + loose.
 
-Run from the repo root: ``python benchmarks/bench_manyifeval_checking.py [--pairs 100000]
-[--baseline-pairs 5000] [--out benchmarks/results/manyifeval_checking.md]``.
+Run from the repo root: ``python bench/bench_manyifeval_checking.py [--pairs 100000]
+[--baseline-pairs 5000] [--out bench/results/manyifeval_checking.md]``.
 
 Builds the ManyIFEval samples (40 MT-Bench prompts x n = 1..10), then makes distinct synthetic
 responses of 30 to 400 words from Paul Graham essay passages, each dressed at random in the
@@ -74,7 +74,7 @@ def main() -> None:
     ap.add_argument("--baseline-pairs", type=int, default=5_000)
     ap.add_argument("--processes", type=int, default=os.cpu_count() or 1)
     ap.add_argument("--hostile-chars", type=int, default=1_000_000)
-    ap.add_argument("--out", default="benchmarks/results/manyifeval_checking.md")
+    ap.add_argument("--out", default="bench/results/manyifeval_checking.md")
     args = ap.parse_args()
 
     from lceval.benchmarks.manyifeval.checkers import CHECK_BUDGET, ensure_checkers
@@ -137,7 +137,7 @@ def main() -> None:
     lines = [
         "# ManyIFEval checking speed",
         "",
-        f"`python benchmarks/bench_manyifeval_checking.py --pairs {args.pairs}` on "
+        f"`python bench/bench_manyifeval_checking.py --pairs {args.pairs}` on "
         f"{platform.machine()}, {os.cpu_count()} CPU cores (shared), Python "
         f"{platform.python_version()}; {len(jobs):,} distinct synthetic responses (30-400 words), "
         f"{n_pairs:,} (response, instruction) pairs; building them took {t_make:.1f} s.",
