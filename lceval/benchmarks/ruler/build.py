@@ -78,15 +78,15 @@ import re
 import string
 import typing
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field, fields
 from importlib import metadata, resources
 from pathlib import Path
 from typing import Any, Literal
 
 import numpy as np
 
-from lceval import corpora
-from lceval.benchmark import BuildResult, check_keys
+from lceval import corpora, params
+from lceval.benchmark import BuildResult
 from lceval.benchmarks.ruler.gold import FAMILIES, GOLD_BY_FAMILY, TASKS, VARIANTS
 from lceval.errors import LcevalError
 from lceval.records import Context, Sample
@@ -260,16 +260,6 @@ DOCUMENT = "Document {i}:\n{document}"
 DEPTHS = [int(x) for x in np.round(np.linspace(0, 100, num=40, endpoint=True))]
 """Needle depths in percent (official ``niah.py``)."""
 
-DEFAULTS: dict[str, Any] = {
-    "tasks": list(TASKS),
-    "lengths": [4096],
-    "num_samples": 500,
-    "seed": 42,
-    "tokenizer": DEFAULT_ENCODING,
-    "remove_newline_tab": False,
-}
-"""Builder params and their defaults (RULER: 500 samples per task and length, seed 42)."""
-
 MIN_LENGTH = 256
 """Shortest target length (tokens). A task whose prompt and answer budget do not fit a length
 is refused with its own message (a short niah or qa prompt fits 256 tokens: the NTK sweep's
@@ -295,7 +285,7 @@ class _Counter:
             path = Path(name)
             if not path.is_dir():
                 raise LcevalError(
-                    f"ruler: tokenizer {name!r} is neither a tiktoken encoding "
+                    f"ruler: encoding {name!r} is neither a tiktoken encoding "
                     f"({', '.join(ENCODINGS)}) nor a local tokenizer folder"
                 )
             try:
@@ -1004,45 +994,30 @@ def _pow2_at_least(n: int) -> int:
 # --------------------------------------------------------------------------------------------
 
 
-NOTEBOOK_ONLY = frozenset({"backend", "model", "batch_size", "max_new_tokens"})
-"""Keys of ``params/07_ruler/*.yaml`` that the notebook passes to inference, not to the builder."""
+@dataclass(frozen=True)
+class Config:
+    """RULER's builder params (defaults: 500 samples per task and length, seed 42)."""
 
+    tasks: tuple[str, ...] = field(
+        default=TASKS, metadata=params.check(params.names(TASKS, "tasks"))
+    )
+    """Task names (:data:`TASKS`); null: all 13."""
+    lengths: tuple[int, ...] = field(
+        default=(4096,), metadata=params.check(params.lengths(MIN_LENGTH))
+    )
+    """Target lengths L in tokens, each >= :data:`MIN_LENGTH` (sorted, deduplicated)."""
+    num_samples: int = field(default=500, metadata=params.check(params.POSITIVE))
+    """Samples per task and length."""
+    seed: int = field(default=42, metadata=params.check(params.SEED))
+    """Seed of every random draw."""
+    encoding: str = field(default=DEFAULT_ENCODING, metadata=params.check(params.text()))
+    """``"o200k_base"``, ``"cl100k_base"`` or a local Hugging Face tokenizer folder."""
+    remove_newline_tab: bool = field(default=False, metadata=params.check(params.boolean))
+    """The official ``--remove_newline_tab``: newlines and tabs become spaces."""
 
-def _validate(params: Mapping[str, Any]) -> dict[str, Any]:
-    check_keys(params, set(DEFAULTS), "ruler", ignored=NOTEBOOK_ONLY)
-    p = {**DEFAULTS, **{k: v for k, v in params.items() if k in DEFAULTS}}
-    tasks = p["tasks"]
-    if tasks is None:
-        tasks = list(TASKS)
-    if isinstance(tasks, str):
-        tasks = [tasks]
-    if not isinstance(tasks, list | tuple) or not tasks:
-        raise LcevalError("ruler: tasks must be a non-empty list of task names")
-    for t in tasks:
-        if t not in TASKS:
-            raise LcevalError(f"ruler: unknown task {t!r} in tasks; known: {', '.join(TASKS)}")
-    lengths = p["lengths"]
-    if isinstance(lengths, int):
-        lengths = [lengths]
-    if not isinstance(lengths, list | tuple) or not lengths:
-        raise LcevalError("ruler: lengths must be a non-empty list of token counts")
-    for n in lengths:
-        if isinstance(n, bool) or not isinstance(n, int) or n < MIN_LENGTH:
-            raise LcevalError(f"ruler: lengths must be integers >= {MIN_LENGTH} tokens, got {n!r}")
-    for key in ("num_samples", "seed"):
-        v = p[key]
-        if isinstance(v, bool) or not isinstance(v, int) or v < (1 if key == "num_samples" else 0):
-            raise LcevalError(
-                f"ruler: {key} must be a {'positive' if key == 'num_samples' else 'non-negative'} "
-                f"integer, got {v!r}"
-            )
-    if not isinstance(p["tokenizer"], str) or not p["tokenizer"]:
-        raise LcevalError(f"ruler: tokenizer must be a string, got {p['tokenizer']!r}")
-    if not isinstance(p["remove_newline_tab"], bool):
-        raise LcevalError("ruler: remove_newline_tab must be true or false")
-    p["tasks"] = list(dict.fromkeys(tasks))
-    p["lengths"] = sorted(set(lengths))
-    return p
+    def __post_init__(self) -> None:
+        if self.lengths is None:  # null: the default
+            object.__setattr__(self, "lengths", (4096,))
 
 
 def _flatten(text: str) -> str:
@@ -1050,17 +1025,14 @@ def _flatten(text: str) -> str:
     return " ".join(text.replace("\n", " ").replace("\t", " ").strip().split())
 
 
-def build_ruler(params: Mapping[str, Any]) -> BuildResult:
+def build_ruler(raw: Mapping[str, Any]) -> BuildResult:
     """Build RULER's synthetic tasks at the given lengths.
 
     Args:
-        params: ``tasks`` (list of :data:`TASKS` names; None or absent: all 13), ``lengths``
-            (target lengths L in tokens, each >= :data:`MIN_LENGTH`; default [4096]),
-            ``num_samples`` (per task and length; default 500), ``seed`` (default 42), ``tokenizer``
-            (``"o200k_base"``, ``"cl100k_base"`` or a local Hugging Face tokenizer folder;
-            default o200k_base), ``remove_newline_tab`` (official option; default false). The
-            notebook's inference keys (:data:`NOTEBOOK_ONLY`), ``run_id`` and ``outputs_root``
-            are accepted and ignored, so ``params/07_ruler/*.yaml`` build as they are.
+        raw: the keys of :class:`Config` (``tasks``, ``lengths``, ``num_samples``, ``seed``,
+            ``encoding``, ``remove_newline_tab``); the keys of the notebook's shared sections
+            (:data:`lceval.params.NOTEBOOK_SECTIONS`), ``run_id`` and ``outputs_root`` are
+            accepted and ignored, so ``params/07_ruler/*.yaml`` build as they are.
 
     Returns:
         One Sample (gold: the task's Gold dataclass) and one Context per task, length and index
@@ -1070,8 +1042,8 @@ def build_ruler(params: Mapping[str, Any]) -> BuildResult:
         LcevalError: an unknown key or a bad value (names the field), a length too short for a
             task's prompt and answer budget, a missing corpus or tokenizer.
     """
-    p = _validate(params)
-    b = _Builder(p["tokenizer"], p["seed"], max(p["lengths"]))
+    p = params.parse(Config, raw, "ruler", accept=params.NOTEBOOK_SECTIONS)
+    b = _Builder(p.encoding, p.seed, max(p.lengths))
     builders: dict[str, Callable[..., _Item]] = {
         "niah": b.niah,
         "variable_tracking": b.vt,
@@ -1081,13 +1053,13 @@ def build_ruler(params: Mapping[str, Any]) -> BuildResult:
     }
     samples: list[Sample] = []
     contexts: list[Context] = []
-    for task in p["tasks"]:
+    for task in p.tasks:
         family = VARIANTS[task].family
         args = family_args(task)
         gold_type = GOLD_BY_FAMILY[family]
         make = builders[family]
-        for length in p["lengths"]:
-            for i in range(p["num_samples"]):
+        for length in p.lengths:
+            for i in range(p.num_samples):
                 it = make(task, args, length, i)
                 if (
                     it.context_tokens <= 0
@@ -1099,7 +1071,7 @@ def build_ruler(params: Mapping[str, Any]) -> BuildResult:
                     )
                 cid = f"ruler/{task}/{length}/{i}"
                 text, desc, instr = it.context, it.description, it.instruction
-                if p["remove_newline_tab"]:
+                if p.remove_newline_tab:
                     text, desc, instr = _flatten(text), _flatten(desc), _flatten(instr)
                 contexts.append(Context(cid, text, it.context_tokens, b.tok, it.haystack))
                 samples.append(
@@ -1125,15 +1097,15 @@ def build_ruler(params: Mapping[str, Any]) -> BuildResult:
                     )
                 )
     sources: dict[str, Any] = {"tokenizer": b.tok}
-    families = {VARIANTS[t].family for t in p["tasks"]}
+    families = {VARIANTS[t].family for t in p.tasks}
     essays = any(
-        VARIANTS[t].family == "niah" and family_args(t).type_haystack == "essay" for t in p["tasks"]
+        VARIANTS[t].family == "niah" and family_args(t).type_haystack == "essay" for t in p.tasks
     )
     if essays or b.large_word_list:
         sources["paul_graham_essays"] = corpora.source_info("paul_graham_essays")
     if families & {"niah", "common_words_extraction"}:
         sources["word_lists"] = word_sources(b.large_word_list)
-    for t in p["tasks"]:
+    for t in p.tasks:
         if VARIANTS[t].family == "qa":
             dataset = family_args(t).dataset
             sources[dataset] = corpora.source_info(dataset)

@@ -179,7 +179,13 @@ def test_cwe_list_longer_than_wonderwords_uses_the_larger_list(monkeypatch):
         ({"lengths": ["4k"]}, "lengths"),
         ({"num_samples": 0}, "num_samples"),
         ({"seed": -1}, "seed"),
-        ({"tokenizer": "gpt2-nonexistent"}, "tokenizer"),
+        ({"encoding": "gpt2-nonexistent"}, "encoding"),
+        ({"tokenizer": "o200k_base"}, "'tokenizer' is now spelled 'encoding'"),
+        ({"num_sample": 1}, "did you mean num_samples"),
+        (
+            {"remove_newline_tab": "yes"},
+            r"remove_newline_tab must be true or false, got 'yes' \(str\)",
+        ),
         ({"colour": 1}, "unknown parameter"),
     ],
 )
