@@ -169,7 +169,7 @@ def mapping(key: str, value: Any) -> dict[str, Any]:
 
 
 def names(
-    options: Sequence[str], what: str = "names", null_means_all: bool = True, sort: bool = False
+    options: Sequence[str], item: str = "name", null_means_all: bool = True, sort: bool = False
 ) -> Validator:
     """A non-empty list of ``options`` (a single name counts as a list of one), deduplicated and
     kept as a tuple in the given order (``sort``: in the order of ``options``); null: all of them
@@ -181,14 +181,13 @@ def names(
             return allowed if null_means_all else None
         items = [value] if isinstance(value, str) else value
         if not isinstance(items, list | tuple) or not items:
-            raise Invalid(f"{key} must be a non-empty list of {what}, {_got(value)}")
+            raise Invalid(f"{key} must be a non-empty list of {item}s, {_got(value)}")
         for x in items:
             if x not in allowed:
                 close = difflib.get_close_matches(str(x), allowed, n=3)
                 hint = f" (did you mean {', '.join(close)}?)" if close else ""
                 raise Invalid(
-                    f"{key}: unknown {what[:-1] if what.endswith('s') else what} {x!r}{hint}; "
-                    f"choose from {', '.join(allowed)}"
+                    f"{key}: unknown {item} {x!r}{hint}; choose from {', '.join(allowed)}"
                 )
         out = tuple(dict.fromkeys(items))
         return tuple(o for o in allowed if o in out) if sort else out

@@ -999,7 +999,7 @@ class Config:
     """RULER's builder params (defaults: 500 samples per task and length, seed 42)."""
 
     tasks: tuple[str, ...] = field(
-        default=TASKS, metadata=params.check(params.names(TASKS, "tasks"))
+        default=TASKS, metadata=params.check(params.names(TASKS, "task"))
     )
     """Task names (:data:`TASKS`); null: all 13."""
     lengths: tuple[int, ...] = field(
