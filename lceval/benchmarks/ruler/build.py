@@ -72,7 +72,7 @@ The task's Gold dataclass of :mod:`lceval.benchmarks.ruler.gold` (``NiahGold``, 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -138,6 +138,24 @@ class Config:
 def _flatten(text: str) -> str:
     """Official ``--remove_newline_tab``: newlines and tabs become spaces, spaces collapse."""
     return " ".join(text.replace("\n", " ").replace("\t", " ").strip().split())
+
+
+def _sources(tasks: Sequence[str], b: _Builder) -> dict[str, Any]:
+    """The data sources a build of ``tasks`` read (tokenizer, essays, word lists, QA sets)."""
+    sources: dict[str, Any] = {"tokenizer": b.tok}
+    families = {VARIANTS[t].family for t in tasks}
+    essays = any(
+        VARIANTS[t].family == "niah" and family_args(t).type_haystack == "essay" for t in tasks
+    )
+    if essays or b.large_word_list:
+        sources["paul_graham_essays"] = corpora.source_info("paul_graham_essays")
+    if families & {"niah", "common_words_extraction"}:
+        sources["word_lists"] = word_sources(b.large_word_list)
+    for t in tasks:
+        if VARIANTS[t].family == "qa":
+            dataset = family_args(t).dataset
+            sources[dataset] = corpora.source_info(dataset)
+    return sources
 
 
 def build_ruler(raw: Mapping[str, Any]) -> BuildResult:
@@ -211,17 +229,5 @@ def build_ruler(raw: Mapping[str, Any]) -> BuildResult:
                         },
                     )
                 )
-    sources: dict[str, Any] = {"tokenizer": b.tok}
-    families = {VARIANTS[t].family for t in p.tasks}
-    essays = any(
-        VARIANTS[t].family == "niah" and family_args(t).type_haystack == "essay" for t in p.tasks
-    )
-    if essays or b.large_word_list:
-        sources["paul_graham_essays"] = corpora.source_info("paul_graham_essays")
-    if families & {"niah", "common_words_extraction"}:
-        sources["word_lists"] = word_sources(b.large_word_list)
-    for t in p.tasks:
-        if VARIANTS[t].family == "qa":
-            dataset = family_args(t).dataset
-            sources[dataset] = corpora.source_info(dataset)
+    sources = _sources(p.tasks, b)
     return BuildResult(samples, contexts, sources, b.tok if b.tok in ENCODINGS else None)

@@ -112,53 +112,12 @@ class NiahBuilder(Core):
         overhead = _overhead(self.c, desc, instr, prefix, joiner)
         budget = length - TOKENS_TO_GENERATE["niah"] - overhead
         hay = args.type_haystack
-        depths: list[int] = []
         if hay == "essay":
-            needle_tok = int(self.c.counts([" " + n for n in needles]).sum())
-            text, starts, ends, cum = self._essay(budget)
-            n = max(0, int(np.searchsorted(cum, budget - needle_tok, side="right")) - 1)
-            depths = sorted(int(d) for d in rng.choice(DEPTHS, len(needles), replace=False))
-            pos = [0] + [int(n * d / 100) for d in depths] + [n]
-            parts = []
-            for i in range(1, len(pos)):
-                a, b = pos[i - 1], pos[i]
-                parts.append(text[starts[a] : ends[b - 1]] if b > a else "")
-                if i - 1 < len(needles):
-                    parts.append(needles[i - 1])
-            context = " ".join(parts)
-            ctx_tokens = int(cum[n]) + needle_tok
+            context, ctx_tokens, depths = self._essay_haystack(rng, needles, budget)
         else:
-            needle_tok = int(self.c.counts([n + "\n" for n in needles]).sum())
-            if hay == "noise":
-                per = self.c.count(NOISE + "\n")
-                n = max(0, (budget - needle_tok) // per)
-                lines_src: list[str] = [NOISE] * n
-                ctx_tokens = n * per + needle_tok
-            elif hay == "needle":
-                lines, pkeys, pcounts = self._niah_pool(task, kind_k, kind_v, self.max_length)
-                order = rng.permutation(len(lines))
-                bad = [pkeys[k] for k in keys if k in pkeys]
-                if bad:  # a distractor never carries a queried key
-                    order = order[~np.isin(order, bad)]
-                cum = np.concatenate([[0], np.cumsum(pcounts[order])])
-                n = max(0, int(np.searchsorted(cum, budget - needle_tok, side="right")) - 1)
-                lines_src = lines[order[:n]].tolist()
-                ctx_tokens = int(cum[n]) + needle_tok
-            else:
-                raise LcevalError(f"ruler: unknown haystack {hay!r}")
-            idx = sorted(
-                int(i) for i in rng.choice(max(n, 1), len(needles), replace=n < len(needles))
+            context, ctx_tokens, depths = self._line_haystack(
+                task, args, keys, rng, needles, budget
             )
-            # official: insert needles at the sampled line indexes (needles in reverse order)
-            out: list[str] = []
-            prev = 0
-            for j, at in enumerate(idx):
-                out.extend(lines_src[prev:at])
-                out.append(needles[len(needles) - 1 - j])
-                prev = at
-            out.extend(lines_src[prev:])
-            context = "\n".join(out)
-            depths = [round(100 * i / max(n, 1)) for i in idx]
         return _Item(
             desc,
             context,
@@ -171,3 +130,66 @@ class NiahBuilder(Core):
             hay,
             {"keys": tuple(queries), "depths": tuple(depths)},
         )
+
+    def _essay_haystack(
+        self, rng: np.random.Generator, needles: list[str], budget: int
+    ) -> tuple[str, int, list[int]]:
+        """(context, its tokens, needle depths in percent) of the ``essay`` haystack: needles at
+        sampled depths between essay sentences (official ``niah.py``)."""
+        needle_tok = int(self.c.counts([" " + n for n in needles]).sum())
+        text, starts, ends, cum = self._essay(budget)
+        n = max(0, int(np.searchsorted(cum, budget - needle_tok, side="right")) - 1)
+        depths = sorted(int(d) for d in rng.choice(DEPTHS, len(needles), replace=False))
+        pos = [0] + [int(n * d / 100) for d in depths] + [n]
+        parts = []
+        for i in range(1, len(pos)):
+            a, b = pos[i - 1], pos[i]
+            parts.append(text[starts[a] : ends[b - 1]] if b > a else "")
+            if i - 1 < len(needles):
+                parts.append(needles[i - 1])
+        context = " ".join(parts)
+        ctx_tokens = int(cum[n]) + needle_tok
+        return context, ctx_tokens, depths
+
+    def _line_haystack(
+        self,
+        task: str,
+        args: NiahArgs,
+        keys: list[str],
+        rng: np.random.Generator,
+        needles: list[str],
+        budget: int,
+    ) -> tuple[str, int, list[int]]:
+        """(context, its tokens, needle depths in percent) of the ``noise`` or ``needle``
+        haystack: lines of noise or distractor needles, the needles inserted at sampled lines."""
+        hay, kind_k, kind_v = args.type_haystack, args.type_needle_k, args.type_needle_v
+        needle_tok = int(self.c.counts([n + "\n" for n in needles]).sum())
+        if hay == "noise":
+            per = self.c.count(NOISE + "\n")
+            n = max(0, (budget - needle_tok) // per)
+            lines_src: list[str] = [NOISE] * n
+            ctx_tokens = n * per + needle_tok
+        elif hay == "needle":
+            lines, pkeys, pcounts = self._niah_pool(task, kind_k, kind_v, self.max_length)
+            order = rng.permutation(len(lines))
+            bad = [pkeys[k] for k in keys if k in pkeys]
+            if bad:  # a distractor never carries a queried key
+                order = order[~np.isin(order, bad)]
+            cum = np.concatenate([[0], np.cumsum(pcounts[order])])
+            n = max(0, int(np.searchsorted(cum, budget - needle_tok, side="right")) - 1)
+            lines_src = lines[order[:n]].tolist()
+            ctx_tokens = int(cum[n]) + needle_tok
+        else:
+            raise LcevalError(f"ruler: unknown haystack {hay!r}")
+        idx = sorted(int(i) for i in rng.choice(max(n, 1), len(needles), replace=n < len(needles)))
+        # official: insert needles at the sampled line indexes (needles in reverse order)
+        out: list[str] = []
+        prev = 0
+        for j, at in enumerate(idx):
+            out.extend(lines_src[prev:at])
+            out.append(needles[len(needles) - 1 - j])
+            prev = at
+        out.extend(lines_src[prev:])
+        context = "\n".join(out)
+        depths = [round(100 * i / max(n, 1)) for i in idx]
+        return context, ctx_tokens, depths
