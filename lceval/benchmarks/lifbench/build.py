@@ -493,6 +493,49 @@ def _expressions(cfg: Config) -> tuple[dict[str, list[Expression]], str]:
     return out, cfg.expressions
 
 
+def _inputs(
+    cfg: Config, scenarios: Sequence[str]
+) -> tuple[dict[str, Any], inp.ListPool | None, inp.DocPool | None, inp.OneDocSource | None]:
+    """(sources, List pool, MultiDoc pool, OneDoc source) for the scenarios built; a scenario not
+    built gets None and reads nothing."""
+    sources: dict[str, Any] = {}
+    max_limit = max(max(cfg.lengths), LENGTHS["128k"])
+    list_pool = doc_pool = onedoc = None
+    if "List" in scenarios:
+        texts, src = inp.list_texts(cfg.alpaca_path)
+        sources.update(src)
+        list_pool = inp.ListPool(texts, cfg.seed, cfg.encoding)
+    if "MultiDoc" in scenarios:
+        pool_size = max(inp.DOC_POOL, int(max_limit / 280))
+        doc_pool = inp.DocPool(cfg.seed, cfg.encoding, pool_size)
+        for name in ("squad", "hotpotqa", "paul_graham_essays"):
+            sources[name] = corpora.source_info(name)
+    if "OneDoc" in scenarios:
+        onedoc = inp.OneDocSource(cfg.encoding, max_limit)
+        sources["paul_graham_essays"] = corpora.source_info("paul_graham_essays")
+        sources["nltk_punkt"] = {"name": "punkt_tab", "path": str(corpora.nltk_data_dir())}
+    return sources, list_pool, doc_pool, onedoc
+
+
+def _capped(cfg: Config, by_task: Mapping[str, list[Sample]]) -> list[Sample]:
+    """The samples in task order, at most ``max_samples_per_task`` per task and length (a seeded
+    subset, in build order)."""
+    samples: list[Sample] = []
+    for t, items in by_task.items():
+        if cfg.max_samples_per_task is not None:
+            kept = []
+            for length in cfg.lengths:
+                group = [s for s in items if s.length == length]
+                if len(group) > cfg.max_samples_per_task:
+                    rng = inp.rng_for(cfg.seed, "subset", t, length)
+                    pick = set(rng.sample(range(len(group)), cfg.max_samples_per_task))
+                    group = [s for i, s in enumerate(group) if i in pick]
+                kept += group
+            items = kept
+        samples += items
+    return samples
+
+
 def build_lifbench(params: Mapping[str, Any]) -> BuildResult:
     """Build LIFBench samples and contexts (paper Sec. 3; official ``ConstructContext.py`` and
     ``PromptGenerate.py``).
@@ -511,22 +554,7 @@ def build_lifbench(params: Mapping[str, Any]) -> BuildResult:
     cfg = Config.from_params(params)
     expressions, source = _expressions(cfg)
     scenarios = [s for s in SCENARIOS if any(TASK_SPECS[t].scenario == s for t in cfg.tasks)]
-    sources: dict[str, Any] = {}
-    max_limit = max(max(cfg.lengths), LENGTHS["128k"])
-    list_pool = doc_pool = onedoc = None
-    if "List" in scenarios:
-        texts, src = inp.list_texts(cfg.alpaca_path)
-        sources.update(src)
-        list_pool = inp.ListPool(texts, cfg.seed, cfg.encoding)
-    if "MultiDoc" in scenarios:
-        pool_size = max(inp.DOC_POOL, int(max_limit / 280))
-        doc_pool = inp.DocPool(cfg.seed, cfg.encoding, pool_size)
-        for name in ("squad", "hotpotqa", "paul_graham_essays"):
-            sources[name] = corpora.source_info(name)
-    if "OneDoc" in scenarios:
-        onedoc = inp.OneDocSource(cfg.encoding, max_limit)
-        sources["paul_graham_essays"] = corpora.source_info("paul_graham_essays")
-        sources["nltk_punkt"] = {"name": "punkt_tab", "path": str(corpora.nltk_data_dir())}
+    sources, list_pool, doc_pool, onedoc = _inputs(cfg, scenarios)
     sources["templates"] = {"name": "official_tasks.json", "expressions": source}
 
     contexts: list[Context] = []
@@ -591,19 +619,7 @@ def build_lifbench(params: Mapping[str, Any]) -> BuildResult:
                                 },
                             )
                         )
-    samples: list[Sample] = []
-    for t, items in by_task.items():
-        if cfg.max_samples_per_task is not None:
-            kept = []
-            for length in cfg.lengths:
-                group = [s for s in items if s.length == length]
-                if len(group) > cfg.max_samples_per_task:
-                    rng = inp.rng_for(cfg.seed, "subset", t, length)
-                    pick = set(rng.sample(range(len(group)), cfg.max_samples_per_task))
-                    group = [s for i, s in enumerate(group) if i in pick]
-                kept += group
-            items = kept
-        samples += items
+    samples = _capped(cfg, by_task)
     return BuildResult(samples=samples, contexts=contexts, sources=sources, encoding=cfg.encoding)
 
 
