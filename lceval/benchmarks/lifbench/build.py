@@ -536,6 +536,41 @@ def _capped(cfg: Config, by_task: Mapping[str, list[Sample]]) -> list[Sample]:
     return samples
 
 
+def _sample(
+    t: str,
+    scenario: str,
+    length: int,
+    e: int,
+    v: int,
+    instruction: str,
+    description: str,
+    gold: Gold,
+    source: str,
+) -> Sample:
+    """Sample ``e``/``v`` (expression, variable setting) of task ``t`` at ``length`` tokens."""
+    spec, label = TASK_SPECS[t], length_label(length)
+    return Sample(
+        id=f"lifbench/{t}/{label}/e{e}/v{v}",
+        benchmark="lifbench",
+        task=t,
+        instruction=instruction,
+        context_id=f"lifbench/{scenario}/{label}",
+        description=description,
+        joiner=_JOINER[scenario],
+        max_new_tokens=spec.max_new_tokens,
+        gold=gold,
+        scenario=scenario,
+        length=length,
+        expression_id=e,
+        variable_id=v,
+        meta={
+            "length_label": label,
+            "official_key": spec.official_key,
+            "expression_source": source,
+        },
+    )
+
+
 def build_lifbench(params: Mapping[str, Any]) -> BuildResult:
     """Build LIFBench samples and contexts (paper Sec. 3; official ``ConstructContext.py`` and
     ``PromptGenerate.py``).
@@ -584,7 +619,6 @@ def build_lifbench(params: Mapping[str, Any]) -> BuildResult:
             contexts.append(Context(cid, text, n_tok, cfg.encoding, source=scenario))
             description, frame = scenario_frame(scenario)
             for t in tasks:
-                spec = TASK_SPECS[t]
                 for e, expr in enumerate(expressions[t]):
                     if scenario == "List":
                         draws = _list_variables(t, expr, lctx, positions, lmi)
@@ -595,28 +629,10 @@ def build_lifbench(params: Mapping[str, Any]) -> BuildResult:
                     for v, (fields, gold) in enumerate(draws):
                         if not cfg.keeps(e, v, length):
                             continue
+                        instruction = frame.replace("{instruction}", expr.text.format(**fields))
                         by_task[t].append(
-                            Sample(
-                                id=f"lifbench/{t}/{label}/e{e}/v{v}",
-                                benchmark="lifbench",
-                                task=t,
-                                instruction=frame.replace(
-                                    "{instruction}", expr.text.format(**fields)
-                                ),
-                                context_id=cid,
-                                description=description,
-                                joiner=_JOINER[scenario],
-                                max_new_tokens=spec.max_new_tokens,
-                                gold=gold,
-                                scenario=scenario,
-                                length=length,
-                                expression_id=e,
-                                variable_id=v,
-                                meta={
-                                    "length_label": label,
-                                    "official_key": spec.official_key,
-                                    "expression_source": source,
-                                },
+                            _sample(
+                                t, scenario, length, e, v, instruction, description, gold, source
                             )
                         )
     samples = _capped(cfg, by_task)
