@@ -54,7 +54,6 @@ class BuildResult:
     """tiktoken encoding used to measure lengths, if any."""
 
 
-
 def check_keys(
     params: Mapping[str, Any],
     allowed: set[str] | frozenset[str],
