@@ -120,6 +120,45 @@ def _true_pairs(pairs: list[tuple[int, int]]) -> int:
     return same_both + diff_both
 
 
+def _json_groups(groups: Sequence[str], l_idx: int, r_idx: int) -> tuple[list[list[Any]], float]:
+    """MF's JSON reading of the output's groups, each sliced by the output's first ``[`` / last
+    ``]`` offsets (official quirk): (the list-of-lists values, ``format`` points 0..3: any parses,
+    none fails, every parsed one is a list of lists)."""
+    any_parsed, all_parsed, all_lists = False, True, True
+    parsed: list[list[Any]] = []
+    for grp in groups:
+        value = _loads(grp[l_idx : r_idx + 1])
+        if value is _INVALID:
+            all_parsed = False
+            continue
+        any_parsed = True
+        if isinstance(value, list) and all(isinstance(v, list) for v in value):
+            parsed.append(value)
+        else:
+            all_lists = False
+    return parsed, float(any_parsed) + float(all_parsed) + float(all_lists)
+
+
+def _literal_groups(flat: str, prompt_nq: Any) -> tuple[dict[tuple[str, ...], int], int, int]:
+    """MF's Python-literal reading of the flattened output: (each item's values -> its group
+    number, the items' value count, how many values the quote-free prompt holds)."""
+    out_map: dict[tuple[str, ...], int] = {}
+    t = n_items = in_prompt = 0
+    for grp in double_bracket_spans(flat):
+        value = _literal(grp.replace(',"', ""))
+        if value is _INVALID or not (
+            isinstance(value, list) and value and all(isinstance(v, list) for v in value)
+        ):
+            continue
+        n_items += len(value) * len(value[0])
+        for item in value:
+            vals = tuple(str(v) for v in item)
+            in_prompt += sum(1 for v in vals if v in prompt_nq)
+            out_map[vals] = t
+        t += 1
+    return out_map, n_items, in_prompt
+
+
 def score_find_dup(
     output: str,
     dup_infos: Sequence[Sequence[Mapping[str, Any]]],
@@ -169,19 +208,8 @@ def score_find_dup(
     ) * 4.0
     if len(groups) == len(out.split("\n")):
         parts["format"] += 1.0
-    any_parsed, all_parsed, all_lists = False, True, True
-    parsed: list[list[Any]] = []
-    for grp in groups:
-        value = _loads(grp[l_idx : r_idx + 1])
-        if value is _INVALID:
-            all_parsed = False
-            continue
-        any_parsed = True
-        if isinstance(value, list) and all(isinstance(v, list) for v in value):
-            parsed.append(value)
-        else:
-            all_lists = False
-    parts["format"] += float(any_parsed) + float(all_parsed) + float(all_lists)
+    parsed, points = _json_groups(groups, l_idx, r_idx)
+    parts["format"] += points
     total = found = 0
     docs = _haystack(documents)
     for grp_value in parsed:
@@ -202,20 +230,7 @@ def score_find_dup(
     for gi, grp_gold in enumerate(dup_infos):
         for d in grp_gold:
             gold_map[tuple(str(d.get(k)).replace('"', "") for k in info_keys)] = gi
-    out_map: dict[tuple[str, ...], int] = {}
-    t = n_items = in_prompt = 0
-    for grp in double_bracket_spans(flat):
-        value = _literal(grp.replace(',"', ""))
-        if value is _INVALID or not (
-            isinstance(value, list) and value and all(isinstance(v, list) for v in value)
-        ):
-            continue
-        n_items += len(value) * len(value[0])
-        for item in value:
-            vals = tuple(str(v) for v in item)
-            in_prompt += sum(1 for v in vals if v in prompt_nq)
-            out_map[vals] = t
-        t += 1
+    out_map, n_items, in_prompt = _literal_groups(flat, prompt_nq)
     if n_items:
         parts["ori"] += min(3.0, in_prompt * 3.0 / n_items)
     pairs = [(gi, out_map[key]) for key, gi in gold_map.items() if key in out_map]
