@@ -8,10 +8,11 @@ called (:func:`lazy`), so ``lceval list`` and loading samples stay fast.
 
 Contracts:
 
-- builder: ``build(params: Mapping) -> BuildResult``. Validates params (an unknown key or a bad
-  value raises LcevalError naming the field); the notebook-only keys (:data:`NOTEBOOK_PARAMS`
-  and the builder's own ``ignored=`` set in :func:`check_keys`) are accepted and ignored, so a
-  notebook's params file builds as it is. Deterministic under a seed.
+- builder: ``build(params: Mapping) -> BuildResult``. Reads its params with
+  :func:`lceval.params.parse` into its frozen ``Config`` (an unknown key or a bad value raises
+  LcevalError naming the key); the keys of the notebook's other sections
+  (:data:`lceval.params.NOTEBOOK_SECTIONS`, :data:`NOTEBOOK_PARAMS`) are accepted and ignored, so
+  a notebook's params file builds as it is. Deterministic under a seed.
 - scorer: ``score(sample, response, context, **options) -> Judgement``. Never raises on any model
   output; a score that cannot be computed is NaN with a reason; ``value`` in 0..1. The pipeline
   attaches ids, the scorer's name and version (:mod:`lceval.pipeline`, the only scoring loop).
@@ -32,6 +33,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
 from lceval.errors import LcevalError
+from lceval.params import NOTEBOOK_PARAMS
 from lceval.records import Context, Gold, Judgement, Response, Sample, Score
 
 if TYPE_CHECKING:
@@ -52,10 +54,6 @@ class BuildResult:
     """Data sources actually used (corpus name -> path / package / sha256), for run.json."""
     encoding: str | None = None
     """tiktoken encoding used to measure lengths, if any."""
-
-
-NOTEBOOK_PARAMS = frozenset({"run_id", "outputs_root"})
-"""Parameters every notebook takes that no builder uses."""
 
 
 def check_keys(

@@ -4,14 +4,24 @@
    notebook's ``parameters`` cell, and the smoke file holds its defaults.
 2. A notebook that builds a benchmark's data (it calls ``pipeline.build(run_id, "<key>", ...)``
    and is listed in that benchmark's ``notebooks``) has params files that ``lceval build <key>
-   --params FILE`` takes as they are: the notebook-only keys are declared and ignored
-   (``check_keys(..., ignored=...)`` and ``lceval.benchmark.NOTEBOOK_PARAMS``).
+   --params FILE`` takes as they are: the builder's ``Config`` reads its keys through
+   :func:`lceval.params.parse`, the keys of the notebook's other declared sections
+   (:data:`lceval.params.NOTEBOOK_SECTIONS` and the benchmark's own) are accepted and ignored;
+   the samples it builds hash as committed in ``tests/fixtures/params_build_hashes.json`` (set
+   ``LCEVAL_WRITE_HASHES=1`` to rewrite it after a change that is meant to alter samples).
+3. One spelling per concept: no params file or parameters cell uses an old spelling
+   (:data:`lceval.params.RENAMED`); a builder refuses an old spelling naming the new one, an
+   unknown key naming close matches, and a value of the wrong type naming the key and the type
+   expected, each in one line.
 """
 
 from __future__ import annotations
 
 import ast
+import hashlib
+import importlib
 import json
+import os
 import re
 from pathlib import Path
 from typing import Any
@@ -22,6 +32,7 @@ import yaml
 
 from lceval import registry
 from lceval.cli import main
+from lceval.params import RENAMED
 
 REPO = Path(__file__).resolve().parents[1]
 NOTEBOOKS = sorted((REPO / "notebooks").glob("[0-9][0-9]_*.ipynb"))
@@ -45,6 +56,9 @@ SMALL: dict[str, Any] = {
 }
 """Per benchmark, ``-p`` overrides that keep a build small (counts, lengths, no model-backed
 retrieval): every key of the file is still passed, so the key check is the file's own."""
+
+HASHES = REPO / "tests" / "fixtures" / "params_build_hashes.json"
+"""notebook/params file -> sha256 of the samples.jsonl that the small build of it writes."""
 
 KNOWN_BROKEN: dict[str, str] = {}
 """notebook stem -> why its params file does not build yet (strict xfail); empty: all build."""
@@ -151,4 +165,62 @@ def test_lceval_build_takes_the_notebook_params_file(key, path, tmp_path, capsys
     rc = main(argv)
     err = capsys.readouterr().err
     assert rc == 0, err.strip().splitlines()[-1:] or err
-    assert (tmp_path / "out" / "contract" / "samples.jsonl").stat().st_size > 0
+    samples = (tmp_path / "out" / "contract" / "samples.jsonl").read_bytes()
+    assert samples
+    name = f"{path.parent.name}/{path.stem}"
+    digest = hashlib.sha256(samples).hexdigest()
+    known = json.loads(HASHES.read_text(encoding="utf-8")) if HASHES.exists() else {}
+    if os.environ.get("LCEVAL_WRITE_HASHES"):
+        HASHES.write_text(json.dumps({**known, name: digest}, indent=1, sort_keys=True) + "\n")
+    else:
+        assert known.get(name) == digest, f"{name}: built samples differ from the committed hash"
+
+
+@pytest.mark.parametrize("notebook", NOTEBOOKS, ids=lambda p: p.stem)
+def test_no_old_spelling(notebook):
+    files = sorted((REPO / "params" / notebook.stem).glob("*.yaml"))
+    for keys, where in [(_parameters(notebook), notebook.name)] + [
+        (_load(f), str(f.relative_to(REPO))) for f in files
+    ]:
+        old = sorted(set(keys) & set(RENAMED))
+        assert not old, f"{where}: old spelling {old}; use {[RENAMED[k] for k in old]}"
+
+
+def _builder_cases() -> list[Any]:
+    return [
+        pytest.param(key, path, id=f"{path.parent.name}/{path.stem}")
+        for key, path in [(c.values[0], c.values[1]) for c in _cases()]
+        if path.stem == "smoke"
+    ]
+
+
+def _refused(key: str, params: dict[str, Any], capsys: Any) -> str:
+    rc = main(
+        [
+            "build",
+            key,
+            "--run-id",
+            "never",
+            *[a for k, v in params.items() for a in ("-p", f"{k}={json.dumps(v)}")],
+        ]
+    )
+    err = capsys.readouterr().err.strip()
+    assert rc == 2, err
+    assert len(err.splitlines()) == 1, err
+    return err
+
+
+@pytest.mark.parametrize(("key", "path"), _builder_cases())
+def test_builder_refuses_unknown_old_and_mistyped_keys(key, path, capsys):
+    from lceval.params import keys
+
+    config = importlib.import_module(f"lceval.benchmarks.{key}.build").Config
+    declared = sorted(keys(config))
+    real = declared[0]
+    err = _refused(key, {real + "x": 1}, capsys)
+    assert f"unknown parameter '{real}x'" in err and f"did you mean {real}" in err, err
+    for old, new in RENAMED.items():
+        err = _refused(key, {old: 1}, capsys)
+        assert f"'{old}' is now spelled '{new}'" in err, err
+    err = _refused(key, {"seed": "seven"}, capsys)
+    assert "seed must be" in err and "integer" in err and "got 'seven' (str)" in err, err

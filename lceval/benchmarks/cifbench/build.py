@@ -33,13 +33,16 @@ has one type in all splits): a user metadata file's ``output_type``, else
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import tempfile
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from lceval.benchmark import BuildResult, check_keys
+from lceval import params
+from lceval.benchmark import BuildResult
 from lceval.benchmarks.cifbench.data import (
     Inference,
     TaskFile,
@@ -56,64 +59,75 @@ from lceval.benchmarks.cifbench.gold import (
     normalize,
     split_labels,
 )
-from lceval.benchmarks.cifbench.variants import VariantSet, read_variants
+from lceval.benchmarks.cifbench.variants import (
+    Generation,
+    VariantSet,
+    read_variants,
+    task_selection,
+)
 from lceval.errors import LcevalError
 from lceval.records import Context, Sample
-from lceval.tokens import ENCODINGS, count_tokens_batch
-
-KNOWN = frozenset(
-    {
-        "demo",
-        "public_dir",
-        "private_dir",
-        "tasks",
-        "n_inputs",
-        "n_instructions",
-        "metadata",
-        "variants_files",
-        "instruction_sources",
-        "max_new_tokens",
-        "seed",
-        "encoding",
-    }
-)
-"""Builder parameters (see :func:`build_cifbench`)."""
-
-NOTEBOOK_ONLY = frozenset(
-    {
-        "backend",
-        "model",
-        "batch_size",
-        "backend_options",
-        "scorer",
-        "scorer_options",
-        "rebuild",
-        "demo_dir",
-        "n_generated_variants",
-        "generated_variants_tasks",
-        "gen_max_new_tokens",
-        "n_resamples",
-    }
-)
-"""Parameters of notebook 11 that the builder accepts and ignores."""
+from lceval.tokens import count_tokens_batch
 
 
-def _positive(params: Mapping[str, Any], key: str, default: int | None) -> int | None:
-    v = params.get(key, default)
-    if v is None:
-        return None
-    if not isinstance(v, int) or isinstance(v, bool) or v < 1:
-        raise LcevalError(f"cifbench: {key} must be a positive integer, got {v!r}")
-    return v
+def _paths(key: str, value: Any) -> tuple[str, ...]:
+    if value is None:
+        return ()
+    if isinstance(value, str) or not isinstance(value, list | tuple):
+        raise params.Invalid(f"{key} must be a list of paths, got {value!r}")
+    for v in value:
+        params.path(optional=False)(key, v)
+    return tuple(value)
 
 
-def _split_files(params: Mapping[str, Any]) -> dict[str, dict[str, TaskFile]]:
+def _folder(key: str, value: Any) -> Any:
+    """A folder path (a string or a Path) or null."""
+    if value is None or isinstance(value, Path):
+        return value
+    return params.path()(key, value)
+
+
+@dataclass(frozen=True)
+class Config:
+    """CIF-Bench's builder params (see :func:`build_cifbench`)."""
+
+    demo: bool = field(default=False, metadata=params.check(params.boolean))
+    """Build lceval's demo dataset when neither split folder is given."""
+    public_dir: str | Path | None = field(default=None, metadata=params.check(_folder))
+    """Public split folder (``<n>_<Task>_<split>.jsonl`` files)."""
+    private_dir: str | Path | None = field(default=None, metadata=params.check(_folder))
+    """Private split folder, same format."""
+    tasks: list[Any] | None = field(default=None, metadata=params.check(task_selection))
+    """Task codes, numbers or names; null: every task found."""
+    n_inputs: int | None = field(default=None, metadata=params.check(params.POSITIVE_OR_NULL))
+    """First inputs per task and split; null: all."""
+    n_instructions: int = field(
+        default=MAX_INSTRUCTIONS, metadata=params.check(params.integer(1, MAX_INSTRUCTIONS))
+    )
+    """Instructions per task and source."""
+    metadata: str | Path | None = field(default=None, metadata=params.check(_folder))
+    """A YAML/JSON file: task -> output_type, categories, labels."""
+    variants_files: tuple[str, ...] = field(default=(), metadata=params.check(_paths))
+    """Variants files (:mod:`lceval.benchmarks.cifbench.variants`)."""
+    instruction_sources: tuple[str, ...] | None = field(
+        default=("official",),
+        metadata=params.check(
+            params.names(INSTRUCTION_SOURCES, "instruction source", null_means_all=False)
+        ),
+    )
+    """Which of official, user, generated to build; null: official."""
+    max_new_tokens: int | None = field(default=512, metadata=params.check(params.POSITIVE_OR_NULL))
+    """Answer budget in tokens."""
+    seed: int = field(default=0, metadata=params.check(params.SEED))
+    """Recorded (the build is deterministic)."""
+    encoding: str = field(default="o200k_base", metadata=params.check(params.ENCODING))
+    """tiktoken encoding for context lengths."""
+
+
+def _split_files(p: Config) -> dict[str, dict[str, TaskFile]]:
     splits = {}
-    for split in ("public", "private"):
-        folder = params.get(f"{split}_dir")
+    for split, folder in (("public", p.public_dir), ("private", p.private_dir)):
         if folder is not None:
-            if not isinstance(folder, str):
-                raise LcevalError(f"cifbench: {split}_dir must be a path, got {folder!r}")
             splits[split] = read_split(folder)
     if not splits:
         raise LcevalError(
@@ -123,10 +137,7 @@ def _split_files(params: Mapping[str, Any]) -> dict[str, dict[str, TaskFile]]:
     return splits
 
 
-def _variant_sets(params: Mapping[str, Any], sources: list[str]) -> dict[str, list[VariantSet]]:
-    files = params.get("variants_files") or []
-    if isinstance(files, str) or not isinstance(files, list):
-        raise LcevalError("cifbench: variants_files must be a list of paths")
+def _variant_sets(files: Sequence[str], sources: list[str]) -> dict[str, list[VariantSet]]:
     by_source: dict[str, list[VariantSet]] = {"user": [], "generated": []}
     for f in files:
         vs = read_variants(f)
@@ -144,13 +155,16 @@ def _digest(files: Mapping[str, TaskFile]) -> str:
     return h.hexdigest()
 
 
-def build_cifbench(params: Mapping[str, Any]) -> BuildResult:
+def build_cifbench(raw: Mapping[str, Any]) -> BuildResult:
     """Build CIF-Bench samples from split folders.
 
     Args:
-        params: ``public_dir`` / ``private_dir`` (split folders; at least one), or ``demo: true``
-            with neither (lceval's demo dataset, :func:`write_demo_dataset`, written to a
-            temporary folder with its metadata unless ``metadata`` is given; context sources
+        raw: the keys of :class:`Config` (the keys of notebook 11's other sections,
+            :data:`lceval.params.NOTEBOOK_SECTIONS` and :class:`Generation`, are accepted and
+            ignored): ``public_dir`` / ``private_dir`` (split folders; at least one), or
+            ``demo: true`` with neither (lceval's demo dataset,
+            :func:`write_demo_dataset`, written to a temporary folder with its metadata
+            unless ``metadata`` is given; context sources
             then read ``lceval-demo/<split>/<file>``; given folders win over ``demo``, as in
             notebook 11, which writes the demo files and passes their folders), ``tasks`` (codes,
             numbers or names; None: every task found), ``n_inputs`` (first inputs per task and
@@ -171,43 +185,37 @@ def build_cifbench(params: Mapping[str, Any]) -> BuildResult:
         LcevalError: unknown or bad parameter, unreadable data, a task not in the data, or a
             source without a variants file.
     """
-    check_keys(params, KNOWN, "cifbench", ignored=NOTEBOOK_ONLY)
-    demo = params.get("demo", False)
-    if not isinstance(demo, bool):
-        raise LcevalError(f"cifbench: demo must be true or false, got {demo!r}")
-    if demo and params.get("public_dir") is None and params.get("private_dir") is None:
+    p = params.parse(Config, raw, "cifbench", accept=(*params.NOTEBOOK_SECTIONS, Generation))
+    if p.demo and p.public_dir is None and p.private_dir is None:
         with tempfile.TemporaryDirectory(prefix="lceval-cifbench-demo-") as tmp:
             paths = write_demo_dataset(tmp)
-            if params.get("metadata") is not None:
+            if p.metadata is not None:
                 paths.pop("metadata")
-            res = build_cifbench({**params, **paths, "demo": False})
+            res = _build(
+                dataclasses.replace(
+                    p,
+                    public_dir=paths["public_dir"],
+                    private_dir=paths["private_dir"],
+                    metadata=paths.get("metadata", p.metadata),
+                    demo=False,
+                )
+            )
             return _demo_sources(res, Path(tmp))
-    n_inputs = _positive(params, "n_inputs", None)
-    n_instr = _positive(params, "n_instructions", MAX_INSTRUCTIONS)
-    assert n_instr is not None
-    if n_instr > MAX_INSTRUCTIONS:
-        raise LcevalError(f"cifbench: n_instructions must be 1..{MAX_INSTRUCTIONS}, got {n_instr}")
-    budget = _positive(params, "max_new_tokens", 512)
-    encoding = params.get("encoding", "o200k_base")
-    if encoding not in ENCODINGS:
-        raise LcevalError(f"cifbench: encoding must be one of {', '.join(ENCODINGS)}")
-    sources = params.get("instruction_sources") or ["official"]
-    if not isinstance(sources, list) or not all(s in INSTRUCTION_SOURCES for s in sources):
-        raise LcevalError(
-            f"cifbench: instruction_sources must be a list of {', '.join(INSTRUCTION_SOURCES)}"
-        )
-    sources = list(dict.fromkeys(sources))
-    splits = _split_files(params)
-    metadata = read_metadata(params.get("metadata"))
-    variant_sets = _variant_sets(params, sources)
+    return _build(p)
+
+
+def _build(p: Config) -> BuildResult:
+    """The build of :func:`build_cifbench` from checked params and split folders."""
+    n_inputs, n_instr, budget, encoding = p.n_inputs, p.n_instructions, p.max_new_tokens, p.encoding
+    sources = list(p.instruction_sources or ("official",))
+    splits = _split_files(p)
+    metadata = read_metadata(p.metadata)
+    variant_sets = _variant_sets(p.variants_files, sources)
     all_tasks: dict[str, None] = {}
     for files in splits.values():
         all_tasks.update(dict.fromkeys(files))
     ordered = sorted(all_tasks, key=lambda t: int(t.split("_", 1)[0]))
-    wanted = params.get("tasks")
-    if wanted is not None and (isinstance(wanted, str) or not isinstance(wanted, list)):
-        raise LcevalError("cifbench: tasks must be a list of task codes, numbers or names")
-    tasks = resolve_tasks(wanted, ordered)
+    tasks = resolve_tasks(p.tasks, ordered)
     if not tasks:
         raise LcevalError("cifbench: tasks is empty (None selects every task)")
 
@@ -274,7 +282,6 @@ def build_cifbench(params: Mapping[str, Any]) -> BuildResult:
 def _demo_sources(res: BuildResult, folder: Path) -> BuildResult:
     """A demo build's records without the temporary folder's path: context sources
     ``lceval-demo/<split>/<file>``, split and metadata paths ``lceval-demo/...``."""
-    import dataclasses
 
     def rel(path: str) -> str:
         p = Path(path)

@@ -34,6 +34,7 @@ from typing import Any
 
 import yaml
 
+from lceval import params
 from lceval.benchmarks.cifbench.gold import MAX_INSTRUCTIONS, InstructionSource
 from lceval.errors import LcevalError
 from lceval.models.base import Backend, GenerationConfig
@@ -288,3 +289,30 @@ def generate_variants_file(
     finally:
         engine.close()
     return write_variants(out, variants)
+
+
+def task_selection(key: str, value: Any) -> Any:
+    """Null, or a list of task codes, numbers or names (checked against the data later)."""
+    if value is None:
+        return None
+    if isinstance(value, str) or not isinstance(value, list | tuple):
+        raise params.Invalid(
+            f"{key} must be a list of task codes, numbers or names, or null, got {value!r}"
+        )
+    return value
+
+
+@dataclass(frozen=True)
+class Generation:
+    """Notebook 11's section for model-proposed instruction variants (and its demo rebuild)."""
+
+    rebuild: bool = field(default=True, metadata=params.check(params.boolean))
+    """Rewrite the demo files and rebuild the run."""
+    n_generated_variants: int = field(default=0, metadata=params.check(params.integer(0)))
+    """Variants the model proposes per task (0: none, the official instructions only)."""
+    generated_variants_tasks: list[Any] | None = field(
+        default=None, metadata=params.check(task_selection)
+    )
+    """Tasks that get generated variants; null: all."""
+    variants_max_new_tokens: int = field(default=160, metadata=params.check(params.POSITIVE))
+    """Budget in tokens of the model that proposes the variants (its own role)."""

@@ -77,9 +77,11 @@ subset), ``human`` (the 85-question human subset), ``turbo`` (LLM + human: the G
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
-from lceval.benchmark import BuildResult, check_keys
+from lceval import params
+from lceval.benchmark import BuildResult
 from lceval.benchmarks.leval import arithmetic, prompts
 from lceval.benchmarks.leval.data import HUB_DATASET, Document, load_hub, load_local
 from lceval.benchmarks.leval.gold import (
@@ -96,47 +98,7 @@ from lceval.benchmarks.leval.gold import (
 from lceval.benchmarks.leval.retrieval import MODES, DocumentIndex
 from lceval.errors import LcevalError
 from lceval.records import Context, Sample
-from lceval.tokens import ENCODINGS, get_encoding
-
-DEFAULTS: dict[str, Any] = {
-    "data_path": None,
-    "demo_doc_words": 400,
-    "tasks": None,
-    "subset": "ngram",
-    "limit_docs": None,
-    "limit_questions": None,
-    "lie": True,
-    "max_length": None,
-    "encoding": "cl100k_base",
-    "max_new_tokens": 512,
-    "retrieval": "full",
-    "retrieval_chunk_tokens": 1024,
-    "retrieval_top_k": 4,
-    "retrieval_window": 3072,
-    "embedding_model": None,
-    "hub_dataset": HUB_DATASET,
-    "lengths": None,
-    "arithmetic_questions": 100,
-    "arithmetic_shots": 16,
-    "arithmetic_steps": 3,
-    "seed": 0,
-}
-"""Builder parameters and defaults (see the module docstring)."""
-
-NOTEBOOK_ONLY = frozenset(
-    {
-        "backend",
-        "model",
-        "backend_options",
-        "batch_size",
-        "infer_max_new_tokens",
-        "judge_backend",
-        "judge_model",
-        "judge_max_new_tokens",
-        "baseline",
-    }
-)
-"""Keys of the 08_leval notebook's params that the builder accepts and ignores."""
+from lceval.tokens import get_encoding
 
 SUBSETS: Mapping[str, frozenset[str]] = {
     "ngram": frozenset({"exam", "rouge", "f1"}),
@@ -180,149 +142,154 @@ def cut_document(
     return document
 
 
-def _int(params: Mapping[str, Any], key: str, minimum: int, optional: bool = False) -> Any:
-    value = params[key]
-    if optional and value is None:
-        return None
-    if not isinstance(value, int) or isinstance(value, bool) or value < minimum:
-        raise LcevalError(f"leval: {key} must be an integer >= {minimum}, got {value!r}")
+def _lie(key: str, value: Any) -> Any:
+    if (
+        value not in (True, False, "both")
+        or isinstance(value, int | float)
+        and not isinstance(value, bool)
+    ):
+        raise params.Invalid(f"{key} must be true, false or both, got {value!r}")
     return value
 
 
-def _check(params: Mapping[str, Any]) -> dict[str, Any]:
-    """Params with defaults filled in, each checked; raises LcevalError naming a bad value."""
-    check_keys(params, set(DEFAULTS), "leval", ignored=NOTEBOOK_ONLY)
-    p = {**DEFAULTS, **params}
-    tasks = p["tasks"]
-    if tasks is not None:
-        if isinstance(tasks, str):
-            tasks = [tasks]
-        if not isinstance(tasks, list | tuple) or not tasks:
-            raise LcevalError("leval: tasks must be a non-empty list of task codes")
-        for t in tasks:
-            if t not in TASKS:
-                raise LcevalError(f"leval: unknown task {t!r}; choose from {', '.join(TASKS)}")
-        p["tasks"] = list(dict.fromkeys(tasks))
-    if p["subset"] not in SUBSETS:
-        raise LcevalError(f"leval: subset must be one of {', '.join(SUBSETS)}, got {p['subset']!r}")
-    for key in ("limit_docs", "limit_questions"):
-        _int(p, key, 1, optional=True)
-    if p["lie"] not in (True, False, "both"):
-        raise LcevalError(f"leval: lie must be true, false or both, got {p['lie']!r}")
-    if p["encoding"] not in ENCODINGS:
-        raise LcevalError(f"leval: encoding must be one of {', '.join(ENCODINGS)}")
-    _int(p, "max_new_tokens", 1)
-    if _int(p, "max_length", 1, optional=True) is not None:
-        if p["max_length"] <= p["max_new_tokens"]:
-            raise LcevalError("leval: max_length must exceed max_new_tokens")
-    modes = p["retrieval"]
-    modes = [modes] if isinstance(modes, str) else modes
-    if not isinstance(modes, list | tuple) or not modes or any(m not in MODES for m in modes):
-        raise LcevalError(
-            f"leval: retrieval must be one of {', '.join(MODES)} or a list of them, "
-            f"got {p['retrieval']!r}"
-        )
-    p["retrieval"] = list(dict.fromkeys(modes))
-    for key in ("retrieval_chunk_tokens", "retrieval_top_k", "retrieval_window"):
-        _int(p, key, 1)
-    if p["retrieval_chunk_tokens"] > p["retrieval_window"]:
-        raise LcevalError("leval: retrieval_chunk_tokens must not exceed retrieval_window")
-    for key in ("embedding_model", "hub_dataset"):
-        if p[key] is not None and not isinstance(p[key], str):
-            raise LcevalError(f"leval: {key} must be a string")
-    dp = p["data_path"]
-    if dp is not None and not (
-        isinstance(dp, str)
-        or (isinstance(dp, list | tuple) and all(isinstance(x, str) for x in dp))
-    ):
-        raise LcevalError("leval: data_path must be a path or a list of paths")
-    _int(p, "seed", 0)
-    _int(p, "demo_doc_words", 1)
-    lengths = p["lengths"]
-    if lengths is not None:
-        lengths = [lengths] if isinstance(lengths, int) else lengths
-        if not isinstance(lengths, list | tuple) or not lengths:
-            raise LcevalError("leval: lengths must be a non-empty list of token counts")
-        for n in lengths:
-            if isinstance(n, bool) or not isinstance(n, int) or n <= p["max_new_tokens"]:
-                raise LcevalError(
-                    f"leval: lengths must be integers > max_new_tokens ({p['max_new_tokens']}), "
-                    f"got {n!r}"
+@dataclass(frozen=True)
+class Config:
+    """L-Eval's builder params (see the module docstring for each key)."""
+
+    data_path: str | tuple[str, ...] | None = field(
+        default=None, metadata=params.check(params.path(many=True))
+    )
+    """Local data (a folder, files, ``"demo"`` or ``"arithmetic"``); null: the hub dataset."""
+    demo_doc_words: int = field(default=400, metadata=params.check(params.POSITIVE))
+    """Words per demo document (``data_path: demo``)."""
+    tasks: tuple[str, ...] | None = field(
+        default=None,
+        metadata=params.check(params.names(TASKS, "task", null_means_all=False)),
+    )
+    """Task codes; null: every task of the data."""
+    subset: str = field(default="ngram", metadata=params.check(params.one_of(SUBSETS)))
+    """Which documents by their ``evaluation`` (:data:`SUBSETS`)."""
+    limit_docs: int | None = field(default=None, metadata=params.check(params.POSITIVE_OR_NULL))
+    """First documents per task; null: all."""
+    limit_questions: int | None = field(
+        default=None, metadata=params.check(params.POSITIVE_OR_NULL)
+    )
+    """First questions per document; null: all."""
+    lie: bool | str = field(default=True, metadata=params.check(_lie))
+    """The official length instruction: true, false or ``"both"``."""
+    max_length: int | None = field(default=None, metadata=params.check(params.POSITIVE_OR_NULL))
+    """The official ``max_length`` cut in tokens; null: no cut."""
+    encoding: str = field(default="cl100k_base", metadata=params.check(params.ENCODING))
+    """tiktoken encoding that counts tokens."""
+    max_new_tokens: int = field(default=512, metadata=params.check(params.POSITIVE))
+    """Answer budget in tokens (the samples' budget; reserved by the cut)."""
+    retrieval: tuple[str, ...] = field(
+        default=("full",), metadata=params.check(params.names(MODES, "retrieval mode"))
+    )
+    """Context modes (:data:`MODES`)."""
+    retrieval_chunk_tokens: int = field(default=1024, metadata=params.check(params.POSITIVE))
+    """Retrieval chunk size in tokens."""
+    retrieval_top_k: int = field(default=4, metadata=params.check(params.POSITIVE))
+    """Chunks retrieved per question."""
+    retrieval_window: int = field(default=3072, metadata=params.check(params.POSITIVE))
+    """Retrieved context budget in tokens."""
+    embedding_model: str | None = field(default=None, metadata=params.check(params.text(True)))
+    """Dense retriever model; null: the default."""
+    hub_dataset: str | None = field(default=HUB_DATASET, metadata=params.check(params.text(True)))
+    """Hub dataset id read when ``data_path`` is null."""
+    lengths: tuple[int, ...] | None = field(default=None, metadata=params.check(params.lengths()))
+    """Context lengths in tokens (each > ``max_new_tokens``); null: whole documents."""
+    arithmetic_questions: int = field(default=100, metadata=params.check(params.POSITIVE))
+    """Questions of the arithmetic stand-in."""
+    arithmetic_shots: int | None = field(default=16, metadata=params.check(params.POSITIVE_OR_NULL))
+    """Worked examples per question; null: fill each length."""
+    arithmetic_steps: int = field(default=3, metadata=params.check(params.POSITIVE))
+    """Steps per arithmetic question."""
+    seed: int = field(default=0, metadata=params.check(params.SEED))
+    """Seed of the arithmetic stand-in."""
+
+    def __post_init__(self) -> None:
+        if self.max_length is not None and self.max_length <= self.max_new_tokens:
+            raise params.Invalid("max_length must exceed max_new_tokens")
+        if self.retrieval_chunk_tokens > self.retrieval_window:
+            raise params.Invalid("retrieval_chunk_tokens must not exceed retrieval_window")
+        if self.lengths is not None:
+            short = [n for n in self.lengths if n <= self.max_new_tokens]
+            if short:
+                raise params.Invalid(
+                    f"lengths must be integers > max_new_tokens ({self.max_new_tokens}), "
+                    f"got {short[0]!r}"
                 )
-        if p["max_length"] is not None:
-            raise LcevalError("leval: give lengths or max_length, not both")
-        if p["retrieval"] != ["full"]:
-            raise LcevalError("leval: lengths work with retrieval: full only")
-        p["lengths"] = sorted(set(lengths))
-    _int(p, "arithmetic_questions", 1)
-    _int(p, "arithmetic_steps", 1)
-    _int(p, "arithmetic_shots", 1, optional=True)
-    if p["arithmetic_shots"] is None and p["lengths"] is None and p["data_path"] == "arithmetic":
-        raise LcevalError("leval: arithmetic_shots: null (fill each length) needs lengths")
-    return p
+            if self.max_length is not None:
+                raise params.Invalid("give lengths or max_length, not both")
+            if self.retrieval != ("full",):
+                raise params.Invalid("lengths work with retrieval: full only")
+        if self.arithmetic_shots is None and self.lengths is None:
+            if self.data_path == "arithmetic":
+                raise params.Invalid("arithmetic_shots: null (fill each length) needs lengths")
 
 
-def _load(p: Mapping[str, Any]) -> tuple[dict[str, list[Document]], dict[str, Any]]:
-    if p["data_path"] == "arithmetic":
+def _load(p: Config) -> tuple[dict[str, list[Document]], dict[str, Any]]:
+    if p.data_path == "arithmetic":
         return _load_arithmetic(p)
-    if p["data_path"] == "demo":
+    if p.data_path == "demo":
         from lceval.benchmarks.leval.data import demo_documents
 
-        docs = demo_documents(p["demo_doc_words"])
-        tasks = p["tasks"] or list(docs)
+        docs = demo_documents(p.demo_doc_words)
+        tasks = p.tasks or list(docs)
         missing = [t for t in tasks if t not in docs]
         if missing:
             raise LcevalError(f"leval: the demo data has no task {', '.join(missing)}")
         return {t: docs[t] for t in tasks}, {
             t: {"demo": "lceval demo (Paul Graham essays)"} for t in tasks
         }
-    if p["data_path"] is not None:
+    if p.data_path is not None:
         from lceval.benchmarks.leval.data import find_task_files
 
-        tasks = p["tasks"] or [t for t in TASKS if t in find_task_files(p["data_path"])]
-        return load_local(p["data_path"], tasks)
-    return load_hub(p["tasks"] or list(TASKS), p["hub_dataset"] or HUB_DATASET)
+        tasks = p.tasks or [t for t in TASKS if t in find_task_files(p.data_path)]
+        return load_local(p.data_path, tasks)
+    return load_hub(p.tasks or list(TASKS), p.hub_dataset or HUB_DATASET)
 
 
-def _load_arithmetic(p: Mapping[str, Any]) -> tuple[dict[str, list[Document]], dict[str, Any]]:
+def _load_arithmetic(p: Config) -> tuple[dict[str, list[Document]], dict[str, Any]]:
     """The offline GSM stand-in: one gsm100 document (:mod:`lceval.benchmarks.leval.arithmetic`),
     long enough for the longest length when ``arithmetic_shots`` is None."""
     from lceval.benchmarks.leval.data import parse_document
 
-    if p["tasks"] not in (None, ["gsm100"]):
+    if p.tasks not in (None, ("gsm100",)):
         raise LcevalError("leval: data_path: arithmetic builds task gsm100 only")
-    min_tokens = max(p["lengths"]) if p["lengths"] else 0
+    min_tokens = max(p.lengths) if p.lengths else 0
     recs = arithmetic.records(
-        p["arithmetic_questions"],
-        p["arithmetic_shots"],
-        p["arithmetic_steps"],
-        p["seed"],
+        p.arithmetic_questions,
+        p.arithmetic_shots,
+        p.arithmetic_steps,
+        p.seed,
         min_tokens=min_tokens,
-        encoding=p["encoding"],
+        encoding=p.encoding,
     )
     docs = [parse_document("gsm100", i, r, f"arithmetic {i}") for i, r in enumerate(recs)]
     source = {
         "generator": "lceval.benchmarks.leval.arithmetic",
-        "seed": p["seed"],
-        "questions": p["arithmetic_questions"],
-        "shots": p["arithmetic_shots"],
-        "steps": p["arithmetic_steps"],
+        "seed": p.seed,
+        "questions": p.arithmetic_questions,
+        "shots": p.arithmetic_shots,
+        "steps": p.arithmetic_steps,
     }
     return {"gsm100": docs}, {"gsm100": source}
 
 
-def _fit(p: Mapping[str, Any], task: str, doc: Document, length: int | None) -> str:
+def _fit(p: Config, task: str, doc: Document, length: int | None) -> str:
     """The document text sent at ``length`` (None: the whole document, or the ``max_length``
     cut): the official word cut, or whole worked examples for the arithmetic stand-in."""
-    limit = length or p["max_length"]
+    limit = length or p.max_length
     if limit is None:
         return doc.input
-    budget = limit - p["max_new_tokens"]
+    budget = limit - p.max_new_tokens
     if doc.source == arithmetic.SOURCE:
-        enc = get_encoding(p["encoding"])
+        enc = get_encoding(p.encoding)
         longest = max(len(enc.encode(q, disallowed_special=())) for q in doc.instructions)
-        return arithmetic.fit_examples(doc.input, budget - longest, p["encoding"])
-    return cut_document(doc.input, budget, p["encoding"], from_left=task == "codeU")
+        return arithmetic.fit_examples(doc.input, budget - longest, p.encoding)
+    return cut_document(doc.input, budget, p.encoding, from_left=task == "codeU")
 
 
 def _gold(task: str, doc: Document, q: int, judgment: str | None) -> LevalGold:
@@ -363,7 +330,7 @@ def _prompt(task: str, inst: str, gold: LevalGold, lie: bool | None) -> dict[str
 
 
 def _context(
-    p: Mapping[str, Any],
+    p: Config,
     doc: Document,
     q: int,
     mode: str,
@@ -380,26 +347,26 @@ def _context(
         doc_id += f"/{length}"
     if mode == "full":
         if doc_id not in contexts:
-            contexts[doc_id] = Context(doc_id, text, doc_tokens, p["encoding"], doc.source)
+            contexts[doc_id] = Context(doc_id, text, doc_tokens, p.encoding, doc.source)
         return doc_id
     ctx_id = f"{doc_id}/{q:03d}/{mode}"
     if ctx_id not in contexts:
         if doc_id not in index:
             index.clear()  # one document at a time
             index[doc_id] = DocumentIndex(
-                doc.input, p["retrieval_chunk_tokens"], p["encoding"], p["embedding_model"]
+                doc.input, p.retrieval_chunk_tokens, p.encoding, p.embedding_model
             )
         found, used = index[doc_id].retrieve(
-            doc.instructions[q], mode, p["retrieval_top_k"], p["retrieval_window"]
+            doc.instructions[q], mode, p.retrieval_top_k, p.retrieval_window
         )
-        n = len(get_encoding(p["encoding"]).encode(found, disallowed_special=()))
+        n = len(get_encoding(p.encoding).encode(found, disallowed_special=()))
         source = f"{doc.source or doc.task}: {mode} chunks {used}"
-        contexts[ctx_id] = Context(ctx_id, found, n, p["encoding"], source)
+        contexts[ctx_id] = Context(ctx_id, found, n, p.encoding, source)
     return ctx_id
 
 
 def _question_samples(
-    p: Mapping[str, Any],
+    p: Config,
     task: str,
     doc: Document,
     q: int,
@@ -414,9 +381,7 @@ def _question_samples(
     judgment and per LIE setting) at ``length`` (None: no length grid)."""
     judgments: Sequence[str | None] = ("loyalty", "fact") if task == "sci_fi" else (None,)
     lies: Sequence[bool | None] = (
-        ([True, False] if p["lie"] == "both" else [bool(p["lie"])])
-        if task in OPEN_TASKS
-        else [None]
+        ([True, False] if p.lie == "both" else [bool(p.lie)]) if task in OPEN_TASKS else [None]
     )
     out = []
     for judgment in judgments:
@@ -438,7 +403,7 @@ def _question_samples(
                     benchmark="leval",
                     task=task,
                     context_id=ctx_id,
-                    max_new_tokens=p["max_new_tokens"],
+                    max_new_tokens=p.max_new_tokens,
                     gold=gold,
                     scenario="closed" if task in CLOSED_TASKS else "open",
                     length=length,
@@ -459,23 +424,13 @@ def _question_samples(
     return out
 
 
-def build_leval(params: Mapping[str, Any]) -> BuildResult:
+def build_leval(raw: Mapping[str, Any]) -> BuildResult:
     """Build L-Eval samples and contexts from the official data (module docstring).
 
     Args:
-        params: ``data_path`` (a clone's LEval-data folder, task files, None for the hub
-            ``hub_dataset``, or ``"demo"`` for lceval's own stand-in files of
-            ``demo_doc_words`` words, :func:`lceval.benchmarks.leval.data.demo_records`),
-            ``tasks`` (None: every task found), ``subset`` (ngram, gpt4, human, turbo, all),
-            ``limit_docs`` / ``limit_questions`` (first N documents per task / questions per
-            document), ``lie`` (true, false, both), ``max_length`` (tokens; None: no cut
-            here), ``encoding``, ``max_new_tokens`` (512), ``retrieval`` (full, bm25, dense or
-            a list), ``retrieval_chunk_tokens`` (1024), ``retrieval_top_k`` (4),
-            ``retrieval_window`` (tokens, 3072), ``embedding_model`` (None: shipped MiniLM),
-            ``lengths`` (token lengths: each question once per length, module docstring),
-            ``arithmetic_questions`` / ``arithmetic_shots`` / ``arithmetic_steps``
-            (``data_path: arithmetic``), ``seed`` (the arithmetic stand-in's draws; else
-            recorded, the build is deterministic).
+        raw: the keys of :class:`Config` (defaults and meaning there); the keys of the
+            notebook's shared sections (:data:`lceval.params.NOTEBOOK_SECTIONS`), ``run_id``
+            and ``outputs_root`` are accepted and ignored.
 
     Returns:
         The samples, their contexts (each document once; one per question for retrieval) and
@@ -485,27 +440,27 @@ def build_leval(params: Mapping[str, Any]) -> BuildResult:
         LcevalError: a bad parameter, missing or malformed data, the hub unreachable, or no
             question selected.
     """
-    p = _check(params)
+    p = params.parse(Config, raw, "leval", accept=params.NOTEBOOK_SECTIONS)
     docs, sources = _load(p)
-    allowed = SUBSETS[p["subset"]]
-    encoding = p["encoding"]
+    allowed = SUBSETS[p.subset]
+    encoding = p.encoding
     enc = get_encoding(encoding)
     samples: list[Sample] = []
     contexts: dict[str, Context] = {}
     index: dict[str, DocumentIndex] = {}
     for task in (t for t in TASKS if t in docs):
         kept = [d for d in docs[task] if d.evaluation in allowed]
-        if p["limit_docs"] is not None:
-            kept = kept[: p["limit_docs"]]
+        if p.limit_docs is not None:
+            kept = kept[: p.limit_docs]
         for doc in kept:
-            for length in p["lengths"] or [None]:
+            for length in p.lengths or [None]:
                 text = _fit(p, task, doc, length)
                 doc_tokens = len(enc.encode(text, disallowed_special=()))
                 n_q = len(doc.instructions)
-                if p["limit_questions"] is not None:
-                    n_q = min(n_q, p["limit_questions"])
+                if p.limit_questions is not None:
+                    n_q = min(n_q, p.limit_questions)
                 for q in range(n_q):
-                    for mode in p["retrieval"]:
+                    for mode in p.retrieval:
                         samples.extend(
                             _question_samples(
                                 p, task, doc, q, mode, text, doc_tokens, contexts, index, length
@@ -513,11 +468,11 @@ def build_leval(params: Mapping[str, Any]) -> BuildResult:
                         )
     if not samples:
         raise LcevalError(
-            f"leval: no question selected (tasks {p['tasks'] or 'all'}, subset {p['subset']})"
+            f"leval: no question selected (tasks {p.tasks or 'all'}, subset {p.subset})"
         )
     return BuildResult(
         samples=samples,
         contexts=list(contexts.values()),
-        sources={"data": sources, "subset": p["subset"]},
+        sources={"data": sources, "subset": p.subset},
         encoding=encoding,
     )

@@ -226,7 +226,7 @@ def plan_sweep(
             "lengths": lengths,
             "num_samples": samples,
             "seed": seed,
-            "tokenizer": encoding,
+            "encoding": encoding,
         }
         leval.update(
             data_path="arithmetic",

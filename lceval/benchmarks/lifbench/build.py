@@ -90,18 +90,18 @@ import json
 import os
 import random
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
 from typing import Any, Literal, cast
 
-from lceval import corpora
-from lceval.benchmark import BuildResult, check_keys
+from lceval import corpora, params
+from lceval.benchmark import BuildResult
 from lceval.benchmarks.lifbench import gold as G
 from lceval.benchmarks.lifbench import inputs as inp
 from lceval.errors import LcevalError
 from lceval.records import Context, Gold, Sample
-from lceval.tokens import DEFAULT_ENCODING, ENCODINGS
+from lceval.tokens import DEFAULT_ENCODING
 
 LENGTHS: dict[str, int] = {
     "4k": 3 * 1024,
@@ -155,25 +155,6 @@ TASK_SPECS: dict[str, TaskSpec] = {
 SCENARIOS = ("List", "MultiDoc", "OneDoc")
 _OFFICIAL_SCENARIO = {"List": "list", "MultiDoc": "multidoc", "OneDoc": "onedoc"}
 _JOINER = {"List": "\n", "MultiDoc": "\n", "OneDoc": "\n\n"}
-PARAMS = {
-    "tasks",
-    "lengths",
-    "seed",
-    "encoding",
-    "expressions",
-    "n_expressions",
-    "embedding_model",
-    "loi_expressions",
-    "max_samples_per_task",
-    "design",
-    "alpaca_path",
-    "cache_dir",
-}
-"""Known builder params (documented in the module docstring)."""
-NOTEBOOK_ONLY: frozenset[str] = frozenset()
-"""Keys of ``params/01_build_data/*.yaml`` the builder accepts and ignores, beyond ``run_id`` and
-``outputs_root`` (``lceval.benchmark.NOTEBOOK_PARAMS``): none today, every other key of the
-notebook is a builder param."""
 
 
 @functools.cache
@@ -239,102 +220,73 @@ def ordinal(n: int) -> str:
 
 
 # ------------------------------------------------------------------------------------- params
+def _cache_dir(key: str, value: Any) -> Path:
+    """The cache folder's ``lifbench`` subfolder (null: $LCEVAL_CACHE or ~/.cache/lceval)."""
+    if value is not None and not isinstance(value, str | Path):
+        raise params.Invalid(f"{key} must be a path or null, got {value!r}")
+    root = value or os.environ.get("LCEVAL_CACHE") or Path.home() / ".cache" / "lceval"
+    return Path(root) / "lifbench"
+
+
 @dataclass(frozen=True)
 class Config:
     """Validated builder params (see the module docstring for each key)."""
 
-    tasks: tuple[str, ...]
-    lengths: tuple[int, ...]
-    seed: int
-    encoding: str
-    expressions: str
-    n_expressions: int | None
-    embedding_model: str | None
-    loi_expressions: int
-    max_samples_per_task: int | None
-    design: str
+    tasks: tuple[str, ...] = field(
+        default=tuple(TASK_SPECS),
+        metadata=params.check(params.names(tuple(TASK_SPECS), "task", sort=True)),
+    )
+    """Task codes, in the paper's order; null: all eleven."""
+    lengths: tuple[int, ...] = field(
+        default=tuple(LENGTHS.values()),
+        metadata=params.check(params.lengths(1, labels=LENGTHS, sort=False)),
+    )
+    """Lengths in tokens (``"4k"``..``"128k"`` or counts), in the given order; null: all six."""
+    seed: int = field(default=0, metadata=params.check(params.integer()))
+    """Seed of every draw."""
+    encoding: str = field(default=DEFAULT_ENCODING, metadata=params.check(params.ENCODING))
+    """tiktoken encoding that measures lengths."""
+    expressions: str = field(
+        default="official", metadata=params.check(params.one_of(("official", "cluster", "random")))
+    )
+    """Where instruction expressions come from."""
+    n_expressions: int | None = field(default=None, metadata=params.check(params.POSITIVE_OR_NULL))
+    """Expressions per task; null: the official count."""
+    embedding_model: str | None = field(default=None, metadata=params.check(params.text(True)))
+    """Sentence-embedding model of ``expressions: cluster``."""
+    loi_expressions: int = field(default=11, metadata=params.check(params.one_of((11, 12))))
+    """LOI's expression count (11 or 12)."""
+    max_samples_per_task: int | None = field(
+        default=None, metadata=params.check(params.POSITIVE_OR_NULL)
+    )
+    """Cap on samples per task; null: none."""
+    design: str = field(
+        default="full", metadata=params.check(params.one_of(("full", "fractional")))
+    )
     """``"full"`` or ``"fractional"`` (module docstring, "Fractional design")."""
-    alpaca_path: str | None
-    cache_dir: Path
+    alpaca_path: str | None = field(default=None, metadata=params.check(params.path()))
+    """A local Alpaca file; null: the shipped stand-in."""
+    cache_dir: Path = field(default=None, metadata=params.check(_cache_dir))  # type: ignore[assignment]
+    """Cache folder (``<cache_dir>/lifbench``)."""
+
+    def __post_init__(self) -> None:
+        if self.lengths is None:  # null: all six
+            object.__setattr__(self, "lengths", tuple(LENGTHS.values()))
+        if self.design == "fractional" and len(set(self.lengths)) < 2:
+            raise params.Invalid("design fractional needs at least two lengths")
+        if self.design == "fractional" and self.n_expressions is not None:
+            if self.n_expressions < 2:
+                raise params.Invalid("design fractional needs n_expressions >= 2")
 
     @classmethod
-    def from_params(cls, params: Mapping[str, Any]) -> Config:
-        """Validate ``params``.
+    def from_params(cls, raw: Mapping[str, Any]) -> Config:
+        """Validate ``raw`` (:func:`lceval.params.parse`; the notebook's inference keys,
+        :data:`lceval.params.NOTEBOOK_SECTIONS`, are accepted and ignored).
 
         Raises:
             LcevalError: unknown key or bad value (names the field).
         """
-        check_keys(params, PARAMS, "lifbench", ignored=NOTEBOOK_ONLY)
-        tasks = params.get("tasks") or list(TASK_SPECS)
-        if isinstance(tasks, str) or not isinstance(tasks, Sequence):
-            raise LcevalError("lifbench: tasks must be a list of task codes")
-        for t in tasks:
-            if t not in TASK_SPECS:
-                raise LcevalError(f"lifbench: unknown task {t!r}; known: {', '.join(TASK_SPECS)}")
-        lengths = []
-        raw_lengths = params.get("lengths") or list(LENGTHS)
-        if isinstance(raw_lengths, (str, int)):
-            raw_lengths = [raw_lengths]
-        for x in raw_lengths:
-            if isinstance(x, str) and x in LENGTHS:
-                lengths.append(LENGTHS[x])
-            elif isinstance(x, int) and not isinstance(x, bool) and x > 0:
-                lengths.append(x)
-            else:
-                raise LcevalError(
-                    f"lifbench: bad length {x!r}; use a positive token count or one of "
-                    f"{', '.join(LENGTHS)}"
-                )
-        seed = params.get("seed", 0)
-        if not isinstance(seed, int) or isinstance(seed, bool):
-            raise LcevalError(f"lifbench: seed must be an int, got {seed!r}")
-        encoding = params.get("encoding") or DEFAULT_ENCODING
-        if encoding not in ENCODINGS:
-            raise LcevalError(
-                f"lifbench: unknown encoding {encoding!r}; use {', '.join(ENCODINGS)}"
-            )
-        expressions = params.get("expressions") or "official"
-        if expressions not in ("official", "cluster", "random"):
-            raise LcevalError(
-                f"lifbench: expressions must be official, cluster or random, got {expressions!r}"
-            )
-        n_expr = params.get("n_expressions")
-        if n_expr is not None and (
-            not isinstance(n_expr, int) or isinstance(n_expr, bool) or n_expr < 1
-        ):
-            raise LcevalError(f"lifbench: n_expressions must be a positive int, got {n_expr!r}")
-        loi = params.get("loi_expressions", 11)
-        if loi not in (11, 12):
-            raise LcevalError(f"lifbench: loi_expressions must be 11 or 12, got {loi!r}")
-        cap = params.get("max_samples_per_task")
-        if cap is not None and (not isinstance(cap, int) or isinstance(cap, bool) or cap < 1):
-            raise LcevalError(f"lifbench: max_samples_per_task must be a positive int, got {cap!r}")
-        design = params.get("design") or "full"
-        if design not in ("full", "fractional"):
-            raise LcevalError(f"lifbench: design must be full or fractional, got {design!r}")
-        if design == "fractional" and len(set(lengths)) < 2:
-            raise LcevalError("lifbench: design fractional needs at least two lengths")
-        if design == "fractional" and n_expr is not None and n_expr < 2:
-            raise LcevalError("lifbench: design fractional needs n_expressions >= 2")
-        cache = (
-            params.get("cache_dir")
-            or os.environ.get("LCEVAL_CACHE")
-            or Path.home() / ".cache" / "lceval"
-        )
-        return cls(
-            tasks=tuple(t for t in TASK_SPECS if t in set(tasks)),
-            lengths=tuple(dict.fromkeys(lengths)),
-            seed=seed,
-            encoding=encoding,
-            expressions=expressions,
-            n_expressions=n_expr,
-            embedding_model=params.get("embedding_model"),
-            loi_expressions=loi,
-            max_samples_per_task=cap,
-            design=design,
-            alpaca_path=params.get("alpaca_path"),
-            cache_dir=Path(cache) / "lifbench",
-        )
+        return params.parse(cls, raw, "lifbench", accept=params.NOTEBOOK_SECTIONS)
 
     def n_expr(self, task: str) -> int:
         """Expressions used for ``task``."""
@@ -541,6 +493,84 @@ def _expressions(cfg: Config) -> tuple[dict[str, list[Expression]], str]:
     return out, cfg.expressions
 
 
+def _inputs(
+    cfg: Config, scenarios: Sequence[str]
+) -> tuple[dict[str, Any], inp.ListPool | None, inp.DocPool | None, inp.OneDocSource | None]:
+    """(sources, List pool, MultiDoc pool, OneDoc source) for the scenarios built; a scenario not
+    built gets None and reads nothing."""
+    sources: dict[str, Any] = {}
+    max_limit = max(max(cfg.lengths), LENGTHS["128k"])
+    list_pool = doc_pool = onedoc = None
+    if "List" in scenarios:
+        texts, src = inp.list_texts(cfg.alpaca_path)
+        sources.update(src)
+        list_pool = inp.ListPool(texts, cfg.seed, cfg.encoding)
+    if "MultiDoc" in scenarios:
+        pool_size = max(inp.DOC_POOL, int(max_limit / 280))
+        doc_pool = inp.DocPool(cfg.seed, cfg.encoding, pool_size)
+        for name in ("squad", "hotpotqa", "paul_graham_essays"):
+            sources[name] = corpora.source_info(name)
+    if "OneDoc" in scenarios:
+        onedoc = inp.OneDocSource(cfg.encoding, max_limit)
+        sources["paul_graham_essays"] = corpora.source_info("paul_graham_essays")
+        sources["nltk_punkt"] = {"name": "punkt_tab", "path": str(corpora.nltk_data_dir())}
+    return sources, list_pool, doc_pool, onedoc
+
+
+def _capped(cfg: Config, by_task: Mapping[str, list[Sample]]) -> list[Sample]:
+    """The samples in task order, at most ``max_samples_per_task`` per task and length (a seeded
+    subset, in build order)."""
+    samples: list[Sample] = []
+    for t, items in by_task.items():
+        if cfg.max_samples_per_task is not None:
+            kept = []
+            for length in cfg.lengths:
+                group = [s for s in items if s.length == length]
+                if len(group) > cfg.max_samples_per_task:
+                    rng = inp.rng_for(cfg.seed, "subset", t, length)
+                    pick = set(rng.sample(range(len(group)), cfg.max_samples_per_task))
+                    group = [s for i, s in enumerate(group) if i in pick]
+                kept += group
+            items = kept
+        samples += items
+    return samples
+
+
+def _sample(
+    t: str,
+    scenario: str,
+    length: int,
+    e: int,
+    v: int,
+    instruction: str,
+    description: str,
+    gold: Gold,
+    source: str,
+) -> Sample:
+    """Sample ``e``/``v`` (expression, variable setting) of task ``t`` at ``length`` tokens."""
+    spec, label = TASK_SPECS[t], length_label(length)
+    return Sample(
+        id=f"lifbench/{t}/{label}/e{e}/v{v}",
+        benchmark="lifbench",
+        task=t,
+        instruction=instruction,
+        context_id=f"lifbench/{scenario}/{label}",
+        description=description,
+        joiner=_JOINER[scenario],
+        max_new_tokens=spec.max_new_tokens,
+        gold=gold,
+        scenario=scenario,
+        length=length,
+        expression_id=e,
+        variable_id=v,
+        meta={
+            "length_label": label,
+            "official_key": spec.official_key,
+            "expression_source": source,
+        },
+    )
+
+
 def build_lifbench(params: Mapping[str, Any]) -> BuildResult:
     """Build LIFBench samples and contexts (paper Sec. 3; official ``ConstructContext.py`` and
     ``PromptGenerate.py``).
@@ -559,22 +589,7 @@ def build_lifbench(params: Mapping[str, Any]) -> BuildResult:
     cfg = Config.from_params(params)
     expressions, source = _expressions(cfg)
     scenarios = [s for s in SCENARIOS if any(TASK_SPECS[t].scenario == s for t in cfg.tasks)]
-    sources: dict[str, Any] = {}
-    max_limit = max(max(cfg.lengths), LENGTHS["128k"])
-    list_pool = doc_pool = onedoc = None
-    if "List" in scenarios:
-        texts, src = inp.list_texts(cfg.alpaca_path)
-        sources.update(src)
-        list_pool = inp.ListPool(texts, cfg.seed, cfg.encoding)
-    if "MultiDoc" in scenarios:
-        pool_size = max(inp.DOC_POOL, int(max_limit / 280))
-        doc_pool = inp.DocPool(cfg.seed, cfg.encoding, pool_size)
-        for name in ("squad", "hotpotqa", "paul_graham_essays"):
-            sources[name] = corpora.source_info(name)
-    if "OneDoc" in scenarios:
-        onedoc = inp.OneDocSource(cfg.encoding, max_limit)
-        sources["paul_graham_essays"] = corpora.source_info("paul_graham_essays")
-        sources["nltk_punkt"] = {"name": "punkt_tab", "path": str(corpora.nltk_data_dir())}
+    sources, list_pool, doc_pool, onedoc = _inputs(cfg, scenarios)
     sources["templates"] = {"name": "official_tasks.json", "expressions": source}
 
     contexts: list[Context] = []
@@ -604,7 +619,6 @@ def build_lifbench(params: Mapping[str, Any]) -> BuildResult:
             contexts.append(Context(cid, text, n_tok, cfg.encoding, source=scenario))
             description, frame = scenario_frame(scenario)
             for t in tasks:
-                spec = TASK_SPECS[t]
                 for e, expr in enumerate(expressions[t]):
                     if scenario == "List":
                         draws = _list_variables(t, expr, lctx, positions, lmi)
@@ -615,43 +629,13 @@ def build_lifbench(params: Mapping[str, Any]) -> BuildResult:
                     for v, (fields, gold) in enumerate(draws):
                         if not cfg.keeps(e, v, length):
                             continue
+                        instruction = frame.replace("{instruction}", expr.text.format(**fields))
                         by_task[t].append(
-                            Sample(
-                                id=f"lifbench/{t}/{label}/e{e}/v{v}",
-                                benchmark="lifbench",
-                                task=t,
-                                instruction=frame.replace(
-                                    "{instruction}", expr.text.format(**fields)
-                                ),
-                                context_id=cid,
-                                description=description,
-                                joiner=_JOINER[scenario],
-                                max_new_tokens=spec.max_new_tokens,
-                                gold=gold,
-                                scenario=scenario,
-                                length=length,
-                                expression_id=e,
-                                variable_id=v,
-                                meta={
-                                    "length_label": label,
-                                    "official_key": spec.official_key,
-                                    "expression_source": source,
-                                },
+                            _sample(
+                                t, scenario, length, e, v, instruction, description, gold, source
                             )
                         )
-    samples: list[Sample] = []
-    for t, items in by_task.items():
-        if cfg.max_samples_per_task is not None:
-            kept = []
-            for length in cfg.lengths:
-                group = [s for s in items if s.length == length]
-                if len(group) > cfg.max_samples_per_task:
-                    rng = inp.rng_for(cfg.seed, "subset", t, length)
-                    pick = set(rng.sample(range(len(group)), cfg.max_samples_per_task))
-                    group = [s for i, s in enumerate(group) if i in pick]
-                kept += group
-            items = kept
-        samples += items
+    samples = _capped(cfg, by_task)
     return BuildResult(samples=samples, contexts=contexts, sources=sources, encoding=cfg.encoding)
 
 

@@ -68,8 +68,8 @@ version), ``path`` (None, or a path or list of paths to files in the official fo
 of records ``{prompt, checks_once, checks_range, checks_periodic, type, prefix, number}``; then
 no prompts are generated, version and scenario follow from ``type`` and ``number``, and
 ``n_per_scenario`` keeps the first records of each), ``max_new_tokens`` (None, or an int that
-replaces the per-version budget). The notebook's own keys (``NOTEBOOK_ONLY``: backend, model,
-batch_size, backend_options, scorer, scorer_options) are accepted and ignored, so
+replaces the per-version budget): :class:`Config`. The notebook's inference and scoring keys
+(:data:`lceval.params.NOTEBOOK_SECTIONS`) are accepted and ignored, so
 ``params/06_longgenbench/*.yaml`` build as they are.
 """
 
@@ -80,13 +80,14 @@ import datetime as dt
 import json
 import random
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cache
 from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from lceval.benchmark import BuildResult, check_keys
+from lceval import params
+from lceval.benchmark import BuildResult
 from lceval.benchmarks.longgenbench.gold import (
     LENGTH_LABEL,
     MAX_NEW_TOKENS,
@@ -106,12 +107,6 @@ BENCHMARK = "longgenbench"
 YEAR = 2018
 GRID = {"short": 10, "long": 19}
 N_SINGLE = 5
-_PARAMS = {"seed", "versions", "scenarios", "n_per_scenario", "path", "max_new_tokens"}
-NOTEBOOK_ONLY = frozenset(
-    {"backend", "model", "batch_size", "backend_options", "scorer", "scorer_options"}
-)
-"""Keys of ``params/06_longgenbench/*.yaml`` that the notebook reads and the builder ignores
-(inference and scoring settings)."""
 
 
 @cache
@@ -652,25 +647,43 @@ def _sample(
     )
 
 
-def _str_list(
-    params: Mapping[str, Any], key: str, default: Sequence[str], allowed: Sequence[str]
-) -> list[str]:
-    value = params.get(key, list(default))
-    if isinstance(value, str):
-        value = [value]
-    if not isinstance(value, list) or not value:
-        raise LcevalError(f"longgenbench: {key} must be a non-empty list, got {value!r}")
-    for v in value:
-        if v not in allowed:
-            raise LcevalError(f"longgenbench: {key} has unknown value {v!r}; choose from {allowed}")
-    return list(dict.fromkeys(value))
+def _path(key: str, value: Any) -> Any:
+    """Null, a path, or a non-empty list of paths (strings or Paths)."""
+    if value is None or isinstance(value, str | Path):
+        return value
+    if isinstance(value, list) and value and all(isinstance(v, str | Path) for v in value):
+        return value
+    raise params.Invalid(f"{key} must be a path or a list of paths, got {value!r}")
 
 
-def build_longgenbench(params: Mapping[str, Any]) -> BuildResult:
+@dataclass(frozen=True)
+class Config:
+    """LongGenBench's builder params (see the module docstring, "Params")."""
+
+    seed: int = field(default=0, metadata=params.check(params.integer()))
+    """Seed of the generated prompts."""
+    versions: tuple[str, ...] = field(
+        default=VERSIONS, metadata=params.check(params.names(VERSIONS, "version"))
+    )
+    """Versions built (short, long)."""
+    scenarios: tuple[str, ...] = field(
+        default=SCENARIOS, metadata=params.check(params.names(SCENARIOS, "scenario"))
+    )
+    """Scenarios built."""
+    n_per_scenario: int = field(default=100, metadata=params.check(params.integer(1, 100_000)))
+    """Prompts per scenario and version (at most 100 when generated)."""
+    path: str | Path | list[str | Path] | None = field(default=None, metadata=params.check(_path))
+    """Official-format files to read instead of generating; null: generate."""
+    max_new_tokens: int | None = field(default=None, metadata=params.check(params.POSITIVE_OR_NULL))
+    """Answer budget in tokens replacing the per-version one; null: the version's."""
+
+
+def build_longgenbench(raw: Mapping[str, Any]) -> BuildResult:
     """Build LongGenBench samples (see the module docstring for params, fields and gold keys).
 
     Args:
-        params: ``seed``, ``versions``, ``scenarios``, ``n_per_scenario``, ``path``,
+        raw: the keys of :class:`Config`: ``seed``, ``versions``, ``scenarios``,
+            ``n_per_scenario``, ``path``,
             ``max_new_tokens``.
 
     Returns:
@@ -679,24 +692,16 @@ def build_longgenbench(params: Mapping[str, Any]) -> BuildResult:
     Raises:
         LcevalError: unknown key, bad value, or an unreadable / malformed official file.
     """
-    check_keys(params, _PARAMS, "longgenbench", ignored=NOTEBOOK_ONLY)
-    seed = params.get("seed", 0)
-    if not isinstance(seed, int) or isinstance(seed, bool):
-        raise LcevalError(f"longgenbench: seed must be an integer, got {seed!r}")
-    versions = _str_list(params, "versions", VERSIONS, VERSIONS)
-    scenarios = _str_list(params, "scenarios", SCENARIOS, SCENARIOS)
-    n = params.get("n_per_scenario", 100)
-    if not isinstance(n, int) or isinstance(n, bool) or not 1 <= n <= 100_000:
-        raise LcevalError(f"longgenbench: n_per_scenario must be a positive integer, got {n!r}")
-    budget = params.get("max_new_tokens")
-    if budget is not None and (
-        not isinstance(budget, int) or isinstance(budget, bool) or budget < 1
-    ):
-        raise LcevalError(
-            f"longgenbench: max_new_tokens must be a positive integer, got {budget!r}"
-        )
+    p = params.parse(Config, raw, "longgenbench", accept=params.NOTEBOOK_SECTIONS)
+    seed, versions, scenarios, n, budget = (
+        p.seed,
+        p.versions,
+        p.scenarios,
+        p.n_per_scenario,
+        p.max_new_tokens,
+    )
     samples: list[Sample] = []
-    path = params.get("path")
+    path = p.path
     if path is None:
         if n > 100:
             raise LcevalError(f"longgenbench: n_per_scenario must be at most 100, got {n}")
@@ -707,12 +712,10 @@ def build_longgenbench(params: Mapping[str, Any]) -> BuildResult:
                     samples.append(_sample(rec, scenario, version, i, "lceval", budget))
         return BuildResult(samples, [], sources={"generator": "lceval templates.json"})
     paths = [path] if isinstance(path, str | Path) else path
-    if not isinstance(paths, list) or not all(isinstance(p, str | Path) for p in paths):
-        raise LcevalError(f"longgenbench: path must be a path or a list of paths, got {path!r}")
     counts: dict[tuple[str, str], int] = {}
-    for p in paths:
-        for i, rec in enumerate(load_official(p)):
-            scenario, version = _classify(rec, f"longgenbench: {Path(p).name} record {i}")
+    for file in paths:
+        for i, rec in enumerate(load_official(file)):
+            scenario, version = _classify(rec, f"longgenbench: {Path(file).name} record {i}")
             if scenario not in scenarios or version not in versions:
                 continue
             k = counts.get((scenario, version), 0)
@@ -729,4 +732,4 @@ def build_longgenbench(params: Mapping[str, Any]) -> BuildResult:
             s.variable_id or 0,
         )
     )
-    return BuildResult(samples, [], sources={"files": [str(p) for p in paths]})
+    return BuildResult(samples, [], sources={"files": [str(f) for f in paths]})

@@ -53,9 +53,9 @@ Params (all optional): ``seed`` (0), ``path`` (IFEval-format JSONL; default: MT-
 ``mtbench_categories`` (list), ``n_prompts`` (first n prompts after a seeded shuffle; default
 all), ``max_instructions`` (10; at most 11), ``instructions`` (subset of the 15 ids),
 ``nested`` (true), ``repeated_control`` (false), ``max_new_tokens`` (1024), ``encoding``
-(o200k_base). The notebook's own parameters (``NOTEBOOK_ONLY``: backend, model, batch size,
-refinement settings) are accepted and ignored, so ``params/04_curse_of_instructions/*.yaml`` build
-as they are.
+(o200k_base): :class:`Config`. The notebook's other sections (inference,
+:data:`lceval.params.NOTEBOOK_SECTIONS`; refinement, :class:`Refinement`) are accepted and
+ignored, so ``params/04_curse_of_instructions/*.yaml`` build as they are.
 """
 
 from __future__ import annotations
@@ -63,46 +63,22 @@ from __future__ import annotations
 import json
 import random
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from functools import cache
 from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from lceval import corpora
-from lceval.benchmark import BuildResult, check_keys
+from lceval import corpora, params
+from lceval.benchmark import BuildResult
 from lceval.benchmarks.manyifeval.checkers import describe, ensure_checkers
 from lceval.benchmarks.manyifeval.gold import INSTRUCTION_IDS, ManyIFEvalGold
 from lceval.errors import LcevalError
 from lceval.records import Sample
-from lceval.tokens import ENCODINGS, count_tokens
+from lceval.tokens import count_tokens
 
 BENCH = "manyifeval"
 MTBENCH_CATEGORIES = ("writing", "roleplay", "stem", "humanities")
-PARAMS = {
-    "seed",
-    "path",
-    "mtbench_categories",
-    "n_prompts",
-    "max_instructions",
-    "instructions",
-    "nested",
-    "repeated_control",
-    "max_new_tokens",
-    "encoding",
-}
-NOTEBOOK_ONLY = frozenset(
-    {
-        "backend",
-        "model",
-        "batch_size",
-        "backend_options",
-        "refine_strategy",
-        "refine_rounds",
-        "refine_n_instructions",
-        "refine_n_prompts",
-    }
-)
-"""Parameters of notebook 04 that the builder does not read (accepted and ignored)."""
 
 
 @cache
@@ -173,56 +149,73 @@ def _pool(allowed: Sequence[str], rng: random.Random) -> list[str]:
     return sorted(pool, key=INSTRUCTION_IDS.index)
 
 
-def _validate(params: Mapping[str, Any]) -> dict[str, Any]:
-    check_keys(params, PARAMS, BENCH, ignored=NOTEBOOK_ONLY)
-    p: dict[str, Any] = {
-        "seed": params.get("seed", 0),
-        "path": params.get("path"),
-        "mtbench_categories": params.get("mtbench_categories", list(MTBENCH_CATEGORIES)),
-        "n_prompts": params.get("n_prompts"),
-        "max_instructions": params.get("max_instructions", 10),
-        "instructions": params.get("instructions", list(INSTRUCTION_IDS)),
-        "nested": params.get("nested", True),
-        "repeated_control": params.get("repeated_control", False),
-        "max_new_tokens": params.get("max_new_tokens", 1024),
-        "encoding": params.get("encoding", "o200k_base"),
-    }
-    for name in ("seed", "max_new_tokens", "max_instructions"):
-        if not isinstance(p[name], int) or isinstance(p[name], bool) or p[name] < 0:
-            raise LcevalError(f"{BENCH}: {name} must be a non-negative integer, got {p[name]!r}")
-    if p["max_new_tokens"] < 1:
-        raise LcevalError(f"{BENCH}: max_new_tokens must be >= 1, got {p['max_new_tokens']}")
-    n_prompts = p["n_prompts"]
-    if n_prompts is not None and (
-        not isinstance(n_prompts, int) or isinstance(n_prompts, bool) or n_prompts < 1
+def _names(key: str, value: Any) -> tuple[str, ...]:
+    if (
+        not isinstance(value, list | tuple)
+        or not value
+        or not all(isinstance(c, str) for c in value)
     ):
-        raise LcevalError(
-            f"{BENCH}: n_prompts must be a positive integer or null, got {n_prompts!r}"
-        )
-    for name in ("nested", "repeated_control"):
-        if not isinstance(p[name], bool):
-            raise LcevalError(f"{BENCH}: {name} must be true or false, got {p[name]!r}")
-    if p["encoding"] not in ENCODINGS:
-        raise LcevalError(f"{BENCH}: encoding must be one of {', '.join(ENCODINGS)}")
-    ids = p["instructions"]
-    if not isinstance(ids, list | tuple) or not ids:
-        raise LcevalError(f"{BENCH}: instructions must be a non-empty list of instruction ids")
-    unknown = [i for i in ids if i not in INSTRUCTION_IDS]
-    if unknown:
-        raise LcevalError(f"{BENCH}: instructions: {unknown[0]!r} is not one of the 15 (Table 4)")
-    cats = p["mtbench_categories"]
-    if not isinstance(cats, list | tuple) or not cats or not all(isinstance(c, str) for c in cats):
-        raise LcevalError(f"{BENCH}: mtbench_categories must be a non-empty list of names")
-    if p["path"] is not None and not isinstance(p["path"], str):
-        raise LcevalError(f"{BENCH}: path must be a string, got {p['path']!r}")
-    if p["path"] is None:
-        pool_size = len(_pool(ids, random.Random(0)))
-        if not 1 <= p["max_instructions"] <= pool_size:
-            raise LcevalError(
-                f"{BENCH}: max_instructions must be in 1..{pool_size} (non-conflicting "
-                f"instructions available), got {p['max_instructions']}"
-            )
-    return p
+        raise params.Invalid(f"{key} must be a non-empty list of names, got {value!r}")
+    return tuple(value)
+
+
+@dataclass(frozen=True)
+class Config:
+    """ManyIFEval's builder params (see the module docstring)."""
+
+    seed: int = field(default=0, metadata=params.check(params.SEED))
+    """Seed of the instruction and kwargs draws."""
+    path: str | None = field(default=None, metadata=params.check(params.path()))
+    """A ManyIFEval-format file to load instead of drawing; null: draw from MT-Bench."""
+    mtbench_categories: tuple[str, ...] = field(
+        default=MTBENCH_CATEGORIES, metadata=params.check(_names)
+    )
+    """MT-Bench categories whose first-turn prompts are used."""
+    n_prompts: int | None = field(default=None, metadata=params.check(params.POSITIVE_OR_NULL))
+    """First prompts used; null: all."""
+    max_instructions: int = field(default=10, metadata=params.check(params.integer(0)))
+    """Largest n (instructions per prompt); 1..the non-conflicting instructions available."""
+    instructions: tuple[str, ...] = field(
+        default=INSTRUCTION_IDS,
+        metadata=params.check(params.names(INSTRUCTION_IDS, "instruction id")),
+    )
+    """Instruction ids drawn from (Table 4)."""
+    nested: bool = field(default=True, metadata=params.check(params.boolean))
+    """Each prompt's n instructions extend its n - 1 ones."""
+    repeated_control: bool = field(default=False, metadata=params.check(params.boolean))
+    """Also build the repeated-instruction control."""
+    max_new_tokens: int = field(default=1024, metadata=params.check(params.POSITIVE))
+    """Answer budget in tokens."""
+    encoding: str = field(default="o200k_base", metadata=params.check(params.ENCODING))
+    """tiktoken encoding that counts prompt tokens."""
+
+    def __post_init__(self) -> None:
+        if self.path is None:
+            pool_size = len(_pool(self.instructions, random.Random(0)))
+            if not 1 <= self.max_instructions <= pool_size:
+                raise params.Invalid(
+                    f"max_instructions must be in 1..{pool_size} (non-conflicting "
+                    f"instructions available), got {self.max_instructions}"
+                )
+
+
+@dataclass(frozen=True)
+class Refinement:
+    """Notebook 04's self-refinement section (read by the notebook, passed to
+    :func:`lceval.benchmarks.manyifeval.refine.refine`)."""
+
+    refine_strategy: str = field(default="oracle", metadata=params.check(params.text()))
+    """Feedback strategy (``oracle``, ``feedback-each-cot``...; checked by refine)."""
+    refine_rounds: int = field(default=1, metadata=params.check(params.integer(0)))
+    """Refinement rounds."""
+    refine_n_instructions: tuple[int, ...] | None = field(
+        default=None, metadata=params.check(params.lengths())
+    )
+    """The n whose samples are refined; null: all."""
+    refine_n_prompts: int | None = field(
+        default=None, metadata=params.check(params.POSITIVE_OR_NULL)
+    )
+    """Prompts refined per n; null: all."""
 
 
 def _mtbench_prompts(categories: Sequence[str]) -> list[tuple[str, str]]:
@@ -248,7 +241,7 @@ def _sample(
     ids: list[str],
     kwargs: list[dict[str, Any]],
     prompt: str,
-    p: Mapping[str, Any],
+    p: Config,
     source: str,
     *,
     condition: str = "unique",
@@ -261,7 +254,7 @@ def _sample(
         benchmark=BENCH,
         task=condition,
         instruction=prompt,
-        max_new_tokens=p["max_new_tokens"],
+        max_new_tokens=p.max_new_tokens,
         gold=ManyIFEvalGold(
             key=key,
             prompt=prompt,
@@ -277,15 +270,15 @@ def _sample(
             "source": source,
             "condition": condition,
             "prompt_tokens": (
-                prompt_tokens if prompt_tokens is not None else count_tokens(prompt, p["encoding"])
+                prompt_tokens if prompt_tokens is not None else count_tokens(prompt, p.encoding)
             ),
         },
     )
 
 
-def _repeated(unique_n: Sample, single: Sample, p: Mapping[str, Any]) -> Sample:
+def _repeated(unique_n: Sample, single: Sample, p: Config) -> Sample:
     """The Appendix C control: ``single``'s instruction repeated to match ``unique_n``'s length."""
-    enc = p["encoding"]
+    enc = p.encoding
     gold: ManyIFEvalGold = single.gold
     task_prompt = gold.task_prompt
     desc = describe(gold.instruction_id_list[0], gold.kwargs[0])
@@ -317,8 +310,8 @@ def _repeated(unique_n: Sample, single: Sample, p: Mapping[str, Any]) -> Sample:
     )
 
 
-def _from_file(p: Mapping[str, Any]) -> tuple[list[Sample], dict[str, Any]]:
-    path = Path(p["path"])
+def _from_file(p: Config) -> tuple[list[Sample], dict[str, Any]]:
+    path = Path(p.path or "")
     if not path.is_file():
         raise LcevalError(f"{BENCH}: path {path} does not exist")
     rows = corpora.read_jsonl_file(path)
@@ -326,9 +319,9 @@ def _from_file(p: Mapping[str, Any]) -> tuple[list[Sample], dict[str, Any]]:
     samples = []
     for i, row in enumerate(rows):
         where = f"{path}: row {i + 1}"
-        for field in ("prompt", "instruction_id_list", "kwargs"):
-            if field not in row:
-                raise LcevalError(f"{where}: missing field {field!r}")
+        for name in ("prompt", "instruction_id_list", "kwargs"):
+            if name not in row:
+                raise LcevalError(f"{where}: missing field {name!r}")
         ids, kws, prompt = row["instruction_id_list"], row["kwargs"], row["prompt"]
         if not isinstance(prompt, str) or not isinstance(ids, list) or not isinstance(kws, list):
             raise LcevalError(
@@ -349,8 +342,8 @@ def _from_file(p: Mapping[str, Any]) -> tuple[list[Sample], dict[str, Any]]:
         samples.append(
             _sample(key, len(ids), "", [str(x) for x in ids], kwargs, prompt, p, path.name)
         )
-    if p["n_prompts"] is not None:
-        samples = samples[: p["n_prompts"]]
+    if p.n_prompts is not None:
+        samples = samples[: p.n_prompts]
     seen: set[str] = set()
     for s in samples:
         if s.id in seen:
@@ -359,11 +352,13 @@ def _from_file(p: Mapping[str, Any]) -> tuple[list[Sample], dict[str, Any]]:
     return samples, corpora.source_info(path)
 
 
-def build_manyifeval(params: Mapping[str, Any]) -> BuildResult:
+def build_manyifeval(raw: Mapping[str, Any]) -> BuildResult:
     """Build ManyIFEval samples (see the module docstring for layout, params and gold keys).
 
     Args:
-        params: the builder params (all optional).
+        raw: the keys of :class:`Config` (all optional); the keys of notebook 04's other
+            sections (:data:`lceval.params.NOTEBOOK_SECTIONS`, :class:`Refinement`) are accepted
+            and ignored.
 
     Returns:
         Samples in prompt order, n = 1..max_instructions within each prompt (then the repeated
@@ -373,45 +368,45 @@ def build_manyifeval(params: Mapping[str, Any]) -> BuildResult:
         LcevalError: an unknown or bad parameter, a missing or malformed prompt file, an unknown
             MT-Bench category.
     """
-    p = _validate(params)
+    p = params.parse(Config, raw, BENCH, accept=(*params.NOTEBOOK_SECTIONS, Refinement))
     ensure_checkers()
-    if p["path"] is not None:
+    if p.path is not None:
         loaded, info = _from_file(p)
-        return BuildResult(loaded, [], {"prompts": info}, p["encoding"])
+        return BuildResult(loaded, [], {"prompts": info}, p.encoding)
 
-    prompts = _mtbench_prompts(p["mtbench_categories"])
-    rng = random.Random(p["seed"])
+    prompts = _mtbench_prompts(p.mtbench_categories)
+    rng = random.Random(p.seed)
     rng.shuffle(prompts)
-    if p["n_prompts"] is not None:
-        if p["n_prompts"] > len(prompts):
+    if p.n_prompts is not None:
+        if p.n_prompts > len(prompts):
             raise LcevalError(
-                f"{BENCH}: n_prompts={p['n_prompts']} but only {len(prompts)} prompts are available"
+                f"{BENCH}: n_prompts={p.n_prompts} but only {len(prompts)} prompts are available"
             )
-        prompts = prompts[: p["n_prompts"]]
+        prompts = prompts[: p.n_prompts]
     samples: list[Sample] = []
     controls: list[Sample] = []
-    n_max = p["max_instructions"]
+    n_max = p.max_instructions
     for key, task_prompt in prompts:
-        prng = random.Random(f"{p['seed']}/{key}")
-        pool = _pool(p["instructions"], prng)
+        prng = random.Random(f"{p.seed}/{key}")
+        pool = _pool(p.instructions, prng)
         used: set[str] = set()
         kwargs = {i: draw_kwargs(i, prng, used) for i in pool}
         order = list(pool)
         prng.shuffle(order)
         per_prompt = []
         for n in range(1, n_max + 1):
-            chosen = order[:n] if p["nested"] else prng.sample(order, n)
+            chosen = order[:n] if p.nested else prng.sample(order, n)
             kws = [kwargs[i] for i in chosen]
             prompt = format_prompt(
                 task_prompt, [describe(i, kw) for i, kw in zip(chosen, kws, strict=True)]
             )
             per_prompt.append(_sample(key, n, task_prompt, chosen, kws, prompt, p, "mtbench"))
         samples.extend(per_prompt)
-        if p["repeated_control"]:
+        if p.repeated_control:
             controls.extend(_repeated(s, per_prompt[0], p) for s in per_prompt)
     sources = {
         "prompts": corpora.source_info("mtbench_questions"),
-        "mtbench_categories": list(p["mtbench_categories"]),
+        "mtbench_categories": list(p.mtbench_categories),
         "instructions": "lceval/benchmarks/manyifeval/resources/instructions.json",
     }
-    return BuildResult(samples + controls, [], sources, p["encoding"])
+    return BuildResult(samples + controls, [], sources, p.encoding)

@@ -150,7 +150,7 @@ class QaGold(RulerGold):
     dataset: Literal["squad", "hotpotqa"]
     """Source dataset of the question."""
     doc_ids: tuple[int, ...]
-    """Indices (0-based, in ``lceval.benchmarks.ruler.build.qa_documents(dataset)``) of the
+    """Indices (0-based, in ``lceval.benchmarks.ruler.common.qa_documents(dataset)``) of the
     question's own documents, all placed in the context."""
 
 

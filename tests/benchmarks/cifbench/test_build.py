@@ -86,19 +86,24 @@ def test_public_only_and_type_from_both_splits(tmp_path: Path) -> None:
     [
         ({}, "give public_dir and/or private_dir"),
         ({"colour": 1}, "unknown parameter 'colour'"),
-        ({"n_instructions": 6}, "n_instructions must be 1..5"),
+        ({"n_instructions": 6}, r"n_instructions must be an integer in 1\.\.5, got 6 \(int\)"),
         ({"n_inputs": 0}, "n_inputs must be a positive integer"),
         ({"encoding": "gpt2"}, "encoding must be one of"),
-        ({"instruction_sources": ["mine"]}, "instruction_sources must be"),
+        ({"instruction_sources": ["mine"]}, "instruction_sources: unknown instruction source"),
         ({"instruction_sources": ["user"]}, "needs a variants file"),
         ({"tasks": "900"}, "tasks must be a list"),
         ({"tasks": [999]}, "not in the data"),
         ({"tasks": []}, "tasks is empty"),
         ({"instruction_sources": 5}, "instruction_sources must be"),
         ({"instruction_sources": {"official": 1}}, "instruction_sources must be"),
-        ({"metadata": 7}, "metadata must be a path, got int"),
-        ({"variants_files": [5]}, "variants file must be a path, got int"),
+        ({"metadata": 7}, r"metadata must be a path or null, got 7 \(int\)"),
+        ({"variants_files": [5]}, r"variants_files must be a path, got 5 \(int\)"),
         ({"public_dir": ["a"]}, "public_dir must be a path"),
+        (
+            {"gen_max_new_tokens": 32},
+            "'gen_max_new_tokens' is now spelled 'variants_max_new_tokens'",
+        ),
+        ({"demo_dir": "x"}, "unknown parameter 'demo_dir'"),
     ],
 )
 def test_bad_params(demo, params, message) -> None:

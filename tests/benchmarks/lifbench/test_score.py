@@ -12,7 +12,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from lceval.benchmarks.lifbench import BENCHMARK
+from lceval.benchmarks.lifbench import rubric as R
 from lceval.benchmarks.lifbench import score as L
+from lceval.benchmarks.lifbench import score_multidoc as MD
 from lceval.benchmarks.lifbench.gold import GOLD as GOLD_TYPES
 from lceval.records import Context, Judgement, Response, Sample
 
@@ -432,7 +434,7 @@ def test_count_doc_keys_matches_the_official_loop(text: str, n: int) -> None:
 
 @given(st.lists(st.text("abc", max_size=3), max_size=4), st.text("abc,", max_size=20))
 def test_any_of_is_any_substring(words: list[str], text: str) -> None:
-    assert (L._any_of(tuple(words))(text) is not None) == any(w in text for w in words)
+    assert (MD._any_of(tuple(words))(text) is not None) == any(w in text for w in words)
 
 
 @given(
@@ -446,9 +448,9 @@ def test_loads_is_json_loads(text: str) -> None:
     try:
         want = json.loads(text)
     except ValueError:
-        want = L._INVALID
-    got = L._loads(text)
-    assert got is want if want is L._INVALID else json.dumps(got) == json.dumps(want)
+        want = R._INVALID
+    got = R._loads(text)
+    assert got is want if want is R._INVALID else json.dumps(got) == json.dumps(want)
 
 
 def test_parse_list_context() -> None:

@@ -150,11 +150,12 @@ def test_ifeval_format_file(tmp_path: Path) -> None:
         ({"bogus": 1}, "unknown parameter 'bogus'"),
         ({"max_instructions": 12}, "max_instructions must be in 1..11"),
         ({"mtbench_categories": ["poetry"]}, "not an MT-Bench category"),
-        ({"instructions": ["keywords:nope"]}, "not one of the 15"),
+        ({"instructions": ["keywords:nope"]}, "unknown instruction id .keywords:nope."),
         ({"n_prompts": 0}, "n_prompts"),
         ({"n_prompts": 1000}, "only 40 prompts"),
         ({"nested": "yes"}, "nested must be true or false"),
         ({"path": "/no/such/file.jsonl"}, "does not exist"),
+        ({"max_new_token": 8}, "unknown parameter 'max_new_token'; did you mean max_new_tokens"),
     ],
 )
 def test_bad_params(params: dict, match: str) -> None:

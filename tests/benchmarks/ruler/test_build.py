@@ -13,14 +13,11 @@ import pytest
 
 from lceval import pipeline
 from lceval.benchmarks.ruler import BENCHMARK
+from lceval.benchmarks.ruler import aggregation as ruler_aggregation
 from lceval.benchmarks.ruler import build as ruler_build
-from lceval.benchmarks.ruler.build import (
-    _cwe_words,
-    _key_words,
-    build_ruler,
-    family_args,
-    qa_documents,
-)
+from lceval.benchmarks.ruler import common as ruler_common
+from lceval.benchmarks.ruler.build import build_ruler
+from lceval.benchmarks.ruler.common import _cwe_words, _key_words, family_args, qa_documents
 from lceval.benchmarks.ruler.gold import FAMILIES, GOLD, TASKS, VARIANTS, Variant
 from lceval.errors import LcevalError
 from lceval.io import RunDir
@@ -153,12 +150,12 @@ def test_128k_length_fills_context():
 
 def test_cwe_list_longer_than_wonderwords_uses_the_larger_list(monkeypatch):
     small = _cwe_words(False)[:300]
-    counts = ruler_build._cwe_word_counts
+    counts = ruler_common._cwe_word_counts
     monkeypatch.setattr(
-        ruler_build, "_cwe_words", lambda large: _cwe_words(True) if large else small
+        ruler_aggregation, "_cwe_words", lambda large: _cwe_words(True) if large else small
     )
     monkeypatch.setattr(
-        ruler_build,
+        ruler_aggregation,
         "_cwe_word_counts",
         lambda tok, large: counts(tok, True) if large else counts(tok, False)[:300],
     )
@@ -179,7 +176,13 @@ def test_cwe_list_longer_than_wonderwords_uses_the_larger_list(monkeypatch):
         ({"lengths": ["4k"]}, "lengths"),
         ({"num_samples": 0}, "num_samples"),
         ({"seed": -1}, "seed"),
-        ({"tokenizer": "gpt2-nonexistent"}, "tokenizer"),
+        ({"encoding": "gpt2-nonexistent"}, "encoding"),
+        ({"tokenizer": "o200k_base"}, "'tokenizer' is now spelled 'encoding'"),
+        ({"num_sample": 1}, "did you mean num_samples"),
+        (
+            {"remove_newline_tab": "yes"},
+            r"remove_newline_tab must be true or false, got 'yes' \(str\)",
+        ),
         ({"colour": 1}, "unknown parameter"),
     ],
 )
@@ -226,6 +229,7 @@ def test_variants_are_the_official_tasks():
 def test_bad_variant_arguments(monkeypatch, args, match):
     variants = {**VARIANTS, "niah_single_1": Variant("niah", args)}
     monkeypatch.setattr(ruler_build, "VARIANTS", variants)
+    monkeypatch.setattr(ruler_common, "VARIANTS", variants)
     with pytest.raises(LcevalError, match=match):
         build_ruler({"tasks": ["niah_single_1"], "lengths": [2048], "num_samples": 1})
 

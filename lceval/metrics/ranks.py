@@ -1,0 +1,65 @@
+"""Rank agreement and stability: Kendall's tau-b and group stability."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import pandas as pd
+
+from lceval.metrics.basic import coefficient_of_variation
+
+# --------------------------------------------------------------------------------------------
+# rank agreement and stability
+# --------------------------------------------------------------------------------------------
+
+
+def kendall_tau_b(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """Kendall's tau-b of ``x`` and ``y`` along the last axis (vectorized over leading axes).
+
+    tau-b = sum_{i<j} sign(x_i - x_j) sign(y_i - y_j) / sqrt(T_x T_y), T = pairs not tied in
+    that variable (Kendall 1945; equal to ``scipy.stats.kendalltau``'s default). NaN where a
+    variable is constant or fewer than two items.
+    """
+    x, y = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
+    sx = np.sign(x[..., :, None] - x[..., None, :])
+    sy = np.sign(y[..., :, None] - y[..., None, :])
+    num = (sx * sy).sum(axis=(-2, -1)) / 2
+    tx = np.abs(sx).sum(axis=(-2, -1)) / 2
+    ty = np.abs(sy).sum(axis=(-2, -1)) / 2
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where((tx > 0) & (ty > 0), num / np.sqrt(tx * ty), np.nan)
+
+
+def group_stability(
+    df: pd.DataFrame,
+    group: str,
+    by: str | Sequence[str],
+    *,
+    value: str = "value",
+    ddof: int = 1,
+) -> pd.DataFrame:
+    """IFS-style stability: coefficient of variation (``ddof``) of the group means of ``value``.
+
+    LIFBench's IFS (paper Eq. 5-6) applied to any benchmark with semantically equal variants:
+    the samples of one ``by`` cell (model, task) are grouped by ``group`` (expression, LIE
+    setting, instruction set), each group's mean is taken (Eq. 5), and the CV of those means is
+    the stability (Eq. 6; 0 = steady, larger = less stable).
+
+    Returns:
+        ``by`` columns, ``CV`` (NaN for fewer than ``ddof + 1`` groups or a zero mean),
+        ``n_groups``, ``mean`` (mean of the group means) and ``n`` (samples).
+    """
+    keys = [by] if isinstance(by, str) else list(by)
+    t = df[df[value].notna() & df[group].notna()]
+    means = t.groupby([*keys, group], sort=True)[value].agg(["mean", "size"]).reset_index()
+    g = means.groupby(keys, sort=True)
+    out = pd.DataFrame(
+        {
+            "CV": g["mean"].agg(lambda s: coefficient_of_variation(s, ddof=ddof)),
+            "n_groups": g.size(),
+            "mean": g["mean"].mean(),
+            "n": g["size"].sum(),
+        }
+    ).reset_index()
+    return out[[*keys, "CV", "n_groups", "mean", "n"]]

@@ -1,0 +1,346 @@
+"""Declared params: one routine that turns a params mapping into a frozen dataclass.
+
+A notebook's params file (``params/<notebook>/{smoke,full}.yaml``) has sections: the builder's
+params (each benchmark's ``build.py`` declares them as a frozen dataclass), the inference params
+(:class:`Inference`, shared by every notebook that answers samples), the judge params
+(:class:`Judge`) and the scoring params (:class:`Scoring`). :func:`parse` reads one section and
+accepts the keys of the other sections it is told about, so ``lceval build KEY --params FILE``
+takes a notebook's file as it is with no hand-kept list of ignored keys.
+
+Each field names its validator in its metadata (``field(metadata=check(...))``); the shared
+validators below cover tasks, lengths, integers, booleans, encodings and paths. Every error is
+one :class:`~lceval.errors.LcevalError` line naming the section, the key, what it accepts and the
+value given: an unknown key names its close matches, an old spelling (:data:`RENAMED`) names the
+new one.
+
+Spelling (one per concept):
+    - ``max_new_tokens``: the answer budget in tokens (the samples' ``max_new_tokens`` when a
+      builder declares it, the inference cap when only the notebook does). A second model role
+      in the same notebook gets ``<role>_max_new_tokens``: ``judge_max_new_tokens`` (an LLM
+      judge), ``variants_max_new_tokens`` (CIF-Bench's model that proposes instruction
+      variants), ``reasoning_max_new_tokens`` (the NTK sweep's arithmetic answers beside its
+      retrieval answers).
+    - ``encoding``: the tokenizer that measures lengths (a tiktoken encoding name, or for RULER
+      also a local Hugging Face tokenizer folder).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import difflib
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
+
+from lceval.errors import LcevalError
+from lceval.tokens import ENCODINGS
+
+T = TypeVar("T")
+
+Validator = Callable[[str, Any], Any]
+"""``(key, value) -> normalised value``; raises :class:`Invalid` with what the key accepts."""
+
+NOTEBOOK_PARAMS = frozenset({"run_id", "outputs_root"})
+"""Parameters every notebook takes that no section reads (the run folder's name and root)."""
+
+RENAMED: Mapping[str, str] = {
+    "tokenizer": "encoding",
+    "infer_max_new_tokens": "max_new_tokens",
+    "gen_max_new_tokens": "variants_max_new_tokens",
+}
+"""Old spelling -> the one spelling now read (refused with a message naming the new one)."""
+
+
+class Invalid(ValueError):
+    """A validator's complaint: what the key accepts (the message is ``"<key> must be ..."``)."""
+
+
+def check(validator: Validator) -> dict[str, Validator]:
+    """Field metadata naming the field's validator: ``field(default=..., metadata=check(v))``."""
+    return {"check": validator}
+
+
+def _got(value: Any) -> str:
+    return f"got {value!r} ({type(value).__name__})"
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+# ------------------------------------------------------------------------------ validators
+def integer(
+    minimum: int | None = None, maximum: int | None = None, optional: bool = False
+) -> Validator:
+    """An integer in ``minimum..maximum`` (None: unbounded); ``optional``: null allowed."""
+    if minimum == 1 and maximum is None:
+        what = "a positive integer"
+    elif minimum == 0 and maximum is None:
+        what = "a non-negative integer"
+    elif minimum is not None and maximum is not None:
+        what = f"an integer in {minimum}..{maximum}"
+    elif minimum is not None:
+        what = f"an integer >= {minimum}"
+    else:
+        what = "an integer"
+    what += " or null" if optional else ""
+
+    def v(key: str, value: Any) -> Any:
+        if value is None and optional:
+            return None
+        ok = _is_int(value) and (minimum is None or value >= minimum)
+        if not ok or (maximum is not None and value > maximum):
+            raise Invalid(f"{key} must be {what}, {_got(value)}")
+        return value
+
+    return v
+
+
+POSITIVE = integer(1)
+"""A positive integer."""
+POSITIVE_OR_NULL = integer(1, optional=True)
+"""A positive integer or null."""
+SEED = integer(0)
+"""A non-negative integer."""
+
+
+def boolean(key: str, value: Any) -> bool:
+    """``true`` or ``false``."""
+    if not isinstance(value, bool):
+        raise Invalid(f"{key} must be true or false, {_got(value)}")
+    return value
+
+
+def one_of(options: Iterable[Any]) -> Validator:
+    """One of ``options`` (compared with ``==``)."""
+    allowed = tuple(options)
+
+    def v(key: str, value: Any) -> Any:
+        if isinstance(value, list | dict) or value not in allowed:
+            names = ", ".join(str(o) for o in allowed)
+            raise Invalid(f"{key} must be one of {names}, {_got(value)}")
+        return value
+
+    return v
+
+
+ENCODING = one_of(ENCODINGS)
+"""A tiktoken encoding name (:data:`lceval.tokens.ENCODINGS`)."""
+
+
+def text(optional: bool = False) -> Validator:
+    """A non-empty string; ``optional``: null allowed."""
+
+    def v(key: str, value: Any) -> Any:
+        if value is None and optional:
+            return None
+        if not isinstance(value, str) or not value:
+            what = "a non-empty string" + (" or null" if optional else "")
+            raise Invalid(f"{key} must be {what}, {_got(value)}")
+        return value
+
+    return v
+
+
+def path(optional: bool = True, many: bool = False) -> Validator:
+    """A file or folder path (a string); ``many``: also a list of paths (kept as a tuple)."""
+
+    def v(key: str, value: Any) -> Any:
+        if value is None and optional:
+            return None
+        if isinstance(value, str) and value:
+            return value
+        if many and isinstance(value, list | tuple) and value:
+            if all(isinstance(x, str) and x for x in value):
+                return tuple(value)
+        what = "a path" + (" or a list of paths" if many else "") + (" or null" if optional else "")
+        raise Invalid(f"{key} must be {what}, {_got(value)}")
+
+    return v
+
+
+def mapping(key: str, value: Any) -> dict[str, Any]:
+    """A mapping (``{}`` when null)."""
+    if value is None:
+        return {}
+    if not isinstance(value, Mapping):
+        raise Invalid(f"{key} must be a mapping, {_got(value)}")
+    return dict(value)
+
+
+def names(
+    options: Sequence[str], item: str = "name", null_means_all: bool = True, sort: bool = False
+) -> Validator:
+    """A non-empty list of ``options`` (a single name counts as a list of one), deduplicated and
+    kept as a tuple in the given order (``sort``: in the order of ``options``); null: all of them
+    when ``null_means_all``, else null."""
+    allowed = tuple(options)
+
+    def v(key: str, value: Any) -> Any:
+        if value is None:
+            return allowed if null_means_all else None
+        items = [value] if isinstance(value, str) else value
+        if not isinstance(items, list | tuple) or not items:
+            raise Invalid(f"{key} must be a non-empty list of {item}s, {_got(value)}")
+        for x in items:
+            if x not in allowed:
+                close = difflib.get_close_matches(str(x), allowed, n=3)
+                hint = f" (did you mean {', '.join(close)}?)" if close else ""
+                raise Invalid(
+                    f"{key}: unknown {item} {x!r}{hint}; choose from {', '.join(allowed)}"
+                )
+        out = tuple(dict.fromkeys(items))
+        return tuple(o for o in allowed if o in out) if sort else out
+
+    return v
+
+
+def lengths(
+    minimum: int = 1, labels: Mapping[str, int] | None = None, sort: bool = True
+) -> Validator:
+    """A non-empty list of lengths in tokens (a single one counts), each an integer >=
+    ``minimum`` or one of ``labels`` (``"4k"`` -> 4096); deduplicated, sorted unless ``sort`` is
+    false. Null stays null (the section's default decides)."""
+    label_text = f" or one of {', '.join(labels)}" if labels else ""
+
+    def v(key: str, value: Any) -> Any:
+        if value is None:
+            return None
+        items = [value] if isinstance(value, int | str) else value
+        if not isinstance(items, list | tuple) or not items:
+            raise Invalid(f"{key} must be a non-empty list of token counts, {_got(value)}")
+        out = []
+        for x in items:
+            if labels and isinstance(x, str) and x in labels:
+                out.append(labels[x])
+            elif _is_int(x) and x >= minimum:
+                out.append(x)
+            else:
+                raise Invalid(f"{key} must be token counts >= {minimum}{label_text}, {_got(x)}")
+        unique = tuple(dict.fromkeys(out))
+        return tuple(sorted(unique)) if sort else unique
+
+    return v
+
+
+# ---------------------------------------------------------------------------- the routine
+def _fields(section: type) -> dict[str, dataclasses.Field[Any]]:
+    return {f.name: f for f in dataclasses.fields(section) if f.init}
+
+
+def keys(*sections: type) -> frozenset[str]:
+    """The keys the given sections read."""
+    return frozenset(k for s in sections for k in _fields(s))
+
+
+def parse(
+    section: type[T],
+    params: Mapping[str, Any] | None,
+    where: str,
+    accept: Iterable[type] = (),
+) -> T:
+    """Read one section of a params mapping into its frozen dataclass.
+
+    Args:
+        section: a dataclass whose fields are the section's keys; a field's default is the key's
+            default and its ``metadata["check"]`` (:func:`check`) validates and normalises the
+            value. The dataclass's ``__post_init__`` may check one key against another (raise
+            :class:`Invalid` there).
+        params: the params (None: all defaults).
+        where: the section's owner for messages (``"ruler"``, ``"inference"``).
+        accept: other sections of the same file (their keys are accepted and not read here), on
+            top of :data:`NOTEBOOK_PARAMS`.
+
+    Returns:
+        The section, every field validated.
+
+    Raises:
+        LcevalError: one line: params not a mapping, an old spelling (names the new one), an
+            unknown key (names close matches), or a bad value (names the key, what it accepts and
+            the value given).
+    """
+    params = {} if params is None else params
+    if not isinstance(params, Mapping):
+        raise LcevalError(f"{where}: params must be a mapping, got {type(params).__name__}")
+    own = _fields(section)
+    others = keys(*accept) | NOTEBOOK_PARAMS
+    for k in params:
+        if k in own or k in others:
+            continue
+        if k in RENAMED:
+            raise LcevalError(f"{where}: {k!r} is now spelled {RENAMED[k]!r}; rename the key")
+        close = difflib.get_close_matches(str(k), [*own, *others], n=3)
+        hint = f"; did you mean {', '.join(close)}?" if close else ""
+        raise LcevalError(
+            f"{where}: unknown parameter {k!r}{hint} (known: {', '.join(sorted(own))})"
+        )
+    values: dict[str, Any] = {}
+    for name, f in own.items():
+        if name in params:
+            value = params[name]
+        elif f.default is not dataclasses.MISSING:
+            value = f.default
+        elif f.default_factory is not dataclasses.MISSING:
+            value = f.default_factory()
+        else:
+            raise LcevalError(f"{where}: {name} is required")
+        validator = f.metadata.get("check")
+        try:
+            values[name] = validator(name, value) if validator else value
+        except Invalid as exc:
+            raise LcevalError(f"{where}: {exc}") from None
+    try:
+        return section(**values)
+    except Invalid as exc:
+        raise LcevalError(f"{where}: {exc}") from None
+
+
+# ------------------------------------------------------------------------- shared sections
+@dataclass(frozen=True)
+class Inference:
+    """The inference section of a notebook that answers samples (notebooks 02, 04, 06..11)."""
+
+    backend: str = field(default="auto", metadata=check(text()))
+    """Backend name (``auto``, ``hf``, ``vllm``, ``openai``...; checked by lceval.models)."""
+    model: str | None = field(default=None, metadata=check(text(optional=True)))
+    """Model id or local folder; null: the embedded SmolLM2-135M-Instruct."""
+    batch_size: int | None = field(default=None, metadata=check(POSITIVE_OR_NULL))
+    """Samples per engine call; null: the engine's own call size."""
+    max_new_tokens: int | None = field(default=None, metadata=check(POSITIVE_OR_NULL))
+    """Answer budget in tokens (caps each sample's own budget); null: the samples' budgets."""
+    backend_options: dict[str, Any] = field(default_factory=dict, metadata=check(mapping))
+    """Backend keyword options (device, dtype, num_threads...)."""
+    limit: int | None = field(default=None, metadata=check(POSITIVE_OR_NULL))
+    """Answer only the first ``limit`` samples; null: all."""
+    temperature: float = field(default=0.0)
+    """Sampling temperature (0: greedy)."""
+
+
+@dataclass(frozen=True)
+class Judge:
+    """An LLM judge's section (notebook 08): its own backend, model and budget."""
+
+    judge_backend: str = field(default="hf", metadata=check(text()))
+    """Backend of the judge model."""
+    judge_model: str | None = field(default=None, metadata=check(text(optional=True)))
+    """Judge model id or folder; null: the embedded model."""
+    judge_max_new_tokens: int = field(default=8, metadata=check(POSITIVE))
+    """The judge's verdict budget in tokens."""
+
+
+@dataclass(frozen=True)
+class Scoring:
+    """The scoring section (notebooks 06, 08, 10, 11): which scorer, its options, the CIs."""
+
+    scorer: str | None = field(default=None, metadata=check(text(optional=True)))
+    """Scorer name (``"<benchmark>"`` or ``"<benchmark>:<variant>"``); null: the default."""
+    scorer_options: dict[str, Any] = field(default_factory=dict, metadata=check(mapping))
+    """Keyword options of the scorer."""
+    n_resamples: int = field(default=1000, metadata=check(POSITIVE))
+    """Bootstrap resamples of the confidence intervals."""
+    baseline: str | None = field(default=None, metadata=check(text(optional=True)))
+    """Run id of a baseline to compare with (notebook 08)."""
+
+
+NOTEBOOK_SECTIONS: tuple[type, ...] = (Inference, Judge, Scoring)
+"""The shared sections a builder's params file may carry beside the builder's own."""
