@@ -68,10 +68,10 @@ from lceval.models.hf_attention import (
     SharedPrefixLayer,
     kv_bytes_per_token,
 )
+from lceval.models.hf_load import model_window, pick_device, pick_dtype
 from lceval.models.rope import RopeOverride, apply_rope, resolve_rope
 from lceval.records import Context, FinishReason, Response, Sample
 
-DTYPES = ("auto", "float32", "bfloat16", "float16")
 MIN_SHARED_PREFIX = 32
 """Shortest common token prefix (tokens) worth encoding once per batch."""
 GROW_ROOM = 1024
@@ -100,42 +100,6 @@ class _Row:
     prompt: RenderedPrompt
     ids: list[int]
     budget: int
-
-
-def _pick_device(device: str) -> str:
-    if device == "auto":
-        return "cuda" if torch.cuda.is_available() else "cpu"
-    if device == "cpu" or device.startswith("cuda") or device == "mps":
-        if device.startswith("cuda") and not torch.cuda.is_available():
-            raise LcevalError(f"device {device!r} requested but no CUDA GPU is available")
-        return device
-    raise LcevalError(f"device must be 'auto', 'cpu', 'cuda[:N]' or 'mps', got {device!r}")
-
-
-def _pick_dtype(dtype: str, device: str) -> torch.dtype:
-    if dtype not in DTYPES:
-        raise LcevalError(f"dtype must be one of {', '.join(DTYPES)}, got {dtype!r}")
-    if dtype == "auto":
-        if device.startswith("cuda"):
-            return torch.bfloat16 if torch.cuda.is_bf16_supported() else torch.float16
-        return torch.float32  # CPU: bf16 is no faster here and fp32 keeps batching exact
-    return getattr(torch, dtype)
-
-
-def model_window(config: Any, tokenizer: Any) -> int:
-    """The context window in tokens: ``max_position_embeddings`` or the tokenizer's max length.
-
-    Raises:
-        LcevalError: neither the model config nor the tokenizer states a window.
-    """
-    for cfg in (config, getattr(config, "text_config", None)):
-        n = getattr(cfg, "max_position_embeddings", None)
-        if isinstance(n, int) and n > 0:
-            return n
-    n = getattr(tokenizer, "model_max_length", None)
-    if isinstance(n, int) and 0 < n < 10_000_000:
-        return n
-    raise LcevalError("cannot tell the model's context window; pass window=<tokens>")
 
 
 def common_prefix_len(rows: Sequence[Sequence[int]]) -> int:
@@ -253,8 +217,8 @@ class HFBackend:
         check_prompt_format(prompt_format)
         self.source: ModelSource = resolve_model(model)
         self.name = self.source.name
-        self.device = _pick_device(device)
-        self.dtype = _pick_dtype(dtype, self.device)
+        self.device = pick_device(device)
+        self.dtype = pick_dtype(dtype, self.device)
         self.auto_batch = batch_size is None
         self.batch_size = batch_size or (AUTO_BATCH_CAP if self.device.startswith("cuda") else 8)
         self.call_size = self.batch_size
