@@ -356,6 +356,24 @@ class Benchmark:
     report_scorers: tuple[str, ...] = ()
     """Scorers whose rows the reporter reads together (L-Eval: its n-gram scorer and its judge);
     empty: the default scorer alone."""
+    params: str | None = None
+    """The builder's params schema, ``"module:Config"`` (a frozen dataclass read by
+    :func:`lceval.params.parse`), imported only when asked for (:meth:`params_schema`)."""
+
+    def params_schema(self) -> type | None:
+        """The builder's params dataclass (None: not declared).
+
+        Raises:
+            LcevalError: the declared ``"module:Class"`` cannot be imported.
+        """
+        if self.params is None:
+            return None
+        module, _, name = self.params.partition(":")
+        try:
+            schema: type = getattr(importlib.import_module(module), name)
+        except (ImportError, AttributeError) as exc:
+            raise LcevalError(f"{self.key}: params schema {self.params} not found: {exc}") from None
+        return schema
 
     @property
     def default_scorer(self) -> str:

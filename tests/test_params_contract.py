@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import ast
 import hashlib
-import importlib
 import json
 import os
 import re
@@ -212,9 +211,11 @@ def _refused(key: str, params: dict[str, Any], capsys: Any) -> str:
 
 @pytest.mark.parametrize(("key", "path"), _builder_cases())
 def test_builder_refuses_unknown_old_and_mistyped_keys(key, path, capsys):
+    from lceval import registry
     from lceval.params import keys
 
-    config = importlib.import_module(f"lceval.benchmarks.{key}.build").Config
+    config = registry.get(key).params_schema()
+    assert config is not None, f"{key} declares no params schema"
     declared = sorted(keys(config))
     real = declared[0]
     err = _refused(key, {real + "x": 1}, capsys)

@@ -23,6 +23,7 @@ BENCHMARK = Benchmark(
     title="CIF-Bench: a Chinese instruction-following benchmark (Li et al., 2024)",
     tasks=OFFICIAL_TASKS,
     build=lazy("lceval.benchmarks.cifbench.build:build_cifbench"),
+    params="lceval.benchmarks.cifbench.build:Config",
     gold=GOLD,
     scorers={
         "cifbench": ScorerSpec(

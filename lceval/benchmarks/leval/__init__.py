@@ -22,6 +22,7 @@ BENCHMARK = Benchmark(
     title="L-Eval: standardized evaluation for long context language models (An et al., ACL 2024)",
     tasks=TASKS,
     build=lazy("lceval.benchmarks.leval.build:build_leval"),
+    params="lceval.benchmarks.leval.build:Config",
     gold=GOLD,
     scorers={
         "leval": ScorerSpec(

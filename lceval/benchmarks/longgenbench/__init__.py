@@ -16,6 +16,7 @@ BENCHMARK = Benchmark(
     title="LongGenBench: long-context generation benchmark (Wu et al., ICLR 2025)",
     tasks=TASKS,
     build=lazy("lceval.benchmarks.longgenbench.build:build_longgenbench"),
+    params="lceval.benchmarks.longgenbench.build:Config",
     gold=GOLD,
     scorers={
         "longgenbench": ScorerSpec(

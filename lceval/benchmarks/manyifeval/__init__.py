@@ -17,6 +17,7 @@ BENCHMARK = Benchmark(
     title="Curse of Instructions: ManyIFEval (Harada et al., 2025)",
     tasks=TASKS,
     build=lazy("lceval.benchmarks.manyifeval.build:build_manyifeval"),
+    params="lceval.benchmarks.manyifeval.build:Config",
     gold=GOLD,
     scorers={
         "manyifeval": ScorerSpec(
