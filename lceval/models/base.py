@@ -278,6 +278,23 @@ def render_sample(
     )
 
 
+def cache_fields(engine: str, dtype: str, prompt_format: str, rope: Any) -> dict[str, Any]:
+    """An engine's settings that change outputs and so join the response cache key.
+
+    The engine and the dtype always (greedy answers of hf and vLLM, or of float32 and bfloat16,
+    differ), ``prompt_format`` when plain (base models), the RoPE override's cache field when it
+    differs from the checkpoint (``rope``: a ``RopeOverride`` or None), so answers under two
+    RoPE bases never share a key.
+    """
+    out: dict[str, Any] = {"engine": engine, "dtype": dtype}
+    if prompt_format == "plain":
+        out["prompt_format"] = "plain"
+    field_ = rope.cache_field() if rope is not None else None
+    if field_ is not None:
+        out["rope"] = field_
+    return out
+
+
 def error_response(
     sample: Sample, model: str, config: GenerationConfig, exc: BaseException
 ) -> Response:

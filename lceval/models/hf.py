@@ -60,6 +60,9 @@ from lceval.models.base import (
     render_sample,
     resolve_prompt_format,
 )
+from lceval.models.base import (
+    cache_fields as base_cache_fields,
+)
 from lceval.models.embedded import ModelSource, resolve_model
 from lceval.models.hf_attention import (
     ATTENTION,
@@ -299,14 +302,8 @@ class HFBackend:
         The engine and the dtype always (greedy answers of hf and vLLM, or of float32 and
         bfloat16, differ), ``prompt_format`` when plain (base models).
         """
-        out: dict[str, Any] = {"engine": "hf", "dtype": self._dtype_name}
-        if self.prompt_format == "plain":
-            out["prompt_format"] = "plain"
-        rope_override = getattr(self, "rope", None)  # None: no RoPE model, or a bare stub
-        rope = rope_override.cache_field() if rope_override is not None else None
-        if rope is not None:
-            out["rope"] = rope  # answers under two RoPE bases never share a key
-        return out
+        rope = getattr(self, "rope", None)  # None: no RoPE model, or a bare stub
+        return base_cache_fields("hf", self._dtype_name, self.prompt_format, rope)
 
     @property
     def _dtype_name(self) -> str:

@@ -36,6 +36,9 @@ from lceval.models.base import (
     render_sample,
     resolve_prompt_format,
 )
+from lceval.models.base import (
+    cache_fields as base_cache_fields,
+)
 from lceval.models.embedded import ModelSource, resolve_model
 from lceval.models.rope import RopeOverride, for_vllm, load_config
 from lceval.records import Context, FinishReason, Response, Sample
@@ -262,14 +265,8 @@ class VLLMBackend:
         The engine and the dtype always (greedy answers of vLLM and hf, or of bfloat16 and
         float32, differ), ``prompt_format`` when plain (base models).
         """
-        out: dict[str, Any] = {"engine": "vllm", "dtype": self.dtype}
-        if self.prompt_format == "plain":
-            out["prompt_format"] = "plain"
-        rope_override = getattr(self, "rope", None)  # None: no RoPE model, or a bare stub
-        rope = rope_override.cache_field() if rope_override is not None else None
-        if rope is not None:
-            out["rope"] = rope  # answers under two RoPE bases never share a key
-        return out
+        rope = getattr(self, "rope", None)  # None: no RoPE model, or a bare stub
+        return base_cache_fields("vllm", self.dtype, self.prompt_format, rope)
 
     @classmethod
     def extra_options(cls) -> dict[str, Any]:
