@@ -540,20 +540,23 @@ class HFBackend:
                 for k in range(0, len(rows), fit)
                 for pair in self._run_batch(rows[k : k + fit], config)
             ]
+        oom = False
         try:
             return self._generate_rows(rows, config)
         except torch.OutOfMemoryError:
-            self._prefix_ids, self._prefix_kv = [], None  # it may be half-built
-            self._free()
-            if len(rows) == 1:
-                exc = LcevalError(self._oom_reason(rows[0]))
-                return [(rows[0], error_response(rows[0].sample, self.name, config, exc))]
-            half = (len(rows) + 1) // 2
-            return self._run_batch(rows[:half], config) + self._run_batch(rows[half:], config)
+            oom = True  # retried below, once the failed attempt's frames (and caches) are gone
         except (RuntimeError, ValueError) as exc:
             if len(rows) == 1:
                 return [(rows[0], error_response(rows[0].sample, self.name, config, exc))]
+        if oom:
+            self._prefix_ids, self._prefix_kv = [], None  # it may be half-built
         self._free()
+        if oom and len(rows) == 1:
+            exc = LcevalError(self._oom_reason(rows[0]))
+            return [(rows[0], error_response(rows[0].sample, self.name, config, exc))]
+        if oom:
+            half = (len(rows) + 1) // 2
+            return self._run_batch(rows[:half], config) + self._run_batch(rows[half:], config)
         return [pair for r in rows for pair in self._run_batch([r], config)]
 
     def _fit(self, rows: list[_Row], config: GenerationConfig) -> int:
@@ -567,7 +570,8 @@ class HFBackend:
     def _layout(self, ids: list[list[int]]) -> tuple[int, int]:
         """``(shared prefix, widest own part)`` in tokens for a batch of token rows."""
         prefix = 0
-        if self.share_prefix:
+        if self.share_prefix and (self._growing or len({len(x) for x in ids}) == 1):
+            # sliding-window layers count padding inside the window: share only unpadded rows
             prefix = min(common_prefix_len(ids), min(len(x) for x in ids) - 1)
             if prefix < MIN_SHARED_PREFIX:
                 prefix = 0
@@ -629,9 +633,8 @@ class HFBackend:
                 pad_token_id=self.pad_id,
                 eos_token_id=sorted(self.eos_ids) or None,
                 stopping_criteria=StoppingCriteriaList([stop]),
-                **sampling,
+                **{**sampling, **dict(config.extra)},  # extra (top_k, ...) wins over defaults
                 **kwargs,
-                **dict(config.extra),
             )
         gen: list[list[int]] = out[:, start:].tolist()
         del out, kwargs
