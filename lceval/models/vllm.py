@@ -45,6 +45,9 @@ from lceval.records import Context, FinishReason, Response, Sample
 
 CPU_KVCACHE_GIB = "1"
 """Default ``VLLM_CPU_KVCACHE_SPACE`` (GiB) on CPU when the user has not set it."""
+CPU_STEP_TIMEOUT_S = "3600"
+"""Default ``VLLM_EXECUTE_MODEL_TIMEOUT_SECONDS`` on CPU: seconds one model step may take before
+vLLM declares its engine dead (its own default, 300, is too short for a loaded CPU; see cpu_env)."""
 
 CALL_SIZE = 256
 """Default samples per ``generate`` call: vLLM schedules a call's requests continuously, so
@@ -70,8 +73,15 @@ def cpu_env() -> dict[str, str]:
       vLLM reserves one core for its scheduler process by default; on 2 cores that leaves the
       model one thread, and the LIFBench smoke set took 87 s to answer instead of 44 s with both
       cores (vllm-cpu 0.32, SmolLM2-135M; the scheduler mostly waits on the worker).
+    - ``VLLM_EXECUTE_MODEL_TIMEOUT_SECONDS``: :data:`CPU_STEP_TIMEOUT_S`. vLLM kills its engine
+      when one model step takes longer than 300 s (its default); on a CPU a 4,096-token prefill
+      chunk took longer than that on a loaded 2-core machine (load ~25), and the whole run died
+      with ``TimeoutError`` in the worker's message queue.
     """
-    out = {"VLLM_CPU_KVCACHE_SPACE": CPU_KVCACHE_GIB}
+    out = {
+        "VLLM_CPU_KVCACHE_SPACE": CPU_KVCACHE_GIB,
+        "VLLM_EXECUTE_MODEL_TIMEOUT_SECONDS": CPU_STEP_TIMEOUT_S,
+    }
     if usable_cpus() <= FEW_CPUS:
         out["VLLM_CPU_NUM_OF_RESERVED_CPU"] = "0"
     return {k: os.environ.get(k, v) for k, v in out.items()}
