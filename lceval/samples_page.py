@@ -459,29 +459,29 @@ _GUIDE = (
 
 
 def worst(
-    frame: pd.DataFrame,
+    scores: pd.DataFrame,
     *,
     task: str | None = None,
     model: str | None = None,
     scorer: str | None = None,
     n: int | None = None,
 ) -> pd.DataFrame:
-    """Rows of a :func:`sample_rows` frame for one task / model / scorer, lowest value first
+    """Score rows (scores.parquet as read) of one task / model / scorer, lowest value first
     (NaN, a score that could not be computed, last); the first ``n`` when given.
 
     Raises:
-        LcevalError: a task, model or scorer the frame does not hold; ``n`` below 1.
+        LcevalError: a task, model or scorer the scores do not hold; ``n`` below 1.
     """
-    out = frame
+    if n is not None and n < 1:
+        raise LcevalError(f"worst must be >= 1, got {n}")
+    out = scores
     for col, want in (("task", task), ("model", model), ("scorer", scorer)):
         if want is None:
             continue
-        have = sorted({html.unescape(str(v)) for v in frame[col]})
+        have = sorted(set(out[col].astype(str)))
         if want not in have:
             raise LcevalError(f"no {col} {want!r} in the scores; {col}s: {', '.join(have)}")
-        out = out[out[col] == esc(want)]
-    if n is not None and n < 1:
-        raise LcevalError(f"worst must be >= 1, got {n}")
+        out = out[out[col].astype(str) == want]
     out = out.sort_values("value", kind="stable", na_position="last")
     return out.head(n) if n is not None else out
 
