@@ -266,14 +266,14 @@ def _files_leaderboard(args: argparse.Namespace) -> Any:
 
 def _compare_page(args: argparse.Namespace) -> Path:
     """``lceval compare A B --samples FILE.html``: the two runs' models side by side
-    (:func:`lceval.samples_page.compare_rows`)."""
-    from lceval import samples_page
+    (:func:`lceval.compare_page.compare_rows`)."""
+    from lceval import compare_page
     from lceval.io import RunDir
 
     page = Path(args.samples)
     run_a = RunDir(args.run_ids[0], args.outputs)
     run_b = RunDir(args.run_ids[-1], args.outputs)
-    frame = samples_page.compare_rows(
+    frame = compare_page.compare_rows(
         run_a,
         run_b,
         model_a=args.model_a,
@@ -282,7 +282,7 @@ def _compare_page(args: argparse.Namespace) -> Path:
         folder=page.parent,
     )
     title = f"{run_a.run_id} vs {run_b.run_id}"
-    return samples_page.write_compare_page(frame, page, title)
+    return compare_page.write_compare_page(frame, page, title)
 
 
 def _listing() -> str:

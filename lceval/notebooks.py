@@ -215,4 +215,4 @@ def show_samples(
     frame = samples_page.sample_rows(folder, scores=rows, links=False)
     if frame.empty:
         raise LcevalError(f"run {folder.run_id} has no scores to show")
-    return HTML(samples_page.table_html(frame, page_length=min(len(frame), 25)))
+    return HTML(samples_page.table_html(frame, frame.attrs["texts"], page_length=25))

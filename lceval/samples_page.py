@@ -81,13 +81,72 @@ def esc(text: Any) -> str:
     return html.escape(clean(text), quote=True)
 
 
+class Texts:
+    """The full texts of one page, each stored once (an instruction or context shared by many
+    rows), written as one inert JSON block; a cell's ``<details>`` is filled from it when first
+    opened, by setting ``textContent`` (never parsed as HTML). Keeps the table's own data small,
+    so a 10,000-row page opens fast (``bench/bench_samples_page.py``)."""
+
+    def __init__(self) -> None:
+        import uuid
+
+        self.id = f"lceval-texts-{uuid.uuid4().hex[:12]}"
+        self.texts: list[str] = []
+        self._index: dict[str, int] = {}
+
+    def add(self, text: str) -> int:
+        """Index of ``text`` (cleaned) in the block, adding it when new."""
+        k = self._index.get(text)
+        if k is None:
+            k = self._index[text] = len(self.texts)
+            self.texts.append(text)
+        return k
+
+    def html(self) -> str:
+        """The JSON block (``<`` written ``\\u003c``: no text can close the script element) and
+        the script that fills a ``<details>`` when it is opened."""
+        data = json.dumps(self.texts, ensure_ascii=False).replace("<", "\\u003c")
+        return f"<script type='application/json' id='{self.id}'>{data}</script>" + _LAZY_SCRIPT
+
+    def cell(self, text: str, summary: str, note: str = "") -> str:
+        """A ``<details>`` whose body is ``text`` (filled on opening), after ``summary``
+        (HTML the caller escaped) and before ``note`` (HTML)."""
+        k = self.add(text)
+        return (
+            f"<details data-s='{self.id}' data-k='{k}'><summary>{summary}</summary>"
+            f"<div class='full'></div>{note}</details>"
+        )
+
+
+_LAZY_SCRIPT = """<script>
+if (!window.__lcevalTexts) {
+  window.__lcevalTexts = {};
+  document.addEventListener("toggle", ev => {
+    const d = ev.target;
+    if (!(d instanceof HTMLDetailsElement) || !d.open || !d.dataset.s) return;
+    const div = d.querySelector(".full");
+    if (!div || div.dataset.done) return;
+    const all = window.__lcevalTexts;
+    all[d.dataset.s] ||= JSON.parse(document.getElementById(d.dataset.s).textContent);
+    div.textContent = all[d.dataset.s][Number(d.dataset.k)];
+    div.dataset.done = "1";
+  }, true);
+}
+</script>"""
+
+
 def text_cell(
-    text: Any, limit: int, *, preview: int = PREVIEW_CHARS, total: int | None = None
+    text: Any,
+    limit: int,
+    store: Texts,
+    *,
+    preview: int = PREVIEW_CHARS,
+    total: int | None = None,
 ) -> str:
     """One escaped text as a table cell: short texts in full; longer ones as a preview whose full
-    text (the first ``limit`` characters) is one click away in ``<details>``; a text over
-    ``limit`` characters says how many were cut and its length in characters (``total``: the
-    length of the whole text when ``text`` was already cut)."""
+    text (the first ``limit`` characters) is one click away in ``<details>`` (from ``store``); a
+    text over ``limit`` characters says how many were cut and its length in characters
+    (``total``: the length of the whole text when ``text`` was already cut)."""
     t = clean(text)
     n = max(len(t), total or 0)
     if n <= preview:
@@ -97,11 +156,10 @@ def text_cell(
         if n > limit
         else ""
     )
-    return (
-        f"<details><summary><span class='txt'>{esc(t[:preview])}</span>… "
-        f"<span class='len'>({n:,} characters)</span></summary>"
-        f"<div class='full'>{esc(t[:limit])}{cut}</div></details>"
+    summary = (
+        f"<span class='txt'>{esc(t[:preview])}</span>… <span class='len'>({n:,} characters)</span>"
     )
+    return store.cell(t[:limit], summary, cut)
 
 
 def rubric_cell(parts: Mapping[str, Any], points: Mapping[str, Any]) -> str:
@@ -163,9 +221,9 @@ def _context_files(
     return links
 
 
-def context_cell(ctx: Any, link: str | None) -> str:
-    """A context's head and tail (:data:`CONTEXT_EDGE_CHARS` each) with its length in tokens
-    (its tiktoken encoding) and characters, and a link to its full text."""
+def context_cell(ctx: Any, link: str | None, store: Texts) -> str:
+    """A context's length in tokens (its tiktoken encoding) and characters, its head and tail
+    (:data:`CONTEXT_EDGE_CHARS` each) one click away, and a link to its full text."""
     if ctx is None:
         return "<span class='len'>no context</span>"
     text = clean(ctx.text)
@@ -173,13 +231,12 @@ def context_cell(ctx: Any, link: str | None) -> str:
     size = f"{ctx.n_tokens:,} tokens ({esc(ctx.encoding)}), {n:,} characters"
     full = f" <a href='{esc(link)}' target='_blank'>full text</a>" if link else ""
     if n <= 2 * CONTEXT_EDGE_CHARS:
-        body = esc(text)
+        edges = text
     else:
-        body = (
-            f"{esc(text[:CONTEXT_EDGE_CHARS])}<span class='dots'> […] </span>"
-            f"{esc(text[-CONTEXT_EDGE_CHARS:])}"
-        )
-    return f"<span class='len'>{size}</span>{full}<div class='ctx'>{body}</div>"
+        edges = f"{text[:CONTEXT_EDGE_CHARS]}\n[… {n - 2 * CONTEXT_EDGE_CHARS:,} characters …]\n"
+        edges += text[-CONTEXT_EDGE_CHARS:]
+    head = f"<span class='len'>{size}</span>{full}"
+    return head + store.cell(edges, "<span class='len'>head and tail</span>")
 
 
 def _answers(run: RunDir) -> tuple[dict[tuple[str, str], Any], list[Any], dict[str, Any]]:
@@ -217,6 +274,7 @@ def sample_rows(
     scores: pd.DataFrame | None = None,
     links: bool = True,
     folder: str | Path | None = None,
+    store: Texts | None = None,
 ) -> pd.DataFrame:
     """The tidy table behind samples.html: one row per score row, plain values and page cells.
 
@@ -232,6 +290,8 @@ def sample_rows(
         scores: score rows to show (default: every row of scores.parquet).
         links: write the context files and link them.
         folder: the folder of the page the rows go to (where ``contexts/`` is written).
+        store: where the cells' full texts go (default: a new one); the frame's
+            ``attrs["texts"]`` holds it, for :func:`table_html`.
 
     Raises:
         LcevalError: no samples or scores; a score row of a sample the run does not hold.
@@ -249,6 +309,7 @@ def sample_rows(
     used = [by_id[i].context_id for i in scores["sample_id"] if by_id[i].context_id]
     where = Path(folder) if folder is not None else Path(run.report)
     hrefs = _context_files(where, contexts, used) if links else {}
+    store = store if store is not None else Texts()
     rows = []
     for r in scores.itertuples(index=False):
         s = by_id[r.sample_id]
@@ -264,20 +325,20 @@ def sample_rows(
             **_grouping(s),
             "value": float(r.value),
             "rubric": rubric_cell(_json_map(r.parts), _json_map(r.points)),
-            "explanation": text_cell(r.explanation, EXPLANATION_CHARS),
-            "instruction": text_cell(s.instruction, INSTRUCTION_CHARS),
-            "answer": _answer_cell(text, n_chars, finish, completion, error),
-            "context": context_cell(ctx, hrefs.get(s.context_id or "")),
+            "explanation": text_cell(r.explanation, EXPLANATION_CHARS, store),
+            "instruction": text_cell(s.instruction, INSTRUCTION_CHARS, store),
+            "answer": _answer_cell(text, n_chars, finish, completion, error, store),
+            "context": context_cell(ctx, hrefs.get(s.context_id or ""), store),
             "sample_id": esc(r.sample_id),
             "answer_chars": n_chars,
             "context_tokens": ctx.n_tokens if ctx is not None else 0,
         }
         rows.append(row)
     frame = pd.DataFrame(rows)
-    if frame.empty:
-        return frame
-    empty = [c for c in frame.columns if frame[c].isna().all() and c != "value"]
-    return frame.drop(columns=empty)
+    if not frame.empty:
+        frame = frame.drop(columns=[c for c in frame.columns if frame[c].isna().all()])
+    frame.attrs["texts"] = store
+    return frame
 
 
 def _grouping(s: Any) -> dict[str, Any]:
@@ -298,29 +359,49 @@ def _grouping(s: Any) -> dict[str, Any]:
 
 
 def _answer_cell(
-    text: str | None, n_chars: int, finish: str | None, completion: int, error: str | None
+    text: str | None,
+    n_chars: int,
+    finish: str | None,
+    completion: int,
+    error: str | None,
+    store: Texts,
 ) -> str:
     """The answer with its length in characters and generated tokens and its finish reason."""
     if text is None:
         return "<span class='len'>no stored answer</span>"
     head = f"<span class='len'>{n_chars:,} characters, {completion:,} tokens, {esc(finish)}"
     head += f": {esc(clean(error)[:300])}</span>" if error else "</span>"
-    return f"{head}<br>{text_cell(text, ANSWER_CHARS, total=n_chars)}"
+    return f"{head}<br>{text_cell(text, ANSWER_CHARS, store, total=n_chars)}"
 
 
-def table_html(frame: pd.DataFrame, *, table_id: str | None = None, page_length: int = 25) -> str:
+def table_html(
+    frame: pd.DataFrame,
+    texts: Texts | None = None,
+    *,
+    table_id: str | None = None,
+    page_length: int = 25,
+) -> str:
     """The itables (DataTables) HTML of a :func:`sample_rows`-like frame, with the offline
-    bundle, SearchPanes over the grouping columns, SearchBuilder, and the exact-task-code search.
+    bundle, SearchPanes over the grouping columns, SearchBuilder, the exact-task-code search
+    and the full texts of its cells (``texts``; default ``frame.attrs["texts"]``).
 
     The frame's text cells must already be escaped (this renders them as HTML).
     """
+    if texts is None:
+        texts = frame.attrs.get("texts") or Texts()
     import itables
     from itables.javascript import generate_init_offline_itables_html
 
     frame = frame.reset_index(drop=True)
     cols = list(frame.columns)
     panes = [i for i, c in enumerate(cols) if c in PANES]
-    html_cols = [i for i, c in enumerate(cols) if frame[c].dtype == object]
+    text_cols = [i for i, c in enumerate(cols) if not pd.api.types.is_numeric_dtype(frame[c])]
+    marked = [
+        i for i in text_cols if frame[cols[i]].astype(str).str.contains("<", regex=False).any()
+    ]
+    plain = [i for i in text_cols if i not in marked]
+    types = [{"type": "html", "targets": marked}] if marked else []
+    types += [{"type": "string", "targets": plain}] if plain else []
     opts: dict[str, Any] = {
         "connected": False,
         "allow_html": True,
@@ -332,8 +413,9 @@ def table_html(frame: pd.DataFrame, *, table_id: str | None = None, page_length:
         "classes": "display compact cell-border",
         "layout": {"top1": "searchPanes", "top2": "searchBuilder"},
         "searchPanes": {"columns": panes, "cascadePanes": False, "initCollapsed": True},
-        "columnDefs": [{"type": "html", "targets": html_cols}] if html_cols else [],
+        "columnDefs": types,
         "autoWidth": False,
+        "deferRender": True,
     }
     if table_id is not None:
         opts["table_id"] = table_id
@@ -351,6 +433,7 @@ def table_html(frame: pd.DataFrame, *, table_id: str | None = None, page_length:
         f"<style>{_CSS}</style>"
         + generate_init_offline_itables_html(itables_options.dt_bundle)
         + body
+        + texts.html()
         + hook
     )
 
@@ -401,12 +484,13 @@ _TASK_SEARCH = """<script type="module">
 </script>"""
 
 
-def page(title: str, intro: str, frame: pd.DataFrame) -> str:
-    """A whole HTML page: a heading, an introduction (HTML the caller escaped) and the table."""
+def page(title: str, intro: str, frame: pd.DataFrame, texts: Texts | None = None) -> str:
+    """A whole HTML page: a heading, an introduction (HTML the caller escaped) and the table
+    (:func:`table_html`)."""
     return (
         "<!doctype html><html><head><meta charset='utf-8'>"
         f"<title>{esc(title)}</title></head><body><h1>{esc(title)}</h1>{intro}"
-        f"{table_html(frame)}</body></html>"
+        f"{table_html(frame, texts)}</body></html>"
     )
 
 
@@ -445,12 +529,13 @@ def write_samples_page(run: RunDir) -> Path | None:
     intro = (
         f"<p>Run <code>{esc(run.run_id)}</code>: {len(frame):,} rows, one per (sample, model, "
         "scorer). <a href='index.html'>Back to the report</a>.</p>"
-        f"{link}<p class='len'>{_GUIDE}</p>"
+        f"{link}<p class='len'>{GUIDE}</p>"
     )
-    return write_page(Path(run.report) / "samples.html", page("Every answer", intro, frame))
+    path = Path(run.report) / "samples.html"
+    return write_page(path, page("Every answer", intro, frame, frame.attrs["texts"]))
 
 
-_GUIDE = (
+GUIDE = (
     "Search looks in every column; a term that is exactly a task code filters the task column. "
     "Filter by grouping fields with the panes, by value with the condition builder; click a "
     "header to sort. Context lengths are in tokens of the run's tiktoken encoding and in "
@@ -486,103 +571,6 @@ def worst(
     return out.head(n) if n is not None else out
 
 
-MAX_COMPARE_ROWS = 20_000
-"""Rows kept on a comparison page (the largest absolute differences first)."""
-_SIDE = ("model", "value", "rubric", "explanation", "answer", "answer_chars")
-
-
-def compare_rows(
-    run_a: RunDir,
-    run_b: RunDir,
-    *,
-    model_a: str | None = None,
-    model_b: str | None = None,
-    scorer: str | None = None,
-    folder: str | Path | None = None,
-) -> pd.DataFrame:
-    """Two models on the same samples side by side: one row per (sample, scorer, model pair)
-    with each model's value, rubric items, explanation and answer, and the paired difference
-    ``diff = value A - value B`` (0..1; NaN when either is NaN), largest ``|diff|`` first.
-
-    Pairs as :func:`lceval.compare.compare_runs`: every model of ``run_a`` against every model
-    of ``run_b``; within one run (``run_a`` is ``run_b``) every unordered pair of distinct
-    models once. Models of two runs are named ``<run_id>/<model>``. Joined by ``sample_id`` and
-    scorer: both runs must be built from the same data.
-
-    Args:
-        run_a, run_b: scored run folders (may be the same).
-        model_a, model_b: only this model of ``run_a`` / ``run_b``.
-        scorer: only this scorer's rows (default: every scorer both runs hold).
-        folder: the folder of the page (where ``contexts/`` is written); default run_a's report.
-
-    Raises:
-        LcevalError: missing scores or samples; an unknown model or scorer; no shared sample.
-    """
-    same = run_a.path == run_b.path
-    sides = []
-    for run, model in ((run_a, model_a), (run_b, model_b)):
-        scores = run.read_scores()
-        for col, want in (("model", model), ("scorer", scorer)):
-            have = sorted(set(scores[col].astype(str)))
-            if want is not None and want not in have:
-                raise LcevalError(
-                    f"run {run.run_id} has no {col} {want!r}; its {col}s: {', '.join(have)}"
-                )
-            if want is not None:
-                scores = scores[scores[col] == want]
-        frame = sample_rows(run, scores=scores, folder=folder or run_a.report)
-        frame["pair_model"] = scores["model"].astype(str).to_numpy()
-        frame["key_scorer"] = scores["scorer"].astype(str).to_numpy()
-        frame["key_id"] = scores["sample_id"].astype(str).to_numpy()
-        if not same:
-            frame["model"] = [esc(f"{run.run_id}/{m}") for m in frame["pair_model"]]
-        sides.append(frame)
-    a, b = sides
-    keep = [c for c in a.columns if c not in _SIDE and c != "pair_model"]
-    side_b = b[[*_SIDE, "pair_model", "key_id", "key_scorer"]]
-    both = a.merge(side_b, on=["key_id", "key_scorer"], suffixes=(" A", " B"))
-    if same:  # one run: each unordered pair of distinct models once
-        both = both[both["pair_model A"] < both["pair_model B"]]
-    if both.empty:
-        raise LcevalError(
-            f"runs {run_a.run_id} and {run_b.run_id} share no scored sample of a model pair"
-        )
-    both["diff"] = both["value A"] - both["value B"]
-    both = both.assign(_abs=both["diff"].abs()).sort_values(
-        ["_abs", "key_id"], ascending=[False, True], na_position="last", kind="stable"
-    )
-    first = [c for c in keep if c not in ("key_id", "key_scorer", "instruction", "context")]
-    first = [c for c in first if c not in ("sample_id", "context_tokens")]
-    cols = [*first, "model A", "model B", "value A", "value B", "diff"]
-    cols += [f"{c} {s}" for c in ("rubric", "answer", "explanation") for s in ("A", "B")]
-    cols += ["instruction", "context", "sample_id", "answer_chars A", "answer_chars B"]
-    return both[[c for c in cols if c in both.columns]].reset_index(drop=True)
-
-
-def write_compare_page(frame: pd.DataFrame, path: str | Path, title: str) -> Path:
-    """Write a :func:`compare_rows` frame as a page, the first :data:`MAX_COMPARE_ROWS` rows
-    (the largest differences) when it is longer, saying so.
-
-    Raises:
-        LcevalError: the file cannot be written.
-    """
-    path = Path(path)
-    left = len(frame) - MAX_COMPARE_ROWS
-    note = (
-        f" The {left:,} rows with the smallest differences are left out; compare one pair with "
-        "<code>lceval compare RUN_A RUN_B --model-a A --model-b B --samples FILE.html</code>."
-        if left > 0
-        else ""
-    )
-    intro = (
-        f"<p>{min(len(frame), MAX_COMPARE_ROWS):,} rows: one per (sample, scorer, model pair), "
-        f"diff = value A - value B (0..1), largest |diff| first.{note} "
-        "<a href='samples.html'>Every answer</a>.</p>"
-        f"<p class='len'>{_GUIDE}</p>"
-    )
-    return write_page(path, page(title, intro, frame.head(MAX_COMPARE_ROWS)))
-
-
 def write_run_pages(run: RunDir) -> list[Path]:
     """``samples.html`` and, for a run with two or more models, ``compare.html`` (every pair of
     its models) under the run's report folder; nothing when the run has no scores.
@@ -596,6 +584,8 @@ def write_run_pages(run: RunDir) -> list[Path]:
     out = [page_path]
     models = set(run.read_scores()["model"].astype(str))
     if len(models) > 1:
+        from lceval.compare_page import compare_rows, write_compare_page
+
         frame = compare_rows(run, run)
         out.append(write_compare_page(frame, Path(run.report) / "compare.html", "Two models"))
     return out

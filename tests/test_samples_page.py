@@ -14,7 +14,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from lceval import pipeline, samples_page
+from lceval import compare_page, pipeline, samples_page
 from lceval.cli import main
 from lceval.errors import LcevalError
 from lceval.io import RunDir, new_meta, read_records, write_jsonl
@@ -72,7 +72,9 @@ def test_rows_carry_grouping_fields_answer_rubric_and_context(reported):
         for r in read_records(reported.responses, Response)
         if r.sample_id == "lifbench/LSI/4k/e0/v5" and r.model == "m2"
     )
-    assert html.escape(answer) in row["answer"]
+    texts = frame.attrs["texts"].texts  # full texts, filled into <details> when opened
+    assert html.escape(answer[: samples_page.PREVIEW_CHARS]) in row["answer"]
+    assert len(answer) <= samples_page.PREVIEW_CHARS or answer in texts
     assert "format " in row["rubric"] and "correct " in row["rubric"] and "/2" in row["rubric"]
     assert row["length"] == 3072 and row["expression"] == 0 and row["variable"] == 5
     assert "tokens (o200k_base)" in row["context"] and "characters" in row["context"]
@@ -94,14 +96,14 @@ def test_context_files_hold_the_full_text(reported):
 
 
 def test_compare_rows_pair_two_models_with_the_difference(reported):
-    frame = samples_page.compare_rows(reported, reported)
+    frame = compare_page.compare_rows(reported, reported)
     assert len(frame) == 22  # one pair (m1, m2), each sample once
     assert set(frame["model A"]) == {"m1"} and set(frame["model B"]) == {"m2"}
     assert (frame["diff"] == frame["value A"] - frame["value B"]).all()
     diffs = frame["diff"].abs().to_numpy()
     assert all(diffs[i] >= diffs[i + 1] for i in range(len(diffs) - 1))
     with pytest.raises(LcevalError, match="no model 'zz'"):
-        samples_page.compare_rows(reported, reported, model_a="zz")
+        compare_page.compare_rows(reported, reported, model_a="zz")
 
 
 def test_compare_cli_writes_the_paired_page(reported, tmp_path, capsys):
@@ -204,15 +206,21 @@ def test_hostile_answers_run_no_script_in_chromium(tmp_path):
     try:
         driver.get((run.report / "samples.html").as_uri())
         info = _wait_for_table(driver)
-        driver.find_element("css selector", "details summary").click()  # open one full text
-        time.sleep(0.3)
+        driver.find_element("css selector", "details summary").click()  # a click opens one
+        driver.execute_script("document.querySelectorAll('details').forEach(d => d.open = true)")
+        time.sleep(0.5)
+        filled = driver.execute_script(
+            "return Array.from(document.querySelectorAll('details .full'))"
+            ".filter(d => d.textContent.length > 0).length;"
+        )
         pwned = driver.execute_script("return window.__pwned === undefined ? null : 1;")
         text = driver.execute_script("return document.body.innerText;")
     finally:
         driver.quit()
     assert "of 22 entries" in info  # every row is there
-    assert pwned is None
+    assert pwned is None and filled > 0
     assert "<script>window.__pwned=1</script>" in text  # shown as text
+    assert "A" * 3000 in text and "<script>window.__pwned=5" not in text  # the cut megabyte
 
 
 @pytest.mark.slow
