@@ -70,6 +70,7 @@ def results_document(run: RunDir, *, seed: int = 0) -> dict[str, Any]:
         LcevalError: missing samples, scores or run.json; a scorer the registry does not know.
     """
     from lceval import compare, metrics, registry
+    from lceval.models.base import log
     from lceval.pipeline import load_samples
     from lceval.records import to_dict
 
@@ -83,6 +84,9 @@ def results_document(run: RunDir, *, seed: int = 0) -> dict[str, Any]:
         mine = [s for s in samples if s.benchmark == key]
         rows = scores[scores["benchmark"] == key]
         for name in sorted(set(rows["scorer"].astype(str))):
+            if name not in bench.scorers:  # rows of a scorer this lceval no longer has
+                log(f"results.json: {key} scores of unknown scorer {name!r} left out")
+                continue
             spec = bench.scorer(name)
             h = compare.headline_of(key, rows, mine, name)
             est = metrics.headline_estimates(

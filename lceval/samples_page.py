@@ -336,7 +336,8 @@ def sample_rows(
         rows.append(row)
     frame = pd.DataFrame(rows)
     if not frame.empty:
-        frame = frame.drop(columns=[c for c in frame.columns if frame[c].isna().all()])
+        empty = [c for c in frame.columns if c != "value" and frame[c].isna().all()]
+        frame = frame.drop(columns=empty)
     frame.attrs["texts"] = store
     return frame
 

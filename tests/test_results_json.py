@@ -117,3 +117,14 @@ def test_schema_ships_as_package_data():
     data = tomllib.loads(pyproject.read_text(encoding="utf-8"))
     assert "schemas/*.json" in data["tool"]["setuptools"]["package-data"]["lceval"]
     assert results.schema()["properties"]["schema_version"]["const"] == results.SCHEMA_VERSION
+
+
+def test_rows_of_an_unknown_scorer_are_left_out(root, tmp_path, capsys):
+    shutil.copytree(root / "ra", tmp_path / "ra")
+    run = RunDir("ra", tmp_path)
+    scores = run.read_scores()
+    gone = scores.assign(scorer="lifbench:gone")
+    pd.concat([scores, gone]).to_parquet(run.scores, index=False)
+    doc = results.results_document(run)
+    assert {h["scorer"] for h in doc["headlines"]} == {"lifbench"}
+    assert "unknown scorer 'lifbench:gone' left out" in capsys.readouterr().err

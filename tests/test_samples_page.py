@@ -253,3 +253,9 @@ def test_search_by_task_code_and_rows_show_answers_and_rubric(reported):
     shown = pd.Series([r[answer] for r in cells])
     first = [t[:40] for (sid, _), t in responses.items() if "/OR/" in sid and t.strip()]
     assert any(any(f.split("\n")[0] in s for s in shown) for f in first)
+
+
+def test_value_column_stays_when_no_score_was_computed(reported):
+    scores = reported.read_scores().assign(value=float("nan"), explanation="judge failed")
+    frame = samples_page.sample_rows(reported, scores=scores, links=False)
+    assert "value" in frame.columns and frame["value"].isna().all()
