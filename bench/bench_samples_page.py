@@ -16,6 +16,7 @@ Tables only, no assertions (STYLE.md: no timed tests).
 from __future__ import annotations
 
 import argparse
+import os
 import platform
 import random
 import shutil
@@ -98,7 +99,21 @@ def make_run(root: Path, rows: int, models: int, seed: int = 0) -> RunDir:
     return run
 
 
-def _open(page: Path, task: str) -> tuple[float, float, str]:
+def _cpu(pid: int) -> float:
+    """CPU seconds (user + system) of process ``pid``'s children (the browser's processes)."""
+    import psutil  # ipykernel's dependency
+
+    total = 0.0
+    for p in psutil.Process(pid).children(recursive=True):
+        try:
+            t = p.cpu_times()
+        except psutil.Error:
+            continue
+        total += t.user + t.system
+    return total
+
+
+def _open(page: Path, task: str) -> tuple[float, float, float, str]:
     from selenium import webdriver
     from selenium.webdriver.chrome.service import Service
 
@@ -109,11 +124,14 @@ def _open(page: Path, task: str) -> tuple[float, float, str]:
     js = "const e = document.querySelector('.dt-info'); return e && e.textContent;"
     try:
         driver.get("about:blank")
+        pid = driver.service.process.pid
+        c0 = _cpu(pid)
         t0 = time.perf_counter()
         driver.get(page.as_uri())
         while not driver.execute_script(js):
             time.sleep(0.02)
         opened = time.perf_counter() - t0
+        cpu = _cpu(pid) - c0
         before = driver.execute_script(js)
         t0 = time.perf_counter()
         driver.find_element("css selector", ".dt-search input").send_keys(task)
@@ -123,7 +141,7 @@ def _open(page: Path, task: str) -> tuple[float, float, str]:
         info = str(driver.execute_script(js))
     finally:
         driver.quit()
-    return opened, searched, info
+    return opened, cpu, searched, info
 
 
 def main() -> None:
@@ -146,7 +164,9 @@ def main() -> None:
         size = page.stat().st_size
         runs = [_open(page, "OR") for _ in range(args.loads)]
     opened = [r[0] for r in runs]
-    searched = [r[1] for r in runs]
+    cpu = [r[1] for r in runs]
+    searched = [r[2] for r in runs]
+    load = os.getloadavg()[0]
     lines = [
         "# samples.html: opening a large run in headless Chromium",
         "",
@@ -154,16 +174,20 @@ def main() -> None:
         f"{time.strftime('%Y-%m-%d')}. Command: `python bench/bench_samples_page.py "
         f"--rows {args.rows} --models {args.models} --loads {args.loads}`.",
         "",
-        "| rows | page MB | write s | open s (median of loads) | open s (each) "
-        "| task search s (median) |",
-        "| ---: | ---: | ---: | ---: | --- | ---: |",
+        "| rows | page MB | write s | open s (median) | open s (each) | browser CPU s (median) "
+        "| task search s (median) | load average |",
+        "| ---: | ---: | ---: | ---: | --- | ---: | ---: | ---: |",
         f"| {args.rows:,} | {size / 1e6:.1f} | {build:.1f} | {statistics.median(opened):.2f} "
-        f"| {', '.join(f'{x:.2f}' for x in opened)} | {statistics.median(searched):.2f} |",
+        f"| {', '.join(f'{x:.2f}' for x in opened)} | {statistics.median(cpu):.2f} "
+        f"| {statistics.median(searched):.2f} | {load:.1f} |",
         "",
-        f"After typing `OR`: {runs[-1][2]}",
+        f"After typing `OR`: {runs[-1][3]}",
         "",
         "Open: navigation to the first page of the table drawn (DataTables' info line present), "
-        "in a fresh browser each time; search: typing a task code to the redraw.",
+        "in a fresh browser each time (wall seconds); browser CPU: user + system seconds of all "
+        "the browser's processes over the same span (what the page costs, whatever else the "
+        "machine runs); search: typing a task code to the redraw. Load average: the machine's "
+        "1-minute load when the script ended (2 cores).",
     ]
     text = "\n".join(lines) + "\n"
     print(text)

@@ -57,6 +57,7 @@ _CSS = """
 body{font-family:sans-serif;margin:1.5em;font-size:13px}
 table.dataTable td{vertical-align:top}
 .txt{white-space:pre-wrap;word-break:break-word;max-width:38em}
+td details{min-width:18em}
 .full{white-space:pre-wrap;word-break:break-word;max-height:24em;overflow:auto;
  background:#f7f7f7;padding:4px;max-width:50em}
 .len,.cut{color:#777;font-style:italic}
