@@ -13,6 +13,8 @@ Examples::
     lceval report my-run --scorer lifbench:strict    # its tables, under report/lifbench-strict/
     lceval import leval LEval/Predictions --run-id leval-official   # official prediction files
     lceval compare run-a run-b                        # paired difference with CI and p-values
+    lceval compare run-a run-b --samples diff.html    # and the two models' answers side by side
+    lceval compare a/report/results.json b/ --leaderboard   # headlines with CIs from files alone
     lceval run params/pipelines/lifbench_smoke.yaml   # notebooks 01-03 through papermill
 
 Errors in the input (unknown benchmark, task, backend or model; malformed params; unwritable
@@ -130,7 +132,14 @@ def _parser() -> argparse.ArgumentParser:
         "compare",
         help="paired comparison of two runs (or two models of one run), or a leaderboard",
     )
-    c.add_argument("run_ids", nargs="+", metavar="RUN", help="scored runs (one, two, or more)")
+    c.add_argument(
+        "run_ids",
+        nargs="+",
+        metavar="RUN",
+        help="scored runs (one, two, or more): run ids, or results.json files (a path ending in "
+        ".json, or a folder path holding report/results.json); results files alone give the "
+        "leaderboard (headlines with CIs); a paired comparison needs each run's scores.parquet",
+    )
     c.add_argument("--benchmark", default=None, help="only this benchmark")
     c.add_argument(
         "--scorer",
@@ -150,6 +159,13 @@ def _parser() -> argparse.ArgumentParser:
     c.add_argument("--alpha", type=float, default=0.05, help="family-wise error rate (Holm)")
     c.add_argument("--seed", type=int, default=0, help="seed of the resampling (>= 0)")
     c.add_argument("--csv", default=None, help="also write the table to this CSV file")
+    c.add_argument(
+        "--samples",
+        default=None,
+        metavar="FILE.html",
+        help="also write the paired samples page: both models' answers, values and rubric items "
+        "side by side with the difference (contexts/ is written beside it)",
+    )
 
     m = sub.add_parser("import", help="turn a benchmark's official prediction files into a run")
     m.add_argument("benchmark", help="a benchmark with an importer (see lceval list)")
@@ -167,16 +183,19 @@ def _parser() -> argparse.ArgumentParser:
 
 def _compare(args: argparse.Namespace) -> Any:
     """``lceval compare``: :func:`lceval.compare.compare_runs` for one or two runs (one run:
-    its models against each other), :func:`lceval.compare.leaderboard` for more or on request.
+    its models against each other), :func:`lceval.compare.leaderboard` for more or on request;
+    results.json files (:mod:`lceval.results`) give the leaderboard only.
 
-    Everything the command line can get wrong (``--alpha``, ``--seed``, ``--csv``) is checked
-    before any run is read.
+    Everything the command line can get wrong (``--alpha``, ``--seed``, ``--csv``,
+    ``--samples``) is checked before any run is read.
 
     Raises:
-        LcevalError: a bad ``--alpha``, ``--seed`` or ``--csv``, a run given twice, a run
-            without scores, an unknown benchmark or model, nothing in common to compare.
+        LcevalError: a bad ``--alpha``, ``--seed``, ``--csv`` or ``--samples``, a run given
+            twice, a run without scores, an unknown benchmark or model, nothing in common to
+            compare; a results file where a paired comparison is asked for (it needs
+            scores.parquet), or one that does not validate.
     """
-    from lceval import compare
+    from lceval import compare, results
 
     if not 0 < args.alpha < 1:
         raise LcevalError(f"--alpha must be between 0 and 1, got {args.alpha}")
@@ -190,9 +209,24 @@ def _compare(args: argparse.Namespace) -> Any:
             raise LcevalError(f"--csv: {path} is a folder, not a file")
         if not path.parent.is_dir():
             raise LcevalError(f"--csv: folder {path.parent} does not exist")
-    if args.leaderboard or len(args.run_ids) > 2:
-        if args.model_a or args.model_b:
-            raise LcevalError("--model-a/--model-b are for a paired comparison, not --leaderboard")
+    if args.samples:
+        page = Path(args.samples)
+        if page.suffix != ".html" or page.is_dir() or not page.parent.is_dir():
+            raise LcevalError(f"--samples must name a .html file in an existing folder: {page}")
+    leader = args.leaderboard or len(args.run_ids) > 2
+    if leader and (args.model_a or args.model_b):
+        raise LcevalError("--model-a/--model-b are for a paired comparison, not --leaderboard")
+    if leader and args.samples:
+        raise LcevalError("--samples is for a paired comparison of two runs, not --leaderboard")
+    files = [a for a in args.run_ids if results.is_results_source(a)]
+    if files and not leader:
+        raise LcevalError(
+            f"{files[0]} is a results file: it holds headline numbers only; a paired comparison "
+            "needs each run's scores.parquet (give run ids), or add --leaderboard"
+        )
+    if files:
+        return _files_leaderboard(args)
+    if leader:
         benchmarks = [args.benchmark] if args.benchmark else None
         heads = compare.load_headlines(
             args.run_ids, benchmarks=benchmarks, root=args.outputs, scorer=args.scorer
@@ -211,6 +245,44 @@ def _compare(args: argparse.Namespace) -> Any:
         seed=args.seed,
         scorer=args.scorer,
     )
+
+
+def _files_leaderboard(args: argparse.Namespace) -> Any:
+    """The leaderboard of ``lceval compare`` from results.json files (and run ids, whose
+    results are computed from their scores as ``lceval report`` writes them)."""
+    from lceval import registry, results
+    from lceval.io import RunDir
+
+    if args.scorer is not None:
+        registry.find_scorer(args.scorer)
+    docs = [
+        results.load_results(a)
+        if results.is_results_source(a)
+        else results.results_document(RunDir(a, args.outputs), seed=args.seed)
+        for a in args.run_ids
+    ]
+    return results.leaderboard(docs, benchmark=args.benchmark, scorer=args.scorer)
+
+
+def _compare_page(args: argparse.Namespace) -> Path:
+    """``lceval compare A B --samples FILE.html``: the two runs' models side by side
+    (:func:`lceval.compare_page.compare_rows`)."""
+    from lceval import compare_page
+    from lceval.io import RunDir
+
+    page = Path(args.samples)
+    run_a = RunDir(args.run_ids[0], args.outputs)
+    run_b = RunDir(args.run_ids[-1], args.outputs)
+    frame = compare_page.compare_rows(
+        run_a,
+        run_b,
+        model_a=args.model_a,
+        model_b=args.model_b,
+        scorer=args.scorer,
+        folder=page.parent,
+    )
+    title = f"{run_a.run_id} vs {run_b.run_id}"
+    return compare_page.write_compare_page(frame, page, title)
 
 
 def _listing() -> str:
@@ -365,6 +437,8 @@ def _dispatch(args: argparse.Namespace) -> int:
     elif args.command == "compare":
         table = _compare(args)
         print(table.to_string(index=False, float_format=lambda x: f"{x:.4g}"))
+        if args.samples:  # checked by _compare before anything was computed
+            print(f"wrote {_compare_page(args)}")
         if args.csv:  # checked by _compare before anything was computed
             from lceval.reporting import save_table
 

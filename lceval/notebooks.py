@@ -177,3 +177,42 @@ def run_pipeline(
         run_notebook(nb, rid, params, outputs_root=outputs_root, progress=progress)
         for nb, rid, params in resolved
     ]
+
+
+def show_samples(
+    run: str | RunDir,
+    *,
+    task: str | None = None,
+    worst: int | None = 20,
+    model: str | None = None,
+    scorer: str | None = None,
+    outputs_root: str | Path | None = None,
+) -> Any:
+    """The per-sample table of report/samples.html in a notebook cell: one row per (sample,
+    model, scorer) with the grouping fields, instruction, answer, value, rubric items and
+    explanation, and the context's head and tail (the full-text links of the report page are
+    left out: a notebook cell cannot open the run's files). itables' offline DataTables bundle:
+    it renders with no network, searchable and sortable (:mod:`lceval.samples_page`).
+
+    Args:
+        run: a run id or ``lceval.io.RunDir`` (scored).
+        task, model, scorer: only these rows (task code, model name, scorer name).
+        worst: the ``worst`` lowest-valued rows (NaN last); None: every row.
+        outputs_root: folder of run folders (with a run id).
+
+    Returns:
+        An ``IPython.display.HTML`` object (shown when it ends a cell).
+
+    Raises:
+        LcevalError: the run has no scores; an unknown task, model or scorer; ``worst`` < 1.
+    """
+    from IPython.display import HTML
+
+    from lceval import samples_page
+
+    folder = run if isinstance(run, RunDir) else RunDir(str(run), outputs_root)
+    rows = samples_page.worst(folder.read_scores(), task=task, model=model, scorer=scorer, n=worst)
+    frame = samples_page.sample_rows(folder, scores=rows, links=False)
+    if frame.empty:
+        raise LcevalError(f"run {folder.run_id} has no scores to show")
+    return HTML(samples_page.table_html(frame, frame.attrs["texts"], page_length=25))

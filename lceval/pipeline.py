@@ -592,8 +592,10 @@ class ReportTables(dict[str, pd.DataFrame]):
 def report(
     run_id: str, *, root: str | Path | None = None, scorer: str | None = None
 ) -> ReportTables:
-    """Write each benchmark's tables and figures of the run under report/, and report/index.html
-    (provenance, every table and figure, the executed notebooks); returns the tables.
+    """Write each benchmark's tables and figures of the run under report/, samples.html (every
+    answer, :mod:`lceval.samples_page`; compare.html with two or more models), results.json
+    (:mod:`lceval.results`) and report/index.html (provenance, every table and figure, the
+    executed notebooks, links to the pages); returns the tables.
 
     scores.parquet keeps every scorer's rows; each benchmark's reporter reads its default
     scorer's (``Benchmark.scores_for``; L-Eval both of its ``report_scorers``). With ``scorer``
@@ -620,6 +622,8 @@ def report(
     tables = ReportTables()
     tables.scorers = {}
     from lceval.reporting import write_index  # matplotlib: imported only when reporting
+    from lceval.results import write_results
+    from lceval.samples_page import write_run_pages
 
     with run.staged_report() as staged:  # swapped in whole, or not at all
         for key in keys:
@@ -633,5 +637,7 @@ def report(
             out = bench.report(where, bench_scores, bench_samples)
             tables.update({f"{key}/{k}": v for k, v in out.items()})
             tables.scorers[key] = names
+        write_run_pages(staged)
+        write_results(staged)
         write_index(staged)
     return tables

@@ -113,7 +113,8 @@ def inference_summary(responses: pd.DataFrame) -> pd.DataFrame:
 
 
 def write_index(run: Any) -> Path:
-    """Write ``report/index.html``: the run's provenance, every table and figure, and the executed
+    """Write ``report/index.html``: links to samples.html, compare.html and results.json (when
+    the report holds them), the run's provenance, every table and figure, and the executed
     notebooks rendered as HTML (nbconvert), so a person can open one file.
 
     Built from what the run folder holds (run.json, ``report/*.csv``, ``report/figures/*.png``,
@@ -146,6 +147,7 @@ def write_index(run: Any) -> Path:
         "th{background:#f3f3f3}img{max-width:100%;border:1px solid #eee;margin:.5em 0}"
         "code{background:#f6f6f6}h2{border-bottom:1px solid #ddd}</style></head><body>",
         f"<h1>lceval run <code>{esc(str(run.run_id))}</code></h1>",
+        _page_links(report),
         "<h2 id='provenance'>Provenance</h2><table class='provenance'>",
     ]
     rows = [
@@ -201,6 +203,23 @@ def write_index(run: Any) -> Path:
     with atomic_open(path) as f:
         f.write("\n".join(parts))
     return path
+
+
+_PAGES = (
+    ("samples.html", "Every answer: one row per (sample, model, scorer), searchable"),
+    ("compare.html", "Two models side by side, with the paired difference"),
+    ("results.json", "Headline numbers with CIs and the provenance, as JSON (results.schema.json)"),
+)
+
+
+def _page_links(report: Path) -> str:
+    """Links to the per-sample pages and results.json that the report folder holds."""
+    items = [
+        f"<li><a href='{name}'>{name}</a>: {what}</li>"
+        for name, what in _PAGES
+        if (report / name).exists()
+    ]
+    return f"<ul class='pages'>{''.join(items)}</ul>" if items else ""
 
 
 def _render_notebooks(run: Any, report: Path) -> list[Path]:
