@@ -26,6 +26,7 @@ from __future__ import annotations
 import itertools
 import math
 
+import numpy as np
 import pandas as pd
 
 from lceval.benchmarks.leval.gold import OPEN_TASKS
@@ -42,6 +43,11 @@ PUBLISHED_TAU = {
 
 METRICS = ("ROUGE-L", "F-1", "L-Eval score", "judge")
 """The metrics lceval ranks models by (see the module docstring)."""
+
+
+def _lie_key(value: object) -> str:
+    """``"True"`` / ``"False"``, or ``"None"`` for an unknown setting (None or NaN)."""
+    return str(value) if isinstance(value, bool | np.bool_) else "None"
 
 
 def model_metrics(frame: pd.DataFrame, ngram: pd.DataFrame | None = None) -> pd.DataFrame:
@@ -61,7 +67,7 @@ def model_metrics(frame: pd.DataFrame, ngram: pd.DataFrame | None = None) -> pd.
     if not len(frame) or "task" not in frame:
         return pd.DataFrame(columns=cols).set_index(["model", "lie"])
     open_ = frame[frame["task"].isin(OPEN_TASKS) & (frame["retrieval"] == "full")]
-    open_ = open_.assign(lie=open_["lie"].map(str))
+    open_ = open_.assign(lie=open_["lie"].map(_lie_key))
     rows: dict[tuple[str, str], dict[str, float]] = {}
     ngram_rows = open_[open_["scorer"] == "leval"]
     for (model, lie), g in ngram_rows.groupby(["model", "lie"]):
@@ -71,7 +77,7 @@ def model_metrics(frame: pd.DataFrame, ngram: pd.DataFrame | None = None) -> pd.
             "n": float(len(g)),
         }
     if ngram is not None and len(ngram):
-        ng = ngram[ngram["retrieval"] == "full"].assign(lie=lambda d: d["lie"].map(str))
+        ng = ngram[ngram["retrieval"] == "full"].assign(lie=lambda d: d["lie"].map(_lie_key))
         for (model, lie), g in ng.groupby(["model", "lie"]):
             rows.setdefault((model, lie), {})["L-Eval score"] = float(g["score"].mean())
     judged = open_[(open_["scorer"] == "leval:judge")]

@@ -109,3 +109,6 @@ def test_metric_kendall_over_imported_published_predictions(tmp_path) -> None:
     assert pairs.loc[("None", "ROUGE-L", "F-1"), "tau"] == pytest.approx(1.0)
     assert pairs.loc[("None", "ROUGE-L", "F-1"), "n_models"] == 3
     assert tables["leval/lie_kendall"]["tau_with_LIE"].isna().all()  # no LIE setting, no judge
+    by_model = tables["leval/metric_by_model"]
+    assert set(by_model["lie"]) == {"None"} and len(by_model) == 3  # one row per model
+    assert pairs.loc[("None", "ROUGE-L", "L-Eval score"), "n_models"] == 3
