@@ -3,10 +3,10 @@ instruction (LIE), the paper's Kendall-tau table (Sec. "Length-Instruction-Enhan
 ROUGE-L, F-1, GPT-3.5 and GPT-4 judges against the average human rating of an 85-question
 subset, tau without LIE about 0.5 / 0.7 / 0.7 / 0.8, with LIE about 0.8 / 0.8 / 0.8 / 1.0).
 
-The human ratings are not public (the official repository's ``Predictions/human_eval/jsons``
-holds one rated document), so lceval cannot put humans in the reference column. What it
-computes instead, from a run's open-ended answers (or the published predictions loaded by
-``lceval import leval``):
+The human ratings are not public (OpenLMLab/LEval's ``Predictions/human_eval/jsons`` held one
+rated document until commit 921932f deleted the folder), so lceval cannot put humans in the
+reference column. What it computes instead, from a run's open-ended answers (or the published
+predictions loaded by ``lceval import leval``):
 
 - :func:`lie_kendall`: the paper's layout with the pairwise judge's win rate with LIE as the
   reference ranking (the paper found GPT-4 with LIE to rank models as humans do, tau 1.0), and
