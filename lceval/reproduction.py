@@ -51,13 +51,15 @@ README_START = "<!-- reproduction-index:start -->"
 README_END = "<!-- reproduction-index:end -->"
 
 _TEXT = {"type": "string", "minLength": 1}
+_ITEM = r"^(Table|Fig\.) \d+[a-z]?$|^(?!Tab|Fig)[A-Z][\w .,()/+-]+$"
 SCHEMA: dict[str, Any] = {
     "type": "object",
     "additionalProperties": False,
     "required": ["paper", "item", "caption", "status", "from", "where", "test"],
     "properties": {
         "paper": _TEXT,
-        "item": {"type": "string", "pattern": r"^(Table|Fig\.) \S+$|^[A-Z][\w .,()/+-]+$"},
+        # "Table 3", "Fig. 3b"; an unnumbered item by its heading (not "Figure 3", "Tab. 3")
+        "item": {"type": "string", "pattern": _ITEM},
         "caption": _TEXT,
         "status": {"enum": list(STATUSES)},
         "from": {"enum": list(SOURCES)},

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+import yaml
 
 from lceval import reproduction as R
 from lceval.errors import LcevalError
@@ -119,7 +120,6 @@ def test_readme_holds_the_rendered_index(index) -> None:
 def test_a_bad_entry_is_one_line_naming_the_file_and_the_item(tmp_path) -> None:
     good = {
         "paper": "P",
-        "item": "Table 1",
         "caption": "c",
         "status": "reproduced",
         "from": "run",
@@ -131,13 +131,13 @@ def test_a_bad_entry_is_one_line_naming_the_file_and_the_item(tmp_path) -> None:
         ({**good, "status": "partial"}, r"item 2 \(P Table 2\): .*'why' is a required property"),
         ({**good, "test": "test_x.py"}, r"item 2 \(P Table 2\): test: 'test_x.py' does not match"),
         ({**good, "colour": "red"}, r"item 2 \(P Table 2\): .*'colour' was unexpected"),
+        ({**good, "item": "Figure 2"}, r"item 2 \(P Figure 2\): item: 'Figure 2' does not match"),
         ("just text", r"item 2: item: 'just text' is not of type 'object'"),
     ]
+    good = {"item": "Table 1", **good}
     for entry, message in cases:
-        second = {**entry, "item": "Table 2"} if isinstance(entry, dict) else entry
+        second = {"item": "Table 2", **entry} if isinstance(entry, dict) else entry
         path = tmp_path / "reproduction.yaml"
-        import yaml
-
         path.write_text(yaml.safe_dump([good, second]), encoding="utf-8")
         with pytest.raises(LcevalError, match=message) as err:
             R.read_file(path)
