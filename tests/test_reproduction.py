@@ -91,23 +91,27 @@ def test_reproduced_items_name_a_test_and_a_place(index) -> None:
     assert unsourced.empty, list(unsourced["item"])
 
 
+def _resolves(dotted: str) -> bool:
+    """A module, or an attribute of one (a function, a class, a constant)."""
+    try:
+        importlib.import_module(dotted)
+        return True
+    except ImportError:
+        module, _, attr = dotted.rpartition(".")
+        try:
+            return hasattr(importlib.import_module(module), attr)
+        except ImportError:
+            return False
+
+
 def test_every_notebook_and_function_named_exists(index) -> None:
     bad = []
     for where in index["where"].dropna():
-        for part in re.split(r"[;,]\s*", where):
-            part = part.strip()
-            if part.endswith(".ipynb"):
-                ok = (ROOT / "notebooks" / part).is_file()
-            elif part.startswith("lceval."):
-                module, _, attr = part.rpartition(".")
-                try:
-                    ok = hasattr(importlib.import_module(module), attr)
-                except ImportError:
-                    ok = False
-            else:
-                ok = True  # free text ("params/...", "CLI lceval import")
-            if not ok:
-                bad.append(part)
+        notebooks = re.findall(r"[\w.-]+\.ipynb", where)
+        bad += [nb for nb in notebooks if not (ROOT / "notebooks" / nb).is_file()]
+        names = [n.rstrip(".") for n in re.findall(r"\blceval(?:\.\w+)+", where)]
+        bad += [name for name in names if not _resolves(name)]
+        assert notebooks or names or where.startswith(("params/", "CLI")), where
     assert not bad, f"unknown notebooks or functions in the reproduction index: {bad}"
 
 
