@@ -388,6 +388,9 @@ def test_ifs_gap_on_hand_made_tables() -> None:
     share = P.fig3_share_with_published(gap)
     assert share.loc["published (paper Appendix B)", "Expression"] == 0.75
     assert share.loc[T.THIS_RUN, "models"] == 2
+    undefined = pd.DataFrame(np.nan, index=["c"], columns=ext.columns)
+    gap3 = T.ifs_gap(pd.concat([ext, undefined]), pd.concat([rnd, undefined]))
+    assert P.fig3_share_with_published(gap3).loc[T.THIS_RUN, "models"] == 2  # c has no IFS
     with pytest.raises(LcevalError, match="share no model"):
         T.ifs_gap(ext, rnd.rename(index=str.upper))
 
