@@ -114,8 +114,9 @@ def inference_summary(responses: pd.DataFrame) -> pd.DataFrame:
 
 def write_index(run: Any) -> Path:
     """Write ``report/index.html``: links to samples.html, compare.html and results.json (when
-    the report holds them), the run's provenance, every table and figure, and the executed
-    notebooks rendered as HTML (nbconvert), so a person can open one file.
+    the report holds them), the run's provenance, every table and figure, the reproduction index
+    rows of the run's benchmarks (:mod:`lceval.reproduction`), and the executed notebooks rendered
+    as HTML (nbconvert), so a person can open one file.
 
     Built from what the run folder holds (run.json, ``report/*.csv``, ``report/figures/*.png``,
     the same under ``report/<key>-<variant>/`` for a non-default scorer's report,
@@ -195,6 +196,7 @@ def write_index(run: Any) -> Path:
             else ""
         )
         parts.append(f"<h3>{esc(png.stem)}{link}</h3><img src='{esc(rel)}' alt='{esc(png.stem)}'>")
+    parts.append(_reproduction_section(run))
     parts.append("<h2 id='notebooks'>Executed notebooks</h2><ul>")
     for nb in _render_notebooks(run, report):
         parts.append(f"<li><a href='notebooks/{esc(nb.name)}'>{esc(nb.stem)}</a></li>")
@@ -220,6 +222,20 @@ def _page_links(report: Path) -> str:
         if (report / name).exists()
     ]
     return f"<ul class='pages'>{''.join(items)}</ul>" if items else ""
+
+
+def _reproduction_section(run: Any) -> str:
+    """The reproduction index rows of the run's benchmarks (:mod:`lceval.reproduction`) as HTML;
+    empty when the run has no samples or its benchmarks list no items."""
+    from lceval.errors import LcevalError
+    from lceval.reproduction import load_index, to_html
+
+    try:
+        keys = sorted({s.benchmark for s in run.read_samples()})
+        rows = load_index(keys)
+    except LcevalError:
+        return ""
+    return to_html(rows) if len(rows) else ""
 
 
 def _render_notebooks(run: Any, report: Path) -> list[Path]:

@@ -32,7 +32,9 @@ def test_index_lists_provenance_tables_and_figures(tmp_path):
     csvs = list(run.report.glob("*.csv"))
     pngs = list(run.figures.glob("*.png"))
     assert csvs and pngs
-    assert page.count("<table") == len(csvs) + 1  # + provenance
+    assert page.count("<table") == len(csvs) + 2  # + provenance, reproduction index
+    assert "id='reproduction'" in page and "<td style='text-align:left'>Fig. 3</td>" in page
+    assert "ManyIFEval" not in page  # only the run's benchmarks' rows
     assert all(f"figures/{p.name}" in page for p in pngs)
 
 
@@ -61,7 +63,7 @@ def test_index_renders_in_a_headless_browser(tmp_path):
     finally:
         driver.quit()
     assert images and all(done and width > 0 for _, done, width in images), images
-    assert tables == len(list(run.report.glob("*.csv"))) + 1
+    assert tables == len(list(run.report.glob("*.csv"))) + 2  # + provenance, reproduction
     img = Image.open(shot).convert("L")
     lo, hi = img.getextrema()
     assert hi - lo > 100  # not a blank page

@@ -31,6 +31,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from lceval.benchmarks.leval.agreement import lie_kendall, metric_kendall, model_metrics
 from lceval.benchmarks.leval.gold import (
     CLOSED_TASKS,
     EXAM_COLUMNS,
@@ -398,6 +399,11 @@ def leval_tables(scores: pd.DataFrame, samples: Sequence[Sample]) -> dict[str, p
     if len(judged):
         out["judge"] = judge_table(judged)
         out["judge_lie"] = lie_table(judged)
+    metrics = model_metrics(df, out.get("ngram"))
+    if len(metrics):  # open-ended answers: the LIE Kendall-tau table (agreement.py)
+        out["metric_by_model"] = metrics.reset_index()
+        out["lie_kendall"] = lie_kendall(metrics)
+        out["metric_kendall"] = metric_kendall(metrics)
     return {k: v for k, v in out.items() if len(v)}
 
 
@@ -435,7 +441,10 @@ def report_leval(
 
     Tables (when the run's scores allow): ``exam``, ``exam_table``, ``exam_vs_published``,
     ``ngram``, ``lie``, ``lie_stability``, ``retrieval`` (scorer ``leval``); ``judge``,
-    ``judge_lie`` (scorer ``leval:judge``); ``published_exam`` and ``published_judge`` always.
+    ``judge_lie`` (scorer ``leval:judge``); ``metric_by_model``, ``lie_kendall`` (the paper's
+    LIE Kendall-tau table, the judge in place of human ratings) and ``metric_kendall``
+    (:mod:`lceval.benchmarks.leval.agreement`) when the run has open-ended answers;
+    ``published_exam`` and ``published_judge`` always.
     Tables of the other scorer written earlier stay in the folder.
 
     Raises:

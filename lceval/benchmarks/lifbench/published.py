@@ -26,6 +26,7 @@ from lceval.benchmarks.lifbench.tables import (
     PERSPECTIVES,
     PUBLISHED_IFP,
     PUBLISHED_T3,
+    PUBLISHED_T4,
     PUBLISHED_T34,
     TABLE3_ORDER,
     THIS_RUN,
@@ -33,6 +34,7 @@ from lceval.benchmarks.lifbench.tables import (
     ifs_table,
     overall_ars,
 )
+from lceval.errors import LcevalError
 
 # --------------------------------------------------------------------------------------------
 # published numbers and the paper check
@@ -120,6 +122,86 @@ def ifp_with_published(cap: pd.DataFrame) -> pd.DataFrame:
     """
     out = pd.concat([_marked(cap, THIS_RUN), _marked(published_ifp(), PUBLISHED_IFP, cap.index)])
     out.index.name = "model"
+    return out
+
+
+def table4_with_published(t4: pd.DataFrame) -> pd.DataFrame:
+    """The run's Table 4 beside the paper's Table 4 rows, every perspective, ranks over all rows.
+
+    Args:
+        t4: :func:`ifs_table` output of the run (models x perspectives, IFS(AVG), ARS).
+
+    Returns:
+        Indexed by model: ``source`` (:data:`THIS_RUN` or :data:`PUBLISHED_T4`),
+        ``Expression, Variable, Length, IFS(AVG)`` (IFS, lower is steadier; published: printed
+        at 3 decimals), ``ARS`` (Table 4's, = Table 3 Overall), each ``<col>_rank`` re-ranked
+        over all rows (1 = best; IFS ascending, ARS descending), ``paper_rank`` (the paper's
+        row order by mean perspective rank; NaN for the run); rows ordered by the mean of the
+        three perspective ranks, as the paper orders them.
+    """
+    cols = [*PERSPECTIVES, "IFS(AVG)", "ARS"]
+    paper = paper_table4()
+    pub = paper[cols].assign(paper_rank=paper["row"].astype(float))
+    run = t4[cols].assign(paper_rank=np.nan)
+    out = pd.concat([_marked(run, THIS_RUN), _marked(pub, PUBLISHED_T4, t4.index)])
+    for c in cols:
+        out[f"{c}_rank"] = out[c].rank(method="min", ascending=c != "ARS")
+    out["mean_rank"] = out[[f"{p}_rank" for p in PERSPECTIVES]].mean(axis=1)
+    out = out[["source", *[x for c in cols for x in (c, f"{c}_rank")], "paper_rank", "mean_rank"]]
+    out.index.name = "model"
+    return out.sort_values(["mean_rank", "IFS(AVG)"], kind="stable", na_position="last")
+
+
+def radar_published(which: str | Iterable[str] = "reference") -> pd.DataFrame:
+    """Published IFP rows for the radar (Fig. 2): models x capabilities (0..1).
+
+    Args:
+        which: ``"reference"`` (:func:`radar_reference`: best, median and worst by ARS),
+            ``"all"`` (the 20 models of the official IFP file, in its order), ``"none"``, or
+            model names of :func:`published_ifp` (in the order given).
+
+    Returns:
+        Indexed by legend label (``"<model> (published)"``, with the ARS for ``"reference"``).
+
+    Raises:
+        LcevalError: an unknown choice or model name (the message lists the published models).
+    """
+    pub = published_ifp()
+    if isinstance(which, str):
+        if which == "reference":
+            return radar_reference()
+        if which in ("all", "none"):
+            rows = pub if which == "all" else pub.iloc[:0]
+            return rows.rename(index=lambda m: f"{m} (published)")
+        which = [which]
+    names = [str(m) for m in which]
+    unknown = [m for m in names if m not in pub.index]
+    if unknown:
+        raise LcevalError(
+            f"no published IFP for {', '.join(map(repr, unknown))}; choose 'reference', 'all', "
+            f"'none' or models of: {', '.join(map(str, pub.index))}"
+        )
+    return pub.loc[names].rename(index=lambda m: f"{m} (published)")
+
+
+PAPER_FIG3_SHARE = {"Expression": 0.75, "Variable": 0.375, "Length": 0.625}
+"""Fig. 3 (Appendix B text): share of the paper's sixteen models whose IFS is higher with the
+expression extension than with random sampling, per perspective."""
+
+
+def fig3_share_with_published(gap: pd.DataFrame) -> pd.DataFrame:
+    """Share of models with a positive IFS gap per perspective (:func:`ifs_gap`'s
+    ``attrs["share_positive"]``), the run's beside the paper's (Appendix B text).
+
+    Returns:
+        Indexed by ``source`` (:data:`THIS_RUN`, ``"published (paper Appendix B)"``):
+        ``Expression, Variable, Length`` (0..1) and ``models`` (models with a defined gap).
+    """
+    n = int(gap.drop(index="MEAN", errors="ignore").notna().any(axis=1).sum())
+    run = {**gap.attrs.get("share_positive", {}), "models": n}
+    pub = {**PAPER_FIG3_SHARE, "models": 16}
+    out = pd.DataFrame([run, pub], index=[THIS_RUN, "published (paper Appendix B)"])
+    out.index.name = "source"
     return out
 
 

@@ -13,19 +13,23 @@ import numpy as np
 import pandas as pd
 
 from lceval.benchmarks.lifbench.published import (
+    fig3_share_with_published,
     ifp_with_published,
     official_check,
     paper_check,
-    radar_reference,
+    radar_published,
     summary_table,
     table3_with_published,
+    table4_with_published,
 )
 from lceval.benchmarks.lifbench.tables import (
+    PERSPECTIVES,
     THIS_RUN,
     ars_by_length,
     ars_ci,
     ifp,
     ifp_ci,
+    ifs_gap,
     ifs_table,
     item_means,
     score_table,
@@ -47,8 +51,9 @@ def plot_ifp_radar(
     title: str = "IFP per capability (Fig. 2)",
     reference: pd.DataFrame | None = None,
 ) -> plt.Figure:
-    """Radar chart of IFP (0..1): the run's models as solid lines labelled "(this run)", the
-    ``reference`` models (e.g. :func:`radar_reference`) as dashed grey lines.
+    """Radar chart of IFP (0..1): the run's models highlighted (thick coloured lines with
+    markers, labelled "(this run)" in bold), the ``reference`` models (:func:`radar_published`)
+    as thin dashed lines behind them.
 
     Args:
         cap: the run's models x capabilities (a ``source`` column is ignored).
@@ -58,29 +63,148 @@ def plot_ifp_radar(
     cap = cap.drop(columns=["source"], errors="ignore")
     labels = list(cap.columns)
     angles = np.linspace(0, 2 * np.pi, len(labels), endpoint=False).tolist()
-    fig, ax = plt.subplots(figsize=(6, 6), subplot_kw={"polar": True})
-    if reference is not None:
-        greys = ["0.2", "0.45", "0.65", "0.8"]
-        styles = ["--", "-.", ":", "--"]
+    fig, ax = plt.subplots(figsize=(7, 7), subplot_kw={"polar": True})
+    n_ref = 0 if reference is None else len(reference)
+    if reference is not None and n_ref:
+        palette = plt.get_cmap("tab20" if n_ref > 4 else "Greys")
         for i, (name, row) in enumerate(reference[labels].iterrows()):
             vals = row.to_numpy(dtype=float).tolist()
+            color = palette(i % 20) if n_ref > 4 else palette(0.85 - 0.5 * i / max(1, n_ref))
             ax.plot(
                 angles + angles[:1],
                 vals + vals[:1],
                 label=str(name),
-                color=greys[i % len(greys)],
-                linestyle=styles[i % len(styles)],
-                linewidth=1.2,
+                color=color,
+                linestyle="--",
+                linewidth=0.9,
+                alpha=0.75,
             )
-    for model, row in cap.iterrows():
+    for i, (model, row) in enumerate(cap.iterrows()):
         vals = row.to_numpy(dtype=float).tolist()
-        ax.plot(angles + angles[:1], vals + vals[:1], label=f"{model} (this run)", linewidth=2)
+        ax.plot(
+            angles + angles[:1],
+            vals + vals[:1],
+            label=f"{model} (this run)",
+            color=plt.get_cmap("Set1")(i % 9),
+            linewidth=2.6,
+            marker="o",
+            zorder=5,
+        )
     ax.set_xticks(angles)
     ax.set_xticklabels(labels)
     ax.set_ylim(0, 1)
     ax.set_title(title)
-    ax.legend(loc="upper left", bbox_to_anchor=(1.05, 1.05), fontsize=7)
+    legend = ax.legend(
+        loc="upper left", bbox_to_anchor=(1.08, 1.05), fontsize=7, ncol=1 if n_ref <= 12 else 2
+    )
+    for text in legend.get_texts():
+        if text.get_text().endswith("(this run)"):
+            text.set_fontweight("bold")
     return fig
+
+
+def write_ifp_radar(
+    ifp_table: pd.DataFrame, figures: str | Path, published: str | Sequence[str] = "reference"
+) -> list[Path]:
+    """Draw the IFP radar (Fig. 2) of a run beside published models and save it as
+    ``lifbench_ifp_radar.{png,pdf}`` under ``figures``.
+
+    Args:
+        ifp_table: the report's ``ifp`` table (:func:`ifp_with_published`: all 20 published
+            models are in it and in its CSV; only ``published`` are drawn).
+        figures: the run's figures folder.
+        published: which published rows to draw (:func:`radar_published`): ``"reference"``
+            (best, median, worst by ARS), ``"all"``, ``"none"`` or model names.
+
+    Returns:
+        The PNG and PDF paths; none when the table has no row of the run.
+
+    Raises:
+        LcevalError: an unknown published model name.
+    """
+    reference = radar_published(published)
+    mine = ifp_table[ifp_table["source"] == THIS_RUN] if "source" in ifp_table else ifp_table
+    if mine.empty:
+        return []
+    shown = "" if reference.empty else ": this run beside published models"
+    fig = plot_ifp_radar(mine, f"IFP per capability (Fig. 2){shown}", reference=reference)
+    return save_figure(fig, figures, "lifbench_ifp_radar")
+
+
+def plot_ifs_gap(gap: pd.DataFrame) -> plt.Figure:
+    """Fig. 3 in the paper's layout: grouped bars of the IFS gap (expression extension minus
+    random sampling) per model and perspective, the models then ``MEAN`` on the x axis, a zero
+    line; positive = higher IFS with expression extension.
+
+    Args:
+        gap: :func:`ifs_gap` output (models and ``MEAN`` x Expression, Variable, Length).
+    """
+    cols = list(PERSPECTIVES)
+    xs = np.arange(len(gap))
+    width = 0.8 / len(cols)
+    fig, ax = plt.subplots(figsize=(max(6.0, 0.7 * len(gap) + 2), 4))
+    for i, c in enumerate(cols):
+        ax.bar(xs + (i - 1) * width, gap[c].to_numpy(dtype=float), width, label=c)
+    ax.axhline(0, color="black", linewidth=0.8)
+    ax.set_xticks(xs)
+    ax.set_xticklabels([str(m) for m in gap.index], rotation=45, ha="right", fontsize=8)
+    ax.set_ylabel("IFS gap (extension - random)")
+    ax.set_title("IFS gap: expression extension vs random sampling (Fig. 3)")
+    ax.legend(fontsize=8)
+    return fig
+
+
+def run_ifs_table(run_id: str, root: str | Path | None = None) -> tuple[pd.DataFrame, str]:
+    """Table 4 (:func:`ifs_table`) of a run's LIFBench scores and the ``expressions`` param it
+    was built with (run.json).
+
+    Raises:
+        LcevalError: the run has no LIFBench scores or samples.
+    """
+    from lceval import registry
+
+    run = RunDir(run_id, root)
+    bench = registry.get("lifbench")
+    samples = bench.load_samples([s for s in run.read_samples() if s.benchmark == "lifbench"])
+    scores, _ = bench.scores_for(run.read_scores())
+    table = score_table(scores, samples)
+    if table.empty:
+        raise LcevalError(f"run {run_id}: no LIFBench score matches a sample; score it first")
+    params = dict(run.read_meta().params or {}).get("lifbench") or {}
+    return ifs_table(table), str(params.get("expressions", "official"))
+
+
+def report_ifs_gap(
+    run_id: str, random_run_id: str, *, root: str | Path | None = None
+) -> dict[str, pd.DataFrame]:
+    """Fig. 3 (Appendix B) from two scored runs of the same models: ``run_id`` built with the
+    expression extension (``expressions: cluster`` or ``official``) and ``random_run_id`` with
+    ``expressions: random``. Writes ``report/lifbench_fig3_ifs_gap.csv``,
+    ``lifbench_fig3_share_positive.csv`` (beside the paper's shares) and
+    ``report/figures/lifbench_fig3_ifs_gap.{png,pdf}`` in ``run_id``'s folder.
+
+    Returns:
+        ``{"fig3_ifs_gap": ifs_gap(...), "fig3_share_positive": fig3_share_with_published(...)}``.
+
+    Raises:
+        LcevalError: a run is missing or unscored, ``random_run_id`` was not built with
+            ``expressions: random`` or ``run_id`` was, or the runs share no model.
+    """
+    extension, kind = run_ifs_table(run_id, root)
+    random, random_kind = run_ifs_table(random_run_id, root)
+    if random_kind != "random" or kind == "random":
+        raise LcevalError(
+            f"Fig. 3 compares expression extension (run {run_id}: expressions={kind}) with "
+            f"random sampling (run {random_run_id}: expressions={random_kind}); build the "
+            "second with expressions: random and the first with cluster or official"
+        )
+    gap = ifs_gap(extension, random)
+    out = {"fig3_ifs_gap": gap, "fig3_share_positive": fig3_share_with_published(gap)}
+    run = RunDir(run_id, root)
+    for name, df in out.items():
+        save_table(df, run.report, f"lifbench_{name}")
+    save_figure(plot_ifs_gap(gap), run.figures, "lifbench_fig3_ifs_gap")
+    return out
 
 
 def plot_ars_by_length(by_len: pd.DataFrame) -> plt.Figure:
@@ -153,8 +277,9 @@ def lifbench_tables(table: pd.DataFrame, *, seed: int = 0) -> dict[str, pd.DataF
 
     Returns:
         ``table3_ars`` (:func:`table3_with_published`), ``table4_ifs`` (:func:`ifs_table`, the
-        run's models), ``ifp`` (:func:`ifp_with_published`), ``summary``
-        (:func:`summary_table`), ``ars_by_length``, ``ars_ci`` (overall ARS with ``low``,
+        run's models), ``table4_with_published`` (every perspective beside the paper's rows),
+        ``ifp`` (:func:`ifp_with_published`), ``summary`` (:func:`summary_table`),
+        ``ars_by_length``, ``ars_ci`` (overall ARS with ``low``,
         ``high``, ``n``), ``task_ars_ci`` and ``ifp_ci`` (the same per task and per capability).
     """
     t3 = task_ars(table)
@@ -162,6 +287,7 @@ def lifbench_tables(table: pd.DataFrame, *, seed: int = 0) -> dict[str, pd.DataF
     return {
         "table3_ars": table3_with_published(t3),
         "table4_ifs": t4,
+        "table4_with_published": table4_with_published(t4),
         "ifp": ifp_with_published(ifp(item_means(table))),
         "summary": summary_table(t3, t4),
         "ars_by_length": ars_by_length(table),
@@ -176,15 +302,7 @@ def _write(tables: Mapping[str, pd.DataFrame], report: Path, figures: Path) -> N
         save_table(df, report, f"lifbench_{name}")
     if not tables["table3_ars"].empty:
         save_figure(plot_task_ars(tables["table3_ars"]), figures, "lifbench_table3_ars")
-    cap = tables["ifp"]
-    mine = cap[cap["source"] == THIS_RUN] if "source" in cap else cap
-    if not mine.empty:
-        fig = plot_ifp_radar(
-            mine,
-            "IFP per capability (Fig. 2): this run beside published models",
-            reference=radar_reference(),
-        )
-        save_figure(fig, figures, "lifbench_ifp_radar")
+    write_ifp_radar(tables["ifp"], figures, "reference")
     if not tables["ars_by_length"].empty:
         save_figure(plot_ars_by_length(tables["ars_by_length"]), figures, "lifbench_ars_by_length")
 
@@ -195,7 +313,8 @@ def report_lifbench(
     """Write LIFEval's tables (CSV) and figures (PNG + PDF) of a run; return the tables.
 
     Tables: ``table3_ars`` (task ARS + Overall, Table 3, beside the paper's rows), ``table4_ifs``
-    (IFS with ranks, Table 4), ``ifp`` (Fig. 2's numbers, beside the official ones), ``summary``
+    (IFS with ranks, Table 4), ``table4_with_published`` (Table 4 beside the paper's rows),
+    ``ifp`` (Fig. 2's numbers, beside the official ones), ``summary``
     (ARS and IFS(AVG) beside the paper's), ``ars_by_length`` (columns ``"4k"``..),
     ``ars_ci``, ``task_ars_ci``, ``ifp_ci`` (bootstrap CIs: ``low``, ``high``, ``n``),
     ``paper_check`` and ``official_check`` (the

@@ -78,6 +78,8 @@ PUBLISHED_T34 = "published (paper Tables 3-4)"
 """``source`` of the published rows of the summary (ARS of Table 3, IFS(AVG) of Table 4)."""
 PUBLISHED_IFP = "published (official IFP)"
 """``source`` of the official IFP rows (``full_results_IFP.xlsx``, ``official_results.csv``)."""
+PUBLISHED_T4 = "published (paper Table 4)"
+"""``source`` of the paper's Table 4 rows (``resources/paper_table4.csv``)."""
 
 _RES = "lceval.benchmarks.lifbench.resources"
 
@@ -279,6 +281,41 @@ def ifs_table(
     out = out[[x for c in order for x in (c, f"{c}_rank")] + ["n_tasks", "mean_rank"]]
     out.index.name = "model"
     return out.sort_values(["mean_rank", "IFS(AVG)"], kind="stable")
+
+
+def ifs_gap(extension: pd.DataFrame, random: pd.DataFrame) -> pd.DataFrame:
+    """Fig. 3 (Appendix B): the IFS gap per perspective, expression extension minus random
+    sampling, per model and its mean over the models.
+
+    Args:
+        extension: :func:`ifs_table` of a run built with the expression extension
+            (``expressions: cluster`` or ``official``, the paper's clustered selection).
+        random: :func:`ifs_table` of the same models on a run built with
+            ``expressions: random`` (Appendix B's random-sampling baseline).
+
+    Returns:
+        Indexed by model (the models both runs hold, in ``extension``'s order) then ``MEAN``
+        (the mean gap over those models, as the figure's last x position): ``Expression``,
+        ``Variable``, ``Length`` (IFS differences, positive = higher IFS with expression
+        extension). ``attrs["share_positive"]``: per perspective the share (0..1) of models with
+        a positive gap (the paper: 0.75, 0.375, 0.625 over its sixteen models).
+
+    Raises:
+        LcevalError: the two tables share no model.
+    """
+    models = [m for m in extension.index if m in random.index]
+    if not models:
+        raise LcevalError(
+            "the expression-extension and random-sampling runs share no model; answer both "
+            "with the same models"
+        )
+    cols = list(PERSPECTIVES)
+    gap = extension.loc[models, cols].astype(float) - random.loc[models, cols].astype(float)
+    share = (gap > 0).sum() / gap.notna().sum().replace(0, np.nan)
+    out = pd.concat([gap, gap.mean().to_frame("MEAN").T])
+    out.index.name = "model"
+    out.attrs["share_positive"] = share.to_dict()
+    return out
 
 
 def ars_by_length(table: pd.DataFrame) -> pd.DataFrame:

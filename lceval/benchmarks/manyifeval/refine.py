@@ -635,11 +635,13 @@ def report_refinement(
     """Write the refinement tables (Table 2 layout, per round) and the Fig. 6 style figure.
 
     Returns:
-        ``refinement_table2`` and ``refinement_by_round`` (empty frames when no results).
+        ``refinement_table2`` and ``refinement_by_round`` (empty frames when no results), and
+        ``refinement_feedback`` (:func:`feedback_performance`, when there are results).
     """
     results = load_results(run, samples=samples)
     if results.empty:
         return {"refinement_table2": pd.DataFrame(), "refinement_by_round": pd.DataFrame()}
+    feedback = feedback_performance(results)  # Fig. 9's counts (report.plot_feedback_confusion)
     t2 = table2(results)
     by_round = results.groupby(["model", "strategy", "round"], as_index=False).agg(
         prompt_level=("prompt_level", "mean"),
@@ -649,4 +651,8 @@ def report_refinement(
     save_table(t2, run.report, "manyifeval_refinement_table2", index=False)
     save_table(by_round, run.report, "manyifeval_refinement_by_round", index=False)
     save_figure(plot_refinement(results), run.figures, "manyifeval_fig6_refinement")
-    return {"refinement_table2": t2, "refinement_by_round": by_round}
+    return {
+        "refinement_table2": t2,
+        "refinement_by_round": by_round,
+        "refinement_feedback": feedback,
+    }

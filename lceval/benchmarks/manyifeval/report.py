@@ -24,6 +24,13 @@ import numpy as np
 import pandas as pd
 
 from lceval.benchmarks.manyifeval.gold import INSTRUCTION_NAME, MODES, parse_part_key
+from lceval.benchmarks.manyifeval.published import (
+    LABELS,
+    THIS_RUN,
+    accuracy_with_published,
+    feedback_confusion,
+    table4_with_published,
+)
 from lceval.errors import LcevalError
 from lceval.io import RunDir
 from lceval.metrics import Headline, bootstrap, bootstrap_sums, group_stability, mean_statistic
@@ -291,34 +298,58 @@ def headline(scores: pd.DataFrame, samples: Sequence[Sample]) -> Headline:
     )
 
 
-def plot_accuracy(acc: pd.DataFrame, mode: str = "strict") -> Any:
-    """Fig. 1 style: instruction-level (left) and prompt-level (right) accuracy against n."""
+def _published_n10(published: pd.DataFrame | None) -> pd.DataFrame:
+    if published is None or published.empty:
+        return pd.DataFrame(columns=["model", "n", "prompt_level"])
+    return published[published["source"] != THIS_RUN].dropna(subset=["n", "prompt_level"])
+
+
+def plot_accuracy(
+    acc: pd.DataFrame, mode: str = "strict", published: pd.DataFrame | None = None
+) -> Any:
+    """Fig. 1 style: instruction-level (left) and prompt-level (right) accuracy against n; the
+    published points (:func:`accuracy_with_published` rows not of the run) as black crosses
+    labelled "(published)", the run's models as lines.
+    """
     import matplotlib.pyplot as plt
     import seaborn as sns
 
     d = acc[(acc["mode"] == mode) & (acc["condition"] == "unique")]
+    pub = _published_n10(published)
     fig, axes = plt.subplots(1, 2, figsize=(10, 4), sharex=True)
     for ax, col, title in (
         (axes[0], "inst_level", "Inst-level accuracy"),
         (axes[1], "prompt_level", "Prompt-level accuracy"),
     ):
-        sns.lineplot(data=d, x="n", y=col, hue="model", marker="o", ax=ax)
+        sns.lineplot(data=d, x="n", y=col, hue="model", marker="o", ax=ax, linewidth=2.2)
+        for marker, (_, r) in zip("XPD*", pub.dropna(subset=[col]).iterrows(), strict=False):
+            ax.plot(r["n"], r[col], marker, color="black", label=f"{r['model']} (published)")
         ax.set(xlabel="Number of instructions", ylabel=title, ylim=(-0.02, 1.02), title=title)
-        ax.set_xticks(sorted(d["n"].unique()))
-    fig.suptitle(f"ManyIFEval ({mode})")
+        ax.set_xticks(sorted({*d["n"].unique(), *pub["n"].astype(int)}))
+        if ax.get_legend_handles_labels()[0]:
+            ax.legend(fontsize=7)
+    fig.suptitle(f"ManyIFEval ({mode}); crosses: the paper's published points")
     fig.tight_layout()
     return fig
 
 
-def plot_curse(per_n: pd.DataFrame, fit: pd.DataFrame, mode: str = "strict") -> Any:
-    """Fig. 4 style: measured prompt-level accuracy and I(n)^n against n, one panel per model."""
+def plot_curse(
+    per_n: pd.DataFrame,
+    fit: pd.DataFrame,
+    mode: str = "strict",
+    published: pd.DataFrame | None = None,
+) -> Any:
+    """Fig. 4 / Fig. 10 style: measured prompt-level accuracy and I(n)^n against n, one panel
+    per model, and a last panel with the paper's published P(10) points (``published``, as in
+    :func:`plot_accuracy`; the text states no I(n), so no law is drawn for them).
+    """
     import matplotlib.pyplot as plt
 
     d = per_n[(per_n["mode"] == mode) & (per_n["condition"] == "unique")]
     models = sorted(d["model"].unique())
-    fig, axes = plt.subplots(
-        1, max(len(models), 1), figsize=(4.5 * max(len(models), 1), 4), squeeze=False
-    )
+    pub = _published_n10(published)
+    panels = len(models) + (1 if len(pub) else 0)
+    fig, axes = plt.subplots(1, max(panels, 1), figsize=(4.5 * max(panels, 1), 4), squeeze=False)
     for ax, model in zip(axes[0], models, strict=False):
         g = d[d["model"] == model].sort_values("n")
         ax.plot(g["n"], g["prompt_level"], "o-", label="Prompt-level accuracy (measured)")
@@ -338,9 +369,54 @@ def plot_curse(per_n: pd.DataFrame, fit: pd.DataFrame, mode: str = "strict") -> 
             xlabel="Number of instructions",
             ylabel="Prompt-level accuracy",
             ylim=(-0.02, 1.02),
-            title=str(model).split("/")[-1],
+            title=f"{str(model).split('/')[-1]} (this run)",
         )
         ax.legend(loc="center right", fontsize=8)
+    if len(pub):
+        ax = axes[0][-1]
+        for marker, (_, r) in zip("XPD*", pub.iterrows(), strict=False):
+            ax.plot(r["n"], r["prompt_level"], marker, color="black", label=str(r["model"]))
+        ax.set(
+            xlabel="Number of instructions",
+            ylabel="Prompt-level accuracy",
+            xlim=(0.5, 10.5),
+            ylim=(-0.02, 1.02),
+            title="published P(10), paper Sec. 5.1",
+        )
+        ax.legend(fontsize=7)
+    fig.tight_layout()
+    return fig
+
+
+def plot_feedback_confusion(confusion: pd.DataFrame) -> Any:
+    """Fig. 9 (Appendix E): one annotated heat map per (source, model, strategy) of
+    :func:`feedback_confusion` output; rows the checkers' label, columns the feedback's
+    prediction ("following" / "not following"), cells percent of the row (and counts for the
+    run). The paper's matrices are titled "(published)".
+    """
+    import matplotlib.pyplot as plt
+    import seaborn as sns
+
+    cols = zip(confusion["source"], confusion["model"], confusion["method"], strict=True)
+    keys = list(dict.fromkeys(cols))
+    fig, axes = plt.subplots(1, len(keys), figsize=(3.4 * len(keys), 3.2), squeeze=False)
+    for ax, (source, model, method) in zip(axes[0], keys, strict=True):
+        g = confusion[
+            (confusion["source"] == source)
+            & (confusion["model"] == model)
+            & (confusion["method"] == method)
+        ]
+        pct = g.pivot(index="label", columns="prediction", values="percent")
+        pct = pct.reindex(index=list(LABELS), columns=list(LABELS))
+        cnt = g.pivot(index="label", columns="prediction", values="count")
+        cnt = cnt.reindex(index=list(LABELS), columns=list(LABELS))
+        annot = pct.map(lambda x: f"{x:.0f}%") + cnt.map(
+            lambda c: "" if pd.isna(c) else f"\n({int(c)})"
+        )
+        sns.heatmap(pct, annot=annot, fmt="", vmin=0, vmax=100, cmap="Blues", cbar=False, ax=ax)
+        who = "published" if source != THIS_RUN else "this run"
+        ax.set_title(f"{method}\n{str(model).split('/')[-1]} ({who})", fontsize=8)
+        ax.set(xlabel="Prediction (self-feedback)", ylabel="Label (checkers)")
     fig.tight_layout()
     return fig
 
@@ -371,14 +447,20 @@ def report_manyifeval(
     ``manyifeval_curse_law.csv`` (per n), ``manyifeval_curse_fit.csv`` (R^2, MAE),
     ``manyifeval_per_instruction.csv``, ``manyifeval_set_stability.csv`` (CV over instruction
     sets, :func:`set_stability`), and
-    figures ``manyifeval_fig1_accuracy``, ``manyifeval_fig4_curse`` (and
-    ``manyifeval_fig8_repeated`` when the run has the repeated control) as PNG and PDF. When the
-    run has self-refinement results (``lceval.benchmarks.manyifeval.refine``) their Table 2
-    layout is added.
+    ``manyifeval_fig1_with_published.csv`` (the run's accuracies beside the paper's stated
+    points), ``manyifeval_table4_with_published.csv`` (per instruction, beside Table 4's GPT-4o
+    column), ``manyifeval_fig9_confusion.csv``, and figures ``manyifeval_fig1_accuracy``,
+    ``manyifeval_fig4_curse`` (both with the published points, marked),
+    ``manyifeval_fig9_confusion`` (the feedback's confusion matrices of the run's
+    self-refinement beside the paper's two; the
+    paper's alone when the run has none) (and ``manyifeval_fig8_repeated`` when the run has the
+    repeated control) as PNG and PDF. When the run has self-refinement results
+    (``lceval.benchmarks.manyifeval.refine``) their Table 2 layout is added.
 
     Returns:
         The tables by name: accuracy_by_n, curse_law, curse_fit, per_instruction,
-        set_stability, summary (+ refinement tables when present).
+        set_stability, summary, fig1_with_published, table4_with_published, fig9_confusion
+        (+ refinement tables when present).
 
     Raises:
         LcevalError: no ManyIFEval scores, or a score for an unknown sample.
@@ -403,9 +485,15 @@ def report_manyifeval(
         "per_instruction": inst,
         "set_stability": stability,
     }
+    table4 = table4_with_published(inst)
+    tables["table4_with_published"] = table4
+    save_table(table4, run.report, "manyifeval_table4_with_published")
+    beside = accuracy_with_published(acc)
+    tables["fig1_with_published"] = beside
+    save_table(beside, run.report, "manyifeval_fig1_with_published", index=False)
     if len(per_n):
-        save_figure(plot_accuracy(acc), run.figures, "manyifeval_fig1_accuracy")
-        save_figure(plot_curse(per_n, fit), run.figures, "manyifeval_fig4_curse")
+        save_figure(plot_accuracy(acc, published=beside), run.figures, "manyifeval_fig1_accuracy")
+        save_figure(plot_curse(per_n, fit, published=beside), run.figures, "manyifeval_fig4_curse")
     if (acc["condition"] == "repeated").any():
         save_figure(plot_repeated(acc), run.figures, "manyifeval_fig8_repeated")
     strict = acc[(acc["mode"] == "strict") & (acc["condition"] == "unique")]
@@ -420,4 +508,11 @@ def report_manyifeval(
 
     if refine.has_results(run):
         tables.update(refine.report_refinement(run, samples))
+    performance = tables.get("refinement_feedback")
+    if performance is None:
+        performance = pd.DataFrame(columns=["model", "strategy", "tp", "fp", "fn", "tn"])
+    confusion = feedback_confusion(performance)
+    tables["fig9_confusion"] = confusion
+    save_table(confusion, run.report, "manyifeval_fig9_confusion", index=False)
+    save_figure(plot_feedback_confusion(confusion), run.figures, "manyifeval_fig9_confusion")
     return tables

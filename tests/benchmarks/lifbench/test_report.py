@@ -14,6 +14,7 @@ from lceval.benchmarks.lifbench import published as P
 from lceval.benchmarks.lifbench import report as A
 from lceval.benchmarks.lifbench import tables as T
 from lceval.benchmarks.lifbench.gold import CAPABILITIES, TASK_POINTS, ListItemGold
+from lceval.errors import LcevalError
 from lceval.io import RunDir, new_meta, scores_frame, write_jsonl
 from lceval.records import Context, Response, Sample
 
@@ -143,7 +144,9 @@ def test_official_check_reproduces_the_official_files() -> None:
     assert (oc["flag"] == "exact").mean() > 0.8
 
 
-def _fake_run(tmp_path) -> RunDir:
+def _fake_run(
+    tmp_path, run_id: str = "lifbench-test", expressions: str | None = None, miss: int = 3
+) -> RunDir:
     elems = [f"{i:032x}" for i in range(1, 13)]
     ctx = Context(
         "lifbench/List/3072",
@@ -178,13 +181,14 @@ def _fake_run(tmp_path) -> RunDir:
             length=(3072, 6144)[k // 12],
         )
         samples.append(s)
-        for model, text in (("good", target), ("bad", "no idea" if k % 3 else target)):
+        for model, text in (("good", target), ("bad", "no idea" if k % miss else target)):
             responses.append(Response(s.id, model, text, "h"))
-    run = RunDir("lifbench-test", tmp_path).create()
+    run = RunDir(run_id, tmp_path).create()
     run.write_samples(samples, [ctx])
-    run.write_meta(new_meta("lifbench-test"))
+    params = {"lifbench": {"expressions": expressions}} if expressions else {}
+    run.write_meta(new_meta(run_id, params=params))
     write_jsonl(run.responses, responses)
-    pipeline.score("lifbench-test", root=tmp_path, progress=False)
+    pipeline.score(run_id, root=tmp_path, progress=False)
     return run
 
 
@@ -199,7 +203,7 @@ def test_report_writes_tables_and_figures_for_several_models(tmp_path) -> None:
     assert list(tables["ars_by_length"].columns) == ["4k", "8k"]  # the paper's labels
     ci = tables["ars_ci"]
     assert ci.loc["bad", "low"] <= ci.loc["bad", "ARS"] <= ci.loc["bad", "high"]
-    for name in ("table3_ars", "table4_ifs", "ifp", "summary", "ars_by_length", "paper_check"):
+    for name in ("table3_ars", "table4_ifs", "table4_with_published", "ifp", "summary"):
         assert (run.report / f"lifbench_{name}.csv").is_file()
     for fig in ("lifbench_ifp_radar", "lifbench_ars_by_length", "lifbench_table3_ars"):
         assert (run.figures / f"{fig}.png").is_file() and (run.figures / f"{fig}.pdf").is_file()
@@ -325,3 +329,82 @@ def test_cis_of_task_ars_overall_ars_and_ifp() -> None:
         assert got.loc[cap, "IFP"] == pytest.approx(want[cap])
         assert got.loc[cap, "low"] <= got.loc[cap, "IFP"] <= got.loc[cap, "high"]
     assert set(got.index) == {"Fmt", "Recog", "Spat"}  # no Ori item in this table
+
+
+def test_table4_with_published_keeps_the_papers_ranks_and_reranks_with_the_run() -> None:
+    paper = P.paper_table4()
+    alone = P.table4_with_published(paper.iloc[:0].drop(columns="row"))
+    assert set(alone["source"]) == {T.PUBLISHED_T4} and len(alone) == len(paper)
+    for c in ["Expression", "Variable", "Length", "IFS(AVG)"]:
+        assert alone[c].to_dict() == paper[c].to_dict()  # every perspective, as printed
+        same = alone[f"{c}_rank"] == paper[f"{c}_rank"].reindex(alone.index)
+        # printed ties the paper broke on unprinted digits (paper_check flags the same two)
+        assert set(same[~same].index) <= {"LWM-Text-Chat-1M", "Qwen2.5-32B"}
+    # a run steadier than every published model ranks first in every perspective
+    run = pd.DataFrame(
+        {"Expression": [0.0], "Variable": [0.0], "Length": [0.0], "IFS(AVG)": [0.0], "ARS": [1.0]},
+        index=pd.Index(["mine"]),
+    )
+    both = P.table4_with_published(run)
+    assert both.index[0] == "mine" and both.loc["mine", "source"] == T.THIS_RUN
+    assert both.loc["gpt-4o-2024-08-06", "Variable_rank"] == 2  # the paper's 1st moves down
+    assert np.isnan(both.loc["mine", "paper_rank"])
+
+
+def test_radar_published_picks_rows_and_names_unknown_models() -> None:
+    assert len(P.radar_published("all")) == 20 and P.radar_published("none").empty
+    assert len(P.radar_published("reference")) == 3
+    two = P.radar_published(["Qwen2.5-7B", "gpt-4o-2024-08-06"])
+    assert list(two.index) == ["Qwen2.5-7B (published)", "gpt-4o-2024-08-06 (published)"]
+    with pytest.raises(LcevalError, match="no published IFP for 'gpt-5'.*Qwen2.5-7B"):
+        P.radar_published(["gpt-5"])
+
+
+def test_radar_draws_all_published_models_with_the_run_highlighted(tmp_path) -> None:
+    cap = P.ifp_with_published(pd.DataFrame({c: [0.5] for c in CAPABILITIES}, index=["mine"]))
+    paths = A.write_ifp_radar(cap, tmp_path, "all")
+    assert [p.suffix for p in paths] == [".png", ".pdf"]
+    fig = A.plot_ifp_radar(cap[cap["source"] == T.THIS_RUN], reference=P.radar_published("all"))
+    lines = fig.axes[0].get_lines()
+    assert len(lines) == 21
+    assert lines[-1].get_label() == "mine (this run)" and lines[-1].get_linewidth() > 2
+    assert all(line.get_linewidth() < 1 for line in lines[:-1])
+
+
+def test_ifs_gap_on_hand_made_tables() -> None:
+    ext = pd.DataFrame(
+        {"Expression": [0.2, 0.1], "Variable": [0.1, 0.1], "Length": [0.3, 0.0]}, index=["a", "b"]
+    )
+    rnd = pd.DataFrame(
+        {"Expression": [0.1, 0.05], "Variable": [0.2, 0.1], "Length": [0.1, 0.1]},
+        index=["b", "a"],
+    )
+    gap = T.ifs_gap(ext, rnd)
+    assert list(gap.index) == ["a", "b", "MEAN"]
+    assert gap.loc["a"].tolist() == pytest.approx([0.15, 0.0, 0.2])
+    assert gap.loc["b"].tolist() == pytest.approx([0.0, -0.1, -0.1])
+    assert gap.loc["MEAN", "Expression"] == pytest.approx(0.075)
+    assert gap.attrs["share_positive"] == {"Expression": 0.5, "Variable": 0.0, "Length": 0.5}
+    share = P.fig3_share_with_published(gap)
+    assert share.loc["published (paper Appendix B)", "Expression"] == 0.75
+    assert share.loc[T.THIS_RUN, "models"] == 2
+    undefined = pd.DataFrame(np.nan, index=["c"], columns=ext.columns)
+    gap3 = T.ifs_gap(pd.concat([ext, undefined]), pd.concat([rnd, undefined]))
+    assert P.fig3_share_with_published(gap3).loc[T.THIS_RUN, "models"] == 2  # c has no IFS
+    with pytest.raises(LcevalError, match="share no model"):
+        T.ifs_gap(ext, rnd.rename(index=str.upper))
+
+
+def test_fig3_from_an_extension_run_and_a_random_run(tmp_path) -> None:
+    _fake_run(tmp_path, "ext", "cluster", miss=3)
+    _fake_run(tmp_path, "rnd", "random", miss=2)
+    out = A.report_ifs_gap("ext", "rnd", root=tmp_path)
+    gap = out["fig3_ifs_gap"]
+    assert list(gap.index) == ["good", "bad", "MEAN"] or list(gap.index) == ["bad", "good", "MEAN"]
+    assert gap.loc["good"].abs().max() == 0.0  # the same perfect answers in both runs
+    assert gap.loc["bad"].abs().max() > 0.0
+    run = RunDir("ext", tmp_path)
+    assert (run.report / "lifbench_fig3_ifs_gap.csv").is_file()
+    assert (run.figures / "lifbench_fig3_ifs_gap.png").is_file()
+    with pytest.raises(LcevalError, match="expressions: random"):
+        A.report_ifs_gap("rnd", "ext", root=tmp_path)

@@ -264,3 +264,43 @@ def test_oracle_does_not_flag_an_undecided_instruction(tmp_path) -> None:
     assert json.loads(row["verdicts"]) == [None] and math.isnan(row["prompt_level"])
     fb = refine.feedback_performance(res).iloc[0]
     assert fb["tp"] + fb["fp"] + fb["fn"] + fb["tn"] == 0  # no reference verdict to compare
+
+
+def test_fig9_confusion_of_the_runs_feedback_beside_the_papers(tmp_path) -> None:
+    from lceval.benchmarks.manyifeval.published import feedback_confusion
+    from lceval.benchmarks.manyifeval.report import plot_feedback_confusion
+
+    def script(s: Sample) -> str:
+        if s.id.endswith("|fb0"):
+            return "There is a comma after Hello.\nAnswer: no"  # right: not followed
+        if s.id.endswith("|fb1"):
+            return "Answer: yes"  # wrong: the quotes are missing
+        return _script()(s)
+
+    run = RunDir("r", tmp_path).create()
+    be = ScriptedBackend(script)
+    refine.run_refinement(
+        run, be, "feedback-each-cot", rounds=1, samples=[_sample()], progress=False
+    )
+    tables = refine.report_refinement(run, [_sample()])
+    conf = feedback_confusion(tables["refinement_feedback"])
+    mine = conf[conf["source"] == "this run"].set_index(["label", "prediction"])
+    assert mine.loc[("not following", "not following"), "count"] == 1  # the comma, caught
+    assert mine.loc[("not following", "following"), "count"] == 1  # the quotes, missed
+    assert mine.loc[("not following", "following"), "percent"] == 50.0
+    assert mine["count"].sum() == 2 and mine["method"].iloc[0] == "refinement w/ feedback+each+cot"
+    assert (
+        mine.loc[("following", "following"), "percent"]
+        != mine.loc[("following", "following"), "percent"]
+    )  # no followed instruction was judged: NaN, not a made-up 0
+    pub = conf[conf["source"] != "this run"]
+    each = pub[pub["method"] == "zero-shot-cot-each"].set_index(["label", "prediction"])
+    assert each["percent"].to_dict() == {
+        ("following", "following"): 76,
+        ("following", "not following"): 24,
+        ("not following", "following"): 17,
+        ("not following", "not following"): 83,
+    }
+    fig = plot_feedback_confusion(conf)
+    assert len(fig.axes) == 3 and "(this run)" in fig.axes[0].get_title()
+    assert "(published)" in fig.axes[1].get_title()

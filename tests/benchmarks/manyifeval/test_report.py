@@ -164,13 +164,17 @@ def test_report_writes_tables_and_figures(tmp_path) -> None:
     tables = report_manyifeval(run, scores, samples)
     assert {"accuracy_by_n", "curse_law", "curse_fit", "per_instruction", "summary"} <= set(tables)
     assert tables["summary"].loc["m", "P(2)"] == pytest.approx(0.25)
-    for name in ("manyifeval_fig1_accuracy", "manyifeval_fig4_curse"):
+    for name in ("manyifeval_fig1_accuracy", "manyifeval_fig4_curse", "manyifeval_fig9_confusion"):
         assert (run.figures / f"{name}.png").stat().st_size > 0
         assert (run.figures / f"{name}.pdf").stat().st_size > 0
     assert (run.report / "manyifeval_curse_fit.csv").exists()
     inst = per_instruction(verdict_frame(scores, samples))
     assert inst.loc[("m", "punctuation:no_comma", "No Commas"), "all"] == pytest.approx(0.5)
     assert json.loads(scores.iloc[0]["parts"])  # parts kept as JSON strings
+    t4 = tables["table4_with_published"]
+    assert len(t4) == 15 and t4.index[0] == ("keywords:existence", "Include Keywords")
+    assert t4.loc[("keywords:letter_frequency", "Letter Frequency"), t4.columns[-1]] == 0.62
+    assert t4.loc[("punctuation:no_comma", "No Commas"), "m (this run, all n)"] == 0.5
 
 
 def test_undecided_instructions_follow_kleene_and() -> None:
@@ -233,3 +237,38 @@ def test_accuracy_cis_and_set_stability_by_hand() -> None:
     est = headline_estimates(headline(scores, samples), n_resamples=200).iloc[0]
     assert est["estimate"] == pytest.approx((2 / 3 + 1 / 3) / 2)
     assert est["n"] == 6 and est["n_units"] == 3
+
+
+def test_published_points_beside_the_run_in_fig1_and_fig4() -> None:
+    from lceval.benchmarks.manyifeval.published import accuracy_with_published, published_points
+    from lceval.benchmarks.manyifeval.report import plot_accuracy, plot_curse
+
+    sets = {n: list(itertools.product((0, 1), repeat=n)) for n in range(1, 4)}
+    samples, scores = _make(sets)
+    acc = accuracy_by_n(verdict_frame(scores, samples), scores)
+    beside = accuracy_with_published(acc)
+    pub = beside[beside["source"] != "this run"].set_index("model")
+    assert pub["prompt_level"].to_dict() == {
+        "gpt-4o-2024-05-13": 0.15,
+        "claude-3-5-sonnet-20240620": 0.44,
+        "Meta-Llama-3.1-8B-Instruct": 0.04,
+    }
+    assert (pub["n"] == 10).all() and pub["inst_level"].isna().all()
+    assert len(beside[beside["source"] == "this run"]) == 3
+    assert set(published_points()["figure"]) == {"Fig. 1", "Fig. 6", "Table 2", "Table 5"}
+    labels = plot_accuracy(acc, published=beside).axes[1].get_legend_handles_labels()[1]
+    assert "gpt-4o-2024-05-13 (published)" in labels and "m" in labels
+    per_n, fit = curse_law(acc)
+    fig = plot_curse(per_n, fit, published=beside)
+    assert len(fig.axes) == 2 and "published" in fig.axes[1].get_title()
+
+
+def test_fig8_draws_unique_against_repeated() -> None:
+    from lceval.benchmarks.manyifeval.report import plot_repeated
+
+    samples, scores = _make({n: list(itertools.product((0, 1), repeat=n)) for n in (1, 2)})
+    acc = accuracy_by_n(verdict_frame(scores, samples), scores)
+    both = pd.concat([acc, acc.assign(condition="repeated", inst_level=1.0)], ignore_index=True)
+    ax = plot_repeated(both).axes[0]
+    ys = sorted(tuple(line.get_ydata()) for line in ax.get_lines() if len(line.get_ydata()) == 2)
+    assert ys == [(0.5, 0.5), (1.0, 1.0)]
