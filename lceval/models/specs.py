@@ -60,6 +60,10 @@ class ModelSpec:
     name: str | None = None
     """Display name recorded as ``Response.model`` (None: the engine's own name for the model)."""
 
+    def with_options(self, options: Mapping[str, Any]) -> ModelSpec:
+        """This model with ``options`` as its engine options (e.g. an NTK point's RoPE ones)."""
+        return ModelSpec(self.model, self.backend, dict(options), self.name)
+
     @property
     def label(self) -> str:
         """The name used in messages: the display name, else the model."""
@@ -105,6 +109,7 @@ def resolve_models(
     backend: str = "auto",
     options: Mapping[str, Any] | None = None,
     where: str = "inference",
+    one: str | None = None,
 ) -> tuple[ModelSpec, ...]:
     """The models a params section names, in order.
 
@@ -114,6 +119,7 @@ def resolve_models(
         backend: the section's backend (an entry's own ``backend`` wins).
         options: the section's ``backend_options`` (an entry's own ``options`` go over them).
         where: the section's owner for messages.
+        one: why only one model can be taken here (then more than one is refused with it).
 
     Returns:
         One :class:`ModelSpec` per model.
@@ -121,7 +127,7 @@ def resolve_models(
     Raises:
         LcevalError: one line: both ``model`` and ``models``, neither (the embedded stand-in is
             used only when named), an empty list, a malformed entry, or two entries that would
-            record their answers under the same name.
+            record their answers under the same name; more than one with ``one``.
     """
     options = dict(options or {})
     if model is not None and models is not None:
@@ -144,6 +150,8 @@ def resolve_models(
                 "different `name` or drop one"
             )
         seen[key] = i
+    if one is not None and len(specs) > 1:
+        raise LcevalError(f"{where}: give one model here ({one}), got {len(specs)}")
     return specs
 
 
@@ -188,7 +196,8 @@ def declared_window(spec: ModelSpec, folder: Path | None) -> tuple[int | None, s
     The ``max_model_len`` (vllm) or ``window`` (hf) option; else the checkpoint's
     ``max_position_embeddings`` (or its text config's), times the factor of a ``rope_scaling``
     option (over its ``original_max_position_embeddings`` when given), as the engines resolve it
-    (``lceval.models.hf_load.model_window``, ``lceval.models.rope``).
+    (``lceval.models.hf_load.model_window``, ``lceval.models.rope``), or times the factor of the
+    checkpoint's own linear, dynamic or YaRN scaling (as vLLM derives ``max_model_len``).
 
     Returns:
         ``(tokens, source)``, or ``(None, why unknown)`` for an API model or an unreadable config.
@@ -205,13 +214,22 @@ def declared_window(spec: ModelSpec, folder: Path | None) -> tuple[int | None, s
         config = json.loads((folder / "config.json").read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return None, "its config.json could not be read"
-    n = None
+    n, own = None, None
     for cfg in (config, config.get("text_config") or {}):
         if isinstance(cfg.get("max_position_embeddings"), int):
-            n = cfg["max_position_embeddings"]
+            n, own = cfg["max_position_embeddings"], cfg.get("rope_scaling")
             break
     if not n:
         return None, "its config.json states no max_position_embeddings"
+    if isinstance(own, Mapping) and "rope_scaling" not in spec.options:
+        # the checkpoint's own scaling, as vLLM derives its window (Vicuna-16k: linear x4 over
+        # 4,096; YaRN over original_max_position_embeddings; llama3 / longrope already count it)
+        kind = own.get("type", own.get("rope_type"))
+        factor = own.get("factor")
+        if kind in ("linear", "dynamic", "yarn") and isinstance(factor, int | float) and factor > 1:
+            base = own.get("original_max_position_embeddings") if kind == "yarn" else None
+            m = int((base or n) * factor)
+            return m, f"config max_position_embeddings with its {kind} scaling x{factor:g}"
     from lceval.models.rope import parse_rope_scaling
 
     scaling = parse_rope_scaling(spec.options.get("rope_scaling"))
