@@ -29,22 +29,15 @@ def _run(tmp_path, long: bool = False, rid: str = "r") -> RunDir:
     )
     samples = [
         Sample(
-            id="a",
+            id=sid,
             benchmark="echo",
             task="T",
-            instruction="say a0",
-            context_id="c",
-            gold={"target": "a0"},
+            instruction=f"say a{n}",
+            context_id=ctx_id,
+            gold={"target": f"a{n}"},
             max_new_tokens=4,
-        ),
-        Sample(
-            id="b",
-            benchmark="echo",
-            task="T",
-            instruction="say a1",
-            gold={"target": "a1"},
-            max_new_tokens=4,
-        ),
+        )
+        for n, (sid, ctx_id) in enumerate([("a", "c"), ("b", None)])
     ]
     run.write_samples(samples, [ctx])
     return run

@@ -73,6 +73,8 @@ class ModelSpec:
 def _entry(value: Any, i: int, backend: str, options: Mapping[str, Any], where: str) -> ModelSpec:
     """One ``models:`` entry (a string or a mapping) as a :class:`ModelSpec`."""
     at = f"{where}: models[{i}]"
+    if isinstance(value, ModelSpec):  # already resolved (e.g. the NTK sweep's per-point model)
+        return value
     if isinstance(value, str):
         if not value.strip():
             raise LcevalError(f"{at} is an empty string")
@@ -115,7 +117,8 @@ def resolve_models(
 
     Args:
         model: one model (a string), or None.
-        models: several (strings or ``{model, backend, options, name}`` mappings), or None.
+        models: several (strings, ``{model, backend, options, name}`` mappings, or
+            :class:`ModelSpec` taken as they are), or None.
         backend: the section's backend (an entry's own ``backend`` wins).
         options: the section's ``backend_options`` (an entry's own ``options`` go over them).
         where: the section's owner for messages.
@@ -281,7 +284,7 @@ def longest_prompt(
 
     def chars(s: Sample) -> int:
         parts = (s.description, s.instruction, s.system or "", s.assistant_prefix)
-        ctx = contexts[s.context_id].text if s.context_id in contexts else ""
+        ctx = context_text(s, contexts)
         return len(ctx) + sum(len(p) for p in parts) + sum(len(m["content"]) for m in s.history)
 
     best: Longest | None = None
