@@ -8,12 +8,15 @@ Examples::
     lceval infer my-run --backend hf                  # embedded SmolLM2 on CPU
     lceval infer my-run --backend vllm --model Qwen/Qwen2.5-7B-Instruct -o tensor_parallel_size=2
     lceval infer my-run --backend openai --model gpt-4o-mini
+    lceval infer my-run --backend vllm --model Qwen/Qwen2.5-7B-Instruct \
+        --model '{model: meta-llama/Llama-3.1-70B-Instruct, options: {tensor_parallel_size: 4}}'
     lceval score my-run && lceval report my-run
     lceval score my-run --scorer lifbench:strict     # a named scorer variant (both kept)
     lceval report my-run --scorer lifbench:strict    # its tables, under report/lifbench-strict/
     lceval import leval LEval/Predictions --run-id leval-official   # official prediction files
     lceval compare run-a run-b                        # paired difference with CI and p-values
     lceval compare run-a run-b --samples diff.html    # and the two models' answers side by side
+    lceval compare my-run                             # one run's models ranked (leaderboard)
     lceval compare a/report/results.json b/ --leaderboard   # headlines with CIs from files alone
     lceval run params/pipelines/lifbench_smoke.yaml   # notebooks 01-03 through papermill
 
@@ -45,6 +48,33 @@ def _kv(items: Sequence[str] | None, flag: str) -> dict[str, Any]:
             out[key] = yaml.safe_load(value)
         except yaml.YAMLError:
             out[key] = value
+    return out
+
+
+def _models(items: Sequence[str] | None, backend: str) -> list[Any]:
+    """``--model`` values as a ``models:`` list: a string as it is, a value starting with ``{``
+    read as a YAML mapping ``{model, backend, options, name}``; none: the embedded stand-in.
+
+    Raises:
+        LcevalError: a ``{...}`` value that is not a YAML mapping; no ``--model`` for openai.
+    """
+    if not items and backend == "openai":
+        raise LcevalError("the openai backend needs --model <served model name>")
+    out: list[Any] = []
+    for item in items or ["embedded"]:
+        if not item.lstrip().startswith("{"):
+            out.append(item)
+            continue
+        try:
+            value = yaml.safe_load(item)
+        except yaml.YAMLError:
+            value = None
+        if not isinstance(value, dict):
+            raise LcevalError(
+                f"--model {item!r:.80} is not a YAML mapping like "
+                "'{model: ID, backend: vllm, options: {max_model_len: 32768}}'"
+            )
+        out.append(value)
     return out
 
 
@@ -88,7 +118,23 @@ def _parser() -> argparse.ArgumentParser:
         default="auto",
         help="auto (default: vllm on a CUDA GPU, else hf; says which), hf, vllm or openai",
     )
-    i.add_argument("--model", default=None, help="path or hub id (default: embedded SmolLM2)")
+    i.add_argument(
+        "--model",
+        action="append",
+        default=None,
+        metavar="MODEL",
+        help="a path or hub id; repeat for several models, answered one engine at a time "
+        "(load, answer, close, next). One model's own backend and options: a YAML mapping, "
+        '"{model: ID, backend: vllm, options: {tensor_parallel_size: 2}, name: NAME}" (its '
+        "options go over -o, which applies to every model). Default: embedded, the "
+        "SmolLM2-135M CPU stand-in",
+    )
+    i.add_argument(
+        "--truncate",
+        action="store_true",
+        help="right-truncate contexts longer than a model's window (LIFBench, L-Eval) instead of "
+        "stopping before inference",
+    )
     i.add_argument(
         "--batch-size",
         type=int,
@@ -130,14 +176,16 @@ def _parser() -> argparse.ArgumentParser:
 
     c = sub.add_parser(
         "compare",
-        help="paired comparison of two runs (or two models of one run), or a leaderboard",
+        help="rank one run's models (a leaderboard), or compare two runs (or two models of "
+        "one run) paired",
     )
     c.add_argument(
         "run_ids",
         nargs="+",
         metavar="RUN",
-        help="scored runs (one, two, or more): run ids, or results.json files (a path ending in "
-        ".json, or a folder path holding report/results.json); results files alone give the "
+        help="scored runs: one (its models ranked; --model-a/--model-b: those two paired), two "
+        "(paired), or more (a leaderboard); run ids, or results.json files (a path ending in "
+        ".json, or a folder path holding report/results.json): results files alone give the "
         "leaderboard (headlines with CIs); a paired comparison needs each run's scores.parquet",
     )
     c.add_argument("--benchmark", default=None, help="only this benchmark")
@@ -182,9 +230,10 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _compare(args: argparse.Namespace) -> Any:
-    """``lceval compare``: :func:`lceval.compare.compare_runs` for one or two runs (one run:
-    its models against each other), :func:`lceval.compare.leaderboard` for more or on request;
-    results.json files (:mod:`lceval.results`) give the leaderboard only.
+    """``lceval compare``: :func:`lceval.compare.leaderboard` for one run (its models ranked),
+    three or more, or on request; :func:`lceval.compare.compare_runs` for two runs, or for two
+    models of one run named by ``--model-a`` and ``--model-b``; results.json files
+    (:mod:`lceval.results`) give the leaderboard only.
 
     Everything the command line can get wrong (``--alpha``, ``--seed``, ``--csv``,
     ``--samples``) is checked before any run is read.
@@ -213,7 +262,8 @@ def _compare(args: argparse.Namespace) -> Any:
         page = Path(args.samples)
         if page.suffix != ".html" or page.is_dir() or not page.parent.is_dir():
             raise LcevalError(f"--samples must name a .html file in an existing folder: {page}")
-    leader = args.leaderboard or len(args.run_ids) > 2
+    one_run = len(args.run_ids) == 1 and not (args.model_a or args.model_b)
+    leader = args.leaderboard or len(args.run_ids) > 2 or one_run
     if leader and (args.model_a or args.model_b):
         raise LcevalError("--model-a/--model-b are for a paired comparison, not --leaderboard")
     if leader and args.samples:
@@ -391,7 +441,7 @@ def _dispatch(args: argparse.Namespace) -> int:
         responses = pipeline.infer(
             args.run_id,
             args.backend,
-            args.model,
+            models=_models(args.model, args.backend),
             root=args.outputs,
             batch_size=args.batch_size,
             limit=args.limit,
@@ -400,6 +450,7 @@ def _dispatch(args: argparse.Namespace) -> int:
             temperature=args.temperature,
             seed=args.seed,
             backend_options=_kv(args.option, "--option"),
+            truncate=args.truncate,
         )
         errors = [r for r in responses if r.finish_reason == "error"]
         print(f"{len(responses)} responses ({len(errors)} errors) in run {args.run_id}")

@@ -223,6 +223,20 @@ def lengths(
     return v
 
 
+def model_list(key: str, value: Any) -> tuple[Any, ...] | None:
+    """A non-empty list of models, each a model id or a mapping ``{model, backend, options,
+    name}`` (:func:`lceval.models.specs.resolve_models` checks each entry); null stays null."""
+    if value is None:
+        return None
+    from lceval.models.specs import resolve_models
+
+    try:
+        resolve_models(None, value, where=key)
+    except LcevalError as exc:
+        raise Invalid(str(exc)) from None
+    return tuple(value) if isinstance(value, list | tuple) else (value,)
+
+
 # ---------------------------------------------------------------------------- the routine
 def _fields(section: type) -> dict[str, dataclasses.Field[Any]]:
     return {f.name: f for f in dataclasses.fields(section) if f.init}
@@ -303,7 +317,11 @@ class Inference:
     backend: str = field(default="auto", metadata=check(text()))
     """Backend name (``auto``, ``hf``, ``vllm``, ``openai``...; checked by lceval.models)."""
     model: str | None = field(default=None, metadata=check(text(optional=True)))
-    """Model id or local folder; null: the embedded SmolLM2-135M-Instruct."""
+    """Model id or local folder (``embedded``: the SmolLM2-135M-Instruct stand-in); null with
+    ``models`` null: no model, which stops the run before inference."""
+    models: tuple[Any, ...] | None = field(default=None, metadata=check(model_list))
+    """Several models, answered one engine at a time: each a model id or a mapping ``{model,
+    backend, options, name}`` (:mod:`lceval.models.specs`); null: ``model``."""
     batch_size: int | None = field(default=None, metadata=check(POSITIVE_OR_NULL))
     """Samples per engine call; null: the engine's own call size."""
     max_new_tokens: int | None = field(default=None, metadata=check(POSITIVE_OR_NULL))
@@ -314,6 +332,13 @@ class Inference:
     """Answer only the first ``limit`` samples; null: all."""
     temperature: float = field(default=0.0)
     """Sampling temperature (0: greedy)."""
+    truncate: bool = field(default=False, metadata=check(boolean))
+    """Right-truncate contexts longer than a model's window (LIFBench Sec. 5.1, L-Eval Sec. 4);
+    false: such a model stops the run before inference."""
+
+    def __post_init__(self) -> None:
+        if self.model is not None and self.models is not None:
+            raise Invalid(f"give model or models, not both (model: {self.model!r:.80})")
 
 
 @dataclass(frozen=True)

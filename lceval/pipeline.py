@@ -33,6 +33,7 @@ from lceval.models.base import (
 )
 from lceval.models.cache import ResponseStore
 from lceval.models.generate import engine_config, generate, prefix_reuse
+from lceval.models.specs import ModelSpec, check_fits, resolve_models
 from lceval.records import Context, Judgement, Response, Sample, Score, sample_hashes
 
 DEFAULT_CALL_SIZE = 8
@@ -284,6 +285,7 @@ def infer(
     backend: str = "auto",
     model: str | None = None,
     *,
+    models: Sequence[Any] | None = None,
     root: str | Path | None = None,
     batch_size: int | None = None,
     limit: int | None = None,
@@ -292,9 +294,19 @@ def infer(
     temperature: float = 0.0,
     seed: int = 0,
     backend_options: Mapping[str, Any] | None = None,
+    truncate: bool = False,
     progress: bool = True,
 ) -> list[Response]:
-    """Load a backend and answer the run's pending samples (resumable); records it in run.json.
+    """Answer the run's pending samples with one model or several, one engine at a time (load,
+    answer, close, next); resumable per model; each recorded in run.json.
+
+    ``model`` names one model, ``models`` several (``lceval.models.specs``: strings, or
+    ``{model, backend, options, name}`` mappings whose options go over ``backend_options``);
+    ``"embedded"`` names the SmolLM2-135M stand-in, which is never used unless named. Everything
+    that can be wrong is checked for every model before the first engine starts: names, options,
+    and (unless ``truncate``) that each model's window holds the run's longest prompt plus its
+    budget (:func:`lceval.models.specs.check_fits`). With ``truncate`` a longer prompt has its
+    context right-truncated to the window (LIFBench Sec. 5.1, L-Eval Sec. 4).
 
     ``backend="auto"`` (the default) loads the engine ``lceval.models.base.choose_backend``
     picks (vLLM when it imports, CPU included; else hf) and says which on stderr. run.json's
@@ -310,8 +322,12 @@ def infer(
     call continuously, and the smoke set answered in calls of 4 took 60 s instead of 44 s; hf its
     own batch size; else :data:`DEFAULT_CALL_SIZE`).
 
+    Returns:
+        The responses of every model, model after model, each in sample order.
+
     Raises:
-        LcevalError: unknown backend, model or option, missing samples, bad limits.
+        LcevalError: no model named, both ``model`` and ``models``, unknown backend, model or
+            option, a window shorter than the longest prompt, missing samples, bad limits.
     """
     run = RunDir(run_id, root)
     run.read_meta()
@@ -328,28 +344,57 @@ def infer(
         raise LcevalError(f"--temperature must be a finite number >= 0, got {temperature!r}")
     if batch_size is not None and (not isinstance(batch_size, int) or batch_size < 1):
         raise LcevalError(f"--batch-size must be an integer >= 1, got {batch_size!r}")
+    if not isinstance(truncate, bool):
+        raise LcevalError(f"truncate must be true or false, got {truncate!r}")
+    specs = resolve_models(model, models, backend, backend_options)
     # Everything the user can get wrong is checked before the engine starts (tens of seconds).
     samples = select_samples(run, run.read_samples(), limit=limit, tasks=tasks)
     contexts = run.read_contexts()
     for s in samples:
         context_text(s, contexts)  # a sample naming a missing context stops here
-    options = dict(backend_options or {})
-    check_load(backend, model, options)
+    for spec in specs:
+        check_load(spec.backend, spec.model, dict(spec.options))
     ResponseStore(run.responses)  # a corrupt responses file stops here, before a model loads
+    config = GenerationConfig(temperature=temperature, seed=seed, max_new_tokens=max_new_tokens)
+    notes = [
+        f"{spec.label}: truncate is set: contexts longer than its window are cut"
+        if truncate
+        else check_fits(spec, samples, contexts, config.budget)
+        for spec in specs
+    ]
+    for note in notes:  # said once every model is known to fit
+        log(note)
+    responses: list[Response] = []
+    for i, spec in enumerate(specs):
+        if len(specs) > 1:
+            log(f"model {i + 1}/{len(specs)}: {spec.label} ({spec.backend})")
+        responses += _infer_one(run, spec, config, samples, contexts, batch_size, progress)
+    return responses
+
+
+def _infer_one(
+    run: RunDir,
+    spec: ModelSpec,
+    config: GenerationConfig,
+    samples: Sequence[Sample],
+    contexts: Mapping[str, Context],
+    batch_size: int | None,
+    progress: bool,
+) -> list[Response]:
+    """:func:`infer` for one model: load its engine, answer, close it, record it in run.json."""
     # Engine start-up and shutdown records go to logs/lceval.log (the terminal keeps lceval's
     # lines and the progress bar; -v or LCEVAL_VERBOSE=1 shows everything).
     with engine_output(run.path, "infer"):
         t0 = time.perf_counter()
-        engine = load_backend(backend, model, **options)
+        engine = load_backend(spec.backend, spec.model, **spec.options)
+        if spec.name:
+            engine.name = spec.name
         timing = {"engine_start_s": round(time.perf_counter() - t0, 2)}
         try:
-            config = GenerationConfig(
-                temperature=temperature, seed=seed, max_new_tokens=max_new_tokens
-            )
             keyed = engine_config(engine, config)
             entry = {
                 **engine.info(),
-                "requested_backend": backend,
+                "requested_backend": spec.backend,
                 "generation": keyed.__dict__,
                 "config_hash": keyed.hash(),
             }
@@ -359,15 +404,14 @@ def infer(
                 keyed.hash(),
             ):
                 log(
-                    f"run {run_id} already has answers of {engine.name} from "
+                    f"run {run.run_id} already has answers of {engine.name} from "
                     f"{earlier.get('backend')} (config {earlier.get('config_hash')}); these are "
                     f"kept apart under config {keyed.hash()} ({keyed.engine}), and both are scored"
                 )
             run.update_meta(models={engine.name: entry})
             t0 = time.perf_counter()
-            if batch_size is None:
-                batch_size = int(getattr(engine, "call_size", DEFAULT_CALL_SIZE))
-            responses = _answer(run, engine, config, samples, contexts, batch_size, progress)
+            size = batch_size or int(getattr(engine, "call_size", DEFAULT_CALL_SIZE))
+            responses = _answer(run, engine, config, samples, contexts, size, progress)
             timing["generate_s"] = round(time.perf_counter() - t0, 2)
             counts = prefix_reuse(engine)
             if counts is not None:

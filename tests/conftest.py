@@ -23,18 +23,13 @@ def embedded_model_dir() -> Path:
     return Path(resolve_model(None).path)
 
 
-@pytest.fixture(scope="session")
-def tiny_model_dir(tmp_path_factory: pytest.TempPathFactory, embedded_model_dir: Path) -> Path:
-    """A random 2-layer Llama (fp32, ~16 MB) with SmolLM2's tokenizer and chat template.
-
-    Loads and generates in about 0.1 s; its text is gibberish, but it is deterministic, so tests
-    compare batched against one-by-one outputs, budgets, stop strings and truncation.
-    Window: 1,024 tokens (``max_position_embeddings``).
-    """
+def build_tiny_llama(out: Path, tokenizer_dir: Path, window: int) -> Path:
+    """Save a random 2-layer Llama (fp32, ~16 MB) with the tokenizer of ``tokenizer_dir`` and a
+    window of ``window`` tokens (``max_position_embeddings``) into ``out``."""
     import torch
     from transformers import AutoTokenizer, LlamaConfig, LlamaForCausalLM
 
-    tok = AutoTokenizer.from_pretrained(embedded_model_dir)
+    tok = AutoTokenizer.from_pretrained(tokenizer_dir)
     config = LlamaConfig(
         vocab_size=len(tok),
         hidden_size=64,
@@ -42,7 +37,7 @@ def tiny_model_dir(tmp_path_factory: pytest.TempPathFactory, embedded_model_dir:
         num_hidden_layers=2,
         num_attention_heads=4,
         num_key_value_heads=2,
-        max_position_embeddings=1024,
+        max_position_embeddings=window,
         bos_token_id=tok.bos_token_id,
         eos_token_id=tok.eos_token_id,
         pad_token_id=tok.pad_token_id,
@@ -51,10 +46,26 @@ def tiny_model_dir(tmp_path_factory: pytest.TempPathFactory, embedded_model_dir:
     )
     torch.manual_seed(0)
     model = LlamaForCausalLM(config).eval()
-    out = tmp_path_factory.mktemp("tiny-llama")
     model.save_pretrained(out)
     tok.save_pretrained(out)
     return out
+
+
+@pytest.fixture(scope="session")
+def tiny_model_dir(tmp_path_factory: pytest.TempPathFactory, embedded_model_dir: Path) -> Path:
+    """A random 2-layer Llama (fp32, ~16 MB) with SmolLM2's tokenizer and chat template.
+
+    Loads and generates in about 0.1 s; its text is gibberish, but it is deterministic, so tests
+    compare batched against one-by-one outputs, budgets, stop strings and truncation.
+    Window: 1,024 tokens (``max_position_embeddings``).
+    """
+    return build_tiny_llama(tmp_path_factory.mktemp("tiny-llama"), embedded_model_dir, 1024)
+
+
+@pytest.fixture(scope="session")
+def tiny_long_model_dir(tmp_path_factory: pytest.TempPathFactory, embedded_model_dir: Path) -> Path:
+    """The tiny random Llama with a 16,384-token window (prompts of 4K-token grids fit)."""
+    return build_tiny_llama(tmp_path_factory.mktemp("tiny-llama-16k"), embedded_model_dir, 16384)
 
 
 @pytest.fixture(scope="session")

@@ -280,9 +280,15 @@ def test_compare_one_run_pairs_its_models_once(capsys, tmp_path):
     ]
     pd.concat([first, scores_frame(second)], ignore_index=True).to_parquet(run.scores)
     out_csv = tmp_path / "one.csv"
-    assert main(["--outputs", str(tmp_path), "compare", "two", "--csv", str(out_csv)]) == 0
+    pair = ["--model-a", "m1", "--model-b", "m2"]
+    assert main(["--outputs", str(tmp_path), "compare", "two", *pair, "--csv", str(out_csv)]) == 0
     table = pd.read_csv(out_csv)
     assert list(table["level"]) == ["headline", "task", "task"]
     assert set(table["model_a"]) == {"two/m1"} and set(table["model_b"]) == {"two/m2"}
     # Holm over these three rows, not six (the mirror pair m2-m1 doubled the family)
     assert table.loc[0, "p_holm"] == pytest.approx(3 * table.loc[0, "p_value"])
+    # one run alone: its models ranked (a leaderboard), m1 (higher scores) first
+    board_csv = tmp_path / "board.csv"
+    assert main(["--outputs", str(tmp_path), "compare", "two", "--csv", str(board_csv)]) == 0
+    board = pd.read_csv(board_csv)
+    assert list(board["model"]) == ["m1", "m2"] and list(board["rank"]) == [1, 2]

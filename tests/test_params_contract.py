@@ -147,8 +147,9 @@ def _offline_data(key: str, params: dict[str, Any], tmp_path: Path) -> dict[str,
         return dict(cif_data.write_demo_dataset(tmp_path / "cif-demo"))  # as notebook 11 does
     for field in ("data_path", "public_dir", "private_dir", "metadata", "alpaca_path", "path"):
         value = params.get(field)
-        if isinstance(value, str) and value != "demo" and not (REPO / value).exists():
-            pytest.skip(f"{field}: {value} is not in this checkout (user-provided data)")
+        for v in value if isinstance(value, list) else [value]:
+            if isinstance(v, str) and v != "demo" and not (REPO / v).exists():
+                pytest.skip(f"{field}: {v} is not in this checkout (user-provided data)")
     return {}
 
 

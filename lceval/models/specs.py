@@ -1,0 +1,365 @@
+"""Several models per run: the ``models:`` list of a params file, and whether each model's window
+holds the run's prompts, both checked before any engine starts.
+
+A params section that answers samples (:class:`lceval.params.Inference`) names its models in one
+of two ways (never both)::
+
+    model: meta-llama/Llama-3.1-8B-Instruct        # one model
+    models:                                        # several, answered one engine at a time
+      - Qwen/Qwen2.5-7B-Instruct                   # a string: the params' backend and options
+      - model: /models/llama-3.1-70b               # a mapping:
+        backend: vllm                              #   optional, default: the params' backend
+        options: {tensor_parallel_size: 2}         #   merged over the params' backend_options
+        name: llama-70b                            #   optional display name (Response.model)
+
+``embedded`` (or ``smollm2``) names the embedded SmolLM2-135M-Instruct stand-in; it is used only
+when named: a params section naming no model stops with one line (:func:`resolve_models`).
+
+Before inference, :func:`check_fits` compares each model's context window with the run's longest
+prompt plus its answer budget; a model that cannot hold it stops the run with one line naming the
+model, its window and the prompt, unless truncation was asked for (LIFBench Sec. 5.1 and L-Eval
+right-truncate the context of models with shorter windows).
+"""
+
+from __future__ import annotations
+
+import heapq
+import json
+import os
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from lceval.errors import LcevalError
+from lceval.records import Context, Sample
+
+SPEC_KEYS = ("model", "backend", "options", "name")
+"""Keys of one ``models:`` entry given as a mapping."""
+
+CHECKED_PROMPTS = 16
+"""Prompts tokenized by :func:`longest_prompt`: the run's longest in characters."""
+
+NO_MODEL = (
+    "no model named: set `model:` or `models:` (a path or hub id; `model: embedded` for the "
+    "135M CPU stand-in)"
+)
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    """One model of a run: what to load, on which engine, with which options."""
+
+    model: str
+    """Model id, local folder, or ``embedded`` (the SmolLM2-135M-Instruct stand-in)."""
+    backend: str = "auto"
+    """Backend name (``auto``, ``hf``, ``vllm``, ``openai``)."""
+    options: Mapping[str, Any] = field(default_factory=dict)
+    """Engine options: the params' ``backend_options``, the entry's own ``options`` over them."""
+    name: str | None = None
+    """Display name recorded as ``Response.model`` (None: the engine's own name for the model)."""
+
+    def with_options(self, options: Mapping[str, Any]) -> ModelSpec:
+        """This model with ``options`` as its engine options (e.g. an NTK point's RoPE ones)."""
+        return ModelSpec(self.model, self.backend, dict(options), self.name)
+
+    @property
+    def label(self) -> str:
+        """The name used in messages: the display name, else the model."""
+        return self.name or self.model
+
+
+def _entry(value: Any, i: int, backend: str, options: Mapping[str, Any], where: str) -> ModelSpec:
+    """One ``models:`` entry (a string or a mapping) as a :class:`ModelSpec`."""
+    at = f"{where}: models[{i}]"
+    if isinstance(value, ModelSpec):  # already resolved (e.g. the NTK sweep's per-point model)
+        return value
+    if isinstance(value, str):
+        if not value.strip():
+            raise LcevalError(f"{at} is an empty string")
+        return ModelSpec(value, backend, dict(options))
+    if not isinstance(value, Mapping):
+        raise LcevalError(
+            f"{at} must be a model id or a mapping {{model, backend, options, name}}, "
+            f"got {type(value).__name__}"
+        )
+    unknown = sorted(set(value) - set(SPEC_KEYS))
+    if unknown:
+        raise LcevalError(
+            f"{at}: unknown key(s) {', '.join(map(str, unknown))}; known: model, "
+            "backend, options, name"
+        )
+    model = value.get("model")
+    if not isinstance(model, str) or not model.strip():
+        raise LcevalError(f"{at}: 'model' must be a non-empty string, got {model!r:.80}")
+    own_backend = value.get("backend") or backend
+    if not isinstance(own_backend, str):
+        raise LcevalError(f"{at}: 'backend' must be a string, got {own_backend!r:.80}")
+    own = value.get("options") or {}
+    if not isinstance(own, Mapping):
+        raise LcevalError(f"{at}: 'options' must be a mapping, got {type(own).__name__}")
+    name = value.get("name")
+    if name is not None and (not isinstance(name, str) or not name.strip()):
+        raise LcevalError(f"{at}: 'name' must be a non-empty string, got {name!r:.80}")
+    return ModelSpec(model, own_backend, {**dict(options), **dict(own)}, name)
+
+
+def resolve_models(
+    model: str | None,
+    models: Sequence[Any] | None,
+    backend: str = "auto",
+    options: Mapping[str, Any] | None = None,
+    where: str = "inference",
+    one: str | None = None,
+) -> tuple[ModelSpec, ...]:
+    """The models a params section names, in order.
+
+    Args:
+        model: one model (a string), or None.
+        models: several (strings, ``{model, backend, options, name}`` mappings, or
+            :class:`ModelSpec` taken as they are), or None.
+        backend: the section's backend (an entry's own ``backend`` wins).
+        options: the section's ``backend_options`` (an entry's own ``options`` go over them).
+        where: the section's owner for messages.
+        one: why only one model can be taken here (then more than one is refused with it).
+
+    Returns:
+        One :class:`ModelSpec` per model.
+
+    Raises:
+        LcevalError: one line: both ``model`` and ``models``, neither (the embedded stand-in is
+            used only when named), an empty list, a malformed entry, or two entries that would
+            record their answers under the same name; more than one with ``one``.
+    """
+    options = dict(options or {})
+    if model is not None and models is not None:
+        raise LcevalError(f"{where}: give `model` or `models`, not both (model: {model!r:.80})")
+    if models is None:
+        if model is None:
+            raise LcevalError(f"{where}: {NO_MODEL}")
+        return (_entry(model, 0, backend, options, where),)
+    if isinstance(models, str | Mapping):
+        models = [models]
+    if not isinstance(models, Sequence) or not models:
+        raise LcevalError(f"{where}: `models` must be a non-empty list, got {models!r:.80}")
+    specs = tuple(_entry(v, i, backend, options, where) for i, v in enumerate(models))
+    seen: dict[tuple[str, str], int] = {}
+    for i, s in enumerate(specs):
+        key = (s.label, json.dumps(dict(s.options), sort_keys=True, default=str) + s.backend)
+        if key in seen:
+            raise LcevalError(
+                f"{where}: models[{i}] repeats models[{seen[key]}] ({s.label}); give each a "
+                "different `name` or drop one"
+            )
+        seen[key] = i
+    if one is not None and len(specs) > 1:
+        raise LcevalError(f"{where}: give one model here ({one}), got {len(specs)}")
+    return specs
+
+
+# --------------------------------------------------------------------- window vs longest prompt
+def _local_folder(model: str, files: Sequence[str]) -> Path | None:
+    """A local folder holding ``files`` of ``model`` (the embedded model converted, a local
+    folder, or a hub snapshot: the cache first, then the network unless ``HF_HUB_OFFLINE``);
+    None when it cannot be had."""
+    from lceval.models.embedded import check_model, resolve_model
+
+    kind = check_model(model)
+    if kind != "hub":
+        return Path(resolve_model(model).path)
+    try:
+        from huggingface_hub import snapshot_download
+
+        try:
+            return Path(snapshot_download(model, allow_patterns=list(files), local_files_only=True))
+        except Exception:  # noqa: BLE001 - not cached: the network, unless offline
+            if os.environ.get("HF_HUB_OFFLINE", "").strip() not in ("", "0"):
+                return None
+            return Path(snapshot_download(model, allow_patterns=list(files)))
+    except Exception:  # noqa: BLE001 - no network, gated repo: the window stays unknown
+        return None
+
+
+TOKENIZER_FILES = (
+    "config.json",
+    "tokenizer*",
+    "*.model",
+    "*.tiktoken",
+    "*.jinja",
+    "vocab*",
+    "merges.txt",
+    "special_tokens_map.json",
+)
+
+
+def declared_window(spec: ModelSpec, folder: Path | None) -> tuple[int | None, str]:
+    """The context window ``spec``'s engine will have, in tokens, and where it comes from.
+
+    The ``max_model_len`` (vllm) or ``window`` (hf) option; else the checkpoint's
+    ``max_position_embeddings`` (or its text config's), times the factor of a ``rope_scaling``
+    option (over its ``original_max_position_embeddings`` when given), as the engines resolve it
+    (``lceval.models.hf_load.model_window``, ``lceval.models.rope``), or times the factor of the
+    checkpoint's own linear, dynamic or YaRN scaling (as vLLM derives ``max_model_len``).
+
+    Returns:
+        ``(tokens, source)``, or ``(None, why unknown)`` for an API model or an unreadable config.
+    """
+    if spec.backend == "openai":
+        return None, "an API model's window is not known here"
+    for key in ("max_model_len", "window"):
+        value = spec.options.get(key)
+        if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+            return value, f"option {key}"
+    if folder is None or not (folder / "config.json").is_file():
+        return None, "its config.json could not be read"
+    try:
+        config = json.loads((folder / "config.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None, "its config.json could not be read"
+    n, own = None, None
+    for cfg in (config, config.get("text_config") or {}):
+        if isinstance(cfg.get("max_position_embeddings"), int):
+            n, own = cfg["max_position_embeddings"], cfg.get("rope_scaling")
+            break
+    if not n:
+        return None, "its config.json states no max_position_embeddings"
+    if isinstance(own, Mapping) and "rope_scaling" not in spec.options:
+        # the checkpoint's own scaling, as vLLM derives its window (Vicuna-16k: linear x4 over
+        # 4,096; YaRN over original_max_position_embeddings; llama3 / longrope already count it)
+        kind = own.get("type", own.get("rope_type"))
+        factor = own.get("factor")
+        if kind in ("linear", "dynamic", "yarn") and isinstance(factor, int | float) and factor > 1:
+            base = own.get("original_max_position_embeddings") if kind == "yarn" else None
+            m = int((base or n) * factor)
+            return m, f"config max_position_embeddings with its {kind} scaling x{factor:g}"
+    from lceval.models.rope import parse_rope_scaling
+
+    scaling = parse_rope_scaling(spec.options.get("rope_scaling"))
+    if scaling is not None:
+        base = scaling.original_max_position_embeddings or n
+        return int(base * scaling.factor), f"rope_scaling x{scaling.factor:g} over {base:,}"
+    return int(n), "config max_position_embeddings"
+
+
+@dataclass(frozen=True)
+class Longest:
+    """The run's longest prompt for one model."""
+
+    tokens: int
+    """Prompt tokens plus the sample's answer budget."""
+    prompt_tokens: int
+    """Prompt tokens alone (chat template included when the model has one)."""
+    sample_id: str
+    """The sample."""
+    how: str
+    """``"model tokenizer"`` or the estimate used."""
+
+
+def longest_prompt(
+    samples: Sequence[Sample],
+    contexts: Mapping[str, Context],
+    budget: Any,
+    tokenizer: Any | None,
+    prompt_format: str = "auto",
+) -> Longest:
+    """The run's longest prompt plus answer budget, in the model's tokens.
+
+    The :data:`CHECKED_PROMPTS` samples longest in characters (prompt parts and history) are
+    rendered as the engine renders them (``render_chat_prompt`` with no window) and counted with
+    the model's tokenizer. Without a tokenizer (an API model, a hub model that cannot be
+    fetched) the estimate is the o200k_base count of the plain prompt: GPT-4o's tokenizer needs
+    about as many or fewer tokens than open models' for English text, so the estimate rarely
+    stops a run that fits.
+
+    Args:
+        samples: the samples to answer.
+        contexts: context id -> Context.
+        budget: ``budget(sample) -> int``, the answer budget in tokens.
+        tokenizer: a transformers tokenizer, or None to estimate.
+        prompt_format: the engine's ``prompt_format`` option.
+    """
+    from lceval.models.base import context_text, plain_text, render_chat_prompt
+    from lceval.tokens import count_tokens
+
+    def chars(s: Sample) -> int:
+        parts = (s.description, s.instruction, s.system or "", s.assistant_prefix)
+        ctx = context_text(s, contexts)
+        return len(ctx) + sum(len(p) for p in parts) + sum(len(m["content"]) for m in s.history)
+
+    best: Longest | None = None
+    for s in heapq.nlargest(CHECKED_PROMPTS, samples, key=chars):
+        ctx = context_text(s, contexts)
+        if tokenizer is not None:
+            n = render_chat_prompt(tokenizer, s, ctx, 1 << 40, 0, prompt_format).n_tokens
+            how = "model tokenizer"
+        else:
+            n = count_tokens(plain_text(s, ctx))
+            how = "o200k_base estimate"
+        total = n + int(budget(s))
+        if best is None or total > best.tokens:
+            best = Longest(total, n, s.id, how)
+    assert best is not None  # samples is never empty here (select_samples refuses)
+    return best
+
+
+def check_fits(
+    spec: ModelSpec,
+    samples: Sequence[Sample],
+    contexts: Mapping[str, Context],
+    budget: Any,
+) -> str:
+    """Stop before inference when ``spec``'s window cannot hold the run's longest prompt.
+
+    Returns:
+        One line saying what was checked (or why the window is unknown and was not checked).
+
+    Raises:
+        LcevalError: one line naming the model, its window and the longest prompt (tokens,
+            sample id), and the ways out.
+    """
+    folder = None if spec.backend == "openai" else _local_folder(spec.model, TOKENIZER_FILES)
+    window, source = declared_window(spec, folder)
+    if window is None:
+        return f"{spec.label}: window not checked ({source})"
+    tokenizer = None
+    if folder is not None:
+        try:
+            from transformers import AutoTokenizer
+
+            tokenizer = AutoTokenizer.from_pretrained(str(folder))
+        except Exception:  # noqa: BLE001 - no tokenizer files: estimate instead
+            tokenizer = None
+    fmt = str(spec.options.get("prompt_format", "auto"))
+    longest = longest_prompt(samples, contexts, budget, tokenizer, fmt)
+    if longest.tokens > window:
+        new = longest.tokens - longest.prompt_tokens
+        raise LcevalError(
+            f"model {spec.label[-60:]}: window {window:,} tokens ({source}) < longest prompt "
+            f"{longest.prompt_tokens:,} tokens + {new:,} new (sample {longest.sample_id[:40]}; "
+            f"{longest.how[:40]}); use a longer window or shorter lengths, or truncate: true"
+        )
+    return (
+        f"{spec.label}: window {window:,} tokens ({source}) holds the longest prompt "
+        f"({longest.tokens:,} tokens with its budget; {longest.how})"
+    )
+
+
+@contextmanager
+def opened(spec: ModelSpec) -> Iterator[Any]:
+    """``spec``'s engine, loaded on entry and closed on exit (for notebooks that drive an engine
+    themselves: ManyIFEval's refinement rounds, the contamination signals), named by its display
+    name when it has one.
+
+    Raises:
+        LcevalError: what :func:`lceval.models.base.load_backend` refuses.
+    """
+    from lceval.models.base import load_backend
+
+    engine = load_backend(spec.backend, spec.model, **spec.options)
+    if spec.name:
+        engine.name = spec.name
+    try:
+        yield engine
+    finally:
+        engine.close()
