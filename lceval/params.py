@@ -47,6 +47,7 @@ RENAMED: Mapping[str, str] = {
     "tokenizer": "encoding",
     "infer_max_new_tokens": "max_new_tokens",
     "gen_max_new_tokens": "variants_max_new_tokens",
+    "refine_strategy": "refine_strategies",
 }
 """Old spelling -> the one spelling now read (refused with a message naming the new one)."""
 

@@ -653,9 +653,7 @@ def record(run: Any, plan: Plan) -> None:
     run.update_meta(plan=plan.summary())
 
 
-def announce(
-    run: Any, samples: Sequence[Sample], max_new_tokens: int | None = None
-) -> Plan | None:
+def announce(run: Any, samples: Sequence[Sample], max_new_tokens: int | None = None) -> Plan | None:
     """The plan of the samples ``lceval infer`` is about to answer, in the run's tiktoken
     encoding: two lines on stderr and run.json's ``plan``. A plan that cannot be made (no
     tiktoken file) is one line saying why; inference goes on.
