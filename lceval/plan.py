@@ -218,15 +218,15 @@ def prompt_tokens(
 
     parts: list[tuple[Sample, list[str], str | None]] = []
     for s in samples:
-        ctx = context_text(s, contexts)
-        if s.context_id is None or not ctx:
+        doc = context_text(s, contexts)
+        if s.context_id is None or not doc:
             parts.append((s, [encoder.render(s, "")], None))
             continue
         head, sep, tail = encoder.render(s, SENTINEL).partition(SENTINEL)
         if not sep:  # a template that drops the user turn: the whole prompt is one segment
-            parts.append((s, [encoder.render(s, ctx)], None))
+            parts.append((s, [encoder.render(s, doc)], None))
             continue
-        parts.append((s, [head, tail], ctx))
+        parts.append((s, [head, tail], doc))
     encoder.encode_all(t for _, texts, ctx in parts for t in (*texts, ctx or ""))
     out = []
     for s, texts, ctx in parts:
@@ -305,11 +305,9 @@ def prefix_shares(
     prefix of another the share stops at its end, so the count is then an upper bound).
 
     Args:
-        rows: each row a sequence of segments (token id tuples); a row of plain ints counts as
-            one segment.
+        rows: each row a sequence of segments (token id tuples).
         keys: :func:`segment_keys` of ``rows``, when already computed.
     """
-    rows = [(tuple(r),) if r and isinstance(r[0], int) else tuple(r) for r in rows]  # type: ignore[arg-type]
     keys = segment_keys(rows) if keys is None else keys
     order = sorted(range(len(rows)), key=lambda i: keys[i])
     out = [0] * len(rows)
@@ -323,7 +321,7 @@ def prefix_shares(
 def unique_prefix_positions(rows: Sequence[Sequence[int]]) -> list[int]:
     """Positions (0-based) of the tokens any prefix cache must compute for ``rows`` (token id
     lists): the nodes of the token trie of all prompts (:func:`prefix_shares`)."""
-    shares = prefix_shares([list(r) for r in rows])
+    shares = prefix_shares([(tuple(r),) for r in rows])
     return [p for r, s in zip(rows, shares, strict=True) for p in range(s, len(r))]
 
 

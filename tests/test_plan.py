@@ -21,7 +21,7 @@ def _trie_size(rows):
 
 def test_prefix_shares_by_hand():
     rows = [[1, 2, 3], [5], [1, 2, 4]]
-    shares = plan.prefix_shares(rows)
+    shares = plan.prefix_shares([(tuple(r),) for r in rows])
     assert shares == [0, 0, 2]  # sorted: [1, 2, 3], [1, 2, 4], [5]
     assert sum(map(len, rows)) - sum(shares) == 5 == _trie_size(rows)
     assert plan.unique_prefix_positions(rows) == [0, 1, 2, 0, 2]
@@ -30,7 +30,7 @@ def test_prefix_shares_by_hand():
 @settings(max_examples=150, deadline=None)
 @given(st.lists(st.lists(st.integers(0, 3), min_size=1, max_size=12), min_size=1, max_size=12))
 def test_flat_rows_give_the_trie_size(rows):
-    shares = plan.prefix_shares(rows)
+    shares = plan.prefix_shares([(tuple(r),) for r in rows])
     assert sum(map(len, rows)) - sum(shares) == _trie_size(rows)
 
 
@@ -61,16 +61,19 @@ def _run(tmp_path, n=6, budget=32):
     ctx = Context(
         id="c0", text="A shared document line. " * 200, n_tokens=1000, encoding="o200k_base"
     )
+    common = {
+        "benchmark": "lifbench",
+        "description": "Read the document.",
+        "max_new_tokens": budget,
+    }
     samples = [
         Sample(
-            id=f"s{i}",
-            benchmark="lifbench",
+            f"s{i}",
             task="LSI" if i % 2 else "LOI",
             instruction=f"Question {i}: what is said?",
-            description="Read the document.",
             context_id="c0" if i < n - 1 else None,
-            max_new_tokens=budget,
-        )
+            **common,
+        )  # fmt: skip
         for i in range(n)
     ]
     run.write_samples(samples, [ctx])

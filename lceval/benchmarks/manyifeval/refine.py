@@ -408,15 +408,7 @@ def run_refinement(
 
 
 def run_strategies(
-    run: RunDir,
-    backend: Backend,
-    strategies: Sequence[str] | None = None,
-    *,
-    rounds: int = 5,
-    samples: Sequence[Sample] | None = None,
-    config: GenerationConfig | None = None,
-    batch_size: int = 8,
-    progress: bool = True,
+    run: RunDir, backend: Backend, strategies: Sequence[str] | None = None, **options: Any
 ) -> pd.DataFrame:
     """Table 2 in one run: :func:`run_refinement` for each strategy on the same samples, one
     model loaded once; resumable (finished rounds and calls of every strategy are skipped; the
@@ -424,7 +416,8 @@ def run_strategies(
 
     Args:
         strategies: keys of ``STRATEGIES`` or Table 2's names (None: all seven).
-        rounds, samples, config, batch_size, progress: as :func:`run_refinement`.
+        options: :func:`run_refinement`'s keyword arguments (``rounds``, ``samples``,
+            ``config``, ``batch_size``, ``progress``), the same for every strategy.
 
     Returns:
         :func:`table2` of this model: one row per strategy, in the paper's order.
@@ -441,11 +434,8 @@ def run_strategies(
             f"{', '.join(STRATEGIES)}"
         )
     for key in dict.fromkeys(k for k in keys if k is not None):
-        run_refinement(
-            run, backend, key, rounds=rounds, samples=samples, config=config,
-            batch_size=batch_size, progress=progress,
-        )  # fmt: skip
-    done = load_results(run, model=backend.name, samples=samples)
+        run_refinement(run, backend, key, **options)
+    done = load_results(run, model=backend.name, samples=options.get("samples"))
     return table2(done[done["strategy"].isin(keys)])
 
 
