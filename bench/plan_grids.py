@@ -5,7 +5,8 @@ Run from the repo root: ``.venv/bin/python bench/plan_grids.py [--ruler-samples 
 
 For each paper the script builds the grid of its full params file (``lceval build KEY --params
 params/<notebook>/full.yaml``) into a temporary outputs folder and plans it
-(:func:`lceval.plan.plan_run`: the run's tiktoken encoding, no model window). Where the grid is
+(:func:`lceval.plan.plan_run`: the run's tiktoken encoding, no model window, every context
+tokenized). Where the grid is
 too large to build on the development machine it builds a slice and scales it, saying so:
 RULER's 13 tasks x 6 lengths x 500 samples (39,000 prompts, about 1.6 billion tokens) is built
 with ``--ruler-samples`` per task and length and multiplied by 500 / that number (samples, tokens
@@ -88,7 +89,7 @@ def measure(grid: Grid, root: Path, ruler_samples: int) -> dict:
         return row
     row["build_s"] = time.perf_counter() - t0
     t0 = time.perf_counter()
-    p = plan.plan_run(RunDir(run.run_id, root))
+    p = plan.plan_run(RunDir(run.run_id, root), exact=True)  # every context tokenized
     row["plan_s"] = time.perf_counter() - t0
     row["total"] = {k: v * scale for k, v in p.total().items()}
     est = p.estimates[p.estimates["model"].str.startswith("8B")].set_index("gpu")

@@ -131,6 +131,12 @@ def _parser() -> argparse.ArgumentParser:
     pl.add_argument(
         "--csv", default=None, help="also write the size table to this CSV (estimates beside it)"
     )
+    pl.add_argument(
+        "--exact",
+        action="store_true",
+        help="tokenize every context even in a run whose contexts hold over 20M tokens (by "
+        "default those are counted from their recorded lengths; unique tokens an upper bound)",
+    )
 
     s = sub.add_parser("score", help="score a run's responses")
     s.add_argument("run_id")
@@ -254,6 +260,7 @@ def _plan(args: argparse.Namespace) -> str:
         samples=samples,
         max_new_tokens=args.max_new_tokens,
         efficiency=plan.EFFICIENCY if args.efficiency is None else args.efficiency,
+        exact=True if args.exact else None,
     )
     plan.record(run, p)
     text = plan.render(p)

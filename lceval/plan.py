@@ -176,6 +176,32 @@ class Encoder:
         return f"{sample.system}{sample.joiner}{text}" if sample.system else text
 
 
+class Counted(tuple[int, ...]):
+    """A context counted, not tokenized: its recorded token count as its length, compared by a
+    marker of its own (so it shares no prefix with any other segment).
+
+    Used for runs too large to tokenize quickly (:data:`EXACT_LIMIT`): prompt tokens stay exact
+    (builders record each context's count in the run's encoding), unique tokens become an upper
+    bound (two contexts sharing a beginning are counted in full).
+    """
+
+    n: int
+
+    def __new__(cls, marker: int, n: int) -> Counted:
+        obj = super().__new__(cls, (marker,))
+        obj.n = n
+        return obj
+
+    def __len__(self) -> int:
+        return self.n
+
+
+EXACT_LIMIT = 20_000_000
+"""Context tokens (recorded, distinct contexts) above which contexts are counted, not tokenized
+(:class:`Counted`): tiktoken encodes ~1M tokens/s per core, so RULER's full grid (1.6 billion
+tokens) would take most of an hour."""
+
+
 @dataclass(frozen=True)
 class PromptTokens:
     """One sample's prompt as segments and its budget."""
@@ -199,6 +225,7 @@ def prompt_tokens(
     *,
     max_new_tokens: int | None = None,
     window: int | None = None,
+    exact: bool = True,
 ) -> list[PromptTokens]:
     """Every sample's prompt cut into segments of token ids (module docstring).
 
@@ -209,6 +236,8 @@ def prompt_tokens(
         max_new_tokens: caps each sample's budget (as ``lceval infer --max-new-tokens``).
         window: the model's window in tokens: contexts are right-truncated to fit it with the
             budget; None: no truncation.
+        exact: tokenize the contexts; False: take their recorded ``n_tokens`` (:class:`Counted`;
+            not with ``window``).
 
     Raises:
         LcevalError: a sample naming a missing context, a budget < 1, or a prompt that does not
@@ -227,7 +256,15 @@ def prompt_tokens(
             parts.append((s, [encoder.render(s, doc)], None))
             continue
         parts.append((s, [head, tail], doc))
-    encoder.encode_all(t for _, texts, ctx in parts for t in (*texts, ctx or ""))
+    counted: dict[str, Counted] = {}
+    if not exact:
+        if window is not None:
+            raise LcevalError("plan: contexts can be truncated to a window only when tokenized")
+        for s, _, text in parts:
+            if text is not None and s.context_id not in counted:
+                n = contexts[str(s.context_id)].n_tokens
+                counted[str(s.context_id)] = Counted(-1 - len(counted), n)
+    encoder.encode_all(t for _, texts, x in parts for t in (*texts, x if x and exact else ""))
     out = []
     for s, texts, ctx in parts:
         budget = (
@@ -236,7 +273,9 @@ def prompt_tokens(
         if budget < 1:
             raise LcevalError(f"sample {s.id}: new-token budget must be >= 1, got {budget}")
         segs = [encoder.cache[t] for t in texts]
-        body = encoder.cache[ctx] if ctx is not None else ()
+        body: Segment = ()
+        if ctx is not None:
+            body = encoder.cache[ctx] if exact else counted[str(s.context_id)]
         cut = 0
         if window is not None:
             room = window - budget - sum(len(x) for x in segs)
@@ -507,6 +546,8 @@ class Plan:
     """:func:`estimate_table` (and the given model's shape first, when there is one)."""
     window: int | None = None
     """The window contexts were truncated to (None: none)."""
+    exact: bool = True
+    """Contexts tokenized (False: their recorded counts; unique tokens an upper bound)."""
 
     def total(self) -> dict[str, int]:
         """The total row's samples, prompt_tokens, unique_tokens and budget."""
@@ -523,6 +564,7 @@ class Plan:
         return {
             "tokenizer": self.tokenizer,
             **self.total(),
+            "exact": self.exact,
             "gpu_hours": est,
             "efficiency": float(self.estimates["efficiency"].iloc[0]),
             "efficiency_source": EFFICIENCY_SOURCE,
@@ -535,7 +577,8 @@ class Plan:
         h = {r.gpu: r.gpu_hours for r in est.itertuples()}
         return [
             f"plan: {t['samples']:,} samples, {t['prompt_tokens']:,} prompt tokens "
-            f"({self.tokenizer}), {t['unique_tokens']:,} unique after prefix sharing, "
+            f"({self.tokenizer}), {t['unique_tokens']:,} unique after prefix sharing"
+            f"{'' if self.exact else ' (at most: contexts not tokenized)'}, "
             f"{t['budget']:,} new-token budget",
             f"estimate for an 8B model: {_hours(h.get('H100-80GB'))} GPU-h on an H100-80GB, "
             f"{_hours(h.get('A100-80GB'))} on an A100-80GB ({EFFICIENCY:g}x the arithmetic floor, "
@@ -575,6 +618,7 @@ def plan_run(
     samples: Sequence[Sample] | None = None,
     max_new_tokens: int | None = None,
     efficiency: float = EFFICIENCY,
+    exact: bool | None = None,
 ) -> Plan:
     """The size and cost of a built run (module docstring).
 
@@ -585,9 +629,13 @@ def plan_run(
         samples: only these samples (default: all of the run's).
         max_new_tokens: caps every sample's budget.
         efficiency: measured time over the floor (:data:`EFFICIENCY`).
+        exact: tokenize the contexts (True), or take their recorded counts (False, unique
+            tokens then an upper bound: :class:`Counted`); None: exact with a model, or when the
+            distinct contexts hold at most :data:`EXACT_LIMIT` tokens.
 
     Raises:
-        LcevalError: missing run files, a bad budget, an unreadable model tokenizer.
+        LcevalError: missing run files, a bad budget, an unreadable model tokenizer, ``exact``
+            false with a model.
     """
     chosen = list(samples) if samples is not None else run.read_samples()
     if not chosen:
@@ -605,7 +653,12 @@ def plan_run(
         # A RULER run may count with a model tokenizer folder: tiktoken's default then.
         encodings = {c.encoding for c in contexts.values()} & set(ENCODINGS)
         encoder = Encoder(next(iter(sorted(encodings)), None))
-    prompts = prompt_tokens(chosen, contexts, encoder, max_new_tokens=max_new_tokens, window=window)
+    if exact is None:
+        used = {s.context_id for s in chosen if s.context_id in contexts}
+        exact = model is not None or sum(contexts[c].n_tokens for c in used) <= EXACT_LIMIT
+    prompts = prompt_tokens(
+        chosen, contexts, encoder, max_new_tokens=max_new_tokens, window=window, exact=exact
+    )
     keys = segment_keys([p.segments for p in prompts])
     rows = per_sample(prompts, keys)
     return Plan(
@@ -614,6 +667,7 @@ def plan_run(
         size_table(prompts, keys),
         estimate_table(rows, shapes, efficiency=efficiency),
         window,
+        exact,
     )
 
 
@@ -631,6 +685,11 @@ def render(plan: Plan) -> str:
     if not est["no_fit"].any():
         est = est.drop(columns="no_fit")
     window = f", contexts truncated to a {plan.window:,}-token window" if plan.window else ""
+    if not plan.exact:
+        window += (
+            ", contexts counted from their recorded token counts, not tokenized: unique tokens "
+            "are an upper bound (--exact tokenizes them)"
+        )
     return "\n".join(
         [
             f"size (tokens of {plan.tokenizer}{window}; unique = after prefix sharing, each "

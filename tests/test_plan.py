@@ -58,9 +58,8 @@ def test_segmented_rows_give_the_trie_of_their_tokens(heads, bodies, tails, pick
 
 def _run(tmp_path, n=6, budget=32):
     run = RunDir("r", tmp_path).create()
-    ctx = Context(
-        id="c0", text="A shared document line. " * 200, n_tokens=1000, encoding="o200k_base"
-    )
+    text = "A shared document line. " * 200
+    ctx = Context(id="c0", text=text, n_tokens=count_tokens(text), encoding="o200k_base")
     common = {
         "benchmark": "lifbench",
         "description": "Read the document.",
@@ -102,6 +101,23 @@ def test_plan_counts_a_shared_context_once(tmp_path):
     assert set(tasks.index) == {"LOI", "LSI", "*"}
     assert tasks.loc["LSI", "samples"] == 3
     assert p.tokenizer == "o200k_base"
+
+
+def test_counted_contexts_keep_prompt_tokens_and_bound_unique(tmp_path, tiny_model_dir):
+    """Contexts counted from their recorded lengths (large runs): the same prompt tokens, unique
+    tokens no fewer than the exact trie's."""
+    run, _, _ = _run(tmp_path)
+    exact, counted = plan.plan_run(run), plan.plan_run(run, exact=False)
+    assert exact.exact and not counted.exact
+    assert counted.total()["prompt_tokens"] == exact.total()["prompt_tokens"]
+    assert counted.total()["unique_tokens"] >= exact.total()["unique_tokens"]
+    assert "at most" in counted.lines()[0] and "upper bound" in plan.render(counted)
+    a, b = plan.Counted(-1, 500), plan.Counted(-2, 300)
+    rows = [((1, 2), a, (3,)), ((1, 2), a, (4,)), ((1, 2), b, (3,))]
+    shares = plan.prefix_shares(rows)
+    assert sorted(shares) == [0, 2, 502]  # b shares only the head; a's second row all but one
+    with pytest.raises(plan.LcevalError, match="only when tokenized"):
+        plan.plan_run(run, model=str(tiny_model_dir), exact=False)
 
 
 def test_budget_cap_and_model_window(tmp_path, tiny_model_dir):
