@@ -558,7 +558,7 @@ class Plan:
         """What run.json's ``plan`` records: the totals, the tokenizer and per (model, GPU) the
         estimated GPU hours and its efficiency source."""
         est = {
-            f"{r.model.split(' ')[0]} {r.gpu}": round(float(r.gpu_hours), 3)
+            f"{r.model.split(' ')[0]} {r.gpu}": float(f"{r.gpu_hours:.3g}")
             for r in self.estimates.itertuples()
         }
         return {
