@@ -52,23 +52,6 @@ def notebook_times(path: Path) -> tuple[float, dict[str, float]]:
     return total, cells
 
 
-def unique_prefix_positions(rows: list[list[int]]) -> list[int]:
-    """Positions (0-based) of the tokens any prefix cache must compute for ``rows``.
-
-    These are the nodes of the token trie of all prompts: with the prompts sorted, each adds the
-    tokens past its longest common prefix with the one before it.
-    """
-    from lceval.models.hf import common_prefix_len
-
-    out: list[int] = []
-    prev: list[int] = []
-    for ids in sorted(rows):
-        shared = common_prefix_len([prev, ids]) if prev else 0
-        out.extend(range(shared, len(ids)))
-        prev = ids
-    return out
-
-
 def floor(run_dir: Path, window: int, generated: list[tuple[int, int]]) -> dict[str, float]:
     """The job's compute floor: unique prompt tokens and the FLOPs of prefill plus decoding.
 
@@ -84,6 +67,7 @@ def floor(run_dir: Path, window: int, generated: list[tuple[int, int]]) -> dict[
     from lceval.io import RunDir
     from lceval.models.base import GenerationConfig, render_sample
     from lceval.models.embedded import resolve_model
+    from lceval.plan import unique_prefix_positions
 
     path = resolve_model(None).path
     tok = AutoTokenizer.from_pretrained(path)

@@ -1,5 +1,5 @@
-"""The ``lceval`` command: list, build, infer, score, report (each on a run folder) and run
-(notebooks).
+"""The ``lceval`` command: list, build, plan, infer, score, report (each on a run folder) and
+run (notebooks).
 
 Examples::
 
@@ -10,6 +10,7 @@ Examples::
     lceval infer my-run --backend openai --model gpt-4o-mini
     lceval infer my-run --backend vllm --model Qwen/Qwen2.5-7B-Instruct \
         --model '{model: meta-llama/Llama-3.1-70B-Instruct, options: {tensor_parallel_size: 4}}'
+    lceval plan my-run                                # size and GPU-time estimate
     lceval score my-run && lceval report my-run
     lceval score my-run --scorer lifbench:strict     # a named scorer variant (both kept)
     lceval report my-run --scorer lifbench:strict    # its tables, under report/lifbench-strict/
@@ -155,6 +156,36 @@ def _parser() -> argparse.ArgumentParser:
         help="backend option, e.g. device=cuda, tensor_parallel_size=2, base_url=http://...",
     )
 
+    pl = sub.add_parser(
+        "plan", help="a built run's size (prompt, unique and budget tokens) and GPU-time estimate"
+    )
+    pl.add_argument("run_id")
+    pl.add_argument(
+        "--model",
+        default=None,
+        help="count with this model's tokenizer, chat template and window, and estimate its "
+        "shape too (default: the run's tiktoken encoding)",
+    )
+    pl.add_argument("--tasks", nargs="+", default=None, help="only these task codes")
+    pl.add_argument("--limit", type=int, default=None, help="only the first N samples")
+    pl.add_argument("--max-new-tokens", type=int, default=None, help="cap every sample's budget")
+    pl.add_argument(
+        "--efficiency",
+        type=float,
+        default=None,
+        help="measured time over the arithmetic floor (default 3.2, measured on a CPU: see "
+        "lceval.plan.EFFICIENCY_SOURCE)",
+    )
+    pl.add_argument(
+        "--csv", default=None, help="also write the size table to this CSV (estimates beside it)"
+    )
+    pl.add_argument(
+        "--exact",
+        action="store_true",
+        help="tokenize every context even in a run whose contexts hold over 20M tokens (by "
+        "default those are counted from their recorded lengths; unique tokens an upper bound)",
+    )
+
     s = sub.add_parser("score", help="score a run's responses")
     s.add_argument("run_id")
     s.add_argument("--scorer", default=None, help="a scorer name, e.g. lifbench:strict")
@@ -251,13 +282,7 @@ def _compare(args: argparse.Namespace) -> Any:
     if args.seed < 0:
         raise LcevalError(f"--seed must be >= 0, got {args.seed}")
     if args.csv:
-        path = Path(args.csv)
-        if path.suffix != ".csv":
-            raise LcevalError(f"--csv must name a .csv file, got {args.csv!r}")
-        if path.is_dir():
-            raise LcevalError(f"--csv: {path} is a folder, not a file")
-        if not path.parent.is_dir():
-            raise LcevalError(f"--csv: folder {path.parent} does not exist")
+        _csv_path(args.csv)
     if args.samples:
         page = Path(args.samples)
         if page.suffix != ".html" or page.is_dir() or not page.parent.is_dir():
@@ -333,6 +358,60 @@ def _compare_page(args: argparse.Namespace) -> Path:
     )
     title = f"{run_a.run_id} vs {run_b.run_id}"
     return compare_page.write_compare_page(frame, page, title)
+
+
+def _plan(args: argparse.Namespace) -> str:
+    """``lceval plan``: :func:`lceval.plan.plan_run` on the selected samples, recorded in
+    run.json, printed as :func:`lceval.plan.render`; ``--csv`` writes the two tables.
+
+    Raises:
+        LcevalError: a bad ``--limit``, ``--max-new-tokens``, ``--efficiency`` or ``--csv``, a
+            run that is not built, an unreadable model tokenizer.
+    """
+    from lceval import pipeline, plan
+    from lceval.io import RunDir
+
+    if args.max_new_tokens is not None and args.max_new_tokens < 1:
+        raise LcevalError(f"--max-new-tokens must be >= 1, got {args.max_new_tokens}")
+    csv = _csv_path(args.csv) if args.csv else None
+    run = RunDir(args.run_id, args.outputs)
+    samples = pipeline.select_samples(run, run.read_samples(), limit=args.limit, tasks=args.tasks)
+    p = plan.plan_run(
+        run,
+        model=args.model,
+        samples=samples,
+        max_new_tokens=args.max_new_tokens,
+        efficiency=plan.EFFICIENCY if args.efficiency is None else args.efficiency,
+        exact=True if args.exact else None,
+    )
+    plan.record(run, p)
+    text = plan.render(p)
+    if csv is not None:
+        from lceval.reporting import save_table
+
+        try:
+            a = save_table(p.sizes, csv.parent, csv.stem, index=False)
+            b = save_table(p.estimates, csv.parent, f"{csv.stem}_estimate", index=False)
+        except OSError as exc:
+            raise LcevalError(f"--csv: cannot write {csv}: {exc.strerror}") from None
+        text += f"\nwrote {a} and {b}"
+    return text
+
+
+def _csv_path(value: str) -> Path:
+    """``--csv``'s path, checked before anything is computed.
+
+    Raises:
+        LcevalError: not a .csv name, a folder, or a missing parent folder.
+    """
+    path = Path(value)
+    if path.suffix != ".csv":
+        raise LcevalError(f"--csv must name a .csv file, got {value!r}")
+    if path.is_dir():
+        raise LcevalError(f"--csv: {path} is a folder, not a file")
+    if not path.parent.is_dir():
+        raise LcevalError(f"--csv: folder {path.parent} does not exist")
+    return path
 
 
 def _listing() -> str:
@@ -461,6 +540,8 @@ def _dispatch(args: argparse.Namespace) -> int:
                 file=sys.stderr,
             )
             return 1
+    elif args.command == "plan":
+        print(_plan(args))
     elif args.command == "score":
         df = pipeline.score(
             args.run_id,

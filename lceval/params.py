@@ -47,6 +47,7 @@ RENAMED: Mapping[str, str] = {
     "tokenizer": "encoding",
     "infer_max_new_tokens": "max_new_tokens",
     "gen_max_new_tokens": "variants_max_new_tokens",
+    "refine_strategy": "refine_strategies",
 }
 """Old spelling -> the one spelling now read (refused with a message naming the new one)."""
 
@@ -343,14 +344,18 @@ class Inference:
 
 @dataclass(frozen=True)
 class Judge:
-    """An LLM judge's section (notebook 08): its own backend, model and budget."""
+    """An LLM judge's section (notebooks 06, 08, 11): its own backend, model, options and budget,
+    passed to the judge scorer through ``lceval.registry.judge_options``."""
 
     judge_backend: str = field(default="hf", metadata=check(text()))
     """Backend of the judge model."""
     judge_model: str | None = field(default=None, metadata=check(text(optional=True)))
     """Judge model id or folder; null: the embedded model."""
-    judge_max_new_tokens: int = field(default=8, metadata=check(POSITIVE))
-    """The judge's verdict budget in tokens."""
+    judge_max_new_tokens: int | None = field(default=None, metadata=check(POSITIVE_OR_NULL))
+    """The judge's verdict budget in tokens; null: the judge's own default."""
+    judge_backend_options: dict[str, Any] = field(default_factory=dict, metadata=check(mapping))
+    """The judge backend's options (``device``, vLLM engine options, ``base_url`` of an
+    OpenAI-compatible endpoint with ``judge_backend: openai``)."""
 
 
 @dataclass(frozen=True)
@@ -364,7 +369,9 @@ class Scoring:
     n_resamples: int = field(default=1000, metadata=check(POSITIVE))
     """Bootstrap resamples of the confidence intervals."""
     baseline: str | None = field(default=None, metadata=check(text(optional=True)))
-    """Run id of a baseline to compare with (notebook 08)."""
+    """L-Eval's judge baseline (notebook 08): official prediction files, ``model:NAME``,
+    ``run:RUN_ID[/MODEL]``; null: the run's own no-LIE answers
+    (``lceval.benchmarks.leval.judge.resolve_baseline``)."""
 
 
 NOTEBOOK_SECTIONS: tuple[type, ...] = (Inference, Judge, Scoring)

@@ -13,7 +13,7 @@ import pandas as pd
 import yaml
 from tqdm.auto import tqdm
 
-from lceval import registry
+from lceval import plan, registry
 from lceval.benchmark import (
     NOTEBOOK_PARAMS,
     BatchJudge,
@@ -315,7 +315,9 @@ def infer(
     ``prefix_reuse``: prompt tokens requested and computed by this call (``reuse`` 0..1;
     ``measured: false`` where the engine does not report it) and ``timing``: seconds of this
     call spent starting the engine, answering (``generate_s``, cached answers skipped) and
-    closing it.
+    closing it. Before the engine starts, the samples' size and estimated GPU time
+    (:func:`lceval.plan.announce`, in the run's tiktoken encoding) go to stderr in two lines and to
+    run.json's ``plan``.
 
     ``batch_size`` is the number of samples per engine call, each call's answers flushed to disk
     before the next; None: the engine's ``call_size`` (vLLM 256: its scheduler batches a whole
@@ -364,6 +366,7 @@ def infer(
     ]
     for note in notes:  # said once every model is known to fit
         log(note)
+    plan.announce(run, samples, max_new_tokens)  # size and estimate: stderr and run.json
     responses: list[Response] = []
     for i, spec in enumerate(specs):
         if len(specs) > 1:

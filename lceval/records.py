@@ -350,6 +350,9 @@ class RunMeta:
     git_commit: str | None = None
     encoding: str | None = None
     """tiktoken encoding used for data lengths."""
+    plan: Mapping[str, Any] = field(default_factory=dict)
+    """The run's size and estimated cost when last planned (``lceval.plan.Plan.summary``: samples,
+    prompt, unique and budget tokens, GPU hours per model size and GPU)."""
 
 
 def to_dict(record: Any) -> dict[str, Any]:

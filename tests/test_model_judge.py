@@ -151,3 +151,46 @@ def test_loader_checks_backend_options_before_loading() -> None:
     with pytest.raises(LcevalError, match="no option 'colour'"):
         ModelJudge.loader("hf", None, {"colour": 1})
     assert callable(ModelJudge.loader("hf", None, {"device": "cpu"}))  # nothing loads yet
+
+
+def test_judge_options_fill_a_judge_scorer_from_the_judge_params() -> None:
+    from lceval.registry import judge_options
+
+    judge = {
+        "judge_backend": "openai",
+        "judge_model": "served-judge",
+        "judge_backend_options": {"base_url": "http://localhost:8000/v1"},
+        "judge_max_new_tokens": None,
+    }
+    got = judge_options("longgenbench:llm", {"few_shot": True}, **judge)
+    assert got == {
+        "few_shot": True,
+        "backend": "openai",
+        "model": "served-judge",
+        "backend_options": {"base_url": "http://localhost:8000/v1"},
+    }
+    # the offline scorer has no judge: its options stay as they are
+    assert judge_options("longgenbench", {}, **judge) == {}
+    assert judge_options(None, {"x": 1}, **judge) == {"x": 1}
+    leval = judge_options("leval:judge", {"baseline": None}, judge_max_new_tokens=8)
+    assert leval == {"baseline": None, "max_new_tokens": 8}
+    same = judge_options("cifbench:judge", {"model": "m"}, judge_model="m")
+    assert same == {"model": "m"}
+    with pytest.raises(LcevalError, match="judge_model .* and scorer_options.model .* disagree"):
+        judge_options("cifbench:judge", {"model": "a"}, judge_model="b")
+    with pytest.raises(LcevalError, match="unknown judge param"):
+        judge_options("cifbench:judge", {}, judge_modle="b")
+    with pytest.raises(LcevalError, match="unknown scorer"):
+        judge_options("nope:judge", {}, judge_model="b")
+
+
+def test_longgenbench_judge_takes_its_budget(tmp_path: Path) -> None:
+    from lceval.benchmarks.longgenbench.judge import llm_judge
+    from lceval.io import RunDir
+
+    run = RunDir("r", tmp_path).create()
+    judge = llm_judge(run, backend="hf", max_new_tokens=3)
+    assert judge.asker.max_new_tokens == 3
+    assert llm_judge(run, backend="hf", few_shot=True).asker.max_new_tokens == 160
+    with pytest.raises(LcevalError, match="max_new_tokens"):
+        llm_judge(run, backend="hf", max_new_tokens=0)

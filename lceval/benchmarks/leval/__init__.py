@@ -39,7 +39,9 @@ BENCHMARK = Benchmark(
             metrics=("win rate", "n_wins", "n_draws"),
             batch=lazy("lceval.benchmarks.leval.judge:pairwise_judge"),
             options={
-                "baseline": "official prediction file(s) of the baseline (file or folder)",
+                "baseline": "official prediction file(s) of the baseline (file or folder), "
+                "model:NAME (a model of this run), run:RUN_ID[/MODEL] (another run, e.g. an "
+                "lceval import leval run); default: this run's only model, no-LIE answers",
                 "backend": "judge backend: hf, vllm or openai (default hf)",
                 "model": "judge model path or hub id (default: the embedded SmolLM2)",
                 "backend_options": "mapping of backend options, e.g. {device: cuda}",

@@ -96,6 +96,55 @@ def read_baseline(path: str | Path) -> tuple[dict[tuple[str, str], str], str, li
     return answers, "+".join(names), files
 
 
+BASELINE_HELP = (
+    "the baseline: a path to official *.pred.jsonl files (e.g. Turbo-16k's "
+    "Predictions/ngram_eval/turbo-16k-0613), model:NAME (that model's no-LIE answers in this "
+    "run), run:RUN_ID or run:RUN_ID/MODEL (another run's answers, e.g. one made by `lceval import "
+    "leval`); default: the no-LIE answers of this run's only model"
+)
+
+
+def resolve_baseline(run: RunDir, spec: str | None) -> Path:
+    """The official prediction files of a baseline named by ``spec`` (:data:`BASELINE_HELP`).
+
+    A model's or another run's answers are exported (``importer.export_predictions``) to
+    ``<run>/baseline/<name>/`` first: full-context answers, the no-LIE ones where the run has
+    both, as the official format pairs them.
+
+    Args:
+        run: the judged run (another run is looked up beside it, in the same outputs root).
+        spec: None, ``model:NAME``, ``run:RUN_ID``, ``run:RUN_ID/MODEL`` or a path.
+
+    Raises:
+        LcevalError: an empty name, a run or model without answers, several models and none
+            named, a path that does not exist.
+    """
+    from lceval.benchmarks.leval.importer import export_predictions
+    from lceval.io import RunDir as Run
+
+    if spec is not None and not spec.startswith(("model:", "run:")):
+        return Path(spec).expanduser()
+    kind, _, name = (spec or "model:").partition(":")
+    if kind == "model":
+        source, model = run.run_id, name or None
+    else:
+        source, _, rest = name.partition("/")
+        model = rest or None
+    if not source:
+        raise LcevalError(f"baseline {spec!r}: name the run, run:RUN_ID or run:RUN_ID/MODEL")
+    other = Run(source, run.path.parent)
+    if not other.samples.exists():
+        raise LcevalError(f"baseline {spec!r}: run {source!r} is not in {run.path.parent}")
+    lie = False if any(s.meta.get("lie") is False for s in other.read_samples()) else None
+    slug = "".join(c if c.isalnum() or c in "-_." else "_" for c in f"{kind}-{name or 'self'}")
+    folder = run.path / "baseline" / slug
+    try:
+        export_predictions(source, folder, model, root=run.path.parent, lie=lie)
+    except LcevalError as exc:
+        raise LcevalError(f"baseline {spec or 'of this run'}: {exc}") from None
+    return folder
+
+
 def verdict(judgment: str) -> Verdict:
     """The official verdict of a judgment text: ``[[A]]``, else ``[[B]]``, else ``[[C]]`` (tie),
     else error (``llm_eval.py`` ``run_judge_pair``)."""
@@ -302,9 +351,10 @@ def pairwise_judge(
 
     Args:
         run: the run folder; judgments go to ``<run>/leval_judge.jsonl`` (resumable).
-        baseline: the baseline's official prediction file or folder (e.g. Turbo-16k's
-            ``Predictions/ngram_eval/turbo-16k-0613``, or files written by
-            :func:`lceval.benchmarks.leval.importer.export_predictions`).
+        baseline: the baseline (:func:`resolve_baseline`): official prediction files (e.g.
+            Turbo-16k's ``Predictions/ngram_eval/turbo-16k-0613``), ``model:NAME`` (a model of
+            this run), ``run:RUN_ID[/MODEL]`` (another run's answers, e.g. an ``lceval import
+            leval`` run); None: the no-LIE answers of this run's only model.
         backend: ``hf``, ``vllm`` or ``openai``.
         model: judge model (None: the embedded SmolLM2; the paper used GPT-4 and GPT-3.5).
         backend_options: the backend's options, e.g. ``{"device": "cuda"}``.
@@ -312,14 +362,13 @@ def pairwise_judge(
         batch_size: prompts per engine call (>= 1).
 
     Raises:
-        LcevalError: no baseline, an option of the wrong type, an unknown backend or option, a
-            baseline that does not read, or a judge store that does not parse.
+        LcevalError: an option of the wrong type, an unknown backend or option, a baseline
+            that cannot be found or read, or a judge store that does not parse.
     """
     from lceval.models.cache import ResponseStore
 
-    if baseline is None:
-        raise LcevalError(f"scorer {_SCORER} needs -o baseline=PATH (official *.pred.jsonl)")
-    check_option(baseline, str, _SCORER, "baseline")
+    if baseline is not None:
+        check_option(baseline, str, _SCORER, "baseline")
     check_option(backend, str, _SCORER, "backend")
     if model is not None:
         check_option(model, str, _SCORER, "model")
@@ -327,7 +376,7 @@ def pairwise_judge(
     check_option(batch_size, int, _SCORER, "batch_size")
     options = check_option(backend_options or {}, Mapping, _SCORER, "backend_options")
     load = ModelJudge.loader(backend, model, options)
-    answers, name, _ = read_baseline(baseline)
+    answers, name, _ = read_baseline(resolve_baseline(run, baseline))
     store = ResponseStore(run.path / JUDGE_FILE)
     return PairwiseJudge(
         load,

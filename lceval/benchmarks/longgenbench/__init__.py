@@ -39,6 +39,7 @@ BENCHMARK = Benchmark(
                 "few_shot": "use the Appendix C few-shot prompt (default false)",
                 "batch_size": "judge prompts per engine call (default 64)",
                 "second_judge": "also run the offline judge and report agreement (default true)",
+                "max_new_tokens": "verdict budget in tokens (default 8; 160 few-shot)",
                 "backend_options": "mapping of backend options, e.g. {device: cuda}; "
                 "{prompt_format: plain} sends the raw prompt, as the official eval.py",
             },

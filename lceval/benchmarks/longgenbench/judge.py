@@ -244,6 +244,7 @@ def llm_judge(
     batch_size: int = 64,
     second_judge: bool = True,
     backend_options: Mapping[str, Any] | None = None,
+    max_new_tokens: int | None = None,
 ) -> LLMJudge:
     """The LLM batch judge of scorer ``longgenbench:llm`` (nothing loads until the first question).
 
@@ -256,7 +257,10 @@ def llm_judge(
         batch_size: questions per engine call (>= 1).
         second_judge: also run the offline judge on the same pairs (agreement in the report).
         backend_options: the backend's options, e.g. ``{"device": "cuda"}``;
-            ``{"prompt_format": "plain"}`` sends the raw prompt as the official ``eval.py`` does.
+            ``{"prompt_format": "plain"}`` sends the raw prompt as the official ``eval.py`` does;
+            with ``backend="openai"``, ``{"base_url": ...}`` asks any OpenAI-compatible endpoint
+            (a vLLM server, for instance).
+        max_new_tokens: the verdict budget in tokens (None: 8 zero-shot, 160 few-shot).
 
     Raises:
         LcevalError: an option of the wrong type, an unknown backend or backend option, or a
@@ -270,6 +274,8 @@ def llm_judge(
     check_option(few_shot, bool, _SCORER, "few_shot")
     check_option(batch_size, int, _SCORER, "batch_size")
     check_option(second_judge, bool, _SCORER, "second_judge")
+    if max_new_tokens is not None:
+        check_option(max_new_tokens, int, _SCORER, "max_new_tokens")
     options = check_option(backend_options or {}, Mapping, _SCORER, "backend_options")
     load = ModelJudge.loader(backend, model, options)
     store = ResponseStore(run.path / JUDGE_FILE)
@@ -279,5 +285,6 @@ def llm_judge(
         few_shot=few_shot,
         batch_size=batch_size,
         second_judge=second_judge,
+        max_new_tokens=max_new_tokens,
         label=model or backend,
     )

@@ -72,7 +72,13 @@ from typing import Any
 from lceval import corpora, params
 from lceval.benchmark import BuildResult
 from lceval.benchmarks.manyifeval.checkers import describe, ensure_checkers
-from lceval.benchmarks.manyifeval.gold import INSTRUCTION_IDS, ManyIFEvalGold
+from lceval.benchmarks.manyifeval.gold import (
+    INSTRUCTION_IDS,
+    PAPER_NAMES,
+    STRATEGIES,
+    ManyIFEvalGold,
+    strategy_key,
+)
 from lceval.errors import LcevalError
 from lceval.records import Sample
 from lceval.tokens import count_tokens
@@ -199,13 +205,36 @@ class Config:
                 )
 
 
+def strategies(key: str, value: Any) -> tuple[str, ...]:
+    """A list of refinement strategies (keys of :data:`STRATEGIES` or their Table 2 names; one
+    name counts as a list of one), as keys in Table 2's order; null: all seven."""
+    if value is None:
+        return STRATEGIES
+    items = [value] if isinstance(value, str) else value
+    if not isinstance(items, list | tuple) or not items:
+        raise params.Invalid(f"{key} must be a non-empty list of strategies, got {value!r}")
+    keys = []
+    for x in items:
+        k = strategy_key(x) if isinstance(x, str) else None
+        if k is None:
+            raise params.Invalid(
+                f"{key}: unknown strategy {x!r}; choose from {', '.join(STRATEGIES)} "
+                f"(or Table 2's names: {'; '.join(PAPER_NAMES.values())})"
+            )
+        keys.append(k)
+    return tuple(k for k in STRATEGIES if k in keys)
+
+
 @dataclass(frozen=True)
 class Refinement:
     """Notebook 04's self-refinement section (read by the notebook, passed to
-    :func:`lceval.benchmarks.manyifeval.refine.refine`)."""
+    :func:`lceval.benchmarks.manyifeval.refine.run_strategies`)."""
 
-    refine_strategy: str = field(default="oracle", metadata=params.check(params.text()))
-    """Feedback strategy (``oracle``, ``feedback-each-cot``...; checked by refine)."""
+    refine_strategies: tuple[str, ...] = field(
+        default=STRATEGIES, metadata=params.check(strategies)
+    )
+    """The Sec. 5 strategies compared in Table 2, each a row (keys or Table 2's names); null:
+    all seven."""
     refine_rounds: int = field(default=1, metadata=params.check(params.integer(0)))
     """Refinement rounds."""
     refine_n_instructions: tuple[int, ...] | None = field(

@@ -102,3 +102,34 @@ def parse_part_key(key: str) -> tuple[str, int, str] | None:
     if mode not in MODES or not idx.isdigit() or not iid:
         return None
     return mode, int(idx), iid
+
+
+STRATEGIES = (
+    "zero-shot",
+    "no-feedback",
+    "feedback",
+    "feedback-each",
+    "feedback-each-cot",
+    "oracle",
+    "all-false",
+)
+"""The self-refinement strategies of Sec. 5 in Table 2's order (``refine`` runs them)."""
+PAPER_NAMES: Mapping[str, str] = {
+    "zero-shot": "zero-shot",
+    "no-feedback": "refinement w/o feedback",
+    "feedback": "refinement w/ feedback",
+    "feedback-each": "refinement w/ feedback+each",
+    "feedback-each-cot": "refinement w/ feedback+each+cot",
+    "oracle": "refinement w/ oracle",
+    "all-false": "refinement w/ all false",
+}
+"""Each strategy's name as Table 2 prints it."""
+
+
+def strategy_key(name: str) -> str | None:
+    """The strategy key of ``name``: a key of :data:`STRATEGIES` or its Table 2 name (case and
+    spacing ignored); None when it is neither."""
+    if name in STRATEGIES:
+        return name
+    norm = " ".join(str(name).lower().split())
+    return next((k for k, v in PAPER_NAMES.items() if v == norm), None)

@@ -53,7 +53,7 @@ import pandas as pd
 
 from lceval.benchmarks.manyifeval import BENCHMARK
 from lceval.benchmarks.manyifeval.checkers import describe
-from lceval.benchmarks.manyifeval.gold import ManyIFEvalGold
+from lceval.benchmarks.manyifeval.gold import PAPER_NAMES, STRATEGIES, ManyIFEvalGold, strategy_key
 from lceval.benchmarks.manyifeval.score import check_response
 from lceval.errors import LcevalError
 from lceval.io import RunDir, iter_jsonl, write_jsonl
@@ -63,24 +63,6 @@ from lceval.models.generate import generate
 from lceval.records import Response, Sample, Score
 from lceval.reporting import save_figure, save_table
 
-STRATEGIES = (
-    "zero-shot",
-    "no-feedback",
-    "feedback",
-    "feedback-each",
-    "feedback-each-cot",
-    "oracle",
-    "all-false",
-)
-PAPER_NAMES = {
-    "zero-shot": "zero-shot",
-    "no-feedback": "refinement w/o feedback",
-    "feedback": "refinement w/ feedback",
-    "feedback-each": "refinement w/ feedback+each",
-    "feedback-each-cot": "refinement w/ feedback+each+cot",
-    "oracle": "refinement w/ oracle",
-    "all-false": "refinement w/ all false",
-}
 SELF_FEEDBACK = ("feedback", "feedback-each", "feedback-each-cot")
 
 FEEDBACK_ALL = (
@@ -423,6 +405,38 @@ def run_refinement(
                     current[s.id] = r.text
         _write_state(folder, t, chosen, current, verdicts, judged_on, refined=set(refined))
     return load_results(run, backend.name, strategy, chosen)
+
+
+def run_strategies(
+    run: RunDir, backend: Backend, strategies: Sequence[str] | None = None, **options: Any
+) -> pd.DataFrame:
+    """Table 2 in one run: :func:`run_refinement` for each strategy on the same samples, one
+    model loaded once; resumable (finished rounds and calls of every strategy are skipped; the
+    zero-shot answers of round 0 are the run's own, shared by all).
+
+    Args:
+        strategies: keys of ``STRATEGIES`` or Table 2's names (None: all seven).
+        options: :func:`run_refinement`'s keyword arguments (``rounds``, ``samples``,
+            ``config``, ``batch_size``, ``progress``), the same for every strategy.
+
+    Returns:
+        :func:`table2` of this model: one row per strategy, in the paper's order.
+
+    Raises:
+        LcevalError: no or unknown strategies, and :func:`run_refinement`'s errors.
+    """
+    strategies = STRATEGIES if strategies is None else list(strategies)
+    keys = [strategy_key(s) for s in strategies]
+    bad = [s for s, k in zip(strategies, keys, strict=True) if k is None]
+    if bad or not keys:
+        raise LcevalError(
+            f"unknown strategies {', '.join(map(repr, bad)) or '(none given)'}; choose from "
+            f"{', '.join(STRATEGIES)}"
+        )
+    for key in dict.fromkeys(k for k in keys if k is not None):
+        run_refinement(run, backend, key, **options)
+    done = load_results(run, model=backend.name, samples=options.get("samples"))
+    return table2(done[done["strategy"].isin(keys)])
 
 
 def _write_state(

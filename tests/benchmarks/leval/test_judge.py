@@ -166,8 +166,6 @@ def test_options_are_checked(judged_run):
     from lceval.benchmarks.leval.judge import pairwise_judge
 
     run, baseline = judged_run
-    with pytest.raises(LcevalError, match="needs -o baseline=PATH"):
-        pairwise_judge(run)
     with pytest.raises(LcevalError, match="max_new_tokens"):
         pairwise_judge(run, baseline=str(baseline), max_new_tokens=0)
     with pytest.raises(LcevalError, match="does not exist"):
@@ -210,3 +208,70 @@ def test_real_embedded_model_as_judge(tmp_path, judged_run):
         assert sum(j.parts[k] for k in ("wins", "ties", "losses", "errors")) == 2
     stored = list(ResponseStore(tmp_path / JUDGE_FILE))
     assert len(stored) == 6 and all(r.model == "SmolLM2-135M-Instruct" for r in stored)
+
+
+def _score_with(run, baseline, monkeypatch, scripted_judge):
+    from lceval.models import base as base_module
+
+    monkeypatch.setattr(base_module, "load_backend", lambda *a, **k: scripted_judge())
+    options = {} if baseline is None else {"baseline": baseline}
+    df = pipeline.score(
+        run.run_id, root=run.path.parent, scorer="leval:judge", options=options, progress=False
+    )
+    return df.set_index("sample_id")["value"]
+
+
+def test_baseline_from_another_run_or_model(judged_run, monkeypatch, scripted_judge, tmp_path):
+    """run:RUN/MODEL and model:NAME give the same battles as the same answers in a file."""
+    run, path = judged_run
+    want = _score_with(run, str(path), monkeypatch, scripted_judge)
+    # another run holding the baseline's answers (as `lceval import leval` makes one)
+    other = pipeline.build("other", "leval", run.read_meta().params["leval"], root=tmp_path)
+    answers, _, _ = read_baseline(path)
+    by_question = {
+        s.id: answers[(s.gold.query, s.gold.reference)]
+        for s in pipeline.load_samples(other)
+        if (getattr(s.gold, "query", None), getattr(s.gold, "reference", None)) in answers
+    }
+    lines = [dumps(Response(k, "turbo", v, "h")) for k, v in by_question.items()]
+    other.responses.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    (run.path / JUDGE_FILE).unlink()
+    got = _score_with(run, "run:other/turbo", monkeypatch, scripted_judge)
+    assert got.fillna(-1).equals(want.fillna(-1))
+    assert (run.path / "baseline" / "run-other_turbo").is_dir()
+    # a second model of the judged run
+    with run.responses.open("a", encoding="utf-8") as f:
+        f.write("\n".join(dumps(Response(k, "turbo", v, "h2")) for k, v in by_question.items()))
+        f.write("\n")
+    df = pipeline.score(
+        "j", root=run.path.parent, scorer="leval:judge", options={"baseline": "model:turbo"},
+        progress=False,
+    )  # fmt: skip
+    mine = df[df["model"] == "m"].set_index("sample_id")["value"]
+    assert mine.fillna(-1).equals(want.fillna(-1))
+    # the baseline against itself: every judged game a tie
+    assert set(df[df["model"] == "turbo"]["value"].dropna()) == {0.5}
+
+
+def test_default_baseline_is_the_runs_only_model(judged_run, monkeypatch, scripted_judge):
+    run, _ = judged_run
+    values = _score_with(run, None, monkeypatch, scripted_judge)
+    assert set(values.dropna()) == {0.5}  # m against its own answers: ties
+    assert (run.path / "baseline" / "model-self").is_dir()
+
+
+@pytest.mark.parametrize(
+    ("spec", "message"),
+    [
+        ("run:", "name the run"),
+        ("run:missing", "run 'missing' is not in"),
+        ("model:nope", "no responses of model 'nope'"),
+        ("run:j/nope", "no responses of model 'nope'"),
+    ],
+)
+def test_bad_baselines_are_one_line(judged_run, spec, message):
+    from lceval.benchmarks.leval.judge import pairwise_judge
+
+    run, _ = judged_run
+    with pytest.raises(LcevalError, match=message):
+        pairwise_judge(run, baseline=spec)

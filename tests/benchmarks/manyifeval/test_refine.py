@@ -304,3 +304,61 @@ def test_fig9_confusion_of_the_runs_feedback_beside_the_papers(tmp_path) -> None
     fig = plot_feedback_confusion(conf)
     assert len(fig.axes) == 3 and "(this run)" in fig.axes[0].get_title()
     assert "(published)" in fig.axes[1].get_title()
+
+
+def test_all_seven_strategies_in_one_run_give_table2_and_resume(tmp_path) -> None:
+    """Table 2 in one run: one row per strategy in the paper's order; a rerun asks nothing."""
+    run = RunDir("r", tmp_path).create()
+    samples = [_sample(0), _sample(1)]
+    be = ScriptedBackend(_script(feedback="1. no\n2. no\nAnswer: no"))
+    t2 = refine.run_strategies(run, be, rounds=1, samples=samples, progress=False)
+    assert list(t2["strategy"]) == list(refine.STRATEGIES)
+    assert list(t2["method"]) == [refine.PAPER_NAMES[s] for s in refine.STRATEGIES]
+    by = t2.set_index("strategy")
+    assert by.loc["zero-shot", "prompt_level"] == 0.0 and by.loc["zero-shot", "rounds"] == 0
+    assert by.loc["oracle", "prompt_level"] == 1.0 and by.loc["all-false", "prompt_level"] == 1.0
+    assert by.loc[["feedback", "feedback-each", "feedback-each-cot"], "unparsed"].eq(0).all()
+    assert by.loc["feedback-each-cot", "prompt_level"] == 1.0  # every instruction flagged
+    assert math.isnan(by.loc["no-feedback", "f1"])  # no feedback, no precision / recall
+    zero_shot_calls = [s for s in be.sent if "|" not in s.id]
+    assert len(zero_shot_calls) == 2  # round 0 answered once, shared by all seven
+    n = len(be.sent)
+    again = refine.run_strategies(run, be, rounds=1, samples=samples, progress=False)
+    assert len(be.sent) == n and again.equals(t2)
+    # a subset by Table 2's names, kept in the paper's order
+    named = ["refinement w/ oracle", "zero-shot"]
+    sub = refine.run_strategies(run, be, named, rounds=1, samples=samples, progress=False)
+    assert list(sub["strategy"]) == ["zero-shot", "oracle"]
+    with pytest.raises(LcevalError, match="unknown strategies 'magic'"):
+        refine.run_strategies(run, be, ["oracle", "magic"], samples=samples)
+
+
+@pytest.mark.parametrize(
+    ("value", "want"),
+    [
+        (None, refine.STRATEGIES),
+        ("oracle", ("oracle",)),
+        (["all-false", "Refinement w/ feedback+each+cot"], ("feedback-each-cot", "all-false")),
+    ],
+)
+def test_refine_strategies_param(value, want) -> None:
+    from lceval import params
+    from lceval.benchmarks.manyifeval.build import Refinement
+
+    assert params.parse(Refinement, {"refine_strategies": value}, "04").refine_strategies == want
+
+
+@pytest.mark.parametrize(
+    ("raw", "message"),
+    [
+        ({"refine_strategies": ["oracle", "best"]}, "unknown strategy 'best'"),
+        ({"refine_strategies": []}, "non-empty list"),
+        ({"refine_strategy": "oracle"}, "now spelled 'refine_strategies'"),
+    ],
+)
+def test_refine_strategies_param_errors(raw, message) -> None:
+    from lceval import params
+    from lceval.benchmarks.manyifeval.build import Refinement
+
+    with pytest.raises(LcevalError, match=message):
+        params.parse(Refinement, raw, "04")
