@@ -229,3 +229,23 @@ def _render_notebooks(run: Any, report: Path) -> list[Path]:
             f.write(body)
         out.append(dst)
     return out
+
+
+THIS_RUN = "this run"
+"""The ``source`` of a run's own rows in tables that put published numbers beside them."""
+
+
+def highlight_run_rows(df: pd.DataFrame, column: str = "source", value: str = THIS_RUN) -> Any:
+    """``df`` as a pandas Styler whose rows with ``df[column] == value`` (the user's models, beside
+    published rows) are shown bold on a light yellow background; the numbers are unchanged.
+
+    Raises:
+        KeyError: ``df`` has no ``column``.
+    """
+    mine = df[column].astype(str) == value
+    style = "font-weight: bold; background-color: #fff3b0"
+
+    def rows(row: pd.Series) -> list[str]:
+        return [style if mine.loc[row.name] else ""] * len(row)
+
+    return df.style.apply(rows, axis=1)
