@@ -295,6 +295,15 @@ def parse(
         raise LcevalError(f"{where}: {exc}") from None
 
 
+def _str_list_or_null(key: str, value: Any) -> list[str] | None:
+    """Null, or a non-empty list of non-empty strings."""
+    if value is None:
+        return None
+    if not isinstance(value, list) or not value or not all(isinstance(v, str) and v for v in value):
+        raise Invalid(f"{key} must be null or a non-empty list of names, {_got(value)}")
+    return list(value)
+
+
 # ------------------------------------------------------------------------- shared sections
 @dataclass(frozen=True)
 class Inference:
@@ -340,6 +349,9 @@ class Scoring:
     """Bootstrap resamples of the confidence intervals."""
     baseline: str | None = field(default=None, metadata=check(text(optional=True)))
     """Run id of a baseline to compare with (notebook 08)."""
+    published_models: list[str] | None = field(default=None, metadata=check(_str_list_or_null))
+    """Published models to draw beside the run's (notebooks 05, 06, 07, 11); null: all of them.
+    The report's CSV files keep every published row."""
 
 
 NOTEBOOK_SECTIONS: tuple[type, ...] = (Inference, Judge, Scoring)
