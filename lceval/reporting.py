@@ -240,12 +240,13 @@ def highlight_run_rows(df: pd.DataFrame, column: str = "source", value: str = TH
     published rows) are shown bold on a light yellow background; the numbers are unchanged.
 
     Raises:
-        KeyError: ``df`` has no ``column``.
+        KeyError: ``df`` has no ``column``. (pandas' Styler needs a unique index and columns.)
     """
-    mine = df[column].astype(str) == value
+    mine = (df[column].astype(str) == value).to_numpy()
     style = "font-weight: bold; background-color: #fff3b0"
 
-    def rows(row: pd.Series) -> list[str]:
-        return [style if mine.loc[row.name] else ""] * len(row)
+    def rows(frame: pd.DataFrame) -> pd.DataFrame:
+        cells = [[style if m else ""] * frame.shape[1] for m in mine]
+        return pd.DataFrame(cells, index=frame.index, columns=frame.columns)
 
-    return df.style.apply(rows, axis=1)
+    return df.style.apply(rows, axis=None)

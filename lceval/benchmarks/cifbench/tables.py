@@ -286,7 +286,7 @@ def table6(
             raise LcevalError(f"CIF-Bench README has no model {unknown[0]!r}")
         pub = pub.loc[list(models)]
     pub.insert(0, "source", PUBLISHED_PUBLIC)
-    table = pd.concat([run, pub])
+    table = pd.concat([run, _renamed(pub, run.index)])
     if other is not None:
         table = table.join(other, how="left")
     table = table.sort_values("CIF-Bench (public)", ascending=False, kind="stable")
@@ -299,6 +299,13 @@ def table6(
             rows.append(rc.assign(leaderboard=col))
     agreement = pd.concat(rows, ignore_index=True) if rows else pd.DataFrame()
     return table, agreement
+
+
+def _renamed(published: pd.DataFrame, taken: pd.Index) -> pd.DataFrame:
+    """Published rows named like one of the run's models become ``<model> (published)``, so no
+    model appears twice in a table."""
+    names = {str(m) for m in taken}
+    return published.rename(index=lambda m: f"{m} (published)" if str(m) in names else m)
 
 
 def leaderboard_with_published(
@@ -328,6 +335,6 @@ def leaderboard_with_published(
     run = run[(run["split"] == split) & (run["source"] == "official")]
     run = run.drop(columns=["split", "source"]).set_index("model")
     run.insert(0, "source", THIS_RUN)
-    out = pd.concat([run, pub])
+    out = pd.concat([run, _renamed(pub, run.index)])
     out.index.name = "model"
     return out

@@ -213,3 +213,11 @@ def test_origin_comes_from_the_metadata_file(tmp_path: Path, demo):
     no_origin.write_text("900_Demo_Sentiment: {categories: [Sentiment]}\n", encoding="utf-8")
     res = build_cifbench({**demo, "metadata": str(no_origin), "n_inputs": 1})
     assert all("origin" not in s.meta for s in res.samples)  # as before origins existed
+
+
+def test_a_run_model_named_like_a_published_one_stays_apart():
+    inst, _ = _inst()
+    inst = inst.assign(model="Qwen-72B-Chat")
+    table, _ = table6(overall_scores(inst, n_resamples=50))
+    assert table.index.is_unique and "Qwen-72B-Chat (published)" in table.index
+    assert table.loc["Qwen-72B-Chat", "source"] == THIS_RUN
