@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
 
-from lceval.benchmarks.cifbench.gold import CifGold
 from lceval.benchmarks.cifbench.report import (
     instance_frame,
     leaderboard_table,
@@ -32,27 +32,7 @@ from lceval.io import RunDir
 from lceval.records import Sample
 from lceval.reporting import THIS_RUN
 
-GOLD = CifGold("x", "similarity")
 ORIGIN = {"1_T": "translated", "2_C": "chinese", "3_N": "new"}
-
-
-def _s(task: str, k: int, j: int, split: str) -> Sample:
-    return Sample(
-        id=f"cifbench/{split}/{task}/official/i{k}/d{j}",
-        benchmark="cifbench",
-        task=task,
-        instruction="",
-        gold=GOLD,
-        scenario=split,
-        meta={
-            "split": split,
-            "source": "official",
-            "instruction_id": k,
-            "input_id": j,
-            "categories": [],
-            "origin": ORIGIN[task],
-        },
-    )
 
 
 # public: one instruction, inputs d0, d1; private: two instructions, input d2
@@ -72,8 +52,8 @@ VALUES = {
 }
 
 
-def _inst() -> tuple[pd.DataFrame, list[Sample]]:
-    samples = [_s(*key) for key in VALUES]
+def _inst(make_sample: Callable[..., Sample]) -> tuple[pd.DataFrame, list[Sample]]:
+    samples = [make_sample(*key, origin=ORIGIN[key[0]]) for key in VALUES]
     scores = pd.DataFrame(
         {
             "sample_id": [s.id for s in samples],
@@ -85,8 +65,8 @@ def _inst() -> tuple[pd.DataFrame, list[Sample]]:
     return instance_frame(scores, samples), samples
 
 
-def test_table5_translated_against_new_on_the_public_split():
-    inst, samples = _inst()
+def test_table5_translated_against_new_on_the_public_split(cif_sample):
+    inst, samples = _inst(cif_sample)
     assert origins(samples) == ORIGIN
     row = table5(inst, origins(samples)).iloc[0]
     assert row["English-translated"] == pytest.approx(0.9)
@@ -98,8 +78,8 @@ def test_table5_translated_against_new_on_the_public_split():
     assert table5(inst, {}).iloc[0]["n_new"] == 0  # no origins: nothing to compare
 
 
-def test_table8_unseen_instances_and_unseen_tasks_single_instruction():
-    inst, samples = _inst()
+def test_table8_unseen_instances_and_unseen_tasks_single_instruction(cif_sample):
+    inst, samples = _inst(cif_sample)
     row = table8(inst, origins(samples)).iloc[0]
     # Existing = translated + chinese: public (0.9 + 0.5) / 2 = 0.7; private first instr (0.5 +
     # 0.1) / 2 = 0.3; New on private, first instruction: 0.6
@@ -112,8 +92,8 @@ def test_table8_unseen_instances_and_unseen_tasks_single_instruction():
     assert (row["n_existing"], row["n_new"]) == (2, 1)
 
 
-def test_table9_variance_over_tasks_in_units_of_1e3():
-    inst, _ = _inst()
+def test_table9_variance_over_tasks_in_units_of_1e3(cif_sample):
+    inst, _ = _inst(cif_sample)
     t = table9(inst)
     assert list(t["split"]) == ["private"]  # the public split has one instruction
     row = t.iloc[0]
@@ -126,8 +106,8 @@ def test_table9_variance_over_tasks_in_units_of_1e3():
     assert row["difference"] < 0 and row["n_tasks"] == 3 and row["n_instructions"] == 2
 
 
-def test_table6_with_other_leaderboards(tmp_path: Path):
-    inst, _ = _inst()
+def test_table6_with_other_leaderboards(tmp_path: Path, cif_sample):
+    inst, _ = _inst(cif_sample)
     overall = overall_scores(inst, n_resamples=50)
     other = tmp_path / "other.csv"
     other.write_text(
@@ -169,8 +149,8 @@ def test_published_table6_column_is_the_public_leaderboard():
     assert t6.loc["Baichuan-13B-Chat", "CIF-Bench (public)"] == 0.426
 
 
-def test_leaderboards_beside_the_run():
-    inst, samples = _inst()
+def test_leaderboards_beside_the_run(cif_sample):
+    inst, samples = _inst(cif_sample)
     lb = leaderboard_table(overall_scores(inst, n_resamples=50), pd.DataFrame())
     priv = leaderboard_with_published(lb, "private", ["Qwen-72B-Chat", "Yi-34B-Chat"])
     assert list(priv.index) == ["m", "Qwen-72B-Chat", "Yi-34B-Chat"]
@@ -181,8 +161,8 @@ def test_leaderboards_beside_the_run():
     assert len(leaderboard_with_published(lb, "public")) == 29
 
 
-def test_report_writes_the_comparison_tables(tmp_path: Path):
-    inst, samples = _inst()
+def test_report_writes_the_comparison_tables(tmp_path: Path, cif_sample):
+    inst, samples = _inst(cif_sample)
     scores = pd.DataFrame(
         {
             "sample_id": [s.id for s in samples],
@@ -215,8 +195,8 @@ def test_origin_comes_from_the_metadata_file(tmp_path: Path, demo):
     assert all("origin" not in s.meta for s in res.samples)  # as before origins existed
 
 
-def test_a_run_model_named_like_a_published_one_stays_apart():
-    inst, _ = _inst()
+def test_a_run_model_named_like_a_published_one_stays_apart(cif_sample):
+    inst, _ = _inst(cif_sample)
     inst = inst.assign(model="Qwen-72B-Chat")
     table, _ = table6(overall_scores(inst, n_resamples=50))
     assert table.index.is_unique and "Qwen-72B-Chat (published)" in table.index

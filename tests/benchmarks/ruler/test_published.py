@@ -15,19 +15,15 @@ from lceval.reporting import THIS_RUN
 
 
 def _run_tables() -> dict[str, pd.DataFrame]:
+    cells = {("a", 4096): 1.0, ("b", 4096): 0.8, ("a", 8192): 0.6, ("b", 8192): 0.4}
     samples = [
-        Sample(id=f"s{i}", benchmark="ruler", task=t, instruction="", length=n)
-        for i, (t, n) in enumerate([("a", 4096), ("b", 4096), ("a", 8192), ("b", 8192)])
+        Sample(id=f"{t}{n}", benchmark="ruler", task=t, instruction="", length=n) for t, n in cells
     ]
-    scores = pd.DataFrame(
-        {
-            "sample_id": ["s0", "s1", "s2", "s3"],
-            "model": "mine",
-            "task": ["a", "b", "a", "b"],
-            "value": [1.0, 0.8, 0.6, 0.4],
-        }
-    )
-    return ruler_tables(scores, samples)
+    rows = [
+        {"sample_id": f"{t}{n}", "model": "mine", "task": t, "value": v}
+        for (t, n), v in cells.items()
+    ]
+    return ruler_tables(pd.DataFrame(rows), samples)
 
 
 def test_run_rows_in_the_readme_layout():
