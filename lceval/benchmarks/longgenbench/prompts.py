@@ -34,8 +34,11 @@ GRID = {"short": 10, "long": 19}
 class Instruction(Protocol):
     """One drawn instruction: its type (single | range | periodic) and its sentence."""
 
-    kind: str
-    text: str
+    @property
+    def kind(self) -> str: ...
+
+    @property
+    def text(self) -> str: ...
 
 
 def numbered(instrs: Sequence[Instruction], fmt: str = "p1") -> str:
