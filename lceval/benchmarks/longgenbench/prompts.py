@@ -84,37 +84,11 @@ def _rewrite(scenario: str, version: str, slots: Mapping[str, str], words: int) 
     )
 
 
-def prompt_text(
-    scenario: str,
-    version: str,
-    instrs: Sequence[Instruction],
-    slots: Mapping[str, str],
-    *,
-    pools: Mapping[str, Any],
-    prefix: str,
-    fmt: str = "p1",
-) -> str:
-    """The whole user prompt of one record, ending with ``*** started ***``.
-
-    Args:
-        scenario: diary, menu, skyscraper or urban.
-        version: short or long.
-        instrs: the drawn instructions (5 single, 1 range, 1 periodic).
-        slots: scenario slots (name, occupation, pronoun, chef).
-        pools: the scenario's entry of ``resources/templates.json`` (its example entries).
-        prefix: the answer prefix shown as the example header.
-        fmt: ``p1`` (the main format) or ``p2`` (Appendix G's Prompt-2).
-
-    Raises:
-        ValueError: an unknown format.
-    """
-    if fmt not in PROMPT_FORMATS:
-        raise ValueError(f"unknown prompt format {fmt!r}; choose {', '.join(PROMPT_FORMATS)}")
+def _parts(scenario: str, version: str, req: str, slots: Mapping[str, str]) -> tuple[str, str, str]:
+    """A scenario's head (task and numbered requirements), its separator line and its
+    Prompt-1 generate sentence."""
     n = NUMBER[(scenario, version)]
     words = _words(scenario, version)
-    example = pools["example_short" if version == "short" else "example_long"]
-    req = numbered(instrs, fmt)
-    fin = f"When all {n} entries are written, end the document with '{STOP}'."
     if scenario == "diary":
         period = "weekly" if version == "short" else "daily"
         unit = "week" if version == "short" else "day"
@@ -183,6 +157,40 @@ def prompt_text(
             f"Write exactly {n} entries, one for each block from Block 1 to Block {n}, each at "
             f"least {words} words."
         )
+    return head, show, write
+
+
+def prompt_text(
+    scenario: str,
+    version: str,
+    instrs: Sequence[Instruction],
+    slots: Mapping[str, str],
+    *,
+    pools: Mapping[str, Any],
+    prefix: str,
+    fmt: str = "p1",
+) -> str:
+    """The whole user prompt of one record, ending with ``*** started ***``.
+
+    Args:
+        scenario: diary, menu, skyscraper or urban.
+        version: short or long.
+        instrs: the drawn instructions (5 single, 1 range, 1 periodic).
+        slots: scenario slots (name, occupation, pronoun, chef).
+        pools: the scenario's entry of ``resources/templates.json`` (its example entries).
+        prefix: the answer prefix shown as the example header.
+        fmt: ``p1`` (the main format) or ``p2`` (Appendix G's Prompt-2).
+
+    Raises:
+        ValueError: an unknown format.
+    """
+    if fmt not in PROMPT_FORMATS:
+        raise ValueError(f"unknown prompt format {fmt!r}; choose {', '.join(PROMPT_FORMATS)}")
+    n = NUMBER[(scenario, version)]
+    words = _words(scenario, version)
+    example = pools["example_short" if version == "short" else "example_long"]
+    fin = f"When all {n} entries are written, end the document with '{STOP}'."
+    head, show, write = _parts(scenario, version, numbered(instrs, fmt), slots)
     if fmt == "p2":
         write = _rewrite(scenario, version, slots, words)
     body = f"{show}{prefix}\n{example}\n\n{write}"
