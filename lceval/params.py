@@ -310,6 +310,15 @@ def parse(
         raise LcevalError(f"{where}: {exc}") from None
 
 
+def _str_list_or_null(key: str, value: Any) -> list[str] | None:
+    """Null, or a non-empty list of non-empty strings."""
+    if value is None:
+        return None
+    if not isinstance(value, list) or not value or not all(isinstance(v, str) and v for v in value):
+        raise Invalid(f"{key} must be null or a non-empty list of names, {_got(value)}")
+    return list(value)
+
+
 # ------------------------------------------------------------------------- shared sections
 @dataclass(frozen=True)
 class Inference:
@@ -372,6 +381,9 @@ class Scoring:
     """L-Eval's judge baseline (notebook 08): official prediction files, ``model:NAME``,
     ``run:RUN_ID[/MODEL]``; null: the run's own no-LIE answers
     (``lceval.benchmarks.leval.judge.resolve_baseline``)."""
+    published_models: list[str] | None = field(default=None, metadata=check(_str_list_or_null))
+    """Published models to draw beside the run's (notebooks 05, 06, 07, 11); null: all of them.
+    The report's CSV files keep every published row."""
 
 
 NOTEBOOK_SECTIONS: tuple[type, ...] = (Inference, Judge, Scoring)

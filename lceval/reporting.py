@@ -264,3 +264,24 @@ def _render_notebooks(run: Any, report: Path) -> list[Path]:
             f.write(body)
         out.append(dst)
     return out
+
+
+THIS_RUN = "this run"
+"""The ``source`` of a run's own rows in tables that put published numbers beside them."""
+
+
+def highlight_run_rows(df: pd.DataFrame, column: str = "source", value: str = THIS_RUN) -> Any:
+    """``df`` as a pandas Styler whose rows with ``df[column] == value`` (the user's models, beside
+    published rows) are shown bold on a light yellow background; the numbers are unchanged.
+
+    Raises:
+        KeyError: ``df`` has no ``column``. (pandas' Styler needs a unique index and columns.)
+    """
+    mine = (df[column].astype(str) == value).to_numpy()
+    style = "font-weight: bold; background-color: #fff3b0"
+
+    def rows(frame: pd.DataFrame) -> pd.DataFrame:
+        cells = [[style if m else ""] * frame.shape[1] for m in mine]
+        return pd.DataFrame(cells, index=frame.index, columns=frame.columns)
+
+    return df.style.apply(rows, axis=None)

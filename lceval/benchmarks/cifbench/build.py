@@ -23,8 +23,9 @@ Sample fields
   ``variable_id`` = ``j``.
 - ``gold`` = :class:`~lceval.benchmarks.cifbench.gold.CifGold` (reference, output type, labels).
 - ``meta`` = ``{split, source, instruction_id, input_id, task_number, task_name, categories,
-  output_type_rule, provenance, file_split}``; ``provenance`` is ``<source>:<file name>`` (the
-  split file, or the variants file; full paths and sha256 are in ``BuildResult.sources``).
+  output_type_rule, provenance, file_split}`` and ``origin`` (translated, chinese, new) when
+  the metadata file gives it; ``provenance`` is ``<source>:<file name>`` (the split file, or the
+  variants file; full paths and sha256 are in ``BuildResult.sources``).
 
 Output types are decided once per task over the references of every split loaded (so one task
 has one type in all splits): a user metadata file's ``output_type``, else
@@ -46,6 +47,7 @@ from lceval.benchmark import BuildResult
 from lceval.benchmarks.cifbench.data import (
     Inference,
     TaskFile,
+    TaskMeta,
     read_metadata,
     read_split,
     resolve_tasks,
@@ -59,6 +61,7 @@ from lceval.benchmarks.cifbench.gold import (
     normalize,
     split_labels,
 )
+from lceval.benchmarks.cifbench.tables import Comparison
 from lceval.benchmarks.cifbench.variants import (
     Generation,
     VariantSet,
@@ -106,7 +109,7 @@ class Config:
     )
     """Instructions per task and source."""
     metadata: str | Path | None = field(default=None, metadata=params.check(_folder))
-    """A YAML/JSON file: task -> output_type, categories, labels."""
+    """A YAML/JSON file: task -> output_type, categories, labels, origin."""
     variants_files: tuple[str, ...] = field(default=(), metadata=params.check(_paths))
     """Variants files (:mod:`lceval.benchmarks.cifbench.variants`)."""
     instruction_sources: tuple[str, ...] | None = field(
@@ -185,7 +188,9 @@ def build_cifbench(raw: Mapping[str, Any]) -> BuildResult:
         LcevalError: unknown or bad parameter, unreadable data, a task not in the data, or a
             source without a variants file.
     """
-    p = params.parse(Config, raw, "cifbench", accept=(*params.NOTEBOOK_SECTIONS, Generation))
+    p = params.parse(
+        Config, raw, "cifbench", accept=(*params.NOTEBOOK_SECTIONS, Generation, Comparison)
+    )
     if p.demo and p.public_dir is None and p.private_dir is None:
         with tempfile.TemporaryDirectory(prefix="lceval-cifbench-demo-") as tmp:
             paths = write_demo_dataset(tmp)
@@ -251,7 +256,7 @@ def _build(p: Config) -> BuildResult:
                             inputs[j][1],
                             provenance,
                             inferences[t],
-                            metadata.get(t).categories,
+                            metadata.get(t),
                             budget,
                         )
                     )
@@ -342,7 +347,7 @@ def _sample(
     reference: str,
     provenance: str,
     inference: Inference,
-    categories: tuple[str, ...],
+    task_meta: TaskMeta,
     budget: int | None,
 ) -> Sample:
     otype = inference.output_type
@@ -372,9 +377,10 @@ def _sample(
             "input_id": j,
             "task_number": tf.number,
             "task_name": tf.name,
-            "categories": list(categories),
+            "categories": list(task_meta.categories),
             "output_type_rule": inference.rule,
             "provenance": provenance,
             "file_split": tf.split,
+            **({"origin": task_meta.origin} if task_meta.origin else {}),
         },
     )

@@ -43,6 +43,7 @@ from typing import Any
 import yaml
 
 from lceval.benchmarks.cifbench.gold import (
+    ORIGINS,
     OUTPUT_TYPES,
     OutputType,
     category,
@@ -309,6 +310,9 @@ class TaskMeta:
     categories: tuple[str, ...] = ()
     labels: tuple[str, ...] | None = None
     """Closed label set (normalized), overriding the inferred one."""
+    origin: str | None = None
+    """Where the task comes from (:data:`~lceval.benchmarks.cifbench.gold.ORIGINS`; Tables 5,
+    8)."""
 
 
 @dataclass(frozen=True)
@@ -329,12 +333,14 @@ class Metadata:
 
 
 def read_metadata(path: str | Path | None) -> Metadata:
-    """Read a metadata file (YAML or JSON): ``{task: {output_type, categories, labels}}``.
+    """Read a metadata file (YAML or JSON): ``{task: {output_type, categories, labels,
+    origin}}``.
 
     Task keys are codes (``0_Negotiation_Strategy_Detection``), numbers or names; every field is
     optional. ``output_type`` is one of multi-class, multi-label, similarity, creative;
     ``categories`` a list of the 20 category names (or a string with ``;`` between names);
-    ``labels`` the closed label set.
+    ``labels`` the closed label set; ``origin`` one of translated, chinese, new (the paper's
+    Tables 10-12 give each task's source; Tables 5 and 8 group tasks by it).
 
     Raises:
         LcevalError: unreadable file, not a mapping, an unknown output type or category.
@@ -356,7 +362,7 @@ def read_metadata(path: str | Path | None) -> Metadata:
         where = f"CIF-Bench metadata {p}: task {key!r}"
         if not isinstance(entry, Mapping):
             raise LcevalError(f"{where}: expected a mapping")
-        unknown = set(entry) - {"output_type", "categories", "labels"}
+        unknown = set(entry) - {"output_type", "categories", "labels", "origin"}
         if unknown:
             raise LcevalError(f"{where}: unknown field(s) {', '.join(sorted(map(str, unknown)))}")
         otype = entry.get("output_type")
@@ -380,7 +386,10 @@ def read_metadata(path: str | Path | None) -> Metadata:
             ):
                 raise LcevalError(f"{where}: every label must be a string or number")
             labels = tuple(dict.fromkeys(normalize(str(x)) for x in labels))
-        tasks[str(key)] = TaskMeta(otype, cats, labels)
+        origin = entry.get("origin")
+        if origin is not None and origin not in ORIGINS:
+            raise LcevalError(f"{where}: origin must be one of {', '.join(ORIGINS)}")
+        tasks[str(key)] = TaskMeta(otype, cats, labels, origin)
     return Metadata(tasks, str(p), hashlib.sha256(raw).hexdigest())
 
 
@@ -496,12 +505,16 @@ _DEMO_TASKS: tuple[dict[str, Any], ...] = (
 """Four small demo tasks (one per output type) in CIF-Bench's format, written by lceval."""
 
 DEMO_METADATA: Mapping[str, Mapping[str, Any]] = {
-    "900_Demo_Sentiment": {"categories": ["Sentiment", "Classification"]},
-    "901_Demo_Figurative_Detection": {"categories": ["Linguistic", "Chinese Culture"]},
-    "902_Demo_English_Translation": {"categories": ["Translation"]},
-    "903_Demo_Story_Writing": {"categories": ["Creative NLG"]},
+    "900_Demo_Sentiment": {"categories": ["Sentiment", "Classification"], "origin": "translated"},
+    "901_Demo_Figurative_Detection": {
+        "categories": ["Linguistic", "Chinese Culture"],
+        "origin": "new",
+    },
+    "902_Demo_English_Translation": {"categories": ["Translation"], "origin": "translated"},
+    "903_Demo_Story_Writing": {"categories": ["Creative NLG"], "origin": "new"},
 }
-"""Categories of the demo tasks (a metadata file in the format of :func:`read_metadata`)."""
+"""Categories and origins of the demo tasks (a metadata file in the format of
+:func:`read_metadata`; the origins are made up for the demo)."""
 
 
 def write_demo_dataset(folder: str | Path, *, public_inputs: int = 3) -> dict[str, str]:

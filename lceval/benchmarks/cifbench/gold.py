@@ -45,6 +45,14 @@ proposed by a model (``lceval.benchmarks.cifbench.variants``). Sources are never
 
 INSTRUCTION_SOURCES: tuple[InstructionSource, ...] = ("official", "user", "generated")
 
+Origin = Literal["translated", "chinese", "new"]
+"""Where a task comes from (paper Sec. 3.1, Tables 2, 5, 8, 10-12): ``translated`` (an English
+task, mostly from Super-NaturalInstructions, translated to Chinese), ``chinese`` (an existing
+Chinese dataset), ``new`` (one of the 37 tasks newly designed and annotated for CIF-Bench).
+``translated`` and ``chinese`` are the paper's 113 "Existing" tasks."""
+
+ORIGINS: tuple[Origin, ...] = ("translated", "chinese", "new")
+
 MAX_INSTRUCTIONS = 5
 """Instructions per task in the private split (paper Sec. 3: five semantically equal variants)."""
 

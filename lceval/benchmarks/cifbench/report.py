@@ -34,6 +34,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
+from lceval.benchmarks.cifbench import tables as cif_tables
 from lceval.benchmarks.cifbench.gold import CATEGORIES, LEADERBOARD_COLUMN
 from lceval.errors import LcevalError
 from lceval.io import RunDir
@@ -458,7 +459,8 @@ def cifbench_tables(
     ``leaderboard``, ``spread_by_task``, ``spread_by_instruction``, ``spread_summary``,
     ``ci_width``, ``run_change`` (:func:`run_public_private`), ``metrics_used`` (per model,
     split, source and output type: how many scores, NaNs, and which metric the scorer's
-    explanations name)."""
+    explanations name), and Tables 5, 8 and 9 (``table5``, ``table8``, ``table9``:
+    :mod:`lceval.benchmarks.cifbench.tables`)."""
     inst = instance_frame(scores, samples)
     ts = task_scores(inst)
     overall = overall_scores(inst, n_resamples=n_resamples, seed=seed)
@@ -489,6 +491,9 @@ def cifbench_tables(
         "ci_width": ci_widths(inst, n_resamples=n_resamples, seed=seed),
         "run_change": run_public_private(inst),
         "metrics_used": metrics,
+        "table5": cif_tables.table5(inst, cif_tables.origins(samples)),
+        "table8": cif_tables.table8(inst, cif_tables.origins(samples)),
+        "table9": cif_tables.table9(inst),
     }
 
 
@@ -499,15 +504,23 @@ def report_cifbench(
 
     Returns:
         :func:`cifbench_tables` plus :func:`published_tables` (published numbers, marked
-        ``published_``).
+        ``published_``), ``table6`` (the run's public overall beside the 28 published ones) and
+        ``leaderboard_{public,private}_published`` (the run's leaderboard rows above the
+        README's, ``source`` marking them).
 
     Raises:
         LcevalError: scores for unknown samples.
     """
     tables: dict[str, Any] = cifbench_tables(scores, samples)
     tables.update(published_tables())
+    tables["table6"] = cif_tables.table6(tables["overall"])[0]
+    for split in ("public", "private"):
+        tables[f"leaderboard_{split}_published"] = cif_tables.leaderboard_with_published(
+            tables["leaderboard"], split
+        )
     folder = run.report / "cifbench"
     indexed = {"leaderboard", "published_private", "published_public", "published_change"}
+    indexed |= {"table6", "leaderboard_public_published", "leaderboard_private_published"}
     for name, df in tables.items():
         save_table(df, folder, name, index=name in indexed)
     cats = tables["categories"]

@@ -1,8 +1,9 @@
 """LongGenBench (Wu et al., ICLR 2025): long outputs under periodic instructions; CR, STIC-1,
 STIC-2, wAvg; and its correlation with RULER (Fig. 3b).
 
-Files: ``gold.py``, ``build.py``, ``score.py`` (parsing, offline and LLM judges), ``report.py``
-(Table 3, Figs. 2-3), ``ruler_correlation.py``, ``resources/``.
+Files: ``gold.py``, ``build.py``, ``prompts.py`` (the two prompt formats of Appendix G),
+``score.py`` (parsing, offline and LLM judges), ``report.py`` (Table 3, Figs. 2-3), ``tables.py``
+(Table 7, published rows beside the run), ``ruler_correlation.py``, ``resources/``.
 """
 
 from lceval.benchmark import Benchmark, ScorerSpec, lazy

@@ -68,7 +68,10 @@ version), ``path`` (None, or a path or list of paths to files in the official fo
 of records ``{prompt, checks_once, checks_range, checks_periodic, type, prefix, number}``; then
 no prompts are generated, version and scenario follow from ``type`` and ``number``, and
 ``n_per_scenario`` keeps the first records of each), ``max_new_tokens`` (None, or an int that
-replaces the per-version budget): :class:`Config`. The notebook's inference and scoring keys
+replaces the per-version budget), ``prompt_formats`` (``["p1"]``; ``p2`` adds every prompt again
+in the paper's Prompt-2 format, Appendix G / Table 7, :mod:`.prompts`; its samples have ids ending
+in ``/p2`` and ``meta["prompt_format"] = "p2"``; Prompt-1 samples carry no such key):
+:class:`Config`. The notebook's inference and scoring keys
 (:data:`lceval.params.NOTEBOOK_SECTIONS`) are accepted and ignored, so
 ``params/06_longgenbench/*.yaml`` build as they are.
 """
@@ -101,12 +104,11 @@ from lceval.benchmarks.longgenbench.gold import (
     LongGenBenchGold,
 )
 from lceval.benchmarks.longgenbench.official import _classify, load_official
+from lceval.benchmarks.longgenbench.prompts import GRID, PROMPT_FORMATS, YEAR, prompt_text
 from lceval.errors import LcevalError
 from lceval.records import Sample
 
 BENCHMARK = "longgenbench"
-YEAR = 2018
-GRID = {"short": 10, "long": 19}
 N_SINGLE = 5
 
 
@@ -381,106 +383,10 @@ def prefix_of(scenario: str, version: str) -> str:
     }[(scenario, version)]
 
 
-def _numbered(instrs: Sequence[_Instr]) -> str:
-    singles = [i for i in instrs if i.kind == "single"]
-    rng_i = next(i for i in instrs if i.kind == "range")
-    per_i = next(i for i in instrs if i.kind == "periodic")
-    lines = ["1) Single requirements:"] + [f"  - {i.text}" for i in singles]
-    lines.append(f"2) Range requirement: {rng_i.text}")
-    lines.append(f"3) Periodic requirement: {per_i.text}")
-    return "\n".join(lines)
-
-
-def _prompt(scenario: str, version: str, instrs: Sequence[_Instr], slots: Mapping[str, str]) -> str:
-    pools = templates()["scenarios"][scenario]
-    n = NUMBER[(scenario, version)]
-    words = (
-        200
-        if version == "short" and scenario in ("diary", "menu")
-        else (150 if version == "short" else 100)
-    )
-    example = pools["example_short" if version == "short" else "example_long"]
-    req = _numbered(instrs)
-    prefix = prefix_of(scenario, version)
-    fin = f"When all {n} entries are written, end the document with '{STOP}'."
-    if scenario == "diary":
-        period = "weekly" if version == "short" else "daily"
-        unit = "week" if version == "short" else "day"
-        head = (
-            f"{slots['name']} is {slots['occupation']} who keeps a {period} diary of "
-            f"{slots['pronoun']} life in {YEAR}. The diary should capture:\n{req}\n"
-            f"4) {period.capitalize()} updates on the weather, work, family life and other "
-            "interesting topics.\n"
-        )
-        span = (
-            "Week 1 starts on Monday, January 1st, and week 52 ends on December 31st."
-            if version == "short"
-            else "Day 1 is Monday, January 1st, and day 365 is December 31st."
-        )
-        body = (
-            f"5) Use '#*#' to separate the entries; each starts with its header, e.g.\n"
-            f"{prefix}\n{example}\n\n"
-            f"Write the complete {period} diary of {slots['name']} for {YEAR}. {span} "
-            f"Write exactly {n} entries, one for each {unit}, each at least {words} words."
-        )
-    elif scenario == "menu":
-        period = "weekly" if version == "short" else "daily"
-        unit = "week" if version == "short" else "day"
-        offer = (
-            "at least two appetizers, main courses, side dishes, desserts and drinks"
-            if version == "short"
-            else "a main course, a side dish and a dessert"
-        )
-        head = (
-            f"As Chef {slots['chef']} of a renowned restaurant, design the {period} menus for "
-            f"{YEAR}. Follow these guidelines:\n{req}\n"
-        )
-        span = (
-            "Week 1 starts on Monday, January 1st, and week 52 ends on December 31st."
-            if version == "short"
-            else "Day 1 is Monday, January 1st, and day 365 is December 31st."
-        )
-        body = (
-            f"4) Use '#*#' to separate the menus; each starts with its header, e.g.\n"
-            f"{prefix}\n{example}\n\n"
-            f"Write the complete {period} menu plan for {YEAR}. {span} "
-            f"Write exactly {n} menus, one for each {unit}; each offers {offer}, "
-            f"described in {words} to {words + 20} words."
-        )
-    elif scenario == "skyscraper":
-        head = (
-            f"Design a skyscraper with {n} floors. Follow the floor assignments below:\n{req}\n"
-            "4) Document each floor on its own, with its facilities, architectural features and "
-            "unique design elements.\n"
-        )
-        body = (
-            f"5) Use '#*#' to separate the floors; each starts with its header, e.g.\n"
-            f"{prefix}\n{example}\n\n"
-            f"Write exactly {n} entries, one for each floor from Floor 1 to Floor {n}, each at "
-            f"least {words} words."
-        )
-    else:
-        w = GRID[version]
-        head = (
-            f"Design a city on a {w}x{w} grid of blocks numbered from 1 to {n}, left to right and "
-            f"top to bottom. The block at (x, y) is in column x and row y, counted from 0, so the "
-            f"block at (0, 0) is Block 1 and the block at (x, y) is Block y*{w} + x + 1. Give the "
-            f"city a wide range of facilities. Follow the block assignments below:\n{req}\n"
-            "4) Document each block on its own, with its facilities, architectural features and "
-            "unique design elements.\n"
-        )
-        body = (
-            f"5) Use '#*#' to separate the blocks; each starts with its header, e.g.\n"
-            f"{prefix}\n{example}\n\n"
-            f"Write exactly {n} entries, one for each block from Block 1 to Block {n}, each at "
-            f"least {words} words."
-        )
-    tail = " Keep the document clear and continuous, without interruptions or omissions. "
-    return f"{head}{body}{tail}{fin}\n*** started ***"
-
-
 # -- building ------------------------------------------------------------------------------------
-def generate_record(scenario: str, version: str, index: int, seed: int = 0) -> dict[str, Any]:
+def generate_record(
+    scenario: str, version: str, index: int, seed: int = 0, prompt_format: str = "p1"
+) -> dict[str, Any]:
     """One prompt and its check sets, in the official record format.
 
     Args:
@@ -489,6 +395,8 @@ def generate_record(scenario: str, version: str, index: int, seed: int = 0) -> d
         index: prompt index (0-based); each prompt has its own random stream, so prompt ``i`` does
             not depend on how many prompts are built.
         seed: base seed.
+        prompt_format: ``p1`` or ``p2`` (paper Appendix G; :mod:`.prompts`): the same draw
+            (items, entries, check sets) laid out in either format.
 
     Returns:
         ``{prompt, checks_once, checks_range, checks_periodic, type, prefix, number, templates}``
@@ -514,7 +422,15 @@ def generate_record(scenario: str, version: str, index: int, seed: int = 0) -> d
         for e, d in ins.checks.items():
             checks[ins.kind][str(e)] = d
     return {
-        "prompt": _prompt(scenario, version, instrs, slots),
+        "prompt": prompt_text(
+            scenario,
+            version,
+            instrs,
+            slots,
+            pools=templates()["scenarios"][scenario],
+            prefix=prefix_of(scenario, version),
+            fmt=prompt_format,
+        ),
         "checks_once": checks["single"],
         "checks_range": checks["range"],
         "checks_periodic": checks["periodic"],
@@ -536,14 +452,17 @@ def _sample(
     index: int,
     source: str,
     max_new_tokens: int | None,
+    prompt_format: str = "p1",
 ) -> Sample:
     prompt, prefix = rec["prompt"], rec["prefix"]
     # Official prompts end with the prefix; lceval starts the answer with it instead.
     if prompt.endswith(prefix):
         prompt = prompt[: len(prompt) - len(prefix)].rstrip("\n")
     tmpl = rec.get("templates")
+    # Prompt-1 samples keep the ids and meta they had before formats existed.
+    p2 = {"prompt_format": prompt_format} if prompt_format != "p1" else {}
     return Sample(
-        id=f"{BENCHMARK}/{version}/{scenario}/{index}",
+        id=f"{BENCHMARK}/{version}/{scenario}/{index}" + (f"/{prompt_format}" if p2 else ""),
         benchmark=BENCHMARK,
         task=TASK[(scenario, version)],
         instruction=prompt,
@@ -566,6 +485,7 @@ def _sample(
             "length_label": LENGTH_LABEL[version],
             **({"templates": tmpl} if tmpl else {}),
             "source": source,
+            **p2,
         },
     )
 
@@ -599,6 +519,11 @@ class Config:
     """Official-format files to read instead of generating; null: generate."""
     max_new_tokens: int | None = field(default=None, metadata=params.check(params.POSITIVE_OR_NULL))
     """Answer budget in tokens replacing the per-version one; null: the version's."""
+    prompt_formats: tuple[str, ...] = field(
+        default=("p1",), metadata=params.check(params.names(PROMPT_FORMATS, "prompt format"))
+    )
+    """Prompt formats built (paper Appendix G, Table 7): p1 (main), p2 (swapped order,
+    rewritten generate sentence); generated prompts only."""
 
 
 def build_longgenbench(raw: Mapping[str, Any]) -> BuildResult:
@@ -628,12 +553,15 @@ def build_longgenbench(raw: Mapping[str, Any]) -> BuildResult:
     if path is None:
         if n > 100:
             raise LcevalError(f"longgenbench: n_per_scenario must be at most 100, got {n}")
-        for version in versions:
-            for scenario in scenarios:
-                for i in range(n):
-                    rec = generate_record(scenario, version, i, seed)
-                    samples.append(_sample(rec, scenario, version, i, "lceval", budget))
+        for fmt in p.prompt_formats:
+            for version in versions:
+                for scenario in scenarios:
+                    for i in range(n):
+                        rec = generate_record(scenario, version, i, seed, fmt)
+                        samples.append(_sample(rec, scenario, version, i, "lceval", budget, fmt))
         return BuildResult(samples, [], sources={"generator": "lceval templates.json"})
+    if p.prompt_formats != ("p1",):
+        raise LcevalError("longgenbench: prompt_formats applies to generated prompts, not path")
     paths = [path] if isinstance(path, str | Path) else path
     counts: dict[tuple[str, str], int] = {}
     for file in paths:

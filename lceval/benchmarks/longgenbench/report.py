@@ -31,6 +31,12 @@ import pandas as pd
 
 from lceval.benchmarks.longgenbench import CHECKS_FILE
 from lceval.benchmarks.longgenbench.gold import CHECK_COLUMNS, KINDS
+from lceval.benchmarks.longgenbench.tables import (
+    main_format,
+    table3_with_published,
+    table7,
+    table7_with_published,
+)
 from lceval.errors import LcevalError
 from lceval.io import RunDir
 from lceval.metrics import Estimate, Headline, SumStatistic, bootstrap_sums
@@ -64,7 +70,8 @@ def sample_frame(scores: pd.DataFrame, samples: Iterable[Sample]) -> pd.DataFram
 
     Returns:
         Columns ``sample_id, model, value, version, scenario, task, length_label,
-        max_new_tokens`` and every part (``CR``, ``STIC_1``, ``n_yes_single`` ...).
+        max_new_tokens, prompt_format`` (p1 | p2, paper Appendix G) and every part (``CR``,
+        ``STIC_1``, ``n_yes_single`` ...).
 
     Raises:
         LcevalError: a score names a sample that is not given.
@@ -76,6 +83,7 @@ def sample_frame(scores: pd.DataFrame, samples: Iterable[Sample]) -> pd.DataFram
             "task": s.task,
             "length_label": (s.meta or {}).get("length_label", ""),
             "max_new_tokens": s.max_new_tokens,
+            "prompt_format": (s.meta or {}).get("prompt_format", "p1"),
         }
         for s in samples
     }
@@ -227,7 +235,7 @@ def headline(scores: pd.DataFrame, samples: Iterable[Sample]) -> Headline:
     """LongGenBench's headline for leaderboards and paired tests: wAvg (CR x STIC-2, percent),
     the mean over the versions present of each version's wAvg; samples are the unit,
     resampled within version and scenario."""
-    frame = sample_frame(scores, samples)
+    frame = main_format(sample_frame(scores, samples))
     frame = frame[frame["value"].notna()] if len(frame) else frame
     if frame.empty:
         frame = pd.DataFrame(columns=["model", "sample_id", "version", "scenario"])
@@ -298,7 +306,7 @@ def longgenbench_summary(
         (the sample budget after the run's cap, tokens), CR, STIC_1, STIC_2, wAvg (percent,
         0..100), Len (words), n_samples, n_errors``; one row per (model, version).
     """
-    frame = sample_frame(scores, samples)
+    frame = main_format(sample_frame(scores, samples))
     if frame.empty:
         return pd.DataFrame(columns=SUMMARY_COLUMNS)
     caps = dict(generation_caps or {})
@@ -510,8 +518,13 @@ def report_longgenbench(
 ) -> dict[str, pd.DataFrame]:
     """Write LongGenBench tables (CSV) and figures (PNG + PDF) under the run's report folder.
 
+    Table 3, Fig. 2 and Fig. 3a use the main prompt format (Prompt-1) only; ``table7`` compares
+    the formats the run holds (paper Appendix G, :mod:`.tables`).
+
     Tables: ``longgenbench_table3`` (per model and version: CR, STIC-1, STIC-2, Len, wAvg, each
-    rate with ``<metric>_low`` / ``_high``: its 95% bootstrap CI), ``longgenbench_ci`` (the same
+    rate with ``<metric>_low`` / ``_high``: its 95% bootstrap CI), ``longgenbench_table3_published``
+    and ``longgenbench_table7_published`` (the run's rows beside every published row, ``source``
+    marking them), ``longgenbench_table7`` (per prompt format), ``longgenbench_ci`` (the same
     CIs in long form: ``metric, value, low, high, n``),
     ``longgenbench_by_scenario``, ``longgenbench_by_type`` (Fig. 3a), ``longgenbench_position``
     (Fig. 2) and, when two judges ran, ``longgenbench_judge_agreement``. Figures:
@@ -523,23 +536,28 @@ def report_longgenbench(
         samples: the run's LongGenBench samples.
 
     Returns:
-        The tables by name (``table3``, ``summary``, ``by_scenario``, ``ci``, ``by_type``,
+        The tables by name (``table3``, ``table3_published``, ``table7``,
+        ``table7_published``, ``summary``, ``by_scenario``, ``ci``, ``by_type``,
         ``position``, ``judge_agreement``).
 
     Raises:
         LcevalError: a score names an unknown sample.
     """
-    frame = sample_frame(scores, samples)
+    every_format = sample_frame(scores, samples)
     tables: dict[str, pd.DataFrame] = {}
-    if frame.empty:
+    if every_format.empty:
         raise LcevalError("longgenbench report: no scores to report")
+    frame = main_format(every_format)
     tables["table3"] = summary_table(frame, ("model", "version"))
+    tables["table3_published"] = table3_with_published(tables["table3"])
+    tables["table7"] = table7(every_format)
+    tables["table7_published"] = table7_with_published(tables["table7"])
     caps = generation_caps(run) if run.run_json.exists() else {}
     tables["summary"] = longgenbench_summary(scores, samples, caps)
     tables["by_scenario"] = summary_table(frame, ("model", "version", "scenario"))
     tables["ci"] = ci_table(frame, ("model", "version"))
     tables["by_type"] = by_type_table(frame)
-    checks = checks_frame(run, scores)
+    checks = checks_frame(run, scores[scores["sample_id"].isin(set(frame["sample_id"]))])
     tables["position"] = position_table(checks)
     tables["judge_agreement"] = agreement_table(checks)
     run.figures.mkdir(parents=True, exist_ok=True)

@@ -38,7 +38,7 @@ import pandas as pd
 from scipy import stats
 
 from lceval.errors import LcevalError
-from lceval.reporting import save_figure
+from lceval.reporting import THIS_RUN, save_figure
 
 PAPER_PEARSON = {16384: 0.51, 32768: 0.66}
 """The LongGenBench paper's Pearson correlations (Sec. 3.5, Fig. 3b), by length in tokens."""
@@ -51,9 +51,9 @@ _RULER_COL = {16384: "16K", 32768: "32K", 4096: "4K", 8192: "8K", 65536: "64K", 
 
 
 def _resource(*parts: str) -> pd.DataFrame:
-    package = "lceval.benchmarks.ruler" if parts[0] == "ruler" else "lceval.benchmarks.longgenbench"
-    sub = parts[1:] if parts[0] == "ruler" else ("ruler_correlation", *parts[1:])
-    path = resources.files(package).joinpath("resources", *sub)
+    path = resources.files("lceval.benchmarks.longgenbench").joinpath(
+        "resources", "ruler_correlation", *parts[1:]
+    )
     try:
         with resources.as_file(path) as p:
             return pd.read_csv(p)
@@ -67,7 +67,9 @@ def ruler_leaderboard() -> pd.DataFrame:
     Rows are keyed in ``table3.csv``'s ``ruler_model`` as ``"<model> (<size>)"`` (e.g.
     ``"Llama3.1 (8B)"``), or ``"<model>"`` when the README gives no size.
     """
-    return _resource("ruler", "leaderboard.csv")
+    from lceval.benchmarks.ruler.published import leaderboard
+
+    return leaderboard()
 
 
 def longgenbench_table3() -> pd.DataFrame:
@@ -99,11 +101,7 @@ def published_pairs(source: str = "fig3b", metric: str = "wAvg") -> pd.DataFrame
     if metric not in METRICS:
         raise LcevalError(f"unknown LongGenBench metric {metric!r}; choose {', '.join(METRICS)}")
     t3 = longgenbench_table3().dropna(subset=["ruler_model"])
-    lb = ruler_leaderboard()
-    lb.index = [
-        f"{m} ({z})" if isinstance(z, str) and z else m
-        for m, z in zip(lb["model"], lb["size"], strict=True)
-    ]
+    lb = _keyed_leaderboard()
     rows = []
     for r in t3.itertuples(index=False):
         col = _RULER_COL[int(r.length)]
@@ -235,28 +233,135 @@ def measured_pairs(
     return out[cols]
 
 
+def with_runs(published: pd.DataFrame, runs: pd.DataFrame) -> pd.DataFrame:
+    """Published pairs and the user's run pairs in one table, ``source`` marking each row
+    (``published: <source>`` or ``this run``); the CSV behind the Fig. 3b scatter."""
+    pub = published.assign(source="published: " + published["source"].astype(str))
+    mine = runs.assign(source=THIS_RUN)
+    cols = ["source", "model", "length", "ruler", "longgenbench"]
+    return pd.concat([mine[cols], pub[cols]], ignore_index=True)
+
+
+def readme_pairs(
+    longgenbench_runs: Sequence[str],
+    ruler_names: Mapping[str, str],
+    *,
+    metric: str = "wAvg",
+    root: str | Path | None = None,
+) -> pd.DataFrame:
+    """The run's LongGenBench scores paired with the RULER README's score of the same model.
+
+    For a model the user ran on LongGenBench but not on RULER, when the README published it (the
+    paper's Fig. 3b takes its RULER scores from the README too).
+
+    Args:
+        longgenbench_runs: scored LongGenBench run ids.
+        ruler_names: run model name -> its README row as ``table3.csv`` names them
+            (``"Llama3.1 (8B)"``, ``"<model> (<size>)"``, or the bare name without a size).
+        metric: LongGenBench column (wAvg, CR, STIC_1, STIC_2; percent).
+        root: the outputs folder.
+
+    Returns:
+        Columns ``model, length, ruler, longgenbench, source`` (``source="run + README"``); only
+        the models named in ``ruler_names``.
+
+    Raises:
+        LcevalError: an unknown metric or README row, or a missing run.
+    """
+    from lceval.benchmarks.longgenbench.report import load_summary
+
+    if metric not in METRICS:
+        raise LcevalError(f"unknown LongGenBench metric {metric!r}; choose {', '.join(METRICS)}")
+    lb = _keyed_leaderboard()
+    unknown = [v for v in ruler_names.values() if v not in lb.index]
+    if unknown:
+        raise LcevalError(f"RULER README has no row {unknown[0]!r}; e.g. {', '.join(lb.index[:3])}")
+    rows = []
+    for rid in longgenbench_runs:
+        summ = load_summary(rid, root)
+        for r in summ.itertuples(index=False):
+            length = LGB_LENGTHS.get(str(r.length_label), LGB_LENGTHS.get(str(r.version)))
+            if r.model not in ruler_names or length is None:
+                continue
+            ruler = lb.loc[ruler_names[r.model], _RULER_COL[length]]
+            rows.append(
+                {
+                    "model": r.model,
+                    "length": length,
+                    "ruler": float(ruler),
+                    "longgenbench": float(getattr(r, metric)),
+                    "source": "run + README",
+                }
+            )
+    return pd.DataFrame(rows, columns=["model", "length", "ruler", "longgenbench", "source"])
+
+
+def _keyed_leaderboard() -> pd.DataFrame:
+    """The README leaderboard indexed as ``table3.csv``'s ``ruler_model`` names rows."""
+    lb = ruler_leaderboard()
+    lb.index = [
+        f"{m} ({z})" if isinstance(z, str) and z else m
+        for m, z in zip(lb["model"], lb["size"], strict=True)
+    ]
+    return lb
+
+
 def correlation_figure(
-    pairs: pd.DataFrame, folder: str | Path, name: str = "ruler_correlation", title: str = ""
+    pairs: pd.DataFrame,
+    folder: str | Path,
+    name: str = "ruler_correlation",
+    title: str = "",
+    *,
+    runs: pd.DataFrame | None = None,
+    models: Sequence[str] | None = None,
 ) -> list[Path]:
     """Scatter of LongGenBench against RULER with a least-squares line per length (PNG + PDF).
 
     Args:
-        pairs: columns ``model, length, ruler, longgenbench``.
+        pairs: the published (or reference) pairs: columns ``model, length, ruler,
+            longgenbench``; the line and r are computed over all of them.
         folder: where to write ``<name>.png`` and ``<name>.pdf``.
         name: file stem.
         title: figure title.
+        runs: the user's pairs (:func:`measured_pairs`), drawn on top as red stars labelled
+            ``<model> (this run)``; they do not enter the line or r.
+        models: the models of ``pairs`` to draw (None: all); the rest still count in r.
 
     Returns:
         The two written paths.
     """
-    lengths = sorted(pairs["length"].unique()) if len(pairs) else []
+    runs = runs if runs is not None else pairs.iloc[0:0]
+    lengths = sorted(set(pairs["length"]) | set(runs["length"]))
     fig, axes = plt.subplots(
         1, max(1, len(lengths)), figsize=(4.5 * max(1, len(lengths)), 4), squeeze=False
     )
     for ax, length in zip(axes[0], lengths, strict=False):
         part = pairs[pairs["length"] == length]
-        ax.scatter(part["ruler"], part["longgenbench"], color="tab:blue")
-        for r in part.itertuples(index=False):
+        drawn = part if models is None else part[part["model"].isin(list(models))]
+        ax.scatter(drawn["ruler"], drawn["longgenbench"], color="tab:blue", label="published")
+        mine = runs[runs["length"] == length]
+        if len(mine):
+            ax.scatter(
+                mine["ruler"],
+                mine["longgenbench"],
+                color="tab:red",
+                marker="*",
+                s=120,
+                label=THIS_RUN,
+                zorder=3,
+            )
+            for r in mine.itertuples(index=False):
+                ax.annotate(
+                    f"{r.model} ({THIS_RUN})",
+                    (r.ruler, r.longgenbench),
+                    fontsize=7,
+                    color="tab:red",
+                    fontweight="bold",
+                    xytext=(3, -9),
+                    textcoords="offset points",
+                )
+            ax.legend(fontsize=6, loc="lower right")
+        for r in drawn.itertuples(index=False):
             ax.annotate(
                 str(r.model),
                 (r.ruler, r.longgenbench),
@@ -270,7 +375,7 @@ def correlation_figure(
                 part["ruler"].to_numpy(float), part["longgenbench"].to_numpy(float), 1
             )
             xs = np.linspace(part["ruler"].min(), part["ruler"].max(), 50)
-            ax.plot(xs, slope * xs + icpt, color="tab:red")
+            ax.plot(xs, slope * xs + icpt, color="grey", lw=1)
         r_txt = (
             f"r = {c['pearson_r'].iloc[0]:.2f}"
             if len(c) and not math.isnan(c["pearson_r"].iloc[0])

@@ -15,6 +15,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
+from lceval.benchmarks.ruler.published import with_published
 from lceval.errors import LcevalError
 from lceval.io import RunDir
 from lceval.metrics import Headline, bootstrap, mean_statistic
@@ -219,7 +220,9 @@ def report_ruler(
 
     Returns:
         The tables of :func:`ruler_tables`, plus ``by_task``: a wide table (rows task, columns
-        model and length, 0..100) with an ``Avg`` row (mean over tasks), as RULER reports.
+        model and length, 0..100) with an ``Avg`` row (mean over tasks), as RULER reports, and
+        ``published``: the run's models in the README leaderboard's layout above every README
+        row (:func:`lceval.benchmarks.ruler.published.with_published`).
 
     Raises:
         LcevalError: scores for unknown samples.
@@ -230,6 +233,7 @@ def report_ruler(
     if len(wide):
         wide.loc["Avg"] = wide.mean(axis=0)
     tables["by_task"] = wide
+    tables["published"] = with_published(tables["summary"], tables["models"])
     folder = run.report / "ruler"
     for name, df in tables.items():
         save_table(df, folder, name, index=(name == "by_task"))

@@ -35,3 +35,37 @@ def demo(tmp_path: Path) -> dict[str, Path]:
     from lceval.benchmarks.cifbench.data import write_demo_dataset
 
     return write_demo_dataset(tmp_path / "cif")
+
+
+def make_sample(
+    task: str,
+    k: int,
+    j: int,
+    split: str = "private",
+    source: str = "official",
+    cats: Sequence[str] = (),
+    origin: str | None = None,
+) -> object:
+    """A CIF-Bench sample of ``task``, instruction ``k``, input ``j`` (similarity gold)."""
+    from lceval.benchmarks.cifbench.gold import CifGold
+    from lceval.records import Sample
+
+    meta = {"split": split, "source": source, "instruction_id": k, "input_id": j}
+    meta["categories"] = list(cats)
+    if origin:
+        meta["origin"] = origin
+    return Sample(
+        id=f"cifbench/{split}/{task}/{source}/i{k}/d{j}",
+        benchmark="cifbench",
+        task=task,
+        instruction="",
+        gold=CifGold("x", "similarity"),
+        scenario=split,
+        meta=meta,
+    )
+
+
+@pytest.fixture
+def cif_sample() -> Callable[..., object]:
+    """:func:`make_sample`."""
+    return make_sample

@@ -9,7 +9,6 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from lceval.benchmarks.cifbench.gold import CifGold
 from lceval.benchmarks.cifbench.report import (
     category_scores,
     ci_widths,
@@ -28,27 +27,6 @@ from lceval.benchmarks.cifbench.report import (
 )
 from lceval.errors import LcevalError
 from lceval.io import RunDir
-from lceval.records import Sample
-
-GOLD = CifGold("x", "similarity")
-
-
-def _s(task: str, k: int, j: int, split="private", source="official", cats=()) -> Sample:
-    return Sample(
-        id=f"cifbench/{split}/{task}/{source}/i{k}/d{j}",
-        benchmark="cifbench",
-        task=task,
-        instruction="",
-        gold=GOLD,
-        scenario=split,
-        meta={
-            "split": split,
-            "source": source,
-            "instruction_id": k,
-            "input_id": j,
-            "categories": list(cats),
-        },
-    )
 
 
 def _scores(values: dict[str, float], model="m") -> pd.DataFrame:
@@ -62,10 +40,15 @@ def _scores(values: dict[str, float], model="m") -> pd.DataFrame:
     )
 
 
-def test_task_score_is_mean_over_inputs_of_mean_over_instructions() -> None:
+def test_task_score_is_mean_over_inputs_of_mean_over_instructions(cif_sample) -> None:
     # input 0 has two instructions (1, 0), input 1 one (1): S = ((1 + 0) / 2 + 1) / 2 = 0.75,
     # while the plain mean over the three instances would be 2/3.
-    samples = [_s("1_A", 0, 0), _s("1_A", 1, 0), _s("1_A", 0, 1), _s("2_B", 0, 0)]
+    samples = [
+        cif_sample("1_A", 0, 0),
+        cif_sample("1_A", 1, 0),
+        cif_sample("1_A", 0, 1),
+        cif_sample("2_B", 0, 0),
+    ]
     values = {samples[0].id: 1.0, samples[1].id: 0.0, samples[2].id: 1.0, samples[3].id: 0.5}
     inst = instance_frame(_scores(values), samples)
     ts = task_scores(inst).set_index("task")
@@ -76,18 +59,18 @@ def test_task_score_is_mean_over_inputs_of_mean_over_instructions() -> None:
     assert overall["ci_low"].iloc[0] <= overall["overall"].iloc[0] <= overall["ci_high"].iloc[0]
 
 
-def test_nan_scores_are_skipped() -> None:
-    samples = [_s("1_A", 0, 0), _s("1_A", 1, 0)]
+def test_nan_scores_are_skipped(cif_sample) -> None:
+    samples = [cif_sample("1_A", 0, 0), cif_sample("1_A", 1, 0)]
     inst = instance_frame(_scores({samples[0].id: 1.0, samples[1].id: float("nan")}), samples)
     ts = task_scores(inst)
     assert ts["score"].iloc[0] == 1.0 and ts["n_nan"].iloc[0] == 1
 
 
-def test_categories_and_leaderboard_shape() -> None:
+def test_categories_and_leaderboard_shape(cif_sample) -> None:
     samples = [
-        _s("1_A", 0, 0, cats=("Sentiment", "Classification")),
-        _s("2_B", 0, 0, cats=("Classification",)),
-        _s("3_C", 0, 0),
+        cif_sample("1_A", 0, 0, cats=("Sentiment", "Classification")),
+        cif_sample("2_B", 0, 0, cats=("Classification",)),
+        cif_sample("3_C", 0, 0),
     ]
     values = {samples[0].id: 1.0, samples[1].id: 0.0, samples[2].id: 0.5}
     tables = cifbench_tables(_scores(values), samples, n_resamples=50)
@@ -102,13 +85,13 @@ def test_categories_and_leaderboard_shape() -> None:
     assert category_scores(tables["task_scores"], {}).empty
 
 
-def test_spread_across_instructions() -> None:
+def test_spread_across_instructions(cif_sample) -> None:
     samples, values = [], {}
     # task A: instruction 0 scores 1, instruction 1 scores 0 (2 inputs); task B: 0.5 and 0.5
     for j in range(2):
         for k, (a, b) in enumerate([(1.0, 0.5), (0.0, 0.5)]):
             for task, v in (("1_A", a), ("2_B", b)):
-                s = _s(task, k, j)
+                s = cif_sample(task, k, j)
                 samples.append(s)
                 values[s.id] = v
     inst = instance_frame(_scores(values), samples)
@@ -123,13 +106,13 @@ def test_spread_across_instructions() -> None:
     assert summ["overall_range"] == pytest.approx(0.5) and summ["n_instructions"] == 2
 
 
-def test_five_instructions_narrow_the_ci() -> None:
+def test_five_instructions_narrow_the_ci(cif_sample) -> None:
     rng = np.random.default_rng(0)
     samples, values = [], {}
     for t in range(6):
         for j in range(30):
             for k in range(5):
-                s = _s(f"{t}_T", k, j)
+                s = cif_sample(f"{t}_T", k, j)
                 samples.append(s)
                 values[s.id] = float(rng.random() < 0.5)  # independent per instruction
     inst = instance_frame(_scores(values), samples)
@@ -140,16 +123,16 @@ def test_five_instructions_narrow_the_ci() -> None:
     assert 0.2 < w["ratio"] < 0.8  # about 1/sqrt(5) = 0.45 for independent instructions
 
 
-def test_sources_are_never_pooled() -> None:
-    a, b = _s("1_A", 0, 0), _s("1_A", 0, 0, source="generated")
+def test_sources_are_never_pooled(cif_sample) -> None:
+    a, b = cif_sample("1_A", 0, 0), cif_sample("1_A", 0, 0, source="generated")
     tables = cifbench_tables(_scores({a.id: 1.0, b.id: 0.0}), [a, b], n_resamples=20)
     overall = tables["overall"].set_index("source")["overall"]
     assert overall.to_dict() == {"generated": 0.0, "official": 1.0}
 
 
-def test_unknown_sample_is_an_error() -> None:
+def test_unknown_sample_is_an_error(cif_sample) -> None:
     with pytest.raises(LcevalError, match="unknown sample"):
-        instance_frame(_scores({"nope": 1.0}), [_s("1_A", 0, 0)])
+        instance_frame(_scores({"nope": 1.0}), [cif_sample("1_A", 0, 0)])
 
 
 # -- published numbers ---------------------------------------------------------------------------
@@ -207,9 +190,9 @@ def test_rank_correlation() -> None:
     assert t.loc["spearman_rho", "estimate"] == pytest.approx(0.5342, abs=1e-3)
 
 
-def test_report_writes_tables_and_figures(tmp_path: Path) -> None:
+def test_report_writes_tables_and_figures(tmp_path: Path, cif_sample) -> None:
     run = RunDir("r", tmp_path).create()
-    samples = [_s("1_A", k, 0, cats=("QA",)) for k in range(2)]
+    samples = [cif_sample("1_A", k, 0, cats=("QA",)) for k in range(2)]
     scores = _scores({s.id: 0.5 for s in samples})
     tables = report_cifbench(run, scores, samples)
     folder = run.report / "cifbench"
@@ -220,11 +203,11 @@ def test_report_writes_tables_and_figures(tmp_path: Path) -> None:
     assert (run.figures / "cifbench_instruction_spread.png").exists()  # two instructions
 
 
-def test_run_public_to_private_change_on_common_tasks() -> None:
+def test_run_public_to_private_change_on_common_tasks(cif_sample) -> None:
     """Public: one instruction; private: two instructions; task 3_C only private (left out)."""
-    samples = [_s("1_A", 0, j, split="public") for j in range(2)]
-    samples += [_s("2_B", 0, 0, split="public")]
-    samples += [_s(t, k, 0) for t in ("1_A", "2_B", "3_C") for k in range(2)]
+    samples = [cif_sample("1_A", 0, j, split="public") for j in range(2)]
+    samples += [cif_sample("2_B", 0, 0, split="public")]
+    samples += [cif_sample(t, k, 0) for t in ("1_A", "2_B", "3_C") for k in range(2)]
     values = {
         "cifbench/public/1_A/official/i0/d0": 1.0,
         "cifbench/public/1_A/official/i0/d1": 0.5,  # 1_A public: 0.75

@@ -127,3 +127,40 @@ def test_ruler_tables_carry_bootstrap_cis():
     assert s["n"] == 8
     m = t["models"].iloc[0]
     assert m["Avg_low"] <= m["Avg"] <= m["Avg_high"]
+
+
+def test_fig3b_scatter_with_the_runs(tmp_path):
+    from lceval.benchmarks.longgenbench.ruler_correlation import correlation_figure, with_runs
+
+    pub = published_pairs("fig3b")
+    runs = pd.DataFrame(
+        {"model": ["mine"], "length": [16384], "ruler": [50.0], "longgenbench": [5.0]}
+    )
+    table = with_runs(pub, runs.assign(source="measured"))
+    assert table["source"].iloc[0] == "this run" and len(table) == 11
+    assert (table["source"].iloc[1:] == "published: fig3b").all()
+    paths = correlation_figure(pub, tmp_path, "f", runs=runs, models=["Qwen2-72B-Instruct"])
+    assert all(p.exists() and p.stat().st_size > 0 for p in paths)
+
+
+def test_readme_pairs_take_ruler_from_the_readme(tmp_path):
+    from lceval import pipeline
+    from lceval.benchmarks.longgenbench.ruler_correlation import readme_pairs
+    from lceval.models.cache import ResponseStore
+    from lceval.records import Response
+
+    run = pipeline.build(
+        "rp",
+        "longgenbench",
+        {"n_per_scenario": 1, "scenarios": ["urban"], "versions": ["short"]},
+        root=tmp_path,
+    )
+    s = pipeline.load_samples(run)[0]
+    ResponseStore(run.responses).append([Response(s.id, "my-llama", "#*# Block 2: homes", "h")])
+    pipeline.score("rp", root=tmp_path, progress=False)
+    pairs = readme_pairs(["rp"], {"my-llama": "Llama3.1 (8B)"}, metric="CR", root=tmp_path)
+    assert pairs[["model", "length", "ruler"]].values.tolist() == [["my-llama", 16384, 91.6]]
+    assert pairs["longgenbench"].iloc[0] == pytest.approx(2.0)  # blocks 1-2 of 100
+    assert readme_pairs(["rp"], {}, root=tmp_path).empty
+    with pytest.raises(LcevalError, match="no row"):
+        readme_pairs(["rp"], {"my-llama": "Llama9"}, root=tmp_path)
