@@ -303,6 +303,30 @@ def longest_prompt(
     return best
 
 
+def _quiet_tokenizer(folder: Path) -> Any:
+    """The tokenizer in ``folder``, or None when it cannot be read (the caller estimates).
+
+    Loaded before the engine's own log redirection starts, so transformers' records (config
+    dumps at info verbosity) are held back unless lceval is verbose (``-v``, LCEVAL_VERBOSE=1).
+    """
+    from lceval.console import verbose
+
+    try:
+        from transformers import AutoTokenizer
+        from transformers.utils import logging as hf_logging
+    except ImportError:
+        return None
+    level = hf_logging.get_verbosity()
+    if not verbose():
+        hf_logging.set_verbosity_error()
+    try:
+        return AutoTokenizer.from_pretrained(str(folder))
+    except Exception:  # noqa: BLE001 - no tokenizer files: estimate instead
+        return None
+    finally:
+        hf_logging.set_verbosity(level)
+
+
 def check_fits(
     spec: ModelSpec,
     samples: Sequence[Sample],
@@ -324,12 +348,7 @@ def check_fits(
         return f"{spec.label}: window not checked ({source})"
     tokenizer = None
     if folder is not None:
-        try:
-            from transformers import AutoTokenizer
-
-            tokenizer = AutoTokenizer.from_pretrained(str(folder))
-        except Exception:  # noqa: BLE001 - no tokenizer files: estimate instead
-            tokenizer = None
+        tokenizer = _quiet_tokenizer(folder)
     fmt = str(spec.options.get("prompt_format", "auto"))
     longest = longest_prompt(samples, contexts, budget, tokenizer, fmt)
     if longest.tokens > window:
