@@ -153,6 +153,11 @@ def _overrides(paper: str, model: Path, data: dict[str, Any]) -> dict[str, Any]:
             "num_samples": 1,
             "tasks": ["niah_single_1", "vt", "qa_1"],
             "batch_size": 4,
+            # the paper's Llama-3.1-8B judge on vLLM, replaced by the tiny model on hf
+            "judge_backend": "hf",
+            "judge_model": str(model),
+            "judge_backend_options": {},
+            "judge_max_new_tokens": 4,
         }
     if paper == "manyifeval":
         return {
@@ -190,13 +195,12 @@ def _overrides(paper: str, model: Path, data: dict[str, Any]) -> dict[str, Any]:
         **cif,
         "n_inputs": 1,
         "batch_size": 4,
-        "scorer_options": {
-            "backend": "hf",
-            "model": str(model),
-            "types": "creative",
-            "max_new_tokens": 4,
-            "backend_options": {"device": "cpu"},
-        },
+        "scorer_options": {"types": "creative"},
+        # the evaluator (a 72B model on vLLM in the full params) replaced by the tiny model on hf
+        "judge_backend": "hf",
+        "judge_model": str(model),
+        "judge_backend_options": {"device": "cpu"},
+        "judge_max_new_tokens": 4,
         "corpus": [cif["public_dir"]],
         "limit": 4,
         "n_resamples": 50,
