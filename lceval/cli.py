@@ -253,10 +253,30 @@ def _parser() -> argparse.ArgumentParser:
     m.add_argument("--force", action="store_true", help="replace a run that has responses")
 
     n = sub.add_parser("run", help="execute notebooks with papermill (a pipeline or one notebook)")
+    n.add_argument(
+        "--ray-address",
+        default=None,
+        metavar="auto|HOST:PORT",
+        help="answer on this Ray cluster (the notebooks' inference; see lceval infer)",
+    )
     n.add_argument("target", help="pipeline YAML, or a notebook name/path")
     n.add_argument("--params", help="params YAML for a single notebook")
     n.add_argument("--run-id", default=None)
     n.add_argument("-p", "--param", action="append", metavar="KEY=VALUE", help="inject a parameter")
+    st = sub.add_parser(
+        "status", help="a run's inference progress (from another terminal; logs/progress.jsonl)"
+    )
+    st.add_argument("run_id")
+    i.add_argument(
+        "--ray-address",
+        default=None,
+        metavar="auto|HOST:PORT",
+        help="answer on an existing Ray cluster (ray start, KubeRay, Slurm); each model's "
+        "-o replicas=N engine replicas there (default: replicas > 1 start a local cluster)",
+    )
+    pl.add_argument(
+        "--gpus", type=int, default=None, help="also the wall-clock estimate on N GPUs (replicas)"
+    )
     return p
 
 
@@ -386,6 +406,8 @@ def _plan(args: argparse.Namespace) -> str:
     )
     plan.record(run, p)
     text = plan.render(p)
+    if args.gpus is not None:
+        text += "\n\n" + plan.render_wall_clock(p, args.gpus)
     if csv is not None:
         from lceval.reporting import save_table
 
@@ -488,7 +510,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"lceval: {_os_error(exc)}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
-        print("lceval: interrupted (finished batches are saved; rerun to resume)", file=sys.stderr)
+        print("lceval: interrupted (finished answers are saved; rerun to resume)", file=sys.stderr)
         return 130
 
 
@@ -530,6 +552,7 @@ def _dispatch(args: argparse.Namespace) -> int:
             seed=args.seed,
             backend_options=_kv(args.option, "--option"),
             truncate=args.truncate,
+            ray_address=args.ray_address,
         )
         errors = [r for r in responses if r.finish_reason == "error"]
         print(f"{len(responses)} responses ({len(errors)} errors) in run {args.run_id}")
@@ -542,6 +565,11 @@ def _dispatch(args: argparse.Namespace) -> int:
             return 1
     elif args.command == "plan":
         print(_plan(args))
+    elif args.command == "status":
+        from lceval.io import RunDir
+        from lceval.progress import status
+
+        print(status(RunDir(args.run_id, args.outputs).path))
     elif args.command == "score":
         df = pipeline.score(
             args.run_id,
@@ -595,6 +623,10 @@ def _dispatch(args: argparse.Namespace) -> int:
         from lceval import notebooks
 
         overrides = _kv(args.param, "--param")
+        if args.ray_address:  # the notebooks' pipeline.infer calls read it
+            from lceval.models.replicas import RAY_ADDRESS_ENV
+
+            os.environ[RAY_ADDRESS_ENV] = args.ray_address
         target = args.target
         if str(target).endswith((".yaml", ".yml")):
             if args.params:

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
+from contextlib import nullcontext
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +29,7 @@ from lceval.console import engine_output, terminal
 from lceval.errors import LcevalError
 from lceval.io import RunDir, project_root
 from lceval.pipeline import load_params
+from lceval.progress import Watcher, progress_path
 
 
 def notebooks_dir() -> Path:
@@ -97,15 +99,17 @@ def run_notebook(
         bar: bool | dict[str, Any] = (
             {"unit": "cell", "desc": "Executing", "file": terminal()} if progress else False
         )
+        watch = Watcher(progress_path(run.path), terminal()) if progress else nullcontext()
         try:
-            pm.execute_notebook(
-                str(src),
-                str(tmp),
-                parameters=parameters,
-                cwd=str(src.parent),
-                kernel_name=kernel_name,
-                progress_bar=bar,
-            )
+            with watch:  # the kernel's inference progress (logs/progress.jsonl), on the terminal
+                pm.execute_notebook(
+                    str(src),
+                    str(tmp),
+                    parameters=parameters,
+                    cwd=str(src.parent),
+                    kernel_name=kernel_name,
+                    progress_bar=bar,
+                )
         except pm.PapermillExecutionError as exc:
             os.replace(tmp, failed)
             raise LcevalError(

@@ -30,8 +30,10 @@ from lceval.models.base import (
     context_text,
     load_backend,
     log,
+    replicas_of,
 )
 from lceval.models.cache import ResponseStore
+from lceval.progress import progress_path
 from lceval.models.generate import engine_config, generate, prefix_reuse
 from lceval.models.specs import ModelSpec, check_fits, resolve_models
 from lceval.records import Context, Judgement, Response, Sample, Score, sample_hashes
@@ -277,6 +279,7 @@ def _answer(
         batch_size=batch_size,
         progress=progress,
         desc=f"infer {backend.name}",
+        progress_log=progress_path(run.path),
     )
 
 
@@ -296,6 +299,7 @@ def infer(
     backend_options: Mapping[str, Any] | None = None,
     truncate: bool = False,
     progress: bool = True,
+    ray_address: str | None = None,
 ) -> list[Response]:
     """Answer the run's pending samples with one model or several, one engine at a time (load,
     answer, close, next); resumable per model; each recorded in run.json.
@@ -324,12 +328,20 @@ def infer(
     call continuously, and the smoke set answered in calls of 4 took 60 s instead of 44 s; hf its
     own batch size; else :data:`DEFAULT_CALL_SIZE`).
 
+    A model with the ``replicas=N`` option (N > 1), and every model when ``ray_address`` is
+    given (``auto`` or ``HOST:PORT``: an existing Ray cluster; the models' replicas default to 1
+    there), is answered by engine replicas on Ray (:mod:`lceval.models.replicas`): models whose
+    replicas fit the cluster together run at once, the driver (this process) writing every answer.
+    The progress of each model goes to the terminal and to ``logs/progress.jsonl``
+    (:mod:`lceval.progress`, ``lceval status RUN``).
+
     Returns:
         The responses of every model, model after model, each in sample order.
 
     Raises:
         LcevalError: no model named, both ``model`` and ``models``, unknown backend, model or
-            option, a window shorter than the longest prompt, missing samples, bad limits.
+            option, a window shorter than the longest prompt, missing samples, bad limits,
+            replicas asked without Ray installed, a cluster too small for a model's replicas.
     """
     run = RunDir(run_id, root)
     run.read_meta()
@@ -356,6 +368,15 @@ def infer(
         context_text(s, contexts)  # a sample naming a missing context stops here
     for spec in specs:
         check_load(spec.backend, spec.model, dict(spec.options))
+    if ray_address is None:
+        from lceval.models.replicas import RAY_ADDRESS_ENV
+
+        ray_address = os.environ.get(RAY_ADDRESS_ENV) or None
+    on_ray = [ray_address is not None or replicas_of(spec.options) > 1 for spec in specs]
+    if any(on_ray):
+        from lceval.models.replicas import require_ray
+
+        require_ray()  # one line naming the extra, before anything starts
     ResponseStore(run.responses)  # a corrupt responses file stops here, before a model loads
     config = GenerationConfig(temperature=temperature, seed=seed, max_new_tokens=max_new_tokens)
     notes = [
@@ -368,11 +389,53 @@ def infer(
         log(note)
     plan.announce(run, samples, max_new_tokens)  # size and estimate: stderr and run.json
     responses: list[Response] = []
-    for i, spec in enumerate(specs):
-        if len(specs) > 1:
-            log(f"model {i + 1}/{len(specs)}: {spec.label} ({spec.backend})")
+    ray_specs = [spec for spec, r in zip(specs, on_ray, strict=True) if r]
+    if ray_specs:
+        responses += _infer_ray(
+            run, ray_specs, config, samples, contexts, batch_size, progress, ray_address
+        )
+    local = [spec for spec, r in zip(specs, on_ray, strict=True) if not r]
+    for i, spec in enumerate(local):
+        if len(local) > 1:
+            log(f"model {i + 1}/{len(local)}: {spec.label} ({spec.backend})")
         responses += _infer_one(run, spec, config, samples, contexts, batch_size, progress)
     return responses
+
+
+def _infer_ray(
+    run: RunDir,
+    specs: Sequence[ModelSpec],
+    config: GenerationConfig,
+    samples: Sequence[Sample],
+    contexts: Mapping[str, Context],
+    batch_size: int | None,
+    progress: bool,
+    address: str | None,
+) -> list[Response]:
+    """:func:`infer` for the models answered by replicas on Ray, recorded in run.json."""
+    from lceval.models.replicas import Job, answer_jobs
+
+    jobs = [Job(spec, samples, config, batch_size) for spec in specs]
+    t0 = time.perf_counter()
+    with engine_output(run.path, "infer (ray)"):
+        try:
+            answer_jobs(
+                jobs,
+                contexts,
+                ResponseStore(run.responses),
+                run_id=run.run_id,
+                address=address,
+                progress_log=progress_path(run.path),
+                progress=progress,
+            )
+        finally:
+            wall = round(time.perf_counter() - t0, 2)
+            for job in jobs:
+                if job.entry:
+                    entry = {k: v for k, v in job.entry.items() if k != "name"}
+                    entry["timing"] = {"ray_wall_s": wall}
+                    run.update_meta(models={job.entry["name"]: entry})
+    return [r for job in jobs for r in job.responses]
 
 
 def _infer_one(

@@ -536,6 +536,50 @@ def render(plan: Plan) -> str:
     )
 
 
+def wall_clock(plan: Plan, gpus: int) -> pd.DataFrame:
+    """The estimate's wall-clock hours on ``gpus`` GPUs of each kind: ``gpus // (GPUs one
+    replica needs)`` replicas (``replicas=N``, :mod:`lceval.models.replicas`) share the samples
+    evenly, so wall hours = ``estimate_h / replicas``. An ideal split: it leaves out each
+    replica's engine start and the last replica's tail (a few contexts longer than the rest).
+
+    Raises:
+        LcevalError: ``gpus`` is not an integer >= 1.
+    """
+    from lceval.errors import LcevalError
+
+    if isinstance(gpus, bool) or not isinstance(gpus, int) or gpus < 1:
+        raise LcevalError(f"--gpus must be an integer >= 1, got {gpus!r}")
+    est = plan.estimates
+    replicas = (gpus // est["gpus"]).astype(int)
+    out = pd.DataFrame(
+        {
+            "model": est["model"],
+            "gpu": est["gpu"],
+            "gpus_per_replica": est["gpus"],
+            "replicas": replicas,
+            "wall_h": (est["estimate_h"] / replicas.where(replicas > 0)).astype(float),
+        }
+    )
+    return out
+
+
+def render_wall_clock(plan: Plan, gpus: int) -> str:
+    """:func:`wall_clock` as ``lceval plan RUN --gpus N`` prints it."""
+    table = wall_clock(plan, gpus)
+    shown = table.copy()
+    shown["wall_h"] = [
+        _hours(h) if r > 0 else f"needs {g} GPUs"
+        for h, r, g in zip(table["wall_h"], table["replicas"], table["gpus_per_replica"], strict=True)
+    ]
+    return "\n".join(
+        [
+            f"wall clock on {gpus} GPU(s) (hours; replicas = {gpus} // GPUs per replica, the "
+            "samples split evenly over them; engine start-up not included):",
+            shown.to_string(index=False),
+        ]
+    )
+
+
 def record(run: Any, plan: Plan) -> None:
     """Write the plan's summary to run.json's ``plan``."""
     run.update_meta(plan=plan.summary())

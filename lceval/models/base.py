@@ -552,6 +552,31 @@ def unknown_option_message(backend: str, key: str, known: Sequence[str]) -> str:
     )
 
 
+RUN_OPTIONS: dict[str, Option] = {"replicas": Option(1, "int")}
+"""Options every local backend takes that say how a model is run, not how its engine is built:
+``replicas`` (>= 1) engine replicas on a Ray cluster (:mod:`lceval.models.replicas`; 1: the
+engine in this process). They never reach the backend's constructor and never join the response
+cache key (replicas answer exactly as one engine does)."""
+
+
+def split_run_options(options: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """``options`` split into (:data:`RUN_OPTIONS` given, the engine's own options)."""
+    run = {k: v for k, v in options.items() if k in RUN_OPTIONS}
+    return run, {k: v for k, v in options.items() if k not in RUN_OPTIONS}
+
+
+def replicas_of(options: Mapping[str, Any]) -> int:
+    """The ``replicas`` option (default 1).
+
+    Raises:
+        LcevalError: not an integer >= 1.
+    """
+    n = options.get("replicas", 1)
+    if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+        raise LcevalError(f"option replicas must be an integer >= 1, got {n!r:.40}")
+    return n
+
+
 def check_backend_options(backend: str, options: Mapping[str, Any]) -> None:
     """Check ``-o KEY=VALUE`` options against the backend's declared options, before anything
     loads (nothing heavy is imported: see :func:`declared_options`).
@@ -563,6 +588,11 @@ def check_backend_options(backend: str, options: Mapping[str, Any]) -> None:
     """
     name = options_backend(backend)
     known = declared_options(name)
+    run, options = split_run_options(options)
+    if run:
+        if name not in LOCAL_BACKENDS:
+            raise LcevalError(f"backend {name} has no option replicas (it answers over an API)")
+        replicas_of(run)
     for key, value in options.items():
         if key not in known:
             raise LcevalError(unknown_option_message(name, key, sorted(known)))
@@ -631,6 +661,7 @@ def load_backend(backend: str, model: str | None = None, **options: Any) -> Back
         LcevalError: unknown backend or option, or the model cannot be resolved.
     """
     check_load(backend, model, options)
+    options = split_run_options(options)[1]  # replicas: the caller's (lceval.models.replicas)
     if backend == AUTO_BACKEND:
         return _load_auto(model, options)
     engine: Backend = backend_class(backend)(model, **options)

@@ -3,7 +3,8 @@ judge send their prompts through :func:`generate`.
 
 Samples that share a context run together (stable within a context), so engines with prefix
 caching compute each shared context once. With a :class:`~lceval.models.cache.ResponseStore`,
-every finished batch is appended and fsynced before the next starts, and samples that already
+every answer is appended and fsynced as it completes (a backend with ``stream`` yields each as
+the engine finishes it; others a batch at a time), and samples that already
 have a successful response under (model, config) are skipped: a killed run resumes where it
 stopped. Every response is stamped with its sample's :func:`~lceval.records.sample_hash`; a
 stored answer to an earlier version of a sample (a rebuilt run whose prompt, context or gold
@@ -18,17 +19,16 @@ tokens requested and computed; :func:`prefix_reuse` reads the counts, the progre
 from __future__ import annotations
 
 import dataclasses
-import time
-from collections.abc import Mapping, Sequence
+import os
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
-from tqdm.auto import tqdm
-
-from lceval.console import terminal
 from lceval.errors import LcevalError
 from lceval.models.base import Backend, GenerationConfig, log
 from lceval.models.cache import ResponseStore
+from lceval.progress import Progress
 from lceval.records import Context, Response, Sample, sample_hashes
 
 
@@ -112,6 +112,7 @@ def generate(
     batch_size: int = 8,
     progress: bool = True,
     desc: str | None = None,
+    progress_log: str | os.PathLike[str] | None = None,
 ) -> list[Response]:
     """Answer ``samples`` with ``backend``; resumable when ``store`` is given.
 
@@ -126,6 +127,8 @@ def generate(
         progress: show a tqdm bar with prompt and generated tokens per second and, for backends
             that count them, the share of prompt tokens reused from a prefix cache.
         desc: the bar's label.
+        progress_log: also write the bar's state to this progress.jsonl
+            (:mod:`lceval.progress`; ``lceval status`` reads it).
 
     Returns:
         One response per sample, in the order of ``samples``: the stored one (the first
@@ -142,10 +145,48 @@ def generate(
     ids = [s.id for s in samples]
     if len(set(ids)) != len(ids):
         raise LcevalError("generate: duplicate sample ids")
+    log_path = None if progress_log is None else Path(progress_log)
     if store is None:
-        return _generate(backend, samples, contexts, config, None, batch_size, progress, desc)
+        return _generate(
+            backend, samples, contexts, config, None, batch_size, progress, desc, log_path
+        )
     with store.writer():
-        return _generate(backend, samples, contexts, config, store, batch_size, progress, desc)
+        return _generate(
+            backend, samples, contexts, config, store, batch_size, progress, desc, log_path
+        )
+
+
+def answers(
+    backend: Backend,
+    batch: Sequence[Sample],
+    contexts: Mapping[str, Context],
+    config: GenerationConfig,
+) -> Iterator[Response]:
+    """The answers to ``batch``, each yielded as the engine finishes it: through the backend's
+    ``stream(batch, contexts, config)`` when it has one (answers in the order they complete),
+    else its ``generate`` (the batch's answers together, in sample order).
+
+    Raises:
+        LcevalError: the backend answers a sample not in the batch, one twice, misses one, or
+            (``generate``) returns them out of order.
+    """
+    stream = getattr(backend, "stream", None)
+    if callable(stream):
+        wanted = {s.id for s in batch}
+        for r in stream(batch, contexts, config):
+            if r.sample_id not in wanted:
+                raise LcevalError(
+                    f"backend {backend.name} answered {r.sample_id!r:.60}, not asked or twice"
+                )
+            wanted.discard(r.sample_id)
+            yield r
+        if wanted:
+            raise LcevalError(f"backend {backend.name} left {len(wanted)} sample(s) unanswered")
+        return
+    out = backend.generate(batch, contexts, config)
+    if len(out) != len(batch) or any(r.sample_id != s.id for r, s in zip(out, batch, strict=True)):
+        raise LcevalError(f"backend {backend.name} returned responses out of order")
+    yield from out
 
 
 def _generate(
@@ -157,6 +198,7 @@ def _generate(
     batch_size: int,
     progress: bool,
     desc: str | None,
+    progress_log: Path | None = None,
 ) -> list[Response]:
     ids = [s.id for s in samples]
     chash = config.hash()
@@ -164,41 +206,32 @@ def _generate(
     done = store.done(backend.name, chash, hashes) if store is not None else set()
     pending = context_order([s for s in samples if s.id not in done])
     got: dict[str, Response] = {}
-    bar = tqdm(
-        total=len(samples),
-        initial=len(samples) - len(pending),
+    bar = Progress(
+        progress_log,
+        backend.name,
+        len(samples),
+        len(samples) - len(pending),
         desc=desc or f"generate {backend.name}",
-        unit="sample",
-        disable=not progress,
-        file=terminal(),  # the terminal, also while the engine's logs go to the run's log
+        show=progress,
     )
-    t0 = time.perf_counter()
-    n_prompt = n_gen = 0
     counts0 = prefix_reuse(backend)
+    state = "stopped"
     try:
         for i in range(0, len(pending), batch_size):
             batch = pending[i : i + batch_size]
-            out = backend.generate(batch, contexts, config)
-            if len(out) != len(batch) or any(
-                r.sample_id != s.id for r, s in zip(out, batch, strict=True)
-            ):
-                raise LcevalError(f"backend {backend.name} returned responses out of order")
-            out = [dataclasses.replace(r, sample_hash=hashes[r.sample_id]) for r in out]
-            if store is not None:
-                store.append(out)
-            got.update((r.sample_id, r) for r in out)
-            n_prompt += sum(r.prompt_tokens for r in out)
-            n_gen += sum(r.completion_tokens for r in out)
-            dt = max(time.perf_counter() - t0, 1e-9)
-            postfix = {"prompt_tok_s": f"{n_prompt / dt:.0f}", "gen_tok_s": f"{n_gen / dt:.1f}"}
-            counts = prefix_reuse(backend)
-            if counts is not None and counts0 is not None:
-                reuse = counts.minus(counts0).reuse
-                postfix["prefix_reuse"] = "n/a" if reuse is None else f"{reuse:.0%}"
-            bar.set_postfix(postfix)
-            bar.update(len(batch))
+            for r in answers(backend, batch, contexts, config):
+                r = dataclasses.replace(r, sample_hash=hashes[r.sample_id])
+                if store is not None:
+                    store.append([r])  # each answer on disk as it completes
+                got[r.sample_id] = r
+                counts = prefix_reuse(backend)
+                if counts is not None and counts0 is not None:
+                    reuse = counts.minus(counts0).reuse
+                    bar.extra["prefix reuse"] = "n/a" if reuse is None else f"{reuse:.0%}"
+                bar.add(1, r.prompt_tokens, r.completion_tokens)
+        state = "done"
     finally:
-        bar.close()
+        bar.close(state)
     cut = [r.truncated_tokens for r in got.values() if r.truncated_tokens]
     if cut:  # the answers are to shortened prompts: say so on the terminal
         log(

@@ -144,7 +144,7 @@ def test_prefix_reuse_counts() -> None:
 
 def test_progress_bar_shows_prefix_reuse(capsys) -> None:
     generate(FakeEngine("hf", "float32"), _samples(4), CONTEXTS, batch_size=4, progress=True)
-    assert "prefix_reuse=68%" in capsys.readouterr().err  # 1 - (90 + 40) / 400
+    assert "prefix reuse 68%" in capsys.readouterr().err  # 1 - (90 + 40) / 400
 
 
 # -- backend="auto" -----------------------------------------------------------------------------

@@ -1,0 +1,490 @@
+"""Data-parallel inference on a Ray cluster: a model's ``replicas=N`` option starts N copies of
+lceval's own engine (hf or vllm, built by :func:`lceval.models.base.load_backend` inside a Ray
+actor), each in a placement group holding the GPUs its ``tensor_parallel_size x
+pipeline_parallel_size`` needs (one CPU on a cluster without GPUs), and spreads the run's samples
+over them.
+
+Why Ray actors holding lceval's engines and not ``ray.data.llm`` (DEVELOPING.md, "Replicas"):
+``ray.data.llm``'s vLLM processor builds its own engine from a config, so the hf engine (the NTK
+sweep's RoPE overrides on transformers, Min-K%++'s prompt log-probabilities with mean and
+variance) cannot run there, lceval's per-sample budgets, chat rendering, truncation and response
+records would be rebuilt in its map stages, and Ray Data decides batch composition itself, so two
+replica counts would not give the same tokens. An actor holding the engine that ``lceval infer``
+uses in-process answers exactly as in-process (same code, same batches), and Ray keeps only what
+it is good at: placing replicas, moving work, noticing deaths.
+
+The driver (this process) is the only writer of ``responses.jsonl``: it cuts the pending samples
+into the batches the in-process path would send (samples sharing a context adjacent, each batch
+within one context where a context has several samples, so one context's questions reach one
+replica and its prefix cache), hands each replica at most :data:`IN_FLIGHT` batches, and appends
+and fsyncs each answered batch as it arrives. A replica that dies has its unanswered batches given
+to another replica; a driver killed at any moment loses no answer already appended, and a rerun
+answers only the rest.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from collections import deque
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+from lceval.errors import LcevalError
+from lceval.models.base import GenerationConfig, log, replicas_of, split_run_options
+from lceval.models.cache import ResponseStore
+from lceval.records import Context, Response, Sample, sample_hashes
+
+EXTRA = 'pip install -e ".[ray]"'
+"""How to install Ray for lceval (the ``ray`` optional extra of pyproject.toml)."""
+
+RAY_ADDRESS_ENV = "LCEVAL_RAY_ADDRESS"
+"""Environment variable: the Ray cluster ``lceval.pipeline.infer`` joins when not told
+(``lceval run --ray-address`` sets it, so the notebooks' inference goes there)."""
+
+IN_FLIGHT = 2
+"""Batches handed to one replica at a time (one answering, one waiting: no idle gap between
+calls)."""
+
+NAMESPACE = "lceval"
+"""Ray namespace of the replica actors (named ``<run>/<model>/<i>/<driver pid>``)."""
+
+ENV_KEYS = ("PYTHONPATH", "HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE", "HF_HOME", "LCEVAL_VERBOSE")
+"""Environment variables of the driver that replicas get too (offline hub, lceval's checkout)."""
+
+
+def require_ray() -> Any:
+    """The ``ray`` module.
+
+    Raises:
+        LcevalError: Ray is not installed (one line naming the extra).
+    """
+    try:
+        import ray
+    except ImportError:
+        raise LcevalError(
+            f"replicas > 1 and --ray-address need Ray, which is not installed: {EXTRA}"
+        ) from None
+    return ray
+
+
+def connect(address: str | None = None) -> Any:
+    """Join the Ray cluster at ``address`` (``auto``: the one ``ray start`` made on this node;
+    ``HOST:PORT``: its head), or start a local one (None), unless this process already is
+    connected (a test's own ``ray.init``). Returns the ``ray`` module.
+
+    Raises:
+        LcevalError: Ray missing, or no cluster at ``address``.
+    """
+    ray = require_ray()
+    if ray.is_initialized():
+        return ray
+    from lceval.console import verbose
+
+    try:
+        ray.init(
+            address=address,
+            namespace=NAMESPACE,
+            include_dashboard=False,
+            log_to_driver=verbose(),
+            logging_level="ERROR",
+            configure_logging=True,
+        )
+    except (ConnectionError, RuntimeError, ValueError) as exc:
+        where = address or "a local cluster"
+        raise LcevalError(
+            f"cannot join Ray at {where}: {' '.join(str(exc).split())[:200]}"
+        ) from None
+    return ray
+
+
+def replica_needs(options: Mapping[str, Any], gpus_in_cluster: float) -> dict[str, float]:
+    """Ray resources one replica holds: ``tensor_parallel_size x pipeline_parallel_size`` GPUs
+    and one CPU on a cluster with GPUs (unless the engine is asked for ``device=cpu``), else one
+    CPU."""
+    tp = int(options.get("tensor_parallel_size") or 1)
+    pp = int(options.get("pipeline_parallel_size") or 1)
+    on_cpu = str(options.get("device", "")).startswith("cpu") or gpus_in_cluster <= 0
+    return {"CPU": 1.0} if on_cpu else {"CPU": 1.0, "GPU": float(tp * pp)}
+
+
+class _Replica:
+    """The body of a replica actor: one lceval engine, answering batches."""
+
+    def __init__(self, backend: str, model: str | None, options: dict[str, Any], name: str | None):
+        from lceval.models.base import load_backend
+
+        self.engine = load_backend(backend, model, **options)
+        if name:
+            self.engine.name = name
+
+    def describe(self) -> dict[str, Any]:
+        """Name, cache fields, provenance and default call size of the engine, and the pid."""
+        from lceval.models.generate import prefix_reuse
+
+        counts = prefix_reuse(self.engine)
+        return {
+            "name": self.engine.name,
+            "cache_fields": dict(getattr(self.engine, "cache_fields", None) or {}),
+            "info": self.engine.info(),
+            "call_size": int(getattr(self.engine, "call_size", 8)),
+            "pid": os.getpid(),
+            "counts": None if counts is None else dataclasses.asdict(counts),
+        }
+
+    def answer(
+        self, batch: list[Sample], contexts: dict[str, Context], config: GenerationConfig
+    ) -> list[Response]:
+        """The batch's answers (``lceval.models.generate.answers``)."""
+        from lceval.models.generate import answers
+
+        return list(answers(self.engine, batch, contexts, config))
+
+    def close(self) -> None:
+        self.engine.close()
+
+
+@dataclass
+class Job:
+    """One model of a run answered by replicas."""
+
+    spec: Any
+    """Its :class:`lceval.models.specs.ModelSpec` (``replicas`` among its options)."""
+    samples: Sequence[Sample]
+    config: GenerationConfig
+    batch_size: int | None = None
+    """Samples per replica call (None: the engine's call size)."""
+    responses: list[Response] = field(default_factory=list)
+    entry: dict[str, Any] = field(default_factory=dict)
+    """The engine's run.json entry (``info()`` of replica 0, ``replicas``, ``config_hash``)."""
+
+    @property
+    def n(self) -> int:
+        return replicas_of(self.spec.options)
+
+
+@dataclass
+class _Pool:
+    job: Job
+    actors: list[Any]
+    groups: list[Any]
+    alive: list[bool]
+    queue: deque[tuple[int, list[Sample]]]
+    owner: dict[str | None, int] = field(default_factory=dict)
+    flight: dict[Any, tuple[int, int, list[Sample]]] = field(default_factory=dict)
+    chash: str = ""
+    hashes: dict[str, str] = field(default_factory=dict)
+    got: dict[str, Response] = field(default_factory=dict)
+    bar: Any = None
+
+
+def batches(samples: Sequence[Sample], size: int) -> list[list[Sample]]:
+    """``samples`` in context order cut into batches of at most ``size``, none spanning two
+    contexts that have several samples each (single-sample contexts share batches)."""
+    from lceval.models.generate import context_order
+
+    out: list[list[Sample]] = []
+    loose: list[Sample] = []
+    ordered = context_order(samples)
+    counts: dict[str | None, int] = {}
+    for s in ordered:
+        counts[s.context_id] = counts.get(s.context_id, 0) + 1
+    i = 0
+    while i < len(ordered):
+        cid = ordered[i].context_id
+        j = i
+        while j < len(ordered) and ordered[j].context_id == cid:
+            j += 1
+        group = ordered[i:j]
+        if counts[cid] > 1 and cid is not None:
+            out.extend(group[k : k + size] for k in range(0, len(group), size))
+        else:
+            loose.extend(group)
+        i = j
+    out.extend(loose[k : k + size] for k in range(0, len(loose), size))
+    return out
+
+
+def plan_waves(needs: Sequence[dict[str, float]], room: Mapping[str, float]) -> list[list[int]]:
+    """Jobs (by index) grouped into waves that run at once: each wave's summed needs fit
+    ``room`` (the cluster's resources); jobs keep their order.
+
+    Raises:
+        LcevalError: one job alone needs more than the cluster has (names it).
+    """
+    waves: list[list[int]] = []
+    used: dict[str, float] = {}
+    for i, need in enumerate(needs):
+        for k, v in need.items():
+            if v > room.get(k, 0.0):
+                raise LcevalError(
+                    f"model {i + 1} needs {v:g} {k}(s) for its replicas; the Ray cluster has "
+                    f"{room.get(k, 0.0):g}: lower replicas or tensor_parallel_size, or add nodes"
+                )
+        if waves and all(used.get(k, 0.0) + v <= room.get(k, 0.0) for k, v in need.items()):
+            waves[-1].append(i)
+            for k, v in need.items():
+                used[k] = used.get(k, 0.0) + v
+        else:
+            waves.append([i])
+            used = dict(need)
+    return waves
+
+
+def answer_jobs(
+    jobs: Sequence[Job],
+    contexts: Mapping[str, Context],
+    store: ResponseStore,
+    *,
+    run_id: str,
+    address: str | None = None,
+    progress_log: Path | None = None,
+    progress: bool = True,
+) -> list[list[Job]]:
+    """Answer every job's samples on Ray replicas: several models at once when the cluster has
+    room for all their replicas (:func:`plan_waves`), else wave after wave. Every answer is
+    appended to ``store`` (fsynced) by this process as its batch arrives. Returns the waves.
+
+    Raises:
+        LcevalError: Ray missing; the cluster has fewer GPUs/CPUs than one model's replicas need
+            (before anything starts); every replica of a model died; an engine raised.
+    """
+    ray = connect(address)
+    room = {k: float(v) for k, v in ray.cluster_resources().items()}
+    gpus = room.get("GPU", 0.0)
+    needs = []
+    for job in jobs:
+        per = replica_needs(split_run_options(job.spec.options)[1], gpus)
+        needs.append({k: v * job.n for k, v in per.items()})
+    waves = plan_waves(needs, room)
+    with store.writer():
+        for wave in waves:
+            if len(waves) > 1 or len(wave) > 1:
+                names = ", ".join(jobs[i].spec.label for i in wave)
+                log(f"on Ray at once: {names}")
+            _run_wave(ray, [jobs[i] for i in wave], contexts, store, run_id, progress_log, progress)
+    return [[jobs[i] for i in wave] for wave in waves]
+
+
+def _env() -> dict[str, str]:
+    return {k: os.environ[k] for k in ENV_KEYS if k in os.environ}
+
+
+def _start(ray: Any, job: Job, run_id: str) -> _Pool:
+    from ray.util.placement_group import placement_group
+    from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy
+
+    spec = job.spec
+    engine_options = split_run_options(spec.options)[1]
+    per = replica_needs(engine_options, ray.cluster_resources().get("GPU", 0.0))
+    actor_cls = ray.remote(_Replica)
+    actors, groups = [], []
+    for i in range(job.n):
+        pg = placement_group([per], strategy="STRICT_PACK")
+        groups.append(pg)
+        name = f"{run_id}/{spec.label}/{i}/{os.getpid()}"
+        actors.append(
+            actor_cls.options(
+                name=name,
+                namespace=NAMESPACE,
+                num_cpus=per["CPU"],
+                num_gpus=per.get("GPU", 0.0),
+                max_restarts=0,
+                runtime_env={"env_vars": _env()},
+                scheduling_strategy=PlacementGroupSchedulingStrategy(placement_group=pg),
+            ).remote(spec.backend, spec.model, engine_options, spec.name)
+        )
+    return _Pool(job, actors, groups, [True] * job.n, deque())
+
+
+def _run_wave(
+    ray: Any,
+    jobs: Sequence[Job],
+    contexts: Mapping[str, Context],
+    store: ResponseStore,
+    run_id: str,
+    progress_log: Path | None,
+    progress: bool,
+) -> None:
+    from lceval.models.generate import engine_config
+    from lceval.progress import Progress
+
+    pools = [_start(ray, job, run_id) for job in jobs]
+    state = "stopped"
+    try:
+        for pool in pools:
+            job = pool.job
+            about = _first_alive(ray, pool, "describe")
+            keyed = engine_config(SimpleNamespace(cache_fields=about["cache_fields"]), job.config)
+            pool.chash = keyed.hash()
+            job.entry = {
+                **about["info"],
+                "requested_backend": job.spec.backend,
+                "replicas": job.n,
+                "generation": keyed.__dict__,
+                "config_hash": pool.chash,
+            }
+            name = about["name"]
+            pool.hashes = sample_hashes(job.samples, contexts)
+            done = store.done(name, pool.chash, pool.hashes)
+            pending = [s for s in job.samples if s.id not in done]
+            size = job.batch_size or about["call_size"]
+            pool.queue.extend(enumerate(batches(pending, size)))
+            pool.bar = Progress(
+                progress_log,
+                name,
+                len(job.samples),
+                len(job.samples) - len(pending),
+                desc=f"infer {name}",
+                replicas=job.n,
+                show=progress,
+            )
+            job.entry["name"] = name
+            job.config = keyed
+        _loop(ray, pools, contexts, store)
+        state = "done"
+    finally:
+        for pool in pools:
+            if pool.bar is not None:
+                pool.bar.close(state)
+            _stop(ray, pool)
+    for pool in pools:  # every answer of the job's samples, stored earlier or now
+        job = pool.job
+        name = job.entry["name"]
+        found: dict[str, Response] = {}
+        for r in store:
+            if (
+                r.model == name
+                and r.config_hash == pool.chash
+                and r.sample_id in pool.hashes
+                and r.answers(pool.hashes[r.sample_id])
+                and (r.sample_id not in found or found[r.sample_id].finish_reason == "error")
+            ):
+                found[r.sample_id] = r
+        job.responses = [found[s.id] for s in job.samples if s.id in found]
+
+
+def _first_alive(ray: Any, pool: _Pool, method: str) -> Any:
+    """``method()`` on the first replica that answers it (replicas that fail to start are
+    marked dead)."""
+    from ray.exceptions import RayActorError, RayTaskError
+
+    last = ""
+    for i, actor in enumerate(pool.actors):
+        try:
+            return ray.get(getattr(actor, method).remote())
+        except RayTaskError as exc:  # the engine failed to load: the same on every replica
+            cause = exc.cause if getattr(exc, "cause", None) is not None else exc
+            msg = " ".join(str(cause).split())[:200]
+            raise LcevalError(f"replica of {pool.job.spec.label} failed to start: {msg}") from None
+        except RayActorError as exc:
+            pool.alive[i] = False
+            last = " ".join(str(exc).split())[:120]
+    raise LcevalError(f"no replica of {pool.job.spec.label} started: {last}")
+
+
+def _dispatch(pool: _Pool, contexts: Mapping[str, Context]) -> None:
+    """Hand queued batches to live replicas with room, each batch to the replica that took its
+    context before when that one is alive."""
+    for i, actor in enumerate(pool.actors):
+        if not pool.alive[i]:
+            continue
+        while sum(1 for v in pool.flight.values() if v[0] == i) < IN_FLIGHT and pool.queue:
+            pick = next(
+                (
+                    k
+                    for k, (_, b) in enumerate(pool.queue)
+                    if pool.owner.get(b[0].context_id, i) == i
+                    or not pool.alive[pool.owner[b[0].context_id]]
+                ),
+                None,
+            )
+            if pick is None:
+                break
+            idx, batch = pool.queue[pick]
+            del pool.queue[pick]
+            pool.owner[batch[0].context_id] = i
+            need = {s.context_id: contexts[s.context_id] for s in batch if s.context_id}
+            ref = actor.answer.remote(batch, need, pool.job.config)
+            pool.flight[ref] = (i, idx, batch)
+
+
+def _loop(
+    ray: Any, pools: Sequence[_Pool], contexts: Mapping[str, Context], store: ResponseStore
+) -> None:
+    from ray.exceptions import RayActorError, RayTaskError
+
+    while True:
+        for pool in pools:
+            _dispatch(pool, contexts)
+        refs = [ref for pool in pools for ref in pool.flight]
+        if not refs:
+            if any(pool.queue for pool in pools):
+                continue  # batches whose context owner died: taken on the next pass
+            return
+        ready, _ = ray.wait(refs, num_returns=1, timeout=5.0)
+        for ref in ready:
+            pool = next(p for p in pools if ref in p.flight)
+            i, idx, batch = pool.flight.pop(ref)
+            try:
+                out = ray.get(ref)
+            except RayActorError:
+                _died(pool, i)
+                continue
+            except RayTaskError as exc:
+                cause = exc.cause if getattr(exc, "cause", None) is not None else exc
+                msg = " ".join(str(cause).split())[:200]
+                raise LcevalError(f"replica {i} of {pool.job.spec.label}: {msg}") from None
+            out = [dataclasses.replace(r, sample_hash=pool.hashes[r.sample_id]) for r in out]
+            store.append(out)
+            pool.bar.add(
+                len(out), sum(r.prompt_tokens for r in out), sum(r.completion_tokens for r in out)
+            )
+
+
+def _died(pool: _Pool, i: int) -> None:
+    """Replica ``i`` is gone: its batches in flight go back to the front of the queue."""
+    pool.alive[i] = False
+    back = sorted(
+        ((idx, b) for ref, (j, idx, b) in list(pool.flight.items()) if j == i),
+        key=lambda t: t[0],
+    )
+    for ref in [r for r, (j, _, _) in pool.flight.items() if j == i]:
+        del pool.flight[ref]
+    for item in reversed(back):
+        pool.queue.appendleft(item)
+    alive = sum(pool.alive)
+    pool.bar.set_alive(alive)
+    log(
+        f"warning: replica {i} of {pool.job.spec.label} died; its unanswered samples go to "
+        f"the {alive} replica(s) alive"
+    )
+    if alive == 0:
+        raise LcevalError(
+            f"every replica of {pool.job.spec.label} died ({len(pool.queue)} batch(es) "
+            "unanswered; finished answers are saved, rerun to resume)"
+        )
+
+
+def _stop(ray: Any, pool: _Pool) -> None:
+    """Close every live replica's engine, end the actors, free their placement groups."""
+    from ray.util.placement_group import remove_placement_group
+
+    closing = [a.close.remote() for a, ok in zip(pool.actors, pool.alive, strict=True) if ok]
+    try:
+        ray.wait(closing, num_returns=len(closing), timeout=30)
+    except Exception:  # noqa: BLE001 - shutting down: a dead replica has nothing to close
+        pass
+    for actor in pool.actors:
+        try:
+            ray.kill(actor)
+        except Exception:  # noqa: BLE001 - already gone
+            pass
+    for pg in pool.groups:
+        try:
+            remove_placement_group(pg)
+        except Exception:  # noqa: BLE001 - already removed
+            pass

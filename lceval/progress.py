@@ -1,0 +1,283 @@
+"""Progress you can watch: one bar per model (samples answered of total, prompt and generated
+tokens per second, time left, replicas alive), also written to ``outputs/<run>/logs/progress.jsonl``
+so that ``lceval status RUN`` prints it from another terminal and ``lceval run`` shows it while a
+notebook answers inside a papermill kernel (whose own output goes to the notebook, not the
+terminal).
+
+One JSON object a line, appended and flushed by the process that answers (the driver of a Ray
+run, or the process holding the in-process engine), at most once per :data:`EVERY_S` seconds and
+once at the end::
+
+    {"time": "2026-11-25T15:01:02+00:00", "t": 1795700462.1, "pid": 4242, "model": "embedded",
+     "desc": "infer embedded", "answered": 12, "total": 44, "new": 8, "prompt_tok_s": 850.0,
+     "gen_tok_s": 30.2, "eta_s": 65.0, "replicas": 1, "replicas_alive": 1, "state": "running"}
+
+``answered`` counts samples with an answer (those answered before this call included), ``new``
+those answered by this call; the rates are over this call's wall time since its first answer was
+asked for (tokens per second); ``eta_s`` is ``(total - answered) / (new / elapsed)`` (seconds;
+None before the first answer). ``state`` is ``running``, ``done`` or ``stopped`` (an exception or
+Ctrl-C ended the call).
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import json
+import os
+import threading
+import time
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+from typing import Any, TextIO
+
+PROGRESS_NAME = "progress.jsonl"
+"""The progress file under a run's ``logs/`` folder."""
+
+EVERY_S = 1.0
+"""Least seconds between two progress lines of one model (the last line is always written)."""
+
+
+def progress_path(run_path: str | os.PathLike[str]) -> Path:
+    """``<run folder>/logs/progress.jsonl``."""
+    return Path(run_path) / "logs" / PROGRESS_NAME
+
+
+def duration(seconds: float | None) -> str:
+    """``65.0`` -> ``1m05s``, ``3700`` -> ``1h01m``; None -> ``?``."""
+    if seconds is None or seconds != seconds or seconds < 0:
+        return "?"
+    s = int(round(seconds))
+    if s < 60:
+        return f"{s}s"
+    if s < 3600:
+        return f"{s // 60}m{s % 60:02d}s"
+    return f"{s // 3600}h{(s % 3600) // 60:02d}m"
+
+
+def postfix(record: Mapping[str, Any]) -> str:
+    """The part of a progress line after the counts: rates, time left, replicas."""
+    eta = record.get("eta_s")
+    left = "0s left" if record.get("state") == "done" else f"{duration(eta)} left"
+    return (
+        f"prompt {record.get('prompt_tok_s', 0):,.0f} tok/s, "
+        f"generated {record.get('gen_tok_s', 0):,.1f} tok/s, {left}, "
+        f"replicas {record.get('replicas_alive', 1)}/{record.get('replicas', 1)} alive"
+    )
+
+
+def render(record: Mapping[str, Any]) -> str:
+    """One plain line for a progress record (what ``lceval status`` and ``lceval run`` print)."""
+    state = record.get("state", "running")
+    return (
+        f"{record.get('desc') or record.get('model')}: {record.get('answered')}/"
+        f"{record.get('total')} samples answered, {postfix(record)} [{state}]"
+    )
+
+
+class Progress:
+    """A model's progress: a tqdm bar on the terminal and lines in progress.jsonl.
+
+    Args:
+        path: the progress file (None: terminal only).
+        model: the model's name in the run.
+        total: samples of this call (answered earlier included).
+        initial: of those, answered before this call.
+        desc: the bar's label.
+        replicas: engine replicas answering (1 in-process).
+        show: draw the terminal bar.
+        stream: where the bar goes (default: :func:`lceval.console.terminal`).
+    """
+
+    def __init__(
+        self,
+        path: Path | None,
+        model: str,
+        total: int,
+        initial: int = 0,
+        *,
+        desc: str | None = None,
+        replicas: int = 1,
+        show: bool = True,
+        stream: TextIO | None = None,
+    ) -> None:
+        from tqdm.auto import tqdm
+
+        from lceval.console import terminal
+
+        self.path = path
+        self.model = model
+        self.total = total
+        self.answered = initial
+        self.new = 0
+        self.prompt_tokens = 0
+        self.gen_tokens = 0
+        self.replicas = replicas
+        self.alive = replicas
+        self.desc = desc or f"infer {model}"
+        self.t0 = time.perf_counter()
+        self._last = 0.0
+        self._lock = threading.Lock()
+        self.bar = tqdm(
+            total=total,
+            initial=initial,
+            desc=self.desc,
+            unit="sample",
+            disable=not show,
+            file=stream or terminal(),
+            bar_format="{desc}: {n_fmt}/{total_fmt} samples answered |{bar}|{postfix}",
+        )
+        self.extra: dict[str, str] = {}
+        self._write("running", force=True)
+
+    def record(self, state: str = "running") -> dict[str, Any]:
+        """The current progress as a progress.jsonl record (see the module docstring)."""
+        dt = max(time.perf_counter() - self.t0, 1e-9)
+        rate = self.new / dt
+        left = self.total - self.answered
+        return {
+            "time": _dt.datetime.now(_dt.UTC).replace(microsecond=0).isoformat(),
+            "t": round(time.time(), 3),
+            "pid": os.getpid(),
+            "model": self.model,
+            "desc": self.desc,
+            "answered": self.answered,
+            "total": self.total,
+            "new": self.new,
+            "prompt_tok_s": round(self.prompt_tokens / dt, 1),
+            "gen_tok_s": round(self.gen_tokens / dt, 2),
+            "eta_s": 0.0 if left <= 0 else (round(left / rate, 1) if rate > 0 else None),
+            "replicas": self.replicas,
+            "replicas_alive": self.alive,
+            "state": state,
+        }
+
+    def add(self, n: int, prompt_tokens: int, gen_tokens: int) -> None:
+        """Count ``n`` samples answered now with their prompt and generated tokens."""
+        with self._lock:
+            self.answered += n
+            self.new += n
+            self.prompt_tokens += prompt_tokens
+            self.gen_tokens += gen_tokens
+            self.bar.update(n)
+            self._write("running")
+
+    def set_alive(self, alive: int) -> None:
+        """Replicas still answering (a replica died)."""
+        with self._lock:
+            self.alive = alive
+            self._write("running", force=True)
+
+    def _write(self, state: str, force: bool = False) -> None:
+        now = time.perf_counter()
+        rec = self.record(state)
+        text = postfix(rec)
+        if self.extra:
+            text += ", " + ", ".join(f"{k} {v}" for k, v in self.extra.items())
+        self.bar.set_postfix_str(text, refresh=True)
+        if self.path is None or (not force and now - self._last < EVERY_S):
+            return
+        self._last = now
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            with open(self.path, "a", encoding="utf-8") as f:
+                f.write(json.dumps(rec) + "\n")
+        except OSError:  # progress is a view: a full disk must not stop the answers
+            pass
+
+    def close(self, state: str = "done") -> None:
+        """Write the last line (``done`` or ``stopped``) and close the bar."""
+        with self._lock:
+            self._write(state, force=True)
+            self.bar.close()
+
+
+def read(path: str | os.PathLike[str]) -> Iterator[dict[str, Any]]:
+    """The records of a progress file (lines that do not parse, a half-written last line
+    included, are skipped)."""
+    try:
+        f = open(path, encoding="utf-8")  # noqa: SIM115 - closed below
+    except FileNotFoundError:
+        return
+    with f:
+        for line in f:
+            try:
+                rec = json.loads(line)
+            except ValueError:
+                continue
+            if isinstance(rec, dict) and "model" in rec:
+                yield rec
+
+
+def latest(path: str | os.PathLike[str], since: float | None = None) -> dict[str, dict[str, Any]]:
+    """The last record per bar label (``desc``) of a progress file, in first-seen order;
+    ``since``: only records written at or after this Unix time (seconds)."""
+    out: dict[str, dict[str, Any]] = {}
+    for rec in read(path):
+        if since is not None and float(rec.get("t", 0)) < since:
+            continue
+        out[str(rec.get("desc") or rec["model"])] = rec
+    return out
+
+
+def status(run_path: str | os.PathLike[str], now: float | None = None) -> str:
+    """What ``lceval status RUN`` prints: one line per model of the run's latest inference,
+    with how long ago each line was written.
+
+    Raises:
+        LcevalError: the run has no progress file yet.
+    """
+    from lceval.errors import LcevalError
+
+    path = progress_path(run_path)
+    recs = latest(path)
+    if not recs:
+        raise LcevalError(f"no progress recorded yet in {path} (lceval infer or run writes it)")
+    now = time.time() if now is None else now
+    lines = []
+    for rec in recs.values():
+        age = duration(max(0.0, now - float(rec.get("t", now))))
+        lines.append(f"{render(rec)} ({age} ago)")
+    return "\n".join(lines)
+
+
+class Watcher:
+    """Shows the bars of a progress file that another process (a notebook's kernel) writes, on
+    this process's terminal, while a block runs: ``with Watcher(path, stream): ...``.
+
+    Only records written after the block began are shown; each bar label gets a plain line when
+    it changes (at most every ``every_s`` seconds), and its last line when the block ends."""
+
+    def __init__(self, path: Path, stream: TextIO, every_s: float = 2.0) -> None:
+        self.path = path
+        self.stream = stream
+        self.every_s = every_s
+        self._stop = threading.Event()
+        self._shown: dict[str, str] = {}
+        self._thread: threading.Thread | None = None
+        self.since = time.time()
+
+    def _show(self) -> None:
+        for label, rec in latest(self.path, self.since).items():
+            line = render(rec)
+            if self._shown.get(label) != line:
+                self._shown[label] = line
+                try:
+                    self.stream.write(line + "\n")
+                    self.stream.flush()
+                except (OSError, ValueError):
+                    pass
+
+    def _loop(self) -> None:
+        while not self._stop.wait(self.every_s):
+            self._show()
+
+    def __enter__(self) -> Watcher:
+        self._thread = threading.Thread(target=self._loop, name="lceval-progress", daemon=True)
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+        self._show()
