@@ -393,6 +393,8 @@ def _plan(args: argparse.Namespace) -> str:
 
     if args.max_new_tokens is not None and args.max_new_tokens < 1:
         raise LcevalError(f"--max-new-tokens must be >= 1, got {args.max_new_tokens}")
+    if args.gpus is not None and args.gpus < 1:
+        raise LcevalError(f"--gpus must be an integer >= 1, got {args.gpus}")
     csv = _csv_path(args.csv) if args.csv else None
     run = RunDir(args.run_id, args.outputs)
     samples = pipeline.select_samples(run, run.read_samples(), limit=args.limit, tasks=args.tasks)

@@ -187,6 +187,7 @@ def test_cli_plan_prints_records_and_writes_csv(tmp_path, capsys):
         (["plan", "r", "--efficiency", "-1"], "efficiency must be a positive number"),
         (["plan", "r", "--tasks", "XX"], "XX"),
         (["plan", "r", "--model", "/no/such/model"], "cannot read the tokenizer"),
+        (["plan", "r", "--gpus", "0"], "--gpus must be an integer >= 1"),
     ],
 )
 def test_cli_plan_bad_input_is_one_line(tmp_path, capsys, args, message):
@@ -194,6 +195,24 @@ def test_cli_plan_bad_input_is_one_line(tmp_path, capsys, args, message):
     assert main(["--outputs", str(tmp_path), *args]) == 2
     err = capsys.readouterr().err
     assert message in err and len(err.strip().splitlines()) == 1
+
+
+def test_cli_plan_gpus_gives_the_wall_clock(tmp_path, capsys):
+    run, _, _ = _run(tmp_path)
+    assert main(["--outputs", str(tmp_path), "plan", "r", "--gpus", "8"]) == 0
+    assert "wall clock on 8 GPU(s)" in capsys.readouterr().out
+    p = plan.plan_run(run)
+    table = plan.wall_clock(p, 8)
+    est = p.estimates
+    for row, e in zip(table.itertuples(), est.itertuples(), strict=True):
+        replicas = 8 // e.gpus
+        assert row.replicas == replicas
+        if replicas:  # 8 GPUs hold 8 // gpus replicas, each a share of the samples
+            assert row.wall_h == pytest.approx(e.estimate_h / replicas)
+        else:
+            assert row.wall_h != row.wall_h  # NaN: the model does not fit 8 GPUs
+    one = plan.wall_clock(p, 1)
+    assert (one["wall_h"][one["replicas"] == 1] == est["estimate_h"][one["replicas"] == 1]).all()
 
 
 def test_infer_announces_the_plan(monkeypatch, tmp_path, capsys):

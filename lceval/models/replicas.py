@@ -93,7 +93,7 @@ def connect(address: str | None = None) -> Any:
             logging_level="ERROR",
             configure_logging=True,
         )
-    except (ConnectionError, RuntimeError, ValueError) as exc:
+    except Exception as exc:  # noqa: BLE001 - Ray raises bare Exception on a start timeout
         where = address or "a local cluster"
         raise LcevalError(
             f"cannot join Ray at {where}: {' '.join(str(exc).split())[:200]}"

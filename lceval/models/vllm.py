@@ -24,7 +24,7 @@ import gc
 import importlib.util
 import os
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 from lceval.errors import LcevalError
@@ -249,6 +249,8 @@ class VLLMBackend:
         """Samples per ``generate`` call that ``lceval.pipeline.infer`` sends by default."""
         self.prompt_tokens_requested = 0
         """Prompt tokens of every request sent so far."""
+        self._requests = 0
+        """Requests stream() has added (their ids: ``lceval-N``)."""
         self.prompt_tokens_computed: int | None = 0
         """Of those, tokens not served from vLLM's prefix cache (each result's
         ``num_cached_tokens``); None once a result does not report it (not measured)."""
@@ -381,6 +383,60 @@ class VLLMBackend:
                 out[i] = self._response(samples[i], p, ids, res, config, latency)
                 self._count(len(ids), getattr(res, "num_cached_tokens", None))
         return [r for r in out if r is not None]
+
+    def stream(
+        self,
+        samples: Sequence[Sample],
+        contexts: Mapping[str, Context],
+        config: GenerationConfig,
+    ) -> Iterator[Response]:
+        """:meth:`generate`, each answer yielded as the engine finishes it (in the order they
+        finish), so that ``lceval.models.generate`` writes it at once: the requests go to vLLM's
+        engine together (``LLMEngine.add_request``) and its step loop (what ``LLM.generate`` runs
+        inside) hands back each finished one. Where the engine lacks that interface, or a
+        request is refused, the batch goes through :meth:`generate`. Requests still running
+        when the caller stops (Ctrl-C) are aborted."""
+        from vllm.inputs import TokensPrompt
+
+        if self.llm is None:
+            raise LcevalError(f"backend for {self.name} is closed")
+        engine = getattr(self.llm, "llm_engine", None)
+        if not all(hasattr(engine, a) for a in ("add_request", "step", "abort_request")):
+            yield from self.generate(samples, contexts, config)
+            return
+        todo: list[tuple[int, RenderedPrompt, list[int], Any]] = []
+        for i, s in enumerate(samples):
+            try:
+                p = self.render(s, contexts, config)
+                ids = self.tokenizer(p.text, add_special_tokens=False)["input_ids"]
+                todo.append((i, p, ids, self.sampling_params(s, config)))
+            except (LcevalError, ValueError, TypeError) as exc:
+                yield error_response(s, self.name, config, exc)
+        running: dict[str, tuple[int, RenderedPrompt, list[int]]] = {}
+        t0 = time.perf_counter()
+        try:
+            try:
+                for i, p, ids, params in todo:
+                    self._requests += 1
+                    rid = f"lceval-{self._requests}"
+                    got = engine.add_request(rid, TokensPrompt(prompt_token_ids=ids), params)
+                    running[got if isinstance(got, str) else rid] = (i, p, ids)
+            except (ValueError, RuntimeError, TypeError):  # refused: the batch call retries
+                engine.abort_request(list(running))
+                running.clear()
+                yield from self.generate([samples[i] for i, *_ in todo], contexts, config)
+                return
+            while running:
+                for res in engine.step():
+                    if not getattr(res, "finished", False) or res.request_id not in running:
+                        continue
+                    i, p, ids = running.pop(res.request_id)
+                    latency = time.perf_counter() - t0
+                    self._count(len(ids), getattr(res, "num_cached_tokens", None))
+                    yield self._response(samples[i], p, ids, res, config, latency)
+        finally:
+            if running:
+                engine.abort_request(list(running))
 
     def _count(self, n_prompt: int, cached: int | None) -> None:
         """Add one request's prompt tokens to the running counts (``cached``: prefix-cache hits)."""

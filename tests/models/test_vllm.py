@@ -134,3 +134,19 @@ def test_cache_key_and_prefix_reuse(engine) -> None:
     counts = prefix_reuse(engine).minus(before)
     assert counts.requested == sum(r.prompt_tokens for r in out)
     assert counts.reuse is not None and counts.reuse > 0.5  # one long context, four questions
+
+
+def test_stream_yields_each_answer_as_it_finishes(engine) -> None:
+    """stream(): the answers generate() gives, each yielded once the engine finishes it (a short
+    budget finishes before a long one), so generate.generate writes it at once."""
+    batch = [
+        _sample("long", "Count from one to fifty.", max_new_tokens=40),
+        _sample("short", "Say yes.", max_new_tokens=2),
+    ]
+    streamed = list(engine.stream(batch, CONTEXTS, GREEDY))
+    assert [r.sample_id for r in streamed] == ["short", "long"]  # in the order they finished
+    batched = {r.sample_id: r for r in engine.generate(batch, CONTEXTS, GREEDY)}
+    for r in streamed:
+        assert r.text.split()[:3] == batched[r.sample_id].text.split()[:3]
+        assert r.completion_tokens > 0 and r.error is None
+    assert streamed[0].completion_tokens <= 2
