@@ -84,7 +84,7 @@ def main() -> None:
         shutil.rmtree(root, ignore_errors=True)
     ref = rows[0][3]
     lines = [
-        f"# Replicas on Ray vs in-process (bench/bench_replicas.py)",
+        "# Replicas on Ray vs in-process (bench/bench_replicas.py)",
         "",
         f"Machine: {platform.processor() or platform.machine()}, {cores} cores "
         f"(os.cpu_count), shared with other work; torch {torch.__version__}, ray "
@@ -92,7 +92,7 @@ def main() -> None:
         f"LIFBench smoke set, first {args.limit} samples, max_new_tokens {args.max_new_tokens}. "
         f"Local Ray cluster start (ray.init, not in the rows): {ray_init:.1f} s.",
         "",
-        "| path | samples | generated tokens | wall s | vs in-process | same answers as in-process |",
+        "| path | samples | generated tokens | wall s | vs in-process | answers = in-process |",
         "|---|---|---|---|---|---|",
     ]
     for label, n, gen, wall, _ in rows:

@@ -479,6 +479,11 @@ def _options_listing(backend: str) -> str:
             lines.append(f"  {key}  (vLLM engine argument; default: vLLM's)")
         else:
             lines.append(f"  {key}={opt.default!r}  ({opt.annotation})")
+    from lceval.models.base import LOCAL_BACKENDS, RUN_OPTIONS
+
+    if name in LOCAL_BACKENDS:
+        for key, opt in RUN_OPTIONS.items():
+            lines.append(f"  {key}={opt.default!r}  ({opt.annotation}; engine replicas on Ray)")
     return "\n".join(lines)
 
 

@@ -33,9 +33,9 @@ from lceval.models.base import (
     replicas_of,
 )
 from lceval.models.cache import ResponseStore
-from lceval.progress import progress_path
 from lceval.models.generate import engine_config, generate, prefix_reuse
 from lceval.models.specs import ModelSpec, check_fits, resolve_models
+from lceval.progress import progress_path
 from lceval.records import Context, Judgement, Response, Sample, Score, sample_hashes
 
 DEFAULT_CALL_SIZE = 8

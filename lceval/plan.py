@@ -569,7 +569,9 @@ def render_wall_clock(plan: Plan, gpus: int) -> str:
     shown = table.copy()
     shown["wall_h"] = [
         _hours(h) if r > 0 else f"needs {g} GPUs"
-        for h, r, g in zip(table["wall_h"], table["replicas"], table["gpus_per_replica"], strict=True)
+        for h, r, g in zip(
+            table["wall_h"], table["replicas"], table["gpus_per_replica"], strict=True
+        )
     ]
     return "\n".join(
         [

@@ -80,7 +80,15 @@ def test_run_shows_progress_and_status_works_from_another_process(tmp_path, tiny
     try:
         _wait(lambda: _answers(responses) >= 1 or proc.poll() is not None, 600, "an answer")
         status = subprocess.run(
-            [sys.executable, "-m", "lceval", "--outputs", str(tmp_path), "status", "lifbench-smoke"],
+            [
+                sys.executable,
+                "-m",
+                "lceval",
+                "--outputs",
+                str(tmp_path),
+                "status",
+                "lifbench-smoke",
+            ],
             capture_output=True,
             text=True,
             timeout=120,

@@ -8,7 +8,6 @@ import subprocess
 import sys
 import time
 from collections import Counter
-from pathlib import Path
 
 import pytest
 
@@ -81,14 +80,18 @@ def test_replicas_without_ray_is_one_line(tmp_path, monkeypatch, tiny_model_dir)
 def test_bad_replicas_value(tmp_path, tiny_model_dir, bad):
     _run(tmp_path, "r")
     with pytest.raises(LcevalError, match="replicas"):
-        pipeline.infer("r", "hf", str(tiny_model_dir), root=tmp_path, backend_options={"replicas": bad})
+        pipeline.infer(
+            "r", "hf", str(tiny_model_dir), root=tmp_path, backend_options={"replicas": bad}
+        )
 
 
 @pytest.fixture(scope="module")
 def ray_cluster():
     """A local Ray cluster of 2 CPUs, started by the test itself."""
     ray = pytest.importorskip("ray")
-    ray.init(num_cpus=2, include_dashboard=False, object_store_memory=80 * 2**20, namespace="lceval")
+    ray.init(
+        num_cpus=2, include_dashboard=False, object_store_memory=80 * 2**20, namespace="lceval"
+    )
     try:
         yield ray.get_runtime_context().gcs_address
     finally:
