@@ -58,7 +58,14 @@ def main() -> None:
         )
         cores = os.cpu_count() or 1
         t0 = time.perf_counter()
-        ray.init(num_cpus=min(cores, 2), include_dashboard=False, log_to_driver=False)
+        for attempt in range(3):  # Ray waits 30 s for its raylet: a loaded machine misses it
+            try:
+                ray.init(num_cpus=min(cores, 2), include_dashboard=False, log_to_driver=False)
+                break
+            except Exception:  # noqa: BLE001 - Ray raises bare Exception on that timeout
+                ray.shutdown()
+                if attempt == 2:
+                    raise
         ray_init = time.perf_counter() - t0
         address = ray.get_runtime_context().gcs_address
         rows = []
@@ -90,7 +97,8 @@ def main() -> None:
         f"(os.cpu_count), shared with other work; torch {torch.__version__}, ray "
         f"{ray.__version__}. Model {args.model} on hf, float32, one CPU thread per engine; "
         f"LIFBench smoke set, first {args.limit} samples, max_new_tokens {args.max_new_tokens}. "
-        f"Local Ray cluster start (ray.init, not in the rows): {ray_init:.1f} s.",
+        f"Local Ray cluster start (ray.init, not in the rows): {ray_init:.1f} s. Load average "
+        f"at the end: {os.getloadavg()[0]:.1f} (1 min).",
         "",
         "| path | samples | generated tokens | wall s | vs in-process | answers = in-process |",
         "|---|---|---|---|---|---|",

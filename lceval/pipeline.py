@@ -24,6 +24,7 @@ from lceval.console import engine_output
 from lceval.errors import LcevalError
 from lceval.io import RunDir, atomic_open, new_meta, project_root
 from lceval.models.base import (
+    LOCAL_BACKENDS,
     Backend,
     GenerationConfig,
     check_load,
@@ -372,7 +373,11 @@ def infer(
         from lceval.models.replicas import RAY_ADDRESS_ENV
 
         ray_address = os.environ.get(RAY_ADDRESS_ENV) or None
-    on_ray = [ray_address is not None or replicas_of(spec.options) > 1 for spec in specs]
+    on_ray = [  # API models (openai) stay in this process: their server does the work
+        spec.backend in LOCAL_BACKENDS
+        and (ray_address is not None or replicas_of(spec.options) > 1)
+        for spec in specs
+    ]
     if any(on_ray):
         from lceval.models.replicas import require_ray
 
