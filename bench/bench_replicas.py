@@ -58,13 +58,13 @@ def main() -> None:
         )
         cores = os.cpu_count() or 1
         t0 = time.perf_counter()
-        for attempt in range(3):  # Ray waits 30 s for its raylet: a loaded machine misses it
+        for attempt in range(5):  # Ray waits 30 s for its raylet: a loaded machine misses it
             try:
                 ray.init(num_cpus=min(cores, 2), include_dashboard=False, log_to_driver=False)
                 break
             except Exception:  # noqa: BLE001 - Ray raises bare Exception on that timeout
                 ray.shutdown()
-                if attempt == 2:
+                if attempt == 4:
                     raise
         ray_init = time.perf_counter() - t0
         address = ray.get_runtime_context().gcs_address

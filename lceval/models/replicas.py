@@ -177,7 +177,8 @@ class _Pool:
     flight: dict[Any, tuple[int, int, list[Sample]]] = field(default_factory=dict)
     chash: str = ""
     hashes: dict[str, str] = field(default_factory=dict)
-    got: dict[str, Response] = field(default_factory=dict)
+    cut: list[int] = field(default_factory=list)
+    """Tokens dropped from each truncated prompt answered by this call."""
     bar: Any = None
 
 
@@ -354,6 +355,12 @@ def _run_wave(
     for pool in pools:  # every answer of the job's samples, stored earlier or now
         job = pool.job
         name = job.entry["name"]
+        if pool.cut:  # as lceval.models.generate says it in-process
+            log(
+                f"warning: {len(pool.cut)} prompt(s) did not fit {name}'s window: their contexts "
+                f"were right-truncated (up to {max(pool.cut):,} tokens dropped; truncated_tokens "
+                "in responses.jsonl)"
+            )
         found: dict[str, Response] = {}
         for r in store:
             if (
@@ -440,6 +447,7 @@ def _loop(
                 raise LcevalError(f"replica {i} of {pool.job.spec.label}: {msg}") from None
             out = [dataclasses.replace(r, sample_hash=pool.hashes[r.sample_id]) for r in out]
             store.append(out)
+            pool.cut += [r.truncated_tokens for r in out if r.truncated_tokens]
             pool.bar.add(
                 len(out), sum(r.prompt_tokens for r in out), sum(r.completion_tokens for r in out)
             )
