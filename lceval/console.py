@@ -92,7 +92,7 @@ def _record_interrupts(seen: list[int]) -> Any:
 
     Ctrl-C reaches vLLM's engine processes too, and the main process may learn of their death
     (``EngineDeadError``) before its own ``KeyboardInterrupt``: with a SIGINT noted, either is
-    an interruption (finished batches kept, exit 130), not an engine failure."""
+    an interruption (finished answers kept, exit 130), not an engine failure."""
     if threading.current_thread() is not threading.main_thread():
         return None
     previous = signal.getsignal(signal.SIGINT)
