@@ -33,6 +33,23 @@ def test_status_prints_the_latest_line_per_model(tmp_path):
     assert recs[-1]["answered"] == 5 and recs[-1]["new"] == 3 and recs[-1]["state"] == "stopped"
 
 
+def test_watcher_shows_only_new_lines_of_the_file(tmp_path):
+    import io
+
+    path = progress.progress_path(tmp_path)
+    old = progress.Progress(path, "old", 3, show=False)
+    old.close()
+    out = io.StringIO()
+    with progress.Watcher(path, out, every_s=0.05):
+        bar = progress.Progress(path, "m", 4, show=False)
+        bar.add(4, 400, 40)
+        bar.close()
+        time.sleep(0.3)
+    shown = out.getvalue().splitlines()
+    assert shown and all(line.startswith("infer m: ") for line in shown)
+    assert shown[-1].startswith("infer m: 4/4 samples answered") and shown[-1].endswith("[done]")
+
+
 def test_duration():
     assert [progress.duration(s) for s in (None, 5, 65, 3700)] == ["?", "5s", "1m05s", "1h01m"]
 
