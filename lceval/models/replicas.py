@@ -256,9 +256,18 @@ def answer_jobs(
     ray = connect(address)
     room = {k: float(v) for k, v in ray.cluster_resources().items()}
     gpus = room.get("GPU", 0.0)
+    nodes = [n.get("Resources", {}) for n in ray.nodes() if n.get("Alive")]
     needs = []
     for job in jobs:
         per = replica_needs(split_run_options(job.spec.options)[1], gpus)
+        if nodes and not any(all(n.get(k, 0) >= v for k, v in per.items()) for n in nodes):
+            biggest = max(float(n.get("GPU" if "GPU" in per else "CPU", 0)) for n in nodes)
+            kind = "GPU" if "GPU" in per else "CPU"
+            raise LcevalError(
+                f"{job.spec.label}: one replica needs {per[kind]:g} {kind}(s) on one node "
+                f"(tensor_parallel_size x pipeline_parallel_size); the largest node has "
+                f"{biggest:g}"
+            )
         needs.append({k: v * job.n for k, v in per.items()})
     waves = plan_waves(needs, room)
     with store.writer():
