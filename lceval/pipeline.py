@@ -23,6 +23,7 @@ from lceval.benchmark import (
 from lceval.console import engine_output
 from lceval.errors import LcevalError
 from lceval.io import RunDir, atomic_open, new_meta, project_root
+from lceval.models import lifeline
 from lceval.models.base import (
     Backend,
     GenerationConfig,
@@ -395,7 +396,7 @@ def _infer_one(
     """:func:`infer` for one model: load its engine, answer, close it, record it in run.json."""
     # Engine start-up and shutdown records go to logs/lceval.log (the terminal keeps lceval's
     # lines and the progress bar; -v or LCEVAL_VERBOSE=1 shows everything).
-    with engine_output(run.path, "infer"):
+    with engine_output(run.path, "infer"), lifeline.guard(run.path):  # engines die with us
         t0 = time.perf_counter()
         engine = load_backend(spec.backend, spec.model, **spec.options)
         engine.name = stored_name(spec)

@@ -191,7 +191,7 @@ def test_a_name_clash_is_refused_before_any_engine_naming_both(
     line = _one_line(capsys, [*argv, "--model", "embedded", "--model", other])
     assert "models[0] (embedded) and models[1] (" in line
     assert "would both store their answers as 'SmolLM2-135M-Instruct'" in line
-    line = _one_line(capsys, [*argv, "--model", "{model: embedded, name: \"a\\nb\"}"])
+    line = _one_line(capsys, [*argv, "--model", '{model: embedded, name: "a\\nb"}'])
     assert "holds a newline or control character" in line
     assert run.run_json.read_bytes() == before
 

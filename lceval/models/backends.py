@@ -51,7 +51,8 @@ class HFOptions(BackendOptions):
         description="auto (CUDA when available, else CPU), cpu, cuda[:N] or mps",
     )
     dtype: Literal["auto", "float32", "bfloat16", "float16"] = Field(
-        "auto", description="auto: bfloat16 on GPUs that support it, float16 on older, float32 on CPU"
+        "auto",
+        description="auto: bfloat16 on GPUs that support it, float16 on older, float32 on CPU",
     )
     max_batch_rows: int | None = Field(
         None,

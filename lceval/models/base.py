@@ -392,6 +392,9 @@ def load_backend(backend: str, model: str | None = None, **options: Any) -> Back
             resolved.
     """
     name = check_load(backend, model, options)
+    from lceval.models.lifeline import tie_forked_children
+
+    tie_forked_children()  # engine processes forked from here die with this process
     if backend == AUTO_BACKEND:
         return _load_auto(name, model, options)
     values = option_values(parse_options(name, options))

@@ -82,7 +82,9 @@ def test_prefix_kept_across_calls_and_batches(tiny_model_dir: Path) -> None:
     samples = [_sample(i, "A" if i < 5 else "B", max_new_tokens=8) for i in range(9)]
     kept = HFBackend(str(tiny_model_dir), device="cpu", max_batch_rows=2)
     shared = [r for k in range(0, 9, 3) for r in kept.generate(samples[k : k + 3], ctx, GREEDY)]
-    plain_backend = HFBackend(str(tiny_model_dir), device="cpu", max_batch_rows=2, share_prefix=False)
+    plain_backend = HFBackend(
+        str(tiny_model_dir), device="cpu", max_batch_rows=2, share_prefix=False
+    )
     plain = plain_backend.generate(samples, ctx, GREEDY)
     assert [r.text for r in shared] == [r.text for r in plain]
     assert [r.completion_tokens for r in shared] == [r.completion_tokens for r in plain]
