@@ -193,7 +193,13 @@ def guard(run_path: str | os.PathLike[str]) -> Iterator[None]:
     if me is not None:
         _write(record, {"owner": list(me), "children": {}})
         watchdog = subprocess.Popen(
-            [sys.executable, "-m", "lceval.models.lifeline", str(os.getpid()), str(record)],
+            [
+                sys.executable,
+                "-P",
+                __file__,
+                str(os.getpid()),
+                str(record),
+            ],  # -P: no models/ on sys.path
             start_new_session=True,
             stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL,
@@ -205,13 +211,10 @@ def guard(run_path: str | os.PathLike[str]) -> Iterator[None]:
     finally:
         with contextlib.suppress(OSError):
             record.unlink()
-        if watchdog is not None:
-            with contextlib.suppress(subprocess.TimeoutExpired):
-                watchdog.wait(timeout=3 * POLL_S + 1)
-            if watchdog.poll() is None:
-                watchdog.kill()
-                watchdog.wait()
+        if watchdog is not None:  # the engine was closed in the block: nothing left to watch
+            watchdog.kill()
+            watchdog.wait()
 
 
-if __name__ == "__main__":  # the watchdog: python -m lceval.models.lifeline OWNER_PID RECORD
+if __name__ == "__main__":  # the watchdog: python lifeline.py OWNER_PID RECORD (stdlib, psutil)
     watch(int(sys.argv[1]), Path(sys.argv[2]))
