@@ -13,7 +13,8 @@ setting runs in a fresh child process:
 - ``chosen``: no ``num_threads``: lceval's choice (``lceval.models.threads.choose_threads``: the
   cores of the affinity mask and cgroup quota, less the ones the load average says are busy).
 
-``idle``: the machine as it is (its own background load is recorded, not removed); ``loaded``:
+``as found`` (``idle`` when the machine is idle): the machine as it is (its own background load is
+recorded, not removed); ``loaded``:
 ``--hogs`` busy-looping processes started ``--settle`` seconds before (the 1-minute load average
 needs about a minute to see them), kept running through both settings. The table reports the
 generation seconds, the threads used, the load average when the child started, and whether the
@@ -146,9 +147,13 @@ def main() -> None:
         "|---|---|---|---|---|---|",
     ]
     for state, threads, got, same in rows:
-        secs = "timeout" if got["seconds"] is None else f"{got['seconds']:.1f}"
+        secs = (
+            f"> {args.timeout:.0f} (stopped)" if got["seconds"] is None else f"{got['seconds']:.1f}"
+        )
         load = "?" if got["load"] is None else f"{got['load']:.2f}"
-        lines.append(f"| {state} | {threads} | {got['threads']} | {load} | {secs} | {same} |")
+        label = "as found" if state == "idle" else f"+{args.hogs} busy loops"
+        same_text = "n/a" if same is None else str(same)
+        lines.append(f"| {label} | {threads} | {got['threads']} | {load} | {secs} | {same_text} |")
     text = "\n".join(lines) + "\n"
     os.makedirs(os.path.dirname(args.out), exist_ok=True)
     with open(args.out, "w", encoding="utf-8") as f:
