@@ -74,7 +74,9 @@ def _host_tag() -> str:
 _HOST = _host_tag()
 """Six hex digits of this machine's host name: a temporary name's owner is ``<pid>@<host>``, so a
 run folder shared between machines (NFS) only has its own machine's leftovers swept."""
-_TEMP_RE = re.compile(r"\.(?P<name>.+)\.(?P<pid>\d+)@(?P<host>[0-9a-f]{6})\.[A-Za-z0-9_]+\.(tmp|old)")
+_TEMP_RE = re.compile(
+    r"\.(?P<name>.+)\.(?P<pid>\d+)@(?P<host>[0-9a-f]{6})\.[A-Za-z0-9_]+\.(tmp|old)"
+)
 """A temporary file or folder of :func:`atomic_open` or :meth:`RunDir.staged_report`."""
 _LEGACY_REPORT_RE = re.compile(r"\.report\.[A-Za-z0-9_]{8}\.(tmp|old)")
 """A staged report folder named before temporary names carried their owner (no pid)."""

@@ -374,9 +374,7 @@ def infer(
     for i, spec in enumerate(specs):
         if len(specs) > 1:
             log(f"model {i + 1}/{len(specs)}: {spec.label} ({spec.backend})")
-        responses += _infer_one(
-            run, spec, config, samples, contexts, batch_size, progress, pending
-        )
+        responses += _infer_one(run, spec, config, samples, contexts, batch_size, progress, pending)
     return responses
 
 

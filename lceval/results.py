@@ -173,7 +173,7 @@ def check(doc: Any, where: str) -> None:
     if version is not None and not isinstance(version, str):
         raise LcevalError(
             f"{where} has schema_version {json.dumps(version)} ({type(version).__name__}); "
-            f"results files give it as text: \"{SCHEMA_VERSION}\""
+            f'results files give it as text: "{SCHEMA_VERSION}"'
         )
     if version not in (None, SCHEMA_VERSION):
         raise LcevalError(

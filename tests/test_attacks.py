@@ -235,7 +235,7 @@ CASES: list[tuple[str, Callable[[Path, Path], list[str]], str]] = [
     (
         "plan with a model path that does not exist",
         lambda root, tmp: ["plan", "two", "--model", str(tmp / "nonexistent")],
-        f"model path {{tmp}}/nonexistent does not exist",
+        "model path {tmp}/nonexistent does not exist",
     ),
     (
         "plan --csv into a folder that cannot be written",

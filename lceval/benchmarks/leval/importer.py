@@ -100,8 +100,9 @@ def _check_row(row: dict[str, Any], f: Path, line: int) -> str:
             model name.
     """
     key = prediction_key(row)
-    missing = [k for k in ("query", "gt") if k not in row] + (["<model>_pred"] if key is None else [])
-    if missing:
+    missing = [k for k in ("query", "gt") if k not in row]
+    if missing or key is None:
+        missing += ["<model>_pred"] if key is None else []
         raise LcevalError(
             f"{f} line {line}: missing key(s) {', '.join(missing)} (a row holds query, gt, "
             "<model>_pred)"
