@@ -253,8 +253,8 @@ def leaderboard(
         (``rank`` 1 = best; ties share the lower rank), as :func:`lceval.compare.leaderboard`.
 
     Raises:
-        LcevalError: a run id given twice; ``benchmark`` in none of the documents; nothing to
-            rank; two models that would share a name.
+        LcevalError: a run id given twice; ``benchmark`` in none of the documents; ``scorer``
+            in none of them; nothing to rank; two models that would share a name.
     """
     from lceval import registry
     from lceval.compare import _model_names, scorer_of
@@ -263,6 +263,15 @@ def leaderboard(
     twice = sorted({r for r in ids if ids.count(r) > 1})
     if twice:
         raise LcevalError(f"run {twice[0]} is given more than once; name each run once")
+    if scorer is not None:  # a scorer the documents do not hold would rank the defaults
+        key = scorer.split(":", 1)[0]
+        held = sorted({h["scorer"] for d in docs for h in d["headlines"] if h["benchmark"] == key})
+        if scorer not in held:
+            where = f"results of run{'s' if len(ids) > 1 else ''} {', '.join(ids)}"
+            raise LcevalError(
+                f"{where} hold no headline of scorer {scorer!r}; their {key} scorers: "
+                f"{', '.join(held) or 'none'}"
+            )
     rows = []
     for doc in docs:
         for h in doc["headlines"]:

@@ -180,6 +180,14 @@ CASES: list[tuple[str, Callable[[Path, Path], list[str]], str]] = [
         "scorer 'lifbench:strict' scores lifbench, which run two does not hold",
     ),
     (
+        "... on the leaderboard of results files",
+        lambda root, tmp: [
+            *("compare", "--leaderboard", "--scorer", "ruler"),
+            str(root / "two" / "report" / "results.json"),
+        ],
+        "results of run two hold no headline of scorer 'ruler'; their ruler scorers: none",
+    ),
+    (
         "a results file holding NaN",
         lambda root, tmp: [
             *("compare", "--leaderboard"),
