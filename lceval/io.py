@@ -609,6 +609,57 @@ class RunDir:
                     pass  # the block's own error is the one to report
             raise
 
+    @contextmanager
+    def restored_on_failure(self, paths: Iterable[Path]) -> Iterator[None]:
+        """Keep the files ``paths`` as they were unless the block completes: each existing one
+        is hard-linked (copied where links are refused) to a backup beside it (a temporary name,
+        :func:`temp_prefix`, which the next command's :meth:`sweep` removes if a kill left it);
+        when the block raises, every path is put back (a file the block created is removed,
+        one it moved away is returned); when it completes, the backups are removed.
+
+        Raises:
+            LcevalError: a backup cannot be made (before the block runs); whatever the block
+                raises.
+        """
+        import shutil
+
+        backups: dict[Path, Path | None] = {}
+        try:
+            for path in paths:
+                if path.exists():
+                    backup = path.with_name(f"{temp_prefix(path.name)}backup.old")
+                    try:
+                        os.link(path, backup)
+                    except OSError as exc:
+                        if exc.errno not in (errno.EXDEV, errno.EPERM, errno.EMLINK, errno.ENOTSUP):
+                            raise
+                        shutil.copy2(path, backup)
+                    backups[path] = backup
+                else:
+                    backups[path] = None
+        except OSError as exc:
+            for made in backups.values():
+                if made is not None:
+                    made.unlink(missing_ok=True)
+            raise LcevalError(f"cannot write to {self.path}: {_reason(exc)}") from None
+        try:
+            yield
+        except BaseException:
+            for path, kept in backups.items():
+                try:
+                    if kept is None:
+                        path.unlink(missing_ok=True)
+                    else:
+                        os.replace(kept, path)
+                        # rename() of two links to one file does nothing: drop the backup name
+                        kept.unlink(missing_ok=True)
+                except OSError:
+                    pass  # the block's own error is the one to report
+            raise
+        for done in backups.values():
+            if done is not None:
+                done.unlink(missing_ok=True)
+
     # records ---------------------------------------------------------------------------------
     def write_samples(self, samples: Iterable[Sample], contexts: Iterable[Context]) -> None:
         """Write contexts then samples (both atomically); samples must reference known contexts.

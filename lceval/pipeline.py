@@ -156,13 +156,6 @@ def build_suite(
                 "samples (use --force to move them aside, or another --run-id)"
             )
         models = dict(run.read_meta().models) if run.run_json.exists() else {}
-    elif has_responses:
-        stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
-        for path in (run.responses, run.scores):
-            if path.exists():
-                path.rename(path.with_name(f"{path.name}.replaced-{stamp}"))
-    run.create()
-    run.write_samples(samples, contexts)
     encodings = sorted({r.encoding for r in results.values() if r.encoding})
     first = next(iter(cleaned.values()))
     meta = new_meta(
@@ -173,7 +166,26 @@ def build_suite(
         encoding=", ".join(encodings) or None,
         models=models,
     )
-    run.write_meta(meta)
+    run.create()
+    stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
+    moved = [
+        (path, path.with_name(f"{path.name}.replaced-{stamp}"))
+        for path in (run.responses, run.scores)
+        if has_responses and force and path.exists()
+    ]
+    # contexts, samples and run.json are put back, and the answers moved aside moved back, if
+    # any write fails (a full disk): a failed build leaves the run as it was
+    with run.restored_on_failure([run.contexts, run.samples, run.run_json]):
+        try:
+            for path, aside in moved:
+                path.rename(aside)
+            run.write_samples(samples, contexts)
+            run.write_meta(meta)
+        except BaseException:
+            for path, aside in moved:
+                if aside.exists() and not path.exists():
+                    aside.rename(path)
+            raise
     return run
 
 

@@ -361,3 +361,25 @@ def test_sweep_removes_only_dead_owners(tmp_path):
     (stale_dir / "results.json").write_text("{}")
     assert sorted(sweep_temps(tmp_path)) == sorted([stale, stale_dir])
     assert mine.exists() and other_host.exists() and plain.exists()
+
+
+@pytest.mark.parametrize("fails", ["write_samples", "write_meta"])
+def test_a_failed_forced_rebuild_leaves_the_run_as_it_was(tmp_path, echo_bench, monkeypatch, fails):
+    """``lceval build --force`` over a run with answers moves them aside and rewrites contexts,
+    samples and run.json; a write failing midway (a full disk) puts everything back."""
+    from lceval import pipeline
+    from lceval.io import write_jsonl
+    from lceval.records import Response
+
+    run = pipeline.build("r", "echo", {"n": 3}, root=tmp_path)
+    write_jsonl(run.responses, [Response(sample_id="e0", model="m", text="a0", config_hash="x")])
+    before = _files(tmp_path)
+
+    def full_disk(self, *args, **kwargs):
+        raise LcevalError(f"cannot write {self.path}: No space left on device")
+
+    monkeypatch.setattr(RunDir, fails, full_disk)
+    with pytest.raises(LcevalError, match="No space left"):
+        pipeline.build("r", "echo", {"n": 5, "seed": 1}, root=tmp_path, force=True)
+    assert _files(tmp_path) == before
+    assert not [p.name for p in run.path.iterdir() if p.name.startswith(".")]
