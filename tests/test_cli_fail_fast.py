@@ -196,3 +196,31 @@ def test_engine_args_read_from_source_match_the_dataclass():
     from lceval.models.vllm import engine_arg_names
 
     assert engine_arg_names() == [f.name for f in dataclasses.fields(EngineArgs)]
+
+
+def test_a_vllm_only_option_under_auto_follows_the_auto_decision(
+    capsys, tmp_path, no_engine, monkeypatch
+):
+    """auto decides once (lceval.models.backends.choose_backend) and the option check uses that
+    decision: on a CPU without native bfloat16 auto is hf, so a vLLM engine argument is refused
+    in one line before any engine starts, also for the second model of a run."""
+    import importlib.util
+
+    from lceval.models import backends
+
+    real = importlib.util.find_spec
+    spec = real("vllm") or type("S", (), {"submodule_search_locations": []})()
+    monkeypatch.setattr(
+        importlib.util, "find_spec", lambda n, *a: spec if n == "vllm" else real(n, *a)
+    )
+    monkeypatch.setattr(backends, "cuda_available", lambda: False)
+    monkeypatch.setattr(backends, "cpu_has_bf16", lambda: False)
+    _run(tmp_path)
+    argv = ["--outputs", str(tmp_path), "infer", "r"]
+    line = _one_line(capsys, [*argv, "-o", "gpu_memory_utilization=0.5"])
+    assert "backend hf has no option 'gpu_memory_utilization'" in line
+    second = "{model: embedded, name: two, options: {enforce_eager: true}}"
+    line = _one_line(capsys, [*argv, "--model", "embedded", "--model", second])
+    assert "backend hf has no option 'enforce_eager'" in line
+    line = _one_line(capsys, [*argv, "-o", "prefill_chunk=8"])
+    assert line == "lceval: backend hf option prefill_chunk: 8: must be greater than or equal to 16"

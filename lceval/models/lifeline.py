@@ -214,6 +214,8 @@ def guard(run_path: str | os.PathLike[str]) -> Iterator[None]:
         if watchdog is not None:  # the engine was closed in the block: nothing left to watch
             watchdog.kill()
             watchdog.wait()
+        with contextlib.suppress(OSError):  # the run folder as it was (others' records stay)
+            record.parent.rmdir()
 
 
 if __name__ == "__main__":  # the watchdog: python lifeline.py OWNER_PID RECORD (stdlib, psutil)

@@ -100,10 +100,15 @@ def test_the_next_command_reaps_what_a_record_names(tmp_path):
             assert mine.poll() is None  # its owner (this process) runs
         assert not (folder / "1.json").exists()
         assert not (folder / f"{os.getpid()}.json").exists()  # the guard's own record is gone
+        assert (folder / "2.json").exists()  # another live owner's record stays
     finally:
         for p in (left, mine):
             p.kill()
             p.wait()
+    (tmp_path / "other").mkdir()
+    with lifeline.guard(tmp_path / "other"):
+        pass
+    assert list((tmp_path / "other").iterdir()) == []  # no litter in the run folder
 
 
 @pytest.mark.slow
