@@ -268,7 +268,8 @@ class ScorerOptions(BaseModel):
     def docs(cls) -> dict[str, str]:
         """Option name -> its help line with the default (``lceval list``)."""
         return {
-            k: f"{f.description or ''} (default {f.default!r})" for k, f in cls.model_fields.items()
+            k: f"{f.description or ''} (default {f.get_default(call_default_factory=True)!r})"
+            for k, f in cls.model_fields.items()
         }
 
     @classmethod

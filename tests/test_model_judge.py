@@ -156,6 +156,7 @@ def test_judge_model_is_shared_by_the_three_llm_judges() -> None:
         assert {"backend", "model", "backend_options", "max_new_tokens", "batch_size"} <= set(
             spec.options
         )
+        assert "(default {})" in spec.options["backend_options"]
         with pytest.raises(LcevalError, match=f"scorer {name} option batch_size: 0: must be"):
             spec.check_options({"batch_size": 0})
         spec.check_options({"model": "org/m", "batch_size": 2})

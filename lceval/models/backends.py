@@ -164,7 +164,8 @@ class BackendSpec:
 
     def defaults(self) -> dict[str, Any]:
         """Option name -> default (declared options only)."""
-        return {k: f.default for k, f in self.options.model_fields.items()}
+        fields = self.options.model_fields.items()
+        return {k: f.get_default(call_default_factory=True) for k, f in fields}
 
     def help(self) -> dict[str, str]:
         """Option name -> ``type, default: help`` (one line each)."""
@@ -180,7 +181,8 @@ class BackendSpec:
                 if getattr(m, attr, None) is not None
             ]
             rng = f" {', '.join(bounds)}" if bounds else ""
-            out[key] = f"{kind}{rng}; default {f.default!r}: {f.description or ''}"
+            default = f.get_default(call_default_factory=True)
+            out[key] = f"{kind}{rng}; default {default!r}: {f.description or ''}"
         return out
 
 
