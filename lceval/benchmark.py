@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import importlib
 import math
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -39,6 +39,7 @@ from lceval.records import Context, Gold, Judgement, Response, Sample, Score
 if TYPE_CHECKING:
     import pandas as pd
 
+    from lceval.metrics import Headline
     from lceval.models.base import Backend
     from lceval.models.cache import ResponseStore
 
@@ -77,6 +78,18 @@ def check_keys(
             raise LcevalError(
                 f"{where}: unknown parameter {k!r}; known: {', '.join(sorted(allowed))}"
             )
+
+
+def scorer_key(name: str) -> str:
+    """The benchmark key of a scorer name: ``lifbench:strict`` -> ``lifbench``, ``leval`` ->
+    ``leval`` (the one place ``key:variant`` is parsed)."""
+    return name.split(":", 1)[0]
+
+
+def scorer_of(key: str, scorer: str | None) -> str | None:
+    """``scorer`` when it is one of benchmark ``key``'s (``key`` or ``key:variant``), else None
+    (the benchmark's default): how a run-wide ``--scorer`` applies to each of its benchmarks."""
+    return scorer if scorer is not None and scorer_key(scorer) == key else None
 
 
 def lazy(target: str) -> Callable[..., Any]:
@@ -410,6 +423,35 @@ class Benchmark:
                 names = (present[0],)
         return mine[mine["scorer"].isin(names)], names
 
+    def headline_of(
+        self, scores: pd.DataFrame, samples: Sequence[Sample], scorer: str | None = None
+    ) -> Headline:
+        """This benchmark's headline (``headline``, else :func:`generic_headline`) over the rows
+        of one scorer (:meth:`scores_for`: default, the default scorer). A scorer reporting other
+        metrics than the default (a judge's win rate) gets the generic one; a non-default
+        scorer's headline names it in ``metric`` (``ARS (Eq. 3) [lifbench:strict]``).
+
+        Args:
+            scores: scores.parquet rows (any benchmarks; this one's are selected).
+            samples: this benchmark's samples with typed gold.
+            scorer: a scorer of this benchmark (None: the default).
+
+        Raises:
+            LcevalError: ``scorer`` is not one of this benchmark's scorers.
+        """
+        import dataclasses
+
+        rows, names = self.scores_for(scores, scorer)
+        same_metrics = self.scorer(names[0]).metrics == self.scorer().metrics
+        h: Headline
+        if self.headline is None or not same_metrics:  # a judge's scores: not the paper's
+            h = generic_headline(self.key, rows, samples)
+        else:
+            h = self.headline(rows, samples)
+        if names[0] != self.default_scorer:  # tables name the metric with its scorer
+            h = dataclasses.replace(h, metric=f"{h.metric} [{names[0]}]")
+        return h
+
     def scorer(self, name: str | None = None) -> ScorerSpec:
         """The named scorer (default: the first).
 
@@ -467,6 +509,36 @@ def _replace(sample: Sample, **changes: Any) -> Sample:
     import dataclasses
 
     return dataclasses.replace(sample, **changes)
+
+
+def generic_headline(key: str, scores: pd.DataFrame, samples: Sequence[Sample]) -> Headline:
+    """Headline of a benchmark without its own: the mean over tasks (equal weights) of the task's
+    mean ``Score.value`` (0..1); samples sharing a context are one unit when every such context
+    lies within one task, else every sample is a unit."""
+    import pandas as pd
+
+    from lceval import metrics
+
+    by_id = {s.id: s for s in samples}
+    df = scores[scores["sample_id"].isin(by_id) & scores["value"].notna()]
+    ctx = [by_id[i].context_id or i for i in df["sample_id"]]
+    nested = pd.DataFrame({"c": ctx, "t": df["task"].to_numpy()}).groupby("c")["t"].nunique()
+    clusters = ctx if bool((nested <= 1).all()) else df["sample_id"].tolist()
+    frame = pd.DataFrame(
+        {
+            "model": df["model"].astype(str).to_numpy(),
+            "sample_id": df["sample_id"].to_numpy(),
+            "group": df["task"].astype(str).to_numpy(),
+            "cluster": clusters,
+            "value": df["value"].to_numpy(float),
+            "count": 1.0,
+        }
+    )
+
+    def stat(sums: Mapping[str, Any], groups: Sequence[Hashable]) -> Any:
+        return metrics.mean_statistic(dict.fromkeys(groups, 1.0))(sums, groups)
+
+    return Headline(key, "mean task score", "0..1", frame, ("value", "count"), stat)
 
 
 def failed_generation(response: Response) -> Judgement:

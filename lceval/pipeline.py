@@ -13,12 +13,13 @@ import pandas as pd
 import yaml
 from tqdm.auto import tqdm
 
-from lceval import plan, registry
+from lceval import compare_page, plan, registry, samples_page
 from lceval.benchmark import (
     NOTEBOOK_PARAMS,
     BatchJudge,
     BuildResult,
     ScorerSpec,
+    scorer_of,
 )
 from lceval.console import engine_output
 from lceval.errors import LcevalError
@@ -636,6 +637,27 @@ class ReportTables(dict[str, pd.DataFrame]):
     scorers: dict[str, tuple[str, ...]]
 
 
+def write_run_pages(run: RunDir) -> list[Path]:
+    """The report stage's per-sample pages: ``samples.html`` (:mod:`lceval.samples_page`) and,
+    for a run with two or more models, ``compare.html`` (every pair of its models,
+    :mod:`lceval.compare_page`) under the run's report folder; nothing when the run has no scores.
+
+    Raises:
+        LcevalError: a score of an unknown sample; the folder cannot be written.
+    """
+    page_path = samples_page.write_samples_page(run)
+    if page_path is None:
+        return []
+    out = [page_path]
+    models = set(run.read_scores()["model"].astype(str))
+    if len(models) > 1:
+        frame = compare_page.compare_rows(run, run)
+        out.append(
+            compare_page.write_compare_page(frame, Path(run.report) / "compare.html", "Two models")
+        )
+    return out
+
+
 def report(
     run_id: str, *, root: str | Path | None = None, scorer: str | None = None
 ) -> ReportTables:
@@ -668,14 +690,13 @@ def report(
         registry.find_scorer(scorer, keys)
     tables = ReportTables()
     tables.scorers = {}
-    from lceval.reporting import write_index  # matplotlib: imported only when reporting
+    from lceval.index_page import write_index  # matplotlib: imported only when reporting
     from lceval.results import write_results
-    from lceval.samples_page import write_run_pages
 
     with run.staged_report() as staged:  # swapped in whole, or not at all
         for key in keys:
             bench = registry.get(key)
-            mine = scorer if scorer is not None and scorer.split(":", 1)[0] == key else None
+            mine = scorer_of(key, scorer)
             bench_scores, names = bench.scores_for(scores, mine, report=mine is None)
             bench_samples = [s for s in samples if s.benchmark == key]
             where = staged

@@ -546,7 +546,7 @@ def announce(run: Any, samples: Sequence[Sample], max_new_tokens: int | None = N
     encoding: two lines on stderr and run.json's ``plan``. A plan that cannot be made (no
     tiktoken file) is one line saying why; inference goes on.
     """
-    from lceval.models.base import log
+    from lceval.console import log
 
     try:
         p = plan_run(run, samples=samples, max_new_tokens=max_new_tokens)

@@ -10,7 +10,7 @@ import importlib
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from lceval.benchmark import Benchmark, ScorerSpec
+from lceval.benchmark import Benchmark, ScorerSpec, scorer_key
 from lceval.errors import LcevalError
 from lceval.records import Sample
 
@@ -77,7 +77,7 @@ def find_scorer(name: str, benchmarks: Iterable[str] | None = None) -> tuple[Ben
     Raises:
         LcevalError: unknown benchmark or scorer; the message lists the choices.
     """
-    key = name.split(":", 1)[0]
+    key = scorer_key(name)
     keys = list(benchmarks) if benchmarks is not None else list(BENCHMARKS)
     if key not in keys:
         choices = [s for k in keys if k in _MODULES for s in get(k).scorers]

@@ -22,6 +22,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
+from lceval.console import log
 from lceval.errors import LcevalError
 from lceval.records import Context, Response, Sample
 
@@ -360,14 +361,6 @@ def cpu_has_bf16(cpuinfo: str = "/proc/cpuinfo") -> bool:
     except OSError:
         return True
     return True
-
-
-def log(message: str) -> None:
-    """One ``lceval: ...`` line on stderr (backend choice, fallbacks), on the terminal also while
-    an engine's logs go to the run's log file (:func:`lceval.console.terminal`)."""
-    from lceval.console import terminal
-
-    print(f"lceval: {message}", file=terminal(), flush=True)
 
 
 def backend_class(backend: str) -> type[Any]:

@@ -663,7 +663,8 @@ def report_sweep(sweep: Sweep, *, n_resamples: int = 2000, seed: int = 0) -> Swe
     Raises:
         LcevalError: a point's run has no scores.
     """
-    from lceval.reporting import save_table, write_index
+    from lceval.index_page import write_index
+    from lceval.reporting import save_table
 
     items = item_scores(sweep)
     table = sweep_table(items, seed=seed)
