@@ -538,7 +538,7 @@ def generic_headline(key: str, scores: pd.DataFrame, samples: Sequence[Sample]) 
     def stat(sums: Mapping[str, Any], groups: Sequence[Hashable]) -> Any:
         return metrics.mean_statistic(dict.fromkeys(groups, 1.0))(sums, groups)
 
-    return Headline(key, "mean task score", "0..1", frame, ("value", "count"), stat)
+    return metrics.Headline(key, "mean task score", "0..1", frame, ("value", "count"), stat)
 
 
 def failed_generation(response: Response) -> Judgement:
