@@ -1,27 +1,37 @@
 """Benchmarks by key: each is the ``BENCHMARK`` object of ``lceval.benchmarks.<key>``.
 
-Only benchmarks that exist are registered. Adding one is a folder plus one line here (see
-DEVELOPING.md, "Add a benchmark").
+Benchmarks are discovered from their folders: every package ``lceval/benchmarks/<key>/`` is
+registered under its folder name (nothing is imported until a benchmark is asked for), so adding
+one is a folder (see DEVELOPING.md, "Add a benchmark"). A benchmark kept outside lceval (a
+plugin, a test's toy benchmark) is added at run time with :func:`register`.
 """
 
 from __future__ import annotations
 
 import importlib
+import pkgutil
 from collections.abc import Iterable, Mapping
+from importlib import resources as _resources
+from importlib.resources.abc import Traversable
 from typing import Any
 
+import lceval.benchmarks
 from lceval.benchmark import Benchmark, ScorerSpec, scorer_key
 from lceval.errors import LcevalError
 from lceval.records import Sample
 
-_MODULES = {
-    "lifbench": "lceval.benchmarks.lifbench",
-    "longgenbench": "lceval.benchmarks.longgenbench",
-    "ruler": "lceval.benchmarks.ruler",
-    "manyifeval": "lceval.benchmarks.manyifeval",
-    "leval": "lceval.benchmarks.leval",
-    "cifbench": "lceval.benchmarks.cifbench",
-}
+
+def discover() -> dict[str, str]:
+    """Benchmark key -> module of every package under ``lceval/benchmarks/`` (its folder name;
+    sorted), found without importing any of them."""
+    found = pkgutil.iter_modules(lceval.benchmarks.__path__, prefix="lceval.benchmarks.")
+    return {
+        m.name.rsplit(".", 1)[1]: m.name for m in sorted(found, key=lambda m: m.name) if m.ispkg
+    }
+
+
+_MODULES = discover()
+"""Registered benchmarks: those discovered, then those added by :func:`register`."""
 
 BENCHMARKS = tuple(_MODULES)
 """Registered benchmark keys."""
@@ -152,3 +162,14 @@ def judge_options(
             )
         out[option] = value
     return out
+
+
+def resources(key: str) -> Traversable:
+    """The ``resources/`` folder of benchmark ``key``'s package (the paper's published tables),
+    for a study that reads a paper's published numbers through the registry.
+
+    Raises:
+        LcevalError: unknown key.
+    """
+    get(key)
+    return _resources.files(_MODULES[key]).joinpath("resources")
