@@ -13,9 +13,9 @@ import pkgutil
 from collections.abc import Iterable, Mapping
 from importlib import resources as _resources
 from importlib.resources.abc import Traversable
+from pathlib import Path
 from typing import Any
 
-import lceval.benchmarks
 from lceval.benchmark import Benchmark, ScorerSpec, scorer_key
 from lceval.errors import LcevalError
 from lceval.records import Sample
@@ -24,10 +24,9 @@ from lceval.records import Sample
 def discover() -> dict[str, str]:
     """Benchmark key -> module of every package under ``lceval/benchmarks/`` (its folder name;
     sorted), found without importing any of them."""
-    found = pkgutil.iter_modules(lceval.benchmarks.__path__, prefix="lceval.benchmarks.")
-    return {
-        m.name.rsplit(".", 1)[1]: m.name for m in sorted(found, key=lambda m: m.name) if m.ispkg
-    }
+    folder = Path(__file__).parent / "benchmarks"
+    keys = sorted(m.name for m in pkgutil.iter_modules([str(folder)]) if m.ispkg)
+    return {key: f"lceval.benchmarks.{key}" for key in keys}
 
 
 _MODULES = discover()
