@@ -37,7 +37,6 @@ from lceval.records import Context, Response, RunMeta, Sample, Score, from_dict,
 T = TypeVar("T")
 
 RUN_ID_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
-DEFAULT_OUTPUTS = None
 
 
 def project_root(start: str | os.PathLike[str] | None = None) -> Path | None:

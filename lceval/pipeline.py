@@ -192,41 +192,6 @@ def _same_records(run: RunDir, samples: Sequence[Sample], contexts: Sequence[Con
     return True
 
 
-def run_inference(
-    run: RunDir,
-    backend: Backend,
-    config: GenerationConfig | None = None,
-    *,
-    batch_size: int = 8,
-    limit: int | None = None,
-    tasks: Sequence[str] | None = None,
-    progress: bool = True,
-) -> list[Response]:
-    """Answer every pending sample of ``run`` with ``backend``, appending to responses.jsonl.
-
-    Samples already answered by this model under this config are skipped, so a rerun after a
-    crash (even SIGKILL) resumes where the last flushed batch ended. Samples sharing a context are
-    sent together (``lceval.models.generate``).
-
-    Args:
-        run: the run folder (samples.jsonl and contexts.jsonl must exist).
-        backend: any lceval backend.
-        config: decoding settings (greedy by default).
-        batch_size: samples per backend call; each finished batch is flushed to disk.
-        limit: answer at most this many samples of the run (first ones in file order), >= 1.
-        tasks: only samples of these task codes.
-        progress: show a tqdm bar with prompt and generated tokens per second.
-
-    Returns:
-        The responses of this model and config for the selected samples, in sample order.
-
-    Raises:
-        LcevalError: no samples, a task filter matching nothing, limit or batch_size < 1.
-    """
-    samples = select_samples(run, run.read_samples(), limit=limit, tasks=tasks)
-    return _answer(run, backend, config, samples, run.read_contexts(), batch_size, progress)
-
-
 def select_samples(
     run: RunDir,
     samples: Sequence[Sample],
@@ -268,7 +233,9 @@ def _answer(
     batch_size: int,
     progress: bool,
 ) -> list[Response]:
-    """:func:`run_inference` on samples already selected and contexts already read."""
+    """Answer ``samples`` (already selected, :func:`select_samples`) with ``backend``, appending
+    to the run's responses.jsonl (``lceval.models.generate``: resumable, answered samples
+    skipped); the responses of this model and config, in sample order."""
     return generate(
         backend,
         samples,

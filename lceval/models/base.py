@@ -18,7 +18,7 @@ import inspect
 import json
 import types
 import typing
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
@@ -309,9 +309,6 @@ def error_response(
         finish_reason="error",
         error=f"{type(exc).__name__}: {msg}"[:500],
     )
-
-
-BackendFactory = Callable[..., Backend]
 
 
 def choose_backend() -> tuple[str, str]:

@@ -225,8 +225,8 @@ class HFBackend:
         self.auto_batch = batch_size is None
         self.batch_size = batch_size or (AUTO_BATCH_CAP if self.device.startswith("cuda") else 8)
         self.call_size = self.batch_size
-        self.prefill_chunk = prefill_chunk or PREFILL_CHUNK
         """Samples per ``generate`` call that ``lceval.pipeline.infer`` sends by default."""
+        self.prefill_chunk = prefill_chunk or PREFILL_CHUNK
         self.share_prefix = share_prefix
         self._prefix_ids: list[int] = []
         """Token ids of the last shared prefix encoded (empty: none kept)."""
