@@ -19,8 +19,6 @@ from lceval.records import Context, Response, Sample
 def run_inference(
     run, backend, config=None, *, batch_size=8, limit=None, tasks=None, progress=True
 ):
-    run, backend, config=None, *, batch_size=8, limit=None, tasks=None, progress=True
-):
     """Answer the run's pending samples with a backend object (what ``pipeline.infer`` does
     after loading each model's engine)."""
     samples = select_samples(run, run.read_samples(), limit=limit, tasks=tasks)
