@@ -32,7 +32,7 @@ from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
-from lceval.errors import LcevalError
+from lceval.errors import LcevalError, one_line
 from lceval.params import NOTEBOOK_PARAMS
 from lceval.records import Context, Gold, Judgement, Response, Sample, Score
 
@@ -309,7 +309,7 @@ class ScorerSpec:
         try:
             return self.score(sample, response, context, **dict(options or {}))
         except Exception as exc:  # noqa: BLE001 - the scorer contract says never raise
-            msg = " ".join(str(exc).split())[:200]
+            msg = one_line(exc)
             return Judgement(
                 value=math.nan, explanation=f"scorer error: {type(exc).__name__}: {msg}"
             )

@@ -28,7 +28,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, TextIO
 
-from lceval.errors import LcevalError
+from lceval.errors import LcevalError, one_line
 
 VERBOSE_ENV = "LCEVAL_VERBOSE"
 """Environment variable: ``1`` shows engine logs on the terminal (``lceval -v`` sets it, so
@@ -210,7 +210,7 @@ def engine_output(run_path: str | os.PathLike[str], what: str) -> Iterator[Path 
         logf.write(traceback.format_exc().encode(errors="replace"))
         if interrupted:  # Ctrl-C reached the engine's processes first (EngineDeadError)
             raise KeyboardInterrupt from None
-        msg = " ".join(str(exc).split())[:200]
+        msg = one_line(exc)
         raise LcevalError(
             f"{what} failed: {type(exc).__name__}: {msg} (traceback in {path})"
         ) from None

@@ -31,7 +31,7 @@ from typing import Any
 
 import pandas as pd
 
-from lceval.errors import LcevalError
+from lceval.errors import LcevalError, one_line
 from lceval.io import RunDir, atomic_open
 
 SCHEMA_VERSION = "1"
@@ -177,7 +177,7 @@ def check(doc: Any, where: str) -> None:
     error = jsonschema.exceptions.best_match(validator.iter_errors(doc))
     if error is not None:
         at = "/".join(str(p) for p in error.absolute_path) or "(top level)"
-        msg = " ".join(str(error.message).split())[:160]
+        msg = one_line(error.message)
         raise LcevalError(f"{where} is not an lceval results file: at {at}: {msg}")
 
 

@@ -51,7 +51,7 @@ from transformers import (
 )
 from transformers.cache_utils import DynamicLayer
 
-from lceval.errors import LcevalError
+from lceval.errors import LcevalError, one_line
 from lceval.models.base import (
     GenerationConfig,
     RenderedPrompt,
@@ -264,7 +264,7 @@ class HFBackend:
                 local_files_only=True,
             )
         except (OSError, ValueError) as exc:
-            msg = " ".join(str(exc).split())[:300]
+            msg = one_line(exc)
             raise LcevalError(
                 f"cannot load model {self.name} from {self.source.path}: {msg}"
             ) from None
