@@ -431,7 +431,7 @@ def load_tokenizer(model: str) -> tuple[Any, int, ModelShape]:
     """
     from transformers import AutoConfig, AutoTokenizer
 
-    from lceval.models.hf_load import model_window
+    from lceval.models.specs import model_window
 
     try:
         tok = AutoTokenizer.from_pretrained(model)
