@@ -219,15 +219,11 @@ def model_window(config: Any, tokenizer: Any = None) -> int:
     """
     cfg = window_config(config)
     if cfg is not None:
-        n: int = (
-            cfg.get("max_position_embeddings")
-            if isinstance(cfg, Mapping)
-            else cfg.max_position_embeddings
-        )
-        return n
-    n = getattr(tokenizer, "model_max_length", None)
-    if isinstance(n, int) and 0 < n < 10_000_000:
-        return n
+        key = "max_position_embeddings"
+        return int(cfg[key] if isinstance(cfg, Mapping) else getattr(cfg, key))
+    length = getattr(tokenizer, "model_max_length", None)
+    if isinstance(length, int) and 0 < length < 10_000_000:
+        return length
     raise LcevalError("cannot tell the model's context window; pass window=<tokens>")
 
 
