@@ -15,7 +15,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
-from lceval.errors import LcevalError
+from lceval.console import log
+from lceval.errors import LcevalError, one_line
 from lceval.models.backends import (
     AUTO_BACKEND,
     BACKENDS,
@@ -304,7 +305,7 @@ def error_response(
     sample: Sample, model: str, config: GenerationConfig, exc: BaseException
 ) -> Response:
     """A Response recording a per-sample failure (scored later as NaN with the reason)."""
-    msg = " ".join(str(exc).split()) or type(exc).__name__
+    msg = one_line(exc, 500) or type(exc).__name__
     return Response(
         sample_id=sample.id,
         model=model,
@@ -315,12 +316,6 @@ def error_response(
     )
 
 
-def log(message: str) -> None:
-    """One ``lceval: ...`` line on stderr (backend choice, fallbacks), on the terminal also while
-    an engine's logs go to the run's log file (:func:`lceval.console.terminal`)."""
-    from lceval.console import terminal
-
-    print(f"lceval: {message}", file=terminal(), flush=True)
 
 
 def backend_class(backend: str) -> type[Any]:
@@ -414,5 +409,5 @@ def _load_auto(name: str, model: str | None, options: Mapping[str, Any]) -> Back
         kept = {k: v for k, v in options.items() if k in known}
         dropped = sorted(set(options) - set(kept))
         note = f"; options left out: {', '.join(dropped)}" if dropped else ""
-        log(f"warning: vLLM did not start ({' '.join(str(exc).split())[:200]}); using hf{note}")
+        log(f"warning: vLLM did not start ({one_line(exc)}); using hf{note}")
         return load_backend("hf", model, **kept)
