@@ -11,6 +11,8 @@ place, :func:`choose_backend`, and both the option check and the loader use it.
 
 from __future__ import annotations
 
+import ast
+import dataclasses
 import difflib
 import importlib
 import importlib.util
@@ -18,6 +20,7 @@ import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
+from urllib.parse import urlparse
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -118,16 +121,60 @@ class OpenAIOptions(BackendOptions):
     max_backoff_s: float = Field(60.0, ge=0, description="longest retry delay in seconds")
 
 
-def _vllm_engine_args() -> list[str]:
-    from lceval.models.vllm import engine_arg_names
+def engine_arg_names() -> list[str]:
+    """The fields of vLLM's ``EngineArgs`` dataclass (the engine arguments ``vllm.LLM`` takes),
+    in source order; empty when vLLM is not installed.
 
-    return engine_arg_names()
+    Read from ``vllm/engine/arg_utils.py`` with :mod:`ast` in ~25 ms: importing it takes ~9 s
+    (it imports torch and most of vLLM), too long for checking ``-o`` options before the engine
+    starts. A source that cannot be read or parsed falls back to ``dataclasses.fields``.
+    """
+    spec = importlib.util.find_spec("vllm")
+    if spec is None:
+        return []
+    for folder in spec.submodule_search_locations or []:
+        names = _dataclass_fields(os.path.join(folder, "engine", "arg_utils.py"), "EngineArgs")
+        if names:
+            return names
+    try:
+        from vllm.engine.arg_utils import EngineArgs
+    except ImportError:  # a broken install: the constructor says so with the install hint
+        return []
+    return [f.name for f in dataclasses.fields(EngineArgs)]
+
+
+def _dataclass_fields(path: str, name: str) -> list[str]:
+    """Annotated class-level names of class ``name`` in the Python file ``path`` (a dataclass's
+    fields; ``ClassVar`` ones left out); empty when the file or class cannot be read."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            tree = ast.parse(f.read())
+    except (OSError, SyntaxError, ValueError):
+        return []
+    for node in tree.body:
+        if isinstance(node, ast.ClassDef) and node.name == name:
+            return [
+                s.target.id
+                for s in node.body
+                if isinstance(s, ast.AnnAssign)
+                and isinstance(s.target, ast.Name)
+                and "ClassVar" not in ast.unparse(s.annotation)
+            ]
+    return []
+
+
+PUBLIC_BASE_URL = "https://api.openai.com/v1"
+"""The public OpenAI API (the openai backend's default endpoint)."""
+
+
+def is_public_openai(base_url: str) -> bool:
+    """True when ``base_url`` points at the public OpenAI API (api.openai.com)."""
+    host = urlparse(base_url).hostname or ""
+    return host == "api.openai.com" or host.endswith(".openai.com")
 
 
 def _openai_ready(model: str | None, options: BackendOptions) -> None:
     """The openai backend's model name and key, as its constructor checks them."""
-    from lceval.models.openai import PUBLIC_BASE_URL, is_public_openai
-
     assert isinstance(options, OpenAIOptions)
     if not model:
         raise LcevalError("the openai backend needs --model <served model name>")
@@ -204,7 +251,7 @@ BACKENDS: dict[str, BackendSpec] = {
         window_option="max_model_len",
         logprobs=True,
         prefix_counters=True,
-        extra_options=_vllm_engine_args,
+        extra_options=engine_arg_names,
     ),
     "openai": BackendSpec(
         "openai",

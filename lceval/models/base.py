@@ -316,8 +316,6 @@ def error_response(
     )
 
 
-
-
 def backend_class(backend: str) -> type[Any]:
     """The engine class registered for ``backend`` (imported now); ``"auto"``: the class
     :func:`choose_backend` picks.

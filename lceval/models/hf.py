@@ -599,8 +599,8 @@ class HFBackend:
             self._prefix_ids, self._prefix_kv = [], None  # it may be half-built
         self._free()
         if oom and len(rows) == 1:
-            exc = LcevalError(self._oom_reason(rows[0]))
-            return [(rows[0], error_response(rows[0].sample, self.name, config, exc))]
+            oom_error = LcevalError(self._oom_reason(rows[0]))
+            return [(rows[0], error_response(rows[0].sample, self.name, config, oom_error))]
         if oom:
             half = (len(rows) + 1) // 2
             return self._run_batch(rows[:half], config) + self._run_batch(rows[half:], config)
