@@ -36,7 +36,7 @@ from typing import Any
 
 import yaml
 
-from lceval.errors import LcevalError
+from lceval.errors import LcevalError, one_line
 
 
 def _kv(items: Sequence[str] | None, flag: str) -> dict[str, Any]:
@@ -406,11 +406,10 @@ def _plan(args: argparse.Namespace) -> str:
         efficiency=plan.EFFICIENCY if args.efficiency is None else args.efficiency,
         exact=True if args.exact else None,
     )
-    plan.record(run, p)
     text = plan.render(p)
     if args.gpus is not None:
         text += "\n\n" + plan.render_wall_clock(p, args.gpus)
-    if csv is not None:
+    if csv is not None:  # written before run.json: a failed write leaves the run as it was
         from lceval.reporting import save_table
 
         try:
@@ -419,6 +418,7 @@ def _plan(args: argparse.Namespace) -> str:
         except OSError as exc:
             raise LcevalError(f"--csv: cannot write {csv}: {exc.strerror}") from None
         text += f"\nwrote {a} and {b}"
+    plan.record(run, p)
     return text
 
 
@@ -469,21 +469,23 @@ def _listing() -> str:
 
 def _options_listing(backend: str) -> str:
     """What ``lceval infer --list-options BACKEND`` prints: one ``-o`` option a line, with its
-    default and type (vLLM engine arguments: vLLM's defaults, see its EngineArgs docs)."""
-    from lceval.models.base import declared_options, options_backend
+    type, range, default and help (``lceval.models.backends``; vLLM engine arguments: vLLM's
+    defaults, see its EngineArgs docs)."""
+    from lceval.models.backends import BACKENDS, resolve_backend
 
-    name = options_backend(backend)
+    name = resolve_backend(backend)
+    spec = BACKENDS[name]
     lines = [f"options of backend {name} (lceval infer RUN --backend {name} -o KEY=VALUE):"]
-    for key, opt in declared_options(name).items():
-        if opt.annotation is None:
+    lines += [f"  {key}: {text}" for key, text in spec.help().items()]
+    declared = spec.options.model_fields
+    for key in spec.extra_options() if spec.extra_options is not None else []:
+        if key not in declared and key != "model":
             lines.append(f"  {key}  (vLLM engine argument; default: vLLM's)")
-        else:
-            lines.append(f"  {key}={opt.default!r}  ({opt.annotation})")
-    from lceval.models.base import LOCAL_BACKENDS, RUN_OPTIONS
+    if spec.local:
+        from lceval.models.base import RUN_OPTIONS
 
-    if name in LOCAL_BACKENDS:
-        for key, opt in RUN_OPTIONS.items():
-            lines.append(f"  {key}={opt.default!r}  ({opt.annotation}; engine replicas on Ray)")
+        for key, default in RUN_OPTIONS.items():
+            lines.append(f"  {key}={default!r}  (int >= 1; engine replicas on Ray)")
     return "\n".join(lines)
 
 
@@ -523,7 +525,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _os_error(exc: OSError) -> str:
     """An OSError as one line: the file it names, then its reason (``No space left on device``)."""
-    reason = exc.strerror or " ".join(str(exc).split())[:200] or type(exc).__name__
+    reason = exc.strerror or one_line(exc) or type(exc).__name__
     return f"{exc.filename}: {reason}" if exc.filename else reason
 
 

@@ -37,7 +37,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from lceval.errors import LcevalError
+from lceval.errors import LcevalError, one_line
 from lceval.gpu_estimate import (  # noqa: F401 (the estimate, re-exported as plan.*)
     EFFICIENCY,
     EFFICIENCY_SOURCE,
@@ -427,17 +427,26 @@ def load_tokenizer(model: str) -> tuple[Any, int, ModelShape]:
     """A model's tokenizer, window and shape, from local files (a folder or the hub cache).
 
     Raises:
-        LcevalError: the tokenizer or config cannot be read.
+        LcevalError: what ``lceval infer`` refuses about a model (a path that does not exist,
+            a file, a folder without config.json, a hub id not cached offline), in its words;
+            the tokenizer or config cannot be read.
     """
+    from lceval.models.embedded import check_model, resolve_model
+
+    # what infer refuses (a missing path, a file, a folder without config.json), in infer's
+    # words and before transformers is imported
+    if check_model(model) == "embedded":
+        model = resolve_model(model).path
+
     from transformers import AutoConfig, AutoTokenizer
 
-    from lceval.models.hf_load import model_window
+    from lceval.models.specs import model_window
 
     try:
         tok = AutoTokenizer.from_pretrained(model)
         config = AutoConfig.from_pretrained(model)
     except Exception as exc:  # transformers raises OSError, ValueError, HF hub errors
-        reason = " ".join(str(exc).split())[:200]
+        reason = one_line(exc)
         raise LcevalError(f"cannot read the tokenizer of model {model!r}: {reason}") from None
     return tok, model_window(config, tok), shape_of(config, model)
 
@@ -587,12 +596,20 @@ def record(run: Any, plan: Plan) -> None:
     run.update_meta(plan=plan.summary())
 
 
-def announce(run: Any, samples: Sequence[Sample], max_new_tokens: int | None = None) -> Plan | None:
+def announce(
+    run: Any,
+    samples: Sequence[Sample],
+    max_new_tokens: int | None = None,
+    *,
+    record_it: bool = True,
+) -> Plan | None:
     """The plan of the samples ``lceval infer`` is about to answer, in the run's tiktoken
-    encoding: two lines on stderr and run.json's ``plan``. A plan that cannot be made (no
-    tiktoken file) is one line saying why; inference goes on.
+    encoding: two lines on stderr and run.json's ``plan`` (``record_it=False``: the caller
+    writes ``plan.summary()`` into run.json with the state it describes, so a command failing
+    before any answer leaves run.json as it was). A plan that cannot be made (no tiktoken file)
+    is one line saying why; inference goes on.
     """
-    from lceval.models.base import log
+    from lceval.console import log
 
     try:
         p = plan_run(run, samples=samples, max_new_tokens=max_new_tokens)
@@ -601,5 +618,6 @@ def announce(run: Any, samples: Sequence[Sample], max_new_tokens: int | None = N
         return None
     for line in p.lines():
         log(line)
-    record(run, p)
+    if record_it:
+        record(run, p)
     return p

@@ -5,7 +5,7 @@ The file follows ``lceval/schemas/results.schema.json`` (JSON Schema draft 2020-
 its ``schema_version`` field (:data:`SCHEMA_VERSION`). Its parts:
 
 - ``headlines``: per benchmark, scorer and model, the benchmark's headline metric
-  (``Benchmark.headline``, or :func:`lceval.compare.generic_headline`; the numbers
+  (``Benchmark.headline``, or :func:`lceval.benchmark.generic_headline`; the numbers
   ``lceval compare --leaderboard`` ranks) with its percentile-bootstrap CI (``low``, ``high``;
   null when it cannot be computed), ``n`` (scored samples) and ``n_units`` (resampled units);
 - ``tasks``: per benchmark, scorer, model and task, the mean ``Score.value`` (0..1) over the
@@ -31,7 +31,7 @@ from typing import Any
 
 import pandas as pd
 
-from lceval.errors import LcevalError
+from lceval.errors import LcevalError, one_line
 from lceval.io import RunDir, atomic_open
 
 SCHEMA_VERSION = "1"
@@ -69,13 +69,12 @@ def results_document(run: RunDir, *, seed: int = 0) -> dict[str, Any]:
     Raises:
         LcevalError: missing samples, scores or run.json; a scorer the registry does not know.
     """
-    from lceval import compare, metrics, registry
-    from lceval.models.base import log
-    from lceval.pipeline import load_samples
+    from lceval import metrics, registry
+    from lceval.console import log
     from lceval.records import to_dict
 
     scores = run.read_scores()
-    samples = load_samples(run)
+    samples = registry.load_samples(run.read_samples())
     meta = to_dict(run.read_meta())
     headlines: list[dict[str, Any]] = []
     tasks: list[dict[str, Any]] = []
@@ -88,7 +87,7 @@ def results_document(run: RunDir, *, seed: int = 0) -> dict[str, Any]:
                 log(f"results.json: {key} scores of unknown scorer {name!r} left out")
                 continue
             spec = bench.scorer(name)
-            h = compare.headline_of(key, rows, mine, name)
+            h = bench.headline_of(rows, mine, name)
             est = metrics.headline_estimates(
                 h, n_resamples=N_RESAMPLES, confidence=CONFIDENCE, seed=seed
             )
@@ -169,7 +168,13 @@ def check(doc: Any, where: str) -> None:
     """
     import jsonschema
 
-    if isinstance(doc, Mapping) and doc.get("schema_version") not in (None, SCHEMA_VERSION):
+    version = doc.get("schema_version") if isinstance(doc, Mapping) else None
+    if version is not None and not isinstance(version, str):
+        raise LcevalError(
+            f"{where} has schema_version {json.dumps(version)} ({type(version).__name__}); "
+            f'results files give it as text: "{SCHEMA_VERSION}"'
+        )
+    if version not in (None, SCHEMA_VERSION):
         raise LcevalError(
             f"{where} has schema_version {doc.get('schema_version')!r}; this lceval reads "
             f"version {SCHEMA_VERSION}"
@@ -178,8 +183,16 @@ def check(doc: Any, where: str) -> None:
     error = jsonschema.exceptions.best_match(validator.iter_errors(doc))
     if error is not None:
         at = "/".join(str(p) for p in error.absolute_path) or "(top level)"
-        msg = " ".join(str(error.message).split())[:160]
+        msg = one_line(error.message)
         raise LcevalError(f"{where} is not an lceval results file: at {at}: {msg}")
+
+
+class _NotJSONNumber(ValueError):
+    """``NaN``, ``Infinity`` or ``-Infinity`` in a results file (Python's json reads them)."""
+
+
+def _no_constant(name: str) -> Any:
+    raise _NotJSONNumber(name)
 
 
 def is_results_source(arg: str) -> bool:
@@ -204,7 +217,12 @@ def load_results(source: str | Path) -> dict[str, Any]:
             )
         path = found[0]
     try:
-        doc = json.loads(path.read_text(encoding="utf-8"))
+        doc = json.loads(path.read_text(encoding="utf-8"), parse_constant=_no_constant)
+    except _NotJSONNumber as exc:
+        raise LcevalError(
+            f"{path} holds {exc.args[0]}, which JSON does not allow: a number that could not be "
+            "computed is written null (lceval report writes it so)"
+        ) from None
     except FileNotFoundError:
         raise LcevalError(f"{path} does not exist") from None
     except OSError as exc:
@@ -234,16 +252,26 @@ def leaderboard(
         (``rank`` 1 = best; ties share the lower rank), as :func:`lceval.compare.leaderboard`.
 
     Raises:
-        LcevalError: a run id given twice; ``benchmark`` in none of the documents; nothing to
-            rank; two models that would share a name.
+        LcevalError: a run id given twice; ``benchmark`` in none of the documents; ``scorer``
+            in none of them; nothing to rank; two models that would share a name.
     """
     from lceval import registry
-    from lceval.compare import _model_names, scorer_of
+    from lceval.benchmark import scorer_of
+    from lceval.compare import model_names
 
     ids = [str(d["run_id"]) for d in docs]
     twice = sorted({r for r in ids if ids.count(r) > 1})
     if twice:
         raise LcevalError(f"run {twice[0]} is given more than once; name each run once")
+    if scorer is not None:  # a scorer the documents do not hold would rank the defaults
+        key = scorer.split(":", 1)[0]
+        held = sorted({h["scorer"] for d in docs for h in d["headlines"] if h["benchmark"] == key})
+        if scorer not in held:
+            where = f"results of run{'s' if len(ids) > 1 else ''} {', '.join(ids)}"
+            raise LcevalError(
+                f"{where} hold no headline of scorer {scorer!r}; their {key} scorers: "
+                f"{', '.join(held) or 'none'}"
+            )
     rows = []
     for doc in docs:
         for h in doc["headlines"]:
@@ -268,7 +296,7 @@ def leaderboard(
         for rid, m in zip(part["run_id"], part["model"], strict=True):
             runs_of.setdefault(m, set()).add(rid)
         models = [(rid, list(g["model"])) for rid, g in part.groupby("run_id", sort=False)]
-        names = _model_names(str(key), models, runs_of)
+        names = model_names(str(key), models, runs_of)
         part = part.assign(
             model=[names[r, m] for r, m in zip(part["run_id"], part["model"], strict=True)]
         )

@@ -25,8 +25,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from lceval.console import log
 from lceval.errors import LcevalError
-from lceval.models.base import Backend, GenerationConfig, log
+from lceval.models.base import Backend, GenerationConfig
 from lceval.models.cache import ResponseStore
 from lceval.progress import Progress
 from lceval.records import Context, Response, Sample, sample_hashes

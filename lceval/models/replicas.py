@@ -287,6 +287,8 @@ def _start(ray: Any, job: Job, run_id: str) -> _Pool:
     from ray.util.placement_group import placement_group
     from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy
 
+    from lceval.models.specs import stored_name
+
     spec = job.spec
     engine_options = split_run_options(spec.options)[1]
     per = replica_needs(engine_options, ray.cluster_resources().get("GPU", 0.0))
@@ -305,7 +307,7 @@ def _start(ray: Any, job: Job, run_id: str) -> _Pool:
                 max_restarts=0,
                 runtime_env={"env_vars": _env()},
                 scheduling_strategy=PlacementGroupSchedulingStrategy(placement_group=pg),
-            ).remote(spec.backend, spec.model, engine_options, spec.name)
+            ).remote(spec.backend, spec.model, engine_options, stored_name(spec))
         )
     return _Pool(job, actors, groups, [True] * job.n, deque())
 

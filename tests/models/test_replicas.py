@@ -17,7 +17,7 @@ from lceval.io import RunDir, new_meta
 from lceval.models.replicas import batches, plan_waves
 from lceval.records import Context, Sample
 
-OPTS = {"device": "cpu", "dtype": "float32", "batch_size": 2}
+OPTS = {"device": "cpu", "dtype": "float32"}
 
 
 def _run(root, rid, n=16, budget=12, contexts=4):
@@ -103,9 +103,16 @@ def test_two_replicas_answer_as_one_engine(tmp_path, tiny_model_dir, ray_cluster
     """replicas=2 on Ray and the in-process engine: the same tokens, float32, every sample once."""
     for rid in ("one", "two"):
         _run(tmp_path, rid)
-    one = pipeline.infer("one", "hf", str(tiny_model_dir), root=tmp_path, backend_options=OPTS)
+    one = pipeline.infer(
+        "one", "hf", str(tiny_model_dir), root=tmp_path, backend_options=OPTS, batch_size=2
+    )
     two = pipeline.infer(
-        "two", "hf", str(tiny_model_dir), root=tmp_path, backend_options={**OPTS, "replicas": 2}
+        "two",
+        "hf",
+        str(tiny_model_dir),
+        root=tmp_path,
+        backend_options={**OPTS, "replicas": 2},
+        batch_size=2,
     )
     assert [r.sample_id for r in one] == [r.sample_id for r in two]
     assert [r.text for r in one] == [r.text for r in two]
