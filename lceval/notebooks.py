@@ -24,10 +24,10 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from lceval.config import InferConfig, unknown_keys, validate
 from lceval.console import engine_output, terminal
 from lceval.errors import LcevalError
-from lceval.io import RunDir, project_root
-from lceval.pipeline import load_params
+from lceval.params import load_params
 
 
 def notebooks_dir() -> Path:
@@ -36,6 +36,8 @@ def notebooks_dir() -> Path:
     Raises:
         LcevalError: not inside an lceval checkout.
     """
+    from lceval.io import project_root
+
     top = project_root()
     if top is None or not (top / "notebooks").is_dir():
         raise LcevalError("notebooks/ not found: run lceval from inside the lceval checkout")
@@ -59,6 +61,70 @@ def find_notebook(name: str | os.PathLike[str]) -> Path:
     raise LcevalError(f"unknown notebook {str(name)!r}; known: {known}")
 
 
+def declared_params(notebook: Path) -> dict[str, Any]:
+    """The parameters a notebook declares: the names and literal defaults of its cell tagged
+    ``parameters`` (papermill's convention), read without starting a kernel.
+
+    Raises:
+        LcevalError: no such cell, or one that is not plain ``name = literal`` lines.
+    """
+    import ast
+    import json
+
+    # json, not nbformat: nbformat's schema validator takes seconds to import
+    nb = json.loads(notebook.read_text(encoding="utf-8"))
+    cells = [c for c in nb["cells"] if "parameters" in c.get("metadata", {}).get("tags", [])]
+    if len(cells) != 1:
+        raise LcevalError(f"{notebook.name}: expected one cell tagged 'parameters'")
+    source = cells[0]["source"]
+    out: dict[str, Any] = {}
+    try:
+        for node in ast.parse("".join(source) if isinstance(source, list) else source).body:
+            if isinstance(node, ast.Assign) and isinstance(node.targets[0], ast.Name):
+                out[node.targets[0].id] = ast.literal_eval(node.value)
+    except (SyntaxError, ValueError) as exc:
+        raise LcevalError(f"{notebook.name}: parameters cell is not literals: {exc}") from None
+    return out
+
+
+def check_params(notebook: Path, params: Mapping[str, Any], where: str) -> None:
+    """Check ``params`` against what ``notebook`` declares, before anything runs: every key one
+    of its parameters (unknown ones named with the closest), and every value by the declared
+    type that reads it: :class:`lceval.config.InferConfig` for inference keys, the builder's
+    ``Config`` for a notebook that builds a benchmark, :class:`lceval.params.Judge` and
+    :class:`lceval.params.Scoring` for judge and scoring keys.
+
+    Args:
+        notebook: the notebook's path.
+        params: the parameters to inject.
+        where: what they came from, for messages (a params file, ``-p``).
+
+    Raises:
+        LcevalError: one line naming the key.
+    """
+    from lceval import params as declared
+    from lceval import registry
+
+    names = declared_params(notebook)
+    unknown_keys(list(params), list(names), f"{where} ({notebook.stem})")
+    given = {k: v for k, v in params.items() if k not in declared.NOTEBOOK_PARAMS}
+    infer_keys = {k: v for k, v in given.items() if k in InferConfig.model_fields}
+    validate(InferConfig, infer_keys, "params", where)
+    for section in (declared.Judge, declared.Scoring):
+        own = declared.keys(section)
+        part = {k: v for k, v in given.items() if k in own}
+        if part:
+            declared.parse(section, part, where)
+    for bench in registry.all_benchmarks():
+        if notebook.name not in bench.notebooks:
+            continue
+        schema = bench.params_schema()
+        if schema is None:
+            continue
+        own = declared.keys(schema)
+        declared.parse(schema, {k: v for k, v in given.items() if k in own}, where)
+
+
 def run_notebook(
     notebook: str | os.PathLike[str],
     run_id: str,
@@ -67,6 +133,7 @@ def run_notebook(
     outputs_root: str | os.PathLike[str] | None = None,
     kernel_name: str | None = None,
     progress: bool = True,
+    check: bool = False,
 ) -> Path:
     """Execute one notebook with papermill; returns the path of the executed copy.
 
@@ -77,13 +144,20 @@ def run_notebook(
         outputs_root: folder of run folders (default: ``lceval.io.outputs_root()``).
         kernel_name: Jupyter kernel (default: the notebook's own, usually ``python3``).
         progress: show papermill's cell progress bar.
+        check: check ``params`` against the notebook's declared parameters first
+            (:func:`check_params`), before the run folder is touched.
 
     Raises:
-        LcevalError: unknown notebook, or a cell failed (names the notebook and the error).
+        LcevalError: unknown notebook, a bad parameter (with ``check``), or a cell failed
+            (names the notebook and the error).
     """
     import papermill as pm
 
+    from lceval.io import RunDir
+
     src = find_notebook(notebook)
+    if check:
+        check_params(src, dict(params or {}), "params")
     run = RunDir(run_id, outputs_root).create()
     final = run.notebooks / src.name
     tmp = run.notebooks / f".{src.stem}.running.ipynb"
@@ -159,7 +233,9 @@ def run_pipeline(
         not isinstance(run_id, str) or not run_id
     ):
         raise LcevalError(f"{where}: no run_id (set 'run_id' in the file or pass --run-id)")
+    overrides = dict(overrides or {})
     resolved = []
+    known: dict[str, None] = {}
     for i, step in enumerate(steps):
         if not isinstance(step, Mapping) or "notebook" not in step:
             raise LcevalError(f"{where}: steps[{i}] must be a mapping with a 'notebook' key")
@@ -170,9 +246,14 @@ def run_pipeline(
             )
         nb = find_notebook(step["notebook"])  # fail before running anything
         params = load_params(step["params"]) if step.get("params") else {}
-        resolved.append(
-            (nb, str(step.get("run_id") or run_id), {**params, **dict(overrides or {})})
-        )
+        check_params(nb, params, str(step.get("params") or where))
+        names = declared_params(nb)
+        known.update(dict.fromkeys(names))
+        # an override reaches the steps that declare it, checked by each step's declared types
+        mine = {k: v for k, v in overrides.items() if k in names}
+        check_params(nb, mine, "-p")
+        resolved.append((nb, str(step.get("run_id") or run_id), {**params, **mine}))
+    unknown_keys(list(overrides), list(known), f"-p (no step of {where} declares it)")
     return [
         run_notebook(nb, rid, params, outputs_root=outputs_root, progress=progress)
         for nb, rid, params in resolved
@@ -180,7 +261,7 @@ def run_pipeline(
 
 
 def show_samples(
-    run: str | RunDir,
+    run: str | Any,
     *,
     task: str | None = None,
     worst: int | None = 20,
@@ -209,6 +290,7 @@ def show_samples(
     from IPython.display import HTML
 
     from lceval import samples_page
+    from lceval.io import RunDir
 
     folder = run if isinstance(run, RunDir) else RunDir(str(run), outputs_root)
     rows = samples_page.worst(folder.read_scores(), task=task, model=model, scorer=scorer, n=worst)

@@ -2,15 +2,13 @@
 
 from __future__ import annotations
 
-import math
-import os
+import dataclasses
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
-import yaml
 from tqdm.auto import tqdm
 
 from lceval import plan, registry
@@ -20,9 +18,10 @@ from lceval.benchmark import (
     BuildResult,
     ScorerSpec,
 )
+from lceval.config import INFERENCE_DEFAULTS, InferConfig, validate
 from lceval.console import engine_output
 from lceval.errors import LcevalError
-from lceval.io import RunDir, atomic_open, new_meta, project_root
+from lceval.io import RunDir, atomic_open, new_meta
 from lceval.models.base import (
     Backend,
     GenerationConfig,
@@ -34,40 +33,11 @@ from lceval.models.base import (
 from lceval.models.cache import ResponseStore
 from lceval.models.generate import engine_config, generate, prefix_reuse
 from lceval.models.specs import ModelSpec, check_fits, resolve_models
+from lceval.params import load_params  # noqa: F401 - lceval.pipeline.load_params, as before
 from lceval.records import Context, Judgement, Response, Sample, Score, sample_hashes
 
 DEFAULT_CALL_SIZE = 8
 """Samples per engine call when neither the caller nor the engine says (:func:`infer`)."""
-
-
-def load_params(path: str | os.PathLike[str]) -> dict[str, Any]:
-    """Read a params YAML file into a dict.
-
-    A relative path is looked up in the working directory, then in the lceval checkout's root.
-
-    Raises:
-        LcevalError: the file is missing, unreadable, not YAML, or not a mapping at top level.
-    """
-    path = Path(path)
-    if not path.is_absolute() and not path.exists():
-        top = project_root()
-        if top is not None and (top / path).exists():
-            path = top / path  # repo-relative paths work from notebooks/ too
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise LcevalError(f"cannot read params file {path}: {exc.strerror}") from None
-    try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f" (line {mark.line + 1})" if mark is not None else ""
-        raise LcevalError(f"params file {path} is not valid YAML{where}") from None
-    if data is None:
-        return {}
-    if not isinstance(data, dict):
-        raise LcevalError(f"params file {path} must hold a mapping, got {type(data).__name__}")
-    return data
 
 
 def build(
@@ -165,6 +135,7 @@ def build_suite(
     run.write_samples(samples, contexts)
     encodings = sorted({r.encoding for r in results.values() if r.encoding})
     first = next(iter(cleaned.values()))
+    inference = _inference_defaults(cleaned)
     meta = new_meta(
         run_id,
         params=cleaned,
@@ -172,9 +143,34 @@ def build_suite(
         sources={k: dict(r.sources) for k, r in results.items()},
         encoding=", ".join(encodings) or None,
         models=models,
+        inference=inference,
     )
     run.write_meta(meta)
     return run
+
+
+def _inference_defaults(parts: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
+    """The inference settings the build params declare (:data:`lceval.config.INFERENCE_DEFAULTS`:
+    the smoke set's ``truncate: true`` and ``max_new_tokens: 64``), checked by the declared
+    :class:`lceval.config.InferConfig`; null values are left out (the sample's own budget).
+
+    Raises:
+        LcevalError: a declared value of the wrong type or range (names the key).
+    """
+    out: dict[str, Any] = {}
+    for key, part in parts.items():
+        schema = registry.get(key).params_schema()
+        own = {f.name for f in dataclasses.fields(schema)} if schema is not None else set()
+        # a builder that declares a key itself (max_new_tokens: the samples' budgets) sets it there
+        given = {k: part[k] for k in INFERENCE_DEFAULTS if part.get(k) is not None and k not in own}
+        checked = validate(InferConfig, given, "params", key)
+        for k in given:
+            if k in out and out[k] != getattr(checked, k):
+                raise LcevalError(
+                    f"build: the parts declare different {k}: {out[k]!r} and {given[k]!r}"
+                )
+            out[k] = getattr(checked, k)
+    return out
 
 
 def _same_records(run: RunDir, samples: Sequence[Sample], contexts: Sequence[Context]) -> bool:
@@ -294,8 +290,9 @@ def infer(
     temperature: float = 0.0,
     seed: int = 0,
     backend_options: Mapping[str, Any] | None = None,
-    truncate: bool = False,
+    truncate: bool | None = None,
     progress: bool = True,
+    config: InferConfig | None = None,
 ) -> list[Response]:
     """Answer the run's pending samples with one model or several, one engine at a time (load,
     answer, close, next); resumable per model; each recorded in run.json.
@@ -331,23 +328,40 @@ def infer(
         LcevalError: no model named, both ``model`` and ``models``, unknown backend, model or
             option, a window shorter than the longest prompt, missing samples, bad limits.
     """
-    run = RunDir(run_id, root)
-    run.read_meta()
-    if limit is not None and (not isinstance(limit, int) or limit < 1):
-        raise LcevalError(f"--limit must be a positive integer, got {limit!r}")
-    if max_new_tokens is not None and max_new_tokens < 1:
-        raise LcevalError(f"--max-new-tokens must be >= 1, got {max_new_tokens}")
-    if (
-        isinstance(temperature, bool)
-        or not isinstance(temperature, int | float)
-        or not math.isfinite(temperature)
-        or temperature < 0
-    ):
-        raise LcevalError(f"--temperature must be a finite number >= 0, got {temperature!r}")
-    if batch_size is not None and (not isinstance(batch_size, int) or batch_size < 1):
-        raise LcevalError(f"--batch-size must be an integer >= 1, got {batch_size!r}")
-    if not isinstance(truncate, bool):
-        raise LcevalError(f"truncate must be true or false, got {truncate!r}")
+    given = {
+        "backend": backend,
+        "model": model,
+        "models": models,
+        "batch_size": batch_size,
+        "limit": limit,
+        "tasks": tasks,
+        "max_new_tokens": max_new_tokens,
+        "temperature": temperature,
+        "seed": seed,
+        "backend_options": backend_options,
+        "truncate": truncate,
+    }
+    if config is None:  # keyword arguments are read by the same declared type as the CLI's
+        config = validate(InferConfig, given, "params", "infer")
+    run = RunDir(run_id if config.run_id is None else config.run_id, root)
+    meta = run.read_meta()
+    # The run's build params may declare its inference settings (the smoke set: truncate,
+    # 64-token answers); what the caller gives goes over them.
+    declared = {k: v for k, v in dict(meta.inference).items() if k in INFERENCE_DEFAULTS}
+    unset = {k: v for k, v in declared.items() if getattr(config, k) is None}
+    if unset:
+        config = validate(InferConfig, {**config.model_dump(exclude_unset=True), **unset})
+    backend, batch_size, limit, tasks = (
+        config.backend,
+        config.batch_size,
+        config.limit,
+        config.tasks,
+    )
+    max_new_tokens, temperature, seed = config.max_new_tokens, config.temperature, config.seed
+    backend_options, truncate = config.backend_options, bool(config.truncate)
+    model, models = config.model, config.models
+    if isinstance(model, list):  # the CLI's repeated --model
+        model, models = (None, model) if models is None else (model, models)
     specs = resolve_models(model, models, backend, backend_options)
     # Everything the user can get wrong is checked before the engine starts (tens of seconds).
     samples = select_samples(run, run.read_samples(), limit=limit, tasks=tasks)
