@@ -18,7 +18,7 @@ from lceval.benchmark import (
     BuildResult,
     ScorerSpec,
 )
-from lceval.config import INFERENCE_DEFAULTS, InferConfig, validate
+from lceval.config import INFERENCE_DEFAULTS, InferConfig, test_limit, validate
 from lceval.console import engine_output
 from lceval.errors import LcevalError
 from lceval.io import RunDir, atomic_open, new_meta
@@ -354,7 +354,7 @@ def infer(
     backend, batch_size, limit, tasks = (
         config.backend,
         config.batch_size,
-        config.limit,
+        test_limit(config.limit),
         config.tasks,
     )
     max_new_tokens, temperature, seed = config.max_new_tokens, config.temperature, config.seed
