@@ -333,7 +333,7 @@ class InferConfig(Declared):
     backend_options: dict[str, Any] = Field(
         default_factory=dict,
         description="backend option, e.g. device=cuda, tensor_parallel_size=2, base_url=http://...",
-        json_schema_extra={"flag": ("-o", "--option"), "kv": True},
+        json_schema_extra={"flag": ["-o", "--option"], "kv": True},
     )
 
     @field_validator("backend")
@@ -439,7 +439,7 @@ class BuildConfig(Declared):
     param: dict[str, Any] = Field(
         default_factory=dict,
         description="override a param",
-        json_schema_extra={"flag": ("-p", "--param"), "kv": True},
+        json_schema_extra={"flag": ["-p", "--param"], "kv": True},
     )
 
 
@@ -453,7 +453,7 @@ class ScoreConfig(Declared):
     option: dict[str, Any] = Field(
         default_factory=dict,
         description="an option of the scorer",
-        json_schema_extra={"flag": ("-o", "--option"), "kv": True},
+        json_schema_extra={"flag": ["-o", "--option"], "kv": True},
     )
 
 
@@ -526,7 +526,7 @@ class RunConfig(Declared):
         default_factory=dict,
         description="inject a parameter into every notebook (checked against every step's "
         "declared params before the first runs)",
-        json_schema_extra={"flag": ("-p", "--param"), "kv": True},
+        json_schema_extra={"flag": ["-p", "--param"], "kv": True},
     )
 
 

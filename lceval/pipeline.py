@@ -341,28 +341,30 @@ def infer(
         "backend_options": backend_options,
         "truncate": truncate,
     }
-    if config is None:  # keyword arguments are read by the same declared type as the CLI's
-        config = validate(InferConfig, given, "params", "infer")
-    run = RunDir(run_id if config.run_id is None else config.run_id, root)
+    # keyword arguments are read by the same declared type as the CLI's flags
+    cfg = config if config is not None else validate(InferConfig, given, "params", "infer")
+    run = RunDir(run_id if cfg.run_id is None else cfg.run_id, root)
     meta = run.read_meta()
     # The run's build params may declare its inference settings (the smoke set: truncate,
     # 64-token answers); what the caller gives goes over them.
     declared = {k: v for k, v in dict(meta.inference).items() if k in INFERENCE_DEFAULTS}
-    unset = {k: v for k, v in declared.items() if getattr(config, k) is None}
+    unset = {k: v for k, v in declared.items() if getattr(cfg, k) is None}
     if unset:
-        config = validate(InferConfig, {**config.model_dump(exclude_unset=True), **unset})
+        cfg = validate(InferConfig, {**cfg.model_dump(exclude_unset=True), **unset})
     backend, batch_size, limit, tasks = (
-        config.backend,
-        config.batch_size,
-        test_limit(config.limit),
-        config.tasks,
+        cfg.backend,
+        cfg.batch_size,
+        test_limit(cfg.limit),
+        cfg.tasks,
     )
-    max_new_tokens, temperature, seed = config.max_new_tokens, config.temperature, config.seed
-    backend_options, truncate = config.backend_options, bool(config.truncate)
-    model, models = config.model, config.models
-    if isinstance(model, list):  # the CLI's repeated --model
-        model, models = (None, model) if models is None else (model, models)
-    specs = resolve_models(model, models, backend, backend_options)
+    max_new_tokens, temperature, seed = cfg.max_new_tokens, cfg.temperature, cfg.seed
+    backend_options, truncate = cfg.backend_options, bool(cfg.truncate)
+    one, many = cfg.model, cfg.models
+    if isinstance(one, list):  # the CLI's repeated --model: a list of models
+        if many is not None:
+            raise LcevalError("infer: give model or models, not both")
+        one, many = None, one
+    specs = resolve_models(one, many, backend, backend_options)
     # Everything the user can get wrong is checked before the engine starts (tens of seconds).
     samples = select_samples(run, run.read_samples(), limit=limit, tasks=tasks)
     contexts = run.read_contexts()
@@ -371,11 +373,11 @@ def infer(
     for spec in specs:
         check_load(spec.backend, spec.model, dict(spec.options))
     ResponseStore(run.responses)  # a corrupt responses file stops here, before a model loads
-    config = GenerationConfig(temperature=temperature, seed=seed, max_new_tokens=max_new_tokens)
+    gen = GenerationConfig(temperature=temperature, seed=seed, max_new_tokens=max_new_tokens)
     notes = [
         f"{spec.label}: truncate is set: contexts longer than its window are cut"
         if truncate
-        else check_fits(spec, samples, contexts, config.budget)
+        else check_fits(spec, samples, contexts, gen.budget)
         for spec in specs
     ]
     for note in notes:  # said once every model is known to fit
@@ -385,7 +387,7 @@ def infer(
     for i, spec in enumerate(specs):
         if len(specs) > 1:
             log(f"model {i + 1}/{len(specs)}: {spec.label} ({spec.backend})")
-        responses += _infer_one(run, spec, config, samples, contexts, batch_size, progress)
+        responses += _infer_one(run, spec, gen, samples, contexts, batch_size, progress)
     return responses
 
 
