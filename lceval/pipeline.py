@@ -18,7 +18,7 @@ from lceval.benchmark import (
     BuildResult,
     ScorerSpec,
 )
-from lceval.config import INFERENCE_DEFAULTS, InferConfig, test_limit, validate
+from lceval.config import INFERENCE_DEFAULTS, InferConfig, test_backend, test_limit, validate
 from lceval.console import engine_output
 from lceval.errors import LcevalError
 from lceval.io import RunDir, atomic_open, new_meta
@@ -352,7 +352,7 @@ def infer(
     if unset:
         cfg = validate(InferConfig, {**cfg.model_dump(exclude_unset=True), **unset})
     backend, batch_size, limit, tasks = (
-        cfg.backend,
+        test_backend(cfg.backend),
         cfg.batch_size,
         test_limit(cfg.limit),
         cfg.tasks,

@@ -3,8 +3,9 @@
 The bash block under ``## Step by step`` is extracted and each command run in order, as a user
 types it, from a temporary folder: run folders go to ``$LCEVAL_OUTPUTS`` (a temporary
 ``outputs/``, so ``outputs/my-run/...`` paths in the block resolve there), and every inference
-answers at most ``$LCEVAL_TEST_LIMIT`` samples (read by lceval, never by editing the commands).
-The embedded model answers; ``auto`` picks hf on a CPU without native bfloat16 (this machine).
+answers at most ``$LCEVAL_TEST_LIMIT`` samples on the engine ``$LCEVAL_TEST_BACKEND`` stands for
+where a command says ``auto`` (hf; both read by lceval, never by editing the commands). The
+embedded model answers.
 The temporary folder holds links to the checkout's ``params/``, ``notebooks/``, ``lceval/`` and
 ``pyproject.toml``, so it is a checkout as far as lceval can tell.
 """
@@ -52,6 +53,7 @@ def test_readme_step_by_step_runs_as_written(tmp_path, embedded_model_dir):
         **os.environ,
         "LCEVAL_OUTPUTS": str(tmp_path / "outputs"),
         "LCEVAL_TEST_LIMIT": "2",
+        "LCEVAL_TEST_BACKEND": "hf",  # what `auto` stands for here
         "HF_HUB_OFFLINE": "1",
         "TRANSFORMERS_OFFLINE": "1",
         "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")])),
