@@ -125,6 +125,37 @@ def check_params(notebook: Path, params: Mapping[str, Any], where: str) -> None:
         declared.parse(schema, {k: v for k, v in given.items() if k in own}, where)
 
 
+def check_models(notebook: Path, params: Mapping[str, Any], where: str) -> None:
+    """Every model a notebook's params name (``model``/``models`` with ``backend`` and
+    ``backend_options``), checked as :func:`lceval.pipeline.infer` checks them before an engine
+    starts (:func:`lceval.models.base.check_load`: the backend, every option, the model's path or
+    hub id); params naming no model are left to the notebook.
+
+    Raises:
+        LcevalError: one line naming the model or option.
+    """
+    from lceval.models.base import check_load
+    from lceval.models.specs import resolve_models
+
+    names = declared_params(notebook)
+    if "model" not in names and "models" not in names:
+        return
+    merged = {**names, **params}
+    given = {k: v for k, v in merged.items() if k in InferConfig.model_fields}
+    cfg = validate(InferConfig, given, "params", where)
+    one, many = cfg.model, cfg.models
+    if one is None and many is None:
+        return
+    if isinstance(one, list):
+        one, many = None, one
+    try:
+        specs = resolve_models(one, many, cfg.backend, cfg.backend_options, where=where)
+        for spec in specs:
+            check_load(spec.backend, spec.model, dict(spec.options))
+    except LcevalError as exc:
+        raise LcevalError(f"{notebook.stem}: {exc}") from None
+
+
 def run_notebook(
     notebook: str | os.PathLike[str],
     run_id: str,
@@ -158,6 +189,7 @@ def run_notebook(
     src = find_notebook(notebook)
     if check:
         check_params(src, dict(params or {}), "params")
+        check_models(src, dict(params or {}), "params")
     run = RunDir(run_id, outputs_root).create()
     final = run.notebooks / src.name
     tmp = run.notebooks / f".{src.stem}.running.ipynb"
@@ -252,6 +284,7 @@ def run_pipeline(
         # an override reaches the steps that declare it, checked by each step's declared types
         mine = {k: v for k, v in overrides.items() if k in names}
         check_params(nb, mine, "-p")
+        check_models(nb, {**params, **mine}, where)
         resolved.append((nb, str(step.get("run_id") or run_id), {**params, **mine}))
     unknown_keys(list(overrides), list(known), f"-p (no step of {where} declares it)")
     return [

@@ -232,3 +232,13 @@ def test_infer_reads_the_runs_declared_settings(tmp_path, monkeypatch):
     assert seen == {"budget": 64, "n": 3}
     pipeline.infer("r", model="embedded", root=tmp_path, max_new_tokens=8)
     assert seen["budget"] == 8  # what the caller gives goes over the declared value
+
+
+def test_run_checks_every_model_before_step_01(tmp_path, capsys):
+    """A bad model path in ``-p`` is refused before the build step runs (it is read by step
+    02 only)."""
+    argv = ["run", "params/pipelines/lifbench_smoke.yaml", "-p", "model=/nonexistent"]
+    assert main([*argv, "--outputs", str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert "02_inference: model path /nonexistent does not exist" in err
+    assert list(tmp_path.iterdir()) == []
