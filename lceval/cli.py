@@ -320,13 +320,15 @@ _VLLM_SHOWN = {
 
 
 def _schema(folder: str | None) -> None:
-    """``lceval schema [FOLDER]``: the JSON Schema of every verb's config, printed or written as
-    ``FOLDER/<verb>.schema.json`` (:func:`lceval.config.json_schemas`)."""
+    """``lceval schema [FOLDER]``: the JSON Schema of every verb's config and of every notebook's
+    params files, printed or written as ``FOLDER/<name>.schema.json``
+    (:func:`lceval.config.json_schemas`, :func:`lceval.notebooks.notebook_schemas`)."""
     import json
 
     from lceval.config import json_schemas
+    from lceval.notebooks import notebook_schemas
 
-    schemas = json_schemas()
+    schemas = {**json_schemas(), **notebook_schemas()}
     if folder is None:
         print(json.dumps(schemas, indent=2))
         return

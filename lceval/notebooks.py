@@ -156,6 +156,68 @@ def check_models(notebook: Path, params: Mapping[str, Any], where: str) -> None:
         raise LcevalError(f"{notebook.stem}: {exc}") from None
 
 
+def notebook_schemas() -> dict[str, dict[str, Any]]:
+    """The JSON Schema of every notebook's params files (``params/<notebook>/*.yaml``), for
+    editors: exactly the notebook's declared parameters (any other key is an error), each typed
+    by the declared type that reads it (:class:`lceval.config.InferConfig`, the builder's
+    ``Config``, :class:`lceval.params.Judge`, :class:`lceval.params.Scoring`), the rest with
+    their notebook default only.
+
+    Returns:
+        notebook stem -> JSON Schema.
+    """
+    import json
+
+    from pydantic import TypeAdapter
+
+    from lceval import params as declared
+    from lceval import registry
+
+    infer = InferConfig.model_json_schema(mode="validation")
+    out: dict[str, dict[str, Any]] = {}
+    for nb in sorted(notebooks_dir().glob("[0-9][0-9]_*.ipynb")):
+        sections = [TypeAdapter(declared.Judge), TypeAdapter(declared.Scoring)]
+        for bench in registry.all_benchmarks():
+            schema = bench.params_schema() if nb.name in bench.notebooks else None
+            if schema is not None:
+                sections.insert(0, TypeAdapter(schema))
+        typed: dict[str, Any] = {}
+        defs: dict[str, Any] = dict(infer.get("$defs", {}))
+        for adapter in sections:
+            js = adapter.json_schema(mode="validation")
+            defs.update(js.get("$defs", {}))
+            for key, prop in js.get("properties", {}).items():
+                # the section's checkers also take null (its default decides) and normalise
+                # some values; the annotation is the type they give
+                # (a single name or label counts as a list): lists keep no item type here
+                prop = dict(prop)
+                doc = prop.pop("description", None)
+                if "array" in json.dumps(prop):
+                    prop = {"type": ["array", "string", "integer"]}
+                loose = {"anyOf": [prop, {"type": "null"}]}
+                typed.setdefault(key, {**loose, **({"description": doc} if doc else {})})
+        for key, prop in infer["properties"].items():
+            typed.setdefault(key, prop)
+        props = {}
+        for key, default in declared_params(nb).items():
+            prop = dict(typed.get(key, {}))
+            prop.setdefault("description", f"notebook {nb.stem} parameter")
+            prop["default"] = default
+            props[key] = prop
+        schema_doc: dict[str, Any] = {
+            "$schema": "https://json-schema.org/draft/2020-12/schema",
+            "$id": f"lceval:params/{nb.stem}",
+            "title": f"params/{nb.stem}/*.yaml",
+            "type": "object",
+            "properties": props,
+            "additionalProperties": False,
+        }
+        if defs:
+            schema_doc["$defs"] = defs
+        out[nb.stem] = schema_doc
+    return out
+
+
 def run_notebook(
     notebook: str | os.PathLike[str],
     run_id: str,

@@ -68,22 +68,47 @@ def test_every_verb_flag_comes_from_its_declared_config(verb):
     assert _flags(verb) == _declared(config.VERBS[verb])
 
 
+def _all_schemas() -> dict[str, dict]:
+    from lceval.notebooks import notebook_schemas
+
+    return {**config.json_schemas(), **notebook_schemas()}
+
+
 def test_committed_json_schemas_are_current():
     folder = REPO / "lceval" / "schemas" / "params"
-    schemas = config.json_schemas()
+    schemas = _all_schemas()
     assert sorted(p.name for p in folder.glob("*.schema.json")) == sorted(
         f"{v}.schema.json" for v in schemas
     )
-    for verb, schema in schemas.items():
-        on_disk = json.loads((folder / f"{verb}.schema.json").read_text(encoding="utf-8"))
-        assert on_disk == schema, f"{verb}: rerun `lceval schema lceval/schemas/params`"
+    for name, schema in schemas.items():
+        on_disk = json.loads((folder / f"{name}.schema.json").read_text(encoding="utf-8"))
+        assert on_disk == schema, f"{name}: rerun `lceval schema lceval/schemas/params`"
     infer = schemas["infer"]["properties"]
     assert infer["max_new_tokens"]["description"].startswith("cap every sample's answer budget")
 
 
+def test_every_params_file_validates_against_its_schema_and_a_typo_does_not():
+    import jsonschema
+
+    folder = REPO / "lceval" / "schemas" / "params"
+    files = sorted((REPO / "params").glob("[0-9][0-9]_*/*.yaml"))
+    assert files
+    for path in files:
+        schema = json.loads((folder / f"{path.parent.name}.schema.json").read_text())
+        data = yaml.safe_load(path.read_text()) or {}
+        jsonschema.validate(data, schema)
+        for key in ("max_new_tokens", "truncate"):
+            if key in data:
+                bad = {**data, key: "maybe"}
+                with pytest.raises(jsonschema.ValidationError):
+                    jsonschema.validate(bad, schema)
+        with pytest.raises(jsonschema.ValidationError, match="max_new_token'"):
+            jsonschema.validate({**data, "max_new_token": 8}, schema)
+
+
 def test_schema_command_writes_one_file_per_verb(tmp_path, capsys):
     assert main(["schema", str(tmp_path)]) == 0
-    assert {p.name for p in tmp_path.iterdir()} == {f"{v}.schema.json" for v in config.VERBS}
+    assert {p.name for p in tmp_path.iterdir()} == {f"{v}.schema.json" for v in _all_schemas()}
     assert main(["schema", str(tmp_path / "missing")]) == 2
 
 
