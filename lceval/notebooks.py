@@ -176,7 +176,10 @@ def notebook_schemas() -> dict[str, dict[str, Any]]:
     infer = InferConfig.model_json_schema(mode="validation")
     out: dict[str, dict[str, Any]] = {}
     for nb in sorted(notebooks_dir().glob("[0-9][0-9]_*.ipynb")):
-        sections = [TypeAdapter(declared.Judge), TypeAdapter(declared.Scoring)]
+        sections: list[TypeAdapter[Any]] = [
+            TypeAdapter(declared.Judge),
+            TypeAdapter(declared.Scoring),
+        ]
         for bench in registry.all_benchmarks():
             schema = bench.params_schema() if nb.name in bench.notebooks else None
             if schema is not None:
