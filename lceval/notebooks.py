@@ -87,6 +87,21 @@ def declared_params(notebook: Path) -> dict[str, Any]:
     return out
 
 
+def builds(notebook: Path) -> set[str]:
+    """The benchmarks whose builder a notebook calls with its parameters
+    (``pipeline.build(run_id, "KEY", ...)``, the params-file contract of DEVELOPING.md)."""
+    import json
+    import re
+
+    nb = json.loads(notebook.read_text(encoding="utf-8"))
+    code = "\n".join(
+        "".join(c["source"]) if isinstance(c["source"], list) else c["source"]
+        for c in nb["cells"]
+        if c.get("cell_type") == "code"
+    )
+    return set(re.findall(r"pipeline\.build\(\s*run_id,\s*\"(\w+)\"", code))
+
+
 def check_params(notebook: Path, params: Mapping[str, Any], where: str) -> None:
     """Check ``params`` against what ``notebook`` declares, before anything runs: every key one
     of its parameters (unknown ones named with the closest), and every value by the declared
@@ -116,7 +131,7 @@ def check_params(notebook: Path, params: Mapping[str, Any], where: str) -> None:
         if part:
             declared.parse(section, part, where)
     for bench in registry.all_benchmarks():
-        if notebook.name not in bench.notebooks:
+        if bench.key not in builds(notebook) or notebook.name not in bench.notebooks:
             continue
         schema = bench.params_schema()
         if schema is None:
@@ -181,7 +196,8 @@ def notebook_schemas() -> dict[str, dict[str, Any]]:
             TypeAdapter(declared.Scoring),
         ]
         for bench in registry.all_benchmarks():
-            schema = bench.params_schema() if nb.name in bench.notebooks else None
+            own = bench.key in builds(nb) and nb.name in bench.notebooks
+            schema = bench.params_schema() if own else None
             if schema is not None:
                 sections.insert(0, TypeAdapter(schema))
         typed: dict[str, Any] = {}
