@@ -217,7 +217,7 @@ RUNS = {
 """Per pipeline, the run folders whose responses and scores the test checks."""
 
 
-@pytest.mark.slow
+@pytest.mark.notebook
 @pytest.mark.parametrize("paper", PAPERS)
 def test_full_pipeline_runs_end_to_end_on_a_tiny_model(paper, tmp_path, tiny_long_model_dir):
     data = _data(tmp_path / "data")

@@ -40,7 +40,7 @@ def _notebook(path, fail):
     return path
 
 
-@pytest.mark.slow
+@pytest.mark.notebook
 def test_run_notebook_injects_params_and_keeps_failures_apart(tmp_path):
     ok = run_notebook(
         _notebook(tmp_path / "ok.ipynb", False),

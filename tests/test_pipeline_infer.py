@@ -107,7 +107,7 @@ def _lines(path):
     return [json.loads(x) for x in path.read_text().splitlines()] if path.exists() else []
 
 
-@pytest.mark.slow
+@pytest.mark.crash
 def test_sigkill_during_infer_then_rerun(tmp_path, tiny_model_dir):
     samples, contexts = _samples(40)
     for rid in ("killed", "clean"):
