@@ -11,7 +11,7 @@ from typing import Any
 
 import pandas as pd
 import yaml
-from tqdm.auto import tqdm
+from tqdm import tqdm  # a plain text bar: tqdm.auto needs ipywidgets in notebooks
 
 from lceval import plan, registry
 from lceval.benchmark import (
@@ -20,7 +20,7 @@ from lceval.benchmark import (
     BuildResult,
     ScorerSpec,
 )
-from lceval.console import engine_output
+from lceval.console import engine_output, terminal
 from lceval.errors import LcevalError
 from lceval.io import RunDir, atomic_open, new_meta, project_root
 from lceval.models.base import (
@@ -474,7 +474,14 @@ def score(
     store = job.responses()
     try:
         job.open_judges()
-        bar = tqdm(store, total=len(store), desc="score", unit="response", disable=not progress)
+        bar = tqdm(
+            store,
+            total=len(store),
+            desc="score",
+            unit="response",
+            disable=not progress,
+            file=terminal(),
+        )
         for r in bar:
             job.add(r)
         job.flush_all()

@@ -23,7 +23,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from tqdm.auto import tqdm
+from tqdm import tqdm  # a plain text bar: tqdm.auto needs ipywidgets in notebooks
 
 from lceval.console import terminal
 from lceval.errors import LcevalError
