@@ -75,7 +75,10 @@ def run_notebook(
         run_id: injected as the ``run_id`` parameter; names the run folder.
         params: further parameters to inject (a params file's contents).
         outputs_root: folder of run folders (default: ``lceval.io.outputs_root()``).
-        kernel_name: Jupyter kernel (default: the notebook's own, usually ``python3``).
+        kernel_name: Jupyter kernel (default ``python3``, which jupyter_client starts with this
+            process's Python, so ``lceval run`` uses the lceval it was started from; the
+            notebooks' own kernelspec, ``lceval``, is for JupyterLab and may be missing or
+            point at another environment).
         progress: show papermill's cell progress bar.
 
     Raises:
@@ -103,7 +106,7 @@ def run_notebook(
                 str(tmp),
                 parameters=parameters,
                 cwd=str(src.parent),
-                kernel_name=kernel_name,
+                kernel_name=kernel_name or "python3",
                 progress_bar=bar,
             )
         except pm.PapermillExecutionError as exc:
