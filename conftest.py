@@ -18,6 +18,9 @@ Kept at the repository root (not in ``tests/``) because nbval's notebook items u
   ``engine``, ``browser``, ``notebook`` and ``crash`` each imply ``slow``; notebook cells are
   marked ``notebook`` here. ``make test`` runs everything; ``make test-fast`` runs
   ``-m "not slow"``.
+- **Threads.** Torch runs on one thread in the test process and the hf engine of notebooks
+  under test on one thread (:data:`ONE_THREAD`): on a loaded 2-core machine, one thread per core
+  made single tests wait tens of seconds on descheduled siblings.
 """
 
 from __future__ import annotations
@@ -131,6 +134,23 @@ def pytest_configure(config: pytest.Config) -> None:
     os.environ["LCEVAL_OUTPUTS"] = str(tmp)
     # the report screenshot test copies its PNG here (default: <repo>/outputs/test-artifacts)
     os.environ.setdefault("LCEVAL_TEST_ARTIFACTS", str(tmp / "test-artifacts"))
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _one_torch_thread():
+    """Torch on one thread in the test process (tests run one at a time; their models are
+    tiny). With one thread per core, a 2-core machine loaded by other work spent 30-50 s on
+    single tiny-model tests (waiting on descheduled sibling threads). Models that tests load
+    with an explicit ``num_threads`` still set their own."""
+    try:
+        import torch
+    except ImportError:  # a partial environment: nothing to set
+        yield
+        return
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
 
 
 def _parameters_source(source: str, stem: str, values: dict[str, object]) -> str:
