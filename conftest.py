@@ -207,7 +207,7 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     if changed:
         more = f"\n... {len(changed) - 20} more" if len(changed) > 20 else ""
         shown = "\n".join(changed[:20]) + more
-        message = f"the tests changed the checkout's outputs/ ({len(changed)} paths):\n{shown}"
+        message = f"\nthe tests changed the checkout's outputs/ ({len(changed)} path(s)):\n{shown}"
         if reporter is not None:
             reporter.write_line(message, red=True)
         session.exitstatus = pytest.ExitCode.TESTS_FAILED
