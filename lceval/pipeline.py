@@ -585,7 +585,7 @@ class Scoring:
             return
         key = s.benchmark
         ctx = self.contexts.get(s.context_id) if s.context_id else None
-        if r.finish_reason == "error" or key not in self.judges:
+        if r.finish_reason == "error" or r.thinking_unfinished or key not in self.judges:
             self.emit(s, r, self.chosen[key].judge(s, r, ctx, self.options[key]))
             return
         prepared = self.judges[key].prepare(s, r, ctx)

@@ -10,6 +10,10 @@ its ``schema_version`` field (:data:`SCHEMA_VERSION`). Its parts:
   null when it cannot be computed), ``n`` (scored samples) and ``n_units`` (resampled units);
 - ``tasks``: per benchmark, scorer, model and task, the mean ``Score.value`` (0..1) over the
   scored samples, ``n`` and ``n_nan`` (samples whose score could not be computed);
+- ``metrics`` (optional): per benchmark, scorer and model, numbers a benchmark shows beside
+  its headline (``Benchmark.metrics``; ManyIFEval: IFEval's four pooled accuracies) with CIs;
+- ``tasks`` rows may carry ``reasoning_tokens`` (mean thinking tokens per answered sample) and
+  ``n_no_answer`` (samples whose thinking never ended) when the run's model reasons;
 - ``provenance``: run.json as it is (lceval and library versions, git commit, seed, tiktoken
   encoding, per model the engine, dtype, generation config and its hash, the data sources, the
   build params).
@@ -79,6 +83,7 @@ def results_document(run: RunDir, *, seed: int = 0) -> dict[str, Any]:
     meta = to_dict(run.read_meta())
     headlines: list[dict[str, Any]] = []
     tasks: list[dict[str, Any]] = []
+    extra: list[dict[str, Any]] = []
     for key in sorted({s.benchmark for s in samples}):
         bench = registry.get(key)
         mine = [s for s in samples if s.benchmark == key]
@@ -108,8 +113,24 @@ def results_document(run: RunDir, *, seed: int = 0) -> dict[str, Any]:
                         "n_units": int(e.n_units),
                     }
                 )
-            tasks += _task_means(key, name, rows[rows["scorer"] == name])
-    return {
+            tasks += _task_means(key, name, rows[rows["scorer"] == name], reasoning)
+            if bench.metrics is not None and name == bench.default_scorer:
+                mine_rows = rows[rows["scorer"] == name]
+                for m in bench.metrics(mine_rows, mine).itertuples(index=False):
+                    extra.append(
+                        {
+                            "benchmark": key,
+                            "scorer": name,
+                            "model": str(m.model),
+                            "metric": str(m.metric),
+                            "unit": str(m.unit),
+                            "estimate": _number(m.estimate),
+                            "low": _number(m.low),
+                            "high": _number(m.high),
+                            "n": int(m.n),
+                        }
+                    )
+    doc: dict[str, Any] = {
         "schema_version": SCHEMA_VERSION,
         "run_id": run.run_id,
         "written": _dt.datetime.now(_dt.UTC).replace(microsecond=0).isoformat(),
@@ -118,6 +139,9 @@ def results_document(run: RunDir, *, seed: int = 0) -> dict[str, Any]:
         "tasks": tasks,
         "provenance": json.loads(json.dumps(meta, default=str, allow_nan=False)),
     }
+    if extra:
+        doc["metrics"] = extra
+    return doc
 
 
 def _task_means(key: str, scorer: str, rows: pd.DataFrame) -> list[dict[str, Any]]:

@@ -31,5 +31,6 @@ BENCHMARK = Benchmark(
     },
     report=lazy("lceval.benchmarks.manyifeval.report:report_manyifeval"),
     headline=lazy("lceval.benchmarks.manyifeval.report:headline"),
+    metrics=lazy("lceval.benchmarks.manyifeval.report:extra_metrics"),
     notebooks=("04_curse_of_instructions.ipynb",),
 )
