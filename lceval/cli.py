@@ -260,6 +260,32 @@ def _parser() -> argparse.ArgumentParser:
     return p
 
 
+def _print_extra_metrics(run_id: str, root: Any, df: Any) -> None:
+    """Print the numbers benchmarks show beside their headline (``Benchmark.metrics``; ManyIFEval:
+    IFEval's four pooled accuracies) after ``lceval score``'s table."""
+    from lceval import pipeline, registry
+    from lceval.io import RunDir
+
+    keys = sorted(set(df["benchmark"].astype(str))) if len(df) else []
+    with_metrics = [k for k in keys if registry.get(k).metrics is not None]
+    if not with_metrics:
+        return
+    samples = pipeline.load_samples(RunDir(run_id, root))
+    for key in with_metrics:
+        bench = registry.get(key)
+        rows = df[(df["benchmark"] == key) & (df["scorer"] == bench.default_scorer)]
+        if not len(rows):
+            continue
+        table = bench.metrics(rows, [s for s in samples if s.benchmark == key])
+        if len(table):
+            print(f"{key}:")
+            print(
+                table[["model", "metric", "estimate", "low", "high", "n"]]
+                .round(4)
+                .to_string(index=False)
+            )
+
+
 def _compare(args: argparse.Namespace) -> Any:
     """``lceval compare``: :func:`lceval.compare.leaderboard` for one run (its models ranked),
     three or more, or on request; :func:`lceval.compare.compare_runs` for two runs, or for two
@@ -550,6 +576,7 @@ def _dispatch(args: argparse.Namespace) -> int:
             options=_kv(args.option, "--option"),
         )
         print(df.groupby(["model", "benchmark", "task"])["value"].mean().round(3).to_string())
+        _print_extra_metrics(args.run_id, args.outputs, df)
     elif args.command == "repair":
         from lceval.io import RunDir
         from lceval.models.cache import ResponseStore

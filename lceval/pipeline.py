@@ -684,6 +684,9 @@ def report(
             out = bench.report(where, bench_scores, bench_samples)
             tables.update({f"{key}/{k}": v for k, v in out.items()})
             tables.scorers[key] = names
+        from lceval.reasoning import report_reasoning  # thinking tokens, when the run has any
+
+        tables.update({f"reasoning/{k}": v for k, v in report_reasoning(staged, scores).items()})
         write_run_pages(staged)
         write_results(staged)
         write_index(staged)

@@ -81,6 +81,9 @@ def results_document(run: RunDir, *, seed: int = 0) -> dict[str, Any]:
     scores = run.read_scores()
     samples = load_samples(run)
     meta = to_dict(run.read_meta())
+    from lceval.reasoning import reasoning_frame
+
+    reasoning = reasoning_frame(run)
     headlines: list[dict[str, Any]] = []
     tasks: list[dict[str, Any]] = []
     extra: list[dict[str, Any]] = []
@@ -144,8 +147,15 @@ def results_document(run: RunDir, *, seed: int = 0) -> dict[str, Any]:
     return doc
 
 
-def _task_means(key: str, scorer: str, rows: pd.DataFrame) -> list[dict[str, Any]]:
-    """Per (model, task): mean value over scored samples, n, n_nan."""
+def _task_means(
+    key: str, scorer: str, rows: pd.DataFrame, reasoning: pd.DataFrame | None = None
+) -> list[dict[str, Any]]:
+    """Per (model, task): mean value over scored samples, n, n_nan; with ``reasoning``
+    (:func:`lceval.reasoning.reasoning_frame`, not empty) also ``reasoning_tokens`` (mean
+    thinking tokens per response) and ``n_no_answer`` (no answer within the thinking budget)."""
+    from lceval.reasoning import task_reasoning
+
+    thought = task_reasoning(rows, reasoning) if reasoning is not None else {}
     out = []
     for (model, task), g in rows.groupby(["model", "task"], sort=True):
         values = pd.to_numeric(g["value"], errors="coerce")
@@ -160,6 +170,9 @@ def _task_means(key: str, scorer: str, rows: pd.DataFrame) -> list[dict[str, Any
                 "n_nan": int(values.isna().sum()),
             }
         )
+        if thought:
+            tokens, no_answer = thought.get((str(model), str(task)), (0.0, 0))
+            out[-1].update(reasoning_tokens=_number(tokens), n_no_answer=no_answer)
     return out
 
 

@@ -86,9 +86,7 @@ def thinking_model_dir(tmp_path_factory: pytest.TempPathFactory, tiny_model_dir:
 
 
 def _sample(i: int = 0, budget: int = 8) -> Sample:
-    return Sample(
-        id=f"s{i}", benchmark="test", task="T", instruction=PROMPT, max_new_tokens=budget
-    )
+    return Sample(id=f"s{i}", benchmark="test", task="T", instruction=PROMPT, max_new_tokens=budget)
 
 
 # split rules (hostile output included) ----------------------------------------------------------
@@ -106,7 +104,13 @@ def _sample(i: int = 0, budget: int = 8) -> Sample:
         # the end marker inside the answer stays in the answer
         ("<think>a</think>Use </think> to close.", False, "a", "Use </think> to close.", False),
         # no block: the whole output is the answer
-        ("Just an answer with <think> in it", False, None, "Just an answer with <think> in it", False),
+        (
+            "Just an answer with <think> in it",
+            False,
+            None,
+            "Just an answer with <think> in it",
+            False,
+        ),
         ("", False, None, "", False),
     ],
 )

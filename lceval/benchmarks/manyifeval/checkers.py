@@ -175,7 +175,9 @@ def clean_kwargs(kwargs: Mapping[str, Any] | None) -> dict[str, Any]:
     return {k: v for k, v in (kwargs or {}).items() if v}
 
 
-def check_seed(instruction_id: str, kwargs: Mapping[str, Any] | None, prompt: str, index: int) -> int:
+def check_seed(
+    instruction_id: str, kwargs: Mapping[str, Any] | None, prompt: str, index: int
+) -> int:
     """The seed of one check's random draws: a 64-bit integer from SHA-256 over the prompt, the
     instruction's position in it, its id and its kwargs (the sample and the instruction).
 
