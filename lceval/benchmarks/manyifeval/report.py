@@ -528,8 +528,8 @@ def report_manyifeval(
 
     Returns:
         The tables by name: accuracy_by_n, curse_law, curse_fit, per_instruction,
-        set_stability, summary, ifeval_pooled, fig1_with_published, table4_with_published, fig9_confusion
-        (+ refinement tables when present).
+        set_stability, summary, ifeval_pooled, fig1_with_published, table4_with_published,
+        fig9_confusion (+ refinement tables when present).
 
     Raises:
         LcevalError: no ManyIFEval scores, or a score for an unknown sample.
