@@ -251,3 +251,96 @@ def test_think_block_from_a_model_declaring_none_stays_in_the_answer() -> None:
             return {"input_ids": [ord(c) for c in text]}
 
     assert t.split_ids(Tok(), [1, 2, 3], "") == (None, 0, [1, 2, 3], False)
+
+
+# the OpenAI backend against a loopback server returning reasoning fields ----------------------
+def _serve(bodies: list[dict]):
+    import json
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    requests: list[dict] = []
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:  # noqa: N802 - http.server API
+            n = int(self.headers.get("content-length", 0))
+            requests.append(json.loads(self.rfile.read(n)))
+            data = json.dumps(bodies.pop(0)).encode()
+            self.send_response(200)
+            self.send_header("content-type", "application/json")
+            self.send_header("content-length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return server, f"http://127.0.0.1:{server.server_address[1]}/v1", requests
+
+
+def _chat(message: dict, finish: str = "stop", reasoning_tokens: int | None = None) -> dict:
+    usage: dict = {"prompt_tokens": 5, "completion_tokens": 9, "total_tokens": 14}
+    if reasoning_tokens is not None:
+        usage["completion_tokens_details"] = {"reasoning_tokens": reasoning_tokens}
+    return {
+        "id": "c",
+        "object": "chat.completion",
+        "created": 0,
+        "model": "m",
+        "choices": [
+            {"index": 0, "message": {"role": "assistant", **message}, "finish_reason": finish}
+        ],
+        "usage": usage,
+    }
+
+
+def test_openai_reasoning_fields_kept_apart() -> None:
+    from lceval.models.openai import OpenAIBackend
+
+    bodies = [
+        _chat({"content": "Hi.", "reasoning_content": "greet briefly"}, reasoning_tokens=3),
+        _chat({"content": "Hello.", "reasoning": "vLLM 0.10 field"}),
+        _chat({"content": None, "reasoning": "on and on"}, finish="length"),
+        _chat({"content": "No thinking here."}),
+    ]
+    server, url, requests = _serve(bodies)
+    b = OpenAIBackend(
+        "m", base_url=url, concurrency=1, enable_thinking=True, max_thinking_tokens=50
+    )
+    try:
+        rs = b.generate([_sample(i, budget=8) for i in range(4)], {}, GenerationConfig())
+    finally:
+        b.close()
+        server.shutdown()
+        server.server_close()
+    assert (rs[0].text, rs[0].reasoning, rs[0].reasoning_tokens) == ("Hi.", "greet briefly", 3)
+    assert (rs[1].text, rs[1].reasoning) == ("Hello.", "vLLM 0.10 field")
+    assert rs[1].reasoning_tokens > 0  # not reported: counted with tiktoken
+    assert rs[2].thinking_unfinished and rs[2].text == "" and rs[2].finish_reason == "length"
+    assert rs[2].no_answer_reason().startswith("no answer after ")
+    assert rs[3].reasoning is None and rs[3].text == "No thinking here."
+    assert requests[0]["max_tokens"] == 8 + 50
+    assert requests[0]["chat_template_kwargs"] == {"enable_thinking": True}
+    assert b.cache_fields["thinking"]["max_thinking_tokens"] == 50
+
+
+def test_openai_think_end_splits_content() -> None:
+    from lceval.models.openai import OpenAIBackend
+
+    server, url, requests = _serve(
+        [_chat({"content": "<think>hmm</think>\n\nAnswer </think> kept"}), _chat({"content": "x"})]
+    )
+    b = OpenAIBackend("m", base_url=url, concurrency=1, think_end="</think>")
+    plain = OpenAIBackend("m", base_url=url, concurrency=1)
+    try:
+        (r,) = b.generate([_sample()], {}, GenerationConfig())
+        assert plain.cache_fields == {} and "thinking" not in plain.info()
+    finally:
+        b.close()
+        plain.close()
+        server.shutdown()
+        server.server_close()
+    assert (r.reasoning, r.text) == ("hmm", "Answer </think> kept")
+    assert requests[0]["max_tokens"] == 8
