@@ -170,6 +170,12 @@ def _parser() -> argparse.ArgumentParser:
     pl.add_argument("--limit", type=int, default=None, help="only the first N samples")
     pl.add_argument("--max-new-tokens", type=int, default=None, help="cap every sample's budget")
     pl.add_argument(
+        "--max-thinking-tokens",
+        type=int,
+        default=0,
+        help="a reasoning model's thinking budget per sample, counted beside the answer budget",
+    )
+    pl.add_argument(
         "--efficiency",
         type=float,
         default=None,
@@ -409,6 +415,7 @@ def _plan(args: argparse.Namespace) -> str:
         max_new_tokens=args.max_new_tokens,
         efficiency=plan.EFFICIENCY if args.efficiency is None else args.efficiency,
         exact=True if args.exact else None,
+        max_thinking_tokens=args.max_thinking_tokens,
     )
     plan.record(run, p)
     text = plan.render(p)
