@@ -282,7 +282,10 @@ def _print_extra_metrics(run_id: str, root: Any, df: Any) -> None:
         rows = df[(df["benchmark"] == key) & (df["scorer"] == bench.default_scorer)]
         if not len(rows):
             continue
-        table = bench.metrics(rows, [s for s in samples if s.benchmark == key])
+        metrics = bench.metrics
+        if metrics is None:
+            continue
+        table = metrics(rows, [s for s in samples if s.benchmark == key])
         if len(table):
             print(f"{key}:")
             print(

@@ -193,7 +193,7 @@ def split(
         break
     rest = output[at:]
     if is_text:
-        rest = rest.lstrip("\n")  # type: ignore[union-attr]
+        rest = rest.lstrip("\n")  # type: ignore[union-attr,attr-defined]
     return Split(_join(pieces, is_text), rest, False)
 
 

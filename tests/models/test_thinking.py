@@ -382,4 +382,4 @@ def test_vllm_keeps_thinking_apart() -> None:
         return
     assert r.reasoning == sp.reasoning and "." not in r.reasoning
     assert r.reasoning_tokens > 0 and not r.thinking_unfinished
-    assert r.text and sp.answer.lstrip("\n").startswith(r.text.strip()[:20])
+    assert r.text and r.text[:20] == sp.answer[:20]
