@@ -420,9 +420,8 @@ def _plan(args: argparse.Namespace) -> str:
         exact=True if args.exact else None,
         max_thinking_tokens=args.max_thinking_tokens,
     )
-    plan.record(run, p)
     text = plan.render(p)
-    if csv is not None:
+    if csv is not None:  # written before run.json: a failed write leaves the run as it was
         from lceval.reporting import save_table
 
         try:
@@ -431,6 +430,7 @@ def _plan(args: argparse.Namespace) -> str:
         except OSError as exc:
             raise LcevalError(f"--csv: cannot write {csv}: {exc.strerror}") from None
         text += f"\nwrote {a} and {b}"
+    plan.record(run, p)
     return text
 
 
