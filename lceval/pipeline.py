@@ -380,7 +380,10 @@ def infer(
         log(note)
     # size and estimate on stderr now; into run.json with the first model's entry, so a
     # command failing before its first answer (a missing or refused key) leaves run.json as it was
-    sized = plan.announce(run, samples, max_new_tokens, record_it=False)
+    thinking = max(_thinking_budget(spec.options) for spec in specs)
+    sized = plan.announce(
+        run, samples, max_new_tokens, record_it=False, max_thinking_tokens=thinking
+    )
     pending = {"plan": sized.summary()} if sized is not None else {}
     responses: list[Response] = []
     for i, spec in enumerate(specs):
@@ -388,6 +391,12 @@ def infer(
             log(f"model {i + 1}/{len(specs)}: {spec.label} ({spec.backend})")
         responses += _infer_one(run, spec, config, samples, contexts, batch_size, progress, pending)
     return responses
+
+
+def _thinking_budget(options: Mapping[str, Any]) -> int:
+    """A model's ``max_thinking_tokens`` option (0 when not given or not an integer)."""
+    value = options.get("max_thinking_tokens")
+    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 0
 
 
 def _infer_one(

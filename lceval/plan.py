@@ -589,17 +589,24 @@ def announce(
     max_new_tokens: int | None = None,
     *,
     record_it: bool = True,
+    max_thinking_tokens: int = 0,
 ) -> Plan | None:
     """The plan of the samples ``lceval infer`` is about to answer, in the run's tiktoken
     encoding: two lines on stderr and run.json's ``plan`` (``record_it=False``: the caller
     writes ``plan.summary()`` into run.json with the state it describes, so a command failing
     before any answer leaves run.json as it was). A plan that cannot be made (no tiktoken file)
-    is one line saying why; inference goes on.
+    is one line saying why; inference goes on. ``max_thinking_tokens``: the models' thinking
+    budget per sample (the ``max_thinking_tokens`` option given), counted beside the answer's.
     """
     from lceval.models.base import log
 
     try:
-        p = plan_run(run, samples=samples, max_new_tokens=max_new_tokens)
+        p = plan_run(
+            run,
+            samples=samples,
+            max_new_tokens=max_new_tokens,
+            max_thinking_tokens=max_thinking_tokens,
+        )
     except LcevalError as exc:
         log(f"plan: not computed ({exc})")
         return None

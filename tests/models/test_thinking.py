@@ -383,3 +383,47 @@ def test_vllm_keeps_thinking_apart() -> None:
     assert r.reasoning == sp.reasoning and "." not in r.reasoning
     assert r.reasoning_tokens > 0 and not r.thinking_unfinished
     assert r.text and r.text[:20] == sp.answer[:20]
+
+
+def test_thinking_run_end_to_end(thinking_model_dir: Path, tmp_path: Path) -> None:
+    import json
+
+    import pandas as pd
+
+    from lceval import pipeline
+    from lceval.io import RunDir
+
+    rows = [
+        {
+            "key": k,
+            "prompt": f"Write note {k} with at least 2 words.",
+            "instruction_id_list": ["length_constraints:number_words"],
+            "kwargs": [{"num_words": 2, "relation": "at least"}],
+        }
+        for k in range(2)
+    ]
+    data = tmp_path / "ifeval.jsonl"
+    data.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    pipeline.build("think", "manyifeval", {"path": str(data)}, root=tmp_path)
+    rs = pipeline.infer(
+        "think",
+        "hf",
+        str(thinking_model_dir),
+        root=tmp_path,
+        max_new_tokens=6,
+        backend_options={"device": "cpu", "max_thinking_tokens": 16},
+        progress=False,
+    )
+    run = RunDir("think", tmp_path)
+    meta = json.loads((run.path / "run.json").read_text())
+    assert meta["plan"]["thinking_budget"] == 2 * 16
+    model_info = next(iter(meta["models"].values()))
+    assert model_info["thinking"]["think_end"] == END
+    assert all(r.reasoning is not None or r.thinking_unfinished for r in rs)
+    scores = pipeline.score("think", root=tmp_path, progress=False)
+    for r in rs:
+        row = scores[scores["sample_id"] == r.sample_id].iloc[0]
+        if r.thinking_unfinished:
+            assert pd.isna(row["value"]) and row["explanation"].startswith("no answer after")
+        else:
+            assert not row["explanation"].startswith("no answer")
