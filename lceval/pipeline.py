@@ -373,7 +373,12 @@ def infer(
     notes = [
         f"{spec.label}: truncate is set: contexts longer than its window are cut"
         if truncate
-        else check_fits(spec, samples, contexts, config.budget)
+        else check_fits(
+            spec,
+            samples,
+            contexts,
+            _with_thinking(config.budget, _thinking_budget(spec.options)),
+        )
         for spec in specs
     ]
     for note in notes:  # said once every model is known to fit
@@ -391,6 +396,13 @@ def infer(
             log(f"model {i + 1}/{len(specs)}: {spec.label} ({spec.backend})")
         responses += _infer_one(run, spec, config, samples, contexts, batch_size, progress, pending)
     return responses
+
+
+def _with_thinking(budget: Any, extra: int) -> Any:
+    """``budget`` (sample -> answer tokens) plus a model's thinking budget ``extra``."""
+    if not extra:
+        return budget
+    return lambda sample: budget(sample) + extra
 
 
 def _thinking_budget(options: Mapping[str, Any]) -> int:
