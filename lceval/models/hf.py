@@ -650,7 +650,7 @@ class HFBackend:
             else:
                 sampling = {"do_sample": False, "temperature": None, "top_p": None, "top_k": None}
             stop = _RowStop(
-                self.tokenizer, start, [r.budget for r in rows], [r.sample.stop for r in rows]
+                self.tokenizer, start, [r.budget for r in rows], [self._stops(r) for r in rows]
             )
             out = self.model.generate(
                 input_ids=input_ids,
@@ -671,6 +671,13 @@ class HFBackend:
             (r, self._response(r, g, at, config, latency))
             for r, g, at in zip(rows, gen, stop.stopped_at, strict=True)
         ]
+
+    def _stops(self, row: _Row) -> tuple[str, ...]:
+        """Stop strings checked while generating: none for a thinking model (a stop string
+        written while thinking must not end the output; the answer is cut at its first stop
+        string after the split, in :meth:`_response`)."""
+        thinking = getattr(self, "thinking", None)
+        return () if thinking is not None and thinking.active else row.sample.stop
 
     def _response(
         self,

@@ -348,7 +348,8 @@ class VLLMBackend:
 
         kwargs: dict[str, Any] = {
             "max_tokens": config.budget(sample) + self._extra_budget(),
-            "stop": list(sample.stop) or None,
+            # a thinking model: stop strings are matched on the answer after the split only
+            "stop": None if self._extra_budget() else (list(sample.stop) or None),
             "seed": config.seed,
             "temperature": config.temperature,
             "top_p": config.top_p if config.temperature > 0 else 1.0,
@@ -448,9 +449,9 @@ class VLLMBackend:
                 if len(answer) > budget:  # the answer keeps the paper's budget
                     answer, reason = answer[:budget], "length"
                 text = str(self.tokenizer.decode(answer, skip_special_tokens=True))
-                cuts = [j for j in (text.find(s) for s in sample.stop) if j >= 0]
-                if cuts:
-                    text, reason = text[: min(cuts)], "stop"
+            cuts = [j for j in (text.find(s) for s in sample.stop) if j >= 0]
+            if cuts:  # the engine was not given the stop strings (see sampling_params)
+                text, reason = text[: min(cuts)], "stop"
             if unfinished:
                 text, reason = "", "length"
         return Response(

@@ -427,3 +427,15 @@ def test_thinking_run_end_to_end(thinking_model_dir: Path, tmp_path: Path) -> No
             assert pd.isna(row["value"]) and row["explanation"].startswith("no answer after")
         else:
             assert not row["explanation"].startswith("no answer")
+
+
+def test_hf_stop_string_written_while_thinking_does_not_end_the_output(hf_thinking) -> None:
+    import dataclasses
+
+    s = _sample(budget=6)
+    (free,) = hf_thinking.generate([s], {}, GenerationConfig())
+    assert free.reasoning
+    stop = free.reasoning[:3]  # a string the model writes while thinking
+    (r,) = hf_thinking.generate([dataclasses.replace(s, stop=(stop,))], {}, GenerationConfig())
+    assert r.reasoning == free.reasoning and not r.thinking_unfinished
+    assert r.text == free.text.split(stop)[0]
