@@ -28,17 +28,18 @@ from __future__ import annotations
 
 import importlib
 import math
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
-from lceval.errors import LcevalError
+from lceval.errors import LcevalError, one_line
 from lceval.params import NOTEBOOK_PARAMS
 from lceval.records import Context, Gold, Judgement, Response, Sample, Score
 
 if TYPE_CHECKING:
     import pandas as pd
 
+    from lceval.metrics import Headline
     from lceval.models.base import Backend
     from lceval.models.cache import ResponseStore
 
@@ -77,6 +78,18 @@ def check_keys(
             raise LcevalError(
                 f"{where}: unknown parameter {k!r}; known: {', '.join(sorted(allowed))}"
             )
+
+
+def scorer_key(name: str) -> str:
+    """The benchmark key of a scorer name: ``lifbench:strict`` -> ``lifbench``, ``leval`` ->
+    ``leval`` (the one place ``key:variant`` is parsed)."""
+    return name.split(":", 1)[0]
+
+
+def scorer_of(key: str, scorer: str | None) -> str | None:
+    """``scorer`` when it is one of benchmark ``key``'s (``key`` or ``key:variant``), else None
+    (the benchmark's default): how a run-wide ``--scorer`` applies to each of its benchmarks."""
+    return scorer if scorer is not None and scorer_key(scorer) == key else None
 
 
 def lazy(target: str) -> Callable[..., Any]:
@@ -296,7 +309,7 @@ class ScorerSpec:
         try:
             return self.score(sample, response, context, **dict(options or {}))
         except Exception as exc:  # noqa: BLE001 - the scorer contract says never raise
-            msg = " ".join(str(exc).split())[:200]
+            msg = one_line(exc)
             return Judgement(
                 value=math.nan, explanation=f"scorer error: {type(exc).__name__}: {msg}"
             )
@@ -323,6 +336,39 @@ class ScorerSpec:
             if k not in self.options:
                 known = ", ".join(sorted(self.options)) or "none"
                 raise LcevalError(f"scorer {self.name} has no option {k!r}; options: {known}")
+
+
+@dataclass(frozen=True)
+class Testing:
+    """What the test suite needs to know about a benchmark, declared beside it so that the suite's
+    tables (the small builds of every notebook's params, the full pipelines, the reproduction
+    items each paper must list) come from the registry and a new benchmark is picked up by its
+    folder alone."""
+
+    small: Callable[[Mapping[str, Any]], Mapping[str, Any]] | None = None
+    """``small(params) -> overrides``: ``-p`` overrides that keep a build of a params file small
+    (counts, lengths, no model-backed retrieval); None: build the file as it is."""
+    pipeline: str | None = None
+    """The full pipeline that runs this benchmark, ``params/pipelines/<pipeline>_full.yaml``
+    (LongGenBench and RULER share ``longgenbench_ruler``); None: none."""
+    full_runs: tuple[str, ...] = ()
+    """Run ids the full pipeline writes for this benchmark (their responses and scores are
+    checked)."""
+    paper: str | None = None
+    """The paper's name as ``reproduction.yaml`` writes it (``LIFBench``); None: no numbered
+    items are required (RULER's README has none)."""
+    items: tuple[str, ...] = ()
+    """Numbered tables and figures of the paper that ``reproduction.yaml`` must list."""
+
+
+def numbered(tables: int, figures: int, *extra: str) -> tuple[str, ...]:
+    """``Table 1`` .. ``Table <tables>``, ``Fig. 1`` .. ``Fig. <figures>`` and ``extra``: a
+    paper's numbered items for :attr:`Testing.items`."""
+    return (
+        *(f"Table {i}" for i in range(1, tables + 1)),
+        *(f"Fig. {i}" for i in range(1, figures + 1)),
+        *extra,
+    )
 
 
 @dataclass(frozen=True)
@@ -360,6 +406,13 @@ class Benchmark:
     report_scorers: tuple[str, ...] = ()
     """Scorers whose rows the reporter reads together (L-Eval: its n-gram scorer and its judge);
     empty: the default scorer alone."""
+    functions: Mapping[str, Callable[..., Any]] = field(default_factory=dict)
+    """Name -> a function of the paper's that a cross-paper study (:mod:`lceval.studies`) calls,
+    e.g. RULER's ``"tables"`` (per-model scores per length) or its ``"leaderboard"`` (the README's
+    published numbers): studies reach a benchmark through :mod:`lceval.registry` and
+    :meth:`function`, never by module path."""
+    testing: Testing = field(default_factory=lambda: Testing())
+    """The benchmark's test settings (:class:`Testing`), read by the suite's tables."""
     params: str | None = None
     """The builder's params schema, ``"module:Config"`` (a frozen dataclass read by
     :func:`lceval.params.parse`), imported only when asked for (:meth:`params_schema`)."""
@@ -378,6 +431,17 @@ class Benchmark:
         except (ImportError, AttributeError) as exc:
             raise LcevalError(f"{self.key}: params schema {self.params} not found: {exc}") from None
         return schema
+
+    def function(self, name: str) -> Callable[..., Any]:
+        """The declared function ``name`` (:attr:`functions`).
+
+        Raises:
+            LcevalError: the benchmark declares no such function; the message lists them.
+        """
+        if name not in self.functions:
+            known = ", ".join(self.functions) or "none"
+            raise LcevalError(f"benchmark {self.key} has no function {name!r}; it has: {known}")
+        return self.functions[name]
 
     @property
     def default_scorer(self) -> str:
@@ -413,6 +477,35 @@ class Benchmark:
             if present and not set(names) & set(present) and len(present) == 1:
                 names = (present[0],)
         return mine[mine["scorer"].isin(names)], names
+
+    def headline_of(
+        self, scores: pd.DataFrame, samples: Sequence[Sample], scorer: str | None = None
+    ) -> Headline:
+        """This benchmark's headline (``headline``, else :func:`generic_headline`) over the rows
+        of one scorer (:meth:`scores_for`: default, the default scorer). A scorer reporting other
+        metrics than the default (a judge's win rate) gets the generic one; a non-default
+        scorer's headline names it in ``metric`` (``ARS (Eq. 3) [lifbench:strict]``).
+
+        Args:
+            scores: scores.parquet rows (any benchmarks; this one's are selected).
+            samples: this benchmark's samples with typed gold.
+            scorer: a scorer of this benchmark (None: the default).
+
+        Raises:
+            LcevalError: ``scorer`` is not one of this benchmark's scorers.
+        """
+        import dataclasses
+
+        rows, names = self.scores_for(scores, scorer)
+        same_metrics = self.scorer(names[0]).metrics == self.scorer().metrics
+        h: Headline
+        if self.headline is None or not same_metrics:  # a judge's scores: not the paper's
+            h = generic_headline(self.key, rows, samples)
+        else:
+            h = self.headline(rows, samples)
+        if names[0] != self.default_scorer:  # tables name the metric with its scorer
+            h = dataclasses.replace(h, metric=f"{h.metric} [{names[0]}]")
+        return h
 
     def scorer(self, name: str | None = None) -> ScorerSpec:
         """The named scorer (default: the first).
@@ -471,6 +564,36 @@ def _replace(sample: Sample, **changes: Any) -> Sample:
     import dataclasses
 
     return dataclasses.replace(sample, **changes)
+
+
+def generic_headline(key: str, scores: pd.DataFrame, samples: Sequence[Sample]) -> Headline:
+    """Headline of a benchmark without its own: the mean over tasks (equal weights) of the task's
+    mean ``Score.value`` (0..1); samples sharing a context are one unit when every such context
+    lies within one task, else every sample is a unit."""
+    import pandas as pd
+
+    from lceval import metrics
+
+    by_id = {s.id: s for s in samples}
+    df = scores[scores["sample_id"].isin(by_id) & scores["value"].notna()]
+    ctx = [by_id[i].context_id or i for i in df["sample_id"]]
+    nested = pd.DataFrame({"c": ctx, "t": df["task"].to_numpy()}).groupby("c")["t"].nunique()
+    clusters = ctx if bool((nested <= 1).all()) else df["sample_id"].tolist()
+    frame = pd.DataFrame(
+        {
+            "model": df["model"].astype(str).to_numpy(),
+            "sample_id": df["sample_id"].to_numpy(),
+            "group": df["task"].astype(str).to_numpy(),
+            "cluster": clusters,
+            "value": df["value"].to_numpy(float),
+            "count": 1.0,
+        }
+    )
+
+    def stat(sums: Mapping[str, Any], groups: Sequence[Hashable]) -> Any:
+        return metrics.mean_statistic(dict.fromkeys(groups, 1.0))(sums, groups)
+
+    return metrics.Headline(key, "mean task score", "0..1", frame, ("value", "count"), stat)
 
 
 def failed_generation(response: Response) -> Judgement:

@@ -36,7 +36,7 @@ from typing import Any
 
 import yaml
 
-from lceval.errors import LcevalError
+from lceval.errors import LcevalError, one_line
 
 
 def _kv(items: Sequence[str] | None, flag: str) -> dict[str, Any]:
@@ -530,7 +530,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _os_error(exc: OSError) -> str:
     """An OSError as one line: the file it names, then its reason (``No space left on device``)."""
-    reason = exc.strerror or " ".join(str(exc).split())[:200] or type(exc).__name__
+    reason = exc.strerror or one_line(exc) or type(exc).__name__
     return f"{exc.filename}: {reason}" if exc.filename else reason
 
 

@@ -12,8 +12,17 @@ import pytest
 
 from lceval.io import RunDir, new_meta
 from lceval.models.base import GenerationConfig
-from lceval.pipeline import run_inference
+from lceval.pipeline import _answer, select_samples
 from lceval.records import Context, Response, Sample
+
+
+def run_inference(
+    run, backend, config=None, *, batch_size=8, limit=None, tasks=None, progress=True
+):
+    """Answer the run's pending samples with a backend object (what ``pipeline.infer`` does
+    after loading each model's engine)."""
+    samples = select_samples(run, run.read_samples(), limit=limit, tasks=tasks)
+    return _answer(run, backend, config, samples, run.read_contexts(), batch_size, progress)
 
 
 def _samples(n):

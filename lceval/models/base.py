@@ -18,11 +18,12 @@ import inspect
 import json
 import types
 import typing
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
-from lceval.errors import LcevalError
+from lceval.console import log
+from lceval.errors import LcevalError, one_line
 from lceval.records import Context, Response, Sample
 
 BACKENDS: dict[str, str] = {
@@ -322,7 +323,7 @@ def error_response(
     sample: Sample, model: str, config: GenerationConfig, exc: BaseException
 ) -> Response:
     """A Response recording a per-sample failure (scored later as NaN with the reason)."""
-    msg = " ".join(str(exc).split()) or type(exc).__name__
+    msg = one_line(exc, 500) or type(exc).__name__
     return Response(
         sample_id=sample.id,
         model=model,
@@ -331,9 +332,6 @@ def error_response(
         finish_reason="error",
         error=f"{type(exc).__name__}: {msg}"[:500],
     )
-
-
-BackendFactory = Callable[..., Backend]
 
 
 def choose_backend() -> tuple[str, str]:
@@ -355,7 +353,7 @@ def choose_backend() -> tuple[str, str]:
     try:
         importlib.import_module("vllm")
     except Exception as exc:  # noqa: BLE001 - any broken install means: use hf
-        msg = " ".join(str(exc).split())[:120]
+        msg = one_line(exc)
         return "hf", f"import vllm failed ({type(exc).__name__}: {msg})"
     import torch
 
@@ -383,14 +381,6 @@ def cpu_has_bf16(cpuinfo: str = "/proc/cpuinfo") -> bool:
     except OSError:
         return True
     return True
-
-
-def log(message: str) -> None:
-    """One ``lceval: ...`` line on stderr (backend choice, fallbacks), on the terminal also while
-    an engine's logs go to the run's log file (:func:`lceval.console.terminal`)."""
-    from lceval.console import terminal
-
-    print(f"lceval: {message}", file=terminal(), flush=True)
 
 
 def backend_class(backend: str) -> type[Any]:
@@ -674,5 +664,5 @@ def _load_auto(model: str | None, options: Mapping[str, Any]) -> Backend:
         kept = {k: v for k, v in options.items() if k in known}
         dropped = sorted(set(options) - set(kept))
         note = f"; options left out: {', '.join(dropped)}" if dropped else ""
-        log(f"warning: vLLM did not start ({' '.join(str(exc).split())[:200]}); using hf{note}")
+        log(f"warning: vLLM did not start ({one_line(exc)}); using hf{note}")
         return load_backend("hf", model, **kept)

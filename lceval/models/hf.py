@@ -51,7 +51,7 @@ from transformers import (
 )
 from transformers.cache_utils import DynamicLayer
 
-from lceval.errors import LcevalError
+from lceval.errors import LcevalError, one_line
 from lceval.models.base import (
     GenerationConfig,
     RenderedPrompt,
@@ -71,11 +71,45 @@ from lceval.models.hf_attention import (
     SharedPrefixLayer,
     kv_bytes_per_token,
 )
-from lceval.models.hf_load import model_window, pick_device, pick_dtype
 from lceval.models.rope import RopeOverride, apply_rope, resolve_rope
+from lceval.models.specs import model_window
 from lceval.models.thinking import Thinking
 from lceval.models.thinking import check_options as check_thinking_options
 from lceval.records import Context, FinishReason, Response, Sample
+
+DTYPES = ("auto", "float32", "bfloat16", "float16")
+
+
+def pick_device(device: str) -> str:
+    """The torch device name for ``device`` (``auto``: CUDA when available, else CPU).
+
+    Raises:
+        LcevalError: an unknown device, or CUDA asked for where there is none.
+    """
+    if device == "auto":
+        return "cuda" if torch.cuda.is_available() else "cpu"
+    if device == "cpu" or device.startswith("cuda") or device == "mps":
+        if device.startswith("cuda") and not torch.cuda.is_available():
+            raise LcevalError(f"device {device!r} requested but no CUDA GPU is available")
+        return device
+    raise LcevalError(f"device must be 'auto', 'cpu', 'cuda[:N]' or 'mps', got {device!r}")
+
+
+def pick_dtype(dtype: str, device: str) -> torch.dtype:
+    """The torch dtype for ``dtype`` on ``device`` (``auto``: bfloat16 on GPUs that support it,
+    float16 on older GPUs, float32 on the CPU).
+
+    Raises:
+        LcevalError: an unknown dtype name.
+    """
+    if dtype not in DTYPES:
+        raise LcevalError(f"dtype must be one of {', '.join(DTYPES)}, got {dtype!r}")
+    if dtype == "auto":
+        if device.startswith("cuda"):
+            return torch.bfloat16 if torch.cuda.is_bf16_supported() else torch.float16
+        return torch.float32  # CPU: bf16 is no faster here and fp32 keeps batching exact
+    return getattr(torch, dtype)
+
 
 MIN_SHARED_PREFIX = 32
 """Shortest common token prefix (tokens) worth encoding once per batch."""
@@ -239,8 +273,8 @@ class HFBackend:
         self.auto_batch = batch_size is None
         self.batch_size = batch_size or (AUTO_BATCH_CAP if self.device.startswith("cuda") else 8)
         self.call_size = self.batch_size
-        self.prefill_chunk = prefill_chunk or PREFILL_CHUNK
         """Samples per ``generate`` call that ``lceval.pipeline.infer`` sends by default."""
+        self.prefill_chunk = prefill_chunk or PREFILL_CHUNK
         self.share_prefix = share_prefix
         self._prefix_ids: list[int] = []
         """Token ids of the last shared prefix encoded (empty: none kept)."""
@@ -278,7 +312,7 @@ class HFBackend:
                 local_files_only=True,
             )
         except (OSError, ValueError) as exc:
-            msg = " ".join(str(exc).split())[:300]
+            msg = one_line(exc)
             raise LcevalError(
                 f"cannot load model {self.name} from {self.source.path}: {msg}"
             ) from None

@@ -27,7 +27,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 from urllib.parse import urlparse
 
-from lceval.errors import LcevalError
+from lceval.errors import LcevalError, one_line
 from lceval.models.base import GenerationConfig, context_text, error_response, messages
 from lceval.models.thinking import check_options as check_thinking_options
 from lceval.models.thinking import markers_from_option, split
@@ -373,4 +373,4 @@ def _plain_http_to_remote(base_url: str) -> bool:
 
 
 def _one_line(exc: BaseException) -> str:
-    return " ".join(str(exc).split())[:300]
+    return one_line(exc)

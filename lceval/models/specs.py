@@ -193,13 +193,47 @@ TOKENIZER_FILES = (
 )
 
 
+def window_config(config: Any) -> Any:
+    """The section of a model config that states its window: the config itself, or its
+    ``text_config`` (multimodal checkpoints); a transformers config object or config.json as a
+    dict. None: neither states ``max_position_embeddings``."""
+
+    def get(obj: Any, key: str) -> Any:
+        return obj.get(key) if isinstance(obj, Mapping) else getattr(obj, key, None)
+
+    for cfg in (config, get(config, "text_config")):
+        n = get(cfg, "max_position_embeddings") if cfg is not None else None
+        if isinstance(n, int) and not isinstance(n, bool) and n > 0:
+            return cfg
+    return None
+
+
+def model_window(config: Any, tokenizer: Any = None) -> int:
+    """A loaded model's context window in tokens: the config's ``max_position_embeddings`` (or
+    its text config's, :func:`window_config`), else the tokenizer's ``model_max_length``; the one
+    rule the hf engine (``HFBackend.window``), the planner (``lceval.plan``) and
+    :func:`declared_window` read a checkpoint's window by.
+
+    Raises:
+        LcevalError: neither the model config nor the tokenizer states a window.
+    """
+    cfg = window_config(config)
+    if cfg is not None:
+        key = "max_position_embeddings"
+        return int(cfg[key] if isinstance(cfg, Mapping) else getattr(cfg, key))
+    length = getattr(tokenizer, "model_max_length", None)
+    if isinstance(length, int) and 0 < length < 10_000_000:
+        return length
+    raise LcevalError("cannot tell the model's context window; pass window=<tokens>")
+
+
 def declared_window(spec: ModelSpec, folder: Path | None) -> tuple[int | None, str]:
     """The context window ``spec``'s engine will have, in tokens, and where it comes from.
 
     The ``max_model_len`` (vllm) or ``window`` (hf) option; else the checkpoint's
     ``max_position_embeddings`` (or its text config's), times the factor of a ``rope_scaling``
     option (over its ``original_max_position_embeddings`` when given), as the engines resolve it
-    (``lceval.models.hf_load.model_window``, ``lceval.models.rope``), or times the factor of the
+    (:func:`model_window`, ``lceval.models.rope``), or times the factor of the
     checkpoint's own linear, dynamic or YaRN scaling (as vLLM derives ``max_model_len``).
 
     Returns:
@@ -217,13 +251,10 @@ def declared_window(spec: ModelSpec, folder: Path | None) -> tuple[int | None, s
         config = json.loads((folder / "config.json").read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return None, "its config.json could not be read"
-    n, own = None, None
-    for cfg in (config, config.get("text_config") or {}):
-        if isinstance(cfg.get("max_position_embeddings"), int):
-            n, own = cfg["max_position_embeddings"], cfg.get("rope_scaling")
-            break
-    if not n:
+    section = window_config(config)
+    if section is None:
         return None, "its config.json states no max_position_embeddings"
+    n, own = model_window(section), section.get("rope_scaling")
     if isinstance(own, Mapping) and "rope_scaling" not in spec.options:
         # the checkpoint's own scaling, as vLLM derives its window (Vicuna-16k: linear x4 over
         # 4,096; YaRN over original_max_position_embeddings; llama3 / longrope already count it)

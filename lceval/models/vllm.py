@@ -27,7 +27,7 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from lceval.errors import LcevalError
+from lceval.errors import LcevalError, one_line
 from lceval.models.base import (
     GenerationConfig,
     RenderedPrompt,
@@ -244,7 +244,7 @@ class VLLMBackend:
         try:
             self.llm: Any = vllm.LLM(**args)
         except (RuntimeError, ValueError, OSError) as exc:
-            msg = " ".join(str(exc).split())[:300]
+            msg = one_line(exc)
             raise LcevalError(
                 f"vLLM could not start {self.name}: {type(exc).__name__}: {msg}"
             ) from None

@@ -9,7 +9,7 @@ instructions, the published leaderboards), ``resources/`` (README leaderboards, 
 matches, categories, task codes; see its README).
 """
 
-from lceval.benchmark import Benchmark, ScorerSpec, lazy
+from lceval.benchmark import Benchmark, ScorerSpec, Testing, lazy, numbered
 from lceval.benchmarks.cifbench.gold import GOLD, OFFICIAL_TASKS
 
 _RULE_OPTIONS = {
@@ -57,4 +57,11 @@ BENCHMARK = Benchmark(
     report=lazy("lceval.benchmarks.cifbench.report:report_cifbench"),
     notebooks=("11_cif_bench.ipynb",),
     details_file="cifbench_judge_details.parquet",
+    testing=Testing(
+        small=lambda p: {"n_inputs": 1},
+        pipeline="cifbench",
+        full_runs=("cifbench-full",),
+        paper="CIF-Bench",
+        items=numbered(13, 3),
+    ),
 )

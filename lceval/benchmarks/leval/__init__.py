@@ -6,11 +6,11 @@ files), ``prompts.py`` (the official prompt wording), ``build.py``, ``retrieval.
 dense chunk retrieval), ``score.py`` (official exam rules, ROUGE, F1), ``judge.py`` (pairwise
 LLM judge), ``importer.py`` (official prediction files <-> run folders), ``report.py``,
 ``resources/`` (published numbers), ``arithmetic.py`` (the offline GSM stand-in: seeded
-arithmetic problems in the gsm100 format), ``ntk.py`` (the NTK base sweep: plan, table, trend,
-figure; notebook 09).
+arithmetic problems in the gsm100 format). The NTK base sweep (notebook 09) is a cross-paper
+study, :mod:`lceval.studies.ntk`.
 """
 
-from lceval.benchmark import Benchmark, ScorerSpec, lazy
+from lceval.benchmark import Benchmark, ScorerSpec, Testing, lazy
 from lceval.benchmarks.leval.gold import GOLD, TASKS
 
 GAMES_FILE = "leval_games.parquet"
@@ -56,4 +56,23 @@ BENCHMARK = Benchmark(
     report_scorers=("leval", "leval:judge"),
     notebooks=("08_leval.ipynb", "09_ntk_base_sweep.ipynb"),
     details_file=GAMES_FILE,
+    testing=Testing(
+        small=lambda p: {
+            "limit_docs": 1,
+            # the dense retriever loads a model (tests/benchmarks/leval covers it, marked slow)
+            "retrieval": [r for r in p["retrieval"] if r != "dense"],
+        },
+        pipeline="leval",
+        full_runs=("leval-full",),
+        paper="L-Eval",
+        items=(
+            "Closed-ended table",
+            "Open-ended table",
+            "Human evaluation table",
+            "LIE Kendall-tau table",
+            "LIE NQ example",
+            "Retrieval vs full-context",
+            "NTK base sweep",
+        ),
+    ),
 )

@@ -3,10 +3,11 @@ STIC-2, wAvg; and its correlation with RULER (Fig. 3b).
 
 Files: ``gold.py``, ``build.py``, ``prompts.py`` (the two prompt formats of Appendix G),
 ``score.py`` (parsing, offline and LLM judges), ``report.py`` (Table 3, Figs. 2-3), ``tables.py``
-(Table 7, published rows beside the run), ``ruler_correlation.py``, ``resources/``.
+(Table 7, published rows beside the run), ``resources/``. The RULER correlation is a
+cross-paper study, :mod:`lceval.studies.ruler_correlation`.
 """
 
-from lceval.benchmark import Benchmark, ScorerSpec, lazy
+from lceval.benchmark import Benchmark, ScorerSpec, Testing, lazy, numbered
 from lceval.benchmarks.longgenbench.gold import GOLD, TASKS
 
 CHECKS_FILE = "longgenbench_checks.parquet"
@@ -50,4 +51,12 @@ BENCHMARK = Benchmark(
     headline=lazy("lceval.benchmarks.longgenbench.report:headline"),
     notebooks=("05_ruler_correlation.ipynb", "06_longgenbench.ipynb"),
     details_file=CHECKS_FILE,
+    testing=Testing(
+        small=lambda p: {"n_per_scenario": 1},
+        pipeline="longgenbench_ruler",
+        full_runs=("longgenbench-full",),
+        paper="LongGenBench",
+        items=numbered(7, 2, "Fig. 3a", "Fig. 3b"),
+    ),
+    functions={"summary": lazy("lceval.benchmarks.longgenbench.report:load_summary")},
 )
