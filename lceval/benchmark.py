@@ -19,18 +19,21 @@ Contracts:
 - batch judge (optional, for scorers that ask a model): ``batch(run, **options) -> BatchJudge``;
   the pipeline feeds it responses and calls ``finish`` on groups of about ``batch_items`` items.
   A judge that asks a model does it through :class:`ModelJudge` (lazy engine, resumable store)
-  and checks its options with :func:`check_option`.
+  and declares its options as a :class:`JudgeModel` subclass (``ScorerSpec.option_type``).
 - reporter: ``report(run, scores: DataFrame, samples) -> dict[str, DataFrame]``; writes CSV tables
   and PNG+PDF figures under the run's ``report/``.
 """
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import math
 from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, Self
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from lceval.errors import LcevalError, one_line
 from lceval.params import NOTEBOOK_PARAMS
@@ -159,6 +162,8 @@ class ModelJudge:
     progress: bool = False
     engine: Backend | None = field(default=None, init=False)
     """The loaded backend (None until the first question, and after ``close``)."""
+    _lifeline: contextlib.ExitStack = field(default_factory=contextlib.ExitStack, init=False)
+    """The engine's :func:`lceval.models.lifeline.guard`, open while it is loaded."""
 
     @property
     def name(self) -> str:
@@ -191,7 +196,16 @@ class ModelJudge:
         from lceval.models.generate import generate
 
         if self.engine is None:
-            self.engine = self.load()
+            from lceval.models import lifeline
+
+            # the judge's engine processes die with lceval (SIGKILL included)
+            self._lifeline = contextlib.ExitStack()
+            self._lifeline.enter_context(lifeline.guard(self.store.path.parent))
+            try:
+                self.engine = self.load()
+            except BaseException:
+                self._lifeline.close()
+                raise
         config = GenerationConfig(temperature=self.temperature, max_new_tokens=self.max_new_tokens)
         got = generate(
             self.engine,
@@ -209,7 +223,10 @@ class ModelJudge:
         """Close the judge backend, if it was loaded (again: nothing to do)."""
         if self.engine is not None:
             engine, self.engine = self.engine, None
-            engine.close()
+            try:
+                engine.close()
+            finally:
+                self._lifeline.close()
 
     @staticmethod
     def loader(
@@ -253,20 +270,79 @@ class AsksModel:
         self.asker.close()
 
 
-def check_option(value: Any, kind: type, scorer: str, name: str) -> Any:
-    """``value`` when it is a ``kind`` (for ``int``: an integer >= 1, not a bool).
+class ScorerOptions(BaseModel):
+    """A scorer's options as a declared type: names, types, ranges, defaults and one line of help
+    each (pydantic; ``model_json_schema()`` gives them to tools). Strict: an int is never a bool,
+    a number never a string; an unknown name is refused."""
 
-    Raises:
-        LcevalError: ``scorer <scorer> option <name>: <value> is not <kind>``.
-    """
-    if kind is int:
-        ok = isinstance(value, int) and not isinstance(value, bool) and value >= 1
-    else:
-        ok = isinstance(value, kind)
-    if not ok:
-        want = "a positive integer" if kind is int else kind.__name__
-        raise LcevalError(f"scorer {scorer} option {name}: {value!r:.60} is not {want}")
-    return value
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
+
+    @classmethod
+    def docs(cls) -> dict[str, str]:
+        """Option name -> its help line with the default (``lceval list``)."""
+        return {
+            k: f"{f.description or ''} (default {f.get_default(call_default_factory=True)!r})"
+            for k, f in cls.model_fields.items()
+        }
+
+    @classmethod
+    def parse(cls, scorer: str, options: Mapping[str, Any]) -> Self:
+        """``options`` checked and typed.
+
+        Raises:
+            LcevalError: one line: ``scorer S has no option 'k'; options: ...`` or ``scorer S
+                option k: VALUE: must be ...``.
+        """
+        for k in options:
+            if k not in cls.model_fields:
+                known = ", ".join(sorted(cls.model_fields)) or "none"
+                raise LcevalError(f"scorer {scorer} has no option {k!r:.40}; options: {known}")
+        try:
+            return cls(**dict(options))
+        except ValidationError as exc:
+            err = exc.errors()[0]
+            key = str(err["loc"][0]) if err["loc"] else "?"
+            value = options.get(key, err.get("input"))
+            msg = err["msg"].replace("Input should be", "must be").replace("Value error, ", "")
+            raise LcevalError(f"scorer {scorer} option {key}: {value!r:.60}: {msg[:120]}") from None
+
+
+class JudgeModel(ScorerOptions):
+    """The model an LLM judge asks, shared by the three judges (LongGenBench ``longgenbench:llm``,
+    L-Eval ``leval:judge``, CIF-Bench ``cifbench:judge``); each judge's options subclass it
+    (their own defaults and options beside these). Filled from a notebook's ``judge_*`` params by
+    :func:`lceval.registry.judge_options`."""
+
+    backend: str = Field("hf", description="judge backend: hf, vllm, openai or auto")
+    model: str | None = Field(
+        None, min_length=1, description="judge model path or hub id; null: the embedded SmolLM2"
+    )
+    backend_options: dict[str, Any] = Field(
+        default_factory=dict, description="the judge backend's options, e.g. {device: cuda}"
+    )
+    max_new_tokens: int | None = Field(None, ge=1, description="judge answer budget in tokens")
+    batch_size: int = Field(8, ge=1, description="judge prompts per engine call")
+
+    @field_validator("backend")
+    @classmethod
+    def _known_backend(cls, value: str) -> str:
+        from lceval.models.backends import check_backend_name
+
+        try:
+            check_backend_name(value)
+        except LcevalError as exc:
+            raise ValueError(str(exc).removeprefix(f"unknown backend {value!r}; ")) from None
+        return value
+
+    def loader(self) -> Callable[[], Backend]:
+        """A ``load`` for :class:`ModelJudge`, its backend options checked now
+        (:meth:`ModelJudge.loader`)."""
+        return ModelJudge.loader(self.backend, self.model, self.backend_options)
+
+    @property
+    def label(self) -> str:
+        """The judge's name until its engine loads: the model, else the backend."""
+        return self.model or self.backend
 
 
 @dataclass(frozen=True)
@@ -286,7 +362,15 @@ class ScorerSpec:
     batch: Callable[..., BatchJudge] | None = None
     """``batch(run, **options) -> BatchJudge`` for scorers that judge in batches."""
     options: Mapping[str, str] = field(default_factory=dict)
-    """Options ``lceval score --option KEY=VALUE`` accepts, with a one-line description each."""
+    """Options ``lceval score --option KEY=VALUE`` accepts, with a one-line description each
+    (filled from ``option_type`` when that is given)."""
+    option_type: type[ScorerOptions] | None = None
+    """The options as a declared type (names, types, ranges, help): checked by
+    :meth:`check_options` before anything loads; an LLM judge's subclasses :class:`JudgeModel`."""
+
+    def __post_init__(self) -> None:
+        if self.option_type is not None and not self.options:
+            object.__setattr__(self, "options", self.option_type.docs())
 
     def judge(
         self,
@@ -331,7 +415,11 @@ class ScorerSpec:
         )
 
     def check_options(self, options: Mapping[str, Any]) -> None:
-        """Raise LcevalError naming the first option this scorer does not take."""
+        """Raise LcevalError naming the first option this scorer does not take (with a declared
+        ``option_type``: also a value of the wrong type or out of range)."""
+        if self.option_type is not None:
+            self.option_type.parse(self.name, options)
+            return
         for k in options:
             if k not in self.options:
                 known = ", ".join(sorted(self.options)) or "none"

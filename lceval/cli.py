@@ -481,16 +481,18 @@ def _listing() -> str:
 
 def _options_listing(backend: str) -> str:
     """What ``lceval infer --list-options BACKEND`` prints: one ``-o`` option a line, with its
-    default and type (vLLM engine arguments: vLLM's defaults, see its EngineArgs docs)."""
-    from lceval.models.base import declared_options, options_backend
+    type, range, default and help (``lceval.models.backends``; vLLM engine arguments: vLLM's
+    defaults, see its EngineArgs docs)."""
+    from lceval.models.backends import BACKENDS, resolve_backend
 
-    name = options_backend(backend)
+    name = resolve_backend(backend)
+    spec = BACKENDS[name]
     lines = [f"options of backend {name} (lceval infer RUN --backend {name} -o KEY=VALUE):"]
-    for key, opt in declared_options(name).items():
-        if opt.annotation is None:
+    lines += [f"  {key}: {text}" for key, text in spec.help().items()]
+    declared = spec.options.model_fields
+    for key in spec.extra_options() if spec.extra_options is not None else []:
+        if key not in declared and key != "model":
             lines.append(f"  {key}  (vLLM engine argument; default: vLLM's)")
-        else:
-            lines.append(f"  {key}={opt.default!r}  ({opt.annotation})")
     return "\n".join(lines)
 
 

@@ -97,7 +97,10 @@ def run_notebook(
         parameters["outputs_root"] = str(Path(outputs_root).resolve())
     # The kernel's and its engines' logs go to the run's logs/lceval.log; papermill's progress
     # bar stays on the terminal (lceval -v or LCEVAL_VERBOSE=1: everything on the terminal).
-    with engine_output(run.path, f"notebook {src.stem}"):
+    from lceval.models import lifeline
+
+    # the kernel and the engines it starts die with this process (lceval.models.lifeline)
+    with engine_output(run.path, f"notebook {src.stem}"), lifeline.guard(run.path):
         bar: bool | dict[str, Any] = (
             {"unit": "cell", "desc": "Executing", "file": terminal()} if progress else False
         )

@@ -24,6 +24,7 @@ from lceval.benchmark import (
 from lceval.console import engine_output
 from lceval.errors import LcevalError
 from lceval.io import RunDir, atomic_open, new_meta, project_root
+from lceval.models import lifeline
 from lceval.models.base import (
     Backend,
     GenerationConfig,
@@ -34,7 +35,14 @@ from lceval.models.base import (
 )
 from lceval.models.cache import ResponseStore
 from lceval.models.generate import engine_config, generate, prefix_reuse
-from lceval.models.specs import ModelSpec, check_fits, resolve_models
+from lceval.models.specs import (
+    ModelSpec,
+    check_fits,
+    check_names,
+    location,
+    resolve_models,
+    stored_name,
+)
 from lceval.records import Context, Judgement, Response, Sample, Score, sample_hashes
 
 DEFAULT_CALL_SIZE = 8
@@ -329,6 +337,7 @@ def infer(
     if not isinstance(truncate, bool):
         raise LcevalError(f"truncate must be true or false, got {truncate!r}")
     specs = resolve_models(model, models, backend, backend_options)
+    check_names(specs, run.read_meta().models, run.run_id)  # an answer's identity: its name
     # Everything the user can get wrong is checked before the engine starts (tens of seconds).
     samples = select_samples(run, run.read_samples(), limit=limit, tasks=tasks)
     contexts = run.read_contexts()
@@ -409,17 +418,18 @@ def _infer_engine(
     """The body of :func:`_infer_one`."""
     # Engine start-up and shutdown records go to logs/lceval.log (the terminal keeps lceval's
     # lines and the progress bar; -v or LCEVAL_VERBOSE=1 shows everything).
-    with engine_output(run.path, "infer"):
+    with engine_output(run.path, "infer"), lifeline.guard(run.path):  # engines die with us
         t0 = time.perf_counter()
         engine = load_backend(spec.backend, spec.model, **spec.options)
-        if spec.name:
-            engine.name = spec.name
+        engine.name = stored_name(spec)
         timing = {"engine_start_s": round(time.perf_counter() - t0, 2)}
         try:
             keyed = engine_config(engine, config)
             entry = {
                 **engine.info(),
                 "requested_backend": spec.backend,
+                "location": location(spec),
+                "options": dict(spec.options),
                 "generation": keyed.__dict__,
                 "config_hash": keyed.hash(),
             }

@@ -168,7 +168,7 @@ def test_old_responses_load_without_the_fields() -> None:
 def hf_thinking(thinking_model_dir: Path):
     from lceval.models.hf import HFBackend
 
-    b = HFBackend(str(thinking_model_dir), device="cpu", batch_size=2, max_thinking_tokens=16)
+    b = HFBackend(str(thinking_model_dir), device="cpu", max_batch_rows=2, max_thinking_tokens=16)
     yield b
     b.close()
 

@@ -7,8 +7,22 @@ Files: ``gold.py``, ``build.py``, ``prompts.py`` (the two prompt formats of Appe
 cross-paper study, :mod:`lceval.studies.ruler_correlation`.
 """
 
-from lceval.benchmark import Benchmark, ScorerSpec, Testing, lazy, numbered
+from pydantic import Field
+
+from lceval.benchmark import Benchmark, JudgeModel, ScorerSpec, Testing, lazy, numbered
 from lceval.benchmarks.longgenbench.gold import GOLD, TASKS
+
+
+class LLMJudgeOptions(JudgeModel):
+    """Options of scorer ``longgenbench:llm``: the judge model, and how it is asked."""
+
+    max_new_tokens: int | None = Field(
+        None, ge=1, description="verdict budget in tokens; null: 8 zero-shot, 160 few-shot"
+    )
+    batch_size: int = Field(64, ge=1, description="judge prompts per engine call")
+    few_shot: bool = Field(False, description="use the Appendix C few-shot prompt")
+    second_judge: bool = Field(True, description="also run the offline judge and report agreement")
+
 
 CHECKS_FILE = "longgenbench_checks.parquet"
 """Per-check verdicts (one row per check), written by the pipeline from Judgement.details."""
@@ -35,16 +49,7 @@ BENCHMARK = Benchmark(
             "(answers kept in longgenbench_judge.jsonl: resumable)",
             metrics=("CR", "STIC-1", "STIC-2", "wAvg"),
             batch=lazy("lceval.benchmarks.longgenbench.judge:llm_judge"),
-            options={
-                "backend": "judge backend: hf, vllm or openai (default hf)",
-                "model": "judge model path or hub id (default: the embedded SmolLM2)",
-                "few_shot": "use the Appendix C few-shot prompt (default false)",
-                "batch_size": "judge prompts per engine call (default 64)",
-                "second_judge": "also run the offline judge and report agreement (default true)",
-                "max_new_tokens": "verdict budget in tokens (default 8; 160 few-shot)",
-                "backend_options": "mapping of backend options, e.g. {device: cuda}; "
-                "{prompt_format: plain} sends the raw prompt, as the official eval.py",
-            },
+            option_type=LLMJudgeOptions,
         ),
     },
     report=lazy("lceval.benchmarks.longgenbench.report:report_longgenbench"),
