@@ -52,4 +52,5 @@ test-notebooks: setup
 lint:
 	$(VENV)/bin/ruff check lceval tests bench
 	$(VENV)/bin/ruff format --check lceval tests bench
+	$(VENV)/bin/lint-imports
 	$(PYTHON) -m mypy lceval

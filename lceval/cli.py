@@ -36,7 +36,7 @@ from typing import Any
 
 import yaml
 
-from lceval.errors import LcevalError
+from lceval.errors import LcevalError, one_line
 
 
 def _kv(items: Sequence[str] | None, flag: str) -> dict[str, Any]:
@@ -170,6 +170,12 @@ def _parser() -> argparse.ArgumentParser:
     pl.add_argument("--limit", type=int, default=None, help="only the first N samples")
     pl.add_argument("--max-new-tokens", type=int, default=None, help="cap every sample's budget")
     pl.add_argument(
+        "--max-thinking-tokens",
+        type=int,
+        default=0,
+        help="a reasoning model's thinking budget per sample, counted beside the answer budget",
+    )
+    pl.add_argument(
         "--efficiency",
         type=float,
         default=None,
@@ -258,6 +264,35 @@ def _parser() -> argparse.ArgumentParser:
     n.add_argument("--run-id", default=None)
     n.add_argument("-p", "--param", action="append", metavar="KEY=VALUE", help="inject a parameter")
     return p
+
+
+def _print_extra_metrics(run_id: str, root: Any, df: Any) -> None:
+    """Print the numbers benchmarks show beside their headline (``Benchmark.metrics``; ManyIFEval:
+    IFEval's four pooled accuracies) after ``lceval score``'s table."""
+    from lceval import pipeline, registry
+    from lceval.io import RunDir
+
+    keys = sorted(set(df["benchmark"].astype(str))) if len(df) else []
+    with_metrics = [k for k in keys if registry.get(k).metrics is not None]
+    if not with_metrics:
+        return
+    samples = pipeline.load_samples(RunDir(run_id, root))
+    for key in with_metrics:
+        bench = registry.get(key)
+        rows = df[(df["benchmark"] == key) & (df["scorer"] == bench.default_scorer)]
+        if not len(rows):
+            continue
+        metrics = bench.metrics
+        if metrics is None:
+            continue
+        table = metrics(rows, [s for s in samples if s.benchmark == key])
+        if len(table):
+            print(f"{key}:")
+            print(
+                table[["model", "metric", "estimate", "low", "high", "n"]]
+                .round(4)
+                .to_string(index=False)
+            )
 
 
 def _compare(args: argparse.Namespace) -> Any:
@@ -383,10 +418,10 @@ def _plan(args: argparse.Namespace) -> str:
         max_new_tokens=args.max_new_tokens,
         efficiency=plan.EFFICIENCY if args.efficiency is None else args.efficiency,
         exact=True if args.exact else None,
+        max_thinking_tokens=args.max_thinking_tokens,
     )
-    plan.record(run, p)
     text = plan.render(p)
-    if csv is not None:
+    if csv is not None:  # written before run.json: a failed write leaves the run as it was
         from lceval.reporting import save_table
 
         try:
@@ -395,6 +430,7 @@ def _plan(args: argparse.Namespace) -> str:
         except OSError as exc:
             raise LcevalError(f"--csv: cannot write {csv}: {exc.strerror}") from None
         text += f"\nwrote {a} and {b}"
+    plan.record(run, p)
     return text
 
 
@@ -445,16 +481,18 @@ def _listing() -> str:
 
 def _options_listing(backend: str) -> str:
     """What ``lceval infer --list-options BACKEND`` prints: one ``-o`` option a line, with its
-    default and type (vLLM engine arguments: vLLM's defaults, see its EngineArgs docs)."""
-    from lceval.models.base import declared_options, options_backend
+    type, range, default and help (``lceval.models.backends``; vLLM engine arguments: vLLM's
+    defaults, see its EngineArgs docs)."""
+    from lceval.models.backends import BACKENDS, resolve_backend
 
-    name = options_backend(backend)
+    name = resolve_backend(backend)
+    spec = BACKENDS[name]
     lines = [f"options of backend {name} (lceval infer RUN --backend {name} -o KEY=VALUE):"]
-    for key, opt in declared_options(name).items():
-        if opt.annotation is None:
+    lines += [f"  {key}: {text}" for key, text in spec.help().items()]
+    declared = spec.options.model_fields
+    for key in spec.extra_options() if spec.extra_options is not None else []:
+        if key not in declared and key != "model":
             lines.append(f"  {key}  (vLLM engine argument; default: vLLM's)")
-        else:
-            lines.append(f"  {key}={opt.default!r}  ({opt.annotation})")
     return "\n".join(lines)
 
 
@@ -494,7 +532,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _os_error(exc: OSError) -> str:
     """An OSError as one line: the file it names, then its reason (``No space left on device``)."""
-    reason = exc.strerror or " ".join(str(exc).split())[:200] or type(exc).__name__
+    reason = exc.strerror or one_line(exc) or type(exc).__name__
     return f"{exc.filename}: {reason}" if exc.filename else reason
 
 
@@ -550,6 +588,7 @@ def _dispatch(args: argparse.Namespace) -> int:
             options=_kv(args.option, "--option"),
         )
         print(df.groupby(["model", "benchmark", "task"])["value"].mean().round(3).to_string())
+        _print_extra_metrics(args.run_id, args.outputs, df)
     elif args.command == "repair":
         from lceval.io import RunDir
         from lceval.models.cache import ResponseStore
