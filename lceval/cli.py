@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from lceval.config import VERBS, InferConfig, add_flags, from_args
-from lceval.errors import LcevalError
+from lceval.errors import LcevalError, one_line
 
 
 def _models(config: InferConfig) -> list[Any] | None:
@@ -106,6 +106,35 @@ def _parser() -> argparse.ArgumentParser:
         "folder", nargs="?", default=None, help="write <verb>.schema.json here (default: print)"
     )
     return p
+
+
+def _print_extra_metrics(run_id: str, root: Any, df: Any) -> None:
+    """Print the numbers benchmarks show beside their headline (``Benchmark.metrics``; ManyIFEval:
+    IFEval's four pooled accuracies) after ``lceval score``'s table."""
+    from lceval import pipeline, registry
+    from lceval.io import RunDir
+
+    keys = sorted(set(df["benchmark"].astype(str))) if len(df) else []
+    with_metrics = [k for k in keys if registry.get(k).metrics is not None]
+    if not with_metrics:
+        return
+    samples = pipeline.load_samples(RunDir(run_id, root))
+    for key in with_metrics:
+        bench = registry.get(key)
+        rows = df[(df["benchmark"] == key) & (df["scorer"] == bench.default_scorer)]
+        if not len(rows):
+            continue
+        metrics = bench.metrics
+        if metrics is None:
+            continue
+        table = metrics(rows, [s for s in samples if s.benchmark == key])
+        if len(table):
+            print(f"{key}:")
+            print(
+                table[["model", "metric", "estimate", "low", "high", "n"]]
+                .round(4)
+                .to_string(index=False)
+            )
 
 
 def _compare(args: argparse.Namespace) -> Any:
@@ -230,10 +259,10 @@ def _plan(args: argparse.Namespace) -> str:
         max_new_tokens=args.max_new_tokens,
         efficiency=plan.EFFICIENCY if args.efficiency is None else args.efficiency,
         exact=True if args.exact else None,
+        max_thinking_tokens=args.max_thinking_tokens,
     )
-    plan.record(run, p)
     text = plan.render(p)
-    if csv is not None:
+    if csv is not None:  # written before run.json: a failed write leaves the run as it was
         from lceval.reporting import save_table
 
         try:
@@ -242,6 +271,7 @@ def _plan(args: argparse.Namespace) -> str:
         except OSError as exc:
             raise LcevalError(f"--csv: cannot write {csv}: {exc.strerror}") from None
         text += f"\nwrote {a} and {b}"
+    plan.record(run, p)
     return text
 
 
@@ -292,16 +322,18 @@ def _listing() -> str:
 
 def _options_listing(backend: str) -> str:
     """What ``lceval infer --list-options BACKEND`` prints: one ``-o`` option a line, with its
-    default and type (vLLM engine arguments: vLLM's defaults, see its EngineArgs docs)."""
-    from lceval.models.base import declared_options, options_backend
+    type, range, default and help (``lceval.models.backends``; vLLM engine arguments: vLLM's
+    defaults, see its EngineArgs docs)."""
+    from lceval.models.backends import BACKENDS, resolve_backend
 
-    name = options_backend(backend)
+    name = resolve_backend(backend)
+    spec = BACKENDS[name]
     lines = [f"options of backend {name} (lceval infer RUN --backend {name} -o KEY=VALUE):"]
-    for key, opt in declared_options(name).items():
-        if opt.annotation is None:
+    lines += [f"  {key}: {text}" for key, text in spec.help().items()]
+    declared = spec.options.model_fields
+    for key in spec.extra_options() if spec.extra_options is not None else []:
+        if key not in declared and key != "model":
             lines.append(f"  {key}  (vLLM engine argument; default: vLLM's)")
-        else:
-            lines.append(f"  {key}={opt.default!r}  ({opt.annotation})")
     return "\n".join(lines)
 
 
@@ -363,7 +395,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _os_error(exc: OSError) -> str:
     """An OSError as one line: the file it names, then its reason (``No space left on device``)."""
-    reason = exc.strerror or " ".join(str(exc).split())[:200] or type(exc).__name__
+    reason = exc.strerror or one_line(exc) or type(exc).__name__
     return f"{exc.filename}: {reason}" if exc.filename else reason
 
 
@@ -414,6 +446,7 @@ def _dispatch(args: argparse.Namespace) -> int:
 
         df = pipeline.score(cfg.run_id, root=outputs, scorer=cfg.scorer, options=cfg.option)
         print(df.groupby(["model", "benchmark", "task"])["value"].mean().round(3).to_string())
+        _print_extra_metrics(cfg.run_id, outputs, df)
         print(f"next: lceval report {cfg.run_id}")
     elif args.command == "repair":
         from lceval.io import RunDir

@@ -228,7 +228,7 @@ def validate(
 
 # ----------------------------------------------------------------------------------- fields
 def _backend_name(value: str) -> str:
-    from lceval.models.base import AUTO_BACKEND, BACKENDS
+    from lceval.models.backends import AUTO_BACKEND, BACKENDS
 
     names = (AUTO_BACKEND, *BACKENDS)
     if value not in names:
@@ -423,6 +423,12 @@ class PlanConfig(Declared):
         ge=1,
         description="cap every sample's budget, in tokens (default: what the run's build "
         "params declare, else each sample's own)",
+    )
+    max_thinking_tokens: int = Field(
+        0,
+        ge=0,
+        description="a reasoning model's thinking budget per sample, counted beside the answer "
+        "budget",
     )
     efficiency: float | None = Field(
         None,

@@ -5,7 +5,7 @@ vLLM, transformers, torch and a Jupyter kernel print dozens of start-up and shut
 runs, :func:`engine_output` points the process's file descriptors 1 and 2 at the run's log file
 ``outputs/<run>/logs/lceval.log`` (appended, each section headed by the time and the command
 line), so the engine's worker processes, which inherit them, write there too. lceval's own lines
-(:func:`lceval.models.base.log`: backend choice, fallbacks, truncated prompts) and progress bars
+(:func:`log`: backend choice, fallbacks, truncated prompts) and progress bars
 (with tokens per second) go to :func:`terminal`, a stream on the terminal's saved descriptor.
 
 ``lceval -v`` or ``LCEVAL_VERBOSE=1`` (a notebook, ``lceval run``) leaves everything on the
@@ -28,7 +28,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, TextIO
 
-from lceval.errors import LcevalError
+from lceval.errors import LcevalError, one_line
 
 VERBOSE_ENV = "LCEVAL_VERBOSE"
 """Environment variable: ``1`` shows engine logs on the terminal (``lceval -v`` sets it, so
@@ -46,10 +46,21 @@ def verbose() -> bool:
     return os.environ.get(VERBOSE_ENV, "").strip().lower() in ("1", "true", "yes", "on")
 
 
+def in_kernel() -> bool:
+    """Whether this process is a Jupyter kernel (an IPython shell with a ``kernel``), where
+    lceval's information lines belong on stdout (stderr renders as a pink error box)."""
+    ipython = sys.modules.get("IPython")
+    shell = ipython.get_ipython() if ipython is not None else None  # type: ignore[attr-defined]
+    return shell is not None and hasattr(shell, "kernel")
+
+
 def terminal() -> TextIO:
-    """Where lceval's own lines and progress bars go: the terminal, also while
-    :func:`engine_output` sends everything else to the run's log."""
-    return _terminal if _terminal is not None else sys.stderr
+    """Where lceval's own lines and progress bars go: the terminal (stderr; stdout inside a
+    Jupyter kernel, so information is not shown as an error), also while :func:`engine_output`
+    sends everything else to the run's log."""
+    if _terminal is not None:
+        return _terminal
+    return sys.stdout if in_kernel() else sys.stderr
 
 
 _sink: TextIO | None = None
@@ -117,7 +128,7 @@ def _own_warnings_to_terminal(shown: Any) -> Any:
         message: Any, category: Any, filename: str, lineno: int, file: Any = None, line: Any = None
     ) -> None:
         if file is None and str(Path(filename).resolve()).startswith(package):
-            file = terminal()
+            file = _terminal if _terminal is not None else sys.stderr  # a warning stays one
         shown(message, category, filename, lineno, file, line)
 
     return show
@@ -184,7 +195,7 @@ def engine_output(run_path: str | os.PathLike[str], what: str) -> Iterator[Path 
         except (OSError, ValueError):
             pass
     saved = (os.dup(1), os.dup(2))
-    err = sys.stderr
+    err = sys.stdout if in_kernel() else sys.stderr
     term: TextIO = (
         open(saved[1], "w", buffering=1, encoding="utf-8", errors="replace", closefd=False)  # noqa: SIM115
         if _on_fd2(err)
@@ -210,7 +221,7 @@ def engine_output(run_path: str | os.PathLike[str], what: str) -> Iterator[Path 
         logf.write(traceback.format_exc().encode(errors="replace"))
         if interrupted:  # Ctrl-C reached the engine's processes first (EngineDeadError)
             raise KeyboardInterrupt from None
-        msg = " ".join(str(exc).split())[:200]
+        msg = one_line(exc)
         raise LcevalError(
             f"{what} failed: {type(exc).__name__}: {msg} (traceback in {path})"
         ) from None
@@ -234,3 +245,9 @@ def engine_output(run_path: str | os.PathLike[str], what: str) -> Iterator[Path 
         for fd in saved:
             os.close(fd)
         logf.close()
+
+
+def log(message: str) -> None:
+    """One ``lceval: ...`` line on stderr (backend choice, fallbacks), on the terminal also while
+    an engine's logs go to the run's log file (:func:`terminal`)."""
+    print(f"lceval: {message}", file=terminal(), flush=True)

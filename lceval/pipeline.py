@@ -9,19 +9,21 @@ from pathlib import Path
 from typing import Any
 
 import pandas as pd
-from tqdm.auto import tqdm
+from tqdm import tqdm  # a plain text bar: tqdm.auto needs ipywidgets in notebooks
 
-from lceval import plan, registry
+from lceval import compare_page, plan, registry, samples_page
 from lceval.benchmark import (
     NOTEBOOK_PARAMS,
     BatchJudge,
     BuildResult,
     ScorerSpec,
+    scorer_of,
 )
 from lceval.config import INFERENCE_DEFAULTS, InferConfig, test_backend, test_limit, validate
-from lceval.console import engine_output
+from lceval.console import engine_output, terminal
 from lceval.errors import LcevalError
 from lceval.io import RunDir, atomic_open, new_meta
+from lceval.models import lifeline
 from lceval.models.base import (
     Backend,
     GenerationConfig,
@@ -32,7 +34,14 @@ from lceval.models.base import (
 )
 from lceval.models.cache import ResponseStore
 from lceval.models.generate import engine_config, generate, prefix_reuse
-from lceval.models.specs import ModelSpec, check_fits, resolve_models
+from lceval.models.specs import (
+    ModelSpec,
+    check_fits,
+    check_names,
+    location,
+    resolve_models,
+    stored_name,
+)
 from lceval.params import load_params  # noqa: F401 - lceval.pipeline.load_params, as before
 from lceval.records import Context, Judgement, Response, Sample, Score, sample_hashes
 
@@ -126,13 +135,6 @@ def build_suite(
                 "samples (use --force to move them aside, or another --run-id)"
             )
         models = dict(run.read_meta().models) if run.run_json.exists() else {}
-    elif has_responses:
-        stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
-        for path in (run.responses, run.scores):
-            if path.exists():
-                path.rename(path.with_name(f"{path.name}.replaced-{stamp}"))
-    run.create()
-    run.write_samples(samples, contexts)
     encodings = sorted({r.encoding for r in results.values() if r.encoding})
     first = next(iter(cleaned.values()))
     inference = _inference_defaults(cleaned)
@@ -145,7 +147,26 @@ def build_suite(
         models=models,
         inference=inference,
     )
-    run.write_meta(meta)
+    run.create()
+    stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
+    moved = [
+        (path, path.with_name(f"{path.name}.replaced-{stamp}"))
+        for path in (run.responses, run.scores)
+        if has_responses and force and path.exists()
+    ]
+    # contexts, samples and run.json are put back, and the answers moved aside moved back, if
+    # any write fails (a full disk): a failed build leaves the run as it was
+    with run.restored_on_failure([run.contexts, run.samples, run.run_json]):
+        try:
+            for path, aside in moved:
+                path.rename(aside)
+            run.write_samples(samples, contexts)
+            run.write_meta(meta)
+        except BaseException:
+            for path, aside in moved:
+                if aside.exists() and not path.exists():
+                    aside.rename(path)
+            raise
     return run
 
 
@@ -185,41 +206,6 @@ def _same_records(run: RunDir, samples: Sequence[Sample], contexts: Sequence[Con
         if lines != [dumps(r) for r in records]:
             return False
     return True
-
-
-def run_inference(
-    run: RunDir,
-    backend: Backend,
-    config: GenerationConfig | None = None,
-    *,
-    batch_size: int = 8,
-    limit: int | None = None,
-    tasks: Sequence[str] | None = None,
-    progress: bool = True,
-) -> list[Response]:
-    """Answer every pending sample of ``run`` with ``backend``, appending to responses.jsonl.
-
-    Samples already answered by this model under this config are skipped, so a rerun after a
-    crash (even SIGKILL) resumes where the last flushed batch ended. Samples sharing a context are
-    sent together (``lceval.models.generate``).
-
-    Args:
-        run: the run folder (samples.jsonl and contexts.jsonl must exist).
-        backend: any lceval backend.
-        config: decoding settings (greedy by default).
-        batch_size: samples per backend call; each finished batch is flushed to disk.
-        limit: answer at most this many samples of the run (first ones in file order), >= 1.
-        tasks: only samples of these task codes.
-        progress: show a tqdm bar with prompt and generated tokens per second.
-
-    Returns:
-        The responses of this model and config for the selected samples, in sample order.
-
-    Raises:
-        LcevalError: no samples, a task filter matching nothing, limit or batch_size < 1.
-    """
-    samples = select_samples(run, run.read_samples(), limit=limit, tasks=tasks)
-    return _answer(run, backend, config, samples, run.read_contexts(), batch_size, progress)
 
 
 def select_samples(
@@ -263,7 +249,9 @@ def _answer(
     batch_size: int,
     progress: bool,
 ) -> list[Response]:
-    """:func:`run_inference` on samples already selected and contexts already read."""
+    """Answer ``samples`` (already selected, :func:`select_samples`) with ``backend``, appending
+    to the run's responses.jsonl (``lceval.models.generate``: resumable, answered samples
+    skipped); the responses of this model and config, in sample order."""
     return generate(
         backend,
         samples,
@@ -365,6 +353,7 @@ def infer(
             raise LcevalError("infer: give model or models, not both")
         one, many = None, one
     specs = resolve_models(one, many, backend, backend_options)
+    check_names(specs, run.read_meta().models, run.run_id)  # an answer's identity: its name
     # Everything the user can get wrong is checked before the engine starts (tens of seconds).
     samples = select_samples(run, run.read_samples(), limit=limit, tasks=tasks)
     contexts = run.read_contexts()
@@ -377,18 +366,42 @@ def infer(
     notes = [
         f"{spec.label}: truncate is set: contexts longer than its window are cut"
         if truncate
-        else check_fits(spec, samples, contexts, gen.budget)
+        else check_fits(
+            spec,
+            samples,
+            contexts,
+            _with_thinking(gen.budget, _thinking_budget(spec.options)),
+        )
         for spec in specs
     ]
     for note in notes:  # said once every model is known to fit
         log(note)
-    plan.announce(run, samples, max_new_tokens)  # size and estimate: stderr and run.json
+    # size and estimate on stderr now; into run.json with the first model's entry, so a
+    # command failing before its first answer (a missing or refused key) leaves run.json as it was
+    thinking = max(_thinking_budget(spec.options) for spec in specs)
+    sized = plan.announce(
+        run, samples, max_new_tokens, record_it=False, max_thinking_tokens=thinking
+    )
+    pending = {"plan": sized.summary()} if sized is not None else {}
     responses: list[Response] = []
     for i, spec in enumerate(specs):
         if len(specs) > 1:
             log(f"model {i + 1}/{len(specs)}: {spec.label} ({spec.backend})")
-        responses += _infer_one(run, spec, gen, samples, contexts, batch_size, progress)
+        responses += _infer_one(run, spec, gen, samples, contexts, batch_size, progress, pending)
     return responses
+
+
+def _with_thinking(budget: Any, extra: int) -> Any:
+    """``budget`` (sample -> answer tokens) plus a model's thinking budget ``extra``."""
+    if not extra:
+        return budget
+    return lambda sample: budget(sample) + extra
+
+
+def _thinking_budget(options: Mapping[str, Any]) -> int:
+    """A model's ``max_thinking_tokens`` option (0 when not given or not an integer)."""
+    value = options.get("max_thinking_tokens")
+    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 0
 
 
 def _infer_one(
@@ -399,21 +412,40 @@ def _infer_one(
     contexts: Mapping[str, Context],
     batch_size: int | None,
     progress: bool,
+    pending: dict[str, Any] | None = None,
 ) -> list[Response]:
-    """:func:`infer` for one model: load its engine, answer, close it, record it in run.json."""
+    """:func:`infer` for one model: load its engine, answer, close it, record it in run.json
+    (with ``pending``'s fields, written once and then cleared). When it fails before storing an
+    answer, run.json is put back as it was (:meth:`lceval.io.RunDir.meta_kept_unless`)."""
+    with run.meta_kept_unless(run.responses):
+        return _infer_engine(run, spec, config, samples, contexts, batch_size, progress, pending)
+
+
+def _infer_engine(
+    run: RunDir,
+    spec: ModelSpec,
+    config: GenerationConfig,
+    samples: Sequence[Sample],
+    contexts: Mapping[str, Context],
+    batch_size: int | None,
+    progress: bool,
+    pending: dict[str, Any] | None,
+) -> list[Response]:
+    """The body of :func:`_infer_one`."""
     # Engine start-up and shutdown records go to logs/lceval.log (the terminal keeps lceval's
     # lines and the progress bar; -v or LCEVAL_VERBOSE=1 shows everything).
-    with engine_output(run.path, "infer"):
+    with engine_output(run.path, "infer"), lifeline.guard(run.path):  # engines die with us
         t0 = time.perf_counter()
         engine = load_backend(spec.backend, spec.model, **spec.options)
-        if spec.name:
-            engine.name = spec.name
+        engine.name = stored_name(spec)
         timing = {"engine_start_s": round(time.perf_counter() - t0, 2)}
         try:
             keyed = engine_config(engine, config)
             entry = {
                 **engine.info(),
                 "requested_backend": spec.backend,
+                "location": location(spec),
+                "options": dict(spec.options),
                 "generation": keyed.__dict__,
                 "config_hash": keyed.hash(),
             }
@@ -427,7 +459,9 @@ def _infer_one(
                     f"{earlier.get('backend')} (config {earlier.get('config_hash')}); these are "
                     f"kept apart under config {keyed.hash()} ({keyed.engine}), and both are scored"
                 )
-            run.update_meta(models={engine.name: entry})
+            run.update_meta(models={engine.name: entry}, **(pending or {}))
+            if pending:
+                pending.clear()
             t0 = time.perf_counter()
             size = batch_size or int(getattr(engine, "call_size", DEFAULT_CALL_SIZE))
             responses = _answer(run, engine, config, samples, contexts, size, progress)
@@ -490,7 +524,14 @@ def score(
     store = job.responses()
     try:
         job.open_judges()
-        bar = tqdm(store, total=len(store), desc="score", unit="response", disable=not progress)
+        bar = tqdm(
+            store,
+            total=len(store),
+            desc="score",
+            unit="response",
+            disable=not progress,
+            file=terminal(),
+        )
         for r in bar:
             job.add(r)
         job.flush_all()
@@ -601,7 +642,7 @@ class Scoring:
             return
         key = s.benchmark
         ctx = self.contexts.get(s.context_id) if s.context_id else None
-        if r.finish_reason == "error" or key not in self.judges:
+        if r.finish_reason == "error" or r.thinking_unfinished or key not in self.judges:
             self.emit(s, r, self.chosen[key].judge(s, r, ctx, self.options[key]))
             return
         prepared = self.judges[key].prepare(s, r, ctx)
@@ -652,6 +693,25 @@ class ReportTables(dict[str, pd.DataFrame]):
     scorers: dict[str, tuple[str, ...]]
 
 
+def write_run_pages(run: RunDir) -> list[Path]:
+    """The report stage's per-sample pages: ``samples.html`` (:mod:`lceval.samples_page`) and,
+    for a run with two or more models, ``compare.html`` (every pair of its models, or what each
+    answered when no pair shares a sample: :func:`lceval.compare_page.write_run_compare_page`)
+    under the run's report folder; nothing when the run has no scores.
+
+    Raises:
+        LcevalError: a score of an unknown sample; the folder cannot be written.
+    """
+    page_path = samples_page.write_samples_page(run)
+    if page_path is None:
+        return []
+    out = [page_path]
+    models = set(run.read_scores()["model"].astype(str))
+    if len(models) > 1:
+        out.append(compare_page.write_run_compare_page(run))
+    return out
+
+
 def report(
     run_id: str, *, root: str | Path | None = None, scorer: str | None = None
 ) -> ReportTables:
@@ -684,14 +744,13 @@ def report(
         registry.find_scorer(scorer, keys)
     tables = ReportTables()
     tables.scorers = {}
-    from lceval.reporting import write_index  # matplotlib: imported only when reporting
+    from lceval.index_page import write_index  # matplotlib: imported only when reporting
     from lceval.results import write_results
-    from lceval.samples_page import write_run_pages
 
     with run.staged_report() as staged:  # swapped in whole, or not at all
         for key in keys:
             bench = registry.get(key)
-            mine = scorer if scorer is not None and scorer.split(":", 1)[0] == key else None
+            mine = scorer_of(key, scorer)
             bench_scores, names = bench.scores_for(scores, mine, report=mine is None)
             bench_samples = [s for s in samples if s.benchmark == key]
             where = staged
@@ -700,6 +759,9 @@ def report(
             out = bench.report(where, bench_scores, bench_samples)
             tables.update({f"{key}/{k}": v for k, v in out.items()})
             tables.scorers[key] = names
+        from lceval.reasoning import report_reasoning  # thinking tokens, when the run has any
+
+        tables.update({f"reasoning/{k}": v for k, v in report_reasoning(staged, scores).items()})
         write_run_pages(staged)
         write_results(staged)
         write_index(staged)

@@ -5,11 +5,15 @@ The file follows ``lceval/schemas/results.schema.json`` (JSON Schema draft 2020-
 its ``schema_version`` field (:data:`SCHEMA_VERSION`). Its parts:
 
 - ``headlines``: per benchmark, scorer and model, the benchmark's headline metric
-  (``Benchmark.headline``, or :func:`lceval.compare.generic_headline`; the numbers
+  (``Benchmark.headline``, or :func:`lceval.benchmark.generic_headline`; the numbers
   ``lceval compare --leaderboard`` ranks) with its percentile-bootstrap CI (``low``, ``high``;
   null when it cannot be computed), ``n`` (scored samples) and ``n_units`` (resampled units);
 - ``tasks``: per benchmark, scorer, model and task, the mean ``Score.value`` (0..1) over the
   scored samples, ``n`` and ``n_nan`` (samples whose score could not be computed);
+- ``metrics`` (optional): per benchmark, scorer and model, numbers a benchmark shows beside
+  its headline (``Benchmark.metrics``; ManyIFEval: IFEval's four pooled accuracies) with CIs;
+- ``tasks`` rows may carry ``reasoning_tokens`` (mean thinking tokens per answered sample) and
+  ``n_no_answer`` (samples whose thinking never ended) when the run's model reasons;
 - ``provenance``: run.json as it is (lceval and library versions, git commit, seed, tiktoken
   encoding, per model the engine, dtype, generation config and its hash, the data sources, the
   build params).
@@ -31,7 +35,7 @@ from typing import Any
 
 import pandas as pd
 
-from lceval.errors import LcevalError
+from lceval.errors import LcevalError, one_line
 from lceval.io import RunDir, atomic_open
 
 SCHEMA_VERSION = "1"
@@ -69,16 +73,19 @@ def results_document(run: RunDir, *, seed: int = 0) -> dict[str, Any]:
     Raises:
         LcevalError: missing samples, scores or run.json; a scorer the registry does not know.
     """
-    from lceval import compare, metrics, registry
-    from lceval.models.base import log
-    from lceval.pipeline import load_samples
+    from lceval import metrics, registry
+    from lceval.console import log
     from lceval.records import to_dict
 
     scores = run.read_scores()
-    samples = load_samples(run)
+    samples = registry.load_samples(run.read_samples())
     meta = to_dict(run.read_meta())
+    from lceval.reasoning import reasoning_frame
+
+    reasoning = reasoning_frame(run)
     headlines: list[dict[str, Any]] = []
     tasks: list[dict[str, Any]] = []
+    extra: list[dict[str, Any]] = []
     for key in sorted({s.benchmark for s in samples}):
         bench = registry.get(key)
         mine = [s for s in samples if s.benchmark == key]
@@ -88,7 +95,7 @@ def results_document(run: RunDir, *, seed: int = 0) -> dict[str, Any]:
                 log(f"results.json: {key} scores of unknown scorer {name!r} left out")
                 continue
             spec = bench.scorer(name)
-            h = compare.headline_of(key, rows, mine, name)
+            h = bench.headline_of(rows, mine, name)
             est = metrics.headline_estimates(
                 h, n_resamples=N_RESAMPLES, confidence=CONFIDENCE, seed=seed
             )
@@ -108,8 +115,24 @@ def results_document(run: RunDir, *, seed: int = 0) -> dict[str, Any]:
                         "n_units": int(e.n_units),
                     }
                 )
-            tasks += _task_means(key, name, rows[rows["scorer"] == name])
-    return {
+            tasks += _task_means(key, name, rows[rows["scorer"] == name], reasoning)
+            if bench.metrics is not None and name == bench.default_scorer:
+                mine_rows = rows[rows["scorer"] == name]
+                for m in bench.metrics(mine_rows, mine).itertuples(index=False):
+                    extra.append(
+                        {
+                            "benchmark": key,
+                            "scorer": name,
+                            "model": str(m.model),
+                            "metric": str(m.metric),
+                            "unit": str(m.unit),
+                            "estimate": _number(m.estimate),
+                            "low": _number(m.low),
+                            "high": _number(m.high),
+                            "n": int(m.n),
+                        }
+                    )
+    doc: dict[str, Any] = {
         "schema_version": SCHEMA_VERSION,
         "run_id": run.run_id,
         "written": _dt.datetime.now(_dt.UTC).replace(microsecond=0).isoformat(),
@@ -118,10 +141,20 @@ def results_document(run: RunDir, *, seed: int = 0) -> dict[str, Any]:
         "tasks": tasks,
         "provenance": json.loads(json.dumps(meta, default=str, allow_nan=False)),
     }
+    if extra:
+        doc["metrics"] = extra
+    return doc
 
 
-def _task_means(key: str, scorer: str, rows: pd.DataFrame) -> list[dict[str, Any]]:
-    """Per (model, task): mean value over scored samples, n, n_nan."""
+def _task_means(
+    key: str, scorer: str, rows: pd.DataFrame, reasoning: pd.DataFrame | None = None
+) -> list[dict[str, Any]]:
+    """Per (model, task): mean value over scored samples, n, n_nan; with ``reasoning``
+    (:func:`lceval.reasoning.reasoning_frame`, not empty) also ``reasoning_tokens`` (mean
+    thinking tokens per response) and ``n_no_answer`` (no answer within the thinking budget)."""
+    from lceval.reasoning import task_reasoning
+
+    thought = task_reasoning(rows, reasoning) if reasoning is not None else {}
     out = []
     for (model, task), g in rows.groupby(["model", "task"], sort=True):
         values = pd.to_numeric(g["value"], errors="coerce")
@@ -136,6 +169,9 @@ def _task_means(key: str, scorer: str, rows: pd.DataFrame) -> list[dict[str, Any
                 "n_nan": int(values.isna().sum()),
             }
         )
+        if thought:
+            tokens, no_answer = thought.get((str(model), str(task)), (0.0, 0))
+            out[-1].update(reasoning_tokens=_number(tokens), n_no_answer=no_answer)
     return out
 
 
@@ -169,7 +205,13 @@ def check(doc: Any, where: str) -> None:
     """
     import jsonschema
 
-    if isinstance(doc, Mapping) and doc.get("schema_version") not in (None, SCHEMA_VERSION):
+    version = doc.get("schema_version") if isinstance(doc, Mapping) else None
+    if version is not None and not isinstance(version, str):
+        raise LcevalError(
+            f"{where} has schema_version {json.dumps(version)} ({type(version).__name__}); "
+            f'results files give it as text: "{SCHEMA_VERSION}"'
+        )
+    if version not in (None, SCHEMA_VERSION):
         raise LcevalError(
             f"{where} has schema_version {doc.get('schema_version')!r}; this lceval reads "
             f"version {SCHEMA_VERSION}"
@@ -178,8 +220,16 @@ def check(doc: Any, where: str) -> None:
     error = jsonschema.exceptions.best_match(validator.iter_errors(doc))
     if error is not None:
         at = "/".join(str(p) for p in error.absolute_path) or "(top level)"
-        msg = " ".join(str(error.message).split())[:160]
+        msg = one_line(error.message)
         raise LcevalError(f"{where} is not an lceval results file: at {at}: {msg}")
+
+
+class _NotJSONNumber(ValueError):
+    """``NaN``, ``Infinity`` or ``-Infinity`` in a results file (Python's json reads them)."""
+
+
+def _no_constant(name: str) -> Any:
+    raise _NotJSONNumber(name)
 
 
 def is_results_source(arg: str) -> bool:
@@ -204,7 +254,12 @@ def load_results(source: str | Path) -> dict[str, Any]:
             )
         path = found[0]
     try:
-        doc = json.loads(path.read_text(encoding="utf-8"))
+        doc = json.loads(path.read_text(encoding="utf-8"), parse_constant=_no_constant)
+    except _NotJSONNumber as exc:
+        raise LcevalError(
+            f"{path} holds {exc.args[0]}, which JSON does not allow: a number that could not be "
+            "computed is written null (lceval report writes it so)"
+        ) from None
     except FileNotFoundError:
         raise LcevalError(f"{path} does not exist") from None
     except OSError as exc:
@@ -234,16 +289,26 @@ def leaderboard(
         (``rank`` 1 = best; ties share the lower rank), as :func:`lceval.compare.leaderboard`.
 
     Raises:
-        LcevalError: a run id given twice; ``benchmark`` in none of the documents; nothing to
-            rank; two models that would share a name.
+        LcevalError: a run id given twice; ``benchmark`` in none of the documents; ``scorer``
+            in none of them; nothing to rank; two models that would share a name.
     """
     from lceval import registry
-    from lceval.compare import _model_names, scorer_of
+    from lceval.benchmark import scorer_of
+    from lceval.compare import model_names
 
     ids = [str(d["run_id"]) for d in docs]
     twice = sorted({r for r in ids if ids.count(r) > 1})
     if twice:
         raise LcevalError(f"run {twice[0]} is given more than once; name each run once")
+    if scorer is not None:  # a scorer the documents do not hold would rank the defaults
+        key = scorer.split(":", 1)[0]
+        held = sorted({h["scorer"] for d in docs for h in d["headlines"] if h["benchmark"] == key})
+        if scorer not in held:
+            where = f"results of run{'s' if len(ids) > 1 else ''} {', '.join(ids)}"
+            raise LcevalError(
+                f"{where} hold no headline of scorer {scorer!r}; their {key} scorers: "
+                f"{', '.join(held) or 'none'}"
+            )
     rows = []
     for doc in docs:
         for h in doc["headlines"]:
@@ -268,7 +333,7 @@ def leaderboard(
         for rid, m in zip(part["run_id"], part["model"], strict=True):
             runs_of.setdefault(m, set()).add(rid)
         models = [(rid, list(g["model"])) for rid, g in part.groupby("run_id", sort=False)]
-        names = _model_names(str(key), models, runs_of)
+        names = model_names(str(key), models, runs_of)
         part = part.assign(
             model=[names[r, m] for r, m in zip(part["run_id"], part["model"], strict=True)]
         )

@@ -265,8 +265,18 @@ def _answers(run: RunDir) -> tuple[dict[tuple[str, str], Any], list[Any], dict[s
                 r.finish_reason,
                 r.completion_tokens,
                 r.error,
+                _thinking(r),
             )
     return out, raw, contexts
+
+
+def _thinking(r: Any) -> tuple[str, int, int, bool] | None:
+    """A response's thinking as (text cut to :data:`ANSWER_CHARS`, characters, tokens, no
+    answer within the budget); None for a response without thinking."""
+    if r.reasoning is None and not r.thinking_unfinished:
+        return None
+    t = r.reasoning or ""
+    return (t[:ANSWER_CHARS], len(t), int(r.reasoning_tokens), bool(r.thinking_unfinished))
 
 
 def sample_rows(
@@ -314,8 +324,8 @@ def sample_rows(
     rows = []
     for r in scores.itertuples(index=False):
         s = by_id[r.sample_id]
-        text, n_chars, finish, completion, error = answers.get(
-            (r.sample_id, r.model), (None, 0, None, 0, None)
+        text, n_chars, finish, completion, error, thought = answers.get(
+            (r.sample_id, r.model), (None, 0, None, 0, None, None)
         )
         ctx = contexts.get(s.context_id) if s.context_id else None
         row = {
@@ -328,7 +338,8 @@ def sample_rows(
             "rubric": rubric_cell(_json_map(r.parts), _json_map(r.points)),
             "explanation": text_cell(r.explanation, EXPLANATION_CHARS, store),
             "instruction": text_cell(s.instruction, INSTRUCTION_CHARS, store),
-            "answer": _answer_cell(text, n_chars, finish, completion, error, store),
+            "answer": _thinking_cell(thought, store)
+            + _answer_cell(text, n_chars, finish, completion, error, store),
             "context": context_cell(ctx, hrefs.get(s.context_id or ""), store),
             "sample_id": esc(r.sample_id),
             "answer_chars": n_chars,
@@ -374,6 +385,22 @@ def _answer_cell(
     head = f"<span class='len'>{n_chars:,} characters, {completion:,} tokens, {esc(finish)}"
     head += f": {esc(clean(error)[:300])}</span>" if error else "</span>"
     return f"{head}<br>{text_cell(text, ANSWER_CHARS, store, total=n_chars)}"
+
+
+def _thinking_cell(thought: tuple[str, int, int, bool] | None, store: Texts) -> str:
+    """A reasoning model's thinking, folded above its answer (one click opens it); '' for a
+    response without thinking. The thinking is never scored (``lceval.models.thinking``)."""
+    if thought is None:
+        return ""
+    text, n_chars, tokens, unfinished = thought
+    note = "; no answer within the thinking budget" if unfinished else ""
+    cut = (
+        f"<span class='cut'> … [cut: {n_chars - ANSWER_CHARS:,} more characters]</span>"
+        if n_chars > ANSWER_CHARS
+        else ""
+    )
+    summary = f"<span class='len'>thinking: {tokens:,} tokens, {n_chars:,} characters{note}</span>"
+    return store.cell(text, summary, cut) + "<br>"
 
 
 def table_html(
@@ -571,23 +598,3 @@ def worst(
         out = out[out[col].astype(str) == want]
     out = out.sort_values("value", kind="stable", na_position="last")
     return out.head(n) if n is not None else out
-
-
-def write_run_pages(run: RunDir) -> list[Path]:
-    """``samples.html`` and, for a run with two or more models, ``compare.html`` (every pair of
-    its models) under the run's report folder; nothing when the run has no scores.
-
-    Raises:
-        LcevalError: a score of an unknown sample; the folder cannot be written.
-    """
-    page_path = write_samples_page(run)
-    if page_path is None:
-        return []
-    out = [page_path]
-    models = set(run.read_scores()["model"].astype(str))
-    if len(models) > 1:
-        from lceval.compare_page import compare_rows, write_compare_page
-
-        frame = compare_rows(run, run)
-        out.append(write_compare_page(frame, Path(run.report) / "compare.html", "Two models"))
-    return out

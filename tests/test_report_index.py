@@ -38,7 +38,7 @@ def test_index_lists_provenance_tables_and_figures(tmp_path):
     assert all(f"figures/{p.name}" in page for p in pngs)
 
 
-@pytest.mark.slow
+@pytest.mark.browser
 def test_index_renders_in_a_headless_browser(tmp_path):
     chromedriver = shutil.which("chromedriver")
     if chromedriver is None:

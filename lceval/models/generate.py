@@ -23,11 +23,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from tqdm.auto import tqdm
+from tqdm import tqdm  # a plain text bar: tqdm.auto needs ipywidgets in notebooks
 
-from lceval.console import terminal
+from lceval.console import log, terminal
 from lceval.errors import LcevalError
-from lceval.models.base import Backend, GenerationConfig, log
+from lceval.models.base import Backend, GenerationConfig
 from lceval.models.cache import ResponseStore
 from lceval.records import Context, Response, Sample, sample_hashes
 

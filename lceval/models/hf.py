@@ -51,7 +51,8 @@ from transformers import (
 )
 from transformers.cache_utils import DynamicLayer
 
-from lceval.errors import LcevalError
+from lceval.errors import LcevalError, one_line
+from lceval.models.backends import parse_options
 from lceval.models.base import (
     GenerationConfig,
     RenderedPrompt,
@@ -71,9 +72,46 @@ from lceval.models.hf_attention import (
     SharedPrefixLayer,
     kv_bytes_per_token,
 )
-from lceval.models.hf_load import model_window, pick_device, pick_dtype
 from lceval.models.rope import RopeOverride, apply_rope, resolve_rope
+from lceval.models.specs import model_window
+from lceval.models.thinking import Thinking
+from lceval.models.thinking import check_options as check_thinking_options
+from lceval.models.threads import ThreadChoice, choose_threads
 from lceval.records import Context, FinishReason, Response, Sample
+
+DTYPES = ("auto", "float32", "bfloat16", "float16")
+
+
+def pick_device(device: str) -> str:
+    """The torch device name for ``device`` (``auto``: CUDA when available, else CPU).
+
+    Raises:
+        LcevalError: an unknown device, or CUDA asked for where there is none.
+    """
+    if device == "auto":
+        return "cuda" if torch.cuda.is_available() else "cpu"
+    if device == "cpu" or device.startswith("cuda") or device == "mps":
+        if device.startswith("cuda") and not torch.cuda.is_available():
+            raise LcevalError(f"device {device!r} requested but no CUDA GPU is available")
+        return device
+    raise LcevalError(f"device must be 'auto', 'cpu', 'cuda[:N]' or 'mps', got {device!r}")
+
+
+def pick_dtype(dtype: str, device: str) -> torch.dtype:
+    """The torch dtype for ``dtype`` on ``device`` (``auto``: bfloat16 on GPUs that support it,
+    float16 on older GPUs, float32 on the CPU).
+
+    Raises:
+        LcevalError: an unknown dtype name.
+    """
+    if dtype not in DTYPES:
+        raise LcevalError(f"dtype must be one of {', '.join(DTYPES)}, got {dtype!r}")
+    if dtype == "auto":
+        if device.startswith("cuda"):
+            return torch.bfloat16 if torch.cuda.is_bf16_supported() else torch.float16
+        return torch.float32  # CPU: bf16 is no faster here and fp32 keeps batching exact
+    return getattr(torch, dtype)
+
 
 MIN_SHARED_PREFIX = 32
 """Shortest common token prefix (tokens) worth encoding once per batch."""
@@ -157,7 +195,7 @@ class HFBackend:
         device: ``"auto"`` (CUDA when available, else CPU), ``"cpu"``, ``"cuda[:N]"`` or ``"mps"``.
         dtype: ``"auto"`` (bfloat16 on GPUs that support it, float16 on older GPUs, float32 on
             CPU), ``"float32"``, ``"bfloat16"`` or ``"float16"``.
-        batch_size: most rows per batch (one ``generate`` call). None (default): 8 on the CPU;
+        max_batch_rows: most rows per forward batch. None (default): 8 on the CPU;
             on a GPU the most rows that fit the free memory (up to :data:`AUTO_BATCH_CAP`),
             counting the shared context once and each row's own tokens and activations
             (:meth:`HFBackend.rows_that_fit`). A CUDA out-of-memory error halves the batch and
@@ -173,9 +211,11 @@ class HFBackend:
         share_prefix: encode a batch's common token prefix once and reuse its KV cache, and keep
             the last such cache for the next batches (a shared context is encoded once per run);
             ``prompt_tokens_requested`` / ``prompt_tokens_computed`` count the effect.
-        num_threads: CPU threads for torch (``torch.set_num_threads``, process-wide); None keeps
-            torch's default (one per core). On a loaded machine 1 thread can be several times
-            faster than oversubscribed OpenMP threads.
+        num_threads: CPU threads for torch (``torch.set_num_threads``, process-wide); None
+            (default): on the CPU, the cores this process may use
+            (:func:`lceval.models.threads.choose_threads`: affinity, cgroup quota, load), recorded
+            in run.json with what it was chosen from; on a GPU torch's default. On a loaded
+            machine 1 thread can be many times faster than oversubscribed OpenMP threads.
 
         prompt_format: ``auto`` (the chat template when the tokenizer has one, else plain text:
             base models), ``chat`` or ``plain``; recorded in run.json and, when plain, in the
@@ -187,6 +227,14 @@ class HFBackend:
             run.json and, when they differ from the checkpoint's, to the response cache key. With
             a scaling spec the default window is s x the trained window; ``dynamic`` turns
             ``share_prefix`` off (its base depends on the encoded length).
+        enable_thinking: the chat template's thinking switch (Qwen3's ``enable_thinking``),
+            passed to ``apply_chat_template``; None: the template's default. A template without
+            the switch refuses it. See :mod:`lceval.models.thinking`.
+        max_thinking_tokens: thinking budget in tokens, added to each sample's answer budget
+            for a thinking model (default ``thinking.DEFAULT_THINKING_TOKENS``); thinking longer
+            than this gives no answer (NaN, "no answer after N thinking tokens").
+        think_end: the model's end-of-thinking marker (e.g. ``</think>``) when its chat template
+            does not show one; default: read from the template.
 
     Raises:
         LcevalError: the model cannot be resolved or loaded, or an argument is invalid.
@@ -197,7 +245,7 @@ class HFBackend:
         model: str | None = None,
         device: str = "auto",
         dtype: str = "auto",
-        batch_size: int | None = None,
+        max_batch_rows: int | None = None,
         window: int | None = None,
         trust_remote_code: bool = False,
         share_prefix: bool = True,
@@ -206,27 +254,39 @@ class HFBackend:
         rope_theta: float | None = None,
         rope_scaling: dict[str, Any] | str | None = None,
         prefill_chunk: int | None = None,
+        enable_thinking: bool | None = None,
+        max_thinking_tokens: int | None = None,
+        think_end: str | None = None,
     ) -> None:
-        if batch_size is not None and batch_size < 1:
-            raise LcevalError(f"batch_size must be >= 1, got {batch_size}")
-        if prefill_chunk is not None and prefill_chunk < 16:
-            raise LcevalError(f"prefill_chunk must be >= 16 tokens, got {prefill_chunk}")
-        if window is not None and window < 2:
-            raise LcevalError(f"window must be >= 2 tokens, got {window}")
-        if num_threads is not None:
-            if num_threads < 1:
-                raise LcevalError(f"num_threads must be >= 1, got {num_threads}")
-            torch.set_num_threads(num_threads)
+        check_thinking_options(enable_thinking, max_thinking_tokens, think_end)
+        # names, types and ranges: lceval.models.backends.HFOptions (checked before loading)
+        given = {
+            "max_batch_rows": max_batch_rows,
+            "window": window,
+            "num_threads": num_threads,
+            "prefill_chunk": prefill_chunk,
+        }
+        parse_options("hf", given)
         check_prompt_format(prompt_format)
         self.source: ModelSource = resolve_model(model)
         self.name = self.source.name
         self.device = pick_device(device)
+        self.threads: ThreadChoice | None = None
+        """How the CPU thread count was chosen (None: given as ``num_threads``, or a GPU)."""
+        if num_threads is None and self.device == "cpu":
+            self.threads = choose_threads()
+            num_threads = self.threads.threads
+        if num_threads is not None:
+            torch.set_num_threads(num_threads)
         self.dtype = pick_dtype(dtype, self.device)
-        self.auto_batch = batch_size is None
-        self.batch_size = batch_size or (AUTO_BATCH_CAP if self.device.startswith("cuda") else 8)
+        self.auto_batch = max_batch_rows is None
+        self.batch_size = max_batch_rows or (
+            AUTO_BATCH_CAP if self.device.startswith("cuda") else 8
+        )
+        """Most rows per forward batch (the ``max_batch_rows`` option)."""
         self.call_size = self.batch_size
-        self.prefill_chunk = prefill_chunk or PREFILL_CHUNK
         """Samples per ``generate`` call that ``lceval.pipeline.infer`` sends by default."""
+        self.prefill_chunk = prefill_chunk or PREFILL_CHUNK
         self.share_prefix = share_prefix
         self._prefix_ids: list[int] = []
         """Token ids of the last shared prefix encoded (empty: none kept)."""
@@ -264,7 +324,7 @@ class HFBackend:
                 local_files_only=True,
             )
         except (OSError, ValueError) as exc:
-            msg = " ".join(str(exc).split())[:300]
+            msg = one_line(exc)
             raise LcevalError(
                 f"cannot load model {self.name} from {self.source.path}: {msg}"
             ) from None
@@ -285,6 +345,9 @@ class HFBackend:
         """Prefill passes keep the last position's logits only, never the whole prompt's."""
         self._kv_token = kv_bytes_per_token(self.model.config, self.dtype)
         self.prompt_format = resolve_prompt_format(self.tokenizer, prompt_format)
+        self.thinking = Thinking.from_tokenizer(
+            self.tokenizer, enable_thinking, max_thinking_tokens, think_end
+        )
         self.window = window or model_window(self.model.config, self.tokenizer)
         gen = self.model.generation_config
         eos = gen.eos_token_id if gen.eos_token_id is not None else self.tokenizer.eos_token_id
@@ -303,7 +366,8 @@ class HFBackend:
         bfloat16, differ), ``prompt_format`` when plain (base models).
         """
         rope = getattr(self, "rope", None)  # None: no RoPE model, or a bare stub
-        return base_cache_fields("hf", self._dtype_name, self.prompt_format, rope)
+        thinking = getattr(self, "thinking", None)  # None: a bare stub
+        return base_cache_fields("hf", self._dtype_name, self.prompt_format, rope, thinking)
 
     @property
     def _dtype_name(self) -> str:
@@ -318,13 +382,15 @@ class HFBackend:
             "device": self.device,
             "dtype": self._dtype_name,
             "window": self.window,
-            "batch_size": "auto" if self.auto_batch else self.batch_size,
+            "max_batch_rows": "auto" if self.auto_batch else self.batch_size,
             "prefill_chunk": self.prefill_chunk,
             "shared_prefix_held_once": self._cascade,
             "share_prefix": self.share_prefix,
             "num_threads": torch.get_num_threads(),
+            "num_threads_chosen_from": self.threads.record() if self.threads else "given",
             "prompt_format": self.prompt_format,
             "rope": self.rope.record() if self.rope is not None else None,
+            **({"thinking": t} if (t := self.thinking.record()) is not None else {}),
             **self._versions,
         }
 
@@ -346,7 +412,13 @@ class HFBackend:
             LcevalError: the budget is < 1, the context is unknown, or the prompt cannot fit.
         """
         return render_sample(
-            self.tokenizer, sample, contexts, self.window, config, self.prompt_format
+            self.tokenizer,
+            sample,
+            contexts,
+            self.window,
+            config,
+            self.prompt_format,
+            getattr(self, "thinking", None),
         )
 
     def generate(
@@ -374,7 +446,8 @@ class HFBackend:
             try:
                 p = self.render(s, contexts, config)
                 ids = self.tokenizer(p.text, add_special_tokens=False)["input_ids"]
-                rows.append(_Row(i, s, p, ids, config.budget(s)))
+                extra = self.thinking.extra_budget() if hasattr(self, "thinking") else 0
+                rows.append(_Row(i, s, p, ids, config.budget(s) + extra))
             except LcevalError as exc:
                 out[i] = error_response(s, self.name, config, exc)
         for batch in self._plan(rows):
@@ -552,8 +625,8 @@ class HFBackend:
             self._prefix_ids, self._prefix_kv = [], None  # it may be half-built
         self._free()
         if oom and len(rows) == 1:
-            exc = LcevalError(self._oom_reason(rows[0]))
-            return [(rows[0], error_response(rows[0].sample, self.name, config, exc))]
+            oom_error = LcevalError(self._oom_reason(rows[0]))
+            return [(rows[0], error_response(rows[0].sample, self.name, config, oom_error))]
         if oom:
             half = (len(rows) + 1) // 2
             return self._run_batch(rows[:half], config) + self._run_batch(rows[half:], config)
@@ -624,7 +697,7 @@ class HFBackend:
             else:
                 sampling = {"do_sample": False, "temperature": None, "top_p": None, "top_k": None}
             stop = _RowStop(
-                self.tokenizer, start, [r.budget for r in rows], [r.sample.stop for r in rows]
+                self.tokenizer, start, [r.budget for r in rows], [self._stops(r) for r in rows]
             )
             out = self.model.generate(
                 input_ids=input_ids,
@@ -646,6 +719,13 @@ class HFBackend:
             for r, g, at in zip(rows, gen, stop.stopped_at, strict=True)
         ]
 
+    def _stops(self, row: _Row) -> tuple[str, ...]:
+        """Stop strings checked while generating: none for a thinking model (a stop string
+        written while thinking must not end the output; the answer is cut at its first stop
+        string after the split, in :meth:`_response`)."""
+        thinking = getattr(self, "thinking", None)
+        return () if thinking is not None and thinking.active else row.sample.stop
+
     def _response(
         self,
         row: _Row,
@@ -661,8 +741,19 @@ class HFBackend:
         n = next((j for j, t in enumerate(gen) if t in ends), None)
         hit_eos = n is not None and n < row.budget and stopped_at is None
         toks = gen[: n if n is not None and n < row.budget else row.budget]
-        text = str(self.tokenizer.decode(toks, skip_special_tokens=True))
         reason: FinishReason = "stop" if hit_eos or stopped_at is not None else "length"
+        thinking = getattr(self, "thinking", None)
+        reasoning, n_think, unfinished, answer = None, 0, False, toks
+        if thinking is not None and thinking.markers is not None:
+            budget = config.budget(row.sample)
+            reasoning, n_think, answer, unfinished = thinking.split_ids(
+                self.tokenizer, toks, row.prompt.text
+            )
+            if len(answer) > budget:  # the answer keeps the paper's budget
+                answer, reason = answer[:budget], "length"
+            if unfinished:
+                reason = "length"
+        text = str(self.tokenizer.decode(answer, skip_special_tokens=True))
         cuts = [j for j in (text.find(s) for s in row.sample.stop) if j >= 0]
         if cuts:
             text, reason = text[: min(cuts)], "stop"
@@ -676,6 +767,9 @@ class HFBackend:
             finish_reason=reason,
             truncated_tokens=row.prompt.truncated_tokens,
             latency_s=latency,
+            reasoning=reasoning,
+            reasoning_tokens=n_think,
+            thinking_unfinished=unfinished,
         )
 
 

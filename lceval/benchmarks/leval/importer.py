@@ -22,9 +22,10 @@ answers ``"<loyalty> [fact: <fact>]"`` are scored as ``judgment="both"``. Respon
 
 from __future__ import annotations
 
+import json
 import os
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -40,7 +41,6 @@ from lceval.benchmarks.leval.gold import (
     SciFiGold,
     TopicGold,
 )
-from lceval.benchmarks.leval.judge import model_of, prediction_key
 from lceval.errors import LcevalError
 from lceval.io import RunDir, new_meta, write_jsonl
 from lceval.records import Response, Sample
@@ -49,6 +49,50 @@ IMPORTED_HASH = "imported"
 """``Response.config_hash`` of imported predictions (no lceval generation config)."""
 
 SUFFIX = ".pred.jsonl"
+
+
+def prediction_key(row: Mapping[str, Any]) -> str | None:
+    """The first key holding ``_pred`` of an official prediction row (``<model>_pred``), as
+    ``auto_eval.py`` and ``llm_eval.py`` search for it; None when there is none."""
+    return next((k for k in row if isinstance(k, str) and "_pred" in k), None)
+
+
+def model_of(key: str) -> str:
+    """The model name of a ``<model>_pred`` key (``gpt4-x_pred`` -> ``gpt4-x``)."""
+    return key[: -len("_pred")] if key.endswith("_pred") else key.replace("_pred", "")
+
+
+def read_baseline(path: str | Path) -> tuple[dict[tuple[str, str], str], str, list[Path]]:
+    """A baseline's answers from official prediction files.
+
+    Args:
+        path: a ``*.pred.jsonl`` file, or a folder searched recursively for them (e.g.
+            ``Predictions/ngram_eval/turbo-16k-0613``).
+
+    Returns:
+        ((query, reference) -> answer, the baseline's model name, the files read).
+
+    Raises:
+        LcevalError: no such path, no prediction file, a row without ``query``, ``gt`` or a
+            ``<model>_pred`` key.
+    """
+    p = Path(path).expanduser()
+    if not p.exists():
+        raise LcevalError(f"baseline {str(p)!r} does not exist")
+    files = sorted(p.rglob("*.pred.jsonl")) if p.is_dir() else [p]
+    if not files:
+        raise LcevalError(f"baseline folder {str(p)!r} holds no *.pred.jsonl file")
+    answers: dict[tuple[str, str], str] = {}
+    names: list[str] = []
+    for f in files:
+        for i, row in enumerate(corpora.read_jsonl_file(f), 1):
+            key = prediction_key(row)
+            if key is None or not isinstance(row.get("query"), str) or "gt" not in row:
+                raise LcevalError(f"{f} line {i}: expected keys query, gt and <model>_pred")
+            answers.setdefault((row["query"], str(row["gt"])), str(row[key]))
+            if model_of(key) not in names:
+                names.append(model_of(key))
+    return answers, "+".join(names), files
 
 
 def prediction_files(path: str | Path) -> list[tuple[str, Path]]:
@@ -90,6 +134,39 @@ def _gold(task: str, row: dict[str, Any], line: int) -> LevalGold:
     return ExamGold(**common)
 
 
+def _check_row(row: dict[str, Any], f: Path, line: int) -> str:
+    """The ``<model>_pred`` key of a prediction row, after checking the row's values.
+
+    Raises:
+        LcevalError: naming the file, the line and what is wrong: a missing key, a ``query``
+            that is not text, a ``gt`` that is missing or null, a ``_pred`` key without a
+            model name.
+    """
+    key = prediction_key(row)
+    missing = [k for k in ("query", "gt") if k not in row]
+    if missing or key is None:
+        missing += ["<model>_pred"] if key is None else []
+        raise LcevalError(
+            f"{f} line {line}: missing key(s) {', '.join(missing)} (a row holds query, gt, "
+            "<model>_pred)"
+        )
+    if not isinstance(row["query"], str):
+        raise LcevalError(
+            f"{f} line {line}: query must be text, got {type(row['query']).__name__} "
+            f"{json.dumps(row['query'])[:40]}"
+        )
+    if row["gt"] is None:
+        raise LcevalError(f"{f} line {line}: gt (the reference answer) is null")
+    if not model_of(str(key)).strip():
+        raise LcevalError(
+            f"{f} line {line}: key {key!r} names no model; the answer's key is <model>_pred "
+            "(e.g. gpt4_pred)"
+        )
+    if any(ord(c) < 32 or ord(c) == 127 for c in key):
+        raise LcevalError(f"{f} line {line}: key {key!r} holds a control character (a line break?)")
+    return str(key)
+
+
 def import_predictions(
     path: str | Path,
     run_id: str,
@@ -127,9 +204,7 @@ def import_predictions(
         rel = str(f.relative_to(base)) if base.is_dir() else f.name
         sources[rel] = corpora.sha256(str(f))
         for line, row in enumerate(corpora.read_jsonl_file(f)):
-            key = prediction_key(row)
-            if key is None or not isinstance(row.get("query"), str) or "gt" not in row:
-                raise LcevalError(f"{f} line {line + 1}: expected keys query, gt, <model>_pred")
+            key = _check_row(row, f, line + 1)
             question = (row["query"], str(row["gt"]))
             seen[question] += 1
             skey = (task, *question, seen[question])
@@ -161,6 +236,9 @@ def import_predictions(
                     config_hash=IMPORTED_HASH,
                 )
             )
+    if not responses:
+        names = ", ".join(str(f) for _, f in files[:3]) + (" ..." if len(files) > 3 else "")
+        raise LcevalError(f"no prediction row to import: {names} hold(s) no JSON line")
     run.create()
     run.write_samples(samples.values(), [])
     write_jsonl(run.responses, responses)
