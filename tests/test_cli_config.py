@@ -245,7 +245,7 @@ def test_infer_reads_the_runs_declared_settings(tmp_path, monkeypatch):
     )
     seen = {}
 
-    def stop(run, spec, config, samples, contexts, batch_size, progress):
+    def stop(run, spec, config, samples, contexts, batch_size, progress, *pending):
         seen.update(budget=config.max_new_tokens, n=len(samples))
         return []
 
