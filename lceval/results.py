@@ -10,6 +10,9 @@ its ``schema_version`` field (:data:`SCHEMA_VERSION`). Its parts:
   null when it cannot be computed), ``n`` (scored samples) and ``n_units`` (resampled units);
 - ``tasks``: per benchmark, scorer, model and task, the mean ``Score.value`` (0..1) over the
   scored samples, ``n`` and ``n_nan`` (samples whose score could not be computed);
+- ``coverage``: per benchmark and model what the run answered of what it built (samples,
+  tasks, lengths, answer budget, truncation) and whether that is the paper's grid
+  (:class:`lceval.coverage.Coverage`; optional, absent in files written before it existed);
 - ``provenance``: run.json as it is (lceval and library versions, git commit, seed, tiktoken
   encoding, per model the engine, dtype, generation config and its hash, the data sources, the
   build params).
@@ -70,6 +73,7 @@ def results_document(run: RunDir, *, seed: int = 0) -> dict[str, Any]:
         LcevalError: missing samples, scores or run.json; a scorer the registry does not know.
     """
     from lceval import compare, metrics, registry
+    from lceval.coverage import run_coverage
     from lceval.models.base import log
     from lceval.pipeline import load_samples
     from lceval.records import to_dict
@@ -117,6 +121,7 @@ def results_document(run: RunDir, *, seed: int = 0) -> dict[str, Any]:
         "headlines": headlines,
         "tasks": tasks,
         "provenance": json.loads(json.dumps(meta, default=str, allow_nan=False)),
+        "coverage": [c.as_dict() for c in run_coverage(run)],
     }
 
 

@@ -335,6 +335,15 @@ def report_lifbench(
     if table.empty:
         raise LcevalError(f"{run.scores}: no LIFBench score matches a sample of the run")
     tables = lifbench_tables(table)
+    # A run that is not the paper's grid (lceval.coverage) sits beside the paper's rows unranked.
+    from lceval.coverage import comparable, run_coverage
+    from lceval.reporting import unrank_subset_rows
+
+    subset = {m for m, ok in comparable(run_coverage(run), "lifbench").items() if not ok}
+    for name in ("summary", "table4_with_published"):
+        tables[name] = unrank_subset_rows(
+            tables[name], subset, ascending=lambda c: c not in ("ARS", "paper")
+        )
     tables["paper_check"] = paper_check()
     tables["official_check"] = official_check()
     _write(tables, run.report, run.figures)
