@@ -398,6 +398,31 @@ def _plan(args: argparse.Namespace) -> str:
     return text
 
 
+def _next(args: argparse.Namespace, *steps: str) -> str:
+    """``next: lceval VERB RUN  (what it does)`` for each (verb, what) pair of ``steps``."""
+    where = f"--outputs {args.outputs} " if getattr(args, "outputs", None) else ""
+    pairs = zip(steps[::2], steps[1::2], strict=True)
+    return "\n".join(f"next: lceval {where}{v} {args.run_id}   ({what})" for v, what in pairs)
+
+
+def _warn_coverage(args: argparse.Namespace) -> None:
+    """After ``lceval score``: one stderr line per benchmark and model whose samples are not
+    all answered, or whose run is not the paper's grid (:mod:`lceval.coverage`)."""
+    from lceval.coverage import run_coverage
+    from lceval.io import RunDir
+
+    for c in run_coverage(RunDir(args.run_id, args.outputs)):
+        if c.answered < c.built:
+            print(
+                f"lceval: warning: {c.benchmark} {c.model}: only {c.answered} of {c.built} "
+                f"samples answered; its scores cover {len(c.tasks_answered)} of "
+                f"{len(c.tasks_built)} tasks (lceval infer {args.run_id} answers the rest)",
+                file=sys.stderr,
+            )
+        if not c.paper_grid:
+            print(f"lceval: {c.line()}", file=sys.stderr)
+
+
 def _csv_path(value: str) -> Path:
     """``--csv``'s path, checked before anything is computed.
 
@@ -511,6 +536,7 @@ def _dispatch(args: argparse.Namespace) -> int:
         )
         n = sum(1 for _ in open(run.samples, encoding="utf-8"))
         print(f"built {n} samples into {run.path}")
+        print(_next(args, "plan", "its size and GPU estimate", "infer", "answer it"))
     elif args.command == "infer":
         if args.list_options is not None:
             print(_options_listing(args.list_options))
@@ -533,6 +559,7 @@ def _dispatch(args: argparse.Namespace) -> int:
         )
         errors = [r for r in responses if r.finish_reason == "error"]
         print(f"{len(responses)} responses ({len(errors)} errors) in run {args.run_id}")
+        print(_next(args, "score", "score the answers"))
         if errors:
             print(
                 f"lceval: {len(errors)} sample(s) failed and will be retried on the next run; "
@@ -550,6 +577,8 @@ def _dispatch(args: argparse.Namespace) -> int:
             options=_kv(args.option, "--option"),
         )
         print(df.groupby(["model", "benchmark", "task"])["value"].mean().round(3).to_string())
+        _warn_coverage(args)
+        print(_next(args, "report", "tables, figures and report/index.html"))
     elif args.command == "repair":
         from lceval.io import RunDir
         from lceval.models.cache import ResponseStore
@@ -560,12 +589,13 @@ def _dispatch(args: argparse.Namespace) -> int:
         n = ResponseStore(run.responses, index=False).drop_bad_lines()
         print(f"moved {n} bad line(s) to {run.responses}.bad" if n else "no bad lines")
     elif args.command == "report":
+        from lceval.io import RunDir
+        from lceval.reporting import report_summary
+
         tables = pipeline.report(args.run_id, root=args.outputs, scorer=args.scorer)
         for key, names in tables.scorers.items():
             print(f"{key}: scorer {', '.join(names)}")
-        for name, table in tables.items():
-            read = ", ".join(tables.scorers.get(name.split("/", 1)[0], ()))
-            print(f"== {name} [{read}]\n{table.to_string()}\n")
+        print(report_summary(RunDir(args.run_id, args.outputs), tables))
     elif args.command == "compare":
         table = _compare(args)
         print(table.to_string(index=False, float_format=lambda x: f"{x:.4g}"))
