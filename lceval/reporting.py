@@ -129,6 +129,7 @@ _CSS = (
     ".grid{background:#eaf6ea;border-left:5px solid #2a8a2a;padding:.5em .8em;margin:.6em 0}"
     "table.headline{font-size:15px}table.headline td{padding:4px 8px}"
     "table.provenance td{text-align:left;max-width:900px;overflow-wrap:anywhere}"
+    "table.reproduction td{max-width:22em;overflow-wrap:anywhere}"
 )
 
 
@@ -618,7 +619,17 @@ def _reproduction_section(run: Any) -> str:
         rows = load_index(keys)
     except LcevalError:
         return ""
-    return to_html(rows) if len(rows) else ""
+    if not len(rows):
+        return ""
+    caption = (
+        "<caption>Every numbered table and figure of the run's papers: status (reproduced, "
+        "recomputed, partial, not_reproducible), what it comes from, where lceval makes it, the "
+        "test that checks it, or why it cannot be reproduced.</caption>"
+    )
+    page = to_html(rows).replace(
+        "<table class='reproduction'>", f"<div class='wide'><table class='reproduction'>{caption}"
+    )
+    return page.replace("</table>", "</table></div>")
 
 
 def _render_notebooks(run: Any, report: Path) -> list[Path]:
