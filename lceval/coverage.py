@@ -76,21 +76,40 @@ class Coverage:
 
 
 def paper_params(key: str) -> dict[str, Any] | None:
-    """The paper's build params of benchmark ``key``: ``params/<notebook>/full.yaml`` of the
-    first notebook the benchmark lists, in the checkout lceval is imported from; None when that
-    file is not there (an installed package without the repository)."""
+    """The paper's build params of benchmark ``key``: of the ``params/<notebook>/full.yaml``
+    files of the notebooks the benchmark lists (in the checkout lceval is imported from), the
+    one sharing most keys with the benchmark's builder ``Config`` (the notebook that builds its
+    data); None when there is none (an installed package without the repository)."""
+    import dataclasses
+    import importlib
+
     import yaml
 
     from lceval import registry
 
     bench = registry.get(key)
+    fields: set[str] = set()
+    target = getattr(bench, "params", None)
+    if isinstance(target, str) and ":" in target:
+        module, _, name = target.partition(":")
+        try:
+            cls = getattr(importlib.import_module(module), name)
+            fields = {f.name for f in dataclasses.fields(cls)}
+        except (ImportError, AttributeError, TypeError):
+            fields = set()
     root = Path(__file__).resolve().parent.parent / "params"
-    for nb in bench.notebooks[:1]:
+    best: tuple[int, dict[str, Any]] | None = None
+    for nb in bench.notebooks:
         path = root / Path(nb).stem / "full.yaml"
-        if path.is_file():
-            data = yaml.safe_load(path.read_text(encoding="utf-8"))
-            return dict(data) if isinstance(data, Mapping) else None
-    return None
+        if not path.is_file():
+            continue
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+        if not isinstance(data, Mapping):
+            continue
+        shared = len(fields & set(data)) if fields else 0
+        if best is None or shared > best[0]:
+            best = (shared, dict(data))
+    return None if best is None else best[1]
 
 
 def _short(v: Any) -> str:
