@@ -26,7 +26,7 @@ def _items(tables: int, figures: int, *extra: str) -> set[str]:
     )
 
 
-# Read from the papers (shared/papers/*.txt): every "Table N:" and "Figure N:" caption. The
+# Read from the papers' texts: every "Table N:" and "Figure N:" caption. The
 # L-Eval text (004_*) is a summary whose tables are not numbered: its items are named by their
 # heading there. LongGenBench's Fig. 3 has two panels the text cites apart (3a: task settings,
 # 3b: the RULER correlation); an item "Fig. 3" covers both.
