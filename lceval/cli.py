@@ -377,16 +377,23 @@ def _plan(args: argparse.Namespace) -> str:
     csv = _csv_path(args.csv) if args.csv else None
     run = RunDir(args.run_id, args.outputs)
     samples = pipeline.select_samples(run, run.read_samples(), limit=args.limit, tasks=args.tasks)
+    # one budget for one run: the cap its inference used, unless --max-new-tokens says otherwise
+    cap = args.max_new_tokens if args.max_new_tokens is not None else plan.recorded_cap(run)
     p = plan.plan_run(
         run,
         model=args.model,
         samples=samples,
-        max_new_tokens=args.max_new_tokens,
+        max_new_tokens=cap,
         efficiency=plan.EFFICIENCY if args.efficiency is None else args.efficiency,
         exact=True if args.exact else None,
     )
     plan.record(run, p)
     text = plan.render(p)
+    if cap is not None and args.max_new_tokens is None:
+        text += (
+            f"\nbudget capped at {cap} new tokens per sample, as the run's inference recorded "
+            "(--max-new-tokens N plans another cap)"
+        )
     if csv is not None:
         from lceval.reporting import save_table
 

@@ -176,3 +176,16 @@ def test_samples_page_keeps_line_breaks_and_freezes_key_columns(partial, tmp_pat
     assert widths and min(widths) >= 300, widths  # the answer column has room
     assert frozen > 0
     _artifact(shot, "samples_page.png", tmp_path)
+
+
+def test_plan_uses_the_budget_cap_the_inference_recorded(partial, capsys):
+    """One budget figure for one run: after an inference capped at 64 new tokens, `lceval plan`
+    plans 44 x 64 (inference's own plan line), not the samples' own budgets."""
+    root = str(partial.path.parent)
+    assert main(["--outputs", root, "plan", "part"]) == 0
+    out = capsys.readouterr().out
+    assert "budget capped at 64 new tokens" in out
+    own = sum(s.max_new_tokens for s in partial.read_samples())
+    assert own > 44 * 64 and f"{44 * 64:,}" in out and f"{own:,}" not in out
+    assert main(["--outputs", root, "plan", "part", "--max-new-tokens", "100"]) == 0
+    assert "budget capped" not in capsys.readouterr().out
