@@ -402,6 +402,12 @@ def _fmt(x: Any) -> str:
 _UNRANKED = ". Its rows sit beside the published ones unranked."
 
 
+def _scorer_note(h: Mapping[str, Any]) -> str:
+    """``, scorer KEY:VARIANT`` for a headline of a non-default scorer; else empty."""
+    scorer = str(h.get("scorer") or "")
+    return "" if scorer in ("", str(h.get("benchmark"))) else f", scorer {scorer}"
+
+
 def _headline_html(heads: Sequence[Mapping[str, Any]], covs: Sequence[Any]) -> str:
     """The first screen: headline table and the coverage of each benchmark and model."""
     import html
@@ -445,7 +451,8 @@ def _headline_html(heads: Sequence[Mapping[str, Any]], covs: Sequence[Any]) -> s
         rows.append(
             f"<tr><td class='l'>{esc(str(h['benchmark']))}</td><td class='l'>"
             f"{esc(str(h['model']))}</td><td class='l'>{esc(str(h['metric']))} "
-            f"({esc(str(h.get('unit', '')))})</td><td>{esc(ci)}</td><td>{h.get('n')}</td>"
+            f"({esc(str(h.get('unit', '')))}){esc(_scorer_note(h))}</td>"
+            f"<td>{esc(ci)}</td><td>{h.get('n')}</td>"
             f"<td>{esc(pub)}</td><td class='l'>{esc(what)}</td></tr>"
         )
     rows.append("</tbody></table>")
@@ -733,7 +740,12 @@ def report_summary(run: Any, tables: Mapping[str, pd.DataFrame]) -> str:
 
     report = Path(run.report)
     covs = run_coverage(run)
-    heads = headline_rows(report, covs)
+    read = getattr(tables, "scorers", None)  # the scorers this report read, per benchmark
+    heads = [
+        h
+        for h in headline_rows(report, covs)
+        if not read or h.get("scorer") in read.get(h.get("benchmark"), (h.get("scorer"),))
+    ]
     lines = []
     for h in heads[:12]:
         pub = (
@@ -743,8 +755,9 @@ def report_summary(run: Any, tables: Mapping[str, pd.DataFrame]) -> str:
             else ""
         )
         flag = "" if h["comparable"] else " [subset: not comparable, not ranked]"
+        scorer = "" if h.get("scorer") == h["benchmark"] else f" ({h.get('scorer')})"
         lines.append(
-            f"{h['benchmark']} {h['model']}: {h['metric']} {_fmt(h['estimate'])} "
+            f"{h['benchmark']}{scorer} {h['model']}: {h['metric']} {_fmt(h['estimate'])} "
             f"[{_fmt(h.get('low'))}, {_fmt(h.get('high'))}] n={h.get('n')}{pub}{flag}"
         )
     if len(heads) > 12:
