@@ -186,7 +186,10 @@ def coverage(
             cut = pd.to_numeric(ok["truncated_tokens"], errors="coerce").fillna(0)
             order = {lab: s.length or 0 for s in mine if (lab := _length_label(s))}
             lengths = tuple(
-                sorted({lab for s in answered if (lab := _length_label(s))}, key=order.get)
+                sorted(
+                    {lab for s in answered if (lab := _length_label(s))},
+                    key=lambda lab: order.get(lab, 0),
+                )
             )
             tasks_built = tuple(dict.fromkeys(s.task for s in mine))
             tasks_answered = tuple(t for t in tasks_built if any(s.task == t for s in answered))

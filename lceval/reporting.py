@@ -192,7 +192,7 @@ def write_index(run: Any) -> Path:
         mine_png = [p for p in pngs if _bench_of(p.stem) == key]
         if not (mine_csv or mine_png):
             continue
-        items: list[tuple[str, str]] = []  # (sort key, html)
+        items: list[tuple[tuple[int, int, str], str]] = []  # (sort key, html)
         for csv in mine_csv:
             name = csv.relative_to(report).with_suffix("").as_posix()
             item, caption = captions.get(csv.stem, ("", ""))
