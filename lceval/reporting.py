@@ -118,7 +118,8 @@ _CSS = (
     "line-height:1.35}"
     "table{border-collapse:collapse;font-size:13px;margin:.3em 0 .4em}"
     "td,th{border:1px solid #ccc;padding:2px 6px;text-align:right;vertical-align:top}"
-    "th{background:#f3f3f3}td.l,th.l{text-align:left}"
+    "th{background:#f3f3f3}td.l,th.l{text-align:left}td.l{white-space:nowrap}"
+    "td.w{white-space:normal;min-width:24em;max-width:40em}"
     "tr.run td{font-weight:bold;background:#fff3b0}"
     ".wide{overflow-x:auto;max-width:100%}"
     "img{max-width:min(100%,900px);border:1px solid #eee;margin:.3em 0}"
@@ -306,23 +307,19 @@ def _table_html(csv: Path, name: str, item: str, caption: str) -> str | None:
                 txt = "" if v != v else f"{v:.4g}"
             else:
                 txt = str(v)
-            cls = " class='l'" if c in text_cols else ""
+            cls = (" class='l w'" if len(txt) > 60 else " class='l'") if c in text_cols else ""
             cells.append(f"<td{cls}>{esc(txt)}</td>")
         mine = "source" in df.columns and str(row[list(df.columns).index("source")]) == THIS_RUN
         run_rows += mine
         body.append(f"<tr{' class=run' if mine else ''}>{''.join(cells)}</tr>")
     label = f"<b>{esc(item)}.</b> " if item and item != "Check" else ""
     text = caption or _default_caption(name)
-    table = (
-        f"<table><caption>{label}{esc(text)} <code>{esc(name)}.csv</code></caption>"
-        f"<thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>"
-    )
+    cap = f"<figcaption>{label}{esc(text)} <code>{esc(name)}.csv</code></figcaption>"
+    table = f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>"
     if len(df) > 30:  # long audit tables fold away; the headline tables stay open
-        table = (
-            f"<p class='cap'>{label}{esc(text)}</p><details><summary>{len(df)} rows "
-            f"(<code>{esc(name)}.csv</code>)</summary>{table}</details>"
-        )
-    return f"<div class='wide'>{table}</div>"
+        table = f"<details><summary>{len(df)} rows</summary>{table}</details>"
+    # a figure's caption spans the page (a <caption> would wrap to a narrow table's width)
+    return f"<figure class='tbl'>{cap}<div class='wide'>{table}</div></figure>"
 
 
 def _figure_html(png: Path, report: Path, item: str, caption: str) -> str:
@@ -425,9 +422,10 @@ def _headline_html(heads: Sequence[Mapping[str, Any]], covs: Sequence[Any]) -> s
         parts.append("<p>No headline yet: score the run (<code>lceval score RUN</code>).</p>")
         return "\n".join(parts)
     rows = [
-        "<table class='headline'><caption>Each benchmark's headline metric per model with its "
+        "<figure class='tbl'><figcaption>Each benchmark's headline metric per model with its "
         "95% bootstrap CI and n scored samples, beside the range the paper publishes for its "
-        "models.</caption><thead><tr><th class='l'>benchmark</th><th class='l'>model</th>"
+        "models.</figcaption><div class='wide'><table class='headline'><thead><tr>"
+        "<th class='l'>benchmark</th><th class='l'>model</th>"
         "<th class='l'>metric</th><th>estimate [95% CI]</th><th>n</th>"
         "<th>published range</th><th class='l'>coverage</th></tr></thead><tbody>"
     ]
@@ -455,7 +453,7 @@ def _headline_html(heads: Sequence[Mapping[str, Any]], covs: Sequence[Any]) -> s
             f"<td>{esc(ci)}</td><td>{h.get('n')}</td>"
             f"<td>{esc(pub)}</td><td class='l'>{esc(what)}</td></tr>"
         )
-    rows.append("</tbody></table>")
+    rows.append("</tbody></table></div></figure>")
     return "\n".join(parts + rows)
 
 
@@ -473,8 +471,9 @@ def _provenance_html(meta: Mapping[str, Any], covs: Sequence[Any]) -> str:
             for r in rows
         )
         return (
-            f"<div class='wide'><table class='provenance'><caption>{esc(caption)}</caption>"
-            f"<thead><tr>{head}</tr></thead><tbody>{body}</tbody></table></div>"
+            f"<figure class='tbl'><figcaption>{esc(caption)}</figcaption><div class='wide'>"
+            f"<table class='provenance'><thead><tr>{head}</tr></thead><tbody>{body}</tbody>"
+            "</table></div></figure>"
         )
 
     out = ["<h2 id='provenance'>Provenance</h2>"]
@@ -629,14 +628,15 @@ def _reproduction_section(run: Any) -> str:
     if not len(rows):
         return ""
     caption = (
-        "<caption>Every numbered table and figure of the run's papers: status (reproduced, "
+        "<figcaption>Every numbered table and figure of the run's papers: status (reproduced, "
         "recomputed, partial, not_reproducible), what it comes from, where lceval makes it, the "
-        "test that checks it, or why it cannot be reproduced.</caption>"
+        "test that checks it, or why it cannot be reproduced.</figcaption>"
     )
     page = to_html(rows).replace(
-        "<table class='reproduction'>", f"<div class='wide'><table class='reproduction'>{caption}"
+        "<table class='reproduction'>",
+        f"<figure class='tbl'>{caption}<div class='wide'><table class='reproduction'>",
     )
-    return page.replace("</table>", "</table></div>")
+    return page.replace("</table>", "</table></div></figure>")
 
 
 def _render_notebooks(run: Any, report: Path) -> list[Path]:
