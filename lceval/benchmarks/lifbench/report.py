@@ -88,9 +88,9 @@ CAPTIONS: dict[str, tuple[str, str]] = {
         "IFP per capability (0..1, higher is better) with 95% bootstrap CIs (low, high), n items.",
     ),
     "lifbench_ars_by_length": (
-        "Sec. 5.2",
+        "Beyond the paper",
         "ARS (0..1, higher is better) per context length (columns, the builder's length labels) "
-        "of the run's models.",
+        "of the run's models; no numbered item of the paper, the lengths behind IFS's Length.",
     ),
     "lifbench_paper_check": (
         "Check",
@@ -104,8 +104,13 @@ CAPTIONS: dict[str, tuple[str, str]] = {
     ),
     "lifbench_fig3_ifs_gap": (
         "Fig. 3",
-        "IFS gap between instruction-tuned and base models per perspective (lower IFS is "
-        "better), the run's pairs beside the paper's.",
+        "IFS gap per perspective (Expression, Variable, Length; MEAN): expression extension "
+        "minus random sampling; positive = the extension raised IFS (IFS: lower is better).",
+    ),
+    "lifbench_fig3_share_positive": (
+        "Fig. 3",
+        "Share of models whose IFS rose with expression extension, per perspective, beside the "
+        "paper's shares (source column).",
     ),
     "lifbench_ifp_radar": (
         "Fig. 2",
