@@ -180,23 +180,25 @@ def write_index(run: Any) -> Path:
         _headline_html(heads, covs),
         _page_links(report),
     ]
-    csvs = [*sorted(report.glob("*.csv")), *sorted(report.glob("*-*/*.csv"))]
+    # report/*.csv; report/<key>/*.csv (RULER, L-Eval, CIF-Bench write their tables there);
+    # report/<key>-<variant>/ (a non-default scorer's report, lceval.pipeline.report)
+    csvs = [*sorted(report.glob("*.csv")), *sorted(report.glob("*/*.csv"))]
     figures = Path(run.figures)
     pngs = sorted(figures.glob("*.png")) if figures.exists() else []
     pngs += sorted(report.glob("*-*/figures/*.png"))
-    keys = sorted({c.benchmark for c in covs} | {_bench_of(p.stem) for p in [*csvs, *pngs]})
+    keys = sorted({c.benchmark for c in covs} | {_bench_of(p, report) for p in [*csvs, *pngs]})
     checks: list[str] = []
     for key in keys:
         captions = _captions(key)
         title = _bench_title(key)
-        mine_csv = [p for p in csvs if _bench_of(p.stem) == key]
-        mine_png = [p for p in pngs if _bench_of(p.stem) == key]
+        mine_csv = [p for p in csvs if _bench_of(p, report) == key]
+        mine_png = [p for p in pngs if _bench_of(p, report) == key]
         if not (mine_csv or mine_png):
             continue
         items: list[tuple[tuple[int, int, str], str]] = []  # (sort key, html)
         for csv in mine_csv:
             name = csv.relative_to(report).with_suffix("").as_posix()
-            item, caption = captions.get(csv.stem, ("", ""))
+            item, caption = captions.get(name, captions.get(csv.stem, ("", "")))
             block = _table_html(csv, name, item, caption)
             if block is None:
                 continue
@@ -234,9 +236,13 @@ def write_index(run: Any) -> Path:
     return path
 
 
-def _bench_of(stem: str) -> str:
-    """The benchmark key a report file belongs to (``lifbench_table3_ars`` -> ``lifbench``)."""
-    return stem.split("_", 1)[0].split("-", 1)[0]
+def _bench_of(path: Path, report: Path) -> str:
+    """The benchmark key a report file belongs to: its folder under report/ (``ruler/`` or
+    ``lifbench-strict/``), else its name's prefix (``lifbench_table3_ars`` -> ``lifbench``)."""
+    rel = path.relative_to(report).parts
+    if len(rel) > 1 and rel[0] not in ("figures", "notebooks", "contexts"):
+        return rel[0].split("-", 1)[0]
+    return path.stem.split("_", 1)[0].split("-", 1)[0]
 
 
 def _bench_title(key: str) -> str:

@@ -129,3 +129,22 @@ def test_responses_frame_counts_a_retried_error_once(tmp_path):
     pairs = sorted(zip(frame["sample_id"], frame["text"], strict=True))
     assert pairs == [("a", "retried"), ("b", "ok")]
     assert int(inference_summary(frame)["errors"].sum()) == 0
+
+
+@pytest.mark.parametrize("key", ["ruler", "leval"])
+def test_index_shows_tables_a_report_writes_in_its_own_folder(tmp_path, key):
+    """RULER and L-Eval write their tables under report/<key>/: each is on the page under the
+    benchmark's title, with a caption."""
+    fixture = Path(__file__).parent / "fixtures" / "regression" / key
+    run = RunDir("sub", tmp_path).create()
+    for name in ("samples.jsonl", "contexts.jsonl", "responses.jsonl"):
+        if (fixture / name).exists():
+            shutil.copy(fixture / name, run.path / name)
+    run.write_meta(new_meta("sub", models={"m0": {"backend": "hf"}}))
+    pipeline.score("sub", root=tmp_path, progress=False)
+    pipeline.report("sub", root=tmp_path)
+    page = (run.report / "index.html").read_text(encoding="utf-8")
+    csvs = sorted((run.report / key).glob("*.csv"))
+    assert csvs and all(f"{key}/{p.stem}.csv</code>" in page for p in csvs)
+    assert f"<h2 id='{key}'>" in page
+    assert page.count("<table") == page.count("<figcaption>") - page.count("<img")
