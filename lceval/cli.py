@@ -387,14 +387,13 @@ def _plan(args: argparse.Namespace) -> str:
         efficiency=plan.EFFICIENCY if args.efficiency is None else args.efficiency,
         exact=True if args.exact else None,
     )
-    plan.record(run, p)
     text = plan.render(p)
     if cap is not None and args.max_new_tokens is None:
         text += (
             f"\nbudget capped at {cap} new tokens per sample, as the run's inference recorded "
             "(--max-new-tokens N plans another cap)"
         )
-    if csv is not None:
+    if csv is not None:  # written before run.json: a failed write leaves the run as it was
         from lceval.reporting import save_table
 
         try:
@@ -403,6 +402,7 @@ def _plan(args: argparse.Namespace) -> str:
         except OSError as exc:
             raise LcevalError(f"--csv: cannot write {csv}: {exc.strerror}") from None
         text += f"\nwrote {a} and {b}"
+    plan.record(run, p)
     return text
 
 

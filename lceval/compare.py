@@ -97,6 +97,25 @@ def scorer_of(key: str, scorer: str | None) -> str | None:
     return scorer if scorer is not None and scorer.split(":", 1)[0] == key else None
 
 
+def check_scorer_in(scorer: str | None, keys: Sequence[str], where: str) -> None:
+    """Refuse ``scorer`` when its benchmark is not among ``keys`` (the benchmarks ``where``
+    holds; ``where`` ends in its verb: ``"runs a and b do"``): comparing with a scorer of
+    another benchmark would silently read the default's.
+
+    Raises:
+        LcevalError: naming the scorer, its benchmark and the scorers that do apply.
+    """
+    if scorer is None:
+        return
+    bench, _ = registry.find_scorer(scorer)  # an unknown scorer: one line listing them all
+    if bench.key not in keys:
+        choices = [n for k in keys for n in registry.get(k).scorers]
+        raise LcevalError(
+            f"scorer {scorer!r} scores {bench.key}, which {where} not hold; "
+            f"scorers there: {', '.join(choices) or 'none'}"
+        )
+
+
 def _check_seed(seed: int) -> None:
     if seed < 0:
         raise LcevalError(f"seed must be >= 0, got {seed}")
@@ -164,6 +183,11 @@ def load_headlines(
                     ),
                 )
             )
+    check_scorer_in(
+        scorer,
+        sorted(scored),
+        f"run {run_ids[0]} does" if len(run_ids) == 1 else f"runs {', '.join(run_ids)} do",
+    )
     missing = [b for b in benchmarks or [] if b not in scored]
     if missing:
         raise LcevalError(
@@ -286,6 +310,15 @@ def _paired_row(
     }
 
 
+def shared_samples(h: metrics.Headline, a: str, b: str) -> int:
+    """How many samples models ``a`` and ``b`` both have in headline ``h`` (joined by
+    ``sample_id``); a pair sharing none has no paired difference to test."""
+    f = h.frame
+    model = f["model"].astype(str)
+    ids_a = set(f.loc[model == a, "sample_id"])
+    return len(ids_a.intersection(f.loc[model == b, "sample_id"]))
+
+
 def _holm_columns(table: pd.DataFrame, alpha: float, by: str | None = None) -> pd.DataFrame:
     if table.empty:
         return table.assign(p_holm=[], significant=[])
@@ -324,6 +357,8 @@ def pairwise(
         est = metrics.headline_estimates(h, n_resamples=1, seed=seed)
         order = est.sort_values(["estimate", "model"], ascending=[False, True])["model"].tolist()
         for a, b in itertools.combinations(order, 2):
+            if not shared_samples(h, a, b):  # models of runs on other samples: nothing paired
+                continue
             rows.append(_paired_row(h, a, b, n_resamples, n_permutations, confidence, seed))
     cols = ["benchmark", "metric", "model_a", "model_b", "diff", "low", "high", "p_value"]
     table = pd.DataFrame(rows, columns=[*cols, "test", "n", "n_units"])
@@ -393,6 +428,8 @@ def compare_runs(
                 f"benchmarks in both: {', '.join(keys) or 'none'}"
             )
         keys = [benchmark]
+    where = f"runs {run_a} and {run_b} do" if run_a != run_b else f"run {run_a} does"
+    check_scorer_in(scorer, keys, where)
     for rid, scores, model in ((run_a, scores_a, model_a), (run_b, scores_b, model_b)):
         have = sorted(set(scores.loc[scores["benchmark"].isin(keys), "model"].astype(str)))
         if keys and model is not None and model not in have:
@@ -402,6 +439,7 @@ def compare_runs(
             )
     rows: list[dict[str, Any]] = []
     read: dict[str, str] = {}
+    disjoint = 0  # model pairs scored on the benchmark that share no sample
     for key in keys:
         bench = registry.get(key)
         sa, names = bench.scores_for(scores_a, scorer_of(key, scorer))
@@ -428,6 +466,9 @@ def compare_runs(
         for a, b in pairs:
             if a not in h.models or b not in h.models:
                 continue
+            if not shared_samples(h, a, b):
+                disjoint += 1
+                continue
             row = _paired_row(h, a, b, n_resamples, n_permutations, confidence, seed)
             rows.append({**row, "level": "headline", "task": "", "model_a": a, "model_b": b})
             if by_task:
@@ -444,6 +485,12 @@ def compare_runs(
                         seed=seed,
                     )
                 )
+    if not rows and disjoint:
+        which = f"run {run_a}'s models" if run_a == run_b else f"runs {run_a} and {run_b}"
+        raise LcevalError(
+            f"{which} share no scored sample: each of the {disjoint} model pair(s) answered "
+            "different samples; compare needs samples both models answered (same build)"
+        )
     if not rows:
         raise LcevalError(f"runs {run_a} and {run_b} share no benchmark and model pair to compare")
     cols = ["benchmark", "level", "scorer", "task", "metric", "model_a", "model_b", "diff"]

@@ -28,6 +28,7 @@ def compare_rows(
     model_b: str | None = None,
     scorer: str | None = None,
     folder: str | Path | None = None,
+    empty_ok: bool = False,
 ) -> pd.DataFrame:
     """Two models on the same samples side by side: one row per (sample, scorer, model pair)
     with each model's value, rubric items, explanation and answer, and the paired difference
@@ -43,9 +44,12 @@ def compare_rows(
         model_a, model_b: only this model of ``run_a`` / ``run_b``.
         scorer: only this scorer's rows (default: every scorer both runs hold).
         folder: the folder of the page (where ``contexts/`` is written); default run_a's report.
+        empty_ok: return an empty frame (columns as usual) when no model pair shares a scored
+            sample, instead of raising.
 
     Raises:
-        LcevalError: missing scores or samples; an unknown model or scorer; no shared sample.
+        LcevalError: missing scores or samples; an unknown model or scorer; no shared sample
+            (unless ``empty_ok``).
     """
     same = run_a.path == run_b.path
     store = Texts()  # both sides' texts in one block
@@ -73,7 +77,7 @@ def compare_rows(
     both = a.merge(side_b, on=["key_id", "key_scorer"], suffixes=(" A", " B"))
     if same:  # one run: each unordered pair of distinct models once
         both = both[both["pair_model A"] < both["pair_model B"]]
-    if both.empty:
+    if both.empty and not empty_ok:
         raise LcevalError(
             f"runs {run_a.run_id} and {run_b.run_id} share no scored sample of a model pair"
         )
@@ -114,3 +118,42 @@ def write_compare_page(frame: pd.DataFrame, path: str | Path, title: str) -> Pat
     )
     texts = frame.attrs.get("texts")
     return write_page(path, page(title, intro, frame.head(MAX_COMPARE_ROWS), texts))
+
+
+def write_run_compare_page(run: RunDir) -> Path:
+    """``<run.report>/compare.html``: every pair of the run's models side by side
+    (:func:`compare_rows` within one run). When no pair shares a scored sample (the models
+    answered disjoint samples, as imported prediction sets often do: one model some tasks,
+    another the rest) the page says so and lists what each model answered, instead of failing
+    the report.
+
+    Raises:
+        LcevalError: missing scores or samples; the file cannot be written.
+    """
+    path = Path(run.report) / "compare.html"
+    frame = compare_rows(run, run, empty_ok=True)
+    if len(frame):
+        return write_compare_page(frame, path, "Two models")
+    scores = run.read_scores()
+    scored = scores[scores["value"].notna()] if "value" in scores else scores
+    items = []
+    for model, part in scores.groupby(scores["model"].astype(str), sort=True):
+        tasks = sorted(set(part["task"].astype(str)))
+        n = part["sample_id"].nunique()
+        n_scored = scored.loc[scored["model"].astype(str) == model, "sample_id"].nunique()
+        items.append(
+            f"<li>{esc(model)}: {n:,} sample(s) ({n_scored:,} with a score), task(s) "
+            f"{esc(', '.join(tasks))}</li>"
+        )
+    intro = (
+        "<p>No pair of this run's models shares a scored sample: each model answered other "
+        "samples (for example, predictions imported where one model answered some tasks and "
+        "another the rest), so there is no paired difference to show. Each model's own tables "
+        "are in the report; <a href='samples.html'>every answer</a> is on the samples page.</p>"
+        f"<ul>{''.join(items)}</ul>"
+    )
+    return write_page(
+        path,
+        "<!doctype html><html><head><meta charset='utf-8'><title>Two models</title></head>"
+        f"<body><h1>Two models</h1>{intro}</body></html>",
+    )

@@ -64,6 +64,83 @@ def outputs_root(root: str | os.PathLike[str] | None = None) -> Path:
     return (top / "outputs") if top is not None else Path("outputs")
 
 
+def _host_tag() -> str:
+    import hashlib
+    import socket
+
+    return hashlib.sha1(socket.gethostname().encode("utf-8", "replace")).hexdigest()[:6]
+
+
+_HOST = _host_tag()
+"""Six hex digits of this machine's host name: a temporary name's owner is ``<pid>@<host>``, so a
+run folder shared between machines (NFS) only has its own machine's leftovers swept."""
+_TEMP_RE = re.compile(
+    r"\.(?P<name>.+)\.(?P<pid>\d+)@(?P<host>[0-9a-f]{6})\.[A-Za-z0-9_]+\.(tmp|old)"
+)
+"""A temporary file or folder of :func:`atomic_open` or :meth:`RunDir.staged_report`."""
+_LEGACY_REPORT_RE = re.compile(r"\.report\.[A-Za-z0-9_]{8}\.(tmp|old)")
+"""A staged report folder named before temporary names carried their owner (no pid)."""
+LEGACY_AGE_S = 3600
+"""Age (seconds since last change) after which an ownerless staged report folder is swept."""
+
+
+def temp_prefix(name: str) -> str:
+    """The start of a temporary name for ``name`` written by this process:
+    ``.<name>.<pid>@<host>.`` (see :func:`sweep_temps`)."""
+    return f".{name}.{os.getpid()}@{_HOST}."
+
+
+def _alive(pid: int) -> bool:
+    """Whether process ``pid`` exists on this machine (a zombie counts as alive)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:  # PermissionError: another user's process
+        return True
+    return True
+
+
+def sweep_temps(folder: Path, *, recursive: bool = False) -> list[Path]:
+    """Remove the temporary files and folders in ``folder`` that a killed lceval left: names of
+    :func:`temp_prefix` whose process (on this machine) is gone, and ownerless staged report
+    folders (``.report.<random>.tmp``, from lceval before owners were named) older than
+    :data:`LEGACY_AGE_S`. Live writers' temporaries, other machines' and every other file are
+    left alone. Never raises.
+
+    Returns:
+        The paths removed.
+    """
+    import shutil
+    import time
+
+    removed: list[Path] = []
+    try:
+        entries = list(os.scandir(folder))
+    except OSError:
+        return removed
+    for entry in entries:
+        m = _TEMP_RE.fullmatch(entry.name)
+        stale = bool(m and m["host"] == _HOST and not _alive(int(m["pid"])))
+        if not m and _LEGACY_REPORT_RE.fullmatch(entry.name):
+            try:
+                stale = time.time() - entry.stat(follow_symlinks=False).st_mtime > LEGACY_AGE_S
+            except OSError:
+                stale = False
+        try:
+            if stale:
+                if entry.is_dir(follow_symlinks=False):
+                    shutil.rmtree(entry.path, ignore_errors=True)
+                else:
+                    os.unlink(entry.path)
+                removed.append(Path(entry.path))
+            elif recursive and entry.is_dir(follow_symlinks=False) and not m:
+                removed += sweep_temps(Path(entry.path), recursive=True)
+        except OSError:
+            pass
+    return removed
+
+
 def _current_umask() -> int:
     mask = os.umask(0)
     os.umask(mask)
@@ -83,7 +160,7 @@ def atomic_open(path: str | os.PathLike[str], mode: str = "w") -> Iterator[IO[An
     path = Path(path)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+        fd, tmp = tempfile.mkstemp(prefix=temp_prefix(path.name), suffix=".tmp", dir=path.parent)
         os.fchmod(fd, 0o666 & ~_UMASK)  # mkstemp makes 0600; files follow the user's umask
     except OSError as exc:
         raise LcevalError(f"cannot write to {path.parent}: {exc.strerror}") from None
@@ -325,6 +402,7 @@ class RunDir:
             )
         self.run_id = run_id
         self.path = outputs_root(root) / run_id
+        self._swept = False
         self._report: Path | None = None
         """Where :attr:`report` points while a report is staged (:meth:`staged_report`) or for
         a non-default scorer's report (:meth:`with_report`)."""
@@ -358,10 +436,30 @@ class RunDir:
     def figures(self) -> Path:
         return self.report / "figures"
 
+    def sweep(self) -> list[Path]:
+        """Remove what a killed command left in this run folder (once per ``RunDir``): temporary
+        files of atomic writes and staged report folders whose process is gone
+        (:func:`sweep_temps`; in the folder, ``logs/`` and the whole ``report/`` tree). Every
+        reader of run.json, samples or scores calls it, so the next command on a run cleans up
+        after a SIGKILL. Never raises.
+
+        Returns:
+            The paths removed.
+        """
+        if self._swept:
+            return []
+        self._swept = True
+        removed = sweep_temps(self.path)
+        for sub in ("logs", "notebooks"):
+            removed += sweep_temps(self.path / sub)
+        removed += sweep_temps(self.path / "report", recursive=True)
+        return removed
+
     def with_report(self, folder: Path) -> RunDir:
         """This run with its report (tables, ``figures/``) written to ``folder`` instead of
         ``report/`` (a non-default scorer's report)."""
         view = RunDir(self.run_id, self.path.parent)
+        view._swept = self._swept
         view._report = folder
         return view
 
@@ -409,7 +507,8 @@ class RunDir:
         final = self.report
         try:
             self.path.mkdir(parents=True, exist_ok=True)
-            tmp = Path(tempfile.mkdtemp(prefix=".report.", suffix=".tmp", dir=self.path))
+            self.sweep()
+            tmp = Path(tempfile.mkdtemp(prefix=temp_prefix("report"), suffix=".tmp", dir=self.path))
         except OSError as exc:
             raise LcevalError(f"cannot write to {self.path}: {_reason(exc)}") from None
         old = tmp.with_name(tmp.name.replace(".tmp", ".old"))
@@ -440,6 +539,7 @@ class RunDir:
 
     # run.json --------------------------------------------------------------------------------
     def read_meta(self) -> RunMeta:
+        self.sweep()
         if not self.run_json.exists():
             raise LcevalError(f"{self.run_json} does not exist: build the run first (lceval build)")
         try:
@@ -474,6 +574,92 @@ class RunDir:
         self.write_meta(meta)
         return meta
 
+    @contextmanager
+    def meta_kept_unless(self, changed: Path) -> Iterator[None]:
+        """Put run.json back as it was (byte for byte) when the block raises and ``changed``
+        (the file the block's run.json writes describe, e.g. responses.jsonl) did not change:
+        a failed command then leaves no record of work it never did (a model entry for a model
+        whose key was refused, the plan of an answer never given). When ``changed`` did change
+        (some answers were stored), run.json is left describing them.
+
+        Raises:
+            whatever the block raises.
+        """
+
+        def state() -> tuple[int, int] | None:
+            try:
+                st = changed.stat()
+            except OSError:
+                return None
+            return st.st_size, st.st_mtime_ns
+
+        before = self.run_json.read_bytes() if self.run_json.exists() else None
+        mark = state()
+        try:
+            yield
+        except BaseException:
+            if state() == mark:
+                try:
+                    if before is None:
+                        self.run_json.unlink(missing_ok=True)
+                    elif self.run_json.read_bytes() != before:
+                        with atomic_open(self.run_json, "wb") as f:
+                            f.write(before)
+                except (OSError, LcevalError):
+                    pass  # the block's own error is the one to report
+            raise
+
+    @contextmanager
+    def restored_on_failure(self, paths: Iterable[Path]) -> Iterator[None]:
+        """Keep the files ``paths`` as they were unless the block completes: each existing one
+        is hard-linked (copied where links are refused) to a backup beside it (a temporary name,
+        :func:`temp_prefix`, which the next command's :meth:`sweep` removes if a kill left it);
+        when the block raises, every path is put back (a file the block created is removed,
+        one it moved away is returned); when it completes, the backups are removed.
+
+        Raises:
+            LcevalError: a backup cannot be made (before the block runs); whatever the block
+                raises.
+        """
+        import shutil
+
+        backups: dict[Path, Path | None] = {}
+        try:
+            for path in paths:
+                if path.exists():
+                    backup = path.with_name(f"{temp_prefix(path.name)}backup.old")
+                    try:
+                        os.link(path, backup)
+                    except OSError as exc:
+                        if exc.errno not in (errno.EXDEV, errno.EPERM, errno.EMLINK, errno.ENOTSUP):
+                            raise
+                        shutil.copy2(path, backup)
+                    backups[path] = backup
+                else:
+                    backups[path] = None
+        except OSError as exc:
+            for made in backups.values():
+                if made is not None:
+                    made.unlink(missing_ok=True)
+            raise LcevalError(f"cannot write to {self.path}: {_reason(exc)}") from None
+        try:
+            yield
+        except BaseException:
+            for path, kept in backups.items():
+                try:
+                    if kept is None:
+                        path.unlink(missing_ok=True)
+                    else:
+                        os.replace(kept, path)
+                        # rename() of two links to one file does nothing: drop the backup name
+                        kept.unlink(missing_ok=True)
+                except OSError:
+                    pass  # the block's own error is the one to report
+            raise
+        for done in backups.values():
+            if done is not None:
+                done.unlink(missing_ok=True)
+
     # records ---------------------------------------------------------------------------------
     def write_samples(self, samples: Iterable[Sample], contexts: Iterable[Context]) -> None:
         """Write contexts then samples (both atomically); samples must reference known contexts.
@@ -491,6 +677,7 @@ class RunDir:
         write_jsonl(self.samples, samples)
 
     def read_samples(self) -> list[Sample]:
+        self.sweep()
         if not self.samples.exists():
             raise LcevalError(f"{self.samples} does not exist: build the run first (lceval build)")
         return read_records(self.samples, Sample, torn=False)  # written atomically
@@ -542,6 +729,7 @@ class RunDir:
             LcevalError: the file is missing, not a readable Parquet table, lacks a Score column,
                 has values outside [0, 1] (NaN allowed) or non-text ids.
         """
+        self.sweep()
         if not self.scores.exists():
             raise LcevalError(f"{self.scores} does not exist: score the run first (lceval score)")
         again = f"score the run again (lceval score {self.run_id})"

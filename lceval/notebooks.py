@@ -239,12 +239,18 @@ def show_samples(
         An ``IPython.display.HTML`` object (shown when it ends a cell).
 
     Raises:
-        LcevalError: the run has no scores; an unknown task, model or scorer; ``worst`` < 1.
+        LcevalError: the run has no scores; an unknown task, model or scorer; ``worst`` not a
+            whole number >= 1 (``"3"`` included) or None.
     """
     from IPython.display import HTML
 
     from lceval import samples_page
 
+    if worst is not None and (isinstance(worst, bool) or not isinstance(worst, int)):
+        raise LcevalError(f"worst must be a whole number >= 1 or None, got {worst!r}")
+    for name, value in (("task", task), ("model", model), ("scorer", scorer)):
+        if value is not None and not isinstance(value, str):
+            raise LcevalError(f"{name} must be text or None, got {value!r}")
     folder = run if isinstance(run, RunDir) else RunDir(str(run), outputs_root)
     rows = samples_page.worst(folder.read_scores(), task=task, model=model, scorer=scorer, n=worst)
     frame = samples_page.sample_rows(folder, scores=rows, links=False)

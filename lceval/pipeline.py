@@ -156,13 +156,6 @@ def build_suite(
                 "samples (use --force to move them aside, or another --run-id)"
             )
         models = dict(run.read_meta().models) if run.run_json.exists() else {}
-    elif has_responses:
-        stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
-        for path in (run.responses, run.scores):
-            if path.exists():
-                path.rename(path.with_name(f"{path.name}.replaced-{stamp}"))
-    run.create()
-    run.write_samples(samples, contexts)
     encodings = sorted({r.encoding for r in results.values() if r.encoding})
     first = next(iter(cleaned.values()))
     meta = new_meta(
@@ -173,7 +166,26 @@ def build_suite(
         encoding=", ".join(encodings) or None,
         models=models,
     )
-    run.write_meta(meta)
+    run.create()
+    stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
+    moved = [
+        (path, path.with_name(f"{path.name}.replaced-{stamp}"))
+        for path in (run.responses, run.scores)
+        if has_responses and force and path.exists()
+    ]
+    # contexts, samples and run.json are put back, and the answers moved aside moved back, if
+    # any write fails (a full disk): a failed build leaves the run as it was
+    with run.restored_on_failure([run.contexts, run.samples, run.run_json]):
+        try:
+            for path, aside in moved:
+                path.rename(aside)
+            run.write_samples(samples, contexts)
+            run.write_meta(meta)
+        except BaseException:
+            for path, aside in moved:
+                if aside.exists() and not path.exists():
+                    aside.rename(path)
+            raise
     return run
 
 
@@ -366,12 +378,15 @@ def infer(
     ]
     for note in notes:  # said once every model is known to fit
         log(note)
-    plan.announce(run, samples, max_new_tokens)  # size and estimate: stderr and run.json
+    # size and estimate on stderr now; into run.json with the first model's entry, so a
+    # command failing before its first answer (a missing or refused key) leaves run.json as it was
+    sized = plan.announce(run, samples, max_new_tokens, record_it=False)
+    pending = {"plan": sized.summary()} if sized is not None else {}
     responses: list[Response] = []
     for i, spec in enumerate(specs):
         if len(specs) > 1:
             log(f"model {i + 1}/{len(specs)}: {spec.label} ({spec.backend})")
-        responses += _infer_one(run, spec, config, samples, contexts, batch_size, progress)
+        responses += _infer_one(run, spec, config, samples, contexts, batch_size, progress, pending)
     return responses
 
 
@@ -383,8 +398,26 @@ def _infer_one(
     contexts: Mapping[str, Context],
     batch_size: int | None,
     progress: bool,
+    pending: dict[str, Any] | None = None,
 ) -> list[Response]:
-    """:func:`infer` for one model: load its engine, answer, close it, record it in run.json."""
+    """:func:`infer` for one model: load its engine, answer, close it, record it in run.json
+    (with ``pending``'s fields, written once and then cleared). When it fails before storing an
+    answer, run.json is put back as it was (:meth:`lceval.io.RunDir.meta_kept_unless`)."""
+    with run.meta_kept_unless(run.responses):
+        return _infer_engine(run, spec, config, samples, contexts, batch_size, progress, pending)
+
+
+def _infer_engine(
+    run: RunDir,
+    spec: ModelSpec,
+    config: GenerationConfig,
+    samples: Sequence[Sample],
+    contexts: Mapping[str, Context],
+    batch_size: int | None,
+    progress: bool,
+    pending: dict[str, Any] | None,
+) -> list[Response]:
+    """The body of :func:`_infer_one`."""
     # Engine start-up and shutdown records go to logs/lceval.log (the terminal keeps lceval's
     # lines and the progress bar; -v or LCEVAL_VERBOSE=1 shows everything).
     with engine_output(run.path, "infer"):
@@ -411,7 +444,9 @@ def _infer_one(
                     f"{earlier.get('backend')} (config {earlier.get('config_hash')}); these are "
                     f"kept apart under config {keyed.hash()} ({keyed.engine}), and both are scored"
                 )
-            run.update_meta(models={engine.name: entry})
+            run.update_meta(models={engine.name: entry}, **(pending or {}))
+            if pending:
+                pending.clear()
             t0 = time.perf_counter()
             size = batch_size or int(getattr(engine, "call_size", DEFAULT_CALL_SIZE))
             responses = _answer(run, engine, config, samples, contexts, size, progress)

@@ -427,8 +427,17 @@ def load_tokenizer(model: str) -> tuple[Any, int, ModelShape]:
     """A model's tokenizer, window and shape, from local files (a folder or the hub cache).
 
     Raises:
-        LcevalError: the tokenizer or config cannot be read.
+        LcevalError: what ``lceval infer`` refuses about a model (a path that does not exist,
+            a file, a folder without config.json, a hub id not cached offline), in its words;
+            the tokenizer or config cannot be read.
     """
+    from lceval.models.embedded import check_model, resolve_model
+
+    # what infer refuses (a missing path, a file, a folder without config.json), in infer's
+    # words and before transformers is imported
+    if check_model(model) == "embedded":
+        model = resolve_model(model).path
+
     from transformers import AutoConfig, AutoTokenizer
 
     from lceval.models.hf_load import model_window
@@ -541,10 +550,18 @@ def record(run: Any, plan: Plan) -> None:
     run.update_meta(plan=plan.summary())
 
 
-def announce(run: Any, samples: Sequence[Sample], max_new_tokens: int | None = None) -> Plan | None:
+def announce(
+    run: Any,
+    samples: Sequence[Sample],
+    max_new_tokens: int | None = None,
+    *,
+    record_it: bool = True,
+) -> Plan | None:
     """The plan of the samples ``lceval infer`` is about to answer, in the run's tiktoken
-    encoding: two lines on stderr and run.json's ``plan``. A plan that cannot be made (no
-    tiktoken file) is one line saying why; inference goes on.
+    encoding: two lines on stderr and run.json's ``plan`` (``record_it=False``: the caller
+    writes ``plan.summary()`` into run.json with the state it describes, so a command failing
+    before any answer leaves run.json as it was). A plan that cannot be made (no tiktoken file)
+    is one line saying why; inference goes on.
     """
     from lceval.models.base import log
 
@@ -555,7 +572,8 @@ def announce(run: Any, samples: Sequence[Sample], max_new_tokens: int | None = N
         return None
     for line in p.lines():
         log(line)
-    record(run, p)
+    if record_it:
+        record(run, p)
     return p
 
 

@@ -174,7 +174,13 @@ def check(doc: Any, where: str) -> None:
     """
     import jsonschema
 
-    if isinstance(doc, Mapping) and doc.get("schema_version") not in (None, SCHEMA_VERSION):
+    version = doc.get("schema_version") if isinstance(doc, Mapping) else None
+    if version is not None and not isinstance(version, str):
+        raise LcevalError(
+            f"{where} has schema_version {json.dumps(version)} ({type(version).__name__}); "
+            f'results files give it as text: "{SCHEMA_VERSION}"'
+        )
+    if version not in (None, SCHEMA_VERSION):
         raise LcevalError(
             f"{where} has schema_version {doc.get('schema_version')!r}; this lceval reads "
             f"version {SCHEMA_VERSION}"
@@ -185,6 +191,14 @@ def check(doc: Any, where: str) -> None:
         at = "/".join(str(p) for p in error.absolute_path) or "(top level)"
         msg = " ".join(str(error.message).split())[:160]
         raise LcevalError(f"{where} is not an lceval results file: at {at}: {msg}")
+
+
+class _NotJSONNumber(ValueError):
+    """``NaN``, ``Infinity`` or ``-Infinity`` in a results file (Python's json reads them)."""
+
+
+def _no_constant(name: str) -> Any:
+    raise _NotJSONNumber(name)
 
 
 def is_results_source(arg: str) -> bool:
@@ -209,7 +223,12 @@ def load_results(source: str | Path) -> dict[str, Any]:
             )
         path = found[0]
     try:
-        doc = json.loads(path.read_text(encoding="utf-8"))
+        doc = json.loads(path.read_text(encoding="utf-8"), parse_constant=_no_constant)
+    except _NotJSONNumber as exc:
+        raise LcevalError(
+            f"{path} holds {exc.args[0]}, which JSON does not allow: a number that could not be "
+            "computed is written null (lceval report writes it so)"
+        ) from None
     except FileNotFoundError:
         raise LcevalError(f"{path} does not exist") from None
     except OSError as exc:
@@ -239,8 +258,8 @@ def leaderboard(
         (``rank`` 1 = best; ties share the lower rank), as :func:`lceval.compare.leaderboard`.
 
     Raises:
-        LcevalError: a run id given twice; ``benchmark`` in none of the documents; nothing to
-            rank; two models that would share a name.
+        LcevalError: a run id given twice; ``benchmark`` in none of the documents; ``scorer``
+            in none of them; nothing to rank; two models that would share a name.
     """
     from lceval import registry
     from lceval.compare import _model_names, scorer_of
@@ -249,6 +268,15 @@ def leaderboard(
     twice = sorted({r for r in ids if ids.count(r) > 1})
     if twice:
         raise LcevalError(f"run {twice[0]} is given more than once; name each run once")
+    if scorer is not None:  # a scorer the documents do not hold would rank the defaults
+        key = scorer.split(":", 1)[0]
+        held = sorted({h["scorer"] for d in docs for h in d["headlines"] if h["benchmark"] == key})
+        if scorer not in held:
+            where = f"results of run{'s' if len(ids) > 1 else ''} {', '.join(ids)}"
+            raise LcevalError(
+                f"{where} hold no headline of scorer {scorer!r}; their {key} scorers: "
+                f"{', '.join(held) or 'none'}"
+            )
     rows = []
     for doc in docs:
         for h in doc["headlines"]:

@@ -614,8 +614,7 @@ def write_run_pages(run: RunDir) -> list[Path]:
     out = [page_path]
     models = set(run.read_scores()["model"].astype(str))
     if len(models) > 1:
-        from lceval.compare_page import compare_rows, write_compare_page
+        from lceval.compare_page import write_run_compare_page
 
-        frame = compare_rows(run, run)
-        out.append(write_compare_page(frame, Path(run.report) / "compare.html", "Two models"))
+        out.append(write_run_compare_page(run))
     return out

@@ -186,7 +186,7 @@ def test_cli_plan_prints_records_and_writes_csv(tmp_path, capsys):
         (["plan", "r", "--max-new-tokens", "0"], "--max-new-tokens must be >= 1"),
         (["plan", "r", "--efficiency", "-1"], "efficiency must be a positive number"),
         (["plan", "r", "--tasks", "XX"], "XX"),
-        (["plan", "r", "--model", "/no/such/model"], "cannot read the tokenizer"),
+        (["plan", "r", "--model", "/no/such/model"], "model path /no/such/model does not exist"),
     ],
 )
 def test_cli_plan_bad_input_is_one_line(tmp_path, capsys, args, message):

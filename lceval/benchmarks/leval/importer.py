@@ -22,6 +22,7 @@ answers ``"<loyalty> [fact: <fact>]"`` are scored as ``judgment="both"``. Respon
 
 from __future__ import annotations
 
+import json
 import os
 from collections import Counter
 from collections.abc import Sequence
@@ -90,6 +91,39 @@ def _gold(task: str, row: dict[str, Any], line: int) -> LevalGold:
     return ExamGold(**common)
 
 
+def _check_row(row: dict[str, Any], f: Path, line: int) -> str:
+    """The ``<model>_pred`` key of a prediction row, after checking the row's values.
+
+    Raises:
+        LcevalError: naming the file, the line and what is wrong: a missing key, a ``query``
+            that is not text, a ``gt`` that is missing or null, a ``_pred`` key without a
+            model name.
+    """
+    key = prediction_key(row)
+    missing = [k for k in ("query", "gt") if k not in row]
+    if missing or key is None:
+        missing += ["<model>_pred"] if key is None else []
+        raise LcevalError(
+            f"{f} line {line}: missing key(s) {', '.join(missing)} (a row holds query, gt, "
+            "<model>_pred)"
+        )
+    if not isinstance(row["query"], str):
+        raise LcevalError(
+            f"{f} line {line}: query must be text, got {type(row['query']).__name__} "
+            f"{json.dumps(row['query'])[:40]}"
+        )
+    if row["gt"] is None:
+        raise LcevalError(f"{f} line {line}: gt (the reference answer) is null")
+    if not model_of(str(key)).strip():
+        raise LcevalError(
+            f"{f} line {line}: key {key!r} names no model; the answer's key is <model>_pred "
+            "(e.g. gpt4_pred)"
+        )
+    if any(ord(c) < 32 or ord(c) == 127 for c in key):
+        raise LcevalError(f"{f} line {line}: key {key!r} holds a control character (a line break?)")
+    return str(key)
+
+
 def import_predictions(
     path: str | Path,
     run_id: str,
@@ -127,9 +161,7 @@ def import_predictions(
         rel = str(f.relative_to(base)) if base.is_dir() else f.name
         sources[rel] = corpora.sha256(str(f))
         for line, row in enumerate(corpora.read_jsonl_file(f)):
-            key = prediction_key(row)
-            if key is None or not isinstance(row.get("query"), str) or "gt" not in row:
-                raise LcevalError(f"{f} line {line + 1}: expected keys query, gt, <model>_pred")
+            key = _check_row(row, f, line + 1)
             question = (row["query"], str(row["gt"]))
             seen[question] += 1
             skey = (task, *question, seen[question])
@@ -161,6 +193,9 @@ def import_predictions(
                     config_hash=IMPORTED_HASH,
                 )
             )
+    if not responses:
+        names = ", ".join(str(f) for _, f in files[:3]) + (" ..." if len(files) > 3 else "")
+        raise LcevalError(f"no prediction row to import: {names} hold(s) no JSON line")
     run.create()
     run.write_samples(samples.values(), [])
     write_jsonl(run.responses, responses)

@@ -1,0 +1,385 @@
+"""Issue 32 items 3, 4 and 8, issue 31 item 6: attacks as a careless user and a crashing machine
+would make them, table-driven. Every bad command is answered with one ``lceval: ...`` line
+naming the problem (exit 2, no traceback) and leaves every file of every run byte-identical;
+SIGKILL during a report leaves nothing behind once the next command has run; a run whose
+models answered disjoint samples gets its report.
+
+The runs are L-Eval prediction files imported (offline, no model): ``two`` holds model ``ma``
+on TOEFL (tpo) and model ``mb`` on financial_qa (disjoint samples, as published prediction
+sets often are); ``left`` holds ``ma`` only and ``right`` ``mb`` only.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+import pytest
+
+from lceval.cli import main
+from lceval.errors import LcevalError
+from lceval.io import RunDir, sweep_temps, temp_prefix
+
+MODELS = {"ma": "tpo", "mb": "financial_qa"}
+
+
+def _rows(model: str, task: str, n: int = 4) -> str:
+    rows = [
+        {
+            "query": f"question {i} of {task}",
+            "gt": "A" if task == "tpo" else f"answer {i}",
+            f"{model}_pred": "A" if i % 2 else "B",
+            "evaluation": "exam" if task == "tpo" else "f1",
+        }
+        for i in range(n)
+    ]
+    return "".join(json.dumps(r) + "\n" for r in rows)
+
+
+def _predictions(folder: Path, models: dict[str, str]) -> Path:
+    for model, task in models.items():
+        (folder / model).mkdir(parents=True)
+        (folder / model / f"{task}.pred.jsonl").write_text(_rows(model, task))
+    return folder
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Runs ``two``, ``left`` and ``right`` imported and scored; ``two`` reported."""
+    base = tmp_path_factory.mktemp("attacks")
+    root = base / "outputs"
+    for rid, models in (
+        ("two", MODELS),
+        ("left", {"ma": "tpo"}),
+        ("right", {"mb": "financial_qa"}),
+    ):
+        src = _predictions(base / f"pred-{rid}", models)
+        assert main(["--outputs", str(root), "import", "leval", str(src), "--run-id", rid]) == 0
+        assert main(["--outputs", str(root), "score", rid]) == 0
+    assert main(["--outputs", str(root), "report", "two"]) == 0
+    return root
+
+
+@pytest.fixture
+def root(built: Path, tmp_path: Path) -> Path:
+    """A private copy of the built runs (tests may change them)."""
+    out = tmp_path / "outputs"
+    shutil.copytree(built, out)
+    return out
+
+
+def _files(root: Path) -> dict[str, bytes]:
+    """Every file under ``root`` with its bytes; left out: ``logs/`` (engine start-up records)
+    and ``responses.jsonl.lock`` (the writer's flock file, empty of state and kept by design:
+    removing a flock file on release races with the next writer)."""
+    return {
+        str(p.relative_to(root)): p.read_bytes()
+        for p in sorted(root.rglob("*"))
+        if p.is_file() and "logs" not in p.relative_to(root).parts and p.suffix != ".lock"
+    }
+
+
+# -- bad input files the cases read ---------------------------------------------------------------
+def _results_with(root: Path, tmp: Path, name: str, change: Callable[[dict], None]) -> str:
+    doc = json.loads((root / "two" / "report" / "results.json").read_text())
+    change(doc)
+    path = tmp / name
+    path.write_text(json.dumps(doc))  # json.dumps writes NaN as the bare word NaN
+    return str(path)
+
+
+def _nan(doc: dict) -> None:
+    doc["headlines"][0]["estimate"] = float("nan")
+
+
+def _int_version(doc: dict) -> None:
+    doc["schema_version"] = 1
+
+
+def _pred_file(tmp: Path, rows: list[dict]) -> str:
+    folder = tmp / "bad-pred"
+    folder.mkdir(exist_ok=True)
+    path = folder / "tpo.pred.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return str(path)
+
+
+# -- a server that refuses every key --------------------------------------------------------------
+@pytest.fixture
+def refusing_server() -> Iterator[str]:
+    """A local chat-completions server answering 401 to every request; yields its base URL."""
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:  # noqa: N802 - http.server API
+            self.rfile.read(int(self.headers.get("content-length", 0)))
+            body = json.dumps({"error": {"message": "Incorrect API key provided"}}).encode()
+            self.send_response(401)
+            self.send_header("content-type", "application/json")
+            self.send_header("content-length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    yield f"http://127.0.0.1:{server.server_address[1]}/v1"
+    server.shutdown()
+    server.server_close()
+
+
+# (name, argv after --outputs ROOT (``{tmp}`` and files made by ``make``), expected text of
+# the one line)
+CASES: list[tuple[str, Callable[[Path, Path], list[str]], str]] = [
+    (
+        "compare of runs with no shared sample",
+        lambda root, tmp: ["compare", "left", "right"],
+        "runs left and right share no scored sample",
+    ),
+    (
+        "... with --samples",
+        lambda root, tmp: ["compare", "left", "right", "--samples", str(tmp / "c.html")],
+        "runs left and right share no scored sample",
+    ),
+    (
+        "... with --no-tasks",
+        lambda root, tmp: ["compare", "left", "right", "--no-tasks"],
+        "runs left and right share no scored sample",
+    ),
+    (
+        "two models of one run on disjoint samples",
+        lambda root, tmp: ["compare", "two", "--model-a", "ma", "--model-b", "mb"],
+        "run two's models share no scored sample",
+    ),
+    (
+        "... with --samples",
+        lambda root, tmp: [
+            *("compare", "two", "--model-a", "ma", "--model-b", "mb"),
+            *("--samples", str(tmp / "c.html")),
+        ],
+        "run two's models share no scored sample",
+    ),
+    (
+        "a scorer of a benchmark the runs do not hold",
+        lambda root, tmp: ["compare", "left", "right", "--scorer", "ruler"],
+        "scorer 'ruler' scores ruler, which runs left and right do not hold; scorers there: leval",
+    ),
+    (
+        "... on the leaderboard",
+        lambda root, tmp: ["compare", "two", "--scorer", "lifbench:strict"],
+        "scorer 'lifbench:strict' scores lifbench, which run two does not hold",
+    ),
+    (
+        "... on the leaderboard of results files",
+        lambda root, tmp: [
+            *("compare", "--leaderboard", "--scorer", "ruler"),
+            str(root / "two" / "report" / "results.json"),
+        ],
+        "results of run two hold no headline of scorer 'ruler'; their ruler scorers: none",
+    ),
+    (
+        "a results file holding NaN",
+        lambda root, tmp: [
+            *("compare", "--leaderboard"),
+            _results_with(root, tmp, "nan.json", _nan),
+        ],
+        "holds NaN, which JSON does not allow",
+    ),
+    (
+        "a results file whose schema_version is a number",
+        lambda root, tmp: [
+            *("compare", "--leaderboard"),
+            _results_with(root, tmp, "v1.json", _int_version),
+        ],
+        'has schema_version 1 (int); results files give it as text: "1"',
+    ),
+    (
+        "an empty prediction file",
+        lambda root, tmp: ["import", "leval", _pred_file(tmp, []), "--run-id", "new"],
+        "no prediction row to import",
+    ),
+    (
+        "a prediction key naming no model",
+        lambda root, tmp: [
+            *("import", "leval", "--run-id", "new"),
+            _pred_file(tmp, [{"query": "q", "gt": "A", "_pred": "A"}]),
+        ],
+        "key '_pred' names no model",
+    ),
+    (
+        "a model name with a line break",
+        lambda root, tmp: [
+            *("import", "leval", "--run-id", "new"),
+            _pred_file(tmp, [{"query": "q", "gt": "A", "m\nx_pred": "A"}]),
+        ],
+        "holds a control character",
+    ),
+    (
+        "a query that is a number",
+        lambda root, tmp: [
+            *("import", "leval", "--run-id", "new"),
+            _pred_file(tmp, [{"query": 5, "gt": None, "m_pred": "A"}]),
+        ],
+        "line 1: query must be text, got int 5",
+    ),
+    (
+        "a null reference",
+        lambda root, tmp: [
+            *("import", "leval", "--run-id", "new"),
+            _pred_file(tmp, [{"query": "q", "gt": None, "m_pred": "A"}]),
+        ],
+        "line 1: gt (the reference answer) is null",
+    ),
+    (
+        "plan with a model path that does not exist",
+        lambda root, tmp: ["plan", "two", "--model", str(tmp / "nonexistent")],
+        "model path {tmp}/nonexistent does not exist",
+    ),
+    (
+        "plan --csv into a folder that cannot be written",
+        lambda root, tmp: ["plan", "two", "--csv", "/proc/plan.csv"],
+        "cannot write to /proc",
+    ),
+    (
+        "an OpenAI-backend infer without a key",
+        lambda root, tmp: ["infer", "two", "--backend", "openai", "--model", "gpt-x"],
+        "set OPENAI_API_KEY to use the OpenAI API",
+    ),
+]
+
+
+@pytest.mark.parametrize(("name", "argv", "message"), CASES, ids=[c[0] for c in CASES])
+def test_bad_command_is_one_line_and_changes_nothing(
+    root, tmp_path, capsys, monkeypatch, name, argv, message
+):
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    args = argv(root, tmp_path)
+    before = _files(root)
+    capsys.readouterr()
+    code = main(["--outputs", str(root), *args])
+    out, err = capsys.readouterr()
+    assert code == 2, err
+    assert "Traceback" not in err
+    last = err.splitlines()[-1]  # infer says its plan on stderr first
+    assert last.startswith("lceval: ") and message.format(tmp=tmp_path) in last, err
+    assert _files(root) == before  # run.json, responses, scores, report: byte-identical
+    assert not (root / "new").exists()
+
+
+def test_a_refused_key_adds_no_model_entry(root, capsys, refusing_server):
+    before = _files(root)
+    code = main(
+        [
+            *("--outputs", str(root), "infer", "two", "--backend", "openai"),
+            *("--model", "gpt-x", "-o", f"base_url={refusing_server}"),
+        ]
+    )
+    err = capsys.readouterr().err
+    assert code == 2 and "refused the API key" in err.splitlines()[-1], err
+    assert _files(root) == before
+
+
+def test_show_samples_worst_as_text_is_one_line(root):
+    from lceval.notebooks import show_samples
+
+    with pytest.raises(LcevalError, match="worst must be a whole number >= 1 or None, got '3'"):
+        show_samples("two", worst="3", outputs_root=root)
+    with pytest.raises(LcevalError, match="worst must be >= 1"):
+        show_samples("two", worst=0, outputs_root=root)
+
+
+def test_report_on_models_of_disjoint_samples(root, capsys):
+    """Issue 31 item 6: the report is written; compare.html says the pairs share nothing; each
+    model has its row in the per-model tables."""
+    run = RunDir("two", root)
+    shutil.rmtree(run.report)
+    assert main(["--outputs", str(root), "report", "two"]) == 0, capsys.readouterr().err
+    page = (run.report / "compare.html").read_text()
+    assert "No pair of this run's models shares a scored sample" in page
+    assert "ma: 4 sample(s) (4 with a score), task(s) tpo" in page
+    assert "mb: 4 sample(s) (4 with a score), task(s) financial_qa" in page
+    results = json.loads((run.report / "results.json").read_text())
+    assert {h["model"] for h in results["headlines"]} == {"ma", "mb"}
+    assert (run.report / "index.html").exists() and (run.report / "samples.html").exists()
+
+
+def test_sigkill_during_report_leaves_nothing_after_the_next_command(root):
+    """SIGKILL while ``lceval report`` writes its staged folder: the previous report stays and
+    the next command on the run removes the staged folder (and any temporary file) it left."""
+    run = RunDir("two", root)
+    good = (run.report / "results.json").read_bytes()
+    env = {**os.environ, "LCEVAL_OUTPUTS": str(root)}
+    killed = False
+    for _ in range(3):  # the staged folder is caught within a few attempts
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "lceval.cli", "report", "two"],
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        while proc.poll() is None:
+            if any(p.name.startswith(".report.") for p in run.path.iterdir()):
+                proc.send_signal(signal.SIGKILL)
+                killed = True
+                break
+            time.sleep(0.005)
+        proc.wait()
+        if killed:
+            break
+    assert killed, "the report finished before its staged folder was seen"
+    left = [p for p in run.path.iterdir() if p.name.startswith(".report.")]
+    assert left  # what the kill left
+    (run.path / f"{temp_prefix('run.json')}x.tmp").write_text("")  # ours: alive, kept
+    assert (run.report / "results.json").read_bytes() == good  # the last good report stayed
+    assert main(["--outputs", str(root), "compare", "two", "--leaderboard"]) == 0
+    hidden = sorted(p.name for p in run.path.rglob(".*") if p.name.endswith((".tmp", ".old")))
+    assert hidden == [f"{temp_prefix('run.json')}x.tmp"]
+
+
+def test_sweep_removes_only_dead_owners(tmp_path):
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    host = temp_prefix("x").split("@")[1].rstrip(".")
+    stale = tmp_path / f".run.json.{dead.pid}@{host}.abcdefgh.tmp"
+    stale_dir = tmp_path / f".report.{dead.pid}@{host}.abcdefgh.tmp"
+    other_host = tmp_path / f".run.json.{dead.pid}@000000.abcdefgh.tmp"
+    mine = tmp_path / f"{temp_prefix('run.json')}abcdefgh.tmp"
+    plain = tmp_path / ".run.json.tmp"
+    for p in (stale, other_host, mine, plain):
+        p.write_text("")
+    stale_dir.mkdir()
+    (stale_dir / "results.json").write_text("{}")
+    assert sorted(sweep_temps(tmp_path)) == sorted([stale, stale_dir])
+    assert mine.exists() and other_host.exists() and plain.exists()
+
+
+@pytest.mark.parametrize("fails", ["write_samples", "write_meta"])
+def test_a_failed_forced_rebuild_leaves_the_run_as_it_was(tmp_path, echo_bench, monkeypatch, fails):
+    """``lceval build --force`` over a run with answers moves them aside and rewrites contexts,
+    samples and run.json; a write failing midway (a full disk) puts everything back."""
+    from lceval import pipeline
+    from lceval.io import write_jsonl
+    from lceval.records import Response
+
+    run = pipeline.build("r", "echo", {"n": 3}, root=tmp_path)
+    write_jsonl(run.responses, [Response(sample_id="e0", model="m", text="a0", config_hash="x")])
+    before = _files(tmp_path)
+
+    def full_disk(self, *args, **kwargs):
+        raise LcevalError(f"cannot write {self.path}: No space left on device")
+
+    monkeypatch.setattr(RunDir, fails, full_disk)
+    with pytest.raises(LcevalError, match="No space left"):
+        pipeline.build("r", "echo", {"n": 5, "seed": 1}, root=tmp_path, force=True)
+    assert _files(tmp_path) == before
+    assert not [p.name for p in run.path.iterdir() if p.name.startswith(".")]
