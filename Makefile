@@ -53,4 +53,5 @@ test: setup
 lint:
 	$(VENV)/bin/ruff check lceval tests bench
 	$(VENV)/bin/ruff format --check lceval tests bench
+	$(VENV)/bin/lint-imports
 	$(PYTHON) -m mypy lceval

@@ -59,7 +59,7 @@ kind = args["backend"]
 if kind == "vllm":
     backend = load_backend("vllm", None, max_model_len=args["window"], dtype="bfloat16")
 else:
-    backend = load_backend("hf", None, dtype="bfloat16", batch_size=args["batch_size"],
+    backend = load_backend("hf", None, dtype="bfloat16", max_batch_rows=args["batch_size"],
                            share_prefix=(kind == "hf-share"), num_threads=args["hf_threads"])
 load_s = time.perf_counter() - t0
 tok = backend.tokenizer

@@ -19,26 +19,30 @@ Contracts:
 - batch judge (optional, for scorers that ask a model): ``batch(run, **options) -> BatchJudge``;
   the pipeline feeds it responses and calls ``finish`` on groups of about ``batch_items`` items.
   A judge that asks a model does it through :class:`ModelJudge` (lazy engine, resumable store)
-  and checks its options with :func:`check_option`.
+  and declares its options as a :class:`JudgeModel` subclass (``ScorerSpec.option_type``).
 - reporter: ``report(run, scores: DataFrame, samples) -> dict[str, DataFrame]``; writes CSV tables
   and PNG+PDF figures under the run's ``report/``.
 """
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import math
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, Self
 
-from lceval.errors import LcevalError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from lceval.errors import LcevalError, one_line
 from lceval.params import NOTEBOOK_PARAMS
 from lceval.records import Context, Gold, Judgement, Response, Sample, Score
 
 if TYPE_CHECKING:
     import pandas as pd
 
+    from lceval.metrics import Headline
     from lceval.models.base import Backend
     from lceval.models.cache import ResponseStore
 
@@ -77,6 +81,18 @@ def check_keys(
             raise LcevalError(
                 f"{where}: unknown parameter {k!r}; known: {', '.join(sorted(allowed))}"
             )
+
+
+def scorer_key(name: str) -> str:
+    """The benchmark key of a scorer name: ``lifbench:strict`` -> ``lifbench``, ``leval`` ->
+    ``leval`` (the one place ``key:variant`` is parsed)."""
+    return name.split(":", 1)[0]
+
+
+def scorer_of(key: str, scorer: str | None) -> str | None:
+    """``scorer`` when it is one of benchmark ``key``'s (``key`` or ``key:variant``), else None
+    (the benchmark's default): how a run-wide ``--scorer`` applies to each of its benchmarks."""
+    return scorer if scorer is not None and scorer_key(scorer) == key else None
 
 
 def lazy(target: str) -> Callable[..., Any]:
@@ -146,6 +162,8 @@ class ModelJudge:
     progress: bool = False
     engine: Backend | None = field(default=None, init=False)
     """The loaded backend (None until the first question, and after ``close``)."""
+    _lifeline: contextlib.ExitStack = field(default_factory=contextlib.ExitStack, init=False)
+    """The engine's :func:`lceval.models.lifeline.guard`, open while it is loaded."""
 
     @property
     def name(self) -> str:
@@ -178,7 +196,16 @@ class ModelJudge:
         from lceval.models.generate import generate
 
         if self.engine is None:
-            self.engine = self.load()
+            from lceval.models import lifeline
+
+            # the judge's engine processes die with lceval (SIGKILL included)
+            self._lifeline = contextlib.ExitStack()
+            self._lifeline.enter_context(lifeline.guard(self.store.path.parent))
+            try:
+                self.engine = self.load()
+            except BaseException:
+                self._lifeline.close()
+                raise
         config = GenerationConfig(temperature=self.temperature, max_new_tokens=self.max_new_tokens)
         got = generate(
             self.engine,
@@ -196,7 +223,10 @@ class ModelJudge:
         """Close the judge backend, if it was loaded (again: nothing to do)."""
         if self.engine is not None:
             engine, self.engine = self.engine, None
-            engine.close()
+            try:
+                engine.close()
+            finally:
+                self._lifeline.close()
 
     @staticmethod
     def loader(
@@ -240,20 +270,79 @@ class AsksModel:
         self.asker.close()
 
 
-def check_option(value: Any, kind: type, scorer: str, name: str) -> Any:
-    """``value`` when it is a ``kind`` (for ``int``: an integer >= 1, not a bool).
+class ScorerOptions(BaseModel):
+    """A scorer's options as a declared type: names, types, ranges, defaults and one line of help
+    each (pydantic; ``model_json_schema()`` gives them to tools). Strict: an int is never a bool,
+    a number never a string; an unknown name is refused."""
 
-    Raises:
-        LcevalError: ``scorer <scorer> option <name>: <value> is not <kind>``.
-    """
-    if kind is int:
-        ok = isinstance(value, int) and not isinstance(value, bool) and value >= 1
-    else:
-        ok = isinstance(value, kind)
-    if not ok:
-        want = "a positive integer" if kind is int else kind.__name__
-        raise LcevalError(f"scorer {scorer} option {name}: {value!r:.60} is not {want}")
-    return value
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
+
+    @classmethod
+    def docs(cls) -> dict[str, str]:
+        """Option name -> its help line with the default (``lceval list``)."""
+        return {
+            k: f"{f.description or ''} (default {f.get_default(call_default_factory=True)!r})"
+            for k, f in cls.model_fields.items()
+        }
+
+    @classmethod
+    def parse(cls, scorer: str, options: Mapping[str, Any]) -> Self:
+        """``options`` checked and typed.
+
+        Raises:
+            LcevalError: one line: ``scorer S has no option 'k'; options: ...`` or ``scorer S
+                option k: VALUE: must be ...``.
+        """
+        for k in options:
+            if k not in cls.model_fields:
+                known = ", ".join(sorted(cls.model_fields)) or "none"
+                raise LcevalError(f"scorer {scorer} has no option {k!r:.40}; options: {known}")
+        try:
+            return cls(**dict(options))
+        except ValidationError as exc:
+            err = exc.errors()[0]
+            key = str(err["loc"][0]) if err["loc"] else "?"
+            value = options.get(key, err.get("input"))
+            msg = err["msg"].replace("Input should be", "must be").replace("Value error, ", "")
+            raise LcevalError(f"scorer {scorer} option {key}: {value!r:.60}: {msg[:120]}") from None
+
+
+class JudgeModel(ScorerOptions):
+    """The model an LLM judge asks, shared by the three judges (LongGenBench ``longgenbench:llm``,
+    L-Eval ``leval:judge``, CIF-Bench ``cifbench:judge``); each judge's options subclass it
+    (their own defaults and options beside these). Filled from a notebook's ``judge_*`` params by
+    :func:`lceval.registry.judge_options`."""
+
+    backend: str = Field("hf", description="judge backend: hf, vllm, openai or auto")
+    model: str | None = Field(
+        None, min_length=1, description="judge model path or hub id; null: the embedded SmolLM2"
+    )
+    backend_options: dict[str, Any] = Field(
+        default_factory=dict, description="the judge backend's options, e.g. {device: cuda}"
+    )
+    max_new_tokens: int | None = Field(None, ge=1, description="judge answer budget in tokens")
+    batch_size: int = Field(8, ge=1, description="judge prompts per engine call")
+
+    @field_validator("backend")
+    @classmethod
+    def _known_backend(cls, value: str) -> str:
+        from lceval.models.backends import check_backend_name
+
+        try:
+            check_backend_name(value)
+        except LcevalError as exc:
+            raise ValueError(str(exc).removeprefix(f"unknown backend {value!r}; ")) from None
+        return value
+
+    def loader(self) -> Callable[[], Backend]:
+        """A ``load`` for :class:`ModelJudge`, its backend options checked now
+        (:meth:`ModelJudge.loader`)."""
+        return ModelJudge.loader(self.backend, self.model, self.backend_options)
+
+    @property
+    def label(self) -> str:
+        """The judge's name until its engine loads: the model, else the backend."""
+        return self.model or self.backend
 
 
 @dataclass(frozen=True)
@@ -273,7 +362,15 @@ class ScorerSpec:
     batch: Callable[..., BatchJudge] | None = None
     """``batch(run, **options) -> BatchJudge`` for scorers that judge in batches."""
     options: Mapping[str, str] = field(default_factory=dict)
-    """Options ``lceval score --option KEY=VALUE`` accepts, with a one-line description each."""
+    """Options ``lceval score --option KEY=VALUE`` accepts, with a one-line description each
+    (filled from ``option_type`` when that is given)."""
+    option_type: type[ScorerOptions] | None = None
+    """The options as a declared type (names, types, ranges, help): checked by
+    :meth:`check_options` before anything loads; an LLM judge's subclasses :class:`JudgeModel`."""
+
+    def __post_init__(self) -> None:
+        if self.option_type is not None and not self.options:
+            object.__setattr__(self, "options", self.option_type.docs())
 
     def judge(
         self,
@@ -296,7 +393,7 @@ class ScorerSpec:
         try:
             return self.score(sample, response, context, **dict(options or {}))
         except Exception as exc:  # noqa: BLE001 - the scorer contract says never raise
-            msg = " ".join(str(exc).split())[:200]
+            msg = one_line(exc)
             return Judgement(
                 value=math.nan, explanation=f"scorer error: {type(exc).__name__}: {msg}"
             )
@@ -318,11 +415,48 @@ class ScorerSpec:
         )
 
     def check_options(self, options: Mapping[str, Any]) -> None:
-        """Raise LcevalError naming the first option this scorer does not take."""
+        """Raise LcevalError naming the first option this scorer does not take (with a declared
+        ``option_type``: also a value of the wrong type or out of range)."""
+        if self.option_type is not None:
+            self.option_type.parse(self.name, options)
+            return
         for k in options:
             if k not in self.options:
                 known = ", ".join(sorted(self.options)) or "none"
                 raise LcevalError(f"scorer {self.name} has no option {k!r}; options: {known}")
+
+
+@dataclass(frozen=True)
+class Testing:
+    """What the test suite needs to know about a benchmark, declared beside it so that the suite's
+    tables (the small builds of every notebook's params, the full pipelines, the reproduction
+    items each paper must list) come from the registry and a new benchmark is picked up by its
+    folder alone."""
+
+    small: Callable[[Mapping[str, Any]], Mapping[str, Any]] | None = None
+    """``small(params) -> overrides``: ``-p`` overrides that keep a build of a params file small
+    (counts, lengths, no model-backed retrieval); None: build the file as it is."""
+    pipeline: str | None = None
+    """The full pipeline that runs this benchmark, ``params/pipelines/<pipeline>_full.yaml``
+    (LongGenBench and RULER share ``longgenbench_ruler``); None: none."""
+    full_runs: tuple[str, ...] = ()
+    """Run ids the full pipeline writes for this benchmark (their responses and scores are
+    checked)."""
+    paper: str | None = None
+    """The paper's name as ``reproduction.yaml`` writes it (``LIFBench``); None: no numbered
+    items are required (RULER's README has none)."""
+    items: tuple[str, ...] = ()
+    """Numbered tables and figures of the paper that ``reproduction.yaml`` must list."""
+
+
+def numbered(tables: int, figures: int, *extra: str) -> tuple[str, ...]:
+    """``Table 1`` .. ``Table <tables>``, ``Fig. 1`` .. ``Fig. <figures>`` and ``extra``: a
+    paper's numbered items for :attr:`Testing.items`."""
+    return (
+        *(f"Table {i}" for i in range(1, tables + 1)),
+        *(f"Fig. {i}" for i in range(1, figures + 1)),
+        *extra,
+    )
 
 
 @dataclass(frozen=True)
@@ -356,6 +490,13 @@ class Benchmark:
     report_scorers: tuple[str, ...] = ()
     """Scorers whose rows the reporter reads together (L-Eval: its n-gram scorer and its judge);
     empty: the default scorer alone."""
+    functions: Mapping[str, Callable[..., Any]] = field(default_factory=dict)
+    """Name -> a function of the paper's that a cross-paper study (:mod:`lceval.studies`) calls,
+    e.g. RULER's ``"tables"`` (per-model scores per length) or its ``"leaderboard"`` (the README's
+    published numbers): studies reach a benchmark through :mod:`lceval.registry` and
+    :meth:`function`, never by module path."""
+    testing: Testing = field(default_factory=lambda: Testing())
+    """The benchmark's test settings (:class:`Testing`), read by the suite's tables."""
     params: str | None = None
     """The builder's params schema, ``"module:Config"`` (a frozen dataclass read by
     :func:`lceval.params.parse`), imported only when asked for (:meth:`params_schema`)."""
@@ -374,6 +515,17 @@ class Benchmark:
         except (ImportError, AttributeError) as exc:
             raise LcevalError(f"{self.key}: params schema {self.params} not found: {exc}") from None
         return schema
+
+    def function(self, name: str) -> Callable[..., Any]:
+        """The declared function ``name`` (:attr:`functions`).
+
+        Raises:
+            LcevalError: the benchmark declares no such function; the message lists them.
+        """
+        if name not in self.functions:
+            known = ", ".join(self.functions) or "none"
+            raise LcevalError(f"benchmark {self.key} has no function {name!r}; it has: {known}")
+        return self.functions[name]
 
     @property
     def default_scorer(self) -> str:
@@ -409,6 +561,35 @@ class Benchmark:
             if present and not set(names) & set(present) and len(present) == 1:
                 names = (present[0],)
         return mine[mine["scorer"].isin(names)], names
+
+    def headline_of(
+        self, scores: pd.DataFrame, samples: Sequence[Sample], scorer: str | None = None
+    ) -> Headline:
+        """This benchmark's headline (``headline``, else :func:`generic_headline`) over the rows
+        of one scorer (:meth:`scores_for`: default, the default scorer). A scorer reporting other
+        metrics than the default (a judge's win rate) gets the generic one; a non-default
+        scorer's headline names it in ``metric`` (``ARS (Eq. 3) [lifbench:strict]``).
+
+        Args:
+            scores: scores.parquet rows (any benchmarks; this one's are selected).
+            samples: this benchmark's samples with typed gold.
+            scorer: a scorer of this benchmark (None: the default).
+
+        Raises:
+            LcevalError: ``scorer`` is not one of this benchmark's scorers.
+        """
+        import dataclasses
+
+        rows, names = self.scores_for(scores, scorer)
+        same_metrics = self.scorer(names[0]).metrics == self.scorer().metrics
+        h: Headline
+        if self.headline is None or not same_metrics:  # a judge's scores: not the paper's
+            h = generic_headline(self.key, rows, samples)
+        else:
+            h = self.headline(rows, samples)
+        if names[0] != self.default_scorer:  # tables name the metric with its scorer
+            h = dataclasses.replace(h, metric=f"{h.metric} [{names[0]}]")
+        return h
 
     def scorer(self, name: str | None = None) -> ScorerSpec:
         """The named scorer (default: the first).
@@ -467,6 +648,36 @@ def _replace(sample: Sample, **changes: Any) -> Sample:
     import dataclasses
 
     return dataclasses.replace(sample, **changes)
+
+
+def generic_headline(key: str, scores: pd.DataFrame, samples: Sequence[Sample]) -> Headline:
+    """Headline of a benchmark without its own: the mean over tasks (equal weights) of the task's
+    mean ``Score.value`` (0..1); samples sharing a context are one unit when every such context
+    lies within one task, else every sample is a unit."""
+    import pandas as pd
+
+    from lceval import metrics
+
+    by_id = {s.id: s for s in samples}
+    df = scores[scores["sample_id"].isin(by_id) & scores["value"].notna()]
+    ctx = [by_id[i].context_id or i for i in df["sample_id"]]
+    nested = pd.DataFrame({"c": ctx, "t": df["task"].to_numpy()}).groupby("c")["t"].nunique()
+    clusters = ctx if bool((nested <= 1).all()) else df["sample_id"].tolist()
+    frame = pd.DataFrame(
+        {
+            "model": df["model"].astype(str).to_numpy(),
+            "sample_id": df["sample_id"].to_numpy(),
+            "group": df["task"].astype(str).to_numpy(),
+            "cluster": clusters,
+            "value": df["value"].to_numpy(float),
+            "count": 1.0,
+        }
+    )
+
+    def stat(sums: Mapping[str, Any], groups: Sequence[Hashable]) -> Any:
+        return metrics.mean_statistic(dict.fromkeys(groups, 1.0))(sums, groups)
+
+    return metrics.Headline(key, "mean task score", "0..1", frame, ("value", "count"), stat)
 
 
 def failed_generation(response: Response) -> Judgement:

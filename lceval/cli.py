@@ -36,7 +36,7 @@ from typing import Any
 
 import yaml
 
-from lceval.errors import LcevalError
+from lceval.errors import LcevalError, one_line
 
 
 def _kv(items: Sequence[str] | None, flag: str) -> dict[str, Any]:
@@ -497,16 +497,18 @@ def _listing() -> str:
 
 def _options_listing(backend: str) -> str:
     """What ``lceval infer --list-options BACKEND`` prints: one ``-o`` option a line, with its
-    default and type (vLLM engine arguments: vLLM's defaults, see its EngineArgs docs)."""
-    from lceval.models.base import declared_options, options_backend
+    type, range, default and help (``lceval.models.backends``; vLLM engine arguments: vLLM's
+    defaults, see its EngineArgs docs)."""
+    from lceval.models.backends import BACKENDS, resolve_backend
 
-    name = options_backend(backend)
+    name = resolve_backend(backend)
+    spec = BACKENDS[name]
     lines = [f"options of backend {name} (lceval infer RUN --backend {name} -o KEY=VALUE):"]
-    for key, opt in declared_options(name).items():
-        if opt.annotation is None:
+    lines += [f"  {key}: {text}" for key, text in spec.help().items()]
+    declared = spec.options.model_fields
+    for key in spec.extra_options() if spec.extra_options is not None else []:
+        if key not in declared and key != "model":
             lines.append(f"  {key}  (vLLM engine argument; default: vLLM's)")
-        else:
-            lines.append(f"  {key}={opt.default!r}  ({opt.annotation})")
     return "\n".join(lines)
 
 
@@ -546,7 +548,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _os_error(exc: OSError) -> str:
     """An OSError as one line: the file it names, then its reason (``No space left on device``)."""
-    reason = exc.strerror or " ".join(str(exc).split())[:200] or type(exc).__name__
+    reason = exc.strerror or one_line(exc) or type(exc).__name__
     return f"{exc.filename}: {reason}" if exc.filename else reason
 
 
@@ -616,8 +618,8 @@ def _dispatch(args: argparse.Namespace) -> int:
         n = ResponseStore(run.responses, index=False).drop_bad_lines()
         print(f"moved {n} bad line(s) to {run.responses}.bad" if n else "no bad lines")
     elif args.command == "report":
+        from lceval.index_page import report_summary
         from lceval.io import RunDir
-        from lceval.reporting import report_summary
 
         tables = pipeline.report(args.run_id, root=args.outputs, scorer=args.scorer)
         for key, names in tables.scorers.items():

@@ -3,7 +3,8 @@
 Every benchmark declares its headline metric once, as a :class:`lceval.metrics.Headline` built by
 its ``Benchmark.headline(scores, samples)`` (per-sample columns, the statistic
 over them, the resampling unit); a benchmark without one (CIF-Bench for now) gets
-:func:`generic_headline`. On top of those:
+:func:`lceval.benchmark.generic_headline` (both through ``Benchmark.headline_of``). On top of
+those:
 
 - :func:`leaderboard`: each model's headline with its 95% bootstrap CI, ranked per benchmark.
 - :func:`compare_runs`: two runs (or two models of one run) on the samples they share, joined by
@@ -16,8 +17,6 @@ over them, the resampling unit); a benchmark without one (CIF-Bench for now) get
   bootstrap CI (each benchmark's units resampled independently, the rankings recomputed),
   the generalisation of the RULER-LongGenBench correlation (LongGenBench paper Sec. 3.5) to any
   pair of benchmarks.
-- :func:`score_files`: a scored run from files of samples, contexts and responses (the overview
-  notebook's smoke runs).
 
 Models are named by their model name; when one benchmark has the same model name in two runs,
 both are named ``<run_id>/<model>`` (an error when that name is another model's name).
@@ -25,9 +24,7 @@ both are named ``<run_id>/<model>`` (an error when that name is another model's 
 
 from __future__ import annotations
 
-import dataclasses
 import itertools
-import shutil
 from collections.abc import Hashable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -36,65 +33,10 @@ import numpy as np
 import pandas as pd
 
 from lceval import metrics, registry
+from lceval.benchmark import scorer_of
 from lceval.errors import LcevalError
-from lceval.io import RunDir, new_meta, read_records, write_jsonl
-from lceval.records import Context, Response, Sample
-
-
-def generic_headline(key: str, scores: pd.DataFrame, samples: Sequence[Sample]) -> metrics.Headline:
-    """Headline of a benchmark without its own: the mean over tasks (equal weights) of the task's
-    mean ``Score.value`` (0..1); samples sharing a context are one unit when every such context
-    lies within one task, else every sample is a unit."""
-    by_id = {s.id: s for s in samples}
-    df = scores[scores["sample_id"].isin(by_id) & scores["value"].notna()]
-    ctx = [by_id[i].context_id or i for i in df["sample_id"]]
-    nested = pd.DataFrame({"c": ctx, "t": df["task"].to_numpy()}).groupby("c")["t"].nunique()
-    clusters = ctx if bool((nested <= 1).all()) else df["sample_id"].tolist()
-    frame = pd.DataFrame(
-        {
-            "model": df["model"].astype(str).to_numpy(),
-            "sample_id": df["sample_id"].to_numpy(),
-            "group": df["task"].astype(str).to_numpy(),
-            "cluster": clusters,
-            "value": df["value"].to_numpy(float),
-            "count": 1.0,
-        }
-    )
-
-    def stat(sums: Mapping[str, np.ndarray], groups: Sequence[Hashable]) -> np.ndarray:
-        return metrics.mean_statistic(dict.fromkeys(groups, 1.0))(sums, groups)
-
-    return metrics.Headline(key, "mean task score", "0..1", frame, ("value", "count"), stat)
-
-
-def headline_of(
-    key: str, scores: pd.DataFrame, samples: Sequence[Sample], scorer: str | None = None
-) -> metrics.Headline:
-    """The benchmark's own headline (``Benchmark.headline``) or :func:`generic_headline`, over the
-    rows of one scorer (``Benchmark.scores_for``: default, the benchmark's default scorer). A
-    scorer reporting other metrics than the default (a judge's win rate) gets the generic one;
-    a non-default scorer's headline names it in ``metric`` (``ARS (Eq. 3) [lifbench:strict]``).
-
-    Raises:
-        LcevalError: an unknown benchmark, or ``scorer`` is not one of its scorers.
-    """
-    bench = registry.get(key)
-    rows, names = bench.scores_for(scores, scorer)
-    same_metrics = bench.scorer(names[0]).metrics == bench.scorer().metrics
-    h: metrics.Headline
-    if bench.headline is None or not same_metrics:  # a judge's scores: not the paper's headline
-        h = generic_headline(key, rows, samples)
-    else:
-        h = bench.headline(rows, samples)
-    if names[0] != bench.default_scorer:  # tables name the metric with the scorer it came from
-        h = dataclasses.replace(h, metric=f"{h.metric} [{names[0]}]")
-    return h
-
-
-def scorer_of(key: str, scorer: str | None) -> str | None:
-    """``scorer`` when it is one of benchmark ``key``'s (``key`` or ``key:variant``), else None
-    (the benchmark's default)."""
-    return scorer if scorer is not None and scorer.split(":", 1)[0] == key else None
+from lceval.io import RunDir
+from lceval.records import Sample
 
 
 def check_scorer_in(scorer: str | None, keys: Sequence[str], where: str) -> None:
@@ -122,10 +64,8 @@ def _check_seed(seed: int) -> None:
 
 
 def _run_parts(run_id: str, root: str | Path | None) -> tuple[pd.DataFrame, list[Sample]]:
-    from lceval.pipeline import load_samples
-
     run = RunDir(run_id, root)
-    return run.read_scores(), load_samples(run)
+    return run.read_scores(), registry.load_samples(run.read_samples())
 
 
 def load_headlines(
@@ -175,8 +115,7 @@ def load_headlines(
             found.setdefault(key, []).append(
                 (
                     rid,
-                    headline_of(
-                        key,
+                    registry.get(key).headline_of(
                         part,
                         [s for s in samples if s.benchmark == key],
                         scorer_of(key, scorer),
@@ -202,7 +141,7 @@ def load_headlines(
         for rid, h in items:
             for m in h.models:
                 runs_of.setdefault(m, set()).add(rid)
-        names = _model_names(key, [(rid, h.models) for rid, h in items], runs_of)
+        names = model_names(key, [(rid, h.models) for rid, h in items], runs_of)
         frames = []
         for rid, h in items:
             f = h.frame.copy()
@@ -221,7 +160,7 @@ def load_headlines(
     return dict(sorted(out.items()))
 
 
-def _model_names(
+def model_names(
     key: str, models: Sequence[tuple[str, Sequence[str]]], runs_of: Mapping[str, set[str]]
 ) -> dict[tuple[str, str], str]:
     """(run id, model) -> its name on the benchmark ``key``: the model name, or
@@ -453,7 +392,7 @@ def compare_runs(
             sb = sb[sb["model"] == f"B:{model_b}"]
         samples = {s.id: s for s in [*samples_a, *samples_b] if s.benchmark == key}
         both = pd.concat([sa, sb], ignore_index=True)
-        h = headline_of(key, both, list(samples.values()), names[0])
+        h = bench.headline_of(both, list(samples.values()), names[0])
         pairs = []
         seen: set[frozenset[str]] = set()
         for a, b in itertools.product(sorted(set(sa["model"])), sorted(set(sb["model"]))):
@@ -635,51 +574,6 @@ def _joint_design(
         return metrics.kendall_tau_b(values[0], values[1])
 
     return table, groups, strata, clusters, stat
-
-
-def score_files(
-    run_id: str,
-    folder: str | Path,
-    *,
-    root: str | Path | None = None,
-    rename: Mapping[str, str] | None = None,
-    scorer: str | None = None,
-) -> str:
-    """A scored run from a folder of ``samples.jsonl``, ``contexts.jsonl`` and
-    ``responses.jsonl`` (e.g. ``tests/fixtures/regression/<key>``): the run folder is made
-    afresh, the responses copied (models renamed by ``rename``) and scored by
-    ``lceval.pipeline.score`` with the benchmark's real scorer.
-
-    Returns:
-        ``run_id``.
-
-    Raises:
-        LcevalError: a file is missing or the scorer fails.
-    """
-    from lceval import pipeline
-
-    src = Path(folder)
-    for name in ("samples.jsonl", "responses.jsonl"):
-        if not (src / name).exists():
-            raise LcevalError(f"{src / name} does not exist")
-    run = RunDir(run_id, root)
-    if run.path.exists():
-        shutil.rmtree(run.path)
-    run.create()
-    samples = read_records(src / "samples.jsonl", Sample)
-    contexts = (
-        read_records(src / "contexts.jsonl", Context) if (src / "contexts.jsonl").exists() else []
-    )
-    run.write_samples(samples, contexts)
-    names = dict(rename or {})
-    responses = [
-        dataclasses.replace(r, model=names[r.model]) if r.model in names else r
-        for r in read_records(src / "responses.jsonl", Response)
-    ]
-    write_jsonl(run.responses, responses)
-    run.write_meta(new_meta(run_id, params={"source": str(src)}))
-    pipeline.score(run_id, root=root, scorer=scorer, progress=False)
-    return run_id
 
 
 def plot_overview(board: pd.DataFrame, agreement: pd.DataFrame) -> Any:

@@ -5,7 +5,7 @@ vLLM, transformers, torch and a Jupyter kernel print dozens of start-up and shut
 runs, :func:`engine_output` points the process's file descriptors 1 and 2 at the run's log file
 ``outputs/<run>/logs/lceval.log`` (appended, each section headed by the time and the command
 line), so the engine's worker processes, which inherit them, write there too. lceval's own lines
-(:func:`lceval.models.base.log`: backend choice, fallbacks, truncated prompts) and progress bars
+(:func:`log`: backend choice, fallbacks, truncated prompts) and progress bars
 (with tokens per second) go to :func:`terminal`, a stream on the terminal's saved descriptor.
 
 ``lceval -v`` or ``LCEVAL_VERBOSE=1`` (a notebook, ``lceval run``) leaves everything on the
@@ -28,7 +28,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, TextIO
 
-from lceval.errors import LcevalError
+from lceval.errors import LcevalError, one_line
 
 VERBOSE_ENV = "LCEVAL_VERBOSE"
 """Environment variable: ``1`` shows engine logs on the terminal (``lceval -v`` sets it, so
@@ -210,7 +210,7 @@ def engine_output(run_path: str | os.PathLike[str], what: str) -> Iterator[Path 
         logf.write(traceback.format_exc().encode(errors="replace"))
         if interrupted:  # Ctrl-C reached the engine's processes first (EngineDeadError)
             raise KeyboardInterrupt from None
-        msg = " ".join(str(exc).split())[:200]
+        msg = one_line(exc)
         raise LcevalError(
             f"{what} failed: {type(exc).__name__}: {msg} (traceback in {path})"
         ) from None
@@ -234,3 +234,9 @@ def engine_output(run_path: str | os.PathLike[str], what: str) -> Iterator[Path 
         for fd in saved:
             os.close(fd)
         logf.close()
+
+
+def log(message: str) -> None:
+    """One ``lceval: ...`` line on stderr (backend choice, fallbacks), on the terminal also while
+    an engine's logs go to the run's log file (:func:`terminal`)."""
+    print(f"lceval: {message}", file=terminal(), flush=True)

@@ -6,3 +6,14 @@ class LcevalError(Exception):
 
     The CLI prints ``lceval: <message>`` and exits with status 2; notebooks show the one line.
     """
+
+
+ONE_LINE_LIMIT = 200
+"""Characters of an exception's text that a one-line message quotes."""
+
+
+def one_line(error: BaseException | str, limit: int = ONE_LINE_LIMIT) -> str:
+    """``error``'s text on one line: whitespace runs (newlines of a traceback-like message
+    included) collapsed to single spaces, cut to ``limit`` characters; the one form in which
+    lceval quotes another library's exception in its own one-line errors and explanations."""
+    return " ".join(str(error).split())[:limit]

@@ -31,13 +31,12 @@ from typing import IO, Any, TypeVar
 
 import pandas as pd
 
-from lceval.errors import LcevalError
+from lceval.errors import LcevalError, one_line
 from lceval.records import Context, Response, RunMeta, Sample, Score, from_dict, to_dict
 
 T = TypeVar("T")
 
 RUN_ID_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
-DEFAULT_OUTPUTS = None
 
 
 def project_root(start: str | os.PathLike[str] | None = None) -> Path | None:
@@ -193,7 +192,7 @@ def _discard(f: IO[Any], tmp: str | os.PathLike[str]) -> None:
 
 def _reason(exc: OSError) -> str:
     """An OSError in a few words: its strerror (``No space left on device``), else its text."""
-    return exc.strerror or " ".join(str(exc).split())[:200] or type(exc).__name__
+    return exc.strerror or one_line(exc) or type(exc).__name__
 
 
 def _seed(src: Path, dst: Path) -> None:
@@ -345,7 +344,7 @@ def read_records(path: str | os.PathLike[str], cls: type[T], *, torn: bool = Tru
         try:
             out.append(from_dict(cls, value))
         except (TypeError, ValueError) as exc:
-            msg = " ".join(str(exc).split())[:200]
+            msg = one_line(exc)
             raise LcevalError(f"{path}: line {lineno} is not a {cls.__name__} ({msg})") from None
     return out
 
@@ -553,7 +552,7 @@ class RunDir:
         try:
             return from_dict(RunMeta, data)
         except (TypeError, ValueError) as exc:
-            msg = " ".join(str(exc).split())[:200]
+            msg = one_line(exc)
             raise LcevalError(f"{self.run_json} is not a run record ({msg})") from None
 
     def write_meta(self, meta: RunMeta) -> None:
@@ -736,7 +735,7 @@ class RunDir:
         try:
             df = pd.read_parquet(self.scores)
         except Exception as exc:  # noqa: BLE001 - pyarrow raises many types on a corrupt file
-            msg = " ".join(str(exc).split())[:120]
+            msg = one_line(exc)
             raise LcevalError(
                 f"{self.scores} is not a readable scores table ({type(exc).__name__}: {msg}); "
                 f"{again}"

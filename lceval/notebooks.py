@@ -19,15 +19,19 @@ leaves a copy that looks complete (a failed one is kept as ``<name>.failed.ipynb
 
 from __future__ import annotations
 
+import dataclasses
 import os
+import shutil
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from lceval import pipeline
 from lceval.console import engine_output, terminal
 from lceval.errors import LcevalError
-from lceval.io import RunDir, project_root
+from lceval.io import RunDir, new_meta, project_root, read_records, write_jsonl
 from lceval.pipeline import load_params
+from lceval.records import Context, Response, Sample
 
 
 def notebooks_dir() -> Path:
@@ -93,7 +97,10 @@ def run_notebook(
         parameters["outputs_root"] = str(Path(outputs_root).resolve())
     # The kernel's and its engines' logs go to the run's logs/lceval.log; papermill's progress
     # bar stays on the terminal (lceval -v or LCEVAL_VERBOSE=1: everything on the terminal).
-    with engine_output(run.path, f"notebook {src.stem}"):
+    from lceval.models import lifeline
+
+    # the kernel and the engines it starts die with this process (lceval.models.lifeline)
+    with engine_output(run.path, f"notebook {src.stem}"), lifeline.guard(run.path):
         bar: bool | dict[str, Any] = (
             {"unit": "cell", "desc": "Executing", "file": terminal()} if progress else False
         )
@@ -118,7 +125,7 @@ def run_notebook(
     os.replace(tmp, final)
     failed.unlink(missing_ok=True)
     if run.report.exists():  # keep report/index.html's list of executed notebooks current
-        from lceval.reporting import write_index
+        from lceval.index_page import write_index
 
         write_index(run)
     return final
@@ -257,3 +264,47 @@ def show_samples(
     if frame.empty:
         raise LcevalError(f"run {folder.run_id} has no scores to show")
     return HTML(samples_page.table_html(frame, frame.attrs["texts"], page_length=25))
+
+
+def score_files(
+    run_id: str,
+    folder: str | Path,
+    *,
+    root: str | Path | None = None,
+    rename: Mapping[str, str] | None = None,
+    scorer: str | None = None,
+) -> str:
+    """A scored run from a folder of ``samples.jsonl``, ``contexts.jsonl`` and
+    ``responses.jsonl`` (e.g. ``tests/fixtures/regression/<key>``): the run folder is made
+    afresh, the responses copied (models renamed by ``rename``) and scored by
+    ``lceval.pipeline.score`` with the benchmark's real scorer (the overview notebook's demo
+    runs; ``tests/test_compare.py``'s scored runs).
+
+    Returns:
+        ``run_id``.
+
+    Raises:
+        LcevalError: a file is missing or the scorer fails.
+    """
+    src = Path(folder)
+    for name in ("samples.jsonl", "responses.jsonl"):
+        if not (src / name).exists():
+            raise LcevalError(f"{src / name} does not exist")
+    run = RunDir(run_id, root)
+    if run.path.exists():
+        shutil.rmtree(run.path)
+    run.create()
+    samples = read_records(src / "samples.jsonl", Sample)
+    contexts = (
+        read_records(src / "contexts.jsonl", Context) if (src / "contexts.jsonl").exists() else []
+    )
+    run.write_samples(samples, contexts)
+    names = dict(rename or {})
+    responses = [
+        dataclasses.replace(r, model=names[r.model]) if r.model in names else r
+        for r in read_records(src / "responses.jsonl", Response)
+    ]
+    write_jsonl(run.responses, responses)
+    run.write_meta(new_meta(run_id, params={"source": str(src)}))
+    pipeline.score(run_id, root=root, scorer=scorer, progress=False)
+    return run_id

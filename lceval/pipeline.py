@@ -13,16 +13,18 @@ import pandas as pd
 import yaml
 from tqdm.auto import tqdm
 
-from lceval import plan, registry
+from lceval import compare_page, plan, registry, samples_page
 from lceval.benchmark import (
     NOTEBOOK_PARAMS,
     BatchJudge,
     BuildResult,
     ScorerSpec,
+    scorer_of,
 )
 from lceval.console import engine_output
 from lceval.errors import LcevalError
 from lceval.io import RunDir, atomic_open, new_meta, project_root
+from lceval.models import lifeline
 from lceval.models.base import (
     Backend,
     GenerationConfig,
@@ -33,7 +35,14 @@ from lceval.models.base import (
 )
 from lceval.models.cache import ResponseStore
 from lceval.models.generate import engine_config, generate, prefix_reuse
-from lceval.models.specs import ModelSpec, check_fits, resolve_models
+from lceval.models.specs import (
+    ModelSpec,
+    check_fits,
+    check_names,
+    location,
+    resolve_models,
+    stored_name,
+)
 from lceval.records import Context, Judgement, Response, Sample, Score, sample_hashes
 
 DEFAULT_CALL_SIZE = 8
@@ -203,41 +212,6 @@ def _same_records(run: RunDir, samples: Sequence[Sample], contexts: Sequence[Con
     return True
 
 
-def run_inference(
-    run: RunDir,
-    backend: Backend,
-    config: GenerationConfig | None = None,
-    *,
-    batch_size: int = 8,
-    limit: int | None = None,
-    tasks: Sequence[str] | None = None,
-    progress: bool = True,
-) -> list[Response]:
-    """Answer every pending sample of ``run`` with ``backend``, appending to responses.jsonl.
-
-    Samples already answered by this model under this config are skipped, so a rerun after a
-    crash (even SIGKILL) resumes where the last flushed batch ended. Samples sharing a context are
-    sent together (``lceval.models.generate``).
-
-    Args:
-        run: the run folder (samples.jsonl and contexts.jsonl must exist).
-        backend: any lceval backend.
-        config: decoding settings (greedy by default).
-        batch_size: samples per backend call; each finished batch is flushed to disk.
-        limit: answer at most this many samples of the run (first ones in file order), >= 1.
-        tasks: only samples of these task codes.
-        progress: show a tqdm bar with prompt and generated tokens per second.
-
-    Returns:
-        The responses of this model and config for the selected samples, in sample order.
-
-    Raises:
-        LcevalError: no samples, a task filter matching nothing, limit or batch_size < 1.
-    """
-    samples = select_samples(run, run.read_samples(), limit=limit, tasks=tasks)
-    return _answer(run, backend, config, samples, run.read_contexts(), batch_size, progress)
-
-
 def select_samples(
     run: RunDir,
     samples: Sequence[Sample],
@@ -279,7 +253,9 @@ def _answer(
     batch_size: int,
     progress: bool,
 ) -> list[Response]:
-    """:func:`run_inference` on samples already selected and contexts already read."""
+    """Answer ``samples`` (already selected, :func:`select_samples`) with ``backend``, appending
+    to the run's responses.jsonl (``lceval.models.generate``: resumable, answered samples
+    skipped); the responses of this model and config, in sample order."""
     return generate(
         backend,
         samples,
@@ -361,6 +337,7 @@ def infer(
     if not isinstance(truncate, bool):
         raise LcevalError(f"truncate must be true or false, got {truncate!r}")
     specs = resolve_models(model, models, backend, backend_options)
+    check_names(specs, run.read_meta().models, run.run_id)  # an answer's identity: its name
     # Everything the user can get wrong is checked before the engine starts (tens of seconds).
     samples = select_samples(run, run.read_samples(), limit=limit, tasks=tasks)
     contexts = run.read_contexts()
@@ -420,17 +397,18 @@ def _infer_engine(
     """The body of :func:`_infer_one`."""
     # Engine start-up and shutdown records go to logs/lceval.log (the terminal keeps lceval's
     # lines and the progress bar; -v or LCEVAL_VERBOSE=1 shows everything).
-    with engine_output(run.path, "infer"):
+    with engine_output(run.path, "infer"), lifeline.guard(run.path):  # engines die with us
         t0 = time.perf_counter()
         engine = load_backend(spec.backend, spec.model, **spec.options)
-        if spec.name:
-            engine.name = spec.name
+        engine.name = stored_name(spec)
         timing = {"engine_start_s": round(time.perf_counter() - t0, 2)}
         try:
             keyed = engine_config(engine, config)
             entry = {
                 **engine.info(),
                 "requested_backend": spec.backend,
+                "location": location(spec),
+                "options": dict(spec.options),
                 "generation": keyed.__dict__,
                 "config_hash": keyed.hash(),
             }
@@ -671,6 +649,25 @@ class ReportTables(dict[str, pd.DataFrame]):
     scorers: dict[str, tuple[str, ...]]
 
 
+def write_run_pages(run: RunDir) -> list[Path]:
+    """The report stage's per-sample pages: ``samples.html`` (:mod:`lceval.samples_page`) and,
+    for a run with two or more models, ``compare.html`` (every pair of its models, or what each
+    answered when no pair shares a sample: :func:`lceval.compare_page.write_run_compare_page`)
+    under the run's report folder; nothing when the run has no scores.
+
+    Raises:
+        LcevalError: a score of an unknown sample; the folder cannot be written.
+    """
+    page_path = samples_page.write_samples_page(run)
+    if page_path is None:
+        return []
+    out = [page_path]
+    models = set(run.read_scores()["model"].astype(str))
+    if len(models) > 1:
+        out.append(compare_page.write_run_compare_page(run))
+    return out
+
+
 def report(
     run_id: str, *, root: str | Path | None = None, scorer: str | None = None
 ) -> ReportTables:
@@ -703,14 +700,13 @@ def report(
         registry.find_scorer(scorer, keys)
     tables = ReportTables()
     tables.scorers = {}
-    from lceval.reporting import write_index  # matplotlib: imported only when reporting
+    from lceval.index_page import write_index  # matplotlib: imported only when reporting
     from lceval.results import write_results
-    from lceval.samples_page import write_run_pages
 
     with run.staged_report() as staged:  # swapped in whole, or not at all
         for key in keys:
             bench = registry.get(key)
-            mine = scorer if scorer is not None and scorer.split(":", 1)[0] == key else None
+            mine = scorer_of(key, scorer)
             bench_scores, names = bench.scores_for(scores, mine, report=mine is None)
             bench_samples = [s for s in samples if s.benchmark == key]
             where = staged

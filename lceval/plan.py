@@ -37,7 +37,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from lceval.errors import LcevalError
+from lceval.errors import LcevalError, one_line
 from lceval.gpu_estimate import (  # noqa: F401 (the estimate, re-exported as plan.*)
     EFFICIENCY,
     EFFICIENCY_SOURCE,
@@ -440,13 +440,13 @@ def load_tokenizer(model: str) -> tuple[Any, int, ModelShape]:
 
     from transformers import AutoConfig, AutoTokenizer
 
-    from lceval.models.hf_load import model_window
+    from lceval.models.specs import model_window
 
     try:
         tok = AutoTokenizer.from_pretrained(model)
         config = AutoConfig.from_pretrained(model)
     except Exception as exc:  # transformers raises OSError, ValueError, HF hub errors
-        reason = " ".join(str(exc).split())[:200]
+        reason = one_line(exc)
         raise LcevalError(f"cannot read the tokenizer of model {model!r}: {reason}") from None
     return tok, model_window(config, tok), shape_of(config, model)
 
@@ -563,7 +563,7 @@ def announce(
     before any answer leaves run.json as it was). A plan that cannot be made (no tiktoken file)
     is one line saying why; inference goes on.
     """
-    from lceval.models.base import log
+    from lceval.console import log
 
     try:
         p = plan_run(run, samples=samples, max_new_tokens=max_new_tokens)

@@ -1,27 +1,36 @@
 """Benchmarks by key: each is the ``BENCHMARK`` object of ``lceval.benchmarks.<key>``.
 
-Only benchmarks that exist are registered. Adding one is a folder plus one line here (see
-DEVELOPING.md, "Add a benchmark").
+Benchmarks are discovered from their folders: every package ``lceval/benchmarks/<key>/`` is
+registered under its folder name (nothing is imported until a benchmark is asked for), so adding
+one is a folder (see DEVELOPING.md, "Add a benchmark"). A benchmark kept outside lceval (a
+plugin, a test's toy benchmark) is added at run time with :func:`register`.
 """
 
 from __future__ import annotations
 
 import importlib
+import pkgutil
 from collections.abc import Iterable, Mapping
+from importlib import resources as _resources
+from importlib.resources.abc import Traversable
+from pathlib import Path
 from typing import Any
 
-from lceval.benchmark import Benchmark, ScorerSpec
+from lceval.benchmark import Benchmark, ScorerSpec, scorer_key
 from lceval.errors import LcevalError
 from lceval.records import Sample
 
-_MODULES = {
-    "lifbench": "lceval.benchmarks.lifbench",
-    "longgenbench": "lceval.benchmarks.longgenbench",
-    "ruler": "lceval.benchmarks.ruler",
-    "manyifeval": "lceval.benchmarks.manyifeval",
-    "leval": "lceval.benchmarks.leval",
-    "cifbench": "lceval.benchmarks.cifbench",
-}
+
+def discover() -> dict[str, str]:
+    """Benchmark key -> module of every package under ``lceval/benchmarks/`` (its folder name;
+    sorted), found without importing any of them."""
+    folder = Path(__file__).parent / "benchmarks"
+    keys = sorted(m.name for m in pkgutil.iter_modules([str(folder)]) if m.ispkg)
+    return {key: f"lceval.benchmarks.{key}" for key in keys}
+
+
+_MODULES = discover()
+"""Registered benchmarks: those discovered, then those added by :func:`register`."""
 
 BENCHMARKS = tuple(_MODULES)
 """Registered benchmark keys."""
@@ -77,7 +86,7 @@ def find_scorer(name: str, benchmarks: Iterable[str] | None = None) -> tuple[Ben
     Raises:
         LcevalError: unknown benchmark or scorer; the message lists the choices.
     """
-    key = name.split(":", 1)[0]
+    key = scorer_key(name)
     keys = list(benchmarks) if benchmarks is not None else list(BENCHMARKS)
     if key not in keys:
         choices = [s for k in keys if k in _MODULES for s in get(k).scorers]
@@ -152,3 +161,14 @@ def judge_options(
             )
         out[option] = value
     return out
+
+
+def resources(key: str) -> Traversable:
+    """The ``resources/`` folder of benchmark ``key``'s package (the paper's published tables),
+    for a study that reads a paper's published numbers through the registry.
+
+    Raises:
+        LcevalError: unknown key.
+    """
+    get(key)
+    return _resources.files(_MODULES[key]).joinpath("resources")

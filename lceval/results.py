@@ -5,7 +5,7 @@ The file follows ``lceval/schemas/results.schema.json`` (JSON Schema draft 2020-
 its ``schema_version`` field (:data:`SCHEMA_VERSION`). Its parts:
 
 - ``headlines``: per benchmark, scorer and model, the benchmark's headline metric
-  (``Benchmark.headline``, or :func:`lceval.compare.generic_headline`; the numbers
+  (``Benchmark.headline``, or :func:`lceval.benchmark.generic_headline`; the numbers
   ``lceval compare --leaderboard`` ranks) with its percentile-bootstrap CI (``low``, ``high``;
   null when it cannot be computed), ``n`` (scored samples) and ``n_units`` (resampled units);
 - ``tasks``: per benchmark, scorer, model and task, the mean ``Score.value`` (0..1) over the
@@ -34,7 +34,7 @@ from typing import Any
 
 import pandas as pd
 
-from lceval.errors import LcevalError
+from lceval.errors import LcevalError, one_line
 from lceval.io import RunDir, atomic_open
 
 SCHEMA_VERSION = "1"
@@ -72,14 +72,13 @@ def results_document(run: RunDir, *, seed: int = 0) -> dict[str, Any]:
     Raises:
         LcevalError: missing samples, scores or run.json; a scorer the registry does not know.
     """
-    from lceval import compare, metrics, registry
+    from lceval import metrics, registry
+    from lceval.console import log
     from lceval.coverage import run_coverage
-    from lceval.models.base import log
-    from lceval.pipeline import load_samples
     from lceval.records import to_dict
 
     scores = run.read_scores()
-    samples = load_samples(run)
+    samples = registry.load_samples(run.read_samples())
     meta = to_dict(run.read_meta())
     headlines: list[dict[str, Any]] = []
     tasks: list[dict[str, Any]] = []
@@ -92,7 +91,7 @@ def results_document(run: RunDir, *, seed: int = 0) -> dict[str, Any]:
                 log(f"results.json: {key} scores of unknown scorer {name!r} left out")
                 continue
             spec = bench.scorer(name)
-            h = compare.headline_of(key, rows, mine, name)
+            h = bench.headline_of(rows, mine, name)
             est = metrics.headline_estimates(
                 h, n_resamples=N_RESAMPLES, confidence=CONFIDENCE, seed=seed
             )
@@ -189,7 +188,7 @@ def check(doc: Any, where: str) -> None:
     error = jsonschema.exceptions.best_match(validator.iter_errors(doc))
     if error is not None:
         at = "/".join(str(p) for p in error.absolute_path) or "(top level)"
-        msg = " ".join(str(error.message).split())[:160]
+        msg = one_line(error.message)
         raise LcevalError(f"{where} is not an lceval results file: at {at}: {msg}")
 
 
@@ -262,7 +261,8 @@ def leaderboard(
             in none of them; nothing to rank; two models that would share a name.
     """
     from lceval import registry
-    from lceval.compare import _model_names, scorer_of
+    from lceval.benchmark import scorer_of
+    from lceval.compare import model_names
 
     ids = [str(d["run_id"]) for d in docs]
     twice = sorted({r for r in ids if ids.count(r) > 1})
@@ -301,7 +301,7 @@ def leaderboard(
         for rid, m in zip(part["run_id"], part["model"], strict=True):
             runs_of.setdefault(m, set()).add(rid)
         models = [(rid, list(g["model"])) for rid, g in part.groupby("run_id", sort=False)]
-        names = _model_names(str(key), models, runs_of)
+        names = model_names(str(key), models, runs_of)
         part = part.assign(
             model=[names[r, m] for r, m in zip(part["run_id"], part["model"], strict=True)]
         )

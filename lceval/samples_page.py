@@ -599,22 +599,3 @@ def worst(
         out = out[out[col].astype(str) == want]
     out = out.sort_values("value", kind="stable", na_position="last")
     return out.head(n) if n is not None else out
-
-
-def write_run_pages(run: RunDir) -> list[Path]:
-    """``samples.html`` and, for a run with two or more models, ``compare.html`` (every pair of
-    its models) under the run's report folder; nothing when the run has no scores.
-
-    Raises:
-        LcevalError: a score of an unknown sample; the folder cannot be written.
-    """
-    page_path = write_samples_page(run)
-    if page_path is None:
-        return []
-    out = [page_path]
-    models = set(run.read_scores()["model"].astype(str))
-    if len(models) > 1:
-        from lceval.compare_page import write_run_compare_page
-
-        out.append(write_run_compare_page(run))
-    return out

@@ -1,12 +1,20 @@
-"""DEVELOPING.md's "Add a benchmark" walk-through, checked: a toy benchmark written as a package in
-a temporary folder (``__init__.py`` with ``BENCHMARK``, ``gold.py``, ``build.py``, ``score.py``,
-``report.py``) plus one registry entry made at run time (``lceval.registry.register``), then
-``lceval build``, ``infer`` (a tiny random Llama through the hf backend), ``score`` and ``report``
-through the CLI, with no file of lceval touched."""
+"""DEVELOPING.md's "Add a benchmark" walk-through, checked two ways with a toy benchmark
+(``__init__.py`` with ``BENCHMARK``, ``gold.py``, ``build.py``, ``score.py``, ``report.py``):
+
+- as a folder ``lceval/benchmarks/toy/`` in a copy of the package, beside its notebook, params
+  files and tests, and nothing else: the registry discovers it, the suite's tables read its test
+  settings, and ``lceval build``, ``infer`` (a tiny random Llama through the hf backend),
+  ``score`` and ``report`` run on it in a fresh interpreter;
+- as a plugin package outside lceval, registered at run time (``lceval.registry.register``),
+  through the CLI in this process, with no file of lceval touched."""
 
 from __future__ import annotations
 
 import json
+import os
+import shutil
+import subprocess
+import sys
 import textwrap
 from pathlib import Path
 
@@ -122,6 +130,149 @@ FILES = {
             return Headline("toy", "accuracy", "0..1", frame, ("value", "count"), stat)
     """,
 }
+
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def _in_lceval(text: str) -> str:
+    """A toy file of the plugin package rewritten for the folder ``lceval/benchmarks/toy/``."""
+    return textwrap.dedent(text).lstrip().replace("toybench", "lceval.benchmarks.toy")
+
+
+FOLDER_INIT = """
+    from lceval.benchmark import Testing
+
+    BENCHMARK = dataclasses.replace(
+        BENCHMARK,
+        notebooks=("12_toy.ipynb",),
+        testing=Testing(small=lambda p: {"n": 2}, paper="Toy", items=("Table 1",)),
+    )
+"""
+
+REPRODUCTION = """
+    - paper: Toy
+      item: Table 1
+      caption: Accuracy per model and task
+      status: reproduced
+      from: run
+      where: 12_toy.ipynb; lceval.benchmarks.toy.report.report_toy
+      test: tests/benchmarks/toy/test_score.py::test_score_toy
+"""
+
+NOTEBOOK_CELLS = [
+    ("markdown", "# 12 · Toy: echo a word\n\nBuilds, answers, scores and reports the toy run."),
+    ("code", 'run_id = "toy-smoke"\noutputs_root = None\nn = 3'),
+    ("code", "from lceval import pipeline"),
+    ("code", 'pipeline.build(run_id, "toy", {"n": n}, root=outputs_root)'),
+]
+
+TOY_TEST = """
+    from lceval.benchmarks.toy.gold import WordGold
+    from lceval.benchmarks.toy.score import score_toy
+    from lceval.records import Response, Sample
+
+
+    def test_score_toy():
+        s = Sample(id="toy/ECHO/0", benchmark="toy", task="ECHO", instruction="x",
+                   gold=WordGold("apple"))
+        r = Response(sample_id=s.id, model="m", text="An apple.", config_hash="h")
+        assert score_toy(s, r, None).value == 1.0
+"""
+
+
+def _write(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, encoding="utf-8")
+
+
+@pytest.mark.slow
+def test_a_benchmark_is_its_folder(tmp_path: Path, tiny_model_dir: Path) -> None:
+    """The toy is added by creating its folder, notebook, params and tests only (in a copy of
+    the checkout's package): no list outside those files is edited."""
+    import nbformat
+
+    repo = tmp_path / "repo"
+    shutil.copytree(REPO / "lceval", repo / "lceval", ignore=shutil.ignore_patterns("__pycache__"))
+    before = {p.relative_to(repo) for p in repo.rglob("*") if p.is_file()}
+    folder = repo / "lceval" / "benchmarks" / "toy"
+    for name, text in FILES.items():
+        _write(folder / name, _in_lceval(text))
+    _write(
+        folder / "__init__.py",
+        _in_lceval(FILES["__init__.py"]).replace(
+            "from lceval.benchmark", "import dataclasses\n\nfrom lceval.benchmark", 1
+        )
+        + textwrap.dedent(FOLDER_INIT),
+    )
+    _write(folder / "reproduction.yaml", textwrap.dedent(REPRODUCTION).lstrip())
+    nb = nbformat.v4.new_notebook()
+    for kind, source in NOTEBOOK_CELLS:
+        maker = nbformat.v4.new_markdown_cell if kind == "markdown" else nbformat.v4.new_code_cell
+        nb.cells.append(maker(source))
+    nb.cells[1].metadata["tags"] = ["parameters"]
+    _write(repo / "notebooks" / "12_toy.ipynb", nbformat.writes(nb))
+    params = "run_id: toy-smoke\noutputs_root: null\nn: 3\n"
+    _write(repo / "params" / "12_toy" / "smoke.yaml", params)
+    _write(repo / "params" / "12_toy" / "full.yaml", params.replace("n: 3", "n: 4"))
+    _write(repo / "tests" / "benchmarks" / "toy" / "test_score.py", textwrap.dedent(TOY_TEST))
+    after = {p.relative_to(repo) for p in (repo / "lceval").rglob("*") if p.is_file()}
+    assert {p.parts[:3] for p in after - before} == {("lceval", "benchmarks", "toy")}
+
+    env = {**os.environ, "PYTHONPATH": str(repo)}
+    out = str(tmp_path / "outputs")
+
+    def run(*argv: str) -> str:
+        done = subprocess.run(
+            [sys.executable, *argv],
+            cwd=repo,
+            env=env,
+            capture_output=True,
+            text=True,
+            check=False,
+            timeout=600,
+        )
+        assert done.returncode == 0, (argv, done.stdout[-2000:], done.stderr[-3000:])
+        return done.stdout
+
+    listed = run("-m", "lceval", "list")
+    assert "toy: Toy echo benchmark" in listed
+    tables = run(
+        "-c",
+        textwrap.dedent("""
+        from lceval import registry, reproduction
+        t = registry.get("toy").testing
+        print(registry.BENCHMARKS, t.small({}), t.paper, t.items, registry.get("toy").notebooks)
+        print(sorted(set(reproduction.load_index(["toy"])["item"])))
+    """),
+    )
+    assert "'toy'" in tables and "{'n': 2}" in tables and "('12_toy.ipynb',)" in tables
+    assert "['Table 1']" in tables
+    smoke = str(repo / "params" / "12_toy" / "smoke.yaml")
+    run("-m", "lceval", "--outputs", out, "build", "toy", "--params", smoke, "--run-id", "t")
+    run(
+        "-m",
+        "lceval",
+        "--outputs",
+        out,
+        "infer",
+        "t",
+        "--backend",
+        "hf",
+        "--model",
+        str(tiny_model_dir),
+        "-o",
+        "device=cpu",
+    )
+    run("-m", "lceval", "--outputs", out, "score", "t")
+    printed = run("-m", "lceval", "--outputs", out, "report", "t")
+    assert "== toy/accuracy [toy]" in printed
+    run_dir = RunDir("t", out)
+    scores = run_dir.read_scores()
+    assert len(scores) == 3 and set(scores["scorer"]) == {"toy"}
+    assert (run_dir.report / "toy_accuracy.csv").is_file()
+    assert (run_dir.report / "index.html").is_file()
+    run("-m", "pytest", "-q", "-p", "no:cacheprovider", "tests/benchmarks/toy")
 
 
 @pytest.fixture

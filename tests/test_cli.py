@@ -105,7 +105,8 @@ def test_run_id_with_trailing_newline_is_refused(capsys, tmp_path):
     assert not (tmp_path / "nl\n").exists()
 
 
-def test_corrupt_responses_give_one_line_then_repair(capsys, tmp_path, echo_bench):
+def test_corrupt_responses_give_one_line_then_repair(capsys, tmp_path, echo_bench, monkeypatch):
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")  # the key is checked first; then the file
     run = _run_with_one_sample(tmp_path)
     good = b'{"sample_id": "a", "model": "m", "text": "t", "config_hash": "h"}\n'
     run.responses.write_bytes(good + b"\xff\xfe\n" + good)

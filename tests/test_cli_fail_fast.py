@@ -16,8 +16,8 @@ from lceval.records import Context, Sample
 
 @pytest.fixture
 def no_engine(monkeypatch):
-    """Every registered backend's constructor fails the test, and so does choosing one for
-    ``auto`` (it imports vLLM): the checks must answer before either."""
+    """Every registered backend's constructor fails the test: the checks must answer before
+    any engine is constructed (``auto`` is decided without importing one)."""
     import importlib
     import types
 
@@ -27,24 +27,23 @@ def no_engine(monkeypatch):
         pytest.fail("an engine was constructed before the command line was checked")
 
     for spec in base.BACKENDS.values():
-        module, _, name = spec.partition(":")
+        module, _, name = spec.engine.partition(":")
         if module == "lceval.models.hf":  # importing it imports torch: a stand-in module
             fake = types.ModuleType(module)
-            fake.__spec__ = importlib.util.find_spec(module)  # its source: the options
+            fake.__spec__ = importlib.util.find_spec(module)
             setattr(fake, name, _RefusedHF)
             monkeypatch.setitem(sys.modules, module, fake)
             continue
         mod = importlib.import_module(module)
         cls = getattr(mod, name)
         monkeypatch.setattr(mod, name, type(name, (cls,), {"__new__": refuse}))
-    monkeypatch.setattr(base, "choose_backend", refuse)
     monkeypatch.setattr(base, "load_backend", refuse)
     monkeypatch.setattr(pipeline, "load_backend", refuse)
 
 
 class _RefusedHF:
-    """Stands in for HFBackend in :func:`no_engine` (its options are read from the real
-    module's source, see ``declared_options``); constructing it fails the test."""
+    """Stands in for HFBackend in :func:`no_engine` (its options are declared in
+    ``lceval.models.backends``); constructing it fails the test."""
 
     def __new__(cls, *args, **kwargs):
         pytest.fail("the hf engine was constructed before the command line was checked")
@@ -84,8 +83,11 @@ def _one_line(capsys, argv):
         (["-o", "bogus=1"], "has no option 'bogus'; closest: "),
         (["--backend", "vllm", "-o", "bogus=1"], "backend vllm has no option 'bogus'; closest: "),
         (["--backend", "hf", "-o", "bogus=1"], "backend hf has no option 'bogus'; closest: "),
-        (["--backend", "hf", "-o", "batch_size=x"], "option batch_size: 'x' is not int"),
-        (["--backend", "vllm", "-o", "tensor_parallel_size=2.5"], "is not int"),
+        (["--backend", "hf", "-o", "prefill_chunk=x"], "option prefill_chunk: 'x': must be"),
+        (["--backend", "hf", "-o", "prefill_chunk=8"], "prefill_chunk: 8: must be greater than"),
+        (["--backend", "hf", "-o", "batch_size=4"], "option batch_size is now max_batch_rows"),
+        (["--backend", "vllm", "-o", "tensor_parallel_size=2.5"], "must be a valid integer"),
+        (["--backend", "vllm", "-o", "max_model_len=1"], "must be greater than or equal to 2"),
         (["--backend", "openai", "-o", "concurency=2", "--model", "m"], "closest: concurrency"),
         (["--backend", "openai"], "the openai backend needs --model"),
         (["--backend", "tgi"], "unknown backend 'tgi'"),
@@ -170,13 +172,14 @@ def test_checks_import_no_engine(tmp_path):
 def test_list_options(capsys):
     assert main(["infer", "--list-options", "hf"]) == 0
     out = capsys.readouterr().out
-    assert "  device='auto'  (str)" in out and "\n  batch_size=" in out  # default: hf's own
+    assert "  device: str; default 'auto': auto (CUDA when available" in out
+    assert "\n  prefill_chunk: int | None >= 16; default None: " in out
     assert main(["infer", "--list-options", "openai"]) == 0
-    assert "  concurrency=8  (int)" in capsys.readouterr().out
+    assert "  concurrency: int >= 1; default 8: " in capsys.readouterr().out
     pytest.importorskip("vllm")
     assert main(["infer", "--list-options", "vllm"]) == 0
     out = capsys.readouterr().out
-    assert "  tensor_parallel_size=1  (int)" in out
+    assert "  tensor_parallel_size: int >= 1; default 1: " in out
     assert "  gpu_memory_utilization  (vLLM engine argument" in out
     assert "\n  model " not in out  # lceval passes the model itself
     assert main(["infer", "--list-options", "tgi"]) == 2
@@ -193,3 +196,31 @@ def test_engine_args_read_from_source_match_the_dataclass():
     from lceval.models.vllm import engine_arg_names
 
     assert engine_arg_names() == [f.name for f in dataclasses.fields(EngineArgs)]
+
+
+def test_a_vllm_only_option_under_auto_follows_the_auto_decision(
+    capsys, tmp_path, no_engine, monkeypatch
+):
+    """auto decides once (lceval.models.backends.choose_backend) and the option check uses that
+    decision: on a CPU without native bfloat16 auto is hf, so a vLLM engine argument is refused
+    in one line before any engine starts, also for the second model of a run."""
+    import importlib.util
+
+    from lceval.models import backends
+
+    real = importlib.util.find_spec
+    spec = real("vllm") or type("S", (), {"submodule_search_locations": []})()
+    monkeypatch.setattr(
+        importlib.util, "find_spec", lambda n, *a: spec if n == "vllm" else real(n, *a)
+    )
+    monkeypatch.setattr(backends, "cuda_available", lambda: False)
+    monkeypatch.setattr(backends, "cpu_has_bf16", lambda: False)
+    _run(tmp_path)
+    argv = ["--outputs", str(tmp_path), "infer", "r"]
+    line = _one_line(capsys, [*argv, "-o", "gpu_memory_utilization=0.5"])
+    assert "backend hf has no option 'gpu_memory_utilization'" in line
+    second = "{model: embedded, name: two, options: {enforce_eager: true}}"
+    line = _one_line(capsys, [*argv, "--model", "embedded", "--model", second])
+    assert "backend hf has no option 'enforce_eager'" in line
+    line = _one_line(capsys, [*argv, "-o", "prefill_chunk=8"])
+    assert line == "lceval: backend hf option prefill_chunk: 8: must be greater than or equal to 16"

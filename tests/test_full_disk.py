@@ -163,7 +163,7 @@ def test_build_score_report_on_a_full_disk(capsys, echo_run, full_disk):
 def test_failed_report_never_replaces_the_last_good_one(capsys, echo_run, monkeypatch):
     """A report that fails midway (any error) leaves report/ as it was; one that succeeds
     replaces it whole and keeps files other stages wrote there."""
-    from lceval import reporting
+    from lceval import index_page
 
     root = str(echo_run.path.parent)
     assert main(["--outputs", root, "score", "r"]) == 0
@@ -175,7 +175,7 @@ def test_failed_report_never_replaces_the_last_good_one(capsys, echo_run, monkey
         raise LcevalError("index failed")
 
     with monkeypatch.context() as m:
-        m.setattr(reporting, "write_index", broken)
+        m.setattr(index_page, "write_index", broken)
         capsys.readouterr()
         assert main(["--outputs", root, "report", "r"]) == 2
     assert _tree(echo_run.report) == good and _litter(echo_run.path) == []

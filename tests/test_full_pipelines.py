@@ -22,6 +22,7 @@ from typing import Any
 import pytest
 import yaml
 
+from lceval import registry
 from lceval.cli import main
 from lceval.io import RunDir
 from lceval.models.embedded import EMBEDDED_ALIASES, EMBEDDED_HUB_ID
@@ -29,16 +30,15 @@ from lceval.models.specs import resolve_models
 
 REPO = Path(__file__).resolve().parents[1]
 PIPELINES = REPO / "params" / "pipelines"
-PAPERS = ("lifbench", "longgenbench_ruler", "manyifeval", "leval", "cifbench")
-INFERS = (
-    "02_inference",
-    "04_curse_of_instructions",
-    "06_longgenbench",
-    "07_ruler",
-    "08_leval",
-    "09_ntk_base_sweep",
-    "10_contamination",
-    "11_cif_bench",
+PAPERS = tuple(sorted({p for k in registry.BENCHMARKS if (p := registry.get(k).testing.pipeline)}))
+"""Full pipelines (``params/pipelines/<paper>_full.yaml``), as the benchmarks declare them
+(``Benchmark.testing.pipeline``)."""
+INFERS = tuple(
+    sorted(
+        p.parent.name
+        for p in (REPO / "params").glob("[0-9][0-9]_*/full.yaml")
+        if {"backend", "model", "models"} <= set(yaml.safe_load(p.read_text(encoding="utf-8")))
+    )
 )
 """Notebooks with an inference section (``backend``, ``model``, ``models``)."""
 
@@ -208,11 +208,13 @@ def _overrides(paper: str, model: Path, data: dict[str, Any]) -> dict[str, Any]:
 
 
 RUNS = {
-    "lifbench": ["lifbench-full"],
-    "longgenbench_ruler": ["longgenbench-full", "ruler-full"],
-    "manyifeval": ["manyifeval-full"],
-    "leval": ["leval-full"],
-    "cifbench": ["cifbench-full"],
+    paper: [
+        rid
+        for k in registry.BENCHMARKS
+        if registry.get(k).testing.pipeline == paper
+        for rid in registry.get(k).testing.full_runs
+    ]
+    for paper in PAPERS
 }
 """Per pipeline, the run folders whose responses and scores the test checks."""
 

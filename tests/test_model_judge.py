@@ -1,4 +1,5 @@
-"""lceval.benchmark.ModelJudge (the model behind the LLM judges) and check_option."""
+"""lceval.benchmark.ModelJudge (the model behind the LLM judges) and JudgeModel (their shared
+options)."""
 
 from __future__ import annotations
 
@@ -6,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from lceval.benchmark import ModelJudge, check_option
+from lceval.benchmark import JudgeModel, ModelJudge
 from lceval.errors import LcevalError
 from lceval.models.cache import ResponseStore
 from lceval.records import Context, Response, Sample
@@ -124,27 +125,43 @@ def test_resume_skips_answered_questions(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize(
-    ("value", "kind", "want"),
+    ("options", "want"),
     [
-        (0, int, "a positive integer"),
-        (True, int, "a positive integer"),
-        ("3", int, "a positive integer"),
-        (3, str, "str"),
-        ("yes", bool, "bool"),
-        ([1], dict, "dict"),
+        ({"batch_size": 0}, "option batch_size: 0: must be greater than or equal to 1"),
+        ({"batch_size": True}, "option batch_size: True: must be a valid integer"),
+        ({"batch_size": "3"}, "option batch_size: '3': must be a valid integer"),
+        ({"model": 3}, "option model: 3: must be a valid string"),
+        ({"model": ""}, "option model: '': String should have at least 1 character"),
+        ({"max_new_tokens": -5}, "option max_new_tokens: -5: must be greater than or equal"),
+        ({"backend_options": [1]}, "option backend_options: [1]: must be a valid dictionary"),
+        ({"backend": "tgi"}, "option backend: 'tgi': choose one of hf, vllm, openai or auto"),
+        ({"colour": 1}, "has no option 'colour'; options: backend, backend_options, batch_size"),
     ],
 )
-def test_check_option_names_scorer_and_option(value, kind, want) -> None:
+def test_judge_model_names_scorer_and_option(options, want) -> None:
     with pytest.raises(LcevalError) as err:
-        check_option(value, kind, "demo:judge", "size")
-    assert str(err.value) == f"scorer demo:judge option size: {value!r:.60} is not {want}"
+        JudgeModel.parse("demo:judge", options)
+    assert str(err.value).startswith("scorer demo:judge ") and want in str(err.value)
+    assert "\n" not in str(err.value)
 
 
-def test_check_option_returns_good_values() -> None:
-    assert check_option(4, int, "demo:judge", "size") == 4
-    assert check_option(False, bool, "demo:judge", "flag") is False
-    opts = {"device": "cpu"}
-    assert check_option(opts, dict, "demo:judge", "backend_options") is opts
+def test_judge_model_is_shared_by_the_three_llm_judges() -> None:
+    """One declared section: each judge's options subclass JudgeModel, and the scorer's option
+    docs (``lceval list``) and checks come from that type."""
+    from lceval import registry
+
+    for name in ("longgenbench:llm", "leval:judge", "cifbench:judge"):
+        _, spec = registry.find_scorer(name)
+        assert spec.option_type is not None and issubclass(spec.option_type, JudgeModel)
+        assert {"backend", "model", "backend_options", "max_new_tokens", "batch_size"} <= set(
+            spec.options
+        )
+        assert "(default {})" in spec.options["backend_options"]
+        with pytest.raises(LcevalError, match=f"scorer {name} option batch_size: 0: must be"):
+            spec.check_options({"batch_size": 0})
+        spec.check_options({"model": "org/m", "batch_size": 2})
+    opts = JudgeModel.parse("demo:judge", {"model": "org/m", "backend_options": {"device": "cpu"}})
+    assert opts.label == "org/m" and opts.batch_size == 8 and opts.backend == "hf"
 
 
 def test_loader_checks_backend_options_before_loading() -> None:

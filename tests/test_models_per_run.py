@@ -67,7 +67,11 @@ def test_resolve_models_reads_strings_and_mappings():
         (None, [{"model": "a/b", "opts": {}}], "models[0]: unknown key(s) opts"),
         (None, [{"backend": "hf"}], "models[0]: 'model' must be a non-empty string"),
         (None, [{"model": "a/b", "options": 3}], "'options' must be a mapping"),
-        (None, ["a/b", "a/b"], "models[1] repeats models[0] (a/b)"),
+        (None, ["a/b", "a/b"], "models[0] (a/b) and models[1] (a/b) would both store their"),
+        (None, ["embedded", {"model": "/x/y", "name": "SmolLM2-135M-Instruct"}], "both store"),
+        (None, [{"model": "a/b", "name": "a\nb"}], "holds a newline or control character"),
+        (None, [{"model": "a/b", "name": " "}], "'name' must be a non-empty string"),
+        (None, [{"model": "a/b", "name": ""}], "'name' must be a non-empty string"),
     ],
 )
 def test_resolve_models_refuses_in_one_line(model, models, message):
@@ -171,3 +175,81 @@ def test_two_models_answered_scored_reported_and_ranked(
     assert "rank" in table and "base" in table and str(tiny_model_dir)[-20:] in table
     assert main([*out, "compare", "r", "--model-a", "base", "--model-b", str(tiny_model_dir)]) == 0
     assert "p_holm" in capsys.readouterr().out
+
+
+def test_a_name_clash_is_refused_before_any_engine_naming_both(
+    capsys,
+    tmp_path,
+    no_engine,  # noqa: F811
+    tiny_model_dir,
+):
+    """Issue 32: the second model would find the first's answers "already answered"."""
+    run = _run(tmp_path)
+    before = run.run_json.read_bytes()
+    argv = ["--outputs", str(tmp_path), "infer", "r", "--backend", "hf"]
+    other = f"{{model: {tiny_model_dir}, name: SmolLM2-135M-Instruct}}"
+    line = _one_line(capsys, [*argv, "--model", "embedded", "--model", other])
+    assert "models[0] (embedded) and models[1] (" in line
+    assert "would both store their answers as 'SmolLM2-135M-Instruct'" in line
+    line = _one_line(capsys, [*argv, "--model", '{model: embedded, name: "a\\nb"}'])
+    assert "holds a newline or control character" in line
+    assert run.run_json.read_bytes() == before
+
+
+def test_earlier_answers_from_another_path_keep_their_name(
+    capsys,
+    tmp_path,
+    no_engine,  # noqa: F811
+    tiny_model_dir,
+    tiny_base_model_dir,
+):
+    """A model and earlier answers in the run folder never share a stored name: another path
+    (or answer-changing options, or engine) under the same name is refused before any engine."""
+    run = _run(tmp_path)
+    entry = {"model": "m", "backend": "hf", "source": "local", "path": str(tiny_model_dir)}
+    run.update_meta(models={"m": {**entry, "options": {"dtype": "float32"}}})
+    before = run.run_json.read_bytes()
+    argv = ["--outputs", str(tmp_path), "infer", "r", "--backend", "hf"]
+    line = _one_line(capsys, [*argv, "--model", f"{{model: {tiny_base_model_dir}, name: m}}"])
+    assert f"model {str(tiny_base_model_dir)[-60:]} would store its answers as 'm'" in line
+    assert f"which run r already holds from {str(tiny_model_dir)[-80:]}" in line
+    same = f"{{model: {tiny_model_dir}, name: m}}"
+    line = _one_line(capsys, [*argv, "--model", same])
+    assert "already holds with options" in line and "float32" in line
+    line = _one_line(capsys, [*argv, "--model", same, "-o", "dtype=bfloat16"])
+    assert "already holds with options" in line
+    assert run.run_json.read_bytes() == before
+    # the same path and answer-changing options: the check passes (then the engine would start)
+    with pytest.raises(pytest.fail.Exception, match="constructed"):
+        main([*argv, "--model", same, "-o", "dtype=float32", "-o", "num_threads=1"])
+
+
+def test_an_api_model_without_a_key_stops_the_run_before_model_one(
+    capsys,
+    tmp_path,
+    no_engine,  # noqa: F811
+    monkeypatch,
+):
+    """Every model's key is checked before the first engine starts."""
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
+    run = _run(tmp_path)
+    before = run.run_json.read_bytes()
+    argv = ["--outputs", str(tmp_path), "infer", "r", "--backend", "hf", "--model", "embedded"]
+    line = _one_line(capsys, [*argv, "--model", "{model: gpt-4o-mini, backend: openai}"])
+    assert "model gpt-4o-mini: set OPENAI_API_KEY to use the OpenAI API" in line
+    assert run.run_json.read_bytes() == before
+
+
+def test_second_model_option_out_of_range_stops_before_model_one(
+    capsys,
+    tmp_path,
+    no_engine,  # noqa: F811
+):
+    _run(tmp_path)
+    argv = ["--outputs", str(tmp_path), "infer", "r", "--backend", "hf", "--model", "embedded"]
+    second = "{model: embedded, name: other, options: {prefill_chunk: 8}}"
+    line = _one_line(capsys, [*argv, "--model", second])
+    assert line == (
+        "lceval: backend hf option prefill_chunk: 8: must be greater than or equal to 16"
+    )

@@ -45,16 +45,11 @@ SIDE_BUILDS = {
 second part does not cover them)."""
 
 SMALL: dict[str, Any] = {
-    "lifbench": lambda p: {"max_samples_per_task": 1, "lengths": p["lengths"][:2]},
-    "manyifeval": lambda p: {"n_prompts": 1},
-    "longgenbench": lambda p: {"n_per_scenario": 1},
-    "ruler": lambda p: {"num_samples": 1, "lengths": p["lengths"][:1]},
-    # the dense retriever loads a model (tests/benchmarks/leval covers it, marked slow)
-    "leval": lambda p: {"limit_docs": 1, "retrieval": [r for r in p["retrieval"] if r != "dense"]},
-    "cifbench": lambda p: {"n_inputs": 1},
+    k: registry.get(k).testing.small or (lambda p: {}) for k in registry.BENCHMARKS
 }
 """Per benchmark, ``-p`` overrides that keep a build small (counts, lengths, no model-backed
-retrieval): every key of the file is still passed, so the key check is the file's own."""
+retrieval; declared as ``Benchmark.testing.small``): every key of the file is still passed, so
+the key check is the file's own."""
 
 HASHES = REPO / "tests" / "fixtures" / "params_build_hashes.json"
 """notebook/params file -> sha256 of the samples.jsonl that the small build of it writes."""

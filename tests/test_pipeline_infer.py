@@ -12,8 +12,17 @@ import pytest
 
 from lceval.io import RunDir, new_meta
 from lceval.models.base import GenerationConfig
-from lceval.pipeline import run_inference
+from lceval.pipeline import _answer, select_samples
 from lceval.records import Context, Response, Sample
+
+
+def run_inference(
+    run, backend, config=None, *, batch_size=8, limit=None, tasks=None, progress=True
+):
+    """Answer the run's pending samples with a backend object (what ``pipeline.infer`` does
+    after loading each model's engine)."""
+    samples = select_samples(run, run.read_samples(), limit=limit, tasks=tasks)
+    return _answer(run, backend, config, samples, run.read_contexts(), batch_size, progress)
 
 
 def _samples(n):
@@ -275,7 +284,8 @@ def test_infer_calls_the_engine_in_its_call_size_and_records_timing(
         progress=False,
     )
     assert len(out) == 12 and engine.calls == calls
-    timing = run.read_meta().models["scripted"]["timing"]
+    # answers are stored under the name known before the engine starts (specs.stored_name)
+    timing = run.read_meta().models["SmolLM2-135M-Instruct"]["timing"]
     assert set(timing) == {"engine_start_s", "generate_s", "engine_close_s"}
     assert all(isinstance(v, float) and v >= 0 for v in timing.values())
 

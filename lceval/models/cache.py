@@ -22,9 +22,9 @@ from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 
+from lceval.console import log
 from lceval.errors import LcevalError
 from lceval.io import UTF8_BOM, atomic_open, dumps, json_line, json_problem
-from lceval.models.base import log
 from lceval.records import Response, from_dict
 
 Key = tuple[str, str, str, str | None]

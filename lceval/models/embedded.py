@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from lceval.errors import LcevalError
+from lceval.errors import LcevalError, one_line
 
 EMBEDDED_ALIASES = ("embedded", "smollm2", "default")
 EMBEDDED_NAME = "SmolLM2-135M-Instruct"
@@ -200,7 +200,7 @@ def embedded_model_dir() -> tuple[Path, dict[str, Any]]:
             except LcevalError:
                 raise
             except Exception as exc:  # noqa: BLE001 - any library failure becomes one line
-                msg = " ".join(str(exc).split())[:300]
+                msg = one_line(exc)
                 raise LcevalError(f"cannot convert the embedded model {gguf}: {msg}") from exc
             rec = current()
             if rec is None:
@@ -254,7 +254,7 @@ def _resolve_hub(model: str) -> ModelSource:
         try:
             path = snapshot_download(model, allow_patterns=patterns)
         except Exception as exc:  # noqa: BLE001 - network, auth, missing repo: one line
-            msg = " ".join(str(exc).split())[:200]
+            msg = one_line(exc)
             raise LcevalError(
                 f"model {model!r} is not a local directory and could not be downloaded from the "
                 f"hub (no network or no such repo): {type(exc).__name__}: {msg}"

@@ -25,9 +25,9 @@ from typing import Any
 
 from tqdm.auto import tqdm
 
-from lceval.console import terminal
+from lceval.console import log, terminal
 from lceval.errors import LcevalError
-from lceval.models.base import Backend, GenerationConfig, log
+from lceval.models.base import Backend, GenerationConfig
 from lceval.models.cache import ResponseStore
 from lceval.records import Context, Response, Sample, sample_hashes
 

@@ -51,7 +51,8 @@ from transformers import (
 )
 from transformers.cache_utils import DynamicLayer
 
-from lceval.errors import LcevalError
+from lceval.errors import LcevalError, one_line
+from lceval.models.backends import parse_options
 from lceval.models.base import (
     GenerationConfig,
     RenderedPrompt,
@@ -71,9 +72,44 @@ from lceval.models.hf_attention import (
     SharedPrefixLayer,
     kv_bytes_per_token,
 )
-from lceval.models.hf_load import model_window, pick_device, pick_dtype
 from lceval.models.rope import RopeOverride, apply_rope, resolve_rope
+from lceval.models.specs import model_window
+from lceval.models.threads import ThreadChoice, choose_threads
 from lceval.records import Context, FinishReason, Response, Sample
+
+DTYPES = ("auto", "float32", "bfloat16", "float16")
+
+
+def pick_device(device: str) -> str:
+    """The torch device name for ``device`` (``auto``: CUDA when available, else CPU).
+
+    Raises:
+        LcevalError: an unknown device, or CUDA asked for where there is none.
+    """
+    if device == "auto":
+        return "cuda" if torch.cuda.is_available() else "cpu"
+    if device == "cpu" or device.startswith("cuda") or device == "mps":
+        if device.startswith("cuda") and not torch.cuda.is_available():
+            raise LcevalError(f"device {device!r} requested but no CUDA GPU is available")
+        return device
+    raise LcevalError(f"device must be 'auto', 'cpu', 'cuda[:N]' or 'mps', got {device!r}")
+
+
+def pick_dtype(dtype: str, device: str) -> torch.dtype:
+    """The torch dtype for ``dtype`` on ``device`` (``auto``: bfloat16 on GPUs that support it,
+    float16 on older GPUs, float32 on the CPU).
+
+    Raises:
+        LcevalError: an unknown dtype name.
+    """
+    if dtype not in DTYPES:
+        raise LcevalError(f"dtype must be one of {', '.join(DTYPES)}, got {dtype!r}")
+    if dtype == "auto":
+        if device.startswith("cuda"):
+            return torch.bfloat16 if torch.cuda.is_bf16_supported() else torch.float16
+        return torch.float32  # CPU: bf16 is no faster here and fp32 keeps batching exact
+    return getattr(torch, dtype)
+
 
 MIN_SHARED_PREFIX = 32
 """Shortest common token prefix (tokens) worth encoding once per batch."""
@@ -157,7 +193,7 @@ class HFBackend:
         device: ``"auto"`` (CUDA when available, else CPU), ``"cpu"``, ``"cuda[:N]"`` or ``"mps"``.
         dtype: ``"auto"`` (bfloat16 on GPUs that support it, float16 on older GPUs, float32 on
             CPU), ``"float32"``, ``"bfloat16"`` or ``"float16"``.
-        batch_size: most rows per batch (one ``generate`` call). None (default): 8 on the CPU;
+        max_batch_rows: most rows per forward batch. None (default): 8 on the CPU;
             on a GPU the most rows that fit the free memory (up to :data:`AUTO_BATCH_CAP`),
             counting the shared context once and each row's own tokens and activations
             (:meth:`HFBackend.rows_that_fit`). A CUDA out-of-memory error halves the batch and
@@ -173,9 +209,11 @@ class HFBackend:
         share_prefix: encode a batch's common token prefix once and reuse its KV cache, and keep
             the last such cache for the next batches (a shared context is encoded once per run);
             ``prompt_tokens_requested`` / ``prompt_tokens_computed`` count the effect.
-        num_threads: CPU threads for torch (``torch.set_num_threads``, process-wide); None keeps
-            torch's default (one per core). On a loaded machine 1 thread can be several times
-            faster than oversubscribed OpenMP threads.
+        num_threads: CPU threads for torch (``torch.set_num_threads``, process-wide); None
+            (default): on the CPU, the cores this process may use
+            (:func:`lceval.models.threads.choose_threads`: affinity, cgroup quota, load), recorded
+            in run.json with what it was chosen from; on a GPU torch's default. On a loaded
+            machine 1 thread can be many times faster than oversubscribed OpenMP threads.
 
         prompt_format: ``auto`` (the chat template when the tokenizer has one, else plain text:
             base models), ``chat`` or ``plain``; recorded in run.json and, when plain, in the
@@ -197,7 +235,7 @@ class HFBackend:
         model: str | None = None,
         device: str = "auto",
         dtype: str = "auto",
-        batch_size: int | None = None,
+        max_batch_rows: int | None = None,
         window: int | None = None,
         trust_remote_code: bool = False,
         share_prefix: bool = True,
@@ -207,26 +245,34 @@ class HFBackend:
         rope_scaling: dict[str, Any] | str | None = None,
         prefill_chunk: int | None = None,
     ) -> None:
-        if batch_size is not None and batch_size < 1:
-            raise LcevalError(f"batch_size must be >= 1, got {batch_size}")
-        if prefill_chunk is not None and prefill_chunk < 16:
-            raise LcevalError(f"prefill_chunk must be >= 16 tokens, got {prefill_chunk}")
-        if window is not None and window < 2:
-            raise LcevalError(f"window must be >= 2 tokens, got {window}")
-        if num_threads is not None:
-            if num_threads < 1:
-                raise LcevalError(f"num_threads must be >= 1, got {num_threads}")
-            torch.set_num_threads(num_threads)
+        # names, types and ranges: lceval.models.backends.HFOptions (checked before loading)
+        given = {
+            "max_batch_rows": max_batch_rows,
+            "window": window,
+            "num_threads": num_threads,
+            "prefill_chunk": prefill_chunk,
+        }
+        parse_options("hf", given)
         check_prompt_format(prompt_format)
         self.source: ModelSource = resolve_model(model)
         self.name = self.source.name
         self.device = pick_device(device)
+        self.threads: ThreadChoice | None = None
+        """How the CPU thread count was chosen (None: given as ``num_threads``, or a GPU)."""
+        if num_threads is None and self.device == "cpu":
+            self.threads = choose_threads()
+            num_threads = self.threads.threads
+        if num_threads is not None:
+            torch.set_num_threads(num_threads)
         self.dtype = pick_dtype(dtype, self.device)
-        self.auto_batch = batch_size is None
-        self.batch_size = batch_size or (AUTO_BATCH_CAP if self.device.startswith("cuda") else 8)
+        self.auto_batch = max_batch_rows is None
+        self.batch_size = max_batch_rows or (
+            AUTO_BATCH_CAP if self.device.startswith("cuda") else 8
+        )
+        """Most rows per forward batch (the ``max_batch_rows`` option)."""
         self.call_size = self.batch_size
-        self.prefill_chunk = prefill_chunk or PREFILL_CHUNK
         """Samples per ``generate`` call that ``lceval.pipeline.infer`` sends by default."""
+        self.prefill_chunk = prefill_chunk or PREFILL_CHUNK
         self.share_prefix = share_prefix
         self._prefix_ids: list[int] = []
         """Token ids of the last shared prefix encoded (empty: none kept)."""
@@ -264,7 +310,7 @@ class HFBackend:
                 local_files_only=True,
             )
         except (OSError, ValueError) as exc:
-            msg = " ".join(str(exc).split())[:300]
+            msg = one_line(exc)
             raise LcevalError(
                 f"cannot load model {self.name} from {self.source.path}: {msg}"
             ) from None
@@ -318,11 +364,12 @@ class HFBackend:
             "device": self.device,
             "dtype": self._dtype_name,
             "window": self.window,
-            "batch_size": "auto" if self.auto_batch else self.batch_size,
+            "max_batch_rows": "auto" if self.auto_batch else self.batch_size,
             "prefill_chunk": self.prefill_chunk,
             "shared_prefix_held_once": self._cascade,
             "share_prefix": self.share_prefix,
             "num_threads": torch.get_num_threads(),
+            "num_threads_chosen_from": self.threads.record() if self.threads else "given",
             "prompt_format": self.prompt_format,
             "rope": self.rope.record() if self.rope is not None else None,
             **self._versions,
@@ -552,8 +599,8 @@ class HFBackend:
             self._prefix_ids, self._prefix_kv = [], None  # it may be half-built
         self._free()
         if oom and len(rows) == 1:
-            exc = LcevalError(self._oom_reason(rows[0]))
-            return [(rows[0], error_response(rows[0].sample, self.name, config, exc))]
+            oom_error = LcevalError(self._oom_reason(rows[0]))
+            return [(rows[0], error_response(rows[0].sample, self.name, config, oom_error))]
         if oom:
             half = (len(rows) + 1) // 2
             return self._run_batch(rows[:half], config) + self._run_batch(rows[half:], config)

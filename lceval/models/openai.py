@@ -27,20 +27,16 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 from urllib.parse import urlparse
 
-from lceval.errors import LcevalError
+from lceval.errors import LcevalError, one_line
+from lceval.models.backends import PUBLIC_BASE_URL, is_public_openai
 from lceval.models.base import GenerationConfig, context_text, error_response, messages
 from lceval.records import Context, FinishReason, Response, Sample
 
-PUBLIC_BASE_URL = "https://api.openai.com/v1"
 MAX_STOP = 4
 """The OpenAI API accepts at most 4 stop strings; further ones are applied locally."""
 RETRY_STATUS = frozenset({408, 409, 429, 500, 502, 503, 504})
 
-
-def is_public_openai(base_url: str) -> bool:
-    """True when ``base_url`` points at the public OpenAI API (api.openai.com)."""
-    host = urlparse(base_url).hostname or ""
-    return host == "api.openai.com" or host.endswith(".openai.com")
+__all__ = ["PUBLIC_BASE_URL", "OpenAIBackend", "is_public_openai"]
 
 
 class OpenAIBackend:
@@ -265,7 +261,6 @@ def redact(text: str, secrets: tuple[str, ...] = ()) -> str:
 def _plain_http_to_remote(base_url: str) -> bool:
     """True for an ``http://`` URL whose host is not on this machine (loopback)."""
     import ipaddress
-    from urllib.parse import urlparse
 
     u = urlparse(base_url)
     if u.scheme != "http":
@@ -280,4 +275,4 @@ def _plain_http_to_remote(base_url: str) -> bool:
 
 
 def _one_line(exc: BaseException) -> str:
-    return " ".join(str(exc).split())[:300]
+    return one_line(exc)

@@ -53,7 +53,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from lceval.errors import LcevalError
+from lceval.errors import LcevalError, one_line
 
 ScalingType = Literal["ntk", "dynamic", "linear"]
 SCALING_TYPES: tuple[str, ...] = ("ntk", "dynamic", "linear")
@@ -389,7 +389,7 @@ def load_config(path: str, trust_remote_code: bool = False, local_only: bool = F
             path, trust_remote_code=trust_remote_code, local_files_only=local_only
         )
     except (OSError, ValueError) as exc:
-        msg = " ".join(str(exc).split())[:300]
+        msg = one_line(exc)
         raise LcevalError(f"cannot read the model config of {path}: {msg}") from None
 
 

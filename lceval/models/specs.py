@@ -100,9 +100,145 @@ def _entry(value: Any, i: int, backend: str, options: Mapping[str, Any], where: 
     if not isinstance(own, Mapping):
         raise LcevalError(f"{at}: 'options' must be a mapping, got {type(own).__name__}")
     name = value.get("name")
-    if name is not None and (not isinstance(name, str) or not name.strip()):
-        raise LcevalError(f"{at}: 'name' must be a non-empty string, got {name!r:.80}")
+    if name is not None:
+        check_display_name(name, f"{at}: 'name'")
     return ModelSpec(model, own_backend, {**dict(options), **dict(own)}, name)
+
+
+def check_display_name(name: Any, what: str = "model name") -> str:
+    """``name`` when it can name a model's answers: a non-empty string of printable characters
+    (no newline or other control character: it is written on progress lines, in tables and as a
+    key of run.json), at most 200 characters, not only spaces.
+
+    Raises:
+        LcevalError: one line naming ``what`` and the problem.
+    """
+    if not isinstance(name, str) or not name.strip():
+        raise LcevalError(f"{what} must be a non-empty string, got {name!r:.80}")
+    if any(not c.isprintable() for c in name):
+        raise LcevalError(f"{what} {name!r:.80} holds a newline or control character")
+    if len(name) > 200:
+        raise LcevalError(f"{what} is {len(name)} characters long; at most 200")
+    return name
+
+
+def stored_name(spec: ModelSpec) -> str:
+    """The name ``spec``'s answers are stored under (``Response.model``, run.json's ``models``
+    key), known without loading anything: the display name, else the name the engine gives the
+    model (the embedded model's, a local folder as typed, a hub id, an API's served name).
+    An answer's identity is this name: two models of a run never share it (:func:`check_names`).
+    """
+    if spec.name:
+        return spec.name
+    from lceval.models.embedded import EMBEDDED_ALIASES, EMBEDDED_NAME
+
+    text = spec.model.strip()
+    if spec.backend != "openai" and text.lower() in EMBEDDED_ALIASES:
+        return EMBEDDED_NAME
+    return text.rstrip("/") or text
+
+
+def location(spec: ModelSpec) -> str:
+    """Where ``spec``'s weights (or API model) are: ``embedded``, a local folder's absolute
+    path, a hub id, or ``openai:<base_url>|<served name>`` (no engine loaded)."""
+    text = spec.model.strip()
+    if spec.backend == "openai":
+        base = str(spec.options.get("base_url") or os.environ.get("OPENAI_BASE_URL") or "")
+        return f"openai:{base.rstrip('/')}|{text}"
+    from lceval.models.embedded import EMBEDDED_ALIASES
+
+    if text.lower() in EMBEDDED_ALIASES:
+        return "embedded"
+    path = Path(text).expanduser()
+    if path.is_dir():
+        return str(path.resolve())
+    return text
+
+
+def _engine_of(spec: ModelSpec) -> str:
+    """The engine ``spec`` will load (``auto`` decided by ``choose_backend``)."""
+    from lceval.models.backends import resolve_backend
+
+    return resolve_backend(spec.backend)
+
+
+def recorded_location(entry: Mapping[str, Any]) -> str | None:
+    """:func:`location` of a model as run.json's ``models`` entry records it (None: unknown)."""
+    if isinstance(entry.get("location"), str):
+        return str(entry["location"])
+    if entry.get("backend") == "openai":
+        return f"openai:{str(entry.get('base_url', '')).rstrip('/')}|{entry.get('model')}"
+    source = entry.get("source")
+    if source == "embedded":
+        return "embedded"
+    if source == "local" and isinstance(entry.get("path"), str):
+        return str(entry["path"])
+    if source == "hub" and isinstance(entry.get("hub_id"), str):
+        return str(entry["hub_id"])
+    return None
+
+
+ANSWER_OPTIONS = (
+    "dtype",
+    "prompt_format",
+    "rope_theta",
+    "rope_scaling",
+    "window",
+    "max_model_len",
+    "trust_remote_code",
+)
+"""Engine options that change a model's answers (the others, ``device``, ``num_threads``, batch
+and parallelism sizes, retries, change only speed): a model whose answers are already stored
+under a name may answer more samples under it only with the same values of these."""
+
+
+def _options_text(options: Mapping[str, Any]) -> str:
+    kept = {k: v for k, v in options.items() if k in ANSWER_OPTIONS}
+    return json.dumps(kept, sort_keys=True, default=str)
+
+
+def check_names(
+    specs: Sequence[ModelSpec], earlier: Mapping[str, Any], run_id: str = "the run"
+) -> None:
+    """Refuse, before anything starts, two models that would store their answers under one name:
+    two models of this command, or a model and earlier answers in the run folder (run.json's
+    ``models``) from another place (path, hub id, endpoint), backend or options.
+
+    Args:
+        specs: the models of the command.
+        earlier: run.json's ``models`` (stored name -> the entry recorded when it answered).
+        run_id: the run, for messages.
+
+    Raises:
+        LcevalError: one line naming both models and the shared name, and the way out (a
+            different ``name``).
+    """
+    seen: dict[str, int] = {}
+    for i, spec in enumerate(specs):
+        name = stored_name(spec)
+        if name in seen:
+            j = seen[name]
+            raise LcevalError(
+                f"models[{j}] ({specs[j].model[:60]}) and models[{i}] ({spec.model[:60]}) would "
+                f"both store their answers as {name[:60]!r}; give one a different `name`"
+            )
+        seen[name] = i
+        entry = earlier.get(name)
+        if not isinstance(entry, Mapping):
+            continue
+        was, now = recorded_location(entry), location(spec)
+        why = None
+        if was is not None and was != now:
+            why = f"from {was[-80:]}"
+        elif "options" in entry and _options_text(entry["options"]) != _options_text(spec.options):
+            why = f"with options {_options_text(entry['options'])[:80]}"
+        elif entry.get("backend") not in (None, _engine_of(spec)):
+            why = f"from backend {entry.get('backend')}"
+        if why:
+            raise LcevalError(
+                f"model {spec.model[:60]} would store its answers as {name[:60]!r}, which run "
+                f"{run_id} already holds {why}; give it a different `name`"
+            )
 
 
 def resolve_models(
@@ -130,7 +266,8 @@ def resolve_models(
     Raises:
         LcevalError: one line: both ``model`` and ``models``, neither (the embedded stand-in is
             used only when named), an empty list, a malformed entry, or two entries that would
-            record their answers under the same name; more than one with ``one``.
+            store their answers under the same name (:func:`stored_name`); more than one with
+            ``one``.
     """
     options = dict(options or {})
     if model is not None and models is not None:
@@ -144,15 +281,10 @@ def resolve_models(
     if not isinstance(models, Sequence) or not models:
         raise LcevalError(f"{where}: `models` must be a non-empty list, got {models!r:.80}")
     specs = tuple(_entry(v, i, backend, options, where) for i, v in enumerate(models))
-    seen: dict[tuple[str, str], int] = {}
-    for i, s in enumerate(specs):
-        key = (s.label, json.dumps(dict(s.options), sort_keys=True, default=str) + s.backend)
-        if key in seen:
-            raise LcevalError(
-                f"{where}: models[{i}] repeats models[{seen[key]}] ({s.label}); give each a "
-                "different `name` or drop one"
-            )
-        seen[key] = i
+    try:
+        check_names(specs, {})
+    except LcevalError as exc:
+        raise LcevalError(f"{where}: {exc}") from None
     if one is not None and len(specs) > 1:
         raise LcevalError(f"{where}: give one model here ({one}), got {len(specs)}")
     return specs
@@ -193,13 +325,47 @@ TOKENIZER_FILES = (
 )
 
 
+def window_config(config: Any) -> Any:
+    """The section of a model config that states its window: the config itself, or its
+    ``text_config`` (multimodal checkpoints); a transformers config object or config.json as a
+    dict. None: neither states ``max_position_embeddings``."""
+
+    def get(obj: Any, key: str) -> Any:
+        return obj.get(key) if isinstance(obj, Mapping) else getattr(obj, key, None)
+
+    for cfg in (config, get(config, "text_config")):
+        n = get(cfg, "max_position_embeddings") if cfg is not None else None
+        if isinstance(n, int) and not isinstance(n, bool) and n > 0:
+            return cfg
+    return None
+
+
+def model_window(config: Any, tokenizer: Any = None) -> int:
+    """A loaded model's context window in tokens: the config's ``max_position_embeddings`` (or
+    its text config's, :func:`window_config`), else the tokenizer's ``model_max_length``; the one
+    rule the hf engine (``HFBackend.window``), the planner (``lceval.plan``) and
+    :func:`declared_window` read a checkpoint's window by.
+
+    Raises:
+        LcevalError: neither the model config nor the tokenizer states a window.
+    """
+    cfg = window_config(config)
+    if cfg is not None:
+        key = "max_position_embeddings"
+        return int(cfg[key] if isinstance(cfg, Mapping) else getattr(cfg, key))
+    length = getattr(tokenizer, "model_max_length", None)
+    if isinstance(length, int) and 0 < length < 10_000_000:
+        return length
+    raise LcevalError("cannot tell the model's context window; pass window=<tokens>")
+
+
 def declared_window(spec: ModelSpec, folder: Path | None) -> tuple[int | None, str]:
     """The context window ``spec``'s engine will have, in tokens, and where it comes from.
 
     The ``max_model_len`` (vllm) or ``window`` (hf) option; else the checkpoint's
     ``max_position_embeddings`` (or its text config's), times the factor of a ``rope_scaling``
     option (over its ``original_max_position_embeddings`` when given), as the engines resolve it
-    (``lceval.models.hf_load.model_window``, ``lceval.models.rope``), or times the factor of the
+    (:func:`model_window`, ``lceval.models.rope``), or times the factor of the
     checkpoint's own linear, dynamic or YaRN scaling (as vLLM derives ``max_model_len``).
 
     Returns:
@@ -217,13 +383,10 @@ def declared_window(spec: ModelSpec, folder: Path | None) -> tuple[int | None, s
         config = json.loads((folder / "config.json").read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return None, "its config.json could not be read"
-    n, own = None, None
-    for cfg in (config, config.get("text_config") or {}):
-        if isinstance(cfg.get("max_position_embeddings"), int):
-            n, own = cfg["max_position_embeddings"], cfg.get("rope_scaling")
-            break
-    if not n:
+    section = window_config(config)
+    if section is None:
         return None, "its config.json states no max_position_embeddings"
+    n, own = model_window(section), section.get("rope_scaling")
     if isinstance(own, Mapping) and "rope_scaling" not in spec.options:
         # the checkpoint's own scaling, as vLLM derives its window (Vicuna-16k: linear x4 over
         # 4,096; YaRN over original_max_position_embeddings; llama3 / longrope already count it)
@@ -349,6 +512,10 @@ def check_fits(
     tokenizer = None
     if folder is not None:
         tokenizer = _quiet_tokenizer(folder)
+        if tokenizer is None and spec.backend != "openai":
+            raise LcevalError(
+                f"model {spec.label[-60:]}: no tokenizer could be loaded from {str(folder)[-80:]}"
+            )
     fmt = str(spec.options.get("prompt_format", "auto"))
     longest = longest_prompt(samples, contexts, budget, tokenizer, fmt)
     if longest.tokens > window:
@@ -376,8 +543,7 @@ def opened(spec: ModelSpec) -> Iterator[Any]:
     from lceval.models.base import load_backend
 
     engine = load_backend(spec.backend, spec.model, **spec.options)
-    if spec.name:
-        engine.name = spec.name
+    engine.name = stored_name(spec)
     try:
         yield engine
     finally:

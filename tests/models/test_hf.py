@@ -34,7 +34,7 @@ def _sample(i: int, context_id: str | None = "c0", **kw: object) -> Sample:
 
 @pytest.fixture(scope="module")
 def tiny(tiny_model_dir: Path) -> HFBackend:
-    return HFBackend(str(tiny_model_dir), device="cpu", batch_size=4)
+    return HFBackend(str(tiny_model_dir), device="cpu", max_batch_rows=4)
 
 
 @pytest.fixture(scope="module")
@@ -80,9 +80,11 @@ def test_prefix_kept_across_calls_and_batches(tiny_model_dir: Path) -> None:
     # calls and batches, as lceval.models.generate sends them): each context is encoded once.
     ctx = {k: Context(k, _text(300, j), 0, "o200k_base") for j, k in enumerate(("A", "B"))}
     samples = [_sample(i, "A" if i < 5 else "B", max_new_tokens=8) for i in range(9)]
-    kept = HFBackend(str(tiny_model_dir), device="cpu", batch_size=2)
+    kept = HFBackend(str(tiny_model_dir), device="cpu", max_batch_rows=2)
     shared = [r for k in range(0, 9, 3) for r in kept.generate(samples[k : k + 3], ctx, GREEDY)]
-    plain_backend = HFBackend(str(tiny_model_dir), device="cpu", batch_size=2, share_prefix=False)
+    plain_backend = HFBackend(
+        str(tiny_model_dir), device="cpu", max_batch_rows=2, share_prefix=False
+    )
     plain = plain_backend.generate(samples, ctx, GREEDY)
     assert [r.text for r in shared] == [r.text for r in plain]
     assert [r.completion_tokens for r in shared] == [r.completion_tokens for r in plain]
@@ -267,8 +269,8 @@ def test_bad_arguments(tiny_model_dir: Path) -> None:
         HFBackend(str(tiny_model_dir), device="tpu")
     with pytest.raises(LcevalError, match="dtype"):
         HFBackend(str(tiny_model_dir), dtype="int3")
-    with pytest.raises(LcevalError, match="batch_size"):
-        HFBackend(str(tiny_model_dir), batch_size=0)
+    with pytest.raises(LcevalError, match="max_batch_rows"):
+        HFBackend(str(tiny_model_dir), max_batch_rows=0)
     with pytest.raises(LcevalError, match="does not exist"):
         HFBackend("/no/such/model/dir")
 

@@ -42,7 +42,7 @@ def _sample(i: int, context_id: str = "c0", budget: int = 10) -> Sample:
 
 @pytest.fixture()
 def tiny(tiny_model_dir: Path) -> HFBackend:
-    return HFBackend(str(tiny_model_dir), device="cpu", batch_size=8)
+    return HFBackend(str(tiny_model_dir), device="cpu", max_batch_rows=8)
 
 
 def test_logits_only_where_a_token_is_sampled(tiny: HFBackend) -> None:
@@ -246,7 +246,7 @@ PEAK_SCRIPT = textwrap.dedent(
     torch.manual_seed(0)
     LlamaForCausalLM(cfg).save_pretrained(out)
     tok.save_pretrained(out)
-    backend = HFBackend(out, device="cpu", batch_size=1)
+    backend = HFBackend(out, device="cpu", max_batch_rows=1)
     words = "alpha beta gamma delta epsilon zeta eta theta iota kappa".split()
     text = " ".join(words[(i * 7) % 10] for i in range(11_700))
     ctx = {"c0": Context("c0", text, 0, "o200k_base")}

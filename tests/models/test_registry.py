@@ -28,17 +28,39 @@ def test_base_imports_no_backend():
     assert out.stdout.strip() == "False"
 
 
-def test_options_are_the_constructor_parameters():
+def test_options_are_declared_in_one_entry_per_backend():
+    """Each backend's options are a declared type (types, ranges, help), and what it can do is
+    declared beside them; no constructor source is read."""
+    import inspect
+
+    from lceval.models.backends import BACKENDS, HFOptions
+
     opts = backend_options("hf")
-    assert {"device", "dtype", "batch_size", "window", "prompt_format"} <= set(opts)
-    assert "model" not in opts and "self" not in opts
+    assert {"device", "dtype", "max_batch_rows", "window", "prompt_format"} <= set(opts)
+    assert "model" not in opts and "batch_size" not in opts
+    assert "ast" not in inspect.getsource(base)  # the source introspection is gone
+    hf, api = BACKENDS["hf"], BACKENDS["openai"]
+    assert hf.options is HFOptions and hf.local and hf.window_option == "window"
+    assert not api.local and api.window_option is None and not api.prefix_counters
+    schema = HFOptions.model_json_schema()["properties"]["prefill_chunk"]
+    assert {"minimum": 16, "type": "integer"} in schema["anyOf"]
+    # every declared option is a keyword of the engine's constructor (reads the real class)
+    from lceval.models.hf import HFBackend
+
+    params = inspect.signature(HFBackend.__init__).parameters
+    assert set(HFOptions.model_fields) <= set(params)
 
 
 @pytest.mark.parametrize(
     ("backend", "options", "message"),
     [
-        ("hf", {"bogus": 1}, "backend hf has no option 'bogus'; closest: batch_size, "),
-        ("hf", {"batch_size": "x"}, "backend hf option batch_size: 'x' is not int"),
+        ("hf", {"bogus": 1}, "backend hf has no option 'bogus'; closest: max_batch_rows, "),
+        ("hf", {"prefill_chunk": "x"}, "backend hf option prefill_chunk: 'x': must be a valid "),
+        ("hf", {"prefill_chunk": 8}, "backend hf option prefill_chunk: 8: must be greater than "),
+        ("hf", {"num_threads": True}, "backend hf option num_threads: True: must be a valid int"),
+        ("hf", {"batch_size": 4}, "backend hf option batch_size is now max_batch_rows"),
+        ("hf", {"device": "tpu"}, "backend hf option device: 'tpu': must be auto "),
+        ("openai", {"timeout": 0}, "backend openai option timeout: 0: must be greater than 0"),
         ("openai", {"bogus": 1}, "backend openai has no option 'bogus'"),
         ("tgi", {}, "unknown backend 'tgi'; choose one of hf, vllm, openai"),
     ],

@@ -9,7 +9,11 @@ instructions, the published leaderboards), ``resources/`` (README leaderboards, 
 matches, categories, task codes; see its README).
 """
 
-from lceval.benchmark import Benchmark, ScorerSpec, lazy
+from typing import Literal
+
+from pydantic import Field
+
+from lceval.benchmark import Benchmark, JudgeModel, ScorerSpec, Testing, lazy, numbered
 from lceval.benchmarks.cifbench.gold import GOLD, OFFICIAL_TASKS
 
 _RULE_OPTIONS = {
@@ -17,6 +21,25 @@ _RULE_OPTIONS = {
     "bleurt_checkpoint": "local BLEURT checkpoint folder (HF format); then the default metric",
     "creative": "creative tasks: similarity (stand-in, default) or nan",
 }
+
+
+class ModelJudgeOptions(JudgeModel):
+    """Options of scorer ``cifbench:judge``: the judge model, the output types it judges, and
+    the rule-based scorer's options for the other types."""
+
+    max_new_tokens: int = Field(256, ge=1, description="judgment budget in tokens")
+    batch_size: int = Field(8, ge=1, description="judge prompts per engine call")
+    types: str = Field(
+        "multi-class,multi-label,creative",
+        min_length=1,
+        description="comma-separated output types the model judges (the paper's three)",
+    )
+    similarity: str | None = Field(None, description=_RULE_OPTIONS["similarity"])
+    bleurt_checkpoint: str | None = Field(None, description=_RULE_OPTIONS["bleurt_checkpoint"])
+    creative: Literal["similarity", "nan"] = Field(
+        "similarity", description=_RULE_OPTIONS["creative"]
+    )
+
 
 BENCHMARK = Benchmark(
     key="cifbench",
@@ -42,19 +65,17 @@ BENCHMARK = Benchmark(
             "creative tasks as the paper's GPT-4 evaluator; similarity by rules",
             metrics=("model-based evaluator", "similarity", "overall", "category scores"),
             batch=lazy("lceval.benchmarks.cifbench.judge:model_judge"),
-            options={
-                "backend": "judge backend: hf, vllm or openai",
-                "model": "judge model (default: the embedded SmolLM2)",
-                "backend_options": "the judge backend's options (a mapping)",
-                "types": "comma-separated output types the model judges "
-                "(default multi-class,multi-label,creative)",
-                "max_new_tokens": "judgment budget in tokens (default 256)",
-                "batch_size": "prompts per engine call (default 8)",
-                **_RULE_OPTIONS,
-            },
+            option_type=ModelJudgeOptions,
         ),
     },
     report=lazy("lceval.benchmarks.cifbench.report:report_cifbench"),
     notebooks=("11_cif_bench.ipynb",),
     details_file="cifbench_judge_details.parquet",
+    testing=Testing(
+        small=lambda p: {"n_inputs": 1},
+        pipeline="cifbench",
+        full_runs=("cifbench-full",),
+        paper="CIF-Bench",
+        items=numbered(13, 3),
+    ),
 )

@@ -27,7 +27,6 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from lceval import benchmark
-from lceval.benchmark import check_option
 from lceval.benchmarks.cifbench.gold import OUTPUT_TYPES, CifGold
 from lceval.benchmarks.cifbench.score import clean_text, score_cifbench
 from lceval.errors import LcevalError
@@ -265,65 +264,47 @@ class ModelJudge(benchmark.AsksModel):
 _SCORER = "cifbench:judge"
 
 
-def model_judge(
-    run: RunDir,
-    backend: str = "hf",
-    model: str | None = None,
-    backend_options: Mapping[str, Any] | None = None,
-    types: str = ",".join(PAPER_TYPES),
-    max_new_tokens: int = 256,
-    batch_size: int = 8,
-    similarity: str | None = None,
-    bleurt_checkpoint: str | None = None,
-    creative: str = "similarity",
-) -> ModelJudge:
+def model_judge(run: RunDir, **options: Any) -> ModelJudge:
     """The batch judge of scorer ``cifbench:judge`` (nothing loads until the first prompt).
 
     Args:
         run: the run folder; judgments go to ``<run>/cifbench_judge.jsonl`` (resumable).
-        backend: ``hf``, ``vllm`` or ``openai``.
-        model: judge model (None: the embedded SmolLM2; the paper used gpt-4-turbo-preview).
-        backend_options: the backend's options, e.g. ``{"device": "cuda"}``.
-        types: comma-separated output types the model judges (default: multi-class,
-            multi-label, creative, as the paper); the others are scored by rules.
-        max_new_tokens: judgment budget in tokens.
-        batch_size: prompts per engine call.
-        similarity: the rule-based scorer's similarity metric for the other types.
-        bleurt_checkpoint: the rule-based scorer's BLEURT checkpoint.
-        creative: the rule-based scorer's creative option (when creative is not judged).
+        **options: :class:`lceval.benchmarks.cifbench.ModelJudgeOptions`: the shared
+            :class:`lceval.benchmark.JudgeModel` (``backend``, ``model``: None for the embedded
+            SmolLM2, the paper used gpt-4-turbo-preview; ``backend_options``;
+            ``max_new_tokens``, 256; ``batch_size``, 8), ``types`` (comma-separated output
+            types the model judges; default multi-class, multi-label, creative, as the paper;
+            the others are scored by rules) and the rule-based scorer's ``similarity``,
+            ``bleurt_checkpoint`` and ``creative`` for the other types.
 
     Raises:
-        LcevalError: an option of the wrong type, an unknown output type, backend or option.
+        LcevalError: an unknown option or output type, a value of the wrong type or out of
+            range, an unknown backend or backend option.
     """
+    from lceval.benchmarks.cifbench import ModelJudgeOptions
     from lceval.models.cache import ResponseStore
 
-    check_option(backend, str, _SCORER, "backend")
-    if model is not None:
-        check_option(model, str, _SCORER, "model")
-    check_option(types, str, _SCORER, "types")
-    check_option(max_new_tokens, int, _SCORER, "max_new_tokens")
-    check_option(batch_size, int, _SCORER, "batch_size")
-    chosen = tuple(t.strip() for t in types.split(",") if t.strip())
+    opts = ModelJudgeOptions.parse(_SCORER, options)
+    chosen = tuple(t.strip() for t in opts.types.split(",") if t.strip())
     bad = [t for t in chosen if t not in OUTPUT_TYPES]
     if bad:
         raise LcevalError(
             f"scorer {_SCORER} option types: unknown {', '.join(bad)}; "
             f"choose from {', '.join(OUTPUT_TYPES)}"
         )
-    options = check_option(backend_options or {}, Mapping, _SCORER, "backend_options")
-    load = benchmark.ModelJudge.loader(backend, model, options)
-    rule_options: dict[str, Any] = {"creative": creative}
-    if similarity is not None:
-        rule_options["similarity"] = similarity
-    if bleurt_checkpoint is not None:
-        rule_options["bleurt_checkpoint"] = bleurt_checkpoint
+    load = opts.loader()
+    rule_options: dict[str, Any] = {"creative": opts.creative}
+    if opts.similarity is not None:
+        rule_options["similarity"] = opts.similarity
+    if opts.bleurt_checkpoint is not None:
+        rule_options["bleurt_checkpoint"] = opts.bleurt_checkpoint
     return ModelJudge(
         load,
         ResponseStore(run.path / JUDGE_FILE),
         chosen,
-        max_new_tokens=max_new_tokens,
-        batch_size=batch_size,
+        max_new_tokens=opts.max_new_tokens,
+        batch_size=opts.batch_size,
         rule_options=rule_options,
-        label=model or backend,
-        batch_items=max(batch_size, 64),
+        label=opts.label,
+        batch_items=max(opts.batch_size, 64),
     )

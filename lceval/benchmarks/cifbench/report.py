@@ -25,9 +25,7 @@ rounded here.
 
 from __future__ import annotations
 
-import csv
 from collections.abc import Sequence
-from importlib import resources
 from typing import Any
 
 import matplotlib.pyplot as plt
@@ -36,14 +34,19 @@ import pandas as pd
 
 from lceval.benchmarks.cifbench import tables as cif_tables
 from lceval.benchmarks.cifbench.gold import CATEGORIES, LEADERBOARD_COLUMN
+from lceval.benchmarks.cifbench.tables import (
+    KEYS,
+    input_means,
+    model_names,
+    published_leaderboard,
+    rank_correlation,
+    task_scores,
+)
 from lceval.errors import LcevalError
 from lceval.io import RunDir
 from lceval.metrics import stratified_bootstrap_ci
 from lceval.records import Sample
 from lceval.reporting import save_figure, save_table
-
-KEYS = ["model", "split", "source"]
-"""What every run table is computed per."""
 
 
 # -- the run's scores --------------------------------------------------------------------------
@@ -75,35 +78,6 @@ def instance_frame(scores: pd.DataFrame, samples: Sequence[Sample]) -> pd.DataFr
     meta = pd.DataFrame.from_dict(rows, orient="index", columns=cols)
     df = scores[["sample_id", "model", "value"]].join(meta, on="sample_id")
     return df[["sample_id", "model", *cols, "value"]]
-
-
-def input_means(inst: pd.DataFrame) -> pd.DataFrame:
-    """Per model, split, source, task and input: the mean over instructions (NaN skipped) and the
-    number of instructions scored."""
-    g = inst.groupby([*KEYS, "task", "input_id"], sort=True)["value"]
-    return g.agg(value="mean", n_instructions="count").reset_index()
-
-
-def task_scores(inst: pd.DataFrame) -> pd.DataFrame:
-    """``S_t^m`` (paper Sec. 3.3) per model, split, source and task.
-
-    Columns: ``score`` (0..1: mean over inputs of the mean over instructions), ``n_inputs``
-    (inputs with a score), ``n_instructions`` (distinct instructions), ``n_nan`` (unscorable
-    instances), ``output_type``.
-    """
-    per_input = input_means(inst)
-    g = per_input.groupby([*KEYS, "task"], sort=True)
-    out = g.agg(score=("value", "mean"), n_inputs=("value", "count")).reset_index()
-    extra = (
-        inst.groupby([*KEYS, "task"], sort=True)
-        .agg(
-            n_instructions=("instruction_id", "nunique"),
-            n_nan=("value", lambda x: int(x.isna().sum())),
-            output_type=("output_type", "first"),
-        )
-        .reset_index()
-    )
-    return out.merge(extra, on=[*KEYS, "task"])
 
 
 def overall_scores(inst: pd.DataFrame, *, n_resamples: int = 1000, seed: int = 0) -> pd.DataFrame:
@@ -315,42 +289,6 @@ def run_public_private(inst: pd.DataFrame) -> pd.DataFrame:
 
 
 # -- the published leaderboards -----------------------------------------------------------------
-def _resource_csv(name: str) -> list[dict[str, str]]:
-    path = resources.files("lceval.benchmarks.cifbench").joinpath("resources").joinpath(name)
-    with path.open(encoding="utf-8") as f:
-        return list(csv.DictReader(f))
-
-
-def model_names() -> pd.DataFrame:
-    """How models are matched across the README's tables (``resources/model_names.csv``).
-
-    Columns: ``model`` (the name used here: the private table's), ``private``, ``public`` (the
-    names as each table prints them) and ``match``: ``identical``, ``case`` (the names differ
-    only in letter case) or ``explicit`` (different spellings matched by hand:
-    Chatglm-6B-Sft = ChatGLM-6B, Gpt-3.5-Turbo-Sft = gpt-3.5-Public-SFT,
-    Belle-13B-Sft = Belle-SFT-Public).
-    """
-    return pd.DataFrame(_resource_csv("model_names.csv"))
-
-
-def published_leaderboard(split: str) -> pd.DataFrame:
-    """A README leaderboard (0..1): ``private`` (five instructions) or ``public`` (one), indexed
-    by the matched model name (:func:`model_names`), Overall + the 20 category columns.
-
-    Raises:
-        LcevalError: another split name, or a model without a match.
-    """
-    if split not in ("private", "public"):
-        raise LcevalError(f"cifbench: published split must be private or public, got {split!r}")
-    df = pd.DataFrame(_resource_csv(f"leaderboard_{split}.csv"))
-    names = model_names()
-    to_model = dict(zip(names[split], names["model"], strict=True))
-    missing = set(df["model"]) - set(to_model)
-    if missing:
-        raise LcevalError(f"cifbench: no name match for {sorted(missing)}")
-    df["model"] = df["model"].map(to_model)
-    df = df.set_index("model")
-    return df.astype(float)
 
 
 def published_change() -> pd.DataFrame:
@@ -365,51 +303,6 @@ def published_change() -> pd.DataFrame:
     df["rank_private"] = df["private"].rank(ascending=False, method="min").astype(int)
     df.index.name = "model"
     return df.sort_values("change")
-
-
-def rank_correlation(
-    x: Sequence[float] | np.ndarray,
-    y: Sequence[float] | np.ndarray,
-    *,
-    n_resamples: int = 2000,
-    confidence: float = 0.95,
-    seed: int = 0,
-) -> pd.DataFrame:
-    """Kendall's tau (b) and Spearman's rho between paired scores, with p-values
-    (``scipy.stats``) and percentile-bootstrap CIs over resampled pairs.
-
-    Returns:
-        One row per statistic: ``statistic``, ``estimate``, ``p_value``, ``ci_low``,
-        ``ci_high``, ``n``.
-
-    Raises:
-        ValueError: lengths differ or fewer than 3 pairs.
-    """
-    from scipy import stats
-
-    a, b = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
-    if a.shape != b.shape or a.size < 3:
-        raise ValueError("rank_correlation needs two equally long score lists of >= 3 items")
-    rng = np.random.default_rng(seed)
-    idx = rng.integers(0, a.size, size=(n_resamples, a.size))
-    alpha = (1 - confidence) / 2
-    rows = []
-    for name, fn in (("kendall_tau", stats.kendalltau), ("spearman_rho", stats.spearmanr)):
-        res = fn(a, b)
-        boot = np.array([fn(a[i], b[i])[0] for i in idx], dtype=float)
-        boot = boot[~np.isnan(boot)]
-        lo, hi = np.quantile(boot, [alpha, 1 - alpha]) if boot.size else (np.nan, np.nan)
-        rows.append(
-            {
-                "statistic": name,
-                "estimate": float(res[0]),
-                "p_value": float(res[1]),
-                "ci_low": float(lo),
-                "ci_high": float(hi),
-                "n": int(a.size),
-            }
-        )
-    return pd.DataFrame(rows)
 
 
 def published_tables(*, n_resamples: int = 2000, seed: int = 0) -> dict[str, pd.DataFrame]:

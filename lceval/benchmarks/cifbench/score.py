@@ -35,6 +35,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from lceval.benchmarks.cifbench.gold import CifGold, normalize
+from lceval.errors import one_line
 from lceval.metrics import lcs_length
 from lceval.records import Context, Judgement, Response, Sample
 
@@ -321,7 +322,7 @@ def score_cifbench(
     try:
         value, parts, name = similarity_scores(text, reference, metric, bleurt_checkpoint)
     except Exception as exc:  # noqa: BLE001 - a broken checkpoint is a NaN with its reason
-        msg = " ".join(str(exc).split())[:160]
+        msg = one_line(exc)
         return Judgement(math.nan, explanation=f"similarity failed: {type(exc).__name__}: {msg}")
     stand_in = "" if name == "BLEURT" else ", offline stand-in for BLEURT"
     how = f"similarity {name}{stand_in}"

@@ -6,12 +6,31 @@ files), ``prompts.py`` (the official prompt wording), ``build.py``, ``retrieval.
 dense chunk retrieval), ``score.py`` (official exam rules, ROUGE, F1), ``judge.py`` (pairwise
 LLM judge), ``importer.py`` (official prediction files <-> run folders), ``report.py``,
 ``resources/`` (published numbers), ``arithmetic.py`` (the offline GSM stand-in: seeded
-arithmetic problems in the gsm100 format), ``ntk.py`` (the NTK base sweep: plan, table, trend,
-figure; notebook 09).
+arithmetic problems in the gsm100 format). The NTK base sweep (notebook 09) is a cross-paper
+study, :mod:`lceval.studies.ntk`.
 """
 
-from lceval.benchmark import Benchmark, ScorerSpec, lazy
+from pydantic import Field
+
+from lceval.benchmark import Benchmark, JudgeModel, ScorerSpec, Testing, lazy
 from lceval.benchmarks.leval.gold import GOLD, TASKS
+
+
+class PairwiseJudgeOptions(JudgeModel):
+    """Options of scorer ``leval:judge``: the judge model and the baseline it compares with."""
+
+    max_new_tokens: int = Field(
+        2048, ge=1, description="judge answer budget in tokens (2048, as official)"
+    )
+    batch_size: int = Field(16, ge=1, description="judge prompts per engine call")
+    baseline: str | None = Field(
+        None,
+        min_length=1,
+        description="official prediction file(s) of the baseline (file or folder), model:NAME "
+        "(a model of this run), run:RUN_ID[/MODEL] (another run, e.g. an lceval import leval "
+        "run); null: this run's only model, no-LIE answers",
+    )
+
 
 GAMES_FILE = "leval_games.parquet"
 """Per-game verdicts of the pairwise judge (two rows per judged response), from
@@ -38,16 +57,7 @@ BENCHMARK = Benchmark(
             description="pairwise LLM judge vs a baseline's predictions (llm_eval.py, both orders)",
             metrics=("win rate", "n_wins", "n_draws"),
             batch=lazy("lceval.benchmarks.leval.judge:pairwise_judge"),
-            options={
-                "baseline": "official prediction file(s) of the baseline (file or folder), "
-                "model:NAME (a model of this run), run:RUN_ID[/MODEL] (another run, e.g. an "
-                "lceval import leval run); default: this run's only model, no-LIE answers",
-                "backend": "judge backend: hf, vllm or openai (default hf)",
-                "model": "judge model path or hub id (default: the embedded SmolLM2)",
-                "backend_options": "mapping of backend options, e.g. {device: cuda}",
-                "max_new_tokens": "judge answer budget in tokens (default 2048, as official)",
-                "batch_size": "judge prompts per engine call (default 16)",
-            },
+            option_type=PairwiseJudgeOptions,
         ),
     },
     report=lazy("lceval.benchmarks.leval.report:report_leval"),
@@ -56,4 +66,23 @@ BENCHMARK = Benchmark(
     report_scorers=("leval", "leval:judge"),
     notebooks=("08_leval.ipynb", "09_ntk_base_sweep.ipynb"),
     details_file=GAMES_FILE,
+    testing=Testing(
+        small=lambda p: {
+            "limit_docs": 1,
+            # the dense retriever loads a model (tests/benchmarks/leval covers it, marked slow)
+            "retrieval": [r for r in p["retrieval"] if r != "dense"],
+        },
+        pipeline="leval",
+        full_runs=("leval-full",),
+        paper="L-Eval",
+        items=(
+            "Closed-ended table",
+            "Open-ended table",
+            "Human evaluation table",
+            "LIE Kendall-tau table",
+            "LIE NQ example",
+            "Retrieval vs full-context",
+            "NTK base sweep",
+        ),
+    ),
 )

@@ -25,7 +25,7 @@ from typing import Any
 
 from lceval import corpora
 from lceval.benchmarks.leval.gold import EVALUATIONS, TASKS
-from lceval.errors import LcevalError
+from lceval.errors import LcevalError, one_line
 from lceval.io import atomic_open
 
 HUB_DATASET = "L4NLP/LEval"
@@ -202,7 +202,7 @@ def load_hub(
         try:
             ds = datasets.load_dataset(dataset, task, split="test")
         except Exception as exc:  # noqa: BLE001 - any hub failure becomes one line
-            msg = " ".join(str(exc).split())[:160]
+            msg = one_line(exc)
             raise LcevalError(
                 f"cannot load {dataset}/{task} from the hub ({type(exc).__name__}: {msg}); "
                 "offline, set data_path to a clone's LEval-data folder"

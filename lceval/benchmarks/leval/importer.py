@@ -25,7 +25,7 @@ from __future__ import annotations
 import json
 import os
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -41,7 +41,6 @@ from lceval.benchmarks.leval.gold import (
     SciFiGold,
     TopicGold,
 )
-from lceval.benchmarks.leval.judge import model_of, prediction_key
 from lceval.errors import LcevalError
 from lceval.io import RunDir, new_meta, write_jsonl
 from lceval.records import Response, Sample
@@ -50,6 +49,50 @@ IMPORTED_HASH = "imported"
 """``Response.config_hash`` of imported predictions (no lceval generation config)."""
 
 SUFFIX = ".pred.jsonl"
+
+
+def prediction_key(row: Mapping[str, Any]) -> str | None:
+    """The first key holding ``_pred`` of an official prediction row (``<model>_pred``), as
+    ``auto_eval.py`` and ``llm_eval.py`` search for it; None when there is none."""
+    return next((k for k in row if isinstance(k, str) and "_pred" in k), None)
+
+
+def model_of(key: str) -> str:
+    """The model name of a ``<model>_pred`` key (``gpt4-x_pred`` -> ``gpt4-x``)."""
+    return key[: -len("_pred")] if key.endswith("_pred") else key.replace("_pred", "")
+
+
+def read_baseline(path: str | Path) -> tuple[dict[tuple[str, str], str], str, list[Path]]:
+    """A baseline's answers from official prediction files.
+
+    Args:
+        path: a ``*.pred.jsonl`` file, or a folder searched recursively for them (e.g.
+            ``Predictions/ngram_eval/turbo-16k-0613``).
+
+    Returns:
+        ((query, reference) -> answer, the baseline's model name, the files read).
+
+    Raises:
+        LcevalError: no such path, no prediction file, a row without ``query``, ``gt`` or a
+            ``<model>_pred`` key.
+    """
+    p = Path(path).expanduser()
+    if not p.exists():
+        raise LcevalError(f"baseline {str(p)!r} does not exist")
+    files = sorted(p.rglob("*.pred.jsonl")) if p.is_dir() else [p]
+    if not files:
+        raise LcevalError(f"baseline folder {str(p)!r} holds no *.pred.jsonl file")
+    answers: dict[tuple[str, str], str] = {}
+    names: list[str] = []
+    for f in files:
+        for i, row in enumerate(corpora.read_jsonl_file(f), 1):
+            key = prediction_key(row)
+            if key is None or not isinstance(row.get("query"), str) or "gt" not in row:
+                raise LcevalError(f"{f} line {i}: expected keys query, gt and <model>_pred")
+            answers.setdefault((row["query"], str(row["gt"])), str(row[key]))
+            if model_of(key) not in names:
+                names.append(model_of(key))
+    return answers, "+".join(names), files
 
 
 def prediction_files(path: str | Path) -> list[tuple[str, Path]]:

@@ -33,9 +33,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from lceval import corpora
-from lceval.benchmark import AsksModel, ModelJudge, check_option
+from lceval.benchmark import AsksModel, ModelJudge
 from lceval.benchmarks.leval.gold import OpenGold
+from lceval.benchmarks.leval.importer import export_predictions, read_baseline
 from lceval.benchmarks.leval.prompts import JUDGE_SYSTEM, JUDGE_TEMPLATE
 from lceval.errors import LcevalError
 from lceval.records import Context, Judgement, Response, Sample
@@ -50,50 +50,6 @@ JUDGE_FILE = "leval_judge.jsonl"
 
 Verdict = Literal["A", "B", "tie", "error"]
 Winner = Literal["model", "baseline", "tie", "error"]
-
-
-def prediction_key(row: Mapping[str, Any]) -> str | None:
-    """The first key holding ``_pred`` of an official prediction row (``<model>_pred``), as
-    ``auto_eval.py`` and ``llm_eval.py`` search for it; None when there is none."""
-    return next((k for k in row if isinstance(k, str) and "_pred" in k), None)
-
-
-def model_of(key: str) -> str:
-    """The model name of a ``<model>_pred`` key (``gpt4-x_pred`` -> ``gpt4-x``)."""
-    return key[: -len("_pred")] if key.endswith("_pred") else key.replace("_pred", "")
-
-
-def read_baseline(path: str | Path) -> tuple[dict[tuple[str, str], str], str, list[Path]]:
-    """A baseline's answers from official prediction files.
-
-    Args:
-        path: a ``*.pred.jsonl`` file, or a folder searched recursively for them (e.g.
-            ``Predictions/ngram_eval/turbo-16k-0613``).
-
-    Returns:
-        ((query, reference) -> answer, the baseline's model name, the files read).
-
-    Raises:
-        LcevalError: no such path, no prediction file, a row without ``query``, ``gt`` or a
-            ``<model>_pred`` key.
-    """
-    p = Path(path).expanduser()
-    if not p.exists():
-        raise LcevalError(f"baseline {str(p)!r} does not exist")
-    files = sorted(p.rglob("*.pred.jsonl")) if p.is_dir() else [p]
-    if not files:
-        raise LcevalError(f"baseline folder {str(p)!r} holds no *.pred.jsonl file")
-    answers: dict[tuple[str, str], str] = {}
-    names: list[str] = []
-    for f in files:
-        for i, row in enumerate(corpora.read_jsonl_file(f), 1):
-            key = prediction_key(row)
-            if key is None or not isinstance(row.get("query"), str) or "gt" not in row:
-                raise LcevalError(f"{f} line {i}: expected keys query, gt and <model>_pred")
-            answers.setdefault((row["query"], str(row["gt"])), str(row[key]))
-            if model_of(key) not in names:
-                names.append(model_of(key))
-    return answers, "+".join(names), files
 
 
 BASELINE_HELP = (
@@ -119,7 +75,6 @@ def resolve_baseline(run: RunDir, spec: str | None) -> Path:
         LcevalError: an empty name, a run or model without answers, several models and none
             named, a path that does not exist.
     """
-    from lceval.benchmarks.leval.importer import export_predictions
     from lceval.io import RunDir as Run
 
     if spec is not None and not spec.startswith(("model:", "run:")):
@@ -338,52 +293,37 @@ class PairwiseJudge(AsksModel):
 _SCORER = "leval:judge"
 
 
-def pairwise_judge(
-    run: RunDir,
-    baseline: str | None = None,
-    backend: str = "hf",
-    model: str | None = None,
-    backend_options: Mapping[str, Any] | None = None,
-    max_new_tokens: int = 2048,
-    batch_size: int = 16,
-) -> PairwiseJudge:
+def pairwise_judge(run: RunDir, **options: Any) -> PairwiseJudge:
     """The batch judge of scorer ``leval:judge`` (nothing loads until the first game).
 
     Args:
         run: the run folder; judgments go to ``<run>/leval_judge.jsonl`` (resumable).
-        baseline: the baseline (:func:`resolve_baseline`): official prediction files (e.g.
-            Turbo-16k's ``Predictions/ngram_eval/turbo-16k-0613``), ``model:NAME`` (a model of
-            this run), ``run:RUN_ID[/MODEL]`` (another run's answers, e.g. an ``lceval import
-            leval`` run); None: the no-LIE answers of this run's only model.
-        backend: ``hf``, ``vllm`` or ``openai``.
-        model: judge model (None: the embedded SmolLM2; the paper used GPT-4 and GPT-3.5).
-        backend_options: the backend's options, e.g. ``{"device": "cuda"}``.
-        max_new_tokens: judgment budget in tokens (>= 1; official 2048).
-        batch_size: prompts per engine call (>= 1).
+        **options: :class:`lceval.benchmarks.leval.PairwiseJudgeOptions`: the shared
+            :class:`lceval.benchmark.JudgeModel` (``backend``, ``model``: None for the embedded
+            SmolLM2, the paper used GPT-4 and GPT-3.5; ``backend_options``; ``max_new_tokens``,
+            official 2048; ``batch_size``, 16) and ``baseline`` (:func:`resolve_baseline`:
+            official prediction files, e.g. Turbo-16k's ``Predictions/ngram_eval/turbo-16k-0613``,
+            ``model:NAME``, ``run:RUN_ID[/MODEL]``; None: the no-LIE answers of this run's only
+            model).
 
     Raises:
-        LcevalError: an option of the wrong type, an unknown backend or option, a baseline
-            that cannot be found or read, or a judge store that does not parse.
+        LcevalError: an unknown option, a value of the wrong type or out of range, an unknown
+            backend or backend option, a baseline that cannot be found or read, or a judge store
+            that does not parse.
     """
+    from lceval.benchmarks.leval import PairwiseJudgeOptions
     from lceval.models.cache import ResponseStore
 
-    if baseline is not None:
-        check_option(baseline, str, _SCORER, "baseline")
-    check_option(backend, str, _SCORER, "backend")
-    if model is not None:
-        check_option(model, str, _SCORER, "model")
-    check_option(max_new_tokens, int, _SCORER, "max_new_tokens")
-    check_option(batch_size, int, _SCORER, "batch_size")
-    options = check_option(backend_options or {}, Mapping, _SCORER, "backend_options")
-    load = ModelJudge.loader(backend, model, options)
-    answers, name, _ = read_baseline(resolve_baseline(run, baseline))
+    opts = PairwiseJudgeOptions.parse(_SCORER, options)
+    load = opts.loader()
+    answers, name, _ = read_baseline(resolve_baseline(run, opts.baseline))
     store = ResponseStore(run.path / JUDGE_FILE)
     return PairwiseJudge(
         load,
         store,
         answers,
         baseline_name=name,
-        max_new_tokens=max_new_tokens,
-        batch_size=batch_size,
-        label=model or backend,
+        max_new_tokens=opts.max_new_tokens,
+        batch_size=opts.batch_size,
+        label=opts.label,
     )

@@ -6,7 +6,7 @@ Files: ``gold.py`` (answer keys per task), ``build.py`` (+ ``inputs.py``, ``expr
 (Tables 3-4, Fig. 2 as files), ``resources/``.
 """
 
-from lceval.benchmark import Benchmark, ScorerSpec, lazy
+from lceval.benchmark import Benchmark, ScorerSpec, Testing, lazy, numbered
 from lceval.benchmarks.lifbench.gold import GOLD, TASKS
 
 BENCHMARK = Benchmark(
@@ -35,4 +35,11 @@ BENCHMARK = Benchmark(
     report=lazy("lceval.benchmarks.lifbench.report:report_lifbench"),
     headline=lazy("lceval.benchmarks.lifbench.tables:headline"),
     notebooks=("01_build_data.ipynb", "02_inference.ipynb", "03_ars_ifs_scoring.ipynb"),
+    testing=Testing(
+        small=lambda p: {"max_samples_per_task": 1, "lengths": p["lengths"][:2]},
+        pipeline="lifbench",
+        full_runs=("lifbench-full",),
+        paper="LIFBench",
+        items=numbered(5, 3),
+    ),
 )

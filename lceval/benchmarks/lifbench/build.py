@@ -40,8 +40,9 @@ One frozen dataclass per task schema, documented field by field in
 LOE), ``ListBlurGold`` (LBI, LBE), ``ListMultiGold`` (LMI), ``BatchLabelGold`` (MB),
 ``FindDupGold`` (MF), ``RepeatGold`` (OR), ``QaGold`` (OQ), ``ExtractGold`` (OE). The JSON in
 samples.jsonl is ``dataclasses.asdict`` of them (tuples as lists). Positions are 1-based, as the
-prompt shows them. List elements never contain a newline, so ``parse_list_context(context.text)``
-(this module) returns them in order, exactly as the official ``parse_oredered_input_list_text``.
+prompt shows them. List elements never contain a newline, so the scorer's
+``score_list.parse_list_context(context.text)`` returns them in order, exactly as the official
+``parse_oredered_input_list_text``.
 
 Params (``build_lifbench(params)``; every key optional)
 --------------------------------------------------------
@@ -189,28 +190,6 @@ def scenario_frame(scenario: str) -> tuple[str, str]:
 def length_label(length: int) -> str:
     """``"4k"`` .. ``"128k"`` for the six intervals, else the token count as text."""
     return next((k for k, v in LENGTHS.items() if v == length), str(length))
-
-
-def parse_list_context(text: str) -> list[str]:
-    """The List elements of a List context, in order (the official
-    ``parse_oredered_input_list_text``: split at ``"\\n{i}. "`` markers).
-
-    Args:
-        text: ``Context.text`` of a List context (``"1. a\\n2. b\\n..."``).
-
-    Returns:
-        The elements without their ``"{i}. "`` markers and newlines.
-    """
-    elements: list[str] = []
-    for line in text.split("\n"):
-        if not line:
-            continue
-        number, _, elem = line.partition(". ")
-        if number.isdigit() and int(number) == len(elements) + 1:
-            elements.append(elem)
-        elif elements:  # never produced by the builder (elements have no newline)
-            elements[-1] += "\n" + line
-    return elements
 
 
 def ordinal(n: int) -> str:

@@ -11,11 +11,11 @@ from __future__ import annotations
 
 import hashlib
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from lceval.benchmark import AsksModel, ModelJudge, check_option
+from lceval.benchmark import AsksModel, ModelJudge
 from lceval.records import Context, Judgement, Response, Sample
 
 if TYPE_CHECKING:
@@ -236,55 +236,36 @@ def _digest(text: str) -> str:
 _SCORER = "longgenbench:llm"
 
 
-def llm_judge(
-    run: RunDir,
-    backend: str = "hf",
-    model: str | None = None,
-    few_shot: bool = False,
-    batch_size: int = 64,
-    second_judge: bool = True,
-    backend_options: Mapping[str, Any] | None = None,
-    max_new_tokens: int | None = None,
-) -> LLMJudge:
+def llm_judge(run: RunDir, **options: Any) -> LLMJudge:
     """The LLM batch judge of scorer ``longgenbench:llm`` (nothing loads until the first question).
 
     Args:
         run: the run folder; answers go to ``<run>/longgenbench_judge.jsonl`` (resumable).
-        backend: ``hf``, ``vllm`` or ``openai``.
-        model: judge model path or hub id (None: the embedded SmolLM2; the paper used
-            Llama-3.1-8B-Instruct).
-        few_shot: use the Appendix C few-shot prompt.
-        batch_size: questions per engine call (>= 1).
-        second_judge: also run the offline judge on the same pairs (agreement in the report).
-        backend_options: the backend's options, e.g. ``{"device": "cuda"}``;
-            ``{"prompt_format": "plain"}`` sends the raw prompt as the official ``eval.py`` does;
-            with ``backend="openai"``, ``{"base_url": ...}`` asks any OpenAI-compatible endpoint
-            (a vLLM server, for instance).
-        max_new_tokens: the verdict budget in tokens (None: 8 zero-shot, 160 few-shot).
+        **options: :class:`lceval.benchmarks.longgenbench.LLMJudgeOptions` (the shared
+            :class:`lceval.benchmark.JudgeModel`: ``backend``, ``model`` (None: the embedded
+            SmolLM2; the paper used Llama-3.1-8B-Instruct), ``backend_options`` (e.g.
+            ``{"prompt_format": "plain"}`` sends the raw prompt as the official ``eval.py``
+            does; with ``backend="openai"``, ``{"base_url": ...}`` asks any OpenAI-compatible
+            endpoint), ``max_new_tokens`` (None: 8 zero-shot, 160 few-shot), ``batch_size``
+            (64); and ``few_shot`` (the Appendix C prompt), ``second_judge`` (also the offline
+            judge, for agreement)).
 
     Raises:
-        LcevalError: an option of the wrong type, an unknown backend or backend option, or a
-            judge store that does not parse.
+        LcevalError: an unknown option, a value of the wrong type or out of range, an unknown
+            backend or backend option, or a judge store that does not parse.
     """
+    from lceval.benchmarks.longgenbench import LLMJudgeOptions
     from lceval.models.cache import ResponseStore
 
-    check_option(backend, str, _SCORER, "backend")
-    if model is not None:
-        check_option(model, str, _SCORER, "model")
-    check_option(few_shot, bool, _SCORER, "few_shot")
-    check_option(batch_size, int, _SCORER, "batch_size")
-    check_option(second_judge, bool, _SCORER, "second_judge")
-    if max_new_tokens is not None:
-        check_option(max_new_tokens, int, _SCORER, "max_new_tokens")
-    options = check_option(backend_options or {}, Mapping, _SCORER, "backend_options")
-    load = ModelJudge.loader(backend, model, options)
+    opts = LLMJudgeOptions.parse(_SCORER, options)
+    load = opts.loader()
     store = ResponseStore(run.path / JUDGE_FILE)
     return LLMJudge(
         load,
         store,
-        few_shot=few_shot,
-        batch_size=batch_size,
-        second_judge=second_judge,
-        max_new_tokens=max_new_tokens,
-        label=model or backend,
+        few_shot=opts.few_shot,
+        batch_size=opts.batch_size,
+        second_judge=opts.second_judge,
+        max_new_tokens=opts.max_new_tokens,
+        label=opts.label,
     )

@@ -33,6 +33,8 @@ from lceval.benchmarks.longgenbench import CHECKS_FILE
 from lceval.benchmarks.longgenbench.gold import CHECK_COLUMNS, KINDS
 from lceval.benchmarks.longgenbench.tables import (
     main_format,
+    metrics_of,
+    pooled_checks,
     table3_with_published,
     table7,
     table7_with_published,
@@ -99,45 +101,6 @@ def sample_frame(scores: pd.DataFrame, samples: Iterable[Sample]) -> pd.DataFram
             {"sample_id": sid, "model": rec["model"], "value": rec["value"], **info[sid], **parts}
         )
     return pd.DataFrame(rows)
-
-
-def _pooled(g: pd.DataFrame, suffix: str = "") -> dict[str, float]:
-    ok = g[g["value"].notna()] if "value" in g else g
-    yes = float(ok.get(f"n_yes{suffix}", pd.Series(dtype=float)).sum())
-    judged = float(ok.get(f"n_judged{suffix}", pd.Series(dtype=float)).sum())
-    checks = float(ok.get(f"n_checks{suffix}", pd.Series(dtype=float)).sum())
-    return {
-        "STIC_1": 100 * yes / judged if judged else np.nan,
-        "STIC_2": 100 * yes / checks if checks else np.nan,
-        "n_checks": checks,
-        "n_judged": judged,
-        "n_yes": yes,
-    }
-
-
-def metrics_of(frame: pd.DataFrame) -> dict[str, float]:
-    """CR, STIC-1, STIC-2, wAvg (percent, 0..100) and Len (words) of a group of samples.
-
-    Source: official ``static.ipynb`` (pooled STIC; Len filter > 40 blocks and > 2,000 words) and
-    paper Table 3 (wAvg = CR x STIC-2).
-    """
-    ok = frame[frame["value"].notna()] if "value" in frame else frame
-    cr = 100 * float(ok["CR"].mean()) if "CR" in ok and len(ok) else np.nan
-    pooled = _pooled(ok)
-    if "len_eligible" in ok and len(ok):
-        elig = ok[ok["len_eligible"] > 0]
-        length = float(elig["words"].mean()) if len(elig) else np.nan
-    else:
-        length = np.nan
-    return {
-        "CR": cr,
-        "STIC_1": pooled["STIC_1"],
-        "STIC_2": pooled["STIC_2"],
-        "wAvg": cr * pooled["STIC_2"] / 100,
-        "Len": length,
-        "n_samples": float(len(ok)),
-        "n_errors": float(len(frame) - len(ok)),
-    }
 
 
 HEADLINE_METRICS: tuple[str, ...] = ("CR", "STIC_1", "STIC_2", "wAvg")
@@ -353,7 +316,7 @@ def by_type_table(frame: pd.DataFrame) -> pd.DataFrame:
     for (model, version), g in frame.groupby(["model", "version"], sort=True):
         for kind in KINDS:
             rows.append(
-                {"model": model, "version": version, "kind": kind, **_pooled(g, f"_{kind}")}
+                {"model": model, "version": version, "kind": kind, **pooled_checks(g, f"_{kind}")}
             )
     return pd.DataFrame(
         rows,

@@ -136,13 +136,6 @@ def parse_entries(blocks: Sequence[str], unit: str) -> dict[int, int]:
     return found
 
 
-def completion_rate(found: Collection[int], number: int) -> float:
-    """Fraction (0..1) of the entries ``1..number`` present in ``found`` (official CR / 100)."""
-    if number < 1:
-        return math.nan
-    return sum(map(range(1, number + 1).__contains__, found)) / number
-
-
 _ASCII_SPACE = bytes(int(b < 128 and chr(b).isspace()) for b in range(256))
 """Byte -> 1 for the ASCII characters ``str.split()`` splits on (\\t \\n \\v \\f \\r,
 \\x1c-\\x1f, space), else 0."""

@@ -32,6 +32,48 @@ TABLE3_COLUMNS = ["source", "model", "version", "CR", "STIC_1", "STIC_2", "Len",
 _VERSION_OF_LENGTH = {16384: "short", 32768: "long"}
 
 
+def pooled_checks(g: pd.DataFrame, suffix: str = "") -> dict[str, float]:
+    """STIC-1 and STIC-2 (percent, 0..100) from the check counts pooled over the scored rows of
+    ``g`` (``n_yes``, ``n_judged``, ``n_checks``, each with ``suffix``), and those counts
+    (official ``static.ipynb`` pools counts, not per-sample rates)."""
+    ok = g[g["value"].notna()] if "value" in g else g
+    yes = float(ok.get(f"n_yes{suffix}", pd.Series(dtype=float)).sum())
+    judged = float(ok.get(f"n_judged{suffix}", pd.Series(dtype=float)).sum())
+    checks = float(ok.get(f"n_checks{suffix}", pd.Series(dtype=float)).sum())
+    return {
+        "STIC_1": 100 * yes / judged if judged else np.nan,
+        "STIC_2": 100 * yes / checks if checks else np.nan,
+        "n_checks": checks,
+        "n_judged": judged,
+        "n_yes": yes,
+    }
+
+
+def metrics_of(frame: pd.DataFrame) -> dict[str, float]:
+    """CR, STIC-1, STIC-2, wAvg (percent, 0..100) and Len (words) of a group of samples.
+
+    Source: official ``static.ipynb`` (pooled STIC; Len filter > 40 blocks and > 2,000 words) and
+    paper Table 3 (wAvg = CR x STIC-2).
+    """
+    ok = frame[frame["value"].notna()] if "value" in frame else frame
+    cr = 100 * float(ok["CR"].mean()) if "CR" in ok and len(ok) else np.nan
+    pooled = pooled_checks(ok)
+    if "len_eligible" in ok and len(ok):
+        elig = ok[ok["len_eligible"] > 0]
+        length = float(elig["words"].mean()) if len(elig) else np.nan
+    else:
+        length = np.nan
+    return {
+        "CR": cr,
+        "STIC_1": pooled["STIC_1"],
+        "STIC_2": pooled["STIC_2"],
+        "wAvg": cr * pooled["STIC_2"] / 100,
+        "Len": length,
+        "n_samples": float(len(ok)),
+        "n_errors": float(len(frame) - len(ok)),
+    }
+
+
 def _resource_csv(*parts: str) -> pd.DataFrame:
     path = resources.files("lceval.benchmarks.longgenbench").joinpath("resources", *parts)
     try:
@@ -69,8 +111,6 @@ def table7(frame: pd.DataFrame) -> pd.DataFrame:
         ``prompt_format`` is the paper's label (``Prompt - 1`` / ``Prompt - 2``). Empty when the
         frame is.
     """
-    from lceval.benchmarks.longgenbench.report import metrics_of
-
     if frame.empty:
         return pd.DataFrame(columns=[*TABLE7_COLUMNS, "n_samples"])
     frame = frame.assign(prompt_format=prompt_format_of(frame))

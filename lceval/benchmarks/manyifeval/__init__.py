@@ -9,7 +9,7 @@ Scorer version 2: a check over the work budget, a checker that raises and a chec
 be built are undecided (NaN with the reason) instead of "not followed" (version 1).
 """
 
-from lceval.benchmark import Benchmark, ScorerSpec, lazy
+from lceval.benchmark import Benchmark, ScorerSpec, Testing, lazy, numbered
 from lceval.benchmarks.manyifeval.gold import GOLD, TASKS
 
 BENCHMARK = Benchmark(
@@ -32,4 +32,11 @@ BENCHMARK = Benchmark(
     report=lazy("lceval.benchmarks.manyifeval.report:report_manyifeval"),
     headline=lazy("lceval.benchmarks.manyifeval.report:headline"),
     notebooks=("04_curse_of_instructions.ipynb",),
+    testing=Testing(
+        small=lambda p: {"n_prompts": 1},
+        pipeline="manyifeval",
+        full_runs=("manyifeval-full",),
+        paper="ManyIFEval",
+        items=numbered(7, 10),
+    ),
 )

@@ -39,7 +39,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from lceval import corpora
-from lceval.errors import LcevalError
+from lceval.errors import LcevalError, one_line
 
 _lock = threading.RLock()
 _ready = False
@@ -197,7 +197,7 @@ def build_checker(instruction_id: str, kwargs: Mapping[str, Any] | None, prompt:
         if args and "prompt" in args:
             checker.build_description(prompt=prompt)
     except Exception as exc:  # noqa: BLE001 - kwargs of any type may come from a user file
-        msg = " ".join(str(exc).split())
+        msg = one_line(exc)
         raise LcevalError(
             f"instruction {instruction_id}: bad kwargs {dict(kwargs or {})}: {msg}"
         ) from None
@@ -217,7 +217,7 @@ def describe(instruction_id: str, kwargs: Mapping[str, Any] | None) -> str:
     try:
         return str(cls(instruction_id).build_description(**clean_kwargs(kwargs)))
     except (TypeError, ValueError) as exc:
-        msg = " ".join(str(exc).split())
+        msg = one_line(exc)
         raise LcevalError(
             f"instruction {instruction_id}: bad kwargs {dict(kwargs or {})}: {msg}"
         ) from None
@@ -326,8 +326,7 @@ def estimate_work(instruction_id: str, text: str) -> int:
 
 
 def _one_line(exc: BaseException) -> str:
-    msg = " ".join(str(exc).split()) or type(exc).__name__
-    return f"{type(exc).__name__}: {msg}"[:300]
+    return f"{type(exc).__name__}: {one_line(exc) or type(exc).__name__}"[:300]
 
 
 def run_check(instruction_id: str, checker: Any, text: str) -> tuple[bool | None, str | None]:

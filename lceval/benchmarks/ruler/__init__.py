@@ -4,7 +4,7 @@ Files: ``variants.yaml`` (the 13 tasks as data), ``gold.py``, ``build.py`` (the 
 ``score.py`` (string-match metrics), ``report.py``, ``resources/`` (the README leaderboard).
 """
 
-from lceval.benchmark import Benchmark, ScorerSpec, lazy
+from lceval.benchmark import Benchmark, ScorerSpec, Testing, lazy
 from lceval.benchmarks.ruler.gold import GOLD, TASKS
 
 BENCHMARK = Benchmark(
@@ -26,4 +26,13 @@ BENCHMARK = Benchmark(
     report=lazy("lceval.benchmarks.ruler.report:report_ruler"),
     headline=lazy("lceval.benchmarks.ruler.report:headline"),
     notebooks=("07_ruler.ipynb",),
+    testing=Testing(
+        small=lambda p: {"num_samples": 1, "lengths": p["lengths"][:1]},
+        pipeline="longgenbench_ruler",
+        full_runs=("ruler-full",),
+    ),
+    functions={
+        "tables": lazy("lceval.benchmarks.ruler.report:ruler_tables"),
+        "leaderboard": lazy("lceval.benchmarks.ruler.published:leaderboard"),
+    },
 )

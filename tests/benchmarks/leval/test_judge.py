@@ -11,11 +11,11 @@ import pytest
 
 from lceval import pipeline
 from lceval.benchmarks.leval import GAMES_FILE
+from lceval.benchmarks.leval.importer import read_baseline
 from lceval.benchmarks.leval.judge import (
     JUDGE_FILE,
     PairwiseJudge,
     judge_prompt,
-    read_baseline,
     verdict,
     win_rate,
 )

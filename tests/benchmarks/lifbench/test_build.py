@@ -20,10 +20,10 @@ from lceval.benchmarks.lifbench.build import (
     build_lifbench,
     official_tasks,
     ordinal,
-    parse_list_context,
     plan_counts,
 )
 from lceval.benchmarks.lifbench.inputs import TAGS, fit
+from lceval.benchmarks.lifbench.score_list import parse_list_context
 from lceval.errors import LcevalError
 from lceval.io import RunDir
 from lceval.records import Sample

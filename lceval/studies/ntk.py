@@ -4,8 +4,9 @@ reasoning as the RoPE base grows, on any RoPE model.
 The paper raises the NTK base of Llama-2-7B from 20,000 to 160,000 and finds topic retrieval
 (TopicRet) improving and GSM(16-shot) reasoning degrading: positional scaling helps a model attend
 far and hurts its reasoning, and base scaling alone cannot optimise both. This module plans the
-sweep, then turns its runs into the paper's table, figure and a computed verdict; the notebook
-``09_ntk_base_sweep`` runs it through :mod:`lceval.pipeline` (build, infer, score per base).
+sweep, runs it through :mod:`lceval.pipeline` (build, infer, score per base: :func:`run_sweep`),
+then turns its runs into the paper's table, figure and a computed verdict (notebook
+``09_ntk_base_sweep``). L-Eval and RULER are reached through :mod:`lceval.registry`.
 
 Tasks (two families, at the same input lengths)
 -----------------------------------------------
@@ -50,17 +51,19 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
 
-from lceval.benchmarks.leval import BENCHMARK as LEVAL
-from lceval.benchmarks.ruler import BENCHMARK as RULER
+from lceval import pipeline, registry
 from lceval.errors import LcevalError
 from lceval.io import RunDir, new_meta
 from lceval.io import outputs_root as _outputs_root
 from lceval.metrics import bootstrap_ci
+
+if TYPE_CHECKING:
+    from lceval.models.specs import ModelSpec
 
 FAMILIES: tuple[str, ...] = ("retrieval", "reasoning")
 """Task families, in plotting order."""
@@ -259,6 +262,42 @@ def plan_sweep(
 
 
 # -- results --------------------------------------------------------------------------------------
+def run_sweep(
+    sweep: Sweep,
+    spec: ModelSpec,
+    *,
+    batch_size: int | None = None,
+    max_new_tokens: int | None = None,
+    progress: bool = False,
+) -> None:
+    """Build, answer and score every point of the sweep, one run folder per base: the same
+    samples at every point (a rebuild that changes nothing keeps earlier answers), pending samples
+    answered by ``spec`` with the point's RoPE options (:meth:`SweepPoint.backend_options`),
+    scores from the benchmarks' default scorers. Rerunning resumes.
+
+    Args:
+        sweep: :func:`plan_sweep`'s plan.
+        spec: the one model of the sweep (``lceval.models.specs.ModelSpec``).
+        batch_size: prompts per generation call (None: the backend's default).
+        max_new_tokens: cap on every sample's answer budget in tokens (None: each sample's own).
+        progress: show progress bars.
+
+    Raises:
+        LcevalError: a point's build, inference or scoring fails (the message names it).
+    """
+    for point in sweep.points:
+        pipeline.build_suite(point.name, sweep.parts, root=sweep.root)
+        pipeline.infer(
+            point.name,
+            models=[spec.with_options(point.backend_options(spec.options))],
+            root=sweep.root,
+            batch_size=batch_size,
+            max_new_tokens=max_new_tokens,
+            progress=progress,
+        )
+        pipeline.score(point.name, root=sweep.root, progress=progress)
+
+
 def family_of(benchmark: str, task: str) -> str | None:
     """The sweep family of a sample (None: not part of the sweep)."""
     if benchmark == "ruler":
@@ -290,7 +329,8 @@ def item_scores(sweep: Sweep) -> pd.DataFrame:
     for point in sweep.points:
         run = sweep.point_run(point)
         every = run.read_scores()  # each benchmark's default scorer's rows (leval, ruler)
-        scores = pd.concat([b.scores_for(every)[0] for b in (LEVAL, RULER)]).sort_index()
+        benches = (registry.get("leval"), registry.get("ruler"))  # through the registry
+        scores = pd.concat([b.scores_for(every)[0] for b in benches]).sort_index()
         samples = pd.DataFrame(
             [
                 {"sample_id": s.id, "benchmark": s.benchmark, "task": s.task, "length": s.length}
@@ -663,7 +703,8 @@ def report_sweep(sweep: Sweep, *, n_resamples: int = 2000, seed: int = 0) -> Swe
     Raises:
         LcevalError: a point's run has no scores.
     """
-    from lceval.reporting import save_table, write_index
+    from lceval.index_page import write_index
+    from lceval.reporting import save_table
 
     items = item_scores(sweep)
     table = sweep_table(items, seed=seed)

@@ -12,12 +12,12 @@ import pytest
 import yaml
 
 from lceval import pipeline
-from lceval.benchmarks.leval import ntk
 from lceval.errors import LcevalError
 from lceval.io import RunDir, write_jsonl
 from lceval.records import Response
+from lceval.studies import ntk
 
-ROOT = Path(__file__).resolve().parents[3]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_plan_offline_and_with_data(tmp_path, leval_data):

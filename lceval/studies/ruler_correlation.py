@@ -1,5 +1,8 @@
 """Correlation between RULER (long input) and LongGenBench (long output) at equal lengths.
 
+A cross-paper study (:mod:`lceval.studies`): RULER and LongGenBench are reached through
+:mod:`lceval.registry` (their declared ``functions`` and resources), never by module path.
+
 Reproduces the LongGenBench paper (Wu et al., ICLR 2025), Sec. 3.5 and Fig. 3b: Pearson
 correlation, over models, between a model's RULER score and its LongGenBench score at the same
 length: 0.51 at 16K and 0.66 at 32K. lceval adds Spearman's rank correlation and p-values
@@ -19,8 +22,8 @@ its README):
   scores. See :func:`published_pairs`.
 
 Measured data: RULER per-model scores at each length from lceval RULER runs
-(``lceval.benchmarks.ruler.report.ruler_tables``) and LongGenBench per-model summaries from
-lceval LongGenBench runs (``lceval.benchmarks.longgenbench.report.load_summary``), joined on model
+(RULER's ``tables`` function) and LongGenBench per-model summaries from lceval LongGenBench
+runs (LongGenBench's ``summary`` function), joined on model
 and length (LongGenBench 16K = 16384 tokens, 32K = 32768 tokens). A correlation over fewer than
 3 models is NaN with the reason in the ``note`` column.
 """
@@ -37,6 +40,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
+from lceval import registry
 from lceval.errors import LcevalError
 from lceval.reporting import THIS_RUN, save_figure
 
@@ -51,9 +55,7 @@ _RULER_COL = {16384: "16K", 32768: "32K", 4096: "4K", 8192: "8K", 65536: "64K", 
 
 
 def _resource(*parts: str) -> pd.DataFrame:
-    path = resources.files("lceval.benchmarks.longgenbench").joinpath(
-        "resources", "ruler_correlation", *parts[1:]
-    )
+    path = registry.resources("longgenbench").joinpath("ruler_correlation", *parts[1:])
     try:
         with resources.as_file(path) as p:
             return pd.read_csv(p)
@@ -67,9 +69,8 @@ def ruler_leaderboard() -> pd.DataFrame:
     Rows are keyed in ``table3.csv``'s ``ruler_model`` as ``"<model> (<size>)"`` (e.g.
     ``"Llama3.1 (8B)"``), or ``"<model>"`` when the README gives no size.
     """
-    from lceval.benchmarks.ruler.published import leaderboard
-
-    return leaderboard()
+    leaderboard: pd.DataFrame = registry.get("ruler").function("leaderboard")()
+    return leaderboard
 
 
 def longgenbench_table3() -> pd.DataFrame:
@@ -202,10 +203,11 @@ def measured_pairs(
     Raises:
         LcevalError: a run is missing or unscored, or the metric is unknown.
     """
-    from lceval.benchmarks.longgenbench.report import load_summary
-    from lceval.benchmarks.ruler import BENCHMARK as RULER
-    from lceval.benchmarks.ruler.report import ruler_tables
     from lceval.io import RunDir
+
+    ruler = registry.get("ruler")
+    ruler_tables = ruler.function("tables")
+    load_summary = registry.get("longgenbench").function("summary")
 
     if metric not in METRICS:
         raise LcevalError(f"unknown LongGenBench metric {metric!r}; choose {', '.join(METRICS)}")
@@ -213,7 +215,7 @@ def measured_pairs(
     for rid in ruler_runs:
         run = RunDir(rid, root)
         samples = [s for s in run.read_samples() if s.benchmark == "ruler"]
-        sc = RULER.scores_for(run.read_scores())[0]  # the default scorer's rows
+        sc = ruler.scores_for(run.read_scores())[0]  # the default scorer's rows
         rs.append(ruler_tables(sc, samples)["summary"])
     ls = []
     for rid in longgenbench_runs:
@@ -268,8 +270,7 @@ def readme_pairs(
     Raises:
         LcevalError: an unknown metric or README row, or a missing run.
     """
-    from lceval.benchmarks.longgenbench.report import load_summary
-
+    load_summary = registry.get("longgenbench").function("summary")
     if metric not in METRICS:
         raise LcevalError(f"unknown LongGenBench metric {metric!r}; choose {', '.join(METRICS)}")
     lb = _keyed_leaderboard()

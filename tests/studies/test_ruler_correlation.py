@@ -7,15 +7,15 @@ import math
 import pandas as pd
 import pytest
 
-from lceval.benchmarks.longgenbench.ruler_correlation import (
+from lceval.benchmarks.ruler.report import effective_length, ruler_tables, weighted_average
+from lceval.errors import LcevalError
+from lceval.records import Sample
+from lceval.studies.ruler_correlation import (
     correlate,
     longgenbench_table3,
     published_pairs,
     ruler_leaderboard,
 )
-from lceval.benchmarks.ruler.report import effective_length, ruler_tables, weighted_average
-from lceval.errors import LcevalError
-from lceval.records import Sample
 
 LLAMA31_8B = [95.5, 93.8, 91.6, 87.4, 84.7, 77.0]  # RULER README, 4K..128K
 
@@ -130,7 +130,7 @@ def test_ruler_tables_carry_bootstrap_cis():
 
 
 def test_fig3b_scatter_with_the_runs(tmp_path):
-    from lceval.benchmarks.longgenbench.ruler_correlation import correlation_figure, with_runs
+    from lceval.studies.ruler_correlation import correlation_figure, with_runs
 
     pub = published_pairs("fig3b")
     runs = pd.DataFrame(
@@ -145,9 +145,9 @@ def test_fig3b_scatter_with_the_runs(tmp_path):
 
 def test_readme_pairs_take_ruler_from_the_readme(tmp_path):
     from lceval import pipeline
-    from lceval.benchmarks.longgenbench.ruler_correlation import readme_pairs
     from lceval.models.cache import ResponseStore
     from lceval.records import Response
+    from lceval.studies.ruler_correlation import readme_pairs
 
     run = pipeline.build(
         "rp",

