@@ -266,7 +266,8 @@ def test_a_benchmark_is_its_folder(tmp_path: Path, tiny_model_dir: Path) -> None
     )
     run("-m", "lceval", "--outputs", out, "score", "t")
     printed = run("-m", "lceval", "--outputs", out, "report", "t")
-    assert "== toy/accuracy [toy]" in printed
+    assert "toy: scorer toy" in printed and "accuracy" in printed  # the headline summary
+    assert printed.strip().splitlines()[-1].startswith("report: ")
     run_dir = RunDir("t", out)
     scores = run_dir.read_scores()
     assert len(scores) == 3 and set(scores["scorer"]) == {"toy"}
