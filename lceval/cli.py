@@ -171,6 +171,12 @@ def _parser() -> argparse.ArgumentParser:
     pl.add_argument("--limit", type=int, default=None, help="only the first N samples")
     pl.add_argument("--max-new-tokens", type=int, default=None, help="cap every sample's budget")
     pl.add_argument(
+        "--max-thinking-tokens",
+        type=int,
+        default=0,
+        help="a reasoning model's thinking budget per sample, counted beside the answer budget",
+    )
+    pl.add_argument(
         "--efficiency",
         type=float,
         default=None,
@@ -259,6 +265,35 @@ def _parser() -> argparse.ArgumentParser:
     n.add_argument("--run-id", default=None)
     n.add_argument("-p", "--param", action="append", metavar="KEY=VALUE", help="inject a parameter")
     return p
+
+
+def _print_extra_metrics(run_id: str, root: Any, df: Any) -> None:
+    """Print the numbers benchmarks show beside their headline (``Benchmark.metrics``; ManyIFEval:
+    IFEval's four pooled accuracies) after ``lceval score``'s table."""
+    from lceval import pipeline, registry
+    from lceval.io import RunDir
+
+    keys = sorted(set(df["benchmark"].astype(str))) if len(df) else []
+    with_metrics = [k for k in keys if registry.get(k).metrics is not None]
+    if not with_metrics:
+        return
+    samples = pipeline.load_samples(RunDir(run_id, root))
+    for key in with_metrics:
+        bench = registry.get(key)
+        rows = df[(df["benchmark"] == key) & (df["scorer"] == bench.default_scorer)]
+        if not len(rows):
+            continue
+        metrics = bench.metrics
+        if metrics is None:
+            continue
+        table = metrics(rows, [s for s in samples if s.benchmark == key])
+        if len(table):
+            print(f"{key}:")
+            print(
+                table[["model", "metric", "estimate", "low", "high", "n"]]
+                .round(4)
+                .to_string(index=False)
+            )
 
 
 def _compare(args: argparse.Namespace) -> Any:
@@ -386,6 +421,7 @@ def _plan(args: argparse.Namespace) -> str:
         max_new_tokens=cap,
         efficiency=plan.EFFICIENCY if args.efficiency is None else args.efficiency,
         exact=True if args.exact else None,
+        max_thinking_tokens=args.max_thinking_tokens,
     )
     text = plan.render(p)
     if cap is not None and args.max_new_tokens is None:
@@ -606,6 +642,7 @@ def _dispatch(args: argparse.Namespace) -> int:
             options=_kv(args.option, "--option"),
         )
         print(df.groupby(["model", "benchmark", "task"])["value"].mean().round(3).to_string())
+        _print_extra_metrics(args.run_id, args.outputs, df)
         _warn_coverage(args)
         print(_next(args, "report", "tables, figures and report/index.html"))
     elif args.command == "repair":

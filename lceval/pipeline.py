@@ -350,14 +350,22 @@ def infer(
     notes = [
         f"{spec.label}: truncate is set: contexts longer than its window are cut"
         if truncate
-        else check_fits(spec, samples, contexts, config.budget)
+        else check_fits(
+            spec,
+            samples,
+            contexts,
+            _with_thinking(config.budget, _thinking_budget(spec.options)),
+        )
         for spec in specs
     ]
     for note in notes:  # said once every model is known to fit
         log(note)
     # size and estimate on stderr now; into run.json with the first model's entry, so a
     # command failing before its first answer (a missing or refused key) leaves run.json as it was
-    sized = plan.announce(run, samples, max_new_tokens, record_it=False)
+    thinking = max(_thinking_budget(spec.options) for spec in specs)
+    sized = plan.announce(
+        run, samples, max_new_tokens, record_it=False, max_thinking_tokens=thinking
+    )
     pending = {"plan": sized.summary()} if sized is not None else {}
     responses: list[Response] = []
     for i, spec in enumerate(specs):
@@ -365,6 +373,19 @@ def infer(
             log(f"model {i + 1}/{len(specs)}: {spec.label} ({spec.backend})")
         responses += _infer_one(run, spec, config, samples, contexts, batch_size, progress, pending)
     return responses
+
+
+def _with_thinking(budget: Any, extra: int) -> Any:
+    """``budget`` (sample -> answer tokens) plus a model's thinking budget ``extra``."""
+    if not extra:
+        return budget
+    return lambda sample: budget(sample) + extra
+
+
+def _thinking_budget(options: Mapping[str, Any]) -> int:
+    """A model's ``max_thinking_tokens`` option (0 when not given or not an integer)."""
+    value = options.get("max_thinking_tokens")
+    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 0
 
 
 def _infer_one(
@@ -598,7 +619,7 @@ class Scoring:
             return
         key = s.benchmark
         ctx = self.contexts.get(s.context_id) if s.context_id else None
-        if r.finish_reason == "error" or key not in self.judges:
+        if r.finish_reason == "error" or r.thinking_unfinished or key not in self.judges:
             self.emit(s, r, self.chosen[key].judge(s, r, ctx, self.options[key]))
             return
         prepared = self.judges[key].prepare(s, r, ctx)
@@ -715,6 +736,9 @@ def report(
             out = bench.report(where, bench_scores, bench_samples)
             tables.update({f"{key}/{k}": v for k, v in out.items()})
             tables.scorers[key] = names
+        from lceval.reasoning import report_reasoning  # thinking tokens, when the run has any
+
+        tables.update({f"reasoning/{k}": v for k, v in report_reasoning(staged, scores).items()})
         write_run_pages(staged)
         write_results(staged)
         write_index(staged)

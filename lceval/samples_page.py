@@ -275,8 +275,18 @@ def _answers(run: RunDir) -> tuple[dict[tuple[str, str], Any], list[Any], dict[s
                 r.finish_reason,
                 r.completion_tokens,
                 r.error,
+                _thinking(r),
             )
     return out, raw, contexts
+
+
+def _thinking(r: Any) -> tuple[str, int, int, bool] | None:
+    """A response's thinking as (text cut to :data:`ANSWER_CHARS`, characters, tokens, no
+    answer within the budget); None for a response without thinking."""
+    if r.reasoning is None and not r.thinking_unfinished:
+        return None
+    t = r.reasoning or ""
+    return (t[:ANSWER_CHARS], len(t), int(r.reasoning_tokens), bool(r.thinking_unfinished))
 
 
 def sample_rows(
@@ -324,8 +334,8 @@ def sample_rows(
     rows = []
     for r in scores.itertuples(index=False):
         s = by_id[r.sample_id]
-        text, n_chars, finish, completion, error = answers.get(
-            (r.sample_id, r.model), (None, 0, None, 0, None)
+        text, n_chars, finish, completion, error, thought = answers.get(
+            (r.sample_id, r.model), (None, 0, None, 0, None, None)
         )
         ctx = contexts.get(s.context_id) if s.context_id else None
         row = {
@@ -338,7 +348,8 @@ def sample_rows(
             "rubric": rubric_cell(_json_map(r.parts), _json_map(r.points)),
             "explanation": text_cell(r.explanation, EXPLANATION_CHARS, store),
             "instruction": text_cell(s.instruction, INSTRUCTION_CHARS, store),
-            "answer": _answer_cell(text, n_chars, finish, completion, error, store),
+            "answer": _thinking_cell(thought, store)
+            + _answer_cell(text, n_chars, finish, completion, error, store),
             "context": context_cell(ctx, hrefs.get(s.context_id or ""), store),
             "sample_id": esc(r.sample_id),
             "answer_chars": n_chars,
@@ -384,6 +395,22 @@ def _answer_cell(
     head = f"<span class='len'>{n_chars:,} characters, {completion:,} tokens, {esc(finish)}"
     head += f": {esc(clean(error)[:300])}</span>" if error else "</span>"
     return f"{head}<br>{text_cell(text, ANSWER_CHARS, store, total=n_chars)}"
+
+
+def _thinking_cell(thought: tuple[str, int, int, bool] | None, store: Texts) -> str:
+    """A reasoning model's thinking, folded above its answer (one click opens it); '' for a
+    response without thinking. The thinking is never scored (``lceval.models.thinking``)."""
+    if thought is None:
+        return ""
+    text, n_chars, tokens, unfinished = thought
+    note = "; no answer within the thinking budget" if unfinished else ""
+    cut = (
+        f"<span class='cut'> … [cut: {n_chars - ANSWER_CHARS:,} more characters]</span>"
+        if n_chars > ANSWER_CHARS
+        else ""
+    )
+    summary = f"<span class='len'>thinking: {tokens:,} tokens, {n_chars:,} characters{note}</span>"
+    return store.cell(text, summary, cut) + "<br>"
 
 
 def table_html(
