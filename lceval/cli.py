@@ -252,16 +252,23 @@ def _plan(args: argparse.Namespace) -> str:
     if args.max_new_tokens is None:
         args.max_new_tokens = run.read_meta().inference.get("max_new_tokens")
     samples = pipeline.select_samples(run, run.read_samples(), limit=args.limit, tasks=args.tasks)
+    # one budget for one run: the cap its inference used, unless --max-new-tokens says otherwise
+    cap = args.max_new_tokens if args.max_new_tokens is not None else plan.recorded_cap(run)
     p = plan.plan_run(
         run,
         model=args.model,
         samples=samples,
-        max_new_tokens=args.max_new_tokens,
+        max_new_tokens=cap,
         efficiency=plan.EFFICIENCY if args.efficiency is None else args.efficiency,
         exact=True if args.exact else None,
         max_thinking_tokens=args.max_thinking_tokens,
     )
     text = plan.render(p)
+    if cap is not None and args.max_new_tokens is None:
+        text += (
+            f"\nbudget capped at {cap} new tokens per sample, as the run's inference recorded "
+            "(--max-new-tokens N plans another cap)"
+        )
     if csv is not None:  # written before run.json: a failed write leaves the run as it was
         from lceval.reporting import save_table
 
@@ -273,6 +280,31 @@ def _plan(args: argparse.Namespace) -> str:
         text += f"\nwrote {a} and {b}"
     plan.record(run, p)
     return text
+
+
+def _next(args: argparse.Namespace, *steps: str) -> str:
+    """``next: lceval VERB RUN  (what it does)`` for each (verb, what) pair of ``steps``."""
+    where = f"--outputs {args.outputs} " if getattr(args, "outputs", None) else ""
+    pairs = zip(steps[::2], steps[1::2], strict=True)
+    return "\n".join(f"next: lceval {where}{v} {args.run_id}   ({what})" for v, what in pairs)
+
+
+def _warn_coverage(args: argparse.Namespace) -> None:
+    """After ``lceval score``: one stderr line per benchmark and model whose samples are not
+    all answered, or whose run is not the paper's grid (:mod:`lceval.coverage`)."""
+    from lceval.coverage import run_coverage
+    from lceval.io import RunDir
+
+    for c in run_coverage(RunDir(args.run_id, args.outputs)):
+        if c.answered < c.built:
+            print(
+                f"lceval: warning: {c.benchmark} {c.model}: only {c.answered} of {c.built} "
+                f"samples answered; its scores cover {len(c.tasks_answered)} of "
+                f"{len(c.tasks_built)} tasks (lceval infer {args.run_id} answers the rest)",
+                file=sys.stderr,
+            )
+        if not c.paper_grid:
+            print(f"lceval: {c.line()}", file=sys.stderr)
 
 
 def _csv_path(value: str) -> Path:
@@ -291,15 +323,34 @@ def _csv_path(value: str) -> Path:
     return path
 
 
+USER_DATA = {
+    "manyifeval": "the official ManyIFEval data file (path)",
+    "leval": "the L-Eval data folder, LEval-data (data_path)",
+    "cifbench": "the CIF-Bench dataset folder and metadata (public_dir, metadata)",
+    "longgenbench": "optional: the official LongGenBench prompt files (path; else generated)",
+}
+"""Benchmarks whose paper setting reads data the user downloads (their full.yaml paths)."""
+
+
+def _tasks_line(tasks: Sequence[str], shown: int = 14) -> str:
+    """``N tasks: A, B, ...`` with at most ``shown`` codes (CIF-Bench has 150)."""
+    codes = ", ".join(tasks[:shown])
+    more = f", ... and {len(tasks) - shown} more" if len(tasks) > shown else ""
+    return f"{len(tasks)} tasks: {codes}{more}"
+
+
 def _listing() -> str:
-    """What ``lceval list`` prints: every benchmark's tasks and scorers, then the backends."""
+    """What ``lceval list`` prints: per benchmark its tasks (codes summarised), scorers, whether
+    the paper's setting needs the user's data, its notebooks; then the backends."""
     from lceval import registry
     from lceval.models.base import BACKENDS, backend_options
 
     lines = []
     for bench in registry.all_benchmarks():
         lines.append(f"{bench.key}: {bench.title}")
-        lines.append(f"  tasks: {', '.join(bench.tasks)}")
+        lines.append(f"  {_tasks_line(list(bench.tasks))}")
+        if bench.key in USER_DATA:
+            lines.append(f"  the paper's setting needs your data: {USER_DATA[bench.key]}")
         for spec in bench.scorers.values():
             lines.append(f"  scorer {spec.name} (v{spec.version}): {spec.description}")
             lines.append(f"    metrics: {', '.join(spec.metrics)}")
@@ -418,7 +469,15 @@ def _dispatch(args: argparse.Namespace) -> int:
         )
         n = sum(1 for _ in open(run.samples, encoding="utf-8"))
         print(f"built {n} samples into {run.path}")
-        print(f"next: lceval infer {cfg.run_id}")
+        print(
+            _next(
+                argparse.Namespace(run_id=cfg.run_id, outputs=outputs),
+                "plan",
+                "its size and GPU estimate",
+                "infer",
+                "answer it",
+            )
+        )
     elif args.command == "infer":
         if cfg.list_options is not None:
             print(_options_listing(cfg.list_options))
@@ -438,7 +497,11 @@ def _dispatch(args: argparse.Namespace) -> int:
                 file=sys.stderr,
             )
             return 1
-        print(f"next: lceval score {cfg.run_id}")
+        print(
+            _next(
+                argparse.Namespace(run_id=cfg.run_id, outputs=outputs), "score", "score the answers"
+            )
+        )
     elif args.command == "plan":
         print(_plan(argparse.Namespace(**dict(cfg), outputs=outputs)))
     elif args.command == "score":
@@ -446,8 +509,10 @@ def _dispatch(args: argparse.Namespace) -> int:
 
         df = pipeline.score(cfg.run_id, root=outputs, scorer=cfg.scorer, options=cfg.option)
         print(df.groupby(["model", "benchmark", "task"])["value"].mean().round(3).to_string())
+        here = argparse.Namespace(run_id=cfg.run_id, outputs=outputs)
         _print_extra_metrics(cfg.run_id, outputs, df)
-        print(f"next: lceval report {cfg.run_id}")
+        _warn_coverage(here)
+        print(_next(here, "report", "tables, figures and report/index.html"))
     elif args.command == "repair":
         from lceval.io import RunDir
         from lceval.models.cache import ResponseStore
@@ -459,13 +524,13 @@ def _dispatch(args: argparse.Namespace) -> int:
         print(f"moved {n} bad line(s) to {run.responses}.bad" if n else "no bad lines")
     elif args.command == "report":
         from lceval import pipeline
+        from lceval.index_page import report_summary
+        from lceval.io import RunDir
 
         tables = pipeline.report(cfg.run_id, root=outputs, scorer=cfg.scorer)
         for key, names in tables.scorers.items():
             print(f"{key}: scorer {', '.join(names)}")
-        for name, table in tables.items():
-            read = ", ".join(tables.scorers.get(name.split("/", 1)[0], ()))
-            print(f"== {name} [{read}]\n{table.to_string()}\n")
+        print(report_summary(RunDir(cfg.run_id, outputs), tables))
     elif args.command == "compare":
         args = argparse.Namespace(**dict(cfg), outputs=outputs)
         table = _compare(args)

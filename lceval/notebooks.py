@@ -375,13 +375,51 @@ def run_pipeline(
         # an override reaches the steps that declare it, checked by each step's declared types
         mine = {k: v for k, v in overrides.items() if k in names}
         check_params(nb, mine, "-p")
-        check_models(nb, {**params, **mine}, where)
-        resolved.append((nb, str(step.get("run_id") or run_id), {**params, **mine}))
+        merged = with_overrides(params, mine)  # each model's own options kept
+        check_models(nb, merged, where)
+        resolved.append((nb, str(step.get("run_id") or run_id), merged))
     unknown_keys(list(overrides), list(known), f"-p (no step of {where} declares it)")
     return [
         run_notebook(nb, rid, params, outputs_root=outputs_root, progress=progress)
         for nb, rid, params in resolved
     ]
+
+
+def with_overrides(
+    params: Mapping[str, Any], overrides: Mapping[str, Any] | None
+) -> dict[str, Any]:
+    """``params`` with ``overrides`` on top (``lceval run PIPELINE -p KEY=VALUE``), keeping each
+    model's own options: a bare hub id in an overriding ``models`` list that the params file
+    lists as a mapping (``{model: ID, options: {max_model_len: 32768}}``) takes that mapping, so
+    ``-p 'models=[Qwen/Qwen2.5-7B-Instruct]'`` keeps that model's ``max_model_len`` instead of
+    inheriting ``backend_options``'. A bare id the file does not list gets the file's
+    ``backend_options``, said in one line: give it ``{model: ID, options: {...}}`` for its own.
+    """
+    from lceval.models.base import log
+
+    out = {**params, **dict(overrides or {})}
+    models = (overrides or {}).get("models")
+    if not isinstance(models, list):
+        return out
+    own = {
+        str(m["model"]): m
+        for m in params.get("models") or []
+        if isinstance(m, Mapping) and m.get("model") is not None
+    }
+    merged = []
+    for m in models:
+        if isinstance(m, str) and m in own:
+            merged.append(dict(own[m]))
+        else:
+            if isinstance(m, str) and own and params.get("backend_options"):
+                log(
+                    f"models: {m} is not in this params file's list; it runs with its "
+                    f"backend_options {dict(params['backend_options'])} (give it its own: "
+                    f"'{{model: {m}, options: {{max_model_len: N}}}}')"
+                )
+            merged.append(m)
+    out["models"] = merged
+    return out
 
 
 def show_samples(

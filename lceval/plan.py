@@ -615,3 +615,24 @@ def announce(
     if record_it:
         record(run, p)
     return p
+
+
+def recorded_cap(run: Any) -> int | None:
+    """The answer-budget cap the run's inference used (run.json ``models.*.generation``
+    ``max_new_tokens``) when every model recorded the same one; None when none is recorded, the
+    models were answered with each sample's own budget, or their caps differ. ``lceval plan RUN``
+    plans with it unless ``--max-new-tokens`` is given, so the plan and inference's own plan
+    line give one budget for one run."""
+    try:
+        models = run.read_meta().models or {}
+    except (LcevalError, OSError, ValueError):
+        return None
+    caps = {
+        (m.get("generation") or {}).get("max_new_tokens")
+        for m in models.values()
+        if isinstance(m, dict) and isinstance(m.get("generation"), dict)
+    }
+    if len(caps) != 1:
+        return None
+    cap = caps.pop()
+    return cap if isinstance(cap, int) and cap >= 1 else None

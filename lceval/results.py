@@ -10,6 +10,9 @@ its ``schema_version`` field (:data:`SCHEMA_VERSION`). Its parts:
   null when it cannot be computed), ``n`` (scored samples) and ``n_units`` (resampled units);
 - ``tasks``: per benchmark, scorer, model and task, the mean ``Score.value`` (0..1) over the
   scored samples, ``n`` and ``n_nan`` (samples whose score could not be computed);
+- ``coverage``: per benchmark and model what the run answered of what it built (samples,
+  tasks, lengths, answer budget, truncation) and whether that is the paper's grid
+  (:class:`lceval.coverage.Coverage`; optional, absent in files written before it existed);
 - ``metrics`` (optional): per benchmark, scorer and model, numbers a benchmark shows beside
   its headline (``Benchmark.metrics``; ManyIFEval: IFEval's four pooled accuracies) with CIs;
 - ``tasks`` rows may carry ``reasoning_tokens`` (mean thinking tokens per answered sample) and
@@ -75,6 +78,7 @@ def results_document(run: RunDir, *, seed: int = 0) -> dict[str, Any]:
     """
     from lceval import metrics, registry
     from lceval.console import log
+    from lceval.coverage import run_coverage
     from lceval.records import to_dict
 
     scores = run.read_scores()
@@ -140,6 +144,7 @@ def results_document(run: RunDir, *, seed: int = 0) -> dict[str, Any]:
         "headlines": headlines,
         "tasks": tasks,
         "provenance": json.loads(json.dumps(meta, default=str, allow_nan=False)),
+        "coverage": [c.as_dict() for c in run_coverage(run)],
     }
     if extra:
         doc["metrics"] = extra

@@ -57,6 +57,8 @@ _CSS = """
 body{font-family:sans-serif;margin:1.5em;font-size:13px}
 table.dataTable td{vertical-align:top}
 .txt{white-space:pre-wrap;word-break:break-word;max-width:38em}
+td.answer{min-width:32em}td.answer .txt{max-width:48em}
+table.dataTable td.key,table.dataTable th.key{background:#fafafa}
 td details{min-width:18em}
 .full{white-space:pre-wrap;word-break:break-word;max-height:24em;overflow:auto;
  background:#f7f7f7;padding:4px;max-width:50em}
@@ -136,6 +138,13 @@ if (!window.__lcevalTexts) {
 </script>"""
 
 
+def _lines(escaped: str) -> str:
+    """Line breaks of an escaped text as ``<br>``: the table's data travels as JSON through
+    itables, which would show a raw newline as the two characters ``\\n``; the answer's line
+    layout is what LIFBench's format rubric judges."""
+    return escaped.replace("\r\n", "\n").replace("\n", "<br>")
+
+
 def text_cell(
     text: Any,
     limit: int,
@@ -151,14 +160,15 @@ def text_cell(
     t = clean(text)
     n = max(len(t), total or 0)
     if n <= preview:
-        return f"<span class='txt'>{esc(t)}</span>"
+        return f"<span class='txt'>{_lines(esc(t))}</span>"
     cut = (
         f"<span class='cut'> … [cut: {n - limit:,} more characters; {n:,} in all]</span>"
         if n > limit
         else ""
     )
     summary = (
-        f"<span class='txt'>{esc(t[:preview])}</span>… <span class='len'>({n:,} characters)</span>"
+        f"<span class='txt'>{_lines(esc(t[:preview]))}</span>… "
+        f"<span class='len'>({n:,} characters)</span>"
     )
     return store.cell(t[:limit], summary, cut)
 
@@ -445,7 +455,13 @@ def table_html(
         "columnDefs": types,
         "autoWidth": False,
         "deferRender": True,
+        # the answer column wide, the key columns (benchmark, task, model) frozen on the left
+        # while the table scrolls sideways (DataTables FixedColumns, in itables' offline bundle)
+        "scrollX": True,
+        "fixedColumns": {"left": _frozen(cols)},
     }
+    if "answer" in cols:
+        types.append({"targets": [cols.index("answer")], "className": "answer", "width": "32em"})
     if table_id is not None:
         opts["table_id"] = table_id
     body = itables.to_html_datatable(frame, **opts)
@@ -465,6 +481,18 @@ def table_html(
         + texts.html()
         + hook
     )
+
+
+KEY_COLUMNS = ("benchmark", "task", "model")
+"""Columns frozen on the left of samples.html while it scrolls sideways (when they lead)."""
+
+
+def _frozen(cols: list[str]) -> int:
+    """How many leading columns are key columns (:data:`KEY_COLUMNS`)."""
+    n = 0
+    while n < len(cols) and cols[n] in KEY_COLUMNS:
+        n += 1
+    return n
 
 
 def _underscore(version: str) -> str:
