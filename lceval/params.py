@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
+import os
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
@@ -317,6 +318,42 @@ def _str_list_or_null(key: str, value: Any) -> list[str] | None:
     if not isinstance(value, list) or not value or not all(isinstance(v, str) and v for v in value):
         raise Invalid(f"{key} must be null or a non-empty list of names, {_got(value)}")
     return list(value)
+
+
+def load_params(path: str | os.PathLike[str]) -> dict[str, Any]:
+    """Read a params YAML file into a dict.
+
+    A relative path is looked up in the working directory, then in the lceval checkout's root.
+
+    Raises:
+        LcevalError: the file is missing, unreadable, not YAML, or not a mapping at top level.
+    """
+    from pathlib import Path
+
+    import yaml
+
+    from lceval.io import project_root
+
+    path = Path(path)
+    if not path.is_absolute() and not path.exists():
+        top = project_root()
+        if top is not None and (top / path).exists():
+            path = top / path  # repo-relative paths work from notebooks/ too
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise LcevalError(f"cannot read params file {path}: {exc.strerror}") from None
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" (line {mark.line + 1})" if mark is not None else ""
+        raise LcevalError(f"params file {path} is not valid YAML{where}") from None
+    if data is None:
+        return {}
+    if not isinstance(data, dict):
+        raise LcevalError(f"params file {path} must hold a mapping, got {type(data).__name__}")
+    return data
 
 
 # ------------------------------------------------------------------------- shared sections

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import math
+import dataclasses
 import os
 import time
 from collections.abc import Mapping, Sequence
@@ -10,8 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pandas as pd
-import yaml
-from tqdm.auto import tqdm
+from tqdm import tqdm  # a plain text bar: tqdm.auto needs ipywidgets in notebooks
 
 from lceval import compare_page, plan, registry, samples_page
 from lceval.benchmark import (
@@ -21,9 +20,10 @@ from lceval.benchmark import (
     ScorerSpec,
     scorer_of,
 )
-from lceval.console import engine_output
+from lceval.config import INFERENCE_DEFAULTS, InferConfig, test_backend, test_limit, validate
+from lceval.console import engine_output, terminal
 from lceval.errors import LcevalError
-from lceval.io import RunDir, atomic_open, new_meta, project_root
+from lceval.io import RunDir, atomic_open, new_meta
 from lceval.models import lifeline
 from lceval.models.base import (
     Backend,
@@ -45,41 +45,12 @@ from lceval.models.specs import (
     resolve_models,
     stored_name,
 )
+from lceval.params import load_params  # noqa: F401 - lceval.pipeline.load_params, as before
 from lceval.progress import progress_path
 from lceval.records import Context, Judgement, Response, Sample, Score, sample_hashes
 
 DEFAULT_CALL_SIZE = 8
 """Samples per engine call when neither the caller nor the engine says (:func:`infer`)."""
-
-
-def load_params(path: str | os.PathLike[str]) -> dict[str, Any]:
-    """Read a params YAML file into a dict.
-
-    A relative path is looked up in the working directory, then in the lceval checkout's root.
-
-    Raises:
-        LcevalError: the file is missing, unreadable, not YAML, or not a mapping at top level.
-    """
-    path = Path(path)
-    if not path.is_absolute() and not path.exists():
-        top = project_root()
-        if top is not None and (top / path).exists():
-            path = top / path  # repo-relative paths work from notebooks/ too
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise LcevalError(f"cannot read params file {path}: {exc.strerror}") from None
-    try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f" (line {mark.line + 1})" if mark is not None else ""
-        raise LcevalError(f"params file {path} is not valid YAML{where}") from None
-    if data is None:
-        return {}
-    if not isinstance(data, dict):
-        raise LcevalError(f"params file {path} must hold a mapping, got {type(data).__name__}")
-    return data
 
 
 def build(
@@ -170,6 +141,7 @@ def build_suite(
         models = dict(run.read_meta().models) if run.run_json.exists() else {}
     encodings = sorted({r.encoding for r in results.values() if r.encoding})
     first = next(iter(cleaned.values()))
+    inference = _inference_defaults(cleaned)
     meta = new_meta(
         run_id,
         params=cleaned,
@@ -177,6 +149,7 @@ def build_suite(
         sources={k: dict(r.sources) for k, r in results.items()},
         encoding=", ".join(encodings) or None,
         models=models,
+        inference=inference,
     )
     run.create()
     stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
@@ -199,6 +172,30 @@ def build_suite(
                     aside.rename(path)
             raise
     return run
+
+
+def _inference_defaults(parts: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
+    """The inference settings the build params declare (:data:`lceval.config.INFERENCE_DEFAULTS`:
+    the smoke set's ``truncate: true`` and ``max_new_tokens: 64``), checked by the declared
+    :class:`lceval.config.InferConfig`; null values are left out (the sample's own budget).
+
+    Raises:
+        LcevalError: a declared value of the wrong type or range (names the key).
+    """
+    out: dict[str, Any] = {}
+    for key, part in parts.items():
+        schema = registry.get(key).params_schema()
+        own = {f.name for f in dataclasses.fields(schema)} if schema is not None else set()
+        # a builder that declares a key itself (max_new_tokens: the samples' budgets) sets it there
+        given = {k: part[k] for k in INFERENCE_DEFAULTS if part.get(k) is not None and k not in own}
+        checked = validate(InferConfig, given, "params", key)
+        for k in given:
+            if k in out and out[k] != getattr(checked, k):
+                raise LcevalError(
+                    f"build: the parts declare different {k}: {out[k]!r} and {given[k]!r}"
+                )
+            out[k] = getattr(checked, k)
+    return out
 
 
 def _same_records(run: RunDir, samples: Sequence[Sample], contexts: Sequence[Context]) -> bool:
@@ -286,8 +283,9 @@ def infer(
     temperature: float = 0.0,
     seed: int = 0,
     backend_options: Mapping[str, Any] | None = None,
-    truncate: bool = False,
+    truncate: bool | None = None,
     progress: bool = True,
+    config: InferConfig | None = None,
     ray_address: str | None = None,
 ) -> list[Response]:
     """Answer the run's pending samples with one model or several, one engine at a time (load,
@@ -332,24 +330,43 @@ def infer(
             option, a window shorter than the longest prompt, missing samples, bad limits,
             replicas asked without Ray installed, a cluster too small for a model's replicas.
     """
-    run = RunDir(run_id, root)
-    run.read_meta()
-    if limit is not None and (not isinstance(limit, int) or limit < 1):
-        raise LcevalError(f"--limit must be a positive integer, got {limit!r}")
-    if max_new_tokens is not None and max_new_tokens < 1:
-        raise LcevalError(f"--max-new-tokens must be >= 1, got {max_new_tokens}")
-    if (
-        isinstance(temperature, bool)
-        or not isinstance(temperature, int | float)
-        or not math.isfinite(temperature)
-        or temperature < 0
-    ):
-        raise LcevalError(f"--temperature must be a finite number >= 0, got {temperature!r}")
-    if batch_size is not None and (not isinstance(batch_size, int) or batch_size < 1):
-        raise LcevalError(f"--batch-size must be an integer >= 1, got {batch_size!r}")
-    if not isinstance(truncate, bool):
-        raise LcevalError(f"truncate must be true or false, got {truncate!r}")
-    specs = resolve_models(model, models, backend, backend_options)
+    given = {
+        "backend": backend,
+        "model": model,
+        "models": models,
+        "batch_size": batch_size,
+        "limit": limit,
+        "tasks": tasks,
+        "max_new_tokens": max_new_tokens,
+        "temperature": temperature,
+        "seed": seed,
+        "backend_options": backend_options,
+        "truncate": truncate,
+    }
+    # keyword arguments are read by the same declared type as the CLI's flags
+    cfg = config if config is not None else validate(InferConfig, given, "params", "infer")
+    run = RunDir(run_id if cfg.run_id is None else cfg.run_id, root)
+    meta = run.read_meta()
+    # The run's build params may declare its inference settings (the smoke set: truncate,
+    # 64-token answers); what the caller gives goes over them.
+    declared = {k: v for k, v in dict(meta.inference).items() if k in INFERENCE_DEFAULTS}
+    unset = {k: v for k, v in declared.items() if getattr(cfg, k) is None}
+    if unset:
+        cfg = validate(InferConfig, {**cfg.model_dump(exclude_unset=True), **unset})
+    backend, batch_size, limit, tasks = (
+        test_backend(cfg.backend),
+        cfg.batch_size,
+        test_limit(cfg.limit),
+        cfg.tasks,
+    )
+    max_new_tokens, temperature, seed = cfg.max_new_tokens, cfg.temperature, cfg.seed
+    backend_options, truncate = cfg.backend_options, bool(cfg.truncate)
+    one, many = cfg.model, cfg.models
+    if isinstance(one, list):  # the CLI's repeated --model: a list of models
+        if many is not None:
+            raise LcevalError("infer: give model or models, not both")
+        one, many = None, one
+    specs = resolve_models(one, many, backend, backend_options)
     check_names(specs, run.read_meta().models, run.run_id)  # an answer's identity: its name
     # Everything the user can get wrong is checked before the engine starts (tens of seconds).
     samples = select_samples(run, run.read_samples(), limit=limit, tasks=tasks)
@@ -372,31 +389,52 @@ def infer(
 
         require_ray()  # one line naming the extra, before anything starts
     ResponseStore(run.responses)  # a corrupt responses file stops here, before a model loads
-    config = GenerationConfig(temperature=temperature, seed=seed, max_new_tokens=max_new_tokens)
+    gen = GenerationConfig(temperature=temperature, seed=seed, max_new_tokens=max_new_tokens)
     notes = [
         f"{spec.label}: truncate is set: contexts longer than its window are cut"
         if truncate
-        else check_fits(spec, samples, contexts, config.budget)
+        else check_fits(
+            spec,
+            samples,
+            contexts,
+            _with_thinking(gen.budget, _thinking_budget(spec.options)),
+        )
         for spec in specs
     ]
     for note in notes:  # said once every model is known to fit
         log(note)
     # size and estimate on stderr now; into run.json with the first model's entry, so a
     # command failing before its first answer (a missing or refused key) leaves run.json as it was
-    sized = plan.announce(run, samples, max_new_tokens, record_it=False)
+    thinking = max(_thinking_budget(spec.options) for spec in specs)
+    sized = plan.announce(
+        run, samples, max_new_tokens, record_it=False, max_thinking_tokens=thinking
+    )
     pending = {"plan": sized.summary()} if sized is not None else {}
     responses: list[Response] = []
     ray_specs = [spec for spec, r in zip(specs, on_ray, strict=True) if r]
     if ray_specs:
         responses += _infer_ray(
-            run, ray_specs, config, samples, contexts, batch_size, progress, ray_address, pending
+            run, ray_specs, gen, samples, contexts, batch_size, progress, ray_address, pending
         )
     local = [spec for spec, r in zip(specs, on_ray, strict=True) if not r]
     for i, spec in enumerate(local):
         if len(local) > 1:
             log(f"model {i + 1}/{len(local)}: {spec.label} ({spec.backend})")
-        responses += _infer_one(run, spec, config, samples, contexts, batch_size, progress, pending)
+        responses += _infer_one(run, spec, gen, samples, contexts, batch_size, progress, pending)
     return responses
+
+
+def _with_thinking(budget: Any, extra: int) -> Any:
+    """``budget`` (sample -> answer tokens) plus a model's thinking budget ``extra``."""
+    if not extra:
+        return budget
+    return lambda sample: budget(sample) + extra
+
+
+def _thinking_budget(options: Mapping[str, Any]) -> int:
+    """A model's ``max_thinking_tokens`` option (0 when not given or not an integer)."""
+    value = options.get("max_thinking_tokens")
+    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 0
 
 
 def _infer_ray(
@@ -562,7 +600,14 @@ def score(
     store = job.responses()
     try:
         job.open_judges()
-        bar = tqdm(store, total=len(store), desc="score", unit="response", disable=not progress)
+        bar = tqdm(
+            store,
+            total=len(store),
+            desc="score",
+            unit="response",
+            disable=not progress,
+            file=terminal(),
+        )
         for r in bar:
             job.add(r)
         job.flush_all()
@@ -673,7 +718,7 @@ class Scoring:
             return
         key = s.benchmark
         ctx = self.contexts.get(s.context_id) if s.context_id else None
-        if r.finish_reason == "error" or key not in self.judges:
+        if r.finish_reason == "error" or r.thinking_unfinished or key not in self.judges:
             self.emit(s, r, self.chosen[key].judge(s, r, ctx, self.options[key]))
             return
         prepared = self.judges[key].prepare(s, r, ctx)
@@ -790,6 +835,9 @@ def report(
             out = bench.report(where, bench_scores, bench_samples)
             tables.update({f"{key}/{k}": v for k, v in out.items()})
             tables.scorers[key] = names
+        from lceval.reasoning import report_reasoning  # thinking tokens, when the run has any
+
+        tables.update({f"reasoning/{k}": v for k, v in report_reasoning(staged, scores).items()})
         write_run_pages(staged)
         write_results(staged)
         write_index(staged)

@@ -392,14 +392,22 @@ class Plan:
             f"{r.model.split(' ')[0]} {r.gpu}": float(f"{r.gpu_hours:.3g}")
             for r in self.estimates.itertuples()
         }
+        thinking = self.thinking_budget()
         return {
             "tokenizer": self.tokenizer,
             **self.total(),
+            **({"thinking_budget": thinking} if thinking else {}),
             "exact": self.exact,
             "gpu_hours": est,
             "efficiency": float(self.estimates["efficiency"].iloc[0]),
             "efficiency_source": EFFICIENCY_SOURCE,
         }
+
+    def thinking_budget(self) -> int:
+        """The total row's thinking budget in tokens (0: no thinking model planned)."""
+        if "thinking_budget" not in self.sizes:
+            return 0
+        return int(self.sizes[self.sizes["benchmark"] == "*"]["thinking_budget"].iloc[0])
 
     def lines(self) -> list[str]:
         """Two short lines for the start of ``lceval infer``."""
@@ -410,7 +418,8 @@ class Plan:
             f"plan: {t['samples']:,} samples, {t['prompt_tokens']:,} prompt tokens "
             f"({self.tokenizer}), {t['unique_tokens']:,} unique after prefix sharing"
             f"{'' if self.exact else ' (at most: contexts not tokenized)'}, "
-            f"{t['budget']:,} new-token budget",
+            f"{t['budget']:,} new-token budget"
+            + (f" + {self.thinking_budget():,} thinking" if self.thinking_budget() else ""),
             f"estimate for an 8B model: {_hours(h.get('H100-80GB'))} GPU-h on an H100-80GB, "
             f"{_hours(h.get('A100-80GB'))} on an A100-80GB ({EFFICIENCY:g}x the arithmetic floor, "
             "a CPU measurement; lceval plan RUN for more)",
@@ -459,6 +468,7 @@ def plan_run(
     max_new_tokens: int | None = None,
     efficiency: float = EFFICIENCY,
     exact: bool | None = None,
+    max_thinking_tokens: int = 0,
 ) -> Plan:
     """The size and cost of a built run (module docstring).
 
@@ -472,6 +482,9 @@ def plan_run(
         exact: tokenize the contexts (True), or take their recorded counts (False, unique
             tokens then an upper bound: :class:`Counted`); None: exact with a model, or when the
             distinct contexts hold at most :data:`EXACT_LIMIT` tokens.
+        max_thinking_tokens: a reasoning model's thinking budget per sample (tokens,
+            ``lceval.models.thinking``), counted beside the answer budget in a
+            ``thinking_budget`` column and in the decode estimate; 0: none.
 
     Raises:
         LcevalError: missing run files, a bad budget, an unreadable model tokenizer, ``exact``
@@ -499,13 +512,25 @@ def plan_run(
     prompts = prompt_tokens(
         chosen, contexts, encoder, max_new_tokens=max_new_tokens, window=window, exact=exact
     )
+    if max_thinking_tokens < 0:
+        raise LcevalError(f"max_thinking_tokens must be >= 0, got {max_thinking_tokens}")
     keys = segment_keys([p.segments for p in prompts])
     rows = per_sample(prompts, keys)
+    sizes = size_table(prompts, keys)
+    decode_rows = rows
+    if max_thinking_tokens:
+        rows = rows.assign(thinking_budget=np.int64(max_thinking_tokens))
+        sizes.insert(
+            list(sizes.columns).index("budget") + 1,
+            "thinking_budget",
+            sizes["samples"] * max_thinking_tokens,
+        )
+        decode_rows = rows.assign(budget=rows["budget"] + rows["thinking_budget"])
     return Plan(
         encoder.name,
         rows,
-        size_table(prompts, keys),
-        estimate_table(rows, shapes, efficiency=efficiency),
+        sizes,
+        estimate_table(decode_rows, shapes, efficiency=efficiency),
         window,
         exact,
     )
@@ -516,6 +541,8 @@ def render(plan: Plan) -> str:
     sizes = plan.sizes.copy()
     for c in ("samples", "prompt_tokens", "unique_tokens", "budget", "truncated_samples"):
         sizes[c] = sizes[c].map("{:,}".format)
+    if "thinking_budget" in sizes:
+        sizes["thinking_budget"] = sizes["thinking_budget"].map("{:,}".format)
     if not plan.rows["truncated"].any():
         sizes = sizes.drop(columns="truncated_samples")
     est = plan.estimates.copy()
@@ -533,7 +560,13 @@ def render(plan: Plan) -> str:
     return "\n".join(
         [
             f"size (tokens of {plan.tokenizer}{window}; unique = after prefix sharing, each "
-            "row's own trie; budget = sum of the samples' new-token budgets):",
+            "row's own trie; budget = sum of the samples' new-token budgets"
+            + (
+                "; thinking_budget = max_thinking_tokens per sample"
+                if plan.thinking_budget()
+                else ""
+            )
+            + "):",
             sizes.to_string(index=False),
             "",
             "estimate (hours; floor = datasheet bf16 peak and HBM bandwidth, estimate = floor x "
@@ -602,17 +635,24 @@ def announce(
     max_new_tokens: int | None = None,
     *,
     record_it: bool = True,
+    max_thinking_tokens: int = 0,
 ) -> Plan | None:
     """The plan of the samples ``lceval infer`` is about to answer, in the run's tiktoken
     encoding: two lines on stderr and run.json's ``plan`` (``record_it=False``: the caller
     writes ``plan.summary()`` into run.json with the state it describes, so a command failing
     before any answer leaves run.json as it was). A plan that cannot be made (no tiktoken file)
-    is one line saying why; inference goes on.
+    is one line saying why; inference goes on. ``max_thinking_tokens``: the models' thinking
+    budget per sample (the ``max_thinking_tokens`` option given), counted beside the answer's.
     """
     from lceval.console import log
 
     try:
-        p = plan_run(run, samples=samples, max_new_tokens=max_new_tokens)
+        p = plan_run(
+            run,
+            samples=samples,
+            max_new_tokens=max_new_tokens,
+            max_thinking_tokens=max_thinking_tokens,
+        )
     except LcevalError as exc:
         log(f"plan: not computed ({exc})")
         return None
@@ -621,3 +661,24 @@ def announce(
     if record_it:
         record(run, p)
     return p
+
+
+def recorded_cap(run: Any) -> int | None:
+    """The answer-budget cap the run's inference used (run.json ``models.*.generation``
+    ``max_new_tokens``) when every model recorded the same one; None when none is recorded, the
+    models were answered with each sample's own budget, or their caps differ. ``lceval plan RUN``
+    plans with it unless ``--max-new-tokens`` is given, so the plan and inference's own plan
+    line give one budget for one run."""
+    try:
+        models = run.read_meta().models or {}
+    except (LcevalError, OSError, ValueError):
+        return None
+    caps = {
+        (m.get("generation") or {}).get("max_new_tokens")
+        for m in models.values()
+        if isinstance(m, dict) and isinstance(m.get("generation"), dict)
+    }
+    if len(caps) != 1:
+        return None
+    cap = caps.pop()
+    return cap if isinstance(cap, int) and cap >= 1 else None

@@ -101,7 +101,7 @@ class Progress:
         show: bool = True,
         stream: TextIO | None = None,
     ) -> None:
-        from tqdm.auto import tqdm
+        from tqdm import tqdm  # a plain text bar: tqdm.auto needs ipywidgets in notebooks
 
         from lceval.console import terminal
 

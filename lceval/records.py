@@ -215,7 +215,8 @@ class Response:
     model: str
     """Model name as given to the backend (path, hub id or alias)."""
     text: str
-    """Generated text only (without the prompt and without ``assistant_prefix``)."""
+    """The answer: generated text without the prompt, without ``assistant_prefix`` and without
+    the model's thinking (:attr:`reasoning`). Every scorer reads this field alone."""
     config_hash: str
     """Hash of the generation config (see ``lceval.models.base.GenerationConfig.hash``)."""
     prompt_tokens: int = 0
@@ -234,6 +235,17 @@ class Response:
     """:func:`sample_hash` of the sample (and context) it answers, stamped by
     ``lceval.models.generate.generate``; None in responses written before it existed or imported
     from elsewhere, which are taken as answering the current sample (see :meth:`answers`)."""
+    reasoning: str | None = None
+    """The model's thinking before its answer (``<think>`` block, an analysis channel, or the
+    ``reasoning_content`` / ``reasoning`` field of an OpenAI-compatible server), kept apart
+    from :attr:`text` and never scored; None for a model that does not think (and in responses
+    written before the field existed)."""
+    reasoning_tokens: int = 0
+    """Tokens of :attr:`reasoning` (the model's own tokens; counted in ``completion_tokens``)."""
+    thinking_unfinished: bool = False
+    """True when the model was still thinking when its thinking budget ran out: it gave no answer
+    (``text`` is empty) and every scorer gives NaN with the reason
+    ``"no answer after N thinking tokens"`` (:meth:`no_answer_reason`)."""
 
     def answers(self, current: str | None) -> bool:
         """True if this response answers the sample whose :func:`sample_hash` is ``current``.
@@ -242,6 +254,12 @@ class Response:
         matches any sample of its id: such runs load, resume and score as before.
         """
         return self.sample_hash is None or current is None or self.sample_hash == current
+
+    def no_answer_reason(self) -> str | None:
+        """``"no answer after N thinking tokens"`` when the thinking never ended, else None."""
+        if not self.thinking_unfinished:
+            return None
+        return f"no answer after {self.reasoning_tokens} thinking tokens"
 
 
 SAMPLE_HASH_FIELDS = (
@@ -350,6 +368,9 @@ class RunMeta:
     git_commit: str | None = None
     encoding: str | None = None
     """tiktoken encoding used for data lengths."""
+    inference: Mapping[str, Any] = field(default_factory=dict)
+    """Inference settings the build params declare (``truncate``, ``max_new_tokens``), the
+    defaults of ``lceval infer`` and ``lceval.pipeline.infer`` on this run."""
     plan: Mapping[str, Any] = field(default_factory=dict)
     """The run's size and estimated cost when last planned (``lceval.plan.Plan.summary``: samples,
     prompt, unique and budget tokens, GPU hours per model size and GPU)."""

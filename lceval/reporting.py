@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -131,3 +132,42 @@ def highlight_run_rows(df: pd.DataFrame, column: str = "source", value: str = TH
         return pd.DataFrame(cells, index=frame.index, columns=frame.columns)
 
     return df.style.apply(rows, axis=None)
+
+
+def unrank_subset_rows(
+    df: pd.DataFrame, models: set[str] | frozenset[str], *, ascending: Callable[[str], bool]
+) -> pd.DataFrame:
+    """``df`` with the run's rows of ``models`` (a run that is not the paper's grid,
+    :mod:`lceval.coverage`) taken out of every ranking: their ``<col>_rank`` and ``mean_rank``
+    cells become NaN and the other rows are ranked again among themselves, so a subset run
+    shown beside published numbers is never ranked among the paper's models.
+
+    Args:
+        df: a table with a ``source`` column (:data:`THIS_RUN` for the run's rows), indexed by
+            model, with ``<col>_rank`` columns beside their ``<col>``.
+        models: model names whose run rows are not comparable.
+        ascending: per ranked column name, True when lower is better (IFS), False when higher
+            is (ARS).
+
+    Returns:
+        A copy (``df`` itself when nothing changes); ranks: 1 = best, ties share the lower.
+    """
+    if "source" not in df.columns or not models:
+        return df
+    out = df.copy()
+    mask = (out["source"].astype(str) == THIS_RUN) & out.index.astype(str).isin(list(models))
+    if not mask.any():
+        return out
+    ranked = [c[: -len("_rank")] for c in out.columns if c.endswith("_rank")]
+    for c in ranked:
+        rank = f"{c}_rank"
+        if c in out.columns:
+            out[rank] = out[c].where(~mask).rank(method="min", ascending=ascending(c))
+        elif c == "mean":
+            parts = [f"{p}_rank" for p in ranked if p not in ("mean", "ARS", "paper", "IFS(AVG)")]
+            parts = [p for p in parts if p in out.columns]
+            if parts:
+                out[rank] = out[parts].mean(axis=1).where(~mask)
+        else:
+            out.loc[mask, rank] = float("nan")
+    return out

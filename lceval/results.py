@@ -10,6 +10,13 @@ its ``schema_version`` field (:data:`SCHEMA_VERSION`). Its parts:
   null when it cannot be computed), ``n`` (scored samples) and ``n_units`` (resampled units);
 - ``tasks``: per benchmark, scorer, model and task, the mean ``Score.value`` (0..1) over the
   scored samples, ``n`` and ``n_nan`` (samples whose score could not be computed);
+- ``coverage``: per benchmark and model what the run answered of what it built (samples,
+  tasks, lengths, answer budget, truncation) and whether that is the paper's grid
+  (:class:`lceval.coverage.Coverage`; optional, absent in files written before it existed);
+- ``metrics`` (optional): per benchmark, scorer and model, numbers a benchmark shows beside
+  its headline (``Benchmark.metrics``; ManyIFEval: IFEval's four pooled accuracies) with CIs;
+- ``tasks`` rows may carry ``reasoning_tokens`` (mean thinking tokens per answered sample) and
+  ``n_no_answer`` (samples whose thinking never ended) when the run's model reasons;
 - ``provenance``: run.json as it is (lceval and library versions, git commit, seed, tiktoken
   encoding, per model the engine, dtype, generation config and its hash, the data sources, the
   build params).
@@ -71,13 +78,18 @@ def results_document(run: RunDir, *, seed: int = 0) -> dict[str, Any]:
     """
     from lceval import metrics, registry
     from lceval.console import log
+    from lceval.coverage import run_coverage
     from lceval.records import to_dict
 
     scores = run.read_scores()
     samples = registry.load_samples(run.read_samples())
     meta = to_dict(run.read_meta())
+    from lceval.reasoning import reasoning_frame
+
+    reasoning = reasoning_frame(run)
     headlines: list[dict[str, Any]] = []
     tasks: list[dict[str, Any]] = []
+    extra: list[dict[str, Any]] = []
     for key in sorted({s.benchmark for s in samples}):
         bench = registry.get(key)
         mine = [s for s in samples if s.benchmark == key]
@@ -107,8 +119,24 @@ def results_document(run: RunDir, *, seed: int = 0) -> dict[str, Any]:
                         "n_units": int(e.n_units),
                     }
                 )
-            tasks += _task_means(key, name, rows[rows["scorer"] == name])
-    return {
+            tasks += _task_means(key, name, rows[rows["scorer"] == name], reasoning)
+            if bench.metrics is not None and name == bench.default_scorer:
+                mine_rows = rows[rows["scorer"] == name]
+                for m in bench.metrics(mine_rows, mine).itertuples(index=False):
+                    extra.append(
+                        {
+                            "benchmark": key,
+                            "scorer": name,
+                            "model": str(m.model),
+                            "metric": str(m.metric),
+                            "unit": str(m.unit),
+                            "estimate": _number(m.estimate),
+                            "low": _number(m.low),
+                            "high": _number(m.high),
+                            "n": int(m.n),
+                        }
+                    )
+    doc: dict[str, Any] = {
         "schema_version": SCHEMA_VERSION,
         "run_id": run.run_id,
         "written": _dt.datetime.now(_dt.UTC).replace(microsecond=0).isoformat(),
@@ -116,11 +144,22 @@ def results_document(run: RunDir, *, seed: int = 0) -> dict[str, Any]:
         "headlines": headlines,
         "tasks": tasks,
         "provenance": json.loads(json.dumps(meta, default=str, allow_nan=False)),
+        "coverage": [c.as_dict() for c in run_coverage(run)],
     }
+    if extra:
+        doc["metrics"] = extra
+    return doc
 
 
-def _task_means(key: str, scorer: str, rows: pd.DataFrame) -> list[dict[str, Any]]:
-    """Per (model, task): mean value over scored samples, n, n_nan."""
+def _task_means(
+    key: str, scorer: str, rows: pd.DataFrame, reasoning: pd.DataFrame | None = None
+) -> list[dict[str, Any]]:
+    """Per (model, task): mean value over scored samples, n, n_nan; with ``reasoning``
+    (:func:`lceval.reasoning.reasoning_frame`, not empty) also ``reasoning_tokens`` (mean
+    thinking tokens per response) and ``n_no_answer`` (no answer within the thinking budget)."""
+    from lceval.reasoning import task_reasoning
+
+    thought = task_reasoning(rows, reasoning) if reasoning is not None else {}
     out = []
     for (model, task), g in rows.groupby(["model", "task"], sort=True):
         values = pd.to_numeric(g["value"], errors="coerce")
@@ -135,6 +174,9 @@ def _task_means(key: str, scorer: str, rows: pd.DataFrame) -> list[dict[str, Any
                 "n_nan": int(values.isna().sum()),
             }
         )
+        if thought:
+            tokens, no_answer = thought.get((str(model), str(task)), (0.0, 0))
+            out[-1].update(reasoning_tokens=_number(tokens), n_no_answer=no_answer)
     return out
 
 

@@ -57,6 +57,8 @@ _CSS = """
 body{font-family:sans-serif;margin:1.5em;font-size:13px}
 table.dataTable td{vertical-align:top}
 .txt{white-space:pre-wrap;word-break:break-word;max-width:38em}
+td.answer{min-width:32em}td.answer .txt{max-width:48em}
+table.dataTable td.key,table.dataTable th.key{background:#fafafa}
 td details{min-width:18em}
 .full{white-space:pre-wrap;word-break:break-word;max-height:24em;overflow:auto;
  background:#f7f7f7;padding:4px;max-width:50em}
@@ -136,6 +138,13 @@ if (!window.__lcevalTexts) {
 </script>"""
 
 
+def _lines(escaped: str) -> str:
+    """Line breaks of an escaped text as ``<br>``: the table's data travels as JSON through
+    itables, which would show a raw newline as the two characters ``\\n``; the answer's line
+    layout is what LIFBench's format rubric judges."""
+    return escaped.replace("\r\n", "\n").replace("\n", "<br>")
+
+
 def text_cell(
     text: Any,
     limit: int,
@@ -151,14 +160,15 @@ def text_cell(
     t = clean(text)
     n = max(len(t), total or 0)
     if n <= preview:
-        return f"<span class='txt'>{esc(t)}</span>"
+        return f"<span class='txt'>{_lines(esc(t))}</span>"
     cut = (
         f"<span class='cut'> … [cut: {n - limit:,} more characters; {n:,} in all]</span>"
         if n > limit
         else ""
     )
     summary = (
-        f"<span class='txt'>{esc(t[:preview])}</span>… <span class='len'>({n:,} characters)</span>"
+        f"<span class='txt'>{_lines(esc(t[:preview]))}</span>… "
+        f"<span class='len'>({n:,} characters)</span>"
     )
     return store.cell(t[:limit], summary, cut)
 
@@ -265,8 +275,18 @@ def _answers(run: RunDir) -> tuple[dict[tuple[str, str], Any], list[Any], dict[s
                 r.finish_reason,
                 r.completion_tokens,
                 r.error,
+                _thinking(r),
             )
     return out, raw, contexts
+
+
+def _thinking(r: Any) -> tuple[str, int, int, bool] | None:
+    """A response's thinking as (text cut to :data:`ANSWER_CHARS`, characters, tokens, no
+    answer within the budget); None for a response without thinking."""
+    if r.reasoning is None and not r.thinking_unfinished:
+        return None
+    t = r.reasoning or ""
+    return (t[:ANSWER_CHARS], len(t), int(r.reasoning_tokens), bool(r.thinking_unfinished))
 
 
 def sample_rows(
@@ -314,8 +334,8 @@ def sample_rows(
     rows = []
     for r in scores.itertuples(index=False):
         s = by_id[r.sample_id]
-        text, n_chars, finish, completion, error = answers.get(
-            (r.sample_id, r.model), (None, 0, None, 0, None)
+        text, n_chars, finish, completion, error, thought = answers.get(
+            (r.sample_id, r.model), (None, 0, None, 0, None, None)
         )
         ctx = contexts.get(s.context_id) if s.context_id else None
         row = {
@@ -328,7 +348,8 @@ def sample_rows(
             "rubric": rubric_cell(_json_map(r.parts), _json_map(r.points)),
             "explanation": text_cell(r.explanation, EXPLANATION_CHARS, store),
             "instruction": text_cell(s.instruction, INSTRUCTION_CHARS, store),
-            "answer": _answer_cell(text, n_chars, finish, completion, error, store),
+            "answer": _thinking_cell(thought, store)
+            + _answer_cell(text, n_chars, finish, completion, error, store),
             "context": context_cell(ctx, hrefs.get(s.context_id or ""), store),
             "sample_id": esc(r.sample_id),
             "answer_chars": n_chars,
@@ -376,6 +397,22 @@ def _answer_cell(
     return f"{head}<br>{text_cell(text, ANSWER_CHARS, store, total=n_chars)}"
 
 
+def _thinking_cell(thought: tuple[str, int, int, bool] | None, store: Texts) -> str:
+    """A reasoning model's thinking, folded above its answer (one click opens it); '' for a
+    response without thinking. The thinking is never scored (``lceval.models.thinking``)."""
+    if thought is None:
+        return ""
+    text, n_chars, tokens, unfinished = thought
+    note = "; no answer within the thinking budget" if unfinished else ""
+    cut = (
+        f"<span class='cut'> … [cut: {n_chars - ANSWER_CHARS:,} more characters]</span>"
+        if n_chars > ANSWER_CHARS
+        else ""
+    )
+    summary = f"<span class='len'>thinking: {tokens:,} tokens, {n_chars:,} characters{note}</span>"
+    return store.cell(text, summary, cut) + "<br>"
+
+
 def table_html(
     frame: pd.DataFrame,
     texts: Texts | None = None,
@@ -418,7 +455,13 @@ def table_html(
         "columnDefs": types,
         "autoWidth": False,
         "deferRender": True,
+        # the answer column wide, the key columns (benchmark, task, model) frozen on the left
+        # while the table scrolls sideways (DataTables FixedColumns, in itables' offline bundle)
+        "scrollX": True,
+        "fixedColumns": {"left": _frozen(cols)},
     }
+    if "answer" in cols:
+        types.append({"targets": [cols.index("answer")], "className": "answer", "width": "32em"})
     if table_id is not None:
         opts["table_id"] = table_id
     body = itables.to_html_datatable(frame, **opts)
@@ -438,6 +481,18 @@ def table_html(
         + texts.html()
         + hook
     )
+
+
+KEY_COLUMNS = ("benchmark", "task", "model")
+"""Columns frozen on the left of samples.html while it scrolls sideways (when they lead)."""
+
+
+def _frozen(cols: list[str]) -> int:
+    """How many leading columns are key columns (:data:`KEY_COLUMNS`)."""
+    n = 0
+    while n < len(cols) and cols[n] in KEY_COLUMNS:
+        n += 1
+    return n
 
 
 def _underscore(version: str) -> str:

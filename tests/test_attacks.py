@@ -313,6 +313,7 @@ def test_report_on_models_of_disjoint_samples(root, capsys):
     assert (run.report / "index.html").exists() and (run.report / "samples.html").exists()
 
 
+@pytest.mark.crash
 def test_sigkill_during_report_leaves_nothing_after_the_next_command(root):
     """SIGKILL while ``lceval report`` writes its staged folder: the previous report stays and
     the next command on the run removes the staged folder (and any temporary file) it left."""

@@ -85,8 +85,8 @@ def _run_with_one_sample(tmp_path):
 @pytest.mark.parametrize(
     ("extra", "message"),
     [
-        (["--limit", "-1"], "--limit must be a positive integer, got -1"),
-        (["--limit", "0"], "--limit must be a positive integer, got 0"),
+        (["--limit", "-1"], "--limit must be >= 1, got -1"),
+        (["--limit", "0"], "--limit must be >= 1, got 0"),
         (["--max-new-tokens", "0"], "--max-new-tokens must be >= 1, got 0"),
         (["-o", "bogus=1"], "has no option 'bogus'; closest: "),  # auto: whichever it picks
         (["--backend", "hf", "-o", "bogus=1"], "backend hf has no option 'bogus'; closest: "),
@@ -211,7 +211,7 @@ def test_compare_prints_the_paired_table_and_writes_csv(capsys, tmp_path):
     ("argv", "message"),
     [
         (["compare", "a", "nope"], "nope"),
-        (["compare", "a", "b", "--alpha", "1.5"], "--alpha must be between 0 and 1"),
+        (["compare", "a", "b", "--alpha", "1.5"], "--alpha must be < 1.0"),
         (["compare", "a", "b", "--csv", "x.txt"], "--csv must name a .csv file"),
         (["compare", "a", "b", "--csv", "/no/such/dir/x.csv"], "does not exist"),
         (["compare", "a", "b", "c", "--model-a", "m"], "--model-a/--model-b are for a paired"),

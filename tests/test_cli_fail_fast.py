@@ -91,10 +91,10 @@ def _one_line(capsys, argv):
         (["--backend", "openai", "-o", "concurency=2", "--model", "m"], "closest: concurrency"),
         (["--backend", "openai"], "the openai backend needs --model"),
         (["--backend", "tgi"], "unknown backend 'tgi'"),
-        (["--limit", "0"], "--limit must be a positive integer, got 0"),
+        (["--limit", "0"], "--limit must be >= 1, got 0"),
         (["--max-new-tokens", "0"], "--max-new-tokens must be >= 1"),
-        (["--batch-size", "0"], "--batch-size must be an integer >= 1"),
-        (["--temperature", "-1"], "--temperature must be a finite number >= 0"),
+        (["--batch-size", "0"], "--batch-size must be >= 1, got 0"),
+        (["--temperature", "-1"], "--temperature must be >= 0.0, got -1"),
         (["-o", "novalue"], "--option expects KEY=VALUE"),
     ],
 )

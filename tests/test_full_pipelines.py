@@ -219,10 +219,18 @@ RUNS = {
 """Per pipeline, the run folders whose responses and scores the test checks."""
 
 
-@pytest.mark.slow
+@pytest.fixture(scope="module")
+def official_format_data(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    """:func:`_data`, written once for the five pipelines (they only read it)."""
+    return _data(tmp_path_factory.mktemp("data"))
+
+
+@pytest.mark.notebook
 @pytest.mark.parametrize("paper", PAPERS)
-def test_full_pipeline_runs_end_to_end_on_a_tiny_model(paper, tmp_path, tiny_long_model_dir):
-    data = _data(tmp_path / "data")
+def test_full_pipeline_runs_end_to_end_on_a_tiny_model(
+    paper, tmp_path, tiny_long_model_dir, official_format_data
+):
+    data = official_format_data
     overrides = _overrides(paper, tiny_long_model_dir, data)
     argv = ["--outputs", str(tmp_path / "out"), "run", str(PIPELINES / f"{paper}_full.yaml")]
     for key, value in overrides.items():

@@ -28,17 +28,18 @@ def _report_run(tmp_path: Path) -> RunDir:
 def test_index_lists_provenance_tables_and_figures(tmp_path):
     run = _report_run(tmp_path)
     page = (run.report / "index.html").read_text(encoding="utf-8")
-    assert "Provenance" in page and "model m0" in page and "hf (dtype=float32)" in page
+    assert "Provenance" in page and "<td>m0</td><td>hf</td><td>float32</td>" in page
     csvs = list(run.report.glob("*.csv"))
     pngs = list(run.figures.glob("*.png"))
     assert csvs and pngs
-    assert page.count("<table") == len(csvs) + 2  # + provenance, reproduction index
+    assert all(f"{p.stem}.csv</code>" in page for p in csvs)  # every table, captioned
+    assert page.count("<table") == page.count("<figcaption>") - page.count("<img")
     assert "id='reproduction'" in page and "<td style='text-align:left'>Fig. 3</td>" in page
     assert "ManyIFEval" not in page  # only the run's benchmarks' rows
     assert all(f"figures/{p.name}" in page for p in pngs)
 
 
-@pytest.mark.slow
+@pytest.mark.browser
 def test_index_renders_in_a_headless_browser(tmp_path):
     chromedriver = shutil.which("chromedriver")
     if chromedriver is None:
@@ -63,7 +64,7 @@ def test_index_renders_in_a_headless_browser(tmp_path):
     finally:
         driver.quit()
     assert images and all(done and width > 0 for _, done, width in images), images
-    assert tables == len(list(run.report.glob("*.csv"))) + 2  # + provenance, reproduction
+    assert tables >= len(list(run.report.glob("*.csv"))) + 2  # + headline, provenance, ...
     img = Image.open(shot).convert("L")
     lo, hi = img.getextrema()
     assert hi - lo > 100  # not a blank page
@@ -128,3 +129,22 @@ def test_responses_frame_counts_a_retried_error_once(tmp_path):
     pairs = sorted(zip(frame["sample_id"], frame["text"], strict=True))
     assert pairs == [("a", "retried"), ("b", "ok")]
     assert int(inference_summary(frame)["errors"].sum()) == 0
+
+
+@pytest.mark.parametrize("key", ["ruler", "leval"])
+def test_index_shows_tables_a_report_writes_in_its_own_folder(tmp_path, key):
+    """RULER and L-Eval write their tables under report/<key>/: each is on the page under the
+    benchmark's title, with a caption."""
+    fixture = Path(__file__).parent / "fixtures" / "regression" / key
+    run = RunDir("sub", tmp_path).create()
+    for name in ("samples.jsonl", "contexts.jsonl", "responses.jsonl"):
+        if (fixture / name).exists():
+            shutil.copy(fixture / name, run.path / name)
+    run.write_meta(new_meta("sub", models={"m0": {"backend": "hf"}}))
+    pipeline.score("sub", root=tmp_path, progress=False)
+    pipeline.report("sub", root=tmp_path)
+    page = (run.report / "index.html").read_text(encoding="utf-8")
+    csvs = sorted((run.report / key).glob("*.csv"))
+    assert csvs and all(f"{key}/{p.stem}.csv</code>" in page for p in csvs)
+    assert f"<h2 id='{key}'>" in page
+    assert page.count("<table") == page.count("<figcaption>") - page.count("<img")

@@ -19,7 +19,7 @@ from lceval.errors import LcevalError
 ROOT = Path(__file__).resolve().parents[1]
 
 
-# Read from the papers (shared/papers/*.txt): every "Table N:" and "Figure N:" caption, declared
+# Read from the papers' texts: every "Table N:" and "Figure N:" caption, declared
 # per benchmark as ``Benchmark.testing.items`` (with ``testing.paper``, the name
 # reproduction.yaml uses). The L-Eval text (004_*) is a summary whose tables are not numbered: its
 # items are named by their heading there. LongGenBench's Fig. 3 has two panels the text cites

@@ -199,7 +199,7 @@ def _wait_for_table(driver, timeout: float = 30.0) -> str:
 MAIN = "table.dataTable[id^=itables]"  # the page's table (the filter panes are tables too)
 
 
-@pytest.mark.slow
+@pytest.mark.browser
 def test_hostile_answers_run_no_script_in_chromium(tmp_path):
     run = _hostile_run(tmp_path)
     driver = _chrome()
@@ -223,7 +223,7 @@ def test_hostile_answers_run_no_script_in_chromium(tmp_path):
     assert "A" * 3000 in text and "<script>window.__pwned=5" not in text  # the cut megabyte
 
 
-@pytest.mark.slow
+@pytest.mark.browser
 def test_search_by_task_code_and_rows_show_answers_and_rubric(reported):
     scores = reported.read_scores()
     n_or = int((scores["task"] == "OR").sum())

@@ -45,7 +45,29 @@ class BackendOptions(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
 
 
-class HFOptions(BackendOptions):
+class ThinkingOptions(BackendOptions):
+    """Options of reasoning models, on every backend (:mod:`lceval.models.thinking`)."""
+
+    enable_thinking: bool | None = Field(
+        None,
+        description="the chat template's thinking switch (Qwen3's enable_thinking); null: the "
+        "template's default",
+    )
+    max_thinking_tokens: int | None = Field(
+        None,
+        ge=1,
+        description="thinking budget in tokens beside the answer budget; thinking longer gives "
+        "no answer (NaN); null: 32768 for a local model whose template thinks, none for openai",
+    )
+    think_end: str | None = Field(
+        None,
+        min_length=1,
+        description="the model's end-of-thinking marker (e.g. </think>); null: the chat "
+        "template's (or vLLM's reasoning parser's)",
+    )
+
+
+class HFOptions(ThinkingOptions):
     """``-o`` options of the ``hf`` backend (:class:`lceval.models.hf.HFBackend`)."""
 
     device: str = Field(
@@ -84,7 +106,7 @@ class HFOptions(BackendOptions):
     )
 
 
-class VLLMOptions(BackendOptions):
+class VLLMOptions(ThinkingOptions):
     """``-o`` options of the ``vllm`` backend (:class:`lceval.models.vllm.VLLMBackend`); any
     other field of vLLM's ``EngineArgs`` is passed through to ``vllm.LLM`` (names checked)."""
 
@@ -105,7 +127,7 @@ class VLLMOptions(BackendOptions):
     rope_scaling: RopeScaling = Field(None, description="RoPE scaling spec or 'TYPE:factor'")
 
 
-class OpenAIOptions(BackendOptions):
+class OpenAIOptions(ThinkingOptions):
     """``-o`` options of the ``openai`` backend (:class:`lceval.models.openai.OpenAIBackend`)."""
 
     base_url: str | None = Field(

@@ -201,6 +201,7 @@ def render_chat_prompt(
     window: int,
     max_new_tokens: int,
     prompt_format: str = "chat",
+    template_kwargs: Mapping[str, Any] | None = None,
 ) -> RenderedPrompt:
     """Format ``sample`` for a local engine, right-truncating only the context.
 
@@ -212,6 +213,8 @@ def render_chat_prompt(
         max_new_tokens: tokens reserved for the answer.
         prompt_format: ``chat`` (the tokenizer's chat template), ``plain`` (:func:`plain_text`,
             for base models) or ``auto`` (chat when the tokenizer has a template).
+        template_kwargs: extra arguments of ``apply_chat_template`` (``enable_thinking``, see
+            ``lceval.models.thinking``).
 
     Returns:
         The prompt text, its length in tokens and how many context tokens were dropped.
@@ -230,7 +233,10 @@ def render_chat_prompt(
         if fmt == "plain":
             return plain_text(sample, ctx)
         text = tokenizer.apply_chat_template(
-            messages(sample, ctx), tokenize=False, add_generation_prompt=True
+            messages(sample, ctx),
+            tokenize=False,
+            add_generation_prompt=True,
+            **dict(template_kwargs or {}),
         )
         return text + sample.assistant_prefix
 
@@ -269,9 +275,11 @@ def render_sample(
     window: int,
     config: GenerationConfig,
     prompt_format: str = "chat",
+    thinking: Any = None,
 ) -> RenderedPrompt:
     """The prompt a local engine sends for ``sample``: its context looked up, then
-    :func:`render_chat_prompt` with the sample's budget under ``config``.
+    :func:`render_chat_prompt` with the sample's budget under ``config`` (plus the thinking
+    budget and the template switch of ``thinking``, a ``lceval.models.thinking.Thinking``).
 
     Raises:
         LcevalError: the budget is < 1, the context is unknown, or the prompt cannot fit.
@@ -279,20 +287,35 @@ def render_sample(
     budget = config.budget(sample)
     if budget < 1:
         raise LcevalError(f"sample {sample.id}: new-token budget must be >= 1, got {budget}")
+    extra, kwargs = (
+        (0, None) if thinking is None else (thinking.extra_budget(), thinking.template_kwargs())
+    )
     return render_chat_prompt(
-        tokenizer, sample, context_text(sample, contexts), window, budget, prompt_format
+        tokenizer,
+        sample,
+        context_text(sample, contexts),
+        window,
+        budget + extra,
+        prompt_format,
+        kwargs,
     )
 
 
-def cache_fields(engine: str, dtype: str, prompt_format: str, rope: Any) -> dict[str, Any]:
+def cache_fields(
+    engine: str, dtype: str, prompt_format: str, rope: Any, thinking: Any = None
+) -> dict[str, Any]:
     """An engine's settings that change outputs and so join the response cache key.
 
     The engine and the dtype always (greedy answers of hf and vLLM, or of float32 and bfloat16,
     differ), ``prompt_format`` when plain (base models), the RoPE override's cache field when it
     differs from the checkpoint (``rope``: a ``RopeOverride`` or None), so answers under two
-    RoPE bases never share a key.
+    RoPE bases never share a key. A thinking model's switch, budget and end marker
+    (``thinking``: a ``lceval.models.thinking.Thinking``; nothing for a model without thinking).
     """
     out: dict[str, Any] = {"engine": engine, "dtype": dtype}
+    think = thinking.cache_field() if thinking is not None else None
+    if think is not None:
+        out["thinking"] = think
     if prompt_format == "plain":
         out["prompt_format"] = "plain"
     field_ = rope.cache_field() if rope is not None else None

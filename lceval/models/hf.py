@@ -74,6 +74,8 @@ from lceval.models.hf_attention import (
 )
 from lceval.models.rope import RopeOverride, apply_rope, resolve_rope
 from lceval.models.specs import model_window
+from lceval.models.thinking import Thinking
+from lceval.models.thinking import check_options as check_thinking_options
 from lceval.models.threads import ThreadChoice, choose_threads
 from lceval.records import Context, FinishReason, Response, Sample
 
@@ -225,6 +227,14 @@ class HFBackend:
             run.json and, when they differ from the checkpoint's, to the response cache key. With
             a scaling spec the default window is s x the trained window; ``dynamic`` turns
             ``share_prefix`` off (its base depends on the encoded length).
+        enable_thinking: the chat template's thinking switch (Qwen3's ``enable_thinking``),
+            passed to ``apply_chat_template``; None: the template's default. A template without
+            the switch refuses it. See :mod:`lceval.models.thinking`.
+        max_thinking_tokens: thinking budget in tokens, added to each sample's answer budget
+            for a thinking model (default ``thinking.DEFAULT_THINKING_TOKENS``); thinking longer
+            than this gives no answer (NaN, "no answer after N thinking tokens").
+        think_end: the model's end-of-thinking marker (e.g. ``</think>``) when its chat template
+            does not show one; default: read from the template.
 
     Raises:
         LcevalError: the model cannot be resolved or loaded, or an argument is invalid.
@@ -244,7 +254,11 @@ class HFBackend:
         rope_theta: float | None = None,
         rope_scaling: dict[str, Any] | str | None = None,
         prefill_chunk: int | None = None,
+        enable_thinking: bool | None = None,
+        max_thinking_tokens: int | None = None,
+        think_end: str | None = None,
     ) -> None:
+        check_thinking_options(enable_thinking, max_thinking_tokens, think_end)
         # names, types and ranges: lceval.models.backends.HFOptions (checked before loading)
         given = {
             "max_batch_rows": max_batch_rows,
@@ -331,6 +345,9 @@ class HFBackend:
         """Prefill passes keep the last position's logits only, never the whole prompt's."""
         self._kv_token = kv_bytes_per_token(self.model.config, self.dtype)
         self.prompt_format = resolve_prompt_format(self.tokenizer, prompt_format)
+        self.thinking = Thinking.from_tokenizer(
+            self.tokenizer, enable_thinking, max_thinking_tokens, think_end
+        )
         self.window = window or model_window(self.model.config, self.tokenizer)
         gen = self.model.generation_config
         eos = gen.eos_token_id if gen.eos_token_id is not None else self.tokenizer.eos_token_id
@@ -349,7 +366,8 @@ class HFBackend:
         bfloat16, differ), ``prompt_format`` when plain (base models).
         """
         rope = getattr(self, "rope", None)  # None: no RoPE model, or a bare stub
-        return base_cache_fields("hf", self._dtype_name, self.prompt_format, rope)
+        thinking = getattr(self, "thinking", None)  # None: a bare stub
+        return base_cache_fields("hf", self._dtype_name, self.prompt_format, rope, thinking)
 
     @property
     def _dtype_name(self) -> str:
@@ -372,6 +390,7 @@ class HFBackend:
             "num_threads_chosen_from": self.threads.record() if self.threads else "given",
             "prompt_format": self.prompt_format,
             "rope": self.rope.record() if self.rope is not None else None,
+            **({"thinking": t} if (t := self.thinking.record()) is not None else {}),
             **self._versions,
         }
 
@@ -393,7 +412,13 @@ class HFBackend:
             LcevalError: the budget is < 1, the context is unknown, or the prompt cannot fit.
         """
         return render_sample(
-            self.tokenizer, sample, contexts, self.window, config, self.prompt_format
+            self.tokenizer,
+            sample,
+            contexts,
+            self.window,
+            config,
+            self.prompt_format,
+            getattr(self, "thinking", None),
         )
 
     def generate(
@@ -421,7 +446,8 @@ class HFBackend:
             try:
                 p = self.render(s, contexts, config)
                 ids = self.tokenizer(p.text, add_special_tokens=False)["input_ids"]
-                rows.append(_Row(i, s, p, ids, config.budget(s)))
+                extra = self.thinking.extra_budget() if hasattr(self, "thinking") else 0
+                rows.append(_Row(i, s, p, ids, config.budget(s) + extra))
             except LcevalError as exc:
                 out[i] = error_response(s, self.name, config, exc)
         for batch in self._plan(rows):
@@ -671,7 +697,7 @@ class HFBackend:
             else:
                 sampling = {"do_sample": False, "temperature": None, "top_p": None, "top_k": None}
             stop = _RowStop(
-                self.tokenizer, start, [r.budget for r in rows], [r.sample.stop for r in rows]
+                self.tokenizer, start, [r.budget for r in rows], [self._stops(r) for r in rows]
             )
             out = self.model.generate(
                 input_ids=input_ids,
@@ -693,6 +719,13 @@ class HFBackend:
             for r, g, at in zip(rows, gen, stop.stopped_at, strict=True)
         ]
 
+    def _stops(self, row: _Row) -> tuple[str, ...]:
+        """Stop strings checked while generating: none for a thinking model (a stop string
+        written while thinking must not end the output; the answer is cut at its first stop
+        string after the split, in :meth:`_response`)."""
+        thinking = getattr(self, "thinking", None)
+        return () if thinking is not None and thinking.active else row.sample.stop
+
     def _response(
         self,
         row: _Row,
@@ -708,8 +741,19 @@ class HFBackend:
         n = next((j for j, t in enumerate(gen) if t in ends), None)
         hit_eos = n is not None and n < row.budget and stopped_at is None
         toks = gen[: n if n is not None and n < row.budget else row.budget]
-        text = str(self.tokenizer.decode(toks, skip_special_tokens=True))
         reason: FinishReason = "stop" if hit_eos or stopped_at is not None else "length"
+        thinking = getattr(self, "thinking", None)
+        reasoning, n_think, unfinished, answer = None, 0, False, toks
+        if thinking is not None and thinking.markers is not None:
+            budget = config.budget(row.sample)
+            reasoning, n_think, answer, unfinished = thinking.split_ids(
+                self.tokenizer, toks, row.prompt.text
+            )
+            if len(answer) > budget:  # the answer keeps the paper's budget
+                answer, reason = answer[:budget], "length"
+            if unfinished:
+                reason = "length"
+        text = str(self.tokenizer.decode(answer, skip_special_tokens=True))
         cuts = [j for j in (text.find(s) for s in row.sample.stop) if j >= 0]
         if cuts:
             text, reason = text[: min(cuts)], "stop"
@@ -723,6 +767,9 @@ class HFBackend:
             finish_reason=reason,
             truncated_tokens=row.prompt.truncated_tokens,
             latency_s=latency,
+            reasoning=reasoning,
+            reasoning_tokens=n_think,
+            thinking_unfinished=unfinished,
         )
 
 

@@ -30,7 +30,10 @@ from urllib.parse import urlparse
 from lceval.errors import LcevalError, one_line
 from lceval.models.backends import PUBLIC_BASE_URL, is_public_openai
 from lceval.models.base import GenerationConfig, context_text, error_response, messages
+from lceval.models.thinking import check_options as check_thinking_options
+from lceval.models.thinking import markers_from_option, split
 from lceval.records import Context, FinishReason, Response, Sample
+from lceval.tokens import count_tokens
 
 MAX_STOP = 4
 """The OpenAI API accepts at most 4 stop strings; further ones are applied locally."""
@@ -52,6 +55,20 @@ class OpenAIBackend:
         timeout: seconds per request.
         backoff_s: first retry delay in seconds; doubles each retry, with jitter.
         max_backoff_s: longest delay between retries in seconds.
+        enable_thinking: the served model's chat-template thinking switch, sent as
+            ``chat_template_kwargs`` (vLLM and SGLang servers); None: the server's default.
+        max_thinking_tokens: thinking budget in tokens, added to each sample's answer budget
+            (``max_tokens`` covers thinking and answer on these servers); a model whose thinking
+            exceeds it, or that stops before answering, gets no answer (NaN, "no answer after N
+            thinking tokens"). None: no thinking budget (the request is as before).
+        think_end: the model's end-of-thinking marker, for a server that returns the thinking
+            inside the content (no reasoning parser): the content is split at it.
+
+    Thinking arrives in the message's ``reasoning_content`` (vLLM before 0.10, DeepSeek) or
+    ``reasoning`` (vLLM since 0.10, OpenRouter) field; it is stored in ``Response.reasoning``
+    and the content alone is the answer. Its tokens come from
+    ``usage.completion_tokens_details.reasoning_tokens`` when the server reports them, else
+    from lceval's tiktoken encoding (an estimate).
 
     Raises:
         LcevalError: no model name, a bad argument, or the key is missing for the public API.
@@ -67,8 +84,16 @@ class OpenAIBackend:
         timeout: float = 600.0,
         backoff_s: float = 1.0,
         max_backoff_s: float = 60.0,
+        enable_thinking: bool | None = None,
+        max_thinking_tokens: int | None = None,
+        think_end: str | None = None,
     ) -> None:
         from openai import OpenAI
+
+        check_thinking_options(enable_thinking, max_thinking_tokens, think_end)
+        self.enable_thinking = enable_thinking
+        self.max_thinking_tokens = max_thinking_tokens
+        self.markers = markers_from_option(think_end) if think_end is not None else None
 
         if not model:
             raise LcevalError("the openai backend needs model=<served model name>")
@@ -106,12 +131,33 @@ class OpenAIBackend:
         """Provenance for run.json: backend, served model name and endpoint (never the key)."""
         import openai
 
-        return {
+        out = {
             "backend": "openai",
             "model": self.name,
             "base_url": self.base_url,
             "public_api": self.public,
             "openai": openai.__version__,
+        }
+        think = self.cache_fields.get("thinking")
+        if think is not None:
+            out["thinking"] = think
+        return out
+
+    @property
+    def cache_fields(self) -> dict[str, Any]:
+        """The thinking options when set (they change the answers); empty otherwise, so runs
+        without them keep their cache keys."""
+        e = getattr(self, "enable_thinking", None)
+        n = getattr(self, "max_thinking_tokens", None)
+        m = getattr(self, "markers", None)
+        if e is None and n is None and m is None:
+            return {}
+        return {
+            "thinking": {
+                "enable_thinking": e,
+                "max_thinking_tokens": n,
+                "think_end": m.end if m is not None else None,
+            }
         }
 
     def close(self) -> None:
@@ -129,6 +175,7 @@ class OpenAIBackend:
         budget = config.budget(sample)
         if budget < 1:
             raise LcevalError(f"sample {sample.id}: new-token budget must be >= 1, got {budget}")
+        budget += getattr(self, "max_thinking_tokens", None) or 0
         msgs: list[dict[str, str]] = messages(sample, context_text(sample, contexts))
         body: dict[str, Any] = {"model": self.name, "messages": msgs, "n": 1, "seed": config.seed}
         body["temperature"] = config.temperature
@@ -138,6 +185,9 @@ class OpenAIBackend:
         if sample.stop:
             body["stop"] = list(sample.stop[:MAX_STOP])
         extra = dict(config.extra)
+        if getattr(self, "enable_thinking", None) is not None:
+            kwargs = dict(extra.get("chat_template_kwargs") or {})
+            extra["chat_template_kwargs"] = {**kwargs, "enable_thinking": self.enable_thinking}
         if sample.assistant_prefix:
             msgs.append({"role": "assistant", "content": sample.assistant_prefix})
             if not self.public:
@@ -226,10 +276,13 @@ class OpenAIBackend:
         choice = completion.choices[0]
         text = choice.message.content or ""
         reason: FinishReason = "length" if choice.finish_reason == "length" else "stop"
+        usage = completion.usage
+        reasoning, n_think, unfinished, text = self._thinking(choice, usage, text)
+        if unfinished:
+            text, reason = "", "length"
         cuts = [j for j in (text.find(s) for s in sample.stop) if j >= 0]
         if cuts:
             text, reason = text[: min(cuts)], "stop"
-        usage = completion.usage
         return Response(
             sample_id=sample.id,
             model=self.name,
@@ -239,7 +292,47 @@ class OpenAIBackend:
             completion_tokens=int(getattr(usage, "completion_tokens", 0) or 0),
             finish_reason=reason,
             latency_s=latency,
+            reasoning=reasoning,
+            reasoning_tokens=n_think,
+            thinking_unfinished=unfinished,
         )
+
+    def _thinking(self, choice: Any, usage: Any, content: str) -> tuple[str | None, int, bool, str]:
+        """(thinking, its tokens, no answer, answer) of one choice: the message's reasoning
+        field, else the content split at ``think_end``; (None, 0, False, content) when there is
+        no thinking."""
+        message = choice.message
+        extra = getattr(message, "model_extra", None) or {}
+        field_ = next(
+            (
+                v
+                for v in (
+                    getattr(message, "reasoning_content", None),
+                    getattr(message, "reasoning", None),
+                    extra.get("reasoning_content"),
+                    extra.get("reasoning"),
+                )
+                if isinstance(v, str) and v
+            ),
+            None,
+        )
+        unfinished, answer = False, content
+        markers = getattr(self, "markers", None)
+        if field_ is not None:
+            reasoning: str | None = field_
+            unfinished = not content.strip() and choice.finish_reason == "length"
+        elif markers is not None:
+            sp = split(content, markers.end, markers.start)
+            reasoning, unfinished, answer = sp.reasoning, sp.unfinished, sp.answer
+        else:
+            return None, 0, False, content
+        if reasoning is None:
+            return None, 0, False, content
+        details = getattr(usage, "completion_tokens_details", None)
+        reported = getattr(details, "reasoning_tokens", None) if details is not None else None
+        n = int(reported) if isinstance(reported, int) and reported > 0 else count_tokens(reasoning)
+        limit = getattr(self, "max_thinking_tokens", None)
+        return reasoning, n, unfinished or (limit is not None and n > limit), answer
 
 
 _BEARER = re.compile(r"(?i)(bearer\s+)[A-Za-z0-9._~+/=-]+")

@@ -523,7 +523,8 @@ def check_fits(
         raise LcevalError(
             f"model {spec.label[-60:]}: window {window:,} tokens ({source}) < longest prompt "
             f"{longest.prompt_tokens:,} tokens + {new:,} new (sample {longest.sample_id[:40]}; "
-            f"{longest.how[:40]}); use a longer window or shorter lengths, or truncate: true"
+            f"{longest.how[:40]}); use a longer window or shorter lengths, or truncate "
+            "(--truncate; truncate: true in a params file)"
         )
     return (
         f"{spec.label}: window {window:,} tokens ({source}) holds the longest prompt "

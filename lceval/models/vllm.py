@@ -18,6 +18,7 @@ worker processes: use it from a script, a module or a notebook, not from code pi
 
 from __future__ import annotations
 
+import dataclasses
 import gc
 import os
 import time
@@ -39,6 +40,8 @@ from lceval.models.base import (
 )
 from lceval.models.embedded import ModelSource, resolve_model
 from lceval.models.rope import RopeOverride, for_vllm, load_config
+from lceval.models.thinking import Thinking, markers_from_vllm_parser
+from lceval.models.thinking import check_options as check_thinking_options
 from lceval.records import Context, FinishReason, Response, Sample
 
 CPU_KVCACHE_GIB = "1"
@@ -122,6 +125,10 @@ class VLLMBackend:
             "original_max_position_embeddings": n}`` or ``"TYPE:s"``). Both reach vLLM as
             ``hf_overrides`` (merged over any given); the effective values go to run.json and,
             when they differ from the checkpoint's, to the response cache key.
+        enable_thinking, max_thinking_tokens, think_end: a reasoning model's thinking switch,
+            budget and end marker, as for ``hf`` (:mod:`lceval.models.thinking`); the markers
+            come from ``think_end``, else vLLM's reasoning parser when ``reasoning_parser`` is
+            given, else the chat template. The thinking is split from the output's token ids.
 
     Raises:
         LcevalError: vLLM is not installed, the model cannot be resolved, or the engine fails
@@ -140,8 +147,12 @@ class VLLMBackend:
         prompt_format: str = "auto",
         rope_theta: float | None = None,
         rope_scaling: dict[str, Any] | str | None = None,
+        enable_thinking: bool | None = None,
+        max_thinking_tokens: int | None = None,
+        think_end: str | None = None,
         **engine_kwargs: Any,
     ) -> None:
+        check_thinking_options(enable_thinking, max_thinking_tokens, think_end)
         try:
             import vllm
         except ImportError as exc:
@@ -199,6 +210,14 @@ class VLLMBackend:
             ) from None
         self.tokenizer = self.llm.get_tokenizer()
         self.prompt_format = resolve_prompt_format(self.tokenizer, prompt_format)
+        self.thinking = Thinking.from_tokenizer(
+            self.tokenizer, enable_thinking, max_thinking_tokens, think_end
+        )
+        parser = engine_kwargs.get("reasoning_parser")
+        if think_end is None and isinstance(parser, str) and parser:
+            found = markers_from_vllm_parser(parser, self.tokenizer)
+            if found is not None:
+                self.thinking = dataclasses.replace(self.thinking, markers=found)
         model_config = self.llm.llm_engine.model_config
         self.window = int(model_config.max_model_len)
         self.dtype = str(model_config.dtype).removeprefix("torch.")
@@ -227,6 +246,7 @@ class VLLMBackend:
             "vllm": self._version,
             "prompt_format": self.prompt_format,
             "rope": self.rope.record() if self.rope is not None else None,
+            **({"thinking": t} if (t := self.thinking.record()) is not None else {}),
         }
 
     @property
@@ -237,7 +257,8 @@ class VLLMBackend:
         float32, differ), ``prompt_format`` when plain (base models).
         """
         rope = getattr(self, "rope", None)  # None: no RoPE model, or a bare stub
-        return base_cache_fields("vllm", self.dtype, self.prompt_format, rope)
+        thinking = getattr(self, "thinking", None)  # None: a bare stub
+        return base_cache_fields("vllm", self.dtype, self.prompt_format, rope, thinking)
 
     @classmethod
     def extra_options(cls) -> dict[str, Any]:
@@ -274,7 +295,13 @@ class VLLMBackend:
             LcevalError: the budget is < 1, the context is unknown, or the prompt cannot fit.
         """
         return render_sample(
-            self.tokenizer, sample, contexts, self.window, config, self.prompt_format
+            self.tokenizer,
+            sample,
+            contexts,
+            self.window,
+            config,
+            self.prompt_format,
+            getattr(self, "thinking", None),
         )
 
     def sampling_params(self, sample: Sample, config: GenerationConfig) -> Any:
@@ -282,14 +309,19 @@ class VLLMBackend:
         from vllm import SamplingParams
 
         kwargs: dict[str, Any] = {
-            "max_tokens": config.budget(sample),
-            "stop": list(sample.stop) or None,
+            "max_tokens": config.budget(sample) + self._extra_budget(),
+            # a thinking model: stop strings are matched on the answer after the split only
+            "stop": None if self._extra_budget() else (list(sample.stop) or None),
             "seed": config.seed,
             "temperature": config.temperature,
             "top_p": config.top_p if config.temperature > 0 else 1.0,
         }
         kwargs.update(config.extra)
         return SamplingParams(**kwargs)
+
+    def _extra_budget(self) -> int:
+        thinking = getattr(self, "thinking", None)
+        return thinking.extra_budget() if thinking is not None else 0
 
     def generate(
         self,
@@ -422,16 +454,35 @@ class VLLMBackend:
             return error_response(
                 sample, self.name, config, RuntimeError(f"vLLM finished with {c.finish_reason}")
             )
+        text, reasoning, n_think, unfinished = c.text, None, 0, False
+        thinking = getattr(self, "thinking", None)
+        if thinking is not None and thinking.markers is not None:
+            reasoning, n_think, answer, unfinished = thinking.split_ids(
+                self.tokenizer, list(c.token_ids), prompt.text
+            )
+            if reasoning is not None:
+                budget = config.budget(sample)
+                if len(answer) > budget:  # the answer keeps the paper's budget
+                    answer, reason = answer[:budget], "length"
+                text = str(self.tokenizer.decode(answer, skip_special_tokens=True))
+            cuts = [j for j in (text.find(s) for s in sample.stop) if j >= 0]
+            if cuts:  # the engine was not given the stop strings (see sampling_params)
+                text, reason = text[: min(cuts)], "stop"
+            if unfinished:
+                text, reason = "", "length"
         return Response(
             sample_id=sample.id,
             model=self.name,
-            text=c.text,
+            text=text,
             config_hash=config.hash(),
             prompt_tokens=len(ids),
             completion_tokens=len(c.token_ids),
             finish_reason=reason,
             truncated_tokens=prompt.truncated_tokens,
             latency_s=latency,
+            reasoning=reasoning,
+            reasoning_tokens=n_think,
+            thinking_unfinished=unfinished,
         )
 
 

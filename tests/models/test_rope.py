@@ -247,7 +247,7 @@ def test_embedded_smollm2_two_bases_give_different_logits_on_a_long_prompt() -> 
     assert math.isclose(moved.info()["rope"]["rope_theta"], 10000)
 
 
-@pytest.mark.slow
+@pytest.mark.engine
 def test_vllm_engine_gets_the_override(tiny_model_dir: Path) -> None:
     pytest.importorskip("vllm")
     from lceval.models.vllm import VLLMBackend

@@ -10,7 +10,7 @@ from lceval.models.base import GenerationConfig
 from lceval.records import Context, Sample
 
 pytest.importorskip("vllm")
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.engine]
 
 WINDOW = 1024
 GREEDY = GenerationConfig()

@@ -39,7 +39,7 @@ PUBLISHED_TAU = {
     "GPT-4 judge": (0.8, 1.0),
 }
 """The paper's Kendall tau against human ratings, (without LIE, with LIE), as summarised
-(``shared/papers/004_*.txt``: "~0.5", "~0.8", ...; GPT-4 with LIE 1.0)."""
+(a summary of the paper's agreement section: "~0.5", "~0.8", ...; GPT-4 with LIE 1.0)."""
 
 METRICS = ("ROUGE-L", "F-1", "L-Eval score", "judge")
 """The metrics lceval ranks models by (see the module docstring)."""

@@ -46,6 +46,81 @@ from lceval.reporting import save_figure, save_table
 # --------------------------------------------------------------------------------------------
 
 
+CAPTIONS: dict[str, tuple[str, str]] = {
+    # name (report/<name>.csv or figures/<name>.png) -> (paper item, one-line caption)
+    "lifbench_summary": (
+        "Headline",
+        "Overall ARS (Eq. 3, 0..1, higher is better) and IFS(AVG) (Eq. 6, lower is better) of "
+        "the run's models (highlighted) beside the paper's 20 models (Tables 3-4; source column). "
+        "ARS_rank: 1 = best; a run that is not the paper's grid is not ranked.",
+    ),
+    "lifbench_ars_ci": (
+        "Headline",
+        "Overall ARS (0..1, higher is better) per model with its 95% bootstrap CI (low, high) "
+        "over n scored samples.",
+    ),
+    "lifbench_table3_ars": (
+        "Table 3",
+        "ARS per task and Overall (0..1, higher is better): the run's models (highlighted) beside "
+        "the paper's rows (source column); empty cells: tasks the run did not answer.",
+    ),
+    "lifbench_task_ars_ci": (
+        "Table 3",
+        "ARS per task (0..1, higher is better) with 95% bootstrap CIs (low, high) and n samples.",
+    ),
+    "lifbench_table4_ifs": (
+        "Table 4",
+        "IFS per perspective (Expression, Variable, Length) and IFS(AVG) (Eq. 5-6, 0 = stable, "
+        "lower is better) with ranks among the run's models, and overall ARS.",
+    ),
+    "lifbench_table4_with_published": (
+        "Table 4",
+        "IFS per perspective (lower is better) and ARS (higher is better) beside the paper's "
+        "Table 4 (source column); ranks over all ranked rows; paper_rank: the paper's row order.",
+    ),
+    "lifbench_ifp": (
+        "Fig. 2",
+        "IFP per capability (Fmt, Logit, Num, Ori, Recog, Spat; 0..1, higher is better): the "
+        "run's models beside the official IFP of the paper's models (source column).",
+    ),
+    "lifbench_ifp_ci": (
+        "Fig. 2",
+        "IFP per capability (0..1, higher is better) with 95% bootstrap CIs (low, high), n items.",
+    ),
+    "lifbench_ars_by_length": (
+        "Beyond the paper",
+        "ARS (0..1, higher is better) per context length (columns, the builder's length labels) "
+        "of the run's models; no numbered item of the paper, the lengths behind IFS's Length.",
+    ),
+    "lifbench_paper_check": (
+        "Check",
+        "The paper's printed numbers recomputed from its own printed inputs (Eq. 3-6): paper, "
+        "recomputed, diff; flag exact, rounding (inputs printed at 3 decimals) or DIFFERS, why.",
+    ),
+    "lifbench_official_check": (
+        "Check",
+        "The official repository's result files recomputed with lceval's aggregation: published, "
+        "recomputed, diff; flag exact, rounding or DIFFERS, with the reason.",
+    ),
+    "lifbench_fig3_ifs_gap": (
+        "Fig. 3",
+        "IFS gap per perspective (Expression, Variable, Length; MEAN): expression extension "
+        "minus random sampling; positive = the extension raised IFS (IFS: lower is better).",
+    ),
+    "lifbench_fig3_share_positive": (
+        "Fig. 3",
+        "Share of models whose IFS rose with expression extension, per perspective, beside the "
+        "paper's shares (source column).",
+    ),
+    "lifbench_ifp_radar": (
+        "Fig. 2",
+        "IFP per capability (0..1, outward is better): the run's models (bold) beside published "
+        "reference models.",
+    ),
+}
+"""Paper item and caption of each table and figure this report writes (report/index.html)."""
+
+
 def plot_ifp_radar(
     cap: pd.DataFrame,
     title: str = "IFP per capability (Fig. 2)",
@@ -335,6 +410,15 @@ def report_lifbench(
     if table.empty:
         raise LcevalError(f"{run.scores}: no LIFBench score matches a sample of the run")
     tables = lifbench_tables(table)
+    # A run that is not the paper's grid (lceval.coverage) sits beside the paper's rows unranked.
+    from lceval.coverage import comparable, run_coverage
+    from lceval.reporting import unrank_subset_rows
+
+    subset = {m for m, ok in comparable(run_coverage(run), "lifbench").items() if not ok}
+    for name in ("summary", "table4_with_published"):
+        tables[name] = unrank_subset_rows(
+            tables[name], subset, ascending=lambda c: c not in ("ARS", "paper")
+        )
     tables["paper_check"] = paper_check()
     tables["official_check"] = official_check()
     _write(tables, run.report, run.figures)

@@ -31,6 +31,7 @@ BENCHMARK = Benchmark(
     },
     report=lazy("lceval.benchmarks.manyifeval.report:report_manyifeval"),
     headline=lazy("lceval.benchmarks.manyifeval.report:headline"),
+    metrics=lazy("lceval.benchmarks.manyifeval.report:extra_metrics"),
     notebooks=("04_curse_of_instructions.ipynb",),
     testing=Testing(
         small=lambda p: {"n_prompts": 1},

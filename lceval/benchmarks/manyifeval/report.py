@@ -176,6 +176,73 @@ def accuracy_by_n(verdicts: pd.DataFrame, scores: pd.DataFrame | None = None) ->
     return res.sort_values(["model", "condition", "mode", "n"]).reset_index(drop=True)
 
 
+POOLED_METRICS: tuple[tuple[str, str, str], ...] = (
+    ("prompt-level strict accuracy", "strict", "prompt"),
+    ("instruction-level strict accuracy", "strict", "inst"),
+    ("prompt-level loose accuracy", "loose", "prompt"),
+    ("instruction-level loose accuracy", "loose", "inst"),
+)
+"""IFEval's four numbers: (metric name, mode, level)."""
+
+
+def pooled_accuracies(verdicts: pd.DataFrame) -> pd.DataFrame:
+    """IFEval's four accuracies per model, pooled over every prompt (not averaged over n).
+
+    Prompt-level: the share of prompts whose every instruction is followed; instruction-level:
+    followed instructions over all instructions, pooled over prompts (IFEval, Zhou et al. 2023,
+    Sec. 3; ``lm_eval/tasks/ifeval/utils.py`` ``agg_inst_level_acc``); strict and loose. These
+    are the numbers IFEval publishes (GPT-4: 76.89 prompt-level strict), while ManyIFEval's
+    headline is the mean over instruction counts n of P(n). Undecided verdicts are left out
+    (Kleene "and" for the prompt, as :func:`accuracy_by_n`). Condition ``unique`` only.
+
+    Args:
+        verdicts: :func:`verdict_frame` output.
+
+    Returns:
+        Columns: model, metric, mode, level, estimate (0..1), low, high (95% bootstrap CI over
+        prompts), n (prompts with a decided verdict).
+    """
+    cols = ["model", "metric", "mode", "level", "estimate", "low", "high", "n"]
+    v = verdicts[verdicts["condition"] == "unique"] if len(verdicts) else verdicts
+    if v.empty:
+        return pd.DataFrame(columns=cols)
+    rows = []
+    for metric, mode, level in POOLED_METRICS:
+        w = v.assign(_failed=v[mode] == 0.0, _undecided=v[mode].isna())
+        per_prompt = w.groupby(["model", "sample_id"], sort=True).agg(
+            failed=("_failed", "max"),
+            undecided=("_undecided", "max"),
+            followed=(mode, "sum"),
+            count=(mode, "count"),
+        )
+        per_prompt["all_followed"] = np.where(
+            per_prompt["failed"], 0.0, np.where(per_prompt["undecided"], np.nan, 1.0)
+        )
+        for model, part in per_prompt.groupby(level="model", sort=True):
+            if level == "prompt":
+                e = bootstrap(part["all_followed"].to_numpy(float))
+                est, n = e.mean, int(part["all_followed"].notna().sum())
+            else:
+                e = bootstrap_sums(
+                    {
+                        "followed": part["followed"].to_numpy(float),
+                        "count": part["count"].to_numpy(float),
+                    },
+                    mean_statistic(None, value="followed"),
+                )
+                total = float(part["count"].sum())
+                est = float(part["followed"].sum()) / total if total else math.nan
+                n = int((part["count"] > 0).sum())
+            rows.append([model, metric, mode, level, est, e.low, e.high, n])
+    return pd.DataFrame(rows, columns=cols)
+
+
+def extra_metrics(scores: pd.DataFrame, samples: Sequence[Sample]) -> pd.DataFrame:
+    """The metrics results.json and ``lceval score`` show beside the headline: IFEval's four
+    pooled accuracies (:func:`pooled_accuracies`), unit 0..1."""
+    return pooled_accuracies(verdict_frame(scores, samples)).assign(unit="0..1")
+
+
 def curse_law(acc: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Compare measured P(n) with I(n)^n (Eq. 3) per model, condition and mode.
 
@@ -445,7 +512,9 @@ def report_manyifeval(
 
     Writes under ``run.report``: ``manyifeval_accuracy_by_n.csv`` (with bootstrap CIs),
     ``manyifeval_curse_law.csv`` (per n), ``manyifeval_curse_fit.csv`` (R^2, MAE),
-    ``manyifeval_per_instruction.csv``, ``manyifeval_set_stability.csv`` (CV over instruction
+    ``manyifeval_per_instruction.csv``, ``manyifeval_ifeval_pooled.csv`` (IFEval's four pooled
+    accuracies with CIs, :func:`pooled_accuracies`; also columns of ``manyifeval_summary.csv``),
+    ``manyifeval_set_stability.csv`` (CV over instruction
     sets, :func:`set_stability`), and
     ``manyifeval_fig1_with_published.csv`` (the run's accuracies beside the paper's stated
     points), ``manyifeval_table4_with_published.csv`` (per instruction, beside Table 4's GPT-4o
@@ -459,8 +528,8 @@ def report_manyifeval(
 
     Returns:
         The tables by name: accuracy_by_n, curse_law, curse_fit, per_instruction,
-        set_stability, summary, fig1_with_published, table4_with_published, fig9_confusion
-        (+ refinement tables when present).
+        set_stability, summary, ifeval_pooled, fig1_with_published, table4_with_published,
+        fig9_confusion (+ refinement tables when present).
 
     Raises:
         LcevalError: no ManyIFEval scores, or a score for an unknown sample.
@@ -501,8 +570,14 @@ def report_manyifeval(
     summary.columns = [f"P({c})" for c in summary.columns]
     f = fit[(fit["mode"] == "strict") & (fit["condition"] == "unique")].set_index("model")
     summary = summary.join(f[["r2", "mae"]])
+    pooled = pooled_accuracies(verdicts)
+    if len(pooled):
+        wide = pooled.pivot_table(index="model", columns="metric", values="estimate")
+        summary = summary.join(wide[[m for m, _, _ in POOLED_METRICS]], how="outer")
     tables["summary"] = summary
+    tables["ifeval_pooled"] = pooled
     save_table(summary, run.report, "manyifeval_summary")
+    save_table(pooled, run.report, "manyifeval_ifeval_pooled", index=False)
 
     from lceval.benchmarks.manyifeval import refine
 

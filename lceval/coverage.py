@@ -1,0 +1,271 @@
+"""What a run covers, per benchmark and model: samples answered of built, tasks, lengths, the
+answer budget, truncation, and whether that is the paper's grid.
+
+A score is only comparable with a paper's published numbers when the run answers the paper's
+grid: every sample built with the paper's build params (``params/<notebook>/full.yaml`` of the
+benchmark's building notebook, the repository's record of each paper's setting), every sample
+answered, with each sample's own answer budget and no context cut. Anything else is a subset
+(the smoke runs: LIFBench at 4k-8k with 64-token answers), shown beside the published numbers
+under :attr:`Coverage.label` and never ranked among them.
+
+Used by ``lceval score`` (a warning when samples are unanswered), results.json (``coverage``),
+report/index.html (the first screen) and the benchmarks' reports (ranks).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from lceval.records import Sample
+
+_NOT_GRID_KEYS = ("path", "dir", "metadata", "encoding", "seed", "rebuild", "model", "backend")
+"""Build params that locate data or tools rather than define the grid (not compared)."""
+
+
+@dataclass(frozen=True)
+class Coverage:
+    """One benchmark and model of a run: what was answered of what was built.
+
+    Attributes:
+        benchmark: benchmark key.
+        model: model name as in responses.jsonl.
+        built: samples the run holds for the benchmark.
+        answered: samples with a current, error-free answer of the model.
+        tasks_built: task codes the run holds.
+        tasks_answered: task codes with at least one answer.
+        tasks_paper: task codes the benchmark defines (``Benchmark.tasks``).
+        lengths: context lengths answered (the builder's labels, e.g. ``4k``; else tokens).
+        budget: the answer budget cap in new tokens (``--max-new-tokens``); None = each
+            sample's own budget.
+        capped: answered samples whose own budget exceeds ``budget``.
+        truncated: answered samples whose context was cut to the model's window.
+        tokens_cut: prompt tokens cut, summed over those samples.
+        param_gaps: build params that differ from the paper's (``key=run (paper: value)``).
+        paper_grid: True when nothing above departs from the paper's setting.
+        label: one line a report shows beside published numbers.
+    """
+
+    benchmark: str
+    model: str
+    built: int
+    answered: int
+    tasks_built: tuple[str, ...]
+    tasks_answered: tuple[str, ...]
+    tasks_paper: int
+    lengths: tuple[str, ...]
+    budget: int | None
+    capped: int
+    truncated: int
+    tokens_cut: int
+    param_gaps: tuple[str, ...]
+    paper_grid: bool
+    label: str
+
+    def as_dict(self) -> dict[str, Any]:
+        """Plain-JSON dict (tuples as lists)."""
+        return {k: list(v) if isinstance(v, tuple) else v for k, v in asdict(self).items()}
+
+    def line(self) -> str:
+        """One terminal line: ``lifbench SmolLM2: 4 of 44 samples answered, ...``."""
+        return f"{self.benchmark} {self.model}: {self.label}"
+
+
+def paper_params(key: str) -> dict[str, Any] | None:
+    """The paper's build params of benchmark ``key``: of the ``params/<notebook>/full.yaml``
+    files of the notebooks the benchmark lists (in the checkout lceval is imported from), the
+    one sharing most keys with the benchmark's builder ``Config`` (the notebook that builds its
+    data); None when there is none (an installed package without the repository)."""
+    import dataclasses
+    import importlib
+
+    import yaml
+
+    from lceval import registry
+
+    bench = registry.get(key)
+    fields: set[str] = set()
+    target = getattr(bench, "params", None)
+    if isinstance(target, str) and ":" in target:
+        module, _, name = target.partition(":")
+        try:
+            cls = getattr(importlib.import_module(module), name)
+            fields = {f.name for f in dataclasses.fields(cls)}
+        except (ImportError, AttributeError, TypeError):
+            fields = set()
+    root = Path(__file__).resolve().parent.parent / "params"
+    best: tuple[int, dict[str, Any]] | None = None
+    for nb in bench.notebooks:
+        path = root / Path(nb).stem / "full.yaml"
+        if not path.is_file():
+            continue
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+        if not isinstance(data, Mapping):
+            continue
+        shared = len(fields & set(data)) if fields else 0
+        if best is None or shared > best[0]:
+            best = (shared, dict(data))
+    return None if best is None else best[1]
+
+
+def _short(v: Any) -> str:
+    if isinstance(v, list | tuple):
+        return "[" + ", ".join(map(str, v[:6])) + (", ..." if len(v) > 6 else "") + "]"
+    return str(v)
+
+
+def _param_gaps(built: Mapping[str, Any], paper: Mapping[str, Any] | None) -> tuple[str, ...]:
+    if paper is None:
+        return ("paper's params unknown (params/*/full.yaml not found)",)
+    gaps = []
+    for k, v in built.items():
+        if k not in paper or any(part in k for part in _NOT_GRID_KEYS):
+            continue
+        p = paper[k]
+        if (list(v) if isinstance(v, tuple) else v) != p:
+            gaps.append(f"{k}={_short(v)} (paper: {_short(p)})")
+    return tuple(gaps)
+
+
+def _length_label(s: Sample) -> str | None:
+    label = s.meta.get("length_label") if isinstance(s.meta, Mapping) else None
+    if label:
+        return str(label)
+    return None if s.length is None else str(s.length)
+
+
+def _span(labels: Sequence[str]) -> str:
+    return labels[0] if len(labels) == 1 else f"{labels[0]}-{labels[-1]}"
+
+
+def coverage(
+    samples: Sequence[Sample],
+    responses: pd.DataFrame,
+    meta: Mapping[str, Any],
+) -> list[Coverage]:
+    """Coverage of every (benchmark, model) of a run.
+
+    Args:
+        samples: the run's samples (every benchmark).
+        responses: :func:`lceval.reporting.responses_frame` (current answers only).
+        meta: run.json as a dict (``params`` per benchmark, ``models`` with ``generation``).
+
+    Returns:
+        One :class:`Coverage` per benchmark and model with answers, sorted.
+    """
+    from lceval import registry
+
+    out: list[Coverage] = []
+    models_meta = meta.get("models") or {}
+    params = meta.get("params") or {}
+    by_bench: dict[str, list[Sample]] = {}
+    for s in samples:
+        by_bench.setdefault(s.benchmark, []).append(s)
+    for key in sorted(by_bench):
+        mine = by_bench[key]
+        ids = {s.id: s for s in mine}
+        try:
+            bench = registry.get(key)
+            n_paper_tasks = len(bench.tasks)
+            paper = paper_params(key)
+        except Exception:  # noqa: BLE001 - a benchmark registered elsewhere: no paper grid
+            n_paper_tasks, paper = 0, None
+        gaps = _param_gaps(params.get(key) or {}, paper)
+        rows = responses[responses["sample_id"].isin(ids)] if len(responses) else responses
+        for model in sorted(set(rows["model"].astype(str))) if len(rows) else []:
+            r = rows[rows["model"].astype(str) == model]
+            ok = r[r["error"].isna() & (r["finish_reason"].astype(str) != "error")]
+            answered = [ids[i] for i in dict.fromkeys(ok["sample_id"])]
+            gen = (models_meta.get(model) or {}).get("generation") or {}
+            cap = gen.get("max_new_tokens")
+            capped = sum(1 for s in answered if cap is not None and s.max_new_tokens > cap)
+            cut = pd.to_numeric(ok["truncated_tokens"], errors="coerce").fillna(0)
+            order = {lab: s.length or 0 for s in mine if (lab := _length_label(s))}
+            lengths = tuple(
+                sorted(
+                    {lab for s in answered if (lab := _length_label(s))},
+                    key=lambda lab: order.get(lab, 0),
+                )
+            )
+            tasks_built = tuple(dict.fromkeys(s.task for s in mine))
+            tasks_answered = tuple(t for t in tasks_built if any(s.task == t for s in answered))
+            grid = (
+                not gaps
+                and len(answered) == len(mine)
+                and capped == 0
+                and int((cut > 0).sum()) == 0
+                and (n_paper_tasks == 0 or len(set(tasks_built)) >= n_paper_tasks)
+            )
+            cov = Coverage(
+                benchmark=key,
+                model=model,
+                built=len(mine),
+                answered=len(answered),
+                tasks_built=tasks_built,
+                tasks_answered=tasks_answered,
+                tasks_paper=n_paper_tasks,
+                lengths=lengths,
+                budget=cap,
+                capped=capped,
+                truncated=int((cut > 0).sum()),
+                tokens_cut=int(cut.sum()),
+                param_gaps=gaps,
+                paper_grid=grid,
+                label="",
+            )
+            out.append(_labelled(cov))
+    return out
+
+
+def _labelled(c: Coverage) -> Coverage:
+    """``c`` with its label: "paper's grid: ..." or "subset: ...; not comparable to the paper"."""
+    bits = [f"{c.answered} of {c.built} samples answered"]
+    if c.tasks_paper:
+        bits.append(f"{len(c.tasks_answered)} of {c.tasks_paper} tasks")
+    if c.lengths:
+        bits.append(f"lengths {_span(c.lengths)}")
+    if c.budget is not None:
+        bits.append(
+            f"{c.budget}-token answers ({c.capped} sample(s) below their own budget)"
+            if c.capped
+            else f"answers capped at {c.budget} tokens"
+        )
+    else:
+        bits.append("each sample's own answer budget")
+    if c.truncated:
+        bits.append(f"{c.truncated} context(s) truncated ({c.tokens_cut:,} tokens cut)")
+    head = "paper's grid" if c.paper_grid else "subset"
+    text = f"{head}: {', '.join(bits)}"
+    if not c.paper_grid:
+        if c.param_gaps:
+            text += f"; built with {', '.join(c.param_gaps)}"
+        text += "; not comparable to the paper"
+    return Coverage(**{**asdict(c), "label": text})
+
+
+def run_coverage(run: Any) -> list[Coverage]:
+    """:func:`coverage` of a run folder (``lceval.io.RunDir``); empty without responses."""
+    import json
+
+    from lceval.errors import LcevalError
+    from lceval.reporting import responses_frame
+
+    try:
+        samples = run.read_samples()
+        frame = responses_frame(run.run_id, Path(run.path).parent)
+    except LcevalError:
+        return []
+    try:
+        meta = json.loads(Path(run.run_json).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        meta = {}
+    return coverage(samples, frame, meta)
+
+
+def comparable(covs: Sequence[Coverage], benchmark: str) -> dict[str, bool]:
+    """Per model of ``benchmark``: whether its numbers may be ranked among the paper's."""
+    return {c.model: c.paper_grid for c in covs if c.benchmark == benchmark}

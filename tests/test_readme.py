@@ -1,0 +1,75 @@
+"""README's "Step by step" block runs as written (issue 28, item 1).
+
+The bash block under ``## Step by step`` is extracted and each command run in order, as a user
+types it, from a temporary folder: run folders go to ``$LCEVAL_OUTPUTS`` (a temporary
+``outputs/``, so ``outputs/my-run/...`` paths in the block resolve there), and every inference
+answers at most ``$LCEVAL_TEST_LIMIT`` samples on the engine ``$LCEVAL_TEST_BACKEND`` stands for
+where a command says ``auto`` (hf; both read by lceval, never by editing the commands). The
+embedded model answers.
+The temporary folder holds links to the checkout's ``params/``, ``notebooks/``, ``lceval/`` and
+``pyproject.toml``, so it is a checkout as far as lceval can tell.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shlex
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+README = REPO / "README.md"
+
+
+def step_by_step() -> list[str]:
+    """The commands of README's "Step by step" bash block (comments and ``source`` dropped; a
+    line joined with ``&&`` gives each command)."""
+    text = README.read_text(encoding="utf-8")
+    match = re.search(r"^## Step by step\n+```bash\n(.*?)^```", text, re.S | re.M)
+    assert match, "README.md has no '## Step by step' bash block"
+    commands = []
+    for line in match.group(1).splitlines():
+        # drop a trailing comment (a '#' after two spaces, outside quotes in these lines)
+        line = re.split(r"\s{2,}#", line)[0].strip()
+        if not line or line.startswith(("#", "source ")):
+            continue
+        commands += [c.strip() for c in line.split("&&")]
+    return commands
+
+
+def test_block_is_found_and_uses_lceval_only():
+    commands = step_by_step()
+    assert len(commands) >= 10
+    assert all(c.startswith("lceval ") for c in commands), commands
+
+
+@pytest.mark.slow
+def test_readme_step_by_step_runs_as_written(tmp_path, embedded_model_dir):
+    env = {
+        **os.environ,
+        "LCEVAL_OUTPUTS": str(tmp_path / "outputs"),
+        "LCEVAL_TEST_LIMIT": "2",
+        "LCEVAL_TEST_BACKEND": "hf",  # what `auto` stands for here
+        "HF_HUB_OFFLINE": "1",
+        "TRANSFORMERS_OFFLINE": "1",
+        "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")])),
+    }
+    (tmp_path / "outputs").mkdir()
+    # the commands run from a checkout (relative params/ paths): a temporary folder that looks
+    # like one, so files the block writes (diff.html, board.csv) land in tmp_path
+    for name in ("pyproject.toml", "lceval", "params", "notebooks"):
+        (tmp_path / name).symlink_to(REPO / name)
+    lceval = [sys.executable, "-m", "lceval"]
+    for command in step_by_step():
+        argv = lceval + shlex.split(command)[1:]
+        done = subprocess.run(argv, cwd=tmp_path, env=env, capture_output=True, text=True)
+        assert done.returncode == 0, f"{command}\n{done.stderr[-3000:]}"
+    outputs = tmp_path / "outputs"
+    assert (outputs / "my-run" / "report" / "index.html").exists()
+    assert (tmp_path / "diff.html").exists() and (tmp_path / "board.csv").exists()
+    assert (outputs / "nb-run" / "notebooks" / "03_ars_ifs_scoring.ipynb").exists()
+    assert not list(outputs.glob("*/notebooks/*.failed.ipynb"))
