@@ -278,7 +278,7 @@ class Watcher:
                 rec = json.loads(line)
             except ValueError:
                 continue
-            if isinstance(rec, dict) and "model" in rec and float(rec.get("t", 0)) >= self.since:
+            if isinstance(rec, dict) and "model" in rec:  # lines after self._pos: new ones
                 out[str(rec.get("desc") or rec["model"])] = rec
         return out
 
