@@ -84,18 +84,8 @@ def _parser() -> argparse.ArgumentParser:
 
     verb("list", "benchmarks with their tasks and scorers, and the backends")
     verb("build", "build a benchmark's samples into a run folder")
-    i = verb("infer", "answer a run's samples with a model (resumable)")
-    i.add_argument(
-        "--ray-address",
-        default=None,
-        metavar="auto|HOST:PORT",
-        help="answer on an existing Ray cluster (ray start, KubeRay, Slurm); each model's "
-        "-o replicas=N engine replicas there (default: replicas > 1 start a local cluster)",
-    )
-    pl = verb("plan", "a built run's size (prompt, unique and budget tokens) and GPU-time estimate")
-    pl.add_argument(
-        "--gpus", type=int, default=None, help="also the wall-clock estimate on N GPUs (replicas)"
-    )
+    verb("infer", "answer a run's samples with a model (resumable)")
+    verb("plan", "a built run's size (prompt, unique and budget tokens) and GPU-time estimate")
     verb("score", "score a run's responses")
     f = verb("repair", "move lines of responses.jsonl that do not parse aside")
     f.add_argument("run_id")
@@ -110,13 +100,7 @@ def _parser() -> argparse.ArgumentParser:
     m.add_argument("path", help="a prediction file or folder (e.g. a clone's Predictions/)")
     m.add_argument("--run-id", required=True)
     m.add_argument("--force", action="store_true", help="replace a run that has responses")
-    n = verb("run", "execute notebooks with papermill (a pipeline or one notebook)")
-    n.add_argument(
-        "--ray-address",
-        default=None,
-        metavar="auto|HOST:PORT",
-        help="answer on this Ray cluster (the notebooks' inference; see lceval infer)",
-    )
+    verb("run", "execute notebooks with papermill (a pipeline or one notebook)")
     st = verb("status", "a run's inference progress (from another terminal; logs/progress.jsonl)")
     st.add_argument("run_id")
     sc = verb("schema", "write the JSON Schema of every verb's params (for editors)")
@@ -265,16 +249,18 @@ def _plan(args: argparse.Namespace) -> str:
     from lceval import pipeline, plan
     from lceval.io import RunDir
 
-    gpus = getattr(args, "gpus", None)
-    if gpus is not None and gpus < 1:
-        raise LcevalError(f"--gpus must be an integer >= 1, got {gpus}")
+    gpus = args.gpus  # ranged by PlanConfig
     csv = _csv_path(args.csv) if args.csv else None
     run = RunDir(args.run_id, args.outputs)
-    if args.max_new_tokens is None:
-        args.max_new_tokens = run.read_meta().inference.get("max_new_tokens")
     samples = pipeline.select_samples(run, run.read_samples(), limit=args.limit, tasks=args.tasks)
-    # one budget for one run: the cap its inference used, unless --max-new-tokens says otherwise
-    cap = args.max_new_tokens if args.max_new_tokens is not None else plan.recorded_cap(run)
+    # one budget for one run: --max-new-tokens, else the cap its inference used, else the cap its
+    # build params declare for inference (what `lceval infer RUN` will use)
+    cap, source = args.max_new_tokens, ""
+    if cap is None:
+        cap, source = plan.recorded_cap(run), "as the run's inference recorded"
+    if cap is None:
+        cap = run.read_meta().inference.get("max_new_tokens")
+        source = "as the run's build params declare for inference"
     p = plan.plan_run(
         run,
         model=args.model,
@@ -289,7 +275,7 @@ def _plan(args: argparse.Namespace) -> str:
         text += "\n\n" + plan.render_wall_clock(p, gpus)
     if cap is not None and args.max_new_tokens is None:
         text += (
-            f"\nbudget capped at {cap} new tokens per sample, as the run's inference recorded "
+            f"\nbudget capped at {cap} new tokens per sample, {source} "
             "(--max-new-tokens N plans another cap)"
         )
     if csv is not None:  # written before run.json: a failed write leaves the run as it was
@@ -516,7 +502,7 @@ def _dispatch(args: argparse.Namespace) -> int:
 
         cfg = cfg.model_copy(update={"model": _models(cfg), "models": None})
         responses = pipeline.infer(
-            cfg.run_id, root=outputs, config=cfg, ray_address=args.ray_address
+            cfg.run_id, root=outputs, config=cfg, ray_address=cfg.ray_address
         )
         errors = [r for r in responses if r.finish_reason == "error"]
         print(f"{len(responses)} responses ({len(errors)} errors) in run {cfg.run_id}")
@@ -533,7 +519,7 @@ def _dispatch(args: argparse.Namespace) -> int:
             )
         )
     elif args.command == "plan":
-        print(_plan(argparse.Namespace(**dict(cfg), outputs=outputs, gpus=args.gpus)))
+        print(_plan(argparse.Namespace(**dict(cfg), outputs=outputs)))
     elif args.command == "status":
         from lceval.io import RunDir
         from lceval.progress import status
@@ -595,10 +581,10 @@ def _dispatch(args: argparse.Namespace) -> int:
     elif args.command == "run":
         from lceval import notebooks
 
-        if args.ray_address:  # the notebooks' pipeline.infer calls read it
+        if cfg.ray_address:  # the notebooks' pipeline.infer calls read it
             from lceval.models.replicas import RAY_ADDRESS_ENV
 
-            os.environ[RAY_ADDRESS_ENV] = args.ray_address
+            os.environ[RAY_ADDRESS_ENV] = cfg.ray_address
         target = cfg.target
         if str(target).endswith((".yaml", ".yml")):
             if cfg.params:

@@ -335,6 +335,14 @@ class InferConfig(Declared):
         description="backend option, e.g. device=cuda, tensor_parallel_size=2, base_url=http://...",
         json_schema_extra={"flag": ["-o", "--option"], "kv": True},
     )
+    ray_address: str | None = Field(
+        None,
+        min_length=1,
+        description="answer on an existing Ray cluster (auto or HOST:PORT: ray start, KubeRay, "
+        "Slurm); each model's -o replicas=N engine replicas there (default: replicas > 1 start a "
+        "local cluster)",
+        json_schema_extra={"metavar": "auto|HOST:PORT"},
+    )
 
     @field_validator("backend")
     @classmethod
@@ -435,6 +443,9 @@ class PlanConfig(Declared):
         gt=0,
         description="measured time over the arithmetic floor (default 3.2, measured on a CPU: "
         "see lceval.plan.EFFICIENCY_SOURCE)",
+    )
+    gpus: int | None = Field(
+        None, ge=1, description="also the wall-clock estimate on N GPUs (replicas)"
     )
     csv: str | None = Field(
         None, description="also write the size table to this CSV (estimates beside it)"
@@ -555,6 +566,12 @@ class RunConfig(Declared):
         description="inject a parameter into every notebook (checked against every step's "
         "declared params before the first runs)",
         json_schema_extra={"flag": ["-p", "--param"], "kv": True},
+    )
+    ray_address: str | None = Field(
+        None,
+        min_length=1,
+        description="answer on this Ray cluster (the notebooks' inference; see lceval infer)",
+        json_schema_extra={"metavar": "auto|HOST:PORT"},
     )
 
 

@@ -376,6 +376,8 @@ def infer(
     for spec in specs:
         check_load(spec.backend, spec.model, dict(spec.options))
     if ray_address is None:
+        ray_address = cfg.ray_address
+    if ray_address is None:
         from lceval.models.replicas import RAY_ADDRESS_ENV
 
         ray_address = os.environ.get(RAY_ADDRESS_ENV) or None

@@ -120,7 +120,9 @@ def test_a_tiny_real_infer_is_quiet(tmp_path, tiny_model_dir):
     env["TRANSFORMERS_VERBOSITY"] = "info"
     out = subprocess.run([*argv, *cmd], capture_output=True, text=True, env=env, timeout=600)
     assert out.returncode == 0, out.stderr
-    assert out.stdout.strip() == "1 responses (0 errors) in run r"
+    result, nxt = out.stdout.strip().splitlines()
+    assert result == "1 responses (0 errors) in run r"
+    assert nxt.startswith("next: lceval ") and nxt.split("   ")[0].endswith(" score r")
     own, other = _terminal_lines(out.stderr)
     assert len(other) <= 3, other
     assert any("infer " in line and "tok/s" in line for line in own)  # bar with tokens/s

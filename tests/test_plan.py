@@ -184,10 +184,10 @@ def test_cli_plan_prints_records_and_writes_csv(tmp_path, capsys):
         (["plan", "nope"], "nope"),
         (["plan", "r", "--csv", "x.txt"], "--csv must name a .csv file"),
         (["plan", "r", "--max-new-tokens", "0"], "--max-new-tokens must be >= 1"),
-        (["plan", "r", "--efficiency", "-1"], "efficiency must be a positive number"),
+        (["plan", "r", "--efficiency", "-1"], "--efficiency must be > 0"),
         (["plan", "r", "--tasks", "XX"], "XX"),
         (["plan", "r", "--model", "/no/such/model"], "model path /no/such/model does not exist"),
-        (["plan", "r", "--gpus", "0"], "--gpus must be an integer >= 1"),
+        (["plan", "r", "--gpus", "0"], "--gpus must be >= 1"),
     ],
 )
 def test_cli_plan_bad_input_is_one_line(tmp_path, capsys, args, message):
