@@ -48,6 +48,146 @@ from lceval.metrics import stratified_bootstrap_ci
 from lceval.records import Sample
 from lceval.reporting import save_figure, save_table
 
+CAPTIONS: dict[str, tuple[str, str]] = {
+    # name (report/<name>.csv or figures/<name>.png) -> (paper item, one-line caption)
+    "cifbench/overall": (
+        "Headline",
+        "Overall score (mean of task scores S_t, 0..1, higher is better) per model, split and "
+        "instruction source with its 95% bootstrap CI (ci_low, ci_high; inputs resampled "
+        "within tasks), n_tasks and n_instructions.",
+    ),
+    "cifbench/leaderboard": (
+        "Table 3",
+        "The run's scores in the README leaderboards' shape: Overall and the 20 category "
+        "scores (0..1, higher is better) per model, split and source; empty: no task of that "
+        "category.",
+    ),
+    "cifbench/leaderboard_private_published": (
+        "Table 3",
+        "Private split, diversified instructions (Tables 3-4): the run's official-instruction "
+        "rows (source 'this run') above the README's 28 models, Overall and 20 categories "
+        "(0..1, higher is better); the run's rows are not ranked.",
+    ),
+    "cifbench/leaderboard_public_published": (
+        "Table 13",
+        "Public split, single instruction: the run's official-instruction rows (source 'this "
+        "run') above the README's 28 models, Overall and 20 categories (0..1, higher is "
+        "better); the run's rows are not ranked.",
+    ),
+    "cifbench/published_private": (
+        "Table 3",
+        "The README's private-split leaderboard as published (Tables 3-4): Overall and 20 "
+        "category scores (0..1, higher is better) of the paper's 28 models.",
+    ),
+    "cifbench/published_public": (
+        "Table 13",
+        "The README's public-split leaderboard as published: Overall and 20 category scores "
+        "(0..1, higher is better) of the paper's 28 models.",
+    ),
+    "cifbench/table6": (
+        "Table 6",
+        "Public-split overall score (0..1, higher is better) of the run's models and the 28 "
+        "published ones, published rows in descending score; a run that is not the paper's "
+        "grid is listed first, outside that order.",
+    ),
+    "cifbench/table5": (
+        "Table 5",
+        "Public split per model: overall, English-translated and newly annotated task means "
+        "(0..1, higher is better), change = new - translated (and percent of translated), "
+        "task counts.",
+    ),
+    "cifbench/table8": (
+        "Table 8",
+        "Performance shift with one instruction: existing tasks public -> private (unseen "
+        "instances) and existing public -> new private tasks (unseen tasks); scores 0..1, "
+        "change and percent (negative = a drop), task counts.",
+    ),
+    "cifbench/table9": (
+        "Table 9",
+        "Variance over tasks of the task scores (x 1e-3; lower = more even) with one "
+        "instruction (var_single, var_single_mean) against all (var_diverse); difference = "
+        "diverse - single (negative: diverse instructions steady the scores).",
+    ),
+    "cifbench/published_change": (
+        "Table 7",
+        "Published overall scores (0..1) per model on the public (1 instruction) and private (5) "
+        "splits, change = private - public (negative = dropped), and each split's rank among "
+        "the 28 published models (1 = best); published numbers only.",
+    ),
+    "cifbench/published_drops": (
+        "Table 7",
+        "Of the 28 published models, how many dropped from public to private and the mean "
+        "change (0..1 points), beside the paper's claim.",
+    ),
+    "cifbench/published_correlation": (
+        "Table 7",
+        "Rank agreement of the published public and private overall scores: Kendall tau and "
+        "Spearman rho (-1..1, 1 = same order) with p-value and 95% bootstrap CI over n models.",
+    ),
+    "cifbench/model_names": (
+        "Table 7",
+        "How each published model's name on the private leaderboard was matched to the public "
+        "one (match: identical, case, or explicit: different spellings matched by hand).",
+    ),
+    "cifbench/run_change": (
+        "Table 7",
+        "The run's own public-to-private change over the tasks scored on both splits: public, "
+        "private (all instructions) and private_one (first instruction) overall (0..1), "
+        "change = private - public (negative = dropped).",
+    ),
+    "cifbench/categories": (
+        "Fig. 2",
+        "Score per category (0..1, higher is better) per model, split and source, over "
+        "n_tasks of the run beside paper_tasks (the category's task count in the paper).",
+    ),
+    "cifbench/task_scores": (
+        "Beyond the paper",
+        "Task score S_t (0..1, higher is better) per model, split, instruction source and "
+        "task, over n_inputs and n_instructions; n_nan: unscorable answers.",
+    ),
+    "cifbench/metrics_used": (
+        "Beyond the paper",
+        "Which metric scored each output type (accuracy, F1, BLEURT, chrF, ROUGE-L, "
+        "model-based evaluator) per model, split and source: n scores, n_nan unscorable.",
+    ),
+    "cifbench/spread_by_task": (
+        "Table 9",
+        "Per task: min, max, std and range of the task score (0..1) across its instructions "
+        "(lower = less sensitive to the wording), and the task score over all.",
+    ),
+    "cifbench/spread_by_instruction": (
+        "Table 9",
+        "Overall score (0..1, higher is better) under each instruction id alone, per model, "
+        "split and source, over n_tasks.",
+    ),
+    "cifbench/spread_summary": (
+        "Table 9",
+        "Mean over tasks of the task-level std and range across instructions, and the std and "
+        "range of the overall score across instructions (0..1 points, lower = steadier).",
+    ),
+    "cifbench/ci_width": (
+        "Beyond the paper",
+        "Width of the overall score's 95% bootstrap CI (0..1 points, narrower is more "
+        "precise) with all instructions, one instruction (mean), the first alone; ratio = "
+        "width_all / width_one (below 1: all instructions narrow the CI).",
+    ),
+    "cifbench_categories": (
+        "Fig. 2",
+        "Score per category (0..1, higher is better) of the run's models.",
+    ),
+    "cifbench_instruction_spread": (
+        "Table 9",
+        "Task score (0..1, higher is better) per task: mean over instructions (bar), the "
+        "lowest and highest single instruction (markers); overall per instruction in titles.",
+    ),
+    "cifbench_published_public_private": (
+        "Table 7",
+        "Published overall scores, public split (1 instruction) against private (5), one point "
+        "per model (below the diagonal = dropped), the run's models (x) where it scored both.",
+    ),
+}
+"""Paper item and caption of each table and figure this report writes (report/index.html)."""
+
 
 # -- the run's scores --------------------------------------------------------------------------
 def instance_frame(scores: pd.DataFrame, samples: Sequence[Sample]) -> pd.DataFrame:

@@ -52,6 +52,95 @@ from lceval.metrics import (
 from lceval.records import Sample
 from lceval.reporting import save_figure, save_table
 
+CAPTIONS: dict[str, tuple[str, str]] = {
+    # name (report/<name>.csv or figures/<name>.png) -> (paper item, one-line caption)
+    "leval/exam_table": (
+        "Closed-ended table",
+        "Exam score per task (0..100, higher is better) in the paper's layout: rows model x "
+        "retrieval mode, columns Coursera, GSM, QuALITY, TOEFL, CodeU, SFiction, TopicRet, Avg "
+        "(mean of the paper's six; empty when one is missing).",
+    ),
+    "leval/exam": (
+        "Closed-ended table",
+        "Exam score per model, retrieval mode and task (0..100, higher is better) with its 95% "
+        "bootstrap CI over documents (low, high), n scored and n_nan unscorable answers.",
+    ),
+    "leval/exam_vs_published": (
+        "Closed-ended table",
+        "The run's exam scores beside the paper's for models with a published row: run, "
+        "published and diff = run - published (0..100 points); no rank.",
+    ),
+    "leval/published_exam": (
+        "Closed-ended table",
+        "The paper's closed-ended table as printed: exam score per task and Avg (0..100, higher "
+        "is better) per model with its context window (tokens); published numbers only.",
+    ),
+    "leval/published_judge": (
+        "Open-ended table",
+        "The paper's open-ended table as printed: win rate against Turbo-16k by the GPT-4 and "
+        "GPT-3.5 judges (percent 0..100, ties half, higher is better); published only.",
+    ),
+    "leval/judge": (
+        "Open-ended table",
+        "Win rate of the run's answers in the judge's pairwise games (percent 0..100, ties "
+        "half, higher is better) "
+        "with wins, draws, losses, errors per model, retrieval, LIE setting and task; "
+        "task all pools the games.",
+    ),
+    "leval/judge_lie": (
+        "LIE NQ example",
+        "Answer length with and without the length-instruction-enhanced prompt (LIE), judged "
+        "answers: mean words, reference words, delta_L and |delta_L| (words, closer to 0 is "
+        "better) and the mean judge value.",
+    ),
+    "leval/ngram": (
+        "Open-ended table",
+        "ROUGE-1/2/L, F1 and the L-Eval score (0..100, higher is better) per model, retrieval, "
+        "LIE setting and open-ended task with a 95% bootstrap CI (low, high), n, and the length "
+        "gap delta_L (words).",
+    ),
+    "leval/lie": (
+        "LIE NQ example",
+        "Answer length with and without LIE: mean words, reference words, delta_L and "
+        "|delta_L| (words, closer to 0 is better) and the scorer's mean value (0..100) per "
+        "model, retrieval and LIE setting.",
+    ),
+    "leval/lie_stability": (
+        "Beyond the paper",
+        "Coefficient of variation (CV, lower is steadier) of each open-ended task's mean score "
+        "with against without LIE (LIFBench's IFS applied to L-Eval); task all: the mean over "
+        "tasks.",
+    ),
+    "leval/metric_by_model": (
+        "LIE Kendall-tau table",
+        "ROUGE-L, F-1, L-Eval score and the judge's win rate (0..100, higher is better) per "
+        "model and LIE setting: the model rankings the Kendall-tau tables compare.",
+    ),
+    "leval/lie_kendall": (
+        "LIE Kendall-tau table",
+        "Kendall tau (-1..1, higher = ranks models as the reference does) of each metric "
+        "against the judge with LIE (human ratings are not public), without and with LIE, "
+        "beside the paper's taus against humans (published_ columns).",
+    ),
+    "leval/metric_kendall": (
+        "LIE Kendall-tau table",
+        "Kendall tau-b (-1..1, 1 = the same model ranking) between every pair of metrics per "
+        "LIE setting, over n_models models.",
+    ),
+    "leval/retrieval": (
+        "Retrieval vs full-context",
+        "Task score (0..100, higher is better) per model and task side by side per retrieval "
+        "mode (full context, BM25, dense): exam score for closed-ended tasks, L-Eval score "
+        "with LIE for open-ended ones.",
+    ),
+    "leval_scores": (
+        "Closed-ended table",
+        "Score per task (0..100, higher is better): exam score for closed-ended tasks, L-Eval "
+        "score for open-ended ones, one bar per model, retrieval mode and LIE setting.",
+    ),
+}
+"""Paper item and caption of each table and figure this report writes (report/index.html)."""
+
 ALIASES = {
     "gpt4-x": "GPT-4-32k",
     "gpt4-32k": "GPT-4-32k",

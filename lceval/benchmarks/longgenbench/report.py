@@ -45,6 +45,69 @@ from lceval.metrics import Estimate, Headline, SumStatistic, bootstrap_sums
 from lceval.records import Sample
 from lceval.reporting import save_figure, save_table
 
+CAPTIONS: dict[str, tuple[str, str]] = {
+    # name (report/<name>.csv or figures/<name>.png) -> (paper item, one-line caption)
+    "longgenbench_table3": (
+        "Table 3",
+        "CR, STIC-1, STIC-2 and wAvg = CR x STIC-2 (percent 0..100, higher is better) and Len "
+        "(words) per model and version (short 16K, long 32K), each rate with its 95% bootstrap "
+        "CI (_low, _high) over n_samples; n_errors: failed generations.",
+    ),
+    "longgenbench_table3_published": (
+        "Table 3",
+        "The run's Table 3 rows (source 'this run') above the paper's 13 models per version "
+        "(percent 0..100, higher is better; Len in words; params and claimed_length: published "
+        "rows only); no rank, the run's rows are not placed among the paper's.",
+    ),
+    "longgenbench_table7": (
+        "Table 7",
+        "CR, STIC-2, wAvg (percent 0..100, higher is better) and Len (words) per prompt format "
+        "(short version); Rank: 1 = best wAvg among the run's own models per format.",
+    ),
+    "longgenbench_table7_published": (
+        "Table 7",
+        "The run's prompt-format rows above the paper's (source column; percent 0..100, higher "
+        "is better); Rank: the run's rows among the run's models only, the published rows "
+        "keep the paper's rank among its three models.",
+    ),
+    "longgenbench_summary": (
+        "Headline",
+        "Per model and version: length label, max_new_tokens (the sample budget after the "
+        "run's cap, tokens), CR, STIC-1, STIC-2, wAvg (percent 0..100, higher is better), Len "
+        "(words), samples and failed generations.",
+    ),
+    "longgenbench_ci": (
+        "Headline",
+        "Each Table 3 rate (percent 0..100, higher is better) per model and version in long "
+        "form: value with its 95% bootstrap CI (low, high) over n scored samples.",
+    ),
+    "longgenbench_by_scenario": (
+        "Table 3",
+        "Table 3's rates (percent 0..100, higher is better) and Len (words) split by scenario "
+        "(Diary, Menu, Skyscraper, Urban planning), with 95% bootstrap CIs and n_samples.",
+    ),
+    "longgenbench_by_type": (
+        "Fig. 3a",
+        "STIC-1 and STIC-2 (percent 0..100, higher is better) per instruction type (single, "
+        "range, periodic) with the checks behind them (n_checks, n_judged, n_yes); the figure "
+        "draws STIC-2 per type.",
+    ),
+    "longgenbench_position": (
+        "Fig. 2",
+        "Instruction accuracy (percent 0..100, higher is better) by entry position in the "
+        "output (entry id), raw and smoothed by a moving average as the official notebook; "
+        "n_checks, n_yes per entry; the figure draws the smoothed "
+        "curves.",
+    ),
+    "longgenbench_judge_agreement": (
+        "Beyond the paper",
+        "Agreement of the two judges on the same checks per model and overall: raw agreement "
+        "(0..1) and Cohen's kappa (-1..1), higher = the verdicts depend less on the judge; "
+        "empty when one judge ran.",
+    ),
+}
+"""Paper item and caption of each table and figure this report writes (report/index.html)."""
+
 VERSION_ORDER = ("short", "long")
 SMOOTH_WINDOW = {"short": 13, "long": 20}
 """Moving-average windows of the official Fig. 2 code (entries)."""

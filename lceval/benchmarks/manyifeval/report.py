@@ -37,6 +37,98 @@ from lceval.metrics import Headline, bootstrap, bootstrap_sums, group_stability,
 from lceval.records import Sample
 from lceval.reporting import save_figure, save_table
 
+CAPTIONS: dict[str, tuple[str, str]] = {
+    # name (report/<name>.csv or figures/<name>.png) -> (paper item, one-line caption)
+    "manyifeval_summary": (
+        "Headline",
+        "Per model: strict prompt-level accuracy P(n) for n = 1..10 instructions, the curse-law "
+        "fit (r2, higher = closer; mae) and IFEval's four pooled accuracies (all 0..1, higher "
+        "is better).",
+    ),
+    "manyifeval_ifeval_pooled": (
+        "Headline",
+        "IFEval's prompt- and instruction-level accuracies, strict and loose (0..1, higher is "
+        "better), pooled over all n, with 95% bootstrap CIs (low, high) over n prompts.",
+    ),
+    "manyifeval_fig1_with_published": (
+        "Fig. 1",
+        "Strict prompt- and inst-level accuracy (0..1, higher is better) against n, the run's "
+        "rows (source 'this run') then the paper's stated zero-shot points at n = 10 (where: "
+        "the sentence); no rank.",
+    ),
+    "manyifeval_fig1_accuracy": (
+        "Fig. 1",
+        "Inst-level and prompt-level accuracy (0..1, higher is better) against the number of "
+        "instructions n, the run's models beside the paper's stated P(10) points (marked).",
+    ),
+    "manyifeval_accuracy_by_n": (
+        "Fig. 1",
+        "Prompt- and inst-level accuracy (0..1, higher is better) per model, condition "
+        "(unique, repeated), mode (strict, loose) and n, with 95% bootstrap CIs (_low, _high) "
+        "over m prompts; n_nan: verdicts the checkers could not decide.",
+    ),
+    "manyifeval_curse_law": (
+        "Fig. 4",
+        "Measured prompt-level accuracy P(n) (0..1) beside the curse-of-instructions "
+        "prediction I(n)^n (Eq. 3; predicted) and residual = measured - predicted (0 = the "
+        "law holds), per model, mode and n.",
+    ),
+    "manyifeval_curse_fit": (
+        "Fig. 4",
+        "How well P(n) = I(n)^n fits per model and mode: r2 (higher is better, 1 = exact) and "
+        "mae (0..1, lower is better) over the points (n values).",
+    ),
+    "manyifeval_fig4_curse": (
+        "Fig. 4",
+        "Measured prompt-level accuracy P(n) and the prediction I(n)^n (0..1; curves together "
+        "= the law holds) against n, one panel per model, and a panel of the paper's P(10).",
+    ),
+    "manyifeval_per_instruction": (
+        "Table 4",
+        "Strict instruction-level accuracy (0..1, higher is better) per instruction and model, "
+        "per instruction count n (columns 1-10) and over all n (all); empty: not asked at n.",
+    ),
+    "manyifeval_table4_with_published": (
+        "Table 4",
+        "Inst-level accuracy per instruction (0..1, higher is better): the run's models at "
+        "n = 1 and over all n beside the paper's GPT-4o column; no rank.",
+    ),
+    "manyifeval_set_stability": (
+        "Beyond the paper",
+        "Coefficient of variation (CV, lower is steadier) of inst-level accuracy over the "
+        "instruction sets of equal size n (LIFBench's IFS applied to ManyIFEval), n_sets, mean "
+        "(0..1).",
+    ),
+    "manyifeval_fig8_repeated": (
+        "Fig. 8",
+        "Prompt-level accuracy (0..1, higher is better) against n with unique against "
+        "repeated instructions of matched prompt length (Appendix C).",
+    ),
+    "manyifeval_fig9_confusion": (
+        "Fig. 9",
+        "Confusion of the model's self-feedback (prediction) against the checkers (label): "
+        "count and percent of each row's label (0..100; high on the diagonal is better), the "
+        "run's self-refinement beside the paper's two matrices (source column).",
+    ),
+    "manyifeval_refinement_table2": (
+        "Table 2",
+        "Self-refinement per model and method: final-round prompt- and inst-level accuracy "
+        "(0..1, higher is better), rounds, samples, and the feedback's precision, recall and F1 "
+        "(0..1, higher is better; unparsed: feedback not read).",
+    ),
+    "manyifeval_refinement_by_round": (
+        "Table 2",
+        "Mean prompt- and inst-level accuracy (0..1, higher is better) and the share of "
+        "rewritten answers (0..1) per model, strategy and refinement round (0 = zero-shot).",
+    ),
+    "manyifeval_fig6_refinement": (
+        "Fig. 6",
+        "Prompt-level accuracy (0..1, higher is better) against n: zero-shot and each "
+        "refinement method's last round.",
+    ),
+}
+"""Paper item and caption of each table and figure this report writes (report/index.html)."""
+
 
 def verdict_frame(scores: pd.DataFrame, samples: Sequence[Sample]) -> pd.DataFrame:
     """One row per (model, sample, instruction) with its strict and loose verdicts.

@@ -22,6 +22,43 @@ from lceval.metrics import Headline, bootstrap, mean_statistic
 from lceval.records import Sample
 from lceval.reporting import save_figure, save_table
 
+CAPTIONS: dict[str, tuple[str, str]] = {
+    # name (report/<name>.csv or figures/<name>.png) -> (paper item, one-line caption)
+    "ruler/published": (
+        "README leaderboard",
+        "The run's models (source 'this run') above the README leaderboard: score per length "
+        "4K-128K, Avg and wAvg (inc, dec) (0..100, higher is better), effective length "
+        "(longest length scoring above Llama-2-7B's 85.6); the run's rows are not ranked.",
+    ),
+    "ruler/models": (
+        "Headline",
+        "Avg over lengths (0..100, higher is better) per model with its 95% bootstrap CI "
+        "(Avg_low, Avg_high) over n, effective length (tokens; empty: below 85.6 at every "
+        "length) and wAvg weighting longer (inc) or shorter (dec) lengths more.",
+    ),
+    "ruler/summary": (
+        "README leaderboard",
+        "Mean score over tasks (0..100, higher is better) per model and length (tokens), with "
+        "its 95% bootstrap CI (low, high; samples resampled within tasks), n_tasks and n.",
+    ),
+    "ruler/task_scores": (
+        "Scores by task and length",
+        "Score (0..100, higher is better) per model, task and length with its 95% bootstrap "
+        "CI (low, high), n scored samples and n_nan unscorable ones.",
+    ),
+    "ruler/by_task": (
+        "Scores by task and length",
+        "Score (0..100, higher is better): rows task, columns model and length (tokens), with "
+        "an Avg row (mean over tasks), as RULER reports.",
+    ),
+    "ruler_scores": (
+        "Scores by task and length",
+        "Score (0..100, higher is better) against length (tokens, log scale) per task (thin) "
+        "and the mean over tasks (thick); dashed: the 85.6 threshold of the effective length.",
+    ),
+}
+"""Paper item and caption of each table and figure this report writes (report/index.html)."""
+
 THRESHOLD = 85.6
 """RULER's qualitative threshold: Llama-2-7B-chat's score at 4K (0..100)."""
 
