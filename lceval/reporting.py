@@ -171,3 +171,25 @@ def unrank_subset_rows(
         else:
             out.loc[mask, rank] = float("nan")
     return out
+
+
+def unrank_subset_order(df: pd.DataFrame, models: set[str] | frozenset[str]) -> pd.DataFrame:
+    """``df`` (a table whose row order is a ranking, e.g. sorted by score, with the run's rows
+    among published ones) with the run's rows of ``models`` (a run that is not the paper's grid,
+    :mod:`lceval.coverage`) moved to the top, outside that order; the other rows keep their
+    order and every cell is unchanged, so a subset run is never placed among the paper's models.
+
+    Args:
+        df: a table with a ``source`` column (:data:`THIS_RUN` for the run's rows), indexed by
+            model.
+        models: model names whose run rows are not comparable.
+
+    Returns:
+        A reordered copy (``df`` itself when nothing moves).
+    """
+    if "source" not in df.columns or not models:
+        return df
+    mask = (df["source"].astype(str) == THIS_RUN) & df.index.astype(str).isin(list(models))
+    if not mask.any():
+        return df
+    return pd.concat([df[mask.to_numpy()], df[~mask.to_numpy()]])

@@ -190,3 +190,45 @@ def test_plan_uses_the_budget_cap_the_inference_recorded(partial, capsys):
     assert own > 44 * 64 and f"{44 * 64:,}" in out and f"{own:,}" not in out
     assert main(["--outputs", root, "plan", "part", "--max-new-tokens", "100"]) == 0
     assert "budget capped" not in capsys.readouterr().out
+
+
+def test_cifbench_subset_run_is_not_placed_in_table6s_order(tmp_path):
+    """Table 6 orders models by public score: a run that is not the paper's grid (the regression
+    fixture answers 4 of 150 tasks) is listed above the published rows, not among them, and
+    the table's cells are those of the score-ordered table."""
+    from lceval.benchmarks.cifbench import tables as cif_tables
+    from lceval.coverage import run_coverage
+    from lceval.io import new_meta
+    from lceval.reporting import THIS_RUN
+
+    fixture = ROOT / "tests" / "fixtures" / "regression" / "cifbench"
+    run = RunDir("cif", tmp_path).create()
+    for name in ("samples.jsonl", "contexts.jsonl", "responses.jsonl"):
+        shutil.copy(fixture / name, run.path / name)
+    run.write_meta(new_meta("cif", models={"m0": {"backend": "hf"}}))
+    pipeline.score("cif", root=tmp_path, progress=False)
+    pipeline.report("cif", root=tmp_path)
+    assert not any(c.paper_grid for c in run_coverage(run))
+    t6 = pd.read_csv(run.report / "cifbench" / "table6.csv", index_col="model")
+    mine = (t6["source"] == THIS_RUN).to_numpy()
+    assert mine.sum() == 7 and mine[:7].all()  # every run row above every published row
+    published = t6.loc[~mine, "CIF-Bench (public)"]
+    assert published.is_monotonic_decreasing and len(published) == 28
+    # the score order would have put the run's weakest models (0.0) among the published ones
+    ordered = t6.sort_values("CIF-Bench (public)", ascending=False, kind="stable")
+    assert not (ordered["source"] == THIS_RUN).to_numpy()[:7].all()
+    overall = pd.read_csv(run.report / "cifbench" / "overall.csv")
+    plain = cif_tables.table6(overall)[0]
+    pd.testing.assert_frame_equal(t6.sort_index(), plain.sort_index(), check_dtype=False)
+
+
+def test_unrank_subset_order_leaves_a_paper_grid_run_in_place():
+    from lceval.reporting import THIS_RUN, unrank_subset_order
+
+    df = pd.DataFrame(
+        {"source": ["paper", THIS_RUN, "paper", THIS_RUN], "score": [0.9, 0.8, 0.5, 0.1]},
+        index=pd.Index(["A", "m0", "B", "m1"], name="model"),
+    )
+    assert unrank_subset_order(df, set()) is df
+    assert list(unrank_subset_order(df, {"m1"}).index) == ["m1", "A", "m0", "B"]
+    assert list(unrank_subset_order(df, {"A"}).index) == ["A", "m0", "B", "m1"]  # published
