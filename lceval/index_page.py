@@ -164,6 +164,11 @@ def _bench_title(key: str) -> str:
         return key
 
 
+_NOT_BENCHMARKS = {"ntk": "lceval.studies.ntk", "reasoning": "lceval.reasoning"}
+"""Report files of a study or of lceval's own analyses (file prefix -> module declaring their
+``CAPTIONS``): the NTK base sweep's tables and the reasoning table and figure."""
+
+
 def _captions(key: str) -> dict[str, tuple[str, str]]:
     """``CAPTIONS`` of the benchmark's report module (``name -> (paper item, caption)``)."""
     import importlib
@@ -171,8 +176,11 @@ def _captions(key: str) -> dict[str, tuple[str, str]]:
     from lceval import registry
 
     try:
-        target = registry.get(key).report.__qualname__
-        module = importlib.import_module(str(target).split(":", 1)[0])
+        if key in _NOT_BENCHMARKS:
+            module = importlib.import_module(_NOT_BENCHMARKS[key])
+        else:
+            target = registry.get(key).report.__qualname__
+            module = importlib.import_module(str(target).split(":", 1)[0])
     except Exception:  # noqa: BLE001 - no report module: no captions
         return {}
     return dict(getattr(module, "CAPTIONS", {}))

@@ -15,6 +15,22 @@ import pandas as pd
 
 from lceval.io import RunDir
 
+CAPTIONS: dict[str, tuple[str, str]] = {
+    # name (report/<name>.csv or figures/<name>.png) -> (paper item, one-line caption)
+    "reasoning_by_task": (
+        "Beyond the paper",
+        "A reasoning model's thinking per benchmark, scorer, model and task: responses, mean "
+        "and median thinking tokens, no_answer (no answer within the thinking budget; lower is "
+        "better) and the mean score (0..1, higher is better).",
+    ),
+    "reasoning_score_vs_thinking": (
+        "Beyond the paper",
+        "Mean score (0..1, higher is better) against thinking tokens (bin medians) per model; "
+        "the legend counts samples with no answer within the thinking budget.",
+    ),
+}
+"""Caption of each table and figure :func:`report_reasoning` writes (report/index.html)."""
+
 COLUMNS = ("sample_id", "model", "reasoning_tokens", "thinking_unfinished")
 
 

@@ -124,6 +124,8 @@ def test_no_answer_is_nan_with_the_reason_and_reported(thinking_run) -> None:
     row = table.iloc[0]
     assert (row["responses"], row["no_answer"], row["reasoning_tokens_mean"]) == (4, 1, 25.0)
     assert (Path(rd.figures) / "reasoning_score_vs_thinking.png").exists()
+    index = (Path(rd.report) / "index.html").read_text()
+    assert "no caption declared" not in index  # reasoning.CAPTIONS and manyifeval's
     doc = json.loads((Path(rd.report) / "results.json").read_text())
     task = next(t for t in doc["tasks"] if t["benchmark"] == "manyifeval")
     assert (task["reasoning_tokens"], task["n_no_answer"], task["n_nan"]) == (25.0, 1, 1)

@@ -75,6 +75,22 @@ OFFLINE_RETRIEVAL: tuple[str, ...] = ("niah_single_2", "niah_multikey_3")
 """RULER tasks of the offline retrieval family: needle retrieval and key-value retrieval."""
 FIGURE = "ntk_base_sweep"
 """File stem of the figure (PNG and PDF under the sweep's report/figures/)."""
+CAPTIONS: dict[str, tuple[str, str]] = {
+    # name (report/<name>.csv or figures/<name>.png) -> (paper item, one-line caption)
+    FIGURE: (
+        "NTK base sweep",
+        "Accuracy (0..1 in the table, percent in the figure; higher is better) per RoPE base, "
+        "length (tokens) and task family (retrieval, reasoning) with its 95% bootstrap CI, n "
+        "scored samples, mean prompt tokens and truncated prompts.",
+    ),
+    "ntk_trend": (
+        "NTK base sweep",
+        "Per family: Spearman's rho (-1..1) of accuracy with the RoPE base and its paired "
+        "bootstrap CI, beside the paper's direction (retrieval up, reasoning down) and the "
+        "verdict; undefined_share: resamples with no rank order.",
+    ),
+}
+"""Paper item (L-Eval) and caption of the sweep's tables and figure (report/index.html)."""
 
 
 @dataclass(frozen=True)

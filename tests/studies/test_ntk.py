@@ -168,6 +168,8 @@ def test_sweep_end_to_end_without_a_model(tmp_path):
     folder = tmp_path / "sw" / "report"
     for name in ("ntk_base_sweep.csv", "ntk_trend.csv", "ntk_verdict.txt", "index.html"):
         assert (folder / name).exists(), name
+    page = (folder / "index.html").read_text(encoding="utf-8")
+    assert "no caption declared" not in page and "NTK base sweep" in page  # ntk.CAPTIONS
     assert all(p.exists() and p.stat().st_size > 0 for p in report.figures)
     assert {p.suffix for p in report.figures} == {".png", ".pdf"}
     meta = json.loads((tmp_path / "sw" / "run.json").read_text())
