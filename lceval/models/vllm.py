@@ -403,7 +403,11 @@ class VLLMBackend:
                 todo.append((i, p, ids, self.sampling_params(s, config)))
             except (LcevalError, ValueError, TypeError) as exc:
                 yield error_response(s, self.name, config, exc)
+        # Keyed by the id lceval gives (vLLM reports outputs and takes aborts under it); vLLM
+        # >= 0.11 also makes an internal id (the given one plus a random suffix), which
+        # add_request returns: both name the request here.
         running: dict[str, tuple[int, RenderedPrompt, list[int]]] = {}
+        alias: dict[str, str] = {}
         t0 = time.perf_counter()
         try:
             try:
@@ -411,20 +415,34 @@ class VLLMBackend:
                     self._requests += 1
                     rid = f"lceval-{self._requests}"
                     got = engine.add_request(rid, TokensPrompt(prompt_token_ids=ids), params)
-                    running[got if isinstance(got, str) else rid] = (i, p, ids)
+                    running[rid] = (i, p, ids)
+                    if isinstance(got, str) and got != rid:
+                        alias[got] = rid
             except (ValueError, RuntimeError, TypeError):  # refused: the batch call retries
                 engine.abort_request(list(running))
                 running.clear()
                 yield from self.generate([samples[i] for i, *_ in todo], contexts, config)
                 return
-            while running:
+            has_unfinished = getattr(engine, "has_unfinished_requests", lambda: True)
+            while running and has_unfinished():
                 for res in engine.step():
-                    if not getattr(res, "finished", False) or res.request_id not in running:
+                    rid = alias.get(res.request_id, res.request_id)
+                    if not getattr(res, "finished", False) or rid not in running:
                         continue
-                    i, p, ids = running.pop(res.request_id)
+                    i, p, ids = running.pop(rid)
                     latency = time.perf_counter() - t0
                     self._count(len(ids), getattr(res, "num_cached_tokens", None))
                     yield self._response(samples[i], p, ids, res, config, latency)
+            if running:  # the engine holds none of them any more: never wait on it forever
+                left = sorted(running.values(), key=lambda t: t[0])
+                running.clear()
+                for i, *_ in left:
+                    yield error_response(
+                        samples[i],
+                        self.name,
+                        config,
+                        RuntimeError("vLLM finished without returning this request"),
+                    )
         finally:
             if running:
                 engine.abort_request(list(running))
