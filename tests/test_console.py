@@ -177,15 +177,20 @@ def test_an_engine_dying_of_ctrl_c_is_an_interruption(tmp_path):
 
     from lceval.console import engine_output
 
-    with pytest.raises(KeyboardInterrupt):
-        with engine_output(tmp_path, "test"):
-            try:
-                os.kill(os.getpid(), signal.SIGINT)
-                time.sleep(2)
-            except KeyboardInterrupt:  # the engine swallowed it ...
-                pass
-            raise RuntimeError("engine core died")  # ... and died of it
-    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+    # Python's own Ctrl-C handler, whatever an earlier test of this process (Ray, vLLM) left
+    before = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            with engine_output(tmp_path, "test"):
+                try:
+                    os.kill(os.getpid(), signal.SIGINT)
+                    time.sleep(2)
+                except KeyboardInterrupt:  # the engine swallowed it ...
+                    pass
+                raise RuntimeError("engine core died")  # ... and died of it
+        assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+    finally:
+        signal.signal(signal.SIGINT, before)
     with pytest.raises(LcevalError, match="test failed: RuntimeError: boom"):
         with engine_output(tmp_path, "test"):  # no Ctrl-C: an engine failure
             raise RuntimeError("boom")

@@ -69,9 +69,21 @@ def _lifbench_run(tmp_path, model, limit, extra=()):
         argv += ["-p", f"{key}={json.dumps(value)}"]
     err = open(tmp_path / "terminal.txt", "wb")  # noqa: SIM115 - closed by the caller
     proc = subprocess.Popen(
-        argv, env=env, stdout=subprocess.PIPE, stderr=err, cwd=ROOT, start_new_session=True
+        argv,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=err,
+        cwd=ROOT,
+        start_new_session=True,
+        preexec_fn=_hear_ctrl_c,
     )
     return proc, err
+
+
+def _hear_ctrl_c() -> None:
+    """In the child before exec: Ctrl-C acts (a shell's background job, as a CI runner may start
+    this suite, inherits SIGINT ignored, and Python then keeps ignoring it)."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 def _answers(path):
