@@ -92,6 +92,9 @@ def connect(address: str | None = None) -> Any:
         return ray
     from lceval.console import verbose
 
+    if address is not None:
+        token_auth_if_token()
+
     try:
         ray.init(
             address=address,
@@ -107,6 +110,35 @@ def connect(address: str | None = None) -> Any:
             f"cannot join Ray at {where}: {' '.join(str(exc).split())[:200]}"
         ) from None
     return ray
+
+
+AUTH_MODE_ENV = "RAY_AUTH_MODE"
+"""Ray's switch for token authentication of its RPCs (``token`` or ``disabled``)."""
+
+
+def token_auth_if_token() -> bool:
+    """Join a cluster with Ray's token authentication when this machine holds a token and the
+    user has not set :data:`AUTH_MODE_ENV`: the rule of Ray's own CLI (``ray status``).
+
+    ``ray start`` turns token authentication on by default (Ray >= 2.5x; the token is written to
+    ``~/.ray/auth_token``), but ``ray.init(address=...)`` sends the token only when
+    ``RAY_AUTH_MODE=token`` is set, so without this lceval's driver could not join a cluster that
+    ``ray start`` made (``InvalidAuthToken``, then "Failed to connect to Ray cluster"; seen with
+    Ray 2.60). Returns whether token mode is on."""
+    mode = os.environ.get(AUTH_MODE_ENV)
+    if mode is not None:
+        return mode.lower() == "token"
+    path = os.environ.get("RAY_AUTH_TOKEN_PATH") or str(Path.home() / ".ray" / "auth_token")
+    if not (os.environ.get("RAY_AUTH_TOKEN") or Path(path).is_file()):
+        return False
+    os.environ[AUTH_MODE_ENV] = "token"
+    try:  # Ray reads its config once per process: refresh it, as its CLI does after this switch
+        from ray._raylet import Config
+
+        Config.initialize("")
+    except (ImportError, AttributeError):  # a Ray without token authentication
+        pass
+    return True
 
 
 def replica_needs(options: Mapping[str, Any], gpus_in_cluster: float) -> dict[str, float]:

