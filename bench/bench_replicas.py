@@ -60,7 +60,12 @@ def main() -> None:
         t0 = time.perf_counter()
         for attempt in range(5):  # Ray waits 30 s for its raylet: a loaded machine misses it
             try:
-                ray.init(num_cpus=min(cores, 2), include_dashboard=False, log_to_driver=False)
+                ray.init(
+                    address="local",
+                    num_cpus=min(cores, 2),
+                    include_dashboard=False,
+                    log_to_driver=False,
+                )
                 break
             except Exception:  # noqa: BLE001 - Ray raises bare Exception on that timeout
                 ray.shutdown()

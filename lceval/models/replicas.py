@@ -81,8 +81,10 @@ def require_ray() -> Any:
 
 def connect(address: str | None = None) -> Any:
     """Join the Ray cluster at ``address`` (``auto``: the one ``ray start`` made on this node;
-    ``HOST:PORT``: its head), or start a local one (None), unless this process already is
-    connected (a test's own ``ray.init``). Returns the ``ray`` module.
+    ``HOST:PORT``: its head), or start a local one (None: Ray's ``address="local"``, so a
+    cluster that ``ray start`` left on this machine, or its stale ``/tmp/ray/ray_current_cluster``
+    record, is not joined by surprise), unless this process already is connected (a test's own
+    ``ray.init``). Returns the ``ray`` module.
 
     Raises:
         LcevalError: Ray missing, or no cluster at ``address``.
@@ -97,7 +99,7 @@ def connect(address: str | None = None) -> Any:
 
     try:
         ray.init(
-            address=address,
+            address=address or "local",
             namespace=NAMESPACE,
             include_dashboard=False,
             log_to_driver=verbose(),
@@ -149,6 +151,32 @@ def replica_needs(options: Mapping[str, Any], gpus_in_cluster: float) -> dict[st
     pp = int(options.get("pipeline_parallel_size") or 1)
     on_cpu = str(options.get("device", "")).startswith("cpu") or gpus_in_cluster <= 0
     return {"CPU": 1.0} if on_cpu else {"CPU": 1.0, "GPU": float(tp * pp)}
+
+
+def replica_options(backend: str, options: Mapping[str, Any]) -> dict[str, Any]:
+    """The engine options a replica's engine is built with: ``options``, and for vLLM with
+    ``tensor_parallel_size x pipeline_parallel_size > 1`` and no ``distributed_executor_backend``
+    given, ``"mp"``.
+
+    Why: vLLM chooses its ``ray`` executor by itself when it starts inside a Ray placement group
+    (vLLM 0.32, ``ParallelConfig``: ``ray.util.get_current_placement_group()`` is not None), and
+    that executor wants one bundle per GPU in the group and places its own workers there
+    (``ray_utils.initialize_ray_cluster``): with the replica's one bundle of
+    ``tensor_parallel_size x pipeline_parallel_size`` GPUs, already held by the actor
+    (:func:`replica_needs`), it stops with "Placement group bundle cannot have more than 1 GPU".
+    A replica's GPUs are on one node (``STRICT_PACK``) and Ray gives the actor exactly them
+    (``CUDA_VISIBLE_DEVICES``), so vLLM's multiprocessing executor runs the parallel ranks inside
+    the replica. Read from vLLM's source, not run: no machine here has two GPUs (on the CPU,
+    ``pipeline_parallel_size=2`` started in a replica with either executor)."""
+    out = dict(options)
+    world = int(out.get("tensor_parallel_size") or 1) * int(out.get("pipeline_parallel_size") or 1)
+    if (
+        backend in ("vllm", "auto")
+        and world > 1
+        and out.get("distributed_executor_backend") is None
+    ):
+        out["distributed_executor_backend"] = "mp"
+    return out
 
 
 class _Replica:
@@ -331,7 +359,7 @@ def _start(ray: Any, job: Job, run_id: str) -> _Pool:
     from lceval.models.specs import stored_name
 
     spec = job.spec
-    engine_options = split_run_options(spec.options)[1]
+    engine_options = replica_options(spec.backend, split_run_options(spec.options)[1])
     per = replica_needs(engine_options, ray.cluster_resources().get("GPU", 0.0))
     actor_cls = ray.remote(_Replica)
     actors, groups = [], []
@@ -440,9 +468,28 @@ def _first_alive(ray: Any, pool: _Pool, method: str) -> Any:
             msg = " ".join(str(cause).split())[:200]
             raise LcevalError(f"replica of {pool.job.spec.label} failed to start: {msg}") from None
         except RayActorError as exc:
+            why = creation_error(str(exc))
+            if why is not None:  # the engine failed to load: the same on every replica
+                raise LcevalError(
+                    f"replica of {pool.job.spec.label} failed to start: {why}"
+                ) from None
             pool.alive[i] = False
             last = " ".join(str(exc).split())[:120]
     raise LcevalError(f"no replica of {pool.job.spec.label} started: {last}")
+
+
+def creation_error(text: str) -> str | None:
+    """The exception that ended a replica actor's ``__init__`` (its engine's load), from the text
+    of Ray's ``ActorDiedError`` (Ray 2.60 gives the remote traceback there, its last line the
+    exception), without the exception's module path; None when the actor died otherwise."""
+    if "creation task" not in text:
+        return None
+    lines = [x.strip() for x in text.splitlines() if x.strip()]
+    last = lines[-1] if lines else ""
+    head, sep, rest = last.partition(": ")
+    if sep and "." in head and " " not in head:  # lceval.errors.LcevalError: message
+        last = rest if head.endswith("LcevalError") else f"{head.rsplit('.', 1)[-1]}: {rest}"
+    return " ".join(last.split())[:300] or None
 
 
 def _dispatch(pool: _Pool, contexts: Mapping[str, Context]) -> None:

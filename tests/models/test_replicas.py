@@ -15,7 +15,7 @@ import pytest
 from lceval import pipeline
 from lceval.errors import LcevalError
 from lceval.io import RunDir, new_meta
-from lceval.models.replicas import batches, plan_waves
+from lceval.models.replicas import batches, creation_error, plan_waves, replica_options
 from lceval.records import Context, Sample
 
 OPTS = {"device": "cpu", "dtype": "float32"}
@@ -77,6 +77,32 @@ def test_replicas_without_ray_is_one_line(tmp_path, monkeypatch, tiny_model_dir)
     assert not (tmp_path / "r" / "responses.jsonl").exists()
 
 
+def test_vllm_replica_runs_parallel_ranks_inside_itself():
+    """vLLM would pick its ray executor inside the replica's placement group and refuse the
+    group's one multi-GPU bundle: a replica's parallel ranks run on vLLM's mp executor."""
+    tp2 = {"tensor_parallel_size": 2, "max_model_len": 4096}
+    assert replica_options("vllm", tp2)["distributed_executor_backend"] == "mp"
+    assert replica_options("auto", {"pipeline_parallel_size": 2})["distributed_executor_backend"]
+    assert "distributed_executor_backend" not in replica_options("vllm", {"max_model_len": 9})
+    assert "distributed_executor_backend" not in replica_options("hf", tp2)
+    given = {**tp2, "distributed_executor_backend": "ray"}
+    assert replica_options("vllm", given) == given  # the user's choice stays
+
+
+def test_creation_error_is_the_engines_own_message():
+    text = (
+        "The actor died because of an error raised in its creation task, ray::_Replica.__init__()"
+        ' (pid=1, ip=1.2.3.4)\n  File "x.py", line 1, in __init__\n    raise LcevalError(\n'
+        "lceval.errors.LcevalError: vLLM could not start M: RuntimeError: Engine core failed\n"
+    )
+    assert creation_error(text) == "vLLM could not start M: RuntimeError: Engine core failed"
+    other = text.replace("lceval.errors.LcevalError", "builtins.OSError")
+    assert (
+        creation_error(other) == "OSError: vLLM could not start M: RuntimeError: Engine core failed"
+    )
+    assert creation_error("The actor died unexpectedly before finishing this task.") is None
+
+
 @pytest.mark.parametrize("bad", [0, -1, "2", True, 1.5])
 def test_bad_replicas_value(tmp_path, tiny_model_dir, bad):
     _run(tmp_path, "r")
@@ -88,10 +114,15 @@ def test_bad_replicas_value(tmp_path, tiny_model_dir, bad):
 
 @pytest.fixture(scope="module")
 def ray_cluster():
-    """A local Ray cluster of 2 CPUs, started by the test itself."""
+    """A local Ray cluster of 2 CPUs, started by the test itself (``local``: never one that
+    ``ray start`` made on this machine)."""
     ray = pytest.importorskip("ray")
     ray.init(
-        num_cpus=2, include_dashboard=False, object_store_memory=80 * 2**20, namespace="lceval"
+        address="local",
+        num_cpus=2,
+        include_dashboard=False,
+        object_store_memory=80 * 2**20,
+        namespace="lceval",
     )
     try:
         yield ray.get_runtime_context().gcs_address
@@ -151,6 +182,25 @@ def test_a_cluster_too_small_is_one_line(tmp_path, tiny_model_dir, ray_cluster):
         pipeline.infer(
             "r", "hf", str(tiny_model_dir), root=tmp_path, backend_options={**OPTS, "replicas": 3}
         )
+    assert not (tmp_path / "r" / "responses.jsonl").exists()
+
+
+@pytest.mark.slow
+def test_an_engine_that_cannot_load_is_one_line(tmp_path, tiny_model_dir, ray_cluster):
+    """The replicas' engine fails in the actor's start: its own message, in one line."""
+    import shutil as sh
+
+    broken = tmp_path / "broken-model"
+    sh.copytree(tiny_model_dir, broken)
+    for f in broken.glob("*.safetensors"):
+        f.write_bytes(b"not a checkpoint")
+    _run(tmp_path, "r", n=2)
+    with pytest.raises(LcevalError, match="replica of .*failed to start: ") as err:
+        pipeline.infer(
+            "r", "hf", str(broken), root=tmp_path, backend_options={**OPTS, "replicas": 2}
+        )
+    msg = str(err.value)
+    assert "\n" not in msg and "creation task" not in msg and "safetensor" in msg.lower(), msg
     assert not (tmp_path / "r" / "responses.jsonl").exists()
 
 
