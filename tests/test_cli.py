@@ -139,7 +139,7 @@ def test_second_infer_on_the_same_run_is_refused(capsys, tmp_path):
         [
             sys.executable,
             "-c",
-            "import sys, time; from lceval.models.cache import ResponseStore\n"
+            "import sys, time; from lceval.store import ResponseStore\n"
             "with ResponseStore(sys.argv[1]).writer():\n print('held', flush=True); time.sleep(60)",
             str(run.responses),
         ],

@@ -12,9 +12,11 @@ from pathlib import Path
 import pytest
 import yaml
 
-from lceval import config
+import lceval.run
+import lceval.run.inference
 from lceval.cli import _parser, main
 from lceval.errors import LcevalError
+from lceval.run import config
 
 REPO = Path(__file__).resolve().parents[1]
 COMMON = {"-h", "--help", "--outputs", "-v", "--verbose"}
@@ -69,7 +71,7 @@ def test_every_verb_flag_comes_from_its_declared_config(verb):
 
 
 def _all_schemas() -> dict[str, dict]:
-    from lceval.notebooks import notebook_schemas
+    from lceval.cli.notebooks import notebook_schemas
 
     return {**config.json_schemas(), **notebook_schemas()}
 
@@ -161,7 +163,7 @@ def test_single_notebook_params_are_checked_before_the_run_folder(tmp_path, caps
 
 
 def test_a_pipeline_override_reaches_only_the_steps_that_declare_it(tmp_path, monkeypatch):
-    from lceval import notebooks
+    from lceval.cli import notebooks
 
     ran = []
     monkeypatch.setattr(
@@ -197,12 +199,11 @@ def test_bad_flag_values_name_the_flag(tmp_path, capsys):
 
 
 def test_python_door_uses_the_same_declared_type(tmp_path):
-    from lceval import pipeline
 
     with pytest.raises(LcevalError, match="limit must be >= 1, got 0"):
-        pipeline.infer("r", model="embedded", limit=0, root=tmp_path)
+        lceval.run.infer("r", model="embedded", limit=0, root=tmp_path)
     with pytest.raises(LcevalError, match="truncate must be true or false"):
-        pipeline.infer("r", model="embedded", truncate="maybe", root=tmp_path)
+        lceval.run.infer("r", model="embedded", truncate="maybe", root=tmp_path)
 
 
 def test_smoke_build_declares_its_inference_settings(tmp_path, capsys):
@@ -224,7 +225,6 @@ def test_smoke_build_declares_its_inference_settings(tmp_path, capsys):
 def test_infer_reads_the_runs_declared_settings(tmp_path, monkeypatch):
     """The inference settings run.json declares reach the generation config (no engine: the
     model load is replaced by a stub that records what it was asked)."""
-    from lceval import pipeline
 
     assert (
         main(
@@ -249,13 +249,15 @@ def test_infer_reads_the_runs_declared_settings(tmp_path, monkeypatch):
         seen.update(budget=config.max_new_tokens, n=len(samples))
         return []
 
-    monkeypatch.setattr(pipeline, "_infer_one", stop)
-    monkeypatch.setattr(pipeline, "check_load", lambda *a, **k: None)
-    monkeypatch.setattr(pipeline, "check_fits", lambda *a, **k: pytest.fail("truncate is declared"))
+    monkeypatch.setattr(lceval.run.inference, "_infer_one", stop)
+    monkeypatch.setattr(lceval.run.inference, "check_load", lambda *a, **k: None)
+    monkeypatch.setattr(
+        lceval.run.inference, "check_fits", lambda *a, **k: pytest.fail("truncate is declared")
+    )
     monkeypatch.setenv("LCEVAL_TEST_LIMIT", "3")
-    pipeline.infer("r", model="embedded", root=tmp_path)
+    lceval.run.infer("r", model="embedded", root=tmp_path)
     assert seen == {"budget": 64, "n": 3}
-    pipeline.infer("r", model="embedded", root=tmp_path, max_new_tokens=8)
+    lceval.run.infer("r", model="embedded", root=tmp_path, max_new_tokens=8)
     assert seen["budget"] == 8  # what the caller gives goes over the declared value
 
 
@@ -273,7 +275,7 @@ def test_run_checks_every_model_before_step_01(tmp_path, capsys):
 def test_every_pipelines_params_files_pass_their_declared_types(pipeline, monkeypatch):
     """The committed pipelines pass the checks ``lceval run`` makes before step 01 (the
     models' availability aside: the full params name hub models this machine may not hold)."""
-    from lceval import notebooks
+    from lceval.cli import notebooks
 
     ran = []
     monkeypatch.setattr(notebooks, "check_models", lambda *a: None)

@@ -8,6 +8,7 @@ import sys
 
 import pytest
 
+import lceval.run.inference
 from lceval.cli import main
 from lceval.io import RunDir, new_meta
 from lceval.models import base
@@ -20,8 +21,6 @@ def no_engine(monkeypatch):
     any engine is constructed (``auto`` is decided without importing one)."""
     import importlib
     import types
-
-    from lceval import pipeline
 
     def refuse(*args, **kwargs):
         pytest.fail("an engine was constructed before the command line was checked")
@@ -38,7 +37,7 @@ def no_engine(monkeypatch):
         cls = getattr(mod, name)
         monkeypatch.setattr(mod, name, type(name, (cls,), {"__new__": refuse}))
     monkeypatch.setattr(base, "load_backend", refuse)
-    monkeypatch.setattr(pipeline, "load_backend", refuse)
+    monkeypatch.setattr(lceval.run.inference, "load_backend", refuse)
 
 
 class _RefusedHF:

@@ -1,4 +1,5 @@
-"""lceval.compare: paired comparisons of runs checked against a hand-computed case; leaderboards,
+"""lceval.report.compare: paired comparisons of runs checked against a hand-computed case;
+leaderboards,
 pairwise tests and rank agreement on runs scored from the regression fixtures."""
 
 from __future__ import annotations
@@ -9,12 +10,13 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from lceval import compare, notebooks
+import lceval.run
 from lceval.benchmarks.lifbench import tables as lifbench_tables
 from lceval.errors import LcevalError
 from lceval.io import RunDir, new_meta, scores_frame
-from lceval.pipeline import load_samples
 from lceval.records import Sample, Score
+from lceval.report import compare
+from lceval.run.scoring import load_samples
 
 FIXTURES = Path(__file__).parent / "fixtures" / "regression"
 
@@ -79,7 +81,7 @@ def test_compare_runs_worked_example(tmp_path: Path) -> None:
 def fixture_runs(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[str]]:
     root = tmp_path_factory.mktemp("runs")
     ids = [
-        notebooks.score_files(f"fx-{key}", FIXTURES / key, root=root)
+        lceval.run.score_files(f"fx-{key}", FIXTURES / key, root=root)
         for key in ("lifbench", "ruler")
     ]
     return root, ids
@@ -114,7 +116,7 @@ def test_rank_agreement_and_pairwise(fixture_runs: tuple[Path, list[str]]) -> No
 
 def test_same_model_name_in_two_runs_is_told_apart(tmp_path: Path) -> None:
     for rid in ("r1", "r2"):
-        notebooks.score_files(rid, FIXTURES / "ruler", root=tmp_path, rename={"m0": "x"})
+        lceval.run.score_files(rid, FIXTURES / "ruler", root=tmp_path, rename={"m0": "x"})
     models = compare.load_headlines(["r1", "r2"], root=tmp_path)["ruler"].models
     assert "r1/x" in models and "r2/x" in models and "x" not in models
     t = compare.compare_runs("r1", "r2", model_a="m2", model_b="m2", root=tmp_path)

@@ -8,7 +8,8 @@ import json
 
 import pytest
 
-from lceval import params, pipeline
+import lceval.run
+from lceval import params
 from lceval.cli import main
 from lceval.errors import LcevalError
 from lceval.io import RunDir, new_meta
@@ -99,7 +100,7 @@ def test_inference_section_declares_models_and_truncate():
 def test_pipeline_infer_stops_before_any_engine(tmp_path, no_engine, kwargs, message):  # noqa: F811
     _run(tmp_path)
     with pytest.raises(LcevalError, match=message):
-        pipeline.infer("r", "hf", root=tmp_path, progress=False, **kwargs)
+        lceval.run.infer("r", "hf", root=tmp_path, progress=False, **kwargs)
 
 
 def test_bad_model_list_is_one_line_before_any_engine(capsys, tmp_path, no_engine):  # noqa: F811
@@ -138,7 +139,7 @@ def test_two_models_answered_scored_reported_and_ranked(
 ):
     """Two models through the CLI: both answered (one engine at a time), a rerun answers
     nothing new, scores are keyed by (sample, model), the report and compare see both."""
-    pipeline.build("r", "echo", {"n": 4}, root=tmp_path)
+    lceval.run.build("r", "echo", {"n": 4}, root=tmp_path)
     out = ["--outputs", str(tmp_path)]
     argv = [
         *out,

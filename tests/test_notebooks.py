@@ -6,8 +6,8 @@ import re
 import nbformat
 import pytest
 
+from lceval.cli.notebooks import run_notebook, run_pipeline
 from lceval.errors import LcevalError
-from lceval.notebooks import run_notebook, run_pipeline
 
 
 @pytest.mark.parametrize(

@@ -10,16 +10,18 @@ from collections import Counter
 
 import pytest
 
+import lceval.run
+import lceval.run.inference
 from lceval.io import RunDir, new_meta
 from lceval.models.base import GenerationConfig
-from lceval.pipeline import _answer, select_samples
 from lceval.records import Context, Response, Sample
+from lceval.run.inference import _answer, select_samples
 
 
 def run_inference(
     run, backend, config=None, *, batch_size=8, limit=None, tasks=None, progress=True
 ):
-    """Answer the run's pending samples with a backend object (what ``pipeline.infer`` does
+    """Answer the run's pending samples with a backend object (what ``lceval.run.infer`` does
     after loading each model's engine)."""
     samples = select_samples(run, run.read_samples(), limit=limit, tasks=tasks)
     return _answer(run, backend, config, samples, run.read_contexts(), batch_size, progress)
@@ -194,18 +196,17 @@ def test_rebuilt_samples_are_answered_again_and_stale_answers_never_scored(
     echo_bench, tmp_path, capsys
 ):
     """Issue 9, item 6: responses are tied to the exact sample (prompt, context, gold)."""
-    from lceval import pipeline
 
-    run = pipeline.build("r", "echo", {"n": 4}, root=tmp_path)
+    run = lceval.run.build("r", "echo", {"n": 4}, root=tmp_path)
     oracle = OracleBackend()
     run_inference(run, oracle, progress=False)
     assert oracle.seen == ["e0", "e1", "e3", "e2"]  # e2 reads the context: grouped last
-    assert set(pipeline.score("r", root=tmp_path, progress=False)["value"]) == {1.0}
+    assert set(lceval.run.score("r", root=tmp_path, progress=False)["value"]) == {1.0}
 
     # seed 1: e1 and e3 get another gold, e2 another context text; e0 is unchanged
     _rebuild_without_force(run, {"n": 4, "seed": 1})
     capsys.readouterr()
-    df = pipeline.score("r", root=tmp_path, progress=False)
+    df = lceval.run.score("r", root=tmp_path, progress=False)
     assert list(df["sample_id"]) == ["e0"]  # the stale answers of e1, e2, e3 are not scored
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "3 response(s) in responses.jsonl answer an earlier version" in err[0]
@@ -219,7 +220,7 @@ def test_rebuilt_samples_are_answered_again_and_stale_answers_never_scored(
         "e2": "a2",
         "e3": "a3.1",
     }
-    df = pipeline.score("r", root=tmp_path, progress=False).set_index("sample_id")
+    df = lceval.run.score("r", root=tmp_path, progress=False).set_index("sample_id")
     assert sorted(df.index) == ["e0", "e1", "e2", "e3"] and set(df["value"]) == {1.0}
     oracle.seen.clear()
     run_inference(run, oracle, progress=False)
@@ -228,9 +229,8 @@ def test_rebuilt_samples_are_answered_again_and_stale_answers_never_scored(
 
 def test_responses_without_sample_hash_still_resume_and_score(echo_bench, tmp_path):
     """A responses.jsonl written before the sample hash existed: missing = matching."""
-    from lceval import pipeline
 
-    run = pipeline.build("r", "echo", {"n": 4}, root=tmp_path)
+    run = lceval.run.build("r", "echo", {"n": 4}, root=tmp_path)
     run_inference(run, OracleBackend(), progress=False)
     old = []
     for line in run.responses.read_text().splitlines():
@@ -240,7 +240,7 @@ def test_responses_without_sample_hash_still_resume_and_score(echo_bench, tmp_pa
     run.responses.write_text("\n".join(old) + "\n")
     again = OracleBackend()
     assert len(run_inference(run, again, progress=False)) == 4 and again.seen == []
-    df = pipeline.score("r", root=tmp_path, progress=False)
+    df = lceval.run.score("r", root=tmp_path, progress=False)
     assert len(df) == 4 and set(df["value"]) == {1.0}
 
 
@@ -266,15 +266,14 @@ def test_infer_calls_the_engine_in_its_call_size_and_records_timing(
     monkeypatch, tmp_path, call_size, batch_size, calls
 ):
     """batch_size None: the engine's call_size (vLLM 256), else 8; run.json gets the timing."""
-    from lceval import pipeline
 
     run = RunDir("r", tmp_path).create()
     samples, contexts = _samples(12)
     run.write_samples(samples, contexts)
     run.write_meta(new_meta("r"))
     engine = SizedBackend(call_size)
-    monkeypatch.setattr(pipeline, "load_backend", lambda *a, **k: engine)
-    out = pipeline.infer(
+    monkeypatch.setattr(lceval.run.inference, "load_backend", lambda *a, **k: engine)
+    out = lceval.run.infer(
         "r",
         "auto",
         "embedded",
@@ -291,28 +290,26 @@ def test_infer_calls_the_engine_in_its_call_size_and_records_timing(
 
 
 def test_infer_refuses_a_bad_batch_size_before_loading(monkeypatch, tmp_path):
-    from lceval import pipeline
     from lceval.errors import LcevalError
 
     run = RunDir("r", tmp_path).create()
     samples, contexts = _samples(2)
     run.write_samples(samples, contexts)
     run.write_meta(new_meta("r"))
-    monkeypatch.setattr(pipeline, "load_backend", lambda *a, **k: pytest.fail("loaded"))
+    monkeypatch.setattr(lceval.run.inference, "load_backend", lambda *a, **k: pytest.fail("loaded"))
     for bad in (0, -1, 2.5, "8"):
         with pytest.raises(LcevalError, match="batch_size must be (>= 1|an integer)"):
-            pipeline.infer("r", "auto", root=tmp_path, batch_size=bad, progress=False)
+            lceval.run.infer("r", "auto", root=tmp_path, batch_size=bad, progress=False)
 
 
 @pytest.mark.parametrize("bad", [float("nan"), float("inf"), -0.5, True, "0.7"])
 def test_infer_refuses_a_bad_temperature_before_loading(monkeypatch, tmp_path, bad):
-    from lceval import pipeline
     from lceval.errors import LcevalError
 
     run = RunDir("r", tmp_path).create()
     samples, contexts = _samples(2)
     run.write_samples(samples, contexts)
     run.write_meta(new_meta("r"))
-    monkeypatch.setattr(pipeline, "load_backend", lambda *a, **k: pytest.fail("loaded"))
+    monkeypatch.setattr(lceval.run.inference, "load_backend", lambda *a, **k: pytest.fail("loaded"))
     with pytest.raises(LcevalError, match="temperature must be (>= 0|a finite number|a number)"):
-        pipeline.infer("r", "auto", root=tmp_path, temperature=bad, progress=False)
+        lceval.run.infer("r", "auto", root=tmp_path, temperature=bad, progress=False)

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from lceval.notebooks import with_overrides
-from lceval.pipeline import load_params
+from lceval.cli.notebooks import with_overrides
+from lceval.params import load_params
 
 FULL = Path(__file__).resolve().parent.parent / "params" / "02_inference" / "full.yaml"
 

@@ -1,4 +1,4 @@
-"""The one scoring loop (``lceval.pipeline.score``), the registry and typed gold, on a small
+"""The one scoring loop (``lceval.run.score``), the registry and typed gold, on a small
 benchmark registered by the test itself."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ import math
 import pandas as pd
 import pytest
 
-from lceval import pipeline
+import lceval.run
 from lceval.cli import main
 from lceval.errors import LcevalError
 from lceval.io import RunDir, write_jsonl
@@ -18,7 +18,7 @@ from lceval.records import Response
 
 @pytest.fixture
 def echo(echo_bench, tmp_path):
-    pipeline.build("r", "echo", {"n": 3, "run_id": "r", "backend": "hf"}, root=tmp_path)
+    lceval.run.build("r", "echo", {"n": 3, "run_id": "r", "backend": "hf"}, root=tmp_path)
     return RunDir("r", tmp_path)
 
 
@@ -42,7 +42,7 @@ def test_error_then_retry_is_scored_as_the_retry(echo):
             ("e2", "", "error", "down"),
         ],
     )
-    df = pipeline.score("r", root=echo.path.parent, progress=False).set_index("sample_id")
+    df = lceval.run.score("r", root=echo.path.parent, progress=False).set_index("sample_id")
     assert df.loc["e0", "value"] == 1.0 and df.loc["e1", "value"] == 1.0
     assert (
         math.isnan(df.loc["e2", "value"])
@@ -54,7 +54,7 @@ def test_error_then_retry_is_scored_as_the_retry(echo):
 
 def test_a_raising_scorer_gives_nan_with_reason_not_lost_scores(echo):
     _responses(echo, [("e0", "RAISE", "stop", None), ("e1", "a1", "stop", None)])
-    df = pipeline.score("r", root=echo.path.parent, progress=False).set_index("sample_id")
+    df = lceval.run.score("r", root=echo.path.parent, progress=False).set_index("sample_id")
     assert math.isnan(df.loc["e0", "value"])
     assert df.loc["e0", "explanation"] == "scorer error: RuntimeError: scorer bug second line"
     assert df.loc["e1", "value"] == 1.0
@@ -64,11 +64,11 @@ def test_named_scorer_options_and_batch_judge(echo, echo_bench):
     _responses(
         echo, [("e0", "a0", "stop", None), ("e1", "x", "stop", None), ("e2", "a2", "stop", None)]
     )
-    df = pipeline.score(
+    df = lceval.run.score(
         "r", root=echo.path.parent, scorer="echo", options={"bonus": 0.5}, progress=False
     )
     assert sorted(df["value"]) == [0.5, 1.0, 1.0]
-    df = pipeline.score("r", root=echo.path.parent, scorer="echo:judge", progress=False)
+    df = lceval.run.score("r", root=echo.path.parent, scorer="echo:judge", progress=False)
     assert list(df["scorer"].unique()) == ["echo:judge"]
     assert sorted(df["value"]) == [0.0, 1.0, 1.0]
     assert echo_bench.CALLS == [
@@ -92,24 +92,24 @@ def test_named_scorer_options_and_batch_judge(echo, echo_bench):
 def test_bad_scorer_names_and_options(echo, kwargs, message):
     _responses(echo, [("e0", "a0", "stop", None)])
     with pytest.raises(LcevalError, match=message.replace("(", r"\(")):
-        pipeline.score("r", root=echo.path.parent, progress=False, **kwargs)
+        lceval.run.score("r", root=echo.path.parent, progress=False, **kwargs)
 
 
 def test_empty_responses_is_nothing_to_score(echo):
     echo.responses.write_text("")
     with pytest.raises(LcevalError, match="holds no responses: nothing to score"):
-        pipeline.score("r", root=echo.path.parent, progress=False)
+        lceval.run.score("r", root=echo.path.parent, progress=False)
     _responses(echo, [("e0", "a0", "stop", None), ("e1", "a1", "stop", None)])
     echo.responses.write_bytes(echo.responses.read_bytes().replace(b"\n", b"\r"))  # CR ends
     with pytest.raises(LcevalError, match="holds no responses \\(its [0-9,]+ bytes end in no"):
-        pipeline.score("r", root=echo.path.parent, progress=False)
+        lceval.run.score("r", root=echo.path.parent, progress=False)
 
 
 def test_rebuild_over_responses_needs_force(echo):
     _responses(echo, [("e0", "a0", "stop", None)])
     with pytest.raises(LcevalError, match="already has responses"):
-        pipeline.build("r", "echo", {"n": 2}, root=echo.path.parent)
-    pipeline.build("r", "echo", {"n": 2}, root=echo.path.parent, force=True)
+        lceval.run.build("r", "echo", {"n": 2}, root=echo.path.parent)
+    lceval.run.build("r", "echo", {"n": 2}, root=echo.path.parent, force=True)
     assert not echo.responses.exists()
     assert len(list(echo.path.glob("responses.jsonl.replaced-*"))) == 1
     assert len(echo.read_samples()) == 2
@@ -118,7 +118,7 @@ def test_rebuild_over_responses_needs_force(echo):
 def test_identical_rebuild_keeps_responses_and_models(echo):
     _responses(echo, [("e0", "a0", "stop", None)])
     echo.update_meta(models={"m": {"backend": "hf", "config_hash": "c"}})
-    pipeline.build("r", "echo", {"n": 3}, root=echo.path.parent)  # same samples: a resume
+    lceval.run.build("r", "echo", {"n": 3}, root=echo.path.parent)  # same samples: a resume
     assert len(echo.read_responses()) == 1
     assert echo.read_meta().models == {"m": {"backend": "hf", "config_hash": "c"}}
     assert not list(echo.path.glob("responses.jsonl.replaced-*"))
@@ -132,7 +132,7 @@ def test_bad_gold_is_one_line_naming_sample_and_field(echo):
     echo.samples.write_text("\n".join(lines) + "\n")
     _responses(echo, [("e0", "a0", "stop", None)])
     with pytest.raises(LcevalError, match=r"sample e1: bad gold: EchoGold.target: expected str"):
-        pipeline.score("r", root=echo.path.parent, progress=False)
+        lceval.run.score("r", root=echo.path.parent, progress=False)
 
 
 def test_gold_from_dict_types(echo_bench):
@@ -182,8 +182,8 @@ def test_one_model_under_two_configs_is_scored_as_two(echo, capsys):
             ]
         ],  # fmt: skip
     )
-    df = pipeline.score("r", root=echo.path.parent, progress=False)
+    df = lceval.run.score("r", root=echo.path.parent, progress=False)
     assert sorted(set(df["model"])) == ["m@hf000000", "m@vllm0000"]
     assert "m answered under several generation configs" in capsys.readouterr().err
     _responses(echo, [("e0", "a0", "stop", None), ("e1", "a1", "stop", None)])
-    assert set(pipeline.score("r", root=echo.path.parent, progress=False)["model"]) == {"m"}
+    assert set(lceval.run.score("r", root=echo.path.parent, progress=False)["model"]) == {"m"}

@@ -7,10 +7,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from lceval import plan
+import lceval.run
+import lceval.run.inference
 from lceval.cli import main
 from lceval.io import RunDir, new_meta
 from lceval.records import Context, Sample
+from lceval.run import plan
 from lceval.tokens import count_tokens
 
 
@@ -216,7 +218,6 @@ def test_cli_plan_gpus_gives_the_wall_clock(tmp_path, capsys):
 
 
 def test_infer_announces_the_plan(monkeypatch, tmp_path, capsys):
-    from lceval import pipeline
     from lceval.records import Response
 
     class Echo:
@@ -232,8 +233,8 @@ def test_infer_announces_the_plan(monkeypatch, tmp_path, capsys):
             pass
 
     run, _, _ = _run(tmp_path)
-    monkeypatch.setattr(pipeline, "load_backend", lambda *a, **k: Echo())
-    pipeline.infer("r", "auto", "embedded", root=tmp_path, limit=4, progress=False)
+    monkeypatch.setattr(lceval.run.inference, "load_backend", lambda *a, **k: Echo())
+    lceval.run.infer("r", "auto", "embedded", root=tmp_path, limit=4, progress=False)
     err = capsys.readouterr().err
     assert "plan: 4 samples" in err and "estimate for an 8B model" in err
     assert run.read_meta().plan["samples"] == 4

@@ -13,7 +13,9 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from lceval import pipeline
+import lceval.params
+import lceval.report
+import lceval.run
 from lceval.cli import main
 from lceval.io import RunDir, project_root, write_jsonl
 from lceval.records import Response
@@ -25,8 +27,8 @@ TEXT = "28466d6bb3291ee9830e483052169279\n\nline two"
 @pytest.fixture(scope="module")
 def partial(tmp_path_factory: pytest.TempPathFactory) -> RunDir:
     root = tmp_path_factory.mktemp("cov")
-    params = pipeline.load_params(ROOT / "params" / "01_build_data" / "smoke.yaml")
-    run = pipeline.build("part", "lifbench", params, root=root)
+    params = lceval.params.load_params(ROOT / "params" / "01_build_data" / "smoke.yaml")
+    run = lceval.run.build("part", "lifbench", params, root=root)
     lsi = [s for s in run.read_samples() if s.task == "LSI"]
     assert len(lsi) == 4 and len(run.read_samples()) == 44
     write_jsonl(
@@ -64,8 +66,8 @@ def test_score_warns_and_results_json_says_what_the_run_covers(partial, capsys):
 
 def test_subset_rows_are_not_ranked_among_the_papers(partial):
     if not (partial.report / "lifbench_summary.csv").exists():
-        pipeline.score("part", root=partial.path.parent, progress=False)
-        pipeline.report("part", root=partial.path.parent)
+        lceval.run.score("part", root=partial.path.parent, progress=False)
+        lceval.report.report("part", root=partial.path.parent)
     summary = pd.read_csv(partial.report / "lifbench_summary.csv", index_col="model")
     assert math.isnan(summary.loc["m0", "ARS_rank"])
     published = summary[summary["source"] != "this run"]["ARS_rank"]
@@ -76,8 +78,8 @@ def test_subset_rows_are_not_ranked_among_the_papers(partial):
 
 def test_index_first_part_is_the_headline_with_coverage(partial):
     if not (partial.report / "index.html").exists():
-        pipeline.score("part", root=partial.path.parent, progress=False)
-        pipeline.report("part", root=partial.path.parent)
+        lceval.run.score("part", root=partial.path.parent, progress=False)
+        lceval.report.report("part", root=partial.path.parent)
     page = (partial.report / "index.html").read_text(encoding="utf-8")
     head = page[: page.index("<h2 id='lifbench'>")]
     assert "Not comparable to the paper" in head and "4 of 44 samples answered" in head
@@ -113,8 +115,8 @@ def _artifact(shot: Path, name: str, tmp: Path) -> None:
 @pytest.mark.slow
 def test_index_fits_1400px_and_shows_the_headline_first(partial, tmp_path):
     if not (partial.report / "index.html").exists():
-        pipeline.score("part", root=partial.path.parent, progress=False)
-        pipeline.report("part", root=partial.path.parent)
+        lceval.run.score("part", root=partial.path.parent, progress=False)
+        lceval.report.report("part", root=partial.path.parent)
     driver = _chrome()
     try:
         driver.get((partial.report / "index.html").as_uri())
@@ -148,8 +150,8 @@ def test_samples_page_keeps_line_breaks_and_freezes_key_columns(partial, tmp_pat
     import time
 
     if not (partial.report / "samples.html").exists():
-        pipeline.score("part", root=partial.path.parent, progress=False)
-        pipeline.report("part", root=partial.path.parent)
+        lceval.run.score("part", root=partial.path.parent, progress=False)
+        lceval.report.report("part", root=partial.path.parent)
     driver = _chrome()
     try:
         driver.get((partial.report / "samples.html").as_uri())
@@ -206,8 +208,8 @@ def test_cifbench_subset_run_is_not_placed_in_table6s_order(tmp_path):
     for name in ("samples.jsonl", "contexts.jsonl", "responses.jsonl"):
         shutil.copy(fixture / name, run.path / name)
     run.write_meta(new_meta("cif", models={"m0": {"backend": "hf"}}))
-    pipeline.score("cif", root=tmp_path, progress=False)
-    pipeline.report("cif", root=tmp_path)
+    lceval.run.score("cif", root=tmp_path, progress=False)
+    lceval.report.report("cif", root=tmp_path)
     assert not any(c.paper_grid for c in run_coverage(run))
     t6 = pd.read_csv(run.report / "cifbench" / "table6.csv", index_col="model")
     mine = (t6["source"] == THIS_RUN).to_numpy()

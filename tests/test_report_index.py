@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from lceval import pipeline
+import lceval.report
+import lceval.run
 from lceval.io import RunDir, new_meta, project_root
 
 FIXTURE = Path(__file__).parent / "fixtures" / "regression" / "lifbench"
@@ -20,8 +21,8 @@ def _report_run(tmp_path: Path) -> RunDir:
     for name in ("samples.jsonl", "contexts.jsonl", "responses.jsonl"):
         shutil.copy(FIXTURE / name, run.path / name)
     run.write_meta(new_meta("idx", models={"m0": {"backend": "hf", "dtype": "float32"}}))
-    pipeline.score("idx", root=tmp_path, progress=False)
-    pipeline.report("idx", root=tmp_path)
+    lceval.run.score("idx", root=tmp_path, progress=False)
+    lceval.report.report("idx", root=tmp_path)
     return run
 
 
@@ -114,9 +115,9 @@ def test_responses_frame_leaves_out_stale_responses(tmp_path, capsys):
 def test_responses_frame_counts_a_retried_error_once(tmp_path):
     """An error replaced by a successful retry: one row, the success, as scoring reads it."""
     from lceval.io import RunDir, new_meta
-    from lceval.models.cache import ResponseStore
     from lceval.records import Response, Sample
     from lceval.reporting import inference_summary, responses_frame
+    from lceval.store import ResponseStore
 
     run = RunDir("r", tmp_path).create()
     run.write_samples([Sample("a", "echo", "T", "q"), Sample("b", "echo", "T", "q")], [])
@@ -141,8 +142,8 @@ def test_index_shows_tables_a_report_writes_in_its_own_folder(tmp_path, key):
         if (fixture / name).exists():
             shutil.copy(fixture / name, run.path / name)
     run.write_meta(new_meta("sub", models={"m0": {"backend": "hf"}}))
-    pipeline.score("sub", root=tmp_path, progress=False)
-    pipeline.report("sub", root=tmp_path)
+    lceval.run.score("sub", root=tmp_path, progress=False)
+    lceval.report.report("sub", root=tmp_path)
     page = (run.report / "index.html").read_text(encoding="utf-8")
     csvs = sorted((run.report / key).glob("*.csv"))
     assert csvs and all(f"{key}/{p.stem}.csv</code>" in page for p in csvs)

@@ -13,8 +13,8 @@ import pytest
 import yaml
 
 from lceval import registry
-from lceval import reproduction as R
 from lceval.errors import LcevalError
+from lceval.report import reproduction as R
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -101,7 +101,7 @@ def test_every_notebook_and_function_named_exists(index) -> None:
 
 def test_readme_holds_the_rendered_index(index) -> None:
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    assert R.readme_section(readme, index) == readme, "run `python -m lceval.reproduction`"
+    assert R.readme_section(readme, index) == readme, "run `python -m lceval.report.reproduction`"
     assert R.to_markdown(index) in readme
 
 

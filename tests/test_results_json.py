@@ -1,4 +1,4 @@
-"""report/results.json (lceval.results): valid against the shipped JSON Schema, the same
+"""report/results.json (lceval.report.results): valid against the shipped JSON Schema, the same
 headlines as ``lceval compare --leaderboard``, and ``lceval compare`` from the files alone."""
 
 from __future__ import annotations
@@ -11,11 +11,12 @@ import jsonschema
 import pandas as pd
 import pytest
 
-from lceval import compare, pipeline, results
+import lceval.run
 from lceval.cli import main
 from lceval.errors import LcevalError
 from lceval.io import RunDir, new_meta, read_records, write_jsonl
 from lceval.records import Response
+from lceval.report import compare, results
 
 FIXTURE = Path(__file__).parent / "fixtures" / "regression" / "lifbench"
 
@@ -33,7 +34,7 @@ def root(tmp_path_factory: pytest.TempPathFactory) -> Path:
         write_jsonl(run.responses, [r for r in responses if r.model in models])
         info = {"backend": "hf", "dtype": "float32", "generation": {"temperature": 0.0}}
         run.write_meta(new_meta(run_id, models=dict.fromkeys(models, info), encoding="o200k_base"))
-        pipeline.score(run_id, root=root, progress=False)
+        lceval.run.score(run_id, root=root, progress=False)
         assert results.write_results(run) == run.report / "results.json"
     return root
 

@@ -1,4 +1,4 @@
-"""report/samples.html and compare.html (lceval.samples_page), show_samples, and
+"""report/samples.html and compare.html (lceval.report.samples_page), show_samples, and
 ``lceval compare --samples``: the rows and cells, hostile answers kept inert text, and the page
 in a real headless Chromium (search by task code, rows with answers and rubric items)."""
 
@@ -14,11 +14,13 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from lceval import compare_page, pipeline, samples_page
+import lceval.report
+import lceval.run
 from lceval.cli import main
 from lceval.errors import LcevalError
 from lceval.io import RunDir, new_meta, read_records, write_jsonl
 from lceval.records import Response
+from lceval.report import compare_page, samples_page
 
 FIXTURE = Path(__file__).parent / "fixtures" / "regression" / "lifbench"
 MODELS = ("m1", "m2")
@@ -36,7 +38,7 @@ def _lifbench_run(root: Path, run_id: str, responses: list[Response] | None = No
         ]
     write_jsonl(run.responses, responses)
     run.write_meta(new_meta(run_id, models={m: {"backend": "hf"} for m in MODELS}))
-    pipeline.score(run_id, root=root, progress=False)
+    lceval.run.score(run_id, root=root, progress=False)
     return run
 
 
@@ -44,7 +46,7 @@ def _lifbench_run(root: Path, run_id: str, responses: list[Response] | None = No
 def reported(tmp_path_factory: pytest.TempPathFactory) -> RunDir:
     root = tmp_path_factory.mktemp("samples")
     run = _lifbench_run(root, "sp")
-    pipeline.report("sp", root=root)
+    lceval.report.report("sp", root=root)
     return run
 
 
@@ -120,7 +122,7 @@ def test_compare_cli_writes_the_paired_page(reported, tmp_path, capsys):
 
 
 def test_show_samples_gives_the_worst_rows(reported):
-    from lceval.notebooks import show_samples
+    from lceval.report.samples_page import show_samples
 
     shown = show_samples(reported, worst=5, model="m1")
     assert "<table" in shown.data and "dt_bundle" not in shown.data

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from lceval import pipeline
+import lceval.run
 from lceval.io import RunDir, new_meta
 
 FIXTURES = Path(__file__).parent / "fixtures" / "regression"
@@ -22,7 +22,7 @@ def test_scoring_twice_is_byte_identical(tmp_path: Path, key: str) -> None:
     for name in ("samples.jsonl", "contexts.jsonl", "responses.jsonl"):
         shutil.copy(FIXTURES / key / name, run.path / name)
     run.write_meta(new_meta("twice"))
-    pipeline.score("twice", root=tmp_path, progress=False)
+    lceval.run.score("twice", root=tmp_path, progress=False)
     first = run.scores.read_bytes()
-    pipeline.score("twice", root=tmp_path, progress=False)
+    lceval.run.score("twice", root=tmp_path, progress=False)
     assert run.scores.read_bytes() == first

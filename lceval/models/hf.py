@@ -285,7 +285,7 @@ class HFBackend:
         )
         """Most rows per forward batch (the ``max_batch_rows`` option)."""
         self.call_size = self.batch_size
-        """Samples per ``generate`` call that ``lceval.pipeline.infer`` sends by default."""
+        """Samples per ``generate`` call that ``lceval.run.infer`` sends by default."""
         self.prefill_chunk = prefill_chunk or PREFILL_CHUNK
         self.share_prefix = share_prefix
         self._prefix_ids: list[int] = []

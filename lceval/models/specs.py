@@ -343,7 +343,7 @@ def window_config(config: Any) -> Any:
 def model_window(config: Any, tokenizer: Any = None) -> int:
     """A loaded model's context window in tokens: the config's ``max_position_embeddings`` (or
     its text config's, :func:`window_config`), else the tokenizer's ``model_max_length``; the one
-    rule the hf engine (``HFBackend.window``), the planner (``lceval.plan``) and
+    rule the hf engine (``HFBackend.window``), the planner (``lceval.run.plan``) and
     :func:`declared_window` read a checkpoint's window by.
 
     Raises:

@@ -224,7 +224,7 @@ class VLLMBackend:
         """The dtype the engine runs in (``dtype="auto"`` resolved)."""
         self._version = vllm.__version__
         self.call_size = CALL_SIZE
-        """Samples per ``generate`` call that ``lceval.pipeline.infer`` sends by default."""
+        """Samples per ``generate`` call that ``lceval.run.infer`` sends by default."""
         self.prompt_tokens_requested = 0
         """Prompt tokens of every request sent so far."""
         self._requests = 0

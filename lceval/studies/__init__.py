@@ -7,5 +7,5 @@
 
 A study reaches benchmarks through :mod:`lceval.registry` (``Benchmark.functions``,
 ``registry.resources``), never by module path; it may drive the run stages
-(:mod:`lceval.pipeline`). The import-linter contracts in pyproject.toml hold both rules.
+(:mod:`lceval.run`). The import-linter contracts in pyproject.toml hold both rules.
 """

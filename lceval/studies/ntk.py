@@ -4,7 +4,7 @@ reasoning as the RoPE base grows, on any RoPE model.
 The paper raises the NTK base of Llama-2-7B from 20,000 to 160,000 and finds topic retrieval
 (TopicRet) improving and GSM(16-shot) reasoning degrading: positional scaling helps a model attend
 far and hurts its reasoning, and base scaling alone cannot optimise both. This module plans the
-sweep, runs it through :mod:`lceval.pipeline` (build, infer, score per base: :func:`run_sweep`),
+sweep, runs it through :mod:`lceval.run` (build, infer, score per base: :func:`run_sweep`),
 then turns its runs into the paper's table, figure and a computed verdict (notebook
 ``09_ntk_base_sweep``). L-Eval and RULER are reached through :mod:`lceval.registry`.
 
@@ -56,7 +56,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
-from lceval import pipeline, registry
+import lceval.run
+from lceval import registry
 from lceval.errors import LcevalError
 from lceval.io import RunDir, new_meta
 from lceval.io import outputs_root as _outputs_root
@@ -137,7 +138,7 @@ class Sweep:
     points: tuple[SweepPoint, ...]
     """RoPE settings, in the given order."""
     parts: Mapping[str, Mapping[str, Any]]
-    """Benchmark key -> builder params (``lceval.pipeline.build_suite``), the same for every
+    """Benchmark key -> builder params (``lceval.run.build_suite``), the same for every
     point."""
     params: Mapping[str, Any] = field(default_factory=dict)
     """The sweep's parameters as given (recorded in the sweep's run.json)."""
@@ -302,8 +303,8 @@ def run_sweep(
         LcevalError: a point's build, inference or scoring fails (the message names it).
     """
     for point in sweep.points:
-        pipeline.build_suite(point.name, sweep.parts, root=sweep.root)
-        pipeline.infer(
+        lceval.run.build_suite(point.name, sweep.parts, root=sweep.root)
+        lceval.run.infer(
             point.name,
             models=[spec.with_options(point.backend_options(spec.options))],
             root=sweep.root,
@@ -311,7 +312,7 @@ def run_sweep(
             max_new_tokens=max_new_tokens,
             progress=progress,
         )
-        pipeline.score(point.name, root=sweep.root, progress=progress)
+        lceval.run.score(point.name, root=sweep.root, progress=progress)
 
 
 def family_of(benchmark: str, task: str) -> str | None:
@@ -719,7 +720,7 @@ def report_sweep(sweep: Sweep, *, n_resamples: int = 2000, seed: int = 0) -> Swe
     Raises:
         LcevalError: a point's run has no scores.
     """
-    from lceval.index_page import write_index
+    from lceval.report.index_page import write_index
     from lceval.reporting import save_table
 
     items = item_scores(sweep)

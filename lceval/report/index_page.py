@@ -1,11 +1,11 @@
 """``report/index.html``, laid out like a paper's results section: the headline numbers with
 CIs and the published range and what the run covers (:mod:`lceval.coverage`) first, then each
 paper table and figure with its caption, the checks, the reproduction index rows of the run's
-benchmarks (:mod:`lceval.reproduction`), the provenance as tables and the executed notebooks
+benchmarks (:mod:`lceval.report.reproduction`), the provenance as tables and the executed notebooks
 rendered as HTML; and the short summary ``lceval report`` prints.
 
-Written by the report stage (``lceval.pipeline.report``), after each notebook
-(``lceval.notebooks``) and by studies that write their own run folder (the NTK sweep).
+Written by the report stage (``lceval.report.report``), after each notebook
+(``lceval.cli.notebooks``) and by studies that write their own run folder (the NTK sweep).
 """
 
 from __future__ import annotations
@@ -55,7 +55,7 @@ def write_index(run: Any) -> Path:
     one-line caption (the benchmark report module's ``CAPTIONS``: what the numbers are, unit,
     which direction is better, what is beside them), the run's rows highlighted; then the checks
     of published numbers; the reproduction index rows of the run's benchmarks
-    (:mod:`lceval.reproduction`); the provenance as a table (generation settings, engine,
+    (:mod:`lceval.report.reproduction`); the provenance as a table (generation settings, engine,
     coverage, data sources with sha256, versions); the executed notebooks rendered as HTML.
 
     Built from what the run folder holds (run.json, ``report/*.csv``, ``report/results.json``,
@@ -91,7 +91,7 @@ def write_index(run: Any) -> Path:
         _page_links(report),
     ]
     # report/*.csv; report/<key>/*.csv (RULER, L-Eval, CIF-Bench write their tables there);
-    # report/<key>-<variant>/ (a non-default scorer's report, lceval.pipeline.report)
+    # report/<key>-<variant>/ (a non-default scorer's report, lceval.report.report)
     csvs = [*sorted(report.glob("*.csv")), *sorted(report.glob("*/*.csv"))]
     figures = Path(run.figures)
     pngs = sorted(figures.glob("*.png")) if figures.exists() else []
@@ -164,7 +164,7 @@ def _bench_title(key: str) -> str:
         return key
 
 
-_NOT_BENCHMARKS = {"ntk": "lceval.studies.ntk", "reasoning": "lceval.reasoning"}
+_NOT_BENCHMARKS = {"ntk": "lceval.studies.ntk", "reasoning": "lceval.report.reasoning"}
 """Report files of a study or of lceval's own analyses (file prefix -> module declaring their
 ``CAPTIONS``): the NTK base sweep's tables and the reasoning table and figure."""
 
@@ -539,10 +539,11 @@ def _page_links(report: Path) -> str:
 
 
 def _reproduction_section(run: Any) -> str:
-    """The reproduction index rows of the run's benchmarks (:mod:`lceval.reproduction`) as HTML;
+    """The reproduction index rows of the run's benchmarks (:mod:`lceval.report.reproduction`) as
+    HTML;
     empty when the run has no samples or its benchmarks list no items."""
     from lceval.errors import LcevalError
-    from lceval.reproduction import load_index, to_html
+    from lceval.report.reproduction import load_index, to_html
 
     try:
         keys = sorted({s.benchmark for s in run.read_samples()})
@@ -598,7 +599,7 @@ def report_summary(run: Any, tables: Mapping[str, pd.DataFrame]) -> str:
 
     Args:
         run: a ``lceval.io.RunDir`` whose report was just written.
-        tables: the tables ``lceval.pipeline.report`` returned (counted, not printed).
+        tables: the tables ``lceval.report.report`` returned (counted, not printed).
     """
     from lceval.coverage import run_coverage
 

@@ -1,6 +1,6 @@
 """GPU time of answering a run: model shapes, GPU datasheet rates and the arithmetic floor.
 
-The estimate behind ``lceval plan`` (:mod:`lceval.plan`, whose docstring gives the formulas):
+The estimate behind ``lceval plan`` (:mod:`lceval.run.plan`, whose docstring gives the formulas):
 prefill and decoding FLOPs and bytes of a dense Llama-style model on an A100-80GB or H100-80GB,
 times an efficiency factor from a measurement (:data:`EFFICIENCY`, :data:`EFFICIENCY_SOURCE`).
 """

@@ -44,7 +44,7 @@ def reasoning_frame(run: RunDir) -> pd.DataFrame:
     """
     if not run.responses.exists():
         return pd.DataFrame(columns=list(COLUMNS))
-    from lceval.models.cache import ResponseStore
+    from lceval.store import ResponseStore
 
     rows: list[dict[str, Any]] = []
     for r in ResponseStore(run.responses):

@@ -3,7 +3,7 @@
 Every benchmark declares its headline metric once, as a :class:`lceval.metrics.Headline` built by
 its ``Benchmark.headline(scores, samples)`` (per-sample columns, the statistic
 over them, the resampling unit); a benchmark without one (CIF-Bench for now) gets
-:func:`lceval.benchmark.generic_headline` (both through ``Benchmark.headline_of``). On top of
+:func:`lceval.metrics.generic_headline` (both through :func:`lceval.metrics.headline_of`). On top of
 those:
 
 - :func:`leaderboard`: each model's headline with its 95% bootstrap CI, ranked per benchmark.
@@ -115,7 +115,8 @@ def load_headlines(
             found.setdefault(key, []).append(
                 (
                     rid,
-                    registry.get(key).headline_of(
+                    metrics.headline_of(
+                        registry.get(key),
                         part,
                         [s for s in samples if s.benchmark == key],
                         scorer_of(key, scorer),
@@ -392,7 +393,7 @@ def compare_runs(
             sb = sb[sb["model"] == f"B:{model_b}"]
         samples = {s.id: s for s in [*samples_a, *samples_b] if s.benchmark == key}
         both = pd.concat([sa, sb], ignore_index=True)
-        h = bench.headline_of(both, list(samples.values()), names[0])
+        h = metrics.headline_of(bench, both, list(samples.values()), names[0])
         pairs = []
         seen: set[frozenset[str]] = set()
         for a, b in itertools.product(sorted(set(sa["model"])), sorted(set(sb["model"]))):

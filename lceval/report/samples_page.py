@@ -255,8 +255,8 @@ def _answers(run: RunDir) -> tuple[dict[tuple[str, str], Any], list[Any], dict[s
     :data:`ANSWER_CHARS` so megabyte answers are not all kept), the raw samples and the
     contexts. Model labels follow scoring: ``<model>@<config hash[:8]>`` for a model answering
     under several generation configs."""
-    from lceval.models.cache import ResponseStore
     from lceval.records import sample_hashes
+    from lceval.store import ResponseStore
 
     raw = run.read_samples()
     contexts = run.read_contexts()
@@ -626,3 +626,51 @@ def worst(
         out = out[out[col].astype(str) == want]
     out = out.sort_values("value", kind="stable", na_position="last")
     return out.head(n) if n is not None else out
+
+
+_worst_rows = worst  # show_samples' parameter `worst` shadows the function
+
+
+def show_samples(
+    run: str | Any,
+    *,
+    task: str | None = None,
+    worst: int | None = 20,
+    model: str | None = None,
+    scorer: str | None = None,
+    outputs_root: str | Path | None = None,
+) -> Any:
+    """The per-sample table of report/samples.html in a notebook cell: one row per (sample,
+    model, scorer) with the grouping fields, instruction, answer, value, rubric items and
+    explanation, and the context's head and tail (the full-text links of the report page are
+    left out: a notebook cell cannot open the run's files). itables' offline DataTables bundle:
+    it renders with no network, searchable and sortable (:mod:`lceval.report.samples_page`).
+
+    Args:
+        run: a run id or ``lceval.io.RunDir`` (scored).
+        task, model, scorer: only these rows (task code, model name, scorer name).
+        worst: the ``worst`` lowest-valued rows (NaN last); None: every row.
+        outputs_root: folder of run folders (with a run id).
+
+    Returns:
+        An ``IPython.display.HTML`` object (shown when it ends a cell).
+
+    Raises:
+        LcevalError: the run has no scores; an unknown task, model or scorer; ``worst`` not a
+            whole number >= 1 (``"3"`` included) or None.
+    """
+    from IPython.display import HTML
+
+    from lceval.io import RunDir
+
+    if worst is not None and (isinstance(worst, bool) or not isinstance(worst, int)):
+        raise LcevalError(f"worst must be a whole number >= 1 or None, got {worst!r}")
+    for name, value in (("task", task), ("model", model), ("scorer", scorer)):
+        if value is not None and not isinstance(value, str):
+            raise LcevalError(f"{name} must be text or None, got {value!r}")
+    folder = run if isinstance(run, RunDir) else RunDir(str(run), outputs_root)
+    rows = _worst_rows(folder.read_scores(), task=task, model=model, scorer=scorer, n=worst)
+    frame = sample_rows(folder, scores=rows, links=False)
+    if frame.empty:
+        raise LcevalError(f"run {folder.run_id} has no scores to show")
+    return HTML(table_html(frame, frame.attrs["texts"], page_length=25))

@@ -19,22 +19,18 @@ leaves a copy that looks complete (a failed one is kept as ``<name>.failed.ipynb
 
 from __future__ import annotations
 
-import dataclasses
 import os
-import shutil
 from collections.abc import Mapping
 from contextlib import nullcontext
 from pathlib import Path
 from typing import Any
 
-from lceval import pipeline
-from lceval.config import InferConfig, unknown_keys, validate
 from lceval.console import engine_output, terminal
 from lceval.errors import LcevalError
-from lceval.io import RunDir, new_meta, project_root, read_records, write_jsonl
+from lceval.io import RunDir, project_root
 from lceval.params import load_params
 from lceval.progress import Watcher, progress_path
-from lceval.records import Context, Response, Sample
+from lceval.run.config import InferConfig, unknown_keys, validate
 
 
 def notebooks_dir() -> Path:
@@ -95,7 +91,7 @@ def declared_params(notebook: Path) -> dict[str, Any]:
 
 def builds(notebook: Path) -> set[str]:
     """The benchmarks whose builder a notebook calls with its parameters
-    (``pipeline.build(run_id, "KEY", ...)``, the params-file contract of DEVELOPING.md)."""
+    (``lceval.run.build(run_id, "KEY", ...)``, the params-file contract of DEVELOPING.md)."""
     import json
     import re
 
@@ -105,13 +101,13 @@ def builds(notebook: Path) -> set[str]:
         for c in nb["cells"]
         if c.get("cell_type") == "code"
     )
-    return set(re.findall(r"pipeline\.build\(\s*run_id,\s*\"(\w+)\"", code))
+    return set(re.findall(r"lceval\.run\.build\(\s*run_id,\s*\"(\w+)\"", code))
 
 
 def check_params(notebook: Path, params: Mapping[str, Any], where: str) -> None:
     """Check ``params`` against what ``notebook`` declares, before anything runs: every key one
     of its parameters (unknown ones named with the closest), and every value by the declared
-    type that reads it: :class:`lceval.config.InferConfig` for inference keys, the builder's
+    type that reads it: :class:`lceval.run.config.InferConfig` for inference keys, the builder's
     ``Config`` for a notebook that builds a benchmark, :class:`lceval.params.Judge` and
     :class:`lceval.params.Scoring` for judge and scoring keys.
 
@@ -148,7 +144,7 @@ def check_params(notebook: Path, params: Mapping[str, Any], where: str) -> None:
 
 def check_models(notebook: Path, params: Mapping[str, Any], where: str) -> None:
     """Every model a notebook's params name (``model``/``models`` with ``backend`` and
-    ``backend_options``), checked as :func:`lceval.pipeline.infer` checks them before an engine
+    ``backend_options``), checked as :func:`lceval.run.infer` checks them before an engine
     starts (:func:`lceval.models.base.check_load`: the backend, every option, the model's path or
     hub id); params naming no model are left to the notebook.
 
@@ -180,7 +176,7 @@ def check_models(notebook: Path, params: Mapping[str, Any], where: str) -> None:
 def notebook_schemas() -> dict[str, dict[str, Any]]:
     """The JSON Schema of every notebook's params files (``params/<notebook>/*.yaml``), for
     editors: exactly the notebook's declared parameters (any other key is an error), each typed
-    by the declared type that reads it (:class:`lceval.config.InferConfig`, the builder's
+    by the declared type that reads it (:class:`lceval.run.config.InferConfig`, the builder's
     ``Config``, :class:`lceval.params.Judge`, :class:`lceval.params.Scoring`), the rest with
     their notebook default only.
 
@@ -274,8 +270,6 @@ def run_notebook(
     """
     import papermill as pm
 
-    from lceval.io import RunDir
-
     src = find_notebook(notebook)
     if check:
         check_params(src, dict(params or {}), "params")
@@ -319,7 +313,7 @@ def run_notebook(
     os.replace(tmp, final)
     failed.unlink(missing_ok=True)
     if run.report.exists():  # keep report/index.html's list of executed notebooks current
-        from lceval.index_page import write_index
+        from lceval.report.index_page import write_index
 
         write_index(run)
     return final
@@ -424,93 +418,3 @@ def with_overrides(
             merged.append(m)
     out["models"] = merged
     return out
-
-
-def show_samples(
-    run: str | Any,
-    *,
-    task: str | None = None,
-    worst: int | None = 20,
-    model: str | None = None,
-    scorer: str | None = None,
-    outputs_root: str | Path | None = None,
-) -> Any:
-    """The per-sample table of report/samples.html in a notebook cell: one row per (sample,
-    model, scorer) with the grouping fields, instruction, answer, value, rubric items and
-    explanation, and the context's head and tail (the full-text links of the report page are
-    left out: a notebook cell cannot open the run's files). itables' offline DataTables bundle:
-    it renders with no network, searchable and sortable (:mod:`lceval.samples_page`).
-
-    Args:
-        run: a run id or ``lceval.io.RunDir`` (scored).
-        task, model, scorer: only these rows (task code, model name, scorer name).
-        worst: the ``worst`` lowest-valued rows (NaN last); None: every row.
-        outputs_root: folder of run folders (with a run id).
-
-    Returns:
-        An ``IPython.display.HTML`` object (shown when it ends a cell).
-
-    Raises:
-        LcevalError: the run has no scores; an unknown task, model or scorer; ``worst`` not a
-            whole number >= 1 (``"3"`` included) or None.
-    """
-    from IPython.display import HTML
-
-    from lceval import samples_page
-    from lceval.io import RunDir
-
-    if worst is not None and (isinstance(worst, bool) or not isinstance(worst, int)):
-        raise LcevalError(f"worst must be a whole number >= 1 or None, got {worst!r}")
-    for name, value in (("task", task), ("model", model), ("scorer", scorer)):
-        if value is not None and not isinstance(value, str):
-            raise LcevalError(f"{name} must be text or None, got {value!r}")
-    folder = run if isinstance(run, RunDir) else RunDir(str(run), outputs_root)
-    rows = samples_page.worst(folder.read_scores(), task=task, model=model, scorer=scorer, n=worst)
-    frame = samples_page.sample_rows(folder, scores=rows, links=False)
-    if frame.empty:
-        raise LcevalError(f"run {folder.run_id} has no scores to show")
-    return HTML(samples_page.table_html(frame, frame.attrs["texts"], page_length=25))
-
-
-def score_files(
-    run_id: str,
-    folder: str | Path,
-    *,
-    root: str | Path | None = None,
-    rename: Mapping[str, str] | None = None,
-    scorer: str | None = None,
-) -> str:
-    """A scored run from a folder of ``samples.jsonl``, ``contexts.jsonl`` and
-    ``responses.jsonl`` (e.g. ``tests/fixtures/regression/<key>``): the run folder is made
-    afresh, the responses copied (models renamed by ``rename``) and scored by
-    ``lceval.pipeline.score`` with the benchmark's real scorer (the overview notebook's demo
-    runs; ``tests/test_compare.py``'s scored runs).
-
-    Returns:
-        ``run_id``.
-
-    Raises:
-        LcevalError: a file is missing or the scorer fails.
-    """
-    src = Path(folder)
-    for name in ("samples.jsonl", "responses.jsonl"):
-        if not (src / name).exists():
-            raise LcevalError(f"{src / name} does not exist")
-    run = RunDir(run_id, root)
-    if run.path.exists():
-        shutil.rmtree(run.path)
-    run.create()
-    samples = read_records(src / "samples.jsonl", Sample)
-    contexts = (
-        read_records(src / "contexts.jsonl", Context) if (src / "contexts.jsonl").exists() else []
-    )
-    run.write_samples(samples, contexts)
-    names = dict(rename or {})
-    responses = [
-        dataclasses.replace(r, model=names[r.model]) if r.model in names else r
-        for r in read_records(src / "responses.jsonl", Response)
-    ]
-    write_jsonl(run.responses, responses)
-    run.write_meta(new_meta(run_id, params={"source": str(src)}))
-    pipeline.score(run_id, root=root, scorer=scorer, progress=False)
-    return run_id

@@ -34,13 +34,15 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from lceval.config import VERBS, InferConfig, add_flags, from_args
+import lceval.report
+import lceval.run
 from lceval.errors import LcevalError, one_line
+from lceval.run.config import VERBS, InferConfig, add_flags, from_args
 
 
 def _models(config: InferConfig) -> list[Any] | None:
     """``--model`` values as a ``models:`` list (``{...}`` values already read as mappings by
-    :class:`lceval.config.InferConfig`); none: the embedded stand-in.
+    :class:`lceval.run.config.InferConfig`); none: the embedded stand-in.
 
     Raises:
         LcevalError: no ``--model`` for openai.
@@ -113,14 +115,14 @@ def _parser() -> argparse.ArgumentParser:
 def _print_extra_metrics(run_id: str, root: Any, df: Any) -> None:
     """Print the numbers benchmarks show beside their headline (``Benchmark.metrics``; ManyIFEval:
     IFEval's four pooled accuracies) after ``lceval score``'s table."""
-    from lceval import pipeline, registry
+    from lceval import registry
     from lceval.io import RunDir
 
     keys = sorted(set(df["benchmark"].astype(str))) if len(df) else []
     with_metrics = [k for k in keys if registry.get(k).metrics is not None]
     if not with_metrics:
         return
-    samples = pipeline.load_samples(RunDir(run_id, root))
+    samples = lceval.run.load_samples(RunDir(run_id, root))
     for key in with_metrics:
         bench = registry.get(key)
         rows = df[(df["benchmark"] == key) & (df["scorer"] == bench.default_scorer)]
@@ -140,13 +142,15 @@ def _print_extra_metrics(run_id: str, root: Any, df: Any) -> None:
 
 
 def _compare(args: argparse.Namespace) -> Any:
-    """``lceval compare``: :func:`lceval.compare.leaderboard` for one run (its models ranked),
-    three or more, or on request; :func:`lceval.compare.compare_runs` for two runs, or for two
+    """``lceval compare``: :func:`lceval.report.compare.leaderboard` for one run (its models
+    ranked),
+    three or more, or on request; :func:`lceval.report.compare.compare_runs` for two runs, or for
+    two
     models of one run named by ``--model-a`` and ``--model-b``; results.json files
-    (:mod:`lceval.results`) give the leaderboard only.
+    (:mod:`lceval.report.results`) give the leaderboard only.
 
     Everything the command line can get wrong is checked before any run is read (``--alpha``
-    and ``--seed`` by :class:`lceval.config.CompareConfig`, ``--csv`` and ``--samples`` here).
+    and ``--seed`` by :class:`lceval.run.config.CompareConfig`, ``--csv`` and ``--samples`` here).
 
     Raises:
         LcevalError: a bad ``--csv`` or ``--samples``, a run given
@@ -154,7 +158,7 @@ def _compare(args: argparse.Namespace) -> Any:
             compare; a results file where a paired comparison is asked for (it needs
             scores.parquet), or one that does not validate.
     """
-    from lceval import compare, results
+    from lceval.report import compare, results
 
     if args.csv:
         _csv_path(args.csv)
@@ -200,8 +204,9 @@ def _compare(args: argparse.Namespace) -> Any:
 def _files_leaderboard(args: argparse.Namespace) -> Any:
     """The leaderboard of ``lceval compare`` from results.json files (and run ids, whose
     results are computed from their scores as ``lceval report`` writes them)."""
-    from lceval import registry, results
+    from lceval import registry
     from lceval.io import RunDir
+    from lceval.report import results
 
     if args.scorer is not None:
         registry.find_scorer(args.scorer)
@@ -216,9 +221,9 @@ def _files_leaderboard(args: argparse.Namespace) -> Any:
 
 def _compare_page(args: argparse.Namespace) -> Path:
     """``lceval compare A B --samples FILE.html``: the two runs' models side by side
-    (:func:`lceval.compare_page.compare_rows`)."""
-    from lceval import compare_page
+    (:func:`lceval.report.compare_page.compare_rows`)."""
     from lceval.io import RunDir
+    from lceval.report import compare_page
 
     page = Path(args.samples)
     run_a = RunDir(args.run_ids[0], args.outputs)
@@ -236,23 +241,23 @@ def _compare_page(args: argparse.Namespace) -> Path:
 
 
 def _plan(args: argparse.Namespace) -> str:
-    """``lceval plan``: :func:`lceval.plan.plan_run` on the selected samples, recorded in
-    run.json, printed as :func:`lceval.plan.render`; ``--csv`` writes the two tables.
+    """``lceval plan``: :func:`lceval.run.plan.plan_run` on the selected samples, recorded in
+    run.json, printed as :func:`lceval.run.plan.render`; ``--csv`` writes the two tables.
 
     The budget is ``--max-new-tokens``, else the one the run's build params declare (run.json's
     ``inference``, as ``lceval infer`` uses it), else each sample's own.
 
     Raises:
-        LcevalError: a bad ``--csv`` (ranges: :class:`lceval.config.PlanConfig`), a run that is
+        LcevalError: a bad ``--csv`` (ranges: :class:`lceval.run.config.PlanConfig`), a run that is
             not built, an unreadable model tokenizer.
     """
-    from lceval import pipeline, plan
     from lceval.io import RunDir
+    from lceval.run import plan
 
     gpus = args.gpus  # ranged by PlanConfig
     csv = _csv_path(args.csv) if args.csv else None
     run = RunDir(args.run_id, args.outputs)
-    samples = pipeline.select_samples(run, run.read_samples(), limit=args.limit, tasks=args.tasks)
+    samples = lceval.run.select_samples(run, run.read_samples(), limit=args.limit, tasks=args.tasks)
     # one budget for one run: --max-new-tokens, else the cap its inference used, else the cap its
     # build params declare for inference (what `lceval infer RUN` will use)
     cap, source = args.max_new_tokens, ""
@@ -419,11 +424,11 @@ _VLLM_SHOWN = {
 def _schema(folder: str | None) -> None:
     """``lceval schema [FOLDER]``: the JSON Schema of every verb's config and of every notebook's
     params files, printed or written as ``FOLDER/<name>.schema.json``
-    (:func:`lceval.config.json_schemas`, :func:`lceval.notebooks.notebook_schemas`)."""
+    (:func:`lceval.run.config.json_schemas`, :func:`lceval.cli.notebooks.notebook_schemas`)."""
     import json
 
-    from lceval.config import json_schemas
-    from lceval.notebooks import notebook_schemas
+    from lceval.cli.notebooks import notebook_schemas
+    from lceval.run.config import json_schemas
 
     schemas = {**json_schemas(), **notebook_schemas()}
     if folder is None:
@@ -465,7 +470,7 @@ def _os_error(exc: OSError) -> str:
 
 
 def _dispatch(args: argparse.Namespace) -> int:
-    from lceval.params import load_params  # lceval.pipeline (pandas, engines) only where needed
+    from lceval.params import load_params  # lceval.run (pandas, engines) only where needed
 
     outputs = getattr(args, "outputs", None)
     cfg: Any = from_args(VERBS[args.command], args) if args.command in VERBS else None
@@ -474,11 +479,9 @@ def _dispatch(args: argparse.Namespace) -> int:
     elif args.command == "schema":
         _schema(args.folder)
     elif args.command == "build":
-        from lceval import pipeline
-
         params = load_params(cfg.params) if cfg.params else {}
         params.update(cfg.param)
-        run = pipeline.build(
+        run = lceval.run.build(
             cfg.run_id, cfg.benchmark, params, root=outputs, seed=cfg.seed, force=cfg.force
         )
         n = sum(1 for _ in open(run.samples, encoding="utf-8"))
@@ -498,10 +501,9 @@ def _dispatch(args: argparse.Namespace) -> int:
             return 0
         if not cfg.run_id:
             raise LcevalError("infer needs a run id: lceval infer RUN (see lceval list)")
-        from lceval import pipeline
 
         cfg = cfg.model_copy(update={"model": _models(cfg), "models": None})
-        responses = pipeline.infer(
+        responses = lceval.run.infer(
             cfg.run_id, root=outputs, config=cfg, ray_address=cfg.ray_address
         )
         errors = [r for r in responses if r.finish_reason == "error"]
@@ -526,9 +528,7 @@ def _dispatch(args: argparse.Namespace) -> int:
 
         print(status(RunDir(args.run_id, outputs).path))
     elif args.command == "score":
-        from lceval import pipeline
-
-        df = pipeline.score(cfg.run_id, root=outputs, scorer=cfg.scorer, options=cfg.option)
+        df = lceval.run.score(cfg.run_id, root=outputs, scorer=cfg.scorer, options=cfg.option)
         print(df.groupby(["model", "benchmark", "task"])["value"].mean().round(3).to_string())
         here = argparse.Namespace(run_id=cfg.run_id, outputs=outputs)
         _print_extra_metrics(cfg.run_id, outputs, df)
@@ -536,7 +536,7 @@ def _dispatch(args: argparse.Namespace) -> int:
         print(_next(here, "report", "tables, figures and report/index.html"))
     elif args.command == "repair":
         from lceval.io import RunDir
-        from lceval.models.cache import ResponseStore
+        from lceval.store import ResponseStore
 
         run = RunDir(args.run_id, outputs)
         if not run.responses.exists():
@@ -544,11 +544,10 @@ def _dispatch(args: argparse.Namespace) -> int:
         n = ResponseStore(run.responses, index=False).drop_bad_lines()
         print(f"moved {n} bad line(s) to {run.responses}.bad" if n else "no bad lines")
     elif args.command == "report":
-        from lceval import pipeline
-        from lceval.index_page import report_summary
         from lceval.io import RunDir
+        from lceval.report.index_page import report_summary
 
-        tables = pipeline.report(cfg.run_id, root=outputs, scorer=cfg.scorer)
+        tables = lceval.report.report(cfg.run_id, root=outputs, scorer=cfg.scorer)
         for key, names in tables.scorers.items():
             print(f"{key}: scorer {', '.join(names)}")
         print(report_summary(RunDir(cfg.run_id, outputs), tables))
@@ -579,9 +578,9 @@ def _dispatch(args: argparse.Namespace) -> int:
         n = sum(1 for _ in open(run.samples, encoding="utf-8"))
         print(f"imported {n} samples and their responses into {run.path}")
     elif args.command == "run":
-        from lceval import notebooks
+        from lceval.cli import notebooks
 
-        if cfg.ray_address:  # the notebooks' pipeline.infer calls read it
+        if cfg.ray_address:  # the notebooks' lceval.run.infer calls read it
             from lceval.models.replicas import RAY_ADDRESS_ENV
 
             os.environ[RAY_ADDRESS_ENV] = cfg.ray_address

@@ -1,8 +1,8 @@
 import pytest
 
 from lceval.errors import LcevalError
-from lceval.models.cache import ResponseStore
 from lceval.records import Response
+from lceval.store import ResponseStore
 
 
 def _r(i, model="m", h="h"):

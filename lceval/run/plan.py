@@ -38,7 +38,8 @@ import numpy as np
 import pandas as pd
 
 from lceval.errors import LcevalError, one_line
-from lceval.gpu_estimate import (  # noqa: F401 (the estimate, re-exported as plan.*)
+from lceval.records import Context, Sample
+from lceval.run.gpu_estimate import (  # noqa: F401 (the estimate, re-exported as plan.*)
     EFFICIENCY,
     EFFICIENCY_SOURCE,
     GPU,
@@ -52,7 +53,6 @@ from lceval.gpu_estimate import (  # noqa: F401 (the estimate, re-exported as pl
     gpus_needed,
     shape_of,
 )
-from lceval.records import Context, Sample
 
 Segment = tuple[int, ...]
 """Token ids of one part of a prompt."""

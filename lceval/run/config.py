@@ -4,7 +4,7 @@ Each command of ``lceval`` (build, plan, infer, score, report, compare, run) has
 here. Its fields are the command's settings, each with its type, range, default and help text
 (``Field(description=...)``); the command line's flags are generated from them
 (:func:`add_flags`), params files and ``-p`` overrides are validated by them
-(:func:`validate`), and :func:`lceval.pipeline.infer` builds an :class:`InferConfig` from its
+(:func:`validate`), and :func:`lceval.run.infer` builds an :class:`InferConfig` from its
 keyword arguments, so a notebook, ``lceval infer`` and ``lceval run -p`` check a value by the
 same rule, before anything is built or any engine starts.
 
@@ -270,7 +270,7 @@ def _mapping_text(item: Any) -> Any:
 
 
 class InferConfig(Declared):
-    """``lceval infer`` / :func:`lceval.pipeline.infer` / notebook 02's inference section."""
+    """``lceval infer`` / :func:`lceval.run.infer` / notebook 02's inference section."""
 
     run_id: str | None = Field(
         None,
@@ -365,7 +365,7 @@ class InferConfig(Declared):
 INFERENCE_DEFAULTS = ("truncate", "max_new_tokens")
 """Inference settings a run's build params may declare (the smoke set's ``truncate: true``,
 ``max_new_tokens: 64``): recorded in run.json's ``inference`` and read by ``lceval infer`` and
-:func:`lceval.pipeline.infer` where not given."""
+:func:`lceval.run.infer` where not given."""
 
 
 TEST_LIMIT_ENV = "LCEVAL_TEST_LIMIT"
@@ -442,7 +442,7 @@ class PlanConfig(Declared):
         None,
         gt=0,
         description="measured time over the arithmetic floor (default 3.2, measured on a CPU: "
-        "see lceval.plan.EFFICIENCY_SOURCE)",
+        "see lceval.run.plan.EFFICIENCY_SOURCE)",
     )
     gpus: int | None = Field(
         None, ge=1, description="also the wall-clock estimate on N GPUs (replicas)"

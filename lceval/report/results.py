@@ -5,7 +5,7 @@ The file follows ``lceval/schemas/results.schema.json`` (JSON Schema draft 2020-
 its ``schema_version`` field (:data:`SCHEMA_VERSION`). Its parts:
 
 - ``headlines``: per benchmark, scorer and model, the benchmark's headline metric
-  (``Benchmark.headline``, or :func:`lceval.benchmark.generic_headline`; the numbers
+  (``Benchmark.headline``, or :func:`lceval.metrics.generic_headline`; the numbers
   ``lceval compare --leaderboard`` ranks) with its percentile-bootstrap CI (``low``, ``high``;
   null when it cannot be computed), ``n`` (scored samples) and ``n_units`` (resampled units);
 - ``tasks``: per benchmark, scorer, model and task, the mean ``Score.value`` (0..1) over the
@@ -84,7 +84,7 @@ def results_document(run: RunDir, *, seed: int = 0) -> dict[str, Any]:
     scores = run.read_scores()
     samples = registry.load_samples(run.read_samples())
     meta = to_dict(run.read_meta())
-    from lceval.reasoning import reasoning_frame
+    from lceval.report.reasoning import reasoning_frame
 
     reasoning = reasoning_frame(run)
     headlines: list[dict[str, Any]] = []
@@ -99,7 +99,7 @@ def results_document(run: RunDir, *, seed: int = 0) -> dict[str, Any]:
                 log(f"results.json: {key} scores of unknown scorer {name!r} left out")
                 continue
             spec = bench.scorer(name)
-            h = bench.headline_of(rows, mine, name)
+            h = metrics.headline_of(bench, rows, mine, name)
             est = metrics.headline_estimates(
                 h, n_resamples=N_RESAMPLES, confidence=CONFIDENCE, seed=seed
             )
@@ -155,9 +155,9 @@ def _task_means(
     key: str, scorer: str, rows: pd.DataFrame, reasoning: pd.DataFrame | None = None
 ) -> list[dict[str, Any]]:
     """Per (model, task): mean value over scored samples, n, n_nan; with ``reasoning``
-    (:func:`lceval.reasoning.reasoning_frame`, not empty) also ``reasoning_tokens`` (mean
+    (:func:`lceval.report.reasoning.reasoning_frame`, not empty) also ``reasoning_tokens`` (mean
     thinking tokens per response) and ``n_no_answer`` (no answer within the thinking budget)."""
-    from lceval.reasoning import task_reasoning
+    from lceval.report.reasoning import task_reasoning
 
     thought = task_reasoning(rows, reasoning) if reasoning is not None else {}
     out = []
@@ -286,12 +286,14 @@ def leaderboard(
     """Each model's headline per benchmark with its CI, best first, from results documents.
 
     Per benchmark the default scorer's rows are read (``scorer`` reads that one for its
-    benchmark), as :func:`lceval.compare.leaderboard`. A model name found in several documents
+    benchmark), as :func:`lceval.report.compare.leaderboard`. A model name found in several
+    documents
     is named ``<run_id>/<model>``.
 
     Returns:
         Columns ``benchmark, metric, unit, rank, model, estimate, low, high, n, n_units``
-        (``rank`` 1 = best; ties share the lower rank), as :func:`lceval.compare.leaderboard`.
+        (``rank`` 1 = best; ties share the lower rank), as
+        :func:`lceval.report.compare.leaderboard`.
 
     Raises:
         LcevalError: a run id given twice; ``benchmark`` in none of the documents; ``scorer``
@@ -299,7 +301,7 @@ def leaderboard(
     """
     from lceval import registry
     from lceval.benchmark import scorer_of
-    from lceval.compare import model_names
+    from lceval.report.compare import model_names
 
     ids = [str(d["run_id"]) for d in docs]
     twice = sorted({r for r in ids if ids.count(r) > 1})

@@ -20,7 +20,7 @@ offline (``why``: data not public, human ratings, closed judge).
 
 :func:`load_index` reads and checks every file; :func:`to_markdown` renders the table that
 README.md holds between the :data:`README_START` / :data:`README_END` markers
-(``python -m lceval.reproduction`` rewrites it); :func:`to_html` is the section each report's
+(``python -m lceval.report.reproduction`` rewrites it); :func:`to_html` is the section each report's
 index.html shows for the run's benchmarks.
 """
 
@@ -211,5 +211,5 @@ def write_readme(path: str | Path | None = None) -> Path:
     return path
 
 
-if __name__ == "__main__":  # pragma: no cover - `python -m lceval.reproduction`
+if __name__ == "__main__":  # pragma: no cover - `python -m lceval.report.reproduction`
     print(write_readme())

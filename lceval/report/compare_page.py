@@ -1,7 +1,8 @@
 """Two models on the same samples side by side, with the paired difference: the rows of
 report/compare.html and of ``lceval compare RUN_A RUN_B --samples FILE.html``.
 
-Built from the cells of :func:`lceval.samples_page.sample_rows` (the same escaping, bounds and
+Built from the cells of :func:`lceval.report.samples_page.sample_rows` (the same escaping, bounds
+and
 lazily filled full texts), paired by ``sample_id`` and scorer.
 """
 
@@ -13,7 +14,7 @@ import pandas as pd
 
 from lceval.errors import LcevalError
 from lceval.io import RunDir
-from lceval.samples_page import GUIDE, Texts, esc, page, sample_rows, write_page
+from lceval.report.samples_page import GUIDE, Texts, esc, page, sample_rows, write_page
 
 MAX_COMPARE_ROWS = 20_000
 """Rows kept on a comparison page (the largest absolute differences first)."""
@@ -34,7 +35,8 @@ def compare_rows(
     with each model's value, rubric items, explanation and answer, and the paired difference
     ``diff = value A - value B`` (0..1; NaN when either is NaN), largest ``|diff|`` first.
 
-    Pairs as :func:`lceval.compare.compare_runs`: every model of ``run_a`` against every model
+    Pairs as :func:`lceval.report.compare.compare_runs`: every model of ``run_a`` against every
+    model
     of ``run_b``; within one run (``run_a`` is ``run_b``) every unordered pair of distinct
     models once. Models of two runs are named ``<run_id>/<model>``. Joined by ``sample_id`` and
     scorer: both runs must be built from the same data.
