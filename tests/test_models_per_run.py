@@ -15,6 +15,7 @@ from lceval.errors import LcevalError
 from lceval.io import RunDir, new_meta
 from lceval.models.specs import ModelSpec, resolve_models
 from lceval.records import Context, Sample
+from lceval.run.config import InferConfig, validate
 
 from .test_cli_fail_fast import _one_line, no_engine  # noqa: F401 - the fixture
 
@@ -86,8 +87,12 @@ def test_inference_section_declares_models_and_truncate():
     assert got.models == ("a/b",) and got.truncate is True
     with pytest.raises(LcevalError, match="give model or models, not both"):
         params.parse(params.Inference, {"models": ["a/b"], "model": "c/d"}, "inference")
+    # the builder's section checks the list's shape; what an entry holds is the models' to
+    # check, by the inference config, before any engine starts
+    with pytest.raises(LcevalError, match=r"models entry 1 needs a model"):
+        params.parse(params.Inference, {"models": [{"nmae": "x"}]}, "inference")
     with pytest.raises(LcevalError, match=r"models\[0\]: unknown key\(s\) nmae"):
-        params.parse(params.Inference, {"models": [{"model": "a", "nmae": "x"}]}, "inference")
+        validate(InferConfig, {"models": [{"model": "a", "nmae": "x"}]}, "params", "inference")
 
 
 @pytest.mark.parametrize(

@@ -391,7 +391,7 @@ class VLLMBackend:
 
         if self.llm is None:
             raise LcevalError(f"backend for {self.name} is closed")
-        engine = getattr(self.llm, "llm_engine", None)
+        engine: Any = getattr(self.llm, "llm_engine", None)
         if not all(hasattr(engine, a) for a in ("add_request", "step", "abort_request")):
             yield from self.generate(samples, contexts, config)
             return

@@ -72,7 +72,7 @@ SCHEMA: dict[str, Any] = {
 }
 """JSON schema of one item (:mod:`jsonschema`)."""
 
-_BENCHMARKS = Path(__file__).parent / "benchmarks"
+_BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
 
 
 def index_files(keys: Iterable[str] | None = None) -> list[Path]:
@@ -204,7 +204,7 @@ def write_readme(path: str | Path | None = None) -> Path:
     """Rewrite the index table in README.md (default: the repository's) in place."""
     from lceval.io import atomic_open
 
-    path = Path(path) if path is not None else Path(__file__).resolve().parents[1] / "README.md"
+    path = Path(path) if path is not None else Path(__file__).resolve().parents[2] / "README.md"
     text = readme_section(path.read_text(encoding="utf-8"))
     with atomic_open(path) as f:
         f.write(text)
