@@ -23,13 +23,14 @@ def handle(cfg: InferConfig, outputs: str | None) -> int:
     if cfg.list_options is not None:
         print(options_listing(cfg.list_options))
         return 0
-    if not cfg.run_id:
+    run_id = cfg.run_id
+    if not run_id:
         raise LcevalError("infer needs a run id: lceval infer RUN (see lceval list)")
 
     cfg = cfg.model_copy(update={"model": models(cfg), "models": None})
-    responses = lceval.run.infer(cfg.run_id, root=outputs, config=cfg, ray_address=cfg.ray_address)
+    responses = lceval.run.infer(run_id, root=outputs, config=cfg, ray_address=cfg.ray_address)
     errors = [r for r in responses if r.finish_reason == "error"]
-    print(f"{len(responses)} responses ({len(errors)} errors) in run {cfg.run_id}")
+    print(f"{len(responses)} responses ({len(errors)} errors) in run {run_id}")
     if errors:
         print(
             f"lceval: {len(errors)} sample(s) failed and will be retried on the next run; "
@@ -37,7 +38,7 @@ def handle(cfg: InferConfig, outputs: str | None) -> int:
             file=sys.stderr,
         )
         return 1
-    print(next_steps(cfg.run_id, outputs, "score", "score the answers"))
+    print(next_steps(run_id, outputs, "score", "score the answers"))
     return 0
 
 
