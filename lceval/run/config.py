@@ -1,9 +1,9 @@
 """One declared config per verb: the same object at every door.
 
-Each command of ``lceval`` (build, plan, infer, score, report, compare, run) has a pydantic model
-here. Its fields are the command's settings, each with its type, range, default and help text
-(``Field(description=...)``); the command line's flags are generated from them
-(:func:`add_flags`), params files and ``-p`` overrides are validated by them
+Each command of ``lceval`` (list, build, plan, infer, status, score, repair, report, compare,
+import, run, schema) has a pydantic model here. Its fields are the command's settings, each with
+its type, range, default and help text (``Field(description=...)``); the command line's flags are
+generated from them (:func:`add_flags`), params files and ``-p`` overrides are validated by them
 (:func:`validate`), and :func:`lceval.run.infer` builds an :class:`InferConfig` from its
 keyword arguments, so a notebook, ``lceval infer`` and ``lceval run -p`` check a value by the
 same rule, before anything is built or any engine starts.
@@ -12,6 +12,8 @@ A field's ``json_schema_extra`` may say how it appears on the command line:
 
 - ``flag``: the flag's spelling (default ``--<name with dashes>``), or a tuple of spellings;
 - ``positional``: an argument without a flag; ``nargs``/``action``/``metavar`` as in argparse;
+- ``required_flag``: a flag the command line must give, refused by argparse when missing
+  (``lceval import --run-id``; not ``required``, which a JSON Schema reads as its own keyword);
 - ``kv``: a repeated ``KEY=VALUE`` flag collected into a mapping (values read as YAML);
 - ``cli: False``: a params-file key with no flag (``models`` beside ``--model``).
 
@@ -97,6 +99,8 @@ def add_flags(parser: argparse.ArgumentParser, config: type[BaseModel]) -> None:
         for key in ("nargs", "metavar", "action"):
             if key in extra:
                 kwargs[key] = extra[key]
+        if extra.get("required_flag"):
+            kwargs["required"] = True
         if kwargs.get("action") == "boolean":  # --truncate / --no-truncate
             kwargs["action"] = argparse.BooleanOptionalAction
         if extra.get("kv"):
@@ -575,6 +579,51 @@ class RunConfig(Declared):
     )
 
 
+class ListConfig(Declared):
+    """``lceval list``: no settings (it prints the benchmarks, scorers and backends installed)."""
+
+
+class StatusConfig(Declared):
+    """``lceval status``: a run's inference progress, read from its logs/progress.jsonl."""
+
+    run_id: str = Field(json_schema_extra={"positional": True})
+
+
+class RepairConfig(Declared):
+    """``lceval repair``: a run's responses.jsonl lines that do not parse moved aside."""
+
+    run_id: str = Field(json_schema_extra={"positional": True})
+
+
+class ImportConfig(Declared):
+    """``lceval import``: a benchmark's official prediction files turned into a run."""
+
+    benchmark: str = Field(
+        description="a benchmark with an importer (see lceval list)",
+        json_schema_extra={"positional": True},
+    )
+    path: str = Field(
+        description="a prediction file or folder (e.g. a clone's Predictions/)",
+        json_schema_extra={"positional": True},
+    )
+    run_id: str = Field(json_schema_extra={"required_flag": True})
+    force: bool = Field(
+        False,
+        description="replace a run that has responses",
+        json_schema_extra={"action": "store_true"},
+    )
+
+
+class SchemaConfig(Declared):
+    """``lceval schema``: the JSON Schema of every verb's params, printed or written."""
+
+    folder: str | None = Field(
+        None,
+        description="write <verb>.schema.json here (default: print)",
+        json_schema_extra={"positional": True, "nargs": "?"},
+    )
+
+
 VERBS: dict[str, type[Declared]] = {
     "build": BuildConfig,
     "plan": PlanConfig,
@@ -583,8 +632,14 @@ VERBS: dict[str, type[Declared]] = {
     "report": ReportConfig,
     "compare": CompareConfig,
     "run": RunConfig,
+    "list": ListConfig,
+    "status": StatusConfig,
+    "repair": RepairConfig,
+    "import": ImportConfig,
+    "schema": SchemaConfig,
 }
-"""Verb -> its declared config (the CLI's flags for the verb are generated from it)."""
+"""Verb -> its declared config: every verb's flags are generated from it (``lceval.cli``'s
+parser), so a verb without one has no flags beyond ``--outputs`` and ``--verbose``."""
 
 
 def json_schemas() -> dict[str, dict[str, Any]]:
