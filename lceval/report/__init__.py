@@ -1,7 +1,7 @@
 """The report wing: what a scored run is shown as, and how runs are compared.
 
 - :mod:`lceval.report.stage`: ``report`` (the report stage: each benchmark's tables and figures,
-  the pages, results.json, report/index.html);
+  the pages, results.json, report/index.html); ``report_sweep`` (the NTK sweep's);
 - :mod:`lceval.report.index_page`, :mod:`lceval.report.samples_page`,
   :mod:`lceval.report.compare_page`: the HTML pages (``show_samples`` for a notebook cell);
 - :mod:`lceval.report.results`: results.json (schema, writer, reader, leaderboard of files);
@@ -18,7 +18,12 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-_EXPORTS = {"report": "stage", "write_run_pages": "stage", "ReportTables": "stage"}
+_EXPORTS = {
+    "report": "stage",
+    "report_sweep": "stage",
+    "write_run_pages": "stage",
+    "ReportTables": "stage",
+}
 
 __all__ = sorted(_EXPORTS)
 

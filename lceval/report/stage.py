@@ -4,6 +4,7 @@ and report/index.html of a run."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pandas as pd
 
@@ -12,6 +13,9 @@ from lceval.benchmark import scorer_of
 from lceval.io import RunDir
 from lceval.report import compare_page, samples_page
 from lceval.run.scoring import load_samples
+
+if TYPE_CHECKING:
+    from lceval.studies.ntk import Sweep, SweepReport
 
 
 class ReportTables(dict[str, pd.DataFrame]):
@@ -98,3 +102,19 @@ def report(
         write_results(staged)
         write_index(staged)
     return tables
+
+
+def report_sweep(sweep: Sweep, *, n_resamples: int = 2000, seed: int = 0) -> SweepReport:
+    """The report stage of L-Eval's NTK base sweep: the study's table, trend, verdict and figure
+    (:func:`lceval.studies.ntk.report_sweep`), then the sweep folder's ``report/index.html``
+    (every table and figure with its caption, run.json's provenance).
+
+    Raises:
+        LcevalError: a point's run has no scores.
+    """
+    from lceval.report.index_page import write_index
+    from lceval.studies import ntk
+
+    out = ntk.report_sweep(sweep, n_resamples=n_resamples, seed=seed)
+    write_index(sweep.run)
+    return out

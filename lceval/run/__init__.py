@@ -4,6 +4,7 @@ verbs and the notebooks alike.
 - :mod:`lceval.run.building`: ``build``, ``build_suite`` (samples.jsonl, contexts.jsonl, run.json);
 - :mod:`lceval.run.inference`: ``infer`` (responses.jsonl, in-process or on Ray replicas);
 - :mod:`lceval.run.scoring`: ``score``, ``load_samples``, ``score_files`` (scores.parquet);
+- :mod:`lceval.run.sweep`: ``run_sweep`` (a study's grid: one run per point, L-Eval's NTK sweep);
 - :mod:`lceval.run.plan`: ``lceval plan`` (sizes, prefix sharing, GPU-hour estimates);
 - :mod:`lceval.run.config`: the declared config of every verb (CLI flags, params files, JSON
   Schemas).
@@ -26,6 +27,7 @@ _STAGES = {
     "score": "scoring",
     "load_samples": "scoring",
     "score_files": "scoring",
+    "run_sweep": "sweep",
 }
 
 __all__ = sorted(_STAGES)

@@ -11,6 +11,7 @@ import pandas as pd
 import pytest
 import yaml
 
+import lceval.report
 import lceval.run
 from lceval.errors import LcevalError
 from lceval.io import RunDir, write_jsonl
@@ -154,7 +155,7 @@ def test_sweep_end_to_end_without_a_model(tmp_path):
         assert set(meta.params) == {"ruler", "leval"}
     ids = [RunDir(p.name, sweep.root).samples.read_text() for p in sweep.points]
     assert ids[0] == ids[1] == ids[2]  # the same samples under every base
-    report = ntk.report_sweep(sweep, n_resamples=200)
+    report = lceval.report.report_sweep(sweep, n_resamples=200)
     table = report.table
     assert list(table.columns[:5]) == ["base", "point", "model", "length", "family"]
     assert len(table) == 3 * 2 * 2 and set(table["n"]) == {2}
