@@ -65,8 +65,9 @@ def floor(run_dir: Path, window: int, generated: list[tuple[int, int]]) -> dict[
     from transformers import AutoConfig, AutoTokenizer
 
     from lceval.io import RunDir
-    from lceval.models.base import GenerationConfig, render_sample
+    from lceval.models.base import GenerationConfig
     from lceval.models.embedded import resolve_model
+    from lceval.models.prompts import render_sample
     from lceval.run.plan import unique_prefix_positions
 
     path = resolve_model(None).path

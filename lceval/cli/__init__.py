@@ -71,7 +71,7 @@ HANDLERS: dict[str, Handler] = {
     "schema": schema.handle,
 }
 """The dispatch table: verb -> its handler, in the order ``lceval --help`` lists the verbs (each
-verb's config: :data:`lceval.run.config.VERBS`; tests/test_cli_dispatch.py checks the three
+verb's config: :data:`lceval.run.config.VERBS`; tests/cli/test_dispatch.py checks the three
 agree)."""
 
 HELP = {

@@ -442,7 +442,7 @@ def longest_prompt(
         tokenizer: a transformers tokenizer, or None to estimate.
         prompt_format: the engine's ``prompt_format`` option.
     """
-    from lceval.models.base import context_text, plain_text, render_chat_prompt
+    from lceval.models.prompts import context_text, plain_text, render_chat_prompt
     from lceval.tokens import count_tokens
 
     def chars(s: Sample) -> int:

@@ -17,13 +17,13 @@ from lceval.models.base import (
     Backend,
     GenerationConfig,
     check_load,
-    context_text,
     load_backend,
     log,
     replicas_of,
     runs_local_engine,
 )
 from lceval.models.generate import engine_config, generate, prefix_reuse
+from lceval.models.prompts import context_text
 from lceval.models.specs import (
     ModelSpec,
     check_fits,

@@ -10,7 +10,7 @@ its context into segments (what comes before the context, the context, what come
 each distinct segment is tokenized once: a 128k-token context shared by 300 samples costs one
 encoding. Counts therefore differ from tokenizing each whole prompt by at most a token or two at
 each seam. With a model, a context longer than the window less the budget is right-truncated as
-the engines do (``lceval.models.base.render_chat_prompt``).
+the engines do (``lceval.models.prompts.render_chat_prompt``).
 
 **Unique tokens** are the nodes of the token trie of all prompts: what an ideal prefix cache
 computes (vLLM's prefix caching, lceval's hf shared-context reuse). With the prompts sorted, each
@@ -102,7 +102,7 @@ class Encoder:
 
     def render(self, sample: Sample, context: str) -> str:
         """The prompt text, ``context`` standing where the context goes."""
-        from lceval.models.base import messages, plain_text
+        from lceval.models.prompts import messages, plain_text
 
         tok = self.tokenizer
         if tok is not None and getattr(tok, "chat_template", None):
@@ -181,7 +181,7 @@ def prompt_tokens(
         LcevalError: a sample naming a missing context, a budget < 1, or a prompt that does not
             fit the window even without its context.
     """
-    from lceval.models.base import context_text
+    from lceval.models.prompts import context_text
 
     parts: list[tuple[Sample, list[str], str | None]] = []
     for s in samples:

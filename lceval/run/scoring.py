@@ -247,7 +247,7 @@ def score_files(
     ``responses.jsonl`` (e.g. ``tests/fixtures/regression/<key>``): the run folder is made
     afresh, the responses copied (models renamed by ``rename``) and scored by
     ``lceval.run.score`` with the benchmark's real scorer (the overview notebook's demo
-    runs; ``tests/test_compare.py``'s scored runs).
+    runs; ``tests/report/test_compare.py``'s scored runs).
 
     Returns:
         ``run_id``.

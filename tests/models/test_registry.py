@@ -9,13 +9,8 @@ import pytest
 
 from lceval.errors import LcevalError
 from lceval.models import base
-from lceval.models.base import (
-    GenerationConfig,
-    backend_options,
-    check_backend_options,
-    plain_text,
-    render_chat_prompt,
-)
+from lceval.models.base import GenerationConfig, backend_options, check_backend_options
+from lceval.models.prompts import plain_text, render_chat_prompt
 from lceval.records import Sample
 
 

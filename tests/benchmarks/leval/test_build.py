@@ -14,7 +14,7 @@ from lceval.benchmarks.leval import prompts
 from lceval.benchmarks.leval.build import build_leval, cut_document
 from lceval.benchmarks.leval.gold import OpenGold, SciFiGold, TopicGold
 from lceval.errors import LcevalError
-from lceval.models.base import user_text
+from lceval.models.prompts import user_text
 
 
 def _by_id(result):

@@ -37,7 +37,7 @@ from lceval.benchmarks.longgenbench.score import (
 )
 from lceval.errors import LcevalError
 from lceval.io import RunDir, dumps
-from lceval.models.base import user_text
+from lceval.models.prompts import user_text
 from lceval.records import Response, Sample
 from lceval.store import ResponseStore
 

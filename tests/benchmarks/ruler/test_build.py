@@ -21,7 +21,7 @@ from lceval.benchmarks.ruler.common import _cwe_words, _key_words, family_args, 
 from lceval.benchmarks.ruler.gold import FAMILIES, GOLD, TASKS, VARIANTS, Variant
 from lceval.errors import LcevalError
 from lceval.io import RunDir
-from lceval.models.base import user_text
+from lceval.models.prompts import user_text
 from lceval.registry import load_samples
 from lceval.tokens import count_tokens
 

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-FIXTURES = Path(__file__).parent / "fixtures" / "regression"
+FIXTURES = Path(__file__).parents[1] / "fixtures" / "regression"
 KEYS = sorted(p.parent.name for p in FIXTURES.glob("*/expected_report.json"))
 
 

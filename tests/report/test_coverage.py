@@ -20,7 +20,7 @@ from lceval.cli import main
 from lceval.io import RunDir, project_root, write_jsonl
 from lceval.records import Response
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 TEXT = "28466d6bb3291ee9830e483052169279\n\nline two"
 
 

@@ -16,7 +16,7 @@ from lceval import registry
 from lceval.errors import LcevalError
 from lceval.report import reproduction as R
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 # Read from the papers' texts: every "Table N:" and "Figure N:" caption, declared

@@ -14,7 +14,7 @@ import pytest
 from lceval.cli import main
 from lceval.io import RunDir, new_meta
 
-FIXTURE = Path(__file__).parent / "fixtures" / "regression" / "lifbench"
+FIXTURE = Path(__file__).parents[1] / "fixtures" / "regression" / "lifbench"
 
 
 @pytest.fixture

@@ -19,7 +19,7 @@ from lceval.io import RunDir, read_records, write_jsonl
 from lceval.models import thinking
 from lceval.records import Context, Response, Sample
 
-FIXTURES = Path(__file__).parent / "fixtures" / "regression"
+FIXTURES = Path(__file__).parents[1] / "fixtures" / "regression"
 KEYS = sorted(p.name for p in FIXTURES.iterdir() if (p / "samples.jsonl").exists())
 
 

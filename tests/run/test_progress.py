@@ -15,7 +15,7 @@ import pytest
 from lceval import progress
 from lceval.errors import LcevalError
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 PIPELINE = ROOT / "params" / "pipelines" / "lifbench_smoke.yaml"
 
 

@@ -17,7 +17,7 @@ from lceval.models.specs import ModelSpec, resolve_models
 from lceval.records import Context, Sample
 from lceval.run.config import InferConfig, validate
 
-from .test_cli_fail_fast import _one_line, no_engine  # noqa: F401 - the fixture
+from ..cli.test_fail_fast import _one_line, no_engine  # noqa: F401 - the fixture
 
 LONG = " ".join(f"word{i}" for i in range(1000))
 """A context of about 4,600 tokens of SmolLM2's tokenizer (the tiny model's window is 1,024)."""

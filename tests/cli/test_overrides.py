@@ -7,7 +7,7 @@ from pathlib import Path
 from lceval.cli.notebooks import with_overrides
 from lceval.params import load_params
 
-FULL = Path(__file__).resolve().parent.parent / "params" / "02_inference" / "full.yaml"
+FULL = Path(__file__).resolve().parents[2] / "params" / "02_inference" / "full.yaml"
 
 
 def test_a_bare_id_the_params_list_keeps_its_own_options(capsys):

@@ -18,7 +18,7 @@ from lceval.cli import _parser, main
 from lceval.errors import LcevalError
 from lceval.run import config
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 COMMON = {"-h", "--help", "--outputs", "-v", "--verbose"}
 """Flags every verb takes that belong to no verb's config (help, the outputs root, verbosity)."""
 

@@ -18,7 +18,7 @@ from lceval.io import RunDir, new_meta, read_records, write_jsonl
 from lceval.records import Response
 from lceval.report import compare, results
 
-FIXTURE = Path(__file__).parent / "fixtures" / "regression" / "lifbench"
+FIXTURE = Path(__file__).parents[1] / "fixtures" / "regression" / "lifbench"
 
 
 @pytest.fixture(scope="module")
@@ -114,7 +114,7 @@ def test_bad_results_files_are_one_line_errors(root, tmp_path):
 def test_schema_ships_as_package_data():
     import tomllib
 
-    pyproject = Path(__file__).parents[1] / "pyproject.toml"
+    pyproject = Path(__file__).parents[2] / "pyproject.toml"
     data = tomllib.loads(pyproject.read_text(encoding="utf-8"))
     assert "schemas/*.json" in data["tool"]["setuptools"]["package-data"]["lceval"]
     assert results.schema()["properties"]["schema_version"]["const"] == results.SCHEMA_VERSION

@@ -12,7 +12,7 @@ import pytest
 import lceval.run
 from lceval.io import RunDir, new_meta
 
-FIXTURES = Path(__file__).parent / "fixtures" / "regression"
+FIXTURES = Path(__file__).parents[1] / "fixtures" / "regression"
 KEYS = sorted(p.name for p in FIXTURES.iterdir() if (p / "samples.jsonl").exists())
 
 

@@ -13,7 +13,7 @@ import lceval.report
 import lceval.run
 from lceval.io import RunDir, new_meta, project_root
 
-FIXTURE = Path(__file__).parent / "fixtures" / "regression" / "lifbench"
+FIXTURE = Path(__file__).parents[1] / "fixtures" / "regression" / "lifbench"
 
 
 def _report_run(tmp_path: Path) -> RunDir:
@@ -136,7 +136,7 @@ def test_responses_frame_counts_a_retried_error_once(tmp_path):
 def test_index_shows_tables_a_report_writes_in_its_own_folder(tmp_path, key):
     """RULER and L-Eval write their tables under report/<key>/: each is on the page under the
     benchmark's title, with a caption."""
-    fixture = Path(__file__).parent / "fixtures" / "regression" / key
+    fixture = Path(__file__).parents[1] / "fixtures" / "regression" / key
     run = RunDir("sub", tmp_path).create()
     for name in ("samples.jsonl", "contexts.jsonl", "responses.jsonl"):
         if (fixture / name).exists():

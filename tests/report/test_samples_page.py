@@ -22,7 +22,7 @@ from lceval.io import RunDir, new_meta, read_records, write_jsonl
 from lceval.records import Response
 from lceval.report import compare_page, samples_page
 
-FIXTURE = Path(__file__).parent / "fixtures" / "regression" / "lifbench"
+FIXTURE = Path(__file__).parents[1] / "fixtures" / "regression" / "lifbench"
 MODELS = ("m1", "m2")
 
 

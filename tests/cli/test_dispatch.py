@@ -131,7 +131,7 @@ def test_status_imports_no_pandas(tmp_path):
         ["build", "lifbench", "--run-id", "x", "-p", "bogus=1"],
         [
             "run",
-            str(Path(__file__).parents[1] / "params/pipelines/lifbench_smoke.yaml"),
+            str(Path(__file__).parents[2] / "params/pipelines/lifbench_smoke.yaml"),
             "-p",
             "x=1",
         ],

@@ -18,7 +18,7 @@ from lceval.records import Sample, Score
 from lceval.report import compare
 from lceval.run.scoring import load_samples
 
-FIXTURES = Path(__file__).parent / "fixtures" / "regression"
+FIXTURES = Path(__file__).parents[1] / "fixtures" / "regression"
 
 # two RULER tasks at one length (cwe: 0/1 scores here; fwe: partial credit); each RULER sample
 # has its own haystack, so samples are independent
