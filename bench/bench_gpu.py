@@ -7,7 +7,7 @@ Run from the repo root after ``make setup``:
 
 For each length, LIFBench samples are built (``design: full``, ``max_samples_per_task`` 4: 44
 samples over the List / MultiDoc / OneDoc contexts) and answered with ``--new-tokens`` tokens
-each, by (1) ``lceval.pipeline.infer`` on the hf engine, the batch sized by the engine, and (2)
+each, by (1) ``lceval.run.infer`` on the hf engine, the batch sized by the engine, and (2)
 plain transformers ``generate`` on the same rendered prompts, left-padded in batches of
 ``--stock-batch`` (each row prefills its own copy of the context). Each measurement runs in a
 child process (peak memory is per process): wall time of answering (model load excluded),
@@ -37,6 +37,8 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+
+import lceval.run
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -96,13 +98,11 @@ def build_run(root: Path, length: str, per_task: int) -> str:
     """LIFBench samples at one length (``design: full``) in ``root/<run id>``."""
     import yaml
 
-    from lceval import pipeline
-
     params = yaml.safe_load((ROOT / "params/01_build_data/smoke.yaml").read_text())
     params.update(lengths=[length], design="full", max_samples_per_task=per_task)
     run_id = f"gpu-{length}"
     if not (root / run_id / "samples.jsonl").exists():
-        pipeline.build(run_id, "lifbench", params, root=root)
+        lceval.run.build(run_id, "lifbench", params, root=root)
     return run_id
 
 
@@ -117,11 +117,10 @@ def _peak(device: str) -> int:
 
 def child_lceval(root: Path, run_id: str, model: Path, new_tokens: int, device: str) -> dict:
     """Answer the run with lceval's hf engine (model load excluded from the time)."""
-    from lceval import pipeline
 
     os.environ["LCEVAL_BENCH"] = "1"
     t0 = time.perf_counter()
-    out = pipeline.infer(
+    out = lceval.run.infer(
         run_id,
         "hf",
         str(model),

@@ -14,7 +14,7 @@ import time
 import tracemalloc
 from pathlib import Path
 
-from lceval import pipeline
+import lceval.run
 from lceval.benchmarks.lifbench.build import build_lifbench
 
 
@@ -34,10 +34,10 @@ def main() -> None:
 
     with tempfile.TemporaryDirectory() as tmp:
         t0 = time.perf_counter()
-        run = pipeline.build("bench", "lifbench", {}, root=tmp)
+        run = lceval.run.build("bench", "lifbench", {}, root=tmp)
         dt = time.perf_counter() - t0
         size = sum(p.stat().st_size for p in Path(run.path).iterdir() if p.is_file())
-        rows.append(("full grid, pipeline.build (writes run folder)", dt, None, size))
+        rows.append(("full grid, lceval.run.build (writes run folder)", dt, None, size))
     rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
 
     lines = [

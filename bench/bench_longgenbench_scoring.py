@@ -23,8 +23,8 @@ space), and measures:
    shared machine. Results are checked equal first (CR, words, blocks, judged checks per type,
    and every official judge prompt against lceval's prompt for the same pair).
 2. lceval's per-response scorer ``score_longgenbench`` (parsing + offline judge + per-check rows).
-3. ``lceval.pipeline.score`` (streams responses.jsonl, scores, writes scores.parquet and the
-   per-check file) and ``pipeline.report``, each in a fresh child process: wall seconds and the
+3. ``lceval.run.score`` (streams responses.jsonl, scores, writes scores.parquet and the
+   per-check file) and ``lceval.report.report``, each in a fresh child process: wall seconds and the
    child's peak resident memory.
 
 Tables only, no assertions (STYLE.md: no timed tests).
@@ -48,17 +48,18 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import lceval.report
+import lceval.run
 from lceval.benchmarks.longgenbench.gold import GOLD_KEYS, KINDS
 
 CHILD = """
 import json, sys, time
 t0 = time.perf_counter()
 stage, run_id, root = sys.argv[1], sys.argv[2], sys.argv[3]
-from lceval import pipeline
 if stage == "score":
-    n = len(pipeline.score(run_id, root=root, progress=False))
+    n = len(lceval.run.score(run_id, root=root, progress=False))
 else:
-    n = len(pipeline.report(run_id, root=root))
+    n = len(lceval.report.report(run_id, root=root))
 dt = time.perf_counter() - t0
 # VmHWM: this process's peak resident memory (ru_maxrss would include the parent's at fork)
 with open("/proc/self/status") as f:
@@ -169,15 +170,14 @@ def main() -> None:
     ap.add_argument("--out", default="bench/results/longgenbench_scoring.md")
     args = ap.parse_args()
 
-    from lceval import pipeline
     from lceval.benchmarks.longgenbench.score import prepare, score_longgenbench
     from lceval.io import dumps
     from lceval.records import Response
     from lceval.tokens import count_tokens
 
     root = Path(tempfile.mkdtemp(prefix="lgb-bench-"))
-    run = pipeline.build("bench", "longgenbench", {"n_per_scenario": 100}, root=root)
-    samples = pipeline.load_samples(run)[: args.n_outputs]
+    run = lceval.run.build("bench", "longgenbench", {"n_per_scenario": 100}, root=root)
+    samples = lceval.run.load_samples(run)[: args.n_outputs]
     rng = random.Random(0)
     probe = synthetic_output(samples[0], 10_000, rng)
     n_words = int(args.tokens * len(probe.split()) / count_tokens(probe))
@@ -262,8 +262,8 @@ def main() -> None:
         "| --- | --- | ---: | ---: |",
     ]
     what = {
-        "score": "pipeline.score: stream responses, parse, offline judge, write scores + checks",
-        "report": "pipeline.report: Table 3, by scenario/type/position, figures",
+        "score": "lceval.run.score: stream responses, parse, offline judge, write scores + checks",
+        "report": "lceval.report.report: Table 3, by scenario/type/position, figures",
     }
     for stage, r in stages:
         lines.append(f"| {stage} | {what[stage]} | {r['s']:.1f} | {r['rss_mb']:.0f} |")

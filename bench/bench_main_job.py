@@ -65,9 +65,10 @@ def floor(run_dir: Path, window: int, generated: list[tuple[int, int]]) -> dict[
     from transformers import AutoConfig, AutoTokenizer
 
     from lceval.io import RunDir
-    from lceval.models.base import GenerationConfig, render_sample
+    from lceval.models.base import GenerationConfig
     from lceval.models.embedded import resolve_model
-    from lceval.plan import unique_prefix_positions
+    from lceval.models.prompts import render_sample
+    from lceval.run.plan import unique_prefix_positions
 
     path = resolve_model(None).path
     tok = AutoTokenizer.from_pretrained(path)
@@ -152,12 +153,12 @@ def stages(res: dict) -> dict[str, float]:
     def cell(nb: str, prefix: str) -> float:
         return sum(v for k, v in nbs.get(nb, (0, {}))[1].items() if k.startswith(prefix))
 
-    build = cell("01_build_data", "run = pipeline.build(")
-    infer_cell = cell("02_inference", "responses = pipeline.infer(")
+    build = cell("01_build_data", "run = lceval.run.build(")
+    infer_cell = cell("02_inference", "responses = lceval.run.infer(")
     start = timing.get("engine_start_s", 0.0)
     close = timing.get("engine_close_s", 0.0)
     answer = timing.get("generate_s", 0.0)
-    report = cell("03_ars_ifs_scoring", "tables = pipeline.report(")
+    report = cell("03_ars_ifs_scoring", "tables = lceval.report.report(")
     cells_total = sum(sum(c.values()) for _, c in nbs.values())
     nb_total = sum(t for t, _ in nbs.values())
     out = {

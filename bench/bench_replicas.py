@@ -7,7 +7,7 @@ Builds the LIFBench smoke set once (params/01_build_data/smoke.yaml), then answe
 ``--limit`` samples with the hf engine (greedy, float32 on the CPU) three ways, each on a fresh
 copy of the run: (a) in-process (``lceval infer``'s default path), (b) one replica on a local Ray
 cluster (``--ray-address``'s path with ``replicas=1``), (c) two replicas there. The wall time of
-each is ``pipeline.infer``'s, engine start and close included (for Ray: the actors' start, the
+each is ``lceval.run.infer``'s, engine start and close included (for Ray: the actors' start, the
 dispatch of batches, the driver's writes); the Ray cluster's own start (``ray.init``) is timed
 apart, as a cluster outlives one run. Every engine gets one CPU thread (Ray sets OMP_NUM_THREADS
 to a replica's one CPU; the in-process run is given the same with ``torch.set_num_threads(1)``),
@@ -25,6 +25,9 @@ import tempfile
 import time
 from pathlib import Path
 
+import lceval.params
+import lceval.run
+
 ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -39,15 +42,14 @@ def main() -> None:
     import ray
     import torch
 
-    from lceval import pipeline
     from lceval.io import RunDir
 
     torch.set_num_threads(1)
     root = Path(tempfile.mkdtemp(prefix="bench_replicas_"))
     try:
-        params = pipeline.load_params(ROOT / "params" / "01_build_data" / "smoke.yaml")
+        params = lceval.params.load_params(ROOT / "params" / "01_build_data" / "smoke.yaml")
         params = {k: v for k, v in params.items() if k not in ("run_id", "outputs_root", "seed")}
-        base = pipeline.build("base", "lifbench", params, root=root, seed=0)
+        base = lceval.run.build("base", "lifbench", params, root=root, seed=0)
         opts = {"device": "cpu", "dtype": "float32"}
         common = dict(
             root=root,
@@ -83,7 +85,7 @@ def main() -> None:
             rid = label.replace(" ", "").replace(",", "_")
             shutil.copytree(base.path, root / rid)
             t0 = time.perf_counter()
-            out = pipeline.infer(
+            out = lceval.run.infer(
                 rid, "hf", args.model, backend_options={**opts, **extra}, ray_address=addr, **common
             )
             wall = time.perf_counter() - t0

@@ -4,7 +4,7 @@ Samples are built with lceval's RULER builder (13 tasks, ``--num-samples`` per t
 tokens); each sample gets four synthetic responses: the answer as RULER's prompts ask for it, the
 answer followed by filler up to the task's answer budget (about 4 characters per token), filler
 alone of that size, and an empty output. lceval's time is :func:`score_ruler` per response, typed
-gold already loaded (as ``lceval.pipeline.score`` calls it). The official time is RULER's own
+gold already loaded (as ``lceval.run.score`` calls it). The official time is RULER's own
 evaluation of the same pairs: ``postprocess_pred`` per prediction (``scripts/eval/evaluate.py``)
 and the task's metric over the task's lists (``scripts/eval/synthetic/constants.py``). Both are
 imported from a checkout of NVIDIA/RULER (``--official PATH``, nothing is copied; evaluate.py

@@ -6,7 +6,8 @@ Run from the repo root: ``python bench/bench_samples_page.py [--rows 10000] [--m
 Workload: a synthetic LIFBench-shaped run folder (samples over LIFBench's 11 task codes and six
 lengths, 60 shared contexts of about 40,000 characters, answers of 20 to 6,000 characters, 3-5
 rubric items per score, one scorer), ``--rows`` score rows in all (``--models`` models answering
-``rows / models`` samples). The page is written by :func:`lceval.samples_page.write_samples_page`
+``rows / models`` samples). The page is written by
+:func:`lceval.report.samples_page.write_samples_page`
 (the code ``lceval report`` runs), then opened ``--loads`` times in a fresh headless Chromium
 (Debian's chromium + chromedriver through selenium): the time from navigation to the table's
 first page drawn (DataTables' info line present), and the time for a task-code search to redraw.
@@ -153,7 +154,7 @@ def main() -> None:
     args = p.parse_args()
     if shutil.which("chromedriver") is None:
         raise SystemExit("chromedriver not found (apt install chromium chromium-driver)")
-    from lceval.samples_page import write_samples_page
+    from lceval.report.samples_page import write_samples_page
 
     with tempfile.TemporaryDirectory() as tmp:
         run = make_run(Path(tmp), args.rows, args.models)

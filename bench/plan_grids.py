@@ -5,7 +5,7 @@ Run from the repo root: ``.venv/bin/python bench/plan_grids.py [--ruler-samples 
 
 For each paper the script builds the grid of its full params file (``lceval build KEY --params
 params/<notebook>/full.yaml``) into a temporary outputs folder and plans it
-(:func:`lceval.plan.plan_run`: the run's tiktoken encoding, no model window, every context
+(:func:`lceval.run.plan.plan_run`: the run's tiktoken encoding, no model window, every context
 tokenized). Where the grid is
 too large to build on the development machine it builds a slice and scales it, saying so:
 RULER's 13 tasks x 6 lengths x 500 samples (39,000 prompts, about 1.6 billion tokens) is built
@@ -26,9 +26,11 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from lceval import pipeline, plan
+import lceval.params
+import lceval.run
 from lceval.errors import LcevalError
 from lceval.io import RunDir
+from lceval.run import plan
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -75,7 +77,7 @@ GRIDS = (
 
 def measure(grid: Grid, root: Path, ruler_samples: int) -> dict:
     """Build and plan one grid; a row of the table."""
-    params = pipeline.load_params(ROOT / grid.params)
+    params = lceval.params.load_params(ROOT / grid.params)
     scale = 1.0
     if grid.key == "ruler":
         scale = params["num_samples"] / ruler_samples
@@ -83,7 +85,7 @@ def measure(grid: Grid, root: Path, ruler_samples: int) -> dict:
     row = {"grid": grid, "scale": scale}
     t0 = time.perf_counter()
     try:
-        run = pipeline.build(f"plan-{grid.key}", grid.key, params, root=root)
+        run = lceval.run.build(f"plan-{grid.key}", grid.key, params, root=root)
     except LcevalError as exc:
         row["unavailable"] = str(exc)
         return row

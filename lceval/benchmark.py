@@ -15,7 +15,7 @@ Contracts:
   a notebook's params file builds as it is. Deterministic under a seed.
 - scorer: ``score(sample, response, context, **options) -> Judgement``. Never raises on any model
   output; a score that cannot be computed is NaN with a reason; ``value`` in 0..1. The pipeline
-  attaches ids, the scorer's name and version (:mod:`lceval.pipeline`, the only scoring loop).
+  attaches ids, the scorer's name and version (:mod:`lceval.run`, the only scoring loop).
 - batch judge (optional, for scorers that ask a model): ``batch(run, **options) -> BatchJudge``;
   the pipeline feeds it responses and calls ``finish`` on groups of about ``batch_items`` items.
   A judge that asks a model does it through :class:`ModelJudge` (lazy engine, resumable store)
@@ -26,14 +26,13 @@ Contracts:
 
 from __future__ import annotations
 
-import contextlib
 import importlib
 import math
-from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol, Self
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, ValidationError
 
 from lceval.errors import LcevalError, one_line
 from lceval.params import NOTEBOOK_PARAMS
@@ -41,10 +40,6 @@ from lceval.records import Context, Gold, Judgement, Response, Sample, Score
 
 if TYPE_CHECKING:
     import pandas as pd
-
-    from lceval.metrics import Headline
-    from lceval.models.base import Backend
-    from lceval.models.cache import ResponseStore
 
 
 @dataclass(frozen=True)
@@ -136,140 +131,6 @@ class BatchJudge(Protocol):
         ...
 
 
-@dataclass
-class ModelJudge:
-    """The model a batch judge asks: loads its engine at the first question, answers through a
-    ResponseStore (judging resumes after an interruption; identical questions are asked once) and
-    closes the engine. The judges keep their prompts and verdict parsing; this keeps the rest.
-
-    Args:
-        load: loads the judge backend; called once, at the first question.
-        store: where answers are appended (a file in the run folder); answered questions are
-            not asked again.
-        max_new_tokens: answer budget in tokens (caps every question's own).
-        temperature: 0 = greedy decoding.
-        batch_size: questions per ``backend.generate`` call.
-        label: the judge's name until the backend is loaded (the model or backend name).
-        progress: show a progress bar per ``ask``.
-    """
-
-    load: Callable[[], Backend]
-    store: ResponseStore
-    max_new_tokens: int | None = None
-    temperature: float = 0.0
-    batch_size: int = 8
-    label: str = "judge"
-    progress: bool = False
-    engine: Backend | None = field(default=None, init=False)
-    """The loaded backend (None until the first question, and after ``close``)."""
-    _lifeline: contextlib.ExitStack = field(default_factory=contextlib.ExitStack, init=False)
-    """The engine's :func:`lceval.models.lifeline.guard`, open while it is loaded."""
-
-    @property
-    def name(self) -> str:
-        """The judge model's name (``label`` until the backend is loaded)."""
-        return self.engine.name if self.engine is not None else self.label
-
-    def ask(
-        self,
-        questions: Sequence[Sample],
-        desc: str,
-        contexts: Mapping[str, Context] | None = None,
-    ) -> dict[str, Response]:
-        """Answer ``questions`` (ids unique); nothing loads when there are none.
-
-        Args:
-            questions: the judge prompts as samples.
-            desc: the progress bar's label.
-            contexts: the contexts the questions reference, by id.
-
-        Returns:
-            Sample id -> its answer (stored earlier, or generated now; a failed generation is a
-            response with ``finish_reason == "error"``).
-
-        Raises:
-            LcevalError: duplicate ids, or another process writing the store.
-        """
-        if not questions:
-            return {}
-        from lceval.models.base import GenerationConfig
-        from lceval.models.generate import generate
-
-        if self.engine is None:
-            from lceval.models import lifeline
-
-            # the judge's engine processes die with lceval (SIGKILL included)
-            self._lifeline = contextlib.ExitStack()
-            self._lifeline.enter_context(lifeline.guard(self.store.path.parent))
-            try:
-                self.engine = self.load()
-            except BaseException:
-                self._lifeline.close()
-                raise
-        config = GenerationConfig(temperature=self.temperature, max_new_tokens=self.max_new_tokens)
-        got = generate(
-            self.engine,
-            list(questions),
-            contexts or {},
-            config,
-            store=self.store,
-            batch_size=self.batch_size,
-            progress=self.progress,
-            desc=desc,
-        )
-        return {r.sample_id: r for r in got}
-
-    def close(self) -> None:
-        """Close the judge backend, if it was loaded (again: nothing to do)."""
-        if self.engine is not None:
-            engine, self.engine = self.engine, None
-            try:
-                engine.close()
-            finally:
-                self._lifeline.close()
-
-    @staticmethod
-    def loader(
-        backend: str, model: str | None, options: Mapping[str, Any]
-    ) -> Callable[[], Backend]:
-        """A ``load`` for :class:`ModelJudge`: ``load_backend(backend, model, **options)``.
-
-        Raises:
-            LcevalError: an unknown backend or backend option (checked now, before anything
-                loads).
-        """
-        from lceval.models import base
-
-        options = dict(options)
-        base.check_backend_options(backend, options)
-
-        def load() -> Backend:
-            return base.load_backend(backend, model, **options)
-
-        return load
-
-
-class AsksModel:
-    """Mixin for a batch judge that holds a :class:`ModelJudge` as ``asker``: its ``engine``,
-    ``name`` and ``close`` are the asker's."""
-
-    asker: ModelJudge
-
-    @property
-    def engine(self) -> Backend | None:
-        """The loaded backend (None until the first question, and after ``close``)."""
-        return self.asker.engine
-
-    @property
-    def name(self) -> str:
-        """The judge model's name (its label until the backend is loaded)."""
-        return self.asker.name
-
-    def close(self) -> None:
-        """Close the judge backend, if it was loaded."""
-        self.asker.close()
-
-
 class ScorerOptions(BaseModel):
     """A scorer's options as a declared type: names, types, ranges, defaults and one line of help
     each (pydantic; ``model_json_schema()`` gives them to tools). Strict: an int is never a bool,
@@ -305,44 +166,6 @@ class ScorerOptions(BaseModel):
             value = options.get(key, err.get("input"))
             msg = err["msg"].replace("Input should be", "must be").replace("Value error, ", "")
             raise LcevalError(f"scorer {scorer} option {key}: {value!r:.60}: {msg[:120]}") from None
-
-
-class JudgeModel(ScorerOptions):
-    """The model an LLM judge asks, shared by the three judges (LongGenBench ``longgenbench:llm``,
-    L-Eval ``leval:judge``, CIF-Bench ``cifbench:judge``); each judge's options subclass it
-    (their own defaults and options beside these). Filled from a notebook's ``judge_*`` params by
-    :func:`lceval.registry.judge_options`."""
-
-    backend: str = Field("hf", description="judge backend: hf, vllm, openai or auto")
-    model: str | None = Field(
-        None, min_length=1, description="judge model path or hub id; null: the embedded SmolLM2"
-    )
-    backend_options: dict[str, Any] = Field(
-        default_factory=dict, description="the judge backend's options, e.g. {device: cuda}"
-    )
-    max_new_tokens: int | None = Field(None, ge=1, description="judge answer budget in tokens")
-    batch_size: int = Field(8, ge=1, description="judge prompts per engine call")
-
-    @field_validator("backend")
-    @classmethod
-    def _known_backend(cls, value: str) -> str:
-        from lceval.models.backends import check_backend_name
-
-        try:
-            check_backend_name(value)
-        except LcevalError as exc:
-            raise ValueError(str(exc).removeprefix(f"unknown backend {value!r}; ")) from None
-        return value
-
-    def loader(self) -> Callable[[], Backend]:
-        """A ``load`` for :class:`ModelJudge`, its backend options checked now
-        (:meth:`ModelJudge.loader`)."""
-        return ModelJudge.loader(self.backend, self.model, self.backend_options)
-
-    @property
-    def label(self) -> str:
-        """The judge's name until its engine loads: the model, else the backend."""
-        return self.model or self.backend
 
 
 @dataclass(frozen=True)
@@ -566,35 +389,6 @@ class Benchmark:
                 names = (present[0],)
         return mine[mine["scorer"].isin(names)], names
 
-    def headline_of(
-        self, scores: pd.DataFrame, samples: Sequence[Sample], scorer: str | None = None
-    ) -> Headline:
-        """This benchmark's headline (``headline``, else :func:`generic_headline`) over the rows
-        of one scorer (:meth:`scores_for`: default, the default scorer). A scorer reporting other
-        metrics than the default (a judge's win rate) gets the generic one; a non-default
-        scorer's headline names it in ``metric`` (``ARS (Eq. 3) [lifbench:strict]``).
-
-        Args:
-            scores: scores.parquet rows (any benchmarks; this one's are selected).
-            samples: this benchmark's samples with typed gold.
-            scorer: a scorer of this benchmark (None: the default).
-
-        Raises:
-            LcevalError: ``scorer`` is not one of this benchmark's scorers.
-        """
-        import dataclasses
-
-        rows, names = self.scores_for(scores, scorer)
-        same_metrics = self.scorer(names[0]).metrics == self.scorer().metrics
-        h: Headline
-        if self.headline is None or not same_metrics:  # a judge's scores: not the paper's
-            h = generic_headline(self.key, rows, samples)
-        else:
-            h = self.headline(rows, samples)
-        if names[0] != self.default_scorer:  # tables name the metric with its scorer
-            h = dataclasses.replace(h, metric=f"{h.metric} [{names[0]}]")
-        return h
-
     def scorer(self, name: str | None = None) -> ScorerSpec:
         """The named scorer (default: the first).
 
@@ -652,36 +446,6 @@ def _replace(sample: Sample, **changes: Any) -> Sample:
     import dataclasses
 
     return dataclasses.replace(sample, **changes)
-
-
-def generic_headline(key: str, scores: pd.DataFrame, samples: Sequence[Sample]) -> Headline:
-    """Headline of a benchmark without its own: the mean over tasks (equal weights) of the task's
-    mean ``Score.value`` (0..1); samples sharing a context are one unit when every such context
-    lies within one task, else every sample is a unit."""
-    import pandas as pd
-
-    from lceval import metrics
-
-    by_id = {s.id: s for s in samples}
-    df = scores[scores["sample_id"].isin(by_id) & scores["value"].notna()]
-    ctx = [by_id[i].context_id or i for i in df["sample_id"]]
-    nested = pd.DataFrame({"c": ctx, "t": df["task"].to_numpy()}).groupby("c")["t"].nunique()
-    clusters = ctx if bool((nested <= 1).all()) else df["sample_id"].tolist()
-    frame = pd.DataFrame(
-        {
-            "model": df["model"].astype(str).to_numpy(),
-            "sample_id": df["sample_id"].to_numpy(),
-            "group": df["task"].astype(str).to_numpy(),
-            "cluster": clusters,
-            "value": df["value"].to_numpy(float),
-            "count": 1.0,
-        }
-    )
-
-    def stat(sums: Mapping[str, Any], groups: Sequence[Hashable]) -> Any:
-        return metrics.mean_statistic(dict.fromkeys(groups, 1.0))(sums, groups)
-
-    return metrics.Headline(key, "mean task score", "0..1", frame, ("value", "count"), stat)
 
 
 def failed_generation(response: Response) -> Judgement:

@@ -27,12 +27,13 @@ from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from importlib import metadata
 from pathlib import Path
-from typing import IO, Any, TypeVar
-
-import pandas as pd
+from typing import IO, TYPE_CHECKING, Any, TypeVar
 
 from lceval.errors import LcevalError, one_line
 from lceval.records import Context, Response, RunMeta, Sample, Score, from_dict, to_dict
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 T = TypeVar("T")
 
@@ -706,6 +707,8 @@ class RunDir:
         Returns:
             The rows just written (the given scores), one per score.
         """
+        import pandas as pd  # not at import: the CLI's quick verbs stay light
+
         df = scores_frame(scores)
         full = df
         try:
@@ -728,6 +731,8 @@ class RunDir:
             LcevalError: the file is missing, not a readable Parquet table, lacks a Score column,
                 has values outside [0, 1] (NaN allowed) or non-text ids.
         """
+        import pandas as pd  # not at import: the CLI's quick verbs stay light
+
         self.sweep()
         if not self.scores.exists():
             raise LcevalError(f"{self.scores} does not exist: score the run first (lceval score)")
@@ -759,6 +764,8 @@ class RunDir:
 
 def scores_frame(scores: Iterable[Score]) -> pd.DataFrame:
     """Tidy DataFrame of scores: one row per score; ``parts``/``points`` kept as JSON strings."""
+    import pandas as pd  # not at import: the CLI's quick verbs stay light
+
     rows = []
     for s in scores:
         d = to_dict(s)

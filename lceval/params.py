@@ -226,17 +226,25 @@ def lengths(
 
 
 def model_list(key: str, value: Any) -> tuple[Any, ...] | None:
-    """A non-empty list of models, each a model id or a mapping ``{model, backend, options,
-    name}`` (:func:`lceval.models.specs.resolve_models` checks each entry); null stays null."""
+    """A non-empty list of models, each a model id (non-empty text) or a mapping with a ``model``
+    entry; null stays null. The shape only: what each entry may hold (backend, options, name) is
+    checked with the models by :class:`lceval.run.config.InferConfig` before any engine starts
+    (the builder, which only accepts this section, never loads a model)."""
     if value is None:
         return None
-    from lceval.models.specs import resolve_models
-
-    try:
-        resolve_models(None, value, where=key)
-    except LcevalError as exc:
-        raise Invalid(str(exc)) from None
-    return tuple(value) if isinstance(value, list | tuple) else (value,)
+    entries = list(value) if isinstance(value, list | tuple) else [value]
+    if not entries:
+        raise Invalid(f"{key} must name at least one model, got an empty list")
+    for i, entry in enumerate(entries, 1):
+        if isinstance(entry, str):
+            if not entry.strip():
+                raise Invalid(f"{key} entry {i} is empty text")
+        elif isinstance(entry, Mapping):
+            if not isinstance(entry.get("model"), str) or not entry["model"].strip():
+                raise Invalid(f"{key} entry {i} needs a model (text), got {entry!r:.80}")
+        else:
+            raise Invalid(f"{key} entry {i} must be a model id or a mapping, got {_got(entry)}")
+    return tuple(entries)
 
 
 # ---------------------------------------------------------------------------- the routine

@@ -370,9 +370,10 @@ class RunMeta:
     """tiktoken encoding used for data lengths."""
     inference: Mapping[str, Any] = field(default_factory=dict)
     """Inference settings the build params declare (``truncate``, ``max_new_tokens``), the
-    defaults of ``lceval infer`` and ``lceval.pipeline.infer`` on this run."""
+    defaults of ``lceval infer`` and ``lceval.run.infer`` on this run."""
     plan: Mapping[str, Any] = field(default_factory=dict)
-    """The run's size and estimated cost when last planned (``lceval.plan.Plan.summary``: samples,
+    """The run's size and estimated cost when last planned (``lceval.run.plan.Plan.summary``:
+    samples,
     prompt, unique and budget tokens, GPU hours per model size and GPU)."""
 
 

@@ -97,7 +97,7 @@ def find_scorer(name: str, benchmarks: Iterable[str] | None = None) -> tuple[Ben
 
 def load_samples(samples: Iterable[Sample]) -> list[Sample]:
     """Samples with their gold parsed into each task's typed Gold (done once, at load time): the
-    one loader of a run's samples (``lceval.pipeline.load_samples(run)`` reads a run folder's);
+    one loader of a run's samples (``lceval.run.load_samples(run)`` reads a run folder's);
     each benchmark's part goes through its ``Benchmark.load_samples``.
 
     Raises:

@@ -39,13 +39,13 @@ def save_table(df: pd.DataFrame, folder: str | Path, name: str, *, index: bool =
 def responses_frame(run_id: str, outputs_root: str | Path | None = None) -> pd.DataFrame:
     """Tidy table of a run's responses joined with their samples' grouping fields.
 
-    One row per stored answer, as scoring reads them (:class:`lceval.models.cache.ResponseStore`:
+    One row per stored answer, as scoring reads them (:class:`lceval.store.ResponseStore`:
     per sample, model, config and sample hash the first successful response, else the last
     error, so an error a retry replaced is not counted): sample_id, model, config_hash, text,
     prompt_tokens, completion_tokens, finish_reason, truncated_tokens, latency_s, error,
     sample_hash, then benchmark, task, scenario, length.
 
-    Like scoring (:func:`lceval.pipeline.score`), a response stamped with another ``sample_hash``
+    Like scoring (:func:`lceval.run.score`), a response stamped with another ``sample_hash``
     than its sample's current one answers an earlier version of the sample (the run was rebuilt)
     and is left out, so the table and :func:`inference_summary` describe the answers that are
     scored, not a mix of old and new prompts; how many were left out is in
@@ -71,7 +71,7 @@ def responses_frame(run_id: str, outputs_root: str | Path | None = None) -> pd.D
     stale = 0
     if not run.responses.exists():
         run.read_responses()  # raises the usual "run inference first" error
-    from lceval.models.cache import ResponseStore
+    from lceval.store import ResponseStore
 
     # One row per stored key, as scoring reads them: the first successful answer, else the last
     # error (an error that a retry replaced is not counted again).

@@ -163,8 +163,8 @@ REPRODUCTION = """
 NOTEBOOK_CELLS = [
     ("markdown", "# 12 · Toy: echo a word\n\nBuilds, answers, scores and reports the toy run."),
     ("code", 'run_id = "toy-smoke"\noutputs_root = None\nn = 3'),
-    ("code", "from lceval import pipeline"),
-    ("code", 'pipeline.build(run_id, "toy", {"n": n}, root=outputs_root)'),
+    ("code", "import lceval.run"),
+    ("code", 'lceval.run.build(run_id, "toy", {"n": n}, root=outputs_root)'),
 ]
 
 TOY_TEST = """
@@ -240,7 +240,8 @@ def test_a_benchmark_is_its_folder(tmp_path: Path, tiny_model_dir: Path) -> None
     tables = run(
         "-c",
         textwrap.dedent("""
-        from lceval import registry, reproduction
+        from lceval import registry
+        from lceval.report import reproduction
         t = registry.get("toy").testing
         print(registry.BENCHMARKS, t.small({}), t.paper, t.items, registry.get("toy").notebooks)
         print(sorted(set(reproduction.load_index(["toy"])["item"])))

@@ -25,6 +25,7 @@ from pathlib import Path
 
 import pytest
 
+import lceval.run
 from lceval.cli import main
 from lceval.errors import LcevalError
 from lceval.io import RunDir, sweep_temps, temp_prefix
@@ -290,7 +291,7 @@ def test_a_refused_key_adds_no_model_entry(root, capsys, refusing_server):
 
 
 def test_show_samples_worst_as_text_is_one_line(root):
-    from lceval.notebooks import show_samples
+    from lceval.report.samples_page import show_samples
 
     with pytest.raises(LcevalError, match="worst must be a whole number >= 1 or None, got '3'"):
         show_samples("two", worst="3", outputs_root=root)
@@ -368,11 +369,10 @@ def test_sweep_removes_only_dead_owners(tmp_path):
 def test_a_failed_forced_rebuild_leaves_the_run_as_it_was(tmp_path, echo_bench, monkeypatch, fails):
     """``lceval build --force`` over a run with answers moves them aside and rewrites contexts,
     samples and run.json; a write failing midway (a full disk) puts everything back."""
-    from lceval import pipeline
     from lceval.io import write_jsonl
     from lceval.records import Response
 
-    run = pipeline.build("r", "echo", {"n": 3}, root=tmp_path)
+    run = lceval.run.build("r", "echo", {"n": 3}, root=tmp_path)
     write_jsonl(run.responses, [Response(sample_id="e0", model="m", text="a0", config_hash="x")])
     before = _files(tmp_path)
 
@@ -381,6 +381,6 @@ def test_a_failed_forced_rebuild_leaves_the_run_as_it_was(tmp_path, echo_bench, 
 
     monkeypatch.setattr(RunDir, fails, full_disk)
     with pytest.raises(LcevalError, match="No space left"):
-        pipeline.build("r", "echo", {"n": 5, "seed": 1}, root=tmp_path, force=True)
+        lceval.run.build("r", "echo", {"n": 5, "seed": 1}, root=tmp_path, force=True)
     assert _files(tmp_path) == before
     assert not [p.name for p in run.path.iterdir() if p.name.startswith(".")]

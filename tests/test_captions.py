@@ -9,10 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from lceval import pipeline
-from lceval.index_page import _bench_of, _captions
+import lceval.report
+import lceval.run
 from lceval.io import RunDir, new_meta
-from lceval.reproduction import read_file
+from lceval.report.index_page import _bench_of, _captions
+from lceval.report.reproduction import read_file
 
 FIXTURES = Path(__file__).parent / "fixtures" / "regression"
 BENCHMARKS = ["lifbench", "longgenbench", "ruler", "manyifeval", "leval", "cifbench"]
@@ -27,8 +28,8 @@ def test_every_report_table_and_figure_has_a_caption(tmp_path, key):
         if (FIXTURES / key / name).exists():
             shutil.copy(FIXTURES / key / name, run.path / name)
     run.write_meta(new_meta("cap", models={"m0": {"backend": "hf"}}))
-    pipeline.score("cap", root=tmp_path, progress=False)
-    pipeline.report("cap", root=tmp_path)
+    lceval.run.score("cap", root=tmp_path, progress=False)
+    lceval.report.report("cap", root=tmp_path)
     report = Path(run.report)
     csvs = [*report.glob("*.csv"), *report.glob("*/*.csv")]
     pngs = list(Path(run.figures).glob("*.png"))

@@ -163,7 +163,7 @@ def test_build_score_report_on_a_full_disk(capsys, echo_run, full_disk):
 def test_failed_report_never_replaces_the_last_good_one(capsys, echo_run, monkeypatch):
     """A report that fails midway (any error) leaves report/ as it was; one that succeeds
     replaces it whole and keeps files other stages wrote there."""
-    from lceval import index_page
+    from lceval.report import index_page
 
     root = str(echo_run.path.parent)
     assert main(["--outputs", root, "score", "r"]) == 0

@@ -62,7 +62,7 @@ def test_full_params_name_their_models_and_never_the_stand_in(notebook):
     for spec in specs:
         assert spec.model.strip().lower() not in EMBEDDED_ALIASES, (notebook, spec)
         assert spec.model != EMBEDDED_HUB_ID, (notebook, spec)
-    # and with no model at all the run stops before inference (tests/test_models_per_run.py)
+    # and with no model at all the run stops before inference (tests/run/test_models_per_run.py)
     with pytest.raises(Exception, match="no model named"):
         resolve_models(None, None, p["backend"])
 

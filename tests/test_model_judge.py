@@ -1,4 +1,4 @@
-"""lceval.benchmark.ModelJudge (the model behind the LLM judges) and JudgeModel (their shared
+"""lceval.models.judge.ModelJudge (the model behind the LLM judges) and JudgeModel (their shared
 options)."""
 
 from __future__ import annotations
@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from lceval.benchmark import JudgeModel, ModelJudge
 from lceval.errors import LcevalError
-from lceval.models.cache import ResponseStore
+from lceval.models.judge import JudgeModel, ModelJudge
 from lceval.records import Context, Response, Sample
+from lceval.store import ResponseStore
 
 
 class Scripted:

@@ -2,7 +2,7 @@
 
 1. Every notebook's ``params/<notebook>/{smoke,full}.yaml`` holds exactly the keys of the
    notebook's ``parameters`` cell, and the smoke file holds its defaults.
-2. A notebook that builds a benchmark's data (it calls ``pipeline.build(run_id, "<key>", ...)``
+2. A notebook that builds a benchmark's data (it calls ``lceval.run.build(run_id, "<key>", ...)``
    and is listed in that benchmark's ``notebooks``) has params files that ``lceval build <key>
    --params FILE`` takes as they are: the builder's ``Config`` reads its keys through
    :func:`lceval.params.parse`, the keys of the notebook's other declared sections
@@ -35,13 +35,13 @@ from lceval.params import RENAMED
 
 REPO = Path(__file__).resolve().parents[1]
 NOTEBOOKS = sorted((REPO / "notebooks").glob("[0-9][0-9]_*.ipynb"))
-BUILD_CALL = re.compile(r"pipeline\.build\(\s*run_id,\s*\"(\w+)\"")
+BUILD_CALL = re.compile(r"lceval\.run\.build\(\s*run_id,\s*\"(\w+)\"")
 
 SIDE_BUILDS = {
     "10_contamination": "builds a CIF-Bench demo run as a side step from fixed demo params; its "
     "params files are the contamination study's, not a builder's",
 }
-"""Notebooks that call ``pipeline.build`` for a benchmark they do not belong to (the contract's
+"""Notebooks that call ``lceval.run.build`` for a benchmark they do not belong to (the contract's
 second part does not cover them)."""
 
 SMALL: dict[str, Any] = {
@@ -73,7 +73,7 @@ def _parameters(notebook: Path) -> dict[str, Any]:
 
 
 def _builds(notebook: Path) -> set[str]:
-    """Benchmark keys the notebook builds with ``pipeline.build(run_id, "<key>", ...)``."""
+    """Benchmark keys the notebook builds with ``lceval.run.build(run_id, "<key>", ...)``."""
     nb = nbformat.read(notebook, as_version=4)
     code = "\n".join(c.source for c in nb.cells if c.cell_type == "code")
     return set(BUILD_CALL.findall(code))

@@ -1,5 +1,5 @@
 """Same scores after the one-folder refactor: fixed responses per benchmark, scored through the one
-scoring loop (``lceval.pipeline.score``), equal the scores the code before the change gave
+scoring loop (``lceval.run.score``), equal the scores the code before the change gave
 (``tests/fixtures/regression/make_before.py`` wrote ``expected*.jsonl`` from that code; L-Eval's
 and CIF-Bench's came later from ``make_responses.py``, run on main before issue 19).
 
@@ -16,7 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from lceval import pipeline, registry
+import lceval.run
+from lceval import registry
 from lceval.io import RunDir, new_meta
 
 FIXTURES = Path(__file__).parent / "fixtures" / "regression"
@@ -54,7 +55,7 @@ def test_scores_equal_before_refactor(tmp_path: Path, key: str, scorer: str | No
     for name in ("samples.jsonl", "contexts.jsonl", "responses.jsonl"):
         shutil.copy(src / name, run.path / name)
     run.write_meta(new_meta("reg"))
-    df = pipeline.score("reg", root=tmp_path, scorer=scorer, progress=False)
+    df = lceval.run.score("reg", root=tmp_path, scorer=scorer, progress=False)
     got = {(r["sample_id"], r["model"]): r for r in df.to_dict("records")}
     want = [json.loads(line) for line in (src / expected).read_text().splitlines()]
     assert len(got) == len(want)

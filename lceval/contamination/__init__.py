@@ -4,7 +4,7 @@ scores (Min-K% Prob, Min-K%++, zlib ratio) from a model's prompt log-probabiliti
 N-gram overlap
 --------------
 A sample's text (by default its prompt's user turn: description, context and instruction,
-:func:`lceval.models.base.user_text`) is cut into units, and its 13-grams are looked up in an
+:func:`lceval.models.prompts.user_text`) is cut into units, and its 13-grams are looked up in an
 index of a reference corpus's 13-grams (the GPT-3 paper's decontamination n, Brown et al. 2020,
 Appendix C). Units (:func:`text_units`): runs of ASCII letters and digits as words (lower-cased)
 and every other letter or digit (CJK characters included) as one unit; punctuation and spaces

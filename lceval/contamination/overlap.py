@@ -201,7 +201,7 @@ def sample_text(sample: Sample, contexts: Mapping[str, Context], part: str = "pr
         part: ``prompt`` (the user turn: description + context + instruction), ``context``
             (the context alone) or ``reference`` (the gold's ``reference`` field, if any).
     """
-    from lceval.models.base import context_text, user_text
+    from lceval.models.prompts import context_text, user_text
 
     if part == "prompt":
         return user_text(sample, context_text(sample, contexts))

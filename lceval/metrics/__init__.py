@@ -3,7 +3,7 @@ rank correlations.
 
 Benchmark-specific aggregates (LIFBench's ARS, IFP, IFS) live in
 ``lceval.benchmarks.<key>.report`` and are built from these; so does each benchmark's headline
-(:class:`Headline`), which ``lceval.compare`` turns into leaderboards, paired tests and rank
+(:class:`Headline`), which ``lceval.report.compare`` turns into leaderboards, paired tests and rank
 correlations. One bootstrap (:func:`bootstrap_sums`, on ``scipy.stats.bootstrap``) gives every CI.
 Nothing here rounds: rounding is for display only.
 
@@ -21,7 +21,9 @@ from lceval.metrics.basic import (
 )
 from lceval.metrics.headline import (
     Headline,
+    generic_headline,
     headline_estimates,
+    headline_of,
     headline_paired,
 )
 from lceval.metrics.intervals import (
@@ -48,6 +50,8 @@ from lceval.metrics.ranks import (
 )
 
 __all__ = [
+    "generic_headline",
+    "headline_of",
     "Estimate",
     "Headline",
     "METHODS",

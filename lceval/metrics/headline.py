@@ -2,13 +2,20 @@
 
 from __future__ import annotations
 
+import dataclasses
+from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
 
-from lceval.metrics.intervals import SumStatistic, bootstrap_sums
+from lceval.metrics.intervals import SumStatistic, bootstrap_sums, mean_statistic
 from lceval.metrics.paired import Paired, paired_difference, paired_sums
+
+if TYPE_CHECKING:
+    from lceval.benchmark import Benchmark
+    from lceval.records import Sample
 
 # --------------------------------------------------------------------------------------------
 # a benchmark's headline metric
@@ -21,7 +28,7 @@ class Headline:
 
     Each benchmark's reporter builds one (``report.headline(scores, samples)``); leaderboards
     (:func:`headline_estimates`), paired tests (:func:`headline_paired`) and rank correlations
-    (``lceval.compare``) use it, so a benchmark's number has one definition.
+    (``lceval.report.compare``) use it, so a benchmark's number has one definition.
     """
 
     benchmark: str
@@ -134,3 +141,59 @@ def headline_paired(
         confidence=confidence,
         seed=seed,
     )
+
+
+def headline_of(
+    bench: Benchmark, scores: pd.DataFrame, samples: Sequence[Sample], scorer: str | None = None
+) -> Headline:
+    """The headline of benchmark ``bench`` (``headline``, else :func:`generic_headline`) over the
+    rows
+    of one scorer (:meth:`Benchmark.scores_for`: default, the default scorer). A scorer reporting
+    other
+    metrics than the default (a judge's win rate) gets the generic one; a non-default
+    scorer's headline names it in ``metric`` (``ARS (Eq. 3) [lifbench:strict]``).
+
+    Args:
+        scores: scores.parquet rows (any benchmarks; ``bench``'s are selected).
+        samples: ``bench``'s samples with typed gold.
+        scorer: a scorer of this benchmark (None: the default).
+
+    Raises:
+        LcevalError: ``scorer`` is not one of ``bench``'s scorers.
+    """
+    rows, names = bench.scores_for(scores, scorer)
+    same_metrics = bench.scorer(names[0]).metrics == bench.scorer().metrics
+    h: Headline
+    if bench.headline is None or not same_metrics:  # a judge's scores: not the paper's
+        h = generic_headline(bench.key, rows, samples)
+    else:
+        h = bench.headline(rows, samples)
+    if names[0] != bench.default_scorer:  # tables name the metric with its scorer
+        h = dataclasses.replace(h, metric=f"{h.metric} [{names[0]}]")
+    return h
+
+
+def generic_headline(key: str, scores: pd.DataFrame, samples: Sequence[Sample]) -> Headline:
+    """Headline of a benchmark without its own: the mean over tasks (equal weights) of the task's
+    mean ``Score.value`` (0..1); samples sharing a context are one unit when every such context
+    lies within one task, else every sample is a unit."""
+    by_id = {s.id: s for s in samples}
+    df = scores[scores["sample_id"].isin(by_id) & scores["value"].notna()]
+    ctx = [by_id[i].context_id or i for i in df["sample_id"]]
+    nested = pd.DataFrame({"c": ctx, "t": df["task"].to_numpy()}).groupby("c")["t"].nunique()
+    clusters = ctx if bool((nested <= 1).all()) else df["sample_id"].tolist()
+    frame = pd.DataFrame(
+        {
+            "model": df["model"].astype(str).to_numpy(),
+            "sample_id": df["sample_id"].to_numpy(),
+            "group": df["task"].astype(str).to_numpy(),
+            "cluster": clusters,
+            "value": df["value"].to_numpy(float),
+            "count": 1.0,
+        }
+    )
+
+    def stat(sums: Mapping[str, Any], groups: Sequence[Hashable]) -> Any:
+        return mean_statistic(dict.fromkeys(groups, 1.0))(sums, groups)
+
+    return Headline(key, "mean task score", "0..1", frame, ("value", "count"), stat)

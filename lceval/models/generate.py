@@ -2,7 +2,7 @@
 judge send their prompts through :func:`generate`.
 
 Samples that share a context run together (stable within a context), so engines with prefix
-caching compute each shared context once. With a :class:`~lceval.models.cache.ResponseStore`,
+caching compute each shared context once. With a :class:`~lceval.store.ResponseStore`,
 every answer is appended and fsynced as it completes (a backend with ``stream`` yields each as
 the engine finishes it; others a batch at a time), and samples that already
 have a successful response under (model, config) are skipped: a killed run resumes where it
@@ -28,9 +28,9 @@ from typing import Any
 from lceval.console import log
 from lceval.errors import LcevalError
 from lceval.models.base import Backend, GenerationConfig
-from lceval.models.cache import ResponseStore
 from lceval.progress import Progress
 from lceval.records import Context, Response, Sample, sample_hashes
+from lceval.store import ResponseStore
 
 
 def context_order(samples: Sequence[Sample]) -> list[Sample]:

@@ -1,6 +1,6 @@
 """The transformers backend: batched ``generate`` on CPU or GPU, one process, no server.
 
-Prompts are rendered only through ``lceval.models.base.render_chat_prompt`` (the tokenizer's chat
+Prompts are rendered only through ``lceval.models.prompts.render_chat_prompt`` (the tokenizer's chat
 template; when a prompt does not fit the window the context alone is right-truncated). Samples of
 a call are grouped by new-token budget and context, then generated in batches with left padding.
 Each row stops on its own: at EOS, at its own budget, or at its first stop string (checked on the
@@ -53,14 +53,7 @@ from transformers.cache_utils import DynamicLayer
 
 from lceval.errors import LcevalError, one_line
 from lceval.models.backends import parse_options
-from lceval.models.base import (
-    GenerationConfig,
-    RenderedPrompt,
-    check_prompt_format,
-    error_response,
-    render_sample,
-    resolve_prompt_format,
-)
+from lceval.models.base import GenerationConfig, error_response
 from lceval.models.base import (
     cache_fields as base_cache_fields,
 )
@@ -71,6 +64,12 @@ from lceval.models.hf_attention import (
     PrefixLayer,
     SharedPrefixLayer,
     kv_bytes_per_token,
+)
+from lceval.models.prompts import (
+    RenderedPrompt,
+    check_prompt_format,
+    render_sample,
+    resolve_prompt_format,
 )
 from lceval.models.rope import RopeOverride, apply_rope, resolve_rope
 from lceval.models.specs import model_window
@@ -285,7 +284,7 @@ class HFBackend:
         )
         """Most rows per forward batch (the ``max_batch_rows`` option)."""
         self.call_size = self.batch_size
-        """Samples per ``generate`` call that ``lceval.pipeline.infer`` sends by default."""
+        """Samples per ``generate`` call that ``lceval.run.infer`` sends by default."""
         self.prefill_chunk = prefill_chunk or PREFILL_CHUNK
         self.share_prefix = share_prefix
         self._prefix_ids: list[int] = []

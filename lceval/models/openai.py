@@ -1,6 +1,6 @@
 """The OpenAI-compatible backend: chat completions from an API model or a ``vllm serve`` server.
 
-Messages come from ``lceval.models.base.messages`` (system, history, user turn); the server
+Messages come from ``lceval.models.prompts.messages`` (system, history, user turn); the server
 applies its own chat template, so there is no local tokenizer and no local truncation: a prompt
 longer than the served window is sent as is and the server's refusal is recorded as an error
 Response. Requests run concurrently in a thread pool; rate limits (429), server errors (5xx),
@@ -29,7 +29,8 @@ from urllib.parse import urlparse
 
 from lceval.errors import LcevalError, one_line
 from lceval.models.backends import PUBLIC_BASE_URL, is_public_openai
-from lceval.models.base import GenerationConfig, context_text, error_response, messages
+from lceval.models.base import GenerationConfig, error_response
+from lceval.models.prompts import context_text, messages
 from lceval.models.thinking import check_options as check_thinking_options
 from lceval.models.thinking import markers_from_option, split
 from lceval.records import Context, FinishReason, Response, Sample

@@ -35,14 +35,14 @@ from typing import Any
 
 from lceval.errors import LcevalError
 from lceval.models.base import GenerationConfig, log, replicas_of, split_run_options
-from lceval.models.cache import ResponseStore
 from lceval.records import Context, Response, Sample, sample_hashes
+from lceval.store import ResponseStore
 
 EXTRA = 'pip install -e ".[ray]"'
 """How to install Ray for lceval (the ``ray`` optional extra of pyproject.toml)."""
 
 RAY_ADDRESS_ENV = "LCEVAL_RAY_ADDRESS"
-"""Environment variable: the Ray cluster ``lceval.pipeline.infer`` joins when not told
+"""Environment variable: the Ray cluster ``lceval.run.infer`` joins when not told
 (``lceval run --ray-address`` sets it, so the notebooks' inference goes there)."""
 
 IN_FLIGHT = 2

@@ -343,7 +343,7 @@ def window_config(config: Any) -> Any:
 def model_window(config: Any, tokenizer: Any = None) -> int:
     """A loaded model's context window in tokens: the config's ``max_position_embeddings`` (or
     its text config's, :func:`window_config`), else the tokenizer's ``model_max_length``; the one
-    rule the hf engine (``HFBackend.window``), the planner (``lceval.plan``) and
+    rule the hf engine (``HFBackend.window``), the planner (``lceval.run.plan``) and
     :func:`declared_window` read a checkpoint's window by.
 
     Raises:
@@ -442,7 +442,7 @@ def longest_prompt(
         tokenizer: a transformers tokenizer, or None to estimate.
         prompt_format: the engine's ``prompt_format`` option.
     """
-    from lceval.models.base import context_text, plain_text, render_chat_prompt
+    from lceval.models.prompts import context_text, plain_text, render_chat_prompt
     from lceval.tokens import count_tokens
 
     def chars(s: Sample) -> int:

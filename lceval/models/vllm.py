@@ -3,7 +3,7 @@
 All samples of a call go to the engine in one ``generate`` call, each with its own
 ``SamplingParams`` (budget, stop strings), so vLLM's scheduler batches them continuously and its
 prefix cache reuses a context shared by many samples (LIFBench, RULER). Prompts are rendered with
-the engine's own tokenizer through ``lceval.models.base.render_chat_prompt`` and sent as token
+the engine's own tokenizer through ``lceval.models.prompts.render_chat_prompt`` and sent as token
 ids, so what is measured is exactly what was truncated.
 
 Scaling is vLLM's own: ``tensor_parallel_size``, ``pipeline_parallel_size`` and
@@ -27,18 +27,17 @@ from typing import Any
 
 from lceval.errors import LcevalError, one_line
 from lceval.models.backends import engine_arg_names
-from lceval.models.base import (
-    GenerationConfig,
-    RenderedPrompt,
-    check_prompt_format,
-    error_response,
-    render_sample,
-    resolve_prompt_format,
-)
+from lceval.models.base import GenerationConfig, error_response
 from lceval.models.base import (
     cache_fields as base_cache_fields,
 )
 from lceval.models.embedded import ModelSource, resolve_model
+from lceval.models.prompts import (
+    RenderedPrompt,
+    check_prompt_format,
+    render_sample,
+    resolve_prompt_format,
+)
 from lceval.models.rope import RopeOverride, for_vllm, load_config
 from lceval.models.thinking import Thinking, markers_from_vllm_parser
 from lceval.models.thinking import check_options as check_thinking_options
@@ -224,7 +223,7 @@ class VLLMBackend:
         """The dtype the engine runs in (``dtype="auto"`` resolved)."""
         self._version = vllm.__version__
         self.call_size = CALL_SIZE
-        """Samples per ``generate`` call that ``lceval.pipeline.infer`` sends by default."""
+        """Samples per ``generate`` call that ``lceval.run.infer`` sends by default."""
         self.prompt_tokens_requested = 0
         """Prompt tokens of every request sent so far."""
         self._requests = 0
@@ -391,7 +390,7 @@ class VLLMBackend:
 
         if self.llm is None:
             raise LcevalError(f"backend for {self.name} is closed")
-        engine = getattr(self.llm, "llm_engine", None)
+        engine: Any = getattr(self.llm, "llm_engine", None)
         if not all(hasattr(engine, a) for a in ("add_request", "step", "abort_request")):
             yield from self.generate(samples, contexts, config)
             return

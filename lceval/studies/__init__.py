@@ -6,6 +6,8 @@
   LongGenBench scores at equal lengths.
 
 A study reaches benchmarks through :mod:`lceval.registry` (``Benchmark.functions``,
-``registry.resources``), never by module path; it may drive the run stages
-(:mod:`lceval.pipeline`). The import-linter contracts in pyproject.toml hold both rules.
+``registry.resources``), never by module path, and sits beside them, below the run stages: it
+plans runs and reads their folders, and the run wing answers them (:func:`lceval.run.run_sweep`)
+and the report wing adds their pages (:func:`lceval.report.report_sweep`). The import-linter
+contracts in pyproject.toml hold both rules.
 """

@@ -4,9 +4,11 @@ reasoning as the RoPE base grows, on any RoPE model.
 The paper raises the NTK base of Llama-2-7B from 20,000 to 160,000 and finds topic retrieval
 (TopicRet) improving and GSM(16-shot) reasoning degrading: positional scaling helps a model attend
 far and hurts its reasoning, and base scaling alone cannot optimise both. This module plans the
-sweep, runs it through :mod:`lceval.pipeline` (build, infer, score per base: :func:`run_sweep`),
-then turns its runs into the paper's table, figure and a computed verdict (notebook
-``09_ntk_base_sweep``). L-Eval and RULER are reached through :mod:`lceval.registry`.
+sweep (:func:`plan_sweep`: one run per base), and turns the runs into the paper's table, figure
+and a computed verdict (:func:`report_sweep`); the run stages answer it
+(:func:`lceval.run.sweep.run_sweep`: build, infer, score per base) and the report stage adds the
+sweep's index page (:func:`lceval.report.report_sweep`), in notebook ``09_ntk_base_sweep``.
+L-Eval and RULER are reached through :mod:`lceval.registry`.
 
 Tasks (two families, at the same input lengths)
 -----------------------------------------------
@@ -56,14 +58,14 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
-from lceval import pipeline, registry
+from lceval import registry
 from lceval.errors import LcevalError
 from lceval.io import RunDir, new_meta
 from lceval.io import outputs_root as _outputs_root
 from lceval.metrics import bootstrap_ci
 
 if TYPE_CHECKING:
-    from lceval.models.specs import ModelSpec
+    pass
 
 FAMILIES: tuple[str, ...] = ("retrieval", "reasoning")
 """Task families, in plotting order."""
@@ -137,7 +139,7 @@ class Sweep:
     points: tuple[SweepPoint, ...]
     """RoPE settings, in the given order."""
     parts: Mapping[str, Mapping[str, Any]]
-    """Benchmark key -> builder params (``lceval.pipeline.build_suite``), the same for every
+    """Benchmark key -> builder params (``lceval.run.build_suite``), the same for every
     point."""
     params: Mapping[str, Any] = field(default_factory=dict)
     """The sweep's parameters as given (recorded in the sweep's run.json)."""
@@ -278,42 +280,6 @@ def plan_sweep(
 
 
 # -- results --------------------------------------------------------------------------------------
-def run_sweep(
-    sweep: Sweep,
-    spec: ModelSpec,
-    *,
-    batch_size: int | None = None,
-    max_new_tokens: int | None = None,
-    progress: bool = False,
-) -> None:
-    """Build, answer and score every point of the sweep, one run folder per base: the same
-    samples at every point (a rebuild that changes nothing keeps earlier answers), pending samples
-    answered by ``spec`` with the point's RoPE options (:meth:`SweepPoint.backend_options`),
-    scores from the benchmarks' default scorers. Rerunning resumes.
-
-    Args:
-        sweep: :func:`plan_sweep`'s plan.
-        spec: the one model of the sweep (``lceval.models.specs.ModelSpec``).
-        batch_size: prompts per generation call (None: the backend's default).
-        max_new_tokens: cap on every sample's answer budget in tokens (None: each sample's own).
-        progress: show progress bars.
-
-    Raises:
-        LcevalError: a point's build, inference or scoring fails (the message names it).
-    """
-    for point in sweep.points:
-        pipeline.build_suite(point.name, sweep.parts, root=sweep.root)
-        pipeline.infer(
-            point.name,
-            models=[spec.with_options(point.backend_options(spec.options))],
-            root=sweep.root,
-            batch_size=batch_size,
-            max_new_tokens=max_new_tokens,
-            progress=progress,
-        )
-        pipeline.score(point.name, root=sweep.root, progress=progress)
-
-
 def family_of(benchmark: str, task: str) -> str | None:
     """The sweep family of a sample (None: not part of the sweep)."""
     if benchmark == "ruler":
@@ -713,13 +679,12 @@ class SweepReport:
 def report_sweep(sweep: Sweep, *, n_resamples: int = 2000, seed: int = 0) -> SweepReport:
     """Write the sweep's report under ``<outputs>/<run_id>/``: run.json (sweep params and each
     point's model record, RoPE included), ``report/ntk_base_sweep.csv`` (the table),
-    ``report/ntk_trend.csv``, ``report/ntk_verdict.txt``, the figure (PNG, PDF) and
-    ``report/index.html``.
+    ``report/ntk_trend.csv``, ``report/ntk_verdict.txt`` and the figure (PNG, PDF);
+    ``report/index.html`` is the report stage's (:func:`lceval.report.report_sweep`).
 
     Raises:
         LcevalError: a point's run has no scores.
     """
-    from lceval.index_page import write_index
     from lceval.reporting import save_table
 
     items = item_scores(sweep)
@@ -753,5 +718,4 @@ def report_sweep(sweep: Sweep, *, n_resamples: int = 2000, seed: int = 0) -> Swe
         title=f"{model}: accuracy vs RoPE base",
         checkpoint_base=checkpoint.pop() if len(checkpoint) == 1 else None,
     )
-    write_index(run)
     return SweepReport(table, trend, sentence, tuple(figures))

@@ -9,14 +9,15 @@ from typing import Any
 
 import pytest
 
+import lceval.run
 from lceval.errors import LcevalError
 from lceval.models import backends, base
 from lceval.models.base import GenerationConfig, choose_backend, load_backend
-from lceval.models.cache import ResponseStore
 from lceval.models.generate import PrefixReuse, engine_config, generate, prefix_reuse
 from lceval.models.hf import HFBackend
 from lceval.models.vllm import VLLMBackend
 from lceval.records import Context, Response, Sample
+from lceval.store import ResponseStore
 
 CONTEXTS = {"c": Context("c", "A shared context. " * 10, 40, "o200k_base")}
 
@@ -253,7 +254,6 @@ def test_auto_falls_back_to_hf_when_vllm_does_not_start(
 
 
 def test_infer_records_engine_and_prefix_reuse(monkeypatch, tmp_path, tiny_model_dir) -> None:
-    from lceval import pipeline
     from lceval.io import RunDir, new_meta
 
     _no_vllm(monkeypatch)
@@ -266,7 +266,7 @@ def test_infer_records_engine_and_prefix_reuse(monkeypatch, tmp_path, tiny_model
     run = RunDir("r", tmp_path).create()
     run.write_samples(samples, [ctx])
     run.write_meta(new_meta("r"))
-    out = pipeline.infer("r", model=str(tiny_model_dir), root=tmp_path, batch_size=4,
+    out = lceval.run.infer("r", model=str(tiny_model_dir), root=tmp_path, batch_size=4,
                          backend_options={"device": "cpu"}, progress=False)  # fmt: skip
     entry = run.read_meta().models[str(tiny_model_dir)]
     assert entry["backend"] == "hf" and entry["requested_backend"] == "auto"

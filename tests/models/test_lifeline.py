@@ -216,9 +216,11 @@ def test_vllm_engine_dies_after_sigkill_to_lceval_run(tmp_path):
     try:
         # notebook 02's engine has started once a record names vLLM's engine core process
         watched = _wait_for(
-            lambda: proc.poll() is None
-            and _engine_in(_children_of_record(run))
-            and _children_of_record(run),
+            lambda: (
+                proc.poll() is None
+                and _engine_in(_children_of_record(run))
+                and _children_of_record(run)
+            ),
             timeout=540,
             step=1.0,
         )

@@ -315,8 +315,8 @@ def test_key_over_plain_http_to_a_remote_host_warns(monkeypatch) -> None:
 
 
 def test_lone_surrogate_from_the_server_is_stored_and_scored(scripted, tmp_path) -> None:
-    from lceval.models.cache import ResponseStore
     from lceval.models.generate import generate
+    from lceval.store import ResponseStore
 
     srv = scripted([(200, _completion("x\ud800y"), {})])
     backend = OpenAIBackend("fake", base_url=srv.url)

@@ -12,7 +12,7 @@ from collections import Counter
 
 import pytest
 
-from lceval import pipeline
+import lceval.run
 from lceval.errors import LcevalError
 from lceval.io import RunDir, new_meta
 from lceval.models.replicas import batches, creation_error, plan_waves, replica_options
@@ -70,7 +70,7 @@ def test_replicas_without_ray_is_one_line(tmp_path, monkeypatch, tiny_model_dir)
     _run(tmp_path, "r")
     monkeypatch.setitem(sys.modules, "ray", None)  # import ray -> ImportError
     with pytest.raises(LcevalError, match=r'pip install -e "\.\[ray\]"') as err:
-        pipeline.infer(
+        lceval.run.infer(
             "r", "hf", str(tiny_model_dir), root=tmp_path, backend_options={"replicas": 2}
         )
     assert "\n" not in str(err.value)
@@ -107,7 +107,7 @@ def test_creation_error_is_the_engines_own_message():
 def test_bad_replicas_value(tmp_path, tiny_model_dir, bad):
     _run(tmp_path, "r")
     with pytest.raises(LcevalError, match="replicas"):
-        pipeline.infer(
+        lceval.run.infer(
             "r", "hf", str(tiny_model_dir), root=tmp_path, backend_options={"replicas": bad}
         )
 
@@ -135,10 +135,10 @@ def test_two_replicas_answer_as_one_engine(tmp_path, tiny_model_dir, ray_cluster
     """replicas=2 on Ray and the in-process engine: the same tokens, float32, every sample once."""
     for rid in ("one", "two"):
         _run(tmp_path, rid)
-    one = pipeline.infer(
+    one = lceval.run.infer(
         "one", "hf", str(tiny_model_dir), root=tmp_path, backend_options=OPTS, batch_size=2
     )
-    two = pipeline.infer(
+    two = lceval.run.infer(
         "two",
         "hf",
         str(tiny_model_dir),
@@ -162,7 +162,7 @@ def test_two_replicas_answer_as_one_engine(tmp_path, tiny_model_dir, ray_cluster
 @pytest.mark.slow
 def test_two_models_at_once(tmp_path, tiny_model_dir, tiny_base_model_dir, ray_cluster, capsys):
     _run(tmp_path, "r", n=6)
-    out = pipeline.infer(
+    out = lceval.run.infer(
         "r",
         "hf",
         models=[str(tiny_model_dir), {"model": str(tiny_base_model_dir), "name": "base"}],
@@ -179,7 +179,7 @@ def test_two_models_at_once(tmp_path, tiny_model_dir, tiny_base_model_dir, ray_c
 def test_a_cluster_too_small_is_one_line(tmp_path, tiny_model_dir, ray_cluster):
     _run(tmp_path, "r", n=2)
     with pytest.raises(LcevalError, match="needs 3 CPU.*the Ray cluster has 2"):
-        pipeline.infer(
+        lceval.run.infer(
             "r", "hf", str(tiny_model_dir), root=tmp_path, backend_options={**OPTS, "replicas": 3}
         )
     assert not (tmp_path / "r" / "responses.jsonl").exists()

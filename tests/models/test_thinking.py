@@ -72,6 +72,7 @@ import math  # noqa: E402
 
 import pytest  # noqa: E402
 
+import lceval.run  # noqa: E402
 from lceval.errors import LcevalError  # noqa: E402
 from lceval.models import thinking  # noqa: E402
 from lceval.models.base import GenerationConfig  # noqa: E402
@@ -390,7 +391,6 @@ def test_thinking_run_end_to_end(thinking_model_dir: Path, tmp_path: Path) -> No
 
     import pandas as pd
 
-    from lceval import pipeline
     from lceval.io import RunDir
 
     rows = [
@@ -404,8 +404,8 @@ def test_thinking_run_end_to_end(thinking_model_dir: Path, tmp_path: Path) -> No
     ]
     data = tmp_path / "ifeval.jsonl"
     data.write_text("".join(json.dumps(r) + "\n" for r in rows))
-    pipeline.build("think", "manyifeval", {"path": str(data)}, root=tmp_path)
-    rs = pipeline.infer(
+    lceval.run.build("think", "manyifeval", {"path": str(data)}, root=tmp_path)
+    rs = lceval.run.infer(
         "think",
         "hf",
         str(thinking_model_dir),
@@ -420,7 +420,7 @@ def test_thinking_run_end_to_end(thinking_model_dir: Path, tmp_path: Path) -> No
     model_info = next(iter(meta["models"].values()))
     assert model_info["thinking"]["think_end"] == END
     assert all(r.reasoning is not None or r.thinking_unfinished for r in rs)
-    scores = pipeline.score("think", root=tmp_path, progress=False)
+    scores = lceval.run.score("think", root=tmp_path, progress=False)
     for r in rs:
         row = scores[scores["sample_id"] == r.sample_id].iloc[0]
         if r.thinking_unfinished:

@@ -11,7 +11,8 @@ import pandas as pd
 import pytest
 import yaml
 
-from lceval import pipeline
+import lceval.report
+import lceval.run
 from lceval.errors import LcevalError
 from lceval.io import RunDir, write_jsonl
 from lceval.records import Response
@@ -39,7 +40,7 @@ def test_plan_offline_and_with_data(tmp_path, leval_data):
     online = ntk.plan_sweep("s", bases=[1e4], lengths=[2000], samples=3, data_path=str(leval_data))
     assert set(online.parts) == {"leval"}
     assert online.parts["leval"]["tasks"] == ["topic_retrieval_longchat", "gsm100"]
-    run = pipeline.build_suite("p", online.parts, root=tmp_path)
+    run = lceval.run.build_suite("p", online.parts, root=tmp_path)
     tasks = {s.task for s in run.read_samples()}
     assert tasks == {"topic_retrieval_longchat", "gsm100"}
 
@@ -119,7 +120,7 @@ def _answer(sweep, point, right):
     """Responses as an engine would write them: right or wrong by ``right(sample)``, plus the
     run.json models entry a backend records (RoPE included)."""
     run = sweep.point_run(point)
-    samples = pipeline.load_samples(run)
+    samples = lceval.run.load_samples(run)
     responses = []
     for s in samples:
         if s.benchmark == "ruler":
@@ -145,16 +146,16 @@ def test_sweep_end_to_end_without_a_model(tmp_path):
         outputs_root=tmp_path,
     )
     for rank, point in enumerate(sweep.points):
-        run = pipeline.build_suite(point.name, sweep.parts, root=sweep.root)
+        run = lceval.run.build_suite(point.name, sweep.parts, root=sweep.root)
         assert {s.benchmark for s in run.read_samples()} == {"ruler", "leval"}
         # retrieval right from the middle base on, reasoning right at the smallest only
         _answer(sweep, point, lambda s, r=rank: (s.benchmark == "ruler") == (r >= 1))
-        pipeline.score(point.name, root=sweep.root, progress=False)
+        lceval.run.score(point.name, root=sweep.root, progress=False)
         meta = RunDir(point.name, sweep.root).read_meta()
         assert set(meta.params) == {"ruler", "leval"}
     ids = [RunDir(p.name, sweep.root).samples.read_text() for p in sweep.points]
     assert ids[0] == ids[1] == ids[2]  # the same samples under every base
-    report = ntk.report_sweep(sweep, n_resamples=200)
+    report = lceval.report.report_sweep(sweep, n_resamples=200)
     table = report.table
     assert list(table.columns[:5]) == ["base", "point", "model", "length", "family"]
     assert len(table) == 3 * 2 * 2 and set(table["n"]) == {2}

@@ -7,6 +7,7 @@ import math
 import pandas as pd
 import pytest
 
+import lceval.run
 from lceval.benchmarks.ruler.report import effective_length, ruler_tables, weighted_average
 from lceval.errors import LcevalError
 from lceval.records import Sample
@@ -144,20 +145,19 @@ def test_fig3b_scatter_with_the_runs(tmp_path):
 
 
 def test_readme_pairs_take_ruler_from_the_readme(tmp_path):
-    from lceval import pipeline
-    from lceval.models.cache import ResponseStore
     from lceval.records import Response
+    from lceval.store import ResponseStore
     from lceval.studies.ruler_correlation import readme_pairs
 
-    run = pipeline.build(
+    run = lceval.run.build(
         "rp",
         "longgenbench",
         {"n_per_scenario": 1, "scenarios": ["urban"], "versions": ["short"]},
         root=tmp_path,
     )
-    s = pipeline.load_samples(run)[0]
+    s = lceval.run.load_samples(run)[0]
     ResponseStore(run.responses).append([Response(s.id, "my-llama", "#*# Block 2: homes", "h")])
-    pipeline.score("rp", root=tmp_path, progress=False)
+    lceval.run.score("rp", root=tmp_path, progress=False)
     pairs = readme_pairs(["rp"], {"my-llama": "Llama3.1 (8B)"}, metric="CR", root=tmp_path)
     assert pairs[["model", "length", "ruler"]].values.tolist() == [["my-llama", 16384, 91.6]]
     assert pairs["longgenbench"].iloc[0] == pytest.approx(2.0)  # blocks 1-2 of 100

@@ -13,8 +13,9 @@ from typing import Literal
 
 from pydantic import Field
 
-from lceval.benchmark import Benchmark, JudgeModel, ScorerSpec, Testing, lazy, numbered
+from lceval.benchmark import Benchmark, ScorerSpec, Testing, lazy, numbered
 from lceval.benchmarks.cifbench.gold import GOLD, OFFICIAL_TASKS
+from lceval.models.judge import JudgeModel
 
 _RULE_OPTIONS = {
     "similarity": "similarity metric: chrf (offline default), rouge-l, bleurt",

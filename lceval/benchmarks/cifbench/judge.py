@@ -12,7 +12,7 @@ no score is NaN with the reason. For creative tasks the sub-scores (创造性, �
 
 Tasks whose type is not in ``types`` are scored by the rule-based scorer
 (:func:`lceval.benchmarks.cifbench.score.score_cifbench`, with the same similarity options).
-Judge prompts go through :class:`lceval.benchmark.ModelJudge` with a ResponseStore in the run
+Judge prompts go through :class:`lceval.models.judge.ModelJudge` with a ResponseStore in the run
 folder (``cifbench_judge.jsonl``): judging resumes after an interruption, and identical prompts
 are judged once. Greedy decoding.
 """
@@ -26,16 +26,16 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from lceval import benchmark
 from lceval.benchmarks.cifbench.gold import OUTPUT_TYPES, CifGold
 from lceval.benchmarks.cifbench.score import clean_text, score_cifbench
 from lceval.errors import LcevalError
+from lceval.models import judge as asking
 from lceval.records import Context, Judgement, Response, Sample
 
 if TYPE_CHECKING:
     from lceval.io import RunDir
     from lceval.models.base import Backend
-    from lceval.models.cache import ResponseStore
+    from lceval.store import ResponseStore
 
 JUDGE_FILE = "cifbench_judge.jsonl"
 """The judge's answers in the run folder (a ResponseStore: judging resumes from it)."""
@@ -151,7 +151,7 @@ class Item:
 
 
 @dataclass
-class ModelJudge(benchmark.AsksModel):
+class ModelJudge(asking.AsksModel):
     """Batch judge of scorer ``cifbench:judge`` (the pipeline calls ``prepare`` per response,
     ``finish`` per group of about ``batch_items`` prompts, then ``close``).
 
@@ -175,11 +175,11 @@ class ModelJudge(benchmark.AsksModel):
     label: str = "judge"
     progress: bool = False
     batch_items: int = 64
-    asker: benchmark.ModelJudge = field(init=False, repr=False)
+    asker: asking.ModelJudge = field(init=False, repr=False)
     """Asks the judge model (loads it at the first prompt, answers through ``store``)."""
 
     def __post_init__(self) -> None:
-        self.asker = benchmark.ModelJudge(
+        self.asker = asking.ModelJudge(
             self.load,
             self.store,
             max_new_tokens=self.max_new_tokens,
@@ -270,7 +270,7 @@ def model_judge(run: RunDir, **options: Any) -> ModelJudge:
     Args:
         run: the run folder; judgments go to ``<run>/cifbench_judge.jsonl`` (resumable).
         **options: :class:`lceval.benchmarks.cifbench.ModelJudgeOptions`: the shared
-            :class:`lceval.benchmark.JudgeModel` (``backend``, ``model``: None for the embedded
+            :class:`lceval.models.judge.JudgeModel` (``backend``, ``model``: None for the embedded
             SmolLM2, the paper used gpt-4-turbo-preview; ``backend_options``;
             ``max_new_tokens``, 256; ``batch_size``, 8), ``types`` (comma-separated output
             types the model judges; default multi-class, multi-label, creative, as the paper;
@@ -282,7 +282,7 @@ def model_judge(run: RunDir, **options: Any) -> ModelJudge:
             range, an unknown backend or backend option.
     """
     from lceval.benchmarks.cifbench import ModelJudgeOptions
-    from lceval.models.cache import ResponseStore
+    from lceval.store import ResponseStore
 
     opts = ModelJudgeOptions.parse(_SCORER, options)
     chosen = tuple(t.strip() for t in opts.types.split(",") if t.strip())

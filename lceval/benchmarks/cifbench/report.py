@@ -538,7 +538,8 @@ def report_cifbench(
 
     Returns:
         :func:`cifbench_tables` plus :func:`published_tables` (published numbers, marked
-        ``published_``), ``table6`` (the run's public overall beside the 28 published ones, in descending
+        ``published_``), ``table6`` (the run's public overall beside the 28 published ones, in
+        descending
         score; a run that is not the paper's grid, :mod:`lceval.coverage`, listed first,
         outside that order) and
         ``leaderboard_{public,private}_published`` (the run's leaderboard rows above the

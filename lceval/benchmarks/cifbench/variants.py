@@ -38,8 +38,8 @@ from lceval import params
 from lceval.benchmarks.cifbench.gold import MAX_INSTRUCTIONS, InstructionSource
 from lceval.errors import LcevalError
 from lceval.models.base import Backend, GenerationConfig
-from lceval.models.cache import ResponseStore
 from lceval.records import Sample
+from lceval.store import ResponseStore
 
 PROMPT_VERSION = "cifbench-paraphrase-v1"
 """Version of :data:`PARAPHRASE_PROMPT`; part of a generated set's provenance."""

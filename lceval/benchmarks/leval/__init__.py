@@ -12,8 +12,9 @@ study, :mod:`lceval.studies.ntk`.
 
 from pydantic import Field
 
-from lceval.benchmark import Benchmark, JudgeModel, ScorerSpec, Testing, lazy
+from lceval.benchmark import Benchmark, ScorerSpec, Testing, lazy
 from lceval.benchmarks.leval.gold import GOLD, TASKS
+from lceval.models.judge import JudgeModel
 
 
 class PairwiseJudgeOptions(JudgeModel):

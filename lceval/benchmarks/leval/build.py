@@ -26,7 +26,7 @@ Prompt layout (``lceval.benchmarks.leval.prompts``)
 Truncation
 ----------
 By default documents are kept whole and the backend right-truncates the context alone to the
-model's window (``lceval.models.base.render_chat_prompt``), keeping the instruction. With
+model's window (``lceval.models.prompts.render_chat_prompt``), keeping the instruction. With
 ``max_length`` (tokens, the official ``--max_length``), documents are first cut as the official
 scripts do: while the document has more than ``max_length - max_new_tokens`` tokens
 (``encoding``, cl100k_base = gpt-3.5-turbo's by default), keep its first ``limit - k`` words

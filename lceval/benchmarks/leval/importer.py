@@ -284,7 +284,7 @@ def export_predictions(
     """
     from lceval.benchmarks.leval import BENCHMARK
     from lceval.io import atomic_open, dumps
-    from lceval.models.cache import ResponseStore
+    from lceval.store import ResponseStore
 
     run = RunDir(run_id, root)
     samples = BENCHMARK.load_samples(s for s in run.read_samples() if s.benchmark == BENCHMARK.key)

@@ -17,7 +17,7 @@ Reproduces ``Evaluation/llm_eval.py`` of OpenLMLab/LEval (GPL-3; facts only) and
   (NaN when both games are errors); ``parts`` holds ``wins``, ``ties``, ``losses``, ``errors``;
   the reporter pools the counts over responses as the official script does.
 
-Judge prompts go through :class:`lceval.benchmark.ModelJudge` with a ResponseStore in the run
+Judge prompts go through :class:`lceval.models.judge.ModelJudge` with a ResponseStore in the run
 folder (``leval_judge.jsonl``), so an interrupted judging run resumes and identical prompts are
 judged once. Greedy decoding; ``max_new_tokens`` 2048 as the official call (lower it for small
 CPU judges). Closed-ended samples and questions without a baseline answer get NaN with the
@@ -33,17 +33,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from lceval.benchmark import AsksModel, ModelJudge
 from lceval.benchmarks.leval.gold import OpenGold
 from lceval.benchmarks.leval.importer import export_predictions, read_baseline
 from lceval.benchmarks.leval.prompts import JUDGE_SYSTEM, JUDGE_TEMPLATE
 from lceval.errors import LcevalError
+from lceval.models.judge import AsksModel, ModelJudge
 from lceval.records import Context, Judgement, Response, Sample
 
 if TYPE_CHECKING:
     from lceval.io import RunDir
     from lceval.models.base import Backend
-    from lceval.models.cache import ResponseStore
+    from lceval.store import ResponseStore
 
 JUDGE_FILE = "leval_judge.jsonl"
 """The judge's answers in the run folder (a ResponseStore: judging resumes from it)."""
@@ -299,7 +299,7 @@ def pairwise_judge(run: RunDir, **options: Any) -> PairwiseJudge:
     Args:
         run: the run folder; judgments go to ``<run>/leval_judge.jsonl`` (resumable).
         **options: :class:`lceval.benchmarks.leval.PairwiseJudgeOptions`: the shared
-            :class:`lceval.benchmark.JudgeModel` (``backend``, ``model``: None for the embedded
+            :class:`lceval.models.judge.JudgeModel` (``backend``, ``model``: None for the embedded
             SmolLM2, the paper used GPT-4 and GPT-3.5; ``backend_options``; ``max_new_tokens``,
             official 2048; ``batch_size``, 16) and ``baseline`` (:func:`resolve_baseline`:
             official prediction files, e.g. Turbo-16k's ``Predictions/ngram_eval/turbo-16k-0613``,
@@ -312,7 +312,7 @@ def pairwise_judge(run: RunDir, **options: Any) -> PairwiseJudge:
             that does not parse.
     """
     from lceval.benchmarks.leval import PairwiseJudgeOptions
-    from lceval.models.cache import ResponseStore
+    from lceval.store import ResponseStore
 
     opts = PairwiseJudgeOptions.parse(_SCORER, options)
     load = opts.loader()

@@ -9,8 +9,9 @@ cross-paper study, :mod:`lceval.studies.ruler_correlation`.
 
 from pydantic import Field
 
-from lceval.benchmark import Benchmark, JudgeModel, ScorerSpec, Testing, lazy, numbered
+from lceval.benchmark import Benchmark, ScorerSpec, Testing, lazy, numbered
 from lceval.benchmarks.longgenbench.gold import GOLD, TASKS
+from lceval.models.judge import JudgeModel
 
 
 class LLMJudgeOptions(JudgeModel):

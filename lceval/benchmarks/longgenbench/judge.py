@@ -2,7 +2,7 @@
 ``Evalution/eval.py`` (``"Context: {block}### Instruction: Does this context include the {desc}?
 Please answer with 'yes' or 'no' only."``) and its few-shot variant (paper Appendix C), the
 verdict parsing, and :class:`LLMJudge`, the batch judge that asks any lceval Backend through
-``lceval.benchmark.ModelJudge`` (answers stored in ``longgenbench_judge.jsonl``, so judging
+``lceval.models.judge.ModelJudge`` (answers stored in ``longgenbench_judge.jsonl``, so judging
 resumes). The checks it answers and the metrics (CR, STIC-1, STIC-2) are
 ``lceval.benchmarks.longgenbench.score``'s.
 """
@@ -15,13 +15,13 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from lceval.benchmark import AsksModel, ModelJudge
+from lceval.models.judge import AsksModel, ModelJudge
 from lceval.records import Context, Judgement, Response, Sample
 
 if TYPE_CHECKING:
     from lceval.io import RunDir
     from lceval.models.base import Backend
-    from lceval.models.cache import ResponseStore
+    from lceval.store import ResponseStore
 
 from lceval.benchmarks.longgenbench.score import (
     JUDGE_FILE,
@@ -242,7 +242,7 @@ def llm_judge(run: RunDir, **options: Any) -> LLMJudge:
     Args:
         run: the run folder; answers go to ``<run>/longgenbench_judge.jsonl`` (resumable).
         **options: :class:`lceval.benchmarks.longgenbench.LLMJudgeOptions` (the shared
-            :class:`lceval.benchmark.JudgeModel`: ``backend``, ``model`` (None: the embedded
+            :class:`lceval.models.judge.JudgeModel`: ``backend``, ``model`` (None: the embedded
             SmolLM2; the paper used Llama-3.1-8B-Instruct), ``backend_options`` (e.g.
             ``{"prompt_format": "plain"}`` sends the raw prompt as the official ``eval.py``
             does; with ``backend="openai"``, ``{"base_url": ...}`` asks any OpenAI-compatible
@@ -255,7 +255,7 @@ def llm_judge(run: RunDir, **options: Any) -> LLMJudge:
             backend or backend option, or a judge store that does not parse.
     """
     from lceval.benchmarks.longgenbench import LLMJudgeOptions
-    from lceval.models.cache import ResponseStore
+    from lceval.store import ResponseStore
 
     opts = LLMJudgeOptions.parse(_SCORER, options)
     load = opts.loader()

@@ -336,7 +336,7 @@ def longgenbench_summary(
     if frame.empty:
         return pd.DataFrame(columns=SUMMARY_COLUMNS)
     caps = dict(generation_caps or {})
-    # "<model>@<config hash>": a model scored apart per config (lceval.pipeline.score); run.json
+    # "<model>@<config hash>": a model scored apart per config (lceval.run.score); run.json
     # holds its latest config's cap under the plain name.
     cap_of = [caps.get(m, caps.get(m.rsplit("@", 1)[0])) for m in frame["model"]]
     frame["max_new_tokens"] = [
@@ -389,7 +389,7 @@ def by_type_table(frame: pd.DataFrame) -> pd.DataFrame:
 
 def checks_frame(run: RunDir, scores: pd.DataFrame) -> pd.DataFrame:
     """Per-check verdicts of the run (``longgenbench_checks.parquet``, written by
-    ``lceval.pipeline.score`` from the scorer's per-check rows), keeping only the (sample, model)
+    ``lceval.run.score`` from the scorer's per-check rows), keeping only the (sample, model)
     pairs present in ``scores``. Empty (columns ``gold.CHECK_COLUMNS``) when the run has no
     checks file."""
     path = run.path / CHECKS_FILE

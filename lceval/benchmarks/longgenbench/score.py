@@ -41,7 +41,7 @@ Judges
   ``"Context: {block}### Instruction: Does this context include the {desc}?
   Please answer with 'yes' or 'no' only."`` (``eval.py``), or the few-shot variant of Appendix C
   (answers ``#*# Yes`` / ``#*# No``). The (block, description) pairs of a group of responses go
-  through ``lceval.benchmark.ModelJudge`` with a ``ResponseStore`` in the run folder
+  through ``lceval.models.judge.ModelJudge`` with a ``ResponseStore`` in the run folder
   (``longgenbench_judge.jsonl``), so an interrupted judging run resumes; an answer counts as yes if
   its lower-cased text contains ``"yes"`` (official), or, few-shot, if the last ``#*# yes|no``
   mark says yes. The block is the prompt's context, so a block longer than the judge's window is

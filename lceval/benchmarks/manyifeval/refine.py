@@ -58,10 +58,10 @@ from lceval.benchmarks.manyifeval.score import check_response
 from lceval.errors import LcevalError
 from lceval.io import RunDir, iter_jsonl, write_jsonl
 from lceval.models.base import Backend, GenerationConfig
-from lceval.models.cache import ResponseStore
 from lceval.models.generate import generate
 from lceval.records import Response, Sample, Score
 from lceval.reporting import save_figure, save_table
+from lceval.store import ResponseStore
 
 SELF_FEEDBACK = ("feedback", "feedback-each", "feedback-each-cot")
 

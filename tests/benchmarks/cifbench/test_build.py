@@ -6,7 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from lceval import pipeline, registry
+import lceval.run
+from lceval import registry
 from lceval.benchmarks.cifbench.build import build_cifbench
 from lceval.benchmarks.cifbench.gold import CifGold
 from lceval.benchmarks.cifbench.variants import VariantSet, write_variants
@@ -147,8 +148,8 @@ def test_registered_and_built_by_the_pipeline(demo, tmp_path: Path) -> None:
     assert "cifbench" in registry.BENCHMARKS
     bench = registry.get("cifbench")
     assert bench.scorer().name == "cifbench" and "cifbench:judge" in bench.scorers
-    run = pipeline.build("cif", "cifbench", _params(demo, backend="hf"), root=tmp_path / "out")
-    samples = pipeline.load_samples(run)
+    run = lceval.run.build("cif", "cifbench", _params(demo, backend="hf"), root=tmp_path / "out")
+    samples = lceval.run.load_samples(run)
     assert all(isinstance(s.gold, CifGold) for s in samples)
     assert run.read_meta().sources["cifbench"]["output_types"]
 

@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from lceval import pipeline
+import lceval.report
+import lceval.run
 from lceval.benchmarks.cifbench.gold import CifGold
 from lceval.benchmarks.cifbench.judge import (
     JUDGE_FILE,
@@ -19,8 +20,8 @@ from lceval.benchmarks.cifbench.judge import (
     parse_sub_scores,
 )
 from lceval.errors import LcevalError
-from lceval.models.cache import ResponseStore
 from lceval.records import Context, Response, Sample
+from lceval.store import ResponseStore
 
 
 class Scripted:
@@ -165,13 +166,13 @@ def test_pipeline_scores_with_the_judge(demo, tmp_path: Path, monkeypatch) -> No
     backend = Scripted("分数：5")
     monkeypatch.setattr(base, "load_backend", lambda *a, **k: backend)
     params = {"public_dir": str(demo["public_dir"]), "private_dir": str(demo["private_dir"])}
-    run = pipeline.build("cj", "cifbench", params, root=tmp_path)
+    run = lceval.run.build("cj", "cifbench", params, root=tmp_path)
     answers = [
         Response(s.id, "m", "正面" if "Sentiment" in s.task else "文本", "h")
         for s in run.read_samples()
     ]
     ResponseStore(run.responses).append(answers)
-    scores = pipeline.score(
+    scores = lceval.run.score(
         "cj",
         root=tmp_path,
         scorer="cifbench:judge",
@@ -183,6 +184,6 @@ def test_pipeline_scores_with_the_judge(demo, tmp_path: Path, monkeypatch) -> No
     assert len(backend.prompts) == 3 + 3  # story: 3 public inputs, 1 private input x 3
     assert scores["scorer"].unique().tolist() == ["cifbench:judge"]
     assert (run.path / "cifbench_judge_details.parquet").exists()
-    tables = pipeline.report("cj", root=tmp_path)
+    tables = lceval.report.report("cj", root=tmp_path)
     used = tables["cifbench/metrics_used"]
     assert set(used["metric"].dropna()) >= {"model-based evaluator", "accuracy", "F1", "chrF"}

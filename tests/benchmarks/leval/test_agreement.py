@@ -6,6 +6,8 @@ import math
 
 import pytest
 
+import lceval.report
+import lceval.run
 from lceval.benchmarks.leval.agreement import PUBLISHED_TAU, lie_kendall
 from lceval.benchmarks.leval.gold import OpenGold
 from lceval.benchmarks.leval.report import leval_tables
@@ -90,7 +92,6 @@ def test_metric_kendall_over_imported_published_predictions(tmp_path) -> None:
     """Published prediction files name no LIE setting: the metrics' agreement is per lie None."""
     import json
 
-    from lceval import pipeline
     from lceval.benchmarks.leval.importer import import_predictions
 
     answers = {"good": "the sky is blue today", "mid": "the sky is green", "bad": "no idea"}
@@ -103,8 +104,8 @@ def test_metric_kendall_over_imported_published_predictions(tmp_path) -> None:
         ]
         path.write_text("\n".join(json.dumps(r) for r in rows) + "\n", encoding="utf-8")
     import_predictions(tmp_path / "Predictions", "pub", root=tmp_path)
-    pipeline.score("pub", root=tmp_path, progress=False)
-    tables = pipeline.report("pub", root=tmp_path)
+    lceval.run.score("pub", root=tmp_path, progress=False)
+    tables = lceval.report.report("pub", root=tmp_path)
     pairs = tables["leval/metric_kendall"].set_index(["lie", "metric_a", "metric_b"])
     assert pairs.loc[("None", "ROUGE-L", "F-1"), "tau"] == pytest.approx(1.0)
     assert pairs.loc[("None", "ROUGE-L", "F-1"), "n_models"] == 3

@@ -13,7 +13,7 @@ from lceval.benchmarks.leval.build import build_leval
 from lceval.benchmarks.leval.data import parse_document
 from lceval.benchmarks.leval.score import process_math, score_leval
 from lceval.errors import LcevalError
-from lceval.models.base import user_text
+from lceval.models.prompts import user_text
 from lceval.records import Response
 from lceval.registry import load_samples
 from lceval.tokens import get_encoding

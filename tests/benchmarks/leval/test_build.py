@@ -7,13 +7,14 @@ import re
 
 import pytest
 
-from lceval import pipeline
+import lceval.params
+import lceval.run
 from lceval.benchmarks.leval import data as leval_data
 from lceval.benchmarks.leval import prompts
 from lceval.benchmarks.leval.build import build_leval, cut_document
 from lceval.benchmarks.leval.gold import OpenGold, SciFiGold, TopicGold
 from lceval.errors import LcevalError
-from lceval.models.base import user_text
+from lceval.models.prompts import user_text
 
 
 def _by_id(result):
@@ -141,11 +142,11 @@ def test_max_length_cuts_documents(leval_data):
 
 def test_same_params_same_files(tmp_path, leval_data):
     params = {"data_path": str(leval_data), "lie": "both"}
-    a = pipeline.build("a", "leval", params, root=tmp_path)
-    b = pipeline.build("b", "leval", params, root=tmp_path)
+    a = lceval.run.build("a", "leval", params, root=tmp_path)
+    b = lceval.run.build("b", "leval", params, root=tmp_path)
     for name in ("samples.jsonl", "contexts.jsonl"):
         assert (a.path / name).read_bytes() == (b.path / name).read_bytes()
-    loaded = pipeline.load_samples(a)
+    loaded = lceval.run.load_samples(a)
     assert isinstance(loaded[0].gold, type(build_leval(params).samples[0].gold))
 
 
@@ -282,9 +283,9 @@ def test_bm25_retrieval_contexts(leval_data):
 @pytest.mark.slow
 def test_smoke_params_build_with_dense_retrieval(tmp_path):
     """params/08_leval/smoke.yaml builds as it is (demo data, the shipped MiniLM retriever)."""
-    params = pipeline.load_params("params/08_leval/smoke.yaml")
-    run = pipeline.build("smoke", "leval", params, root=tmp_path)
-    samples = pipeline.load_samples(run)
+    params = lceval.params.load_params("params/08_leval/smoke.yaml")
+    run = lceval.run.build("smoke", "leval", params, root=tmp_path)
+    samples = lceval.run.load_samples(run)
     modes = {s.meta["retrieval"] for s in samples}
     assert modes == {"full", "dense"}
     ctx = run.read_contexts()

@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from lceval import pipeline
+import lceval.report
+import lceval.run
 from lceval.benchmarks.leval.importer import export_predictions, import_predictions
 from lceval.cli import main
 from lceval.errors import LcevalError
@@ -86,7 +87,7 @@ def test_import_score_report_reproduce_the_table(tmp_path, predictions, capsys):
     assert main(["--outputs", root, "import", "leval", str(predictions), "--run-id", "imp"]) == 0
     assert "imported" in capsys.readouterr().out
     run = RunDir("imp", root)
-    samples = {s.id: s for s in pipeline.load_samples(run)}
+    samples = {s.id: s for s in lceval.run.load_samples(run)}
     # shared across the two models' files; a repeated (query, gt) in one file stays two samples
     assert len(samples) == 4 + 2 + 1 + 6 + 2 + 2
     assert samples["leval/natural_question/p0001"].gold.query == "n1"
@@ -98,7 +99,7 @@ def test_import_score_report_reproduce_the_table(tmp_path, predictions, capsys):
     ]
     assert main(["--outputs", root, "score", "imp"]) == 0
     assert main(["--outputs", root, "report", "imp"]) == 0
-    tables = pipeline.report("imp", root=root)
+    tables = lceval.report.report("imp", root=root)
     table = tables["leval/exam_table"]
     m = table.loc[("m-x", "full")]
     assert m["TOEFL"] == 100.0
@@ -142,8 +143,8 @@ def test_export_round_trip(tmp_path, predictions):
         p.name for p in (predictions / "exam_eval" / "m-32k").iterdir()
     )
     again = import_predictions(tmp_path / "exported", "two", root=tmp_path)
-    a = pipeline.score("one", root=tmp_path, progress=False).sort_values("sample_id")
-    b = pipeline.score("two", root=tmp_path, progress=False).sort_values("sample_id")
+    a = lceval.run.score("one", root=tmp_path, progress=False).sort_values("sample_id")
+    b = lceval.run.score("two", root=tmp_path, progress=False).sort_values("sample_id")
     assert list(a["value"]) == list(b["value"]) and again.path.exists()
 
 
@@ -156,8 +157,8 @@ def test_official_predictions_reproduce_the_readme(tmp_path):
     base = Path(OFFICIAL or "")
     pred = base / "Predictions" if (base / "Predictions").is_dir() else base
     import_predictions(pred / "exam_eval" / "gpt4-32k", "gpt4", root=tmp_path)
-    pipeline.score("gpt4", root=tmp_path, progress=False)
-    table = pipeline.report("gpt4", root=tmp_path)["leval/exam_table"]
+    lceval.run.score("gpt4", root=tmp_path, progress=False)
+    table = lceval.report.report("gpt4", root=tmp_path)["leval/exam_table"]
     row = table.loc[("gpt4-x", "full")]
     readme = {"TOEFL": 84.38, "QuALITY": 82.17, "Coursera": 75.58, "GSM": 96.00, "CodeU": 25.55}
     for name, want in readme.items():

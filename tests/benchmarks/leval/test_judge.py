@@ -9,7 +9,8 @@ import math
 import pandas as pd
 import pytest
 
-from lceval import pipeline
+import lceval.report
+import lceval.run
 from lceval.benchmarks.leval import GAMES_FILE
 from lceval.benchmarks.leval.importer import read_baseline
 from lceval.benchmarks.leval.judge import (
@@ -22,8 +23,8 @@ from lceval.benchmarks.leval.judge import (
 from lceval.benchmarks.leval.prompts import JUDGE_SYSTEM
 from lceval.errors import LcevalError
 from lceval.io import dumps
-from lceval.models.cache import ResponseStore
 from lceval.records import Response
+from lceval.store import ResponseStore
 
 
 @pytest.mark.parametrize(
@@ -62,7 +63,7 @@ def test_prompt_is_the_official_pair_v2():
 
 @pytest.fixture
 def judged_run(tmp_path, leval_data):
-    run = pipeline.build(
+    run = lceval.run.build(
         "j",
         "leval",
         {"data_path": str(leval_data), "tasks": ["tpo", "natural_question", "news_summ"]},
@@ -108,7 +109,7 @@ def test_judge_through_the_pipeline(judged_run, monkeypatch, scripted_judge):
         return engines[-1]
 
     monkeypatch.setattr(base_module, "load_backend", load)
-    df = pipeline.score(
+    df = lceval.run.score(
         "j",
         root=run.path.parent,
         scorer="leval:judge",
@@ -130,13 +131,13 @@ def test_judge_through_the_pipeline(judged_run, monkeypatch, scripted_judge):
     games = pd.read_parquet(run.path / GAMES_FILE)
     assert len(games) == 6 and set(games["winner"]) == {"model", "baseline", "tie"}
     assert set(games["baseline"]) == {"turbo"}
-    tables = pipeline.report("j", root=run.path.parent)
+    tables = lceval.report.report("j", root=run.path.parent)
     j = tables["leval/judge"]
     overall = j[j["task"] == "all"].iloc[0]
     assert (overall["n_wins"], overall["n_draws"], overall["n_losses"]) == (2, 2, 2)
     assert overall["win_rate"] == 50.0
     # judging again reads the stored judgments: no new prompt
-    again = pipeline.score(
+    again = lceval.run.score(
         "j",
         root=run.path.parent,
         scorer="leval:judge",
@@ -152,7 +153,7 @@ def test_unparsable_judgments_are_errors(tmp_path, scripted_judge, judged_run):
     answers, name, _ = read_baseline(baseline)
     backend = scripted_judge(fixed="I cannot decide.")
     judge = PairwiseJudge(lambda: backend, ResponseStore(tmp_path / JUDGE_FILE), answers, name)
-    samples = {s.id: s for s in pipeline.load_samples(run)}
+    samples = {s.id: s for s in lceval.run.load_samples(run)}
     s = samples["leval/natural_question/0000/000"]
     prepared = [judge.prepare(s, Response(s.id, "m", "blue", "h"), None)]
     [j] = judge.finish(prepared)
@@ -171,7 +172,7 @@ def test_options_are_checked(judged_run):
     with pytest.raises(LcevalError, match="does not exist"):
         pairwise_judge(run, baseline=str(baseline) + ".missing")
     with pytest.raises(LcevalError, match="has no option"):
-        pipeline.score("j", root=run.path.parent, scorer="leval:judge", options={"nope": 1})
+        lceval.run.score("j", root=run.path.parent, scorer="leval:judge", options={"nope": 1})
 
 
 @pytest.mark.slow
@@ -189,7 +190,7 @@ def test_real_embedded_model_as_judge(tmp_path, judged_run):
         max_new_tokens=8,
         batch_size=6,
     )
-    samples = {s.id: s for s in pipeline.load_samples(run)}
+    samples = {s.id: s for s in lceval.run.load_samples(run)}
     texts = {
         "leval/natural_question/0000/000": "blue",
         "leval/natural_question/0000/001": "nine",
@@ -215,7 +216,7 @@ def _score_with(run, baseline, monkeypatch, scripted_judge):
 
     monkeypatch.setattr(base_module, "load_backend", lambda *a, **k: scripted_judge())
     options = {} if baseline is None else {"baseline": baseline}
-    df = pipeline.score(
+    df = lceval.run.score(
         run.run_id, root=run.path.parent, scorer="leval:judge", options=options, progress=False
     )
     return df.set_index("sample_id")["value"]
@@ -226,11 +227,11 @@ def test_baseline_from_another_run_or_model(judged_run, monkeypatch, scripted_ju
     run, path = judged_run
     want = _score_with(run, str(path), monkeypatch, scripted_judge)
     # another run holding the baseline's answers (as `lceval import leval` makes one)
-    other = pipeline.build("other", "leval", run.read_meta().params["leval"], root=tmp_path)
+    other = lceval.run.build("other", "leval", run.read_meta().params["leval"], root=tmp_path)
     answers, _, _ = read_baseline(path)
     by_question = {
         s.id: answers[(s.gold.query, s.gold.reference)]
-        for s in pipeline.load_samples(other)
+        for s in lceval.run.load_samples(other)
         if (getattr(s.gold, "query", None), getattr(s.gold, "reference", None)) in answers
     }
     lines = [dumps(Response(k, "turbo", v, "h")) for k, v in by_question.items()]
@@ -243,7 +244,7 @@ def test_baseline_from_another_run_or_model(judged_run, monkeypatch, scripted_ju
     with run.responses.open("a", encoding="utf-8") as f:
         f.write("\n".join(dumps(Response(k, "turbo", v, "h2")) for k, v in by_question.items()))
         f.write("\n")
-    df = pipeline.score(
+    df = lceval.run.score(
         "j", root=run.path.parent, scorer="leval:judge", options={"baseline": "model:turbo"},
         progress=False,
     )  # fmt: skip

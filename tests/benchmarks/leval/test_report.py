@@ -9,7 +9,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from lceval import pipeline
+import lceval.report
+import lceval.run
 from lceval.benchmarks.leval.gold import ExamGold, OpenGold, SciFiGold, TopicGold
 from lceval.benchmarks.leval.report import leval_tables, published
 from lceval.io import RunDir, dumps, scores_frame
@@ -90,15 +91,15 @@ def test_retrieval_table(tmp_path, leval_data):
         "retrieval_chunk_tokens": 40,
         "retrieval_window": 120,
     }
-    run = pipeline.build("r", "leval", params, root=tmp_path)
-    samples = pipeline.load_samples(run)
+    run = lceval.run.build("r", "leval", params, root=tmp_path)
+    samples = lceval.run.load_samples(run)
     lines = [
         dumps(Response(s.id, "m", "A" if s.meta["retrieval"] == "full" else "B", "h"))
         for s in samples
     ]
     run.responses.write_text("\n".join(lines) + "\n")
-    pipeline.score("r", root=tmp_path, progress=False)
-    tables = pipeline.report("r", root=tmp_path)
+    lceval.run.score("r", root=tmp_path, progress=False)
+    tables = lceval.report.report("r", root=tmp_path)
     ret = tables["leval/retrieval"]
     assert list(ret.columns) == ["bm25", "full"]
     assert ret.loc[("m", "TOEFL"), "full"] == 50.0 and ret.loc[("m", "TOEFL"), "bm25"] == 0.0

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from lceval import pipeline
+import lceval.params
 from lceval.benchmark import BuildResult
 from lceval.benchmarks.lifbench.build import build_lifbench
 
@@ -14,7 +14,7 @@ SMOKE_PARAMS = "params/01_build_data/smoke.yaml"
 @pytest.fixture(scope="session")
 def smoke_params() -> dict:
     """The notebook params of the smoke set, as the notebook and ``lceval build`` read them."""
-    return pipeline.load_params(SMOKE_PARAMS)
+    return lceval.params.load_params(SMOKE_PARAMS)
 
 
 @pytest.fixture(scope="session")

@@ -11,7 +11,9 @@ from collections import Counter
 import numpy as np
 import pytest
 
-from lceval import corpora, pipeline, registry
+import lceval.params
+import lceval.run
+from lceval import corpora, registry
 from lceval.benchmarks.lifbench import expressions as lexp
 from lceval.benchmarks.lifbench import gold as G
 from lceval.benchmarks.lifbench.build import (
@@ -118,7 +120,7 @@ def test_bad_gold_is_named_at_load_time():
 
 @pytest.mark.parametrize("name", ["smoke", "full"])
 def test_notebook_params_files_are_accepted_as_they_are(name):
-    params = pipeline.load_params(f"params/01_build_data/{name}.yaml")
+    params = lceval.params.load_params(f"params/01_build_data/{name}.yaml")
     assert "run_id" in params
     counts = plan_counts(params)
     assert sum(counts.values()) == (44 if name == "smoke" else 2766)
@@ -304,11 +306,11 @@ def test_oq_evidence_kinds(mid):
 
 def test_determinism_byte_identical(tmp_path):
     params = {"lengths": ["4k"], "seed": 7, "max_samples_per_task": 3}
-    a = pipeline.build("a", "lifbench", params, root=tmp_path)
-    b = pipeline.build("b", "lifbench", params, root=tmp_path)
+    a = lceval.run.build("a", "lifbench", params, root=tmp_path)
+    b = lceval.run.build("b", "lifbench", params, root=tmp_path)
     assert a.samples.read_bytes() == b.samples.read_bytes()
     assert a.contexts.read_bytes() == b.contexts.read_bytes()
-    c = pipeline.build("c", "lifbench", {**params, "seed": 8}, root=tmp_path)
+    c = lceval.run.build("c", "lifbench", {**params, "seed": 8}, root=tmp_path)
     assert c.contexts.read_bytes() != a.contexts.read_bytes()
     meta = json.loads(a.run_json.read_text())
     assert meta["encoding"] == "o200k_base"

@@ -8,7 +8,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from lceval import compare, metrics, pipeline
+import lceval.run
+from lceval import metrics
 from lceval.benchmarks.lifbench import gold as G
 from lceval.benchmarks.lifbench import published as P
 from lceval.benchmarks.lifbench import report as A
@@ -17,6 +18,7 @@ from lceval.benchmarks.lifbench.gold import CAPABILITIES, TASK_POINTS, ListItemG
 from lceval.errors import LcevalError
 from lceval.io import RunDir, new_meta, scores_frame, write_jsonl
 from lceval.records import Context, Response, Sample
+from lceval.report import compare
 
 
 def _table(rows: list[tuple]) -> pd.DataFrame:
@@ -188,7 +190,7 @@ def _fake_run(
     params = {"lifbench": {"expressions": expressions}} if expressions else {}
     run.write_meta(new_meta(run_id, params=params))
     write_jsonl(run.responses, responses)
-    pipeline.score(run_id, root=tmp_path, progress=False)
+    lceval.run.score(run_id, root=tmp_path, progress=False)
     return run
 
 
@@ -266,7 +268,7 @@ def test_smoke_set_report_has_every_headline_number(tmp_path, smoke_build) -> No
         wrong = s.length == 6144 and s.expression_id == 1
         responses.append(Response(s.id, "unsteady", "I do not know." if wrong else _answer(s), "h"))
     write_jsonl(run.responses, responses)
-    pipeline.score(run.run_id, root=tmp_path, progress=False)
+    lceval.run.score(run.run_id, root=tmp_path, progress=False)
     tables = A.report_lifbench(run, run.read_scores(), run.read_samples())
 
     t3 = tables["table3_ars"]

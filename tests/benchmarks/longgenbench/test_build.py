@@ -326,7 +326,7 @@ def test_bad_gold_names_the_field(change, match):
 
 @pytest.mark.parametrize("name", ["smoke", "full"])
 def test_notebook_params_files_build_as_they_are(name):
-    from lceval.pipeline import load_params
+    from lceval.params import load_params
 
     params = load_params(f"params/06_longgenbench/{name}.yaml")
     params.pop("run_id")

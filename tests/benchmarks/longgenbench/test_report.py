@@ -8,6 +8,8 @@ import math
 import pandas as pd
 import pytest
 
+import lceval.report
+import lceval.run
 from lceval.benchmarks.longgenbench.report import (
     SUMMARY_COLUMNS,
     agreement_table,
@@ -170,13 +172,12 @@ def test_judge_agreement_values():
 
 
 def test_report_writes_tables_and_figures(tmp_path):
-    from lceval import pipeline
-    from lceval.models.cache import ResponseStore
+    from lceval.store import ResponseStore
 
-    run = pipeline.build(
+    run = lceval.run.build(
         "rep", "longgenbench", {"n_per_scenario": 1, "scenarios": ["urban"]}, root=tmp_path
     )
-    samples = pipeline.load_samples(run)
+    samples = lceval.run.load_samples(run)
     out = []
     for s in samples:
         descs = {c.entry: c.description for c in s.gold.checks}
@@ -185,8 +186,8 @@ def test_report_writes_tables_and_figures(tmp_path):
         )
         out.append(Response(s.id, "fake", text, "h"))
     ResponseStore(run.responses).append(out)
-    pipeline.score("rep", root=tmp_path, progress=False)  # writes longgenbench_checks.parquet
-    tables = pipeline.report("rep", root=tmp_path)
+    lceval.run.score("rep", root=tmp_path, progress=False)  # writes longgenbench_checks.parquet
+    tables = lceval.report.report("rep", root=tmp_path)
     t3 = tables["longgenbench/table3"]
     assert t3["CR"].tolist() == [100.0, 100.0] and t3["version"].tolist() == ["short", "long"]
     position = tables["longgenbench/position"]
@@ -202,7 +203,7 @@ def test_report_writes_tables_and_figures(tmp_path):
     assert json.loads(pd.read_parquet(r.scores)["parts"].iloc[0])["CR"] == 1.0
     # without a checks file (a run scored before it existed) the position table is empty
     (r.path / "longgenbench_checks.parquet").unlink()
-    assert pipeline.report("rep", root=tmp_path)["longgenbench/position"].empty
+    assert lceval.report.report("rep", root=tmp_path)["longgenbench/position"].empty
 
 
 def test_report_rejects_unknown_sample(tmp_path):

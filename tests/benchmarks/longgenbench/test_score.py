@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from lceval import pipeline
+import lceval.run
 from lceval.benchmarks.longgenbench import CHECKS_FILE
 from lceval.benchmarks.longgenbench import score as score_module
 from lceval.benchmarks.longgenbench.gold import CHECK_COLUMNS, LongGenBenchGold
@@ -37,9 +37,9 @@ from lceval.benchmarks.longgenbench.score import (
 )
 from lceval.errors import LcevalError
 from lceval.io import RunDir, dumps
-from lceval.models.base import user_text
-from lceval.models.cache import ResponseStore
+from lceval.models.prompts import user_text
 from lceval.records import Response, Sample
+from lceval.store import ResponseStore
 
 
 def gold(once=None, rng=None, per=None, unit="Floor", number=10, prefix="#*# Floor 1:"):
@@ -407,13 +407,13 @@ def _perfect(s: Sample) -> str:
 
 @pytest.fixture
 def sky_run(tmp_path):
-    run = pipeline.build(
+    run = lceval.run.build(
         "lgb",
         "longgenbench",
         {"n_per_scenario": 2, "scenarios": ["skyscraper"], "versions": ["short"]},
         root=tmp_path,
     )
-    return run, pipeline.load_samples(run)
+    return run, lceval.run.load_samples(run)
 
 
 def test_failed_then_retried_response_is_scored_as_the_success(sky_run):
@@ -428,7 +428,7 @@ def test_failed_then_retried_response_is_scored_as_the_success(sky_run):
             Response(s.id, "m", _perfect(s), "h"),
         ],
     )
-    df = pipeline.score("lgb", root=run.path.parent, progress=False)
+    df = lceval.run.score("lgb", root=run.path.parent, progress=False)
     assert len(df) == 1
     row = df.iloc[0]
     assert row["value"] == 1.0 and not row["explanation"].startswith("generation failed")
@@ -439,7 +439,7 @@ def test_pipeline_offline_scoring_writes_checks(sky_run):
     ok = [Response(s.id, "m", _perfect(s), "h") for s in samples]
     err = Response(samples[0].id, "m2", "", "h", finish_reason="error", error="OOM")
     _write(run, [*ok, ok[0], err], tail='{"torn')  # a duplicate, a failure, a torn last line
-    df = pipeline.score("lgb", root=run.path.parent, progress=False)
+    df = lceval.run.score("lgb", root=run.path.parent, progress=False)
     assert len(df) == 3
     assert (df[df["model"] == "m"]["value"] == 1.0).all()
     failed = df[df["model"] == "m2"]
@@ -466,7 +466,7 @@ def test_pipeline_llm_judge_with_second_judge_and_resume(sky_run, monkeypatch):
 
     monkeypatch.setattr(base, "load_backend", fake_load)
     opts = {"batch_size": 4, "backend_options": {"device": "cpu"}}
-    df = pipeline.score(
+    df = lceval.run.score(
         "lgb", root=run.path.parent, scorer="longgenbench:llm", options=opts, progress=False
     )
     assert df["scorer"].unique().tolist() == ["longgenbench:llm"]
@@ -478,7 +478,7 @@ def test_pipeline_llm_judge_with_second_judge_and_resume(sky_run, monkeypatch):
     assert set(checks["judge"]) == {"llm:fake-judge"} and set(checks["judge_2"]) == {"offline"}
     assert (run.path / JUDGE_FILE).exists()
     # rescoring asks the judge nothing new
-    again = pipeline.score(
+    again = lceval.run.score(
         "lgb", root=run.path.parent, scorer="longgenbench:llm", options=opts, progress=False
     )
     assert again["value"].tolist() == df["value"].tolist()
@@ -499,7 +499,7 @@ def test_llm_judge_options_are_checked_before_loading(sky_run, options, match):
     run, samples = sky_run
     _write(run, [Response(samples[0].id, "m", "x", "h")])
     with pytest.raises(LcevalError, match=match):
-        pipeline.score("lgb", root=run.path.parent, scorer="longgenbench:llm", options=options)
+        lceval.run.score("lgb", root=run.path.parent, scorer="longgenbench:llm", options=options)
 
 
 @pytest.mark.slow
@@ -508,7 +508,7 @@ def test_embedded_model_as_judge(sky_run):
     run, samples = sky_run
     s = samples[0]
     _write(run, [Response(s.id, "m", " a lobby #*# Floor 2: a spa #*# Floor 3: a gym", "h")])
-    df = pipeline.score(
+    df = lceval.run.score(
         "lgb",
         root=run.path.parent,
         scorer="longgenbench:llm",

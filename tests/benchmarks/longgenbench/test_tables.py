@@ -5,6 +5,8 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
+import lceval.report
+import lceval.run
 from lceval.benchmarks.longgenbench.build import build_longgenbench, generate_record
 from lceval.benchmarks.longgenbench.prompts import numbered
 from lceval.benchmarks.longgenbench.tables import (
@@ -157,11 +159,10 @@ def test_published_rows_beside_the_run():
 
 
 def test_report_writes_table7_and_keeps_table3_to_prompt_1(tmp_path):
-    from lceval import pipeline
-    from lceval.models.cache import ResponseStore
     from lceval.records import Response
+    from lceval.store import ResponseStore
 
-    run = pipeline.build(
+    run = lceval.run.build(
         "t7",
         "longgenbench",
         {
@@ -173,15 +174,15 @@ def test_report_writes_table7_and_keeps_table3_to_prompt_1(tmp_path):
         root=tmp_path,
     )
     out = []
-    for s in pipeline.load_samples(run):
+    for s in lceval.run.load_samples(run):
         # Prompt-1 answers every block; Prompt-2 stops at block 50 (CR 50%)
         last = s.gold.number if s.id.endswith("/0") else 50
         descs = {c.entry: c.description for c in s.gold.checks}
         text = "".join(f"#*# Block {b}: {descs.get(b, 'homes')} " for b in range(2, last + 1))
         out.append(Response(s.id, "fake", text, "h"))
     ResponseStore(run.responses).append(out)
-    pipeline.score("t7", root=tmp_path, progress=False)
-    tables = pipeline.report("t7", root=tmp_path)
+    lceval.run.score("t7", root=tmp_path, progress=False)
+    tables = lceval.report.report("t7", root=tmp_path)
     t7 = tables["longgenbench/table7"].set_index("prompt_format")
     assert t7.loc["Prompt - 1", "CR"] == 100.0 and t7.loc["Prompt - 2", "CR"] == 50.0
     assert t7.loc["Prompt - 2", "STIC_2"] < t7.loc["Prompt - 1", "STIC_2"]

@@ -14,7 +14,7 @@ from lceval.benchmarks.manyifeval.checkers import describe
 from lceval.benchmarks.manyifeval.gold import INSTRUCTION_IDS, ManyIFEvalGold
 from lceval.errors import LcevalError
 from lceval.io import dumps, read_records
-from lceval.pipeline import load_params
+from lceval.params import load_params
 from lceval.records import Sample, from_dict, to_dict
 from lceval.tokens import count_tokens
 

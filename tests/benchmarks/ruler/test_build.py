@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from lceval import pipeline
+import lceval.params
 from lceval.benchmarks.ruler import BENCHMARK
 from lceval.benchmarks.ruler import aggregation as ruler_aggregation
 from lceval.benchmarks.ruler import build as ruler_build
@@ -21,7 +21,7 @@ from lceval.benchmarks.ruler.common import _cwe_words, _key_words, family_args, 
 from lceval.benchmarks.ruler.gold import FAMILIES, GOLD, TASKS, VARIANTS, Variant
 from lceval.errors import LcevalError
 from lceval.io import RunDir
-from lceval.models.base import user_text
+from lceval.models.prompts import user_text
 from lceval.registry import load_samples
 from lceval.tokens import count_tokens
 
@@ -259,7 +259,7 @@ def test_run_folders_of_the_old_builder_still_load():
 
 @pytest.mark.parametrize("name", ["smoke", "full"])
 def test_notebook_params_files_are_accepted(name, monkeypatch):
-    params = pipeline.load_params(REPO / f"params/07_ruler/{name}.yaml")
+    params = lceval.params.load_params(REPO / f"params/07_ruler/{name}.yaml")
     assert params["tasks"] is None and "backend" in params and "max_new_tokens" in params
     seen = {}
 
@@ -274,7 +274,7 @@ def test_notebook_params_files_are_accepted(name, monkeypatch):
 
 
 def test_smoke_params_build_all_tasks():
-    params = pipeline.load_params(REPO / "params/07_ruler/smoke.yaml")
+    params = lceval.params.load_params(REPO / "params/07_ruler/smoke.yaml")
     r = build_ruler(params)
     assert [s.task for s in r.samples] == list(TASKS)
     assert r.sources["word_lists"]["package"] == "wonderwords"

@@ -1,0 +1,148 @@
+"""The ``lceval`` command: list, build, plan, infer, score, report (each on a run folder) and
+run (notebooks).
+
+Examples::
+
+    lceval list                                       # benchmarks, tasks, scorers, backends
+    lceval build lifbench --params params/01_build_data/smoke.yaml --run-id my-run
+    lceval infer my-run --backend hf                  # embedded SmolLM2 on CPU
+    lceval infer my-run --backend vllm --model Qwen/Qwen2.5-7B-Instruct -o tensor_parallel_size=2
+    lceval infer my-run --backend openai --model gpt-4o-mini
+    lceval infer my-run --backend vllm --model Qwen/Qwen2.5-7B-Instruct \
+        --model '{model: meta-llama/Llama-3.1-70B-Instruct, options: {tensor_parallel_size: 4}}'
+    lceval plan my-run                                # size and GPU-time estimate
+    lceval score my-run && lceval report my-run
+    lceval score my-run --scorer lifbench:strict     # a named scorer variant (both kept)
+    lceval report my-run --scorer lifbench:strict    # its tables, under report/lifbench-strict/
+    lceval import leval LEval/Predictions --run-id leval-official   # official prediction files
+    lceval compare run-a run-b                        # paired difference with CI and p-values
+    lceval compare run-a run-b --samples diff.html    # and the two models' answers side by side
+    lceval compare my-run                             # one run's models ranked (leaderboard)
+    lceval compare a/report/results.json b/ --leaderboard   # headlines with CIs from files alone
+    lceval run params/pipelines/lifbench_smoke.yaml   # notebooks 01-03 through papermill
+
+Errors in the input (unknown benchmark, task, backend or model; malformed params; unwritable
+folders) print one line ``lceval: <what is wrong>`` and exit with status 2; Ctrl-C exits with 130.
+
+Each verb is one module of this package with one handler, ``handle(config, outputs) -> status``
+(:data:`lceval.cli.common.Handler`), and :data:`HANDLERS` is the dispatch table. A verb's flags
+are generated from its declared config (:data:`lceval.run.config.VERBS`); :func:`main` reads the
+config from the command line and hands it to the handler. The verb modules import pandas, the
+engines and the stages inside their handlers, so ``lceval list`` starts light.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from collections.abc import Sequence
+
+from lceval.cli import (
+    build,
+    compare,
+    imports,
+    infer,
+    listing,
+    plan,
+    repair,
+    report,
+    run,
+    schema,
+    score,
+    status,
+)
+from lceval.cli.common import Handler
+from lceval.errors import LcevalError, one_line
+from lceval.run.config import VERBS, add_flags, from_args
+
+HANDLERS: dict[str, Handler] = {
+    "list": listing.handle,
+    "build": build.handle,
+    "infer": infer.handle,
+    "plan": plan.handle,
+    "score": score.handle,
+    "repair": repair.handle,
+    "report": report.handle,
+    "compare": compare.handle,
+    "import": imports.handle,
+    "run": run.handle,
+    "status": status.handle,
+    "schema": schema.handle,
+}
+"""The dispatch table: verb -> its handler, in the order ``lceval --help`` lists the verbs (each
+verb's config: :data:`lceval.run.config.VERBS`; tests/cli/test_dispatch.py checks the three
+agree)."""
+
+HELP = {
+    "list": "benchmarks with their tasks and scorers, and the backends",
+    "build": "build a benchmark's samples into a run folder",
+    "infer": "answer a run's samples with a model (resumable)",
+    "plan": "a built run's size (prompt, unique and budget tokens) and GPU-time estimate",
+    "score": "score a run's responses",
+    "repair": "move lines of responses.jsonl that do not parse aside",
+    "report": "write a run's tables and figures under report/",
+    "compare": "rank one run's models (a leaderboard), or compare two runs (or two models of one "
+    "run) paired",
+    "import": "turn a benchmark's official prediction files into a run",
+    "run": "execute notebooks with papermill (a pipeline or one notebook)",
+    "status": "a run's inference progress (from another terminal; logs/progress.jsonl)",
+    "schema": "write the JSON Schema of every verb's params (for editors)",
+}
+"""Each verb's one-line help in ``lceval --help``."""
+
+
+def _parser() -> argparse.ArgumentParser:
+    """The ``lceval`` parser: the common flags (``--outputs``, ``-v``), before or after the verb,
+    and one subparser per verb of :data:`HANDLERS` whose flags come from the verb's config."""
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument(
+        "--outputs",
+        default=argparse.SUPPRESS,
+        help="folder of run folders (default: $LCEVAL_OUTPUTS, else ./outputs); before or after "
+        "the command",
+    )
+    common.add_argument(
+        "-v",
+        "--verbose",
+        action="store_true",
+        default=argparse.SUPPRESS,
+        help="show engine logs (vLLM, transformers, torch, Jupyter) on the terminal; by default "
+        "they go to outputs/RUN/logs/lceval.log (LCEVAL_VERBOSE=1 does the same)",
+    )
+    p = argparse.ArgumentParser(
+        prog="lceval",
+        description="Evaluate instruction following over long contexts and long outputs.",
+        parents=[common],
+    )
+    sub = p.add_subparsers(dest="command", required=True)
+    for name in HANDLERS:
+        add_flags(sub.add_parser(name, help=HELP[name], parents=[common]), VERBS[name])
+    return p
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the ``lceval`` console script; returns the exit status."""
+    args = _parser().parse_args(argv)
+    if getattr(args, "verbose", False):
+        from lceval.console import VERBOSE_ENV
+
+        os.environ[VERBOSE_ENV] = "1"  # notebooks run by `lceval run` inherit it
+    try:
+        config = from_args(VERBS[args.command], args)
+        return HANDLERS[args.command](config, getattr(args, "outputs", None))
+    except LcevalError as exc:
+        print(f"lceval: {exc}", file=sys.stderr)
+        return 2
+    except OSError as exc:  # a write no lceval writer wraps: full disk, quota, read-only folder
+        print(f"lceval: {_os_error(exc)}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("lceval: interrupted (finished answers are saved; rerun to resume)", file=sys.stderr)
+        return 130
+
+
+def _os_error(exc: OSError) -> str:
+    """An OSError as one line: the file it names, then its reason (``No space left on device``)."""
+    reason = exc.strerror or one_line(exc) or type(exc).__name__
+    return f"{exc.filename}: {reason}" if exc.filename else reason

@@ -1,0 +1,83 @@
+"""``lceval infer``: a run's samples answered by one or more models (:func:`lceval.run.infer`,
+resumable), or ``--list-options BACKEND``: every ``-o`` option a backend takes."""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+import lceval.run
+from lceval.cli.common import next_steps
+from lceval.errors import LcevalError
+from lceval.run.config import InferConfig
+
+
+def handle(cfg: InferConfig, outputs: str | None) -> int:
+    """Answer the run; print the response count and the next step (score). Exit status 1 when
+    some samples failed (they are retried on the next run; the first one is named on stderr).
+
+    Raises:
+        LcevalError: no run id, no ``--model`` for openai, anything the inference stage refuses
+            before an engine starts (unknown backend option, a context over the window, ...).
+    """
+    if cfg.list_options is not None:
+        print(options_listing(cfg.list_options))
+        return 0
+    run_id = cfg.run_id
+    if not run_id:
+        raise LcevalError("infer needs a run id: lceval infer RUN (see lceval list)")
+
+    cfg = cfg.model_copy(update={"model": models(cfg), "models": None})
+    responses = lceval.run.infer(run_id, root=outputs, config=cfg, ray_address=cfg.ray_address)
+    errors = [r for r in responses if r.finish_reason == "error"]
+    print(f"{len(responses)} responses ({len(errors)} errors) in run {run_id}")
+    if errors:
+        print(
+            f"lceval: {len(errors)} sample(s) failed and will be retried on the next run; "
+            f"first: {errors[0].sample_id}: {errors[0].error}",
+            file=sys.stderr,
+        )
+        return 1
+    print(next_steps(run_id, outputs, "score", "score the answers"))
+    return 0
+
+
+def models(config: InferConfig) -> list[Any] | None:
+    """``--model`` values as a ``models:`` list (``{...}`` values already read as mappings by
+    :class:`lceval.run.config.InferConfig`); none: the embedded stand-in.
+
+    Raises:
+        LcevalError: no ``--model`` for openai.
+    """
+    if config.model is None and config.models is None:
+        if config.backend == "openai":
+            raise LcevalError("the openai backend needs --model <served model name>")
+        return ["embedded"]
+    model = config.model
+    return [model] if isinstance(model, str) else model
+
+
+def options_listing(backend: str) -> str:
+    """What ``lceval infer --list-options BACKEND`` prints: one ``-o`` option a line, with its
+    type, range, default and help (``lceval.models.backends``; vLLM engine arguments: vLLM's
+    defaults, see its EngineArgs docs).
+
+    Raises:
+        LcevalError: an unknown backend.
+    """
+    from lceval.models.backends import BACKENDS, resolve_backend
+
+    name = resolve_backend(backend)
+    spec = BACKENDS[name]
+    lines = [f"options of backend {name} (lceval infer RUN --backend {name} -o KEY=VALUE):"]
+    lines += [f"  {key}: {text}" for key, text in spec.help().items()]
+    declared = spec.options.model_fields
+    for key in spec.extra_options() if spec.extra_options is not None else []:
+        if key not in declared and key != "model":
+            lines.append(f"  {key}  (vLLM engine argument; default: vLLM's)")
+    if spec.local:
+        from lceval.models.base import RUN_OPTIONS
+
+        for key, default in RUN_OPTIONS.items():
+            lines.append(f"  {key}={default!r}  (int >= 1; engine replicas on Ray)")
+    return "\n".join(lines)

@@ -1,0 +1,76 @@
+"""``lceval list``: per benchmark its tasks (codes summarised), scorers, whether the paper's
+setting needs the user's data, its importer and notebooks; then the backends and their main
+options."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from lceval.run.config import ListConfig
+
+USER_DATA = {
+    "manyifeval": "the official ManyIFEval data file (path)",
+    "leval": "the L-Eval data folder, LEval-data (data_path)",
+    "cifbench": "the CIF-Bench dataset folder and metadata (public_dir, metadata)",
+    "longgenbench": "optional: the official LongGenBench prompt files (path; else generated)",
+}
+"""Benchmarks whose paper setting reads data the user downloads (their full.yaml paths)."""
+
+VLLM_SHOWN = {
+    "max_model_len",
+    "dtype",
+    "enable_prefix_caching",
+    "tensor_parallel_size",
+    "pipeline_parallel_size",
+    "distributed_executor_backend",
+    "prompt_format",
+    "rope_theta",
+    "rope_scaling",
+}
+"""vLLM options shown by ``lceval list`` (any other ``vllm.LLM`` engine argument is accepted;
+all of them: ``lceval infer --list-options vllm``)."""
+
+
+def handle(cfg: ListConfig, outputs: str | None) -> int:
+    """Print :func:`listing`; ``lceval list`` reads no run, so ``outputs`` is unused."""
+    print(listing())
+    return 0
+
+
+def tasks_line(tasks: Sequence[str], shown: int = 14) -> str:
+    """``N tasks: A, B, ...`` with at most ``shown`` codes (CIF-Bench has 150)."""
+    codes = ", ".join(tasks[:shown])
+    more = f", ... and {len(tasks) - shown} more" if len(tasks) > shown else ""
+    return f"{len(tasks)} tasks: {codes}{more}"
+
+
+def listing() -> str:
+    """What ``lceval list`` prints (benchmarks from :mod:`lceval.registry`, backends from
+    :data:`lceval.models.base.BACKENDS`; an engine that is not installed is said so)."""
+    from lceval import registry
+    from lceval.models.base import BACKENDS, backend_options
+
+    lines = []
+    for bench in registry.all_benchmarks():
+        lines.append(f"{bench.key}: {bench.title}")
+        lines.append(f"  {tasks_line(list(bench.tasks))}")
+        if bench.key in USER_DATA:
+            lines.append(f"  the paper's setting needs your data: {USER_DATA[bench.key]}")
+        for spec in bench.scorers.values():
+            lines.append(f"  scorer {spec.name} (v{spec.version}): {spec.description}")
+            lines.append(f"    metrics: {', '.join(spec.metrics)}")
+            for opt, doc in spec.options.items():
+                lines.append(f"    -o {opt}=...: {doc}")
+        if bench.importers:
+            lines.append(f"  import: lceval import {bench.key} PATH (official prediction files)")
+        if bench.notebooks:
+            lines.append(f"  notebooks: {', '.join(bench.notebooks)}")
+    lines.append("backends:")
+    for name in BACKENDS:
+        try:
+            opts = ", ".join(o for o in backend_options(name) if name != "vllm" or o in VLLM_SHOWN)
+        except ImportError as exc:  # an engine that is not installed
+            opts = f"(not installed: {exc.name})"
+        lines.append(f"  {name}: {opts}")
+    lines.append("  (every option of a backend: lceval infer --list-options BACKEND)")
+    return "\n".join(lines)

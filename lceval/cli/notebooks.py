@@ -1,0 +1,420 @@
+"""Run lceval's notebooks with papermill: one notebook, or a pipeline of them, on one run id.
+
+A pipeline file (``params/pipelines/<name>.yaml``) lists notebooks with their params files::
+
+    run_id: lifbench-smoke            # default run id, injected into every notebook
+    steps:
+      - notebook: 01_build_data       # notebooks/01_build_data.ipynb
+        params: params/01_build_data/smoke.yaml
+      - notebook: 02_inference
+        params: params/02_inference/smoke.yaml
+      - notebook: 05_ruler_correlation  # a step may name its own run id
+        run_id: ruler-corr-smoke
+
+A params file is a flat mapping of the notebook's parameters (papermill's own convention). The
+executed copy of each notebook is written to ``outputs/<run_id>/notebooks/<name>.ipynb``: first
+under a temporary name, renamed when the notebook has finished, so a failed or killed run never
+leaves a copy that looks complete (a failed one is kept as ``<name>.failed.ipynb`` for debugging).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from contextlib import nullcontext
+from pathlib import Path
+from typing import Any
+
+from lceval.console import engine_output, terminal
+from lceval.errors import LcevalError
+from lceval.io import RunDir, project_root
+from lceval.params import load_params
+from lceval.progress import Watcher, progress_path
+from lceval.run.config import InferConfig, unknown_keys, validate
+
+
+def notebooks_dir() -> Path:
+    """The checkout's notebooks/ folder.
+
+    Raises:
+        LcevalError: not inside an lceval checkout.
+    """
+
+    top = project_root()
+    if top is None or not (top / "notebooks").is_dir():
+        raise LcevalError("notebooks/ not found: run lceval from inside the lceval checkout")
+    return top / "notebooks"
+
+
+def find_notebook(name: str | os.PathLike[str]) -> Path:
+    """Resolve ``01_build_data``, ``01_build_data.ipynb`` or a path to an existing notebook.
+
+    Raises:
+        LcevalError: no such notebook.
+    """
+    p = Path(name)
+    if p.suffix == ".ipynb" and p.exists():
+        return p.resolve()
+    stem = p.name if p.suffix == ".ipynb" else p.name + ".ipynb"
+    candidate = notebooks_dir() / stem
+    if candidate.exists():
+        return candidate
+    known = ", ".join(sorted(q.stem for q in notebooks_dir().glob("*.ipynb")))
+    raise LcevalError(f"unknown notebook {str(name)!r}; known: {known}")
+
+
+def declared_params(notebook: Path) -> dict[str, Any]:
+    """The parameters a notebook declares: the names and literal defaults of its cell tagged
+    ``parameters`` (papermill's convention), read without starting a kernel.
+
+    Raises:
+        LcevalError: no such cell, or one that is not plain ``name = literal`` lines.
+    """
+    import ast
+    import json
+
+    # json, not nbformat: nbformat's schema validator takes seconds to import
+    nb = json.loads(notebook.read_text(encoding="utf-8"))
+    cells = [c for c in nb["cells"] if "parameters" in c.get("metadata", {}).get("tags", [])]
+    if len(cells) != 1:
+        raise LcevalError(f"{notebook.name}: expected one cell tagged 'parameters'")
+    source = cells[0]["source"]
+    out: dict[str, Any] = {}
+    try:
+        for node in ast.parse("".join(source) if isinstance(source, list) else source).body:
+            if isinstance(node, ast.Assign) and isinstance(node.targets[0], ast.Name):
+                out[node.targets[0].id] = ast.literal_eval(node.value)
+    except (SyntaxError, ValueError) as exc:
+        raise LcevalError(f"{notebook.name}: parameters cell is not literals: {exc}") from None
+    return out
+
+
+def builds(notebook: Path) -> set[str]:
+    """The benchmarks whose builder a notebook calls with its parameters
+    (``lceval.run.build(run_id, "KEY", ...)``, the params-file contract of DEVELOPING.md)."""
+    import json
+    import re
+
+    nb = json.loads(notebook.read_text(encoding="utf-8"))
+    code = "\n".join(
+        "".join(c["source"]) if isinstance(c["source"], list) else c["source"]
+        for c in nb["cells"]
+        if c.get("cell_type") == "code"
+    )
+    return set(re.findall(r"lceval\.run\.build\(\s*run_id,\s*\"(\w+)\"", code))
+
+
+def check_params(notebook: Path, params: Mapping[str, Any], where: str) -> None:
+    """Check ``params`` against what ``notebook`` declares, before anything runs: every key one
+    of its parameters (unknown ones named with the closest), and every value by the declared
+    type that reads it: :class:`lceval.run.config.InferConfig` for inference keys, the builder's
+    ``Config`` for a notebook that builds a benchmark, :class:`lceval.params.Judge` and
+    :class:`lceval.params.Scoring` for judge and scoring keys.
+
+    Args:
+        notebook: the notebook's path.
+        params: the parameters to inject.
+        where: what they came from, for messages (a params file, ``-p``).
+
+    Raises:
+        LcevalError: one line naming the key.
+    """
+    from lceval import params as declared
+    from lceval import registry
+
+    names = declared_params(notebook)
+    unknown_keys(list(params), list(names), f"{where} ({notebook.stem})")
+    given = {k: v for k, v in params.items() if k not in declared.NOTEBOOK_PARAMS}
+    infer_keys = {k: v for k, v in given.items() if k in InferConfig.model_fields}
+    validate(InferConfig, infer_keys, "params", where)
+    for section in (declared.Judge, declared.Scoring):
+        own = declared.keys(section)
+        part = {k: v for k, v in given.items() if k in own}
+        if part:
+            declared.parse(section, part, where)
+    for bench in registry.all_benchmarks():
+        if bench.key not in builds(notebook) or notebook.name not in bench.notebooks:
+            continue
+        schema = bench.params_schema()
+        if schema is None:
+            continue
+        own = declared.keys(schema)
+        declared.parse(schema, {k: v for k, v in given.items() if k in own}, where)
+
+
+def check_models(notebook: Path, params: Mapping[str, Any], where: str) -> None:
+    """Every model a notebook's params name (``model``/``models`` with ``backend`` and
+    ``backend_options``), checked as :func:`lceval.run.infer` checks them before an engine
+    starts (:func:`lceval.models.base.check_load`: the backend, every option, the model's path or
+    hub id); params naming no model are left to the notebook.
+
+    Raises:
+        LcevalError: one line naming the model or option.
+    """
+    from lceval.models.base import check_load
+    from lceval.models.specs import resolve_models
+
+    names = declared_params(notebook)
+    if "model" not in names and "models" not in names:
+        return
+    merged = {**names, **params}
+    given = {k: v for k, v in merged.items() if k in InferConfig.model_fields}
+    cfg = validate(InferConfig, given, "params", where)
+    one, many = cfg.model, cfg.models
+    if one is None and many is None:
+        return
+    if isinstance(one, list):
+        one, many = None, one
+    try:
+        specs = resolve_models(one, many, cfg.backend, cfg.backend_options, where=where)
+        for spec in specs:
+            check_load(spec.backend, spec.model, dict(spec.options))
+    except LcevalError as exc:
+        raise LcevalError(f"{notebook.stem}: {exc}") from None
+
+
+def notebook_schemas() -> dict[str, dict[str, Any]]:
+    """The JSON Schema of every notebook's params files (``params/<notebook>/*.yaml``), for
+    editors: exactly the notebook's declared parameters (any other key is an error), each typed
+    by the declared type that reads it (:class:`lceval.run.config.InferConfig`, the builder's
+    ``Config``, :class:`lceval.params.Judge`, :class:`lceval.params.Scoring`), the rest with
+    their notebook default only.
+
+    Returns:
+        notebook stem -> JSON Schema.
+    """
+    import json
+
+    from pydantic import TypeAdapter
+
+    from lceval import params as declared
+    from lceval import registry
+
+    infer = InferConfig.model_json_schema(mode="validation")
+    out: dict[str, dict[str, Any]] = {}
+    for nb in sorted(notebooks_dir().glob("[0-9][0-9]_*.ipynb")):
+        sections: list[TypeAdapter[Any]] = [
+            TypeAdapter(declared.Judge),
+            TypeAdapter(declared.Scoring),
+        ]
+        for bench in registry.all_benchmarks():
+            own = bench.key in builds(nb) and nb.name in bench.notebooks
+            schema = bench.params_schema() if own else None
+            if schema is not None:
+                sections.insert(0, TypeAdapter(schema))
+        typed: dict[str, Any] = {}
+        defs: dict[str, Any] = dict(infer.get("$defs", {}))
+        for adapter in sections:
+            js = adapter.json_schema(mode="validation")
+            defs.update(js.get("$defs", {}))
+            for key, prop in js.get("properties", {}).items():
+                # the section's checkers also take null (its default decides) and normalise
+                # some values; the annotation is the type they give
+                # (a single name or label counts as a list): lists keep no item type here
+                prop = dict(prop)
+                doc = prop.pop("description", None)
+                if "array" in json.dumps(prop):
+                    prop = {"type": ["array", "string", "integer"]}
+                loose = {"anyOf": [prop, {"type": "null"}]}
+                typed.setdefault(key, {**loose, **({"description": doc} if doc else {})})
+        for key, prop in infer["properties"].items():
+            typed.setdefault(key, prop)
+        props = {}
+        for key, default in declared_params(nb).items():
+            prop = dict(typed.get(key, {}))
+            prop.setdefault("description", f"notebook {nb.stem} parameter")
+            prop["default"] = default
+            props[key] = prop
+        schema_doc: dict[str, Any] = {
+            "$schema": "https://json-schema.org/draft/2020-12/schema",
+            "$id": f"lceval:params/{nb.stem}",
+            "title": f"params/{nb.stem}/*.yaml",
+            "type": "object",
+            "properties": props,
+            "additionalProperties": False,
+        }
+        if defs:
+            schema_doc["$defs"] = defs
+        out[nb.stem] = schema_doc
+    return out
+
+
+def run_notebook(
+    notebook: str | os.PathLike[str],
+    run_id: str,
+    params: Mapping[str, Any] | None = None,
+    *,
+    outputs_root: str | os.PathLike[str] | None = None,
+    kernel_name: str | None = None,
+    progress: bool = True,
+    check: bool = False,
+) -> Path:
+    """Execute one notebook with papermill; returns the path of the executed copy.
+
+    Args:
+        notebook: notebook name or path.
+        run_id: injected as the ``run_id`` parameter; names the run folder.
+        params: further parameters to inject (a params file's contents).
+        outputs_root: folder of run folders (default: ``lceval.io.outputs_root()``).
+        kernel_name: Jupyter kernel (default ``python3``, which jupyter_client starts with this
+            process's Python, so ``lceval run`` uses the lceval it was started from; the
+            notebooks' own kernelspec, ``lceval``, is for JupyterLab and may be missing or
+            point at another environment).
+        progress: show papermill's cell progress bar.
+        check: check ``params`` against the notebook's declared parameters first
+            (:func:`check_params`), before the run folder is touched.
+
+    Raises:
+        LcevalError: unknown notebook, a bad parameter (with ``check``), or a cell failed
+            (names the notebook and the error).
+    """
+    import papermill as pm
+
+    src = find_notebook(notebook)
+    if check:
+        check_params(src, dict(params or {}), "params")
+        check_models(src, dict(params or {}), "params")
+    run = RunDir(run_id, outputs_root).create()
+    final = run.notebooks / src.name
+    tmp = run.notebooks / f".{src.stem}.running.ipynb"
+    failed = run.notebooks / f"{src.stem}.failed.ipynb"
+    parameters = {**dict(params or {}), "run_id": run_id}
+    if outputs_root is not None:
+        parameters["outputs_root"] = str(Path(outputs_root).resolve())
+    # The kernel's and its engines' logs go to the run's logs/lceval.log; papermill's progress
+    # bar stays on the terminal (lceval -v or LCEVAL_VERBOSE=1: everything on the terminal).
+    from lceval.models import lifeline
+
+    # the kernel and the engines it starts die with this process (lceval.models.lifeline)
+    with engine_output(run.path, f"notebook {src.stem}"), lifeline.guard(run.path):
+        bar: bool | dict[str, Any] = (
+            {"unit": "cell", "desc": "Executing", "file": terminal()} if progress else False
+        )
+        watch = Watcher(progress_path(run.path), terminal()) if progress else nullcontext()
+        try:
+            with watch:  # the kernel's inference progress (logs/progress.jsonl), on the terminal
+                pm.execute_notebook(
+                    str(src),
+                    str(tmp),
+                    parameters=parameters,
+                    cwd=str(src.parent),
+                    kernel_name=kernel_name or "python3",
+                    progress_bar=bar,
+                )
+        except pm.PapermillExecutionError as exc:
+            os.replace(tmp, failed)
+            raise LcevalError(
+                f"notebook {src.name} failed in cell {exc.exec_count}: {exc.ename}: "
+                f"{exc.evalue} (executed copy: {failed})"
+            ) from None
+        except BaseException:
+            tmp.unlink(missing_ok=True)
+            raise
+    os.replace(tmp, final)
+    failed.unlink(missing_ok=True)
+    if run.report.exists():  # keep report/index.html's list of executed notebooks current
+        from lceval.report.index_page import write_index
+
+        write_index(run)
+    return final
+
+
+def run_pipeline(
+    pipeline: str | os.PathLike[str] | Mapping[str, Any],
+    run_id: str | None = None,
+    *,
+    outputs_root: str | os.PathLike[str] | None = None,
+    overrides: Mapping[str, Any] | None = None,
+    progress: bool = True,
+) -> list[Path]:
+    """Execute a pipeline's notebooks in order on one run id.
+
+    Args:
+        pipeline: path to a pipeline YAML, or its parsed mapping.
+        run_id: overrides the pipeline's ``run_id``.
+        outputs_root: folder of run folders.
+        overrides: parameters injected into every notebook (after each step's params file).
+        progress: show papermill's progress bars.
+
+    Returns:
+        The executed copies, in order.
+
+    Raises:
+        LcevalError: malformed pipeline (names the field), unknown notebook, or a failed cell.
+    """
+    where = "pipeline"
+    if not isinstance(pipeline, Mapping):
+        where = str(pipeline)
+        pipeline = load_params(pipeline)
+    steps = pipeline.get("steps")
+    if not isinstance(steps, list) or not steps:
+        raise LcevalError(f"{where}: 'steps' must be a non-empty list of {{notebook, params}}")
+    run_id = run_id or pipeline.get("run_id")
+    if not all(isinstance(s, Mapping) and s.get("run_id") for s in steps) and (
+        not isinstance(run_id, str) or not run_id
+    ):
+        raise LcevalError(f"{where}: no run_id (set 'run_id' in the file or pass --run-id)")
+    overrides = dict(overrides or {})
+    resolved = []
+    known: dict[str, None] = {}
+    for i, step in enumerate(steps):
+        if not isinstance(step, Mapping) or "notebook" not in step:
+            raise LcevalError(f"{where}: steps[{i}] must be a mapping with a 'notebook' key")
+        unknown = set(step) - {"notebook", "params", "run_id"}
+        if unknown:
+            raise LcevalError(
+                f"{where}: steps[{i}] has unknown key(s) {', '.join(sorted(unknown))}"
+            )
+        nb = find_notebook(step["notebook"])  # fail before running anything
+        params = load_params(step["params"]) if step.get("params") else {}
+        check_params(nb, params, str(step.get("params") or where))
+        names = declared_params(nb)
+        known.update(dict.fromkeys(names))
+        # an override reaches the steps that declare it, checked by each step's declared types
+        mine = {k: v for k, v in overrides.items() if k in names}
+        check_params(nb, mine, "-p")
+        merged = with_overrides(params, mine)  # each model's own options kept
+        check_models(nb, merged, where)
+        resolved.append((nb, str(step.get("run_id") or run_id), merged))
+    unknown_keys(list(overrides), list(known), f"-p (no step of {where} declares it)")
+    return [
+        run_notebook(nb, rid, params, outputs_root=outputs_root, progress=progress)
+        for nb, rid, params in resolved
+    ]
+
+
+def with_overrides(
+    params: Mapping[str, Any], overrides: Mapping[str, Any] | None
+) -> dict[str, Any]:
+    """``params`` with ``overrides`` on top (``lceval run PIPELINE -p KEY=VALUE``), keeping each
+    model's own options: a bare hub id in an overriding ``models`` list that the params file
+    lists as a mapping (``{model: ID, options: {max_model_len: 32768}}``) takes that mapping, so
+    ``-p 'models=[Qwen/Qwen2.5-7B-Instruct]'`` keeps that model's ``max_model_len`` instead of
+    inheriting ``backend_options``'. A bare id the file does not list gets the file's
+    ``backend_options``, said in one line: give it ``{model: ID, options: {...}}`` for its own.
+    """
+    from lceval.models.base import log
+
+    out = {**params, **dict(overrides or {})}
+    models = (overrides or {}).get("models")
+    if not isinstance(models, list):
+        return out
+    own = {
+        str(m["model"]): m
+        for m in params.get("models") or []
+        if isinstance(m, Mapping) and m.get("model") is not None
+    }
+    merged = []
+    for m in models:
+        if isinstance(m, str) and m in own:
+            merged.append(dict(own[m]))
+        else:
+            if isinstance(m, str) and own and params.get("backend_options"):
+                log(
+                    f"models: {m} is not in this params file's list; it runs with its "
+                    f"backend_options {dict(params['backend_options'])} (give it its own: "
+                    f"'{{model: {m}, options: {{max_model_len: N}}}}')"
+                )
+            merged.append(m)
+    out["models"] = merged
+    return out

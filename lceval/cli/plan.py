@@ -1,0 +1,72 @@
+"""``lceval plan``: a built run's size (prompt, unique and budget tokens) and GPU-time estimate
+(:mod:`lceval.run.plan`), recorded in run.json."""
+
+from __future__ import annotations
+
+import lceval.run
+from lceval.cli.common import csv_path
+from lceval.errors import LcevalError
+from lceval.run.config import PlanConfig
+
+
+def handle(cfg: PlanConfig, outputs: str | None) -> int:
+    """Print :func:`plan_text`."""
+    print(plan_text(cfg, outputs))
+    return 0
+
+
+def plan_text(cfg: PlanConfig, outputs: str | None) -> str:
+    """:func:`lceval.run.plan.plan_run` on the selected samples, recorded in run.json, as
+    :func:`lceval.run.plan.render` shows it; ``--csv`` writes the two tables.
+
+    The budget is ``--max-new-tokens``, else the one the run's inference recorded, else the one
+    its build params declare (run.json's ``inference``, as ``lceval infer`` uses it), else each
+    sample's own.
+
+    Raises:
+        LcevalError: a bad ``--csv`` (ranges: :class:`lceval.run.config.PlanConfig`), a run that is
+            not built, an unreadable model tokenizer.
+    """
+    from lceval.io import RunDir
+    from lceval.run import plan
+
+    gpus = cfg.gpus  # ranged by PlanConfig
+    csv = csv_path(cfg.csv) if cfg.csv else None
+    run = RunDir(cfg.run_id, outputs)
+    samples = lceval.run.select_samples(run, run.read_samples(), limit=cfg.limit, tasks=cfg.tasks)
+    # one budget for one run: --max-new-tokens, else the cap its inference used, else the cap its
+    # build params declare for inference (what `lceval infer RUN` will use)
+    cap, source = cfg.max_new_tokens, ""
+    if cap is None:
+        cap, source = plan.recorded_cap(run), "as the run's inference recorded"
+    if cap is None:
+        cap = run.read_meta().inference.get("max_new_tokens")
+        source = "as the run's build params declare for inference"
+    p = plan.plan_run(
+        run,
+        model=cfg.model,
+        samples=samples,
+        max_new_tokens=cap,
+        efficiency=plan.EFFICIENCY if cfg.efficiency is None else cfg.efficiency,
+        exact=True if cfg.exact else None,
+        max_thinking_tokens=cfg.max_thinking_tokens,
+    )
+    text = plan.render(p)
+    if gpus is not None:
+        text += "\n\n" + plan.render_wall_clock(p, gpus)
+    if cap is not None and cfg.max_new_tokens is None:
+        text += (
+            f"\nbudget capped at {cap} new tokens per sample, {source} "
+            "(--max-new-tokens N plans another cap)"
+        )
+    if csv is not None:  # written before run.json: a failed write leaves the run as it was
+        from lceval.reporting import save_table
+
+        try:
+            a = save_table(p.sizes, csv.parent, csv.stem, index=False)
+            b = save_table(p.estimates, csv.parent, f"{csv.stem}_estimate", index=False)
+        except OSError as exc:
+            raise LcevalError(f"--csv: cannot write {csv}: {exc.strerror}") from None
+        text += f"\nwrote {a} and {b}"
+    plan.record(run, p)
+    return text

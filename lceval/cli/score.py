@@ -1,0 +1,74 @@
+"""``lceval score``: a run's responses scored (:func:`lceval.run.score`); its mean per model,
+benchmark and task printed, the numbers a benchmark shows beside its headline, and a warning
+where a model's samples are not all answered or the run is not the paper's grid."""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+import lceval.run
+from lceval.cli.common import next_steps
+from lceval.run.config import ScoreConfig
+
+
+def handle(cfg: ScoreConfig, outputs: str | None) -> int:
+    """Score; print the table, the extra metrics, the coverage warnings (stderr) and the next
+    step (report).
+
+    Raises:
+        LcevalError: an unknown scorer or option, a run without responses.
+    """
+    df = lceval.run.score(cfg.run_id, root=outputs, scorer=cfg.scorer, options=cfg.option)
+    print(df.groupby(["model", "benchmark", "task"])["value"].mean().round(3).to_string())
+    print_extra_metrics(cfg.run_id, outputs, df)
+    warn_coverage(cfg.run_id, outputs)
+    print(next_steps(cfg.run_id, outputs, "report", "tables, figures and report/index.html"))
+    return 0
+
+
+def print_extra_metrics(run_id: str, root: str | None, df: Any) -> None:
+    """Print the numbers benchmarks show beside their headline (``Benchmark.metrics``; ManyIFEval:
+    IFEval's four pooled accuracies) after the score table."""
+    from lceval import registry
+    from lceval.io import RunDir
+
+    keys = sorted(set(df["benchmark"].astype(str))) if len(df) else []
+    with_metrics = [k for k in keys if registry.get(k).metrics is not None]
+    if not with_metrics:
+        return
+    samples = lceval.run.load_samples(RunDir(run_id, root))
+    for key in with_metrics:
+        bench = registry.get(key)
+        rows = df[(df["benchmark"] == key) & (df["scorer"] == bench.default_scorer)]
+        if not len(rows):
+            continue
+        metrics = bench.metrics
+        if metrics is None:
+            continue
+        table = metrics(rows, [s for s in samples if s.benchmark == key])
+        if len(table):
+            print(f"{key}:")
+            print(
+                table[["model", "metric", "estimate", "low", "high", "n"]]
+                .round(4)
+                .to_string(index=False)
+            )
+
+
+def warn_coverage(run_id: str, outputs: str | None) -> None:
+    """One stderr line per benchmark and model whose samples are not all answered, or whose run
+    is not the paper's grid (:mod:`lceval.coverage`)."""
+    from lceval.coverage import run_coverage
+    from lceval.io import RunDir
+
+    for c in run_coverage(RunDir(run_id, outputs)):
+        if c.answered < c.built:
+            print(
+                f"lceval: warning: {c.benchmark} {c.model}: only {c.answered} of {c.built} "
+                f"samples answered; its scores cover {len(c.tasks_answered)} of "
+                f"{len(c.tasks_built)} tasks (lceval infer {run_id} answers the rest)",
+                file=sys.stderr,
+            )
+        if not c.paper_grid:
+            print(f"lceval: {c.line()}", file=sys.stderr)

@@ -1,0 +1,196 @@
+"""The model an LLM judge asks: :class:`ModelJudge` (lazy engine, resumable store), the
+:class:`AsksModel` mixin of batch judges, and :class:`JudgeModel`, the judge model's declared
+options shared by the three judges (LongGenBench ``longgenbench:llm``, L-Eval ``leval:judge``,
+CIF-Bench ``cifbench:judge``). A judge's prompts and verdict parsing stay in its paper's folder;
+this keeps the rest. Engines are imported only when a judge asks its first question, so declaring
+a judge (a benchmark's ``__init__``) stays light.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from pydantic import Field, field_validator
+
+from lceval.benchmark import ScorerOptions
+from lceval.errors import LcevalError
+from lceval.records import Context, Response, Sample
+
+if TYPE_CHECKING:
+    from lceval.models.base import Backend
+    from lceval.store import ResponseStore
+
+
+@dataclass
+class ModelJudge:
+    """The model a batch judge asks: loads its engine at the first question, answers through a
+    ResponseStore (judging resumes after an interruption; identical questions are asked once) and
+    closes the engine. The judges keep their prompts and verdict parsing; this keeps the rest.
+
+    Args:
+        load: loads the judge backend; called once, at the first question.
+        store: where answers are appended (a file in the run folder); answered questions are
+            not asked again.
+        max_new_tokens: answer budget in tokens (caps every question's own).
+        temperature: 0 = greedy decoding.
+        batch_size: questions per ``backend.generate`` call.
+        label: the judge's name until the backend is loaded (the model or backend name).
+        progress: show a progress bar per ``ask``.
+    """
+
+    load: Callable[[], Backend]
+    store: ResponseStore
+    max_new_tokens: int | None = None
+    temperature: float = 0.0
+    batch_size: int = 8
+    label: str = "judge"
+    progress: bool = False
+    engine: Backend | None = field(default=None, init=False)
+    """The loaded backend (None until the first question, and after ``close``)."""
+    _lifeline: contextlib.ExitStack = field(default_factory=contextlib.ExitStack, init=False)
+    """The engine's :func:`lceval.models.lifeline.guard`, open while it is loaded."""
+
+    @property
+    def name(self) -> str:
+        """The judge model's name (``label`` until the backend is loaded)."""
+        return self.engine.name if self.engine is not None else self.label
+
+    def ask(
+        self,
+        questions: Sequence[Sample],
+        desc: str,
+        contexts: Mapping[str, Context] | None = None,
+    ) -> dict[str, Response]:
+        """Answer ``questions`` (ids unique); nothing loads when there are none.
+
+        Args:
+            questions: the judge prompts as samples.
+            desc: the progress bar's label.
+            contexts: the contexts the questions reference, by id.
+
+        Returns:
+            Sample id -> its answer (stored earlier, or generated now; a failed generation is a
+            response with ``finish_reason == "error"``).
+
+        Raises:
+            LcevalError: duplicate ids, or another process writing the store.
+        """
+        if not questions:
+            return {}
+        from lceval.models.base import GenerationConfig
+        from lceval.models.generate import generate
+
+        if self.engine is None:
+            from lceval.models import lifeline
+
+            # the judge's engine processes die with lceval (SIGKILL included)
+            self._lifeline = contextlib.ExitStack()
+            self._lifeline.enter_context(lifeline.guard(self.store.path.parent))
+            try:
+                self.engine = self.load()
+            except BaseException:
+                self._lifeline.close()
+                raise
+        config = GenerationConfig(temperature=self.temperature, max_new_tokens=self.max_new_tokens)
+        got = generate(
+            self.engine,
+            list(questions),
+            contexts or {},
+            config,
+            store=self.store,
+            batch_size=self.batch_size,
+            progress=self.progress,
+            desc=desc,
+        )
+        return {r.sample_id: r for r in got}
+
+    def close(self) -> None:
+        """Close the judge backend, if it was loaded (again: nothing to do)."""
+        if self.engine is not None:
+            engine, self.engine = self.engine, None
+            try:
+                engine.close()
+            finally:
+                self._lifeline.close()
+
+    @staticmethod
+    def loader(
+        backend: str, model: str | None, options: Mapping[str, Any]
+    ) -> Callable[[], Backend]:
+        """A ``load`` for :class:`ModelJudge`: ``load_backend(backend, model, **options)``.
+
+        Raises:
+            LcevalError: an unknown backend or backend option (checked now, before anything
+                loads).
+        """
+        from lceval.models import base
+
+        options = dict(options)
+        base.check_backend_options(backend, options)
+
+        def load() -> Backend:
+            return base.load_backend(backend, model, **options)
+
+        return load
+
+
+class AsksModel:
+    """Mixin for a batch judge that holds a :class:`ModelJudge` as ``asker``: its ``engine``,
+    ``name`` and ``close`` are the asker's."""
+
+    asker: ModelJudge
+
+    @property
+    def engine(self) -> Backend | None:
+        """The loaded backend (None until the first question, and after ``close``)."""
+        return self.asker.engine
+
+    @property
+    def name(self) -> str:
+        """The judge model's name (its label until the backend is loaded)."""
+        return self.asker.name
+
+    def close(self) -> None:
+        """Close the judge backend, if it was loaded."""
+        self.asker.close()
+
+
+class JudgeModel(ScorerOptions):
+    """The model an LLM judge asks, shared by the three judges (LongGenBench ``longgenbench:llm``,
+    L-Eval ``leval:judge``, CIF-Bench ``cifbench:judge``); each judge's options subclass it
+    (their own defaults and options beside these). Filled from a notebook's ``judge_*`` params by
+    :func:`lceval.registry.judge_options`."""
+
+    backend: str = Field("hf", description="judge backend: hf, vllm, openai or auto")
+    model: str | None = Field(
+        None, min_length=1, description="judge model path or hub id; null: the embedded SmolLM2"
+    )
+    backend_options: dict[str, Any] = Field(
+        default_factory=dict, description="the judge backend's options, e.g. {device: cuda}"
+    )
+    max_new_tokens: int | None = Field(None, ge=1, description="judge answer budget in tokens")
+    batch_size: int = Field(8, ge=1, description="judge prompts per engine call")
+
+    @field_validator("backend")
+    @classmethod
+    def _known_backend(cls, value: str) -> str:
+        from lceval.models.backends import check_backend_name
+
+        try:
+            check_backend_name(value)
+        except LcevalError as exc:
+            raise ValueError(str(exc).removeprefix(f"unknown backend {value!r}; ")) from None
+        return value
+
+    def loader(self) -> Callable[[], Backend]:
+        """A ``load`` for :class:`ModelJudge`, its backend options checked now
+        (:meth:`ModelJudge.loader`)."""
+        return ModelJudge.loader(self.backend, self.model, self.backend_options)
+
+    @property
+    def label(self) -> str:
+        """The judge's name until its engine loads: the model, else the backend."""
+        return self.model or self.backend

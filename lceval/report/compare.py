@@ -1,0 +1,624 @@
+"""Comparisons across runs: leaderboards with CIs, paired tests, rank agreement of benchmarks.
+
+Every benchmark declares its headline metric once, as a :class:`lceval.metrics.Headline` built by
+its ``Benchmark.headline(scores, samples)`` (per-sample columns, the statistic
+over them, the resampling unit); a benchmark without one (CIF-Bench for now) gets
+:func:`lceval.metrics.generic_headline` (both through :func:`lceval.metrics.headline_of`). On top of
+those:
+
+- :func:`leaderboard`: each model's headline with its 95% bootstrap CI, ranked per benchmark.
+- :func:`compare_runs`: two runs (or two models of one run) on the samples they share, joined by
+  ``sample_id``: the paired difference of the headline and of every task's mean score, each with
+  a paired-bootstrap CI and a p-value (McNemar's exact test for 0/1 scores of independent
+  samples, else a sign-flip permutation test over the resampling units), Holm-adjusted over the
+  rows.
+- :func:`pairwise`: every pair of models per benchmark, Holm-adjusted per benchmark.
+- :func:`rank_agreement`: Kendall's tau-b between two benchmarks' model rankings with a
+  bootstrap CI (each benchmark's units resampled independently, the rankings recomputed),
+  the generalisation of the RULER-LongGenBench correlation (LongGenBench paper Sec. 3.5) to any
+  pair of benchmarks.
+
+Models are named by their model name; when one benchmark has the same model name in two runs,
+both are named ``<run_id>/<model>`` (an error when that name is another model's name).
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Hashable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from lceval import metrics, registry
+from lceval.benchmark import scorer_of
+from lceval.errors import LcevalError
+from lceval.io import RunDir
+from lceval.records import Sample
+
+
+def check_scorer_in(scorer: str | None, keys: Sequence[str], where: str) -> None:
+    """Refuse ``scorer`` when its benchmark is not among ``keys`` (the benchmarks ``where``
+    holds; ``where`` ends in its verb: ``"runs a and b do"``): comparing with a scorer of
+    another benchmark would silently read the default's.
+
+    Raises:
+        LcevalError: naming the scorer, its benchmark and the scorers that do apply.
+    """
+    if scorer is None:
+        return
+    bench, _ = registry.find_scorer(scorer)  # an unknown scorer: one line listing them all
+    if bench.key not in keys:
+        choices = [n for k in keys for n in registry.get(k).scorers]
+        raise LcevalError(
+            f"scorer {scorer!r} scores {bench.key}, which {where} not hold; "
+            f"scorers there: {', '.join(choices) or 'none'}"
+        )
+
+
+def _check_seed(seed: int) -> None:
+    if seed < 0:
+        raise LcevalError(f"seed must be >= 0, got {seed}")
+
+
+def _run_parts(run_id: str, root: str | Path | None) -> tuple[pd.DataFrame, list[Sample]]:
+    run = RunDir(run_id, root)
+    return run.read_scores(), registry.load_samples(run.read_samples())
+
+
+def load_headlines(
+    run_ids: Sequence[str],
+    *,
+    benchmarks: Sequence[str] | None = None,
+    root: str | Path | None = None,
+    scorer: str | None = None,
+) -> dict[str, metrics.Headline]:
+    """Each benchmark's headline over the models of several runs (any benchmarks, any models).
+
+    Args:
+        run_ids: scored runs.
+        benchmarks: keep only these keys (default: every benchmark found).
+        root: folder holding the runs (default ``lceval.io.outputs_root()``).
+        scorer: read this scorer's rows for its benchmark (e.g. ``lifbench:strict``); every
+            other benchmark reads its default scorer.
+
+    Returns:
+        Benchmark key -> :class:`lceval.metrics.Headline` whose frame holds every run's models.
+
+    Raises:
+        LcevalError: a run is given twice, lacks scores or samples; a benchmark of
+            ``benchmarks`` is scored in none of the runs; a ``<run_id>/<model>`` name is also
+            another model's name; nothing is left to compare; an unknown ``scorer``.
+    """
+    if scorer is not None:
+        registry.find_scorer(scorer)
+    twice = sorted({r for r in run_ids if list(run_ids).count(r) > 1})
+    if twice:
+        raise LcevalError(
+            f"run {twice[0]} is given more than once; name each run once"
+            if len(twice) == 1
+            else f"runs {', '.join(twice)} are given more than once; name each run once"
+        )
+    found: dict[str, list[tuple[str, metrics.Headline]]] = {}
+    scored: set[str] = set()
+    for rid in run_ids:
+        scores, samples = _run_parts(rid, root)
+        for key in sorted({s.benchmark for s in samples}):
+            part = registry.get(key).scores_for(scores, scorer_of(key, scorer))[0]
+            if part.empty:
+                continue
+            scored.add(key)
+            if benchmarks is not None and key not in benchmarks:
+                continue
+            found.setdefault(key, []).append(
+                (
+                    rid,
+                    metrics.headline_of(
+                        registry.get(key),
+                        part,
+                        [s for s in samples if s.benchmark == key],
+                        scorer_of(key, scorer),
+                    ),
+                )
+            )
+    check_scorer_in(
+        scorer,
+        sorted(scored),
+        f"run {run_ids[0]} does" if len(run_ids) == 1 else f"runs {', '.join(run_ids)} do",
+    )
+    missing = [b for b in benchmarks or [] if b not in scored]
+    if missing:
+        raise LcevalError(
+            f"benchmark {missing[0]!r} is scored in none of runs {', '.join(run_ids)}; "
+            f"benchmarks scored there: {', '.join(sorted(scored)) or 'none'}"
+        )
+    if not found:
+        raise LcevalError(f"no scored benchmark in runs {', '.join(run_ids)}")
+    out = {}
+    for key, items in found.items():
+        runs_of: dict[str, set[str]] = {}
+        for rid, h in items:
+            for m in h.models:
+                runs_of.setdefault(m, set()).add(rid)
+        names = model_names(key, [(rid, h.models) for rid, h in items], runs_of)
+        frames = []
+        for rid, h in items:
+            f = h.frame.copy()
+            f["model"] = [names[rid, m] for m in f["model"].astype(str)]
+            frames.append(f)
+        first = items[0][1]
+        out[key] = metrics.Headline(
+            first.benchmark,
+            first.metric,
+            first.unit,
+            pd.concat(frames, ignore_index=True),
+            first.columns,
+            first.statistic,
+            first.binary,
+        )
+    return dict(sorted(out.items()))
+
+
+def model_names(
+    key: str, models: Sequence[tuple[str, Sequence[str]]], runs_of: Mapping[str, set[str]]
+) -> dict[tuple[str, str], str]:
+    """(run id, model) -> its name on the benchmark ``key``: the model name, or
+    ``<run_id>/<model>`` when several runs have that model name.
+
+    Raises:
+        LcevalError: two models would get one name (e.g. model ``x`` of runs ``r1`` and ``r2``
+            and a model literally named ``r1/x``).
+    """
+
+    def told(rid: str, m: str) -> str:
+        if len(runs_of[m]) == 1:
+            return f"model {m!r} of run {rid}"
+        runs = ", ".join(sorted(runs_of[m]))
+        return f"model {m!r} of run {rid} (named {rid}/{m} as runs {runs} all have {m!r})"
+
+    names: dict[tuple[str, str], str] = {}
+    owner: dict[str, tuple[str, str]] = {}
+    for rid, ms in models:
+        for m in ms:
+            name = m if len(runs_of[m]) == 1 else f"{rid}/{m}"
+            if name in owner:
+                r0, m0 = owner[name]
+                raise LcevalError(
+                    f"{key}: two models would both be named {name!r}: {told(r0, m0)} and "
+                    f"{told(rid, m)}; rename one of them"
+                )
+            owner[name] = (rid, m)
+            names[rid, m] = name
+    return names
+
+
+def leaderboard(
+    headlines: Mapping[str, metrics.Headline],
+    *,
+    n_resamples: int = 2000,
+    confidence: float = 0.95,
+    seed: int = 0,
+) -> pd.DataFrame:
+    """Each model's headline per benchmark with its bootstrap CI, best first.
+
+    Returns:
+        Columns ``benchmark, metric, unit, rank`` (1 = best; ties share the lower rank),
+        ``model, estimate, low, high, n, n_units``.
+
+    Raises:
+        LcevalError: a negative ``seed``.
+    """
+    _check_seed(seed)
+    parts = []
+    for h in headlines.values():
+        est = metrics.headline_estimates(
+            h, n_resamples=n_resamples, confidence=confidence, seed=seed
+        )
+        est.insert(3, "rank", est["estimate"].rank(method="min", ascending=False))
+        parts.append(est.sort_values(["rank", "model"]))
+    if not parts:
+        return pd.DataFrame()
+    return pd.concat(parts, ignore_index=True)
+
+
+def _paired_row(
+    h: metrics.Headline,
+    a: str,
+    b: str,
+    n_resamples: int,
+    n_permutations: int,
+    confidence: float,
+    seed: int,
+) -> dict[str, Any]:
+    res = metrics.headline_paired(
+        h,
+        a,
+        b,
+        n_resamples=n_resamples,
+        n_permutations=n_permutations,
+        confidence=confidence,
+        seed=seed,
+    )
+    return {
+        "benchmark": h.benchmark,
+        "metric": h.metric,
+        "model_a": a,
+        "model_b": b,
+        **res.as_dict(),
+    }
+
+
+def shared_samples(h: metrics.Headline, a: str, b: str) -> int:
+    """How many samples models ``a`` and ``b`` both have in headline ``h`` (joined by
+    ``sample_id``); a pair sharing none has no paired difference to test."""
+    f = h.frame
+    model = f["model"].astype(str)
+    ids_a = set(f.loc[model == a, "sample_id"])
+    return len(ids_a.intersection(f.loc[model == b, "sample_id"]))
+
+
+def _holm_columns(table: pd.DataFrame, alpha: float, by: str | None = None) -> pd.DataFrame:
+    if table.empty:
+        return table.assign(p_holm=[], significant=[])
+    if by is None:
+        table["p_holm"] = metrics.holm(table["p_value"].to_numpy(float))
+    else:
+        table["p_holm"] = np.nan
+        for _, idx in table.groupby(by).groups.items():
+            table.loc[idx, "p_holm"] = metrics.holm(table.loc[idx, "p_value"].to_numpy(float))
+    table["significant"] = table["p_holm"] <= alpha
+    return table
+
+
+def pairwise(
+    headlines: Mapping[str, metrics.Headline],
+    *,
+    alpha: float = 0.05,
+    n_resamples: int = 2000,
+    n_permutations: int = 9999,
+    confidence: float = 0.95,
+    seed: int = 0,
+) -> pd.DataFrame:
+    """Every pair of models per benchmark: paired difference of the headline (A - B, on the
+    samples both have) with CI, p-value, and Holm's adjustment over the pairs of the benchmark.
+
+    Returns:
+        Columns ``benchmark, metric, model_a, model_b, diff, low, high, p_value, test, n,
+        n_units, p_holm, significant`` (``p_holm <= alpha``); ``model_a`` is the better-ranked.
+
+    Raises:
+        LcevalError: a negative ``seed``.
+    """
+    _check_seed(seed)
+    rows = []
+    for h in headlines.values():
+        est = metrics.headline_estimates(h, n_resamples=1, seed=seed)
+        order = est.sort_values(["estimate", "model"], ascending=[False, True])["model"].tolist()
+        for a, b in itertools.combinations(order, 2):
+            if not shared_samples(h, a, b):  # models of runs on other samples: nothing paired
+                continue
+            rows.append(_paired_row(h, a, b, n_resamples, n_permutations, confidence, seed))
+    cols = ["benchmark", "metric", "model_a", "model_b", "diff", "low", "high", "p_value"]
+    table = pd.DataFrame(rows, columns=[*cols, "test", "n", "n_units"])
+    return _holm_columns(table, alpha, by="benchmark")
+
+
+def compare_runs(
+    run_a: str,
+    run_b: str,
+    *,
+    benchmark: str | None = None,
+    model_a: str | None = None,
+    model_b: str | None = None,
+    root: str | Path | None = None,
+    by_task: bool = True,
+    alpha: float = 0.05,
+    n_resamples: int = 2000,
+    n_permutations: int = 9999,
+    confidence: float = 0.95,
+    seed: int = 0,
+    scorer: str | None = None,
+) -> pd.DataFrame:
+    """Paired comparison of two runs (or two models of one run) on the samples they share.
+
+    For each benchmark in both runs and each pair (a model of ``run_a``, a model of ``run_b``;
+    with ``run_a == run_b`` the same model is skipped and each unordered pair is tested once,
+    in the order of ``model_a``, ``model_b`` when given, else by name): the headline
+    difference A - B (:func:`lceval.metrics.headline_paired`) and, with ``by_task``, each
+    task's mean ``Score.value`` difference (:func:`lceval.metrics.paired_difference`:
+    McNemar's exact test for 0/1 scores of independent samples, else the sign-flip test over
+    the benchmark's units).
+    Samples are joined by ``sample_id``: both runs must be built from the same data.
+
+    Args:
+        run_a, run_b: scored run ids (may be equal, to compare two models of one run).
+        benchmark: compare only this benchmark.
+        model_a, model_b: compare only these models (default: every model of the run).
+        root: folder holding the runs.
+        by_task: add one row per task.
+        alpha: family-wise error rate for ``significant`` (Holm over all rows).
+        n_resamples, n_permutations, confidence, seed: bootstrap resamples, random sign
+            patterns of the permutation test (see :func:`lceval.metrics.paired_sums`), CI level,
+            seed.
+        scorer: compare this scorer's scores for its benchmark (e.g. ``lifbench:strict``);
+            every other benchmark compares its default scorer's.
+
+    Returns:
+        Columns ``benchmark, level`` (``headline`` or ``task``), ``scorer``, ``task``, ``metric``,
+        ``model_a, model_b, diff, low, high, p_value, test, n, n_units, p_holm, significant``;
+        diff in the metric's unit (headline) or 0..1 (tasks).
+
+    Raises:
+        LcevalError: a negative ``seed``; ``benchmark`` not in both runs; ``model_a`` or
+            ``model_b`` not scored on the compared benchmarks of its run; no benchmark or model
+            pair in common; an unknown ``scorer``.
+    """
+    _check_seed(seed)
+    if scorer is not None:
+        registry.find_scorer(scorer)
+    scores_a, samples_a = _run_parts(run_a, root)
+    scores_b, samples_b = _run_parts(run_b, root)
+    keys = sorted({s.benchmark for s in samples_a} & {s.benchmark for s in samples_b})
+    if benchmark is not None:
+        if benchmark not in keys:
+            raise LcevalError(
+                f"benchmark {benchmark!r} is not in both runs {run_a} and {run_b}; "
+                f"benchmarks in both: {', '.join(keys) or 'none'}"
+            )
+        keys = [benchmark]
+    where = f"runs {run_a} and {run_b} do" if run_a != run_b else f"run {run_a} does"
+    check_scorer_in(scorer, keys, where)
+    for rid, scores, model in ((run_a, scores_a, model_a), (run_b, scores_b, model_b)):
+        have = sorted(set(scores.loc[scores["benchmark"].isin(keys), "model"].astype(str)))
+        if keys and model is not None and model not in have:
+            raise LcevalError(
+                f"run {rid} has no model {model!r} on {', '.join(keys)}; "
+                f"its models there: {', '.join(have) or 'none'}"
+            )
+    rows: list[dict[str, Any]] = []
+    read: dict[str, str] = {}
+    disjoint = 0  # model pairs scored on the benchmark that share no sample
+    for key in keys:
+        bench = registry.get(key)
+        sa, names = bench.scores_for(scores_a, scorer_of(key, scorer))
+        read[key] = names[0]
+        sb = bench.scores_for(scores_b, names[0])[0]
+        sa = sa.assign(model=lambda d: "A:" + d["model"])
+        sb = sb.assign(model=lambda d: "B:" + d["model"])
+        if model_a is not None:
+            sa = sa[sa["model"] == f"A:{model_a}"]
+        if model_b is not None:
+            sb = sb[sb["model"] == f"B:{model_b}"]
+        samples = {s.id: s for s in [*samples_a, *samples_b] if s.benchmark == key}
+        both = pd.concat([sa, sb], ignore_index=True)
+        h = metrics.headline_of(bench, both, list(samples.values()), names[0])
+        pairs = []
+        seen: set[frozenset[str]] = set()
+        for a, b in itertools.product(sorted(set(sa["model"])), sorted(set(sb["model"]))):
+            if run_a == run_b:  # two models of one run: each unordered pair once
+                pair = frozenset((a[2:], b[2:]))
+                if len(pair) == 1 or pair in seen:
+                    continue
+                seen.add(pair)
+            pairs.append((a, b))
+        for a, b in pairs:
+            if a not in h.models or b not in h.models:
+                continue
+            if not shared_samples(h, a, b):
+                disjoint += 1
+                continue
+            row = _paired_row(h, a, b, n_resamples, n_permutations, confidence, seed)
+            rows.append({**row, "level": "headline", "task": "", "model_a": a, "model_b": b})
+            if by_task:
+                rows.extend(
+                    _task_rows(
+                        key,
+                        h,
+                        both,
+                        a,
+                        b,
+                        n_resamples=n_resamples,
+                        n_permutations=n_permutations,
+                        confidence=confidence,
+                        seed=seed,
+                    )
+                )
+    if not rows and disjoint:
+        which = f"run {run_a}'s models" if run_a == run_b else f"runs {run_a} and {run_b}"
+        raise LcevalError(
+            f"{which} share no scored sample: each of the {disjoint} model pair(s) answered "
+            "different samples; compare needs samples both models answered (same build)"
+        )
+    if not rows:
+        raise LcevalError(f"runs {run_a} and {run_b} share no benchmark and model pair to compare")
+    cols = ["benchmark", "level", "scorer", "task", "metric", "model_a", "model_b", "diff"]
+    table = pd.DataFrame(rows)
+    table["scorer"] = table["benchmark"].map(read)
+    table["model_a"] = [f"{run_a}/{m[2:]}" for m in table["model_a"]]
+    table["model_b"] = [f"{run_b}/{m[2:]}" for m in table["model_b"]]
+    table = table[[*cols, "low", "high", "p_value", "test", "n", "n_units"]]
+    return _holm_columns(table, alpha)
+
+
+def _task_rows(
+    key: str,
+    h: metrics.Headline,
+    scores: pd.DataFrame,
+    a: str,
+    b: str,
+    *,
+    n_resamples: int,
+    n_permutations: int,
+    confidence: float,
+    seed: int,
+) -> list[dict[str, Any]]:
+    """One row per task: mean Score.value of A minus B on the shared samples (0..1)."""
+    cluster = dict(zip(h.frame["sample_id"], h.frame["cluster"], strict=False))
+    va = scores[scores["model"] == a].set_index("sample_id")
+    vb = scores[scores["model"] == b].set_index("sample_id")
+    ids = va.index.intersection(vb.index).sort_values()
+    rows = []
+    for task, idx in pd.Series(va.loc[ids, "task"]).groupby(va.loc[ids, "task"]).groups.items():
+        ids_t = list(idx)
+        units = [cluster.get(i, i) for i in ids_t]
+        shared = len(set(units)) < len(units)
+        res = metrics.paired_difference(
+            va.loc[ids_t, "value"].to_numpy(float),
+            vb.loc[ids_t, "value"].to_numpy(float),
+            clusters=units if shared else None,
+            n_resamples=n_resamples,
+            n_permutations=n_permutations,
+            confidence=confidence,
+            seed=seed,
+        )
+        rows.append(
+            {
+                "benchmark": key,
+                "level": "task",
+                "task": str(task),
+                "metric": "mean score",
+                "model_a": a,
+                "model_b": b,
+                **res.as_dict(),
+            }
+        )
+    return rows
+
+
+def rank_agreement(
+    headlines: Mapping[str, metrics.Headline],
+    *,
+    n_resamples: int = 2000,
+    confidence: float = 0.95,
+    seed: int = 0,
+) -> pd.DataFrame:
+    """Kendall's tau-b between every two benchmarks' model rankings, with a bootstrap CI.
+
+    The models both benchmarks scored are ranked by each headline; each bootstrap resample draws
+    every benchmark's units (its own strata and clusters, all models paired) independently and
+    recomputes both headlines and tau (:func:`lceval.metrics.bootstrap_sums` with the two
+    benchmarks as separate strata). The CI is NaN with fewer than three common models; tau is
+    NaN when a benchmark ties every model.
+
+    Returns:
+        Columns ``benchmark_a, benchmark_b, n_models, tau, low, high, models``.
+
+    Raises:
+        LcevalError: a negative ``seed``.
+    """
+    _check_seed(seed)
+    rows = []
+    for ka, kb in itertools.combinations(sorted(headlines), 2):
+        ha, hb = headlines[ka], headlines[kb]
+        common = sorted(set(ha.models) & set(hb.models))
+        nan = float("nan")
+        row = {"benchmark_a": ka, "benchmark_b": kb, "n_models": len(common)}
+        if len(common) < 2:
+            rows.append({**row, "tau": nan, "low": nan, "high": nan, "models": ""})
+            continue
+        wide, groups, strata, clusters, stat = _joint_design({ka: ha, kb: hb}, common)
+        est = metrics.bootstrap_sums(
+            wide,
+            stat,
+            groups=groups,
+            strata=strata,
+            clusters=clusters,
+            n_resamples=n_resamples,
+            confidence=confidence,
+            seed=seed,
+        )
+        low, high = (est.low, est.high) if len(common) >= 3 else (nan, nan)
+        rows.append({**row, "tau": est.mean, "low": low, "high": high, "models": ", ".join(common)})
+    cols = ["benchmark_a", "benchmark_b", "n_models", "tau", "low", "high", "models"]
+    return pd.DataFrame(rows, columns=cols)
+
+
+_SEP = "\x1f"
+
+
+def _joint_design(
+    headlines: Mapping[str, metrics.Headline], models: Sequence[str]
+) -> tuple[pd.DataFrame, list[str], list[str], list[str], metrics.SumStatistic]:
+    """Two benchmarks' samples in one table: a row per (benchmark, sample), columns per model,
+    groups and clusters prefixed by the benchmark, strata per benchmark (and group when its
+    clusters nest in groups); the statistic is tau-b of the two headlines over ``models``."""
+    tables, groups, strata, clusters = [], [], [], []
+    for key, h in headlines.items():
+        f = h.frame[h.frame["model"].isin(models)]
+        design = f.drop_duplicates("sample_id").set_index("sample_id")[["group", "cluster"]]
+        wide = f.pivot_table(index="sample_id", columns="model", values=list(h.columns))
+        wide.columns = [f"{key}{_SEP}{m}{_SEP}{c}" for c, m in wide.columns]
+        wide = wide.reindex(design.index)
+        tables.append(wide)
+        g = [f"{key}{_SEP}{x}" for x in design["group"]]
+        c = [f"{key}{_SEP}{x}" for x in design["cluster"]]
+        nested = bool((design.groupby("cluster")["group"].nunique() <= 1).all())
+        groups += g
+        clusters += c
+        strata += g if nested else [key] * len(g)
+    table = pd.concat(tables, ignore_index=True).fillna(0.0)
+    keys = list(headlines)
+
+    def stat(sums: Mapping[str, np.ndarray], labels: Sequence[Hashable]) -> np.ndarray:
+        values = []
+        for key in keys:
+            h = headlines[key]
+            idx = [i for i, g in enumerate(labels) if str(g).split(_SEP, 1)[0] == key]
+            own = [str(labels[i]).split(_SEP, 1)[1] for i in idx]
+            per_model = []
+            for m in models:
+                sub = {c: sums[f"{key}{_SEP}{m}{_SEP}{c}"][..., idx] for c in h.columns}
+                per_model.append(h.statistic(sub, own))
+            values.append(np.stack(per_model, axis=-1))
+        return metrics.kendall_tau_b(values[0], values[1])
+
+    return table, groups, strata, clusters, stat
+
+
+def plot_overview(board: pd.DataFrame, agreement: pd.DataFrame) -> Any:
+    """One panel per benchmark (each model's headline with its 95% CI, best on top) and a
+    heat map of Kendall's tau between benchmarks.
+
+    Args:
+        board: :func:`leaderboard` output.
+        agreement: :func:`rank_agreement` output.
+    """
+    import matplotlib.pyplot as plt
+
+    keys = list(dict.fromkeys(board["benchmark"]))
+    n = max(1, len(keys) + (1 if len(agreement) else 0))
+    rows = int(board.groupby("benchmark").size().max()) if len(board) else 1
+    fig, axes = plt.subplots(1, n, figsize=(4.2 * n, 0.3 * rows + 1.8), squeeze=False)
+    for ax, key in zip(axes[0], keys, strict=False):
+        t = board[board["benchmark"] == key].sort_values("estimate")
+        y = np.arange(len(t))
+        est = t["estimate"].to_numpy(float)
+        lo = np.nan_to_num(est - t["low"].to_numpy(float))
+        hi = np.nan_to_num(t["high"].to_numpy(float) - est)
+        ax.errorbar(est, y, xerr=[lo, hi], fmt="o", capsize=3)
+        ax.set_yticks(y, t["model"].tolist(), fontsize=7)
+        ax.set_xlabel(f"{t['metric'].iloc[0]} ({t['unit'].iloc[0]})")
+        ax.set_title(key)
+    if len(agreement):
+        ax = axes[0][-1]
+        names = sorted(set(agreement["benchmark_a"]) | set(agreement["benchmark_b"]))
+        mat = pd.DataFrame(np.eye(len(names)), index=names, columns=names)
+        for r in agreement.itertuples(index=False):
+            mat.loc[r.benchmark_a, r.benchmark_b] = r.tau
+            mat.loc[r.benchmark_b, r.benchmark_a] = r.tau
+        im = ax.imshow(mat.to_numpy(float), vmin=-1, vmax=1, cmap="coolwarm")
+        ax.set_xticks(range(len(names)), names, rotation=45, ha="right", fontsize=7)
+        ax.set_yticks(range(len(names)), names, fontsize=7)
+        for i in range(len(names)):
+            for j in range(len(names)):
+                v = mat.iloc[i, j]
+                ax.text(
+                    j, i, "n/a" if np.isnan(v) else f"{v:.2f}", ha="center", va="center", fontsize=7
+                )
+        ax.set_title("Kendall tau of model rankings")
+        fig.colorbar(im, ax=ax, shrink=0.7)
+    fig.suptitle("Leaderboards with 95% bootstrap CIs")
+    fig.tight_layout()
+    return fig

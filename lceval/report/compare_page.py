@@ -1,0 +1,161 @@
+"""Two models on the same samples side by side, with the paired difference: the rows of
+report/compare.html and of ``lceval compare RUN_A RUN_B --samples FILE.html``.
+
+Built from the cells of :func:`lceval.report.samples_page.sample_rows` (the same escaping, bounds
+and
+lazily filled full texts), paired by ``sample_id`` and scorer.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+
+from lceval.errors import LcevalError
+from lceval.io import RunDir
+from lceval.report.samples_page import GUIDE, Texts, esc, page, sample_rows, write_page
+
+MAX_COMPARE_ROWS = 20_000
+"""Rows kept on a comparison page (the largest absolute differences first)."""
+_SIDE = ("model", "value", "rubric", "explanation", "answer", "answer_chars")
+
+
+def compare_rows(
+    run_a: RunDir,
+    run_b: RunDir,
+    *,
+    model_a: str | None = None,
+    model_b: str | None = None,
+    scorer: str | None = None,
+    folder: str | Path | None = None,
+    empty_ok: bool = False,
+) -> pd.DataFrame:
+    """Two models on the same samples side by side: one row per (sample, scorer, model pair)
+    with each model's value, rubric items, explanation and answer, and the paired difference
+    ``diff = value A - value B`` (0..1; NaN when either is NaN), largest ``|diff|`` first.
+
+    Pairs as :func:`lceval.report.compare.compare_runs`: every model of ``run_a`` against every
+    model
+    of ``run_b``; within one run (``run_a`` is ``run_b``) every unordered pair of distinct
+    models once. Models of two runs are named ``<run_id>/<model>``. Joined by ``sample_id`` and
+    scorer: both runs must be built from the same data.
+
+    Args:
+        run_a, run_b: scored run folders (may be the same).
+        model_a, model_b: only this model of ``run_a`` / ``run_b``.
+        scorer: only this scorer's rows (default: every scorer both runs hold).
+        folder: the folder of the page (where ``contexts/`` is written); default run_a's report.
+        empty_ok: return an empty frame (columns as usual) when no model pair shares a scored
+            sample, instead of raising.
+
+    Raises:
+        LcevalError: missing scores or samples; an unknown model or scorer; no shared sample
+            (unless ``empty_ok``).
+    """
+    same = run_a.path == run_b.path
+    store = Texts()  # both sides' texts in one block
+    sides = []
+    for run, model in ((run_a, model_a), (run_b, model_b)):
+        scores = run.read_scores()
+        for col, want in (("model", model), ("scorer", scorer)):
+            have = sorted(set(scores[col].astype(str)))
+            if want is not None and want not in have:
+                raise LcevalError(
+                    f"run {run.run_id} has no {col} {want!r}; its {col}s: {', '.join(have)}"
+                )
+            if want is not None:
+                scores = scores[scores[col] == want]
+        frame = sample_rows(run, scores=scores, folder=folder or run_a.report, store=store)
+        frame["pair_model"] = scores["model"].astype(str).to_numpy()
+        frame["key_scorer"] = scores["scorer"].astype(str).to_numpy()
+        frame["key_id"] = scores["sample_id"].astype(str).to_numpy()
+        if not same:
+            frame["model"] = [esc(f"{run.run_id}/{m}") for m in frame["pair_model"]]
+        sides.append(frame)
+    a, b = sides
+    keep = [c for c in a.columns if c not in _SIDE and c != "pair_model"]
+    side_b = b[[*_SIDE, "pair_model", "key_id", "key_scorer"]]
+    both = a.merge(side_b, on=["key_id", "key_scorer"], suffixes=(" A", " B"))
+    if same:  # one run: each unordered pair of distinct models once
+        both = both[both["pair_model A"] < both["pair_model B"]]
+    if both.empty and not empty_ok:
+        raise LcevalError(
+            f"runs {run_a.run_id} and {run_b.run_id} share no scored sample of a model pair"
+        )
+    both["diff"] = both["value A"] - both["value B"]
+    both = both.assign(_abs=both["diff"].abs()).sort_values(
+        ["_abs", "key_id"], ascending=[False, True], na_position="last", kind="stable"
+    )
+    first = [c for c in keep if c not in ("key_id", "key_scorer", "instruction", "context")]
+    first = [c for c in first if c not in ("sample_id", "context_tokens")]
+    cols = [*first, "model A", "model B", "value A", "value B", "diff"]
+    cols += [f"{c} {s}" for c in ("rubric", "answer", "explanation") for s in ("A", "B")]
+    cols += ["instruction", "context", "sample_id", "answer_chars A", "answer_chars B"]
+    out = both[[c for c in cols if c in both.columns]].reset_index(drop=True)
+    out.attrs["texts"] = store
+    return out
+
+
+def write_compare_page(frame: pd.DataFrame, path: str | Path, title: str) -> Path:
+    """Write a :func:`compare_rows` frame as a page, the first :data:`MAX_COMPARE_ROWS` rows
+    (the largest differences) when it is longer, saying so.
+
+    Raises:
+        LcevalError: the file cannot be written.
+    """
+    path = Path(path)
+    left = len(frame) - MAX_COMPARE_ROWS
+    note = (
+        f" The {left:,} rows with the smallest differences are left out; compare one pair with "
+        "<code>lceval compare RUN_A RUN_B --model-a A --model-b B --samples FILE.html</code>."
+        if left > 0
+        else ""
+    )
+    intro = (
+        f"<p>{min(len(frame), MAX_COMPARE_ROWS):,} rows: one per (sample, scorer, model pair), "
+        f"diff = value A - value B (0..1), largest |diff| first.{note} "
+        "<a href='samples.html'>Every answer</a>.</p>"
+        f"<p class='len'>{GUIDE}</p>"
+    )
+    texts = frame.attrs.get("texts")
+    return write_page(path, page(title, intro, frame.head(MAX_COMPARE_ROWS), texts))
+
+
+def write_run_compare_page(run: RunDir) -> Path:
+    """``<run.report>/compare.html``: every pair of the run's models side by side
+    (:func:`compare_rows` within one run). When no pair shares a scored sample (the models
+    answered disjoint samples, as imported prediction sets often do: one model some tasks,
+    another the rest) the page says so and lists what each model answered, instead of failing
+    the report.
+
+    Raises:
+        LcevalError: missing scores or samples; the file cannot be written.
+    """
+    path = Path(run.report) / "compare.html"
+    frame = compare_rows(run, run, empty_ok=True)
+    if len(frame):
+        return write_compare_page(frame, path, "Two models")
+    scores = run.read_scores()
+    scored = scores[scores["value"].notna()] if "value" in scores else scores
+    items = []
+    for model, part in scores.groupby(scores["model"].astype(str), sort=True):
+        tasks = sorted(set(part["task"].astype(str)))
+        n = part["sample_id"].nunique()
+        n_scored = scored.loc[scored["model"].astype(str) == model, "sample_id"].nunique()
+        items.append(
+            f"<li>{esc(model)}: {n:,} sample(s) ({n_scored:,} with a score), task(s) "
+            f"{esc(', '.join(tasks))}</li>"
+        )
+    intro = (
+        "<p>No pair of this run's models shares a scored sample: each model answered other "
+        "samples (for example, predictions imported where one model answered some tasks and "
+        "another the rest), so there is no paired difference to show. Each model's own tables "
+        "are in the report; <a href='samples.html'>every answer</a> is on the samples page.</p>"
+        f"<ul>{''.join(items)}</ul>"
+    )
+    return write_page(
+        path,
+        "<!doctype html><html><head><meta charset='utf-8'><title>Two models</title></head>"
+        f"<body><h1>Two models</h1>{intro}</body></html>",
+    )

@@ -1,0 +1,351 @@
+"""report/results.json: one file per run with every headline number, its CI and n, per
+benchmark, model and scorer, plus the run's provenance; and leaderboards read from such files.
+
+The file follows ``lceval/schemas/results.schema.json`` (JSON Schema draft 2020-12), versioned by
+its ``schema_version`` field (:data:`SCHEMA_VERSION`). Its parts:
+
+- ``headlines``: per benchmark, scorer and model, the benchmark's headline metric
+  (``Benchmark.headline``, or :func:`lceval.metrics.generic_headline`; the numbers
+  ``lceval compare --leaderboard`` ranks) with its percentile-bootstrap CI (``low``, ``high``;
+  null when it cannot be computed), ``n`` (scored samples) and ``n_units`` (resampled units);
+- ``tasks``: per benchmark, scorer, model and task, the mean ``Score.value`` (0..1) over the
+  scored samples, ``n`` and ``n_nan`` (samples whose score could not be computed);
+- ``coverage``: per benchmark and model what the run answered of what it built (samples,
+  tasks, lengths, answer budget, truncation) and whether that is the paper's grid
+  (:class:`lceval.coverage.Coverage`; optional, absent in files written before it existed);
+- ``metrics`` (optional): per benchmark, scorer and model, numbers a benchmark shows beside
+  its headline (``Benchmark.metrics``; ManyIFEval: IFEval's four pooled accuracies) with CIs;
+- ``tasks`` rows may carry ``reasoning_tokens`` (mean thinking tokens per answered sample) and
+  ``n_no_answer`` (samples whose thinking never ended) when the run's model reasons;
+- ``provenance``: run.json as it is (lceval and library versions, git commit, seed, tiktoken
+  encoding, per model the engine, dtype, generation config and its hash, the data sources, the
+  build params).
+
+What works from results.json alone: the leaderboard (headlines with CIs). A paired comparison
+of two runs, the per-task paired differences and the per-sample pages need each run's
+scores.parquet (the per-sample values), which the file does not hold.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import json
+import math
+from collections.abc import Mapping, Sequence
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from lceval.errors import LcevalError, one_line
+from lceval.io import RunDir, atomic_open
+
+SCHEMA_VERSION = "1"
+"""Version of the results.json layout; a reader refuses a file of another major version."""
+N_RESAMPLES = 2000
+"""Bootstrap resamples behind each CI (as ``lceval compare --leaderboard``)."""
+CONFIDENCE = 0.95
+
+
+def schema() -> dict[str, Any]:
+    """The JSON Schema of results.json shipped in the package."""
+    text = resources.files("lceval").joinpath("schemas/results.schema.json").read_text("utf-8")
+    return dict(json.loads(text))
+
+
+def _number(x: Any) -> float | None:
+    """A finite float, or None (JSON has no NaN)."""
+    try:
+        v = float(x)
+    except (TypeError, ValueError):
+        return None
+    return v if math.isfinite(v) else None
+
+
+def results_document(run: RunDir, *, seed: int = 0) -> dict[str, Any]:
+    """The results.json content of a scored run (every scorer of every benchmark it holds).
+
+    Args:
+        run: a run folder with samples, scores and run.json.
+        seed: seed of the bootstrap (>= 0).
+
+    Returns:
+        A dict that validates against :func:`schema`.
+
+    Raises:
+        LcevalError: missing samples, scores or run.json; a scorer the registry does not know.
+    """
+    from lceval import metrics, registry
+    from lceval.console import log
+    from lceval.coverage import run_coverage
+    from lceval.records import to_dict
+
+    scores = run.read_scores()
+    samples = registry.load_samples(run.read_samples())
+    meta = to_dict(run.read_meta())
+    from lceval.report.reasoning import reasoning_frame
+
+    reasoning = reasoning_frame(run)
+    headlines: list[dict[str, Any]] = []
+    tasks: list[dict[str, Any]] = []
+    extra: list[dict[str, Any]] = []
+    for key in sorted({s.benchmark for s in samples}):
+        bench = registry.get(key)
+        mine = [s for s in samples if s.benchmark == key]
+        rows = scores[scores["benchmark"] == key]
+        for name in sorted(set(rows["scorer"].astype(str))):
+            if name not in bench.scorers:  # rows of a scorer this lceval no longer has
+                log(f"results.json: {key} scores of unknown scorer {name!r} left out")
+                continue
+            spec = bench.scorer(name)
+            h = metrics.headline_of(bench, rows, mine, name)
+            est = metrics.headline_estimates(
+                h, n_resamples=N_RESAMPLES, confidence=CONFIDENCE, seed=seed
+            )
+            for e in est.itertuples(index=False):
+                headlines.append(
+                    {
+                        "benchmark": key,
+                        "scorer": name,
+                        "scorer_version": spec.version,
+                        "metric": e.metric,
+                        "unit": e.unit,
+                        "model": str(e.model),
+                        "estimate": _number(e.estimate),
+                        "low": _number(e.low),
+                        "high": _number(e.high),
+                        "n": int(e.n),
+                        "n_units": int(e.n_units),
+                    }
+                )
+            tasks += _task_means(key, name, rows[rows["scorer"] == name], reasoning)
+            if bench.metrics is not None and name == bench.default_scorer:
+                mine_rows = rows[rows["scorer"] == name]
+                for m in bench.metrics(mine_rows, mine).itertuples(index=False):
+                    extra.append(
+                        {
+                            "benchmark": key,
+                            "scorer": name,
+                            "model": str(m.model),
+                            "metric": str(m.metric),
+                            "unit": str(m.unit),
+                            "estimate": _number(m.estimate),
+                            "low": _number(m.low),
+                            "high": _number(m.high),
+                            "n": int(m.n),
+                        }
+                    )
+    doc: dict[str, Any] = {
+        "schema_version": SCHEMA_VERSION,
+        "run_id": run.run_id,
+        "written": _dt.datetime.now(_dt.UTC).replace(microsecond=0).isoformat(),
+        "bootstrap": {"n_resamples": N_RESAMPLES, "confidence": CONFIDENCE, "seed": seed},
+        "headlines": headlines,
+        "tasks": tasks,
+        "provenance": json.loads(json.dumps(meta, default=str, allow_nan=False)),
+        "coverage": [c.as_dict() for c in run_coverage(run)],
+    }
+    if extra:
+        doc["metrics"] = extra
+    return doc
+
+
+def _task_means(
+    key: str, scorer: str, rows: pd.DataFrame, reasoning: pd.DataFrame | None = None
+) -> list[dict[str, Any]]:
+    """Per (model, task): mean value over scored samples, n, n_nan; with ``reasoning``
+    (:func:`lceval.report.reasoning.reasoning_frame`, not empty) also ``reasoning_tokens`` (mean
+    thinking tokens per response) and ``n_no_answer`` (no answer within the thinking budget)."""
+    from lceval.report.reasoning import task_reasoning
+
+    thought = task_reasoning(rows, reasoning) if reasoning is not None else {}
+    out = []
+    for (model, task), g in rows.groupby(["model", "task"], sort=True):
+        values = pd.to_numeric(g["value"], errors="coerce")
+        out.append(
+            {
+                "benchmark": key,
+                "scorer": scorer,
+                "model": str(model),
+                "task": str(task),
+                "mean": _number(values.mean()),
+                "n": int(values.notna().sum()),
+                "n_nan": int(values.isna().sum()),
+            }
+        )
+        if thought:
+            tokens, no_answer = thought.get((str(model), str(task)), (0.0, 0))
+            out[-1].update(reasoning_tokens=_number(tokens), n_no_answer=no_answer)
+    return out
+
+
+def write_results(run: RunDir, *, seed: int = 0) -> Path | None:
+    """Write ``<run.report>/results.json`` (validated against the schema first); None when
+    the run has no scores.
+
+    Raises:
+        LcevalError: as :func:`results_document`; the document does not validate (a bug);
+            the file cannot be written.
+    """
+    if not run.scores.exists():
+        return None
+    doc = results_document(run, seed=seed)
+    check(doc, f"results of run {run.run_id}")
+    path = Path(run.report) / "results.json"
+    try:
+        with atomic_open(path) as f:
+            json.dump(doc, f, indent=1, ensure_ascii=False, allow_nan=False)
+            f.write("\n")
+    except OSError as exc:
+        raise LcevalError(f"cannot write {path}: {exc.strerror}") from None
+    return path
+
+
+def check(doc: Any, where: str) -> None:
+    """Validate ``doc`` against the schema.
+
+    Raises:
+        LcevalError: one line naming ``where``, the failing field's path and the reason.
+    """
+    import jsonschema
+
+    version = doc.get("schema_version") if isinstance(doc, Mapping) else None
+    if version is not None and not isinstance(version, str):
+        raise LcevalError(
+            f"{where} has schema_version {json.dumps(version)} ({type(version).__name__}); "
+            f'results files give it as text: "{SCHEMA_VERSION}"'
+        )
+    if version not in (None, SCHEMA_VERSION):
+        raise LcevalError(
+            f"{where} has schema_version {doc.get('schema_version')!r}; this lceval reads "
+            f"version {SCHEMA_VERSION}"
+        )
+    validator = jsonschema.Draft202012Validator(schema())
+    error = jsonschema.exceptions.best_match(validator.iter_errors(doc))
+    if error is not None:
+        at = "/".join(str(p) for p in error.absolute_path) or "(top level)"
+        msg = one_line(error.message)
+        raise LcevalError(f"{where} is not an lceval results file: at {at}: {msg}")
+
+
+class _NotJSONNumber(ValueError):
+    """``NaN``, ``Infinity`` or ``-Infinity`` in a results file (Python's json reads them)."""
+
+
+def _no_constant(name: str) -> Any:
+    raise _NotJSONNumber(name)
+
+
+def is_results_source(arg: str) -> bool:
+    """True when a ``lceval compare`` argument names a results file rather than a run id: it
+    ends in ``.json``, or it is a path (holds a ``/``) to a folder."""
+    return arg.endswith(".json") or ("/" in arg and Path(arg).is_dir())
+
+
+def load_results(source: str | Path) -> dict[str, Any]:
+    """Read and validate a results.json: a file, or a folder holding ``report/results.json``
+    (a run folder) or ``results.json`` (a report folder).
+
+    Raises:
+        LcevalError: no such file, not UTF-8 JSON, or not valid against the schema.
+    """
+    path = Path(source)
+    if path.is_dir():
+        found = [p for p in (path / "report" / "results.json", path / "results.json") if p.exists()]
+        if not found:
+            raise LcevalError(
+                f"{path} holds no report/results.json or results.json (lceval report writes it)"
+            )
+        path = found[0]
+    try:
+        doc = json.loads(path.read_text(encoding="utf-8"), parse_constant=_no_constant)
+    except _NotJSONNumber as exc:
+        raise LcevalError(
+            f"{path} holds {exc.args[0]}, which JSON does not allow: a number that could not be "
+            "computed is written null (lceval report writes it so)"
+        ) from None
+    except FileNotFoundError:
+        raise LcevalError(f"{path} does not exist") from None
+    except OSError as exc:
+        raise LcevalError(f"cannot read {path}: {exc.strerror}") from None
+    except UnicodeDecodeError as exc:
+        raise LcevalError(f"{path} is not UTF-8 text (byte {exc.start})") from None
+    except json.JSONDecodeError as exc:
+        raise LcevalError(f"{path} is not valid JSON (line {exc.lineno}: {exc.msg})") from None
+    check(doc, str(path))
+    return dict(doc)
+
+
+def leaderboard(
+    docs: Sequence[Mapping[str, Any]],
+    *,
+    benchmark: str | None = None,
+    scorer: str | None = None,
+) -> pd.DataFrame:
+    """Each model's headline per benchmark with its CI, best first, from results documents.
+
+    Per benchmark the default scorer's rows are read (``scorer`` reads that one for its
+    benchmark), as :func:`lceval.report.compare.leaderboard`. A model name found in several
+    documents
+    is named ``<run_id>/<model>``.
+
+    Returns:
+        Columns ``benchmark, metric, unit, rank, model, estimate, low, high, n, n_units``
+        (``rank`` 1 = best; ties share the lower rank), as
+        :func:`lceval.report.compare.leaderboard`.
+
+    Raises:
+        LcevalError: a run id given twice; ``benchmark`` in none of the documents; ``scorer``
+            in none of them; nothing to rank; two models that would share a name.
+    """
+    from lceval import registry
+    from lceval.benchmark import scorer_of
+    from lceval.report.compare import model_names
+
+    ids = [str(d["run_id"]) for d in docs]
+    twice = sorted({r for r in ids if ids.count(r) > 1})
+    if twice:
+        raise LcevalError(f"run {twice[0]} is given more than once; name each run once")
+    if scorer is not None:  # a scorer the documents do not hold would rank the defaults
+        key = scorer.split(":", 1)[0]
+        held = sorted({h["scorer"] for d in docs for h in d["headlines"] if h["benchmark"] == key})
+        if scorer not in held:
+            where = f"results of run{'s' if len(ids) > 1 else ''} {', '.join(ids)}"
+            raise LcevalError(
+                f"{where} hold no headline of scorer {scorer!r}; their {key} scorers: "
+                f"{', '.join(held) or 'none'}"
+            )
+    rows = []
+    for doc in docs:
+        for h in doc["headlines"]:
+            key = h["benchmark"]
+            if benchmark is not None and key != benchmark:
+                continue
+            want = scorer_of(key, scorer)
+            if want is None:
+                try:
+                    want = registry.get(key).default_scorer
+                except LcevalError:
+                    want = h["scorer"]
+            if h["scorer"] == want:
+                rows.append({**h, "run_id": doc["run_id"]})
+    if not rows:
+        what = f"benchmark {benchmark!r}" if benchmark else "headline"
+        raise LcevalError(f"no {what} in results of runs {', '.join(ids)}")
+    table = pd.DataFrame(rows)
+    parts = []
+    for key, part in table.groupby("benchmark", sort=True):
+        runs_of: dict[str, set[str]] = {}
+        for rid, m in zip(part["run_id"], part["model"], strict=True):
+            runs_of.setdefault(m, set()).add(rid)
+        models = [(rid, list(g["model"])) for rid, g in part.groupby("run_id", sort=False)]
+        names = model_names(str(key), models, runs_of)
+        part = part.assign(
+            model=[names[r, m] for r, m in zip(part["run_id"], part["model"], strict=True)]
+        )
+        part = part.assign(rank=part["estimate"].rank(method="min", ascending=False))
+        parts.append(part.sort_values(["rank", "model"]))
+    cols = ["benchmark", "metric", "unit", "rank", "model", "estimate", "low", "high", "n"]
+    out = pd.concat(parts, ignore_index=True)[[*cols, "n_units"]]
+    return out.astype({"estimate": float, "low": float, "high": float})

@@ -1,0 +1,180 @@
+"""The build stage: a benchmark's builder (or several, one suite) into a run folder's samples.jsonl,
+contexts.jsonl and run.json."""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from lceval import registry
+from lceval.benchmark import (
+    NOTEBOOK_PARAMS,
+    BuildResult,
+)
+from lceval.errors import LcevalError
+from lceval.io import RunDir, new_meta
+from lceval.records import Context, Sample
+from lceval.run.config import INFERENCE_DEFAULTS, InferConfig, validate
+
+
+def build(
+    run_id: str,
+    benchmark: str,
+    params: Mapping[str, Any],
+    *,
+    root: str | Path | None = None,
+    seed: int | None = None,
+    force: bool = False,
+) -> RunDir:
+    """Build a benchmark's samples into ``<root>/<run_id>/`` and record run.json.
+
+    A rebuild over a run that already has responses would pair old answers with new samples, so
+    it is refused unless ``force``; then responses.jsonl and scores.parquet are moved aside to
+    ``<name>.replaced-<UTC time>`` first. A rebuild that gives the same samples and contexts
+    (builds are deterministic) keeps the responses and run.json's ``models``: rerunning a
+    notebook resumes it.
+
+    Args:
+        run_id: run folder name.
+        benchmark: a registered benchmark key (``lceval.registry.BENCHMARKS``).
+        params: the builder's params (a notebook's params file as it is: ``run_id`` and
+            ``outputs_root`` and the notebook-only keys each builder declares are ignored).
+        root: folder holding run folders.
+        seed: overrides ``params["seed"]`` when given.
+        force: rebuild a run that has responses (moving them aside).
+
+    Raises:
+        LcevalError: unknown benchmark, bad params, unwritable folder, a run with responses
+            whose samples would change and no ``force``.
+    """
+    return build_suite(run_id, {benchmark: params}, root=root, seed=seed, force=force)
+
+
+def build_suite(
+    run_id: str,
+    parts: Mapping[str, Mapping[str, Any]],
+    *,
+    root: str | Path | None = None,
+    seed: int | None = None,
+    force: bool = False,
+) -> RunDir:
+    """Build several benchmarks' samples into one run folder (e.g. RULER retrieval beside L-Eval
+    GSM for the NTK sweep); :func:`build` is the one-benchmark case.
+
+    Samples and contexts of every part are written together (ids are prefixed by the benchmark
+    key, so they cannot collide); run.json records each part's params and sources under its key.
+    ``score`` and ``report`` already handle runs holding several benchmarks. Rebuilding follows
+    :func:`build` (identical samples keep the responses).
+
+    Args:
+        run_id: run folder name.
+        parts: benchmark key -> its builder params, in build order.
+        root: folder holding run folders.
+        seed: overrides every part's ``seed`` when given (run.json's seed: this, else the first
+            part's).
+        force: rebuild a run whose responses would otherwise be paired with changed samples.
+
+    Raises:
+        LcevalError: no parts, an unknown benchmark, bad params, duplicate sample or context ids,
+            unwritable folder, a run with responses whose samples change and no ``force``.
+    """
+    if not parts:
+        raise LcevalError("build: no benchmark to build")
+    run = RunDir(run_id, root)
+    cleaned: dict[str, dict[str, Any]] = {}
+    results: dict[str, BuildResult] = {}
+    for key, part in parts.items():
+        p = {k: v for k, v in dict(part).items() if k not in NOTEBOOK_PARAMS}
+        if seed is not None:
+            p["seed"] = seed
+        cleaned[key] = p
+        results[key] = registry.get(key).build(p)
+    samples = [s for r in results.values() for s in r.samples]
+    contexts = [c for r in results.values() for c in r.contexts]
+    for what, ids in (("sample", [s.id for s in samples]), ("context", [c.id for c in contexts])):
+        if len(set(ids)) != len(ids):
+            raise LcevalError(f"build: duplicate {what} ids across {', '.join(parts)}")
+    has_responses = run.responses.exists() and run.responses.stat().st_size > 0
+    models: dict[str, Any] = {}
+    if has_responses and not force:
+        if not _same_records(run, samples, contexts):
+            raise LcevalError(
+                f"run {run_id} already has responses; rebuilding would pair them with new "
+                "samples (use --force to move them aside, or another --run-id)"
+            )
+        models = dict(run.read_meta().models) if run.run_json.exists() else {}
+    encodings = sorted({r.encoding for r in results.values() if r.encoding})
+    first = next(iter(cleaned.values()))
+    inference = _inference_defaults(cleaned)
+    meta = new_meta(
+        run_id,
+        params=cleaned,
+        seed=int(seed if seed is not None else first.get("seed", 0)),
+        sources={k: dict(r.sources) for k, r in results.items()},
+        encoding=", ".join(encodings) or None,
+        models=models,
+        inference=inference,
+    )
+    run.create()
+    stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
+    moved = [
+        (path, path.with_name(f"{path.name}.replaced-{stamp}"))
+        for path in (run.responses, run.scores)
+        if has_responses and force and path.exists()
+    ]
+    # contexts, samples and run.json are put back, and the answers moved aside moved back, if
+    # any write fails (a full disk): a failed build leaves the run as it was
+    with run.restored_on_failure([run.contexts, run.samples, run.run_json]):
+        try:
+            for path, aside in moved:
+                path.rename(aside)
+            run.write_samples(samples, contexts)
+            run.write_meta(meta)
+        except BaseException:
+            for path, aside in moved:
+                if aside.exists() and not path.exists():
+                    aside.rename(path)
+            raise
+    return run
+
+
+def _inference_defaults(parts: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
+    """The inference settings the build params declare
+    (:data:`lceval.run.config.INFERENCE_DEFAULTS`:
+    the smoke set's ``truncate: true`` and ``max_new_tokens: 64``), checked by the declared
+    :class:`lceval.run.config.InferConfig`; null values are left out (the sample's own budget).
+
+    Raises:
+        LcevalError: a declared value of the wrong type or range (names the key).
+    """
+    out: dict[str, Any] = {}
+    for key, part in parts.items():
+        schema = registry.get(key).params_schema()
+        own = {f.name for f in dataclasses.fields(schema)} if schema is not None else set()
+        # a builder that declares a key itself (max_new_tokens: the samples' budgets) sets it there
+        given = {k: part[k] for k in INFERENCE_DEFAULTS if part.get(k) is not None and k not in own}
+        checked = validate(InferConfig, given, "params", key)
+        for k in given:
+            if k in out and out[k] != getattr(checked, k):
+                raise LcevalError(
+                    f"build: the parts declare different {k}: {out[k]!r} and {given[k]!r}"
+                )
+            out[k] = getattr(checked, k)
+    return out
+
+
+def _same_records(run: RunDir, samples: Sequence[Sample], contexts: Sequence[Context]) -> bool:
+    """Whether the run's samples.jsonl and contexts.jsonl hold exactly these records."""
+    from lceval.io import dumps
+
+    for path, records in ((run.samples, samples), (run.contexts, contexts)):
+        if not path.exists():
+            return False
+        with path.open(encoding="utf-8") as f:
+            lines = [line.rstrip("\n") for line in f if line.strip()]
+        if lines != [dumps(r) for r in records]:
+            return False
+    return True

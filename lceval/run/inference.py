@@ -1,0 +1,386 @@
+"""The infer stage: the run's pending samples answered by one or more models, in-process or on
+Ray replicas, appended to responses.jsonl (resumable)."""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from lceval.console import engine_output
+from lceval.errors import LcevalError
+from lceval.io import RunDir
+from lceval.models import lifeline
+from lceval.models.base import (
+    Backend,
+    GenerationConfig,
+    check_load,
+    load_backend,
+    log,
+    replicas_of,
+    runs_local_engine,
+)
+from lceval.models.generate import engine_config, generate, prefix_reuse
+from lceval.models.prompts import context_text
+from lceval.models.specs import (
+    ModelSpec,
+    check_fits,
+    check_names,
+    location,
+    resolve_models,
+    stored_name,
+)
+from lceval.progress import progress_path
+from lceval.records import Context, Response, Sample
+from lceval.run import plan
+from lceval.run.config import INFERENCE_DEFAULTS, InferConfig, test_backend, test_limit, validate
+from lceval.store import ResponseStore
+
+DEFAULT_CALL_SIZE = 8
+"""Samples per engine call when neither the caller nor the engine says (:func:`infer`)."""
+
+
+def select_samples(
+    run: RunDir,
+    samples: Sequence[Sample],
+    *,
+    limit: int | None = None,
+    tasks: Sequence[str] | None = None,
+) -> list[Sample]:
+    """The samples of ``run`` an inference call answers: those of ``tasks`` (all when None),
+    the first ``limit`` of them in file order.
+
+    Raises:
+        LcevalError: a task filter naming a task the run does not hold, limit < 1, or nothing
+            left to answer.
+    """
+    if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 1):
+        raise LcevalError(f"limit must be a positive integer, got {limit!r}")
+    if tasks:
+        held = {s.task for s in samples}
+        unknown = set(tasks) - held
+        if unknown:
+            raise LcevalError(
+                f"task(s) {', '.join(sorted(unknown))[:200]} not in run {run.run_id}; "
+                f"it holds {', '.join(sorted(held))[:200]}"
+            )
+        samples = [s for s in samples if s.task in set(tasks)]
+    if limit is not None:
+        samples = samples[:limit]
+    if not samples:
+        raise LcevalError(f"run {run.run_id} has no samples to answer")
+    return list(samples)
+
+
+def _answer(
+    run: RunDir,
+    backend: Backend,
+    config: GenerationConfig | None,
+    samples: Sequence[Sample],
+    contexts: Mapping[str, Context],
+    batch_size: int,
+    progress: bool,
+) -> list[Response]:
+    """Answer ``samples`` (already selected, :func:`select_samples`) with ``backend``, appending
+    to the run's responses.jsonl (``lceval.models.generate``: resumable, answered samples
+    skipped); the responses of this model and config, in sample order."""
+    return generate(
+        backend,
+        samples,
+        contexts,
+        config,
+        store=ResponseStore(run.responses),
+        batch_size=batch_size,
+        progress=progress,
+        desc=f"infer {backend.name}",
+        progress_log=progress_path(run.path),
+    )
+
+
+def infer(
+    run_id: str,
+    backend: str = "auto",
+    model: str | None = None,
+    *,
+    models: Sequence[Any] | None = None,
+    root: str | Path | None = None,
+    batch_size: int | None = None,
+    limit: int | None = None,
+    tasks: Sequence[str] | None = None,
+    max_new_tokens: int | None = None,
+    temperature: float = 0.0,
+    seed: int = 0,
+    backend_options: Mapping[str, Any] | None = None,
+    truncate: bool | None = None,
+    progress: bool = True,
+    config: InferConfig | None = None,
+    ray_address: str | None = None,
+) -> list[Response]:
+    """Answer the run's pending samples with one model or several, one engine at a time (load,
+    answer, close, next); resumable per model; each recorded in run.json.
+
+    ``model`` names one model, ``models`` several (``lceval.models.specs``: strings, or
+    ``{model, backend, options, name}`` mappings whose options go over ``backend_options``);
+    ``"embedded"`` names the SmolLM2-135M stand-in, which is never used unless named. Everything
+    that can be wrong is checked for every model before the first engine starts: names, options,
+    and (unless ``truncate``) that each model's window holds the run's longest prompt plus its
+    budget (:func:`lceval.models.specs.check_fits`). With ``truncate`` a longer prompt has its
+    context right-truncated to the window (LIFBench Sec. 5.1, L-Eval Sec. 4).
+
+    ``backend="auto"`` (the default) loads the engine ``lceval.models.base.choose_backend``
+    picks (vLLM when it imports, CPU included; else hf) and says which on stderr. run.json's
+    ``models`` entry records the engine actually loaded (``backend``), the one asked for
+    (``requested_backend``), the response cache key's config hash (engine and dtype included)
+    ``prefix_reuse``: prompt tokens requested and computed by this call (``reuse`` 0..1;
+    ``measured: false`` where the engine does not report it) and ``timing``: seconds of this
+    call spent starting the engine, answering (``generate_s``, cached answers skipped) and
+    closing it. Before the engine starts, the samples' size and estimated GPU time
+    (:func:`lceval.run.plan.announce`, in the run's tiktoken encoding) go to stderr in two lines
+    and to
+    run.json's ``plan``.
+
+    ``batch_size`` is the number of samples per engine call, each call's answers flushed to disk
+    before the next; None: the engine's ``call_size`` (vLLM 256: its scheduler batches a whole
+    call continuously, and the smoke set answered in calls of 4 took 60 s instead of 44 s; hf its
+    own batch size; else :data:`DEFAULT_CALL_SIZE`).
+
+    A model with the ``replicas=N`` option (N > 1), and every model when ``ray_address`` is
+    given (``auto`` or ``HOST:PORT``: an existing Ray cluster; the models' replicas default to 1
+    there), is answered by engine replicas on Ray (:mod:`lceval.models.replicas`): models whose
+    replicas fit the cluster together run at once, the driver (this process) writing every answer.
+    The progress of each model goes to the terminal and to ``logs/progress.jsonl``
+    (:mod:`lceval.progress`, ``lceval status RUN``).
+
+    Returns:
+        The responses of every model, model after model, each in sample order.
+
+    Raises:
+        LcevalError: no model named, both ``model`` and ``models``, unknown backend, model or
+            option, a window shorter than the longest prompt, missing samples, bad limits,
+            replicas asked without Ray installed, a cluster too small for a model's replicas.
+    """
+    given = {
+        "backend": backend,
+        "model": model,
+        "models": models,
+        "batch_size": batch_size,
+        "limit": limit,
+        "tasks": tasks,
+        "max_new_tokens": max_new_tokens,
+        "temperature": temperature,
+        "seed": seed,
+        "backend_options": backend_options,
+        "truncate": truncate,
+    }
+    # keyword arguments are read by the same declared type as the CLI's flags
+    cfg = config if config is not None else validate(InferConfig, given, "params", "infer")
+    run = RunDir(run_id if cfg.run_id is None else cfg.run_id, root)
+    meta = run.read_meta()
+    # The run's build params may declare its inference settings (the smoke set: truncate,
+    # 64-token answers); what the caller gives goes over them.
+    declared = {k: v for k, v in dict(meta.inference).items() if k in INFERENCE_DEFAULTS}
+    unset = {k: v for k, v in declared.items() if getattr(cfg, k) is None}
+    if unset:
+        cfg = validate(InferConfig, {**cfg.model_dump(exclude_unset=True), **unset})
+    backend, batch_size, limit, tasks = (
+        test_backend(cfg.backend),
+        cfg.batch_size,
+        test_limit(cfg.limit),
+        cfg.tasks,
+    )
+    max_new_tokens, temperature, seed = cfg.max_new_tokens, cfg.temperature, cfg.seed
+    backend_options, truncate = cfg.backend_options, bool(cfg.truncate)
+    one, many = cfg.model, cfg.models
+    if isinstance(one, list):  # the CLI's repeated --model: a list of models
+        if many is not None:
+            raise LcevalError("infer: give model or models, not both")
+        one, many = None, one
+    specs = resolve_models(one, many, backend, backend_options)
+    check_names(specs, run.read_meta().models, run.run_id)  # an answer's identity: its name
+    # Everything the user can get wrong is checked before the engine starts (tens of seconds).
+    samples = select_samples(run, run.read_samples(), limit=limit, tasks=tasks)
+    contexts = run.read_contexts()
+    for s in samples:
+        context_text(s, contexts)  # a sample naming a missing context stops here
+    for spec in specs:
+        check_load(spec.backend, spec.model, dict(spec.options))
+    if ray_address is None:
+        ray_address = cfg.ray_address
+    if ray_address is None:
+        from lceval.models.replicas import RAY_ADDRESS_ENV
+
+        ray_address = os.environ.get(RAY_ADDRESS_ENV) or None
+    on_ray = [  # API models (openai) stay in this process: their server does the work
+        runs_local_engine(spec.backend)
+        and (ray_address is not None or replicas_of(spec.options) > 1)
+        for spec in specs
+    ]
+    if any(on_ray):
+        from lceval.models.replicas import require_ray
+
+        require_ray()  # one line naming the extra, before anything starts
+    ResponseStore(run.responses)  # a corrupt responses file stops here, before a model loads
+    gen = GenerationConfig(temperature=temperature, seed=seed, max_new_tokens=max_new_tokens)
+    notes = [
+        f"{spec.label}: truncate is set: contexts longer than its window are cut"
+        if truncate
+        else check_fits(
+            spec,
+            samples,
+            contexts,
+            _with_thinking(gen.budget, _thinking_budget(spec.options)),
+        )
+        for spec in specs
+    ]
+    for note in notes:  # said once every model is known to fit
+        log(note)
+    # size and estimate on stderr now; into run.json with the first model's entry, so a
+    # command failing before its first answer (a missing or refused key) leaves run.json as it was
+    thinking = max(_thinking_budget(spec.options) for spec in specs)
+    sized = plan.announce(
+        run, samples, max_new_tokens, record_it=False, max_thinking_tokens=thinking
+    )
+    pending = {"plan": sized.summary()} if sized is not None else {}
+    responses: list[Response] = []
+    ray_specs = [spec for spec, r in zip(specs, on_ray, strict=True) if r]
+    if ray_specs:
+        responses += _infer_ray(
+            run, ray_specs, gen, samples, contexts, batch_size, progress, ray_address, pending
+        )
+    local = [spec for spec, r in zip(specs, on_ray, strict=True) if not r]
+    for i, spec in enumerate(local):
+        if len(local) > 1:
+            log(f"model {i + 1}/{len(local)}: {spec.label} ({spec.backend})")
+        responses += _infer_one(run, spec, gen, samples, contexts, batch_size, progress, pending)
+    return responses
+
+
+def _with_thinking(budget: Any, extra: int) -> Any:
+    """``budget`` (sample -> answer tokens) plus a model's thinking budget ``extra``."""
+    if not extra:
+        return budget
+    return lambda sample: budget(sample) + extra
+
+
+def _thinking_budget(options: Mapping[str, Any]) -> int:
+    """A model's ``max_thinking_tokens`` option (0 when not given or not an integer)."""
+    value = options.get("max_thinking_tokens")
+    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 0
+
+
+def _infer_ray(
+    run: RunDir,
+    specs: Sequence[ModelSpec],
+    config: GenerationConfig,
+    samples: Sequence[Sample],
+    contexts: Mapping[str, Context],
+    batch_size: int | None,
+    progress: bool,
+    address: str | None,
+    pending: dict[str, Any] | None = None,
+) -> list[Response]:
+    """:func:`infer` for the models answered by replicas on Ray, recorded in run.json (with
+    ``pending``'s fields, then cleared); run.json is put back as it was when nothing was
+    answered (:meth:`lceval.io.RunDir.meta_kept_unless`)."""
+    from lceval.models.replicas import Job, answer_jobs
+
+    jobs = [Job(spec, samples, config, batch_size) for spec in specs]
+    t0 = time.perf_counter()
+    with run.meta_kept_unless(run.responses), engine_output(run.path, "infer (ray)"):
+        try:
+            answer_jobs(
+                jobs,
+                contexts,
+                ResponseStore(run.responses),
+                run_id=run.run_id,
+                address=address,
+                progress_log=progress_path(run.path),
+                progress=progress,
+            )
+        finally:
+            wall = round(time.perf_counter() - t0, 2)
+            for job in jobs:
+                if job.entry:
+                    entry = {k: v for k, v in job.entry.items() if k != "name"}
+                    entry["location"] = location(job.spec)
+                    entry["options"] = dict(job.spec.options)
+                    entry["timing"] = {"ray_wall_s": wall}
+                    run.update_meta(models={job.entry["name"]: entry}, **(pending or {}))
+                    if pending:
+                        pending.clear()
+    return [r for job in jobs for r in job.responses]
+
+
+def _infer_one(
+    run: RunDir,
+    spec: ModelSpec,
+    config: GenerationConfig,
+    samples: Sequence[Sample],
+    contexts: Mapping[str, Context],
+    batch_size: int | None,
+    progress: bool,
+    pending: dict[str, Any] | None = None,
+) -> list[Response]:
+    """:func:`infer` for one model: load its engine, answer, close it, record it in run.json
+    (with ``pending``'s fields, written once and then cleared). When it fails before storing an
+    answer, run.json is put back as it was (:meth:`lceval.io.RunDir.meta_kept_unless`)."""
+    with run.meta_kept_unless(run.responses):
+        return _infer_engine(run, spec, config, samples, contexts, batch_size, progress, pending)
+
+
+def _infer_engine(
+    run: RunDir,
+    spec: ModelSpec,
+    config: GenerationConfig,
+    samples: Sequence[Sample],
+    contexts: Mapping[str, Context],
+    batch_size: int | None,
+    progress: bool,
+    pending: dict[str, Any] | None,
+) -> list[Response]:
+    """The body of :func:`_infer_one`."""
+    # Engine start-up and shutdown records go to logs/lceval.log (the terminal keeps lceval's
+    # lines and the progress bar; -v or LCEVAL_VERBOSE=1 shows everything).
+    with engine_output(run.path, "infer"), lifeline.guard(run.path):  # engines die with us
+        t0 = time.perf_counter()
+        engine = load_backend(spec.backend, spec.model, **spec.options)
+        engine.name = stored_name(spec)
+        timing = {"engine_start_s": round(time.perf_counter() - t0, 2)}
+        try:
+            keyed = engine_config(engine, config)
+            entry = {
+                **engine.info(),
+                "requested_backend": spec.backend,
+                "location": location(spec),
+                "options": dict(spec.options),
+                "generation": keyed.__dict__,
+                "config_hash": keyed.hash(),
+            }
+            earlier = run.read_meta().models.get(engine.name)
+            if isinstance(earlier, Mapping) and earlier.get("config_hash") not in (
+                None,
+                keyed.hash(),
+            ):
+                log(
+                    f"run {run.run_id} already has answers of {engine.name} from "
+                    f"{earlier.get('backend')} (config {earlier.get('config_hash')}); these are "
+                    f"kept apart under config {keyed.hash()} ({keyed.engine}), and both are scored"
+                )
+            run.update_meta(models={engine.name: entry}, **(pending or {}))
+            if pending:
+                pending.clear()
+            t0 = time.perf_counter()
+            size = batch_size or int(getattr(engine, "call_size", DEFAULT_CALL_SIZE))
+            responses = _answer(run, engine, config, samples, contexts, size, progress)
+            timing["generate_s"] = round(time.perf_counter() - t0, 2)
+            counts = prefix_reuse(engine)
+            if counts is not None:
+                entry["prefix_reuse"] = counts.as_dict()
+        finally:
+            t0 = time.perf_counter()
+            engine.close()
+            timing["engine_close_s"] = round(time.perf_counter() - t0, 2)
+    run.update_meta(models={engine.name: {**entry, "timing": timing}})
+    return responses

@@ -1,0 +1,684 @@
+"""The size and cost of a run before it is answered: ``lceval plan RUN``.
+
+For a built run (samples.jsonl + contexts.jsonl): samples, prompt tokens requested, the unique
+tokens left to prefill after prefix sharing, and the new-token budget, per benchmark and task and
+in total; then an estimate of GPU time per model size on an A100-80GB and an H100-80GB.
+
+**Tokens.** Prompts are tokenized with the run's tiktoken encoding (as the builders count
+lengths), or with a model's tokenizer and chat template when one is given. Each prompt is cut at
+its context into segments (what comes before the context, the context, what comes after), and
+each distinct segment is tokenized once: a 128k-token context shared by 300 samples costs one
+encoding. Counts therefore differ from tokenizing each whole prompt by at most a token or two at
+each seam. With a model, a context longer than the window less the budget is right-truncated as
+the engines do (``lceval.models.prompts.render_chat_prompt``).
+
+**Unique tokens** are the nodes of the token trie of all prompts: what an ideal prefix cache
+computes (vLLM's prefix caching, lceval's hf shared-context reuse). With the prompts sorted, each
+adds the tokens past its longest common prefix with the one before it (:func:`prefix_shares`).
+Per task and per benchmark the trie is that group's own (what answering it alone would cost), so
+the task rows do not add up to the total.
+
+**Estimate** (:func:`estimate`): the arithmetic floor on a GPU (dense bf16 peak, HBM bandwidth),
+times an efficiency factor taken from a measurement (:data:`EFFICIENCY`). Prefill FLOPs are
+``2 x dense params x unique tokens + 4 x layers x heads x head dim x (sum of the unique tokens'
+positions)`` (causal attention: scores and weighted values). Decoding is bound by the larger of
+its FLOPs and its memory traffic: each step reads the weights once for the whole batch and each
+sequence's own KV cache (``2 x layers x kv heads x head dim x 2 bytes`` a token); the batch is
+limited by the memory left after the weights (at most :data:`MAX_BATCH` sequences, vLLM's default
+``max_num_seqs``). Budgets are upper bounds (answers that stop early cost less).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from lceval.errors import LcevalError, one_line
+from lceval.records import Context, Sample
+from lceval.run.gpu_estimate import (  # noqa: F401 (the estimate, re-exported as plan.*)
+    EFFICIENCY,
+    EFFICIENCY_SOURCE,
+    GPU,
+    GPUS,
+    MAX_BATCH,
+    MEMORY_USE,
+    SHAPES,
+    ModelShape,
+    estimate,
+    estimate_table,
+    gpus_needed,
+    shape_of,
+)
+
+Segment = tuple[int, ...]
+"""Token ids of one part of a prompt."""
+
+
+SENTINEL = "\ue000lceval-context\ue000"
+"""Stands for the context while a prompt is rendered, to cut it into segments."""
+
+
+# ------------------------------------------------------------------------------ tokens
+class Encoder:
+    """Token ids of prompt parts, each distinct text encoded once.
+
+    Args:
+        encoding: a tiktoken encoding name (used when ``tokenizer`` is None).
+        tokenizer: a transformers tokenizer; its chat template renders the prompts (plain text
+            when it has none).
+    """
+
+    def __init__(self, encoding: str | None = None, tokenizer: Any = None) -> None:
+        from lceval.tokens import DEFAULT_ENCODING
+
+        self.tokenizer = tokenizer
+        self.encoding = encoding or DEFAULT_ENCODING
+        self.cache: dict[str, Segment] = {}
+
+    @property
+    def name(self) -> str:
+        """The tokenizer's name (tiktoken encoding, or the tokenizer's path)."""
+        if self.tokenizer is None:
+            return self.encoding
+        return str(getattr(self.tokenizer, "name_or_path", "tokenizer"))
+
+    def encode_all(self, texts: Iterable[str]) -> None:
+        """Encode the texts not encoded yet, in one batch."""
+        todo = list(dict.fromkeys(t for t in texts if t not in self.cache))
+        if not todo:
+            return
+        if self.tokenizer is None:
+            from lceval.tokens import get_encoding
+
+            ids = get_encoding(self.encoding).encode_batch(todo, disallowed_special=())
+        else:
+            ids = self.tokenizer(todo, add_special_tokens=False)["input_ids"]
+        for t, x in zip(todo, ids, strict=True):
+            self.cache[t] = tuple(x)
+
+    def render(self, sample: Sample, context: str) -> str:
+        """The prompt text, ``context`` standing where the context goes."""
+        from lceval.models.prompts import messages, plain_text
+
+        tok = self.tokenizer
+        if tok is not None and getattr(tok, "chat_template", None):
+            text = tok.apply_chat_template(
+                messages(sample, context), tokenize=False, add_generation_prompt=True
+            )
+            return str(text) + sample.assistant_prefix
+        text = plain_text(sample, context)
+        return f"{sample.system}{sample.joiner}{text}" if sample.system else text
+
+
+class Counted(tuple[int, ...]):
+    """A context counted, not tokenized: its recorded token count as its length, compared by a
+    marker of its own (so it shares no prefix with any other segment).
+
+    Used for runs too large to tokenize quickly (:data:`EXACT_LIMIT`): prompt tokens stay exact
+    (builders record each context's count in the run's encoding), unique tokens become an upper
+    bound (two contexts sharing a beginning are counted in full).
+    """
+
+    n: int
+
+    def __new__(cls, marker: int, n: int) -> Counted:
+        obj = super().__new__(cls, (marker,))
+        obj.n = n
+        return obj
+
+    def __len__(self) -> int:
+        return self.n
+
+
+EXACT_LIMIT = 20_000_000
+"""Context tokens (recorded, distinct contexts) above which contexts are counted, not tokenized
+(:class:`Counted`): tiktoken encodes ~1M tokens/s per core, so RULER's full grid (1.6 billion
+tokens) would take most of an hour."""
+
+
+@dataclass(frozen=True)
+class PromptTokens:
+    """One sample's prompt as segments and its budget."""
+
+    sample: Sample
+    segments: tuple[Segment, ...]
+    budget: int
+    truncated: int = 0
+    """Context tokens dropped to fit the window (0 without a window)."""
+
+    @property
+    def length(self) -> int:
+        """Prompt tokens."""
+        return sum(len(s) for s in self.segments)
+
+
+def prompt_tokens(
+    samples: Sequence[Sample],
+    contexts: Mapping[str, Context],
+    encoder: Encoder,
+    *,
+    max_new_tokens: int | None = None,
+    window: int | None = None,
+    exact: bool = True,
+) -> list[PromptTokens]:
+    """Every sample's prompt cut into segments of token ids (module docstring).
+
+    Args:
+        samples: the samples.
+        contexts: their contexts by id.
+        encoder: the tokenizer.
+        max_new_tokens: caps each sample's budget (as ``lceval infer --max-new-tokens``).
+        window: the model's window in tokens: contexts are right-truncated to fit it with the
+            budget; None: no truncation.
+        exact: tokenize the contexts; False: take their recorded ``n_tokens`` (:class:`Counted`;
+            not with ``window``).
+
+    Raises:
+        LcevalError: a sample naming a missing context, a budget < 1, or a prompt that does not
+            fit the window even without its context.
+    """
+    from lceval.models.prompts import context_text
+
+    parts: list[tuple[Sample, list[str], str | None]] = []
+    for s in samples:
+        doc = context_text(s, contexts)
+        if s.context_id is None or not doc:
+            parts.append((s, [encoder.render(s, "")], None))
+            continue
+        head, sep, tail = encoder.render(s, SENTINEL).partition(SENTINEL)
+        if not sep:  # a template that drops the user turn: the whole prompt is one segment
+            parts.append((s, [encoder.render(s, doc)], None))
+            continue
+        parts.append((s, [head, tail], doc))
+    counted: dict[str, Counted] = {}
+    if not exact:
+        if window is not None:
+            raise LcevalError("plan: contexts can be truncated to a window only when tokenized")
+        for s, _, text in parts:
+            if text is not None and s.context_id not in counted:
+                n = contexts[str(s.context_id)].n_tokens
+                counted[str(s.context_id)] = Counted(-1 - len(counted), n)
+    encoder.encode_all(t for _, texts, x in parts for t in (*texts, x if x and exact else ""))
+    out = []
+    for s, texts, ctx in parts:
+        budget = (
+            s.max_new_tokens if max_new_tokens is None else min(s.max_new_tokens, max_new_tokens)
+        )
+        if budget < 1:
+            raise LcevalError(f"sample {s.id}: new-token budget must be >= 1, got {budget}")
+        segs = [encoder.cache[t] for t in texts]
+        body: Segment = ()
+        if ctx is not None:
+            body = encoder.cache[ctx] if exact else counted[str(s.context_id)]
+        cut = 0
+        if window is not None:
+            room = window - budget - sum(len(x) for x in segs)
+            if room < 0:
+                raise LcevalError(
+                    f"sample {s.id}: prompt without its context is {sum(map(len, segs))} tokens, "
+                    f"longer than the window {window} minus {budget} new tokens"
+                )
+            cut = max(0, len(body) - room)
+            body = body[: len(body) - cut] if cut else body
+        full = (segs[0], body, segs[1]) if ctx is not None else tuple(segs)
+        out.append(PromptTokens(s, tuple(x for x in full if x), budget, cut))
+    return out
+
+
+# ------------------------------------------------------------------------------ prefix trie
+def _common(a: Segment, b: Segment) -> int:
+    """Length of the common prefix of two token sequences (C-speed slices, then one by one)."""
+    n, step = 0, 4096
+    top = min(len(a), len(b))
+    while n + step <= top and a[n : n + step] == b[n : n + step]:
+        n += step
+    while n < top and a[n] == b[n]:
+        n += 1
+    return n
+
+
+def _shared(a: Sequence[Segment], b: Sequence[Segment]) -> int:
+    n = 0
+    for x, y in zip(a, b, strict=False):
+        if x is y or x == y:
+            n += len(x)
+            continue
+        return n + _common(x, y)
+    return n
+
+
+def segment_keys(rows: Sequence[Sequence[Segment]]) -> list[tuple[int, ...]]:
+    """Sort keys of rows of segments: each segment replaced by its rank among the distinct
+    segments at the same position, ranked by their tokens (each distinct segment is compared a
+    few times, not once per row: long contexts that share long prefixes stay cheap to sort)."""
+    depth = max((len(r) for r in rows), default=0)
+    ranks: list[dict[int, int]] = []
+    for k in range(depth):
+        distinct = {id(r[k]): r[k] for r in rows if len(r) > k}
+        order = sorted(distinct, key=lambda i: distinct[i])
+        rank: dict[int, int] = {}
+        last: Segment | None = None
+        for i in order:  # equal segments (distinct objects) share a rank
+            if last is None or distinct[i] != last:
+                last = distinct[i]
+                n = len(rank)
+            rank[i] = n
+        ranks.append(rank)
+    return [tuple(ranks[k][id(seg)] for k, seg in enumerate(r)) for r in rows]
+
+
+def prefix_shares(
+    rows: Sequence[Sequence[Segment]], keys: Sequence[tuple[int, ...]] | None = None
+) -> list[int]:
+    """For each row (in the given order), its tokens an ideal prefix cache already holds.
+
+    Rows are visited in sorted order; each shares its longest common prefix with the row visited
+    before it. The unique tokens are ``sum(len(row) - share)``: the node count of the token trie
+    of all rows (exact when segments compare as their tokens do; where one segment is a proper
+    prefix of another the share stops at its end, so the count is then an upper bound).
+
+    Args:
+        rows: each row a sequence of segments (token id tuples).
+        keys: :func:`segment_keys` of ``rows``, when already computed.
+    """
+    keys = segment_keys(rows) if keys is None else keys
+    order = sorted(range(len(rows)), key=lambda i: keys[i])
+    out = [0] * len(rows)
+    prev: Sequence[Segment] | None = None
+    for i in order:
+        out[i] = _shared(prev, rows[i]) if prev is not None else 0
+        prev = rows[i]
+    return out
+
+
+def unique_prefix_positions(rows: Sequence[Sequence[int]]) -> list[int]:
+    """Positions (0-based) of the tokens any prefix cache must compute for ``rows`` (token id
+    lists): the nodes of the token trie of all prompts (:func:`prefix_shares`)."""
+    shares = prefix_shares([(tuple(r),) for r in rows])
+    return [p for r, s in zip(rows, shares, strict=True) for p in range(s, len(r))]
+
+
+# ------------------------------------------------------------------------------ the plan
+COLUMNS = ("samples", "prompt_tokens", "unique_tokens", "budget")
+
+
+def per_sample(
+    prompts: Sequence[PromptTokens], keys: Sequence[tuple[int, ...]] | None = None
+) -> pd.DataFrame:
+    """One row per sample: benchmark, task, prompt_tokens, budget, truncated, and the whole set's
+    trie figures: ``share`` (tokens held already), ``unique_tokens`` (length less share) and
+    ``position_sum`` (sum of the positions of its unique tokens, for attention FLOPs)."""
+    shares = prefix_shares([p.segments for p in prompts], keys)
+    length = np.array([p.length for p in prompts], dtype=np.int64)
+    share = np.array(shares, dtype=np.int64)
+    return pd.DataFrame(
+        {
+            "sample_id": [p.sample.id for p in prompts],
+            "benchmark": [p.sample.benchmark for p in prompts],
+            "task": [p.sample.task for p in prompts],
+            "prompt_tokens": length,
+            "budget": np.array([p.budget for p in prompts], dtype=np.int64),
+            "truncated": np.array([p.truncated for p in prompts], dtype=np.int64),
+            "share": share,
+            "unique_tokens": length - share,
+            "position_sum": (share + length - 1) * (length - share) // 2,
+        }
+    )
+
+
+def size_table(
+    prompts: Sequence[PromptTokens], keys: Sequence[tuple[int, ...]] | None = None
+) -> pd.DataFrame:
+    """Samples, prompt tokens, unique tokens and budget per benchmark and task, per benchmark
+    (task ``*``) and in total (benchmark ``*``); each row's unique tokens from its own trie."""
+    keys = segment_keys([p.segments for p in prompts]) if keys is None else keys
+    groups: dict[tuple[str, str], list[int]] = {}
+    for i, p in enumerate(prompts):
+        groups.setdefault((p.sample.benchmark, p.sample.task), []).append(i)
+        groups.setdefault((p.sample.benchmark, "*"), []).append(i)
+    groups[("*", "*")] = list(range(len(prompts)))
+    rows = []
+    for (bench, task), idx in sorted(groups.items(), key=lambda kv: (kv[0][0] == "*", kv[0])):
+        if task == "*" and sum(1 for b, _ in groups if b == bench) == 2 and bench != "*":
+            continue  # a benchmark of one task: its task row says it all
+        ps = [prompts[i] for i in idx]
+        shares = prefix_shares([p.segments for p in ps], [keys[i] for i in idx])
+        total = sum(p.length for p in ps)
+        rows.append(
+            {
+                "benchmark": bench,
+                "task": task,
+                "samples": len(ps),
+                "prompt_tokens": total,
+                "unique_tokens": total - sum(shares),
+                "budget": sum(p.budget for p in ps),
+                "truncated_samples": sum(1 for p in ps if p.truncated),
+            }
+        )
+    return pd.DataFrame(rows)
+
+
+# ------------------------------------------------------------------------------ a run's plan
+@dataclass(frozen=True)
+class Plan:
+    """A run's size and cost (:func:`plan_run`)."""
+
+    tokenizer: str
+    """The tokenizer that counted (tiktoken encoding or model path)."""
+    rows: pd.DataFrame
+    """:func:`per_sample`."""
+    sizes: pd.DataFrame
+    """:func:`size_table`."""
+    estimates: pd.DataFrame
+    """:func:`estimate_table` (and the given model's shape first, when there is one)."""
+    window: int | None = None
+    """The window contexts were truncated to (None: none)."""
+    exact: bool = True
+    """Contexts tokenized (False: their recorded counts; unique tokens an upper bound)."""
+
+    def total(self) -> dict[str, int]:
+        """The total row's samples, prompt_tokens, unique_tokens and budget."""
+        row = self.sizes[self.sizes["benchmark"] == "*"].iloc[0]
+        return {c: int(row[c]) for c in COLUMNS}
+
+    def summary(self) -> dict[str, Any]:
+        """What run.json's ``plan`` records: the totals, the tokenizer and per (model, GPU) the
+        estimated GPU hours and its efficiency source."""
+        est = {
+            f"{r.model.split(' ')[0]} {r.gpu}": float(f"{r.gpu_hours:.3g}")
+            for r in self.estimates.itertuples()
+        }
+        thinking = self.thinking_budget()
+        return {
+            "tokenizer": self.tokenizer,
+            **self.total(),
+            **({"thinking_budget": thinking} if thinking else {}),
+            "exact": self.exact,
+            "gpu_hours": est,
+            "efficiency": float(self.estimates["efficiency"].iloc[0]),
+            "efficiency_source": EFFICIENCY_SOURCE,
+        }
+
+    def thinking_budget(self) -> int:
+        """The total row's thinking budget in tokens (0: no thinking model planned)."""
+        if "thinking_budget" not in self.sizes:
+            return 0
+        return int(self.sizes[self.sizes["benchmark"] == "*"]["thinking_budget"].iloc[0])
+
+    def lines(self) -> list[str]:
+        """Two short lines for the start of ``lceval infer``."""
+        t = self.total()
+        est = self.estimates[self.estimates["model"].str.startswith("8B")]
+        h = {r.gpu: r.gpu_hours for r in est.itertuples()}
+        return [
+            f"plan: {t['samples']:,} samples, {t['prompt_tokens']:,} prompt tokens "
+            f"({self.tokenizer}), {t['unique_tokens']:,} unique after prefix sharing"
+            f"{'' if self.exact else ' (at most: contexts not tokenized)'}, "
+            f"{t['budget']:,} new-token budget"
+            + (f" + {self.thinking_budget():,} thinking" if self.thinking_budget() else ""),
+            f"estimate for an 8B model: {_hours(h.get('H100-80GB'))} GPU-h on an H100-80GB, "
+            f"{_hours(h.get('A100-80GB'))} on an A100-80GB ({EFFICIENCY:g}x the arithmetic floor, "
+            "a CPU measurement; lceval plan RUN for more)",
+        ]
+
+
+def _hours(h: float | None) -> str:
+    if h is None:
+        return "?"
+    return f"{h:.2g}" if h < 10 else f"{h:,.0f}"
+
+
+def load_tokenizer(model: str) -> tuple[Any, int, ModelShape]:
+    """A model's tokenizer, window and shape, from local files (a folder or the hub cache).
+
+    Raises:
+        LcevalError: what ``lceval infer`` refuses about a model (a path that does not exist,
+            a file, a folder without config.json, a hub id not cached offline), in its words;
+            the tokenizer or config cannot be read.
+    """
+    from lceval.models.embedded import check_model, resolve_model
+
+    # what infer refuses (a missing path, a file, a folder without config.json), in infer's
+    # words and before transformers is imported
+    if check_model(model) == "embedded":
+        model = resolve_model(model).path
+
+    from transformers import AutoConfig, AutoTokenizer
+
+    from lceval.models.specs import model_window
+
+    try:
+        tok = AutoTokenizer.from_pretrained(model)
+        config = AutoConfig.from_pretrained(model)
+    except Exception as exc:  # transformers raises OSError, ValueError, HF hub errors
+        reason = one_line(exc)
+        raise LcevalError(f"cannot read the tokenizer of model {model!r}: {reason}") from None
+    return tok, model_window(config, tok), shape_of(config, model)
+
+
+def plan_run(
+    run: Any,
+    *,
+    model: str | None = None,
+    samples: Sequence[Sample] | None = None,
+    max_new_tokens: int | None = None,
+    efficiency: float = EFFICIENCY,
+    exact: bool | None = None,
+    max_thinking_tokens: int = 0,
+) -> Plan:
+    """The size and cost of a built run (module docstring).
+
+    Args:
+        run: a :class:`lceval.io.RunDir` with samples.jsonl and contexts.jsonl.
+        model: a model folder or cached hub id: its tokenizer, chat template and window count
+            the tokens, and its shape is estimated first; None: the run's tiktoken encoding.
+        samples: only these samples (default: all of the run's).
+        max_new_tokens: caps every sample's budget.
+        efficiency: measured time over the floor (:data:`EFFICIENCY`).
+        exact: tokenize the contexts (True), or take their recorded counts (False, unique
+            tokens then an upper bound: :class:`Counted`); None: exact with a model, or when the
+            distinct contexts hold at most :data:`EXACT_LIMIT` tokens.
+        max_thinking_tokens: a reasoning model's thinking budget per sample (tokens,
+            ``lceval.models.thinking``), counted beside the answer budget in a
+            ``thinking_budget`` column and in the decode estimate; 0: none.
+
+    Raises:
+        LcevalError: missing run files, a bad budget, an unreadable model tokenizer, ``exact``
+            false with a model.
+    """
+    chosen = list(samples) if samples is not None else run.read_samples()
+    if not chosen:
+        raise LcevalError(f"run {run.run_id} has no samples to plan")
+    contexts = run.read_contexts()
+    shapes = dict(SHAPES)
+    window = None
+    if model is not None:
+        tok, window, shape = load_tokenizer(model)
+        encoder = Encoder(tokenizer=tok)
+        shapes = {"model": shape, **shapes}
+    else:
+        from lceval.tokens import ENCODINGS
+
+        # A RULER run may count with a model tokenizer folder: tiktoken's default then.
+        encodings = {c.encoding for c in contexts.values()} & set(ENCODINGS)
+        encoder = Encoder(next(iter(sorted(encodings)), None))
+    if exact is None:
+        used = {s.context_id for s in chosen if s.context_id in contexts}
+        exact = model is not None or sum(contexts[c].n_tokens for c in used) <= EXACT_LIMIT
+    prompts = prompt_tokens(
+        chosen, contexts, encoder, max_new_tokens=max_new_tokens, window=window, exact=exact
+    )
+    if max_thinking_tokens < 0:
+        raise LcevalError(f"max_thinking_tokens must be >= 0, got {max_thinking_tokens}")
+    keys = segment_keys([p.segments for p in prompts])
+    rows = per_sample(prompts, keys)
+    sizes = size_table(prompts, keys)
+    decode_rows = rows
+    if max_thinking_tokens:
+        rows = rows.assign(thinking_budget=np.int64(max_thinking_tokens))
+        sizes.insert(
+            list(sizes.columns).index("budget") + 1,
+            "thinking_budget",
+            sizes["samples"] * max_thinking_tokens,
+        )
+        decode_rows = rows.assign(budget=rows["budget"] + rows["thinking_budget"])
+    return Plan(
+        encoder.name,
+        rows,
+        sizes,
+        estimate_table(decode_rows, shapes, efficiency=efficiency),
+        window,
+        exact,
+    )
+
+
+def render(plan: Plan) -> str:
+    """The plan as ``lceval plan`` prints it: the size table, the estimates, the sources."""
+    sizes = plan.sizes.copy()
+    for c in ("samples", "prompt_tokens", "unique_tokens", "budget", "truncated_samples"):
+        sizes[c] = sizes[c].map("{:,}".format)
+    if "thinking_budget" in sizes:
+        sizes["thinking_budget"] = sizes["thinking_budget"].map("{:,}".format)
+    if not plan.rows["truncated"].any():
+        sizes = sizes.drop(columns="truncated_samples")
+    est = plan.estimates.copy()
+    for c in ("prefill_h", "decode_h", "floor_h", "estimate_h", "gpu_hours"):
+        est[c] = est[c].map(_hours)
+    est["tflop"] = est["tflop"].map("{:,.0f}".format)
+    if not est["no_fit"].any():
+        est = est.drop(columns="no_fit")
+    window = f", contexts truncated to a {plan.window:,}-token window" if plan.window else ""
+    if not plan.exact:
+        window += (
+            ", contexts counted from their recorded token counts, not tokenized: unique tokens "
+            "are an upper bound (--exact tokenizes them)"
+        )
+    return "\n".join(
+        [
+            f"size (tokens of {plan.tokenizer}{window}; unique = after prefix sharing, each "
+            "row's own trie; budget = sum of the samples' new-token budgets"
+            + (
+                "; thinking_budget = max_thinking_tokens per sample"
+                if plan.thinking_budget()
+                else ""
+            )
+            + "):",
+            sizes.to_string(index=False),
+            "",
+            "estimate (hours; floor = datasheet bf16 peak and HBM bandwidth, estimate = floor x "
+            "efficiency, gpu_hours = estimate x gpus):",
+            est.to_string(index=False),
+            "",
+            f"efficiency: {EFFICIENCY_SOURCE}.",
+        ]
+    )
+
+
+def wall_clock(plan: Plan, gpus: int) -> pd.DataFrame:
+    """The estimate's wall-clock hours on ``gpus`` GPUs of each kind: ``gpus // (GPUs one
+    replica needs)`` replicas (``replicas=N``, :mod:`lceval.models.replicas`) share the samples
+    evenly, so wall hours = ``estimate_h / replicas``. An ideal split: it leaves out each
+    replica's engine start and the last replica's tail (a few contexts longer than the rest).
+
+    Raises:
+        LcevalError: ``gpus`` is not an integer >= 1.
+    """
+    from lceval.errors import LcevalError
+
+    if isinstance(gpus, bool) or not isinstance(gpus, int) or gpus < 1:
+        raise LcevalError(f"--gpus must be an integer >= 1, got {gpus!r}")
+    est = plan.estimates
+    replicas = (gpus // est["gpus"]).astype(int)
+    out = pd.DataFrame(
+        {
+            "model": est["model"],
+            "gpu": est["gpu"],
+            "gpus_per_replica": est["gpus"],
+            "replicas": replicas,
+            "wall_h": (est["estimate_h"] / replicas.where(replicas > 0)).astype(float),
+        }
+    )
+    return out
+
+
+def render_wall_clock(plan: Plan, gpus: int) -> str:
+    """:func:`wall_clock` as ``lceval plan RUN --gpus N`` prints it."""
+    table = wall_clock(plan, gpus)
+    shown = table.copy()
+    shown["wall_h"] = [
+        _hours(h) if r > 0 else f"needs {g} GPUs"
+        for h, r, g in zip(
+            table["wall_h"], table["replicas"], table["gpus_per_replica"], strict=True
+        )
+    ]
+    return "\n".join(
+        [
+            f"wall clock on {gpus} GPU(s) (hours; replicas = {gpus} // GPUs per replica, the "
+            "samples split evenly over them; engine start-up not included):",
+            shown.to_string(index=False),
+        ]
+    )
+
+
+def record(run: Any, plan: Plan) -> None:
+    """Write the plan's summary to run.json's ``plan``."""
+    run.update_meta(plan=plan.summary())
+
+
+def announce(
+    run: Any,
+    samples: Sequence[Sample],
+    max_new_tokens: int | None = None,
+    *,
+    record_it: bool = True,
+    max_thinking_tokens: int = 0,
+) -> Plan | None:
+    """The plan of the samples ``lceval infer`` is about to answer, in the run's tiktoken
+    encoding: two lines on stderr and run.json's ``plan`` (``record_it=False``: the caller
+    writes ``plan.summary()`` into run.json with the state it describes, so a command failing
+    before any answer leaves run.json as it was). A plan that cannot be made (no tiktoken file)
+    is one line saying why; inference goes on. ``max_thinking_tokens``: the models' thinking
+    budget per sample (the ``max_thinking_tokens`` option given), counted beside the answer's.
+    """
+    from lceval.console import log
+
+    try:
+        p = plan_run(
+            run,
+            samples=samples,
+            max_new_tokens=max_new_tokens,
+            max_thinking_tokens=max_thinking_tokens,
+        )
+    except LcevalError as exc:
+        log(f"plan: not computed ({exc})")
+        return None
+    for line in p.lines():
+        log(line)
+    if record_it:
+        record(run, p)
+    return p
+
+
+def recorded_cap(run: Any) -> int | None:
+    """The answer-budget cap the run's inference used (run.json ``models.*.generation``
+    ``max_new_tokens``) when every model recorded the same one; None when none is recorded, the
+    models were answered with each sample's own budget, or their caps differ. ``lceval plan RUN``
+    plans with it unless ``--max-new-tokens`` is given, so the plan and inference's own plan
+    line give one budget for one run."""
+    try:
+        models = run.read_meta().models or {}
+    except (LcevalError, OSError, ValueError):
+        return None
+    caps = {
+        (m.get("generation") or {}).get("max_new_tokens")
+        for m in models.values()
+        if isinstance(m, dict) and isinstance(m.get("generation"), dict)
+    }
+    if len(caps) != 1:
+        return None
+    cap = caps.pop()
+    return cap if isinstance(cap, int) and cap >= 1 else None

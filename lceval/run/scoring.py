@@ -1,0 +1,279 @@
+"""The score stage: every response judged by its benchmark's scorer into scores.parquet."""
+
+from __future__ import annotations
+
+import dataclasses
+import shutil
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+from tqdm import tqdm  # a plain text bar: tqdm.auto needs ipywidgets in notebooks
+
+from lceval import registry
+from lceval.benchmark import (
+    BatchJudge,
+    ScorerSpec,
+)
+from lceval.console import terminal
+from lceval.errors import LcevalError
+from lceval.io import RunDir, atomic_open, new_meta, read_records, write_jsonl
+from lceval.models.base import (
+    log,
+)
+from lceval.records import Context, Judgement, Response, Sample, Score, sample_hashes
+from lceval.store import ResponseStore
+
+
+def load_samples(run: RunDir) -> list[Sample]:
+    """The run's samples with typed gold (``lceval.registry.load_samples``)."""
+    return registry.load_samples(run.read_samples())
+
+
+def score(
+    run_id: str,
+    *,
+    root: str | Path | None = None,
+    scorer: str | None = None,
+    options: Mapping[str, Any] | None = None,
+    progress: bool = True,
+) -> pd.DataFrame:
+    """Score every response of the run; stores them in scores.parquet (only the used scorers'
+    rows are replaced: every other scorer's stay). The only scoring loop (:class:`Scoring`).
+
+    Responses are streamed through ``ResponseStore`` (one per key: the first successful one, else
+    the last error), so long-output runs are never all in memory. A failed generation gets a NaN
+    score with the error as explanation. A response stamped with another ``sample_hash`` than its
+    sample's current one answers an earlier version of the sample (the run was rebuilt) and is
+    not scored: they are counted and reported in one line on stderr. Responses without a hash
+    (written before it existed) are scored as answering the current sample. A model with answers
+    under several generation configs in the run (e.g. hf, then vLLM) is scored as one model per
+    config, ``<model>@<first 8 hex digits of the config hash>``, so no table averages them.
+    Scorers with a batch judge (LLM judges) get responses in groups; per-item rows of
+    ``Judgement.details`` go to the benchmark's details file.
+
+    Args:
+        run_id: run folder name.
+        root: folder holding run folders.
+        scorer: a scorer name (``lifbench:strict``); default: each benchmark's first scorer.
+        options: the named scorer's options (``ScorerSpec.options``).
+        progress: show a tqdm bar.
+
+    Returns:
+        The scores as a tidy DataFrame (one row per response).
+
+    Raises:
+        LcevalError: missing samples or responses, nothing to score (no responses, or all
+            answer earlier versions of their samples), a response for an unknown sample, an
+            unknown scorer or option.
+    """
+    run = RunDir(run_id, root)
+    job = Scoring(run, scorer, dict(options or {}))
+    store = job.responses()
+    try:
+        job.open_judges()
+        bar = tqdm(
+            store,
+            total=len(store),
+            desc="score",
+            unit="response",
+            disable=not progress,
+            file=terminal(),
+        )
+        for r in bar:
+            job.add(r)
+        job.flush_all()
+    finally:
+        job.close()
+    if job.stale:
+        log(
+            f"{job.stale} response(s) in {run.responses.name} answer an earlier version of their "
+            "sample (sample hash differs: the run was rebuilt) and were not scored; "
+            f"`lceval infer {run_id}` answers the current samples"
+        )
+    if not job.scores:
+        raise LcevalError(
+            f"{run.responses}: every response answers an earlier version of its sample: "
+            f"nothing to score (run `lceval infer {run_id}` first)"
+        )
+    job.write_details()
+    return run.write_scores(job.scores)
+
+
+class Scoring:
+    """One pass of :func:`score` over a run: the chosen scorer per benchmark, the batch judges,
+    the responses waiting for a judge, and the Score rows and detail rows made so far.
+
+    Args:
+        run: the run folder (samples, contexts; responses are read by :meth:`responses`).
+        scorer: a scorer name; None: each benchmark's default scorer.
+        options: the named scorer's options.
+
+    Raises:
+        LcevalError: missing samples, an unknown scorer or option, options without a scorer.
+    """
+
+    def __init__(self, run: RunDir, scorer: str | None, options: Mapping[str, Any]) -> None:
+        self.run = run
+        raw = run.read_samples()
+        self.contexts = run.read_contexts()
+        self.hashes = sample_hashes(raw, self.contexts)
+        self.samples = {s.id: s for s in registry.load_samples(raw)}
+        keys = sorted({s.benchmark for s in self.samples.values()})
+        self.benchmarks = {k: registry.get(k) for k in keys}
+        self.chosen: dict[str, ScorerSpec] = {k: b.scorer() for k, b in self.benchmarks.items()}
+        self.options: dict[str, Mapping[str, Any]] = {k: {} for k in keys}
+        if scorer is not None:
+            bench, spec = registry.find_scorer(scorer, keys)
+            spec.check_options(options)
+            self.chosen[bench.key] = spec
+            self.options[bench.key] = options
+        elif options:
+            raise LcevalError("scorer options need --scorer NAME")
+        self.split: set[str] = set()
+        self.judges: dict[str, BatchJudge] = {}
+        self.pending: dict[str, list[tuple[Sample, Response, Any]]] = {}
+        self.n_items: dict[str, int] = {}
+        self.scores: list[Score] = []
+        self.details: dict[str, list[dict[str, Any]]] = {}
+        self.stale = 0
+
+    def responses(self) -> ResponseStore:
+        """The run's responses (one per key); notes the models answering under several configs.
+
+        Raises:
+            LcevalError: no responses file, or one holding no response.
+        """
+        run = self.run
+        if not run.responses.exists():
+            raise LcevalError(f"{run.responses} does not exist: run inference first (lceval infer)")
+        store = ResponseStore(run.responses)
+        if len(store) == 0:
+            why = (
+                f" (its {store.tail_bytes:,} bytes end in no line break: a file without line "
+                "ends, or a write still in progress or killed)"
+                if store.tail_bytes
+                else ""
+            )
+            raise LcevalError(f"{run.responses} holds no responses{why}: nothing to score")
+        # A model answering under two configs (say hf float32, then vLLM bfloat16) is scored as
+        # two models, "<name>@<config hash>", so tables never average the two engines' answers.
+        self.split = {m for m, c in store.configs(self.hashes).items() if len(c) > 1}
+        if self.split:
+            log(
+                f"{', '.join(sorted(self.split))} answered under several generation configs "
+                "(engine, dtype or settings): scored apart as <model>@<config hash>"
+            )
+        return store
+
+    def label(self, r: Response) -> str:
+        """The model name a response is scored under (``<model>@<hash>`` for a split model)."""
+        return f"{r.model}@{r.config_hash[:8]}" if r.model in self.split else r.model
+
+    def open_judges(self) -> None:
+        """Create the batch judge of every chosen scorer that has one."""
+        for key, spec in self.chosen.items():
+            if spec.batch is not None:
+                self.judges[key] = spec.batch(self.run, **self.options[key])
+
+    def add(self, r: Response) -> None:
+        """Score one response now, or queue it for its benchmark's batch judge.
+
+        Raises:
+            LcevalError: a response for an unknown sample.
+        """
+        s = self.samples.get(r.sample_id)
+        if s is None:
+            raise LcevalError(f"{self.run.responses}: response for unknown sample {r.sample_id!r}")
+        if not r.answers(self.hashes[s.id]):
+            self.stale += 1
+            return
+        key = s.benchmark
+        ctx = self.contexts.get(s.context_id) if s.context_id else None
+        if r.finish_reason == "error" or r.thinking_unfinished or key not in self.judges:
+            self.emit(s, r, self.chosen[key].judge(s, r, ctx, self.options[key]))
+            return
+        prepared = self.judges[key].prepare(s, r, ctx)
+        self.pending.setdefault(key, []).append((s, r, prepared))
+        self.n_items[key] = self.n_items.get(key, 0) + int(getattr(prepared, "n_items", 1))
+        if self.n_items[key] >= self.judges[key].batch_items:
+            self.flush(key)
+
+    def emit(self, s: Sample, r: Response, j: Judgement) -> None:
+        """Keep the Score row of one judgement (and its detail rows)."""
+        self.scores.append(self.chosen[s.benchmark].record(s, self.label(r), j))
+        if j.details:
+            rows = self.details.setdefault(s.benchmark, [])
+            rows.extend({"sample_id": s.id, "model": self.label(r), **d} for d in j.details)
+
+    def flush(self, key: str) -> None:
+        """Judge the responses waiting for benchmark ``key``'s batch judge."""
+        group = self.pending.pop(key, [])
+        self.n_items[key] = 0
+        if group:
+            judged = self.judges[key].finish([p for _, _, p in group])
+            for (s, r, _), j in zip(group, judged, strict=True):
+                self.emit(s, r, j)
+
+    def flush_all(self) -> None:
+        """Judge every response still waiting."""
+        for key in list(self.pending):
+            self.flush(key)
+
+    def close(self) -> None:
+        """Close the batch judges (their engines)."""
+        for judge in self.judges.values():
+            judge.close()
+
+    def write_details(self) -> None:
+        """Write each benchmark's detail rows to its ``details_file``."""
+        for key, rows in self.details.items():
+            name = self.benchmarks[key].details_file
+            if name:
+                with atomic_open(self.run.path / name, "wb") as f:
+                    pd.DataFrame(rows).to_parquet(f, index=False)
+
+
+def score_files(
+    run_id: str,
+    folder: str | Path,
+    *,
+    root: str | Path | None = None,
+    rename: Mapping[str, str] | None = None,
+    scorer: str | None = None,
+) -> str:
+    """A scored run from a folder of ``samples.jsonl``, ``contexts.jsonl`` and
+    ``responses.jsonl`` (e.g. ``tests/fixtures/regression/<key>``): the run folder is made
+    afresh, the responses copied (models renamed by ``rename``) and scored by
+    ``lceval.run.score`` with the benchmark's real scorer (the overview notebook's demo
+    runs; ``tests/report/test_compare.py``'s scored runs).
+
+    Returns:
+        ``run_id``.
+
+    Raises:
+        LcevalError: a file is missing or the scorer fails.
+    """
+    src = Path(folder)
+    for name in ("samples.jsonl", "responses.jsonl"):
+        if not (src / name).exists():
+            raise LcevalError(f"{src / name} does not exist")
+    run = RunDir(run_id, root)
+    if run.path.exists():
+        shutil.rmtree(run.path)
+    run.create()
+    samples = read_records(src / "samples.jsonl", Sample)
+    contexts = (
+        read_records(src / "contexts.jsonl", Context) if (src / "contexts.jsonl").exists() else []
+    )
+    run.write_samples(samples, contexts)
+    names = dict(rename or {})
+    responses = [
+        dataclasses.replace(r, model=names[r.model]) if r.model in names else r
+        for r in read_records(src / "responses.jsonl", Response)
+    ]
+    write_jsonl(run.responses, responses)
+    run.write_meta(new_meta(run_id, params={"source": str(src)}))
+    score(run_id, root=root, scorer=scorer, progress=False)
+    return run_id

@@ -1,0 +1,51 @@
+"""The run stages over a study's grid: every point of L-Eval's NTK base sweep
+(:mod:`lceval.studies.ntk`) built, answered and scored, one run folder per RoPE base."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from lceval.run.building import build_suite
+from lceval.run.inference import infer
+from lceval.run.scoring import score
+
+if TYPE_CHECKING:
+    from lceval.models.specs import ModelSpec
+    from lceval.studies.ntk import Sweep
+
+
+def run_sweep(
+    sweep: Sweep,
+    spec: ModelSpec,
+    *,
+    batch_size: int | None = None,
+    max_new_tokens: int | None = None,
+    progress: bool = False,
+) -> None:
+    """Build, answer and score every point of the sweep, one run folder per base: the same
+    samples at every point (a rebuild that changes nothing keeps earlier answers), pending samples
+    answered by ``spec`` with the point's RoPE options
+    (:meth:`lceval.studies.ntk.SweepPoint.backend_options`),
+    scores from the benchmarks' default scorers. Rerunning resumes.
+
+    Args:
+        sweep: :func:`lceval.studies.ntk.plan_sweep`'s plan.
+        spec: the one model of the sweep (``lceval.models.specs.ModelSpec``).
+        batch_size: prompts per generation call (None: the backend's default).
+        max_new_tokens: cap on every sample's answer budget in tokens (None: each sample's own).
+        progress: show progress bars.
+
+    Raises:
+        LcevalError: a point's build, inference or scoring fails (the message names it).
+    """
+    for point in sweep.points:
+        build_suite(point.name, sweep.parts, root=sweep.root)
+        infer(
+            point.name,
+            models=[spec.with_options(point.backend_options(spec.options))],
+            root=sweep.root,
+            batch_size=batch_size,
+            max_new_tokens=max_new_tokens,
+            progress=progress,
+        )
+        score(point.name, root=sweep.root, progress=progress)

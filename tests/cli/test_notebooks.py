@@ -1,0 +1,67 @@
+"""papermill runner: pipeline validation; a failed notebook never leaves a complete-looking copy."""
+
+import json
+import re
+
+import nbformat
+import pytest
+
+from lceval.cli.notebooks import run_notebook, run_pipeline
+from lceval.errors import LcevalError
+
+
+@pytest.mark.parametrize(
+    ("pipeline", "message"),
+    [
+        ({"run_id": "r"}, "'steps' must be a non-empty list"),
+        ({"steps": [{"notebook": "02_inference"}]}, "no run_id"),
+        ({"run_id": "r", "steps": ["02_inference"]}, "steps[0] must be a mapping"),
+        ({"run_id": "r", "steps": [{"notebook": "02_inference", "param": "x"}]}, "unknown key"),
+        ({"run_id": "r", "steps": [{"notebook": "nope"}]}, "unknown notebook 'nope'"),
+    ],
+)
+def test_malformed_pipelines(tmp_path, pipeline, message):
+    with pytest.raises(LcevalError, match=re.escape(message)):
+        run_pipeline(pipeline, outputs_root=tmp_path)
+
+
+def _notebook(path, fail, kernel="python3"):
+    nb = nbformat.v4.new_notebook()
+    nb.metadata["kernelspec"] = {
+        "name": kernel,
+        "display_name": kernel,
+        "language": "python",
+    }
+    params = nbformat.v4.new_code_cell("run_id = 'x'\nouts = None")
+    params.metadata["tags"] = ["parameters"]
+    body = "raise ValueError('bad cell')" if fail else "result = run_id + '!'\nprint(result)"
+    nb.cells = [params, nbformat.v4.new_code_cell(body)]
+    nbformat.write(nb, path)
+    return path
+
+
+@pytest.mark.notebook
+def test_run_notebook_injects_params_and_keeps_failures_apart(tmp_path):
+    # a kernelspec that is not installed (the notebooks name `lceval`, which `make setup`
+    # registers): `lceval run` runs them on its own Python all the same
+    ok = run_notebook(
+        _notebook(tmp_path / "ok.ipynb", False, kernel="no-such-kernel"),
+        "r1",
+        {"outs": 3},
+        outputs_root=tmp_path / "out",
+        progress=False,
+    )
+    assert ok == tmp_path / "out" / "r1" / "notebooks" / "ok.ipynb"
+    outputs = json.dumps(nbformat.read(ok, 4).cells[-1].outputs)
+    assert "r1!" in outputs
+    with pytest.raises(LcevalError, match="bad.ipynb failed in cell .*ValueError: bad cell"):
+        run_notebook(
+            _notebook(tmp_path / "bad.ipynb", True),
+            "r1",
+            outputs_root=tmp_path / "out",
+            progress=False,
+        )
+    folder = tmp_path / "out" / "r1" / "notebooks"
+    assert not (folder / "bad.ipynb").exists()
+    assert (folder / "bad.failed.ipynb").exists()
+    assert not list(folder.glob(".*running*"))

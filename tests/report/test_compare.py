@@ -1,0 +1,180 @@
+"""lceval.report.compare: paired comparisons of runs checked against a hand-computed case;
+leaderboards,
+pairwise tests and rank agreement on runs scored from the regression fixtures."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+from scipy import stats
+
+import lceval.run
+from lceval.benchmarks.lifbench import tables as lifbench_tables
+from lceval.errors import LcevalError
+from lceval.io import RunDir, new_meta, scores_frame
+from lceval.records import Sample, Score
+from lceval.report import compare
+from lceval.run.scoring import load_samples
+
+FIXTURES = Path(__file__).parents[1] / "fixtures" / "regression"
+
+# two RULER tasks at one length (cwe: 0/1 scores here; fwe: partial credit); each RULER sample
+# has its own haystack, so samples are independent
+NIAH_A = [1, 1, 1, 1, 1, 0]
+NIAH_B = [0, 0, 1, 1, 0, 0]
+VT_A = [1.0, 0.5, 1.0, 1.0]
+VT_B = [0.5, 0.5, 1.0, 0.0]
+
+
+def _ruler_run(
+    root: Path, run_id: str, model: str, niah: list, vt: list, *more: tuple[str, list, list]
+) -> None:
+    """A scored RULER run: ``model`` with the cwe and fwe scores ``niah`` and ``vt``, and each
+    further ``(model, niah, vt)`` of ``more`` on the same samples."""
+    run = RunDir(run_id, root).create()
+    gold = {"outputs": ["w"], "metric": "string_match_all"}
+    samples = [
+        Sample(f"ruler/{task}/1024/{i}", "ruler", task, "q", gold=gold, length=1024)
+        for task, n in (("cwe", 6), ("fwe", 4))
+        for i in range(n)
+    ]
+    run.write_samples(samples, [])
+    run.write_meta(new_meta(run_id))
+    scores = [
+        Score(s.id, m, "ruler", s.task, "ruler", "1", float(v))
+        for m, cwe, fwe in ((model, niah, vt), *more)
+        for s, v in zip(samples, [*cwe, *fwe], strict=True)
+    ]
+    scores_frame(scores).to_parquet(run.scores)
+
+
+def test_compare_runs_worked_example(tmp_path: Path) -> None:
+    _ruler_run(tmp_path, "a", "model-a", NIAH_A, VT_A)
+    _ruler_run(tmp_path, "b", "model-b", NIAH_B, VT_B)
+    t = compare.compare_runs("a", "b", root=tmp_path).set_index("task")
+    head, niah, vt = t.loc[""], t.loc["cwe"], t.loc["fwe"]
+    assert head["model_a"] == "a/model-a" and head["model_b"] == "b/model-b"
+    # RULER Avg = mean over tasks: A (5/6 + 3.5/4) / 2, B (2/6 + 2/4) / 2; difference x 100
+    assert head["diff"] == pytest.approx(100 * ((5 / 6 - 2 / 6) + (0.875 - 0.5)) / 2)  # 43.75
+    # sign flips of the 10 samples (2^10 <= 9999 permutations: exact). Only 5 differences are
+    # non-zero: three cwe samples of +1/12 and fwe samples of +0.5/8 and +1/8 (weights: mean of task
+    # means); every flip lowers the sum, so P(T >= observed) = 1/32 and two-sided p = 2/32.
+    assert head["test"] == "sign-flip" and head["p_value"] == pytest.approx(2 / 32)
+    # cwe: 0/1 scores of independent samples -> McNemar: A wins 3 pairs, B none:
+    # p = 2 * (1/2)^3
+    assert niah["test"] == "mcnemar-exact" and niah["diff"] == pytest.approx(0.5)
+    assert niah["p_value"] == pytest.approx(0.25)
+    # fwe: differences 0.5, 0, 0, 1 -> flip sums +-0.5 +-1: P(T >= 1.5) = 1/4, p = 1/2
+    assert vt["test"] == "sign-flip" and vt["diff"] == pytest.approx(0.375)
+    assert vt["p_value"] == pytest.approx(0.5)
+    # Holm over the three rows: 3 * 0.0625, max(2 * 0.25, .), 0.5
+    assert [head["p_holm"], niah["p_holm"], vt["p_holm"]] == pytest.approx([0.1875, 0.5, 0.5])
+    assert not t["significant"].any()
+    assert head["low"] <= head["diff"] <= head["high"]
+    with pytest.raises(LcevalError):
+        compare.compare_runs("a", "a", root=tmp_path)  # one model: nothing to pair
+
+
+@pytest.fixture(scope="module")
+def fixture_runs(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[str]]:
+    root = tmp_path_factory.mktemp("runs")
+    ids = [
+        lceval.run.score_files(f"fx-{key}", FIXTURES / key, root=root)
+        for key in ("lifbench", "ruler")
+    ]
+    return root, ids
+
+
+def test_leaderboard_matches_the_reporter(fixture_runs: tuple[Path, list[str]]) -> None:
+    root, ids = fixture_runs
+    board = compare.leaderboard(compare.load_headlines(ids, root=root), n_resamples=500)
+    run = RunDir("fx-lifbench", root)
+    table = lifbench_tables.score_table(run.read_scores(), load_samples(run))
+    ars = lifbench_tables.ars_ci(table, n_resamples=500)
+    mine = board[board["benchmark"] == "lifbench"].set_index("model")
+    assert mine["estimate"].to_dict() == pytest.approx(ars["ARS"].to_dict())
+    assert mine.loc["m2", "rank"] == 1  # the gold-text strategy leads
+    assert set(board["benchmark"]) == {"lifbench", "ruler"} and len(board) == 16
+
+
+def test_rank_agreement_and_pairwise(fixture_runs: tuple[Path, list[str]]) -> None:
+    root, ids = fixture_runs
+    heads = compare.load_headlines(ids, root=root)
+    board = compare.leaderboard(heads, n_resamples=200)
+    agree = compare.rank_agreement(heads, n_resamples=200)
+    row = agree.iloc[0]
+    wide = board.pivot_table(index="model", columns="benchmark", values="estimate")
+    want = stats.kendalltau(wide["lifbench"], wide["ruler"]).statistic
+    assert row["n_models"] == 8 and row["tau"] == pytest.approx(want)
+    assert row["low"] <= row["tau"] <= row["high"]
+    pairs = compare.pairwise({"lifbench": heads["lifbench"]}, n_resamples=200, n_permutations=500)
+    assert len(pairs) == 28 and (pairs["diff"] >= 0).all()  # model_a is the better-ranked
+    assert (pairs["p_holm"] >= pairs["p_value"]).all()
+
+
+def test_same_model_name_in_two_runs_is_told_apart(tmp_path: Path) -> None:
+    for rid in ("r1", "r2"):
+        lceval.run.score_files(rid, FIXTURES / "ruler", root=tmp_path, rename={"m0": "x"})
+    models = compare.load_headlines(["r1", "r2"], root=tmp_path)["ruler"].models
+    assert "r1/x" in models and "r2/x" in models and "x" not in models
+    t = compare.compare_runs("r1", "r2", model_a="m2", model_b="m2", root=tmp_path)
+    assert np.allclose(t["diff"], 0.0) and (t["p_value"] == 1.0).all()
+
+
+def test_two_models_of_one_run_are_paired_once(tmp_path: Path) -> None:
+    _ruler_run(tmp_path, "two", "m1", NIAH_A, VT_A, ("m2", NIAH_B, VT_B))
+    t = compare.compare_runs("two", "two", root=tmp_path)
+    # one pair (not m1-m2 and its mirror m2-m1): the worked example's three rows and Holm family
+    assert len(t) == 3 and set(t["model_a"]) == {"two/m1"} and set(t["model_b"]) == {"two/m2"}
+    assert list(t["p_holm"]) == pytest.approx([0.1875, 0.5, 0.5])
+    three = compare.compare_runs("two", "two", root=tmp_path, by_task=False)
+    assert len(three) == 1
+    # an explicit order is kept
+    t = compare.compare_runs("two", "two", model_a="m2", model_b="m1", root=tmp_path)
+    assert len(t) == 3 and (t["model_a"] == "two/m2").all() and t["diff"].iloc[0] < 0
+
+
+def test_unknown_benchmark_or_model_is_named(tmp_path: Path) -> None:
+    _ruler_run(tmp_path, "a", "model-a", NIAH_A, VT_A)
+    _ruler_run(tmp_path, "b", "model-b", NIAH_B, VT_B)
+    with pytest.raises(LcevalError, match=r"benchmark 'nope' .*benchmarks in both: ruler"):
+        compare.compare_runs("a", "b", benchmark="nope", root=tmp_path)
+    with pytest.raises(LcevalError, match=r"run a has no model 'nope'.*: model-a$"):
+        compare.compare_runs("a", "b", model_a="nope", root=tmp_path)
+    with pytest.raises(LcevalError, match=r"run b has no model 'nope'.*: model-b$"):
+        compare.compare_runs("a", "b", model_b="nope", root=tmp_path)
+    with pytest.raises(LcevalError, match=r"benchmark 'nope' .*scored there: ruler"):
+        compare.load_headlines(["a", "b"], benchmarks=["nope"], root=tmp_path)
+
+
+def test_negative_seed_is_refused(tmp_path: Path) -> None:
+    _ruler_run(tmp_path, "a", "model-a", NIAH_A, VT_A)
+    _ruler_run(tmp_path, "b", "model-b", NIAH_B, VT_B)
+    with pytest.raises(LcevalError, match="seed must be >= 0, got -1"):
+        compare.compare_runs("a", "b", root=tmp_path, seed=-1)
+    heads = compare.load_headlines(["a", "b"], root=tmp_path)
+    for fn in (compare.leaderboard, compare.pairwise, compare.rank_agreement):
+        with pytest.raises(LcevalError, match="seed must be >= 0, got -1"):
+            fn(heads, seed=-1)
+
+
+def test_a_run_given_twice_is_refused(tmp_path: Path) -> None:
+    _ruler_run(tmp_path, "a", "model-a", NIAH_A, VT_A)
+    _ruler_run(tmp_path, "b", "model-b", NIAH_B, VT_B)
+    for ids in (["a", "a"], ["a", "b", "a"]):
+        with pytest.raises(LcevalError, match="run a is given more than once"):
+            compare.load_headlines(ids, root=tmp_path)
+
+
+def test_run_prefixed_name_may_not_collide_with_another_model(tmp_path: Path) -> None:
+    _ruler_run(tmp_path, "r1", "x", NIAH_A, VT_A)
+    _ruler_run(tmp_path, "r2", "x", NIAH_B, VT_B)
+    _ruler_run(tmp_path, "r3", "r1/x", NIAH_B, VT_A)
+    with pytest.raises(LcevalError, match=r"'r1/x'.*run r1.*run r3") as info:
+        compare.load_headlines(["r1", "r2", "r3"], root=tmp_path)
+    assert "\n" not in str(info.value)
+    # without the clash every model keeps its own row
+    board = compare.leaderboard(compare.load_headlines(["r1", "r2"], root=tmp_path), n_resamples=50)
+    assert sorted(board["model"]) == ["r1/x", "r2/x"] and (board["n"] == 10).all()

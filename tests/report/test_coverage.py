@@ -1,0 +1,236 @@
+"""A partial run says so: a LIFBench smoke build with 4 of 44 samples answered, in
+``lceval score``, results.json, ``lceval report``'s summary and index.html's first screen; its
+rows sit beside the paper's unranked; the pages in headless Chromium (1,400 px window)."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import shutil
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+import lceval.params
+import lceval.report
+import lceval.run
+from lceval.cli import main
+from lceval.io import RunDir, project_root, write_jsonl
+from lceval.records import Response
+
+ROOT = Path(__file__).resolve().parents[2]
+TEXT = "28466d6bb3291ee9830e483052169279\n\nline two"
+
+
+@pytest.fixture(scope="module")
+def partial(tmp_path_factory: pytest.TempPathFactory) -> RunDir:
+    root = tmp_path_factory.mktemp("cov")
+    params = lceval.params.load_params(ROOT / "params" / "01_build_data" / "smoke.yaml")
+    run = lceval.run.build("part", "lifbench", params, root=root)
+    lsi = [s for s in run.read_samples() if s.task == "LSI"]
+    assert len(lsi) == 4 and len(run.read_samples()) == 44
+    write_jsonl(
+        run.responses,
+        [
+            Response(s.id, "m0", TEXT, "c0", completion_tokens=9, truncated_tokens=100 * i)
+            for i, s in enumerate(lsi)
+        ],
+    )
+    gen = {"max_new_tokens": 64, "temperature": 0.0, "seed": 0}
+    run.update_meta(models={"m0": {"backend": "hf", "generation": gen, "config_hash": "c0"}})
+    return run
+
+
+def test_score_warns_and_results_json_says_what_the_run_covers(partial, capsys):
+    root = str(partial.path.parent)
+    assert main(["--outputs", root, "score", "part"]) == 0
+    out, err = capsys.readouterr()
+    assert "only 4 of 44 samples answered" in err and "1 of 11 tasks" in err
+    assert "not comparable to the paper" in err
+    assert "next: lceval" in out and "report part" in out
+    assert main(["--outputs", root, "report", "part"]) == 0
+    out, _ = capsys.readouterr()
+    lines = out.strip().splitlines()
+    assert len(lines) < 30
+    assert lines[-1] == f"report: {partial.report / 'index.html'}"
+    assert "ARS" in out and "published 0.187-0.764 (20 models)" in out and "not ranked" in out
+    doc = json.loads((partial.report / "results.json").read_text(encoding="utf-8"))
+    (cov,) = doc["coverage"]
+    assert (cov["answered"], cov["built"], cov["paper_grid"]) == (4, 44, False)
+    assert cov["tasks_answered"] == ["LSI"] and cov["lengths"] == ["4k", "8k"]
+    assert (cov["budget"], cov["capped"], cov["truncated"], cov["tokens_cut"]) == (64, 4, 3, 600)
+    assert "design=fractional (paper: full)" in cov["param_gaps"]
+
+
+def test_subset_rows_are_not_ranked_among_the_papers(partial):
+    if not (partial.report / "lifbench_summary.csv").exists():
+        lceval.run.score("part", root=partial.path.parent, progress=False)
+        lceval.report.report("part", root=partial.path.parent)
+    summary = pd.read_csv(partial.report / "lifbench_summary.csv", index_col="model")
+    assert math.isnan(summary.loc["m0", "ARS_rank"])
+    published = summary[summary["source"] != "this run"]["ARS_rank"]
+    assert sorted(published)[:3] == [1, 2, 3] and published.max() <= 20
+    t4 = pd.read_csv(partial.report / "lifbench_table4_with_published.csv", index_col="model")
+    assert t4.loc["m0", [c for c in t4.columns if c.endswith("_rank")]].isna().all()
+
+
+def test_index_first_part_is_the_headline_with_coverage(partial):
+    if not (partial.report / "index.html").exists():
+        lceval.run.score("part", root=partial.path.parent, progress=False)
+        lceval.report.report("part", root=partial.path.parent)
+    page = (partial.report / "index.html").read_text(encoding="utf-8")
+    head = page[: page.index("<h2 id='lifbench'>")]
+    assert "Not comparable to the paper" in head and "4 of 44 samples answered" in head
+    assert "0.187-0.764 (20 models)" in head and "estimate [95% CI]" in head
+    assert "<b>Table 3.</b>" in page and "<b>Fig. 2.</b>" in page and "lower is better" in page
+    assert page.count("<table") == page.count("<figcaption>") - page.count("<img")
+    assert "<th class='l'>sha256</th>" in page and "each sample's own" not in head
+    assert "<tr class=run>" in page  # the run's rows highlighted beside published ones
+
+
+def _chrome():
+    chromedriver = shutil.which("chromedriver")
+    if chromedriver is None:
+        pytest.skip("chromedriver not installed (.ci/run installs Debian's chromium-driver)")
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+
+    opts = webdriver.ChromeOptions()
+    for arg in ("--headless=new", "--no-sandbox", "--disable-gpu", "--window-size=1400,900"):
+        opts.add_argument(arg)
+    return webdriver.Chrome(service=Service(chromedriver), options=opts)
+
+
+def _artifact(shot: Path, name: str, tmp: Path) -> None:
+    artifacts = Path(
+        os.environ.get("LCEVAL_TEST_ARTIFACTS")
+        or (project_root() or tmp) / "outputs" / "test-artifacts"
+    )
+    artifacts.mkdir(parents=True, exist_ok=True)
+    shutil.copy(shot, artifacts / name)
+
+
+@pytest.mark.slow
+def test_index_fits_1400px_and_shows_the_headline_first(partial, tmp_path):
+    if not (partial.report / "index.html").exists():
+        lceval.run.score("part", root=partial.path.parent, progress=False)
+        lceval.report.report("part", root=partial.path.parent)
+    driver = _chrome()
+    try:
+        driver.get((partial.report / "index.html").as_uri())
+        width, view = driver.execute_script(
+            "const d = document.documentElement; return [d.scrollWidth, d.clientWidth];"
+        )
+        head = driver.execute_script(
+            "const t = document.querySelector('table.headline').getBoundingClientRect();"
+            "const b = document.querySelector('.subset').getBoundingClientRect();"
+            "return [t.bottom, b.bottom, window.innerHeight];"
+        )
+        uncaptioned = driver.execute_script(
+            "return Array.from(document.querySelectorAll('table')).filter(t => {"
+            " const f = t.closest('figure'); const c = f && f.querySelector('figcaption');"
+            " return !(c && c.textContent.trim().length > 20); }).length;"
+        )
+        text = driver.execute_script("return document.querySelector('.subset').innerText;")
+        shot = tmp_path / "index.png"
+        driver.save_screenshot(str(shot))
+    finally:
+        driver.quit()
+    assert width <= view, (width, view)  # no sideways scrolling in a 1,400 px window
+    assert head[0] <= head[2] and head[1] <= head[2], head  # headline in the first screen
+    assert uncaptioned == 0
+    assert "4 of 44 samples answered" in text
+    _artifact(shot, "report_index_first_screen.png", tmp_path)
+
+
+@pytest.mark.slow
+def test_samples_page_keeps_line_breaks_and_freezes_key_columns(partial, tmp_path):
+    import time
+
+    if not (partial.report / "samples.html").exists():
+        lceval.run.score("part", root=partial.path.parent, progress=False)
+        lceval.report.report("part", root=partial.path.parent)
+    driver = _chrome()
+    try:
+        driver.get((partial.report / "samples.html").as_uri())
+        for _ in range(300):
+            if driver.execute_script("return document.querySelectorAll('td.answer').length;"):
+                break
+            time.sleep(0.1)
+        answers = driver.execute_script(
+            "return Array.from(document.querySelectorAll('td.answer .txt'))"
+            ".map(e => [e.innerText, e.getBoundingClientRect().width]);"
+        )
+        widths = driver.execute_script(
+            "return Array.from(document.querySelectorAll('td.answer'))"
+            ".map(e => e.getBoundingClientRect().width);"
+        )
+        frozen = driver.execute_script(
+            "return document.querySelectorAll('.dtfc-fixed-start, .dtfc-fixed-left').length;"
+        )
+        shot = tmp_path / "samples.png"
+        driver.save_screenshot(str(shot))
+    finally:
+        driver.quit()
+    assert answers and all("\\n" not in a and "line two" in a for a, _ in answers), answers
+    assert all(a.split("\n")[-1] == "line two" for a, _ in answers)
+    assert widths and min(widths) >= 300, widths  # the answer column has room
+    assert frozen > 0
+    _artifact(shot, "samples_page.png", tmp_path)
+
+
+def test_plan_uses_the_budget_cap_the_inference_recorded(partial, capsys):
+    """One budget figure for one run: after an inference capped at 64 new tokens, `lceval plan`
+    plans 44 x 64 (inference's own plan line), not the samples' own budgets."""
+    root = str(partial.path.parent)
+    assert main(["--outputs", root, "plan", "part"]) == 0
+    out = capsys.readouterr().out
+    assert "budget capped at 64 new tokens" in out
+    own = sum(s.max_new_tokens for s in partial.read_samples())
+    assert own > 44 * 64 and f"{44 * 64:,}" in out and f"{own:,}" not in out
+    assert main(["--outputs", root, "plan", "part", "--max-new-tokens", "100"]) == 0
+    assert "budget capped" not in capsys.readouterr().out
+
+
+def test_cifbench_subset_run_is_not_placed_in_table6s_order(tmp_path):
+    """Table 6 orders models by public score: a run that is not the paper's grid (the regression
+    fixture answers 4 of 150 tasks) is listed above the published rows, not among them, and
+    the table's cells are those of the score-ordered table."""
+    from lceval.benchmarks.cifbench import tables as cif_tables
+    from lceval.coverage import run_coverage
+    from lceval.io import new_meta
+    from lceval.reporting import THIS_RUN
+
+    fixture = ROOT / "tests" / "fixtures" / "regression" / "cifbench"
+    run = RunDir("cif", tmp_path).create()
+    for name in ("samples.jsonl", "contexts.jsonl", "responses.jsonl"):
+        shutil.copy(fixture / name, run.path / name)
+    run.write_meta(new_meta("cif", models={"m0": {"backend": "hf"}}))
+    lceval.run.score("cif", root=tmp_path, progress=False)
+    lceval.report.report("cif", root=tmp_path)
+    assert not any(c.paper_grid for c in run_coverage(run))
+    t6 = pd.read_csv(run.report / "cifbench" / "table6.csv", index_col="model")
+    mine = (t6["source"] == THIS_RUN).to_numpy()
+    assert mine.sum() == 7 and mine[:7].all()  # every run row above every published row
+    published = t6.loc[~mine, "CIF-Bench (public)"]
+    assert published.is_monotonic_decreasing and len(published) == 28
+    # the score order would have put the run's weakest models (0.0) among the published ones
+    ordered = t6.sort_values("CIF-Bench (public)", ascending=False, kind="stable")
+    assert not (ordered["source"] == THIS_RUN).to_numpy()[:7].all()
+    overall = pd.read_csv(run.report / "cifbench" / "overall.csv")
+    plain = cif_tables.table6(overall)[0]
+    pd.testing.assert_frame_equal(t6.sort_index(), plain.sort_index(), check_dtype=False)
+
+
+def test_unrank_subset_order_leaves_a_paper_grid_run_in_place():
+    from lceval.reporting import THIS_RUN, unrank_subset_order
+
+    df = pd.DataFrame(
+        {"source": ["paper", THIS_RUN, "paper", THIS_RUN], "score": [0.9, 0.8, 0.5, 0.1]},
+        index=pd.Index(["A", "m0", "B", "m1"], name="model"),
+    )
+    assert unrank_subset_order(df, set()) is df
+    assert list(unrank_subset_order(df, {"m1"}).index) == ["m1", "A", "m0", "B"]
+    assert list(unrank_subset_order(df, {"A"}).index) == ["A", "m0", "B", "m1"]  # published

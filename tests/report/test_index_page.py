@@ -1,0 +1,151 @@
+"""report/index.html: a real LIFBench report opened in a real headless browser (Debian's Chromium
+through chromedriver): every table and image renders and the page is not blank."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+import lceval.report
+import lceval.run
+from lceval.io import RunDir, new_meta, project_root
+
+FIXTURE = Path(__file__).parents[1] / "fixtures" / "regression" / "lifbench"
+
+
+def _report_run(tmp_path: Path) -> RunDir:
+    run = RunDir("idx", tmp_path).create()
+    for name in ("samples.jsonl", "contexts.jsonl", "responses.jsonl"):
+        shutil.copy(FIXTURE / name, run.path / name)
+    run.write_meta(new_meta("idx", models={"m0": {"backend": "hf", "dtype": "float32"}}))
+    lceval.run.score("idx", root=tmp_path, progress=False)
+    lceval.report.report("idx", root=tmp_path)
+    return run
+
+
+def test_index_lists_provenance_tables_and_figures(tmp_path):
+    run = _report_run(tmp_path)
+    page = (run.report / "index.html").read_text(encoding="utf-8")
+    assert "Provenance" in page and "<td>m0</td><td>hf</td><td>float32</td>" in page
+    csvs = list(run.report.glob("*.csv"))
+    pngs = list(run.figures.glob("*.png"))
+    assert csvs and pngs
+    assert all(f"{p.stem}.csv</code>" in page for p in csvs)  # every table, captioned
+    assert page.count("<table") == page.count("<figcaption>") - page.count("<img")
+    assert "id='reproduction'" in page and "<td style='text-align:left'>Fig. 3</td>" in page
+    assert "ManyIFEval" not in page  # only the run's benchmarks' rows
+    assert all(f"figures/{p.name}" in page for p in pngs)
+
+
+@pytest.mark.browser
+def test_index_renders_in_a_headless_browser(tmp_path):
+    chromedriver = shutil.which("chromedriver")
+    if chromedriver is None:
+        pytest.skip("chromedriver not installed (.ci/run installs Debian's chromium-driver)")
+    from PIL import Image
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+
+    run = _report_run(tmp_path)
+    opts = webdriver.ChromeOptions()
+    for arg in ("--headless=new", "--no-sandbox", "--disable-gpu", "--window-size=1280,2000"):
+        opts.add_argument(arg)
+    driver = webdriver.Chrome(service=Service(chromedriver), options=opts)
+    try:
+        driver.get((run.report / "index.html").as_uri())
+        images = driver.execute_script(
+            "return Array.from(document.images).map(i => [i.src, i.complete, i.naturalWidth]);"
+        )
+        tables = driver.execute_script("return document.querySelectorAll('table').length;")
+        shot = tmp_path / "index.png"
+        driver.save_screenshot(str(shot))
+    finally:
+        driver.quit()
+    assert images and all(done and width > 0 for _, done, width in images), images
+    assert tables >= len(list(run.report.glob("*.csv"))) + 2  # + headline, provenance, ...
+    img = Image.open(shot).convert("L")
+    lo, hi = img.getextrema()
+    assert hi - lo > 100  # not a blank page
+    artifacts = Path(
+        os.environ.get("LCEVAL_TEST_ARTIFACTS")
+        or (project_root() or tmp_path) / "outputs" / "test-artifacts"
+    )
+    artifacts.mkdir(parents=True, exist_ok=True)
+    shutil.copy(shot, artifacts / "report_index.png")
+
+
+def test_responses_frame_leaves_out_stale_responses(tmp_path, capsys):
+    """The responses table (notebook 02, inference_summary) shows what scoring scores: a
+    response stamped with another sample hash (the run was rebuilt) is left out; one without a
+    hash counts as current."""
+    from lceval.io import write_jsonl
+    from lceval.records import Context, Response, Sample, sample_hash
+    from lceval.reporting import inference_summary, responses_frame
+
+    run = RunDir("rf", tmp_path).create()
+    ctx = Context(id="c", text="long text", n_tokens=2, encoding="o200k_base")
+    s1 = Sample(id="s1", benchmark="lifbench", task="LSI", instruction="I", context_id="c")
+    s2 = Sample(id="s2", benchmark="lifbench", task="LSI", instruction="J")
+    run.write_samples([s1, s2], [ctx])
+
+    def resp(sample_id: str, h: str | None, text: str) -> Response:
+        return Response(sample_id=sample_id, model="m", text=text, config_hash="c0", sample_hash=h)
+
+    stale, current = resp("s1", "0" * 16, "old"), resp("s1", sample_hash(s1, ctx), "new")
+    write_jsonl(run.responses, [stale, current, resp("s2", None, "legacy")])
+    frame = responses_frame("rf", tmp_path)
+    assert sorted(zip(frame["sample_id"], frame["text"], strict=True)) == [
+        ("s1", "new"),
+        ("s2", "legacy"),
+    ]
+    assert set(frame["task"]) == {"LSI"} and frame.attrs["stale"] == 1
+    err = capsys.readouterr().err
+    assert "1 response(s)" in err and "left out" in err and "\n" == err[-1] and err.count("\n") == 1
+    assert int(inference_summary(frame)["responses"].sum()) == 2
+
+    write_jsonl(run.responses, [stale])  # every response is stale: an empty table, same columns
+    frame = responses_frame("rf", tmp_path)
+    assert frame.empty and {"sample_id", "model", "task", "text"} <= set(frame.columns)
+    assert inference_summary(frame).empty
+
+
+def test_responses_frame_counts_a_retried_error_once(tmp_path):
+    """An error replaced by a successful retry: one row, the success, as scoring reads it."""
+    from lceval.io import RunDir, new_meta
+    from lceval.records import Response, Sample
+    from lceval.reporting import inference_summary, responses_frame
+    from lceval.store import ResponseStore
+
+    run = RunDir("r", tmp_path).create()
+    run.write_samples([Sample("a", "echo", "T", "q"), Sample("b", "echo", "T", "q")], [])
+    run.write_meta(new_meta("r"))
+    store = ResponseStore(run.responses)
+    err = Response("a", "m", "", "h", finish_reason="error", error="RuntimeError: oom")
+    store.append([err, Response("b", "m", "ok", "h")])
+    store.append([Response("a", "m", "retried", "h")])
+    frame = responses_frame("r", tmp_path)
+    pairs = sorted(zip(frame["sample_id"], frame["text"], strict=True))
+    assert pairs == [("a", "retried"), ("b", "ok")]
+    assert int(inference_summary(frame)["errors"].sum()) == 0
+
+
+@pytest.mark.parametrize("key", ["ruler", "leval"])
+def test_index_shows_tables_a_report_writes_in_its_own_folder(tmp_path, key):
+    """RULER and L-Eval write their tables under report/<key>/: each is on the page under the
+    benchmark's title, with a caption."""
+    fixture = Path(__file__).parents[1] / "fixtures" / "regression" / key
+    run = RunDir("sub", tmp_path).create()
+    for name in ("samples.jsonl", "contexts.jsonl", "responses.jsonl"):
+        if (fixture / name).exists():
+            shutil.copy(fixture / name, run.path / name)
+    run.write_meta(new_meta("sub", models={"m0": {"backend": "hf"}}))
+    lceval.run.score("sub", root=tmp_path, progress=False)
+    lceval.report.report("sub", root=tmp_path)
+    page = (run.report / "index.html").read_text(encoding="utf-8")
+    csvs = sorted((run.report / key).glob("*.csv"))
+    assert csvs and all(f"{key}/{p.stem}.csv</code>" in page for p in csvs)
+    assert f"<h2 id='{key}'>" in page
+    assert page.count("<table") == page.count("<figcaption>") - page.count("<img")

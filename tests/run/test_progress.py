@@ -1,0 +1,165 @@
+"""Progress you can watch while `lceval run` answers the smoke pipeline under papermill, `lceval
+status RUN` from another process, and Ctrl-C keeping every answer already completed."""
+
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from lceval import progress
+from lceval.errors import LcevalError
+
+ROOT = Path(__file__).resolve().parents[2]
+PIPELINE = ROOT / "params" / "pipelines" / "lifbench_smoke.yaml"
+
+
+def test_status_prints_the_latest_line_per_model(tmp_path):
+    run = tmp_path / "r"
+    with pytest.raises(LcevalError, match="no progress recorded yet"):
+        progress.status(run)
+    bar = progress.Progress(progress.progress_path(run), "m", 10, 2, show=False)
+    bar.add(3, 300, 30)
+    bar.close("stopped")
+    text = progress.status(run)
+    assert text.startswith("infer m: 5/10 samples answered, prompt ")
+    assert "tok/s" in text and " left, replicas 1/1 alive [stopped]" in text
+    recs = list(progress.read(progress.progress_path(run)))
+    assert recs[-1]["answered"] == 5 and recs[-1]["new"] == 3 and recs[-1]["state"] == "stopped"
+
+
+def test_watcher_shows_only_new_lines_of_the_file(tmp_path):
+    import io
+
+    path = progress.progress_path(tmp_path)
+    old = progress.Progress(path, "old", 3, show=False)
+    old.close()
+    out = io.StringIO()
+    with progress.Watcher(path, out, every_s=0.05):
+        bar = progress.Progress(path, "m", 4, show=False)
+        bar.add(4, 400, 40)
+        bar.close()
+        time.sleep(0.3)
+    shown = out.getvalue().splitlines()
+    assert shown and all(line.startswith("infer m: ") for line in shown)
+    assert shown[-1].startswith("infer m: 4/4 samples answered") and shown[-1].endswith("[done]")
+
+
+def test_duration():
+    assert [progress.duration(s) for s in (None, 5, 65, 3700)] == ["?", "5s", "1m05s", "1h01m"]
+
+
+def _lifbench_run(tmp_path, model, limit, extra=()):
+    env = {**os.environ, "LCEVAL_VERBOSE": "", "HF_HUB_OFFLINE": "1", "PYTHONPATH": str(ROOT)}
+    argv = [sys.executable, "-m", "lceval", "--outputs", str(tmp_path), "run", str(PIPELINE)]
+    for key, value in {
+        "model": str(model),
+        "backend": "hf",
+        "batch_size": 1,
+        "limit": limit,
+        "max_new_tokens": 8,
+        "backend_options": {"device": "cpu"},
+        **dict(extra),
+    }.items():
+        argv += ["-p", f"{key}={json.dumps(value)}"]
+    err = open(tmp_path / "terminal.txt", "wb")  # noqa: SIM115 - closed by the caller
+    proc = subprocess.Popen(
+        argv,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=err,
+        cwd=ROOT,
+        start_new_session=True,
+        preexec_fn=_hear_ctrl_c,
+    )
+    return proc, err
+
+
+def _hear_ctrl_c() -> None:
+    """In the child before exec: Ctrl-C acts (a shell's background job, as a CI runner may start
+    this suite, inherits SIGINT ignored, and Python then keeps ignoring it)."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
+def _answers(path):
+    try:
+        return sum(1 for line in path.read_text().splitlines() if line.strip())
+    except FileNotFoundError:
+        return 0
+
+
+def _wait(pred, timeout, what):
+    t0 = time.monotonic()
+    while time.monotonic() - t0 < timeout:
+        if pred():
+            return
+        time.sleep(0.3)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+@pytest.mark.slow
+def test_run_shows_progress_and_status_works_from_another_process(tmp_path, tiny_long_model_dir):
+    responses = tmp_path / "lifbench-smoke" / "responses.jsonl"
+    proc, err = _lifbench_run(tmp_path, tiny_long_model_dir, 30, {"max_new_tokens": 64})
+    try:
+        _wait(lambda: _answers(responses) >= 1 or proc.poll() is not None, 600, "an answer")
+        status = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "lceval",
+                "--outputs",
+                str(tmp_path),
+                "status",
+                "lifbench-smoke",
+            ],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            env={**os.environ, "PYTHONPATH": str(ROOT)},
+        )
+        assert proc.wait(timeout=900) == 0, (tmp_path / "terminal.txt").read_text()[-2000:]
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+        err.close()
+    assert status.returncode == 0, status.stderr
+    assert re.search(r"infer \S+: \d+/30 samples answered, prompt [\d,]+ tok/s", status.stdout)
+    terminal = (tmp_path / "terminal.txt").read_text()
+    # the terminal, while notebook 02 ran in its kernel: answered/total, tokens/s, time left
+    lines = [ln for ln in re.split(r"[\r\n]", terminal) if "samples answered" in ln]
+    assert any(re.search(r"\b([1-9]|1[0-9]|2[0-9])/30 samples answered", ln) for ln in lines), (
+        terminal[-2000:]
+    )
+    assert any(re.search(r"generated [\d.,]+ tok/s, \S+ left", ln) for ln in lines)
+    assert any("30/30 samples answered" in ln and "[done]" in ln for ln in lines)
+
+
+@pytest.mark.slow
+def test_ctrl_c_keeps_the_answers_completed(tmp_path, tiny_long_model_dir):
+    """SIGINT to `lceval run` (the terminal's Ctrl-C: the whole process group) once some answers
+    have completed: they stay in responses.jsonl, and exit status 130."""
+    responses = tmp_path / "lifbench-smoke" / "responses.jsonl"
+    proc, err = _lifbench_run(tmp_path, tiny_long_model_dir, 44, {"max_new_tokens": 32})
+    try:
+        _wait(lambda: _answers(responses) >= 2 or proc.poll() is not None, 600, "two answers")
+        assert proc.poll() is None, "the run ended before it could be interrupted"
+        seen = _answers(responses)
+        os.killpg(proc.pid, signal.SIGINT)
+        code = proc.wait(timeout=300)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+        err.close()
+    terminal = (tmp_path / "terminal.txt").read_text()
+    assert code == 130, terminal[-2000:]
+    assert "finished answers are saved" in terminal
+    kept = _answers(responses)
+    assert seen <= kept < 44
+    rows = [json.loads(x) for x in responses.read_text().splitlines()]
+    assert len({r["sample_id"] for r in rows}) == kept  # each once
