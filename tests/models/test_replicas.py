@@ -196,7 +196,7 @@ def test_an_engine_that_cannot_load_is_one_line(tmp_path, tiny_model_dir, ray_cl
         f.write_bytes(b"not a checkpoint")
     _run(tmp_path, "r", n=2)
     with pytest.raises(LcevalError, match="replica of .*failed to start: ") as err:
-        pipeline.infer(
+        lceval.run.infer(
             "r", "hf", str(broken), root=tmp_path, backend_options={**OPTS, "replicas": 2}
         )
     msg = str(err.value)
@@ -310,8 +310,8 @@ def test_vllm_replicas_answer_as_one_engine(tmp_path, ray_cluster):
         run.write_samples(samples, VLLM_CONTEXTS)
     opts = {"max_model_len": 1024, "dtype": "float32"}
     kw = {"root": tmp_path, "batch_size": 2, "progress": False}
-    one = pipeline.infer("one", "vllm", "embedded", backend_options=opts, **kw)
-    two = pipeline.infer(
+    one = lceval.run.infer("one", "vllm", "embedded", backend_options=opts, **kw)
+    two = lceval.run.infer(
         "two", "vllm", "embedded", backend_options=opts, ray_address=ray_cluster, **kw
     )
     assert [r.sample_id for r in one] == [r.sample_id for r in two] == [s.id for s in samples]
