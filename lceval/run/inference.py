@@ -288,7 +288,12 @@ def _infer_ray(
 
     jobs = [Job(spec, samples, config, batch_size) for spec in specs]
     t0 = time.perf_counter()
-    with run.meta_kept_unless(run.responses), engine_output(run.path, "infer (ray)"):
+    # a local cluster this command starts (gcs, raylet, agents, replica workers) dies with it
+    with (
+        run.meta_kept_unless(run.responses),
+        engine_output(run.path, "infer (ray)"),
+        lifeline.guard(run.path),
+    ):
         try:
             answer_jobs(
                 jobs,
