@@ -31,7 +31,9 @@ import difflib
 import os
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import Any, Self, TypeVar
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from lceval.errors import LcevalError
 from lceval.tokens import ENCODINGS
@@ -225,36 +227,19 @@ def lengths(
     return v
 
 
-def model_list(key: str, value: Any) -> tuple[Any, ...] | None:
-    """A non-empty list of models, each a model id (non-empty text) or a mapping with a ``model``
-    entry; null stays null. The shape only: what each entry may hold (backend, options, name) is
-    checked with the models by :class:`lceval.run.config.InferConfig` before any engine starts
-    (the builder, which only accepts this section, never loads a model)."""
-    if value is None:
-        return None
-    entries = list(value) if isinstance(value, list | tuple) else [value]
-    if not entries:
-        raise Invalid(f"{key} must name at least one model, got an empty list")
-    for i, entry in enumerate(entries, 1):
-        if isinstance(entry, str):
-            if not entry.strip():
-                raise Invalid(f"{key} entry {i} is empty text")
-        elif isinstance(entry, Mapping):
-            if not isinstance(entry.get("model"), str) or not entry["model"].strip():
-                raise Invalid(f"{key} entry {i} needs a model (text), got {entry!r:.80}")
-        else:
-            raise Invalid(f"{key} entry {i} must be a model id or a mapping, got {_got(entry)}")
-    return tuple(entries)
-
-
 # ---------------------------------------------------------------------------- the routine
 def _fields(section: type) -> dict[str, dataclasses.Field[Any]]:
     return {f.name: f for f in dataclasses.fields(section) if f.init}
 
 
 def keys(*sections: type) -> frozenset[str]:
-    """The keys the given sections read."""
-    return frozenset(k for s in sections for k in _fields(s))
+    """The keys the given sections read (dataclass sections, or declared pydantic ones such as
+    :class:`InferenceSection`)."""
+    out: set[str] = set()
+    for s in sections:
+        fields = getattr(s, "model_fields", None)
+        out.update(fields if isinstance(fields, Mapping) else _fields(s))
+    return frozenset(out)
 
 
 def parse(
@@ -365,35 +350,102 @@ def load_params(path: str | os.PathLike[str]) -> dict[str, Any]:
 
 
 # ------------------------------------------------------------------------- shared sections
-@dataclass(frozen=True)
-class Inference:
-    """The inference section of a notebook that answers samples (notebooks 02, 04, 06..11)."""
+class Declared(BaseModel):
+    """Base of every verb's config: frozen, unknown keys refused."""
 
-    backend: str = field(default="auto", metadata=check(text()))
-    """Backend name (``auto``, ``hf``, ``vllm``, ``openai``...; checked by lceval.models)."""
-    model: str | None = field(default=None, metadata=check(text(optional=True)))
-    """Model id or local folder (``embedded``: the SmolLM2-135M-Instruct stand-in); null with
-    ``models`` null: no model, which stops the run before inference."""
-    models: tuple[Any, ...] | None = field(default=None, metadata=check(model_list))
-    """Several models, answered one engine at a time: each a model id or a mapping ``{model,
-    backend, options, name}`` (:mod:`lceval.models.specs`); null: ``model``."""
-    batch_size: int | None = field(default=None, metadata=check(POSITIVE_OR_NULL))
-    """Samples per engine call; null: the engine's own call size."""
-    max_new_tokens: int | None = field(default=None, metadata=check(POSITIVE_OR_NULL))
-    """Answer budget in tokens (caps each sample's own budget); null: the samples' budgets."""
-    backend_options: dict[str, Any] = field(default_factory=dict, metadata=check(mapping))
-    """Backend keyword options (device, dtype, num_threads...)."""
-    limit: int | None = field(default=None, metadata=check(POSITIVE_OR_NULL))
-    """Answer only the first ``limit`` samples; null: all."""
-    temperature: float = field(default=0.0)
-    """Sampling temperature (0: greedy)."""
-    truncate: bool = field(default=False, metadata=check(boolean))
-    """Right-truncate contexts longer than a model's window (LIFBench Sec. 5.1, L-Eval Sec. 4);
-    false: such a model stops the run before inference."""
+    model_config = ConfigDict(extra="forbid", frozen=True, validate_default=True)
 
-    def __post_init__(self) -> None:
+
+class InferenceSection(Declared):
+    """The inference section of a params file and ``lceval infer``'s settings, declared once:
+    every notebook that answers samples reads these keys, a builder accepts them in its notebook's
+    params file (:data:`NOTEBOOK_SECTIONS`), and ``lceval infer`` makes its flags from them.
+    Backend names and model entries are checked by the run wing's
+    :class:`lceval.run.config.InferConfig`, which adds only those checks (the core knows no
+    engine)."""
+
+    run_id: str | None = Field(
+        None,
+        min_length=1,
+        description="the run to answer (see lceval build)",
+        json_schema_extra={"positional": True, "nargs": "?"},
+    )
+    list_options: str | None = Field(
+        None,
+        description="print every -o option BACKEND takes (hf, vllm, openai) and exit",
+        json_schema_extra={"metavar": "BACKEND"},
+    )
+    backend: str = Field(
+        "auto",
+        description="auto (default: vllm when it imports and the CPU has native bfloat16 or "
+        "a CUDA GPU is present, else hf; says which), hf, vllm or openai",
+    )
+    model: str | list[Any] | None = Field(
+        None,
+        description="a path or hub id; repeat for several models, answered one engine at a time "
+        "(load, answer, close, next). One model's own backend and options: a YAML mapping, "
+        '"{model: ID, backend: vllm, options: {tensor_parallel_size: 2}, name: NAME}" (its '
+        "options go over -o, which applies to every model). Default: embedded, the "
+        "SmolLM2-135M CPU stand-in",
+        json_schema_extra={"action": "append", "metavar": "MODEL"},
+    )
+    models: list[Any] | None = Field(
+        None,
+        description="several models (params files): each an id or {model, backend, options, "
+        "name}; null: model",
+        json_schema_extra={"cli": False},
+    )
+    truncate: bool | None = Field(
+        None,
+        description="right-truncate contexts longer than a model's window (LIFBench Sec. 5.1, "
+        "L-Eval Sec. 4) instead of stopping before inference (default: what the run's build "
+        "params declare, else no)",
+        json_schema_extra={"action": "boolean"},
+    )
+    batch_size: int | None = Field(
+        None,
+        ge=1,
+        description="samples per engine call, flushed to disk after each (default: the "
+        "engine's: vllm 256, hf its batch size)",
+    )
+    limit: int | None = Field(None, ge=1, description="answer only the first N samples")
+    tasks: list[str] | None = Field(
+        None, min_length=1, description="only these task codes", json_schema_extra={"nargs": "+"}
+    )
+    max_new_tokens: int | None = Field(
+        None,
+        ge=1,
+        description="cap every sample's answer budget, in tokens (default: what the run's build "
+        "params declare, else each sample's own budget)",
+    )
+    temperature: float = Field(
+        0.0, ge=0, allow_inf_nan=False, description="sampling temperature (0: greedy)"
+    )
+    seed: int = Field(0, ge=0, description="sampling seed")
+    backend_options: dict[str, Any] = Field(
+        default_factory=dict,
+        description="backend option, e.g. device=cuda, tensor_parallel_size=2, base_url=http://...",
+        json_schema_extra={"flag": ["-o", "--option"], "kv": True},
+    )
+    ray_address: str | None = Field(
+        None,
+        min_length=1,
+        description="answer on an existing Ray cluster (auto or HOST:PORT: ray start, KubeRay, "
+        "Slurm); each model's -o replicas=N engine replicas there (default: replicas > 1 start a "
+        "local cluster)",
+        json_schema_extra={"metavar": "auto|HOST:PORT"},
+    )
+
+    @field_validator("backend_options", mode="before")
+    @classmethod
+    def _null_options(cls, v: Any) -> Any:
+        return {} if v is None else v
+
+    @model_validator(mode="after")
+    def _model_or_models(self) -> Self:
         if self.model is not None and self.models is not None:
-            raise Invalid(f"give model or models, not both (model: {self.model!r:.80})")
+            raise ValueError(f"give model or models, not both (model: {self.model!r:.80})")
+        return self
 
 
 @dataclass(frozen=True)
@@ -431,5 +483,5 @@ class Scoring:
     The report's CSV files keep every published row."""
 
 
-NOTEBOOK_SECTIONS: tuple[type, ...] = (Inference, Judge, Scoring)
+NOTEBOOK_SECTIONS: tuple[type, ...] = (InferenceSection, Judge, Scoring)
 """The shared sections a builder's params file may carry beside the builder's own."""

@@ -9,7 +9,23 @@ import pytest
 
 from lceval import params
 from lceval.errors import LcevalError
-from lceval.params import Inference, Judge, Scoring, parse
+from lceval.params import Judge, Scoring, parse
+
+
+@dataclasses.dataclass(frozen=True)
+class Inference:
+    """A section shaped like a notebook's inference keys, to exercise :func:`parse`."""
+
+    backend: str = dataclasses.field(default="auto", metadata=params.check(params.text()))
+    batch_size: int | None = dataclasses.field(
+        default=None, metadata=params.check(params.POSITIVE_OR_NULL)
+    )
+    max_new_tokens: int | None = dataclasses.field(
+        default=None, metadata=params.check(params.POSITIVE_OR_NULL)
+    )
+    backend_options: dict = dataclasses.field(
+        default_factory=dict, metadata=params.check(params.mapping)
+    )
 
 
 def test_defaults_and_a_frozen_result() -> None:
@@ -75,3 +91,12 @@ def test_shared_validators() -> None:
         params.path(many=True)("data_path", 3)
     with pytest.raises(params.Invalid, match=r"n must be an integer in 1\.\.5, got 6 \(int\)"):
         params.integer(1, 5)("n", 6)
+
+
+def test_builders_accept_the_declared_inference_keys() -> None:
+    """A builder reading a notebook's params file accepts every key of the one inference
+    declaration (params.InferenceSection, which InferConfig extends with model checks only)."""
+    from lceval.run.config import InferConfig
+
+    assert set(InferConfig.model_fields) == set(params.InferenceSection.model_fields)
+    assert set(params.InferenceSection.model_fields) <= params.keys(*params.NOTEBOOK_SECTIONS)

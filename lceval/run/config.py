@@ -29,21 +29,16 @@ from collections.abc import Mapping, Sequence
 from typing import Any, Literal, TypeVar
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, Field, ValidationError, field_validator
 
 from lceval.errors import LcevalError
+from lceval.params import Declared, InferenceSection
 
 C = TypeVar("C", bound=BaseModel)
 
 Door = Literal["cli", "params"]
 """Who gave the values: the command line (errors name ``--flag``) or a params mapping (errors
 name ``key``)."""
-
-
-class Declared(BaseModel):
-    """Base of every verb's config: frozen, unknown keys refused."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True, validate_default=True)
 
 
 def _extra(info: Any) -> dict[str, Any]:
@@ -171,7 +166,7 @@ def _first_error(config: type[BaseModel], exc: ValidationError, door: Door, wher
     kind = str(err.get("type", ""))
     if kind == "value_error":  # lceval's own validators: the message says it all
         msg = str(err.get("msg", "")).removeprefix("Value error, ")
-        return f"{prefix}{name}: {msg}"
+        return f"{prefix}{name}: {msg}" if name else f"{prefix}{msg}"
     says = _SAYS.get(kind)
     said = says.format(**err.get("ctx", {})) if says else str(err.get("msg", "is invalid")).lower()
     value = err.get("input")
@@ -273,80 +268,10 @@ def _mapping_text(item: Any) -> Any:
     return value
 
 
-class InferConfig(Declared):
-    """``lceval infer`` / :func:`lceval.run.infer` / notebook 02's inference section."""
-
-    run_id: str | None = Field(
-        None,
-        min_length=1,
-        description="the run to answer (see lceval build)",
-        json_schema_extra={"positional": True, "nargs": "?"},
-    )
-    list_options: str | None = Field(
-        None,
-        description="print every -o option BACKEND takes (hf, vllm, openai) and exit",
-        json_schema_extra={"metavar": "BACKEND"},
-    )
-    backend: str = Field(
-        "auto",
-        description="auto (default: vllm when it imports and the CPU has native bfloat16 or "
-        "a CUDA GPU is present, else hf; says which), hf, vllm or openai",
-    )
-    model: str | list[Any] | None = Field(
-        None,
-        description="a path or hub id; repeat for several models, answered one engine at a time "
-        "(load, answer, close, next). One model's own backend and options: a YAML mapping, "
-        '"{model: ID, backend: vllm, options: {tensor_parallel_size: 2}, name: NAME}" (its '
-        "options go over -o, which applies to every model). Default: embedded, the "
-        "SmolLM2-135M CPU stand-in",
-        json_schema_extra={"action": "append", "metavar": "MODEL"},
-    )
-    models: list[Any] | None = Field(
-        None,
-        description="several models (params files): each an id or {model, backend, options, "
-        "name}; null: model",
-        json_schema_extra={"cli": False},
-    )
-    truncate: bool | None = Field(
-        None,
-        description="right-truncate contexts longer than a model's window (LIFBench Sec. 5.1, "
-        "L-Eval Sec. 4) instead of stopping before inference (default: what the run's build "
-        "params declare, else no)",
-        json_schema_extra={"action": "boolean"},
-    )
-    batch_size: int | None = Field(
-        None,
-        ge=1,
-        description="samples per engine call, flushed to disk after each (default: the "
-        "engine's: vllm 256, hf its batch size)",
-    )
-    limit: int | None = Field(None, ge=1, description="answer only the first N samples")
-    tasks: list[str] | None = Field(
-        None, min_length=1, description="only these task codes", json_schema_extra={"nargs": "+"}
-    )
-    max_new_tokens: int | None = Field(
-        None,
-        ge=1,
-        description="cap every sample's answer budget, in tokens (default: what the run's build "
-        "params declare, else each sample's own budget)",
-    )
-    temperature: float = Field(
-        0.0, ge=0, allow_inf_nan=False, description="sampling temperature (0: greedy)"
-    )
-    seed: int = Field(0, ge=0, description="sampling seed")
-    backend_options: dict[str, Any] = Field(
-        default_factory=dict,
-        description="backend option, e.g. device=cuda, tensor_parallel_size=2, base_url=http://...",
-        json_schema_extra={"flag": ["-o", "--option"], "kv": True},
-    )
-    ray_address: str | None = Field(
-        None,
-        min_length=1,
-        description="answer on an existing Ray cluster (auto or HOST:PORT: ray start, KubeRay, "
-        "Slurm); each model's -o replicas=N engine replicas there (default: replicas > 1 start a "
-        "local cluster)",
-        json_schema_extra={"metavar": "auto|HOST:PORT"},
-    )
+class InferConfig(InferenceSection):
+    """``lceval infer`` / :func:`lceval.run.infer` / notebook 02's inference section: the fields of
+    :class:`lceval.params.InferenceSection` (one declaration: adding an inference key is one
+    field there), with the checks that need the models: backend names and model entries."""
 
     @field_validator("backend")
     @classmethod
@@ -359,11 +284,6 @@ class InferConfig(Declared):
         if isinstance(v, list | tuple):
             v = [_mapping_text(x) for x in v]
         return _model_entries(v)
-
-    @field_validator("backend_options", mode="before")
-    @classmethod
-    def _null_options(cls, v: Any) -> Any:
-        return {} if v is None else v
 
 
 INFERENCE_DEFAULTS = ("truncate", "max_new_tokens")

@@ -9,7 +9,6 @@ import json
 import pytest
 
 import lceval.run
-from lceval import params
 from lceval.cli import main
 from lceval.errors import LcevalError
 from lceval.io import RunDir, new_meta
@@ -83,14 +82,8 @@ def test_resolve_models_refuses_in_one_line(model, models, message):
 
 
 def test_inference_section_declares_models_and_truncate():
-    got = params.parse(params.Inference, {"models": ["a/b"], "truncate": True}, "inference")
-    assert got.models == ("a/b",) and got.truncate is True
-    with pytest.raises(LcevalError, match="give model or models, not both"):
-        params.parse(params.Inference, {"models": ["a/b"], "model": "c/d"}, "inference")
-    # the builder's section checks the list's shape; what an entry holds is the models' to
-    # check, by the inference config, before any engine starts
-    with pytest.raises(LcevalError, match=r"models entry 1 needs a model"):
-        params.parse(params.Inference, {"models": [{"nmae": "x"}]}, "inference")
+    got = validate(InferConfig, {"models": ["a/b"], "truncate": True}, "params", "inference")
+    assert got.models == ["a/b"] and got.truncate is True
     with pytest.raises(LcevalError, match=r"models\[0\]: unknown key\(s\) nmae"):
         validate(InferConfig, {"models": [{"model": "a", "nmae": "x"}]}, "params", "inference")
 
