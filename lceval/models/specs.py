@@ -1,7 +1,8 @@
 """Several models per run: the ``models:`` list of a params file, and whether each model's window
 holds the run's prompts, both checked before any engine starts.
 
-A params section that answers samples (:class:`lceval.params.InferenceSection`) names its models in one
+A params section that answers samples (:class:`lceval.params.InferenceSection`) names its
+models in one
 of two ways (never both)::
 
     model: meta-llama/Llama-3.1-8B-Instruct        # one model
