@@ -2,8 +2,7 @@
 holds the run's prompts, both checked before any engine starts.
 
 A params section that answers samples (:class:`lceval.params.InferenceSection`) names its
-models in one
-of two ways (never both)::
+models in one of two ways (never both)::
 
     model: meta-llama/Llama-3.1-8B-Instruct        # one model
     models:                                        # several, answered one engine at a time
