@@ -9,9 +9,10 @@ copy of the run: (a) in-process (``lceval infer``'s default path), (b) one repli
 cluster (``--ray-address``'s path with ``replicas=1``), (c) two replicas there. The wall time of
 each is ``lceval.run.infer``'s, engine start and close included (for Ray: the actors' start, the
 dispatch of batches, the driver's writes); the Ray cluster's own start (``ray.init``) is timed
-apart, as a cluster outlives one run. Every engine gets one CPU thread (Ray sets OMP_NUM_THREADS
-to a replica's one CPU; the in-process run is given the same with ``torch.set_num_threads(1)``),
-so (a) and (b) differ only by Ray and (c) shows what a second replica adds on a second core.
+apart, as a cluster outlives one run. Every engine gets one CPU thread (the hf option
+``num_threads=1``, in-process and in each replica: left out, the in-process engine takes every
+core this process may use while a replica has Ray's one CPU), so (a) and (b) differ only by Ray
+and (c) shows what a second replica adds on a second core.
 The answers of (b) and (c) are compared with (a) token for token. Tables only, no assertions.
 """
 
@@ -50,7 +51,9 @@ def main() -> None:
         params = lceval.params.load_params(ROOT / "params" / "01_build_data" / "smoke.yaml")
         params = {k: v for k, v in params.items() if k not in ("run_id", "outputs_root", "seed")}
         base = lceval.run.build("base", "lifbench", params, root=root, seed=0)
-        opts = {"device": "cpu", "dtype": "float32"}
+        # one thread per engine, given as the engine option (the hf engine otherwise picks the
+        # cores this process may use: 2 in-process against 1 in a replica Ray gave one CPU)
+        opts = {"device": "cpu", "dtype": "float32", "num_threads": 1}
         common = dict(
             root=root,
             limit=args.limit,
