@@ -17,7 +17,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal, TypeVar
 
-FinishReason = Literal["stop", "length", "error"]
+FinishReason = Literal["stop", "length", "error", "content_filter"]
 
 T = TypeVar("T")
 
@@ -224,7 +224,8 @@ class Response:
     completion_tokens: int = 0
     """Generated tokens."""
     finish_reason: FinishReason = "stop"
-    """``stop`` (EOS or stop string), ``length`` (budget reached) or ``error``."""
+    """``stop`` (EOS or stop string), ``length`` (budget reached), ``error``, or
+    ``content_filter`` (an API's moderation cut the answer; the text it kept is scored)."""
     truncated_tokens: int = 0
     """Context tokens dropped to fit the model's window (0 when the prompt fit)."""
     latency_s: float = 0.0

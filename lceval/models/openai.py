@@ -6,6 +6,9 @@ longer than the served window is sent as is and the server's refusal is recorded
 Response. Requests run concurrently in a thread pool; rate limits (429), server errors (5xx),
 timeouts and connection errors are retried with exponential backoff and jitter (honouring a
 ``Retry-After`` header). Configuration errors (bad key, unknown model) stop the run with one line.
+A reply lceval cannot read (not JSON, no choices, no message, content that is not text) is an
+error Response for that sample alone, asked again by the next run; token counts in ``usage``
+that are not whole numbers in ``0..MAX_TOKENS`` are refused (stored as 0).
 
 An ``assistant_prefix`` is sent as a final assistant message. For servers other than the public
 OpenAI API the request also carries vLLM's ``continue_final_message`` / ``add_generation_prompt``
@@ -16,6 +19,7 @@ option and answers after it.
 from __future__ import annotations
 
 import dataclasses
+import math
 import os
 import random
 import re
@@ -232,7 +236,8 @@ class OpenAIBackend:
         for attempt in range(self.max_retries + 1):
             try:
                 completion = self.client.chat.completions.create(**body)
-                return self._response(sample, completion, config, time.perf_counter() - t0)
+            except ValueError as exc:  # a 200 whose JSON body does not parse (JSONDecodeError)
+                return self._error(sample, config, MalformedReply(f"the server's reply: {exc}"))
             except (openai.AuthenticationError, openai.PermissionDeniedError) as exc:
                 raise LcevalError(
                     f"{self.base_url} refused the API key: {self._one_line(exc)}"
@@ -249,6 +254,12 @@ class OpenAIBackend:
                 with self._lock:
                     self.retries += 1
                 time.sleep(self._delay(attempt, exc))
+                continue
+            try:
+                return self._response(sample, completion, config, time.perf_counter() - t0)
+            except (MalformedReply, ValueError, TypeError, AttributeError) as exc:
+                # whatever else a hostile reply holds: that sample's error, never the run's end
+                return self._error(sample, config, exc)
         raise AssertionError("unreachable")  # pragma: no cover
 
     def _one_line(self, exc: BaseException) -> str:
@@ -274,10 +285,12 @@ class OpenAIBackend:
     def _response(
         self, sample: Sample, completion: Any, config: GenerationConfig, latency: float
     ) -> Response:
-        choice = completion.choices[0]
-        text = choice.message.content or ""
-        reason: FinishReason = "length" if choice.finish_reason == "length" else "stop"
-        usage = completion.usage
+        try:
+            choice, text = _choice(completion)
+        except MalformedReply as exc:
+            return self._error(sample, config, exc)
+        reason = _finish_reason(getattr(choice, "finish_reason", None))
+        usage = getattr(completion, "usage", None)
         reasoning, n_think, unfinished, text = self._thinking(choice, usage, text)
         if unfinished:
             text, reason = "", "length"
@@ -289,8 +302,8 @@ class OpenAIBackend:
             model=self.name,
             text=text,
             config_hash=config.hash(),
-            prompt_tokens=int(getattr(usage, "prompt_tokens", 0) or 0),
-            completion_tokens=int(getattr(usage, "completion_tokens", 0) or 0),
+            prompt_tokens=token_count(getattr(usage, "prompt_tokens", None)),
+            completion_tokens=token_count(getattr(usage, "completion_tokens", None)),
             finish_reason=reason,
             latency_s=latency,
             reasoning=reasoning,
@@ -303,7 +316,8 @@ class OpenAIBackend:
         field, else the content split at ``think_end``; (None, 0, False, content) when there is
         no thinking."""
         message = choice.message
-        extra = getattr(message, "model_extra", None) or {}
+        extra = getattr(message, "model_extra", None)
+        extra = extra if isinstance(extra, dict) else {}
         field_ = next(
             (
                 v
@@ -321,7 +335,7 @@ class OpenAIBackend:
         markers = getattr(self, "markers", None)
         if field_ is not None:
             reasoning: str | None = field_
-            unfinished = not content.strip() and choice.finish_reason == "length"
+            unfinished = not content.strip() and getattr(choice, "finish_reason", None) == "length"
         elif markers is not None:
             sp = split(content, markers.end, markers.start)
             reasoning, unfinished, answer = sp.reasoning, sp.unfinished, sp.answer
@@ -331,9 +345,74 @@ class OpenAIBackend:
             return None, 0, False, content
         details = getattr(usage, "completion_tokens_details", None)
         reported = getattr(details, "reasoning_tokens", None) if details is not None else None
-        n = int(reported) if isinstance(reported, int) and reported > 0 else count_tokens(reasoning)
+        n = token_count(reported) or count_tokens(reasoning)
         limit = getattr(self, "max_thinking_tokens", None)
         return reasoning, n, unfinished or (limit is not None and n > limit), answer
+
+
+MAX_TOKENS = 10**9
+"""The largest token count taken from a server's ``usage``; a larger, negative, fractional,
+infinite or non-numeric count is refused (read as 0, unknown; a refused ``reasoning_tokens`` is
+counted with tiktoken instead)."""
+
+
+class MalformedReply(Exception):
+    """A 200 reply that is not a chat completion lceval can store (no choices, no message,
+    content that is not text, a body that is not JSON): the sample gets an error Response, so
+    the next run of ``lceval infer`` asks again."""
+
+
+def _choice(completion: Any) -> tuple[Any, str]:
+    """(first choice, its content as text) of a completion from any server.
+
+    Content given as a list of parts (``[{"type": "text", "text": ...}]``, as some gateways
+    return it) is joined into one text; null content is the empty answer.
+
+    Raises:
+        MalformedReply: the reply is not a completion object, has no choices, its first choice
+            has no message, or the content is neither text, null nor a list of text parts.
+    """
+    choices = getattr(completion, "choices", None)
+    if not hasattr(completion, "choices"):
+        body = one_line(repr(completion), 120)
+        raise MalformedReply(f"the server's reply is not a chat completion: {body}")
+    if not isinstance(choices, list) or not choices:
+        raise MalformedReply(f"the server's reply has no choices (choices: {choices!r:.40})")
+    choice = choices[0]
+    message = getattr(choice, "message", None)
+    if message is None:
+        raise MalformedReply("the server's reply has a choice without a message")
+    content = getattr(message, "content", None)
+    if content is None or isinstance(content, str):
+        return choice, content or ""
+    if isinstance(content, list) and all(
+        isinstance(p, dict) and p.get("type", "text") == "text" and isinstance(p.get("text"), str)
+        for p in content
+    ):
+        return choice, "".join(p["text"] for p in content)
+    raise MalformedReply(
+        f"the server's reply has content of type {type(content).__name__}, not text: "
+        f"{one_line(repr(content), 80)}"
+    )
+
+
+def _finish_reason(value: object) -> FinishReason:
+    """The stored finish reason for a server's: ``length`` and ``content_filter`` kept, any
+    other (``stop``, ``tool_calls``, null, unknown) ``stop``."""
+    if value == "length":
+        return "length"
+    if value == "content_filter":
+        return "content_filter"
+    return "stop"
+
+
+def token_count(value: object) -> int:
+    """A server-reported token count as an int in ``0..MAX_TOKENS``; anything else 0."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return 0
+    if isinstance(value, float) and not (math.isfinite(value) and value.is_integer()):
+        return 0
+    return int(value) if 0 <= value <= MAX_TOKENS else 0
 
 
 _BEARER = re.compile(r"(?i)(bearer\s+)[A-Za-z0-9._~+/=-]+")

@@ -324,3 +324,167 @@ def test_lone_surrogate_from_the_server_is_stored_and_scored(scripted, tmp_path)
     (r,) = generate(backend, [_sample()], {}, GREEDY, store=store, progress=False)
     assert r.text == "x\ud800y"
     assert [x.text for x in ResponseStore(tmp_path / "responses.jsonl")] == ["x\ud800y"]
+
+
+# -- issue 38 item 3: a hostile server ---------------------------------------------------------
+def _with(**fields: object) -> dict:
+    doc = _completion("fine")
+    doc.update(fields)
+    return doc
+
+
+def _message(content: object, finish: str = "stop", **extra: object) -> list[dict]:
+    return [
+        {
+            "index": 0,
+            "message": {"role": "assistant", "content": content, **extra},
+            "finish_reason": finish,
+        }
+    ]
+
+
+# (case, raw body, content-type, the error's text or None when the reply is answered)
+HOSTILE: list[tuple[str, bytes, str, str | None]] = [
+    ("choices []", json.dumps(_with(choices=[])).encode(), "json", "has no choices"),
+    ("choices null", json.dumps(_with(choices=None)).encode(), "json", "has no choices"),
+    (
+        "no message",
+        json.dumps(_with(choices=[{"index": 0, "finish_reason": "stop"}])).encode(),
+        "json",
+        "a choice without a message",
+    ),
+    ("content int", json.dumps(_with(choices=_message(5))).encode(), "json", "of type int"),
+    ("content dict", json.dumps(_with(choices=_message({"a": 1}))).encode(), "json", "type dict"),
+    ("html 502 page", b"<html><body>502 Bad Gateway</body></html>", "html", "not a chat compl"),
+    ("broken json", b'{"choices": [', "json", "MalformedReply"),
+    ("a list body", b"[1, 2]", "json", "not a chat completion"),
+]
+FINE: list[tuple[str, bytes, str, str]] = [
+    # (case, raw body, content-type, the stored text)
+    (
+        "content as text parts",
+        json.dumps(_with(choices=_message([{"type": "text", "text": "hi"}, {"text": "!"}]))),
+        "json",
+        "hi!",
+    ),
+    ("usage as a string", json.dumps(_with(usage="lots")), "json", "fine"),
+    (
+        "infinite usage",
+        json.dumps(_with(usage={"prompt_tokens": float("inf"), "completion_tokens": -3})),
+        "json",
+        "fine",
+    ),
+    (
+        "reasoning_tokens 1e20",
+        json.dumps(
+            _with(
+                choices=_message("ans", reasoning_content="a b c"),
+                usage={
+                    "prompt_tokens": 10**20,
+                    "completion_tokens": 4,
+                    "completion_tokens_details": {"reasoning_tokens": 1e20},
+                },
+            )
+        ),
+        "json",
+        "ans",
+    ),
+]
+
+
+class Raw:
+    """A loopback server answering request ``i`` with ``bodies[i]`` (raw bytes, status 200),
+    then a good completion for every later request."""
+
+    def __init__(self, bodies: list[tuple[bytes, str]]) -> None:
+        self.bodies = list(bodies)
+        outer = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:  # noqa: N802 - http.server API
+                self.rfile.read(int(self.headers.get("content-length", 0)))
+                data, kind = (
+                    outer.bodies.pop(0)
+                    if outer.bodies
+                    else (json.dumps(_completion("good")).encode(), "json")
+                )
+                self.send_response(200)
+                self.send_header(
+                    "content-type", f"{'application' if kind == 'json' else 'text'}/{kind}"
+                )
+                self.send_header("content-length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def log_message(self, *args: object) -> None:
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/v1"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+@pytest.mark.parametrize(("case", "body", "kind", "error"), HOSTILE, ids=[c[0] for c in HOSTILE])
+def test_a_malformed_reply_is_that_samples_error(case, body, kind, error) -> None:
+    srv = Raw([(body, kind)])
+    try:
+        backend = OpenAIBackend("fake", base_url=srv.url, max_retries=0, concurrency=1)
+        bad, good = backend.generate([_sample("s0"), _sample("s1")], {}, GREEDY)
+    finally:
+        srv.close()
+    assert bad.finish_reason == "error" and bad.text == "" and error in (bad.error or ""), bad
+    assert good.text == "good" and good.error is None
+
+
+@pytest.mark.parametrize(("case", "body", "kind", "text"), FINE, ids=[c[0] for c in FINE])
+def test_odd_but_readable_replies_store_text_and_bounded_counts(case, body, kind, text) -> None:
+    srv = Raw([(body.encode(), kind)])
+    try:
+        (r,) = OpenAIBackend("fake", base_url=srv.url, max_retries=0).generate(
+            [_sample()], {}, GREEDY
+        )
+    finally:
+        srv.close()
+    assert r.text == text and isinstance(r.text, str) and r.error is None
+    for n in (r.prompt_tokens, r.completion_tokens, r.reasoning_tokens):
+        assert type(n) is int and 0 <= n <= 10**9
+    if r.reasoning is not None:
+        assert r.reasoning_tokens == 3  # the refused count is estimated with tiktoken
+
+
+def test_content_filter_finish_is_stored_as_such(scripted) -> None:
+    srv = scripted([(200, _completion("half an ans", finish="content_filter"), {})])
+    (r,) = OpenAIBackend("fake", base_url=srv.url).generate([_sample()], {}, GREEDY)
+    assert (r.finish_reason, r.text) == ("content_filter", "half an ans")
+
+
+def test_hostile_replies_through_infer_score_and_report(echo_bench, tmp_path, capsys) -> None:
+    """Every hostile reply of one ``lceval infer``: that sample's error, the others answered,
+    exit 1; the rerun asks only the failed ones again; score and report exit 0."""
+    import lceval.run
+    from lceval.cli import main
+    from lceval.io import RunDir
+
+    bodies = [(b, k) for _, b, k, _ in HOSTILE] + [(b.encode(), k) for _, b, k, _ in FINE]
+    lceval.run.build("h", "echo", {"n": len(bodies) + 1}, root=tmp_path)
+    srv = Raw(bodies)
+    argv = [
+        *("--outputs", str(tmp_path), "infer", "h", "--backend", "openai", "--model", "fake"),
+        *("-o", f"base_url={srv.url}", "-o", "concurrency=1", "-o", "max_retries=0"),
+    ]
+    try:
+        assert main(argv) == 1
+        first = RunDir("h", tmp_path).read_responses()
+        assert sum(r.finish_reason == "error" for r in first) == len(HOSTILE)
+        assert all(isinstance(r.text, str) for r in first)
+        assert main(argv) == 0, capsys.readouterr().err  # the failed ones asked again
+    finally:
+        srv.close()
+    latest = {r.sample_id: r for r in RunDir("h", tmp_path).read_responses()}
+    assert len(latest) == len(bodies) + 1 and all(r.error is None for r in latest.values())
+    assert main(["--outputs", str(tmp_path), "score", "h"]) == 0, capsys.readouterr().err
+    assert main(["--outputs", str(tmp_path), "report", "h"]) == 0, capsys.readouterr().err
