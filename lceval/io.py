@@ -266,13 +266,39 @@ def json_line(line: str) -> Any:
             in a few words.
     """
     try:
-        return json.loads(line)
+        value = json.loads(line)
     except json.JSONDecodeError:
         raise
     except RecursionError:
         raise json.JSONDecodeError(TOO_DEEP, line, 0) from None
     except ValueError:  # int("9" * 5000): sys.get_int_max_str_digits()
         raise json.JSONDecodeError(TOO_LONG, line, 0) from None
+    if "\\u" in line and _SURROGATE_ESCAPE.search(line):
+        return without_surrogates(value)
+    return value
+
+
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def without_surrogates(value: Any) -> Any:
+    """``value`` (a JSON value) with every lone surrogate in its strings and keys replaced by
+    U+FFFD, the replacement character.
+
+    A lone surrogate (``"\\ud800"`` unpaired) is not a Unicode character: UTF-8 cannot encode
+    it and pandas' pyarrow strings, parquet and the HTML pages refuse it, yet some servers
+    return one. :func:`dumps` stores it losslessly (as a ``\\uXXXX`` escape) and every reader
+    of lceval's files (:func:`json_line`) gets U+FFFD in its place, so scoring, coverage and
+    the report see valid text. Pairs (``"\\ud83d\\ude00"``) are one character and stay.
+    """
+    if isinstance(value, str):
+        return _LONE_SURROGATE.sub("\ufffd", value)
+    if isinstance(value, list):
+        return [without_surrogates(v) for v in value]
+    if isinstance(value, dict):
+        return {without_surrogates(k): without_surrogates(v) for k, v in value.items()}
+    return value
 
 
 def json_problem(exc: json.JSONDecodeError) -> str:

@@ -24,6 +24,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 import lceval.run
 from lceval.cli import main
@@ -384,3 +386,39 @@ def test_a_failed_forced_rebuild_leaves_the_run_as_it_was(tmp_path, echo_bench, 
         lceval.run.build("r", "echo", {"n": 5, "seed": 1}, root=tmp_path, force=True)
     assert _files(tmp_path) == before
     assert not [p.name for p in run.path.iterdir() if p.name.startswith(".")]
+
+
+# -- issue 38 item 4: text of any Unicode through score, report and coverage ---------------------
+REGRESSION = Path(__file__).parent / "fixtures" / "regression"
+any_text = st.text(alphabet=st.characters(codec=None, exclude_categories=()), max_size=40).map(
+    lambda t: t + "\ud800"  # at least one lone surrogate
+)
+
+
+@pytest.mark.parametrize(
+    "key", ["cifbench", "leval", "lifbench", "longgenbench", "manyifeval", "ruler"]
+)
+@settings(max_examples=1, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(texts=st.lists(any_text, min_size=4, max_size=4))
+def test_lone_surrogates_through_score_report_and_coverage(key, texts):
+    """Answers and thinking (``reasoning``) of four responses of each benchmark's regression
+    fixture replaced by any text holding lone surrogates: ``lceval score`` and ``lceval report``
+    exit 0 (a run holding only these answers: the coverage line says subset)."""
+    import tempfile
+
+    from lceval.io import dumps, new_meta
+
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp)
+        run = RunDir("u", root).create()
+        for name in ("samples.jsonl", "contexts.jsonl"):
+            shutil.copy(REGRESSION / key / name, run.path / name)
+        lines = (REGRESSION / key / "responses.jsonl").read_text().splitlines()[1:5]
+        rows = [
+            {**json.loads(line), "text": t, "reasoning": t[::-1], "reasoning_tokens": 3}
+            for line, t in zip(lines, texts, strict=True)
+        ]
+        run.responses.write_text("".join(dumps(r) + "\n" for r in rows))
+        run.write_meta(new_meta("u"))
+        for verb in ("score", "report"):
+            assert main(["--outputs", str(root), verb, "u"]) == 0, verb

@@ -78,13 +78,13 @@ def test_error_responses_are_retried_and_superseded(tmp_path):
     assert final["s1"].finish_reason == "stop" and final["s1"].text == "answer 1"
 
 
-def test_lone_surrogate_is_stored_losslessly(tmp_path):
+def test_lone_surrogate_is_stored_losslessly_and_read_as_replacement(tmp_path):
     path = tmp_path / "responses.jsonl"
     store = ResponseStore(path)
-    r = Response(sample_id="s1", model="m", text="a\ud800b\udfff", config_hash="h")
+    r = Response(sample_id="s1", model="m", text="a\ud800b\udfff \U0001f600", config_hash="h")
     assert store.append([r, _r(2)]) == 2
-    assert [x.text for x in ResponseStore(path)][0] == "a\ud800b\udfff"
-    path.read_text(encoding="utf-8")  # the file stays valid UTF-8
+    assert "a\\ud800b\\udfff" in path.read_text(encoding="utf-8")  # valid UTF-8, lossless
+    assert [x.text for x in ResponseStore(path)][0] == "a\ufffdb\ufffd \U0001f600"
 
 
 @pytest.mark.parametrize(

@@ -323,7 +323,7 @@ def test_lone_surrogate_from_the_server_is_stored_and_scored(scripted, tmp_path)
     store = ResponseStore(tmp_path / "responses.jsonl")
     (r,) = generate(backend, [_sample()], {}, GREEDY, store=store, progress=False)
     assert r.text == "x\ud800y"
-    assert [x.text for x in ResponseStore(tmp_path / "responses.jsonl")] == ["x\ud800y"]
+    assert [x.text for x in ResponseStore(tmp_path / "responses.jsonl")] == ["x\ufffdy"]
 
 
 # -- issue 38 item 3: a hostile server ---------------------------------------------------------
