@@ -249,9 +249,8 @@ def _labelled(c: Coverage) -> Coverage:
 
 def run_coverage(run: Any) -> list[Coverage]:
     """:func:`coverage` of a run folder (``lceval.io.RunDir``); empty without responses."""
-    import json
-
     from lceval.errors import LcevalError
+    from lceval.io import read_json_object
     from lceval.reporting import responses_frame
 
     try:
@@ -259,11 +258,7 @@ def run_coverage(run: Any) -> list[Coverage]:
         frame = responses_frame(run.run_id, Path(run.path).parent)
     except LcevalError:
         return []
-    try:
-        meta = json.loads(Path(run.run_json).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        meta = {}
-    return coverage(samples, frame, meta)
+    return coverage(samples, frame, read_json_object(run.run_json))
 
 
 def comparable(covs: Sequence[Coverage], benchmark: str) -> dict[str, bool]:

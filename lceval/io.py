@@ -21,6 +21,7 @@ import errno
 import json
 import os
 import re
+import stat
 import subprocess
 import tempfile
 from collections.abc import Iterable, Iterator
@@ -245,6 +246,89 @@ def write_jsonl(path: str | os.PathLike[str], records: Iterable[Any]) -> int:
     return n
 
 
+MAX_FILE_BYTES = 256 << 20
+"""The most bytes lceval reads from a file it reads whole (run.json, a params file, a results
+file): 256 MiB, far above any it writes; a larger one is refused in one line."""
+
+MAX_LINE_BYTES = 256 << 20
+"""The most bytes of one line of a JSONL file (a context of a million tokens is ~4 MiB)."""
+
+
+def check_readable(path: str | os.PathLike[str], what: str = "") -> int:
+    """The size in bytes of ``path`` if it is a regular file (a symlink to one counts).
+
+    A device (``/dev/zero``, endless), a FIFO (blocks until a writer comes), a socket or a folder
+    is refused before it is opened.
+
+    Raises:
+        LcevalError: the file is missing, unreadable or not a regular file (names the file).
+    """
+    name = f"{what} {path}".strip()
+    try:
+        st = os.stat(path)
+    except OSError as exc:
+        raise LcevalError(f"cannot read {name}: {exc.strerror}") from None
+    if not stat.S_ISREG(st.st_mode):
+        kind = (
+            "a folder"
+            if stat.S_ISDIR(st.st_mode)
+            else "a FIFO"
+            if stat.S_ISFIFO(st.st_mode)
+            else "a device or socket"
+        )
+        raise LcevalError(f"{name} is {kind}, not a regular file")
+    return st.st_size
+
+
+def read_bounded(
+    path: str | os.PathLike[str], what: str = "", limit: int = MAX_FILE_BYTES
+) -> bytes:
+    """The bytes of the regular file ``path``, at most ``limit`` of them.
+
+    Raises:
+        LcevalError: not a regular file (see :func:`check_readable`), unreadable, or larger
+            than ``limit`` bytes; the message names the file.
+    """
+    name = f"{what} {path}".strip()
+    size = check_readable(path, what)
+    if size > limit:
+        raise LcevalError(f"{name} holds {size} bytes, more than the {limit} lceval reads")
+    try:
+        with open(path, "rb") as f:
+            data = f.read(limit + 1)
+    except OSError as exc:
+        raise LcevalError(f"cannot read {name}: {exc.strerror}") from None
+    if len(data) > limit:  # grew while read
+        raise LcevalError(f"{name} holds more than the {limit} bytes lceval reads")
+    return data
+
+
+def read_bounded_lines(f: IO[bytes], path: str | os.PathLike[str]) -> Iterator[bytes]:
+    """The lines of binary file ``f`` (newline kept), each at most :data:`MAX_LINE_BYTES`.
+
+    Raises:
+        LcevalError: a line is longer (names the file and the line).
+    """
+    lineno = 0
+    while raw := f.readline(MAX_LINE_BYTES + 1):
+        lineno += 1
+        if len(raw) > MAX_LINE_BYTES:
+            raise LcevalError(
+                f"{path}: line {lineno} is longer than the {MAX_LINE_BYTES} bytes lceval reads"
+            )
+        yield raw
+
+
+def read_json_object(path: str | os.PathLike[str]) -> dict[str, Any]:
+    """The JSON object in ``path`` (run.json for a page's provenance); ``{}`` when the file is
+    missing, not a regular file, too large, not UTF-8, not JSON or not an object."""
+    try:
+        value = json_line(read_bounded(path).decode("utf-8-sig"))
+    except (LcevalError, UnicodeDecodeError, json.JSONDecodeError):
+        return {}
+    return value if isinstance(value, dict) else {}
+
+
 UTF8_BOM = b"\xef\xbb\xbf"
 """The UTF-8 byte order mark some Windows tools write at the start of a text file."""
 
@@ -328,13 +412,14 @@ def numbered_jsonl(path: str | os.PathLike[str], *, torn: bool = True) -> Iterat
             message names the file and the line.
     """
     path = Path(path)
+    check_readable(path)
     try:
         f = path.open("rb")
     except OSError as exc:
         raise LcevalError(f"cannot read {path}: {exc.strerror}") from None
     with f:
         lineno = 0
-        for raw in f:
+        for raw in read_bounded_lines(f, path):
             lineno += 1
             last = not raw.endswith(b"\n")
             if lineno == 1 and raw.startswith(UTF8_BOM):
@@ -568,19 +653,35 @@ class RunDir:
         self.sweep()
         if not self.run_json.exists():
             raise LcevalError(f"{self.run_json} does not exist: build the run first (lceval build)")
+        return self._meta(self._meta_data())
+
+    def check_meta(self) -> None:
+        """Refuse a run.json that is there but not a run record, in one line naming it: not a
+        regular file, too large, not JSON, nested too deeply, not an object, or a field of the
+        wrong type (``models`` a list). Fields it lacks are not required here (``score`` and
+        ``report`` read samples and responses; run.json adds provenance)."""
+        if not os.path.lexists(self.run_json):
+            return
+        data = self._meta_data()
+        if not isinstance(data, dict):
+            self._meta(data)
+        self._meta({"run_id": self.run_id, "created": "", **data})
+
+    def _meta(self, data: Any) -> RunMeta:
         try:
-            data = json_line(self.run_json.read_text(encoding="utf-8-sig"))
-        except OSError as exc:
-            raise LcevalError(f"cannot read {self.run_json}: {exc.strerror}") from None
+            return from_dict(RunMeta, data)
+        except (TypeError, ValueError, RecursionError) as exc:
+            msg = one_line(exc)
+            raise LcevalError(f"{self.run_json} is not a run record ({msg})") from None
+
+    def _meta_data(self) -> Any:
+        try:
+            data = json_line(read_bounded(self.run_json).decode("utf-8-sig"))
         except UnicodeDecodeError as exc:
             raise LcevalError(f"{self.run_json} is not UTF-8 text (byte {exc.start})") from None
         except json.JSONDecodeError as exc:
             raise LcevalError(f"{self.run_json} is not valid JSON ({json_problem(exc)})") from None
-        try:
-            return from_dict(RunMeta, data)
-        except (TypeError, ValueError) as exc:
-            msg = one_line(exc)
-            raise LcevalError(f"{self.run_json} is not a run record ({msg})") from None
+        return data
 
     def write_meta(self, meta: RunMeta) -> None:
         with atomic_open(self.run_json) as f:
@@ -706,6 +807,7 @@ class RunDir:
         self.sweep()
         if not self.samples.exists():
             raise LcevalError(f"{self.samples} does not exist: build the run first (lceval build)")
+        self.check_meta()  # a broken run.json is named before anything is scored or reported
         return read_records(self.samples, Sample, torn=False)  # written atomically
 
     def read_contexts(self) -> dict[str, Context]:

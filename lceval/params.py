@@ -35,7 +35,7 @@ from typing import Any, Self, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from lceval.errors import LcevalError
+from lceval.errors import LcevalError, one_line
 from lceval.tokens import ENCODINGS
 
 T = TypeVar("T")
@@ -65,7 +65,12 @@ def check(validator: Validator) -> dict[str, Validator]:
 
 
 def _got(value: Any) -> str:
-    return f"got {value!r} ({type(value).__name__})"
+    """``got VALUE (type)``, the value's repr cut to 80 characters (a 100 MB value is never
+    echoed whole)."""
+    text = repr(value)
+    if len(text) > 80:
+        text = f"{text[:80]}... ({len(text)} characters)"
+    return f"got {text} ({type(value).__name__})"
 
 
 def _is_int(value: Any) -> bool:
@@ -313,31 +318,44 @@ def _str_list_or_null(key: str, value: Any) -> list[str] | None:
     return list(value)
 
 
+MAX_PARAMS_BYTES = 16 << 20
+"""The largest params file lceval reads (16 MiB; the repository's are a few KiB)."""
+
+
 def load_params(path: str | os.PathLike[str]) -> dict[str, Any]:
-    """Read a params YAML file into a dict.
+    """Read a params YAML file (UTF-8, at most :data:`MAX_PARAMS_BYTES`) into a dict.
 
     A relative path is looked up in the working directory, then in the lceval checkout's root.
 
     Raises:
-        LcevalError: the file is missing, unreadable, not YAML, or not a mapping at top level.
+        LcevalError: the file is missing, unreadable, not a regular file (a device, a FIFO),
+            too large, not UTF-8 (UTF-16 is named as such), not YAML, or not a mapping at top
+            level.
     """
     from pathlib import Path
 
     import yaml
 
-    from lceval.io import project_root
+    from lceval.io import project_root, read_bounded
 
     path = Path(path)
     if not path.is_absolute() and not path.exists():
         top = project_root()
         if top is not None and (top / path).exists():
             path = top / path  # repo-relative paths work from notebooks/ too
+    raw = read_bounded(path, "params file", MAX_PARAMS_BYTES)
+    if raw.startswith((b"\xff\xfe", b"\xfe\xff")):
+        raise LcevalError(f"params file {path} is UTF-16 text; save it as UTF-8")
     try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise LcevalError(f"cannot read params file {path}: {exc.strerror}") from None
+        text = raw.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise LcevalError(f"params file {path} is not UTF-8 text (byte {exc.start})") from None
     try:
         data = yaml.safe_load(text)
+    except RecursionError:
+        raise LcevalError(f"params file {path} is nested too deeply") from None
+    except ValueError as exc:  # an integer past Python's digit limit
+        raise LcevalError(f"params file {path}: {one_line(exc, 120)}") from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" (line {mark.line + 1})" if mark is not None else ""

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import json
+import math
 import os
 import threading
 import time
@@ -193,19 +194,32 @@ class Progress:
 
 
 def read(path: str | os.PathLike[str]) -> Iterator[dict[str, Any]]:
-    """The records of a progress file (lines that do not parse, a half-written last line
-    included, are skipped)."""
+    """The records of a progress file (lines that do not parse, a half-written last line and
+    lines that are not UTF-8 included, are skipped).
+
+    Raises:
+        LcevalError: the file is not a regular file (a symlink to /dev/zero, a FIFO) or holds a
+            line over :data:`lceval.io.MAX_LINE_BYTES`.
+    """
+    from lceval.io import check_readable, read_bounded_lines
+
+    if not os.path.lexists(path):
+        return
+    check_readable(path)
     try:
-        f = open(path, encoding="utf-8")  # noqa: SIM115 - closed below
+        f = open(path, "rb")  # noqa: SIM115 - closed below
     except FileNotFoundError:
         return
     with f:
-        for line in f:
+        for line in read_bounded_lines(f, path):
             try:
-                rec = json.loads(line)
-            except ValueError:
+                rec = json.loads(line.decode("utf-8"))
+            except (ValueError, RecursionError):  # UnicodeDecodeError is a ValueError
                 continue
             if isinstance(rec, dict) and "model" in rec:
+                for key in NUMBERS:  # a number that is not one is dropped: shown as unknown
+                    if key in rec and _seconds(rec[key], math.nan) != _seconds(rec[key], 0.0):
+                        del rec[key]
                 yield rec
 
 
@@ -214,10 +228,21 @@ def latest(path: str | os.PathLike[str], since: float | None = None) -> dict[str
     ``since``: only records written at or after this Unix time (seconds)."""
     out: dict[str, dict[str, Any]] = {}
     for rec in read(path):
-        if since is not None and float(rec.get("t", 0)) < since:
+        if since is not None and _seconds(rec.get("t"), 0.0) < since:
             continue
         out[str(rec.get("desc") or rec["model"])] = rec
     return out
+
+
+NUMBERS = ("t", "eta_s", "prompt_tok_s", "gen_tok_s")
+"""The record fields that are numbers (:func:`read` drops one that is text, null or infinite)."""
+
+
+def _seconds(value: Any, default: float) -> float:
+    """A record's time ``t`` (Unix seconds); ``default`` when it is not a finite number."""
+    if isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value):
+        return float(value)
+    return default
 
 
 def status(run_path: str | os.PathLike[str], now: float | None = None) -> str:
@@ -236,7 +261,7 @@ def status(run_path: str | os.PathLike[str], now: float | None = None) -> str:
     now = time.time() if now is None else now
     lines = []
     for rec in recs.values():
-        age = duration(max(0.0, now - float(rec.get("t", now))))
+        age = duration(max(0.0, now - _seconds(rec.get("t"), now)))
         lines.append(f"{render(rec)} ({age} ago)")
     return "\n".join(lines)
 

@@ -24,7 +24,15 @@ from pathlib import Path
 
 from lceval.console import log
 from lceval.errors import LcevalError
-from lceval.io import UTF8_BOM, atomic_open, dumps, json_line, json_problem
+from lceval.io import (
+    UTF8_BOM,
+    atomic_open,
+    check_readable,
+    dumps,
+    json_line,
+    json_problem,
+    read_bounded_lines,
+)
 from lceval.records import Response, from_dict
 
 Key = tuple[str, str, str, str | None]
@@ -171,13 +179,14 @@ class ResponseStore:
         order mark that starts the file is dropped (a file re-saved by a Windows tool), one
         anywhere else is kept (bad).
         """
+        check_readable(self.path)  # not /dev/zero, not a FIFO
         try:
             f = self.path.open("rb")
         except OSError as exc:
             raise LcevalError(f"cannot read {self.path}: {exc.strerror}") from None
         self.tail_bytes = 0
         with f:
-            for lineno, raw in enumerate(f, 1):
+            for lineno, raw in enumerate(read_bounded_lines(f, self.path), 1):
                 if lineno == 1 and raw.startswith(UTF8_BOM):
                     raw = raw[len(UTF8_BOM) :]  # saved by a Windows tool (utf-8-sig)
                 if raw.endswith(b"\n"):

@@ -116,6 +116,59 @@ def _pred_file(tmp: Path, rows: list[dict]) -> str:
     return str(path)
 
 
+# -- issue 38 item 5: files that are not what they claim ---------------------------------------
+def _put(root: Path, rel: str, data: bytes | str) -> None:
+    """Replace ``two/<rel>`` by ``data`` (bytes), a symlink to /dev/zero (``"zero"``) or a FIFO
+    (``"fifo"``)."""
+    path = root / "two" / rel
+    path.unlink()
+    if data == "zero":
+        path.symlink_to("/dev/zero")
+    elif data == "fifo":
+        os.mkfifo(path)
+    else:
+        assert isinstance(data, bytes)
+        path.write_bytes(data)
+
+
+def _meta_with(root: Path, **fields: object) -> bytes:
+    doc = json.loads((root / "two" / "run.json").read_text())
+    doc.update(fields)
+    return json.dumps(doc).encode()
+
+
+def _params(tmp: Path, data: bytes | str) -> str:
+    path = tmp / "params.yaml"
+    if data == "zero":
+        path.symlink_to("/dev/zero")
+    else:
+        assert isinstance(data, bytes)
+        path.write_bytes(data)
+    return str(path)
+
+
+def _bad_file(
+    rel: str, data: bytes | str, verb: str = "score"
+) -> Callable[[Path, Path], list[str]]:
+    def argv(root: Path, tmp: Path) -> list[str]:
+        _put(root, rel, data)
+        return [verb, "two"]
+
+    return argv
+
+
+def _bad_meta(verb: str = "score", **fields: object) -> Callable[[Path, Path], list[str]]:
+    def argv(root: Path, tmp: Path) -> list[str]:
+        _put(root, "run.json", _meta_with(root, **fields))
+        return [verb, "two"]
+
+    return argv
+
+
+DIGITS = "9" * 5000
+HUGE = "x" * 10_000_000
+
+
 # -- a server that refuses every key --------------------------------------------------------------
 @pytest.fixture
 def refusing_server() -> Iterator[str]:
@@ -253,6 +306,109 @@ CASES: list[tuple[str, Callable[[Path, Path], list[str]], str]] = [
         lambda root, tmp: ["plan", "two", "--csv", "/proc/plan.csv"],
         "cannot write to /proc",
     ),
+    ("run.json that is a list", _bad_file("run.json", b"[]"), "run.json is not a run record"),
+    (
+        "... for report",
+        _bad_file("run.json", b"[]", "report"),
+        "run.json is not a run record",
+    ),
+    ("run.json with models as a list", _bad_meta(models=["ma"]), "run.json is not a run record"),
+    ("run.json with models as an int", _bad_meta(models=3), "run.json is not a run record"),
+    (
+        "run.json nested 100,000 deep",
+        _bad_file("run.json", b"[" * 100_000),
+        "run.json is not valid JSON (nested too deeply)",
+    ),
+    (
+        "run.json a symlink to /dev/zero",
+        _bad_file("run.json", "zero"),
+        "run.json is a device or socket, not a regular file",
+    ),
+    ("run.json a FIFO", _bad_file("run.json", "fifo"), "run.json is a FIFO, not a regular file"),
+    (
+        "... for report",
+        _bad_file("run.json", "fifo", "report"),
+        "run.json is a FIFO, not a regular file",
+    ),
+    (
+        "responses.jsonl a symlink to /dev/zero",
+        _bad_file("responses.jsonl", "zero"),
+        "responses.jsonl is a device or socket, not a regular file",
+    ),
+    (
+        "... for report",
+        _bad_file("responses.jsonl", "zero", "report"),
+        "responses.jsonl is a device or socket, not a regular file",
+    ),
+    (
+        "samples.jsonl a FIFO",
+        _bad_file("samples.jsonl", "fifo"),
+        "samples.jsonl is a FIFO, not a regular file",
+    ),
+    (
+        "a params file in UTF-16",
+        lambda root, tmp: [
+            *("build", "manyifeval", "--run-id", "new", "--params"),
+            _params(tmp, "n_prompts: 2\n".encode("utf-16")),
+        ],
+        "params file {tmp}/params.yaml is UTF-16 text; save it as UTF-8",
+    ),
+    (
+        "a params file with invalid bytes",
+        lambda root, tmp: [
+            *("build", "manyifeval", "--run-id", "new", "--params"),
+            _params(tmp, b"n_prompts: 2\nseed: \xff\xfe\n"),
+        ],
+        "params file {tmp}/params.yaml is not UTF-8 text (byte 19)",
+    ),
+    (
+        "a params file that is /dev/zero",
+        lambda root, tmp: [
+            *("build", "manyifeval", "--run-id", "new", "--params"),
+            _params(tmp, "zero"),
+        ],
+        "params file {tmp}/params.yaml is a device or socket, not a regular file",
+    ),
+    (
+        "a params file nested 100,000 deep",
+        lambda root, tmp: [
+            *("build", "manyifeval", "--run-id", "new", "--params"),
+            _params(tmp, b"a: " + b"[" * 100_000),
+        ],
+        "params file {tmp}/params.yaml is nested too deeply",
+    ),
+    (
+        "a 5000-digit max_new_tokens",
+        lambda root, tmp: [
+            *("build", "manyifeval", "--run-id", "new", "-p"),
+            f"max_new_tokens={DIGITS}",
+        ],
+        "max_new_tokens must be a positive integer, got '99999",
+    ),
+    (
+        "a 10 MB params value (the line is cut)",
+        lambda root, tmp: [*("build", "manyifeval", "--run-id", "new", "-p"), f"n_prompts={HUGE}"],
+        "... (10000002 characters) (str)",
+    ),
+    (
+        "-p run_id",
+        lambda root, tmp: ["build", "manyifeval", "--run-id", "new", "-p", "run_id=../../escape"],
+        "-p run_id is not taken here: give --run-id RUN instead",
+    ),
+    (
+        "-p outputs_root",
+        lambda root, tmp: ["build", "manyifeval", "--run-id", "new", "-p", "outputs_root=/proc/x"],
+        "-p outputs_root is not taken here: give --outputs FOLDER instead",
+    ),
+    (
+        "... for a pipeline",
+        lambda root, tmp: [
+            *("run", "params/pipelines/manyifeval_smoke.yaml", "--run-id", "new"),
+            *("-p", "outputs_root=/proc/x"),
+        ],
+        "-p outputs_root is not taken here: give --outputs FOLDER instead",
+    ),
+    ("status of a run that does not exist", lambda root, tmp: ["status", "nope"], "no run nope"),
     (
         "an OpenAI-backend infer without a key",
         lambda root, tmp: ["infer", "two", "--backend", "openai", "--model", "gpt-x"],
@@ -275,6 +431,7 @@ def test_bad_command_is_one_line_and_changes_nothing(
     assert "Traceback" not in err
     last = err.splitlines()[-1]  # infer says its plan on stderr first
     assert last.startswith("lceval: ") and message.format(tmp=tmp_path) in last, err
+    assert len(last) < 2200  # a huge value is never echoed whole
     assert _files(root) == before  # run.json, responses, scores, report: byte-identical
     assert not (root / "new").exists()
 
@@ -422,3 +579,33 @@ def test_lone_surrogates_through_score_report_and_coverage(key, texts):
         run.write_meta(new_meta("u"))
         for verb in ("score", "report"):
             assert main(["--outputs", str(root), verb, "u"]) == 0, verb
+
+
+# -- issue 38 items 5 and 6: lceval status on hostile progress files ------------------------------
+def test_status_of_a_hostile_progress_file(root, capsys):
+    """Binary bytes, a time as text, an infinite time left and a model name holding ANSI escapes:
+    status prints the readable records, control characters escaped, exit 0."""
+    logs = root / "two" / "logs"
+    logs.mkdir(exist_ok=True)
+    good = {"model": "m\x1b[31mred", "answered": 3, "total": 8, "state": "running"}
+    (logs / "progress.jsonl").write_bytes(
+        b"\xff\xfe\x00binary\n"
+        + json.dumps({**good, "t": "abc", "eta_s": "soon", "gen_tok_s": None}).encode()
+        + b"\n"
+        + json.dumps({"model": "n", "answered": 1, "total": 2, "eta_s": 1e400, "t": 1e400}).encode()
+        + b"\n{torn"
+    )
+    capsys.readouterr()
+    assert main(["--outputs", str(root), "status", "two"]) == 0, capsys.readouterr().err
+    out = capsys.readouterr().out
+    assert "\x1b" not in out and "m\\x1b[31mred: 3/8 samples answered" in out, out
+    assert "n: 1/2 samples answered" in out and "? left" in out
+
+
+def test_status_of_a_progress_file_that_is_dev_zero(root, capsys):
+    logs = root / "two" / "logs"
+    logs.mkdir(exist_ok=True)
+    (logs / "progress.jsonl").symlink_to("/dev/zero")
+    assert main(["--outputs", str(root), "status", "two"]) == 2
+    last = capsys.readouterr().err.splitlines()[-1]
+    assert last.endswith("progress.jsonl is a device or socket, not a regular file"), last

@@ -132,7 +132,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         config = from_args(VERBS[args.command], args)
         return HANDLERS[args.command](config, getattr(args, "outputs", None))
     except LcevalError as exc:
-        print(f"lceval: {exc}", file=sys.stderr)
+        print(f"lceval: {_bounded(str(exc))}", file=sys.stderr)
         return 2
     except OSError as exc:  # a write no lceval writer wraps: full disk, quota, read-only folder
         print(f"lceval: {_os_error(exc)}", file=sys.stderr)
@@ -140,6 +140,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("lceval: interrupted (finished answers are saved; rerun to resume)", file=sys.stderr)
         return 130
+
+
+MAX_ERROR_CHARS = 2000
+"""The most characters of an error message printed: a message quoting a huge value (a 100 MB
+params value) is cut, saying how much was left out."""
+
+
+def _bounded(message: str) -> str:
+    if len(message) <= MAX_ERROR_CHARS:
+        return message
+    return f"{message[:MAX_ERROR_CHARS]}... ({len(message) - MAX_ERROR_CHARS} more characters)"
 
 
 def _os_error(exc: OSError) -> str:

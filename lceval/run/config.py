@@ -64,6 +64,10 @@ def _shown(name: str, info: Any, door: Door) -> str:
     return name
 
 
+OWN_FLAGS = {"run_id": "--run-id RUN", "outputs_root": "--outputs FOLDER"}
+"""Params keys that ``-p`` refuses: the run and its folder are the command's flags."""
+
+
 def _kv(items: Sequence[str] | None, flag: str) -> dict[str, Any]:
     """``KEY=VALUE`` items as a mapping, each value read as YAML (``8`` an int, ``true`` a bool).
 
@@ -74,10 +78,13 @@ def _kv(items: Sequence[str] | None, flag: str) -> dict[str, Any]:
     for item in items or []:
         key, sep, value = item.partition("=")
         if not sep or not key:
-            raise LcevalError(f"{flag} expects KEY=VALUE, got {item!r}")
+            raise LcevalError(f"{flag} expects KEY=VALUE, got {item!r:.80}")
+        if flag == "--param" and key in OWN_FLAGS:
+            # a notebook's params name them, but the command's own flag decides: never ignored
+            raise LcevalError(f"-p {key} is not taken here: give {OWN_FLAGS[key]} instead")
         try:
             out[key] = yaml.safe_load(value)
-        except yaml.YAMLError:
+        except (yaml.YAMLError, ValueError, RecursionError):  # ValueError: int past 4300 digits
             out[key] = value
     return out
 
