@@ -17,7 +17,13 @@ full core each (issue 32). Three layers, each enough alone for the common case:
    pid space aside).
 
 A process is identified by its pid and start time (``psutil``), so a recycled pid is never
-killed.
+killed. The reaper trusts no record further than it can check (a record is a file anyone may
+write): it signals a process only when its command line is the one the watchdog recorded and it
+descends from the guarded lceval process, shown by its environment: it carries the guard's
+token (:data:`TOKEN_ENV`, inherited by every spawned or exec'd child) or, for a forked child,
+the owner's own start-up environment (hashed in the record). A record that does not parse (a pid
+of -1, text for a number, ``children`` as a list) is reported in one line naming it and removed;
+it never stops the command.
 """
 
 from __future__ import annotations
@@ -36,6 +42,13 @@ from typing import Any
 RECORDS = ".engines"
 """The folder of records in the run folder: one ``<pid>.json`` per lceval process (a command, a
 notebook kernel) with an engine open: the process and its descendants (pid, start time)."""
+
+TOKEN_ENV = "LCEVAL_LIFELINE"
+"""The environment variable a guard sets for its block: a token its record holds, inherited by
+every process spawned or exec'd from the guarded one (the reaper's proof of descent)."""
+
+MAX_RECORD_BYTES = 4 << 20
+"""The largest record the reaper reads."""
 
 POLL_S = 0.5
 """Seconds between the watchdog's looks at lceval and its descendants."""
@@ -96,6 +109,94 @@ def _kill(procs: dict[int, float]) -> list[int]:
     return killed
 
 
+def _environ(pid: int) -> bytes | None:
+    """The environment a process started with (``/proc/PID/environ``), None when unreadable."""
+    try:
+        with open(f"/proc/{pid}/environ", "rb") as f:
+            return f.read(1 << 22)
+    except OSError:
+        return None
+
+
+def _env_hash(pid: int) -> str | None:
+    import hashlib
+
+    env = _environ(pid)
+    return hashlib.sha256(env).hexdigest() if env is not None else None
+
+
+def _cmdline(pid: int) -> list[str] | None:
+    import psutil
+
+    try:
+        return psutil.Process(pid).cmdline()
+    except psutil.Error:
+        return None
+
+
+def _ours(pid: int, started: float, command: Any, token: Any, env: Any) -> bool:
+    """Whether ``pid`` is the process a record names and one lceval started: the same start
+    time, the recorded command line, and an environment descended from the guard (its token,
+    or the owner's start-up environment for a forked child)."""
+    if not isinstance(command, list) or not command or not _alive(pid, started):
+        return False
+    if _cmdline(pid) != command:
+        return False
+    raw = _environ(pid)
+    if raw is None:
+        return False
+    if isinstance(token, str) and token and f"{TOKEN_ENV}={token}".encode() in raw.split(b"\0"):
+        return True
+    import hashlib
+
+    return isinstance(env, str) and hashlib.sha256(raw).hexdigest() == env
+
+
+class BadRecord(ValueError):
+    """A record in ``.engines/`` that is not one the watchdog writes."""
+
+
+def _pid(value: Any, where: str) -> int:
+    if isinstance(value, str) and value.isdecimal():
+        value = int(value)
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 < value < 1 << 32:
+        raise BadRecord(f"{where} is not a process id: {value!r:.40}")
+    return value
+
+
+def _time(value: Any, where: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float) or not value >= 0:
+        raise BadRecord(f"{where} is not a start time: {value!r:.40}")
+    return float(value)
+
+
+def parse_record(data: Any) -> tuple[tuple[int, float] | None, dict[int, float], dict[str, Any]]:
+    """(owner, children ``pid -> start``, the rest: ``commands``, ``token``, ``env``) of a
+    record's JSON value.
+
+    Raises:
+        BadRecord: not an object, an owner that is not ``[pid, start]``, children that are not
+            a ``{pid: start}`` mapping, a pid that is not a whole number above 1.
+    """
+    if not isinstance(data, dict):
+        raise BadRecord(f"not a JSON object but {type(data).__name__}")
+    owner = data.get("owner")
+    if owner is not None and (not isinstance(owner, list) or len(owner) != 2):
+        raise BadRecord(f"owner is not [pid, start time]: {owner!r:.40}")
+    me = (_pid(owner[0], "owner"), _time(owner[1], "owner start")) if owner else None
+    children = data.get("children") or {}
+    if not isinstance(children, dict):
+        raise BadRecord(f"children is a {type(children).__name__}, not a {{pid: start}} mapping")
+    kids = {_pid(k, "a child"): _time(v, f"child {k}'s start") for k, v in children.items()}
+    commands = data.get("commands") or {}
+    rest = {
+        "commands": commands if isinstance(commands, dict) else {},
+        "token": data.get("token"),
+        "env": data.get("env"),
+    }
+    return me, kids, rest
+
+
 def _write(record: Path, data: dict[str, Any]) -> None:
     tmp = record.with_name(f".{record.name}.{os.getpid()}.tmp")
     tmp.write_text(json.dumps(data), encoding="utf-8")
@@ -103,13 +204,38 @@ def _write(record: Path, data: dict[str, Any]) -> None:
 
 
 def read_record(record: Path) -> dict[str, Any] | None:
-    """The record's contents (``owner``: [pid, start], ``children``: {pid: start}); None when
-    absent or unreadable."""
+    """The record's contents (``owner``: [pid, start], ``children``: {pid: start},
+    ``commands``: {pid: command line}, ``token``, ``env``); None when absent or bad."""
     try:
-        data = json.loads(record.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        data = _load(record)
+    except BadRecord:
         return None
     return data if isinstance(data, dict) else None
+
+
+def _load(record: Path) -> Any:
+    """The JSON value of a record; None when it is gone (removed by its owner meanwhile).
+
+    Raises:
+        BadRecord: not a regular file, over :data:`MAX_RECORD_BYTES`, not UTF-8 JSON.
+    """
+    import stat
+
+    try:
+        if not stat.S_ISREG(os.stat(record).st_mode):
+            raise BadRecord("not a regular file")
+        with open(record, "rb") as f:
+            raw = f.read(MAX_RECORD_BYTES + 1)
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        raise BadRecord(f"unreadable: {exc.strerror}") from None
+    if len(raw) > MAX_RECORD_BYTES:
+        raise BadRecord(f"over {MAX_RECORD_BYTES} bytes")
+    try:
+        return json.loads(raw.decode("utf-8"))
+    except (ValueError, RecursionError) as exc:
+        raise BadRecord(f"not JSON: {str(exc)[:80]}") from None
 
 
 def reap(run_path: str | os.PathLike[str]) -> list[int]:
@@ -122,20 +248,35 @@ def reap(run_path: str | os.PathLike[str]) -> list[int]:
     """
     killed: list[int] = []
     for record in sorted((Path(run_path) / RECORDS).glob("*.json")):
-        data = read_record(record)
-        if data is None:
+        try:
+            data = _load(record)
+            if data is None:
+                continue
+            owner, children, rest = parse_record(data)
+        except BadRecord as exc:
+            print(
+                f"lceval: warning: {record} is not an engine record ({exc}); removed",
+                file=sys.stderr,
+            )
+            with contextlib.suppress(OSError):
+                record.unlink()
             continue
-        owner = data.get("owner") or [0, 0.0]
-        if owner[0] and _alive(int(owner[0]), float(owner[1])):
+        if owner is not None and _alive(*owner):
             continue
-        children = {int(k): float(v) for k, v in (data.get("children") or {}).items()}
-        killed += _kill(children)
+        commands = rest["commands"]
+        ours = {
+            pid: t
+            for pid, t in children.items()
+            if pid != os.getpid()
+            and _ours(pid, t, commands.get(str(pid)), rest["token"], rest["env"])
+        }
+        killed += _kill(ours)
         with contextlib.suppress(OSError):
             record.unlink()
     return killed
 
 
-def watch(owner: int, record: Path) -> None:
+def watch(owner: int, record: Path, token: str = "", env: str | None = None) -> None:
     """The watchdog's loop (layer 2): record ``owner``'s descendants; once ``owner`` is gone,
     kill them all and remove the record. Ends when the record is removed (the engine closed)."""
     import psutil
@@ -144,6 +285,7 @@ def watch(owner: int, record: Path) -> None:
     if me is None:
         return
     children: dict[int, float] = {}
+    commands: dict[str, list[str]] = {}
     try:
         proc = psutil.Process(owner)
     except psutil.NoSuchProcess:
@@ -166,12 +308,32 @@ def watch(owner: int, record: Path) -> None:
             }
         except psutil.Error:
             found = {}
-        if any(children.get(pid) != t for pid, t in found.items()):
+        seen = {str(pid): _cmdline(pid) or [] for pid in found}  # an exec changes it
+        if any(children.get(pid) != t for pid, t in found.items()) or any(
+            commands.get(k) != v for k, v in seen.items()
+        ):
+            commands.update(seen)
             children.update(found)
             with contextlib.suppress(OSError):
                 if record.exists():
-                    _write(record, {"owner": list(me), "children": children})
+                    _write(record, _contents(me, children, commands, token, env))
         time.sleep(POLL_S)
+
+
+def _contents(
+    me: tuple[int, float],
+    children: dict[int, float],
+    commands: dict[str, list[str]],
+    token: str,
+    env: str | None,
+) -> dict[str, Any]:
+    return {
+        "owner": list(me),
+        "children": children,
+        "commands": commands,
+        "token": token,
+        "env": env,
+    }
 
 
 @contextlib.contextmanager
@@ -190,8 +352,12 @@ def guard(run_path: str | os.PathLike[str]) -> Iterator[None]:
     record = folder / RECORDS / f"{os.getpid()}.json"
     me = _ident(os.getpid())
     watchdog = None
+    token = f"{os.getpid()}-{os.urandom(8).hex()}"
+    env = _env_hash(os.getpid())
+    before = os.environ.get(TOKEN_ENV)
+    os.environ[TOKEN_ENV] = token  # every process started in the block inherits it
     if me is not None:
-        _write(record, {"owner": list(me), "children": {}})
+        _write(record, _contents(me, {}, {}, token, env))
         watchdog = subprocess.Popen(
             [
                 sys.executable,
@@ -199,6 +365,8 @@ def guard(run_path: str | os.PathLike[str]) -> Iterator[None]:
                 __file__,
                 str(os.getpid()),
                 str(record),
+                token,
+                env or "",
             ],  # -P: no models/ on sys.path
             start_new_session=True,
             stdin=subprocess.DEVNULL,
@@ -209,6 +377,10 @@ def guard(run_path: str | os.PathLike[str]) -> Iterator[None]:
     try:
         yield
     finally:
+        if before is None:
+            os.environ.pop(TOKEN_ENV, None)
+        else:
+            os.environ[TOKEN_ENV] = before
         with contextlib.suppress(OSError):
             record.unlink()
         if watchdog is not None:  # the engine was closed in the block: nothing left to watch
@@ -219,4 +391,4 @@ def guard(run_path: str | os.PathLike[str]) -> Iterator[None]:
 
 
 if __name__ == "__main__":  # the watchdog: python lifeline.py OWNER_PID RECORD (stdlib, psutil)
-    watch(int(sys.argv[1]), Path(sys.argv[2]))
+    watch(int(sys.argv[1]), Path(sys.argv[2]), sys.argv[3], sys.argv[4] or None)

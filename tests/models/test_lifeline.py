@@ -86,14 +86,20 @@ def test_forked_and_detached_children_die_with_a_killed_owner(tmp_path):
 def test_the_next_command_reaps_what_a_record_names(tmp_path):
     """Layer 3: a record whose owner is gone (its watchdog killed too) is reaped by the next
     guard on the run; a record whose owner still runs is left alone."""
-    left = subprocess.Popen(["sleep", "600"], start_new_session=True)
+    env = {**os.environ, lifeline.TOKEN_ENV: "tok"}  # as started inside a guard
+    left = subprocess.Popen(["sleep", "600"], start_new_session=True, env=env)
     mine = subprocess.Popen(["sleep", "600"], start_new_session=True)
     try:
         folder = tmp_path / lifeline.RECORDS
         folder.mkdir()
         t_left = psutil.Process(left.pid).create_time()
         t_mine = psutil.Process(mine.pid).create_time()
-        gone = {"owner": [2**22 + 7, 1.0], "children": {str(left.pid): t_left}}
+        gone = {
+            "owner": [2**22 + 7, 1.0],
+            "children": {str(left.pid): t_left},
+            "commands": {str(left.pid): ["sleep", "600"]},
+            "token": "tok",
+        }
         (folder / "1.json").write_text(json.dumps(gone))
         me = [os.getpid(), psutil.Process().create_time()]
         (folder / "2.json").write_text(json.dumps({"owner": me, "children": {mine.pid: t_mine}}))
@@ -230,3 +236,63 @@ def test_vllm_engine_dies_after_sigkill_to_lceval_run(tmp_path):
         if proc.poll() is not None:
             pytest.fail(f"lceval run ended early ({proc.returncode})")
     _kill_group_and_check(proc, watched)
+
+
+def _sleep(env: dict[str, str] | None = None) -> tuple[subprocess.Popen, float]:
+    p = subprocess.Popen(["sleep", "600"], start_new_session=True, env=env)
+    return p, psutil.Process(p.pid).create_time()
+
+
+@pytest.mark.parametrize(
+    "forged",
+    [
+        pytest.param({}, id="no token"),
+        pytest.param({"token": "guessed"}, id="a wrong token"),
+        pytest.param({"env": "0" * 64}, id="a wrong environment"),
+        pytest.param({"token": "tok", "cmd": ["sleep", "601"]}, id="another command line"),
+        pytest.param({"token": "tok", "cmd": None}, id="no command line"),
+    ],
+)
+def test_a_record_never_gets_a_process_lceval_did_not_start_signalled(tmp_path, forged):
+    """Issue 38: a record with a dead owner naming a live ``sleep`` with its correct start time
+    (and its command line) leaves it running unless the process carries the guard's token."""
+    victim, t = _sleep({**os.environ, lifeline.TOKEN_ENV: "tok"} if "cmd" in forged else None)
+    try:
+        folder = tmp_path / lifeline.RECORDS
+        folder.mkdir()
+        record = {
+            "owner": [2**22 + 7, 1.0],
+            "children": {str(victim.pid): t},
+            "commands": {str(victim.pid): forged.get("cmd", ["sleep", "600"])},
+            "token": forged.get("token"),
+            "env": forged.get("env"),
+        }
+        (folder / "9.json").write_text(json.dumps(record))
+        assert lifeline.reap(tmp_path) == []
+        assert victim.poll() is None
+        assert not (folder / "9.json").exists()  # the stale record is gone
+    finally:
+        victim.kill()
+        victim.wait()
+
+
+@pytest.mark.parametrize(
+    ("record", "problem"),
+    [
+        ({"owner": [-1, 1.0], "children": {}}, "owner is not a process id: -1"),
+        ({"owner": [2**22 + 7, 1.0], "children": {"-1": 1.0}}, "a child is not a process id: '-1'"),
+        ({"owner": ["x", 1.0], "children": {}}, "owner is not a process id: 'x'"),
+        ({"owner": [2**22 + 7, "soon"]}, "owner start is not a start time: 'soon'"),
+        ({"owner": [2**22 + 7, 1.0], "children": [1, 2]}, "children is a list"),
+        ([1, 2], "not a JSON object but list"),
+    ],
+)
+def test_a_malformed_record_is_one_line_and_never_blocks(tmp_path, capsys, record, problem):
+    folder = tmp_path / lifeline.RECORDS
+    folder.mkdir()
+    (folder / "5.json").write_text(json.dumps(record))
+    with lifeline.guard(tmp_path):
+        pass
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and str(folder / "5.json") in err[0] and problem in err[0], err
+    assert not (folder / "5.json").exists()
