@@ -11,11 +11,17 @@ counts as done (:meth:`ResponseStore.done` with ``hashes``) and is not scored. A
 a hash (files written before it existed) counts as answering the current sample. A response
 with ``finish_reason == "error"`` (a failed request, a prompt that cannot fit) does not count as
 answered: a rerun tries the sample again, and a later success supersedes the error.
+
+Conflicting answers (several successful lines for one key with different texts, which lceval
+never writes itself: a file appended to by hand or by another tool) follow the same rule: the
+first successful line in file order is scored; :attr:`ResponseStore.conflicts` counts the others
+and ``lceval score`` names them in a warning.
 """
 
 from __future__ import annotations
 
 import fcntl
+import hashlib
 import json
 import os
 from collections.abc import Iterable, Iterator, Mapping
@@ -88,17 +94,31 @@ class ResponseStore:
         was last read (a write in progress or killed midway, or a file without line ends)."""
         self._keys: dict[Key, bool] = {}
         """key -> True once a successful (non-error) response is stored."""
+        self.conflicts: dict[Key, int] = {}
+        """key -> successful lines after the first whose text differs from it (a file appended
+        to by hand, or by two tools): the first successful one is what is scored."""
         if index:
             self._index()
 
     def _index(self) -> None:
         """Index the complete lines (a torn last line is ignored here, cut before appending)."""
         self._keys.clear()
+        self.conflicts.clear()
         if not self.path.exists():
             return
+        first: dict[Key, bytes] = {}  # a digest of the first successful text of each key
         for _, r in self._lines():
             k = key_of(r)
             self._keys[k] = self._keys.get(k, False) or r.finish_reason != "error"
+            if r.finish_reason == "error":
+                continue
+            digest = hashlib.blake2b(
+                r.text.encode("utf-8", "surrogatepass"), digest_size=8
+            ).digest()
+            if k not in first:
+                first[k] = digest
+            elif first[k] != digest:
+                self.conflicts[k] = self.conflicts.get(k, 0) + 1
 
     def _cut_torn_tail(self) -> None:
         """Before appending, end the file with a newline.

@@ -28,6 +28,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import lceval.run
+import lceval.store
 from lceval.cli import main
 from lceval.errors import LcevalError
 from lceval.io import RunDir, sweep_temps, temp_prefix
@@ -609,3 +610,29 @@ def test_status_of_a_progress_file_that_is_dev_zero(root, capsys):
     assert main(["--outputs", str(root), "status", "two"]) == 2
     last = capsys.readouterr().err.splitlines()[-1]
     assert last.endswith("progress.jsonl is a device or socket, not a regular file"), last
+
+
+def test_conflicting_answers_are_counted_named_and_the_first_is_scored(root, capsys):
+    """Issue 38 item 5: ten lines per key with different texts ahead of the real ones: score
+    exits 0, one warning gives the count and the keys, and the first line of each key is scored
+    (the store's rule: the first successful answer)."""
+    path = root / "two" / "responses.jsonl"
+    lines = path.read_text().splitlines()
+    ma = [json.loads(line) for line in lines if json.loads(line)["model"] == "ma"]
+    fakes = [json.dumps({**r, "text": f"fake {i}"}) for i in range(10) for r in ma[:2]]
+    path.write_text("\n".join([*fakes, *lines]) + "\n")
+    capsys.readouterr()
+    assert main(["--outputs", str(root), "score", "two"]) == 0
+    err = capsys.readouterr().err
+    warning = [x for x in err.splitlines() if "several different answers" in x]
+    ids = sorted(r["sample_id"] for r in ma[:2])
+    assert len(warning) == 1, err
+    assert (
+        f"2 sample(s) have several different answers in {path} ({ids[0]} of ma, {ids[1]} of ma;"
+        in warning[0]
+    )
+    assert "20 extra line(s)): the first successful answer of each is scored" in warning[0]
+    scores = RunDir("two", root).read_scores()
+    texts = {r.sample_id: r.text for r in lceval.store.ResponseStore(path) if r.model == "ma"}
+    assert texts[ids[0]] == "fake 0" and texts[ids[1]] == "fake 0"
+    assert len(scores[scores["model"] == "ma"]) == len(ma)

@@ -157,6 +157,15 @@ class Scoring:
                 else ""
             )
             raise LcevalError(f"{run.responses} holds no responses{why}: nothing to score")
+        if store.conflicts:
+            keys = sorted(store.conflicts)
+            named = ", ".join(f"{k[0]} of {k[1]}" for k in keys[:5])
+            more = f" and {len(keys) - 5} more" if len(keys) > 5 else ""
+            log(
+                f"warning: {len(keys)} sample(s) have several different answers in "
+                f"{run.responses} ({named}{more}; {sum(store.conflicts.values())} extra "
+                "line(s)): the first successful answer of each is scored"
+            )
         # A model answering under two configs (say hf float32, then vLLM bfloat16) is scored as
         # two models, "<name>@<config hash>", so tables never average the two engines' answers.
         self.split = {m for m, c in store.configs(self.hashes).items() if len(c) > 1}
