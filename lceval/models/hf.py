@@ -750,8 +750,7 @@ class HFBackend:
             )
             if len(answer) > budget:  # the answer keeps the paper's budget
                 answer, reason = answer[:budget], "length"
-            if unfinished:
-                reason = "length"
+            # unfinished thinking keeps how generation ended: EOS inside it is "stop"
         text = str(self.tokenizer.decode(answer, skip_special_tokens=True))
         cuts = [j for j in (text.find(s) for s in row.sample.stop) if j >= 0]
         if cuts:

@@ -292,8 +292,8 @@ class OpenAIBackend:
         reason = _finish_reason(getattr(choice, "finish_reason", None))
         usage = getattr(completion, "usage", None)
         reasoning, n_think, unfinished, text = self._thinking(choice, usage, text)
-        if unfinished:
-            text, reason = "", "length"
+        if unfinished:  # no answer; the server's finish kept (EOS inside the thinking: stop)
+            text = ""
         cuts = [j for j in (text.find(s) for s in sample.stop) if j >= 0]
         if cuts:
             text, reason = text[: min(cuts)], "stop"
@@ -347,7 +347,9 @@ class OpenAIBackend:
         reported = getattr(details, "reasoning_tokens", None) if details is not None else None
         n = token_count(reported) or count_tokens(reasoning)
         limit = getattr(self, "max_thinking_tokens", None)
-        return reasoning, n, unfinished or (limit is not None and n > limit), answer
+        if limit is not None and n > limit:  # counted up to the budget, as the local engines
+            return reasoning, limit, True, answer
+        return reasoning, n, unfinished, answer
 
 
 MAX_TOKENS = 10**9

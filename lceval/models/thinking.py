@@ -71,6 +71,8 @@ class Split:
     """The answer: what follows the thinking (empty when :attr:`unfinished`)."""
     unfinished: bool
     """A thinking block never closed: no answer."""
+    blocks: tuple[Any, ...] = ()
+    """The thinking blocks one by one (for ids, decoded apart and joined with a newline)."""
 
 
 def markers_from_template(chat_template: Any) -> ThinkMarkers | None:
@@ -183,7 +185,7 @@ def split(
         j = _find(output, end, at)
         if j < 0:
             pieces.append(output[at:])
-            return Split(_join(pieces, is_text), output[:0], True)
+            return Split(_join(pieces, is_text), output[:0], True, tuple(pieces))
         pieces.append(output[at:j])
         at = j + len(end)
         nxt = _skip(output, at, blank)
@@ -194,7 +196,7 @@ def split(
     rest = output[at:]
     if is_text:
         rest = rest.lstrip("\n")  # type: ignore[union-attr,attr-defined]
-    return Split(_join(pieces, is_text), rest, False)
+    return Split(_join(pieces, is_text), rest, False, tuple(pieces))
 
 
 def _join(pieces: list[Any], is_text: bool) -> Any:
@@ -308,7 +310,8 @@ class Thinking:
         Returns:
             (thinking text or None, thinking tokens, answer ids (empty when unfinished; the
             caller cuts them to the answer budget), unfinished: no end within
-            ``max_thinking_tokens``).
+            ``max_thinking_tokens``). Thinking past the budget is cut to it (text and count);
+            several blocks are joined with a newline.
         """
         m = self.markers
         if m is None:
@@ -325,8 +328,15 @@ class Thinking:
             sp = split(list(ids), end, start, opened=opened, blank=lambda t: t in nl)
             if sp.reasoning is None:
                 return None, 0, list(ids), False
-            n = len(sp.reasoning)
-            text = str(tokenizer.decode(sp.reasoning, skip_special_tokens=True)).strip("\n")
+            total = len(sp.reasoning)
+            blocks, left = [], self.max_thinking_tokens  # the thinking within the budget
+            for block in sp.blocks:
+                if left > 0:
+                    blocks.append(list(block)[:left])
+                left -= len(block)
+            text = "\n".join(  # blocks decoded apart: "a" + "b" never runs together as "ab"
+                str(tokenizer.decode(b, skip_special_tokens=True)).strip("\n") for b in blocks
+            )
             answer = list(sp.answer)
             while answer and answer[0] in nl:
                 answer.pop(0)
@@ -335,9 +345,15 @@ class Thinking:
             sp = split(raw, m.end, m.start, opened=opened)
             if sp.reasoning is None:
                 return None, 0, list(ids), False
-            text, n = sp.reasoning, len(encode(sp.reasoning))
+            text, total = sp.reasoning, len(encode(sp.reasoning))
             answer = encode(sp.answer) if sp.answer else []
-        unfinished = sp.unfinished or n > self.max_thinking_tokens
+            if total > self.max_thinking_tokens:  # the thinking within the budget
+                cut = encode(text)[: self.max_thinking_tokens]
+                text = str(tokenizer.decode(cut, skip_special_tokens=True))
+        # past the budget: the thinking and its count are the budget's ("no answer after 64
+        # thinking tokens" for a 64-token budget, however far the engine ran on)
+        n = min(total, self.max_thinking_tokens)
+        unfinished = sp.unfinished or total > self.max_thinking_tokens
         return text, n, ([] if unfinished else answer), unfinished
 
 

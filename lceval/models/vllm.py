@@ -485,8 +485,8 @@ class VLLMBackend:
             cuts = [j for j in (text.find(s) for s in sample.stop) if j >= 0]
             if cuts:  # the engine was not given the stop strings (see sampling_params)
                 text, reason = text[: min(cuts)], "stop"
-            if unfinished:
-                text, reason = "", "length"
+            if unfinished:  # no answer; EOS inside the thinking stays "stop"
+                text = ""
         return Response(
             sample_id=sample.id,
             model=self.name,

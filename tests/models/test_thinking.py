@@ -439,3 +439,68 @@ def test_hf_stop_string_written_while_thinking_does_not_end_the_output(hf_thinki
     (r,) = hf_thinking.generate([dataclasses.replace(s, stop=(stop,))], {}, GenerationConfig())
     assert r.reasoning == free.reasoning and not r.thinking_unfinished
     assert r.text == free.text.split(stop)[0]
+
+
+# issue 38 item 6 ---------------------------------------------------------------------------
+class _CharTok:
+    """One id per character; ids 1 and 2 are the added tokens <think> and </think>."""
+
+    def __call__(self, text, add_special_tokens=False):
+        out, rest = [], text
+        while rest:
+            for mark, i in (("<think>", 1), ("</think>", 2)):
+                if rest.startswith(mark):
+                    out.append(i)
+                    rest = rest[len(mark) :]
+                    break
+            else:
+                out.append(ord(rest[0]))
+                rest = rest[1:]
+        return {"input_ids": out}
+
+    def decode(self, ids, skip_special_tokens=True):
+        return "".join(chr(i) for i in ids if i > 2)
+
+
+def _ids(text: str) -> list[int]:
+    return _CharTok()(text)["input_ids"]
+
+
+def test_two_thinking_blocks_are_joined_with_a_newline() -> None:
+    t = thinking.Thinking(thinking.ThinkMarkers("</think>", "<think>", "test"), None, 100)
+    text, n, answer, unfinished = t.split_ids(
+        _CharTok(), _ids("<think>first</think><think>second</think>ok"), ""
+    )
+    assert (text, n, unfinished) == ("first\nsecond", 11, False)
+    assert _CharTok().decode(answer) == "ok"
+
+
+def test_thinking_past_its_budget_is_counted_to_the_budget() -> None:
+    """A 64-token thinking budget and an engine that ran on to 80: no answer after 64."""
+    t = thinking.Thinking(thinking.ThinkMarkers("</think>", "<think>", "test"), None, 64)
+    text, n, answer, unfinished = t.split_ids(_CharTok(), _ids("<think>" + "a" * 80), "")
+    assert (n, len(text), answer, unfinished) == (64, 64, [], True)
+
+
+def test_openai_thinking_ended_by_eos_is_stop_and_the_budget_is_named() -> None:
+    from lceval.models.openai import OpenAIBackend
+
+    server, url, _ = _serve(
+        [
+            _chat({"content": "<think>no end marker, then EOS"}),
+            _chat({"content": "Hi.", "reasoning_content": "x " * 80}, reasoning_tokens=80),
+        ]
+    )
+    b = OpenAIBackend("m", base_url=url, concurrency=1, think_end="</think>")
+    budget = OpenAIBackend("m", base_url=url, concurrency=1, max_thinking_tokens=64)
+    try:
+        (eos,) = b.generate([_sample()], {}, GenerationConfig())
+        (over,) = budget.generate([_sample()], {}, GenerationConfig())
+    finally:
+        b.close()
+        budget.close()
+        server.shutdown()
+        server.server_close()
+    assert eos.thinking_unfinished and eos.text == "" and eos.finish_reason == "stop"
+    assert over.thinking_unfinished and over.text == ""
+    assert over.no_answer_reason() == "no answer after 64 thinking tokens"
