@@ -207,6 +207,11 @@ class Judgement:
             raise ValueError(f"Judgement.value must be in [0, 1] or NaN, got {self.value!r}")
 
 
+MAX_TOKEN_COUNT = 10**12
+"""The largest token count a Response holds: larger or negative counts (a hand-edited or hostile
+responses.jsonl) are refused when read, never passed on to pandas' 64-bit integers."""
+
+
 @dataclass(frozen=True)
 class Response:
     """A model's answer to one Sample under one generation config."""
@@ -247,6 +252,12 @@ class Response:
     """True when the model was still thinking when its thinking budget ran out: it gave no answer
     (``text`` is empty) and every scorer gives NaN with the reason
     ``"no answer after N thinking tokens"`` (:meth:`no_answer_reason`)."""
+
+    def __post_init__(self) -> None:
+        for name in ("prompt_tokens", "completion_tokens", "truncated_tokens", "reasoning_tokens"):
+            n = getattr(self, name)
+            if isinstance(n, int) and not 0 <= n <= MAX_TOKEN_COUNT:
+                raise ValueError(f"Response.{name}: {n:.3g} is not a token count (0..1e12)")
 
     def answers(self, current: str | None) -> bool:
         """True if this response answers the sample whose :func:`sample_hash` is ``current``.

@@ -166,6 +166,17 @@ def _bad_meta(verb: str = "score", **fields: object) -> Callable[[Path, Path], l
     return argv
 
 
+def _huge_count(verb: str) -> Callable[[Path, Path], list[str]]:
+    def argv(root: Path, tmp: Path) -> list[str]:
+        path = root / "two" / "responses.jsonl"
+        first = json.loads(path.read_text().splitlines()[0])
+        with path.open("a") as f:
+            f.write(json.dumps({**first, "text": "new", "reasoning_tokens": 10**20}) + "\n")
+        return [verb, "two"]
+
+    return argv
+
+
 DIGITS = "9" * 5000
 HUGE = "x" * 10_000_000
 
@@ -345,6 +356,16 @@ CASES: list[tuple[str, Callable[[Path, Path], list[str]], str]] = [
         "samples.jsonl a FIFO",
         _bad_file("samples.jsonl", "fifo"),
         "samples.jsonl is a FIFO, not a regular file",
+    ),
+    (
+        "a response with reasoning_tokens 1e20",
+        _huge_count("score"),
+        "line 9 is not a valid response (cannot build Response: Response.reasoning_tokens: 1e+20",
+    ),
+    (
+        "... for report",
+        _huge_count("report"),
+        "line 9 is not a valid response (cannot build Response: Response.reasoning_tokens: 1e+20",
     ),
     (
         "a params file in UTF-16",
