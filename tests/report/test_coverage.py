@@ -34,7 +34,15 @@ def partial(tmp_path_factory: pytest.TempPathFactory) -> RunDir:
     write_jsonl(
         run.responses,
         [
-            Response(s.id, "m0", TEXT, "c0", completion_tokens=9, truncated_tokens=100 * i)
+            Response(
+                s.id,
+                "m0",
+                TEXT,
+                "c0",
+                completion_tokens=64 if i % 2 else 9,
+                finish_reason="length" if i % 2 else "stop",
+                truncated_tokens=100 * i,
+            )
             for i, s in enumerate(lsi)
         ],
     )
@@ -47,6 +55,7 @@ def test_score_warns_and_results_json_says_what_the_run_covers(partial, capsys):
     root = str(partial.path.parent)
     assert main(["--outputs", root, "score", "part"]) == 0
     out, err = capsys.readouterr()
+    scored = out
     assert "only 4 of 44 samples answered" in err and "1 of 11 tasks" in err
     assert "not comparable to the paper" in err
     assert "next: lceval" in out and "report part" in out
@@ -62,6 +71,15 @@ def test_score_warns_and_results_json_says_what_the_run_covers(partial, capsys):
     assert cov["tasks_answered"] == ["LSI"] and cov["lengths"] == ["4k", "8k"]
     assert (cov["budget"], cov["capped"], cov["truncated"], cov["tokens_cut"]) == (64, 4, 3, 600)
     assert "design=fractional (paper: full)" in cov["param_gaps"]
+    # answers the budget ended: a coverage figure of their own, per task, flagged above 5%
+    assert (cov["cut_at_budget"], cov["thinking_unfinished"], cov["cut_flag"]) == (2, 0, True)
+    assert cov["cut_by_task"] == {"LSI": [2, 4]} and "2 of 4 answers cut at 64 tokens" in err
+    assert "mean_finished" in scored and "2 of 4" in scored.split("next:")[0]
+    assert "2 of 4 answers cut at 64 tokens" in out  # lceval report's summary
+    (task,) = [t for t in doc["tasks"] if t["scorer"] == "lifbench"]
+    assert task["n_cut"] == 2 and task["mean_finished"] is not None
+    (head,) = [h for h in doc["headlines"] if h["scorer"] == "lifbench"]
+    assert head["n_cut"] == 2 and head["n_finished"] == 2 and "estimate_finished" in head
 
 
 def test_subset_rows_are_not_ranked_among_the_papers(partial):
@@ -83,6 +101,8 @@ def test_index_first_part_is_the_headline_with_coverage(partial):
     page = (partial.report / "index.html").read_text(encoding="utf-8")
     head = page[: page.index("<h2 id='lifbench'>")]
     assert "Not comparable to the paper" in head and "4 of 44 samples answered" in head
+    assert "2 of 4 answers cut at 64 tokens" in head and "FLAGGED" in head
+    assert "over the 2 finished:" in head
     assert "0.187-0.764 (20 models)" in head and "estimate [95% CI]" in head
     assert "<b>Table 3.</b>" in page and "<b>Fig. 2.</b>" in page and "lower is better" in page
     assert page.count("<table") == page.count("<figcaption>") - page.count("<img")
