@@ -57,6 +57,9 @@ class Coverage:
         cut_flag: True when ``cut_at_budget`` exceeds :data:`CUT_FLAG` of ``answered``: the
             scores rest largely on cut answers.
         cut_by_task: per task, ``[cut_at_budget, answered]`` (tasks with answers only).
+        demo: True when the run's data are the shipped demo stand-ins (build params
+            ``data_path: demo`` or ``demo: true``: L-Eval's essays, CIF-Bench's demo tasks),
+            not the paper's data: never comparable, and said first in :attr:`label`.
         param_gaps: build params that differ from the paper's (``key=run (paper: value)``).
         paper_grid: True when nothing above departs from the paper's setting.
         label: one line a report shows beside published numbers.
@@ -78,6 +81,7 @@ class Coverage:
     thinking_unfinished: int
     cut_flag: bool
     cut_by_task: dict[str, list[int]]
+    demo: bool
     param_gaps: tuple[str, ...]
     paper_grid: bool
     label: str
@@ -200,7 +204,9 @@ def coverage(
             paper = paper_params(key)
         except Exception:  # noqa: BLE001 - a benchmark registered elsewhere: no paper grid
             n_paper_tasks, paper = 0, None
-        gaps = _param_gaps(params.get(key) or {}, paper)
+        built_params = params.get(key) or {}
+        gaps = _param_gaps(built_params, paper)
+        demo = built_params.get("data_path") == "demo" or built_params.get("demo") is True
         rows = responses[responses["sample_id"].isin(ids)] if len(responses) else responses
         for model in sorted(set(rows["model"].astype(str))) if len(rows) else []:
             r = rows[rows["model"].astype(str) == model]
@@ -236,7 +242,8 @@ def coverage(
                 for t in tasks_answered
             }
             grid = (
-                not gaps
+                not demo
+                and not gaps
                 and len(answered) == len(mine)
                 and capped == 0
                 and int((cut > 0).sum()) == 0
@@ -259,6 +266,7 @@ def coverage(
                 thinking_unfinished=int(unfinished.sum()),
                 cut_flag=bool(answered) and n_cut > CUT_FLAG * len(answered),
                 cut_by_task=by_task,
+                demo=demo,
                 param_gaps=gaps,
                 paper_grid=grid,
                 label="",
@@ -288,6 +296,8 @@ def _labelled(c: Coverage) -> Coverage:
     if c.truncated:
         bits.append(f"{c.truncated} context(s) truncated ({c.tokens_cut:,} tokens cut)")
     head = "paper's grid" if c.paper_grid else "subset"
+    if c.demo:
+        head = "DEMO DATA (shipped stand-ins, not the paper's data; task names are the paper's)"
     text = f"{head}: {', '.join(bits)}"
     if not c.paper_grid:
         if c.param_gaps:
@@ -338,17 +348,41 @@ def run_cut_answers(run: Any) -> set[tuple[str, str]]:
         return set()
 
 
-def with_finished(scores: pd.DataFrame, cut: set[tuple[str, str]]) -> pd.DataFrame:
+def variant_of(sample: Sample) -> str:
+    """The baseline or variant a sample answers under, beside the model's own setting: L-Eval's
+    retrieval baselines (``meta.retrieval`` other than ``full``: ``retrieval=dense``) and its
+    answers without the length instruction (``meta.lie`` False: ``no LIE``); empty for the
+    model's own setting. A benchmark's headline reads the empty variant only."""
+    meta = sample.meta if isinstance(sample.meta, Mapping) else {}
+    bits = []
+    if meta.get("retrieval") not in (None, "full"):
+        bits.append(f"retrieval={meta['retrieval']}")
+    if meta.get("lie") is False:
+        bits.append("no LIE")
+    return ", ".join(bits)
+
+
+def with_finished(
+    scores: pd.DataFrame,
+    cut: set[tuple[str, str]],
+    variants: Mapping[str, str] | None = None,
+) -> pd.DataFrame:
     """Per (model, benchmark, task) of scores.parquet rows: ``mean`` over all scored answers,
     ``n``, ``cut`` (answers the budget ended) and ``mean_finished`` (over the answers that
-    finished; NaN when none did). Scores 0..1 as ``Score.value``."""
+    finished; NaN when none did). Scores 0..1 as ``Score.value``. With ``variants`` (sample id
+    -> :func:`variant_of`) naming any baseline, rows are also split by ``variant`` (the model's
+    own setting first, as ``-``), so a baseline is never averaged into the model's number."""
     keys = list(zip(scores["sample_id"].astype(str), scores["model"].astype(str), strict=True))
     frame = scores.assign(
         value=pd.to_numeric(scores["value"], errors="coerce"),
         _cut=[k in cut for k in keys],
     )
     frame["_fin"] = frame["value"].where(~frame["_cut"])
-    g = frame.groupby(["model", "benchmark", "task"])
+    by = ["model", "benchmark", "task"]
+    if variants and any(variants.values()):
+        frame["variant"] = [variants.get(str(i)) or "-" for i in frame["sample_id"]]
+        by.append("variant")
+    g = frame.groupby(by)
     return pd.DataFrame(
         {
             "mean": g["value"].mean(),
@@ -356,6 +390,22 @@ def with_finished(scores: pd.DataFrame, cut: set[tuple[str, str]]) -> pd.DataFra
             "cut": g["_cut"].sum().astype(int),
             "mean_finished": g["_fin"].mean(),
         }
+    )
+
+
+def comparability_note(run_id: str, root: str | Path | None, benchmark: str) -> str:
+    """What a notebook prints above published numbers: one line per model of ``benchmark`` in
+    run ``run_id`` saying whether its rows may be read among the paper's
+    (``... ; not comparable to the paper: its rows are listed apart, never ranked``) or that it
+    answers the paper's grid; a line saying so when the run has no answers yet."""
+    from lceval.io import RunDir
+
+    covs = [c for c in run_coverage(RunDir(run_id, root)) if c.benchmark == benchmark]
+    if not covs:
+        return f"{benchmark}: no answers in run {run_id}: nothing here is comparable to the paper"
+    return "\n".join(
+        f"{c.line()}" + ("" if c.paper_grid else ": its rows are listed apart, never ranked")
+        for c in covs
     )
 
 

@@ -28,13 +28,21 @@ def handle(cfg: ScoreConfig, outputs: str | None) -> int:
 
 
 def print_scores(run_id: str, root: str | None, df: Any) -> None:
-    """The mean score per model, benchmark and task; where the budget ended answers, also how
-    many (``cut``) and the mean over the answers that finished (``mean_finished``)."""
-    from lceval.coverage import run_cut_answers, with_finished
+    """The mean score per model, benchmark and task (and variant, where a benchmark answers
+    baselines: L-Eval's retrieval and no-LIE rows apart from the model's own, which its headline
+    reads); where the budget ended answers, also how many (``cut``) and the mean over the
+    answers that finished (``mean_finished``)."""
+    from lceval.coverage import run_cut_answers, variant_of, with_finished
+    from lceval.errors import LcevalError
     from lceval.io import RunDir
 
-    cut = run_cut_answers(RunDir(run_id, root))
-    table = with_finished(df, cut)
+    run = RunDir(run_id, root)
+    cut = run_cut_answers(run)
+    try:
+        variants = {s.id: variant_of(s) for s in run.read_samples()}
+    except LcevalError:
+        variants = {}
+    table = with_finished(df, cut, variants)
     if not cut or not len(table) or not table["cut"].any():
         print(table["mean"].rename("value").round(3).to_string())
         return

@@ -353,6 +353,8 @@ def _headline_html(heads: Sequence[Mapping[str, Any]], covs: Sequence[Any]) -> s
     for c in covs:
         cls = "grid" if c.paper_grid else "subset"
         lead = "Paper's grid" if c.paper_grid else "Not comparable to the paper"
+        if c.demo:
+            lead = "Demo data, not comparable to the paper"
         parts.append(
             f"<div class='{cls}'><b>{esc(lead)}</b> ({esc(c.benchmark)}, {esc(c.model)}): "
             f"{esc(c.label)}{'' if c.paper_grid else _UNRANKED}</div>"
@@ -380,7 +382,8 @@ def _headline_html(heads: Sequence[Mapping[str, Any]], covs: Sequence[Any]) -> s
             "paper's grid"
             if cov is not None and cov.paper_grid
             else (
-                f"subset ({cov.answered} of {cov.built} answered): not comparable"
+                f"{'demo data' if cov.demo else 'subset'} ({cov.answered} of {cov.built} "
+                "answered): not comparable"
                 if cov is not None
                 else "unknown"
             )

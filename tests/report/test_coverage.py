@@ -90,6 +90,9 @@ def test_subset_rows_are_not_ranked_among_the_papers(partial):
     assert math.isnan(summary.loc["m0", "ARS_rank"])
     published = summary[summary["source"] != "this run"]["ARS_rank"]
     assert sorted(published)[:3] == [1, 2, 3] and published.max() <= 20
+    t3 = pd.read_csv(partial.report / "lifbench_table3_ars.csv", index_col="model")
+    assert t3.index[0] == "m0"  # above the paper's rows, not in Overall order among them
+    assert t3["Overall"].iloc[1:].is_monotonic_decreasing
     t4 = pd.read_csv(partial.report / "lifbench_table4_with_published.csv", index_col="model")
     assert t4.loc["m0", [c for c in t4.columns if c.endswith("_rank")]].isna().all()
 
@@ -254,3 +257,30 @@ def test_unrank_subset_order_leaves_a_paper_grid_run_in_place():
     assert unrank_subset_order(df, set()) is df
     assert list(unrank_subset_order(df, {"m1"}).index) == ["m1", "A", "m0", "B"]
     assert list(unrank_subset_order(df, {"A"}).index) == ["A", "m0", "B", "m1"]  # published
+
+
+def test_leval_demo_run_is_labelled_demo_and_baselines_stay_apart(tmp_path, capsys):
+    """L-Eval's smoke params build demo data (essays in the paper's task names): the banner says
+    demo data; `lceval score` shows the retrieval and no-LIE baselines in rows of their own
+    (they were averaged with the full-context rows into the model's number)."""
+    root = str(tmp_path)
+    argv = ["--outputs", root, "build", "leval", "--params", "params/08_leval/smoke.yaml"]
+    assert main([*argv, "--run-id", "l"]) == 0
+    run = RunDir("l", tmp_path)
+    write_jsonl(
+        run.responses,
+        [Response(s.id, "m0", "A", "c0", completion_tokens=1) for s in run.read_samples()],
+    )
+    run.update_meta(models={"m0": {"backend": "hf", "generation": {}, "config_hash": "c0"}})
+    capsys.readouterr()
+    assert main(["--outputs", root, "score", "l"]) == 0
+    out, err = capsys.readouterr()
+    table = out.split("next:")[0]
+    assert "retrieval=dense" in table and "no LIE" in table and "variant" in table
+    assert "DEMO DATA" in err and "not comparable to the paper" in err
+    assert main(["--outputs", root, "report", "l"]) == 0
+    page = (run.report / "index.html").read_text(encoding="utf-8")
+    head = page[: page.index("<h2 id='leval'>")]
+    assert "Demo data, not comparable to the paper" in head and "demo data (" in head
+    doc = json.loads((run.report / "results.json").read_text(encoding="utf-8"))
+    assert [c["demo"] for c in doc["coverage"]] == [True]

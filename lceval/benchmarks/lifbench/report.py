@@ -419,6 +419,11 @@ def report_lifbench(
         tables[name] = unrank_subset_rows(
             tables[name], subset, ascending=lambda c: c not in ("ARS", "paper")
         )
+    # Table 3 is ordered by Overall: a subset run's rows go above the paper's, not among them.
+    t3 = tables["table3_ars"]
+    if subset and "source" in t3.columns:
+        apart = (t3["source"].astype(str) == THIS_RUN) & t3.index.astype(str).isin(list(subset))
+        tables["table3_ars"] = pd.concat([t3[apart], t3[~apart]])
     tables["paper_check"] = paper_check()
     tables["official_check"] = official_check()
     _write(tables, run.report, run.figures)
