@@ -245,6 +245,24 @@ def test_cifbench_subset_run_is_not_placed_in_table6s_order(tmp_path):
     overall = pd.read_csv(run.report / "cifbench" / "overall.csv")
     plain = cif_tables.table6(overall)[0]
     pd.testing.assert_frame_equal(t6.sort_index(), plain.sort_index(), check_dtype=False)
+    if shutil.which("chromedriver") is None:
+        return
+    # CIF-Bench's wide tables (Table 6: 35 rows x 8 columns and more) scroll inside their frame
+    # in a 1,400 px window; the page itself never scrolls sideways
+    driver = _chrome()
+    try:
+        driver.get((run.report / "index.html").as_uri())
+        page, cut = driver.execute_script(
+            "const d = document.documentElement;"
+            "const cut = Array.from(document.querySelectorAll('table')).filter(t => {"
+            " const w = t.closest('.wide');"
+            " return t.getBoundingClientRect().width > d.clientWidth &&"
+            "  !(w && getComputedStyle(w).overflowX === 'auto' && w.clientWidth <= d.clientWidth);"
+            "}).length; return [d.scrollWidth - d.clientWidth, cut];"
+        )
+    finally:
+        driver.quit()
+    assert page <= 0 and cut == 0, (page, cut)
 
 
 def test_unrank_subset_order_leaves_a_paper_grid_run_in_place():
