@@ -86,6 +86,11 @@ def test_subset_rows_are_not_ranked_among_the_papers(partial):
     if not (partial.report / "lifbench_summary.csv").exists():
         lceval.run.score("part", root=partial.path.parent, progress=False)
         lceval.report.report("part", root=partial.path.parent)
+    from lceval.coverage import comparability_note
+
+    note = comparability_note("part", partial.path.parent, "lifbench")  # notebooks print it
+    assert note.startswith("lifbench m0: subset:") and "not comparable to the paper" in note
+    assert "never ranked" in note
     summary = pd.read_csv(partial.report / "lifbench_summary.csv", index_col="model")
     assert math.isnan(summary.loc["m0", "ARS_rank"])
     published = summary[summary["source"] != "this run"]["ARS_rank"]
