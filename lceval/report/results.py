@@ -210,10 +210,12 @@ def _task_means(
     cut: set[tuple[str, str]] | None = None,
 ) -> list[dict[str, Any]]:
     """Per (model, task): mean value over scored samples, n, n_nan, and ``n_cut`` (answers the
-    budget ended, :func:`lceval.coverage.cut_answers`) with ``mean_finished`` (mean over the
+    budget ended, :func:`lceval.coverage.cut_answers`; ``cut_flag`` above 5% of the task's
+    answers) with ``mean_finished`` (mean over the
     answers that finished; null when none did); with ``reasoning``
     (:func:`lceval.report.reasoning.reasoning_frame`, not empty) also ``reasoning_tokens`` (mean
     thinking tokens per response) and ``n_no_answer`` (no answer within the thinking budget)."""
+    from lceval.coverage import CUT_FLAG
     from lceval.report.reasoning import task_reasoning
 
     thought = task_reasoning(rows, reasoning) if reasoning is not None else {}
@@ -232,6 +234,7 @@ def _task_means(
                 "n": int(values.notna().sum()),
                 "n_nan": int(values.isna().sum()),
                 "n_cut": int(sum(is_cut)),
+                "cut_flag": bool(sum(is_cut) > CUT_FLAG * len(values)),
                 "mean_finished": _number(values[[not c for c in is_cut]].mean()),
             }
         )

@@ -77,7 +77,7 @@ def test_score_warns_and_results_json_says_what_the_run_covers(partial, capsys):
     assert "mean_finished" in scored and "2 of 4" in scored.split("next:")[0]
     assert "2 of 4 answers cut at 64 tokens" in out  # lceval report's summary
     (task,) = [t for t in doc["tasks"] if t["scorer"] == "lifbench"]
-    assert task["n_cut"] == 2 and task["mean_finished"] is not None
+    assert task["n_cut"] == 2 and task["cut_flag"] and task["mean_finished"] is not None
     (head,) = [h for h in doc["headlines"] if h["scorer"] == "lifbench"]
     assert head["n_cut"] == 2 and head["n_finished"] == 2 and "estimate_finished" in head
 
