@@ -1,5 +1,6 @@
 """What a run covers, per benchmark and model: samples answered of built, tasks, lengths, the
-answer budget, truncation, and whether that is the paper's grid.
+answer budget, truncation (of the context, and of answers ended by the budget), and whether
+that is the paper's grid.
 
 A score is only comparable with a paper's published numbers when the run answers the paper's
 grid: every sample built with the paper's build params (``params/<notebook>/full.yaml`` of the
@@ -23,6 +24,9 @@ import pandas as pd
 
 from lceval.records import Sample
 
+CUT_FLAG = 0.05
+"""Share of answers ended by the budget above which a model's cell is flagged."""
+
 _NOT_GRID_KEYS = ("path", "dir", "metadata", "encoding", "seed", "rebuild", "model", "backend")
 """Build params that locate data or tools rather than define the grid (not compared)."""
 
@@ -45,6 +49,17 @@ class Coverage:
         capped: answered samples whose own budget exceeds ``budget``.
         truncated: answered samples whose context was cut to the model's window.
         tokens_cut: prompt tokens cut, summed over those samples.
+        cut_at_budget: answered samples whose answer the budget ended
+            (``finish_reason == "length"``: the answer is cut, not finished).
+        thinking_unfinished: answered samples of a reasoning model whose thinking never ended
+            within the budget (no answer at all; a subset of ``cut_at_budget`` when the engine
+            reports ``length``).
+        cut_flag: True when ``cut_at_budget`` exceeds :data:`CUT_FLAG` of ``answered``: the
+            scores rest largely on cut answers.
+        cut_by_task: per task, ``[cut_at_budget, answered]`` (tasks with answers only).
+        demo: True when the run's data are the shipped demo stand-ins (build params
+            ``data_path: demo`` or ``demo: true``: L-Eval's essays, CIF-Bench's demo tasks),
+            not the paper's data: never comparable, and said first in :attr:`label`.
         param_gaps: build params that differ from the paper's (``key=run (paper: value)``).
         paper_grid: True when nothing above departs from the paper's setting.
         label: one line a report shows beside published numbers.
@@ -62,6 +77,11 @@ class Coverage:
     capped: int
     truncated: int
     tokens_cut: int
+    cut_at_budget: int
+    thinking_unfinished: int
+    cut_flag: bool
+    cut_by_task: dict[str, list[int]]
+    demo: bool
     param_gaps: tuple[str, ...]
     paper_grid: bool
     label: str
@@ -69,6 +89,16 @@ class Coverage:
     def as_dict(self) -> dict[str, Any]:
         """Plain-JSON dict (tuples as lists)."""
         return {k: list(v) if isinstance(v, tuple) else v for k, v in asdict(self).items()}
+
+    def cut_line(self) -> str:
+        """``25 of 44 answers cut at 64 tokens`` (empty when none was cut)."""
+        if not self.cut_at_budget:
+            return ""
+        at = f"at {self.budget} tokens" if self.budget is not None else "at their own budget"
+        text = f"{self.cut_at_budget} of {self.answered} answers cut {at}"
+        if self.thinking_unfinished:
+            text += f" ({self.thinking_unfinished} inside the thinking: no answer)"
+        return text
 
     def line(self) -> str:
         """One terminal line: ``lifbench SmolLM2: 4 of 44 samples answered, ...``."""
@@ -174,7 +204,9 @@ def coverage(
             paper = paper_params(key)
         except Exception:  # noqa: BLE001 - a benchmark registered elsewhere: no paper grid
             n_paper_tasks, paper = 0, None
-        gaps = _param_gaps(params.get(key) or {}, paper)
+        built_params = params.get(key) or {}
+        gaps = _param_gaps(built_params, paper)
+        demo = built_params.get("data_path") == "demo" or built_params.get("demo") is True
         rows = responses[responses["sample_id"].isin(ids)] if len(responses) else responses
         for model in sorted(set(rows["model"].astype(str))) if len(rows) else []:
             r = rows[rows["model"].astype(str) == model]
@@ -193,8 +225,25 @@ def coverage(
             )
             tasks_built = tuple(dict.fromkeys(s.task for s in mine))
             tasks_answered = tuple(t for t in tasks_built if any(s.task == t for s in answered))
+            first = ok.drop_duplicates("sample_id")
+            is_cut = first["finish_reason"].astype(str) == "length"
+            unfinished = (
+                first["thinking_unfinished"].fillna(False).astype(bool)
+                if "thinking_unfinished" in first
+                else is_cut & False
+            )
+            cut_ids = set(first.loc[is_cut | unfinished, "sample_id"])
+            n_cut = len(cut_ids)
+            by_task = {
+                t: [
+                    sum(1 for s in answered if s.task == t and s.id in cut_ids),
+                    sum(1 for s in answered if s.task == t),
+                ]
+                for t in tasks_answered
+            }
             grid = (
-                not gaps
+                not demo
+                and not gaps
                 and len(answered) == len(mine)
                 and capped == 0
                 and int((cut > 0).sum()) == 0
@@ -213,6 +262,11 @@ def coverage(
                 capped=capped,
                 truncated=int((cut > 0).sum()),
                 tokens_cut=int(cut.sum()),
+                cut_at_budget=n_cut,
+                thinking_unfinished=int(unfinished.sum()),
+                cut_flag=bool(answered) and n_cut > CUT_FLAG * len(answered),
+                cut_by_task=by_task,
+                demo=demo,
                 param_gaps=gaps,
                 paper_grid=grid,
                 label="",
@@ -236,9 +290,14 @@ def _labelled(c: Coverage) -> Coverage:
         )
     else:
         bits.append("each sample's own answer budget")
+    if c.cut_at_budget:
+        flag = f" (over {CUT_FLAG:.0%}: scores rest on cut answers)" if c.cut_flag else ""
+        bits.append(c.cut_line() + flag)
     if c.truncated:
         bits.append(f"{c.truncated} context(s) truncated ({c.tokens_cut:,} tokens cut)")
     head = "paper's grid" if c.paper_grid else "subset"
+    if c.demo:
+        head = "DEMO DATA (shipped stand-ins, not the paper's data; task names are the paper's)"
     text = f"{head}: {', '.join(bits)}"
     if not c.paper_grid:
         if c.param_gaps:
@@ -259,6 +318,90 @@ def run_coverage(run: Any) -> list[Coverage]:
     except LcevalError:
         return []
     return coverage(samples, frame, read_json_object(run.run_json))
+
+
+def cut_answers(responses: pd.DataFrame) -> set[tuple[str, str]]:
+    """``(sample_id, model)`` of answers the budget ended: ``finish_reason == "length"`` or
+    thinking that never ended, of :func:`lceval.reporting.responses_frame` rows."""
+    if not len(responses):
+        return set()
+    cut = responses["finish_reason"].astype(str) == "length"
+    if "thinking_unfinished" in responses:
+        cut |= responses["thinking_unfinished"].fillna(False).astype(bool)
+    part = responses[cut]
+    return set(zip(part["sample_id"].astype(str), part["model"].astype(str), strict=True))
+
+
+def run_cut_answers(run: Any) -> set[tuple[str, str]]:
+    """:func:`cut_answers` of a run folder; empty without responses."""
+    from lceval.errors import LcevalError
+    from lceval.reporting import responses_frame
+
+    try:
+        return cut_answers(responses_frame(run.run_id, Path(run.path).parent))
+    except LcevalError:
+        return set()
+
+
+def variant_of(sample: Sample) -> str:
+    """The baseline or variant a sample answers under, beside the model's own setting: L-Eval's
+    retrieval baselines (``meta.retrieval`` other than ``full``: ``retrieval=dense``) and its
+    answers without the length instruction (``meta.lie`` False: ``no LIE``); empty for the
+    model's own setting. A benchmark's headline reads the empty variant only."""
+    meta = sample.meta if isinstance(sample.meta, Mapping) else {}
+    bits = []
+    if meta.get("retrieval") not in (None, "full"):
+        bits.append(f"retrieval={meta['retrieval']}")
+    if meta.get("lie") is False:
+        bits.append("no LIE")
+    return ", ".join(bits)
+
+
+def with_finished(
+    scores: pd.DataFrame,
+    cut: set[tuple[str, str]],
+    variants: Mapping[str, str] | None = None,
+) -> pd.DataFrame:
+    """Per (model, benchmark, task) of scores.parquet rows: ``mean`` over all scored answers,
+    ``n``, ``cut`` (answers the budget ended) and ``mean_finished`` (over the answers that
+    finished; NaN when none did). Scores 0..1 as ``Score.value``. With ``variants`` (sample id
+    -> :func:`variant_of`) naming any baseline, rows are also split by ``variant`` (the model's
+    own setting first, as ``-``), so a baseline is never averaged into the model's number."""
+    keys = list(zip(scores["sample_id"].astype(str), scores["model"].astype(str), strict=True))
+    frame = scores.assign(
+        value=pd.to_numeric(scores["value"], errors="coerce"),
+        _cut=[k in cut for k in keys],
+    )
+    frame["_fin"] = frame["value"].where(~frame["_cut"])
+    by = ["model", "benchmark", "task"]
+    if variants and any(variants.values()):
+        frame["variant"] = [variants.get(str(i)) or "-" for i in frame["sample_id"]]
+        by.append("variant")
+    g = frame.groupby(by)
+    return pd.DataFrame(
+        {
+            "mean": g["value"].mean(),
+            "n": g.size(),
+            "cut": g["_cut"].sum().astype(int),
+            "mean_finished": g["_fin"].mean(),
+        }
+    )
+
+
+def comparability_note(run_id: str, root: str | Path | None, benchmark: str) -> str:
+    """What a notebook prints above published numbers: one line per model of ``benchmark`` in
+    run ``run_id`` saying whether its rows may be read among the paper's
+    (``... ; not comparable to the paper: its rows are listed apart, never ranked``) or that it
+    answers the paper's grid; a line saying so when the run has no answers yet."""
+    from lceval.io import RunDir
+
+    covs = [c for c in run_coverage(RunDir(run_id, root)) if c.benchmark == benchmark]
+    if not covs:
+        return f"{benchmark}: no answers in run {run_id}: nothing here is comparable to the paper"
+    return "\n".join(
+        f"{c.line()}" + ("" if c.paper_grid else ": its rows are listed apart, never ranked")
+        for c in covs
+    )
 
 
 def comparable(covs: Sequence[Coverage], benchmark: str) -> dict[str, bool]:

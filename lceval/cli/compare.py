@@ -13,14 +13,23 @@ from lceval.run.config import CompareConfig
 
 
 def handle(cfg: CompareConfig, outputs: str | None) -> int:
-    """Print the table; ``--samples`` writes the paired samples page, ``--csv`` the table
+    """Print what differs between the compared runs beside the models (engine, dtype,
+    decoding, budget: :func:`lceval.report.compare.setting_differences`), then the table in
+    160 columns; ``--samples`` writes the paired samples page, ``--csv`` the table
     (both checked by :func:`table` before anything is computed).
 
     Raises:
         LcevalError: see :func:`table`; a ``--csv`` that cannot be written.
     """
+    from lceval.report import compare
+
     result = table(cfg, outputs)
-    print(result.to_string(index=False, float_format=lambda x: f"{x:.4g}"))
+    if "model_a" in result:  # a paired comparison: what else differs between the runs
+        import textwrap
+
+        for line in compare.setting_differences(result, outputs):
+            print(textwrap.fill(f"note: {line}", 160, subsequent_indent="  "))
+    print(compare.fit_width(result, 160))
     if cfg.samples:
         print(f"wrote {compare_page(cfg, outputs, Path(cfg.samples))}")
     if cfg.csv:

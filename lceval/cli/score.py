@@ -20,11 +20,34 @@ def handle(cfg: ScoreConfig, outputs: str | None) -> int:
         LcevalError: an unknown scorer or option, a run without responses.
     """
     df = lceval.run.score(cfg.run_id, root=outputs, scorer=cfg.scorer, options=cfg.option)
-    print(df.groupby(["model", "benchmark", "task"])["value"].mean().round(3).to_string())
+    print_scores(cfg.run_id, outputs, df)
     print_extra_metrics(cfg.run_id, outputs, df)
     warn_coverage(cfg.run_id, outputs)
     print(next_steps(cfg.run_id, outputs, "report", "tables, figures and report/index.html"))
     return 0
+
+
+def print_scores(run_id: str, root: str | None, df: Any) -> None:
+    """The mean score per model, benchmark and task (and variant, where a benchmark answers
+    baselines: L-Eval's retrieval and no-LIE rows apart from the model's own, which its headline
+    reads); where the budget ended answers, also how many (``cut``) and the mean over the
+    answers that finished (``mean_finished``)."""
+    from lceval.coverage import run_cut_answers, variant_of, with_finished
+    from lceval.errors import LcevalError
+    from lceval.io import RunDir
+
+    run = RunDir(run_id, root)
+    cut = run_cut_answers(run)
+    try:
+        variants = {s.id: variant_of(s) for s in run.read_samples()}
+    except LcevalError:
+        variants = {}
+    table = with_finished(df, cut, variants)
+    if not cut or not len(table) or not table["cut"].any():
+        print(table["mean"].rename("value").round(3).to_string())
+        return
+    table = table.assign(cut=[f"{c} of {n}" for c, n in zip(table["cut"], table["n"], strict=True)])
+    print(table[["mean", "n", "cut", "mean_finished"]].round(3).to_string())
 
 
 def print_extra_metrics(run_id: str, root: str | None, df: Any) -> None:
@@ -57,12 +80,19 @@ def print_extra_metrics(run_id: str, root: str | None, df: Any) -> None:
 
 
 def warn_coverage(run_id: str, outputs: str | None) -> None:
-    """One stderr line per benchmark and model whose samples are not all answered, or whose run
-    is not the paper's grid (:mod:`lceval.coverage`)."""
+    """One stderr line per benchmark and model whose answers the budget cut (over 5%), whose
+    samples are not all answered, or whose run is not the paper's grid (:mod:`lceval.coverage`)."""
     from lceval.coverage import run_coverage
     from lceval.io import RunDir
 
     for c in run_coverage(RunDir(run_id, outputs)):
+        if c.cut_flag:
+            print(
+                f"lceval: warning: {c.benchmark} {c.model}: {c.cut_line()} "
+                "(finish_reason=length); their scores rest on unfinished answers "
+                "(results.json: coverage cut_at_budget, tasks mean_finished)",
+                file=sys.stderr,
+            )
         if c.answered < c.built:
             print(
                 f"lceval: warning: {c.benchmark} {c.model}: only {c.answered} of {c.built} "

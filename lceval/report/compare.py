@@ -622,3 +622,113 @@ def plot_overview(board: pd.DataFrame, agreement: pd.DataFrame) -> Any:
     fig.suptitle("Leaderboards with 95% bootstrap CIs")
     fig.tight_layout()
     return fig
+
+
+# --------------------------------------------------------------------------------------------
+# what else differs between two compared runs (confounds of a paired difference)
+# --------------------------------------------------------------------------------------------
+
+SETTINGS: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("engine", ("backend",)),
+    ("dtype", ("dtype",)),
+    ("temperature", ("generation", "temperature")),
+    ("top_p", ("generation", "top_p")),
+    ("seed", ("generation", "seed")),
+    ("budget (max new tokens)", ("generation", "max_new_tokens")),
+    ("prompt format", ("prompt_format",)),
+    ("window", ("window",)),
+)
+"""The settings of run.json's ``models`` entry (engine ``info()`` and generation config) that
+change answers beside the model: a paired difference between runs that differ in any of them
+measures that difference too."""
+
+
+def _setting(entry: Mapping[str, Any], path: Sequence[str]) -> Any:
+    value: Any = entry
+    for part in path:
+        if not isinstance(value, Mapping):
+            return None
+        value = value.get(part)
+    if path == ("generation", "max_new_tokens") and value is None:
+        return "each sample's own"
+    return value
+
+
+def setting_differences(table: pd.DataFrame, root: str | Path | None = None) -> list[str]:
+    """One line per compared pair of :func:`compare_runs`'s ``table`` naming every engine,
+    dtype, decoding (temperature, top_p, seed), answer-budget, prompt-format and window
+    difference between the two models' entries in their runs' run.json (:data:`SETTINGS`);
+    a line too for a model whose run.json records no such settings (confounds unchecked).
+    Empty when the compared pairs ran alike."""
+    import json
+
+    cache: dict[str, Mapping[str, Any]] = {}
+
+    def entry(name: str) -> Mapping[str, Any] | None:
+        run_id, _, model = name.partition("/")
+        if run_id not in cache:
+            try:
+                meta = json.loads(RunDir(run_id, root).run_json.read_text(encoding="utf-8"))
+            except (OSError, ValueError):
+                meta = {}
+            cache[run_id] = meta.get("models") or {} if isinstance(meta, Mapping) else {}
+        found = cache[run_id].get(model)
+        return found if isinstance(found, Mapping) else None
+
+    lines: list[str] = []
+    if not len(table):
+        return lines
+    pairs = dict.fromkeys(
+        zip(table["model_a"].astype(str), table["model_b"].astype(str), strict=True)
+    )
+    for a, b in pairs:
+        ea, eb = entry(a), entry(b)
+        missing = [n for n, e in ((a, ea), (b, eb)) if e is None]
+        if missing:
+            lines.append(
+                f"{a} vs {b}: run.json records no engine or decoding settings of "
+                f"{' and '.join(missing)}; differences of engine, dtype, decoding and budget "
+                "unchecked"
+            )
+            continue
+        assert ea is not None and eb is not None
+        diffs = [
+            f"{label} {va} vs {vb}"
+            for label, path in SETTINGS
+            if (va := _setting(ea, path)) != (vb := _setting(eb, path))
+        ]
+        if diffs:
+            lines.append(f"{a} vs {b} differ beside the model: {'; '.join(diffs)}")
+    return lines
+
+
+def _middle(s: str, limit: int) -> str:
+    """``s`` shortened in the middle to ``limit`` characters (run id and model suffix kept)."""
+    if len(s) <= limit:
+        return s
+    head = (limit - 3) // 2
+    return s[:head] + "..." + s[len(s) - (limit - 3 - head) :]
+
+
+def fit_width(table: pd.DataFrame, width: int = 160) -> str:
+    """``table`` as text (floats to 4 significant digits) in at most ``width`` columns: drops
+    ``n_units``, then a ``scorer`` equal to its benchmark, then shortens the metric and model
+    names in the middle (``...``) until the rows fit; the CSV (``--csv``) keeps every column."""
+
+    def text(t: pd.DataFrame) -> str:
+        return t.to_string(index=False, float_format=lambda x: f"{x:.4g}")
+
+    out = table.copy()
+    if max(map(len, text(out).splitlines()), default=0) <= width:
+        return text(out)
+    if "n_units" in out:
+        out = out.drop(columns="n_units")
+    if "scorer" in out and "benchmark" in out and (out["scorer"] == out["benchmark"]).all():
+        out = out.drop(columns="scorer")
+    for limit in (40, 32, 24, 18, 14, 10):
+        if max(map(len, text(out).splitlines()), default=0) <= width:
+            break
+        for col in ("metric", "model_a", "model_b", "task"):
+            if col in out:
+                out[col] = [_middle(s, limit) for s in out[col].astype(str)]
+    return text(out)

@@ -329,6 +329,21 @@ def _scorer_note(h: Mapping[str, Any]) -> str:
     return "" if scorer in ("", str(h.get("benchmark"))) else f", scorer {scorer}"
 
 
+def _cut_note(h: Mapping[str, Any], cov: Any) -> str:
+    """``; 25 of 44 answers cut at 64 tokens (over 5%: flagged); over the 19 finished: 0.41``
+    for a headline row whose answers the budget ended; empty otherwise."""
+    if cov is None or not getattr(cov, "cut_at_budget", 0):
+        return ""
+    text = f"; {cov.cut_line()}"
+    if cov.cut_flag:
+        text += " (over 5%: FLAGGED)"
+    if h.get("n_finished"):
+        text += f"; over the {h['n_finished']} finished: {_fmt(h.get('estimate_finished'))}"
+    elif h.get("n_cut"):
+        text += "; none finished"
+    return text
+
+
 def _headline_html(heads: Sequence[Mapping[str, Any]], covs: Sequence[Any]) -> str:
     """The first screen: headline table and the coverage of each benchmark and model."""
     import html
@@ -338,6 +353,8 @@ def _headline_html(heads: Sequence[Mapping[str, Any]], covs: Sequence[Any]) -> s
     for c in covs:
         cls = "grid" if c.paper_grid else "subset"
         lead = "Paper's grid" if c.paper_grid else "Not comparable to the paper"
+        if c.demo:
+            lead = "Demo data, not comparable to the paper"
         parts.append(
             f"<div class='{cls}'><b>{esc(lead)}</b> ({esc(c.benchmark)}, {esc(c.model)}): "
             f"{esc(c.label)}{'' if c.paper_grid else _UNRANKED}</div>"
@@ -365,11 +382,13 @@ def _headline_html(heads: Sequence[Mapping[str, Any]], covs: Sequence[Any]) -> s
             "paper's grid"
             if cov is not None and cov.paper_grid
             else (
-                f"subset ({cov.answered} of {cov.built} answered): not comparable"
+                f"{'demo data' if cov.demo else 'subset'} ({cov.answered} of {cov.built} "
+                "answered): not comparable"
                 if cov is not None
                 else "unknown"
             )
         )
+        what += _cut_note(h, cov)
         rows.append(
             f"<tr><td class='l'>{esc(str(h['benchmark']))}</td><td class='l'>"
             f"{esc(str(h['model']))}</td><td class='l'>{esc(str(h['metric']))} "
@@ -628,7 +647,7 @@ def report_summary(run: Any, tables: Mapping[str, pd.DataFrame]) -> str:
     if len(heads) > 12:
         lines.append(f"... {len(heads) - 12} more headline rows in {report / 'results.json'}")
     for c in covs[:8]:
-        if not c.paper_grid:
+        if not c.paper_grid or c.cut_flag:
             lines.append(f"  coverage {c.line()}")
     figures = Path(run.figures)
     n_fig = len(list(figures.glob("*.png"))) if figures.exists() else 0

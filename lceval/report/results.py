@@ -8,10 +8,15 @@ its ``schema_version`` field (:data:`SCHEMA_VERSION`). Its parts:
   (``Benchmark.headline``, or :func:`lceval.metrics.generic_headline`; the numbers
   ``lceval compare --leaderboard`` ranks) with its percentile-bootstrap CI (``low``, ``high``;
   null when it cannot be computed), ``n`` (scored samples) and ``n_units`` (resampled units);
+  where the budget ended answers, ``n_cut`` and the headline over the finished answers alone
+  (``estimate_finished``, ``low_finished``, ``high_finished``, ``n_finished``);
 - ``tasks``: per benchmark, scorer, model and task, the mean ``Score.value`` (0..1) over the
-  scored samples, ``n`` and ``n_nan`` (samples whose score could not be computed);
+  scored samples, ``n`` and ``n_nan`` (samples whose score could not be computed), ``n_cut``
+  (answers the budget ended) and ``mean_finished`` (the mean over the others);
 - ``coverage``: per benchmark and model what the run answered of what it built (samples,
-  tasks, lengths, answer budget, truncation) and whether that is the paper's grid
+  tasks, lengths, answer budget, context truncation, answers ended by the budget:
+  ``cut_at_budget``, ``thinking_unfinished``, ``cut_flag`` above 5%, ``cut_by_task``) and
+  whether that is the paper's grid
   (:class:`lceval.coverage.Coverage`; optional, absent in files written before it existed);
 - ``metrics`` (optional): per benchmark, scorer and model, numbers a benchmark shows beside
   its headline (``Benchmark.metrics``; ManyIFEval: IFEval's four pooled accuracies) with CIs;
@@ -28,6 +33,7 @@ scores.parquet (the per-sample values), which the file does not hold.
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as _dt
 import json
 import math
@@ -87,6 +93,9 @@ def results_document(run: RunDir, *, seed: int = 0) -> dict[str, Any]:
     from lceval.report.reasoning import reasoning_frame
 
     reasoning = reasoning_frame(run)
+    from lceval.coverage import run_cut_answers
+
+    cut = run_cut_answers(run)
     headlines: list[dict[str, Any]] = []
     tasks: list[dict[str, Any]] = []
     extra: list[dict[str, Any]] = []
@@ -103,6 +112,7 @@ def results_document(run: RunDir, *, seed: int = 0) -> dict[str, Any]:
             est = metrics.headline_estimates(
                 h, n_resamples=N_RESAMPLES, confidence=CONFIDENCE, seed=seed
             )
+            finished = _finished_estimates(h, cut, seed) if cut else {}
             for e in est.itertuples(index=False):
                 headlines.append(
                     {
@@ -119,7 +129,9 @@ def results_document(run: RunDir, *, seed: int = 0) -> dict[str, Any]:
                         "n_units": int(e.n_units),
                     }
                 )
-            tasks += _task_means(key, name, rows[rows["scorer"] == name], reasoning)
+                if str(e.model) in finished:
+                    headlines[-1].update(finished[str(e.model)])
+            tasks += _task_means(key, name, rows[rows["scorer"] == name], reasoning, cut)
             if bench.metrics is not None and name == bench.default_scorer:
                 mine_rows = rows[rows["scorer"] == name]
                 for m in bench.metrics(mine_rows, mine).itertuples(index=False):
@@ -151,18 +163,67 @@ def results_document(run: RunDir, *, seed: int = 0) -> dict[str, Any]:
     return doc
 
 
+def _finished_estimates(h: Any, cut: set[tuple[str, str]], seed: int) -> dict[str, Any]:
+    """Per model with answers the budget ended: the headline over the answers that finished
+    (``estimate_finished`` with its CI, ``n_finished``) beside the one over all, plus ``n_cut``.
+    Every headline here is a statistic of per-sample column sums, so it is defined on the
+    finished answers alone; it describes a selected subset (the answers short enough to end),
+    not the benchmark."""
+    from lceval import metrics
+
+    keys = list(zip(h.frame["sample_id"].astype(str), h.frame["model"].astype(str), strict=True))
+    is_cut = pd.Series([k in cut for k in keys], index=h.frame.index)
+    out: dict[str, Any] = {}
+    for model in h.models:
+        mine = h.frame["model"].astype(str) == model
+        n_cut = int((is_cut & mine).sum())
+        if not n_cut:
+            continue
+        out[model] = {"n_cut": n_cut, "estimate_finished": None, "n_finished": 0}
+        kept = h.frame[mine & ~is_cut]
+        if not len(kept):
+            continue
+        try:
+            est = metrics.headline_estimates(
+                dataclasses.replace(h, frame=kept),
+                n_resamples=N_RESAMPLES,
+                confidence=CONFIDENCE,
+                seed=seed,
+            )
+        except (ValueError, ZeroDivisionError, LcevalError):
+            continue
+        for e in est.itertuples(index=False):
+            out[model].update(
+                estimate_finished=_number(e.estimate),
+                low_finished=_number(e.low),
+                high_finished=_number(e.high),
+                n_finished=int(e.n),
+            )
+    return out
+
+
 def _task_means(
-    key: str, scorer: str, rows: pd.DataFrame, reasoning: pd.DataFrame | None = None
+    key: str,
+    scorer: str,
+    rows: pd.DataFrame,
+    reasoning: pd.DataFrame | None = None,
+    cut: set[tuple[str, str]] | None = None,
 ) -> list[dict[str, Any]]:
-    """Per (model, task): mean value over scored samples, n, n_nan; with ``reasoning``
+    """Per (model, task): mean value over scored samples, n, n_nan, and ``n_cut`` (answers the
+    budget ended, :func:`lceval.coverage.cut_answers`; ``cut_flag`` above 5% of the task's
+    answers) with ``mean_finished`` (mean over the
+    answers that finished; null when none did); with ``reasoning``
     (:func:`lceval.report.reasoning.reasoning_frame`, not empty) also ``reasoning_tokens`` (mean
     thinking tokens per response) and ``n_no_answer`` (no answer within the thinking budget)."""
+    from lceval.coverage import CUT_FLAG
     from lceval.report.reasoning import task_reasoning
 
     thought = task_reasoning(rows, reasoning) if reasoning is not None else {}
+    cut = cut or set()
     out = []
     for (model, task), g in rows.groupby(["model", "task"], sort=True):
         values = pd.to_numeric(g["value"], errors="coerce")
+        is_cut = [(str(i), str(model)) in cut for i in g["sample_id"]]
         out.append(
             {
                 "benchmark": key,
@@ -172,6 +233,9 @@ def _task_means(
                 "mean": _number(values.mean()),
                 "n": int(values.notna().sum()),
                 "n_nan": int(values.isna().sum()),
+                "n_cut": int(sum(is_cut)),
+                "cut_flag": bool(sum(is_cut) > CUT_FLAG * len(values)),
+                "mean_finished": _number(values[[not c for c in is_cut]].mean()),
             }
         )
         if thought:

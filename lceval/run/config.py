@@ -293,10 +293,19 @@ class InferConfig(InferenceSection):
         return _model_entries(v)
 
 
-INFERENCE_DEFAULTS = ("truncate", "max_new_tokens")
+INFERENCE_DEFAULTS = (
+    "truncate",
+    "max_new_tokens",
+    "backend",
+    "backend_options",
+    "batch_size",
+    "temperature",
+)
 """Inference settings a run's build params may declare (the smoke set's ``truncate: true``,
-``max_new_tokens: 64``): recorded in run.json's ``inference`` and read by ``lceval infer`` and
-:func:`lceval.run.infer` where not given."""
+``max_new_tokens: 64``; L-Eval's and CIF-Bench's ``backend: hf``, ``batch_size: 4``): recorded
+in run.json's ``inference`` and read by ``lceval infer`` and :func:`lceval.run.infer` where not
+given, so the CLI answers a run with the engine and options its notebook takes from the same
+params file."""
 
 
 TEST_LIMIT_ENV = "LCEVAL_TEST_LIMIT"

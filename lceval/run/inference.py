@@ -179,9 +179,19 @@ def infer(
     run = RunDir(run_id if cfg.run_id is None else cfg.run_id, root)
     meta = run.read_meta()
     # The run's build params may declare its inference settings (the smoke set: truncate,
-    # 64-token answers); what the caller gives goes over them.
+    # 64-token answers; L-Eval's backend: hf): what the caller gives goes over them. Given: a
+    # flag on the command line or a config's field set; a keyword not left at its default.
     declared = {k: v for k, v in dict(meta.inference).items() if k in INFERENCE_DEFAULTS}
-    unset = {k: v for k, v in declared.items() if getattr(cfg, k) is None}
+    if config is not None:
+        given_keys = set(config.model_fields_set)
+    else:
+        defaults = {"backend": "auto", "temperature": 0.0}
+        given_keys = {
+            k for k, v in given.items() if v is not None and (k not in defaults or v != defaults[k])
+        }
+    unset = {k: v for k, v in declared.items() if k not in given_keys or getattr(cfg, k) is None}
+    if "backend" not in unset and declared.get("backend") not in (None, cfg.backend):
+        unset.pop("backend_options", None)  # another engine than declared: not its options
     if unset:
         cfg = validate(InferConfig, {**cfg.model_dump(exclude_unset=True), **unset})
     backend, batch_size, limit, tasks = (

@@ -420,16 +420,21 @@ class Plan:
             f"{'' if self.exact else ' (at most: contexts not tokenized)'}, "
             f"{t['budget']:,} new-token budget"
             + (f" + {self.thinking_budget():,} thinking" if self.thinking_budget() else ""),
-            f"estimate for an 8B model: {_hours(h.get('H100-80GB'))} GPU-h on an H100-80GB, "
+            f"estimate for an 8B model: {_hours(h.get('H100-80GB'))} GPU time (h:mm) on an "
+            "H100-80GB, "
             f"{_hours(h.get('A100-80GB'))} on an A100-80GB ({EFFICIENCY:g}x the arithmetic floor, "
             "a CPU measurement; lceval plan RUN for more)",
         ]
 
 
 def _hours(h: float | None) -> str:
-    if h is None:
+    """Hours as ``h:mm`` (``0:07``, ``1,234:05``); ``<0:01`` under a minute, ``?`` unknown."""
+    if h is None or h != h:
         return "?"
-    return f"{h:.2g}" if h < 10 else f"{h:,.0f}"
+    minutes = round(h * 60)
+    if minutes < 1:
+        return "<0:01" if h > 0 else "0:00"
+    return f"{minutes // 60:,}:{minutes % 60:02d}"
 
 
 def load_tokenizer(model: str) -> tuple[Any, int, ModelShape]:
@@ -569,7 +574,7 @@ def render(plan: Plan) -> str:
             + "):",
             sizes.to_string(index=False),
             "",
-            "estimate (hours; floor = datasheet bf16 peak and HBM bandwidth, estimate = floor x "
+            "estimate (h:mm; floor = datasheet bf16 peak and HBM bandwidth, estimate = floor x "
             "efficiency, gpu_hours = estimate x gpus):",
             est.to_string(index=False),
             "",
@@ -617,7 +622,7 @@ def render_wall_clock(plan: Plan, gpus: int) -> str:
     ]
     return "\n".join(
         [
-            f"wall clock on {gpus} GPU(s) (hours; replicas = {gpus} // GPUs per replica, the "
+            f"wall clock on {gpus} GPU(s) (h:mm; replicas = {gpus} // GPUs per replica, the "
             "samples split evenly over them; engine start-up not included):",
             shown.to_string(index=False),
         ]

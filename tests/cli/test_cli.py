@@ -200,11 +200,37 @@ def test_compare_prints_the_paired_table_and_writes_csv(capsys, tmp_path):
     assert list(table["level"]) == ["headline", "task", "task"]
     assert table.loc[0, "diff"] == pytest.approx(100 * ((3 / 4 - 1 / 4) + (3.5 / 4 - 2 / 4)) / 2)
     main(["--outputs", str(tmp_path), "compare", "a", "b", "--no-tasks"])
-    rows = capsys.readouterr().out.strip().splitlines()[1:]
+    lines = capsys.readouterr().out.strip().splitlines()
+    assert lines[0].startswith("note: a/ma vs b/mb: run.json records no engine")  # unchecked
+    rows = [line for line in lines if not line.startswith("note: ")][1:]
     assert len(rows) == 1 and rows[0].split()[:2] == ["ruler", "headline"]
     code = main(["--outputs", str(tmp_path), "compare", "a", "b", "--leaderboard"])
     rows = [line.split() for line in capsys.readouterr().out.strip().splitlines()[1:]]
     assert code == 0 and [r[3:5] for r in rows] == [["1", "ma"], ["2", "mb"]]
+
+
+def test_compare_names_every_setting_the_runs_differ_in_and_fits_160_columns(capsys, tmp_path):
+    """A vLLM bfloat16 greedy run against an hf float32 T=0.7 run: the confounds are named above
+    the table, and its rows (long model names included) fit 160 columns."""
+    long = "HuggingFaceTB/SmolLM2-135M-Instruct-with-a-long-local-suffix"
+    _ruler_scored(tmp_path, "a", long, [1, 1, 1, 0, 1, 0.5, 1, 1])
+    _ruler_scored(tmp_path, "b", long, [0, 1, 0, 0, 0.5, 0.5, 1, 0])
+    gen = {"temperature": 0.0, "top_p": 1.0, "seed": 0, "max_new_tokens": 64}
+    for run_id, info in (
+        ("a", {"backend": "vllm", "dtype": "bfloat16", "generation": gen}),
+        ("b", {"backend": "hf", "dtype": "float32", "generation": {**gen, "temperature": 0.7}}),
+    ):
+        RunDir(run_id, tmp_path).update_meta(models={long: info})
+    assert main(["--outputs", str(tmp_path), "compare", "a", "b"]) == 0
+    lines = capsys.readouterr().out.strip().splitlines()
+    header = next(i for i, line in enumerate(lines) if line.startswith("benchmark"))
+    note = " ".join(lines[:header])
+    assert note.startswith("note: a/") and " vs b/" in note
+    for said in ("engine vllm vs hf", "dtype bfloat16 vs float32", "temperature 0.0 vs 0.7"):
+        assert said in note, note
+    assert "seed" not in note and "budget" not in note
+    assert max(map(len, lines)) <= 160, max(map(len, lines))
+    assert "a/HuggingF...ocal-suffix" in lines[header + 1]  # shortened in the middle
 
 
 @pytest.mark.parametrize(

@@ -275,6 +275,30 @@ def test_infer_reads_the_runs_declared_settings(tmp_path, monkeypatch):
     assert seen["budget"] == 8  # what the caller gives goes over the declared value
 
 
+def test_cli_infer_takes_the_backend_and_options_the_params_file_declares(tmp_path, monkeypatch):
+    """One reading of a params file: L-Eval's smoke params say ``backend: hf`` and
+    ``batch_size: 4``, which notebook 08 reads; ``lceval infer`` on the run built from them takes
+    the same (it picked vLLM), and a flag still goes over them (no engine: a stub records)."""
+    argv = ["build", "leval", "--params", "params/08_leval/smoke.yaml", "--run-id", "l"]
+    assert main([*argv, "--outputs", str(tmp_path)]) == 0
+    meta = json.loads((tmp_path / "l" / "run.json").read_text())
+    assert meta["inference"]["backend"] == "hf" and meta["inference"]["batch_size"] == 4
+    seen = {}
+
+    def stop(run, spec, config, samples, contexts, batch_size, progress, *pending):
+        seen.update(backend=spec.backend, batch=batch_size)
+        return []
+
+    monkeypatch.setattr(lceval.run.inference, "_infer_one", stop)
+    monkeypatch.setattr(lceval.run.inference, "check_load", lambda *a, **k: None)
+    monkeypatch.setenv("LCEVAL_TEST_LIMIT", "1")
+    monkeypatch.delenv("LCEVAL_TEST_BACKEND", raising=False)
+    assert main(["infer", "l", "--outputs", str(tmp_path)]) == 0
+    assert seen == {"backend": "hf", "batch": 4}
+    assert main(["infer", "l", "--backend", "vllm", "--outputs", str(tmp_path)]) == 0
+    assert seen["backend"] == "vllm"  # the flag goes over the declared backend
+
+
 def test_run_checks_every_model_before_step_01(tmp_path, capsys):
     """A bad model path in ``-p`` is refused before the build step runs (it is read by step
     02 only)."""

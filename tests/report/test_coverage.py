@@ -34,7 +34,15 @@ def partial(tmp_path_factory: pytest.TempPathFactory) -> RunDir:
     write_jsonl(
         run.responses,
         [
-            Response(s.id, "m0", TEXT, "c0", completion_tokens=9, truncated_tokens=100 * i)
+            Response(
+                s.id,
+                "m0",
+                TEXT,
+                "c0",
+                completion_tokens=64 if i % 2 else 9,
+                finish_reason="length" if i % 2 else "stop",
+                truncated_tokens=100 * i,
+            )
             for i, s in enumerate(lsi)
         ],
     )
@@ -47,6 +55,7 @@ def test_score_warns_and_results_json_says_what_the_run_covers(partial, capsys):
     root = str(partial.path.parent)
     assert main(["--outputs", root, "score", "part"]) == 0
     out, err = capsys.readouterr()
+    scored = out
     assert "only 4 of 44 samples answered" in err and "1 of 11 tasks" in err
     assert "not comparable to the paper" in err
     assert "next: lceval" in out and "report part" in out
@@ -62,16 +71,33 @@ def test_score_warns_and_results_json_says_what_the_run_covers(partial, capsys):
     assert cov["tasks_answered"] == ["LSI"] and cov["lengths"] == ["4k", "8k"]
     assert (cov["budget"], cov["capped"], cov["truncated"], cov["tokens_cut"]) == (64, 4, 3, 600)
     assert "design=fractional (paper: full)" in cov["param_gaps"]
+    # answers the budget ended: a coverage figure of their own, per task, flagged above 5%
+    assert (cov["cut_at_budget"], cov["thinking_unfinished"], cov["cut_flag"]) == (2, 0, True)
+    assert cov["cut_by_task"] == {"LSI": [2, 4]} and "2 of 4 answers cut at 64 tokens" in err
+    assert "mean_finished" in scored and "2 of 4" in scored.split("next:")[0]
+    assert "2 of 4 answers cut at 64 tokens" in out  # lceval report's summary
+    (task,) = [t for t in doc["tasks"] if t["scorer"] == "lifbench"]
+    assert task["n_cut"] == 2 and task["cut_flag"] and task["mean_finished"] is not None
+    (head,) = [h for h in doc["headlines"] if h["scorer"] == "lifbench"]
+    assert head["n_cut"] == 2 and head["n_finished"] == 2 and "estimate_finished" in head
 
 
 def test_subset_rows_are_not_ranked_among_the_papers(partial):
     if not (partial.report / "lifbench_summary.csv").exists():
         lceval.run.score("part", root=partial.path.parent, progress=False)
         lceval.report.report("part", root=partial.path.parent)
+    from lceval.coverage import comparability_note
+
+    note = comparability_note("part", partial.path.parent, "lifbench")  # notebooks print it
+    assert note.startswith("lifbench m0: subset:") and "not comparable to the paper" in note
+    assert "never ranked" in note
     summary = pd.read_csv(partial.report / "lifbench_summary.csv", index_col="model")
     assert math.isnan(summary.loc["m0", "ARS_rank"])
     published = summary[summary["source"] != "this run"]["ARS_rank"]
     assert sorted(published)[:3] == [1, 2, 3] and published.max() <= 20
+    t3 = pd.read_csv(partial.report / "lifbench_table3_ars.csv", index_col="model")
+    assert t3.index[0] == "m0"  # above the paper's rows, not in Overall order among them
+    assert t3["Overall"].iloc[1:].is_monotonic_decreasing
     t4 = pd.read_csv(partial.report / "lifbench_table4_with_published.csv", index_col="model")
     assert t4.loc["m0", [c for c in t4.columns if c.endswith("_rank")]].isna().all()
 
@@ -83,6 +109,8 @@ def test_index_first_part_is_the_headline_with_coverage(partial):
     page = (partial.report / "index.html").read_text(encoding="utf-8")
     head = page[: page.index("<h2 id='lifbench'>")]
     assert "Not comparable to the paper" in head and "4 of 44 samples answered" in head
+    assert "2 of 4 answers cut at 64 tokens" in head and "FLAGGED" in head
+    assert "over the 2 finished:" in head
     assert "0.187-0.764 (20 models)" in head and "estimate [95% CI]" in head
     assert "<b>Table 3.</b>" in page and "<b>Fig. 2.</b>" in page and "lower is better" in page
     assert page.count("<table") == page.count("<figcaption>") - page.count("<img")
@@ -222,6 +250,24 @@ def test_cifbench_subset_run_is_not_placed_in_table6s_order(tmp_path):
     overall = pd.read_csv(run.report / "cifbench" / "overall.csv")
     plain = cif_tables.table6(overall)[0]
     pd.testing.assert_frame_equal(t6.sort_index(), plain.sort_index(), check_dtype=False)
+    if shutil.which("chromedriver") is None:
+        return
+    # CIF-Bench's wide tables (Table 6: 35 rows x 8 columns and more) scroll inside their frame
+    # in a 1,400 px window; the page itself never scrolls sideways
+    driver = _chrome()
+    try:
+        driver.get((run.report / "index.html").as_uri())
+        page, cut = driver.execute_script(
+            "const d = document.documentElement;"
+            "const cut = Array.from(document.querySelectorAll('table')).filter(t => {"
+            " const w = t.closest('.wide');"
+            " return t.getBoundingClientRect().width > d.clientWidth &&"
+            "  !(w && getComputedStyle(w).overflowX === 'auto' && w.clientWidth <= d.clientWidth);"
+            "}).length; return [d.scrollWidth - d.clientWidth, cut];"
+        )
+    finally:
+        driver.quit()
+    assert page <= 0 and cut == 0, (page, cut)
 
 
 def test_unrank_subset_order_leaves_a_paper_grid_run_in_place():
@@ -234,3 +280,30 @@ def test_unrank_subset_order_leaves_a_paper_grid_run_in_place():
     assert unrank_subset_order(df, set()) is df
     assert list(unrank_subset_order(df, {"m1"}).index) == ["m1", "A", "m0", "B"]
     assert list(unrank_subset_order(df, {"A"}).index) == ["A", "m0", "B", "m1"]  # published
+
+
+def test_leval_demo_run_is_labelled_demo_and_baselines_stay_apart(tmp_path, capsys):
+    """L-Eval's smoke params build demo data (essays in the paper's task names): the banner says
+    demo data; `lceval score` shows the retrieval and no-LIE baselines in rows of their own
+    (they were averaged with the full-context rows into the model's number)."""
+    root = str(tmp_path)
+    argv = ["--outputs", root, "build", "leval", "--params", "params/08_leval/smoke.yaml"]
+    assert main([*argv, "--run-id", "l"]) == 0
+    run = RunDir("l", tmp_path)
+    write_jsonl(
+        run.responses,
+        [Response(s.id, "m0", "A", "c0", completion_tokens=1) for s in run.read_samples()],
+    )
+    run.update_meta(models={"m0": {"backend": "hf", "generation": {}, "config_hash": "c0"}})
+    capsys.readouterr()
+    assert main(["--outputs", root, "score", "l"]) == 0
+    out, err = capsys.readouterr()
+    table = out.split("next:")[0]
+    assert "retrieval=dense" in table and "no LIE" in table and "variant" in table
+    assert "DEMO DATA" in err and "not comparable to the paper" in err
+    assert main(["--outputs", root, "report", "l"]) == 0
+    page = (run.report / "index.html").read_text(encoding="utf-8")
+    head = page[: page.index("<h2 id='leval'>")]
+    assert "Demo data, not comparable to the paper" in head and "demo data (" in head
+    doc = json.loads((run.report / "results.json").read_text(encoding="utf-8"))
+    assert [c["demo"] for c in doc["coverage"]] == [True]

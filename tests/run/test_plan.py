@@ -238,3 +238,17 @@ def test_infer_announces_the_plan(monkeypatch, tmp_path, capsys):
     err = capsys.readouterr().err
     assert "plan: 4 samples" in err and "estimate for an 8B model" in err
     assert run.read_meta().plan["samples"] == 4
+
+
+def test_hours_print_as_h_mm():
+    """GPU time reads as hours and minutes, never as ``3.9e-06``."""
+    from lceval.run.plan import _hours
+
+    assert [_hours(h) for h in (3.9e-06, 0.0, 0.5, 1.25, 1234.09, None)] == [
+        "<0:01",
+        "0:00",
+        "0:30",
+        "1:15",
+        "1,234:05",
+        "?",
+    ]

@@ -121,6 +121,11 @@ CAPTIONS: dict[str, tuple[str, str]] = {
 """Paper item and caption of each table and figure this report writes (report/index.html)."""
 
 
+MAX_RADAR_LINES = 6
+"""Published models the radar draws as lines of their own (each its colour and dash); more are
+drawn as one band of their range."""
+
+
 def plot_ifp_radar(
     cap: pd.DataFrame,
     title: str = "IFP per capability (Fig. 2)",
@@ -128,7 +133,9 @@ def plot_ifp_radar(
 ) -> plt.Figure:
     """Radar chart of IFP (0..1): the run's models highlighted (thick coloured lines with
     markers, labelled "(this run)" in bold), the ``reference`` models (:func:`radar_published`)
-    as thin dashed lines behind them.
+    as thin lines behind them, each its own colour and dash; more than
+    :data:`MAX_RADAR_LINES` of them as one grey band of their range (min..max per capability),
+    so the legend stays short. The legend sits outside the plot.
 
     Args:
         cap: the run's models x capabilities (a ``source`` column is ignored).
@@ -140,19 +147,33 @@ def plot_ifp_radar(
     angles = np.linspace(0, 2 * np.pi, len(labels), endpoint=False).tolist()
     fig, ax = plt.subplots(figsize=(7, 7), subplot_kw={"polar": True})
     n_ref = 0 if reference is None else len(reference)
-    if reference is not None and n_ref:
-        palette = plt.get_cmap("tab20" if n_ref > 4 else "Greys")
+    closed = angles + angles[:1]
+    if reference is not None and n_ref > MAX_RADAR_LINES:
+        # many published models: their range as one band (the legend stays one entry; every
+        # model's numbers are in report/lifbench_ifp.csv)
+        lo = reference[labels].min().to_numpy(dtype=float).tolist()
+        hi = reference[labels].max().to_numpy(dtype=float).tolist()
+        ax.fill_between(
+            closed,
+            lo + lo[:1],
+            hi + hi[:1],
+            color="0.6",
+            alpha=0.3,
+            label=f"{n_ref} published models (range)",
+        )
+    elif reference is not None and n_ref:
+        colors = plt.get_cmap("Dark2")
+        styles = ("--", "-.", ":", (0, (5, 1, 1, 1, 1, 1)), (0, (1, 1)), (0, (8, 2)))
         for i, (name, row) in enumerate(reference[labels].iterrows()):
             vals = row.to_numpy(dtype=float).tolist()
-            color = palette(i % 20) if n_ref > 4 else palette(0.85 - 0.5 * i / max(1, n_ref))
             ax.plot(
-                angles + angles[:1],
+                closed,
                 vals + vals[:1],
                 label=str(name),
-                color=color,
-                linestyle="--",
+                color=colors(i % 8),
+                linestyle=styles[i % len(styles)],
                 linewidth=0.9,
-                alpha=0.75,
+                alpha=0.85,
             )
     for i, (model, row) in enumerate(cap.iterrows()):
         vals = row.to_numpy(dtype=float).tolist()
@@ -169,9 +190,7 @@ def plot_ifp_radar(
     ax.set_xticklabels(labels)
     ax.set_ylim(0, 1)
     ax.set_title(title)
-    legend = ax.legend(
-        loc="upper left", bbox_to_anchor=(1.08, 1.05), fontsize=7, ncol=1 if n_ref <= 12 else 2
-    )
+    legend = ax.legend(loc="upper left", bbox_to_anchor=(1.08, 1.05), fontsize=7, ncol=1)
     for text in legend.get_texts():
         if text.get_text().endswith("(this run)"):
             text.set_fontweight("bold")
@@ -419,6 +438,11 @@ def report_lifbench(
         tables[name] = unrank_subset_rows(
             tables[name], subset, ascending=lambda c: c not in ("ARS", "paper")
         )
+    # Table 3 is ordered by Overall: a subset run's rows go above the paper's, not among them.
+    t3 = tables["table3_ars"]
+    if subset and "source" in t3.columns:
+        apart = (t3["source"].astype(str) == THIS_RUN) & t3.index.astype(str).isin(list(subset))
+        tables["table3_ars"] = pd.concat([t3[apart], t3[~apart]])
     tables["paper_check"] = paper_check()
     tables["official_check"] = official_check()
     _write(tables, run.report, run.figures)

@@ -624,8 +624,8 @@ def table2(results: pd.DataFrame) -> pd.DataFrame:
 
 
 def plot_refinement(results: pd.DataFrame) -> Any:
-    """Fig. 6 style: prompt-level accuracy against n, round 0 (zero-shot) and each strategy's last
-    round."""
+    """Fig. 6 style: prompt-level accuracy (0..1) against n, round 0 (zero-shot) and each
+    strategy's last round; the legend outside the axes, right of the plot."""
     import matplotlib.pyplot as plt
     import seaborn as sns
 
@@ -636,9 +636,11 @@ def plot_refinement(results: pd.DataFrame) -> Any:
     zero = results[results["round"] == 0].assign(method="zero-shot")
     d = pd.concat([zero, final[final["strategy"] != "zero-shot"]], ignore_index=True)
     d = d.groupby(["model", "method", "n"], as_index=False)["prompt_level"].mean()
-    fig, ax = plt.subplots(figsize=(6, 4))
+    fig, ax = plt.subplots(figsize=(8, 4))
     sns.lineplot(data=d, x="n", y="prompt_level", hue="method", style="model", marker="o", ax=ax)
     ax.set(xlabel="Number of instructions", ylabel="Prompt-level accuracy", ylim=(-0.02, 1.02))
+    if ax.get_legend() is not None:  # beside the plot: inside it covered the points
+        sns.move_legend(ax, "upper left", bbox_to_anchor=(1.02, 1.0), fontsize=7, frameon=False)
     fig.tight_layout()
     return fig
 

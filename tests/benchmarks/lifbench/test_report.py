@@ -362,15 +362,24 @@ def test_radar_published_picks_rows_and_names_unknown_models() -> None:
         P.radar_published(["gpt-5"])
 
 
-def test_radar_draws_all_published_models_with_the_run_highlighted(tmp_path) -> None:
+def test_radar_keeps_its_legend_short_with_the_run_highlighted(tmp_path) -> None:
+    """All 20 published models: one band of their range (a 21-entry legend was unreadable); the
+    three reference models: three lines, each its own colour and dash (they were one grey
+    dash)."""
     cap = P.ifp_with_published(pd.DataFrame({c: [0.5] for c in CAPABILITIES}, index=["mine"]))
     paths = A.write_ifp_radar(cap, tmp_path, "all")
     assert [p.suffix for p in paths] == [".png", ".pdf"]
-    fig = A.plot_ifp_radar(cap[cap["source"] == T.THIS_RUN], reference=P.radar_published("all"))
+    mine = cap[cap["source"] == T.THIS_RUN]
+    fig = A.plot_ifp_radar(mine, reference=P.radar_published("all"))
+    labels = [t.get_text() for t in fig.axes[0].get_legend().get_texts()]
+    assert labels == ["20 published models (range)", "mine (this run)"]
     lines = fig.axes[0].get_lines()
-    assert len(lines) == 21
     assert lines[-1].get_label() == "mine (this run)" and lines[-1].get_linewidth() > 2
-    assert all(line.get_linewidth() < 1 for line in lines[:-1])
+    fig = A.plot_ifp_radar(mine, reference=P.radar_published("reference"))
+    refs = fig.axes[0].get_lines()[:-1]
+    assert len(refs) == 3 and all(line.get_linewidth() < 1 for line in refs)
+    assert len({line.get_color() for line in refs}) == 3
+    assert len({str(line.get_linestyle()) for line in refs}) == 3
 
 
 def test_ifs_gap_on_hand_made_tables() -> None:

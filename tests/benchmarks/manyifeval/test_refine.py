@@ -362,3 +362,28 @@ def test_refine_strategies_param_errors(raw, message) -> None:
 
     with pytest.raises(LcevalError, match=message):
         params.parse(Refinement, raw, "04")
+
+
+def test_fig6_legend_sits_outside_the_points():
+    """ManyIFEval Fig. 6: the legend is right of the axes, not over the points (it covered them)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import pandas as pd
+
+    from lceval.benchmarks.manyifeval.refine import plot_refinement
+
+    rows = [
+        {"model": m, "strategy": st, "round": r, "n": n, "prompt_level": 0.9 - 0.08 * n}
+        for m in ("m1", "m2")
+        for st, rounds in (("zero-shot", (0,)), ("feedback-each", (0, 1)))
+        for r in rounds
+        for n in range(1, 11)
+    ]
+    fig = plot_refinement(pd.DataFrame(rows))
+    fig.canvas.draw()
+    ax = fig.axes[0]
+    legend = ax.get_legend()
+    assert legend is not None
+    box = legend.get_window_extent()
+    assert box.x0 >= ax.get_window_extent().x1, (box, ax.get_window_extent())
