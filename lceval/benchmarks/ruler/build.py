@@ -80,10 +80,12 @@ from lceval import corpora, params
 from lceval.benchmark import BuildResult
 from lceval.benchmarks.ruler.aggregation import AggregationBuilder
 from lceval.benchmarks.ruler.common import (
+    FILLS,
     MIN_LENGTH,
     TOKENS_TO_GENERATE,
     _Item,
     family_args,
+    official_step,
     word_sources,
 )
 from lceval.benchmarks.ruler.gold import FAMILIES, GOLD_BY_FAMILY, TASKS, VARIANTS
@@ -129,6 +131,9 @@ class Config:
     """``"o200k_base"``, ``"cl100k_base"`` or a local Hugging Face tokenizer folder."""
     remove_newline_tab: bool = field(default=False, metadata=params.check(params.boolean))
     """The official ``--remove_newline_tab``: newlines and tabs become spaces."""
+    fill: str = field(default="official", metadata=params.check(params.one_of(FILLS)))
+    """Haystack sizing: ``official`` (RULER's probe and back-off steps) or ``exact`` (every
+    sample filled to its own token budget); see :data:`lceval.benchmarks.ruler.common.FILLS`."""
 
     def __post_init__(self) -> None:
         if self.lengths is None:  # null: the default
@@ -138,6 +143,48 @@ class Config:
 def _flatten(text: str) -> str:
     """Official ``--remove_newline_tab``: newlines and tabs become spaces, spaces collapse."""
     return " ".join(text.replace("\n", " ").replace("\t", " ").strip().split())
+
+
+def _fits(it: _Item, family: str, length: int) -> bool:
+    return it.context_tokens + it.overhead_tokens + TOKENS_TO_GENERATE[family] <= length
+
+
+def official_units(make: Callable[..., _Item], task: str, args: Any, length: int) -> int:
+    """The haystack size (units) RULER's generator picks once for ``task`` at ``length``.
+
+    As the official scripts: a probe sample (lceval: sample 0) sized by binary search over
+    ``[step, upper]`` for the largest size whose prompt plus answer budget fits ``length``,
+    ``upper`` = 3x (cwe: 2x) the size the probe's tokens per unit at ``step`` (cwe: 4096 words)
+    suggests; nothing fits: ``step``. fwe grows its Zipf word count from ``(length - 50) // 6``
+    in steps while the prompt is shorter than ``length - 50``, then takes one step back.
+    """
+    family = VARIANTS[task].family
+    step = official_step(family, args, length)
+    gen = TOKENS_TO_GENERATE[family]
+
+    def tokens(units: int) -> int:
+        it = make(task, args, length, 0, units)
+        return it.context_tokens + it.overhead_tokens
+
+    if family == "freq_words_extraction":
+        n = (length - gen) // 6
+        while tokens(n) < length - gen:
+            n += step
+        return n - step
+    probe = 4096 if family == "common_words_extraction" else step
+    per = tokens(probe) / probe
+    if family == "common_words_extraction":
+        upper = max(int(length // per) * 2, 2 * step)
+    else:
+        upper = max(int(length / per * 3), 2 * step)
+    lo, hi, best = step, upper, step
+    while lo <= hi:
+        mid = (lo + hi) // 2
+        if tokens(mid) + gen <= length:
+            best, lo = mid, mid + 1
+        else:
+            hi = mid - 1
+    return best
 
 
 def _sources(tasks: Sequence[str], b: _Builder) -> dict[str, Any]:
@@ -192,9 +239,15 @@ def build_ruler(raw: Mapping[str, Any]) -> BuildResult:
         gold_type = GOLD_BY_FAMILY[family]
         make = builders[family]
         for length in p.lengths:
+            step = official_step(family, args, length)
+            units = official_units(make, task, args, length) if p.fill == "official" else None
             for i in range(p.num_samples):
-                it = make(task, args, length, i)
-                if (
+                it = make(task, args, length, i, units)
+                used = units
+                while used is not None and used > step and not _fits(it, family, length):
+                    used -= step  # official: back off in fixed steps until the sample fits
+                    it = make(task, args, length, i, used)
+                if not _fits(it, family, length) or (
                     it.context_tokens <= 0
                     or it.overhead_tokens + TOKENS_TO_GENERATE[family] >= length
                 ):
