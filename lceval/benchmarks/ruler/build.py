@@ -32,7 +32,23 @@ Lengths and tokenizer
 ---------------------
 ``Sample.length`` is the target length L in tokens. As in RULER, ``input tokens + max_new_tokens
 <= L``, where input tokens count the task prompt (description, context, instruction, answer
-prefix) without the model's chat template. RULER counts with the evaluated model's tokenizer;
+prefix) without the model's chat template.
+
+Haystack sizing (``fill``)
+--------------------------
+``fill: official`` (default) sizes haystacks as the official generators do, in haystack units
+(niah: essay words, the first N words of the essays, or noise / distractor-needle lines; vt:
+noise lines; cwe: distinct words; fwe: the Zipf word count; qa: documents): once per task and
+length, a probe sample (lceval: sample 0, whose draws are seeded; the official probe is a draw
+of its own) finds by binary search the largest size whose prompt fits L (fwe: grows its word
+count in steps of ``(L - 50) // 32`` from ``(L - 50) // 6``); each sample starts from that size
+and backs off in the official steps (500 essay words, 25 lines (5 below 4K), vt 10 lines (5
+below 4K), 10 cwe words, 10 documents, the fwe step) until it fits
+(:func:`official_units`, :func:`lceval.benchmarks.ruler.common.official_step`). A sample whose
+question, needles or documents take more tokens than the probe's therefore loses a whole step:
+the official "4K" prompts are several percent shorter than 4K on average (qa and essay tasks
+most). ``fill: exact`` (today's earlier behaviour, kept as a variant) fills every sample with as
+many units as fit its own budget: prompts within a few tokens of L, fuller than RULER's. RULER counts with the evaluated model's tokenizer;
 lceval counts with ``o200k_base`` by default (offline tiktoken; ``cl100k_base`` on request) so a
 run is model-independent, or with a model's tokenizer when ``tokenizer`` names a local Hugging
 Face tokenizer folder. To build 128K-token haystacks fast, token counts are computed once per
