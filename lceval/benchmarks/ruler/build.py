@@ -32,7 +32,14 @@ Lengths and tokenizer
 ---------------------
 ``Sample.length`` is the target length L in tokens. As in RULER, ``input tokens + max_new_tokens
 <= L``, where input tokens count the task prompt (description, context, instruction, answer
-prefix) without the model's chat template.
+prefix) without the model's chat template. RULER counts with the evaluated model's tokenizer;
+lceval counts with ``o200k_base`` by default (offline tiktoken; ``cl100k_base`` on request) so a
+run is model-independent, or with a model's tokenizer when ``tokenizer`` names a local Hugging
+Face tokenizer folder. To build 128K-token haystacks fast, token counts are computed once per
+piece (essay sentences, noise lines, needle lines, numbered words, documents) and summed; piece
+boundaries sit on tiktoken pre-token boundaries, so the sum equals the count of the joined text
+for tiktoken encodings up to a few tokens (checked in tests), and the estimate is stored as
+``Context.n_tokens`` and ``meta["input_tokens"]``.
 
 Haystack sizing (``fill``)
 --------------------------
@@ -47,15 +54,8 @@ below 4K), 10 cwe words, 10 documents, the fwe step) until it fits
 (:func:`official_units`, :func:`lceval.benchmarks.ruler.common.official_step`). A sample whose
 question, needles or documents take more tokens than the probe's therefore loses a whole step:
 the official "4K" prompts are several percent shorter than 4K on average (qa and essay tasks
-most). ``fill: exact`` (today's earlier behaviour, kept as a variant) fills every sample with as
-many units as fit its own budget: prompts within a few tokens of L, fuller than RULER's. RULER counts with the evaluated model's tokenizer;
-lceval counts with ``o200k_base`` by default (offline tiktoken; ``cl100k_base`` on request) so a
-run is model-independent, or with a model's tokenizer when ``tokenizer`` names a local Hugging
-Face tokenizer folder. To build 128K-token haystacks fast, token counts are computed once per
-piece (essay sentences, noise lines, needle lines, numbered words, documents) and summed; piece
-boundaries sit on tiktoken pre-token boundaries, so the sum equals the count of the joined text
-for tiktoken encodings up to a few tokens (checked in tests), and the estimate is stored as
-``Context.n_tokens`` and ``meta["input_tokens"]``.
+most). ``fill: exact`` (lceval's earlier behaviour, kept as a variant) fills every sample with as
+many units as fit its own budget: prompts within a few tokens of L, fuller than RULER's.
 
 Word lists
 ----------
