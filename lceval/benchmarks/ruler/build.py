@@ -50,7 +50,8 @@ length, a probe sample (lceval: sample 0, whose draws are seeded; the official p
 of its own) finds by binary search the largest size whose prompt fits L (fwe: grows its word
 count in steps of ``(L - 50) // 32`` from ``(L - 50) // 6``); each sample starts from that size
 and backs off in the official steps (500 essay words, 25 lines (5 below 4K), vt 10 lines (5
-below 4K), 10 cwe words, 10 documents, the fwe step) until it fits
+below 4K), 10 cwe words, 10 documents, the fwe step) until it fits; where even one step does
+not fit (short lengths: the official loop never ends) the sample is filled as ``exact`` does
 (:func:`official_units`, :func:`lceval.benchmarks.ruler.common.official_step`). A sample whose
 question, needles or documents take more tokens than the probe's therefore loses a whole step:
 the official "4K" prompts are several percent shorter than 4K on average (qa and essay tasks
@@ -107,7 +108,7 @@ from lceval.benchmarks.ruler.common import (
 from lceval.benchmarks.ruler.gold import FAMILIES, GOLD_BY_FAMILY, TASKS, VARIANTS
 from lceval.benchmarks.ruler.niah import NiahBuilder
 from lceval.benchmarks.ruler.qa import QaBuilder
-from lceval.benchmarks.ruler.variable_tracking import VtBuilder
+from lceval.benchmarks.ruler.variable_tracking import VT_DESC, VtBuilder
 from lceval.errors import LcevalError
 from lceval.records import Context, Sample
 from lceval.tokens import DEFAULT_ENCODING, ENCODINGS
@@ -165,14 +166,18 @@ def _fits(it: _Item, family: str, length: int) -> bool:
     return it.context_tokens + it.overhead_tokens + TOKENS_TO_GENERATE[family] <= length
 
 
-def official_units(make: Callable[..., _Item], task: str, args: Any, length: int) -> int:
+def official_units(
+    make: Callable[..., _Item], count: Callable[[str], int], task: str, args: Any, length: int
+) -> int:
     """The haystack size (units) RULER's generator picks once for ``task`` at ``length``.
 
     As the official scripts: a probe sample (lceval: sample 0) sized by binary search over
     ``[step, upper]`` for the largest size whose prompt plus answer budget fits ``length``,
     ``upper`` = 3x (cwe: 2x) the size the probe's tokens per unit at ``step`` (cwe: 4096 words)
-    suggests; nothing fits: ``step``. fwe grows its Zipf word count from ``(length - 50) // 6``
-    in steps while the prompt is shorter than ``length - 50``, then takes one step back.
+    suggests (vt: the one-shot example left out of that estimate, as the official script leaves
+    it); nothing fits: ``step``. fwe grows its Zipf word count from ``(length - 50) // 6`` in
+    steps while the prompt is shorter than ``length - 50``, then takes one step back. ``make`` is
+    the family builder, ``count`` counts tokens.
     """
     family = VARIANTS[task].family
     step = official_step(family, args, length)
@@ -188,7 +193,11 @@ def official_units(make: Callable[..., _Item], task: str, args: Any, length: int
             n += step
         return n - step
     probe = 4096 if family == "common_words_extraction" else step
-    per = tokens(probe) / probe
+    probe_tokens = tokens(probe)
+    if family == "variable_tracking":  # official: the one-shot example is not in the estimate
+        it = make(task, args, length, 0, probe)
+        probe_tokens -= count(it.description[: -len(VT_DESC)])
+    per = probe_tokens / probe
     if family == "common_words_extraction":
         upper = max(int(length // per) * 2, 2 * step)
     else:
@@ -256,14 +265,21 @@ def build_ruler(raw: Mapping[str, Any]) -> BuildResult:
         make = builders[family]
         for length in p.lengths:
             step = official_step(family, args, length)
-            units = official_units(make, task, args, length) if p.fill == "official" else None
+            units = (
+                official_units(make, b.c.count, task, args, length)
+                if p.fill == "official"
+                else None
+            )
             for i in range(p.num_samples):
                 it = make(task, args, length, i, units)
                 used = units
                 while used is not None and used > step and not _fits(it, family, length):
                     used -= step  # official: back off in fixed steps until the sample fits
                     it = make(task, args, length, i, used)
-                if not _fits(it, family, length) or (
+                if used is not None and not _fits(it, family, length):
+                    # one step does not fit (the official loop never ends): fill to the budget
+                    it = make(task, args, length, i, None)
+                if (
                     it.context_tokens <= 0
                     or it.overhead_tokens + TOKENS_TO_GENERATE[family] >= length
                 ):

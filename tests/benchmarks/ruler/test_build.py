@@ -289,3 +289,14 @@ def test_smoke_params_build_all_tasks():
     assert [s.task for s in r.samples] == list(TASKS)
     assert r.sources["word_lists"]["package"] == "wonderwords"
     assert "cwe_long_lists" not in r.sources["word_lists"]
+
+
+def test_official_fill_below_one_step_fills_to_the_budget():
+    # 500 essay words never fit 256 tokens (the official loop would not end): filled as exact
+    r = build_ruler(
+        {"tasks": ["niah_single_2", "niah_single_1"], "lengths": [256], "num_samples": 2}
+    )
+    ctx = {c.id: c.text for c in r.contexts}
+    for s in r.samples:
+        exact = count_tokens(user_text(s, ctx[s.context_id]) + s.assistant_prefix)
+        assert 0.6 * s.length <= exact + s.max_new_tokens <= s.length, s.id
