@@ -214,8 +214,9 @@ def _essay_sentences() -> tuple[str, np.ndarray, np.ndarray]:
 @functools.cache
 def _essay_word_ends() -> np.ndarray:
     """Character offset after each whitespace-separated word of the collapsed essays."""
-    text, _, _ = _essay_sentences()
-    return np.array([m.end() for m in re.finditer(r"\S+", text)], dtype=np.int64)
+    text, _, _ = _essay_sentences()  # whitespace collapsed to single spaces, stripped
+    codes = np.frombuffer(text.encode("utf-32-le"), dtype=np.uint32)
+    return np.append(np.flatnonzero(codes == ord(" ")), len(text)).astype(np.int64)
 
 
 @functools.cache
