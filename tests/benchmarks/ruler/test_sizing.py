@@ -3,13 +3,15 @@ files written here in the official formats (essay JSON, SQuAD v2.0 JSON, HotpotQ
 the ``plain`` prompt against RULER's ``base`` template.
 
 The official generators (NVIDIA/RULER ``scripts/data/synthetic/niah.py``,
-``variable_tracking.py``, ``qa.py``) size a task's haystack once: a probe sample, binary search
-over the number of haystack units in ``[step, upper]`` for the largest whose prompt plus answer
-budget fits the length; then each sample starts from that size and backs off ``step`` units
-(500 essay words, 25 or 5 noise lines, 10 or 5 vt lines, 10 documents) until it fits. The
-reference below rebuilds each sample's haystack from the files by that rule, with the sample's
-own draws (needles, chain, question) and the probe = sample 0, counting the whole prompt text
-with tiktoken.
+``variable_tracking.py``, ``common_words_extraction.py``, ``qa.py``) size a task's haystack
+once: a probe sample, binary search over the number of haystack units in ``[step, upper]`` for
+the largest whose prompt plus answer budget fits the length; then each sample starts from that
+size and backs off ``step`` units (500 essay words, 25 or 5 lines, 10 or 5 vt lines, 10 cwe
+words, 10 documents) until it fits (``freq_words_extraction.py``: its word count grown in
+``(L - 50) // 32`` steps, then backed off in the same steps). The reference below rebuilds each
+sample's haystack from the files (or, for distractor needles, cwe and fwe words, from the
+sample's own words) by that rule, with the sample's own draws (needles, chain, question, common
+words) and the probe = sample 0, counting the whole prompt text with tiktoken.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from __future__ import annotations
 import json
 import random
 import re
+from collections import Counter
 from collections.abc import Callable
 
 import numpy as np
@@ -31,6 +34,17 @@ from lceval.tokens import count_tokens
 
 LENGTH = 4096
 N = 12
+TASKS_TESTED = (
+    "niah_single_1",
+    "niah_single_2",
+    "niah_multikey_2",
+    "niah_multivalue",
+    "vt",
+    "cwe",
+    "fwe",
+    "qa_1",
+    "qa_2",
+)
 NOISE = "The grass is green. The sky is blue. The sun is yellow. Here we go. There and back again."
 TEMPLATES = {  # official constants.py: template + answer_prefix, as prepare.py's base template
     "niah_single_2": (
@@ -133,7 +147,7 @@ def official_files(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def builds(official_files):
-    tasks = ["niah_single_1", "niah_single_2", "niah_multivalue", "vt", "qa_1", "qa_2"]
+    tasks = list(TASKS_TESTED)
     base = {"tasks": tasks, "lengths": [LENGTH], "num_samples": N, "seed": 5}
     out = {}
     for fill in ("official", "exact"):
@@ -148,13 +162,16 @@ def _prompt(s, context: str) -> str:
 
 
 def _official_sizes(
-    tokens: Callable[[int, int], int], step: int, gen: int, n: int, unseen: int = 0
+    tokens: Callable[[int, int], int], step: int, gen: int, n: int, unseen: int = 0, cwe=False
 ) -> list[int]:
     """The official rule: probe sample 0 at ``step`` units for tokens per unit (less ``unseen``
-    tokens: vt's one-shot example), binary search ``[step, 3 * LENGTH / per]``, then each sample
-    backs off ``step`` units until it fits."""
-    per = (tokens(0, step) - unseen) / step
-    lo, hi, best = step, max(int(LENGTH / per * 3), 2 * step), step
+    tokens: vt's one-shot example; cwe: at 4096 words), binary search ``[step, 3 * LENGTH /
+    per]`` (cwe: ``2 * (LENGTH // per)``), then each sample backs off ``step`` units until it
+    fits."""
+    probe = 4096 if cwe else step
+    per = (tokens(0, probe) - unseen) / probe
+    upper = max(int(LENGTH // per) * 2 if cwe else int(LENGTH / per * 3), 2 * step)
+    lo, hi, best = step, upper, step
     while lo <= hi:
         mid = (lo + hi) // 2
         if tokens(0, mid) + gen <= LENGTH:
@@ -182,6 +199,17 @@ def _reference(task: str, samples, files) -> list[int]:
                 return "\n".join([NOISE] * units + needles[i])
 
             step = 25
+        elif task == "niah_multikey_2":  # distractor needles: the sample's own, cycled
+            real = [
+                [n for n in ns if any(k in n for k in s.gold.keys)]
+                for (s, _), ns in zip(samples, needles, strict=True)
+            ]
+            other = [[n for n in ns if n not in r] for ns, r in zip(needles, real, strict=True)]
+
+            def context(i: int, units: int) -> str:
+                return "\n".join((other[i] * (units // len(other[i]) + 1))[:units] + real[i])
+
+            step = 25
         else:
             text = json.loads(files["paul_graham_essays"].read_text())["text"]
             words = re.sub(r"\s+", " ", text).split(" ")
@@ -202,6 +230,54 @@ def _reference(task: str, samples, files) -> list[int]:
         step, gen = 10, 30
         example = samples[0][0].description.rsplit("\nMemorize and track", 1)[0]
         unseen = count_tokens(example)
+    elif task == "cwe":  # N distinct words: 10 common x 30, the rest x 3, numbered
+        universe = sorted(
+            {w for f in ruler_common.WONDERWORDS_LISTS for w in ruler_common.wonderwords_list(f)}
+        )
+        lists = []
+        for i, (s, c) in enumerate(samples):
+            common = list(s.gold.outputs)
+            seen = list(dict.fromkeys(w for w in re.split(r" ?\d+\. ", c) if w and w not in common))
+            extra = [w for w in universe if w not in set(seen) | set(common)]
+            random.Random(i).shuffle(extra)
+            lists.append((common, seen + extra))
+
+        def context(i: int, units: int) -> str:
+            common, uncommon = lists[i]
+            words = common * 30 + uncommon[: units - 10] * 3
+            return " ".join(f"{j + 1}. {w}" for j, w in enumerate(words))
+
+        step, gen = 10, 120
+    elif task == "fwe":  # Zipf counts int(N k^-2 / zeta(2)) over the sample's ranked words
+        ranked = []
+        for i, (_, c) in enumerate(samples):
+            counts = Counter(c.split(" "))
+            words = ["..."] + [w for w, _ in counts.most_common() if w != "..."]
+            rnd = random.Random(i)
+            words += ["".join(rnd.choices("abcdefghijklmnopqrstuvwxyz", k=6)) for _ in range(200)]
+            ranked.append(words[: (LENGTH - 50) // 50])
+
+        def context(i: int, units: int) -> str:
+            k = np.arange(1, len(ranked[i]) + 1)
+            cnt = (units * k**-2.0 / (np.pi**2 / 6)).astype(int)
+            return " ".join(w for w, n in zip(ranked[i], cnt, strict=True) for _ in range(n))
+
+        gen, step = 50, (LENGTH - 50) // 32
+
+        def tokens(i: int, units: int) -> int:
+            return count_tokens(_prompt(samples[i][0], context(i, units)))
+
+        n = (LENGTH - gen) // 6  # official: grow from L // 6 while shorter, one step back
+        while tokens(0, n) < LENGTH - gen:
+            n += step
+        n -= step
+        sizes = []
+        for i in range(len(samples)):
+            used = n
+            while tokens(i, used) > LENGTH - gen:
+                used -= step
+            sizes.append(tokens(i, used) + gen)
+        return sizes
     else:
         if task == "qa_1":
             data = json.loads(files["squad"].read_text())["data"]
@@ -224,12 +300,10 @@ def _reference(task: str, samples, files) -> list[int]:
     def tokens(i: int, units: int) -> int:
         return count_tokens(_prompt(samples[i][0], context(i, units)))
 
-    return _official_sizes(tokens, step, gen, len(samples), unseen)
+    return _official_sizes(tokens, step, gen, len(samples), unseen, cwe=task == "cwe")
 
 
-@pytest.mark.parametrize(
-    "task", ["niah_single_1", "niah_single_2", "niah_multivalue", "vt", "qa_1", "qa_2"]
-)
+@pytest.mark.parametrize("task", TASKS_TESTED)
 def test_mean_prompt_size_matches_the_official_rule(task, builds, official_files):
     ours = [s for s in builds["official"] if s[0].task == task]
     exact = [s for s in builds["exact"] if s[0].task == task]
@@ -244,7 +318,7 @@ def test_mean_prompt_size_matches_the_official_rule(task, builds, official_files
     # every sample fits; the exact fill is fuller (the difference the variant documents)
     assert all(count_tokens(_prompt(s, c)) + s.max_new_tokens <= LENGTH for s, c in ours)
     assert size(exact) >= got
-    if task in ("niah_single_2", "qa_1", "qa_2"):  # here the back-off bites: exact is off by > 2%
+    if task in ("niah_single_2", "fwe", "qa_1", "qa_2"):  # the back-off bites: exact is > 2% off
         assert size(exact) - want > 0.02 * LENGTH, (task, size(exact), want)
 
 
