@@ -235,13 +235,14 @@ def build_ruler(raw: Mapping[str, Any]) -> BuildResult:
 
     Args:
         raw: the keys of :class:`Config` (``tasks``, ``lengths``, ``num_samples``, ``seed``,
-            ``encoding``, ``remove_newline_tab``); the keys of the notebook's shared sections
-            (:data:`lceval.params.NOTEBOOK_SECTIONS`), ``run_id`` and ``outputs_root`` are
-            accepted and ignored, so ``params/07_ruler/*.yaml`` build as they are.
+            ``encoding``, ``remove_newline_tab``, ``fill``); the keys of the notebook's shared
+            sections (:data:`lceval.params.NOTEBOOK_SECTIONS`), ``run_id`` and ``outputs_root``
+            are accepted and ignored, so ``params/07_ruler/*.yaml`` build as they are.
 
     Returns:
         One Sample (gold: the task's Gold dataclass) and one Context per task, length and index
-        (see the module docstring). Same params give identical samples.
+        (see the module docstring), haystacks sized by ``fill`` (official: RULER's probe and
+        back-off steps; module docstring, "Haystack sizing"). Same params give identical samples.
 
     Raises:
         LcevalError: an unknown key or a bad value (names the field), a length too short for a
