@@ -69,14 +69,21 @@ def plain_text(sample: Sample, context: str) -> str:
     """The raw completion prompt for base models (no chat template).
 
     Earlier turns' contents, then the user turn (description + context + instruction), each
-    separated by ``sample.joiner``; the assistant prefix follows on a new line. The system
+    separated by ``sample.joiner``; then the assistant prefix. A prefix that starts with
+    whitespace carries its own separator and is appended as it is: RULER's ``base`` template
+    sends ``input + answer_prefix`` (``"...in the provided text? The special magic number..."``,
+    ``"...Question: ... Answer:"``; official ``scripts/data/prepare.py``). Any other prefix
+    starts a new line, as LongGenBench's official prompts end with ``"\n" + prefix``. The system
     message is not sent. This is what the official LIFBench inference sends to a tokenizer without
-    a chat template, and RULER's ``base`` template (the task text as it is).
+    a chat template.
     """
     parts = [m["content"] for m in sample.history if m.get("content")]
     parts.append(user_text(sample, context))
     text = sample.joiner.join(parts)
-    return f"{text}\n{sample.assistant_prefix}" if sample.assistant_prefix else text
+    prefix = sample.assistant_prefix
+    if not prefix:
+        return text
+    return text + prefix if prefix[:1].isspace() else f"{text}\n{prefix}"
 
 
 def check_prompt_format(prompt_format: str) -> None:

@@ -46,14 +46,17 @@ FWE_PREFIX = (
 class AggregationBuilder(Core):
     """The cwe and fwe family builders."""
 
-    def cwe(self, task: str, args: CweArgs, length: int, index: int) -> _Item:
+    def cwe(
+        self, task: str, args: CweArgs, length: int, index: int, units: int | None = None
+    ) -> _Item:
         """Common words extraction (official ``common_words_extraction.py``).
 
         A numbered list of words: ``num_cw`` common words repeated ``freq_cw`` times among as
         many uncommon words, each repeated ``freq_ucw`` times, as fit the budget (6 and 1 below
         4K tokens), shuffled; one solved example first. Answer: the common words. Words come from
         wonderwords; a list longer than wonderwords holds draws from the larger list instead
-        (:func:`_cwe_words`).
+        (:func:`_cwe_words`). ``units``: distinct words, common ones included (None: as many
+        as fit ``length``).
         """
         rng = _rng(self.seed, task, length, index)
         ncw = args.num_cw
@@ -94,6 +97,11 @@ class AggregationBuilder(Core):
                 + rc * int(wcounts[common].sum())
                 + ru * np.concatenate([[0], np.cumsum(wcounts[rest])])
             )
+            if units is not None:  # official: the larger list once wonderwords' is too short
+                k = min(max(0, units - ncw), len(rest))
+                if units <= len(vocab) or large:
+                    break
+                continue
             k = max(0, int(np.searchsorted(tokens, budget, side="right")) - 1)
             if k < len(rest):  # the list has more words than fit: draw from it (official)
                 break
@@ -129,12 +137,15 @@ class AggregationBuilder(Core):
             self._coded[wordlen] = (words_arr, counts)
         return self._coded[wordlen]
 
-    def fwe(self, task: str, args: FweArgs, length: int, index: int) -> _Item:
+    def fwe(
+        self, task: str, args: FweArgs, length: int, index: int, units: int | None = None
+    ) -> _Item:
         """Frequent words extraction (official ``freq_words_extraction.py``).
 
         Random coded words with Zipf-distributed counts (exponent ``alpha``; vocabulary
         ``length // 50`` words), shuffled; the most frequent word is ``...`` (noise). Answer: the
-        three next most frequent words.
+        three next most frequent words. ``units``: the Zipf word count ``num_words`` (None: the
+        largest that fits ``length``).
         """
         from scipy.special import zeta
 
@@ -155,7 +166,7 @@ class AggregationBuilder(Core):
         def tokens(n: int) -> int:
             return int(((n * weights).astype(np.int64) * wc).sum())
 
-        lo, hi = 0, max(1, 4 * budget)
+        lo, hi = (0, max(1, 4 * budget)) if units is None else (units, units)
         while lo < hi:  # largest word count whose text fits the budget
             mid = (lo + hi + 1) // 2
             if tokens(mid) <= budget:

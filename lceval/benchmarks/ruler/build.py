@@ -41,6 +41,23 @@ boundaries sit on tiktoken pre-token boundaries, so the sum equals the count of 
 for tiktoken encodings up to a few tokens (checked in tests), and the estimate is stored as
 ``Context.n_tokens`` and ``meta["input_tokens"]``.
 
+Haystack sizing (``fill``)
+--------------------------
+``fill: official`` (default) sizes haystacks as the official generators do, in haystack units
+(niah: essay words, the first N words of the essays, or noise / distractor-needle lines; vt:
+noise lines; cwe: distinct words; fwe: the Zipf word count; qa: documents): once per task and
+length, a probe sample (lceval: sample 0, whose draws are seeded; the official probe is a draw
+of its own) finds by binary search the largest size whose prompt fits L (fwe: grows its word
+count in steps of ``(L - 50) // 32`` from ``(L - 50) // 6``); each sample starts from that size
+and backs off in the official steps (500 essay words, 25 lines (5 below 4K), vt 10 lines (5
+below 4K), 10 cwe words, 10 documents, the fwe step) until it fits; where even one step does
+not fit (short lengths: the official loop never ends) the sample is filled as ``exact`` does
+(:func:`official_units`, :func:`lceval.benchmarks.ruler.common.official_step`). A sample whose
+question, needles or documents take more tokens than the probe's therefore loses a whole step:
+the official "4K" prompts are several percent shorter than 4K on average (qa and essay tasks
+most). ``fill: exact`` (lceval's earlier behaviour, kept as a variant) fills every sample with as
+many units as fit its own budget: prompts within a few tokens of L, fuller than RULER's.
+
 Word lists
 ----------
 As RULER, lceval reads the word lists of the ``wonderwords`` package (one entry per line,
@@ -80,16 +97,18 @@ from lceval import corpora, params
 from lceval.benchmark import BuildResult
 from lceval.benchmarks.ruler.aggregation import AggregationBuilder
 from lceval.benchmarks.ruler.common import (
+    FILLS,
     MIN_LENGTH,
     TOKENS_TO_GENERATE,
     _Item,
     family_args,
+    official_step,
     word_sources,
 )
 from lceval.benchmarks.ruler.gold import FAMILIES, GOLD_BY_FAMILY, TASKS, VARIANTS
 from lceval.benchmarks.ruler.niah import NiahBuilder
 from lceval.benchmarks.ruler.qa import QaBuilder
-from lceval.benchmarks.ruler.variable_tracking import VtBuilder
+from lceval.benchmarks.ruler.variable_tracking import VT_DESC, VtBuilder
 from lceval.errors import LcevalError
 from lceval.records import Context, Sample
 from lceval.tokens import DEFAULT_ENCODING, ENCODINGS
@@ -129,6 +148,9 @@ class Config:
     """``"o200k_base"``, ``"cl100k_base"`` or a local Hugging Face tokenizer folder."""
     remove_newline_tab: bool = field(default=False, metadata=params.check(params.boolean))
     """The official ``--remove_newline_tab``: newlines and tabs become spaces."""
+    fill: str = field(default="official", metadata=params.check(params.one_of(FILLS)))
+    """Haystack sizing: ``official`` (RULER's probe and back-off steps) or ``exact`` (every
+    sample filled to its own token budget); see :data:`lceval.benchmarks.ruler.common.FILLS`."""
 
     def __post_init__(self) -> None:
         if self.lengths is None:  # null: the default
@@ -138,6 +160,56 @@ class Config:
 def _flatten(text: str) -> str:
     """Official ``--remove_newline_tab``: newlines and tabs become spaces, spaces collapse."""
     return " ".join(text.replace("\n", " ").replace("\t", " ").strip().split())
+
+
+def _fits(it: _Item, family: str, length: int) -> bool:
+    return it.context_tokens + it.overhead_tokens + TOKENS_TO_GENERATE[family] <= length
+
+
+def official_units(
+    make: Callable[..., _Item], count: Callable[[str], int], task: str, args: Any, length: int
+) -> int:
+    """The haystack size (units) RULER's generator picks once for ``task`` at ``length``.
+
+    As the official scripts: a probe sample (lceval: sample 0) sized by binary search over
+    ``[step, upper]`` for the largest size whose prompt plus answer budget fits ``length``,
+    ``upper`` = 3x (cwe: 2x) the size the probe's tokens per unit at ``step`` (cwe: 4096 words)
+    suggests (vt: the one-shot example left out of that estimate, as the official script leaves
+    it); nothing fits: ``step``. fwe grows its Zipf word count from ``(length - 50) // 6`` in
+    steps while the prompt is shorter than ``length - 50``, then takes one step back. ``make`` is
+    the family builder, ``count`` counts tokens.
+    """
+    family = VARIANTS[task].family
+    step = official_step(family, args, length)
+    gen = TOKENS_TO_GENERATE[family]
+
+    def tokens(units: int) -> int:
+        it = make(task, args, length, 0, units)
+        return it.context_tokens + it.overhead_tokens
+
+    if family == "freq_words_extraction":
+        n = (length - gen) // 6
+        while tokens(n) < length - gen:
+            n += step
+        return n - step
+    probe = 4096 if family == "common_words_extraction" else step
+    probe_tokens = tokens(probe)
+    if family == "variable_tracking":  # official: the one-shot example is not in the estimate
+        it = make(task, args, length, 0, probe)
+        probe_tokens -= count(it.description[: -len(VT_DESC)])
+    per = probe_tokens / probe
+    if family == "common_words_extraction":
+        upper = max(int(length // per) * 2, 2 * step)
+    else:
+        upper = max(int(length / per * 3), 2 * step)
+    lo, hi, best = step, upper, step
+    while lo <= hi:
+        mid = (lo + hi) // 2
+        if tokens(mid) + gen <= length:
+            best, lo = mid, mid + 1
+        else:
+            hi = mid - 1
+    return best
 
 
 def _sources(tasks: Sequence[str], b: _Builder) -> dict[str, Any]:
@@ -163,13 +235,14 @@ def build_ruler(raw: Mapping[str, Any]) -> BuildResult:
 
     Args:
         raw: the keys of :class:`Config` (``tasks``, ``lengths``, ``num_samples``, ``seed``,
-            ``encoding``, ``remove_newline_tab``); the keys of the notebook's shared sections
-            (:data:`lceval.params.NOTEBOOK_SECTIONS`), ``run_id`` and ``outputs_root`` are
-            accepted and ignored, so ``params/07_ruler/*.yaml`` build as they are.
+            ``encoding``, ``remove_newline_tab``, ``fill``); the keys of the notebook's shared
+            sections (:data:`lceval.params.NOTEBOOK_SECTIONS`), ``run_id`` and ``outputs_root``
+            are accepted and ignored, so ``params/07_ruler/*.yaml`` build as they are.
 
     Returns:
         One Sample (gold: the task's Gold dataclass) and one Context per task, length and index
-        (see the module docstring). Same params give identical samples.
+        (see the module docstring), haystacks sized by ``fill`` (official: RULER's probe and
+        back-off steps; module docstring, "Haystack sizing"). Same params give identical samples.
 
     Raises:
         LcevalError: an unknown key or a bad value (names the field), a length too short for a
@@ -192,8 +265,21 @@ def build_ruler(raw: Mapping[str, Any]) -> BuildResult:
         gold_type = GOLD_BY_FAMILY[family]
         make = builders[family]
         for length in p.lengths:
+            step = official_step(family, args, length)
+            units = (
+                official_units(make, b.c.count, task, args, length)
+                if p.fill == "official"
+                else None
+            )
             for i in range(p.num_samples):
-                it = make(task, args, length, i)
+                it = make(task, args, length, i, units)
+                used = units
+                while used is not None and used > step and not _fits(it, family, length):
+                    used -= step  # official: back off in fixed steps until the sample fits
+                    it = make(task, args, length, i, used)
+                if used is not None and not _fits(it, family, length):
+                    # one step does not fit (the official loop never ends): fill to the budget
+                    it = make(task, args, length, i, None)
                 if (
                     it.context_tokens <= 0
                     or it.overhead_tokens + TOKENS_TO_GENERATE[family] >= length

@@ -212,6 +212,14 @@ def _essay_sentences() -> tuple[str, np.ndarray, np.ndarray]:
 
 
 @functools.cache
+def _essay_word_ends() -> np.ndarray:
+    """Character offset after each whitespace-separated word of the collapsed essays."""
+    text, _, _ = _essay_sentences()  # whitespace collapsed to single spaces, stripped
+    codes = np.frombuffer(text.encode("utf-32-le"), dtype=np.uint32)
+    return np.append(np.flatnonzero(codes == ord(" ")), len(text)).astype(np.int64)
+
+
+@functools.cache
 def _essay_counts(tokenizer: str) -> np.ndarray:
     """Tokens of each essay sentence with its leading space (how it is joined)."""
     text, starts, ends = _essay_sentences()
@@ -453,11 +461,34 @@ class Core:
 
     # ---- haystack helpers -------------------------------------------------------------------
     def _essay(self, budget: int) -> tuple[str, np.ndarray, np.ndarray, np.ndarray]:
-        """Essay text (repeated if needed) with sentence spans and cumulative token counts."""
+        """Essay text (repeated to hold ``budget`` tokens) with sentence spans and cumulative
+        token counts."""
+        total = int(_essay_counts(self.tok).sum())
+        return self._essay_reps(max(1, -(-budget // max(total, 1))))
+
+    def _essay_words(self, words: int) -> tuple[str, np.ndarray, np.ndarray, int, int]:
+        """The first ``words`` words of the essays (repeated if needed), as official ``niah.py``
+        takes ``haystack[:num_haystack]`` of the whitespace-split essays: ``(text, starts, ends,
+        n, tokens)`` where the first ``n`` sentence spans cover those words (the last one cut at
+        the last word) and ``tokens`` is their token count."""
+        base, _, _ = _essay_sentences()
+        wends = _essay_word_ends()
+        reps, j = divmod(words - 1, len(wends))
+        text, starts, ends, cum = self._essay_reps(reps + 1)
+        cut = int(wends[j]) + reps * (len(base) + 1)
+        k = int(np.searchsorted(ends, cut, side="right"))
+        tokens = int(cum[k])
+        if k < len(starts) and starts[k] < cut:  # the last sentence, cut at the last word
+            ends = ends.copy()
+            ends[k] = cut
+            tokens += self.c.count(" " + text[starts[k] : cut])
+            k += 1
+        return text, starts, ends, k, tokens
+
+    def _essay_reps(self, reps: int) -> tuple[str, np.ndarray, np.ndarray, np.ndarray]:
+        """Essay text repeated ``reps`` times with sentence spans and cumulative token counts."""
         text, starts, ends = _essay_sentences()
         counts = _essay_counts(self.tok)
-        total = int(counts.sum())
-        reps = max(1, -(-budget // max(total, 1)))
         if reps > 1:
             offs = np.arange(reps) * (len(text) + 1)
             starts = (starts[None, :] + offs[:, None]).ravel()
@@ -465,6 +496,32 @@ class Core:
             counts = np.tile(counts, reps)
             text = " ".join([text] * reps)
         return text, starts, ends, np.concatenate([[0], np.cumsum(counts)])
+
+
+FILLS = ("official", "exact")
+"""How a haystack is sized. ``official`` (default): as RULER's generators, in haystack units
+(essay words, noise or needle lines, cwe words, fwe word count, qa documents): once per task and
+length from a probe sample, then per sample backing off in fixed steps (:func:`official_step`)
+until it fits. ``exact``: every sample filled with as many units as fit its own token budget."""
+
+
+def official_step(family: str, args: Any, length: int) -> int:
+    """The official back-off step (``incremental``) in haystack units of a task at ``length``.
+
+    niah: 500 essay words (``essay``) or 25 lines (``noise``, ``needle``; 5 below 4K); vt: 10
+    noise lines (5 below 4K); cwe: 10 words; qa: 10 documents; fwe: ``(length - 50) // 32`` of
+    its Zipf word count (official ``niah.py``, ``variable_tracking.py``,
+    ``common_words_extraction.py``, ``qa.py``, ``freq_words_extraction.py``).
+    """
+    if family == "niah":
+        if args.type_haystack == "essay":
+            return 500
+        return 25 if length >= 4096 else 5
+    if family == "variable_tracking":
+        return 10 if length >= 4096 else 5
+    if family == "freq_words_extraction":
+        return max(1, (length - TOKENS_TO_GENERATE[family]) // 32)
+    return 10
 
 
 @functools.cache

@@ -67,12 +67,15 @@ class NiahBuilder(Core):
         return self._pools[key]
 
     # ---- niah ------------------------------------------------------------------------------
-    def niah(self, task: str, args: NiahArgs, length: int, index: int) -> _Item:
+    def niah(
+        self, task: str, args: NiahArgs, length: int, index: int, units: int | None = None
+    ) -> _Item:
         """Needle in a haystack (official ``niah.py``).
 
         ``num_needle_k`` keys with ``num_needle_v`` values each are stated as needles ("One of
         the special magic numbers for KEY is: VALUE.") at random depths of the haystack;
         ``num_needle_q`` keys are asked about. Answer: every value of the queried keys.
+        ``units``: the haystack's essay words or lines (None: as many as fit ``length``).
         """
         rng = _rng(self.seed, task, length, index)
         kind_k, kind_v = args.type_needle_k, args.type_needle_v
@@ -113,10 +116,10 @@ class NiahBuilder(Core):
         budget = length - TOKENS_TO_GENERATE["niah"] - overhead
         hay = args.type_haystack
         if hay == "essay":
-            context, ctx_tokens, depths = self._essay_haystack(rng, needles, budget)
+            context, ctx_tokens, depths = self._essay_haystack(rng, needles, budget, units)
         else:
             context, ctx_tokens, depths = self._line_haystack(
-                task, args, keys, rng, needles, budget
+                task, args, keys, rng, needles, budget, units
             )
         return _Item(
             desc,
@@ -132,13 +135,18 @@ class NiahBuilder(Core):
         )
 
     def _essay_haystack(
-        self, rng: np.random.Generator, needles: list[str], budget: int
+        self, rng: np.random.Generator, needles: list[str], budget: int, words: int | None
     ) -> tuple[str, int, list[int]]:
         """(context, its tokens, needle depths in percent) of the ``essay`` haystack: needles at
-        sampled depths between essay sentences (official ``niah.py``)."""
+        sampled depths between essay sentences (official ``niah.py``); the first ``words`` essay
+        words, or (None) as many whole sentences as fit ``budget`` tokens."""
         needle_tok = int(self.c.counts([" " + n for n in needles]).sum())
-        text, starts, ends, cum = self._essay(budget)
-        n = max(0, int(np.searchsorted(cum, budget - needle_tok, side="right")) - 1)
+        if words is None:
+            text, starts, ends, cum = self._essay(budget)
+            n = max(0, int(np.searchsorted(cum, budget - needle_tok, side="right")) - 1)
+            hay_tok = int(cum[n])
+        else:
+            text, starts, ends, n, hay_tok = self._essay_words(words)
         depths = sorted(int(d) for d in rng.choice(DEPTHS, len(needles), replace=False))
         pos = [0] + [int(n * d / 100) for d in depths] + [n]
         parts = []
@@ -148,7 +156,7 @@ class NiahBuilder(Core):
             if i - 1 < len(needles):
                 parts.append(needles[i - 1])
         context = " ".join(parts)
-        ctx_tokens = int(cum[n]) + needle_tok
+        ctx_tokens = hay_tok + needle_tok
         return context, ctx_tokens, depths
 
     def _line_haystack(
@@ -159,14 +167,16 @@ class NiahBuilder(Core):
         rng: np.random.Generator,
         needles: list[str],
         budget: int,
+        units: int | None,
     ) -> tuple[str, int, list[int]]:
         """(context, its tokens, needle depths in percent) of the ``noise`` or ``needle``
-        haystack: lines of noise or distractor needles, the needles inserted at sampled lines."""
+        haystack: lines of noise or distractor needles, the needles inserted at sampled lines;
+        ``units`` lines, or (None) as many as fit ``budget`` tokens."""
         hay, kind_k, kind_v = args.type_haystack, args.type_needle_k, args.type_needle_v
         needle_tok = int(self.c.counts([n + "\n" for n in needles]).sum())
         if hay == "noise":
             per = self.c.count(NOISE + "\n")
-            n = max(0, (budget - needle_tok) // per)
+            n = max(0, (budget - needle_tok) // per) if units is None else units
             lines_src: list[str] = [NOISE] * n
             ctx_tokens = n * per + needle_tok
         elif hay == "needle":
@@ -176,7 +186,10 @@ class NiahBuilder(Core):
             if bad:  # a distractor never carries a queried key
                 order = order[~np.isin(order, bad)]
             cum = np.concatenate([[0], np.cumsum(pcounts[order])])
-            n = max(0, int(np.searchsorted(cum, budget - needle_tok, side="right")) - 1)
+            if units is None:
+                n = max(0, int(np.searchsorted(cum, budget - needle_tok, side="right")) - 1)
+            else:  # the pool holds 1.5x the longest length: more lines never fit
+                n = min(units, len(order))
             lines_src = lines[order[:n]].tolist()
             ctx_tokens = int(cum[n]) + needle_tok
         else:

@@ -33,12 +33,14 @@ DOCUMENT = "Document {i}:\n{document}"
 class QaBuilder(Core):
     """The qa family builder."""
 
-    def qa(self, task: str, args: QaArgs, length: int, index: int) -> _Item:
+    def qa(
+        self, task: str, args: QaArgs, length: int, index: int, units: int | None = None
+    ) -> _Item:
         """Question answering on SQuAD or HotpotQA (official ``qa.py``).
 
         Question ``index`` of the dataset with its own documents (and, for SQuAD, the other
         paragraphs of its article) among as many other documents as fit, shuffled. Answer: any
-        of the question's answers.
+        of the question's answers. ``units``: documents (None: as many as fit ``length``).
         """
         rng = _rng(self.seed, task, length, index)
         dataset = args.dataset
@@ -57,11 +59,16 @@ class QaBuilder(Core):
         others = perm[~np.isin(perm, np.array(curr + more, np.int64))]
         head = np.array(curr + more, np.int64)
         reps = 1 if int(dcounts.sum()) > budget else -(-budget // max(int(dcounts.sum()), 1)) + 1
+        if units is not None:
+            reps = max(reps, -(-units // max(len(others), 1)) + 1)
         cand = np.concatenate([head, *([others] * reps)])  # official: repeat docs if too few
         cum = np.concatenate([[0], np.cumsum(dcounts[cand])])
         heads = _header_prefix_counts(self.tok, _pow2_at_least(len(cand)))
         total = cum + heads[: len(cum)]
-        n = max(len(curr), int(np.searchsorted(total, budget, side="right")) - 1)
+        if units is None:
+            n = max(len(curr), int(np.searchsorted(total, budget, side="right")) - 1)
+        else:
+            n = min(max(len(curr), units), len(cand))
         chosen = cand[:n][rng.permutation(n)]
         context = "\n\n".join(
             DOCUMENT.format(i=i + 1, document=docs[d]) for i, d in enumerate(chosen)

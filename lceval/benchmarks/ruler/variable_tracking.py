@@ -42,10 +42,14 @@ class VtBuilder(Core):
         chain += [f"VAR {names[j + 1]} = VAR {names[j]} " for j in range(hops)]
         return names, chain
 
-    def _vt_noise(self, rng: np.random.Generator, chain: list[str], budget: int) -> tuple[str, int]:
+    def _vt_noise(
+        self, rng: np.random.Generator, chain: list[str], budget: int, units: int | None = None
+    ) -> tuple[str, int]:
+        """Noise lines with the chain at sampled lines: ``units`` noise lines, or (None) as many
+        as fit ``budget`` tokens."""
         per = self.c.count(NOISE + "\n")
         chain_tok = int(self.c.counts([c + "\n" for c in chain]).sum())
-        n = max(len(chain), (budget - chain_tok) // per)
+        n = max(len(chain), (budget - chain_tok) // per if units is None else units)
         positions = sorted(int(p) for p in rng.choice(n, len(chain), replace=False))
         out: list[str] = []
         prev = 0
@@ -69,12 +73,15 @@ class VtBuilder(Core):
             self._vt_icl[hops] = (text, names)
         return self._vt_icl[hops]
 
-    def vt(self, task: str, args: VtArgs, length: int, index: int) -> _Item:
+    def vt(
+        self, task: str, args: VtArgs, length: int, index: int, units: int | None = None
+    ) -> _Item:
         """Variable tracking (official ``variable_tracking.py``).
 
         A chain ``VAR A = 12345``, ``VAR B = VAR A``, ... of ``num_hops`` assignments hidden
         among noise lines, after one solved example (built once at 500 tokens, then renamed).
-        Answer: every variable that holds the queried value.
+        Answer: every variable that holds the queried value. ``units``: noise lines (None: as
+        many as fit ``length``).
         """
         rng = _rng(self.seed, task, length, index)
         hops = args.num_hops
@@ -90,7 +97,7 @@ class VtBuilder(Core):
         prefix = VT_PREFIX.format(num_v=hops + 1, query=value)
         overhead = _overhead(self.c, desc, instr, prefix, "\n")
         budget = length - TOKENS_TO_GENERATE["variable_tracking"] - overhead
-        context, ctx_tokens = self._vt_noise(rng, chain, budget)
+        context, ctx_tokens = self._vt_noise(rng, chain, budget, units)
         return _Item(
             desc,
             context,
