@@ -212,7 +212,7 @@ class Progress:
             self.new += n
             self.prompt_tokens += prompt_tokens
             self.gen_tokens += gen_tokens
-            self.bar.update(n)
+            self.bar.n += n  # drawn once below, with its new postfix
             self._write("running")
 
     def set_alive(self, alive: int) -> None:
