@@ -101,15 +101,6 @@ def test_truncation_and_impossible_prompt(engine) -> None:
     assert r_bad.finish_reason == "error" and "window" in (r_bad.error or "")
 
 
-def test_seeded_sampling(engine) -> None:
-    cfg = GenerationConfig(temperature=1.0, seed=3)
-    s = [_sample("x", "Tell me a joke.", None, max_new_tokens=16)]
-    a = engine.generate(s, CONTEXTS, cfg)[0].text
-    b = engine.generate(s, CONTEXTS, cfg)[0].text
-    c = engine.generate(s, CONTEXTS, GenerationConfig(temperature=1.0, seed=4))[0].text
-    assert a == b and a != c
-
-
 def _documents(n: int) -> tuple[dict[str, Context], list[Sample]]:
     """``n`` prompts of about WINDOW tokens that share no prefix beyond the chat template."""
     contexts = {
