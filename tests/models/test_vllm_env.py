@@ -34,3 +34,30 @@ def test_cpu_env_keeps_what_the_user_set(monkeypatch) -> None:
 
 def test_usable_cpus_is_positive() -> None:
     assert lv.usable_cpus() >= 1
+
+
+def test_engine_death_names_the_root_cause_from_the_log(tmp_path) -> None:
+    """A dead engine's one line: the worker's own error from the log stderr points at (lines
+    as vLLM 0.32 wrote them when seeded sampling met chunked prefill), not vLLM's "see the
+    stack trace above" lines."""
+    import os
+
+    log = tmp_path / "lceval.log"
+    log.write_text(
+        "(Worker pid=7) ERROR 11-27 02:08:42 [multiproc_executor.py:1063]     gen.set_offset(\n"
+        "(Worker pid=7) ERROR 11-27 02:08:42 [multiproc_executor.py:1063] RuntimeError: CPU "
+        "Generator does not use offset\n"
+        "(EngineCore pid=6) ERROR 11-27 02:08:42 [core.py:1512] RuntimeError: Worker failed "
+        "with error 'CPU Generator does not use offset', please check the stack trace above\n"
+        "vllm.v1.engine.exceptions.EngineDeadError: EngineCore encountered an issue.\n"
+    )
+    saved, fd = os.dup(2), os.open(log, os.O_RDONLY)
+    try:
+        os.dup2(fd, 2)
+        cause = lv.engine_death_cause(wait_s=0)
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
+        os.close(fd)
+    assert cause == "RuntimeError: CPU Generator does not use offset"
+    assert "engine's log" in lv.engine_death_cause(wait_s=0)  # stderr is not a file here

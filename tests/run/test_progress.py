@@ -50,6 +50,43 @@ def test_watcher_shows_only_new_lines_of_the_file(tmp_path):
     assert shown[-1].startswith("infer m: 4/4 samples answered") and shown[-1].endswith("[done]")
 
 
+def test_eta_hidden_until_honest_and_prefill_shown_before_the_first_answer(tmp_path):
+    """Before the first answer the line shows the engine's prefilled prompt tokens; the time
+    left stays `?` until a tenth of the call's samples (>= 2) are answered, then comes from
+    this call's own rate."""
+    path = progress.progress_path(tmp_path)
+    count = [100]
+    bar = progress.Progress(path, "m", 40, 10, show=False, prefilled=lambda: count[0])
+    count[0] = 2100
+    rec = bar.record()
+    assert rec["prefilled"] == 2000 and rec["eta_s"] is None
+    assert "prefilling: 2,000 prompt tokens done" in progress.render(rec)
+    bar.add(2, 200, 20)  # 2 of 30 pending answered: under a tenth, still hidden
+    assert bar.record()["eta_s"] is None and "? left" in progress.render(bar.record())
+    bar.add(1, 100, 10)
+    rec = bar.record()
+    line = progress.render(rec)
+    assert rec["eta_s"] is not None and "? left" not in line and "prefilling" not in line
+    bar.close()
+
+
+def test_status_keeps_up_with_the_bar_within_two_seconds(tmp_path):
+    """Answers that arrive in a burst and then nothing: the last of them still reaches
+    progress.jsonl (what lceval status reads) within about EVERY_S, not at the next answer."""
+    path = progress.progress_path(tmp_path)
+    bar = progress.Progress(path, "m", 10, show=False)
+    for _ in range(5):
+        bar.add(1, 10, 1)
+    t0 = time.monotonic()
+    while time.monotonic() - t0 < 3:
+        if progress.latest(path)["infer m"]["answered"] == 5:
+            break
+        time.sleep(0.1)
+    waited = time.monotonic() - t0
+    bar.close()
+    assert waited < progress.EVERY_S + 0.6, waited
+
+
 def test_duration():
     assert [progress.duration(s) for s in (None, 5, 65, 3700)] == ["?", "5s", "1m05s", "1h01m"]
 
