@@ -222,12 +222,12 @@ def floor(
     root: Path, run_id: str, model: Path, new_tokens: int, flops: float, bandwidth: float
 ) -> dict:
     """Seconds no engine can go under (see the module docstring), and its parts."""
-    from bench_main_job import unique_prefix_positions
     from transformers import AutoConfig
 
     from lceval.models.base import GenerationConfig
     from lceval.models.hf import HFBackend
     from lceval.records import Context, Sample, from_dict
+    from lceval.run.plan import unique_prefix_positions
 
     cfg = AutoConfig.from_pretrained(model)
     engine = HFBackend(str(model), device="cpu", dtype="float32")

@@ -52,8 +52,14 @@ def notebook_times(path: Path) -> tuple[float, dict[str, float]]:
     return total, cells
 
 
-def floor(run_dir: Path, window: int, generated: list[tuple[int, int]]) -> dict[str, float]:
+def floor(
+    run_dir: Path, window: int, generated: list[tuple[int, int]], cap: int | None = None
+) -> dict[str, float]:
     """The job's compute floor: unique prompt tokens and the FLOPs of prefill plus decoding.
+
+    The prompts are counted as sent: rendered with the run's generation cap ``cap`` (run.json's
+    ``generation.max_new_tokens``), which leaves more of the window to the context than the
+    samples' own budgets do (without it the smoke run's floor read 12.85 TFLOP, 14.69 as sent).
 
     FLOPs per token at position p: 2 x (non-embedding parameters) for the matrix products plus
     4 x layers x hidden size x p for attention (scores and weighted values); generated tokens
@@ -77,7 +83,8 @@ def floor(run_dir: Path, window: int, generated: list[tuple[int, int]]) -> dict[
     contexts = run.read_contexts()
     rows = []
     for s in run.read_samples():
-        text = render_sample(tok, s, contexts, window, GenerationConfig(), "chat").text
+        config = GenerationConfig(max_new_tokens=cap)
+        text = render_sample(tok, s, contexts, window, config, "chat").text
         rows.append(tok(text, add_special_tokens=False)["input_ids"])
     positions = unique_prefix_positions(rows)
     d, layers, vocab = cfg.hidden_size, cfg.num_hidden_layers, cfg.vocab_size
@@ -136,6 +143,7 @@ def run_job(backend: str, args: argparse.Namespace) -> dict:
             run_dir,
             entry.get("window", 8192),
             [(r["prompt_tokens"], r["completion_tokens"]) for r in responses],
+            (entry.get("generation") or {}).get("max_new_tokens"),
         ),
         "samples": len(responses),
         "errors": sum(r["finish_reason"] == "error" for r in responses),

@@ -247,6 +247,29 @@ def engine_output(run_path: str | os.PathLike[str], what: str) -> Iterator[Path 
         logf.close()
 
 
+def quiet_tqdm_auto() -> None:
+    """Take tqdm's plain bar quietly in a Jupyter kernel without ipywidgets.
+
+    vLLM, transformers and huggingface_hub import ``tqdm.auto``; in a kernel without ipywidgets
+    its first import shows ``TqdmWarning: IProgress not found`` in the notebook, then falls
+    back to the plain bar (which lceval's own bars use anyway). Imported once here with that
+    warning silenced, the fallback is cached and the later imports are quiet. Called when
+    :mod:`lceval.console` is imported in a kernel; outside one it does nothing.
+    """
+    if not in_kernel() or "tqdm.autonotebook" in sys.modules:
+        return
+    try:
+        from tqdm import TqdmWarning
+    except ImportError:  # pragma: no cover - tqdm is a dependency
+        return
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", TqdmWarning)
+        import tqdm.autonotebook  # noqa: F401
+
+
+quiet_tqdm_auto()
+
+
 def log(message: str) -> None:
     """One ``lceval: ...`` line on stderr (backend choice, fallbacks), on the terminal also while
     an engine's logs go to the run's log file (:func:`terminal`)."""

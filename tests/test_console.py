@@ -194,3 +194,45 @@ def test_an_engine_dying_of_ctrl_c_is_an_interruption(tmp_path):
     with pytest.raises(LcevalError, match="test failed: RuntimeError: boom"):
         with engine_output(tmp_path, "test"):  # no Ctrl-C: an engine failure
             raise RuntimeError("boom")
+
+
+_KERNEL_CELL = """
+import subprocess, sys
+from lceval.models.specs import opened, resolve_models
+
+spec = resolve_models({model!r}, None, "hf", {{"device": "cpu"}})[0]
+with opened(spec, log_to={run!r}) as engine:
+    # an engine's worker process writes to descriptor 2 directly (vLLM's EngineCore does)
+    subprocess.run([sys.executable, "-c", "import os; os.write(2, b'ENGINE-WORKER-LOG')"])
+    import tqdm.auto  # vLLM and transformers import it; without ipywidgets it warns
+print("lceval-done", engine.name)
+"""
+
+
+@pytest.mark.slow
+def test_a_notebook_shows_no_engine_output_nor_tqdm_warning(tmp_path, tiny_model_dir):
+    """Issue 36: a notebook cell driving an engine (ManyIFEval's refinement, the contamination
+    signals) shows lceval's lines only: the engine's and its workers' output go to the run's
+    log, and tqdm.auto's "IProgress not found" warning is not shown (ipywidgets is absent)."""
+    nbformat = pytest.importorskip("nbformat")
+    nbclient = pytest.importorskip("nbclient")
+    run = tmp_path / "run"
+    cell = _KERNEL_CELL.format(model=str(tiny_model_dir), run=str(run))
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(cell)])
+    env_before = os.environ.get("PYTHONPATH")
+    os.environ["PYTHONPATH"] = os.pathsep.join(
+        x for x in (os.path.dirname(os.path.dirname(__file__)), env_before) if x
+    )
+    try:
+        nbclient.NotebookClient(nb, timeout=300, kernel_name="python3").execute()
+    finally:
+        if env_before is None:
+            os.environ.pop("PYTHONPATH")
+        else:
+            os.environ["PYTHONPATH"] = env_before
+    outputs = nb.cells[0].outputs
+    shown = "".join(o.get("text", "") for o in outputs)
+    assert [o.get("name") for o in outputs if o.output_type == "stream"] == ["stdout"], outputs
+    assert "lceval-done" in shown, shown
+    assert "TqdmWarning" not in shown and "IProgress" not in shown
+    assert "ENGINE-WORKER-LOG" in (run / "logs" / "lceval.log").read_text()

@@ -346,3 +346,24 @@ def check_model(model: str | os.PathLike[str] | None) -> str:
 def _offline() -> bool:
     """Whether ``HF_HUB_OFFLINE`` forbids downloads."""
     return os.environ.get("HF_HUB_OFFLINE", "").lower() in ("1", "true", "yes", "on")
+
+
+def main() -> int:
+    """``python -m lceval.models.embedded`` (``make setup``): convert the embedded model now.
+
+    Prints the converted folder (the one :func:`resolve_model` loads), so the first run does not
+    pay the ~25 s conversion. Exit status 2 with one line when the conversion cannot be done.
+    """
+    import sys
+
+    try:
+        folder, _ = embedded_model_dir()
+    except LcevalError as exc:
+        print(f"lceval: {exc}", file=sys.stderr)
+        return 2
+    print(folder)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -533,19 +533,30 @@ def check_fits(
 
 
 @contextmanager
-def opened(spec: ModelSpec) -> Iterator[Any]:
+def opened(spec: ModelSpec, log_to: str | os.PathLike[str] | None = None) -> Iterator[Any]:
     """``spec``'s engine, loaded on entry and closed on exit (for notebooks that drive an engine
     themselves: ManyIFEval's refinement rounds, the contamination signals), named by its display
     name when it has one.
 
+    Args:
+        spec: the model.
+        log_to: a run folder: while the engine lives, its output (and its worker processes')
+            goes to the run's ``logs/lceval.log`` (:func:`lceval.console.engine_output`), not to
+            the notebook; None: left where it goes.
+
     Raises:
         LcevalError: what :func:`lceval.models.base.load_backend` refuses.
     """
+    from contextlib import nullcontext
+
+    from lceval.console import engine_output
     from lceval.models.base import load_backend
 
-    engine = load_backend(spec.backend, spec.model, **spec.options)
-    engine.name = stored_name(spec)
-    try:
-        yield engine
-    finally:
-        engine.close()
+    logged = nullcontext() if log_to is None else engine_output(log_to, f"engine {spec.model}")
+    with logged:
+        engine = load_backend(spec.backend, spec.model, **spec.options)
+        engine.name = stored_name(spec)
+        try:
+            yield engine
+        finally:
+            engine.close()

@@ -5,14 +5,19 @@ torch's default is one OpenMP thread per core it sees, whatever else runs there.
 13.9 s with one thread (issue 32): oversubscribed OpenMP threads spin and wait on each other. The
 count here is the cores the process may run on (``os.sched_getaffinity``), capped by the cgroup's
 CPU quota (``cpu.max`` of cgroup v2, ``cpu.cfs_quota_us`` / ``cpu.cfs_period_us`` of v1), less
-the cores other processes keep busy (the 1-minute load average), at least 1. Measured in
-``bench/bench_threads.py`` (README, "CPU threads").
+the cores other processes keep busy now (the runnable tasks of ``/proc/loadavg``, not the
+1-minute average: that still counts lceval's own previous run, and gave one thread on a nearly idle
+2-core machine: 287 s for the 44 smoke samples against 182.5 s with two, issue 36), at least 1.
+Decided once per process. Measured in ``bench/bench_threads.py``
+(README, "CPU threads").
 """
 
 from __future__ import annotations
 
 import math
 import os
+import statistics
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -27,8 +32,8 @@ class ThreadChoice:
     """CPUs in this process's affinity mask."""
     quota: float | None
     """CPUs the cgroup quota allows (None: no quota)."""
-    load: float | None
-    """1-minute load average when chosen (None: not available)."""
+    busy: float | None
+    """CPUs other processes kept busy when chosen (None: not available)."""
 
     def record(self) -> dict[str, object]:
         """The choice as run.json records it."""
@@ -36,7 +41,7 @@ class ThreadChoice:
             "threads": self.threads,
             "affinity_cpus": self.affinity,
             "cgroup_quota_cpus": self.quota,
-            "load_1min": self.load,
+            "busy_cpus": self.busy,
         }
 
 
@@ -86,31 +91,58 @@ def cgroup_quota_cpus(root: str = "/sys/fs/cgroup") -> float | None:
     return quota_us / period_us
 
 
-def load_average() -> float | None:
-    """The 1-minute load average (runnable and waiting processes), None where unknown."""
-    try:
-        return os.getloadavg()[0]
-    except (AttributeError, OSError):  # pragma: no cover - Windows
-        return None
+def busy_cpus(
+    reads: int = 5, interval_s: float = 0.02, path: str = "/proc/loadavg"
+) -> float | None:
+    """CPUs other processes keep busy now, None where unknown.
+
+    The runnable tasks of the 4th field of ``/proc/loadavg`` (``running/total``), less the one
+    reading it, the median of ``reads`` reads ``interval_s`` apart (one read catches bursts). A
+    process that has ended no longer counts, unlike in the load averages.
+    """
+    counts = []
+    for k in range(reads):
+        if k:
+            time.sleep(interval_s)
+        try:
+            running = Path(path).read_text().split()[3].split("/")[0]
+            counts.append(max(int(running) - 1, 0))
+        except (OSError, IndexError, ValueError):
+            return None
+    return float(statistics.median(counts))
+
+
+_CHOSEN: ThreadChoice | None = None
 
 
 def choose_threads(
-    affinity: int | None = None, quota: float | None = -1.0, load: float | None = -1.0
+    affinity: int | None = None, quota: float | None = -1.0, busy: float | None = -1.0
 ) -> ThreadChoice:
-    """The threads a torch engine should use now (arguments: measured when left out).
+    """The threads a torch engine should use (arguments: measured when left out).
 
-    ``min(affinity, floor(quota))`` cores may be used; of those, the ones the load average says
-    other processes keep busy are left to them (``cores - floor(load)``), at least 1. The load is
-    read before the engine starts, so it counts other processes only.
+    With no arguments the machine is read once per process and that choice kept: a later
+    engine of the same process (a refinement round, a judge) would see the first one's threads
+    as other processes' load.
+
+    ``min(affinity, floor(quota))`` cores may be used; of those, the ones other processes keep
+    busy are left to them (``cores - floor(busy)``), at least 1. Read before the engine starts,
+    so it counts other processes only.
 
     Args:
         affinity: CPUs in the affinity mask.
         quota: CPUs of the cgroup quota (None: no quota; -1: read it).
-        load: the 1-minute load average (None: unknown; -1: read it).
+        busy: CPUs other processes keep busy (None: unknown; -1: read it, :func:`busy_cpus`).
     """
+    global _CHOSEN
+    measured = affinity is None and quota == -1.0 and busy == -1.0
+    if measured and _CHOSEN is not None:
+        return _CHOSEN
     affinity = affinity_cpus() if affinity is None else affinity
     quota = cgroup_quota_cpus() if quota == -1.0 else quota
-    load = load_average() if load == -1.0 else load
+    busy = busy_cpus() if busy == -1.0 else busy
     cores = affinity if quota is None else min(affinity, max(1, math.floor(quota)))
-    free = cores if load is None else cores - math.floor(load)
-    return ThreadChoice(max(1, min(cores, free)), affinity, quota, load)
+    free = cores if busy is None else cores - math.floor(busy)
+    choice = ThreadChoice(max(1, min(cores, free)), affinity, quota, busy)
+    if measured:
+        _CHOSEN = choice
+    return choice

@@ -109,18 +109,23 @@ print(resolve_model(None).path)
 
 
 @pytest.mark.slow
-def test_concurrent_conversions_share_one_folder(tmp_path: Path) -> None:
-    """Two processes converting into an empty cache at once: both succeed, one clean folder."""
+def test_concurrent_conversions_and_setup_share_one_folder(tmp_path: Path) -> None:
+    """Two processes converting into an empty cache at once: both succeed, one clean folder.
+
+    One of them is ``make setup``'s ``python -m lceval.models.embedded``: it leaves the model
+    where ``resolve_model`` finds it.
+    """
     env = {**os.environ, "LCEVAL_CACHE": str(tmp_path / "cache"), "HF_HUB_OFFLINE": "1"}
+    commands = [["-c", _CONVERT], ["-m", "lceval.models.embedded"]]
     procs = [
         subprocess.Popen(
-            [sys.executable, "-c", _CONVERT],
+            [sys.executable, *args],
             env=env,
             stdout=subprocess.PIPE,
             stderr=subprocess.DEVNULL,
             text=True,
         )
-        for _ in range(2)
+        for args in commands
     ]
     outs = [p.communicate(timeout=600)[0].strip() for p in procs]
     assert [p.returncode for p in procs] == [0, 0]

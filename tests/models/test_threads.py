@@ -11,7 +11,7 @@ from lceval.models.threads import cgroup_quota_cpus, choose_threads
 
 
 @pytest.mark.parametrize(
-    ("affinity", "quota", "load", "want"),
+    ("affinity", "quota", "busy", "want"),
     [
         (8, None, 0.0, 8),  # idle, no quota: every core of the mask
         (8, 2.0, 0.0, 2),  # a cgroup quota of 2 CPUs caps it
@@ -19,23 +19,38 @@ from lceval.models.threads import cgroup_quota_cpus, choose_threads
         (8, 0.5, 0.0, 1),  # under one CPU: one thread
         (2, None, 1.3, 1),  # one core kept busy by others: the other one
         (2, None, 16.0, 1),  # oversubscribed: one thread, never zero
-        (4, None, None, 4),  # load unknown: the cores
+        (4, None, None, 4),  # busy unknown: the cores
     ],
 )
-def test_choose_threads(affinity, quota, load, want):
-    got = choose_threads(affinity, quota, load)
+def test_choose_threads(affinity, quota, busy, want):
+    got = choose_threads(affinity, quota, busy)
     assert got.threads == want
     assert got.record() == {
         "threads": want,
         "affinity_cpus": affinity,
         "cgroup_quota_cpus": quota,
-        "load_1min": load,
+        "busy_cpus": busy,
     }
 
 
-def test_reads_the_machine_by_default():
+def test_reads_the_machine_by_default_once():
     got = choose_threads()
     assert 1 <= got.threads <= len(os.sched_getaffinity(0)) == got.affinity
+    assert choose_threads() is got  # decided once per process
+
+
+def test_busy_cpus_counts_runnable_tasks_now_not_the_load_average(tmp_path):
+    """A nearly idle machine after a busy minute: 1-minute average 1.9, one task runnable (the
+    reader): no CPU busy, so both cores are used (issue 36: the average gave one thread)."""
+    loadavg = tmp_path / "loadavg"
+    loadavg.write_text("1.90 0.80 0.30 1/339 17801\n")
+    assert threads.busy_cpus(reads=1, path=str(loadavg)) == 0.0
+    assert choose_threads(2, None, threads.busy_cpus(reads=1, path=str(loadavg))).threads == 2
+    loadavg.write_text("0.10 0.80 0.30 3/339 17801\n")  # two others running now
+    assert threads.busy_cpus(reads=3, interval_s=0, path=str(loadavg)) == 2.0
+    loadavg.write_text("garbage\n")
+    assert threads.busy_cpus(reads=1, path=str(loadavg)) is None
+    assert threads.busy_cpus(reads=1, path=str(tmp_path / "none")) is None
 
 
 def test_cgroup_quota_v2_and_v1(tmp_path, monkeypatch):
