@@ -350,6 +350,8 @@ class _Pool:
     flight: dict[Any, tuple[int, int, list[Sample]]] = field(default_factory=dict)
     chash: str = ""
     hashes: dict[str, str] = field(default_factory=dict)
+    per: list[int] = field(default_factory=list)
+    """Samples answered by each replica in this call (run.json's ``answered_by_replica``)."""
     unanswered: set[str] = field(default_factory=set)
     """Ids of the samples queued by this call whose answers are not yet written."""
     cut: list[int] = field(default_factory=list)
@@ -485,7 +487,7 @@ def _start(ray: Any, job: Job, run_id: str) -> _Pool:
                 scheduling_strategy=PlacementGroupSchedulingStrategy(placement_group=pg),
             ).remote(spec.backend, spec.model, engine_options, stored_name(spec))
         )
-    return _Pool(job, actors, groups, [True] * job.n, deque())
+    return _Pool(job, actors, groups, [True] * job.n, deque(), per=[0] * job.n)
 
 
 def _run_wave(
@@ -514,6 +516,7 @@ def _run_wave(
                 "replicas": job.n,
                 "generation": keyed.__dict__,
                 "config_hash": pool.chash,
+                "answered_by_replica": pool.per,  # filled as answers arrive
             }
             name = about["name"]
             pool.hashes = sample_hashes(job.samples, contexts)
@@ -708,6 +711,7 @@ def _loop(
             store.append(out)
             del pool.flight[ref]  # accounted for: its answers are written
             pool.unanswered.difference_update(r.sample_id for r in out)
+            pool.per[i] += len(out)
             pool.cut += [r.truncated_tokens for r in out if r.truncated_tokens]
             pool.bar.add(
                 len(out), sum(r.prompt_tokens for r in out), sum(r.completion_tokens for r in out)
