@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import time
 from collections import deque
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -307,6 +308,10 @@ class _Replica:
             "pid": os.getpid(),
             "counts": None if counts is None else dataclasses.asdict(counts),
         }
+
+    def alive(self) -> int:
+        """The pid (the driver's check that an idle replica is still there)."""
+        return os.getpid()
 
     def answer(
         self, batch: list[Sample], contexts: dict[str, Context], config: GenerationConfig
@@ -656,7 +661,7 @@ def _dispatch(pool: _Pool, contexts: Mapping[str, Context]) -> None:
             pool.flight[ref] = (i, idx, batch)
 
 
-PING_S = 5.0
+PING_S = 2.0
 """Seconds without an answer after which idle replicas are asked whether they are alive (a
 replica killed while it had nothing to do is noticed, not only one killed mid-batch)."""
 
@@ -670,6 +675,7 @@ def _loop(
     from ray.exceptions import RayError, RayTaskError
 
     pings: dict[Any, tuple[_Pool, int]] = {}
+    pinged = time.monotonic() - PING_S  # the first round at once
     while True:
         for pool in pools:
             _dispatch(pool, contexts)
@@ -678,15 +684,15 @@ def _loop(
             if any(pool.queue for pool in pools):
                 continue  # batches whose context owner died: taken on the next pass
             return
-        ready, _ = ray.wait(refs + list(pings), num_returns=1, timeout=PING_S)
-        if not ready:  # nothing answered for a while: are the idle replicas still there?
+        if time.monotonic() - pinged >= PING_S:  # are the idle replicas still there?
+            pinged = time.monotonic() - PING_S  # the first round at once
             for pool in pools:
                 busy = {v[0] for v in pool.flight.values()}
                 waiting = {j for p, j in pings.values() if p is pool}
                 for j, actor in enumerate(pool.actors):
                     if pool.alive[j] and j not in busy and j not in waiting:
-                        pings[actor.describe.remote()] = (pool, j)
-            continue
+                        pings[actor.alive.remote()] = (pool, j)
+        ready, _ = ray.wait(refs + list(pings), num_returns=1, timeout=PING_S)
         for ref in ready:
             if ref in pings:
                 pool, i = pings.pop(ref)
