@@ -28,7 +28,8 @@ import dataclasses
 import os
 import time
 from collections import deque
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import SimpleNamespace
@@ -179,22 +180,77 @@ def check_address(address: str) -> None:
 
 
 RAYLET_TRIES = 2
-"""Local cluster starts tried: Ray waits a fixed 30 s for its raylet to register, which a loaded
-machine can miss (12 of ~24 starts at load 7-22, issue 38); the second try usually finds the
-machine's caches warm."""
+"""Local cluster starts tried (the second after the first's processes are killed)."""
+
+RAYLET_WAIT_S = 90.0
+"""Seconds a local start waits for its raylet to register with the GCS. Ray waits a fixed 30 s
+(``ray._private.node.Node.__init__``, Ray 2.60), which a loaded machine misses: 12 of ~24 starts
+failed at load 7-22 (issue 38). A raylet that died meanwhile ends the wait (at load 17 here
+the raylet itself crashed on one of Ray's internal checks: only the retry helps then)."""
+
+
+@contextmanager
+def _patient_raylet_wait(seconds: float) -> Iterator[None]:
+    """Within the block, Ray's lookup of the node it is starting
+    (``ray._private.services.get_node``, which raises RuntimeError until the raylet has
+    registered, and which ``Node.__init__`` calls in its 30 s loop) keeps trying for up to
+    ``seconds`` from its first call before raising: Ray's wait, lengthened. Ray has no setting
+    for it; a Ray without that function is left as it is."""
+    try:
+        import ray._private.services as services
+    except ImportError:
+        yield
+        return
+    original = getattr(services, "get_node", None)
+    if original is None:
+        yield
+        return
+    first: list[float] = []
+
+    def get_node(*args: Any, **kwargs: Any) -> Any:
+        first.append(first[0] if first else time.monotonic())
+        while True:
+            try:
+                return original(*args, **kwargs)
+            except RuntimeError:
+                waited = time.monotonic() - first[0]
+                if waited > seconds or (waited > 5 and not _raylet_running()):
+                    raise  # a raylet that died (Ray's own check failures under load) won't come
+                time.sleep(0.5)
+
+    services.get_node = get_node
+    try:
+        yield
+    finally:
+        services.get_node = original
+
+
+def _raylet_running() -> bool:
+    """Whether a ``raylet`` process descends from this one."""
+    import psutil
+
+    for p in psutil.Process().children(recursive=True):
+        try:
+            if p.name().startswith("raylet"):
+                return True
+        except psutil.Error:
+            pass
+    return False
 
 
 def _start_local(ray: Any, start: Any) -> None:
-    """``start()`` (a local ``ray.init``), tried :data:`RAYLET_TRIES` times; after a failed try
-    the processes it left (Ray's GCS, raylet, workers: children of this process that were not
-    there before) are killed, so nothing outlives a failed start."""
+    """``start()`` (a local ``ray.init``) with Ray's raylet wait lengthened to
+    :data:`RAYLET_WAIT_S`, tried :data:`RAYLET_TRIES` times; after a failed try the processes it
+    left (Ray's GCS, raylet, workers: descendants of this process that were not there before)
+    are killed, so nothing outlives a failed start."""
     import psutil
 
     me = psutil.Process()
     for attempt in range(1, RAYLET_TRIES + 1):
         before = {p.pid for p in me.children(recursive=True)}
         try:
-            start()
+            with _patient_raylet_wait(RAYLET_WAIT_S):
+                start()
             return
         except Exception:
             try:
