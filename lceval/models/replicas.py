@@ -170,7 +170,12 @@ def check_address(address: str) -> None:
         )
     except grpc.RpcError as exc:
         code = exc.code()
-        if code != grpc.StatusCode.UNAUTHENTICATED:  # a Ray GCS that wants its token
+        no_gcs = (
+            grpc.StatusCode.UNAVAILABLE,  # not gRPC (an HTTP/1 server: "Failed parsing HTTP/2")
+            grpc.StatusCode.UNIMPLEMENTED,  # gRPC or HTTP/2 without Ray's GCS service
+            grpc.StatusCode.DEADLINE_EXCEEDED,  # silent
+        )
+        if code in no_gcs:  # any other status (UNAUTHENTICATED: token auth) is a Ray GCS
             raise LcevalError(
                 f"no Ray cluster at {address}: something listens there but does not answer as "
                 f"Ray's GCS ({code.name}); give the head's GCS port (6379 unless set)"
