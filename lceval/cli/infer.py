@@ -18,7 +18,8 @@ def handle(cfg: InferConfig, outputs: str | None) -> int:
 
     Raises:
         LcevalError: no run id, no ``--model`` for openai, anything the inference stage refuses
-            before an engine starts (unknown backend option, a context over the window, ...).
+            before an engine starts (unknown backend option, a context over the window, ...),
+            a ``--ray-address`` where no Ray cluster answers.
     """
     if cfg.list_options is not None:
         print(options_listing(cfg.list_options))
@@ -27,6 +28,11 @@ def handle(cfg: InferConfig, outputs: str | None) -> int:
     if not run_id:
         raise LcevalError("infer needs a run id: lceval infer RUN (see lceval list)")
 
+    if cfg.ray_address:  # a dead address: one line now, before the plan and any engine
+        from lceval.models.replicas import check_address, require_ray
+
+        require_ray()
+        check_address(cfg.ray_address)
     cfg = cfg.model_copy(update={"model": models(cfg), "models": None})
     responses = lceval.run.infer(run_id, root=outputs, config=cfg, ray_address=cfg.ray_address)
     errors = [r for r in responses if r.finish_reason == "error"]

@@ -15,15 +15,18 @@ def handle(cfg: RunConfig, outputs: str | None) -> int:
     report/index.html where one was written.
 
     Raises:
-        LcevalError: ``--params`` with a pipeline, a notebook without ``--run-id``, a bad
-            override or params file (before any notebook runs), a failed notebook.
+        LcevalError: ``--ray-address`` where no Ray cluster answers, ``--params`` with a
+            pipeline, a notebook without ``--run-id``, a bad override or params file (before
+            any notebook runs), a failed notebook.
     """
     from lceval.cli import notebooks
     from lceval.params import load_params
 
     if cfg.ray_address:  # the notebooks' lceval.run.infer calls read it
-        from lceval.models.replicas import RAY_ADDRESS_ENV
+        from lceval.models.replicas import RAY_ADDRESS_ENV, check_address, require_ray
 
+        require_ray()
+        check_address(cfg.ray_address)  # a dead address: one line now, not after step 01
         os.environ[RAY_ADDRESS_ENV] = cfg.ray_address
     target = cfg.target
     if str(target).endswith((".yaml", ".yml")):

@@ -26,8 +26,10 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import time
 from collections import deque
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import SimpleNamespace
@@ -95,9 +97,10 @@ def connect(address: str | None = None) -> Any:
     from lceval.console import verbose
 
     if address is not None:
+        check_address(address)
         token_auth_if_token()
 
-    try:
+    def start() -> None:
         ray.init(
             address=address or "local",
             namespace=NAMESPACE,
@@ -106,12 +109,176 @@ def connect(address: str | None = None) -> Any:
             logging_level="ERROR",
             configure_logging=True,
         )
+
+    try:
+        if address is None:
+            _start_local(ray, start)
+        else:
+            start()
     except Exception as exc:  # noqa: BLE001 - Ray raises bare Exception on a start timeout
         where = address or "a local cluster"
         raise LcevalError(
             f"cannot join Ray at {where}: {' '.join(str(exc).split())[:200]}"
         ) from None
     return ray
+
+
+PROBE_S = 5.0
+"""Seconds :func:`check_address` waits for a TCP connection and then for the GCS's answer."""
+
+
+def check_address(address: str) -> None:
+    """Fail fast, in one line, when ``HOST:PORT`` (or ``ray://HOST:PORT``) is not a live Ray
+    cluster: nothing listens there, or what listens does not answer the Ray GCS's
+    ``NodeInfoGcsService.GetClusterId`` gRPC call (an HTTP server, a database). Within about
+    2 x :data:`PROBE_S` seconds, where ``ray.init`` retries a dead address for minutes (841 s
+    measured for ``127.0.0.1:1``, issue 38). ``auto`` and ``local`` are left to Ray.
+
+    Raises:
+        LcevalError: the address does not parse, or no Ray cluster answers there.
+    """
+    import socket
+
+    if address in ("auto", "local"):
+        return
+    client = address.startswith("ray://")
+    hostport = address.removeprefix("ray://").rstrip("/")
+    host, sep, port = hostport.rpartition(":")
+    host = host.strip("[]")
+    if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
+        raise LcevalError(
+            f"--ray-address {address!r} is not HOST:PORT (e.g. 10.0.0.5:6379), ray://HOST:PORT "
+            "or auto"
+        )
+    try:
+        socket.create_connection((host, int(port)), timeout=PROBE_S).close()
+    except OSError as exc:
+        why = exc.strerror or type(exc).__name__
+        raise LcevalError(
+            f"no Ray cluster at {address}: cannot connect ({why}); is its head node up "
+            "(ray start --head) and the port right?"
+        ) from None
+    if client:  # Ray Client speaks another protocol: the TCP check is what can be done here
+        return
+    import grpc
+    from ray.core.generated import gcs_service_pb2, gcs_service_pb2_grpc
+
+    channel = grpc.insecure_channel(f"{host}:{port}" if ":" not in host else f"[{host}]:{port}")
+    try:
+        gcs_service_pb2_grpc.NodeInfoGcsServiceStub(channel).GetClusterId(
+            gcs_service_pb2.GetClusterIdRequest(), timeout=PROBE_S
+        )
+    except grpc.RpcError as exc:
+        code = exc.code()
+        no_gcs = (
+            grpc.StatusCode.UNAVAILABLE,  # not gRPC (an HTTP/1 server: "Failed parsing HTTP/2")
+            grpc.StatusCode.UNIMPLEMENTED,  # gRPC or HTTP/2 without Ray's GCS service
+            grpc.StatusCode.DEADLINE_EXCEEDED,  # silent
+        )
+        if code in no_gcs:  # any other status (UNAUTHENTICATED: token auth) is a Ray GCS
+            raise LcevalError(
+                f"no Ray cluster at {address}: something listens there but does not answer as "
+                f"Ray's GCS ({code.name}); give the head's GCS port (6379 unless set)"
+            ) from None
+    finally:
+        channel.close()
+
+
+RAYLET_TRIES = 2
+"""Local cluster starts tried (the second after the first's processes are killed)."""
+
+RAYLET_WAIT_S = 90.0
+"""Seconds a local start waits for its raylet to register with the GCS. Ray waits a fixed 30 s
+(``ray._private.node.Node.__init__``, Ray 2.60), which a loaded machine misses: 12 of ~24 starts
+failed at load 7-22 (issue 38). A raylet that died meanwhile ends the wait (at load 17 here
+the raylet itself crashed on one of Ray's internal checks: only the retry helps then)."""
+
+
+@contextmanager
+def _patient_raylet_wait(seconds: float) -> Iterator[None]:
+    """Within the block, Ray's lookup of the node it is starting
+    (``ray._private.services.get_node``, which raises RuntimeError until the raylet has
+    registered, and which ``Node.__init__`` calls in its 30 s loop) keeps trying for up to
+    ``seconds`` from its first call before raising: Ray's wait, lengthened. Ray has no setting
+    for it; a Ray without that function is left as it is."""
+    try:
+        import ray._private.services as services
+    except ImportError:
+        yield
+        return
+    original = getattr(services, "get_node", None)
+    if original is None:
+        yield
+        return
+    first: list[float] = []
+
+    def get_node(*args: Any, **kwargs: Any) -> Any:
+        first.append(first[0] if first else time.monotonic())
+        while True:
+            try:
+                return original(*args, **kwargs)
+            except RuntimeError:
+                waited = time.monotonic() - first[0]
+                if waited > seconds or (waited > 5 and not _raylet_running()):
+                    raise  # a raylet that died (Ray's own check failures under load) won't come
+                time.sleep(0.5)
+
+    services.get_node = get_node
+    try:
+        yield
+    finally:
+        services.get_node = original
+
+
+def _raylet_running() -> bool:
+    """Whether a ``raylet`` process descends from this one."""
+    import psutil
+
+    for p in psutil.Process().children(recursive=True):
+        try:
+            if p.name().startswith("raylet"):
+                return True
+        except psutil.Error:
+            pass
+    return False
+
+
+def _start_local(ray: Any, start: Any) -> None:
+    """``start()`` (a local ``ray.init``) with Ray's raylet wait lengthened to
+    :data:`RAYLET_WAIT_S`, tried :data:`RAYLET_TRIES` times; after a failed try the processes it
+    left (Ray's GCS, raylet, workers: descendants of this process that were not there before)
+    are killed, so nothing outlives a failed start."""
+    import psutil
+
+    me = psutil.Process()
+    for attempt in range(1, RAYLET_TRIES + 1):
+        before = {p.pid for p in me.children(recursive=True)}
+        try:
+            with _patient_raylet_wait(RAYLET_WAIT_S):
+                start()
+            return
+        except Exception:
+            try:
+                ray.shutdown()
+            except Exception:  # noqa: BLE001 - a half-started cluster
+                pass
+            _kill_new_children(me, before)
+            if attempt == RAYLET_TRIES:
+                raise
+            log(f"the local Ray cluster did not start (try {attempt}); trying again")
+
+
+def _kill_new_children(me: Any, before: set[int]) -> None:
+    """SIGKILL this process's descendants whose pid is not in ``before``, and reap them."""
+    import psutil
+
+    new = [p for p in me.children(recursive=True) if p.pid not in before]
+    for p in new:
+        try:
+            p.kill()
+        except psutil.NoSuchProcess:
+            pass
+    psutil.wait_procs(new, timeout=10)
 
 
 AUTH_MODE_ENV = "RAY_AUTH_MODE"
@@ -203,6 +370,10 @@ class _Replica:
             "counts": None if counts is None else dataclasses.asdict(counts),
         }
 
+    def alive(self) -> int:
+        """The pid (the driver's check that an idle replica is still there)."""
+        return os.getpid()
+
     def answer(
         self, batch: list[Sample], contexts: dict[str, Context], config: GenerationConfig
     ) -> list[Response]:
@@ -245,6 +416,10 @@ class _Pool:
     flight: dict[Any, tuple[int, int, list[Sample]]] = field(default_factory=dict)
     chash: str = ""
     hashes: dict[str, str] = field(default_factory=dict)
+    per: list[int] = field(default_factory=list)
+    """Samples answered by each replica in this call (run.json's ``answered_by_replica``)."""
+    unanswered: set[str] = field(default_factory=set)
+    """Ids of the samples queued by this call whose answers are not yet written."""
     cut: list[int] = field(default_factory=list)
     """Tokens dropped from each truncated prompt answered by this call."""
     bar: Any = None
@@ -378,7 +553,7 @@ def _start(ray: Any, job: Job, run_id: str) -> _Pool:
                 scheduling_strategy=PlacementGroupSchedulingStrategy(placement_group=pg),
             ).remote(spec.backend, spec.model, engine_options, stored_name(spec))
         )
-    return _Pool(job, actors, groups, [True] * job.n, deque())
+    return _Pool(job, actors, groups, [True] * job.n, deque(), per=[0] * job.n)
 
 
 def _run_wave(
@@ -407,6 +582,7 @@ def _run_wave(
                 "replicas": job.n,
                 "generation": keyed.__dict__,
                 "config_hash": pool.chash,
+                "answered_by_replica": pool.per,  # filled as answers arrive
             }
             name = about["name"]
             pool.hashes = sample_hashes(job.samples, contexts)
@@ -414,6 +590,7 @@ def _run_wave(
             pending = [s for s in job.samples if s.id not in done]
             size = job.batch_size or about["call_size"]
             pool.queue.extend(enumerate(batches(pending, size)))
+            pool.unanswered = {s.id for s in pending}
             pool.bar = Progress(
                 progress_log,
                 name,
@@ -426,6 +603,8 @@ def _run_wave(
             job.entry["name"] = name
             job.config = keyed
         _loop(ray, pools, contexts, store)
+        for pool in pools:
+            _all_answered(pool)
         state = "done"
     finally:
         for pool in pools:
@@ -452,6 +631,19 @@ def _run_wave(
             ):
                 found[r.sample_id] = r
         job.responses = [found[s.id] for s in job.samples if s.id in found]
+
+
+def _all_answered(pool: _Pool) -> None:
+    """Raise when a sample queued by this call has no answer written (an engine that returned
+    fewer answers than it was given, a batch lost on the way): one line naming them."""
+    if not pool.unanswered:
+        return
+    missing = sorted(pool.unanswered)
+    more = f" and {len(missing) - 10} more" if len(missing) > 10 else ""
+    raise LcevalError(
+        f"{pool.job.spec.label}: {len(missing)} sample(s) left unanswered by the replicas "
+        f"({', '.join(missing[:10])}{more}); the answers written are kept, rerun to answer the rest"
+    )
 
 
 def _first_alive(ray: Any, pool: _Pool, method: str) -> Any:
@@ -492,9 +684,18 @@ def creation_error(text: str) -> str | None:
     return " ".join(last.split())[:300] or None
 
 
+def _home(batch: Sequence[Sample]) -> str | None:
+    """The context a batch keeps to one replica: its samples' shared context, None for a batch
+    of context-free samples (ManyIFEval, LongGenBench) or of several single-sample contexts,
+    which any replica may answer."""
+    cid = batch[0].context_id
+    return cid if cid is not None and all(s.context_id == cid for s in batch) else None
+
+
 def _dispatch(pool: _Pool, contexts: Mapping[str, Context]) -> None:
-    """Hand queued batches to live replicas with room, each batch to the replica that took its
-    context before when that one is alive."""
+    """Hand queued batches to live replicas with room, each batch of a shared context to the
+    replica that took that context before when that one is alive; other batches (no context,
+    or single-sample contexts) go to whichever replica has room."""
     for i, actor in enumerate(pool.actors):
         if not pool.alive[i]:
             continue
@@ -503,8 +704,9 @@ def _dispatch(pool: _Pool, contexts: Mapping[str, Context]) -> None:
                 (
                     k
                     for k, (_, b) in enumerate(pool.queue)
-                    if pool.owner.get(b[0].context_id, i) == i
-                    or not pool.alive[pool.owner[b[0].context_id]]
+                    if (home := _home(b)) is None
+                    or pool.owner.get(home, i) == i
+                    or not pool.alive[pool.owner[home]]
                 ),
                 None,
             )
@@ -512,17 +714,29 @@ def _dispatch(pool: _Pool, contexts: Mapping[str, Context]) -> None:
                 break
             idx, batch = pool.queue[pick]
             del pool.queue[pick]
-            pool.owner[batch[0].context_id] = i
+            home = _home(batch)
+            if home is not None:
+                pool.owner[home] = i
             need = {s.context_id: contexts[s.context_id] for s in batch if s.context_id}
             ref = actor.answer.remote(batch, need, pool.job.config)
             pool.flight[ref] = (i, idx, batch)
 
 
+PING_S = 2.0
+"""Seconds without an answer after which idle replicas are asked whether they are alive (a
+replica killed while it had nothing to do is noticed, not only one killed mid-batch)."""
+
+
 def _loop(
     ray: Any, pools: Sequence[_Pool], contexts: Mapping[str, Context], store: ResponseStore
 ) -> None:
-    from ray.exceptions import RayActorError, RayTaskError
+    """Dispatch and collect until every queued batch is answered or an engine raised. A batch
+    stays in ``pool.flight`` until its answers are appended; a batch whose replica died (the
+    failed call and that replica's other calls) goes back to the front of the queue."""
+    from ray.exceptions import RayError, RayTaskError
 
+    pings: dict[Any, tuple[_Pool, int]] = {}
+    pinged = time.monotonic() - PING_S  # the first round at once
     while True:
         for pool in pools:
             _dispatch(pool, contexts)
@@ -531,47 +745,76 @@ def _loop(
             if any(pool.queue for pool in pools):
                 continue  # batches whose context owner died: taken on the next pass
             return
-        ready, _ = ray.wait(refs, num_returns=1, timeout=5.0)
+        if time.monotonic() - pinged >= PING_S:  # are the idle replicas still there?
+            pinged = time.monotonic() - PING_S  # the first round at once
+            for pool in pools:
+                busy = {v[0] for v in pool.flight.values()}
+                waiting = {j for p, j in pings.values() if p is pool}
+                for j, actor in enumerate(pool.actors):
+                    if pool.alive[j] and j not in busy and j not in waiting:
+                        pings[actor.alive.remote()] = (pool, j)
+        ready, _ = ray.wait(refs + list(pings), num_returns=1, timeout=PING_S)
         for ref in ready:
+            if ref in pings:
+                pool, i = pings.pop(ref)
+                try:
+                    ray.get(ref)
+                except RayError:
+                    if pool.alive[i]:
+                        _died(pool, i)
+                continue
             pool = next(p for p in pools if ref in p.flight)
-            i, idx, batch = pool.flight.pop(ref)
+            i, idx, batch = pool.flight[ref]
             try:
                 out = ray.get(ref)
-            except RayActorError:
-                _died(pool, i)
-                continue
             except RayTaskError as exc:
                 cause = exc.cause if getattr(exc, "cause", None) is not None else exc
                 msg = " ".join(str(cause).split())[:200]
                 raise LcevalError(f"replica {i} of {pool.job.spec.label}: {msg}") from None
+            except RayError:  # the actor died (SIGKILL, OOM, node lost): this batch too
+                _died(pool, i)
+                continue
             out = [dataclasses.replace(r, sample_hash=pool.hashes[r.sample_id]) for r in out]
             store.append(out)
+            del pool.flight[ref]  # accounted for: its answers are written
+            pool.unanswered.difference_update(r.sample_id for r in out)
+            pool.per[i] += len(out)
             pool.cut += [r.truncated_tokens for r in out if r.truncated_tokens]
             pool.bar.add(
                 len(out), sum(r.prompt_tokens for r in out), sum(r.completion_tokens for r in out)
             )
 
 
+def _tell(message: str) -> None:
+    """``message`` on the terminal and, while an engine's output goes to the run's log, there
+    too."""
+    import sys
+
+    from lceval.console import terminal
+
+    log(message)
+    if sys.stderr is not terminal():
+        print(f"lceval: {message}", file=sys.stderr, flush=True)
+
+
 def _died(pool: _Pool, i: int) -> None:
-    """Replica ``i`` is gone: its batches in flight go back to the front of the queue."""
+    """Replica ``i`` is gone: its batches in flight (the one whose call failed among them) go
+    back to the front of the queue, in their order; the terminal and the log say so."""
     pool.alive[i] = False
-    back = sorted(
-        ((idx, b) for ref, (j, idx, b) in list(pool.flight.items()) if j == i),
-        key=lambda t: t[0],
-    )
-    for ref in [r for r, (j, _, _) in pool.flight.items() if j == i]:
-        del pool.flight[ref]
+    mine = [ref for ref, (j, _, _) in pool.flight.items() if j == i]
+    back = sorted((pool.flight.pop(ref)[1:] for ref in mine), key=lambda t: t[0])
     for item in reversed(back):
         pool.queue.appendleft(item)
     alive = sum(pool.alive)
     pool.bar.set_alive(alive)
-    log(
-        f"warning: replica {i} of {pool.job.spec.label} died; its unanswered samples go to "
-        f"the {alive} replica(s) alive"
+    lost = sum(len(b) for _, b in back)
+    _tell(
+        f"warning: replica {i} of {pool.job.spec.label} died ({alive}/{len(pool.alive)} alive); "
+        f"its {lost} unanswered sample(s) go to the replicas alive"
     )
     if alive == 0:
         raise LcevalError(
-            f"every replica of {pool.job.spec.label} died ({len(pool.queue)} batch(es) "
+            f"every replica of {pool.job.spec.label} died ({len(pool.unanswered)} sample(s) "
             "unanswered; finished answers are saved, rerun to resume)"
         )
 
