@@ -453,8 +453,8 @@ def table_html(
         "lengthMenu": [10, 25, 50, 100, 500],
         "order": [],
         "classes": "display compact cell-border",
-        "layout": {"top1": "searchPanes", "top2": "searchBuilder"},
-        "searchPanes": {"columns": panes, "cascadePanes": False, "initCollapsed": True},
+        # the filter panes and the condition builder are built on first opening (the hook
+        # below): a 10,000-row page opens without computing them
         "columnDefs": types,
         "autoWidth": False,
         "deferRender": True,
@@ -479,6 +479,7 @@ def table_html(
     hook = _TASK_SEARCH.replace("TABLE_ID", json.dumps(tid)).replace("TASK_COL", str(task_col))
     hook = hook.replace("TASK_CODES", json.dumps(codes).replace("<", "\\u003c"))
     switch = scorer_choices(frame) if "scorer" in cols else []
+    hook = hook.replace("PANE_COLS", json.dumps(panes))
     hook = hook.replace("SCORER_COL", str(cols.index("scorer") if switch else -1))
     hook = hook.replace("SCORER_CHOICES", json.dumps(switch).replace("<", "\\u003c"))
     hook = hook.replace("ITABLES_NAME", json.dumps(f"_itables_{_underscore(itables.__version__)}"))
@@ -575,7 +576,15 @@ _TASK_SEARCH = """<script type="module">
   bar.className = "lc-bar";
   const btn = document.createElement("button");
   btn.textContent = "Show filters";
+  let built = false;
   btn.onclick = () => {
+    if (!built) {  // filters built on first opening, above the table
+      built = true;
+      const DT = $.fn.dataTable;
+      new DT.SearchBuilder(api, {});
+      new DT.SearchPanes(api, {columns: PANE_COLS, cascadePanes: false, initCollapsed: true});
+      bar.after(api.searchPanes.container()[0], api.searchBuilder.container()[0]);
+    }
     const closed = wrap.classList.toggle("lc-closed");
     btn.textContent = closed ? "Show filters" : "Hide filters";
   };

@@ -310,8 +310,11 @@ def test_first_screen_shows_answers_with_one_scorer_at_a_time(reported, tmp_path
                 ),
             }
         driver.find_element("css selector", ".lc-bar button").click()  # filters open
-        opened = driver.execute_script(
-            "return document.querySelector('.dtsp-panesContainer').offsetParent !== null;"
+        time.sleep(0.3)
+        opened = driver.execute_script(  # the panes (built on opening) and the builder shown
+            "const p = document.querySelector('.dtsp-panesContainer');"
+            "return [p.offsetParent !== null, p.querySelectorAll('.dtsp-searchPane').length,"
+            " !!document.querySelector('.dtsb-searchBuilder')];"
         )
     finally:
         driver.quit()
@@ -323,4 +326,4 @@ def test_first_screen_shows_answers_with_one_scorer_at_a_time(reported, tmp_path
         assert f"of {n} entries" in seen[name]["info"] and f"from {2 * n}" in seen[name]["info"]
         assert seen[name]["panes"] is False  # collapsed
         assert seen[name]["switch"][:2] == ["scorer: lifbench", "scorer: lifbench:strict"]
-    assert opened
+    assert opened[0] and opened[1] >= 2 and opened[2], opened
