@@ -34,6 +34,7 @@ import math
 from collections.abc import Mapping, Sequence
 from importlib import resources
 from pathlib import Path
+from typing import Any
 
 import matplotlib.pyplot as plt
 import numpy as np
@@ -583,3 +584,37 @@ CAPTIONS: dict[str, tuple[str, str]] = {
 }
 """Captions of the study's report files (``name -> (paper item, caption)``, as a benchmark's
 report module declares them for ``report/index.html``)."""
+
+
+def study_meta(
+    run_id: str,
+    ruler_runs: Sequence[str],
+    longgenbench_runs: Sequence[str],
+    *,
+    metric: str = "wAvg",
+) -> Any:
+    """The study run's ``run.json`` (a :class:`lceval.records.RunMeta`): its parameters, and as
+    sources the published files it reads (path under lceval, sha256) and the run folders it
+    paired, so the page's provenance says what the correlation rests on."""
+    import hashlib
+
+    from lceval.io import new_meta
+
+    files = {}
+    for name in ("fig3b_official.csv", "table3.csv"):
+        path = registry.resources("longgenbench").joinpath("ruler_correlation", name)
+        with resources.as_file(path) as p:
+            files[name] = {
+                "path": f"lceval/benchmarks/longgenbench/resources/ruler_correlation/{name}",
+                "sha256": hashlib.sha256(Path(p).read_bytes()).hexdigest(),
+            }
+    runs = {
+        "RULER runs": {"name": ", ".join(ruler_runs) or "none scored"},
+        "LongGenBench runs": {"name": ", ".join(longgenbench_runs) or "none scored"},
+    }
+    params = {
+        "ruler_runs": list(ruler_runs),
+        "longgenbench_runs": list(longgenbench_runs),
+        "metric": metric,
+    }
+    return new_meta(run_id, params=params, sources={STUDY: {**files, **runs}})

@@ -195,8 +195,10 @@ def test_study_page_has_a_headline_captions_and_says_why_pairs_are_missing(tmp_p
         ("pairs_missing", rc.missing_pairs([], [], measured, runs_pairs, root=tmp_path)),
     ):
         save_table(table, out, name, index=False)
+    run.write_meta(rc.study_meta("corr", [], []))
     page = write_index(run).read_text(encoding="utf-8")
     assert "no caption declared" not in page
+    assert "fig3b_official.csv" in page and "none scored" in page  # provenance: sources
     assert "<b>Headline.</b>" in page and "correlation/headline.csv" in page
     assert "equals the published Fig. 3b" in page and "no measured correlation" in page
     row = head[(head["data"] == "table3:wAvg") & (head["n_models"] > 3)].iloc[0]
