@@ -331,7 +331,11 @@ def run_pipeline(
 
     Args:
         pipeline: path to a pipeline YAML, or its parsed mapping.
-        run_id: overrides the pipeline's ``run_id``.
+        run_id: the pipeline's ``run_id`` (``lceval run PIPELINE --run-id X``). Where steps
+            name their own run ids (``longgenbench-smoke``, ``ruler-smoke``, ...), ``X`` is a
+            prefix naming every run: each step runs as ``X-<its run id>``, and a params-file
+            value naming another step's run (05_ruler_correlation's ``ruler_runs``) follows
+            it; ``-p`` overrides are taken as given.
         outputs_root: folder of run folders.
         overrides: parameters injected into every notebook (after each step's params file).
         progress: show papermill's progress bars.
@@ -349,7 +353,13 @@ def run_pipeline(
     steps = pipeline.get("steps")
     if not isinstance(steps, list) or not steps:
         raise LcevalError(f"{where}: 'steps' must be a non-empty list of {{notebook, params}}")
+    prefix = run_id  # --run-id: a prefix of the steps' own run ids
     run_id = run_id or pipeline.get("run_id")
+    own = {
+        str(s["run_id"]): f"{prefix}-{s['run_id']}"
+        for s in steps
+        if prefix and isinstance(s, Mapping) and s.get("run_id")
+    }
     if not all(isinstance(s, Mapping) and s.get("run_id") for s in steps) and (
         not isinstance(run_id, str) or not run_id
     ):
@@ -367,6 +377,7 @@ def run_pipeline(
             )
         nb = find_notebook(step["notebook"])  # fail before running anything
         params = load_params(step["params"]) if step.get("params") else {}
+        params = {k: _renamed(v, own) for k, v in params.items()}
         check_params(nb, params, str(step.get("params") or where))
         names = declared_params(nb)
         known.update(dict.fromkeys(names))
@@ -375,12 +386,22 @@ def run_pipeline(
         check_params(nb, mine, "-p")
         merged = with_overrides(params, mine)  # each model's own options kept
         check_models(nb, merged, where)
-        resolved.append((nb, str(step.get("run_id") or run_id), merged))
+        rid = str(step.get("run_id") or run_id)
+        resolved.append((nb, own.get(rid, rid), merged))
     unknown_keys(list(overrides), list(known), f"-p (no step of {where} declares it)")
     return [
         run_notebook(nb, rid, params, outputs_root=outputs_root, progress=progress)
         for nb, rid, params in resolved
     ]
+
+
+def _renamed(value: Any, runs: Mapping[str, str]) -> Any:
+    """``value`` with each run id of ``runs`` (a string, or an item of a list) renamed."""
+    if isinstance(value, str):
+        return runs.get(value, value)
+    if isinstance(value, list):
+        return [runs.get(v, v) if isinstance(v, str) else v for v in value]
+    return value
 
 
 def with_overrides(

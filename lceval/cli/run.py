@@ -11,8 +11,9 @@ from lceval.run.config import RunConfig
 
 
 def handle(cfg: RunConfig, outputs: str | None) -> int:
-    """Run the pipeline or notebook; print each executed notebook's path and the run's
-    report/index.html where one was written.
+    """Run the pipeline or notebook; print each executed notebook's path, then the
+    report/index.html of every run folder where one was written (a pipeline's steps may write
+    several runs).
 
     Raises:
         LcevalError: ``--ray-address`` where no Ray cluster answers, ``--params`` with a
@@ -46,7 +47,9 @@ def handle(cfg: RunConfig, outputs: str | None) -> int:
         ]
     for p in paths:
         print(f"executed {p}")
-    index = paths[-1].parent.parent / "report" / "index.html" if paths else None
-    if index is not None and index.exists():
-        print(f"report: {index}")
+    # every run folder the notebooks wrote a report in (a pipeline's steps may name several)
+    for run in dict.fromkeys(p.parent.parent for p in paths):
+        index = run / "report" / "index.html"
+        if index.exists():
+            print(f"report: {index}")
     return 0

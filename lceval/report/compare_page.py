@@ -87,11 +87,12 @@ def compare_rows(
     both = both.assign(_abs=both["diff"].abs()).sort_values(
         ["_abs", "key_id"], ascending=[False, True], na_position="last", kind="stable"
     )
-    first = [c for c in keep if c not in ("key_id", "key_scorer", "instruction", "context")]
-    first = [c for c in first if c not in ("sample_id", "context_tokens")]
-    cols = [*first, "model A", "model B", "value A", "value B", "diff"]
-    cols += [f"{c} {s}" for c in ("rubric", "answer", "explanation") for s in ("A", "B")]
-    cols += ["instruction", "context", "sample_id", "answer_chars A", "answer_chars B"]
+    rest = [c for c in keep if c not in ("key_id", "key_scorer", "instruction", "context")]
+    rest = [c for c in rest if c not in ("sample_id", "context_tokens", "benchmark", "task")]
+    # the two answers, their values and explanations in the first screen; then who A and B are
+    cols = ["benchmark", "task", "diff", "value A", "value B", "answer A", "answer B"]
+    cols += ["explanation A", "explanation B", "model A", "model B", *rest, "rubric A"]
+    cols += ["rubric B", "instruction", "context", "sample_id", "answer_chars A", "answer_chars B"]
     out = both[[c for c in cols if c in both.columns]].reset_index(drop=True)
     out.attrs["texts"] = store
     return out
@@ -112,8 +113,15 @@ def write_compare_page(frame: pd.DataFrame, path: str | Path, title: str) -> Pat
         if left > 0
         else ""
     )
+    pairs = frame[["model A", "model B"]].drop_duplicates() if len(frame) else frame
+    who = (
+        f"A is <b>{pairs['model A'].iloc[0]}</b>, B is <b>{pairs['model B'].iloc[0]}</b>. "
+        if len(pairs) == 1
+        else ""
+    )  # the model cells are escaped already
     intro = (
-        f"<p>{min(len(frame), MAX_COMPARE_ROWS):,} rows: one per (sample, scorer, model pair), "
+        f"<p>{who}{min(len(frame), MAX_COMPARE_ROWS):,} rows: one per (sample, scorer, model "
+        "pair), "
         f"diff = value A - value B (0..1), largest |diff| first.{note} "
         "<a href='samples.html'>Every answer</a>.</p>"
         f"<p class='len'>{GUIDE}</p>"

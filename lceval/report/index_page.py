@@ -164,9 +164,14 @@ def _bench_title(key: str) -> str:
         return key
 
 
-_NOT_BENCHMARKS = {"ntk": "lceval.studies.ntk", "reasoning": "lceval.report.reasoning"}
+_NOT_BENCHMARKS = {
+    "ntk": "lceval.studies.ntk",
+    "reasoning": "lceval.report.reasoning",
+    "correlation": "lceval.studies.ruler_correlation",
+}
 """Report files of a study or of lceval's own analyses (file prefix -> module declaring their
-``CAPTIONS``): the NTK base sweep's tables and the reasoning table and figure."""
+``CAPTIONS``): the NTK base sweep's tables, LongGenBench's RULER correlation study and the
+reasoning table and figure."""
 
 
 def _captions(key: str) -> dict[str, tuple[str, str]]:

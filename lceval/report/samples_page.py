@@ -66,6 +66,9 @@ td details{min-width:18em}
 .lost{color:#b00}.got{color:#070}
 .ctx{max-width:30em;white-space:pre-wrap;word-break:break-word}
 .dots{color:#999}
+td.expl .txt{max-width:22em}
+.lc-closed .dtsp-panesContainer,.lc-closed .dtsb-searchBuilder{display:none}
+.lc-bar{margin:.3em 0}.lc-bar button,.lc-bar select{margin-right:1em}
 """
 
 
@@ -299,9 +302,9 @@ def sample_rows(
 ) -> pd.DataFrame:
     """The tidy table behind samples.html: one row per score row, plain values and page cells.
 
-    Columns: ``benchmark, task, model, scorer`` then the grouping fields present in the run
-    (:data:`GROUPING`, then scalar ``meta`` fields), ``value`` (0..1, NaN when not computed),
-    ``rubric``, ``explanation``, ``instruction``, ``answer``, ``context`` (escaped HTML
+    Columns: ``benchmark, task, model``, ``value`` (0..1, NaN when not computed), ``answer``,
+    ``explanation``, ``rubric``, ``scorer``, the grouping fields present in the run
+    (:data:`GROUPING`, then scalar ``meta`` fields), ``instruction``, ``context`` (escaped HTML
     cells), ``sample_id``, and ``answer_chars`` / ``context_tokens`` (numbers). With ``links``
     the contexts are written under ``<folder>/contexts/`` (default: the run's report folder, so
     pages written there link them) and linked from the context cells.
@@ -338,18 +341,18 @@ def sample_rows(
             (r.sample_id, r.model), (None, 0, None, 0, None, None)
         )
         ctx = contexts.get(s.context_id) if s.context_id else None
-        row = {
+        row = {  # the answer, its value and the explanation in the first screen
             "benchmark": esc(r.benchmark),
             "task": esc(r.task),
             "model": esc(r.model),
-            "scorer": esc(r.scorer),
-            **_grouping(s),
             "value": float(r.value),
-            "rubric": rubric_cell(_json_map(r.parts), _json_map(r.points)),
-            "explanation": text_cell(r.explanation, EXPLANATION_CHARS, store),
-            "instruction": text_cell(s.instruction, INSTRUCTION_CHARS, store),
             "answer": _thinking_cell(thought, store)
             + _answer_cell(text, n_chars, finish, completion, error, store),
+            "explanation": text_cell(r.explanation, EXPLANATION_CHARS, store),
+            "rubric": rubric_cell(_json_map(r.parts), _json_map(r.points)),
+            "scorer": esc(r.scorer),
+            **_grouping(s),
+            "instruction": text_cell(s.instruction, INSTRUCTION_CHARS, store),
             "context": context_cell(ctx, hrefs.get(s.context_id or ""), store),
             "sample_id": esc(r.sample_id),
             "answer_chars": n_chars,
@@ -450,8 +453,8 @@ def table_html(
         "lengthMenu": [10, 25, 50, 100, 500],
         "order": [],
         "classes": "display compact cell-border",
-        "layout": {"top1": "searchPanes", "top2": "searchBuilder"},
-        "searchPanes": {"columns": panes, "cascadePanes": False, "initCollapsed": True},
+        # the filter panes and the condition builder are built on first opening (the hook
+        # below): a 10,000-row page opens without computing them
         "columnDefs": types,
         "autoWidth": False,
         "deferRender": True,
@@ -460,8 +463,13 @@ def table_html(
         "scrollX": True,
         "fixedColumns": {"left": _frozen(cols)},
     }
-    if "answer" in cols:
-        types.append({"targets": [cols.index("answer")], "className": "answer", "width": "32em"})
+    answers = [i for i, c in enumerate(cols) if c in ("answer", "answer A", "answer B")]
+    if answers:  # two answers side by side (compare.html) share the first screen
+        width = "32em" if len(answers) == 1 else "24em"
+        types.append({"targets": answers, "className": "answer", "width": width})
+    expl = [i for i, c in enumerate(cols) if c.startswith("explanation")]
+    if expl:
+        types.append({"targets": expl, "className": "expl"})
     if table_id is not None:
         opts["table_id"] = table_id
     body = itables.to_html_datatable(frame, **opts)
@@ -470,6 +478,10 @@ def table_html(
     codes = sorted({html.unescape(str(t)) for t in frame["task"]}) if task_col >= 0 else []
     hook = _TASK_SEARCH.replace("TABLE_ID", json.dumps(tid)).replace("TASK_COL", str(task_col))
     hook = hook.replace("TASK_CODES", json.dumps(codes).replace("<", "\\u003c"))
+    switch = scorer_choices(frame) if "scorer" in cols else []
+    hook = hook.replace("PANE_COLS", json.dumps(panes))
+    hook = hook.replace("SCORER_COL", str(cols.index("scorer") if switch else -1))
+    hook = hook.replace("SCORER_CHOICES", json.dumps(switch).replace("<", "\\u003c"))
     hook = hook.replace("ITABLES_NAME", json.dumps(f"_itables_{_underscore(itables.__version__)}"))
     hook = hook.replace("ITABLES_EVENT", json.dumps(f"itables-{itables.__version__}-ready"))
     from itables import options as itables_options
@@ -477,10 +489,50 @@ def table_html(
     return (
         f"<style>{_CSS}</style>"
         + generate_init_offline_itables_html(itables_options.dt_bundle)
-        + body
+        + f"<div class='lc-closed' id='{tid}-box'>{body}</div>"
         + texts.html()
         + hook
     )
+
+
+def scorer_choices(frame: pd.DataFrame) -> list[list[str]]:
+    """The scorer switch of a page whose rows hold several scorers of one benchmark (L-Eval's
+    ``leval`` and ``leval:judge``): ``[label, regex on the scorer column]`` pairs, the first
+    (shown on opening) each benchmark's default scorer, then each other scorer alone, then every
+    scorer; ``[]`` when every benchmark has one scorer (nothing to switch)."""
+    pairs = frame[["benchmark", "scorer"]].drop_duplicates()
+    names = pairs.groupby("benchmark", sort=False)["scorer"].agg(list)
+    if all(len(n) == 1 for n in names):
+        return []
+    first = [_default_scorer(html.unescape(b), n) for b, n in names.items()]
+
+    def only(names: Iterable[str]) -> str:
+        return "^(" + "|".join(_regex(html.unescape(n)) for n in names) + ")$"
+
+    firsts = list(dict.fromkeys(first))
+    label = "scorer: " + ", ".join(html.unescape(n) for n in firsts)
+    out = [[label, only(firsts)]]
+    others = [n for n in dict.fromkeys(pairs["scorer"]) if n not in firsts]
+    out += [[f"scorer: {html.unescape(n)}", only([n])] for n in others]
+    return [*out, ["every scorer (rows repeat per scorer)", ""]]
+
+
+def _default_scorer(benchmark: str, names: list[str]) -> str:
+    """The benchmark's default scorer when the rows hold it (``Benchmark.default_scorer``),
+    else the first of ``names`` (escaped cells)."""
+    from lceval import registry
+
+    try:
+        default = esc(registry.get(benchmark).default_scorer)
+    except LcevalError:  # a benchmark no longer registered: the rows' order
+        return names[0]
+    return default if default in names else names[0]
+
+
+def _regex(text: str) -> str:
+    import re
+
+    return re.escape(text)
 
 
 KEY_COLUMNS = ("benchmark", "task", "model")
@@ -515,9 +567,43 @@ _TASK_SEARCH = """<script type="module">
   if (!window[name]) await new Promise(ready);
   const { jQuery: $ } = await window[name];
   const el = document.getElementById(TABLE_ID);
-  if (!el || TASK_COL < 0) return;
+  if (!el) return;
   if (!$.fn.dataTable.isDataTable(el)) await new Promise(r => $(el).one("init.dt", r));
   const api = $(el).DataTable();
+  // filters collapsed: the panes and the condition builder open with a button
+  const wrap = document.getElementById(TABLE_ID + "-box");
+  const bar = document.createElement("div");
+  bar.className = "lc-bar";
+  const btn = document.createElement("button");
+  btn.textContent = "Show filters";
+  let built = false;
+  btn.onclick = () => {
+    if (!built) {  // filters built on first opening, above the table
+      built = true;
+      const DT = $.fn.dataTable;
+      new DT.SearchBuilder(api, {});
+      new DT.SearchPanes(api, {columns: PANE_COLS, cascadePanes: false, initCollapsed: true});
+      bar.after(api.searchPanes.container()[0], api.searchBuilder.container()[0]);
+    }
+    const closed = wrap.classList.toggle("lc-closed");
+    btn.textContent = closed ? "Show filters" : "Hide filters";
+  };
+  bar.append(btn);
+  // one scorer at a time: a switch over the scorer column
+  const choices = SCORER_CHOICES;
+  if (SCORER_COL >= 0 && choices.length) {
+    const sel = document.createElement("select");
+    sel.className = "lc-scorer";
+    choices.forEach(([label], i) => sel.add(new Option(label, String(i))));
+    const pick = () => api.column(SCORER_COL)
+      .search(choices[Number(sel.value)][1], true, false).draw();
+    sel.onchange = pick;
+    bar.append(sel);
+    pick();
+  }
+  const top = el.closest(".dt-container");
+  top.insertBefore(bar, top.firstChild);
+  if (TASK_COL < 0) return;
   const codes = new Set(TASK_CODES);
   const col = api.column(TASK_COL);
   const box = el.closest(".dt-container").querySelector(".dt-search input");
@@ -541,13 +627,21 @@ _TASK_SEARCH = """<script type="module">
 </script>"""
 
 
+PAGE = """<!doctype html><html><head><meta charset='utf-8'><title>{{ title }}</title></head>
+<body><h1>{{ title }}</h1>{{ intro }}{{ table }}</body></html>"""
+"""The page around a table (jinja2, autoescaped: ``title`` is text, ``intro`` and ``table``
+arrive as markup this module wrote)."""
+
+
 def page(title: str, intro: str, frame: pd.DataFrame, texts: Texts | None = None) -> str:
     """A whole HTML page: a heading, an introduction (HTML the caller escaped) and the table
-    (:func:`table_html`)."""
-    return (
-        "<!doctype html><html><head><meta charset='utf-8'>"
-        f"<title>{esc(title)}</title></head><body><h1>{esc(title)}</h1>{intro}"
-        f"{table_html(frame, texts)}</body></html>"
+    (:func:`table_html`), rendered from :data:`PAGE`."""
+    from jinja2 import Environment
+    from markupsafe import Markup
+
+    template = Environment(autoescape=True).from_string(PAGE)
+    return template.render(
+        title=clean(title), intro=Markup(intro), table=Markup(table_html(frame, texts))
     )
 
 
@@ -640,11 +734,11 @@ def show_samples(
     scorer: str | None = None,
     outputs_root: str | Path | None = None,
 ) -> Any:
-    """The per-sample table of report/samples.html in a notebook cell: one row per (sample,
-    model, scorer) with the grouping fields, instruction, answer, value, rubric items and
-    explanation, and the context's head and tail (the full-text links of the report page are
-    left out: a notebook cell cannot open the run's files). itables' offline DataTables bundle:
-    it renders with no network, searchable and sortable (:mod:`lceval.report.samples_page`).
+    """The per-sample table of report/samples.html in a notebook cell, narrowed to what fits a
+    cell: one row per (sample, model, scorer) with the task, model, value (0..1), answer,
+    explanation, rubric items and length (:data:`NOTEBOOK_COLUMNS`), the lowest values first.
+    itables' offline DataTables bundle: it renders with no network, searchable and sortable
+    (:mod:`lceval.report.samples_page`).
 
     Args:
         run: a run id or ``lceval.io.RunDir`` (scored).
@@ -673,4 +767,23 @@ def show_samples(
     frame = sample_rows(folder, scores=rows, links=False)
     if frame.empty:
         raise LcevalError(f"run {folder.run_id} has no scores to show")
-    return HTML(table_html(frame, frame.attrs["texts"], page_length=25))
+    texts = frame.attrs["texts"]
+    keep = [c for c in NOTEBOOK_COLUMNS if c in frame.columns]
+    if "scorer" in frame.columns and frame["scorer"].nunique() > 1:
+        keep.insert(keep.index("value"), "scorer")
+    return HTML(table_html(frame[keep], texts, page_length=25))
+
+
+NOTEBOOK_COLUMNS = (
+    "task",
+    "model",
+    "value",
+    "answer",
+    "explanation",
+    "rubric",
+    "length",
+    "sample_id",
+)
+"""The columns :func:`show_samples` shows (a notebook cell is narrow): what was answered and how
+it scored; the scorer too when the rows hold several, ``sample_id`` last. The grouping fields,
+instruction and context are on samples.html."""

@@ -34,6 +34,7 @@ import math
 from collections.abc import Mapping, Sequence
 from importlib import resources
 from pathlib import Path
+from typing import Any
 
 import matplotlib.pyplot as plt
 import numpy as np
@@ -416,3 +417,204 @@ def scored_runs(run_ids: Sequence[str], root: str | Path | None = None) -> list[
     from lceval.io import RunDir
 
     return [r for r in run_ids if RunDir(r, root).scores.exists()]
+
+
+def headline(summary: pd.DataFrame) -> pd.DataFrame:
+    """The study's headline: each correlation of :func:`correlation_summary` with a 95% CI.
+
+    Args:
+        summary: :func:`correlation_summary`'s table (``data, length, n_models, pearson_r,
+            paper_pearson``, ...).
+
+    Returns:
+        One row per (data, length): ``data, length, n_models, pearson_r, low, high,
+        paper_pearson, note``; ``low``/``high`` is the 95% interval of Pearson's r by Fisher's z
+        (``tanh(atanh(r) +- 1.96 / sqrt(n - 3))``, NaN with fewer than 4 models), ``note`` says
+        why a row has no coefficient.
+
+    Source: LongGenBench Sec. 3.5 / Fig. 3b (Pearson r over models per length); the interval
+    is lceval's (the paper prints none).
+    """
+    cols = ["data", "length", "n_models", "pearson_r", "low", "high", "paper_pearson", "note"]
+    rows = []
+    for r in summary.itertuples(index=False):
+        rho, n = float(r.pearson_r), int(r.n_models)
+        low = high = math.nan
+        if n > 3 and abs(rho) < 1:
+            z, half = math.atanh(rho), 1.96 / math.sqrt(n - 3)
+            low, high = math.tanh(z - half), math.tanh(z + half)
+        note = str(getattr(r, "note", "") or "")
+        if not note and n <= 3:
+            note = f"{n} models: no interval below 4"
+        rows.append([r.data, int(r.length), n, rho, low, high, r.paper_pearson, note])
+    return pd.DataFrame(rows, columns=cols)
+
+
+def missing_pairs(
+    ruler_runs: Sequence[str],
+    longgenbench_runs: Sequence[str],
+    measured: pd.DataFrame,
+    runs_pairs: pd.DataFrame,
+    *,
+    metric: str = "wAvg",
+    root: str | Path | None = None,
+) -> pd.DataFrame:
+    """Why ``pairs_measured`` holds what it holds and why "Fig. 3b with this run's models" adds
+    nothing, as one row per finding (``table, finding``).
+
+    A measured pair needs one model scored on RULER and on LongGenBench at the same length (in
+    tokens: LongGenBench's 16K / 32K, RULER's 16384 / 32768); the run pairs of the Fig. 3b
+    figure are those pairs plus :func:`readme_pairs` (``ruler_names``). This names the models
+    and lengths each side has, so an empty table says which side is missing.
+    """
+    from lceval.io import RunDir
+
+    ruler = registry.get("ruler")
+    ruler_tables = ruler.function("tables")
+    load_summary = registry.get("longgenbench").function("summary")
+    have_r: set[tuple[str, int]] = set()
+    for rid in ruler_runs:
+        run = RunDir(rid, root)
+        samples = [s for s in run.read_samples() if s.benchmark == "ruler"]
+        summary = ruler_tables(ruler.scores_for(run.read_scores())[0], samples)["summary"]
+        have_r |= {
+            (str(m), int(n)) for m, n in zip(summary["model"], summary["length"], strict=True)
+        }
+    have_l: set[tuple[str, int]] = set()
+    for rid in longgenbench_runs:
+        summ = load_summary(rid, root)
+        for m, label, version in zip(
+            summ["model"], summ["length_label"], summ["version"], strict=True
+        ):
+            n = LGB_LENGTHS.get(str(label), LGB_LENGTHS.get(str(version)))
+            have_l |= {(str(m), int(n))} if n is not None else set()
+
+    def names(pairs: set[tuple[str, int]]) -> str:
+        return "; ".join(f"{m} at {n:,}" for m, n in sorted(pairs)) or "none"
+
+    rows = [
+        [
+            "pairs_measured",
+            f"scored RULER runs ({', '.join(ruler_runs) or 'none'}): {names(have_r)}",
+        ],
+        [
+            "pairs_measured",
+            f"scored LongGenBench runs ({', '.join(longgenbench_runs) or 'none'}): {names(have_l)}",
+        ],
+        [
+            "pairs_measured",
+            f"{len(measured)} (model, length) pair(s) in both"
+            + (
+                ""
+                if len(measured)
+                else ": none, so no measured correlation (score one model on both at 16K or 32K)"
+            ),
+        ],
+        [
+            "Fig. 3b with this run's models",
+            f"{len(runs_pairs)} run pair(s) added to the published points"
+            + (
+                ""
+                if len(runs_pairs)
+                else ": none, so the figure equals the published Fig. 3b (add measured pairs, "
+                "or map a LongGenBench model to its RULER README row with ruler_names)"
+            ),
+        ],
+    ]
+    return pd.DataFrame(rows, columns=["table", "finding"])
+
+
+STUDY = "correlation"
+"""Where the study's files go: tables under ``report/correlation/``, figures named
+``correlation_*`` (the report page's section of the study, :data:`CAPTIONS`)."""
+
+CAPTIONS: dict[str, tuple[str, str]] = {
+    "correlation/headline": (
+        "Headline",
+        "Pearson r between RULER and LongGenBench scores over models, per length, with its 95% "
+        "CI (Fisher z; lceval's, the paper prints none) beside the paper's r (0.51 at 16K, "
+        "0.66 at 32K); data: fig3b = the official notebook's numbers, table3 = Table 3 vs "
+        "RULER's README, measured = this run's pairs.",
+    ),
+    "correlation/summary": (
+        "Fig. 3b",
+        "Pearson and Spearman correlation (r, p) per data set and length, n models, the "
+        "paper's r beside it; a note where a coefficient is undefined.",
+    ),
+    "correlation/pairs_fig3b": (
+        "Fig. 3b",
+        "The (RULER, LongGenBench) score pairs of Fig. 3b as the official notebook holds them "
+        "(percent, per model and length).",
+    ),
+    "correlation/pairs_table3": (
+        "Table 3",
+        "LongGenBench Table 3's metric paired with RULER's README score of the same model "
+        "(percent, per model and length).",
+    ),
+    "correlation/pairs_measured": (
+        "Sec. 3.5",
+        "This run's pairs: models scored on both RULER and LongGenBench at the same length "
+        "(percent); empty when no model was scored on both (see correlation/pairs_missing).",
+    ),
+    "correlation/pairs_fig3b_with_runs": (
+        "Fig. 3b",
+        "Fig. 3b's published pairs with this run's pairs (measured and README-paired) marked "
+        "'this run' (percent).",
+    ),
+    "correlation/pairs_missing": (
+        "Sec. 3.5",
+        "Why the measured pairs hold what they hold: the models and lengths each side's runs "
+        "scored, and whether the Fig. 3b figure with this run's models adds any point.",
+    ),
+    "correlation_fig3b": (
+        "Fig. 3b",
+        "RULER score (x, percent) against LongGenBench score (y, percent) per model, one panel "
+        "per length, from the official notebook's numbers; r in each panel.",
+    ),
+    "correlation_table3": (
+        "Table 3",
+        "Table 3's LongGenBench metric (y, percent) against RULER's README score (x, percent) "
+        "per model and length; r in each panel.",
+    ),
+    "correlation_fig3b_runs": (
+        "Fig. 3b",
+        "Fig. 3b with this run's pairs drawn over the published points; identical to Fig. 3b "
+        "when the run adds no pair (correlation/pairs_missing says why).",
+    ),
+}
+"""Captions of the study's report files (``name -> (paper item, caption)``, as a benchmark's
+report module declares them for ``report/index.html``)."""
+
+
+def study_meta(
+    run_id: str,
+    ruler_runs: Sequence[str],
+    longgenbench_runs: Sequence[str],
+    *,
+    metric: str = "wAvg",
+) -> Any:
+    """The study run's ``run.json`` (a :class:`lceval.records.RunMeta`): its parameters, and as
+    sources the published files it reads (path under lceval, sha256) and the run folders it
+    paired, so the page's provenance says what the correlation rests on."""
+    import hashlib
+
+    from lceval.io import new_meta
+
+    files = {}
+    for name in ("fig3b_official.csv", "table3.csv"):
+        path = registry.resources("longgenbench").joinpath("ruler_correlation", name)
+        with resources.as_file(path) as p:
+            files[name] = {
+                "path": f"lceval/benchmarks/longgenbench/resources/ruler_correlation/{name}",
+                "sha256": hashlib.sha256(Path(p).read_bytes()).hexdigest(),
+            }
+    runs = {
+        "RULER runs": {"name": ", ".join(ruler_runs) or "none scored"},
+        "LongGenBench runs": {"name": ", ".join(longgenbench_runs) or "none scored"},
+    }
+    params = {
+        "ruler_runs": list(ruler_runs),
+        "longgenbench_runs": list(longgenbench_runs),
+        "metric": metric,
+    }
+    return new_meta(run_id, params=params, sources={STUDY: {**files, **runs}})

@@ -65,3 +65,44 @@ def test_run_notebook_injects_params_and_keeps_failures_apart(tmp_path):
     assert not (folder / "bad.ipynb").exists()
     assert (folder / "bad.failed.ipynb").exists()
     assert not list(folder.glob(".*running*"))
+
+
+def test_run_id_prefixes_every_run_of_a_pipeline(monkeypatch, tmp_path):
+    # LongGenBench + RULER: three steps with their own run ids; --run-id X names all three, and
+    # the correlation step reads the two runs under their new names
+    from lceval.cli import notebooks
+
+    calls = []
+    monkeypatch.setattr(
+        notebooks,
+        "run_notebook",
+        lambda nb, rid, params, **kw: calls.append((nb.stem, rid, params)) or tmp_path / rid,
+    )
+    pipeline = "params/pipelines/longgenbench_ruler_smoke.yaml"
+    run_pipeline(pipeline, "X", outputs_root=tmp_path)
+    assert [(nb, rid) for nb, rid, _ in calls] == [
+        ("06_longgenbench", "X-longgenbench-smoke"),
+        ("07_ruler", "X-ruler-smoke"),
+        ("05_ruler_correlation", "X-ruler-corr-smoke"),
+    ]
+    corr = calls[-1][2]
+    assert corr["ruler_runs"] == ["X-ruler-smoke"]
+    assert corr["longgenbench_runs"] == ["X-longgenbench-smoke"]
+    calls.clear()
+    run_pipeline(pipeline, outputs_root=tmp_path)  # no --run-id: the file's own names
+    assert [rid for _, rid, _ in calls] == ["longgenbench-smoke", "ruler-smoke", "ruler-corr-smoke"]
+
+
+def test_run_prints_the_report_of_every_run_a_pipeline_wrote(monkeypatch, tmp_path, capsys):
+    from lceval.cli import main, notebooks
+
+    paths = []
+    for rid in ("a-longgenbench-smoke", "a-ruler-smoke", "a-ruler-corr-smoke"):
+        (tmp_path / rid / "report").mkdir(parents=True)
+        (tmp_path / rid / "report" / "index.html").write_text("<p>r</p>")
+        paths.append(tmp_path / rid / "notebooks" / "n.ipynb")
+    monkeypatch.setattr(notebooks, "run_pipeline", lambda *a, **kw: paths)
+    argv = ["run", "params/pipelines/longgenbench_ruler_smoke.yaml", "--run-id", "a"]
+    assert main([*argv, "--outputs", str(tmp_path)]) == 0
+    reports = [x for x in capsys.readouterr().out.splitlines() if x.startswith("report: ")]
+    assert reports == [f"report: {p.parent.parent / 'report' / 'index.html'}" for p in paths]

@@ -126,6 +126,10 @@ def test_show_samples_gives_the_worst_rows(reported):
 
     shown = show_samples(reported, worst=5, model="m1")
     assert "<table" in shown.data and "dt_bundle" not in shown.data
+    heads = list(dict.fromkeys(re.findall(r"<th>([^<]*)</th>", shown.data)))
+    # what was answered and how it scored, not the grouping fields (a notebook cell is narrow)
+    assert heads[:6] == ["task", "model", "value", "answer", "explanation", "rubric"]
+    assert "instruction" not in heads and "expression" not in heads
     scores = reported.read_scores()
     picked = samples_page.worst(scores, model="m1", n=5)
     assert len(picked) == 5 and picked["value"].max() <= scores["value"].max()
@@ -261,3 +265,65 @@ def test_value_column_stays_when_no_score_was_computed(reported):
     scores = reported.read_scores().assign(value=float("nan"), explanation="judge failed")
     frame = samples_page.sample_rows(reported, scores=scores, links=False)
     assert "value" in frame.columns and frame["value"].isna().all()
+
+
+def _visible(driver, selector: str) -> list[dict]:
+    """Each header cell of the page's table: its text, and whether it lies inside the first
+    screen (the window at 1,400 px wide, not scrolled)."""
+    return driver.execute_script(
+        f"""return Array.from(document.querySelectorAll('{selector} thead th')).map(h => {{
+          const r = h.getBoundingClientRect();
+          return {{text: h.innerText.trim(), seen: r.left >= 0 && r.right <= innerWidth + 1
+                   && r.top >= 0 && r.top < innerHeight && r.width > 0}};
+        }});"""
+    )
+
+
+@pytest.mark.browser
+def test_first_screen_shows_answers_with_one_scorer_at_a_time(reported, tmp_path):
+    """samples.html and compare.html at 1,400 px: the answer, its value and explanation in the
+    first screen, the filters collapsed; with two scorers, one at a time behind a switch."""
+    run = RunDir("two", tmp_path)
+    shutil.copytree(reported.path, run.path)
+    lceval.run.score("two", root=tmp_path, scorer="lifbench:strict", progress=False)
+    samples_page.write_samples_page(run)
+    compare_page.write_run_compare_page(run)
+    driver = _chrome()
+    seen = {}
+    try:
+        for name in ("samples.html", "compare.html"):
+            driver.get((run.report / name).as_uri())
+            _wait_for_table(driver)
+            time.sleep(0.3)
+            seen[name] = {
+                "heads": _visible(driver, MAIN),
+                "info": driver.execute_script(
+                    "return document.querySelector('.dt-info').textContent;"
+                ),
+                "panes": driver.execute_script(
+                    "const p = document.querySelector('.dtsp-panesContainer');"
+                    "return !!p && p.offsetParent !== null;"
+                ),
+                "switch": driver.execute_script(
+                    "return Array.from(document.querySelectorAll('select.lc-scorer option'))"
+                    ".map(o => o.textContent);"
+                ),
+            }
+        driver.find_element("css selector", ".lc-bar button").click()  # filters open
+        time.sleep(0.3)
+        opened = driver.execute_script(  # the panes (built on opening) and the builder shown
+            "const p = document.querySelector('.dtsp-panesContainer');"
+            "return [p.offsetParent !== null, p.querySelectorAll('.dtsp-searchPane').length,"
+            " !!document.querySelector('.dtsb-searchBuilder')];"
+        )
+    finally:
+        driver.quit()
+    first = {h["text"] for h in seen["samples.html"]["heads"] if h["seen"]}
+    assert {"answer", "value", "explanation"} <= first, seen["samples.html"]["heads"]
+    first = {h["text"] for h in seen["compare.html"]["heads"] if h["seen"]}
+    assert {"answer A", "answer B", "diff", "explanation A"} <= first, seen["compare.html"]
+    for name, n in (("samples.html", 44), ("compare.html", 22)):  # one scorer of two
+        assert f"of {n} entries" in seen[name]["info"] and f"from {2 * n}" in seen[name]["info"]
+        assert seen[name]["panes"] is False  # collapsed
+        assert seen[name]["switch"][:2] == ["scorer: lifbench", "scorer: lifbench:strict"]
+    assert opened[0] and opened[1] >= 2 and opened[2], opened

@@ -164,3 +164,42 @@ def test_readme_pairs_take_ruler_from_the_readme(tmp_path):
     assert readme_pairs(["rp"], {}, root=tmp_path).empty
     with pytest.raises(LcevalError, match="no row"):
         readme_pairs(["rp"], {"my-llama": "Llama9"}, root=tmp_path)
+
+
+def test_study_page_has_a_headline_captions_and_says_why_pairs_are_missing(tmp_path):
+    """The correlation study's section of report/index.html, written as notebook 05 writes it
+    with no scored runs: the headline table (r with its CI), every table and figure captioned,
+    and why the measured pairs are empty and Fig. 3b with the run's models is the published
+    one."""
+    from lceval.io import RunDir
+    from lceval.report.index_page import write_index
+    from lceval.reporting import save_table
+    from lceval.studies import ruler_correlation as rc
+
+    run = RunDir("corr", tmp_path).create()
+    out = run.report / rc.STUDY
+    fig3b = rc.published_pairs("fig3b")
+    table3 = rc.published_pairs("table3", "wAvg")
+    measured = rc.measured_pairs([], [], root=tmp_path)
+    runs_pairs = measured.iloc[0:0]
+    rc.correlation_figure(fig3b, run.figures, "correlation_fig3b", "Fig. 3b")
+    summary = rc.correlation_summary(
+        {"fig3b": rc.correlate(fig3b), "table3:wAvg": rc.correlate(table3)}
+    )
+    head = rc.headline(summary)
+    for name, table in (
+        ("pairs_fig3b", fig3b),
+        ("pairs_measured", measured),
+        ("summary", summary),
+        ("headline", head),
+        ("pairs_missing", rc.missing_pairs([], [], measured, runs_pairs, root=tmp_path)),
+    ):
+        save_table(table, out, name, index=False)
+    run.write_meta(rc.study_meta("corr", [], []))
+    page = write_index(run).read_text(encoding="utf-8")
+    assert "no caption declared" not in page
+    assert "fig3b_official.csv" in page and "none scored" in page  # provenance: sources
+    assert "<b>Headline.</b>" in page and "correlation/headline.csv" in page
+    assert "equals the published Fig. 3b" in page and "no measured correlation" in page
+    row = head[(head["data"] == "table3:wAvg") & (head["n_models"] > 3)].iloc[0]
+    assert row["low"] < row["pearson_r"] < row["high"]  # Fisher-z 95% interval around r
