@@ -166,7 +166,8 @@ def check_address(address: str) -> None:
     channel = grpc.insecure_channel(f"{host}:{port}" if ":" not in host else f"[{host}]:{port}")
     try:
         gcs_service_pb2_grpc.NodeInfoGcsServiceStub(channel).GetClusterId(
-            gcs_service_pb2.GetClusterIdRequest(), timeout=PROBE_S
+            gcs_service_pb2.GetClusterIdRequest(),  # type: ignore[attr-defined]  # generated protobuf, no stubs
+            timeout=PROBE_S,
         )
     except grpc.RpcError as exc:
         code = exc.code()
@@ -302,7 +303,7 @@ def token_auth_if_token() -> bool:
         return False
     os.environ[AUTH_MODE_ENV] = "token"
     try:  # Ray reads its config once per process: refresh it, as its CLI does after this switch
-        from ray._raylet import Config
+        from ray._raylet import Config  # type: ignore[attr-defined]  # Cython module, no stubs
 
         Config.initialize("")
     except (ImportError, AttributeError):  # a Ray without token authentication

@@ -258,4 +258,6 @@ def test_lone_surrogates_and_a_megabyte_line_load(tmp_path: Path) -> None:
     line = json.dumps({"Instruction": "i\ud800", "Input": big, "Output": "y\udfff"})
     p.write_text(line + "\n", encoding="utf-8")  # ASCII JSON: the surrogates as escapes
     tf = read_task_file(p)
-    assert tf.rows[0].instruction == "i\ud800" and len(tf.rows[0].input) == 1_000_000
+    # every reader of JSON lines turns a lone surrogate into U+FFFD (io.json_line): pandas' pyarrow
+    # strings and UTF-8 writers refuse surrogates downstream
+    assert tf.rows[0].instruction == "i\ufffd" and len(tf.rows[0].input) == 1_000_000
