@@ -87,7 +87,7 @@ def write_index(run: Any) -> Path:
         f"<title>lceval run {esc(str(run.run_id))}</title>",
         f"<style>{_CSS}</style></head><body>",
         f"<h1>Results of run <code>{esc(str(run.run_id))}</code></h1>",
-        _headline_html(heads, covs),
+        _headline_html(heads, covs, _study_headline(report)),
         _page_links(report),
     ]
     # report/*.csv; report/<key>/*.csv (RULER, L-Eval, CIF-Bench write their tables there);
@@ -349,8 +349,20 @@ def _cut_note(h: Mapping[str, Any], cov: Any) -> str:
     return text
 
 
-def _headline_html(heads: Sequence[Mapping[str, Any]], covs: Sequence[Any]) -> str:
-    """The first screen: headline table and the coverage of each benchmark and model."""
+def _study_headline(report: Path) -> str:
+    """A study run's headline (``report/<study>/headline.csv``, e.g. the RULER-LongGenBench
+    correlation with its CI) as the first screen's table; empty when the run has none."""
+    for key in _NOT_BENCHMARKS:
+        csv = report / key / "headline.csv"
+        if csv.is_file():
+            caption = _captions(key).get(f"{key}/headline", ("Headline", ""))[1]
+            return _table_html(csv, "headline", f"{key}/headline", caption) or ""
+    return ""
+
+
+def _headline_html(heads: Sequence[Mapping[str, Any]], covs: Sequence[Any], study: str = "") -> str:
+    """The first screen: headline table and the coverage of each benchmark and model; for a
+    study run without scores, the study's own headline table (``study``, HTML)."""
     import html
 
     esc = html.escape
@@ -364,6 +376,9 @@ def _headline_html(heads: Sequence[Mapping[str, Any]], covs: Sequence[Any]) -> s
             f"<div class='{cls}'><b>{esc(lead)}</b> ({esc(c.benchmark)}, {esc(c.model)}): "
             f"{esc(c.label)}{'' if c.paper_grid else _UNRANKED}</div>"
         )
+    if not heads and study:
+        parts.append(study)
+        return "\n".join(parts)
     if not heads:
         parts.append("<p>No headline yet: score the run (<code>lceval score RUN</code>).</p>")
         return "\n".join(parts)
