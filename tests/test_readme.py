@@ -3,9 +3,10 @@
 The bash block under ``## Step by step`` is extracted and each command run in order, as a user
 types it, from a temporary folder: run folders go to ``$LCEVAL_OUTPUTS`` (a temporary
 ``outputs/``, so ``outputs/my-run/...`` paths in the block resolve there), and every inference
-answers at most ``$LCEVAL_TEST_LIMIT`` samples on the engine ``$LCEVAL_TEST_BACKEND`` stands for
-where a command says ``auto`` (hf; both read by lceval, never by editing the commands). The
-embedded model answers.
+answers at most ``$LCEVAL_TEST_LIMIT`` samples (read by lceval, never by editing the commands).
+``backend: auto`` decides as on a machine without vLLM (hf): a ``sitecustomize`` on the
+commands' ``PYTHONPATH`` marks vLLM as not installed (the test side chooses the engine; lceval has
+no test-only override). The embedded model answers.
 The temporary folder holds links to the checkout's ``params/``, ``notebooks/``, ``lceval/`` and
 ``pyproject.toml``, so it is a checkout as far as lceval can tell.
 """
@@ -49,14 +50,18 @@ def test_block_is_found_and_uses_lceval_only():
 
 @pytest.mark.slow
 def test_readme_step_by_step_runs_as_written(tmp_path, embedded_model_dir):
+    site = tmp_path / "site"  # in every lceval process and notebook kernel: vLLM "not installed"
+    site.mkdir()
+    (site / "sitecustomize.py").write_text("import sys\n\nsys.modules['vllm'] = None\n")
     env = {
         **os.environ,
         "LCEVAL_OUTPUTS": str(tmp_path / "outputs"),
         "LCEVAL_TEST_LIMIT": "2",
-        "LCEVAL_TEST_BACKEND": "hf",  # what `auto` stands for here
         "HF_HUB_OFFLINE": "1",
         "TRANSFORMERS_OFFLINE": "1",
-        "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")])),
+        "PYTHONPATH": os.pathsep.join(
+            filter(None, [str(site), str(REPO), os.environ.get("PYTHONPATH")])
+        ),
     }
     (tmp_path / "outputs").mkdir()
     # the commands run from a checkout (relative params/ paths): a temporary folder that looks

@@ -37,7 +37,7 @@ import inspect
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 import torch
 import transformers
@@ -52,7 +52,7 @@ from transformers import (
 from transformers.cache_utils import DynamicLayer
 
 from lceval.errors import LcevalError, one_line
-from lceval.models.backends import parse_options
+from lceval.models.backends import HFOptions, parse_options
 from lceval.models.base import GenerationConfig, error_response
 from lceval.models.base import (
     cache_fields as base_cache_fields,
@@ -67,14 +67,12 @@ from lceval.models.hf_attention import (
 )
 from lceval.models.prompts import (
     RenderedPrompt,
-    check_prompt_format,
     render_sample,
     resolve_prompt_format,
 )
 from lceval.models.rope import RopeOverride, apply_rope, resolve_rope
 from lceval.models.specs import model_window
 from lceval.models.thinking import Thinking
-from lceval.models.thinking import check_options as check_thinking_options
 from lceval.models.threads import ThreadChoice, choose_threads
 from lceval.records import Context, FinishReason, Response, Sample
 
@@ -191,85 +189,37 @@ class HFBackend:
     Args:
         model: ``None`` / ``"smollm2"`` for the embedded SmolLM2-135M-Instruct, a local model
             folder, or a hub id (see ``lceval.models.embedded.resolve_model``).
-        device: ``"auto"`` (CUDA when available, else CPU), ``"cpu"``, ``"cuda[:N]"`` or ``"mps"``.
-        dtype: ``"auto"`` (bfloat16 on GPUs that support it, float16 on older GPUs, float32 on
-            CPU), ``"float32"``, ``"bfloat16"`` or ``"float16"``.
-        max_batch_rows: most rows per forward batch. None (default): 8 on the CPU;
-            on a GPU the most rows that fit the free memory (up to :data:`AUTO_BATCH_CAP`),
-            counting the shared context once and each row's own tokens and activations
-            (:meth:`HFBackend.rows_that_fit`). A CUDA out-of-memory error halves the batch and
-            retries the same rows; a row that fails alone is an error response naming its length
-            and the free memory.
-        prefill_chunk: prompt tokens encoded per forward pass when a context is prefilled
-            (default :data:`PREFILL_CHUNK`); bounds activations and the attention mask to
-            ``chunk x prompt``. Prompts longer than this without a shared prefix get a batch
-            of their own.
-        window: context window in tokens (default: the model config's ``max_position_embeddings``,
-            else the tokenizer's ``model_max_length``). Prompt + budget must fit in it.
-        trust_remote_code: passed to ``from_pretrained`` (models with custom code).
-        share_prefix: encode a batch's common token prefix once and reuse its KV cache, and keep
-            the last such cache for the next batches (a shared context is encoded once per run);
-            ``prompt_tokens_requested`` / ``prompt_tokens_computed`` count the effect.
-        num_threads: CPU threads for torch (``torch.set_num_threads``, process-wide); None
-            (default): on the CPU, the cores this process may use
-            (:func:`lceval.models.threads.choose_threads`: affinity, cgroup quota, load), recorded
-            in run.json with what it was chosen from; on a GPU torch's default. On a loaded
-            machine 1 thread can be many times faster than oversubscribed OpenMP threads.
+        options: the options, declared once with their meaning in
+            :class:`lceval.models.backends.HFOptions` (``device``, ``dtype``, ``max_batch_rows``,
+            ``window``, ``share_prefix``, ``num_threads``, ``prompt_format``, ``rope_theta`` /
+            ``rope_scaling`` (:mod:`lceval.models.rope`), ``prefill_chunk``, the thinking
+            options (:mod:`lceval.models.thinking`)); or give them as keywords (``given``),
+            parsed into one.
 
-        prompt_format: ``auto`` (the chat template when the tokenizer has one, else plain text:
-            base models), ``chat`` or ``plain``; recorded in run.json and, when plain, in the
-            response cache key.
-        rope_theta: RoPE base override (None: the checkpoint's); see :mod:`lceval.models.rope`.
-        rope_scaling: RoPE scaling spec, ``{"type": "ntk"|"dynamic"|"linear", "factor": s,
-            "original_max_position_embeddings": n}`` or ``"TYPE:s"``. Both are set on the model
-            config before ``from_pretrained`` (never on model code); the effective values go to
-            run.json and, when they differ from the checkpoint's, to the response cache key. With
-            a scaling spec the default window is s x the trained window; ``dynamic`` turns
-            ``share_prefix`` off (its base depends on the encoded length).
-        enable_thinking: the chat template's thinking switch (Qwen3's ``enable_thinking``),
-            passed to ``apply_chat_template``; None: the template's default. A template without
-            the switch refuses it. See :mod:`lceval.models.thinking`.
-        max_thinking_tokens: thinking budget in tokens, added to each sample's answer budget
-            for a thinking model (default ``thinking.DEFAULT_THINKING_TOKENS``); thinking longer
-            than this gives no answer (NaN, "no answer after N thinking tokens").
-        think_end: the model's end-of-thinking marker (e.g. ``</think>``) when its chat template
-            does not show one; default: read from the template.
+    Notes on what the options do here: an unset ``max_batch_rows`` is 8 on the CPU and on a GPU
+    the most rows that fit the free memory (up to :data:`AUTO_BATCH_CAP`; a CUDA out-of-memory
+    error halves the batch and retries; a row that fails alone is an error response). An unset
+    ``num_threads`` on the CPU is :func:`lceval.models.threads.choose_threads`, recorded in
+    run.json. RoPE overrides are set on the model config before ``from_pretrained``; with a
+    scaling spec the default window is s x the trained window, and ``dynamic`` turns
+    ``share_prefix`` off (its base depends on the encoded length).
 
     Raises:
-        LcevalError: the model cannot be resolved or loaded, or an argument is invalid.
+        LcevalError: the model cannot be resolved or loaded, or an option is invalid.
     """
 
     def __init__(
-        self,
-        model: str | None = None,
-        device: str = "auto",
-        dtype: str = "auto",
-        max_batch_rows: int | None = None,
-        window: int | None = None,
-        trust_remote_code: bool = False,
-        share_prefix: bool = True,
-        num_threads: int | None = None,
-        prompt_format: str = "auto",
-        rope_theta: float | None = None,
-        rope_scaling: dict[str, Any] | str | None = None,
-        prefill_chunk: int | None = None,
-        enable_thinking: bool | None = None,
-        max_thinking_tokens: int | None = None,
-        think_end: str | None = None,
+        self, model: str | None = None, options: HFOptions | None = None, **given: Any
     ) -> None:
-        check_thinking_options(enable_thinking, max_thinking_tokens, think_end)
-        # names, types and ranges: lceval.models.backends.HFOptions (checked before loading)
-        given = {
-            "max_batch_rows": max_batch_rows,
-            "window": window,
-            "num_threads": num_threads,
-            "prefill_chunk": prefill_chunk,
-        }
-        parse_options("hf", given)
-        check_prompt_format(prompt_format)
+        o = options if options is not None else cast(HFOptions, parse_options("hf", given))
+        self.options: HFOptions = o
+        """The options this engine was started with (typed, checked once)."""
+        window, num_threads, max_batch_rows = o.window, o.num_threads, o.max_batch_rows
+        trust_remote_code, prompt_format = o.trust_remote_code, o.prompt_format
+        rope_theta, rope_scaling = o.rope_theta, o.rope_scaling
         self.source: ModelSource = resolve_model(model)
         self.name = self.source.name
-        self.device = pick_device(device)
+        self.device = pick_device(o.device)
         self.threads: ThreadChoice | None = None
         """How the CPU thread count was chosen (None: given as ``num_threads``, or a GPU)."""
         if num_threads is None and self.device == "cpu":
@@ -277,7 +227,7 @@ class HFBackend:
             num_threads = self.threads.threads
         if num_threads is not None:
             torch.set_num_threads(num_threads)
-        self.dtype = pick_dtype(dtype, self.device)
+        self.dtype = pick_dtype(o.dtype, self.device)
         self.auto_batch = max_batch_rows is None
         self.batch_size = max_batch_rows or (
             AUTO_BATCH_CAP if self.device.startswith("cuda") else 8
@@ -285,8 +235,8 @@ class HFBackend:
         """Most rows per forward batch (the ``max_batch_rows`` option)."""
         self.call_size = self.batch_size
         """Samples per ``generate`` call that ``lceval.run.infer`` sends by default."""
-        self.prefill_chunk = prefill_chunk or PREFILL_CHUNK
-        self.share_prefix = share_prefix
+        self.prefill_chunk = o.prefill_chunk or PREFILL_CHUNK
+        self.share_prefix = o.share_prefix
         self._prefix_ids: list[int] = []
         """Token ids of the last shared prefix encoded (empty: none kept)."""
         self._prefix_kv: Any = None
@@ -345,7 +295,7 @@ class HFBackend:
         self._kv_token = kv_bytes_per_token(self.model.config, self.dtype)
         self.prompt_format = resolve_prompt_format(self.tokenizer, prompt_format)
         self.thinking = Thinking.from_tokenizer(
-            self.tokenizer, enable_thinking, max_thinking_tokens, think_end
+            self.tokenizer, o.enable_thinking, o.max_thinking_tokens, o.think_end
         )
         self.window = window or model_window(self.model.config, self.tokenizer)
         gen = self.model.generation_config

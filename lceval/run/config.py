@@ -329,28 +329,6 @@ def test_limit(limit: int | None) -> int | None:
     return int(raw) if limit is None else min(limit, int(raw))
 
 
-TEST_BACKEND_ENV = "LCEVAL_TEST_BACKEND"
-"""Environment variable naming the engine ``auto`` stands for (tests run the README's commands,
-which say ``auto``, on hf with ``LCEVAL_TEST_BACKEND=hf``); unset: ``auto`` decides."""
-
-
-def test_backend(backend: str) -> str:
-    """``backend``, or ``$LCEVAL_TEST_BACKEND`` where ``backend`` is ``auto`` and that is set.
-
-    Raises:
-        LcevalError: the variable names no backend.
-    """
-    import os
-
-    raw = os.environ.get(TEST_BACKEND_ENV, "").strip()
-    if backend != "auto" or not raw:
-        return backend
-    try:
-        return _backend_name(raw)
-    except ValueError as exc:
-        raise LcevalError(f"{TEST_BACKEND_ENV}: {exc}") from None
-
-
 class PlanConfig(Declared):
     """``lceval plan``."""
 

@@ -35,7 +35,7 @@ from lceval.models.specs import (
 from lceval.progress import progress_path
 from lceval.records import Context, Response, Sample
 from lceval.run import plan
-from lceval.run.config import INFERENCE_DEFAULTS, InferConfig, test_backend, test_limit, validate
+from lceval.run.config import INFERENCE_DEFAULTS, InferConfig, test_limit, validate
 from lceval.store import ResponseStore
 
 DEFAULT_CALL_SIZE = 8
@@ -195,7 +195,7 @@ def infer(
     if unset:
         cfg = validate(InferConfig, {**cfg.model_dump(exclude_unset=True), **unset})
     backend, batch_size, limit, tasks = (
-        test_backend(cfg.backend),
+        cfg.backend,
         cfg.batch_size,
         test_limit(cfg.limit),
         cfg.tasks,

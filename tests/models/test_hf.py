@@ -273,6 +273,20 @@ def test_bad_arguments(tiny_model_dir: Path) -> None:
         HFBackend(str(tiny_model_dir), max_batch_rows=0)
     with pytest.raises(LcevalError, match="does not exist"):
         HFBackend("/no/such/model/dir")
+    with pytest.raises(LcevalError, match="no option .prefil_chunk.; closest: prefill_chunk"):
+        HFBackend(str(tiny_model_dir), prefil_chunk=64)  # a misspelt option: one line
+
+
+def test_options_are_one_typed_object(tiny_model_dir: Path) -> None:
+    from lceval.models.backends import HFOptions
+
+    given = HFOptions(device="cpu", max_batch_rows=3, prefill_chunk=64, share_prefix=False)
+    b = HFBackend(str(tiny_model_dir), given)
+    assert b.options is given
+    assert (b.batch_size, b.prefill_chunk, b.share_prefix) == (3, 64, False)
+    assert (
+        HFBackend(str(tiny_model_dir), device="cpu", max_batch_rows=3).options.max_batch_rows == 3
+    )
 
 
 @pytest.mark.slow
