@@ -215,6 +215,7 @@ def _generate(
         desc=desc or f"generate {backend.name}",
         show=progress,
         prefilled=lambda: getattr(backend, "prompt_tokens_prefilled", None),
+        work=lambda: getattr(backend, "prompt_work", None),
     )
     counts0 = prefix_reuse(backend)
     state = "stopped"

@@ -25,6 +25,7 @@ import time
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
+from lceval import progress
 from lceval.errors import LcevalError, one_line
 from lceval.models.backends import engine_arg_names
 from lceval.models.base import GenerationConfig, error_response
@@ -246,6 +247,14 @@ class VLLMBackend:
         """Prompt tokens of the requests whose prefill has finished (their first token came),
         those the prefix cache served included: the progress bar shows it before the first
         answer."""
+        self.prompt_work = dict.fromkeys(progress.WORK_KEYS, 0.0)
+        """What :meth:`stream` measured, that the progress bar's time left is made from
+        (:func:`lceval.progress.work_eta`): samples ``sent``, their new prompt ``tokens``
+        (beyond the common prefix with the previous prompt, which the prefix cache serves),
+        of those ``done`` (prefill finished); ``prefill_s`` / ``prefill_tokens``: the engine
+        steps that finished a prefill and the new tokens they prefilled; ``decode_s`` /
+        ``decode_tokens``: the other steps and the tokens they generated; ``in_flight``:
+        tokens generated so far by requests not yet finished."""
         self.prompt_tokens_computed: int | None = 0
         """Of those, tokens not served from vLLM's prefix cache (each result's
         ``num_cached_tokens``); None once a result does not report it (not measured)."""
@@ -443,6 +452,10 @@ class VLLMBackend:
                 previous = ids
             except (LcevalError, ValueError, TypeError) as exc:
                 yield error_response(s, self.name, config, exc)
+        work = self.prompt_work
+        work["sent"] += len(todo)
+        work["tokens"] += sum(t[4] for t in todo)
+        generated: dict[str, int] = {}  # tokens each running request has generated
         # Keyed by the id lceval gives (vLLM reports outputs and takes aborts under it); vLLM
         # >= 0.11 also makes an internal id (the given one plus a random suffix), which
         # add_request returns: both name the request here.
@@ -477,18 +490,42 @@ class VLLMBackend:
                 if not getattr(engine, "has_unfinished_requests", lambda: True)():
                     break
                 try:
+                    t_step = time.perf_counter()
                     outputs = engine.step()
+                    t_step = time.perf_counter() - t_step
                 except Exception as exc:
                     if type(exc).__name__ == "EngineDeadError":
                         raise LcevalError(f"vLLM's engine died: {engine_death_cause()}") from None
                     raise
+                prefilled_now = decoded_now = 0
                 for res in outputs:
                     rid = alias.get(res.request_id, res.request_id)
                     if rid not in running:
                         continue
+                    n_out = _generated_tokens(res)
                     if rid not in started:  # its first token: the prompt is prefilled
                         started.add(rid)
                         self.prompt_tokens_prefilled += len(running[rid][2])
+                        prefilled_now += running[rid][3]
+                    else:
+                        decoded_now += max(0, n_out - generated.get(rid, 0))
+                    generated[rid] = n_out
+                    if getattr(res, "finished", False):
+                        generated.pop(rid)
+                work["in_flight"] = float(sum(generated.values()))
+                # a step that finished a prefill is counted as prefill time, the others as
+                # decoding (the rates the time left is made of: lceval.progress.work_eta)
+                work["done"] += prefilled_now
+                if prefilled_now:
+                    work["prefill_s"] += t_step
+                    work["prefill_tokens"] += prefilled_now
+                elif decoded_now:
+                    work["decode_s"] += t_step
+                    work["decode_tokens"] += decoded_now
+                for res in outputs:
+                    rid = alias.get(res.request_id, res.request_id)
+                    if rid not in running:
+                        continue
                     if not getattr(res, "finished", False):
                         continue
                     i, p, ids, new = running.pop(rid)
@@ -566,6 +603,12 @@ class VLLMBackend:
             reasoning_tokens=n_think,
             thinking_unfinished=unfinished,
         )
+
+
+def _generated_tokens(res: Any) -> int:
+    """Tokens a vLLM ``RequestOutput`` holds for its first completion so far (cumulative)."""
+    outs = getattr(res, "outputs", None) or []
+    return len(getattr(outs[0], "token_ids", None) or ()) if outs else 0
 
 
 def _new_tokens(previous: Sequence[int], ids: Sequence[int]) -> int:

@@ -195,8 +195,18 @@ def test_stream_yields_each_answer_as_it_finishes(engine) -> None:
         _sample("long", "Count from one to fifty.", max_new_tokens=40),
         _sample("short", "Say yes.", max_new_tokens=2),
     ]
+    before = dict(engine.prompt_work)
     streamed = list(engine.stream(batch, CONTEXTS, GREEDY))
     assert [r.sample_id for r in streamed] == ["short", "long"]  # in the order they finished
+    # what the bar's time left is made of (lceval.progress.work_eta): every prompt prefilled,
+    # a prefill and a decode rate measured, nothing left in flight
+    work = {k: engine.prompt_work[k] - before[k] for k in before}
+    assert work["sent"] == 2 and work["done"] == work["tokens"] > 0
+    assert work["prefill_s"] > 0 and work["prefill_tokens"] == work["done"]
+    assert work["decode_s"] > 0 and 0 < work["decode_tokens"] <= sum(
+        r.completion_tokens for r in streamed
+    )
+    assert engine.prompt_work["in_flight"] == 0
     batched = {r.sample_id: r for r in engine.generate(batch, CONTEXTS, GREEDY)}
     for r in streamed:
         assert r.text.split()[:3] == batched[r.sample_id].text.split()[:3]

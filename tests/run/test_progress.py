@@ -200,3 +200,46 @@ def test_ctrl_c_keeps_the_answers_completed(tmp_path, tiny_long_model_dir):
     assert seen <= kept < 44
     rows = [json.loads(x) for x in responses.read_text().splitlines()]
     assert len({r["sample_id"] for r in rows}) == kept  # each once
+
+
+def test_time_left_from_measured_prefill_and_decode_rates():
+    """An engine that serves a shared context from its prefix cache and answers in bursts: 12
+    samples on one 4,000-token context, the first 3 answered after the whole prefill. Their
+    answers per second (3 in 60 s: 180 s for the 9 left) overstate the 12 s left 15x; the
+    measured rates give it: no prompt tokens left, 9 answers of the mean length (16 tokens)
+    less the 144 generated, at 24 tokens/s."""
+    work = {
+        "sent": 12,
+        "tokens": 4100 + 11 * 100,  # the context once, then each question
+        "done": 5200,
+        "prefill_s": 52.0,
+        "prefill_tokens": 5200,
+        "decode_s": 8.0,
+        "decode_tokens": 192,
+        "in_flight": 0,
+    }
+    assert progress.work_eta(work, pending=12, answered=3, generated=48) == pytest.approx(
+        (9 * 16) / 24
+    )
+    # half the samples not sent yet: their prompts counted at the mean of those sent
+    half = work | {"sent": 6, "tokens": 2600, "done": 2600, "prefill_tokens": 2600}
+    assert progress.work_eta(half, pending=12, answered=3, generated=48) == pytest.approx(
+        2600 * 52 / 2600 + 9 * 16 / 24
+    )
+    assert progress.work_eta(work | {"decode_s": 0}, pending=12, answered=3, generated=48) is None
+    assert progress.work_eta(work, pending=12, answered=0, generated=0) is None
+
+
+def test_the_bar_takes_the_engines_work_over_its_answers_per_second(tmp_path):
+    """Progress reads the engine's work counts (vLLM's prompt_work) once the time left is
+    honest, counting only what this call measured; without them, answers per second."""
+    work = dict.fromkeys(progress.WORK_KEYS, 0.0) | {"prefill_s": 100.0, "prefill_tokens": 1e4}
+    bar = progress.Progress(None, "m", 12, show=False, work=lambda: work)
+    work.update(sent=12, tokens=5200, done=5200, decode_s=8.0, decode_tokens=192, in_flight=0)
+    work["prefill_s"] += 52.0
+    work["prefill_tokens"] += 5200
+    bar.add(3, 3 * 4133, 48)
+    assert bar.record()["eta_s"] == pytest.approx(6.0)
+    work["decode_s"] = 0.0  # no decode rate measured yet: answers per second
+    assert bar.record()["eta_s"] != pytest.approx(6.0)
+    bar.close()
