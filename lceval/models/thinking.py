@@ -38,6 +38,7 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from lceval.errors import LcevalError
+from lceval.records import FinishReason
 
 DEFAULT_THINKING_TOKENS = 32768
 """Thinking budget in tokens when a thinking model's ``max_thinking_tokens`` is not given (the
@@ -297,6 +298,36 @@ class Thinking:
             "max_thinking_tokens": self.max_thinking_tokens if self.active else 0,
         }
 
+    def answer(
+        self,
+        tokenizer: Any,
+        ids: Sequence[int],
+        prompt: Any,
+        stop: Sequence[str],
+        reason: FinishReason,
+    ) -> tuple[str, str | None, int, bool, FinishReason]:
+        """A local engine's answer from its generated ids (both engines call this).
+
+        Args:
+            tokenizer: the model's tokenizer.
+            ids: the generated ids (cut at EOS / budget).
+            prompt: the ``lceval.models.prompts.RenderedPrompt`` (its text: an open block at its
+                end counts; its ``answer_tokens``: the paper's answer budget).
+            stop: the sample's stop strings (the answer is cut at the first).
+            reason: how generation ended (``stop`` or ``length``).
+
+        Returns:
+            (answer text, empty when unfinished; thinking text or None; thinking tokens;
+            unfinished; finish reason: ``length`` when the answer was cut to its budget).
+        """
+        reasoning, n, answer, unfinished = self.split_ids(tokenizer, ids, prompt.text)
+        if len(answer) > prompt.answer_tokens:  # the answer keeps the paper's budget
+            answer, reason = answer[: prompt.answer_tokens], "length"
+        text = str(tokenizer.decode(answer, skip_special_tokens=True))
+        text, reason = cut_at_stop(text, stop, reason)
+        # unfinished thinking keeps how generation ended: EOS inside it is "stop"
+        return ("" if unfinished else text), reasoning, n, unfinished, reason
+
     def split_ids(
         self, tokenizer: Any, ids: Sequence[int], prompt: str
     ) -> tuple[str | None, int, list[int], bool]:
@@ -355,6 +386,12 @@ class Thinking:
         n = min(total, self.max_thinking_tokens)
         unfinished = sp.unfinished or total > self.max_thinking_tokens
         return text, n, ([] if unfinished else answer), unfinished
+
+
+def cut_at_stop(text: str, stop: Sequence[str], reason: FinishReason) -> tuple[str, FinishReason]:
+    """``text`` cut before its first stop string (then ``"stop"``), else as it is."""
+    cuts = [j for j in (text.find(s) for s in stop) if j >= 0]
+    return (text[: min(cuts)], "stop") if cuts else (text, reason)
 
 
 def markers_from_vllm_parser(name: str, tokenizer: Any) -> ThinkMarkers | None:
