@@ -49,6 +49,9 @@ _SPLIT_ON = re.compile(r"""\.split\(\s*(['"])(</[^'"<>]{1,40}>)\1\s*\)""")
 
 S = TypeVar("S", str, Sequence[int])
 
+_KEYED = ("enable_thinking", "max_thinking_tokens", "think_end")
+"""The thinking settings that join the response cache key (:meth:`Thinking.cache_field`)."""
+
 
 @dataclass(frozen=True)
 class ThinkMarkers:
@@ -240,13 +243,12 @@ class Thinking:
         max_thinking_tokens: int | None = None,
         think_end: str | None = None,
     ) -> Thinking:
-        """Markers from ``think_end`` when given, else from the tokenizer's chat template.
+        """Markers from ``think_end`` when given, else from the tokenizer's chat template. The
+        options come checked (``lceval.models.backends.ThinkingOptions``).
 
         Raises:
-            LcevalError: a bad ``max_thinking_tokens`` or ``think_end``; ``enable_thinking``
-                for a model whose template has no thinking switch.
+            LcevalError: ``enable_thinking`` for a model whose template has no thinking switch.
         """
-        check_options(enable_thinking, max_thinking_tokens, think_end)
         template = getattr(tokenizer, "chat_template", None)
         markers = (
             markers_from_option(think_end)
@@ -277,13 +279,8 @@ class Thinking:
     def cache_field(self) -> dict[str, Any] | None:
         """What joins the response cache key: None for a model without thinking (keys as
         before), else the switch, the budget and the end marker."""
-        if self.markers is None and self.enable_thinking is None:
-            return None
-        return {
-            "enable_thinking": self.enable_thinking,
-            "max_thinking_tokens": self.max_thinking_tokens if self.active else 0,
-            "think_end": self.markers.end if self.markers else None,
-        }
+        r = self.record()
+        return None if r is None else {k: r[k] for k in _KEYED}
 
     def record(self) -> dict[str, Any] | None:
         """For run.json (``info()``): the markers, where they came from, switch and budget."""
