@@ -363,7 +363,7 @@ class VLLMBackend:
         """Answer ``samples`` in order; a sample that cannot be answered gets an error Response.
 
         Args:
-            samples: the samples to answer (sent to the engine together).
+            samples: the samples to answer (ids unique; sent through :meth:`stream`).
             contexts: the run's contexts by id.
             config: decoding settings; ``config.extra`` is passed to ``SamplingParams``
                 (e.g. ``repetition_penalty``, ``top_k``).
@@ -371,44 +371,8 @@ class VLLMBackend:
         Returns:
             One Response per sample, in the order of ``samples``.
         """
-        from vllm.inputs import TokensPrompt
-
-        if self.llm is None:
-            raise LcevalError(f"backend for {self.name} is closed")
-        out: list[Response | None] = [None] * len(samples)
-        todo: list[tuple[int, RenderedPrompt, list[int]]] = []
-        params = []
-        for i, s in enumerate(samples):
-            try:
-                p = self.render(s, contexts, config)
-                ids = self.tokenizer(p.text, add_special_tokens=False)["input_ids"]
-                params.append(self.sampling_params(p, config))
-                todo.append((i, p, ids))
-            except (LcevalError, ValueError, TypeError) as exc:
-                out[i] = error_response(s, self.name, config, exc)
-        if todo:
-            t0 = time.perf_counter()
-            prompts = [TokensPrompt(prompt_token_ids=ids) for _, _, ids in todo]
-            try:
-                results = self.llm.generate(prompts, params, use_tqdm=False)
-            except Exception as exc:
-                if type(exc).__name__ == "EngineDeadError":
-                    raise LcevalError(f"vLLM's engine died: {engine_death_cause()}") from None
-                if not isinstance(exc, ValueError | RuntimeError):
-                    raise  # one request rejected: retry one by one
-                if len(todo) == 1:
-                    i = todo[0][0]
-                    out[i] = error_response(samples[i], self.name, config, exc)
-                    return [r for r in out if r is not None]
-                return [
-                    out[i] or self.generate([samples[i]], contexts, config)[0]
-                    for i in range(len(samples))
-                ]
-            latency = (time.perf_counter() - t0) / len(todo)
-            for (i, p, ids), res in zip(todo, results, strict=True):
-                out[i] = self._response(samples[i], p, ids, res, config, latency)
-                self._count(len(ids), getattr(res, "num_cached_tokens", None))
-        return [r for r in out if r is not None]
+        order = {s.id: k for k, s in enumerate(samples)}
+        return sorted(self.stream(samples, contexts, config), key=lambda r: order[r.sample_id])
 
     def stream(
         self,
@@ -424,8 +388,8 @@ class VLLMBackend:
         (what ``LLM.generate`` runs inside) hands back each finished one. Without waves vLLM
         prefills the whole call before it finishes any answer (3 min 48 s of silence on the
         LIFBench smoke set). :attr:`prompt_tokens_prefilled` grows as requests start decoding.
-        Where the engine lacks that interface, or a request is refused, the rest goes through
-        :meth:`generate`. Requests still running when the caller stops (Ctrl-C) are aborted.
+        A request the engine refuses gets an error Response. Requests still running when the
+        caller stops (Ctrl-C) are aborted.
 
         Raises:
             LcevalError: the engine died; the message carries the cause from its log.
@@ -434,10 +398,7 @@ class VLLMBackend:
 
         if self.llm is None:
             raise LcevalError(f"backend for {self.name} is closed")
-        engine: Any = getattr(self.llm, "llm_engine", None)
-        if not all(hasattr(engine, a) for a in ("add_request", "step", "abort_request")):
-            yield from self.generate(samples, contexts, config)
-            return
+        engine: Any = self.llm.llm_engine
         todo: list[tuple[int, RenderedPrompt, list[int], Any, int]] = []
         previous: list[int] = []
         for i, s in enumerate(samples):
@@ -466,25 +427,23 @@ class VLLMBackend:
         queue = list(reversed(todo))
         try:
             while queue or running:
-                try:  # the next wave: requests while the new prompt tokens in flight fit the cap
-                    while queue and (not running or in_flight + queue[-1][4] <= cap):
-                        i, p, ids, params, new = queue[-1]
-                        self._requests += 1
-                        rid = f"lceval-{self._requests}"
+                # the next wave: requests while the new prompt tokens in flight fit the cap
+                while queue and (not running or in_flight + queue[-1][4] <= cap):
+                    i, p, ids, params, new = queue.pop()
+                    self._requests += 1
+                    rid = f"lceval-{self._requests}"
+                    try:
                         got = engine.add_request(rid, TokensPrompt(prompt_token_ids=ids), params)
-                        queue.pop()
-                        running[rid] = (i, p, ids, new)
-                        in_flight += new
-                        if isinstance(got, str) and got != rid:
-                            alias[got] = rid
-                except (ValueError, RuntimeError, TypeError):  # refused: the batch call retries
-                    if running:
-                        engine.abort_request(list(running))
-                    rest = sorted([t[0] for t in running.values()] + [t[0] for t in queue])
-                    running.clear()
-                    queue.clear()
-                    yield from self.generate([samples[i] for i in rest], contexts, config)
-                    return
+                    except (ValueError, RuntimeError, TypeError) as exc:  # this one refused
+                        work["tokens"] -= new
+                        yield error_response(samples[i], self.name, config, exc)
+                        continue
+                    running[rid] = (i, p, ids, new)
+                    in_flight += new
+                    if isinstance(got, str) and got != rid:
+                        alias[got] = rid
+                if not running:
+                    continue
                 if not getattr(engine, "has_unfinished_requests", lambda: True)():
                     break
                 try:
