@@ -230,6 +230,9 @@ class BackendSpec:
     """Names of further engine arguments passed through as they are (vLLM's ``EngineArgs``)."""
     ready: Callable[[str | None, BackendOptions], None] | None = None
     """Checks a remote backend can answer (model name, API key) without contacting it."""
+    typed: bool = False
+    """Its engine takes the parsed options as one object (``Engine(model, options=parsed)``);
+    False: as keywords."""
 
     def defaults(self) -> dict[str, Any]:
         """Option name -> default (declared options only)."""
@@ -264,6 +267,7 @@ BACKENDS: dict[str, BackendSpec] = {
         window_option="window",
         logprobs=True,
         prefix_counters=True,
+        typed=True,
     ),
     "vllm": BackendSpec(
         "vllm",
@@ -274,6 +278,7 @@ BACKENDS: dict[str, BackendSpec] = {
         logprobs=True,
         prefix_counters=True,
         extra_options=engine_arg_names,
+        typed=True,
     ),
     "openai": BackendSpec(
         "openai",

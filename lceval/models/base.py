@@ -250,21 +250,27 @@ def load_backend(backend: str, model: str | None = None, **options: Any) -> Back
         LcevalError: unknown backend or option, a value out of range, or the model cannot be
             resolved.
     """
+    if backend == AUTO_BACKEND:  # decided here, once, for this load
+        name, reason = choose_backend()
+        check_load(name, model, options)
+        return _load_auto(name, reason, model, split_run_options(options)[1])
     name = check_load(backend, model, options)
     options = split_run_options(options)[1]  # replicas: the caller's (lceval.models.replicas)
     from lceval.models.lifeline import tie_forked_children
 
     tie_forked_children()  # engine processes forked from here die with this process
-    if backend == AUTO_BACKEND:
-        return _load_auto(name, model, options)
-    values = option_values(parse_options(name, options))
-    engine: Backend = engine_class(name)(model, **values)
+    parsed = parse_options(name, options)
+    cls = engine_class(name)
+    if BACKENDS[name].typed:  # one typed object (lceval.models.backends)
+        engine: Backend = cls(model, options=parsed)
+    else:
+        engine = cls(model, **option_values(parsed))
     return engine
 
 
-def _load_auto(name: str, model: str | None, options: Mapping[str, Any]) -> Backend:
+def _load_auto(name: str, reason: str, model: str | None, options: Mapping[str, Any]) -> Backend:
     """``load_backend("auto", ...)``: the chosen engine, or hf when vLLM fails to start."""
-    log(f"backend auto -> {name} ({choose_backend()[1]})")
+    log(f"backend auto -> {name} ({reason})")
     if name != "vllm":
         return load_backend(name, model, **options)
     try:

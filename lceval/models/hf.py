@@ -72,7 +72,7 @@ from lceval.models.prompts import (
 )
 from lceval.models.rope import RopeOverride, apply_rope, resolve_rope
 from lceval.models.specs import model_window
-from lceval.models.thinking import Thinking
+from lceval.models.thinking import Thinking, cut_at_stop
 from lceval.models.threads import ThreadChoice, choose_threads
 from lceval.records import Context, FinishReason, Response, Sample
 
@@ -395,8 +395,7 @@ class HFBackend:
             try:
                 p = self.render(s, contexts, config)
                 ids = self.tokenizer(p.text, add_special_tokens=False)["input_ids"]
-                extra = self.thinking.extra_budget() if hasattr(self, "thinking") else 0
-                rows.append(_Row(i, s, p, ids, config.budget(s) + extra))
+                rows.append(_Row(i, s, p, ids, p.max_tokens))
             except LcevalError as exc:
                 out[i] = error_response(s, self.name, config, exc)
         for batch in self._plan(rows):
@@ -646,7 +645,7 @@ class HFBackend:
             else:
                 sampling = {"do_sample": False, "temperature": None, "top_p": None, "top_k": None}
             stop = _RowStop(
-                self.tokenizer, start, [r.budget for r in rows], [self._stops(r) for r in rows]
+                self.tokenizer, start, [r.budget for r in rows], [r.prompt.stop for r in rows]
             )
             out = self.model.generate(
                 input_ids=input_ids,
@@ -668,13 +667,6 @@ class HFBackend:
             for r, g, at in zip(rows, gen, stop.stopped_at, strict=True)
         ]
 
-    def _stops(self, row: _Row) -> tuple[str, ...]:
-        """Stop strings checked while generating: none for a thinking model (a stop string
-        written while thinking must not end the output; the answer is cut at its first stop
-        string after the split, in :meth:`_response`)."""
-        thinking = getattr(self, "thinking", None)
-        return () if thinking is not None and thinking.active else row.sample.stop
-
     def _response(
         self,
         row: _Row,
@@ -692,19 +684,14 @@ class HFBackend:
         toks = gen[: n if n is not None and n < row.budget else row.budget]
         reason: FinishReason = "stop" if hit_eos or stopped_at is not None else "length"
         thinking = getattr(self, "thinking", None)
-        reasoning, n_think, unfinished, answer = None, 0, False, toks
+        reasoning, n_think, unfinished = None, 0, False
         if thinking is not None and thinking.markers is not None:
-            budget = config.budget(row.sample)
-            reasoning, n_think, answer, unfinished = thinking.split_ids(
-                self.tokenizer, toks, row.prompt.text
+            text, reasoning, n_think, unfinished, reason = thinking.answer(
+                self.tokenizer, toks, row.prompt, row.sample.stop, reason
             )
-            if len(answer) > budget:  # the answer keeps the paper's budget
-                answer, reason = answer[:budget], "length"
-            # unfinished thinking keeps how generation ended: EOS inside it is "stop"
-        text = str(self.tokenizer.decode(answer, skip_special_tokens=True))
-        cuts = [j for j in (text.find(s) for s in row.sample.stop) if j >= 0]
-        if cuts:
-            text, reason = text[: min(cuts)], "stop"
+        else:
+            text = str(self.tokenizer.decode(toks, skip_special_tokens=True))
+            text, reason = cut_at_stop(text, row.sample.stop, reason)
         return Response(
             sample_id=row.sample.id,
             model=self.name,

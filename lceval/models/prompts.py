@@ -6,6 +6,7 @@ right-truncated, keeping the scenario description and the instruction (LIFBench 
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -63,6 +64,18 @@ class RenderedPrompt:
     """Prompt length in the model's tokens."""
     truncated_tokens: int
     """Context tokens dropped to fit the window."""
+    max_tokens: int = 0
+    """Tokens the engine may generate: the answer budget plus, for a thinking model, its
+    thinking budget (:meth:`lceval.models.thinking.Thinking.extra_budget`). The one place the
+    thinking budget is added; every local engine reads it (0: not rendered by
+    :func:`render_sample`)."""
+    answer_tokens: int = 0
+    """The paper's answer budget (``GenerationConfig.budget``): a thinking model's answer is
+    cut to it after the thinking is split off."""
+    stop: tuple[str, ...] = ()
+    """Stop strings the engine checks while generating: the sample's, none for a thinking
+    model (a stop string written while thinking must not end the output; the answer is cut at
+    its first stop string after the split)."""
 
 
 def plain_text(sample: Sample, context: str) -> str:
@@ -194,9 +207,11 @@ def render_sample(
     prompt_format: str = "chat",
     thinking: Any = None,
 ) -> RenderedPrompt:
-    """The prompt a local engine sends for ``sample``: its context looked up, then
-    :func:`render_chat_prompt` with the sample's budget under ``config`` (plus the thinking
-    budget and the template switch of ``thinking``, a ``lceval.models.thinking.Thinking``).
+    """The prompt a local engine sends for ``sample`` and what it may generate: its context
+    looked up, then :func:`render_chat_prompt` with the sample's budget under ``config``; a
+    thinking model (``thinking``, a ``lceval.models.thinking.Thinking``) gets its template
+    switch, its thinking budget added to :attr:`RenderedPrompt.max_tokens` and no engine stop
+    strings (:attr:`RenderedPrompt.stop`).
 
     Raises:
         LcevalError: the budget is < 1, the context is unknown, or the prompt cannot fit.
@@ -207,7 +222,7 @@ def render_sample(
     extra, kwargs = (
         (0, None) if thinking is None else (thinking.extra_budget(), thinking.template_kwargs())
     )
-    return render_chat_prompt(
+    p = render_chat_prompt(
         tokenizer,
         sample,
         context_text(sample, contexts),
@@ -216,3 +231,5 @@ def render_sample(
         prompt_format,
         kwargs,
     )
+    stop = () if thinking is not None and thinking.active else tuple(sample.stop)
+    return dataclasses.replace(p, max_tokens=budget + extra, answer_tokens=budget, stop=stop)

