@@ -163,10 +163,10 @@ def test_one_command_answers_with_and_without_context_and_the_report_pairs_them(
     """The LIFBench smoke set: one `lceval infer -o context=full,none` answers each sample
     both ways with one engine; score and report give full - none with its CI per task."""
     root = ["--outputs", str(tmp_path)]
-    assert main([*root, "build", "lifbench", "--params", "params/01_build_data/smoke.yaml",
-                 "--run-id", "r"]) == 0  # fmt: skip
+    smoke = ["--params", "params/01_build_data/smoke.yaml", "-p", "tasks=[LSI, LMI]"]
+    assert main([*root, "build", "lifbench", *smoke, "--run-id", "r"]) == 0
     argv = [*root, "infer", "r", "--backend", "hf", "--model", str(tiny_long_model_dir)]
-    argv += ["--tasks", "LSI", "OR", "--limit", "4", "--max-new-tokens", "4"]
+    argv += ["--max-new-tokens", "4"]
     assert main([*argv, "-o", "context=full,none", "-o", "device=cpu"]) == 0
     assert main([*root, "score", "r"]) == 0
     assert main([*root, "report", "r"]) == 0
@@ -174,8 +174,8 @@ def test_one_command_answers_with_and_without_context_and_the_report_pairs_them(
     table = pd.read_csv(tmp_path / "r" / "report" / "context_baselines.csv")
     name = str(tiny_long_model_dir)
     assert set(table["mode"]) == {"none"} and set(table["model"]) == {name}
-    assert set(table["task"]) == {"LSI", "OR", "all"}
-    assert table.loc[table["task"] == "all", "n"].item() == 4
+    assert set(table["task"]) == {"LSI", "LMI", "all"}
+    assert table.loc[table["task"] == "all", "n"].item() == 8
     assert table[["diff", "low", "high"]].notna().all().all()
     assert (table["low"] <= table["diff"]).all() and (table["diff"] <= table["high"]).all()
     index = (tmp_path / "r" / "report" / "index.html").read_text()
