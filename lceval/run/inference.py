@@ -153,6 +153,14 @@ def infer(
     call continuously, and the smoke set answered in calls of 4 took 60 s instead of 44 s; hf its
     own batch size; else :data:`DEFAULT_CALL_SIZE`).
 
+    A model's ``context`` option (``-o context=full,none,bm25:4``,
+    :class:`lceval.benchmark.ContextMode`) answers the samples in each mode with one engine:
+    ``none`` without their context, ``bm25:K`` / ``dense:K`` with K retrieved chunks
+    (:mod:`lceval.models.contexts`), each mode's answers stored as ``<model>@context=<mode>``
+    under their own config hash and run.json entry; samples whose benchmark refuses a mode on
+    their task (:attr:`lceval.benchmark.Benchmark.context`) are skipped with one line, and a mode
+    no sample takes is an error naming why (:func:`context_plans`).
+
     A model with the ``replicas=N`` option (N > 1), and every model when ``ray_address`` is
     given (``auto`` or ``HOST:PORT``: an existing Ray cluster; the models' replicas default to 1
     there), is answered by engine replicas on Ray (:mod:`lceval.models.replicas`): models whose
