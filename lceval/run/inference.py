@@ -392,14 +392,20 @@ def context_plans(
 
     out: list[tuple[ContextMode, list[Sample]]] = []
     for mode in modes:
+        if mode.kind == "full":  # every sample, of any benchmark (registered or not)
+            out.append((mode, list(samples)))
+            continue
         kept: list[Sample] = []
         refused: dict[tuple[str, str], tuple[str, int]] = {}  # (benchmark, task) -> (why, n)
         for s in samples:
-            declared = registry.get(s.benchmark).context
+            try:
+                declared = registry.get(s.benchmark).context
+            except LcevalError:
+                declared = None
             why = (
                 declared.why_not(mode.kind, s.task)
                 if declared is not None
-                else (None if mode.kind == "full" else "it declares no context modes")
+                else "it declares no context modes"
             )
             if why is None:
                 kept.append(s)
