@@ -45,6 +45,27 @@ def split_variant(name: str) -> tuple[str, str]:
     return (base, mode) if sep and base else (name, "full")
 
 
+def check_retrievers(modes: Sequence[ContextMode]) -> None:
+    """Whether the retrievers ``modes`` need are installed, checked without importing them (so
+    a missing one stops ``lceval infer`` before any engine starts).
+
+    Raises:
+        LcevalError: bm25s, sentence-transformers or the shipped MiniLM is missing.
+    """
+    import importlib.util
+
+    from lceval.errors import LcevalError
+    from lceval.models.retrieval import _model_path
+
+    kinds = {m.kind for m in modes}
+    if "bm25" in kinds and importlib.util.find_spec("bm25s") is None:
+        raise LcevalError("context=bm25 needs `pip install bm25s`")
+    if "dense" in kinds:
+        if importlib.util.find_spec("sentence_transformers") is None:
+            raise LcevalError("context=dense needs `pip install sentence-transformers`")
+        _model_path(None)
+
+
 def view(
     mode: ContextMode, samples: Sequence[Sample], contexts: Mapping[str, Context]
 ) -> tuple[list[Sample], dict[str, Context]]:

@@ -24,7 +24,7 @@ from lceval.models.base import (
     replicas_of,
     runs_local_engine,
 )
-from lceval.models.contexts import variant_name
+from lceval.models.contexts import check_retrievers, variant_name
 from lceval.models.contexts import view as contexts_view
 from lceval.models.generate import engine_config, generate, prefix_reuse
 from lceval.models.prompts import context_text
@@ -226,14 +226,15 @@ def infer(
     # -o context=full,none: what each model reads in place of the long context (never the
     # engine's option): each mode's answers are stored under their own name
     modes = [ContextMode.parse_list(spec.options.get("context", "full")) for spec in specs]
-    specs = [
+    specs = tuple(
         spec.with_options({k: v for k, v in spec.options.items() if k != "context"})
         for spec in specs
-    ]
+    )
     check_names(specs, run.read_meta().models, run.run_id)  # an answer's identity: its name
     # Everything the user can get wrong is checked before the engine starts (tens of seconds).
     samples = select_samples(run, run.read_samples(), limit=limit, tasks=tasks)
     plans = [context_plans(m, samples) for m in modes]
+    check_retrievers([m for ms in modes for m in ms])
     contexts = run.read_contexts()
     for s in samples:
         context_text(s, contexts)  # a sample naming a missing context stops here

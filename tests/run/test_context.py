@@ -186,3 +186,18 @@ def test_one_command_answers_with_and_without_context_and_the_report_pairs_them(
     models = RunDir("r", tmp_path).read_meta().models
     assert models[f"{name}@context=none"]["context"] == "none"
     assert models[f"{name}@context=none"]["config_hash"] != models[name]["config_hash"]
+
+
+def test_a_missing_retriever_is_named_before_any_engine(monkeypatch):
+    import importlib.util
+
+    from lceval.models.contexts import check_retrievers
+
+    check_retrievers(ContextMode.parse_list("full,none,bm25:2,dense:1"))  # shipped: no error
+    real = importlib.util.find_spec
+    monkeypatch.setattr(
+        importlib.util, "find_spec", lambda n, *a: None if n == "bm25s" else real(n)
+    )
+    with pytest.raises(LcevalError, match=r"context=bm25 needs `pip install bm25s`"):
+        check_retrievers(ContextMode.parse_list("none,bm25:2"))
+    check_retrievers(ContextMode.parse_list("full,none"))  # nothing to retrieve: nothing needed
