@@ -249,6 +249,93 @@ class ScorerSpec:
                 raise LcevalError(f"scorer {self.name} has no option {k!r}; options: {known}")
 
 
+CONTEXT_KINDS: tuple[str, ...] = ("full", "none", "bm25", "dense")
+"""What a model reads in place of a sample's long context (``lceval infer -o context=...``):
+``full`` the whole context (as built); ``none`` nothing (the description and instruction alone:
+does the model need the context at all?); ``bm25`` / ``dense`` the K chunks of 1,024 tokens most
+relevant to the instruction (:mod:`lceval.models.retrieval`, L-Eval's retrieval baselines)."""
+
+
+@dataclass(frozen=True)
+class ContextMode:
+    """One ``-o context`` value: ``full``, ``none``, ``bm25:K`` or ``dense:K``."""
+
+    kind: str
+    """One of :data:`CONTEXT_KINDS`."""
+    k: int = 0
+    """Chunks kept by a retriever (``bm25:4``: 4); 0 for ``full`` and ``none``."""
+
+    def __str__(self) -> str:
+        return f"{self.kind}:{self.k}" if self.k else self.kind
+
+    @classmethod
+    def parse(cls, text: Any) -> ContextMode:
+        """``full``, ``none``, ``bm25:K`` or ``dense:K`` (K >= 1 chunks; ``bm25`` alone: K = 4,
+        L-Eval's official top 4).
+
+        Raises:
+            LcevalError: any other value, in one line naming the choices.
+        """
+        raw = str(text).strip().lower() if isinstance(text, str) else ""
+        kind, sep, k = raw.partition(":")
+        choices = "choose full, none, bm25:K or dense:K (K chunks of 1,024 tokens)"
+        if kind in ("full", "none") and not sep:
+            return cls(kind)
+        if kind in ("bm25", "dense"):
+            if not sep:
+                return cls(kind, 4)
+            if k.isdigit() and int(k) >= 1:
+                return cls(kind, int(k))
+            raise LcevalError(f"option context {text!r:.40}: K must be an integer >= 1; {choices}")
+        raise LcevalError(f"option context {text!r:.40} is not a context mode; {choices}")
+
+    @classmethod
+    def parse_list(cls, value: Any) -> tuple[ContextMode, ...]:
+        """``-o context=full,none`` (a comma-separated string or a YAML list) as modes, in the
+        order given, duplicates dropped.
+
+        Raises:
+            LcevalError: an empty list or a value :meth:`parse` refuses.
+        """
+        items = value.split(",") if isinstance(value, str) else value
+        if not isinstance(items, list | tuple) or not items:
+            raise LcevalError(
+                f"option context {value!r:.40}: give one mode or a list (full,none,bm25:4)"
+            )
+        out: list[ContextMode] = []
+        for item in items:
+            mode = cls.parse(item)
+            if mode not in out:
+                out.append(mode)
+        return tuple(out)
+
+
+@dataclass(frozen=True)
+class ContextModes:
+    """Whether and how a benchmark's samples can be answered with other than their full context
+    (``lceval infer -o context=none|bm25:K|dense:K``): the paired difference full - none (and
+    full - retrieved) in the report says whether a model needs the long context at all.
+
+    A mode is supported unless :attr:`refused` (for the whole benchmark) or :attr:`refused_tasks`
+    (for some tasks) names why not; ``full`` is always supported.
+    """
+
+    how: str
+    """One line: what the model reads in each mode for this paper (where the context sits in the
+    prompt, what the retrieval query is)."""
+    refused: Mapping[str, str] = field(default_factory=dict)
+    """Kind (``none``, ``bm25``, ``dense``) -> why the mode makes no sense on any task."""
+    refused_tasks: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
+    """Kind -> task code -> why the mode makes no sense on that task (a needle search without
+    its haystack)."""
+
+    def why_not(self, kind: str, task: str) -> str | None:
+        """Why mode ``kind`` is refused on ``task``; None when it is supported."""
+        if kind == "full":
+            return None
+        return self.refused.get(kind) or self.refused_tasks.get(kind, {}).get(task)
+
+
 @dataclass(frozen=True)
 class Testing:
     """What the test suite needs to know about a benchmark, declared beside it so that the suite's
@@ -324,6 +411,9 @@ class Benchmark:
     :meth:`function`, never by module path."""
     testing: Testing = field(default_factory=lambda: Testing())
     """The benchmark's test settings (:class:`Testing`), read by the suite's tables."""
+    context: ContextModes | None = None
+    """Which context modes its samples can be answered in (:class:`ContextModes`); None: not
+    declared (only ``full``; ``lceval infer -o context=none`` refuses it in one line)."""
     params: str | None = None
     """The builder's params schema, ``"module:Config"`` (a frozen dataclass read by
     :func:`lceval.params.parse`), imported only when asked for (:meth:`params_schema`)."""

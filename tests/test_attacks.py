@@ -432,6 +432,16 @@ CASES: list[tuple[str, Callable[[Path, Path], list[str]], str]] = [
     ),
     ("status of a run that does not exist", lambda root, tmp: ["status", "nope"], "no run nope"),
     (
+        "an unknown context mode",
+        lambda root, tmp: ["infer", "two", "-o", "context=half"],
+        "option context 'half' is not a context mode; choose full, none, bm25:K or dense:K",
+    ),
+    (
+        "a retrieval of 0 chunks",
+        lambda root, tmp: ["infer", "two", "-o", "context=full,bm25:0"],
+        "option context 'bm25:0': K must be an integer >= 1",
+    ),
+    (
         "an OpenAI-backend infer without a key",
         lambda root, tmp: ["infer", "two", "--backend", "openai", "--model", "gpt-x"],
         "set OPENAI_API_KEY to use the OpenAI API",

@@ -81,6 +81,10 @@ def options_listing(backend: str) -> str:
     for key in spec.extra_options() if spec.extra_options is not None else []:
         if key not in declared and key != "model":
             lines.append(f"  {key}  (vLLM engine argument; default: vLLM's)")
+    lines.append(
+        "  context='full'  (full, none, bm25:K, dense:K, or a list: full,none; the no-context and "
+        "retrieval baselines, answers stored as MODEL@context=MODE)"
+    )
     if spec.local:
         from lceval.models.base import RUN_OPTIONS
 

@@ -114,6 +114,7 @@ def generate(
     progress: bool = True,
     desc: str | None = None,
     progress_log: str | os.PathLike[str] | None = None,
+    hashes: Mapping[str, str] | None = None,
 ) -> list[Response]:
     """Answer ``samples`` with ``backend``; resumable when ``store`` is given.
 
@@ -130,6 +131,10 @@ def generate(
         desc: the bar's label.
         progress_log: also write the bar's state to this progress.jsonl
             (:mod:`lceval.progress`; ``lceval status`` reads it).
+        hashes: sample id -> the :func:`~lceval.records.sample_hash` answers are stamped with
+            and resumed by (None: computed from ``samples`` and ``contexts``); the context
+            baselines (:mod:`lceval.models.contexts`) pass the built samples' own, since the
+            engine reads them without their context.
 
     Returns:
         One response per sample, in the order of ``samples``: the stored one (the first
@@ -149,11 +154,11 @@ def generate(
     log_path = None if progress_log is None else Path(progress_log)
     if store is None:
         return _generate(
-            backend, samples, contexts, config, None, batch_size, progress, desc, log_path
+            backend, samples, contexts, config, None, batch_size, progress, desc, log_path, hashes
         )
     with store.writer():
         return _generate(
-            backend, samples, contexts, config, store, batch_size, progress, desc, log_path
+            backend, samples, contexts, config, store, batch_size, progress, desc, log_path, hashes
         )
 
 
@@ -200,10 +205,11 @@ def _generate(
     progress: bool,
     desc: str | None,
     progress_log: Path | None = None,
+    given_hashes: Mapping[str, str] | None = None,
 ) -> list[Response]:
     ids = [s.id for s in samples]
     chash = config.hash()
-    hashes = sample_hashes(samples, contexts)
+    hashes = dict(given_hashes) if given_hashes is not None else sample_hashes(samples, contexts)
     done = store.done(backend.name, chash, hashes) if store is not None else set()
     pending = context_order([s for s in samples if s.id not in done])
     got: dict[str, Response] = {}

@@ -167,11 +167,12 @@ def _bench_title(key: str) -> str:
 _NOT_BENCHMARKS = {
     "ntk": "lceval.studies.ntk",
     "reasoning": "lceval.report.reasoning",
+    "context": "lceval.report.context",
     "correlation": "lceval.studies.ruler_correlation",
 }
 """Report files of a study or of lceval's own analyses (file prefix -> module declaring their
-``CAPTIONS``): the NTK base sweep's tables, LongGenBench's RULER correlation study and the
-reasoning table and figure."""
+``CAPTIONS``): the NTK base sweep's tables, LongGenBench's RULER correlation study, the
+reasoning table and figure, and the context baselines' table."""
 
 
 def _captions(key: str) -> dict[str, tuple[str, str]]:

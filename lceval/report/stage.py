@@ -98,6 +98,9 @@ def report(
         )
 
         tables.update({f"reasoning/{k}": v for k, v in report_reasoning(staged, scores).items()})
+        from lceval.report.context import report_context  # with and without the context
+
+        tables.update({f"context/{k}": v for k, v in report_context(staged, scores).items()})
         write_run_pages(staged)
         write_results(staged)
         write_index(staged)

@@ -3,12 +3,14 @@ Ray replicas, appended to responses.jsonl (resumable)."""
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from lceval.benchmark import ContextMode
 from lceval.console import engine_output
 from lceval.errors import LcevalError
 from lceval.io import RunDir
@@ -22,6 +24,8 @@ from lceval.models.base import (
     replicas_of,
     runs_local_engine,
 )
+from lceval.models.contexts import check_retrievers, variant_name
+from lceval.models.contexts import view as contexts_view
 from lceval.models.generate import engine_config, generate, prefix_reuse
 from lceval.models.prompts import context_text
 from lceval.models.specs import (
@@ -33,7 +37,7 @@ from lceval.models.specs import (
     stored_name,
 )
 from lceval.progress import progress_path
-from lceval.records import Context, Response, Sample
+from lceval.records import Context, Response, Sample, sample_hashes
 from lceval.run import plan
 from lceval.run.config import INFERENCE_DEFAULTS, InferConfig, test_limit, validate
 from lceval.store import ResponseStore
@@ -82,10 +86,12 @@ def _answer(
     contexts: Mapping[str, Context],
     batch_size: int,
     progress: bool,
+    hashes: Mapping[str, str] | None = None,
 ) -> list[Response]:
     """Answer ``samples`` (already selected, :func:`select_samples`) with ``backend``, appending
     to the run's responses.jsonl (``lceval.models.generate``: resumable, answered samples
-    skipped); the responses of this model and config, in sample order."""
+    skipped; ``hashes``: the sample hashes to stamp, see ``generate``); the responses of this
+    model and config, in sample order."""
     return generate(
         backend,
         samples,
@@ -96,6 +102,7 @@ def _answer(
         progress=progress,
         desc=f"infer {backend.name}",
         progress_log=progress_path(run.path),
+        hashes=hashes,
     )
 
 
@@ -145,6 +152,14 @@ def infer(
     before the next; None: the engine's ``call_size`` (vLLM 256: its scheduler batches a whole
     call continuously, and the smoke set answered in calls of 4 took 60 s instead of 44 s; hf its
     own batch size; else :data:`DEFAULT_CALL_SIZE`).
+
+    A model's ``context`` option (``-o context=full,none,bm25:4``,
+    :class:`lceval.benchmark.ContextMode`) answers the samples in each mode with one engine:
+    ``none`` without their context, ``bm25:K`` / ``dense:K`` with K retrieved chunks
+    (:mod:`lceval.models.contexts`), each mode's answers stored as ``<model>@context=<mode>``
+    under their own config hash and run.json entry; samples whose benchmark refuses a mode on
+    their task (:attr:`lceval.benchmark.Benchmark.context`) are skipped with one line, and a mode
+    no sample takes is an error naming why (:func:`context_plans`).
 
     A model with the ``replicas=N`` option (N > 1), and every model when ``ray_address`` is
     given (``auto`` or ``HOST:PORT``: an existing Ray cluster; the models' replicas default to 1
@@ -208,9 +223,18 @@ def infer(
             raise LcevalError("infer: give model or models, not both")
         one, many = None, one
     specs = resolve_models(one, many, backend, backend_options)
+    # -o context=full,none: what each model reads in place of the long context (never the
+    # engine's option): each mode's answers are stored under their own name
+    modes = [ContextMode.parse_list(spec.options.get("context", "full")) for spec in specs]
+    specs = tuple(
+        spec.with_options({k: v for k, v in spec.options.items() if k != "context"})
+        for spec in specs
+    )
     check_names(specs, run.read_meta().models, run.run_id)  # an answer's identity: its name
     # Everything the user can get wrong is checked before the engine starts (tens of seconds).
     samples = select_samples(run, run.read_samples(), limit=limit, tasks=tasks)
+    plans = [context_plans(m, samples) for m in modes]
+    check_retrievers([m for ms in modes for m in ms])
     contexts = run.read_contexts()
     for s in samples:
         context_text(s, contexts)  # a sample naming a missing context stops here
@@ -227,6 +251,11 @@ def infer(
         and (ray_address is not None or replicas_of(spec.options) > 1)
         for spec in specs
     ]
+    if any(r and m != (ContextMode("full"),) for r, m in zip(on_ray, modes, strict=True)):
+        raise LcevalError(
+            "option context other than full is not supported with Ray replicas yet: answer the "
+            "baselines without replicas or --ray-address"
+        )
     if any(on_ray):
         from lceval.models.replicas import require_ray
 
@@ -259,11 +288,11 @@ def infer(
         responses += _infer_ray(
             run, ray_specs, gen, samples, contexts, batch_size, progress, ray_address, pending
         )
-    local = [spec for spec, r in zip(specs, on_ray, strict=True) if not r]
-    for i, spec in enumerate(local):
+    local = [(spec, p) for spec, p, r in zip(specs, plans, on_ray, strict=True) if not r]
+    for i, (spec, p) in enumerate(local):
         if len(local) > 1:
             log(f"model {i + 1}/{len(local)}: {spec.label} ({spec.backend})")
-        responses += _infer_one(run, spec, gen, samples, contexts, batch_size, progress, pending)
+        responses += _infer_one(run, spec, gen, samples, contexts, batch_size, progress, pending, p)
     return responses
 
 
@@ -337,12 +366,62 @@ def _infer_one(
     batch_size: int | None,
     progress: bool,
     pending: dict[str, Any] | None = None,
+    plans: Sequence[tuple[ContextMode, Sequence[Sample]]] | None = None,
 ) -> list[Response]:
-    """:func:`infer` for one model: load its engine, answer, close it, record it in run.json
-    (with ``pending``'s fields, written once and then cleared). When it fails before storing an
-    answer, run.json is put back as it was (:meth:`lceval.io.RunDir.meta_kept_unless`)."""
+    """:func:`infer` for one model: load its engine, answer (each context mode of ``plans`` in
+    turn), close it, record it in run.json (with ``pending``'s fields, written once and then
+    cleared). When it fails before storing an answer, run.json is put back as it was
+    (:meth:`lceval.io.RunDir.meta_kept_unless`)."""
     with run.meta_kept_unless(run.responses):
-        return _infer_engine(run, spec, config, samples, contexts, batch_size, progress, pending)
+        return _infer_engine(
+            run, spec, config, samples, contexts, batch_size, progress, pending, plans
+        )
+
+
+def context_plans(
+    modes: Sequence[ContextMode], samples: Sequence[Sample]
+) -> list[tuple[ContextMode, list[Sample]]]:
+    """The samples each context mode answers: all of them for ``full``; for another mode those
+    whose benchmark supports it on their task (:attr:`lceval.benchmark.Benchmark.context`), the
+    others named with the reason in one line on stderr.
+
+    Raises:
+        LcevalError: a mode that no selected sample supports, in one line naming why (RULER's
+            needle search with ``context=none``).
+    """
+    from lceval import registry
+
+    out: list[tuple[ContextMode, list[Sample]]] = []
+    for mode in modes:
+        if mode.kind == "full":  # every sample, of any benchmark (registered or not)
+            out.append((mode, list(samples)))
+            continue
+        kept: list[Sample] = []
+        refused: dict[tuple[str, str], tuple[str, int]] = {}  # (benchmark, task) -> (why, n)
+        for s in samples:
+            try:
+                declared = registry.get(s.benchmark).context
+            except LcevalError:
+                declared = None
+            why = (
+                declared.why_not(mode.kind, s.task)
+                if declared is not None
+                else "it declares no context modes"
+            )
+            if why is None:
+                kept.append(s)
+            else:
+                n = refused.get((s.benchmark, s.task), (why, 0))[1]
+                refused[s.benchmark, s.task] = (why, n + 1)
+        if refused:
+            (bench, task), (why, _) = next(iter(refused.items()))
+            more = f" (and {len(refused) - 1} more task(s))" if len(refused) > 1 else ""
+            named = f"context={mode} makes no sense on {bench} {task}: {why}{more}"
+            if not kept:
+                raise LcevalError(named)
+            log(f"{named}; its {sum(n for _, n in refused.values())} sample(s) are not answered")
+        out.append((mode, kept))
+    return out
 
 
 def _infer_engine(
@@ -354,48 +433,96 @@ def _infer_engine(
     batch_size: int | None,
     progress: bool,
     pending: dict[str, Any] | None,
+    plans: Sequence[tuple[ContextMode, Sequence[Sample]]] | None = None,
 ) -> list[Response]:
-    """The body of :func:`_infer_one`."""
+    """The body of :func:`_infer_one`: one engine answers the samples of each context mode in
+    ``plans`` (None: ``full`` over ``samples``), each mode's answers under its own name
+    (:func:`lceval.models.contexts.variant_name`) and run.json entry."""
+    plans = plans if plans is not None else [(ContextMode("full"), samples)]
     # Engine start-up and shutdown records go to logs/lceval.log (the terminal keeps lceval's
     # lines and the progress bar; -v or LCEVAL_VERBOSE=1 shows everything).
+    entries: dict[str, dict[str, Any]] = {}
+    responses: list[Response] = []
     with engine_output(run.path, "infer"), lifeline.guard(run.path):  # engines die with us
         t0 = time.perf_counter()
         engine = load_backend(spec.backend, spec.model, **spec.options)
-        engine.name = stored_name(spec)
-        timing = {"engine_start_s": round(time.perf_counter() - t0, 2)}
+        base = stored_name(spec)
+        start_s = round(time.perf_counter() - t0, 2)
         try:
-            keyed = engine_config(engine, config)
-            entry = {
-                **engine.info(),
-                "requested_backend": spec.backend,
-                "location": location(spec),
-                "options": dict(spec.options),
-                "generation": keyed.__dict__,
-                "config_hash": keyed.hash(),
-            }
-            earlier = run.read_meta().models.get(engine.name)
-            if isinstance(earlier, Mapping) and earlier.get("config_hash") not in (
-                None,
-                keyed.hash(),
-            ):
-                log(
-                    f"run {run.run_id} already has answers of {engine.name} from "
-                    f"{earlier.get('backend')} (config {earlier.get('config_hash')}); these are "
-                    f"kept apart under config {keyed.hash()} ({keyed.engine}), and both are scored"
+            for mode, chosen in plans:
+                engine.name = variant_name(base, mode)
+                responses += _answer_mode(
+                    run,
+                    spec,
+                    engine,
+                    config,
+                    mode,
+                    chosen,
+                    contexts,
+                    batch_size,
+                    progress,
+                    pending,
+                    entries,
                 )
-            run.update_meta(models={engine.name: entry}, **(pending or {}))
-            if pending:
-                pending.clear()
-            t0 = time.perf_counter()
-            size = batch_size or int(getattr(engine, "call_size", DEFAULT_CALL_SIZE))
-            responses = _answer(run, engine, config, samples, contexts, size, progress)
-            timing["generate_s"] = round(time.perf_counter() - t0, 2)
-            counts = prefix_reuse(engine)
-            if counts is not None:
-                entry["prefix_reuse"] = counts.as_dict()
         finally:
             t0 = time.perf_counter()
             engine.close()
-            timing["engine_close_s"] = round(time.perf_counter() - t0, 2)
-    run.update_meta(models={engine.name: {**entry, "timing": timing}})
+            close_s = round(time.perf_counter() - t0, 2)
+    for name, entry in entries.items():
+        timing = {"engine_start_s": start_s, **entry.pop("timing", {}), "engine_close_s": close_s}
+        run.update_meta(models={name: {**entry, "timing": timing}})
+    return responses
+
+
+def _answer_mode(
+    run: RunDir,
+    spec: ModelSpec,
+    engine: Backend,
+    config: GenerationConfig,
+    mode: ContextMode,
+    samples: Sequence[Sample],
+    contexts: Mapping[str, Context],
+    batch_size: int | None,
+    progress: bool,
+    pending: dict[str, Any] | None,
+    entries: dict[str, dict[str, Any]],
+) -> list[Response]:
+    """Answer ``samples`` with ``engine`` (named for ``mode`` already) reading their contexts as
+    ``mode`` says (:func:`lceval.models.contexts.view`); its run.json entry is written before
+    the first answer and kept in ``entries`` for the timings."""
+    if mode.kind != "full":  # the mode joins the response key's config hash
+        config = dataclasses.replace(config, engine={**config.engine, "context": str(mode)})
+    keyed = engine_config(engine, config)
+    entry: dict[str, Any] = {
+        **engine.info(),
+        "requested_backend": spec.backend,
+        "location": location(spec),
+        "options": dict(spec.options),
+        "generation": keyed.__dict__,
+        "config_hash": keyed.hash(),
+    }
+    if mode.kind != "full":
+        entry["context"] = str(mode)
+        entry["model"] = stored_name(spec)
+    earlier = run.read_meta().models.get(engine.name)
+    if isinstance(earlier, Mapping) and earlier.get("config_hash") not in (None, keyed.hash()):
+        log(
+            f"run {run.run_id} already has answers of {engine.name} from "
+            f"{earlier.get('backend')} (config {earlier.get('config_hash')}); these are "
+            f"kept apart under config {keyed.hash()} ({keyed.engine}), and both are scored"
+        )
+    run.update_meta(models={engine.name: entry}, **(pending or {}))
+    if pending:
+        pending.clear()
+    hashes = sample_hashes(samples, contexts)  # the built samples': answers join the full ones
+    shown, shown_contexts = contexts_view(mode, samples, contexts)
+    counts0 = prefix_reuse(engine)
+    t0 = time.perf_counter()
+    size = batch_size or int(getattr(engine, "call_size", DEFAULT_CALL_SIZE))
+    responses = _answer(run, engine, config, shown, shown_contexts, size, progress, hashes)
+    entry["timing"] = {"generate_s": round(time.perf_counter() - t0, 2)}
+    counts = prefix_reuse(engine)
+    if counts is not None and counts0 is not None:
+        entry["prefix_reuse"] = counts.minus(counts0).as_dict()
+    entries[engine.name] = entry
     return responses

@@ -13,7 +13,7 @@ from typing import Literal
 
 from pydantic import Field
 
-from lceval.benchmark import Benchmark, ScorerSpec, Testing, lazy, numbered
+from lceval.benchmark import Benchmark, ContextModes, ScorerSpec, Testing, lazy, numbered
 from lceval.benchmarks.cifbench.gold import GOLD, OFFICIAL_TASKS
 from lceval.models.judge import JudgeModel
 
@@ -72,6 +72,15 @@ BENCHMARK = Benchmark(
     report=lazy("lceval.benchmarks.cifbench.report:report_cifbench"),
     notebooks=("11_cif_bench.ipynb",),
     details_file="cifbench_judge_details.parquet",
+    context=ContextModes(
+        how="the context is the instance's input (the text the instruction works on), not a "
+        "long document",
+        refused={
+            "none": "the context is the task's input: without it there is nothing to answer",
+            "bm25": "the context is a short task input, not a long document to retrieve from",
+            "dense": "the context is a short task input, not a long document to retrieve from",
+        },
+    ),
     testing=Testing(
         small=lambda p: {"n_inputs": 1},
         pipeline="cifbench",

@@ -12,7 +12,7 @@ study, :mod:`lceval.studies.ntk`.
 
 from pydantic import Field
 
-from lceval.benchmark import Benchmark, ScorerSpec, Testing, lazy
+from lceval.benchmark import Benchmark, ContextModes, ScorerSpec, Testing, lazy
 from lceval.benchmarks.leval.gold import GOLD, TASKS
 from lceval.models.judge import JudgeModel
 
@@ -67,6 +67,11 @@ BENCHMARK = Benchmark(
     report_scorers=("leval", "leval:judge"),
     notebooks=("08_leval.ipynb", "09_ntk_base_sweep.ipynb"),
     details_file=GAMES_FILE,
+    context=ContextModes(
+        how="none: the task's prompt and question without the document (has the model seen the "
+        "answers?); bm25/dense: the document's chunks nearest the question (the build param "
+        "retrieval makes the paper's own baselines as samples, with its 3,072-token window)",
+    ),
     testing=Testing(
         small=lambda p: {
             "limit_docs": 1,

@@ -6,7 +6,7 @@ Files: ``gold.py`` (answer keys per task), ``build.py`` (+ ``inputs.py``, ``expr
 (Tables 3-4, Fig. 2 as files), ``resources/``.
 """
 
-from lceval.benchmark import Benchmark, ScorerSpec, Testing, lazy, numbered
+from lceval.benchmark import Benchmark, ContextModes, ScorerSpec, Testing, lazy, numbered
 from lceval.benchmarks.lifbench.gold import GOLD, TASKS
 
 BENCHMARK = Benchmark(
@@ -35,6 +35,10 @@ BENCHMARK = Benchmark(
     report=lazy("lceval.benchmarks.lifbench.report:report_lifbench"),
     headline=lazy("lceval.benchmarks.lifbench.tables:headline"),
     notebooks=("01_build_data.ipynb", "02_inference.ipynb", "03_ars_ifs_scoring.ipynb"),
+    context=ContextModes(
+        how="none: the scenario description and the instruction alone; bm25/dense: the chunks of "
+        "the list or documents nearest the instruction in place of the whole input",
+    ),
     testing=Testing(
         small=lambda p: {"max_samples_per_task": 1, "lengths": p["lengths"][:2]},
         pipeline="lifbench",

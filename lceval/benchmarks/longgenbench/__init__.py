@@ -9,7 +9,7 @@ cross-paper study, :mod:`lceval.studies.ruler_correlation`.
 
 from pydantic import Field
 
-from lceval.benchmark import Benchmark, ScorerSpec, Testing, lazy, numbered
+from lceval.benchmark import Benchmark, ContextModes, ScorerSpec, Testing, lazy, numbered
 from lceval.benchmarks.longgenbench.gold import GOLD, TASKS
 from lceval.models.judge import JudgeModel
 
@@ -57,6 +57,13 @@ BENCHMARK = Benchmark(
     headline=lazy("lceval.benchmarks.longgenbench.report:headline"),
     notebooks=("05_ruler_correlation.ipynb", "06_longgenbench.ipynb"),
     details_file=CHECKS_FILE,
+    context=ContextModes(
+        how="no context: the whole prompt is the instruction (long-form generation)",
+        refused={
+            k: "its samples have no context: the whole prompt is the instruction (Sec. 3)"
+            for k in ("none", "bm25", "dense")
+        },
+    ),
     testing=Testing(
         small=lambda p: {"n_per_scenario": 1},
         pipeline="longgenbench_ruler",

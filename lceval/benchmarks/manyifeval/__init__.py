@@ -9,7 +9,7 @@ Scorer version 2: a check over the work budget, a checker that raises and a chec
 be built are undecided (NaN with the reason) instead of "not followed" (version 1).
 """
 
-from lceval.benchmark import Benchmark, ScorerSpec, Testing, lazy, numbered
+from lceval.benchmark import Benchmark, ContextModes, ScorerSpec, Testing, lazy, numbered
 from lceval.benchmarks.manyifeval.gold import GOLD, TASKS
 
 BENCHMARK = Benchmark(
@@ -33,6 +33,13 @@ BENCHMARK = Benchmark(
     headline=lazy("lceval.benchmarks.manyifeval.report:headline"),
     metrics=lazy("lceval.benchmarks.manyifeval.report:extra_metrics"),
     notebooks=("04_curse_of_instructions.ipynb",),
+    context=ContextModes(
+        how="no context: each prompt is a task and its n instructions",
+        refused={
+            k: "its samples have no context: each prompt is a task and its instructions (Sec. 3.1)"
+            for k in ("none", "bm25", "dense")
+        },
+    ),
     testing=Testing(
         small=lambda p: {"n_prompts": 1},
         pipeline="manyifeval",

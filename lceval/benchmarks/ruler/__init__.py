@@ -4,7 +4,7 @@ Files: ``variants.yaml`` (the 13 tasks as data), ``gold.py``, ``build.py`` (the 
 ``score.py`` (string-match metrics), ``report.py``, ``resources/`` (the README leaderboard).
 """
 
-from lceval.benchmark import Benchmark, ScorerSpec, Testing, lazy
+from lceval.benchmark import Benchmark, ContextModes, ScorerSpec, Testing, lazy
 from lceval.benchmarks.ruler.gold import GOLD, TASKS
 
 BENCHMARK = Benchmark(
@@ -26,6 +26,29 @@ BENCHMARK = Benchmark(
     report=lazy("lceval.benchmarks.ruler.report:report_ruler"),
     headline=lazy("lceval.benchmarks.ruler.report:headline"),
     notebooks=("07_ruler.ipynb",),
+    context=ContextModes(
+        how="none: the task template's instruction and question alone (closed-book); "
+        "bm25/dense: the haystack's chunks nearest the question in place of the haystack",
+        refused_tasks={
+            "none": {
+                **{
+                    t: "a needle search: the needle's value is only in the haystack"
+                    for t in TASKS
+                    if t.startswith("niah")
+                },
+                "vt": "the variable chain to follow is only in the context",
+                "cwe": "the words to count are only in the context",
+                "fwe": "the coded words to count are only in the context",
+            },
+            **{
+                kind: {
+                    "cwe": "counting words over the whole context: a retrieved slice cannot",
+                    "fwe": "counting words over the whole context: a retrieved slice cannot",
+                }
+                for kind in ("bm25", "dense")
+            },
+        },
+    ),
     testing=Testing(
         small=lambda p: {"num_samples": 1, "lengths": p["lengths"][:1]},
         pipeline="longgenbench_ruler",
