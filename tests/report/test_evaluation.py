@@ -6,9 +6,10 @@ from __future__ import annotations
 
 import pytest
 
+from lceval import EvalResult, evaluate
 from lceval.cli import main
 from lceval.errors import LcevalError
-from lceval.report.evaluation import EvalResult, default_run_id, evaluate
+from lceval.report.evaluation import default_run_id
 
 SMALL = {"lengths": [512], "tasks": ["LSI"], "max_samples_per_task": 4}
 """LIFBench's smallest build that still runs the user's path: 4 samples of one task at 512
