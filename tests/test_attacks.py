@@ -446,6 +446,18 @@ CASES: list[tuple[str, Callable[[Path, Path], list[str]], str]] = [
         lambda root, tmp: ["infer", "two", "--backend", "openai", "--model", "gpt-x"],
         "set OPENAI_API_KEY to use the OpenAI API",
     ),
+    (
+        "an OpenAI-backend eval over a run, without a key: refused before the build",
+        lambda root, tmp: [
+            *("eval", "leval", "--run-id", "two", "--backend", "openai", "--model", "gpt-x"),
+        ],
+        "set OPENAI_API_KEY to use the OpenAI API",
+    ),
+    (
+        "an eval over a run with a misspelt build param",
+        lambda root, tmp: ["eval", "lifbench", "--run-id", "two", "-p", "lenghts=[1]"],
+        "unknown parameter 'lenghts'; did you mean lengths?",
+    ),
 ]
 
 

@@ -3,6 +3,7 @@ run (notebooks).
 
 Examples::
 
+    lceval eval lifbench --model embedded --limit 4   # build, answer, score, report: one go
     lceval list                                       # benchmarks, tasks, scorers, backends
     lceval build lifbench --params params/01_build_data/smoke.yaml --run-id my-run
     lceval infer my-run --backend hf                  # embedded SmolLM2 on CPU
@@ -41,6 +42,7 @@ from collections.abc import Sequence
 from lceval.cli import (
     build,
     compare,
+    evaluation,
     imports,
     infer,
     listing,
@@ -57,6 +59,7 @@ from lceval.errors import LcevalError, one_line
 from lceval.run.config import VERBS, add_flags, from_args
 
 HANDLERS: dict[str, Handler] = {
+    "eval": evaluation.handle,
     "list": listing.handle,
     "build": build.handle,
     "infer": infer.handle,
@@ -75,6 +78,7 @@ verb's config: :data:`lceval.run.config.VERBS`; tests/cli/test_dispatch.py check
 agree)."""
 
 HELP = {
+    "eval": "build, answer, score and report a benchmark in one command (resumable)",
     "list": "benchmarks with their tasks and scorers, and the backends",
     "build": "build a benchmark's samples into a run folder",
     "infer": "answer a run's samples with a model (resumable)",

@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-import lceval.report
+import lceval
 from lceval.run.config import ReportConfig
 
 
@@ -16,7 +16,7 @@ def handle(cfg: ReportConfig, outputs: str | None) -> int:
     from lceval.io import RunDir
     from lceval.report.index_page import report_summary
 
-    tables = lceval.report.report(cfg.run_id, root=outputs, scorer=cfg.scorer)
+    tables = lceval.report(cfg.run_id, root=outputs, scorer=cfg.scorer)
     for key, names in tables.scorers.items():
         print(f"{key}: scorer {', '.join(names)}")
     print(report_summary(RunDir(cfg.run_id, outputs), tables))

@@ -10,26 +10,29 @@
 - :mod:`lceval.report.reasoning`: reasoning models' thinking beside their scores.
 
 It reads the run wing's files and never answers a sample itself. ``lceval.report.report`` is
-imported on first use, so ``import lceval.report`` stays light.
+imported here (typed); pandas and matplotlib are imported when a report is written, so
+``import lceval.report`` stays light. The package itself is callable as the stage
+(``lceval.report(run_id)``), the name :mod:`lceval` exports.
 """
 
-from __future__ import annotations
+import sys
+import types
+from pathlib import Path
 
-import importlib
-from typing import Any
+from lceval.report.stage import ReportTables, report, report_sweep, write_run_pages
 
-_EXPORTS = {
-    "report": "stage",
-    "report_sweep": "stage",
-    "write_run_pages": "stage",
-    "ReportTables": "stage",
-}
-
-__all__ = sorted(_EXPORTS)
+__all__ = ["ReportTables", "report", "report_sweep", "write_run_pages"]
 
 
-def __getattr__(name: str) -> Any:
-    """The report stage, imported from :mod:`lceval.report.stage` on first use (PEP 562)."""
-    if name in _EXPORTS:
-        return getattr(importlib.import_module(f"lceval.report.{_EXPORTS[name]}"), name)
-    raise AttributeError(f"module 'lceval.report' has no attribute {name!r}")
+class _ReportModule(types.ModuleType):
+    """This package, callable as its report stage: ``lceval.report(run_id)`` is
+    :func:`lceval.report.stage.report` (the name ``lceval.report`` is both the package, read as
+    ``lceval.report.report`` by notebooks, and the stage the ``lceval`` package exports)."""
+
+    def __call__(
+        self, run_id: str, *, root: str | Path | None = None, scorer: str | None = None
+    ) -> ReportTables:
+        return report(run_id, root=root, scorer=scorer)
+
+
+sys.modules[__name__].__class__ = _ReportModule

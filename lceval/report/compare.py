@@ -27,16 +27,20 @@ from __future__ import annotations
 import itertools
 from collections.abc import Hashable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import numpy as np
-import pandas as pd
-
-from lceval import metrics, registry
+from lceval import registry
 from lceval.benchmark import scorer_of
 from lceval.errors import LcevalError
 from lceval.io import RunDir
 from lceval.records import Sample
+
+if TYPE_CHECKING:  # numpy, pandas and the statistics (which import both) are imported in the
+    # functions that compute: `import lceval` exports compare_runs and stays free of them
+    import numpy as np
+    import pandas as pd
+
+    from lceval import metrics
 
 
 def check_scorer_in(scorer: str | None, keys: Sequence[str], where: str) -> None:
@@ -92,6 +96,10 @@ def load_headlines(
             ``benchmarks`` is scored in none of the runs; a ``<run_id>/<model>`` name is also
             another model's name; nothing is left to compare; an unknown ``scorer``.
     """
+    import pandas as pd
+
+    from lceval import metrics
+
     if scorer is not None:
         registry.find_scorer(scorer)
     twice = sorted({r for r in run_ids if list(run_ids).count(r) > 1})
@@ -210,6 +218,10 @@ def leaderboard(
     Raises:
         LcevalError: a negative ``seed``.
     """
+    import pandas as pd
+
+    from lceval import metrics
+
     _check_seed(seed)
     parts = []
     for h in headlines.values():
@@ -232,6 +244,8 @@ def _paired_row(
     confidence: float,
     seed: int,
 ) -> dict[str, Any]:
+    from lceval import metrics
+
     res = metrics.headline_paired(
         h,
         a,
@@ -260,6 +274,10 @@ def shared_samples(h: metrics.Headline, a: str, b: str) -> int:
 
 
 def _holm_columns(table: pd.DataFrame, alpha: float, by: str | None = None) -> pd.DataFrame:
+    import numpy as np
+
+    from lceval import metrics
+
     if table.empty:
         return table.assign(p_holm=[], significant=[])
     if by is None:
@@ -291,6 +309,10 @@ def pairwise(
     Raises:
         LcevalError: a negative ``seed``.
     """
+    import pandas as pd
+
+    from lceval import metrics
+
     _check_seed(seed)
     rows = []
     for h in headlines.values():
@@ -355,6 +377,10 @@ def compare_runs(
             ``model_b`` not scored on the compared benchmarks of its run; no benchmark or model
             pair in common; an unknown ``scorer``.
     """
+    import pandas as pd
+
+    from lceval import metrics
+
     _check_seed(seed)
     if scorer is not None:
         registry.find_scorer(scorer)
@@ -455,6 +481,10 @@ def _task_rows(
     seed: int,
 ) -> list[dict[str, Any]]:
     """One row per task: mean Score.value of A minus B on the shared samples (0..1)."""
+    import pandas as pd
+
+    from lceval import metrics
+
     cluster = dict(zip(h.frame["sample_id"], h.frame["cluster"], strict=False))
     va = scores[scores["model"] == a].set_index("sample_id")
     vb = scores[scores["model"] == b].set_index("sample_id")
@@ -508,6 +538,10 @@ def rank_agreement(
     Raises:
         LcevalError: a negative ``seed``.
     """
+    import pandas as pd
+
+    from lceval import metrics
+
     _check_seed(seed)
     rows = []
     for ka, kb in itertools.combinations(sorted(headlines), 2):
@@ -544,6 +578,11 @@ def _joint_design(
     """Two benchmarks' samples in one table: a row per (benchmark, sample), columns per model,
     groups and clusters prefixed by the benchmark, strata per benchmark (and group when its
     clusters nest in groups); the statistic is tau-b of the two headlines over ``models``."""
+    import numpy as np
+    import pandas as pd
+
+    from lceval import metrics
+
     tables, groups, strata, clusters = [], [], [], []
     for key, h in headlines.items():
         f = h.frame[h.frame["model"].isin(models)]
@@ -586,6 +625,8 @@ def plot_overview(board: pd.DataFrame, agreement: pd.DataFrame) -> Any:
         agreement: :func:`rank_agreement` output.
     """
     import matplotlib.pyplot as plt
+    import numpy as np
+    import pandas as pd
 
     keys = list(dict.fromkeys(board["benchmark"]))
     n = max(1, len(keys) + (1 if len(agreement) else 0))

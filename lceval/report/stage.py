@@ -6,19 +6,18 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-import pandas as pd
-
 from lceval import registry
 from lceval.benchmark import scorer_of
 from lceval.io import RunDir
-from lceval.report import compare_page, samples_page
 from lceval.run.scoring import load_samples
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # pandas: the reporters import it when they run (import lceval stays free of it)
+    import pandas as pd
+
     from lceval.studies.ntk import Sweep, SweepReport
 
 
-class ReportTables(dict[str, pd.DataFrame]):
+class ReportTables(dict[str, "pd.DataFrame"]):
     """The tables of :func:`report`, ``"<benchmark>/<table>" -> DataFrame``, and which scorers
     each benchmark's tables were read from (``scorers``: key -> scorer names)."""
 
@@ -36,6 +35,8 @@ def write_run_pages(run: RunDir) -> list[Path]:
     Raises:
         LcevalError: a score of an unknown sample; the folder cannot be written.
     """
+    from lceval.report import compare_page, samples_page  # pandas: imported when pages are made
+
     page_path = samples_page.write_samples_page(run)
     if page_path is None:
         return []

@@ -10,31 +10,23 @@ verbs and the notebooks alike.
   Schemas).
 
 The report stage is the report wing's (:func:`lceval.report.report`), which reads what these
-write. ``lceval.run.infer(...)`` and the other stage functions are imported on first use, so
-``import lceval.run`` stays light (the CLI's startup).
+write. The stage functions are imported here (typed: mypy checks their calls); their modules import
+pandas and the engines inside the functions that need them, so ``import lceval.run`` stays light
+(the CLI's startup).
 """
 
-from __future__ import annotations
+from lceval.run.building import build, build_suite
+from lceval.run.inference import infer, select_samples
+from lceval.run.scoring import load_samples, score, score_files
+from lceval.run.sweep import run_sweep
 
-import importlib
-from typing import Any
-
-_STAGES = {
-    "build": "building",
-    "build_suite": "building",
-    "infer": "inference",
-    "select_samples": "inference",
-    "score": "scoring",
-    "load_samples": "scoring",
-    "score_files": "scoring",
-    "run_sweep": "sweep",
-}
-
-__all__ = sorted(_STAGES)
-
-
-def __getattr__(name: str) -> Any:
-    """The stage functions, imported from their module on first use (PEP 562)."""
-    if name in _STAGES:
-        return getattr(importlib.import_module(f"lceval.run.{_STAGES[name]}"), name)
-    raise AttributeError(f"module 'lceval.run' has no attribute {name!r}")
+__all__ = [
+    "build",
+    "build_suite",
+    "infer",
+    "load_samples",
+    "run_sweep",
+    "score",
+    "score_files",
+    "select_samples",
+]

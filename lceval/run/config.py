@@ -329,6 +329,44 @@ def test_limit(limit: int | None) -> int | None:
     return int(raw) if limit is None else min(limit, int(raw))
 
 
+class EvalConfig(InferConfig):
+    """``lceval eval`` / :func:`lceval.evaluate`: build, answer, score and report one benchmark
+    in one call. Every inference key of :class:`InferConfig` (one declaration), the build's
+    params (a file and ``-p`` overrides, as ``lceval build`` takes them) and the scorer the
+    report reads. The run folder's name defaults to ``<benchmark>-<model>``, so the same command
+    run again resumes the run (answers kept)."""
+
+    benchmark: str = Field(
+        min_length=1,
+        description="a benchmark key (see lceval list)",
+        json_schema_extra={"positional": True},
+    )
+    run_id: str | None = Field(
+        None,
+        min_length=1,
+        description="the run folder's name (default: BENCHMARK-MODEL); the same run id again "
+        "resumes the run: its answers are kept",
+    )
+    list_options: None = Field(
+        None, description="lceval infer's, not taken here", json_schema_extra={"cli": False}
+    )
+    params: str | None = Field(None, description="params YAML (the builder's parameters)")
+    param: dict[str, Any] = Field(
+        default_factory=dict,
+        description="override a build param",
+        json_schema_extra={"flag": ["-p", "--param"], "kv": True},
+    )
+    force: bool = Field(
+        False,
+        description="rebuild a run whose answers would not match the new samples (they are "
+        "moved aside)",
+        json_schema_extra={"action": "store_true"},
+    )
+    scorer: str | None = Field(
+        None, description="score and report with this scorer (e.g. lifbench:strict)"
+    )
+
+
 class PlanConfig(Declared):
     """``lceval plan``."""
 
@@ -539,6 +577,7 @@ class SchemaConfig(Declared):
 
 
 VERBS: dict[str, type[Declared]] = {
+    "eval": EvalConfig,
     "build": BuildConfig,
     "plan": PlanConfig,
     "infer": InferConfig,

@@ -10,12 +10,13 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
-
-import numpy as np
-import pandas as pd
+from typing import TYPE_CHECKING, Any
 
 from lceval.errors import LcevalError
+
+if TYPE_CHECKING:  # numpy and pandas: imported where the estimate is computed (import lceval
+    # stays free of them)
+    import pandas as pd
 
 
 # ------------------------------------------------------------------------------ facts
@@ -123,6 +124,8 @@ def estimate(
 
     Source: the floor of ``bench/bench_main_job.py`` (README, Measurements), on datasheet rates.
     """
+    import numpy as np
+
     if not math.isfinite(efficiency) or efficiency <= 0:
         raise LcevalError(f"efficiency must be a positive number, got {efficiency!r}")
     n = gpus_needed(shape, gpu)
@@ -163,6 +166,8 @@ def estimate_table(
 ) -> pd.DataFrame:
     """:func:`estimate` for every shape on every GPU: one row each (columns ``model``, ``gpu``
     then the estimate's keys)."""
+    import pandas as pd
+
     out = []
     for shape in (shapes or SHAPES).values():
         for gpu in (gpus or GPUS).values():

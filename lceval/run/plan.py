@@ -32,10 +32,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
-
-import numpy as np
-import pandas as pd
+from typing import TYPE_CHECKING, Any
 
 from lceval.errors import LcevalError, one_line
 from lceval.records import Context, Sample
@@ -53,6 +50,10 @@ from lceval.run.gpu_estimate import (  # noqa: F401 (the estimate, re-exported a
     gpus_needed,
     shape_of,
 )
+
+if TYPE_CHECKING:  # numpy and pandas are imported in the functions that make tables: the
+    # inference stage imports this module, and `import lceval` must not pay for pandas
+    import pandas as pd
 
 Segment = tuple[int, ...]
 """Token ids of one part of a prompt."""
@@ -312,6 +313,9 @@ def per_sample(
     """One row per sample: benchmark, task, prompt_tokens, budget, truncated, and the whole set's
     trie figures: ``share`` (tokens held already), ``unique_tokens`` (length less share) and
     ``position_sum`` (sum of the positions of its unique tokens, for attention FLOPs)."""
+    import numpy as np
+    import pandas as pd
+
     shares = prefix_shares([p.segments for p in prompts], keys)
     length = np.array([p.length for p in prompts], dtype=np.int64)
     share = np.array(shares, dtype=np.int64)
@@ -335,6 +339,8 @@ def size_table(
 ) -> pd.DataFrame:
     """Samples, prompt tokens, unique tokens and budget per benchmark and task, per benchmark
     (task ``*``) and in total (benchmark ``*``); each row's unique tokens from its own trie."""
+    import pandas as pd
+
     keys = segment_keys([p.segments for p in prompts]) if keys is None else keys
     groups: dict[tuple[str, str], list[int]] = {}
     for i, p in enumerate(prompts):
@@ -495,6 +501,8 @@ def plan_run(
         LcevalError: missing run files, a bad budget, an unreadable model tokenizer, ``exact``
             false with a model.
     """
+    import numpy as np
+
     chosen = list(samples) if samples is not None else run.read_samples()
     if not chosen:
         raise LcevalError(f"run {run.run_id} has no samples to plan")
@@ -592,6 +600,8 @@ def wall_clock(plan: Plan, gpus: int) -> pd.DataFrame:
     Raises:
         LcevalError: ``gpus`` is not an integer >= 1.
     """
+    import pandas as pd
+
     from lceval.errors import LcevalError
 
     if isinstance(gpus, bool) or not isinstance(gpus, int) or gpus < 1:

@@ -6,10 +6,7 @@ import dataclasses
 import shutil
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
-
-import pandas as pd
-from tqdm import tqdm  # a plain text bar: tqdm.auto needs ipywidgets in notebooks
+from typing import TYPE_CHECKING, Any
 
 from lceval import registry
 from lceval.benchmark import (
@@ -24,6 +21,10 @@ from lceval.models.base import (
 )
 from lceval.records import Context, Judgement, Response, Sample, Score, sample_hashes
 from lceval.store import ResponseStore
+
+if TYPE_CHECKING:  # pandas (and tqdm) are imported where scores are made: import lceval stays
+    # free of them
+    import pandas as pd
 
 
 def load_samples(run: RunDir) -> list[Sample]:
@@ -68,6 +69,8 @@ def score(
             answer earlier versions of their samples), a response for an unknown sample, an
             unknown scorer or option.
     """
+    from tqdm import tqdm  # a plain text bar: tqdm.auto needs ipywidgets in notebooks
+
     run = RunDir(run_id, root)
     job = Scoring(run, scorer, dict(options or {}))
     store = job.responses()
@@ -237,6 +240,8 @@ class Scoring:
 
     def write_details(self) -> None:
         """Write each benchmark's detail rows to its ``details_file``."""
+        import pandas as pd
+
         for key, rows in self.details.items():
             name = self.benchmarks[key].details_file
             if name:

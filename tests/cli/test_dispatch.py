@@ -19,7 +19,7 @@ from lceval.cli import HANDLERS, HELP, _parser, main
 from lceval.run.config import VERBS
 
 CLI = Path(lceval.cli.__file__).parent
-MODULE = {"list": "listing", "import": "imports"}
+MODULE = {"list": "listing", "import": "imports", "eval": "evaluation"}
 """Verbs whose module is not named after them (``list`` and ``import`` are Python builtins or
 keywords)."""
 NOT_VERBS = {"__init__", "__main__", "common", "notebooks"}

@@ -1,0 +1,30 @@
+"""``lceval eval``: build, answer, score and report one benchmark in one command, resumable
+(:func:`lceval.report.evaluation.run_eval`, the steps of :func:`lceval.evaluate`)."""
+
+from __future__ import annotations
+
+import sys
+
+from lceval.run.config import EvalConfig
+
+
+def handle(cfg: EvalConfig, outputs: str | None) -> int:
+    """Run the four stages; print the headline, the coverage and the report's path. Exit status
+    1 when some samples failed (they are scored NaN now and answered again by the same command).
+
+    Raises:
+        LcevalError: an unknown benchmark, backend or model, bad params, anything a stage
+            refuses (before an engine starts where it can be known then).
+    """
+    from lceval.report.evaluation import run_eval
+
+    result = run_eval(cfg, outputs)
+    print(result.summary)
+    if result.errors:
+        print(
+            f"lceval: {result.errors} sample(s) failed; the same command answers them again "
+            f"(run id {result.run.run_id})",
+            file=sys.stderr,
+        )
+        return 1
+    return 0

@@ -1,0 +1,161 @@
+"""One call for a whole evaluation: build, answer, score and report one benchmark
+(``lceval eval`` and :func:`lceval.evaluate`).
+
+Modelled on lm-evaluation-harness's ``evaluator.simple_evaluate`` (one function behind both its
+CLI and its Python API) and inspect_ai's ``eval()``: the command line and the Python call read
+the same declared config (:class:`lceval.run.config.EvalConfig`) and run the same steps, which
+are the stages the separate verbs run (:func:`lceval.run.build`, :func:`lceval.run.infer`,
+:func:`lceval.run.score`, :func:`lceval.report.report`), nothing re-implemented. Unlike those two
+it keeps every step's files in a run folder and resumes: the same run id again keeps the answers
+already stored and answers only the rest.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from lceval.errors import LcevalError
+from lceval.io import RunDir
+from lceval.run.building import build
+from lceval.run.config import EvalConfig, InferConfig, validate
+from lceval.run.inference import infer
+from lceval.run.scoring import score
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+
+@dataclass(frozen=True)
+class EvalResult:
+    """What :func:`evaluate` made: a scored, reported run."""
+
+    run: RunDir
+    """The run folder (samples, responses, scores, report)."""
+    headlines: pd.DataFrame
+    """One row per benchmark, scorer and model from report/results.json: ``benchmark``,
+    ``scorer``, ``model``, ``metric``, ``unit``, ``estimate`` (0..1 unless ``unit`` says
+    otherwise), ``low`` and ``high`` (95% bootstrap CI), ``n`` (samples scored)."""
+    report: Path
+    """report/index.html."""
+    answered: int
+    """Responses of this run's models to the selected samples (stored before or now)."""
+    errors: int
+    """Of those, generations that failed (retried by the next call with the same run id)."""
+    summary: str
+    """What ``lceval eval`` prints: headline lines, coverage, the report's path."""
+
+    @property
+    def score(self) -> float:
+        """The first headline's estimate (the benchmark's headline metric for the first model).
+
+        Raises:
+            LcevalError: the run has no headline (nothing scored).
+        """
+        if not len(self.headlines):
+            raise LcevalError(f"run {self.run.run_id} has no headline in results.json")
+        return float(self.headlines["estimate"].iloc[0])
+
+
+def default_run_id(benchmark: str, models: list[Any]) -> str:
+    """``<benchmark>-<model>`` (each model's name or id, characters a run id refuses as ``-``,
+    at most 128 characters): the same command gives the same run, so running it again resumes."""
+    names = []
+    for m in models:
+        name = m.get("name") or m.get("model") if isinstance(m, dict) else m
+        names.append(str(name).rstrip("/").rsplit("/", 1)[-1])
+    slug = re.sub(r"[^A-Za-z0-9._-]+", "-", "-".join([benchmark, *names])).strip("-._")
+    return slug[:128] or "eval"
+
+
+def evaluate(
+    benchmark: str,
+    *,
+    model: str | list[Any] | None = None,
+    limit: int | None = None,
+    root: str | Path | None = None,
+    progress: bool = True,
+    **config: Any,
+) -> EvalResult:
+    """Build ``benchmark``, answer it with ``model``, score and report it: ``lceval eval`` in
+    Python, resumable (the same ``run_id``, default ``<benchmark>-<model>``, keeps the answers).
+
+    Args:
+        benchmark: a benchmark key (``lceval list``).
+        model: a path, hub id or ``embedded`` (the SmolLM2-135M CPU stand-in, the default), or
+            several (a list; each may be ``{model, backend, options, name}``).
+        limit: answer only the first N samples.
+        root: folder holding run folders (default ``$LCEVAL_OUTPUTS``, else ``./outputs``).
+        progress: draw the progress bars.
+        **config: any other key of :class:`lceval.run.config.EvalConfig` (``params``, ``param``,
+            ``run_id``, ``backend``, ``backend_options``, ``max_new_tokens``, ``truncate``,
+            ``scorer``, ...), checked like a params file's.
+
+    Returns:
+        The run, its headline table, the path of report/index.html.
+
+    Raises:
+        LcevalError: one line: an unknown key or a bad value, an unknown benchmark, backend or
+            model, bad build params, anything a stage refuses.
+    """
+    values = {"benchmark": benchmark, **config}
+    if model is not None:
+        values["model"] = model
+    if limit is not None:
+        values["limit"] = limit
+    return run_eval(validate(EvalConfig, values, "params", "evaluate"), root, progress=progress)
+
+
+def run_eval(cfg: EvalConfig, root: str | Path | None, *, progress: bool = True) -> EvalResult:
+    """The steps of :func:`evaluate` from a validated config (``lceval eval``'s handler calls it
+    with the command line's): the model checked before anything is built, then build, infer,
+    score, report.
+
+    Raises:
+        LcevalError: as :func:`evaluate`.
+    """
+    from lceval import registry
+    from lceval.models.base import check_load
+    from lceval.models.specs import resolve_models
+    from lceval.params import load_params
+
+    registry.get(cfg.benchmark)  # an unknown benchmark: one line before anything else
+    if cfg.models is not None:
+        models = list(cfg.models)
+    elif isinstance(cfg.model, list):
+        models = list(cfg.model)
+    else:
+        models = [cfg.model or "embedded"]
+    for spec in resolve_models(None, models, cfg.backend, cfg.backend_options):
+        check_load(spec.backend, spec.model, dict(spec.options))  # before a build is written
+    run_id = cfg.run_id or default_run_id(cfg.benchmark, models)
+    params = load_params(cfg.params) if cfg.params else {}
+    params.update(cfg.param)
+    run = build(run_id, cfg.benchmark, params, root=root, force=cfg.force)
+    # the inference keys given (and only those: the build's declared defaults fill the rest)
+    given = {k: getattr(cfg, k) for k in cfg.model_fields_set if k in InferConfig.model_fields}
+    given.update(run_id=run_id, model=models, models=None)
+    infer_cfg = InferConfig.model_validate(given)
+    responses = infer(run_id, root=root, config=infer_cfg, progress=progress)
+    errors = sum(r.finish_reason == "error" for r in responses)
+    score(run_id, root=root, scorer=cfg.scorer, progress=progress)
+    from lceval.report.index_page import headline_rows, report_summary
+    from lceval.report.stage import report
+
+    tables = report(run_id, root=root, scorer=cfg.scorer)
+    import pandas as pd  # heavy: imported once there is a table to make
+
+    cols = ["benchmark", "scorer", "model", "metric", "unit", "estimate", "low", "high", "n"]
+    heads = pd.DataFrame(
+        [{k: h.get(k) for k in cols} for h in headline_rows(run.report)], columns=cols
+    )
+    return EvalResult(
+        run=run,
+        headlines=heads,
+        report=run.report / "index.html",
+        answered=len(responses),
+        errors=errors,
+        summary=report_summary(run, tables),
+    )

