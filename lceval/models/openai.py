@@ -4,8 +4,9 @@ Messages come from ``lceval.models.prompts.messages`` (system, history, user tur
 applies its own chat template, so there is no local tokenizer and no local truncation: a prompt
 longer than the served window is sent as is and the server's refusal is recorded as an error
 Response. Requests run concurrently in a thread pool; rate limits (429), server errors (5xx),
-timeouts and connection errors are retried with exponential backoff and jitter (honouring a
-``Retry-After`` header). Configuration errors (bad key, unknown model) stop the run with one line.
+timeouts and connection errors are retried by the openai SDK itself (``max_retries``; its
+exponential backoff from 0.5 s to 8 s with jitter, honouring a ``Retry-After`` header up to 60 s).
+Configuration errors (bad key, unknown model) stop the run with one line.
 A reply lceval cannot read (not JSON, no choices, no message, content that is not text) is an
 error Response for that sample alone, asked again by the next run; token counts in ``usage``
 that are not whole numbers in ``0..MAX_TOKENS`` are refused (stored as 0).
@@ -21,9 +22,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import os
-import random
 import re
-import threading
 import time
 import warnings
 from collections.abc import Mapping, Sequence
@@ -42,7 +41,6 @@ from lceval.tokens import count_tokens
 
 MAX_STOP = 4
 """The OpenAI API accepts at most 4 stop strings; further ones are applied locally."""
-RETRY_STATUS = frozenset({408, 409, 429, 500, 502, 503, 504})
 
 __all__ = ["PUBLIC_BASE_URL", "OpenAIBackend", "is_public_openai"]
 
@@ -56,10 +54,9 @@ class OpenAIBackend:
         api_key_env: environment variable holding the key. Required for the public API; a local
             server without ``--api-key`` needs none.
         concurrency: requests in flight at once (threads).
-        max_retries: retries per request after the first try (429, 5xx, timeouts, connection).
+        max_retries: retries per request after the first try (408, 409, 429, 5xx, timeouts,
+            connection errors), made by the openai SDK with its own backoff.
         timeout: seconds per request.
-        backoff_s: first retry delay in seconds; doubles each retry, with jitter.
-        max_backoff_s: longest delay between retries in seconds.
         enable_thinking: the served model's chat-template thinking switch, sent as
             ``chat_template_kwargs`` (vLLM and SGLang servers); None: the server's default.
         max_thinking_tokens: thinking budget in tokens, added to each sample's answer budget
@@ -87,8 +84,6 @@ class OpenAIBackend:
         concurrency: int = 8,
         max_retries: int = 5,
         timeout: float = 600.0,
-        backoff_s: float = 1.0,
-        max_backoff_s: float = 60.0,
         enable_thinking: bool | None = None,
         max_thinking_tokens: int | None = None,
         think_end: str | None = None,
@@ -106,8 +101,8 @@ class OpenAIBackend:
             raise LcevalError(f"concurrency must be >= 1, got {concurrency}")
         if max_retries < 0:
             raise LcevalError(f"max_retries must be >= 0, got {max_retries}")
-        if timeout <= 0 or backoff_s < 0 or max_backoff_s < 0:
-            raise LcevalError("timeout must be > 0 and backoff_s, max_backoff_s >= 0")
+        if timeout <= 0:
+            raise LcevalError(f"timeout must be > 0, got {timeout}")
         self.name = model
         self.base_url = (base_url or os.environ.get("OPENAI_BASE_URL") or PUBLIC_BASE_URL).rstrip(
             "/"
@@ -121,16 +116,9 @@ class OpenAIBackend:
         if key and _plain_http_to_remote(self.base_url):
             warnings.warn(f"sending {api_key_env} over plain http to {self.base_url}", stacklevel=2)
         self.concurrency = concurrency
-        self.max_retries = max_retries
-        self.backoff_s = backoff_s
-        self.max_backoff_s = max_backoff_s
-        self.timeout = timeout
         self.client = OpenAI(
-            api_key=key or "EMPTY", base_url=self.base_url, max_retries=0, timeout=timeout
+            api_key=key or "EMPTY", base_url=self.base_url, max_retries=max_retries, timeout=timeout
         )
-        self._lock = threading.Lock()
-        self.retries = 0
-        """Retries made so far (all requests)."""
 
     def info(self) -> dict[str, Any]:
         """Provenance for run.json: backend, served model name and endpoint (never the key)."""
@@ -233,34 +221,25 @@ class OpenAIBackend:
         except LcevalError as exc:
             return self._error(sample, config, exc)
         t0 = time.perf_counter()
-        for attempt in range(self.max_retries + 1):
-            try:
-                completion = self.client.chat.completions.create(**body)
-            except ValueError as exc:  # a 200 whose JSON body does not parse (JSONDecodeError)
-                return self._error(sample, config, MalformedReply(f"the server's reply: {exc}"))
-            except (openai.AuthenticationError, openai.PermissionDeniedError) as exc:
-                raise LcevalError(
-                    f"{self.base_url} refused the API key: {self._one_line(exc)}"
-                ) from None
-            except openai.NotFoundError as exc:
-                raise LcevalError(
-                    f"{self.base_url} has no model {self.name!r}: {self._one_line(exc)}"
-                ) from None
-            except (openai.APIConnectionError, openai.APIStatusError) as exc:  # timeouts included
-                status = getattr(exc, "status_code", None)
-                retryable = status is None or status in RETRY_STATUS or status >= 500
-                if not retryable or attempt == self.max_retries:
-                    return self._error(sample, config, exc)
-                with self._lock:
-                    self.retries += 1
-                time.sleep(self._delay(attempt, exc))
-                continue
-            try:
-                return self._response(sample, completion, config, time.perf_counter() - t0)
-            except (MalformedReply, ValueError, TypeError, AttributeError) as exc:
-                # whatever else a hostile reply holds: that sample's error, never the run's end
-                return self._error(sample, config, exc)
-        raise AssertionError("unreachable")  # pragma: no cover
+        try:  # the SDK retries 408, 409, 429, 5xx, timeouts and connection errors itself
+            completion = self.client.chat.completions.create(**body)
+        except ValueError as exc:  # a 200 whose JSON body does not parse (JSONDecodeError)
+            return self._error(sample, config, MalformedReply(f"the server's reply: {exc}"))
+        except (openai.AuthenticationError, openai.PermissionDeniedError) as exc:
+            raise LcevalError(
+                f"{self.base_url} refused the API key: {self._one_line(exc)}"
+            ) from None
+        except openai.NotFoundError as exc:
+            raise LcevalError(
+                f"{self.base_url} has no model {self.name!r}: {self._one_line(exc)}"
+            ) from None
+        except (openai.APIConnectionError, openai.APIStatusError) as exc:  # retries spent
+            return self._error(sample, config, exc)
+        try:
+            return self._response(sample, completion, config, time.perf_counter() - t0)
+        except (MalformedReply, ValueError, TypeError, AttributeError) as exc:
+            # whatever else a hostile reply holds: that sample's error, never the run's end
+            return self._error(sample, config, exc)
 
     def _one_line(self, exc: BaseException) -> str:
         return redact(_one_line(exc), self._secrets)
@@ -269,18 +248,6 @@ class OpenAIBackend:
         """An error Response whose message has the API key and any bearer token redacted."""
         r = error_response(sample, self.name, config, exc)
         return dataclasses.replace(r, error=redact(r.error or "", self._secrets))
-
-    def _delay(self, attempt: int, exc: Exception) -> float:
-        """Seconds to wait before retry ``attempt + 1``: Retry-After if given, else backoff."""
-        response = getattr(exc, "response", None)
-        header = response.headers.get("retry-after") if response is not None else None
-        try:
-            if header is not None:
-                return min(float(header), self.max_backoff_s)
-        except ValueError:
-            pass
-        base = min(self.backoff_s * 2**attempt, self.max_backoff_s)
-        return base * (0.5 + random.random() / 2)  # noqa: S311 - jitter, not crypto
 
     def _response(
         self, sample: Sample, completion: Any, config: GenerationConfig, latency: float
