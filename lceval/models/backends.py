@@ -141,6 +141,10 @@ class OpenAIOptions(ThinkingOptions):
         5, ge=0, description="retries per request after the first try (the openai SDK's backoff)"
     )
     timeout: float = Field(600.0, gt=0, description="seconds per request")
+    batch: bool = Field(
+        False, description="answer through the provider's Batch API (resumable; half price there)"
+    )
+    batch_poll_s: float = Field(30.0, gt=0, description="seconds between looks at a batch")
 
 
 def engine_arg_names() -> list[str]:

@@ -11,6 +11,14 @@ A reply lceval cannot read (not JSON, no choices, no message, content that is no
 error Response for that sample alone, asked again by the next run; token counts in ``usage``
 that are not whole numbers in ``0..MAX_TOKENS`` are refused (stored as 0).
 
+With ``batch=True`` the samples of a call go through the provider's Batch API instead (OpenAI's
+format, half the price there): one JSONL file of chat-completions requests uploaded with
+``client.files``, one batch created with ``client.batches``, polled every ``batch_poll_s`` seconds,
+its output (and error) file downloaded and read line by line as above, with the token counts the
+provider reports. The batch id is recorded in ``<run>/batches.json`` (keyed by a hash of the
+requests) as soon as the batch is created, so a run killed before the results came back picks up
+the same batch when run again instead of submitting (and paying for) it twice.
+
 An ``assistant_prefix`` is sent as a final assistant message. For servers other than the public
 OpenAI API the request also carries vLLM's ``continue_final_message`` / ``add_generation_prompt``
 so the model continues that message (as the local backends do); the public API has no such
@@ -20,6 +28,8 @@ option and answers after it.
 from __future__ import annotations
 
 import dataclasses
+import hashlib
+import json
 import math
 import os
 import re
@@ -27,6 +37,7 @@ import time
 import warnings
 from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 from typing import Any
 from urllib.parse import urlparse
 
@@ -65,6 +76,9 @@ class OpenAIBackend:
             thinking tokens"). None: no thinking budget (the request is as before).
         think_end: the model's end-of-thinking marker, for a server that returns the thinking
             inside the content (no reasoning parser): the content is split at it.
+        batch: answer through the provider's Batch API (module docstring); False: one request
+            per sample.
+        batch_poll_s: seconds between two looks at a submitted batch.
 
     Thinking arrives in the message's ``reasoning_content`` (vLLM before 0.10, DeepSeek) or
     ``reasoning`` (vLLM since 0.10, OpenRouter) field; it is stored in ``Response.reasoning``
@@ -87,6 +101,8 @@ class OpenAIBackend:
         enable_thinking: bool | None = None,
         max_thinking_tokens: int | None = None,
         think_end: str | None = None,
+        batch: bool = False,
+        batch_poll_s: float = 30.0,
     ) -> None:
         from openai import OpenAI
 
@@ -116,6 +132,12 @@ class OpenAIBackend:
         if key and _plain_http_to_remote(self.base_url):
             warnings.warn(f"sending {api_key_env} over plain http to {self.base_url}", stacklevel=2)
         self.concurrency = concurrency
+        self.batch, self.batch_poll_s = batch, batch_poll_s
+        if batch:
+            self.call_size = 100_000  # the whole run in one batch (lceval.run.inference)
+        self.run_dir: Path | None = None
+        """The run folder, where ``batches.json`` records submitted batches (set by inference;
+        None: the working directory)."""
         self.client = OpenAI(
             api_key=key or "EMPTY", base_url=self.base_url, max_retries=max_retries, timeout=timeout
         )
@@ -206,6 +228,8 @@ class OpenAIBackend:
         Raises:
             LcevalError: the server rejects the key or does not know the model.
         """
+        if getattr(self, "batch", False) and samples:
+            return self._batch(samples, contexts, config)
         if len(samples) <= 1 or self.concurrency == 1:
             return [self._answer(s, contexts, config) for s in samples]
         with ThreadPoolExecutor(max_workers=min(self.concurrency, len(samples))) as pool:
@@ -239,6 +263,87 @@ class OpenAIBackend:
             return self._response(sample, completion, config, time.perf_counter() - t0)
         except (MalformedReply, ValueError, TypeError, AttributeError) as exc:
             # whatever else a hostile reply holds: that sample's error, never the run's end
+            return self._error(sample, config, exc)
+
+    def _batch(
+        self, samples: Sequence[Sample], contexts: Mapping[str, Context], config: GenerationConfig
+    ) -> list[Response]:
+        """Answer ``samples`` as one Batch API batch (module docstring), resuming a recorded one."""
+        import openai
+
+        out: dict[str, Response] = {}
+        lines = []
+        for s in samples:
+            try:
+                body = self.request(s, contexts, config)
+            except LcevalError as exc:
+                out[s.id] = self._error(s, config, exc)
+                continue
+            body.update(body.pop("extra_body", {}))
+            url = "/v1/chat/completions"
+            lines.append({"custom_id": s.id, "method": "POST", "url": url, "body": body})
+        data = "".join(json.dumps(x, ensure_ascii=False) + "\n" for x in lines).encode()
+        key = hashlib.sha256(self.base_url.encode() + b"\n" + data).hexdigest()[:16]
+        ledger = (self.run_dir or Path(".")) / "batches.json"
+        t0 = time.perf_counter()
+        try:
+            batch_id = _read_ledger(ledger).get(key) if lines else None
+            if lines and batch_id is None:
+                up = self.client.files.create(file=("batch.jsonl", data), purpose="batch")
+                made = self.client.batches.create(
+                    input_file_id=up.id, endpoint="/v1/chat/completions", completion_window="24h"
+                )
+                batch_id = made.id
+                _write_ledger(ledger, {**_read_ledger(ledger), key: batch_id})
+            while batch_id is not None:
+                b = self.client.batches.retrieve(batch_id)
+                if b.status in ("failed", "expired", "cancelled"):
+                    _write_ledger(
+                        ledger, {k: v for k, v in _read_ledger(ledger).items() if k != key}
+                    )
+                    why = (
+                        "; ".join(e.message or "" for e in (b.errors.data or []))
+                        if b.errors
+                        else ""
+                    )
+                    raise MalformedReply(f"batch {batch_id} {b.status}{': ' + why if why else ''}")
+                if b.status == "completed":
+                    break
+                time.sleep(self.batch_poll_s)
+            got: dict[str, Any] = {}
+            for fid in (b.output_file_id, b.error_file_id) if batch_id is not None else ():
+                for line in self.client.files.content(fid).text.splitlines() if fid else ():
+                    rec = json.loads(line) if line.strip() else None
+                    if isinstance(rec, dict) and isinstance(rec.get("custom_id"), str):
+                        got.setdefault(rec["custom_id"], rec)
+        except (openai.AuthenticationError, openai.PermissionDeniedError) as exc:
+            raise LcevalError(
+                f"{self.base_url} refused the API key: {self._one_line(exc)}"
+            ) from None
+        except (openai.APIError, MalformedReply, ValueError) as exc:
+            return [out.get(s.id) or self._error(s, config, exc) for s in samples]
+        latency = time.perf_counter() - t0
+        for s in samples:
+            if s.id not in out:
+                out[s.id] = self._batch_answer(s, got.get(s.id), config, latency)
+        return [out[s.id] for s in samples]
+
+    def _batch_answer(
+        self, sample: Sample, rec: dict[str, Any] | None, config: GenerationConfig, latency: float
+    ) -> Response:
+        """One sample's Response from its line of a batch's output or error file."""
+        from openai.types.chat import ChatCompletion
+
+        try:
+            if rec is None:
+                raise MalformedReply("the batch's output has no line for this sample")
+            res = rec.get("response") or {}
+            if rec.get("error") or res.get("status_code") != 200:
+                why = rec.get("error") or (res.get("body") or {}).get("error") or res
+                raise MalformedReply(f"the batch answered {res.get('status_code')}: {why}")
+            completion = ChatCompletion.model_validate(res.get("body"))
+            return self._response(sample, completion, config, latency)
+        except (MalformedReply, ValueError, TypeError, AttributeError) as exc:
             return self._error(sample, config, exc)
 
     def _one_line(self, exc: BaseException) -> str:
@@ -418,3 +523,19 @@ def _plain_http_to_remote(base_url: str) -> bool:
 
 def _one_line(exc: BaseException) -> str:
     return one_line(exc)
+
+
+def _read_ledger(path: Path) -> dict[str, str]:
+    """The batches a run submitted: request hash -> batch id (none when unreadable)."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return {k: v for k, v in data.items() if isinstance(v, str)} if isinstance(data, dict) else {}
+
+
+def _write_ledger(path: Path, ledger: dict[str, str]) -> None:
+    """Write the ledger atomically (a kill leaves the old file or the new one)."""
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp.write_text(json.dumps(ledger, indent=1), encoding="utf-8")
+    os.replace(tmp, path)

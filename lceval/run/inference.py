@@ -86,6 +86,8 @@ def _answer(
     """Answer ``samples`` (already selected, :func:`select_samples`) with ``backend``, appending
     to the run's responses.jsonl (``lceval.models.generate``: resumable, answered samples
     skipped); the responses of this model and config, in sample order."""
+    if hasattr(backend, "run_dir"):  # the openai backend records its batches there
+        backend.run_dir = run.path
     return generate(
         backend,
         samples,

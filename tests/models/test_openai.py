@@ -458,3 +458,119 @@ def test_hostile_replies_through_infer_score_and_report(
     assert len(latest) == len(bodies) + 1 and all(r.error is None for r in latest.values())
     assert main(["--outputs", str(tmp_path), "score", "h"]) == 0, capsys.readouterr().err
     assert main(["--outputs", str(tmp_path), "report", "h"]) == 0, capsys.readouterr().err
+
+
+# -- issue 40 item 4: the Batch API ------------------------------------------------------------
+class BatchAPI:
+    """The Batch API of a loopback server (``route`` of :class:`Scripted`): /v1/files upload and
+    content, /v1/batches create and retrieve. A batch stays ``in_progress`` until ``release``
+    is set; then each request is answered with ``answer <custom_id>`` (usage 11 + 3), except the
+    custom ids in ``refuse``, answered with status 400 in the error file."""
+
+    def __init__(self, refuse: tuple[str, ...] = ()) -> None:
+        self.files: dict[str, bytes] = {}
+        self.batches: dict[str, str] = {}
+        self.release = threading.Event()
+        self.refuse = refuse
+        self.uploads = self.creates = 0
+
+    def _batch(self, bid: str) -> dict:
+        done = self.release.is_set()
+        if done and f"{bid}-out" not in self.files:
+            out, err = [], []
+            for line in self.files[self.batches[bid]].splitlines():
+                cid = json.loads(line)["custom_id"]
+                if cid in self.refuse:
+                    bad = {"status_code": 400, "body": {"error": {"message": "too long"}}}
+                    err.append({"id": "r", "custom_id": cid, "response": bad, "error": None})
+                else:
+                    ok = {"status_code": 200, "body": _completion(f"answer {cid}")}
+                    out.append({"id": "r", "custom_id": cid, "response": ok, "error": None})
+            for name, recs in ((f"{bid}-out", out), (f"{bid}-err", err)):
+                self.files[name] = "".join(json.dumps(r) + "\n" for r in recs).encode()
+        return {
+            "id": bid,
+            "object": "batch",
+            "endpoint": "/v1/chat/completions",
+            "input_file_id": self.batches[bid],
+            "completion_window": "24h",
+            "created_at": 0,
+            "status": "completed" if done else "in_progress",
+            "output_file_id": f"{bid}-out" if done else None,
+            "error_file_id": f"{bid}-err" if done and self.refuse else None,
+        }
+
+    def route(self, method: str, path: str, raw: bytes) -> Reply | None:
+        if method == "POST" and path == "/v1/files":
+            self.uploads += 1
+            lines = [x.rstrip(b"\r") for x in raw.split(b"\n") if x.startswith(b'{"custom_id"')]
+            fid = f"file-{len(self.files)}"
+            self.files[fid] = b"\n".join(lines) + b"\n"
+            info = {"id": fid, "object": "file", "bytes": len(raw), "created_at": 0}
+            return 200, {**info, "filename": "batch.jsonl", "purpose": "batch"}, {}
+        if method == "POST" and path == "/v1/batches":
+            self.creates += 1
+            bid = f"batch_{self.creates}"
+            self.batches[bid] = json.loads(raw)["input_file_id"]
+            return 200, self._batch(bid), {}
+        if method == "GET" and path.startswith("/v1/batches/"):
+            return 200, self._batch(path.rsplit("/", 1)[1]), {}
+        if method == "GET" and path.startswith("/v1/files/") and path.endswith("/content"):
+            return 200, self.files[path.split("/")[3]], {"content-type": "application/jsonl"}
+        return None
+
+
+def test_batch_answers_each_sample_with_the_providers_usage(scripted, tmp_path) -> None:
+    api = BatchAPI(refuse=("s1",))
+    api.release.set()
+    srv = scripted([], api.route)
+    backend = OpenAIBackend("fake", base_url=srv.url, batch=True, batch_poll_s=0.05)
+    backend.run_dir = tmp_path
+    out = backend.generate([_sample("s0"), _sample("s1"), _sample("s2")], {}, GREEDY)
+    assert [r.text for r in out] == ["answer s0", "", "answer s2"]
+    assert [(r.prompt_tokens, r.completion_tokens) for r in out] == [(11, 3), (0, 0), (11, 3)]
+    assert out[1].finish_reason == "error" and "400" in (out[1].error or "")
+    assert (api.uploads, api.creates, srv.requests) == (1, 1, [])  # no per-sample requests
+    sent = [json.loads(x) for x in api.files["file-0"].splitlines()]
+    assert [x["custom_id"] for x in sent] == ["s0", "s1", "s2"]
+    assert sent[0]["body"]["messages"][-1]["content"].endswith("Say hi.")
+    assert json.loads((tmp_path / "batches.json").read_text()) != {}
+
+
+@pytest.mark.crash
+def test_batch_run_killed_between_submit_and_retrieve_resumes_it(scripted, tmp_path) -> None:
+    """``lceval infer`` SIGKILLed while its batch is in progress: the rerun retrieves the same
+    batch (one upload, one batch) and answers every sample exactly once."""
+    from lceval.cli import main
+    from lceval.io import RunDir, new_meta
+
+    samples = [_sample(f"s{i}", benchmark="lifbench", task="LSI") for i in range(5)]
+    run = RunDir("b", tmp_path).create()
+    run.write_samples(samples, [])
+    run.write_meta(new_meta("b"))
+    api = BatchAPI()
+    srv = scripted([], api.route)
+    argv = [
+        *("--outputs", str(tmp_path), "infer", "b", "--backend", "openai", "--model", "fake"),
+        *("-o", f"base_url={srv.url}", "-o", "batch=true", "-o", "batch_poll_s=0.1"),
+    ]
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "lceval", *argv],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)},
+    )
+    deadline = time.time() + 120
+    while time.time() < deadline and not (run.path / "batches.json").exists():
+        assert proc.poll() is None, "infer ended before submitting"
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    assert api.creates == 1 and not run.responses.exists()  # killed before any answer
+    api.release.set()
+    assert main(argv) == 0
+    ids = [r.sample_id for r in RunDir("b", tmp_path).read_responses()]
+    assert sorted(ids) == [s.id for s in samples]  # each exactly once
+    assert (api.uploads, api.creates) == (1, 1)
+    texts = {r.sample_id: r.text for r in RunDir("b", tmp_path).read_responses()}
+    assert texts == {s.id: f"answer {s.id}" for s in samples}
