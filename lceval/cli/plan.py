@@ -107,13 +107,14 @@ def cost_text(run: object, p: object, prices: object, prices_file: str | None) -
         shown = pred.assign(
             factor=pred["factor"].map("{:,.1f}x".format),
             answer_s=pred["answer_s"].map("{:,.1f}".format),
+            wall_s=pred["wall_s"].map("{:,.1f}".format),
             engine_start_s=pred["engine_start_s"].map(
                 lambda s: "?" if s is None or s != s else f"{s:,.1f}"
             ),
         )
         said += [
-            f"on this machine (calibrated: factor x the {cost.REFERENCE_GPU} floor of these "
-            "samples; seconds):",
+            f"on this machine (calibrated: answer_s = factor x the {cost.REFERENCE_GPU} floor "
+            "of these samples, wall_s = answer_s + the measured engine start; seconds):",
             shown.to_string(index=False),
         ]
     return "\n".join(lines + ([""] + said if said else []))

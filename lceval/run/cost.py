@@ -352,7 +352,8 @@ def calibrate(run: Any, rows: pd.DataFrame) -> tuple[list[Calibration], list[str
 def predictions(rows: pd.DataFrame, models: Sequence[str] = ()) -> pd.DataFrame:
     """This machine's calibrated answering time of ``rows``, one row per stored calibration
     (only ``models``' when given): ``model``, ``engine``, ``factor``, ``answer_s`` (factor x
-    floor), ``engine_start_s``, ``from_run``, ``date``."""
+    floor), ``engine_start_s`` (measured; None: not recorded), ``wall_s`` (the two together),
+    ``from_run``, ``date``."""
     here = machine()
     out = []
     for c in stored().values():
@@ -363,13 +364,23 @@ def predictions(rows: pd.DataFrame, models: Sequence[str] = ()) -> pd.DataFrame:
                 "model": c.model,
                 "engine": c.engine,
                 "factor": c.factor,
-                "answer_s": c.factor * floor_s(rows, c.model_shape()),
+                "answer_s": (answer := c.factor * floor_s(rows, c.model_shape())),
                 "engine_start_s": c.engine_start_s,
+                "wall_s": answer + (c.engine_start_s or 0.0),
                 "from_run": c.run,
                 "date": c.date,
             }
         )
     return pd.DataFrame(
         out,
-        columns=["model", "engine", "factor", "answer_s", "engine_start_s", "from_run", "date"],
+        columns=[
+            "model",
+            "engine",
+            "factor",
+            "answer_s",
+            "engine_start_s",
+            "wall_s",
+            "from_run",
+            "date",
+        ],
     )
