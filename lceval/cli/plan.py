@@ -28,8 +28,9 @@ def plan_text(cfg: PlanConfig, outputs: str | None) -> str:
             not built, an unreadable model tokenizer.
     """
     from lceval.io import RunDir
-    from lceval.run import plan
+    from lceval.run import cost, plan
 
+    prices = cost.load_prices(cfg.prices)  # a bad table stops before any tokenizing
     gpus = cfg.gpus  # ranged by PlanConfig
     csv = csv_path(cfg.csv) if cfg.csv else None
     run = RunDir(cfg.run_id, outputs)
@@ -51,7 +52,8 @@ def plan_text(cfg: PlanConfig, outputs: str | None) -> str:
         exact=True if cfg.exact else None,
         max_thinking_tokens=cfg.max_thinking_tokens,
     )
-    text = plan.render(p)
+    p.estimates["usd"] = cost.gpu_dollars(p.estimates, prices)
+    text = plan.render(p) + "\n\n" + cost_text(run, p, prices, cfg.prices)
     if gpus is not None:
         text += "\n\n" + plan.render_wall_clock(p, gpus)
     if cap is not None and cfg.max_new_tokens is None:
@@ -70,3 +72,53 @@ def plan_text(cfg: PlanConfig, outputs: str | None) -> str:
         text += f"\nwrote {a} and {b}"
     plan.record(run, p)
     return text
+
+
+def cost_text(run: object, p: object, prices: object, prices_file: str | None) -> str:
+    """The API dollars of the plan, this run's calibration (stored) and this machine's calibrated
+    answering time (:mod:`lceval.run.cost`)."""
+    from lceval.run import cost
+
+    assert isinstance(p, lceval.run.plan.Plan) and isinstance(prices, cost.Prices)
+    meta = run.read_meta()  # type: ignore[attr-defined]
+    api_models = [
+        str(e.get("model") or n)
+        for n, e in (meta.models or {}).items()
+        if isinstance(e, dict) and e.get("backend") == "openai"
+    ]
+    t = p.total()
+    out_tokens = t["budget"] + p.thinking_budget()
+    table = cost.api_table(t["prompt_tokens"], out_tokens, prices, api_models)
+    for c in ("input_usd", "output_usd", "usd", "batch_usd"):
+        table[c] = table[c].map(cost.dollars)
+    source = prices_file or str(cost.PRICES_PATH)
+    lines = [
+        f"API dollars ({t['prompt_tokens']:,} input tokens counted with {p.tokenizer}, "
+        f"{out_tokens:,} output tokens = the answer"
+        + (" and thinking budgets" if p.thinking_budget() else " budget")
+        + f", an upper bound; prices of {prices.date} from {source}, list prices to edit):",
+        table.to_string(index=False),
+    ]
+    cals, said = cost.calibrate(run, p.rows)
+    if cals:
+        said.append(f"stored in {cost.store(cals)}")
+    pred = cost.predictions(p.rows)
+    if not pred.empty:
+        shown = pred.assign(
+            factor=pred["factor"].map("{:,.1f}x".format),
+            answer_s=pred["answer_s"].map("{:,.1f}".format),
+            wall_s=pred["wall_s"].map("{:,.1f}".format),
+            engine_start_s=pred["engine_start_s"].map(
+                lambda s: "?" if s is None or s != s else f"{s:,.1f}"
+            ),
+        )
+        said += [
+            f"on this machine (calibrated: answer_s = factor x the {cost.REFERENCE_GPU} floor "
+            "of these samples, wall_s = answer_s + the measured engine start; seconds):",
+            shown.to_string(index=False),
+        ]
+    return "\n".join(lines + ([""] + said if said else []))
+
+
+def _secs(s: float | None) -> str:
+    return "?" if s is None or s != s else f"{s:,.1f}"

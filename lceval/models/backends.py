@@ -137,10 +137,14 @@ class OpenAIOptions(ThinkingOptions):
         "OPENAI_API_KEY", min_length=1, description="environment variable holding the key"
     )
     concurrency: int = Field(8, ge=1, description="requests in flight at once")
-    max_retries: int = Field(5, ge=0, description="retries per request after the first try")
+    max_retries: int = Field(
+        5, ge=0, description="retries per request after the first try (the openai SDK's backoff)"
+    )
     timeout: float = Field(600.0, gt=0, description="seconds per request")
-    backoff_s: float = Field(1.0, ge=0, description="first retry delay in seconds")
-    max_backoff_s: float = Field(60.0, ge=0, description="longest retry delay in seconds")
+    batch: bool = Field(
+        False, description="answer through the provider's Batch API (resumable; half price there)"
+    )
+    batch_poll_s: float = Field(30.0, gt=0, description="seconds between looks at a batch")
 
 
 def engine_arg_names() -> list[str]:

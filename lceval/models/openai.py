@@ -4,11 +4,20 @@ Messages come from ``lceval.models.prompts.messages`` (system, history, user tur
 applies its own chat template, so there is no local tokenizer and no local truncation: a prompt
 longer than the served window is sent as is and the server's refusal is recorded as an error
 Response. Requests run concurrently in a thread pool; rate limits (429), server errors (5xx),
-timeouts and connection errors are retried with exponential backoff and jitter (honouring a
-``Retry-After`` header). Configuration errors (bad key, unknown model) stop the run with one line.
+timeouts and connection errors are retried by the openai SDK itself (``max_retries``; its
+exponential backoff from 0.5 s to 8 s with jitter, honouring a ``Retry-After`` header up to 60 s).
+Configuration errors (bad key, unknown model) stop the run with one line.
 A reply lceval cannot read (not JSON, no choices, no message, content that is not text) is an
 error Response for that sample alone, asked again by the next run; token counts in ``usage``
 that are not whole numbers in ``0..MAX_TOKENS`` are refused (stored as 0).
+
+With ``batch=True`` the samples of a call go through the provider's Batch API instead (OpenAI's
+format, half the price there): one JSONL file of chat-completions requests uploaded with
+``client.files``, one batch created with ``client.batches``, polled every ``batch_poll_s`` seconds,
+its output (and error) file downloaded and read line by line as above, with the token counts the
+provider reports. The batch id is recorded in ``<run>/batches.json`` (keyed by a hash of the
+requests) as soon as the batch is created, so a run killed before the results came back picks up
+the same batch when run again instead of submitting (and paying for) it twice.
 
 An ``assistant_prefix`` is sent as a final assistant message. For servers other than the public
 OpenAI API the request also carries vLLM's ``continue_final_message`` / ``add_generation_prompt``
@@ -19,15 +28,16 @@ option and answers after it.
 from __future__ import annotations
 
 import dataclasses
+import hashlib
+import json
 import math
 import os
-import random
 import re
-import threading
 import time
 import warnings
 from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 from typing import Any
 from urllib.parse import urlparse
 
@@ -42,7 +52,6 @@ from lceval.tokens import count_tokens
 
 MAX_STOP = 4
 """The OpenAI API accepts at most 4 stop strings; further ones are applied locally."""
-RETRY_STATUS = frozenset({408, 409, 429, 500, 502, 503, 504})
 
 __all__ = ["PUBLIC_BASE_URL", "OpenAIBackend", "is_public_openai"]
 
@@ -56,10 +65,9 @@ class OpenAIBackend:
         api_key_env: environment variable holding the key. Required for the public API; a local
             server without ``--api-key`` needs none.
         concurrency: requests in flight at once (threads).
-        max_retries: retries per request after the first try (429, 5xx, timeouts, connection).
+        max_retries: retries per request after the first try (408, 409, 429, 5xx, timeouts,
+            connection errors), made by the openai SDK with its own backoff.
         timeout: seconds per request.
-        backoff_s: first retry delay in seconds; doubles each retry, with jitter.
-        max_backoff_s: longest delay between retries in seconds.
         enable_thinking: the served model's chat-template thinking switch, sent as
             ``chat_template_kwargs`` (vLLM and SGLang servers); None: the server's default.
         max_thinking_tokens: thinking budget in tokens, added to each sample's answer budget
@@ -68,6 +76,9 @@ class OpenAIBackend:
             thinking tokens"). None: no thinking budget (the request is as before).
         think_end: the model's end-of-thinking marker, for a server that returns the thinking
             inside the content (no reasoning parser): the content is split at it.
+        batch: answer through the provider's Batch API (module docstring); False: one request
+            per sample.
+        batch_poll_s: seconds between two looks at a submitted batch.
 
     Thinking arrives in the message's ``reasoning_content`` (vLLM before 0.10, DeepSeek) or
     ``reasoning`` (vLLM since 0.10, OpenRouter) field; it is stored in ``Response.reasoning``
@@ -87,11 +98,11 @@ class OpenAIBackend:
         concurrency: int = 8,
         max_retries: int = 5,
         timeout: float = 600.0,
-        backoff_s: float = 1.0,
-        max_backoff_s: float = 60.0,
         enable_thinking: bool | None = None,
         max_thinking_tokens: int | None = None,
         think_end: str | None = None,
+        batch: bool = False,
+        batch_poll_s: float = 30.0,
     ) -> None:
         from openai import OpenAI
 
@@ -106,8 +117,8 @@ class OpenAIBackend:
             raise LcevalError(f"concurrency must be >= 1, got {concurrency}")
         if max_retries < 0:
             raise LcevalError(f"max_retries must be >= 0, got {max_retries}")
-        if timeout <= 0 or backoff_s < 0 or max_backoff_s < 0:
-            raise LcevalError("timeout must be > 0 and backoff_s, max_backoff_s >= 0")
+        if timeout <= 0:
+            raise LcevalError(f"timeout must be > 0, got {timeout}")
         self.name = model
         self.base_url = (base_url or os.environ.get("OPENAI_BASE_URL") or PUBLIC_BASE_URL).rstrip(
             "/"
@@ -121,16 +132,15 @@ class OpenAIBackend:
         if key and _plain_http_to_remote(self.base_url):
             warnings.warn(f"sending {api_key_env} over plain http to {self.base_url}", stacklevel=2)
         self.concurrency = concurrency
-        self.max_retries = max_retries
-        self.backoff_s = backoff_s
-        self.max_backoff_s = max_backoff_s
-        self.timeout = timeout
+        self.batch, self.batch_poll_s = batch, batch_poll_s
+        if batch:
+            self.call_size = 100_000  # the whole run in one batch (lceval.run.inference)
+        self.run_dir: Path | None = None
+        """The run folder, where ``batches.json`` records submitted batches (set by inference;
+        None: the working directory)."""
         self.client = OpenAI(
-            api_key=key or "EMPTY", base_url=self.base_url, max_retries=0, timeout=timeout
+            api_key=key or "EMPTY", base_url=self.base_url, max_retries=max_retries, timeout=timeout
         )
-        self._lock = threading.Lock()
-        self.retries = 0
-        """Retries made so far (all requests)."""
 
     def info(self) -> dict[str, Any]:
         """Provenance for run.json: backend, served model name and endpoint (never the key)."""
@@ -218,6 +228,8 @@ class OpenAIBackend:
         Raises:
             LcevalError: the server rejects the key or does not know the model.
         """
+        if getattr(self, "batch", False) and samples:
+            return self._batch(samples, contexts, config)
         if len(samples) <= 1 or self.concurrency == 1:
             return [self._answer(s, contexts, config) for s in samples]
         with ThreadPoolExecutor(max_workers=min(self.concurrency, len(samples))) as pool:
@@ -233,34 +245,106 @@ class OpenAIBackend:
         except LcevalError as exc:
             return self._error(sample, config, exc)
         t0 = time.perf_counter()
-        for attempt in range(self.max_retries + 1):
+        try:  # the SDK retries 408, 409, 429, 5xx, timeouts and connection errors itself
+            completion = self.client.chat.completions.create(**body)
+        except ValueError as exc:  # a 200 whose JSON body does not parse (JSONDecodeError)
+            return self._error(sample, config, MalformedReply(f"the server's reply: {exc}"))
+        except (openai.AuthenticationError, openai.PermissionDeniedError) as exc:
+            raise LcevalError(
+                f"{self.base_url} refused the API key: {self._one_line(exc)}"
+            ) from None
+        except openai.NotFoundError as exc:
+            raise LcevalError(
+                f"{self.base_url} has no model {self.name!r}: {self._one_line(exc)}"
+            ) from None
+        except (openai.APIConnectionError, openai.APIStatusError) as exc:  # retries spent
+            return self._error(sample, config, exc)
+        try:
+            return self._response(sample, completion, config, time.perf_counter() - t0)
+        except (MalformedReply, ValueError, TypeError, AttributeError) as exc:
+            # whatever else a hostile reply holds: that sample's error, never the run's end
+            return self._error(sample, config, exc)
+
+    def _batch(
+        self, samples: Sequence[Sample], contexts: Mapping[str, Context], config: GenerationConfig
+    ) -> list[Response]:
+        """Answer ``samples`` as one Batch API batch (module docstring), resuming a recorded one."""
+        import openai
+
+        out: dict[str, Response] = {}
+        lines = []
+        for s in samples:
             try:
-                completion = self.client.chat.completions.create(**body)
-            except ValueError as exc:  # a 200 whose JSON body does not parse (JSONDecodeError)
-                return self._error(sample, config, MalformedReply(f"the server's reply: {exc}"))
-            except (openai.AuthenticationError, openai.PermissionDeniedError) as exc:
-                raise LcevalError(
-                    f"{self.base_url} refused the API key: {self._one_line(exc)}"
-                ) from None
-            except openai.NotFoundError as exc:
-                raise LcevalError(
-                    f"{self.base_url} has no model {self.name!r}: {self._one_line(exc)}"
-                ) from None
-            except (openai.APIConnectionError, openai.APIStatusError) as exc:  # timeouts included
-                status = getattr(exc, "status_code", None)
-                retryable = status is None or status in RETRY_STATUS or status >= 500
-                if not retryable or attempt == self.max_retries:
-                    return self._error(sample, config, exc)
-                with self._lock:
-                    self.retries += 1
-                time.sleep(self._delay(attempt, exc))
+                body = self.request(s, contexts, config)
+            except LcevalError as exc:
+                out[s.id] = self._error(s, config, exc)
                 continue
-            try:
-                return self._response(sample, completion, config, time.perf_counter() - t0)
-            except (MalformedReply, ValueError, TypeError, AttributeError) as exc:
-                # whatever else a hostile reply holds: that sample's error, never the run's end
-                return self._error(sample, config, exc)
-        raise AssertionError("unreachable")  # pragma: no cover
+            body.update(body.pop("extra_body", {}))
+            url = "/v1/chat/completions"
+            lines.append({"custom_id": s.id, "method": "POST", "url": url, "body": body})
+        data = "".join(json.dumps(x, ensure_ascii=False) + "\n" for x in lines).encode()
+        key = hashlib.sha256(self.base_url.encode() + b"\n" + data).hexdigest()[:16]
+        ledger = (self.run_dir or Path(".")) / "batches.json"
+        t0 = time.perf_counter()
+        try:
+            batch_id = _read_ledger(ledger).get(key) if lines else None
+            if lines and batch_id is None:
+                up = self.client.files.create(file=("batch.jsonl", data), purpose="batch")
+                made = self.client.batches.create(
+                    input_file_id=up.id, endpoint="/v1/chat/completions", completion_window="24h"
+                )
+                batch_id = made.id
+                _write_ledger(ledger, {**_read_ledger(ledger), key: batch_id})
+            while batch_id is not None:
+                b = self.client.batches.retrieve(batch_id)
+                if b.status in ("failed", "expired", "cancelled"):
+                    _write_ledger(
+                        ledger, {k: v for k, v in _read_ledger(ledger).items() if k != key}
+                    )
+                    why = (
+                        "; ".join(e.message or "" for e in (b.errors.data or []))
+                        if b.errors
+                        else ""
+                    )
+                    raise MalformedReply(f"batch {batch_id} {b.status}{': ' + why if why else ''}")
+                if b.status == "completed":
+                    break
+                time.sleep(self.batch_poll_s)
+            got: dict[str, Any] = {}
+            for fid in (b.output_file_id, b.error_file_id) if batch_id is not None else ():
+                for line in self.client.files.content(fid).text.splitlines() if fid else ():
+                    rec = json.loads(line) if line.strip() else None
+                    if isinstance(rec, dict) and isinstance(rec.get("custom_id"), str):
+                        got.setdefault(rec["custom_id"], rec)
+        except (openai.AuthenticationError, openai.PermissionDeniedError) as exc:
+            raise LcevalError(
+                f"{self.base_url} refused the API key: {self._one_line(exc)}"
+            ) from None
+        except (openai.APIError, MalformedReply, ValueError) as exc:
+            return [out.get(s.id) or self._error(s, config, exc) for s in samples]
+        latency = time.perf_counter() - t0
+        for s in samples:
+            if s.id not in out:
+                out[s.id] = self._batch_answer(s, got.get(s.id), config, latency)
+        return [out[s.id] for s in samples]
+
+    def _batch_answer(
+        self, sample: Sample, rec: dict[str, Any] | None, config: GenerationConfig, latency: float
+    ) -> Response:
+        """One sample's Response from its line of a batch's output or error file."""
+        from openai.types.chat import ChatCompletion
+
+        try:
+            if rec is None:
+                raise MalformedReply("the batch's output has no line for this sample")
+            res = rec.get("response") or {}
+            if rec.get("error") or res.get("status_code") != 200:
+                why = rec.get("error") or (res.get("body") or {}).get("error") or res
+                raise MalformedReply(f"the batch answered {res.get('status_code')}: {why}")
+            completion = ChatCompletion.model_validate(res.get("body"))
+            return self._response(sample, completion, config, latency)
+        except (MalformedReply, ValueError, TypeError, AttributeError) as exc:
+            return self._error(sample, config, exc)
 
     def _one_line(self, exc: BaseException) -> str:
         return redact(_one_line(exc), self._secrets)
@@ -269,18 +353,6 @@ class OpenAIBackend:
         """An error Response whose message has the API key and any bearer token redacted."""
         r = error_response(sample, self.name, config, exc)
         return dataclasses.replace(r, error=redact(r.error or "", self._secrets))
-
-    def _delay(self, attempt: int, exc: Exception) -> float:
-        """Seconds to wait before retry ``attempt + 1``: Retry-After if given, else backoff."""
-        response = getattr(exc, "response", None)
-        header = response.headers.get("retry-after") if response is not None else None
-        try:
-            if header is not None:
-                return min(float(header), self.max_backoff_s)
-        except ValueError:
-            pass
-        base = min(self.backoff_s * 2**attempt, self.max_backoff_s)
-        return base * (0.5 + random.random() / 2)  # noqa: S311 - jitter, not crypto
 
     def _response(
         self, sample: Sample, completion: Any, config: GenerationConfig, latency: float
@@ -451,3 +523,19 @@ def _plain_http_to_remote(base_url: str) -> bool:
 
 def _one_line(exc: BaseException) -> str:
     return one_line(exc)
+
+
+def _read_ledger(path: Path) -> dict[str, str]:
+    """The batches a run submitted: request hash -> batch id (none when unreadable)."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return {k: v for k, v in data.items() if isinstance(v, str)} if isinstance(data, dict) else {}
+
+
+def _write_ledger(path: Path, ledger: dict[str, str]) -> None:
+    """Write the ledger atomically (a kill leaves the old file or the new one)."""
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp.write_text(json.dumps(ledger, indent=1), encoding="utf-8")
+    os.replace(tmp, path)

@@ -398,7 +398,8 @@ class PlanConfig(Declared):
         None,
         gt=0,
         description="measured time over the arithmetic floor (default 3.2, measured on a CPU: "
-        "see lceval.run.plan.EFFICIENCY_SOURCE)",
+        "see lceval.run.plan.EFFICIENCY_SOURCE; this machine's own calibrated factors are shown "
+        "beside it)",
     )
     gpus: int | None = Field(
         None, ge=1, description="also the wall-clock estimate on N GPUs (replicas)"
@@ -412,6 +413,11 @@ class PlanConfig(Declared):
         "(by default those are counted from their recorded lengths; unique tokens an upper "
         "bound)",
         json_schema_extra={"action": "store_true"},
+    )
+    prices: str | None = Field(
+        None,
+        description="a price table (YAML: $/GPU-hour per card, $/M tokens per API model, batch "
+        "discount) to price the plan with (default: lceval/run/prices.yaml, list prices to edit)",
     )
 
 

@@ -1,7 +1,7 @@
 """GPU time of answering a run: model shapes, GPU datasheet rates and the arithmetic floor.
 
 The estimate behind ``lceval plan`` (:mod:`lceval.run.plan`, whose docstring gives the formulas):
-prefill and decoding FLOPs and bytes of a dense Llama-style model on an A100-80GB or H100-80GB,
+prefill and decoding FLOPs and bytes of a dense Llama-style model on the cards of :data:`GPUS`,
 times an efficiency factor from a measurement (:data:`EFFICIENCY`, :data:`EFFICIENCY_SOURCE`).
 """
 
@@ -78,9 +78,17 @@ class GPU:
 GPUS: Mapping[str, GPU] = {
     "A100-80GB": GPU("A100-80GB", 312e12, 2.039e12, 80e9),
     "H100-80GB": GPU("H100-80GB", 989e12, 3.35e12, 80e9),
+    "H200": GPU("H200", 989e12, 4.8e12, 141e9),
+    "B200": GPU("B200", 2.25e15, 8.0e12, 180e9),
+    "L40S": GPU("L40S", 362e12, 0.864e12, 48e9),
 }
-"""NVIDIA datasheets, SXM parts: A100 80GB 312 TFLOP/s bf16, 2,039 GB/s; H100 SXM 989 TFLOP/s
-bf16, 3.35 TB/s."""
+"""NVIDIA datasheets, dense bf16 (no sparsity): A100 SXM 80GB 312 TFLOP/s, 2,039 GB/s; H100 SXM
+989 TFLOP/s, 3.35 TB/s; H200 SXM 989 TFLOP/s, 4.8 TB/s, 141 GB; B200 (HGX) 2.25 PFLOP/s (half the
+4.5 PFLOP/s sparse figure), 8 TB/s, 180 GB; L40S 362 TFLOP/s, 864 GB/s GDDR6, 48 GB."""
+
+REFERENCE_GPU = "H100-80GB"
+"""The card whose floor measures a machine that is not one of :data:`GPUS` (a CPU, another
+card): a calibration stores measured time over this floor (:mod:`lceval.run.cost`)."""
 
 EFFICIENCY = 3.2
 """Measured time over the arithmetic floor used for the estimate (see :data:`EFFICIENCY_SOURCE`)."""

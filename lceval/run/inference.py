@@ -92,6 +92,8 @@ def _answer(
     to the run's responses.jsonl (``lceval.models.generate``: resumable, answered samples
     skipped; ``hashes``: the sample hashes to stamp, see ``generate``); the responses of this
     model and config, in sample order."""
+    if hasattr(backend, "run_dir"):  # the openai backend records its batches there
+        backend.run_dir = run.path
     return generate(
         backend,
         samples,

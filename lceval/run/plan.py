@@ -562,6 +562,10 @@ def render(plan: Plan) -> str:
     for c in ("prefill_h", "decode_h", "floor_h", "estimate_h", "gpu_hours"):
         est[c] = est[c].map(_hours)
     est["tflop"] = est["tflop"].map("{:,.0f}".format)
+    if "usd" in est:
+        from lceval.run.cost import dollars
+
+        est["usd"] = est["usd"].map(dollars)
     if not est["no_fit"].any():
         est = est.drop(columns="no_fit")
     window = f", contexts truncated to a {plan.window:,}-token window" if plan.window else ""
@@ -583,7 +587,8 @@ def render(plan: Plan) -> str:
             sizes.to_string(index=False),
             "",
             "estimate (h:mm; floor = datasheet bf16 peak and HBM bandwidth, estimate = floor x "
-            "efficiency, gpu_hours = estimate x gpus):",
+            "efficiency, gpu_hours = estimate x gpus, usd = gpu_hours x the price table's "
+            "$/GPU-hour):",
             est.to_string(index=False),
             "",
             f"efficiency: {EFFICIENCY_SOURCE}.",

@@ -10,7 +10,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
@@ -38,39 +38,48 @@ def _completion(text: str, finish: str = "stop") -> dict:
     }
 
 
-class Scripted:
-    """A local chat-completions server answering from a script of (status, body, headers)."""
+Reply = tuple[int, "dict | bytes", dict]
+"""(status, body, headers): a dict body is sent as JSON, bytes as they are (with the headers'
+content-type)."""
 
-    def __init__(self, script: list[tuple[int, dict, dict]]) -> None:
+
+class Scripted:
+    """A loopback OpenAI server: each chat request answered with the next reply of ``script``,
+    then a good completion; ``route(method, path, body)`` may answer any request first (the batch
+    endpoints) by returning a reply instead of None."""
+
+    def __init__(self, script: list[Reply], route: Callable | None = None) -> None:
         self.script = list(script)
         self.requests: list[dict] = []
         self.times: list[float] = []
         outer = self
 
         class Handler(BaseHTTPRequestHandler):
-            def do_POST(self) -> None:  # noqa: N802 - http.server API
-                n = int(self.headers.get("content-length", 0))
-                outer.requests.append(json.loads(self.rfile.read(n)))
-                outer.times.append(time.perf_counter())
-                status, body, headers = (
-                    outer.script.pop(0) if outer.script else (200, _completion("default"), {})
-                )
-                data = json.dumps(body).encode()
+            def _reply(self) -> None:
+                raw = self.rfile.read(int(self.headers.get("content-length", 0)))
+                reply = route(self.command, self.path, raw) if route else None
+                if reply is None:
+                    outer.requests.append(json.loads(raw))
+                    outer.times.append(time.perf_counter())
+                    reply = outer.script.pop(0) if outer.script else (200, _completion("good"), {})
+                status, body, headers = reply
+                data = body if isinstance(body, bytes) else json.dumps(body).encode()
                 self.send_response(status)
-                self.send_header("content-type", "application/json")
-                self.send_header("content-length", str(len(data)))
+                headers = {"content-type": "application/json", **headers}
+                headers["content-length"] = str(len(data))
                 for k, v in headers.items():
                     self.send_header(k, v)
                 self.end_headers()
                 self.wfile.write(data)
+
+            do_POST = do_GET = _reply  # noqa: N815 - http.server API
 
             def log_message(self, *args: object) -> None:
                 pass
 
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.url = f"http://127.0.0.1:{self.server.server_address[1]}/v1"
-        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
-        self.thread.start()
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
 
     def close(self) -> None:
         self.server.shutdown()
@@ -81,8 +90,8 @@ class Scripted:
 def scripted() -> Iterator:
     servers: list[Scripted] = []
 
-    def make(script: list[tuple[int, dict, dict]]) -> Scripted:
-        servers.append(Scripted(script))
+    def make(script: list[Reply], route: Callable | None = None) -> Scripted:
+        servers.append(Scripted(script, route))
         return servers[-1]
 
     yield make
@@ -101,25 +110,25 @@ ERR = {"error": {"message": "slow down", "type": "rate_limit", "code": None}}
 
 def test_retries_429_twice_then_succeeds(scripted) -> None:
     srv = scripted([(429, ERR, {}), (429, ERR, {}), (200, _completion("hello there"), {})])
-    backend = OpenAIBackend("fake", base_url=srv.url, backoff_s=0.2, max_retries=5)
+    backend = OpenAIBackend("fake", base_url=srv.url, max_retries=5)
     (r,) = backend.generate([_sample()], {}, GREEDY)
     assert r.text == "hello there" and r.finish_reason == "stop" and r.error is None
     assert (r.prompt_tokens, r.completion_tokens) == (11, 3)
-    assert len(srv.requests) == 3 and backend.retries == 2
+    assert len(srv.requests) == 3
     gaps = [b - a for a, b in zip(srv.times, srv.times[1:], strict=False)]
-    assert gaps[0] >= 0.2 * 0.5 and gaps[1] >= 0.4 * 0.5  # exponential backoff with jitter
+    assert gaps[0] >= 0.5 * 0.75 and gaps[1] >= 1.0 * 0.75  # the SDK's backoff, with jitter
 
 
 def test_retry_after_header_is_honoured(scripted) -> None:
     srv = scripted([(503, ERR, {"retry-after": "0.6"}), (200, _completion("ok"), {})])
-    backend = OpenAIBackend("fake", base_url=srv.url, backoff_s=0.01)
+    backend = OpenAIBackend("fake", base_url=srv.url)
     (r,) = backend.generate([_sample()], {}, GREEDY)
     assert r.text == "ok" and srv.times[1] - srv.times[0] >= 0.55
 
 
 def test_gives_up_after_max_retries(scripted) -> None:
     srv = scripted([(500, ERR, {})] * 3)
-    backend = OpenAIBackend("fake", base_url=srv.url, backoff_s=0.01, max_retries=2)
+    backend = OpenAIBackend("fake", base_url=srv.url, max_retries=2)
     (r,) = backend.generate([_sample()], {}, GREEDY)
     assert r.finish_reason == "error" and "500" in (r.error or "")
     assert len(srv.requests) == 3
@@ -128,7 +137,7 @@ def test_gives_up_after_max_retries(scripted) -> None:
 def test_bad_request_is_an_error_response_without_retry(scripted) -> None:
     too_long = {"error": {"message": "maximum context length is 2048 tokens", "type": "x"}}
     srv = scripted([(400, too_long, {})])
-    backend = OpenAIBackend("fake", base_url=srv.url, backoff_s=0.01)
+    backend = OpenAIBackend("fake", base_url=srv.url)
     bad, good = backend.generate([_sample("a"), _sample("b")], {}, GREEDY)
     assert len(srv.requests) == 2
     errors = [r for r in (bad, good) if r.finish_reason == "error"]
@@ -148,10 +157,9 @@ def test_connection_refused_is_retried_then_recorded() -> None:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    backend = OpenAIBackend("m", base_url=f"http://127.0.0.1:{port}/v1", max_retries=1, backoff_s=0)
+    backend = OpenAIBackend("m", base_url=f"http://127.0.0.1:{port}/v1", max_retries=1)
     (r,) = backend.generate([_sample()], {}, GREEDY)
     assert r.finish_reason == "error" and "Connection" in (r.error or "")
-    assert backend.retries == 1
 
 
 def test_request_body_and_local_stop_cut(scripted) -> None:
@@ -185,7 +193,7 @@ def test_concurrent_requests_keep_sample_order(scripted) -> None:
     samples = [_sample(f"s{i}") for i in range(10)]
     out = backend.generate(samples, {}, GREEDY)
     assert [r.sample_id for r in out] == [s.id for s in samples]
-    assert len(srv.requests) == 10 and all(r.text == "default" for r in out)
+    assert len(srv.requests) == 10 and all(r.text == "good" for r in out)
 
 
 def test_public_api_needs_a_key(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -290,9 +298,7 @@ def test_api_key_echoed_by_the_server_is_redacted(scripted, monkeypatch, capsys,
     monkeypatch.setenv("LCEVAL_TEST_KEY", SECRET)
     echo = {"error": {"message": f"bad header Authorization: Bearer {SECRET} ({SECRET})"}}
     srv = scripted([(status, echo, {})] * 3)
-    backend = OpenAIBackend(
-        "fake", base_url=srv.url, api_key_env="LCEVAL_TEST_KEY", backoff_s=0.01, max_retries=0
-    )
+    backend = OpenAIBackend("fake", base_url=srv.url, api_key_env="LCEVAL_TEST_KEY", max_retries=0)
     if status == 401:
         with pytest.raises(LcevalError) as exc:
             backend.generate([_sample()], {}, GREEDY)
@@ -392,63 +398,28 @@ FINE: list[tuple[str, bytes, str, str]] = [
 ]
 
 
-class Raw:
-    """A loopback server answering request ``i`` with ``bodies[i]`` (raw bytes, status 200),
-    then a good completion for every later request."""
-
-    def __init__(self, bodies: list[tuple[bytes, str]]) -> None:
-        self.bodies = list(bodies)
-        outer = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self) -> None:  # noqa: N802 - http.server API
-                self.rfile.read(int(self.headers.get("content-length", 0)))
-                data, kind = (
-                    outer.bodies.pop(0)
-                    if outer.bodies
-                    else (json.dumps(_completion("good")).encode(), "json")
-                )
-                self.send_response(200)
-                self.send_header(
-                    "content-type", f"{'application' if kind == 'json' else 'text'}/{kind}"
-                )
-                self.send_header("content-length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-
-            def log_message(self, *args: object) -> None:
-                pass
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/v1"
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-
-    def close(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
+def _raw(bodies: list[tuple[bytes, str]]) -> list[Reply]:
+    """Replies of status 200 with raw bodies of content type ``application/json`` or
+    ``text/<kind>``."""
+    kinds = {"json": "application/json"}
+    return [(200, b, {"content-type": kinds.get(k, f"text/{k}")}) for b, k in bodies]
 
 
 @pytest.mark.parametrize(("case", "body", "kind", "error"), HOSTILE, ids=[c[0] for c in HOSTILE])
-def test_a_malformed_reply_is_that_samples_error(case, body, kind, error) -> None:
-    srv = Raw([(body, kind)])
-    try:
-        backend = OpenAIBackend("fake", base_url=srv.url, max_retries=0, concurrency=1)
-        bad, good = backend.generate([_sample("s0"), _sample("s1")], {}, GREEDY)
-    finally:
-        srv.close()
+def test_a_malformed_reply_is_that_samples_error(scripted, case, body, kind, error) -> None:
+    srv = scripted(_raw([(body, kind)]))
+    backend = OpenAIBackend("fake", base_url=srv.url, max_retries=0, concurrency=1)
+    bad, good = backend.generate([_sample("s0"), _sample("s1")], {}, GREEDY)
     assert bad.finish_reason == "error" and bad.text == "" and error in (bad.error or ""), bad
     assert good.text == "good" and good.error is None
 
 
 @pytest.mark.parametrize(("case", "body", "kind", "text"), FINE, ids=[c[0] for c in FINE])
-def test_odd_but_readable_replies_store_text_and_bounded_counts(case, body, kind, text) -> None:
-    srv = Raw([(body.encode(), kind)])
-    try:
-        (r,) = OpenAIBackend("fake", base_url=srv.url, max_retries=0).generate(
-            [_sample()], {}, GREEDY
-        )
-    finally:
-        srv.close()
+def test_odd_but_readable_replies_store_text_and_bounded_counts(
+    scripted, case, body, kind, text
+) -> None:
+    srv = scripted(_raw([(body.encode(), kind)]))
+    (r,) = OpenAIBackend("fake", base_url=srv.url, max_retries=0).generate([_sample()], {}, GREEDY)
     assert r.text == text and isinstance(r.text, str) and r.error is None
     for n in (r.prompt_tokens, r.completion_tokens, r.reasoning_tokens):
         assert type(n) is int and 0 <= n <= 10**9
@@ -462,7 +433,9 @@ def test_content_filter_finish_is_stored_as_such(scripted) -> None:
     assert (r.finish_reason, r.text) == ("content_filter", "half an ans")
 
 
-def test_hostile_replies_through_infer_score_and_report(echo_bench, tmp_path, capsys) -> None:
+def test_hostile_replies_through_infer_score_and_report(
+    scripted, echo_bench, tmp_path, capsys
+) -> None:
     """Every hostile reply of one ``lceval infer``: that sample's error, the others answered,
     exit 1; the rerun asks only the failed ones again; score and report exit 0."""
     import lceval.run
@@ -471,20 +444,133 @@ def test_hostile_replies_through_infer_score_and_report(echo_bench, tmp_path, ca
 
     bodies = [(b, k) for _, b, k, _ in HOSTILE] + [(b.encode(), k) for _, b, k, _ in FINE]
     lceval.run.build("h", "echo", {"n": len(bodies) + 1}, root=tmp_path)
-    srv = Raw(bodies)
+    srv = scripted(_raw(bodies))
     argv = [
         *("--outputs", str(tmp_path), "infer", "h", "--backend", "openai", "--model", "fake"),
         *("-o", f"base_url={srv.url}", "-o", "concurrency=1", "-o", "max_retries=0"),
     ]
-    try:
-        assert main(argv) == 1
-        first = RunDir("h", tmp_path).read_responses()
-        assert sum(r.finish_reason == "error" for r in first) == len(HOSTILE)
-        assert all(isinstance(r.text, str) for r in first)
-        assert main(argv) == 0, capsys.readouterr().err  # the failed ones asked again
-    finally:
-        srv.close()
+    assert main(argv) == 1
+    first = RunDir("h", tmp_path).read_responses()
+    assert sum(r.finish_reason == "error" for r in first) == len(HOSTILE)
+    assert all(isinstance(r.text, str) for r in first)
+    assert main(argv) == 0, capsys.readouterr().err  # the failed ones asked again
     latest = {r.sample_id: r for r in RunDir("h", tmp_path).read_responses()}
     assert len(latest) == len(bodies) + 1 and all(r.error is None for r in latest.values())
     assert main(["--outputs", str(tmp_path), "score", "h"]) == 0, capsys.readouterr().err
     assert main(["--outputs", str(tmp_path), "report", "h"]) == 0, capsys.readouterr().err
+
+
+# -- issue 40 item 4: the Batch API ------------------------------------------------------------
+class BatchAPI:
+    """The Batch API of a loopback server (``route`` of :class:`Scripted`): /v1/files upload and
+    content, /v1/batches create and retrieve. A batch stays ``in_progress`` until ``release``
+    is set; then each request is answered with ``answer <custom_id>`` (usage 11 + 3), except the
+    custom ids in ``refuse``, answered with status 400 in the error file."""
+
+    def __init__(self, refuse: tuple[str, ...] = ()) -> None:
+        self.files: dict[str, bytes] = {}
+        self.batches: dict[str, str] = {}
+        self.release = threading.Event()
+        self.refuse = refuse
+        self.uploads = self.creates = 0
+
+    def _batch(self, bid: str) -> dict:
+        done = self.release.is_set()
+        if done and f"{bid}-out" not in self.files:
+            out, err = [], []
+            for line in self.files[self.batches[bid]].splitlines():
+                cid = json.loads(line)["custom_id"]
+                if cid in self.refuse:
+                    bad = {"status_code": 400, "body": {"error": {"message": "too long"}}}
+                    err.append({"id": "r", "custom_id": cid, "response": bad, "error": None})
+                else:
+                    ok = {"status_code": 200, "body": _completion(f"answer {cid}")}
+                    out.append({"id": "r", "custom_id": cid, "response": ok, "error": None})
+            for name, recs in ((f"{bid}-out", out), (f"{bid}-err", err)):
+                self.files[name] = "".join(json.dumps(r) + "\n" for r in recs).encode()
+        return {
+            "id": bid,
+            "object": "batch",
+            "endpoint": "/v1/chat/completions",
+            "input_file_id": self.batches[bid],
+            "completion_window": "24h",
+            "created_at": 0,
+            "status": "completed" if done else "in_progress",
+            "output_file_id": f"{bid}-out" if done else None,
+            "error_file_id": f"{bid}-err" if done and self.refuse else None,
+        }
+
+    def route(self, method: str, path: str, raw: bytes) -> Reply | None:
+        if method == "POST" and path == "/v1/files":
+            self.uploads += 1
+            lines = [x.rstrip(b"\r") for x in raw.split(b"\n") if x.startswith(b'{"custom_id"')]
+            fid = f"file-{len(self.files)}"
+            self.files[fid] = b"\n".join(lines) + b"\n"
+            info = {"id": fid, "object": "file", "bytes": len(raw), "created_at": 0}
+            return 200, {**info, "filename": "batch.jsonl", "purpose": "batch"}, {}
+        if method == "POST" and path == "/v1/batches":
+            self.creates += 1
+            bid = f"batch_{self.creates}"
+            self.batches[bid] = json.loads(raw)["input_file_id"]
+            return 200, self._batch(bid), {}
+        if method == "GET" and path.startswith("/v1/batches/"):
+            return 200, self._batch(path.rsplit("/", 1)[1]), {}
+        if method == "GET" and path.startswith("/v1/files/") and path.endswith("/content"):
+            return 200, self.files[path.split("/")[3]], {"content-type": "application/jsonl"}
+        return None
+
+
+def test_batch_answers_each_sample_with_the_providers_usage(scripted, tmp_path) -> None:
+    api = BatchAPI(refuse=("s1",))
+    api.release.set()
+    srv = scripted([], api.route)
+    backend = OpenAIBackend("fake", base_url=srv.url, batch=True, batch_poll_s=0.05)
+    backend.run_dir = tmp_path
+    out = backend.generate([_sample("s0"), _sample("s1"), _sample("s2")], {}, GREEDY)
+    assert [r.text for r in out] == ["answer s0", "", "answer s2"]
+    assert [(r.prompt_tokens, r.completion_tokens) for r in out] == [(11, 3), (0, 0), (11, 3)]
+    assert out[1].finish_reason == "error" and "400" in (out[1].error or "")
+    assert (api.uploads, api.creates, srv.requests) == (1, 1, [])  # no per-sample requests
+    sent = [json.loads(x) for x in api.files["file-0"].splitlines()]
+    assert [x["custom_id"] for x in sent] == ["s0", "s1", "s2"]
+    assert sent[0]["body"]["messages"][-1]["content"].endswith("Say hi.")
+    assert json.loads((tmp_path / "batches.json").read_text()) != {}
+
+
+@pytest.mark.crash
+def test_batch_run_killed_between_submit_and_retrieve_resumes_it(scripted, tmp_path) -> None:
+    """``lceval infer`` SIGKILLed while its batch is in progress: the rerun retrieves the same
+    batch (one upload, one batch) and answers every sample exactly once."""
+    from lceval.cli import main
+    from lceval.io import RunDir, new_meta
+
+    samples = [_sample(f"s{i}", benchmark="lifbench", task="LSI") for i in range(5)]
+    run = RunDir("b", tmp_path).create()
+    run.write_samples(samples, [])
+    run.write_meta(new_meta("b"))
+    api = BatchAPI()
+    srv = scripted([], api.route)
+    argv = [
+        *("--outputs", str(tmp_path), "infer", "b", "--backend", "openai", "--model", "fake"),
+        *("-o", f"base_url={srv.url}", "-o", "batch=true", "-o", "batch_poll_s=0.1"),
+    ]
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "lceval", *argv],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)},
+    )
+    deadline = time.time() + 120
+    while time.time() < deadline and not (run.path / "batches.json").exists():
+        assert proc.poll() is None, "infer ended before submitting"
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    assert api.creates == 1 and not run.responses.exists()  # killed before any answer
+    api.release.set()
+    assert main(argv) == 0
+    ids = [r.sample_id for r in RunDir("b", tmp_path).read_responses()]
+    assert sorted(ids) == [s.id for s in samples]  # each exactly once
+    assert (api.uploads, api.creates) == (1, 1)
+    texts = {r.sample_id: r.text for r in RunDir("b", tmp_path).read_responses()}
+    assert texts == {s.id: f"answer {s.id}" for s in samples}

@@ -1,0 +1,386 @@
+"""What a run will cost in dollars, and the plan calibrated by the runs this machine has answered.
+
+**Prices** (:class:`Prices`, :func:`load_prices`): a YAML table shipped as
+``lceval/run/prices.yaml`` (list prices to edit, each figure's source in a comment) or the user's
+own (``lceval plan RUN --prices FILE``): $ per GPU-hour per card, $ per million input and output
+tokens per API model, the batch endpoint's discount. GPU dollars are the plan's GPU-hours times the
+card's price; API dollars are the plan's prompt tokens (the run's own tokenizer counts: o200k_base,
+GPT-4o's encoding) at the input price plus the answer and thinking budgets at the output price (an
+upper bound: answers that stop early cost less; cached-input discounts left out).
+
+**Calibration** (:func:`calibrate`): after a run answered (or once :data:`MIN_SHARE` of a call's
+samples are answered), the seconds each model took to answer (``logs/progress.jsonl``: the last
+bar's first to last record; else run.json's ``timing.generate_s``) over the arithmetic floor of the
+samples it answered on :data:`lceval.run.gpu_estimate.REFERENCE_GPU` (the model's own shape, read
+from its ``config.json``) is the machine's factor for that model and engine. It is stored in
+``$LCEVAL_CACHE/calibration.json`` keyed by machine, model and engine (:func:`machine`), so the next
+plan on this machine predicts each calibrated model's answering time as factor x floor, plus its
+measured engine start. A calibration made while a factor was stored shows the stored prediction
+beside the measurement.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import json
+import os
+import platform
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Annotated, Any
+
+import pandas as pd
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from lceval.errors import LcevalError, one_line
+from lceval.run.gpu_estimate import GPUS, REFERENCE_GPU, ModelShape, estimate, shape_of
+
+PRICES_PATH = Path(__file__).with_name("prices.yaml")
+"""The price table shipped with lceval."""
+MIN_SHARE = 0.05
+"""Share of a call's samples answered (and at least 2) before its time calibrates the plan."""
+CALIBRATION_NAME = "calibration.json"
+"""The calibration file in lceval's cache folder (``$LCEVAL_CACHE``, else ``~/.cache/lceval``)."""
+
+
+# ------------------------------------------------------------------------------ prices
+Usd = Annotated[float, Field(ge=0, allow_inf_nan=False)]
+"""A price in dollars: a finite number >= 0."""
+
+
+class ApiPrice(BaseModel):
+    """One API model's prices, $ per million tokens."""
+
+    model_config = ConfigDict(extra="forbid", strict=False)
+
+    input: Usd = Field(description="$ per million input (prompt) tokens")
+    output: Usd = Field(description="$ per million output tokens (thinking included)")
+    batch_discount: float | None = Field(
+        None, ge=0, lt=1, description="this model's batch discount; null: the table's"
+    )
+
+
+class Prices(BaseModel):
+    """A price table (``lceval/run/prices.yaml`` is the shipped one)."""
+
+    model_config = ConfigDict(extra="forbid", strict=False)
+
+    date: str = Field(min_length=1, description="when the figures were read")
+    gpu_hour: dict[str, Usd] = Field(default_factory=dict, description="$ per GPU-hour, by card")
+    batch_discount: float = Field(0.5, ge=0, lt=1, description="share the batch endpoint takes off")
+    api: dict[str, ApiPrice] = Field(default_factory=dict, description="$ per M tokens, by model")
+
+    def gpu(self, name: str) -> float | None:
+        """$ per GPU-hour of a card (None: not priced)."""
+        return self.gpu_hour.get(name)
+
+
+def load_prices(path: str | os.PathLike[str] | None = None) -> Prices:
+    """The price table at ``path`` (default: :data:`PRICES_PATH`).
+
+    Raises:
+        LcevalError: the file cannot be read, is not YAML, or a field is missing, unknown,
+            negative or not a number (one line naming the field).
+    """
+    import yaml
+
+    where = str(path or PRICES_PATH)
+    try:
+        with open(where, encoding="utf-8") as f:
+            data = yaml.safe_load(f)
+    except OSError as exc:
+        raise LcevalError(f"--prices {where}: cannot read it ({exc.strerror})") from None
+    except (yaml.YAMLError, UnicodeDecodeError) as exc:
+        raise LcevalError(f"--prices {where}: not YAML ({one_line(exc, 120)})") from None
+    if not isinstance(data, dict):
+        raise LcevalError(f"--prices {where}: expected a mapping, got {type(data).__name__}")
+    try:
+        prices = Prices.model_validate(data)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        loc = ".".join(str(x) for x in err["loc"]) or "(top)"
+        raise LcevalError(f"--prices {where}: {loc}: {err['msg']}") from None
+    return prices
+
+
+def gpu_dollars(estimates: pd.DataFrame, prices: Prices) -> pd.Series:
+    """$ of each estimate row: its GPU-hours times its card's price (NaN: card not priced)."""
+    rate = estimates["gpu"].map(lambda g: prices.gpu(g))
+    return (estimates["gpu_hours"] * rate.astype(float)).rename("usd")
+
+
+def api_table(
+    prompt_tokens: int, output_tokens: int, prices: Prices, models: Sequence[str] = ()
+) -> pd.DataFrame:
+    """Dollars of answering with each priced API model (``models`` first, then the rest).
+
+    Args:
+        prompt_tokens: input tokens (the plan's total prompt tokens).
+        output_tokens: output tokens (the answer budgets plus thinking budgets).
+        prices: the table.
+        models: the run's own API models, listed first (one without a price: NaN dollars).
+
+    Returns:
+        columns ``model``, ``input_usd``, ``output_usd``, ``usd``, ``batch_usd``.
+    """
+    names = list(dict.fromkeys([*models, *prices.api]))
+    rows = []
+    for name in names:
+        p = prices.api.get(name)
+        if p is None:
+            rows.append({"model": name, "input_usd": float("nan"), "output_usd": float("nan")})
+            continue
+        cut = prices.batch_discount if p.batch_discount is None else p.batch_discount
+        i, o = prompt_tokens * p.input / 1e6, output_tokens * p.output / 1e6
+        rows.append({"model": name, "input_usd": i, "output_usd": o, "cut": cut})
+    out = pd.DataFrame(rows, columns=["model", "input_usd", "output_usd", "cut"])
+    out["usd"] = out["input_usd"] + out["output_usd"]
+    out["batch_usd"] = out["usd"] * (1 - out["cut"].astype(float))
+    return out.drop(columns="cut")
+
+
+def dollars(x: float) -> str:
+    """``$1,234.56``, ``$0.0042``; ``?`` for NaN (not priced)."""
+    if x != x:
+        return "?"
+    return f"${x:,.2f}" if x >= 1 else f"${x:.4f}"
+
+
+# ------------------------------------------------------------------------------ calibration
+def machine() -> str:
+    """This machine, as calibrations are keyed: host name, CPU model and count, GPU models
+    (read from ``/proc``: nothing is started)."""
+    cpu = ""
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as f:
+            cpu = next((ln.split(":", 1)[1].strip() for ln in f if ln.startswith("model name")), "")
+    except OSError:
+        cpu = platform.processor()
+    gpus = []
+    root = Path("/proc/driver/nvidia/gpus")
+    for info in sorted(root.glob("*/information")) if root.is_dir() else []:
+        try:
+            text = info.read_text(encoding="utf-8")
+        except OSError:
+            continue
+        gpus += [ln.split(":", 1)[1].strip() for ln in text.splitlines() if ln.startswith("Model")]
+    return " | ".join([platform.node(), f"{os.cpu_count()}x {cpu}", *gpus])
+
+
+def calibration_path() -> Path:
+    """``$LCEVAL_CACHE/calibration.json`` (default ``~/.cache/lceval``)."""
+    from lceval.models.embedded import cache_root
+
+    return cache_root() / CALIBRATION_NAME
+
+
+@dataclass(frozen=True)
+class Calibration:
+    """One model's measured answering time on one machine with one engine."""
+
+    machine: str
+    model: str
+    engine: str
+    factor: float
+    """Measured seconds over the floor seconds on :data:`REFERENCE_GPU`."""
+    measured_s: float
+    """Seconds the samples took to answer."""
+    floor_s: float
+    samples: int
+    """Samples answered in the measured time."""
+    of: int
+    """Samples of the call (``samples < of``: calibrated from its first part)."""
+    engine_start_s: float | None
+    run: str
+    date: str
+    shape: dict[str, Any]
+    """The model's :class:`ModelShape` fields."""
+
+    @property
+    def key(self) -> str:
+        return f"{self.machine} || {self.model} || {self.engine}"
+
+    def model_shape(self) -> ModelShape:
+        return ModelShape(**self.shape)
+
+
+def stored() -> dict[str, Calibration]:
+    """The stored calibrations by key (an unreadable file: none)."""
+    try:
+        data = json.loads(calibration_path().read_text(encoding="utf-8"))
+        return {k: Calibration(**v) for k, v in data.items()}
+    except (OSError, ValueError, TypeError):
+        return {}
+
+
+def store(cals: Sequence[Calibration]) -> Path:
+    """Add ``cals`` to the stored calibrations (replacing those of the same key), atomically."""
+    path = calibration_path()
+    data = {k: asdict(c) for k, c in stored().items()}
+    data.update({c.key: asdict(c) for c in cals})
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(f".{os.getpid()}.tmp")
+    tmp.write_text(json.dumps(data, indent=1, sort_keys=True), encoding="utf-8")
+    os.replace(tmp, path)
+    return path
+
+
+def floor_s(rows: pd.DataFrame, shape: ModelShape) -> float:
+    """The arithmetic floor of answering ``rows`` (:func:`lceval.run.plan.per_sample`) with a
+    model of ``shape`` on :data:`REFERENCE_GPU`, in seconds."""
+    return float(estimate(rows, shape, GPUS[REFERENCE_GPU], efficiency=1.0)["floor_h"]) * 3600
+
+
+def model_shape(entry: dict[str, Any], name: str) -> ModelShape:
+    """A run.json model entry's shape from the ``config.json`` in its ``path``.
+
+    Raises:
+        LcevalError: no readable config.json there, or it lacks a field the floor needs.
+    """
+    from types import SimpleNamespace
+
+    path = Path(str(entry.get("path") or "")) / "config.json"
+    try:
+        cfg = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        raise LcevalError(f"no readable config.json at {path}") from None
+    if not isinstance(cfg, dict):
+        raise LcevalError(f"{path} is not a JSON object")
+    text = cfg.get("text_config")
+    ns = SimpleNamespace(**(text if isinstance(text, dict) else cfg))
+    return shape_of(ns, name)
+
+
+def _bars(run: Any) -> dict[str, list[dict[str, Any]]]:
+    """Each model's last progress bar (its records of the last process that answered it)."""
+    from lceval.progress import progress_path, read
+
+    by_model: dict[str, list[dict[str, Any]]] = {}
+    for rec in read(progress_path(run.path)):
+        bar = by_model.setdefault(str(rec["model"]), [])
+        if bar and bar[-1].get("pid") != rec.get("pid"):
+            bar.clear()
+        bar.append(rec)
+    return by_model
+
+
+def measure(
+    run: Any, rows: pd.DataFrame
+) -> list[tuple[str, dict[str, Any], float, list[str], int]]:
+    """Per answered model of the run: (name, run.json entry, measured seconds, the sample ids
+    answered in them, samples of that call). Models without a usable measurement are left out
+    (a bar with under :data:`MIN_SHARE` of its samples answered, no timing)."""
+    meta = run.read_meta()
+    bars = _bars(run)
+    responses = None
+    out = []
+    for name, entry in (meta.models or {}).items():
+        if not isinstance(entry, dict):
+            continue
+        bar = bars.get(name) or []
+        last = bar[-1] if bar else None
+        secs: float | None = None
+        if last is not None and int(last.get("new") or 0) >= 1:
+            new, answered = int(last["new"]), int(last["answered"])
+            pending = int(last["total"]) - (answered - new)
+            if new >= max(2, MIN_SHARE * pending) or last.get("state") == "done":
+                secs = float(last["t"]) - float(bar[0]["t"])
+        timing = entry.get("timing") or {}
+        if secs is None and isinstance(timing.get("generate_s"), int | float) and last is None:
+            new = pending = -1  # every answer of the model, timed by run.json
+            secs = float(timing["generate_s"])
+        if secs is None or secs <= 0:
+            continue
+        if responses is None:
+            responses = run.read_responses()
+        ids = list(dict.fromkeys(r.sample_id for r in responses if r.model == name))
+        ids = [i for i in ids if i in set(rows["sample_id"])]
+        if new >= 0:
+            ids = ids[-new:] if new <= len(ids) else ids
+        else:
+            pending = len(ids)
+        out.append((name, entry, secs, ids, pending))
+    return out
+
+
+def calibrate(run: Any, rows: pd.DataFrame) -> tuple[list[Calibration], list[str]]:
+    """The run's calibrations (module docstring) and the lines saying what they measured.
+
+    Args:
+        run: an answered :class:`lceval.io.RunDir`.
+        rows: :func:`lceval.run.plan.per_sample` of all its samples (budgets as planned).
+
+    Returns:
+        (calibrations made, lines: per model predicted beside measured, or why not calibrated).
+    """
+    here, before = machine(), stored()
+    cals, lines = [], []
+    today = _dt.datetime.now(_dt.UTC).date().isoformat()
+    for name, entry, secs, ids, pending in measure(run, rows):
+        engine = str(entry.get("backend") or "?")
+        try:
+            shape = model_shape(entry, name)
+        except LcevalError as exc:
+            lines.append(f"calibration: {name} ({engine}) not calibrated: {exc}")
+            continue
+        part = rows[rows["sample_id"].isin(ids)]
+        if part.empty:
+            continue
+        floor = floor_s(part, shape)
+        start = (entry.get("timing") or {}).get("engine_start_s")
+        cal = Calibration(
+            here, name, engine, secs / floor, secs, floor, len(part), pending,
+            float(start) if isinstance(start, int | float) else None,
+            str(run.run_id), today, asdict(shape),
+        )  # fmt: skip
+        old = before.get(cal.key)
+        whole = "" if len(part) >= pending else f" (the first {len(part)} of {pending} samples)"
+        was = (
+            f"predicted {old.factor * floor:,.1f} s from run {old.run}'s factor"
+            if old is not None
+            else "no earlier calibration on this machine"
+        )
+        lines.append(
+            f"calibration: {name} ({engine}) answered {len(part)} samples{whole} in "
+            f"{secs:,.1f} s measured; {was}; now {cal.factor:,.1f}x the {REFERENCE_GPU} floor"
+        )
+        cals.append(cal)
+    return cals, lines
+
+
+def predictions(rows: pd.DataFrame, models: Sequence[str] = ()) -> pd.DataFrame:
+    """This machine's calibrated answering time of ``rows``, one row per stored calibration
+    (only ``models``' when given): ``model``, ``engine``, ``factor``, ``answer_s`` (factor x
+    floor), ``engine_start_s`` (measured; None: not recorded), ``wall_s`` (the two together),
+    ``from_run``, ``date``."""
+    here = machine()
+    out = []
+    for c in stored().values():
+        if c.machine != here or (models and c.model not in models):
+            continue
+        out.append(
+            {
+                "model": c.model,
+                "engine": c.engine,
+                "factor": c.factor,
+                "answer_s": (answer := c.factor * floor_s(rows, c.model_shape())),
+                "engine_start_s": c.engine_start_s,
+                "wall_s": answer + (c.engine_start_s or 0.0),
+                "from_run": c.run,
+                "date": c.date,
+            }
+        )
+    return pd.DataFrame(
+        out,
+        columns=[
+            "model",
+            "engine",
+            "factor",
+            "answer_s",
+            "engine_start_s",
+            "wall_s",
+            "from_run",
+            "date",
+        ],
+    )
