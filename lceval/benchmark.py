@@ -296,20 +296,32 @@ class Benchmark:
     :func:`lceval.params.parse`, its JSON Schema in ``lceval schema``'s), imported only when
     asked for (:meth:`params_schema`)."""
 
+    sections: tuple[str, ...] = ()
+    """Further sections of its notebooks' params files that the paper's code reads,
+    ``"module:Class"`` each (a :class:`lceval.params.Declared` model; ManyIFEval's refinement,
+    CIF-Bench's variant generation): the builder accepts their keys, the notebook's JSON Schema
+    types them."""
+
     def params_schema(self) -> type[BaseModel] | None:
         """The builder's params model (None: not declared).
 
         Raises:
             LcevalError: the declared ``"module:Class"`` cannot be imported.
         """
-        if self.params is None:
-            return None
-        module, _, name = self.params.partition(":")
+        return None if self.params is None else self._model(self.params)
+
+    def notebook_sections(self) -> list[type[BaseModel]]:
+        """The builder's params model and the further :attr:`sections`, in that order."""
+        own = [self.params] if self.params is not None else []
+        return [self._model(target) for target in (*own, *self.sections)]
+
+    def _model(self, target: str) -> type[BaseModel]:
+        module, _, name = target.partition(":")
         try:
-            schema: type[BaseModel] = getattr(importlib.import_module(module), name)
+            model: type[BaseModel] = getattr(importlib.import_module(module), name)
         except (ImportError, AttributeError) as exc:
-            raise LcevalError(f"{self.key}: params schema {self.params} not found: {exc}") from None
-        return schema
+            raise LcevalError(f"{self.key}: params schema {target} not found: {exc}") from None
+        return model
 
     def function(self, name: str) -> Callable[..., Any]:
         """The declared function ``name`` (:attr:`functions`).

@@ -50,9 +50,6 @@ Door = Literal["cli", "params"]
 """Who gave the values: the command line (errors name ``--flag``) or a params mapping (errors
 name ``key``)."""
 
-NOTEBOOK_PARAMS = frozenset({"run_id", "outputs_root"})
-"""Parameters every notebook takes that no section reads (the run folder's name and root)."""
-
 RENAMED: Mapping[str, str] = {
     "tokenizer": "encoding",
     "infer_max_new_tokens": "max_new_tokens",
@@ -401,6 +398,20 @@ class Declared(BaseModel):
     """Base of every verb's config: frozen, unknown keys refused."""
 
     model_config = ConfigDict(extra="forbid", frozen=True, validate_default=True)
+
+
+class Notebook(Declared):
+    """The parameters every notebook takes: the run folder's name and root (``lceval run`` and
+    ``lceval build`` set them from ``--run-id`` and ``--outputs``)."""
+
+    run_id: Text | None = Field(None, description="the run folder's name")
+    outputs_root: Text | None = Field(
+        None, description="folder of run folders; null: $LCEVAL_OUTPUTS, else <repo>/outputs"
+    )
+
+
+NOTEBOOK_PARAMS = frozenset(Notebook.model_fields)
+"""Parameters every notebook takes that no other section reads."""
 
 
 class InferenceSection(Declared):

@@ -109,17 +109,18 @@ def builds(notebook: Path) -> set[str]:
 
 def sections(notebook: Path) -> list[type[BaseModel]]:
     """The declared sections that read ``notebook``'s parameters, the first declaring a key
-    reading it: the builder's ``Config`` for a notebook that builds a benchmark (it calls
-    ``lceval.run.build(run_id, "KEY", ...)`` and is in that benchmark's ``notebooks``), then
+    reading it: :class:`lceval.params.Notebook` (the run and its root), the builder's ``Config``
+    and the benchmark's further sections (``Benchmark.sections``) for a notebook that builds a
+    benchmark (it calls ``lceval.run.build(run_id, "KEY", ...)`` and is in that benchmark's
+    ``notebooks``), then
     :class:`lceval.run.config.InferConfig`, :class:`lceval.params.Judge` and
     :class:`lceval.params.Scoring`."""
     from lceval import registry
 
-    out: list[type[BaseModel]] = []
+    out: list[type[BaseModel]] = [declared.Notebook]
     for bench in registry.all_benchmarks():
         if bench.key in builds(notebook) and notebook.name in bench.notebooks:
-            schema = bench.params_schema()
-            out += [schema] if schema is not None else []
+            out += bench.notebook_sections()
     return [*out, InferConfig, declared.Judge, declared.Scoring]
 
 
@@ -137,7 +138,7 @@ def check_params(notebook: Path, params: Mapping[str, Any], where: str) -> None:
         LcevalError: one line naming the key.
     """
     unknown_keys(list(params), list(declared_params(notebook)), f"{where} ({notebook.stem})")
-    given = {k: v for k, v in params.items() if k not in declared.NOTEBOOK_PARAMS}
+    given = dict(params)
     for section in sections(notebook):
         part = {k: v for k, v in given.items() if k in section.model_fields}
         given = {k: v for k, v in given.items() if k not in part}
