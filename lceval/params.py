@@ -138,16 +138,19 @@ def names(
 
 
 def lengths(
-    minimum: int = 1, labels: Mapping[str, int] | None = None, sort: bool = True
+    minimum: int = 1,
+    labels: Mapping[str, int] | None = None,
+    sort: bool = True,
+    default: tuple[int, ...] | None = None,
 ) -> BeforeValidator:
     """A check for a non-empty list of lengths in tokens (a single one counts), each an integer
     >= ``minimum`` or one of ``labels`` (``"4k"`` -> 4096); deduplicated, sorted unless ``sort``
-    is false. Null stays null (the section's default decides)."""
+    is false. Null: ``default``."""
     label_text = f" or one of {', '.join(labels)}" if labels else ""
 
     def check(key: str, value: Any) -> Any:
         if value is None:
-            return None
+            return default
         items = [value] if isinstance(value, int | str) else value
         if not isinstance(items, list | tuple) or not items:
             raise Invalid(f"{key} must be a non-empty list of token counts, {_got(value)}")

@@ -28,6 +28,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from lceval import params as declared
+from lceval.cli.sections import SECTIONS
 from lceval.console import engine_output, terminal
 from lceval.errors import LcevalError
 from lceval.io import RunDir, project_root
@@ -109,15 +110,17 @@ def builds(notebook: Path) -> set[str]:
 
 def sections(notebook: Path) -> list[type[BaseModel]]:
     """The declared sections that read ``notebook``'s parameters, the first declaring a key
-    reading it: :class:`lceval.params.Notebook` (the run and its root), the builder's ``Config``
-    and the benchmark's further sections (``Benchmark.sections``) for a notebook that builds a
-    benchmark (it calls ``lceval.run.build(run_id, "KEY", ...)`` and is in that benchmark's
+    reading it: :class:`lceval.params.Notebook` (the run and its root), the notebook's own
+    section (:data:`lceval.cli.sections.SECTIONS`) for one that builds nothing, the builder's
+    ``Config`` and the benchmark's further sections (``Benchmark.sections``) for a notebook that
+    builds a benchmark (it calls ``lceval.run.build(run_id, "KEY", ...)`` and is in that benchmark's
     ``notebooks``), then
     :class:`lceval.run.config.InferConfig`, :class:`lceval.params.Judge` and
     :class:`lceval.params.Scoring`."""
     from lceval import registry
 
     out: list[type[BaseModel]] = [declared.Notebook]
+    out += [SECTIONS[notebook.stem]] if notebook.stem in SECTIONS else []
     for bench in registry.all_benchmarks():
         if bench.key in builds(notebook) and notebook.name in bench.notebooks:
             out += bench.notebook_sections()
@@ -137,12 +140,19 @@ def check_params(notebook: Path, params: Mapping[str, Any], where: str) -> None:
     Raises:
         LcevalError: one line naming the key.
     """
-    unknown_keys(list(params), list(declared_params(notebook)), f"{where} ({notebook.stem})")
+    defaults = declared_params(notebook)
+    unknown_keys(list(params), list(defaults), f"{where} ({notebook.stem})")
     given = dict(params)
     for section in sections(notebook):
         part = {k: v for k, v in given.items() if k in section.model_fields}
         given = {k: v for k, v in given.items() if k not in part}
-        validate(section, part, "params", where)
+        # a section without defaults of its own (lceval.cli.sections) takes the notebook's
+        need = {
+            k: defaults[k]
+            for k, f in section.model_fields.items()
+            if f.is_required() and k in defaults
+        }
+        validate(section, {**need, **part}, "params", where)
 
 
 def check_models(notebook: Path, params: Mapping[str, Any], where: str) -> None:

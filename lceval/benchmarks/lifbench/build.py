@@ -104,7 +104,6 @@ from lceval.benchmarks.lifbench import gold as G
 from lceval.benchmarks.lifbench import inputs as inp
 from lceval.errors import LcevalError
 from lceval.records import Context, Gold, Sample
-from lceval.tokens import DEFAULT_ENCODING
 
 LENGTHS: dict[str, int] = {
     "4k": 3 * 1024,
@@ -215,16 +214,15 @@ class Config(params.Declared):
     tasks: Annotated[tuple[str, ...], params.names(tuple(TASK_SPECS), "task", sort=True)] = Field(
         tuple(TASK_SPECS), description="task codes, in the paper's order; null: all eleven"
     )
-    lengths: Annotated[tuple[int, ...] | None, params.lengths(1, labels=LENGTHS, sort=False)] = (
-        Field(
-            tuple(LENGTHS.values()),
-            description='lengths in tokens ("4k".."128k" or counts), in the given order; null: '
-            "all six",
-        )
+    lengths: Annotated[
+        tuple[int, ...], params.lengths(1, LENGTHS, sort=False, default=tuple(LENGTHS.values()))
+    ] = Field(
+        tuple(LENGTHS.values()),
+        description='lengths in tokens ("4k".."128k" or counts), in the given order; null: all six',
     )
     seed: int = Field(0, description="seed of every draw")
     encoding: params.Encoding = Field(
-        DEFAULT_ENCODING, description="tiktoken encoding that measures lengths"
+        "o200k_base", description="tiktoken encoding that measures lengths"
     )
     expressions: Literal["official", "cluster", "random"] = Field(
         "official", description="where instruction expressions come from"
@@ -246,14 +244,13 @@ class Config(params.Declared):
         None, description="a local Alpaca file; null: the shipped stand-in"
     )
     cache_dir: Annotated[Path, params.checked(_cache_dir, str | None)] = Field(
-        None, description="cache folder (<cache_dir>/lifbench)"
+        None,  # type: ignore[assignment]  # null: the default folder, made by the check
+        description="cache folder (<cache_dir>/lifbench)",
     )
 
     @model_validator(mode="after")
     def _design(self) -> Self:
-        if self.lengths is None:  # null: all six
-            object.__setattr__(self, "lengths", tuple(LENGTHS.values()))
-        if self.design == "fractional" and len(set(self.lengths or ())) < 2:
+        if self.design == "fractional" and len(set(self.lengths)) < 2:
             raise params.Invalid("design fractional needs at least two lengths")
         if self.design == "fractional" and self.n_expressions is not None:
             if self.n_expressions < 2:

@@ -90,9 +90,9 @@ The task's Gold dataclass of :mod:`lceval.benchmarks.ruler.gold` (``NiahGold``, 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from typing import Annotated, Any, Literal, Self
+from typing import Annotated, Any, Literal
 
-from pydantic import Field, model_validator
+from pydantic import Field
 
 from lceval import corpora, params
 from lceval.benchmark import BuildResult
@@ -134,7 +134,7 @@ class Config(params.Declared):
     tasks: Annotated[tuple[str, ...], params.names(TASKS, "task")] = Field(
         TASKS, description="task names (TASKS); null: all 13"
     )
-    lengths: Annotated[tuple[int, ...] | None, params.lengths(MIN_LENGTH)] = Field(
+    lengths: Annotated[tuple[int, ...], params.lengths(MIN_LENGTH, default=(4096,))] = Field(
         (4096,),
         description=f"target lengths L in tokens, each >= {MIN_LENGTH} (sorted, deduplicated); "
         "null: 4096",
@@ -153,12 +153,6 @@ class Config(params.Declared):
         description="haystack sizing: official (RULER's probe and back-off steps) or exact "
         "(every sample filled to its own token budget); see lceval.benchmarks.ruler.common.FILLS",
     )
-
-    @model_validator(mode="after")
-    def _default_lengths(self) -> Self:
-        if self.lengths is None:  # null: the default
-            object.__setattr__(self, "lengths", (4096,))
-        return self
 
 
 def _flatten(text: str) -> str:
