@@ -38,7 +38,6 @@ from pydantic import (
     Field,
     ValidationError,
     ValidationInfo,
-    field_validator,
     model_validator,
 )
 
@@ -168,23 +167,20 @@ def lengths(
     return checked(check, int | str | list[int | str] | None)
 
 
-def paths(optional: bool = True, many: bool = False) -> BeforeValidator:
-    """A check for a file or folder path (a string or a ``Path``); ``many``: also a list of
-    paths (kept as a tuple)."""
+def paths(many: bool = False) -> BeforeValidator:
+    """A check for a file or folder path (a string or a ``Path``) or null; ``many``: also a list
+    of paths (kept as a tuple)."""
 
     def check(key: str, value: Any) -> Any:
-        if value is None and optional:
-            return None
-        if isinstance(value, str) and value or isinstance(value, os.PathLike):
+        if value is None or isinstance(value, str) and value or isinstance(value, os.PathLike):
             return value
         if many and isinstance(value, list | tuple) and value:
             if all(isinstance(x, str) and x for x in value):
                 return tuple(value)
-        what = "a path" + (" or a list of paths" if many else "") + (" or null" if optional else "")
+        what = "a path" + (" or a list of paths" if many else "") + " or null"
         raise Invalid(f"{key} must be {what}, {_got(value)}")
 
-    takes = str | list[str] if many else str
-    return checked(check, takes | None if optional else takes)
+    return checked(check, str | list[str] | None if many else str | None)
 
 
 Encoding = Literal["o200k_base", "cl100k_base"]
@@ -261,6 +257,8 @@ def first_error(config: type[BaseModel], exc: ValidationError, door: Door, where
         msg = str(err.get("msg", "")).removeprefix("Value error, ")
         own = name and not msg.startswith(head)
         return f"{prefix}{name}: {msg}" if own else f"{prefix}{msg}"
+    if kind == "missing":
+        return f"{prefix}{name} is required"
     ctx = {k: str(v).replace("'", "").replace(" or ", ", ") for k, v in err.get("ctx", {}).items()}
     says = _SAYS.get(kind)
     said = says.format(**ctx) if says else str(err.get("msg", "is invalid")).lower()
@@ -483,7 +481,7 @@ class InferenceSection(Declared):
         0.0, ge=0, allow_inf_nan=False, description="sampling temperature (0: greedy)"
     )
     seed: int = Field(0, ge=0, description="sampling seed")
-    backend_options: dict[str, Any] = Field(
+    backend_options: Options = Field(
         default_factory=dict,
         description="backend option, e.g. device=cuda, tensor_parallel_size=2, base_url=http://...",
         json_schema_extra={"flag": ["-o", "--option"], "kv": True},
@@ -496,11 +494,6 @@ class InferenceSection(Declared):
         "local cluster)",
         json_schema_extra={"metavar": "auto|HOST:PORT"},
     )
-
-    @field_validator("backend_options", mode="before")
-    @classmethod
-    def _null_options(cls, v: Any) -> Any:
-        return {} if v is None else v
 
     @model_validator(mode="after")
     def _model_or_models(self) -> Self:

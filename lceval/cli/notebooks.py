@@ -206,10 +206,7 @@ def notebook_schemas() -> dict[str, dict[str, Any]]:
                 typed.setdefault(key, prop)
         props = {}
         for key, default in declared_params(nb).items():
-            prop = dict(typed.get(key, {}))
-            prop.setdefault("description", f"notebook {nb.stem} parameter")
-            prop["default"] = default
-            props[key] = prop
+            props[key] = {**typed.get(key, {}), "default": default}
         schema_doc: dict[str, Any] = {
             "$schema": "https://json-schema.org/draft/2020-12/schema",
             "$id": f"lceval:params/{nb.stem}",
