@@ -9,10 +9,11 @@ called (:func:`lazy`), so ``lceval list`` and loading samples stay fast.
 Contracts:
 
 - builder: ``build(params: Mapping) -> BuildResult``. Reads its params with
-  :func:`lceval.params.parse` into its frozen ``Config`` (an unknown key or a bad value raises
-  LcevalError naming the key); the keys of the notebook's other sections
-  (:data:`lceval.params.NOTEBOOK_SECTIONS`, :data:`NOTEBOOK_PARAMS`) are accepted and ignored, so
-  a notebook's params file builds as it is. Deterministic under a seed.
+  :func:`lceval.params.parse` into its ``Config`` (a pydantic model in the benchmark's
+  folder; an unknown key or a bad value raises LcevalError naming the key); the keys of the
+  notebook's other sections (:data:`lceval.params.NOTEBOOK_SECTIONS`,
+  :data:`lceval.params.NOTEBOOK_PARAMS`) are accepted and ignored, so a notebook's params file
+  builds as it is. Deterministic under a seed.
 - scorer: ``score(sample, response, context, **options) -> Judgement``. Never raises on any model
   output; a score that cannot be computed is NaN with a reason; ``value`` in 0..1. The pipeline
   attaches ids, the scorer's name and version (:mod:`lceval.run`, the only scoring loop).
@@ -32,10 +33,10 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol, Self
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ConfigDict
 
 from lceval.errors import LcevalError, one_line
-from lceval.params import NOTEBOOK_PARAMS
+from lceval.params import validate
 from lceval.records import Context, Gold, Judgement, Response, Sample, Score
 
 if TYPE_CHECKING:
@@ -53,29 +54,6 @@ class BuildResult:
     """Data sources actually used (corpus name -> path / package / sha256), for run.json."""
     encoding: str | None = None
     """tiktoken encoding used to measure lengths, if any."""
-
-
-def check_keys(
-    params: Mapping[str, Any],
-    allowed: set[str] | frozenset[str],
-    where: str,
-    ignored: set[str] | frozenset[str] = frozenset(),
-) -> None:
-    """Raise LcevalError naming the first unknown key of ``params``.
-
-    Args:
-        params: the builder's params.
-        allowed: the keys the builder reads.
-        where: the builder's name, for the message.
-        ignored: keys accepted but not read (notebook-only parameters).
-    """
-    if not isinstance(params, Mapping):
-        raise LcevalError(f"{where}: params must be a mapping, got {type(params).__name__}")
-    for k in params:
-        if k not in allowed and k not in ignored and k not in NOTEBOOK_PARAMS:
-            raise LcevalError(
-                f"{where}: unknown parameter {k!r}; known: {', '.join(sorted(allowed))}"
-            )
 
 
 def scorer_key(name: str) -> str:
@@ -148,24 +126,13 @@ class ScorerOptions(BaseModel):
 
     @classmethod
     def parse(cls, scorer: str, options: Mapping[str, Any]) -> Self:
-        """``options`` checked and typed.
+        """``options`` checked and typed (:func:`lceval.params.validate`).
 
         Raises:
-            LcevalError: one line: ``scorer S has no option 'k'; options: ...`` or ``scorer S
-                option k: VALUE: must be ...``.
+            LcevalError: one line: ``scorer S: unknown parameter 'k'; did you mean ...`` or
+                ``scorer S: k must be ..., got VALUE (type)``.
         """
-        for k in options:
-            if k not in cls.model_fields:
-                known = ", ".join(sorted(cls.model_fields)) or "none"
-                raise LcevalError(f"scorer {scorer} has no option {k!r:.40}; options: {known}")
-        try:
-            return cls(**dict(options))
-        except ValidationError as exc:
-            err = exc.errors()[0]
-            key = str(err["loc"][0]) if err["loc"] else "?"
-            value = options.get(key, err.get("input"))
-            msg = err["msg"].replace("Input should be", "must be").replace("Value error, ", "")
-            raise LcevalError(f"scorer {scorer} option {key}: {value!r:.60}: {msg[:120]}") from None
+        return validate(cls, options, "params", f"scorer {scorer}")
 
 
 @dataclass(frozen=True)
@@ -415,23 +382,36 @@ class Benchmark:
     """Which context modes its samples can be answered in (:class:`ContextModes`); None: not
     declared (only ``full``; ``lceval infer -o context=none`` refuses it in one line)."""
     params: str | None = None
-    """The builder's params schema, ``"module:Config"`` (a frozen dataclass read by
-    :func:`lceval.params.parse`), imported only when asked for (:meth:`params_schema`)."""
+    """The builder's params schema, ``"module:Config"`` (a pydantic model read by
+    :func:`lceval.params.parse`, its JSON Schema in ``lceval schema``'s), imported only when
+    asked for (:meth:`params_schema`)."""
 
-    def params_schema(self) -> type | None:
-        """The builder's params dataclass (None: not declared).
+    sections: tuple[str, ...] = ()
+    """Further sections of its notebooks' params files that the paper's code reads,
+    ``"module:Class"`` each (a :class:`lceval.params.Declared` model; ManyIFEval's refinement,
+    CIF-Bench's variant generation): the builder accepts their keys, the notebook's JSON Schema
+    types them."""
+
+    def params_schema(self) -> type[BaseModel] | None:
+        """The builder's params model (None: not declared).
 
         Raises:
             LcevalError: the declared ``"module:Class"`` cannot be imported.
         """
-        if self.params is None:
-            return None
-        module, _, name = self.params.partition(":")
+        return None if self.params is None else self._model(self.params)
+
+    def notebook_sections(self) -> list[type[BaseModel]]:
+        """The builder's params model and the further :attr:`sections`, in that order."""
+        own = [self.params] if self.params is not None else []
+        return [self._model(target) for target in (*own, *self.sections)]
+
+    def _model(self, target: str) -> type[BaseModel]:
+        module, _, name = target.partition(":")
         try:
-            schema: type = getattr(importlib.import_module(module), name)
+            model: type[BaseModel] = getattr(importlib.import_module(module), name)
         except (ImportError, AttributeError) as exc:
-            raise LcevalError(f"{self.key}: params schema {self.params} not found: {exc}") from None
-        return schema
+            raise LcevalError(f"{self.key}: params schema {target} not found: {exc}") from None
+        return model
 
     def function(self, name: str) -> Callable[..., Any]:
         """The declared function ``name`` (:attr:`functions`).

@@ -1,17 +1,17 @@
-"""Declared params: one routine that turns a params mapping into a frozen dataclass.
+"""Declared params: every section of a params file is a pydantic model, read by one routine.
 
 A notebook's params file (``params/<notebook>/{smoke,full}.yaml``) has sections: the builder's
-params (each benchmark's ``build.py`` declares them as a frozen dataclass), the inference params
-(:class:`Inference`, shared by every notebook that answers samples), the judge params
-(:class:`Judge`) and the scoring params (:class:`Scoring`). :func:`parse` reads one section and
-accepts the keys of the other sections it is told about, so ``lceval build KEY --params FILE``
-takes a notebook's file as it is with no hand-kept list of ignored keys.
+params (each benchmark's ``build.py`` declares them as a :class:`Declared` model), the inference
+params (:class:`InferenceSection`, shared by every notebook that answers samples), the judge
+params (:class:`Judge`) and the scoring params (:class:`Scoring`). :func:`parse` reads one section
+and accepts the keys of the other sections it is told about, so ``lceval build KEY --params FILE``
+takes a notebook's file as it is with no hand-kept list of ignored keys. The same models give the
+JSON Schemas of ``lceval schema``.
 
-Each field names its validator in its metadata (``field(metadata=check(...))``); the shared
-validators below cover tasks, lengths, integers, booleans, encodings and paths. Every error is
-one :class:`~lceval.errors.LcevalError` line naming the section, the key, what it accepts and the
-value given: an unknown key names its close matches, an old spelling (:data:`RENAMED`) names the
-new one.
+Every error is one :class:`~lceval.errors.LcevalError` line (:func:`first_error`, the one
+translator of pydantic's errors) naming the section, the key, what it accepts and the value
+given: an unknown key names its close matches (:func:`did_you_mean`), an old spelling
+(:data:`RENAMED`) names the new one.
 
 Spelling (one per concept):
     - ``max_new_tokens``: the answer budget in tokens (the samples' ``max_new_tokens`` when a
@@ -26,25 +26,28 @@ Spelling (one per concept):
 
 from __future__ import annotations
 
-import dataclasses
 import difflib
 import os
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import Any, Self, TypeVar
+from typing import Annotated, Any, Literal, Self, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    ValidationError,
+    ValidationInfo,
+    model_validator,
+)
 
 from lceval.errors import LcevalError, one_line
-from lceval.tokens import ENCODINGS
 
-T = TypeVar("T")
+M = TypeVar("M", bound=BaseModel)
 
-Validator = Callable[[str, Any], Any]
-"""``(key, value) -> normalised value``; raises :class:`Invalid` with what the key accepts."""
-
-NOTEBOOK_PARAMS = frozenset({"run_id", "outputs_root"})
-"""Parameters every notebook takes that no section reads (the run folder's name and root)."""
+Door = Literal["cli", "params"]
+"""Who gave the values: the command line (errors name ``--flag``) or a params mapping (errors
+name ``key``)."""
 
 RENAMED: Mapping[str, str] = {
     "tokenizer": "encoding",
@@ -56,136 +59,65 @@ RENAMED: Mapping[str, str] = {
 
 
 class Invalid(ValueError):
-    """A validator's complaint: what the key accepts (the message is ``"<key> must be ..."``)."""
+    """A field check's complaint: what the key accepts (the message is ``"<key> must be ..."``)."""
 
 
-def check(validator: Validator) -> dict[str, Validator]:
-    """Field metadata naming the field's validator: ``field(default=..., metadata=check(v))``."""
-    return {"check": validator}
+def did_you_mean(word: Any, choices: Iterable[Any], n: int = 3) -> str:
+    """``"did you mean a, b?"`` naming the closest of ``choices`` to ``word``, or ``""``: the one
+    did-you-mean of lceval's messages."""
+    close = difflib.get_close_matches(str(word), [str(c) for c in choices], n=n)
+    return f"did you mean {', '.join(close)}?" if close else ""
 
 
-def _got(value: Any) -> str:
+def _got(value: Any, door: Door = "params") -> str:
     """``got VALUE (type)``, the value's repr cut to 80 characters (a 100 MB value is never
-    echoed whole)."""
+    echoed whole); from the command line, the text as typed."""
+    if door == "cli" and isinstance(value, str):
+        return f"got {value:.80}"
+    if isinstance(value, dict | BaseModel):
+        return "got a mapping"
     text = repr(value)
     if len(text) > 80:
         text = f"{text[:80]}... ({len(text)} characters)"
     return f"got {text} ({type(value).__name__})"
 
 
-def _is_int(value: Any) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool)
+# --------------------------------------------------------------------------- declared fields
+def checked(check: Callable[[str, Any], Any], takes: Any = Any) -> BeforeValidator:
+    """A field check ``(key, value) -> normalised value`` (raising :class:`Invalid`) run before
+    the field's type; ``takes`` is what the JSON Schema says the key accepts."""
+
+    def run(value: Any, info: ValidationInfo) -> Any:
+        return check(info.field_name or "", value)
+
+    return BeforeValidator(run, json_schema_input_type=takes)
 
 
-# ------------------------------------------------------------------------------ validators
-def integer(
-    minimum: int | None = None, maximum: int | None = None, optional: bool = False
-) -> Validator:
-    """An integer in ``minimum..maximum`` (None: unbounded); ``optional``: null allowed."""
-    if minimum == 1 and maximum is None:
-        what = "a positive integer"
-    elif minimum == 0 and maximum is None:
-        what = "a non-negative integer"
-    elif minimum is not None and maximum is not None:
-        what = f"an integer in {minimum}..{maximum}"
-    elif minimum is not None:
-        what = f"an integer >= {minimum}"
-    else:
-        what = "an integer"
-    what += " or null" if optional else ""
-
-    def v(key: str, value: Any) -> Any:
-        if value is None and optional:
-            return None
-        ok = _is_int(value) and (minimum is None or value >= minimum)
-        if not ok or (maximum is not None and value > maximum):
-            raise Invalid(f"{key} must be {what}, {_got(value)}")
-        return value
-
-    return v
-
-
-POSITIVE = integer(1)
+Positive = Annotated[int, Field(ge=1)]
 """A positive integer."""
-POSITIVE_OR_NULL = integer(1, optional=True)
-"""A positive integer or null."""
-SEED = integer(0)
-"""A non-negative integer."""
+NonNegative = Annotated[int, Field(ge=0)]
+"""A non-negative integer (a seed)."""
+Text = Annotated[str, Field(min_length=1)]
+"""A non-empty string (a model id, a path)."""
 
 
-def boolean(key: str, value: Any) -> bool:
-    """``true`` or ``false``."""
-    if not isinstance(value, bool):
-        raise Invalid(f"{key} must be true or false, {_got(value)}")
-    return value
+def _mapping(key: str, value: Any) -> Any:
+    return {} if value is None else value
 
 
-def one_of(options: Iterable[Any]) -> Validator:
-    """One of ``options`` (compared with ``==``)."""
-    allowed = tuple(options)
-
-    def v(key: str, value: Any) -> Any:
-        if isinstance(value, list | dict) or value not in allowed:
-            names = ", ".join(str(o) for o in allowed)
-            raise Invalid(f"{key} must be one of {names}, {_got(value)}")
-        return value
-
-    return v
-
-
-ENCODING = one_of(ENCODINGS)
-"""A tiktoken encoding name (:data:`lceval.tokens.ENCODINGS`)."""
-
-
-def text(optional: bool = False) -> Validator:
-    """A non-empty string; ``optional``: null allowed."""
-
-    def v(key: str, value: Any) -> Any:
-        if value is None and optional:
-            return None
-        if not isinstance(value, str) or not value:
-            what = "a non-empty string" + (" or null" if optional else "")
-            raise Invalid(f"{key} must be {what}, {_got(value)}")
-        return value
-
-    return v
-
-
-def path(optional: bool = True, many: bool = False) -> Validator:
-    """A file or folder path (a string); ``many``: also a list of paths (kept as a tuple)."""
-
-    def v(key: str, value: Any) -> Any:
-        if value is None and optional:
-            return None
-        if isinstance(value, str) and value:
-            return value
-        if many and isinstance(value, list | tuple) and value:
-            if all(isinstance(x, str) and x for x in value):
-                return tuple(value)
-        what = "a path" + (" or a list of paths" if many else "") + (" or null" if optional else "")
-        raise Invalid(f"{key} must be {what}, {_got(value)}")
-
-    return v
-
-
-def mapping(key: str, value: Any) -> dict[str, Any]:
-    """A mapping (``{}`` when null)."""
-    if value is None:
-        return {}
-    if not isinstance(value, Mapping):
-        raise Invalid(f"{key} must be a mapping, {_got(value)}")
-    return dict(value)
+Options = Annotated[dict[str, Any], checked(_mapping, dict[str, Any] | None)]
+"""A mapping of options (``{}`` when null)."""
 
 
 def names(
-    options: Sequence[str], item: str = "name", null_means_all: bool = True, sort: bool = False
-) -> Validator:
-    """A non-empty list of ``options`` (a single name counts as a list of one), deduplicated and
-    kept as a tuple in the given order (``sort``: in the order of ``options``); null: all of them
-    when ``null_means_all``, else null."""
+    options: Sequence[Any], item: str = "name", null_means_all: bool = True, sort: bool = False
+) -> BeforeValidator:
+    """A check for a non-empty list of ``options`` (a single name counts as a list of one),
+    deduplicated and kept as a tuple in the given order (``sort``: in the order of ``options``);
+    null: all of them when ``null_means_all``, else null."""
     allowed = tuple(options)
 
-    def v(key: str, value: Any) -> Any:
+    def check(key: str, value: Any) -> Any:
         if value is None:
             return allowed if null_means_all else None
         items = [value] if isinstance(value, str) else value
@@ -193,28 +125,31 @@ def names(
             raise Invalid(f"{key} must be a non-empty list of {item}s, {_got(value)}")
         for x in items:
             if x not in allowed:
-                close = difflib.get_close_matches(str(x), allowed, n=3)
-                hint = f" (did you mean {', '.join(close)}?)" if close else ""
+                hint = did_you_mean(x, allowed)
                 raise Invalid(
-                    f"{key}: unknown {item} {x!r}{hint}; choose from {', '.join(allowed)}"
+                    f"{key}: unknown {item} {x!r}{f' ({hint})' if hint else ''}; "
+                    f"choose from {', '.join(map(str, allowed))}"
                 )
         out = tuple(dict.fromkeys(items))
         return tuple(o for o in allowed if o in out) if sort else out
 
-    return v
+    return checked(check, str | list[str] | None)
 
 
 def lengths(
-    minimum: int = 1, labels: Mapping[str, int] | None = None, sort: bool = True
-) -> Validator:
-    """A non-empty list of lengths in tokens (a single one counts), each an integer >=
-    ``minimum`` or one of ``labels`` (``"4k"`` -> 4096); deduplicated, sorted unless ``sort`` is
-    false. Null stays null (the section's default decides)."""
+    minimum: int = 1,
+    labels: Mapping[str, int] | None = None,
+    sort: bool = True,
+    default: tuple[int, ...] | None = None,
+) -> BeforeValidator:
+    """A check for a non-empty list of lengths in tokens (a single one counts), each an integer
+    >= ``minimum`` or one of ``labels`` (``"4k"`` -> 4096); deduplicated, sorted unless ``sort``
+    is false. Null: ``default``."""
     label_text = f" or one of {', '.join(labels)}" if labels else ""
 
-    def v(key: str, value: Any) -> Any:
+    def check(key: str, value: Any) -> Any:
         if value is None:
-            return None
+            return default
         items = [value] if isinstance(value, int | str) else value
         if not isinstance(items, list | tuple) or not items:
             raise Invalid(f"{key} must be a non-empty list of token counts, {_got(value)}")
@@ -222,100 +157,192 @@ def lengths(
         for x in items:
             if labels and isinstance(x, str) and x in labels:
                 out.append(labels[x])
-            elif _is_int(x) and x >= minimum:
+            elif isinstance(x, int) and not isinstance(x, bool) and x >= minimum:
                 out.append(x)
             else:
                 raise Invalid(f"{key} must be token counts >= {minimum}{label_text}, {_got(x)}")
         unique = tuple(dict.fromkeys(out))
         return tuple(sorted(unique)) if sort else unique
 
-    return v
+    return checked(check, int | str | list[int | str] | None)
 
 
-# ---------------------------------------------------------------------------- the routine
-def _fields(section: type) -> dict[str, dataclasses.Field[Any]]:
-    return {f.name: f for f in dataclasses.fields(section) if f.init}
+def paths(many: bool = False) -> BeforeValidator:
+    """A check for a file or folder path (a string or a ``Path``) or null; ``many``: also a list
+    of paths (kept as a tuple)."""
+
+    def check(key: str, value: Any) -> Any:
+        if value is None or isinstance(value, str) and value or isinstance(value, os.PathLike):
+            return value
+        if many and isinstance(value, list | tuple) and value:
+            if all(isinstance(x, str) and x for x in value):
+                return tuple(value)
+        what = "a path" + (" or a list of paths" if many else "") + " or null"
+        raise Invalid(f"{key} must be {what}, {_got(value)}")
+
+    return checked(check, str | list[str] | None if many else str | None)
 
 
-def keys(*sections: type) -> frozenset[str]:
-    """The keys the given sections read (dataclass sections, or declared pydantic ones such as
-    :class:`InferenceSection`)."""
-    out: set[str] = set()
-    for s in sections:
-        fields = getattr(s, "model_fields", None)
-        out.update(fields if isinstance(fields, Mapping) else _fields(s))
-    return frozenset(out)
+Encoding = Literal["o200k_base", "cl100k_base"]
+"""A tiktoken encoding name (:data:`lceval.tokens.ENCODINGS`)."""
+
+
+# ------------------------------------------------------------------------ the one translator
+def _extra(info: Any) -> dict[str, Any]:
+    extra = getattr(info, "json_schema_extra", None)
+    return dict(extra) if isinstance(extra, Mapping) else {}
+
+
+def flags_of(name: str, info: Any) -> tuple[str, ...]:
+    """The command-line spellings of field ``name`` (empty: positional or no flag)."""
+    extra = _extra(info)
+    if extra.get("positional") or extra.get("cli") is False:
+        return ()
+    flag = extra.get("flag", "--" + name.replace("_", "-"))
+    return (flag,) if isinstance(flag, str) else tuple(flag)
+
+
+def _shown(name: str, info: Any, door: Door) -> str:
+    """How a message names field ``name`` to the one who gave it."""
+    if door == "cli":
+        flags = flags_of(name, info)
+        if flags:
+            return flags[-1]
+    return name
+
+
+_SAYS = {
+    "greater_than_equal": "must be >= {ge}",
+    "greater_than": "must be > {gt}",
+    "less_than_equal": "must be <= {le}",
+    "less_than": "must be < {lt}",
+    "int_parsing": "must be an integer",
+    "int_type": "must be an integer",
+    "int_from_float": "must be an integer",
+    "float_parsing": "must be a number",
+    "float_type": "must be a number",
+    "int_strict": "must be an integer",
+    "float_strict": "must be a number",
+    "bool_strict": "must be true or false",
+    "string_strict": "must be a string",
+    "list_strict": "must be a list",
+    "finite_number": "must be a finite number",
+    "bool_parsing": "must be true or false",
+    "bool_type": "must be true or false",
+    "string_type": "must be a string",
+    "list_type": "must be a list",
+    "tuple_type": "must be a list",
+    "dict_type": "must be a mapping",
+    "too_short": "must not be empty",
+    "string_too_short": "must not be empty",
+    "literal_error": "must be one of {expected}",
+}
+"""pydantic's error types as lceval words them (``must be >= 1``)."""
+
+
+def first_error(config: type[BaseModel], exc: ValidationError, door: Door, where: str) -> str:
+    """The first of pydantic's errors as one line: ``WHERE: KEY must be ..., got VALUE (type)``
+    (the command line's flag for ``door="cli"``); a field check's or a model check's own message
+    as it is. The one translator of pydantic errors in lceval."""
+    err = exc.errors(include_url=False)[0]
+    loc = [str(x) for x in err.get("loc", ())]
+    head = loc[0] if loc else ""
+    info = config.model_fields.get(head)
+    name = _shown(head, info, door) if info is not None else head
+    # an int | str | list field reports one error per member type: the field's own last
+    name += "".join(f"[{x}]" for x in loc[1:] if x.isdigit())
+    prefix = f"{where}: " if where else ""
+    kind = str(err.get("type", ""))
+    if kind == "value_error":  # lceval's own checks: the message says it all
+        msg = str(err.get("msg", "")).removeprefix("Value error, ")
+        own = name and not msg.startswith(head)
+        return f"{prefix}{name}: {msg}" if own else f"{prefix}{msg}"
+    if kind == "missing":
+        return f"{prefix}{name} is required"
+    ctx = {k: str(v).replace("'", "").replace(" or ", ", ") for k, v in err.get("ctx", {}).items()}
+    says = _SAYS.get(kind)
+    said = says.format(**ctx) if says else str(err.get("msg", "is invalid")).lower()
+    return f"{prefix}{name} {said}, {_got(err.get('input'), door)}"
+
+
+def unknown_keys(
+    keys: Iterable[Any], known: Iterable[str], where: str, door: Door = "params"
+) -> None:
+    """Refuse keys not in ``known``: an old spelling (:data:`RENAMED`) names the new one, any
+    other the closest known names.
+
+    Raises:
+        LcevalError: one line naming the first unknown key.
+    """
+    known = list(known)
+    prefix = f"{where}: " if where else ""
+    for k in keys:
+        if k in known:
+            continue
+        if k in RENAMED:
+            raise LcevalError(f"{prefix}{k!r} is now spelled {RENAMED[k]!r}; rename the key")
+        hint = did_you_mean(k, known)
+        what = "option" if door == "cli" else "parameter"
+        raise LcevalError(f"{prefix}unknown {what} {k!r:.60}{f'; {hint}' if hint else ''}")
+
+
+def validate(
+    config: type[M], values: Mapping[str, Any] | None, door: Door = "params", where: str = ""
+) -> M:
+    """``values`` read into ``config``: unknown keys refused with the closest names, every value
+    typed and ranged (a params file and a Python call give typed values: strict, no ``'8'`` for
+    8; the command line gives text, read by each field's type).
+
+    Args:
+        config: a declared model (a verb's config, a params section).
+        values: keys and values (a params file's, ``-p`` overrides', keyword arguments'); None:
+            all defaults.
+        door: ``cli`` names flags in messages (``--max-new-tokens``), ``params`` names keys.
+        where: what the values came from, for messages (``"params/02_inference/smoke.yaml"``).
+
+    Raises:
+        LcevalError: one line.
+    """
+    values = {} if values is None else values
+    if not isinstance(values, Mapping):
+        got = type(values).__name__
+        raise LcevalError(f"{where or config.__name__}: params must be a mapping, got {got}")
+    unknown_keys(list(values), list(config.model_fields), where, door)
+    data = {k: list(v) if isinstance(v, tuple) else v for k, v in values.items()}
+    try:
+        return config.model_validate(data, strict=door == "params")
+    except ValidationError as exc:
+        raise LcevalError(first_error(config, exc, door, where)) from None
+
+
+def keys(*sections: type[BaseModel]) -> frozenset[str]:
+    """The keys the given sections read."""
+    return frozenset(k for s in sections for k in s.model_fields)
 
 
 def parse(
-    section: type[T],
+    section: type[M],
     params: Mapping[str, Any] | None,
     where: str,
-    accept: Iterable[type] = (),
-) -> T:
-    """Read one section of a params mapping into its frozen dataclass.
+    accept: Iterable[type[BaseModel]] = (),
+) -> M:
+    """Read one section of a params mapping into its declared model (:func:`validate`), the keys
+    of the other sections ``accept`` names and :data:`NOTEBOOK_PARAMS` accepted and not read.
 
     Args:
-        section: a dataclass whose fields are the section's keys; a field's default is the key's
-            default and its ``metadata["check"]`` (:func:`check`) validates and normalises the
-            value. The dataclass's ``__post_init__`` may check one key against another (raise
-            :class:`Invalid` there).
+        section: a :class:`Declared` model whose fields are the section's keys.
         params: the params (None: all defaults).
         where: the section's owner for messages (``"ruler"``, ``"inference"``).
-        accept: other sections of the same file (their keys are accepted and not read here), on
-            top of :data:`NOTEBOOK_PARAMS`.
-
-    Returns:
-        The section, every field validated.
+        accept: other sections of the same file.
 
     Raises:
-        LcevalError: one line: params not a mapping, an old spelling (names the new one), an
-            unknown key (names close matches), or a bad value (names the key, what it accepts and
-            the value given).
+        LcevalError: one line (:func:`validate`).
     """
-    params = {} if params is None else params
-    if not isinstance(params, Mapping):
+    if params is not None and not isinstance(params, Mapping):
         raise LcevalError(f"{where}: params must be a mapping, got {type(params).__name__}")
-    own = _fields(section)
     others = keys(*accept) | NOTEBOOK_PARAMS
-    for k in params:
-        if k in own or k in others:
-            continue
-        if k in RENAMED:
-            raise LcevalError(f"{where}: {k!r} is now spelled {RENAMED[k]!r}; rename the key")
-        close = difflib.get_close_matches(str(k), [*own, *others], n=3)
-        hint = f"; did you mean {', '.join(close)}?" if close else ""
-        raise LcevalError(
-            f"{where}: unknown parameter {k!r}{hint} (known: {', '.join(sorted(own))})"
-        )
-    values: dict[str, Any] = {}
-    for name, f in own.items():
-        if name in params:
-            value = params[name]
-        elif f.default is not dataclasses.MISSING:
-            value = f.default
-        elif f.default_factory is not dataclasses.MISSING:
-            value = f.default_factory()
-        else:
-            raise LcevalError(f"{where}: {name} is required")
-        validator = f.metadata.get("check")
-        try:
-            values[name] = validator(name, value) if validator else value
-        except Invalid as exc:
-            raise LcevalError(f"{where}: {exc}") from None
-    try:
-        return section(**values)
-    except Invalid as exc:
-        raise LcevalError(f"{where}: {exc}") from None
-
-
-def _str_list_or_null(key: str, value: Any) -> list[str] | None:
-    """Null, or a non-empty list of non-empty strings."""
-    if value is None:
-        return None
-    if not isinstance(value, list) or not value or not all(isinstance(v, str) and v for v in value):
-        raise Invalid(f"{key} must be null or a non-empty list of names, {_got(value)}")
-    return list(value)
+    own = {k: v for k, v in (params or {}).items() if k in section.model_fields or k not in others}
+    return validate(section, own, "params", where)
 
 
 MAX_PARAMS_BYTES = 16 << 20
@@ -372,6 +399,20 @@ class Declared(BaseModel):
     """Base of every verb's config: frozen, unknown keys refused."""
 
     model_config = ConfigDict(extra="forbid", frozen=True, validate_default=True)
+
+
+class Notebook(Declared):
+    """The parameters every notebook takes: the run folder's name and root (``lceval run`` and
+    ``lceval build`` set them from ``--run-id`` and ``--outputs``)."""
+
+    run_id: Text | None = Field(None, description="the run folder's name")
+    outputs_root: Text | None = Field(
+        None, description="folder of run folders; null: $LCEVAL_OUTPUTS, else <repo>/outputs"
+    )
+
+
+NOTEBOOK_PARAMS = frozenset(Notebook.model_fields)
+"""Parameters every notebook takes that no other section reads."""
 
 
 class InferenceSection(Declared):
@@ -440,7 +481,7 @@ class InferenceSection(Declared):
         0.0, ge=0, allow_inf_nan=False, description="sampling temperature (0: greedy)"
     )
     seed: int = Field(0, ge=0, description="sampling seed")
-    backend_options: dict[str, Any] = Field(
+    backend_options: Options = Field(
         default_factory=dict,
         description="backend option, e.g. device=cuda, tensor_parallel_size=2, base_url=http://...",
         json_schema_extra={"flag": ["-o", "--option"], "kv": True},
@@ -454,11 +495,6 @@ class InferenceSection(Declared):
         json_schema_extra={"metavar": "auto|HOST:PORT"},
     )
 
-    @field_validator("backend_options", mode="before")
-    @classmethod
-    def _null_options(cls, v: Any) -> Any:
-        return {} if v is None else v
-
     @model_validator(mode="after")
     def _model_or_models(self) -> Self:
         if self.model is not None and self.models is not None:
@@ -466,40 +502,49 @@ class InferenceSection(Declared):
         return self
 
 
-@dataclass(frozen=True)
-class Judge:
-    """An LLM judge's section (notebooks 06, 08, 11): its own backend, model, options and budget,
-    passed to the judge scorer through ``lceval.registry.judge_options``."""
+class Judge(Declared):
+    """An LLM judge's section (notebooks 06, 08, 11): ``judge_<option>`` is the judge scorer's
+    option ``<option>`` (:class:`lceval.models.judge.JudgeModel`, the options every judge takes),
+    filled in by :func:`lceval.registry.judge_options`."""
 
-    judge_backend: str = field(default="hf", metadata=check(text()))
-    """Backend of the judge model."""
-    judge_model: str | None = field(default=None, metadata=check(text(optional=True)))
-    """Judge model id or folder; null: the embedded model."""
-    judge_max_new_tokens: int | None = field(default=None, metadata=check(POSITIVE_OR_NULL))
-    """The judge's verdict budget in tokens; null: the judge's own default."""
-    judge_backend_options: dict[str, Any] = field(default_factory=dict, metadata=check(mapping))
-    """The judge backend's options (``device``, vLLM engine options, ``base_url`` of an
-    OpenAI-compatible endpoint with ``judge_backend: openai``)."""
+    judge_backend: Text = Field("hf", description="judge backend: hf, vllm, openai or auto")
+    judge_model: Text | None = Field(
+        None, description="judge model path or hub id; null: the embedded SmolLM2"
+    )
+    judge_max_new_tokens: Positive | None = Field(
+        None, description="judge answer budget in tokens; null: the judge's own default"
+    )
+    judge_backend_options: Options = Field(
+        default_factory=dict,
+        description="the judge backend's options (device, vLLM engine options, base_url of an "
+        "OpenAI-compatible endpoint with judge_backend: openai)",
+    )
 
 
-@dataclass(frozen=True)
-class Scoring:
+class Scoring(Declared):
     """The scoring section (notebooks 06, 08, 10, 11): which scorer, its options, the CIs."""
 
-    scorer: str | None = field(default=None, metadata=check(text(optional=True)))
-    """Scorer name (``"<benchmark>"`` or ``"<benchmark>:<variant>"``); null: the default."""
-    scorer_options: dict[str, Any] = field(default_factory=dict, metadata=check(mapping))
-    """Keyword options of the scorer."""
-    n_resamples: int = field(default=1000, metadata=check(POSITIVE))
-    """Bootstrap resamples of the confidence intervals."""
-    baseline: str | None = field(default=None, metadata=check(text(optional=True)))
-    """L-Eval's judge baseline (notebook 08): official prediction files, ``model:NAME``,
-    ``run:RUN_ID[/MODEL]``; null: the run's own no-LIE answers
-    (``lceval.benchmarks.leval.judge.resolve_baseline``)."""
-    published_models: list[str] | None = field(default=None, metadata=check(_str_list_or_null))
-    """Published models to draw beside the run's (notebooks 05, 06, 07, 11); null: all of them.
-    The report's CSV files keep every published row."""
+    scorer: Text | None = Field(
+        None, description="scorer name (<benchmark> or <benchmark>:<variant>); null: the default"
+    )
+    scorer_options: Options = Field(
+        default_factory=dict, description="keyword options of the scorer"
+    )
+    n_resamples: Positive = Field(
+        1000, description="bootstrap resamples of the confidence intervals"
+    )
+    baseline: Text | None = Field(
+        None,
+        description="L-Eval's judge baseline (notebook 08): official prediction files, "
+        "model:NAME, run:RUN_ID[/MODEL]; null: the run's own no-LIE answers",
+    )
+    published_models: list[Text] | None = Field(
+        None,
+        min_length=1,
+        description="published models to draw beside the run's (notebooks 05, 06, 07, 11); "
+        "null: all of them (the report's CSV files keep every published row)",
+    )
 
 
-NOTEBOOK_SECTIONS: tuple[type, ...] = (InferenceSection, Judge, Scoring)
+NOTEBOOK_SECTIONS: tuple[type[Declared], ...] = (InferenceSection, Judge, Scoring)
 """The shared sections a builder's params file may carry beside the builder's own."""

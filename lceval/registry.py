@@ -18,6 +18,7 @@ from typing import Any
 
 from lceval.benchmark import Benchmark, ScorerSpec, scorer_key
 from lceval.errors import LcevalError
+from lceval.params import Judge, unknown_keys
 from lceval.records import Sample
 
 
@@ -113,45 +114,36 @@ def load_samples(samples: Iterable[Sample]) -> list[Sample]:
     return out
 
 
-JUDGE_KEYS = {
-    "judge_backend": "backend",
-    "judge_model": "model",
-    "judge_backend_options": "backend_options",
-    "judge_max_new_tokens": "max_new_tokens",
-}
-"""A notebook's judge params (``lceval.params.Judge``) -> the judge scorers' option names."""
+JUDGE_PREFIX = "judge_"
+"""A notebook's judge param ``judge_<option>`` (:class:`lceval.params.Judge`) is the judge
+scorer's option ``<option>`` (``lceval.models.judge.JudgeModel``)."""
 
 
 def judge_options(
     scorer: str | None, scorer_options: Mapping[str, Any] | None, **judge: Any
 ) -> dict[str, Any]:
     """The options of ``scorer`` with a notebook's judge params filled in: for a scorer with a
-    model judge (``ScorerSpec.batch``), each ``judge_*`` param (:data:`JUDGE_KEYS`) that is not
-    None and whose option the scorer declares; other scorers get ``scorer_options`` as they are.
+    model judge (``ScorerSpec.batch``), each ``judge_<option>`` param that is not None and whose
+    option the scorer declares; other scorers get ``scorer_options`` as they are.
 
     Args:
         scorer: a scorer name (None: the default scorer, options as they are).
         scorer_options: the notebook's ``scorer_options``.
-        judge: ``judge_backend``, ``judge_model``, ``judge_backend_options``,
-            ``judge_max_new_tokens`` (any of them).
+        judge: the fields of :class:`lceval.params.Judge` (any of them).
 
     Raises:
         LcevalError: an unknown judge param or scorer, or one option given both ways with
             different values.
     """
     out = dict(scorer_options or {})
-    bad = sorted(set(judge) - set(JUDGE_KEYS))
-    if bad:
-        raise LcevalError(
-            f"unknown judge param(s) {', '.join(bad)}; known: {', '.join(JUDGE_KEYS)}"
-        )
+    unknown_keys(judge, Judge.model_fields, "judge")
     if scorer is None:
         return out
     _, spec = find_scorer(scorer)
     if spec.batch is None:
         return out
     for key, value in judge.items():
-        option = JUDGE_KEYS[key]
+        option = key.removeprefix(JUDGE_PREFIX)
         if value is None or option not in spec.options:
             continue
         if option in out and out[option] != value:

@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from lceval.benchmark import Benchmark, BuildResult, ScorerSpec, check_keys
+from lceval import params as declared
+from lceval.benchmark import Benchmark, BuildResult, ScorerSpec
 from lceval.records import Context, Gold, Judgement, Sample
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")  # tests never download
@@ -132,12 +133,18 @@ CALLS: list = []
 """What the echo batch judge was called with (group sizes, then "closed")."""
 
 
+class EchoParams(declared.Declared):
+    """The echo builder's params."""
+
+    n: declared.NonNegative = 3
+    seed: int = 0
+
+
 def _build(params):
     """``n`` samples ``e0``, ``e1``, ...; a nonzero ``seed`` changes the gold of the odd ones and
     the text of the context that every third sample (``e2``, ``e5``, ...) reads."""
-    check_keys(params, {"n", "seed"}, "echo", ignored={"backend"})
-    n = int(params.get("n", 3))
-    seed = int(params.get("seed", 0))
+    p = declared.parse(EchoParams, params, "echo", accept=(declared.InferenceSection,))
+    n, seed = p.n, p.seed
     ctx = Context(id="echo/c", text=f"context of seed {seed}", n_tokens=4, encoding="o200k_base")
     samples = [
         Sample(

@@ -69,16 +69,21 @@ FILES = {
         GOLD = {"ECHO": WordGold}
     ''',
     "build.py": """
-        from lceval.benchmark import BuildResult, check_keys
+        from lceval import params as declared
+        from lceval.benchmark import BuildResult
         from lceval.records import Context, Sample
         from toybench.gold import WordGold
 
         WORDS = ("apple", "river", "stone", "cloud")
 
 
+        class Config(declared.Declared):
+            n: declared.Positive = 3
+            seed: int = 0
+
+
         def build_toy(params):
-            check_keys(params, {"n", "seed"}, "toy")
-            n = int(params.get("n", 3))
+            n = declared.parse(Config, params, "toy").n
             ctx = Context(id="toy/c0", text="Words: " + ", ".join(WORDS), n_tokens=8,
                           encoding="o200k_base")
             samples = [

@@ -127,21 +127,21 @@ def test_resume_skips_answered_questions(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("options", "want"),
     [
-        ({"batch_size": 0}, "option batch_size: 0: must be greater than or equal to 1"),
-        ({"batch_size": True}, "option batch_size: True: must be a valid integer"),
-        ({"batch_size": "3"}, "option batch_size: '3': must be a valid integer"),
-        ({"model": 3}, "option model: 3: must be a valid string"),
-        ({"model": ""}, "option model: '': String should have at least 1 character"),
-        ({"max_new_tokens": -5}, "option max_new_tokens: -5: must be greater than or equal"),
-        ({"backend_options": [1]}, "option backend_options: [1]: must be a valid dictionary"),
-        ({"backend": "tgi"}, "option backend: 'tgi': choose one of hf, vllm, openai or auto"),
-        ({"colour": 1}, "has no option 'colour'; options: backend, backend_options, batch_size"),
+        ({"batch_size": 0}, "batch_size must be >= 1, got 0 (int)"),
+        ({"batch_size": True}, "batch_size must be an integer, got True (bool)"),
+        ({"batch_size": "3"}, "batch_size must be an integer, got '3' (str)"),
+        ({"model": 3}, "model must be a string, got 3 (int)"),
+        ({"model": ""}, "model must not be empty, got '' (str)"),
+        ({"max_new_tokens": -5}, "max_new_tokens must be >= 1, got -5 (int)"),
+        ({"backend_options": [1]}, "backend_options must be a mapping, got [1] (list)"),
+        ({"backend": "tgi"}, "backend: choose one of hf, vllm, openai or auto"),
+        ({"colour": 1}, "unknown parameter 'colour'"),
     ],
 )
 def test_judge_model_names_scorer_and_option(options, want) -> None:
     with pytest.raises(LcevalError) as err:
         JudgeModel.parse("demo:judge", options)
-    assert str(err.value).startswith("scorer demo:judge ") and want in str(err.value)
+    assert str(err.value).startswith("scorer demo:judge: ") and want in str(err.value)
     assert "\n" not in str(err.value)
 
 
@@ -157,7 +157,7 @@ def test_judge_model_is_shared_by_the_three_llm_judges() -> None:
             spec.options
         )
         assert "(default {})" in spec.options["backend_options"]
-        with pytest.raises(LcevalError, match=f"scorer {name} option batch_size: 0: must be"):
+        with pytest.raises(LcevalError, match=f"scorer {name}: batch_size must be >= 1, got 0"):
             spec.check_options({"batch_size": 0})
         spec.check_options({"model": "org/m", "batch_size": 2})
     opts = JudgeModel.parse("demo:judge", {"model": "org/m", "backend_options": {"device": "cpu"}})
@@ -195,7 +195,7 @@ def test_judge_options_fill_a_judge_scorer_from_the_judge_params() -> None:
     assert same == {"model": "m"}
     with pytest.raises(LcevalError, match="judge_model .* and scorer_options.model .* disagree"):
         judge_options("cifbench:judge", {"model": "a"}, judge_model="b")
-    with pytest.raises(LcevalError, match="unknown judge param"):
+    with pytest.raises(LcevalError, match="judge: unknown parameter 'judge_modle'; did you mean"):
         judge_options("cifbench:judge", {}, judge_modle="b")
     with pytest.raises(LcevalError, match="unknown scorer"):
         judge_options("nope:judge", {}, judge_model="b")

@@ -1,31 +1,25 @@
-"""lceval.params: one routine reads a params section into its frozen dataclass."""
+"""lceval.params: one routine reads a params section into its declared pydantic model."""
 
 from __future__ import annotations
 
-import dataclasses
 import re
+from typing import Annotated
 
 import pytest
+from pydantic import Field, ValidationError
 
 from lceval import params
 from lceval.errors import LcevalError
 from lceval.params import Judge, Scoring, parse
 
 
-@dataclasses.dataclass(frozen=True)
-class Inference:
+class Inference(params.Declared):
     """A section shaped like a notebook's inference keys, to exercise :func:`parse`."""
 
-    backend: str = dataclasses.field(default="auto", metadata=params.check(params.text()))
-    batch_size: int | None = dataclasses.field(
-        default=None, metadata=params.check(params.POSITIVE_OR_NULL)
-    )
-    max_new_tokens: int | None = dataclasses.field(
-        default=None, metadata=params.check(params.POSITIVE_OR_NULL)
-    )
-    backend_options: dict = dataclasses.field(
-        default_factory=dict, metadata=params.check(params.mapping)
-    )
+    backend: params.Text = "auto"
+    batch_size: params.Positive | None = None
+    max_new_tokens: params.Positive | None = None
+    backend_options: params.Options = Field(default_factory=dict)
 
 
 def test_defaults_and_a_frozen_result() -> None:
@@ -36,7 +30,7 @@ def test_defaults_and_a_frozen_result() -> None:
         None,
         {},
     )
-    with pytest.raises(dataclasses.FrozenInstanceError):
+    with pytest.raises(ValidationError):
         inf.batch_size = 8  # type: ignore[misc]
 
 
@@ -50,12 +44,11 @@ def test_other_sections_are_accepted_not_read() -> None:
 @pytest.mark.parametrize(
     ("raw", "message"),
     [
-        (
-            {"batch_size": 0},
-            "inference: batch_size must be a positive integer or null, got 0 (int)",
-        ),
-        ({"batch_size": True}, "batch_size must be a positive integer or null, got True (bool)"),
+        ({"batch_size": 0}, "inference: batch_size must be >= 1, got 0 (int)"),
+        ({"batch_size": True}, "batch_size must be an integer, got True (bool)"),
+        ({"batch_size": "4"}, "batch_size must be an integer, got '4' (str)"),
         ({"backend_options": [1]}, "backend_options must be a mapping, got [1] (list)"),
+        ({"backend": ""}, "backend must not be empty, got '' (str)"),
         ({"bach_size": 4}, "unknown parameter 'bach_size'; did you mean batch_size?"),
         ({"tokenizer": "o200k_base"}, "'tokenizer' is now spelled 'encoding'"),
         ({"infer_max_new_tokens": 8}, "'infer_max_new_tokens' is now spelled 'max_new_tokens'"),
@@ -76,21 +69,38 @@ def test_not_a_mapping() -> None:
         parse(Inference, [1], "inference")  # type: ignore[arg-type]
 
 
-def test_shared_validators() -> None:
-    tasks = params.names(("a", "b", "c"), "task", sort=True)
-    assert tasks("tasks", ["c", "a", "c"]) == ("a", "c")
-    assert tasks("tasks", None) == ("a", "b", "c")
-    with pytest.raises(params.Invalid, match=r"tasks: unknown task 'bb' \(did you mean b\?\)"):
-        tasks("tasks", ["bb"])
-    lengths = params.lengths(256, labels={"4k": 4096}, sort=False)
-    assert lengths("lengths", ["4k", 300, 300]) == (4096, 300)
-    with pytest.raises(params.Invalid, match=r"lengths must be token counts >= 256 or one of 4k"):
-        lengths("lengths", [100])
-    assert params.path(many=True)("data_path", ["a", "b"]) == ("a", "b")
-    with pytest.raises(params.Invalid, match="data_path must be a path or a list of paths or null"):
-        params.path(many=True)("data_path", 3)
-    with pytest.raises(params.Invalid, match=r"n must be an integer in 1\.\.5, got 6 \(int\)"):
-        params.integer(1, 5)("n", 6)
+class Shared(params.Declared):
+    """The shared field types, each in a section."""
+
+    tasks: Annotated[tuple[str, ...], params.names(("a", "b", "c"), "task", sort=True)] = ("a",)
+    lengths: Annotated[tuple[int, ...] | None, params.lengths(256, {"4k": 4096}, sort=False)] = None
+    data_path: Annotated[str | tuple[str, ...] | None, params.paths(many=True)] = None
+    n: Annotated[int, Field(ge=1, le=5)] = 1
+    encoding: params.Encoding = "o200k_base"
+
+
+@pytest.mark.parametrize(
+    ("raw", "message"),
+    [
+        ({"tasks": ["bb"]}, "s: tasks: unknown task 'bb' (did you mean b?); choose from a, b, c"),
+        ({"tasks": []}, "tasks must be a non-empty list of tasks, got [] (list)"),
+        ({"lengths": [100]}, "lengths must be token counts >= 256 or one of 4k, got 100 (int)"),
+        ({"data_path": 3}, "data_path must be a path or a list of paths or null, got 3 (int)"),
+        ({"n": 6}, "s: n must be <= 5, got 6 (int)"),
+        ({"encoding": "gpt2"}, "encoding must be one of o200k_base, cl100k_base, got 'gpt2'"),
+    ],
+)
+def test_shared_field_types(raw: dict, message: str) -> None:
+    got = parse(Shared, {"tasks": ["c", "a", "c"], "lengths": ["4k", 300, 300]}, "s")
+    assert (got.tasks, got.lengths) == (("a", "c"), (4096, 300))
+    assert parse(Shared, {"data_path": ["a", "b"]}, "s").data_path == ("a", "b")
+    with pytest.raises(LcevalError, match=re.escape(message)):
+        parse(Shared, raw, "s")
+
+
+def test_one_did_you_mean() -> None:
+    assert params.did_you_mean("bach_size", ["batch_size", "seed"]) == "did you mean batch_size?"
+    assert params.did_you_mean("zzz", ["batch_size"]) == ""
 
 
 def test_builders_accept_the_declared_inference_keys() -> None:
@@ -100,3 +110,17 @@ def test_builders_accept_the_declared_inference_keys() -> None:
 
     assert set(InferConfig.model_fields) == set(params.InferenceSection.model_fields)
     assert set(params.InferenceSection.model_fields) <= params.keys(*params.NOTEBOOK_SECTIONS)
+
+
+def test_judge_section_is_the_judge_models_options() -> None:
+    """``judge_<option>`` is JudgeModel's ``<option>``, same type: the notebook's judge keys and
+    the judge scorers' options are one set of names (no rename table)."""
+    from lceval.models.judge import JudgeModel
+    from lceval.registry import JUDGE_PREFIX
+
+    for key, info in Judge.model_fields.items():
+        option = JudgeModel.model_fields[key.removeprefix(JUDGE_PREFIX)]
+        assert key.startswith(JUDGE_PREFIX)
+        assert info.get_default(call_default_factory=True) == option.get_default(
+            call_default_factory=True
+        ), key

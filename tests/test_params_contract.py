@@ -13,6 +13,8 @@
    (:data:`lceval.params.RENAMED`); a builder refuses an old spelling naming the new one, an
    unknown key naming close matches, and a value of the wrong type naming the key and the type
    expected, each in one line.
+4. Every params file and every notebook's ``parameters`` cell follow the notebook's JSON Schema,
+   generated from the declared sections that read its keys.
 """
 
 from __future__ import annotations
@@ -207,12 +209,9 @@ def _refused(key: str, params: dict[str, Any], capsys: Any) -> str:
 
 @pytest.mark.parametrize(("key", "path"), _builder_cases())
 def test_builder_refuses_unknown_old_and_mistyped_keys(key, path, capsys):
-    from lceval import registry
-    from lceval.params import keys
-
     config = registry.get(key).params_schema()
     assert config is not None, f"{key} declares no params schema"
-    declared = sorted(keys(config))
+    declared = sorted(config.model_fields)
     real = declared[0]
     err = _refused(key, {real + "x": 1}, capsys)
     assert f"unknown parameter '{real}x'" in err and f"did you mean {real}" in err, err
@@ -221,3 +220,52 @@ def test_builder_refuses_unknown_old_and_mistyped_keys(key, path, capsys):
         assert f"'{old}' is now spelled '{new}'" in err, err
     err = _refused(key, {"seed": "seven"}, capsys)
     assert "seed must be" in err and "integer" in err and "got 'seven' (str)" in err, err
+
+
+@pytest.mark.parametrize("notebook", NOTEBOOKS, ids=lambda p: p.stem)
+def test_params_files_and_parameters_cell_follow_the_generated_schema(notebook):
+    """Every parameter of the notebook is declared by a section (:func:`sections`); every params
+    file and the ``parameters`` cell pass those sections (as ``lceval run`` checks them) and the
+    notebook's JSON Schema generated from them (``lceval schema``), whose committed copy under
+    lceval/schemas/params/ is current."""
+    from jsonschema import Draft202012Validator
+
+    from lceval.cli.notebooks import check_params, notebook_schemas, sections
+
+    declared = {k for section in sections(notebook) for k in section.model_fields}
+    undeclared = sorted(set(_parameters(notebook)) - declared)
+    assert not undeclared, f"{notebook.stem}: parameters no section declares: {undeclared}"
+    schema = notebook_schemas()[notebook.stem]
+    committed = REPO / "lceval" / "schemas" / "params" / f"{notebook.stem}.schema.json"
+    assert json.loads(committed.read_text(encoding="utf-8")) == json.loads(json.dumps(schema)), (
+        f"{committed.name} is stale: run lceval schema lceval/schemas/params"
+    )
+    validator = Draft202012Validator(schema)
+    files = sorted((REPO / "params" / notebook.stem).glob("*.yaml"))
+    for where, values in [(notebook.name, _parameters(notebook))] + [
+        (str(f.relative_to(REPO)), _load(f)) for f in files
+    ]:
+        check_params(notebook, values, where)
+        errors = sorted(validator.iter_errors(values), key=lambda e: list(e.path))
+        assert not errors, f"{where}: {list(errors[0].path)}: {errors[0].message}"
+
+
+@pytest.mark.parametrize(
+    ("stem", "values", "message"),
+    [
+        ("10_contamination", {"part": "title"}, "part must be one of prompt, context, reference"),
+        ("09_ntk_base_sweep", {"lengths": [0]}, "lengths[0] must be >= 1, got 0 (int)"),
+        ("00_overview", {"alpha": 2}, "alpha must be <= 1.0, got 2 (int)"),
+        ("04_curse_of_instructions", {"refine_rounds": -1}, "refine_rounds must be >= 0"),
+        ("11_cif_bench", {"rebuild": "yes"}, "rebuild must be true or false, got 'yes' (str)"),
+        ("06_longgenbench", {"judge_max_new_tokens": 0}, "judge_max_new_tokens must be >= 1"),
+    ],
+)
+def test_a_notebooks_own_parameter_is_checked_by_its_section(stem, values, message):
+    from lceval.cli.notebooks import check_params
+    from lceval.errors import LcevalError
+
+    notebook = REPO / "notebooks" / f"{stem}.ipynb"
+    with pytest.raises(LcevalError, match=re.escape(f"-p: {message}")) as err:
+        check_params(notebook, {**_parameters(notebook), **values}, "-p")
+    assert "\n" not in str(err.value)

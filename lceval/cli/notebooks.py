@@ -25,12 +25,16 @@ from contextlib import nullcontext
 from pathlib import Path
 from typing import Any
 
+from pydantic import BaseModel
+
+from lceval import params as declared
+from lceval.cli.sections import SECTIONS
 from lceval.console import engine_output, terminal
 from lceval.errors import LcevalError
 from lceval.io import RunDir, project_root
-from lceval.params import load_params
+from lceval.params import load_params, unknown_keys, validate
 from lceval.progress import Watcher, progress_path
-from lceval.run.config import InferConfig, unknown_keys, validate
+from lceval.run.config import InferConfig
 
 
 def notebooks_dir() -> Path:
@@ -104,12 +108,29 @@ def builds(notebook: Path) -> set[str]:
     return set(re.findall(r"lceval\.run\.build\(\s*run_id,\s*\"(\w+)\"", code))
 
 
+def sections(notebook: Path) -> list[type[BaseModel]]:
+    """The declared sections that read ``notebook``'s parameters, the first declaring a key
+    reading it: :class:`lceval.params.Notebook` (the run and its root), the notebook's own
+    section (:data:`lceval.cli.sections.SECTIONS`) for one that builds nothing, the builder's
+    ``Config`` and the benchmark's further sections (``Benchmark.sections``) for a notebook that
+    builds a benchmark (it calls ``lceval.run.build(run_id, "KEY", ...)`` and is in that benchmark's
+    ``notebooks``), then
+    :class:`lceval.run.config.InferConfig`, :class:`lceval.params.Judge` and
+    :class:`lceval.params.Scoring`."""
+    from lceval import registry
+
+    out: list[type[BaseModel]] = [declared.Notebook]
+    out += [SECTIONS[notebook.stem]] if notebook.stem in SECTIONS else []
+    for bench in registry.all_benchmarks():
+        if bench.key in builds(notebook) and notebook.name in bench.notebooks:
+            out += bench.notebook_sections()
+    return [*out, InferConfig, declared.Judge, declared.Scoring]
+
+
 def check_params(notebook: Path, params: Mapping[str, Any], where: str) -> None:
     """Check ``params`` against what ``notebook`` declares, before anything runs: every key one
     of its parameters (unknown ones named with the closest), and every value by the declared
-    type that reads it: :class:`lceval.run.config.InferConfig` for inference keys, the builder's
-    ``Config`` for a notebook that builds a benchmark, :class:`lceval.params.Judge` and
-    :class:`lceval.params.Scoring` for judge and scoring keys.
+    section that reads it (:func:`sections`).
 
     Args:
         notebook: the notebook's path.
@@ -119,27 +140,19 @@ def check_params(notebook: Path, params: Mapping[str, Any], where: str) -> None:
     Raises:
         LcevalError: one line naming the key.
     """
-    from lceval import params as declared
-    from lceval import registry
-
-    names = declared_params(notebook)
-    unknown_keys(list(params), list(names), f"{where} ({notebook.stem})")
-    given = {k: v for k, v in params.items() if k not in declared.NOTEBOOK_PARAMS}
-    infer_keys = {k: v for k, v in given.items() if k in InferConfig.model_fields}
-    validate(InferConfig, infer_keys, "params", where)
-    for section in (declared.Judge, declared.Scoring):
-        own = declared.keys(section)
-        part = {k: v for k, v in given.items() if k in own}
-        if part:
-            declared.parse(section, part, where)
-    for bench in registry.all_benchmarks():
-        if bench.key not in builds(notebook) or notebook.name not in bench.notebooks:
-            continue
-        schema = bench.params_schema()
-        if schema is None:
-            continue
-        own = declared.keys(schema)
-        declared.parse(schema, {k: v for k, v in given.items() if k in own}, where)
+    defaults = declared_params(notebook)
+    unknown_keys(list(params), list(defaults), f"{where} ({notebook.stem})")
+    given = dict(params)
+    for section in sections(notebook):
+        part = {k: v for k, v in given.items() if k in section.model_fields}
+        given = {k: v for k, v in given.items() if k not in part}
+        # a section without defaults of its own (lceval.cli.sections) takes the notebook's
+        need = {
+            k: defaults[k]
+            for k, f in section.model_fields.items()
+            if f.is_required() and k in defaults
+        }
+        validate(section, {**need, **part}, "params", where)
 
 
 def check_models(notebook: Path, params: Mapping[str, Any], where: str) -> None:
@@ -175,56 +188,25 @@ def check_models(notebook: Path, params: Mapping[str, Any], where: str) -> None:
 
 def notebook_schemas() -> dict[str, dict[str, Any]]:
     """The JSON Schema of every notebook's params files (``params/<notebook>/*.yaml``), for
-    editors: exactly the notebook's declared parameters (any other key is an error), each typed
-    by the declared type that reads it (:class:`lceval.run.config.InferConfig`, the builder's
-    ``Config``, :class:`lceval.params.Judge`, :class:`lceval.params.Scoring`), the rest with
-    their notebook default only.
+    editors and ``tests/test_params_contract.py``: exactly the notebook's declared parameters
+    (any other key is an error), each typed by the section that reads it (:func:`sections`), with
+    the notebook's default.
 
     Returns:
         notebook stem -> JSON Schema.
     """
-    import json
-
-    from pydantic import TypeAdapter
-
-    from lceval import params as declared
-    from lceval import registry
-
-    infer = InferConfig.model_json_schema(mode="validation")
     out: dict[str, dict[str, Any]] = {}
     for nb in sorted(notebooks_dir().glob("[0-9][0-9]_*.ipynb")):
-        sections: list[TypeAdapter[Any]] = [
-            TypeAdapter(declared.Judge),
-            TypeAdapter(declared.Scoring),
-        ]
-        for bench in registry.all_benchmarks():
-            own = bench.key in builds(nb) and nb.name in bench.notebooks
-            schema = bench.params_schema() if own else None
-            if schema is not None:
-                sections.insert(0, TypeAdapter(schema))
         typed: dict[str, Any] = {}
-        defs: dict[str, Any] = dict(infer.get("$defs", {}))
-        for adapter in sections:
-            js = adapter.json_schema(mode="validation")
+        defs: dict[str, Any] = {}
+        for section in sections(nb):
+            js = section.model_json_schema(mode="validation")
             defs.update(js.get("$defs", {}))
             for key, prop in js.get("properties", {}).items():
-                # the section's checkers also take null (its default decides) and normalise
-                # some values; the annotation is the type they give
-                # (a single name or label counts as a list): lists keep no item type here
-                prop = dict(prop)
-                doc = prop.pop("description", None)
-                if "array" in json.dumps(prop):
-                    prop = {"type": ["array", "string", "integer"]}
-                loose = {"anyOf": [prop, {"type": "null"}]}
-                typed.setdefault(key, {**loose, **({"description": doc} if doc else {})})
-        for key, prop in infer["properties"].items():
-            typed.setdefault(key, prop)
+                typed.setdefault(key, prop)
         props = {}
         for key, default in declared_params(nb).items():
-            prop = dict(typed.get(key, {}))
-            prop.setdefault("description", f"notebook {nb.stem} parameter")
-            prop["default"] = default
-            props[key] = prop
+            props[key] = {**typed.get(key, {}), "default": default}
         schema_doc: dict[str, Any] = {
             "$schema": "https://json-schema.org/draft/2020-12/schema",
             "$id": f"lceval:params/{nb.stem}",

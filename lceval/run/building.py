@@ -3,19 +3,16 @@ contexts.jsonl and run.json."""
 
 from __future__ import annotations
 
-import dataclasses
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from lceval import registry
-from lceval.benchmark import (
-    NOTEBOOK_PARAMS,
-    BuildResult,
-)
+from lceval.benchmark import BuildResult
 from lceval.errors import LcevalError
 from lceval.io import RunDir, new_meta
+from lceval.params import NOTEBOOK_PARAMS
 from lceval.records import Context, Sample
 from lceval.run.config import INFERENCE_DEFAULTS, InferConfig, validate
 
@@ -153,7 +150,7 @@ def _inference_defaults(parts: Mapping[str, Mapping[str, Any]]) -> dict[str, Any
     out: dict[str, Any] = {}
     for key, part in parts.items():
         schema = registry.get(key).params_schema()
-        own = {f.name for f in dataclasses.fields(schema)} if schema is not None else set()
+        own = set(schema.model_fields) if schema is not None else set()
         # a builder that declares a key itself (max_new_tokens: the samples' budgets) sets it there
         given = {k: part[k] for k in INFERENCE_DEFAULTS if part.get(k) is not None and k not in own}
         checked = validate(InferConfig, given, "params", key)

@@ -24,45 +24,22 @@ A field's ``json_schema_extra`` may say how it appears on the command line:
 from __future__ import annotations
 
 import argparse
-import difflib
-from collections.abc import Mapping, Sequence
-from typing import Any, Literal, TypeVar
+from collections.abc import Sequence
+from typing import Any, TypeVar
 
 import yaml
-from pydantic import BaseModel, Field, ValidationError, field_validator
+from pydantic import BaseModel, Field, field_validator
 
 from lceval.errors import LcevalError
-from lceval.params import Declared, InferenceSection
+from lceval.params import (
+    Declared,
+    InferenceSection,
+    _extra,
+    flags_of,
+    validate,
+)
 
 C = TypeVar("C", bound=BaseModel)
-
-Door = Literal["cli", "params"]
-"""Who gave the values: the command line (errors name ``--flag``) or a params mapping (errors
-name ``key``)."""
-
-
-def _extra(info: Any) -> dict[str, Any]:
-    extra = info.json_schema_extra
-    return dict(extra) if isinstance(extra, Mapping) else {}
-
-
-def flags_of(name: str, info: Any) -> tuple[str, ...]:
-    """The command-line spellings of field ``name`` (empty: positional or no flag)."""
-    extra = _extra(info)
-    if extra.get("positional") or extra.get("cli") is False:
-        return ()
-    flag = extra.get("flag", "--" + name.replace("_", "-"))
-    return (flag,) if isinstance(flag, str) else tuple(flag)
-
-
-def _shown(name: str, info: Any, door: Door) -> str:
-    """How a message names field ``name`` to the one who gave it."""
-    if door == "cli":
-        flags = flags_of(name, info)
-        if flags:
-            return flags[-1]
-    return name
-
 
 OWN_FLAGS = {"run_id": "--run-id RUN", "outputs_root": "--outputs FOLDER"}
 """Params keys that ``-p`` refuses: the run and its folder are the command's flags."""
@@ -134,116 +111,7 @@ def from_args(config: type[C], args: argparse.Namespace, **given: Any) -> C:
     return validate(config, values, "cli")
 
 
-_SAYS = {
-    "greater_than_equal": "must be >= {ge}",
-    "greater_than": "must be > {gt}",
-    "less_than_equal": "must be <= {le}",
-    "less_than": "must be < {lt}",
-    "int_parsing": "must be an integer",
-    "int_type": "must be an integer",
-    "int_from_float": "must be an integer",
-    "float_parsing": "must be a number",
-    "float_type": "must be a number",
-    "int_strict": "must be an integer",
-    "float_strict": "must be a number",
-    "bool_strict": "must be true or false",
-    "string_strict": "must be a string",
-    "list_strict": "must be a list",
-    "finite_number": "must be a finite number",
-    "bool_parsing": "must be true or false",
-    "bool_type": "must be true or false",
-    "string_type": "must be a string",
-    "list_type": "must be a list",
-    "dict_type": "must be a mapping",
-    "too_short": "must not be empty",
-    "string_too_short": "must not be empty",
-}
-"""pydantic's error types as lceval words them (``must be >= 1``)."""
-
-
-def _first_error(config: type[BaseModel], exc: ValidationError, door: Door, where: str) -> str:
-    err = exc.errors(include_url=False)[0]
-    loc = [str(x) for x in err.get("loc", ())]
-    head = loc[0] if loc else ""
-    info = config.model_fields.get(head)
-    name = _shown(head, info, door) if info is not None else head
-    # an int | str | list field reports one error per member type: the field's own last
-    name += "".join(f"[{x}]" for x in loc[1:] if x.isdigit())
-    prefix = f"{where}: " if where else ""
-    kind = str(err.get("type", ""))
-    if kind == "value_error":  # lceval's own validators: the message says it all
-        msg = str(err.get("msg", "")).removeprefix("Value error, ")
-        return f"{prefix}{name}: {msg}" if name else f"{prefix}{msg}"
-    says = _SAYS.get(kind)
-    said = says.format(**err.get("ctx", {})) if says else str(err.get("msg", "is invalid")).lower()
-    value = err.get("input")
-    if isinstance(value, dict | BaseModel):
-        shown = "a mapping"
-    elif door == "cli" and isinstance(value, str):
-        shown = f"{value:.80}"  # as typed
-    else:
-        shown = f"{value!r:.80}"
-    return f"{prefix}{name} {said}, got {shown}"
-
-
-def unknown_keys(
-    keys: Sequence[str], known: Sequence[str], where: str, door: Door = "params"
-) -> None:
-    """Refuse keys not in ``known``, naming the closest known names.
-
-    Raises:
-        LcevalError: one line: the first unknown key and its close matches.
-    """
-    for k in keys:
-        if k in known:
-            continue
-        close = difflib.get_close_matches(str(k), list(known), n=3)
-        hint = f"; did you mean {', '.join(close)}?" if close else ""
-        what = "option" if door == "cli" else "parameter"
-        prefix = f"{where}: " if where else ""
-        raise LcevalError(f"{prefix}unknown {what} {k!r}{hint}")
-
-
-def validate(
-    config: type[C], values: Mapping[str, Any], door: Door = "params", where: str = ""
-) -> C:
-    """``values`` read into ``config``: unknown keys refused with the closest names, every value
-    typed and ranged.
-
-    Args:
-        config: a verb's config class.
-        values: keys and values (a params file's, ``-p`` overrides', keyword arguments').
-        door: ``cli`` names flags in messages (``--max-new-tokens``), ``params`` names keys.
-        where: what the values came from, for messages (``"params/02_inference/smoke.yaml"``).
-
-    Raises:
-        LcevalError: one line.
-    """
-    if not isinstance(values, Mapping):
-        raise LcevalError(f"{where or config.__name__}: params must be a mapping")
-    unknown_keys(list(values), list(config.model_fields), where, door)
-    # a params file (YAML) and a Python call give typed values: no '8' for 8, no true for 1;
-    # the command line gives text, read by each field's type
-    strict = door == "params"
-    data = {k: list(v) if isinstance(v, tuple) else v for k, v in values.items()}
-    try:
-        return config.model_validate(data, strict=strict)
-    except ValidationError as exc:
-        raise LcevalError(_first_error(config, exc, door, where)) from None
-
-
 # ----------------------------------------------------------------------------------- fields
-def _backend_name(value: str) -> str:
-    from lceval.models.backends import AUTO_BACKEND, BACKENDS
-
-    names = (AUTO_BACKEND, *BACKENDS)
-    if value not in names:
-        close = difflib.get_close_matches(value, names, n=2)
-        hint = f" (did you mean {', '.join(close)}?)" if close else ""
-        raise ValueError(f"unknown backend {value!r}{hint}; choose from {', '.join(names)}")
-    return value
-
-
 def _model_entries(value: Any) -> Any:
     """Each ``{...}`` entry checked by :func:`lceval.models.specs.resolve_models` (unknown
     keys named with their close matches)."""
@@ -283,7 +151,13 @@ class InferConfig(InferenceSection):
     @field_validator("backend")
     @classmethod
     def _backend(cls, v: str) -> str:
-        return _backend_name(v)
+        from lceval.models.backends import check_backend_name
+
+        try:
+            check_backend_name(v)
+        except LcevalError as exc:
+            raise ValueError(str(exc)) from None
+        return v
 
     @field_validator("model", "models", mode="before")
     @classmethod

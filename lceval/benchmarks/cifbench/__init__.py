@@ -48,6 +48,10 @@ BENCHMARK = Benchmark(
     tasks=OFFICIAL_TASKS,
     build=lazy("lceval.benchmarks.cifbench.build:build_cifbench"),
     params="lceval.benchmarks.cifbench.build:Config",
+    sections=(
+        "lceval.benchmarks.cifbench.variants:Generation",
+        "lceval.benchmarks.cifbench.tables:Comparison",
+    ),
     gold=GOLD,
     scorers={
         "cifbench": ScorerSpec(

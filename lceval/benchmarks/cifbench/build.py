@@ -38,9 +38,10 @@ import dataclasses
 import hashlib
 import tempfile
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
+
+from pydantic import Field
 
 from lceval import params
 from lceval.benchmark import BuildResult
@@ -79,52 +80,56 @@ def _paths(key: str, value: Any) -> tuple[str, ...]:
     if isinstance(value, str) or not isinstance(value, list | tuple):
         raise params.Invalid(f"{key} must be a list of paths, got {value!r}")
     for v in value:
-        params.path(optional=False)(key, v)
+        if not isinstance(v, str) or not v:
+            raise params.Invalid(f"{key} must be a path, got {v!r} ({type(v).__name__})")
     return tuple(value)
 
 
 def _folder(key: str, value: Any) -> Any:
     """A folder path (a string or a Path) or null."""
-    if value is None or isinstance(value, Path):
+    if value is None or isinstance(value, Path) or isinstance(value, str) and value:
         return value
-    return params.path()(key, value)
+    raise params.Invalid(f"{key} must be a path or null, got {value!r} ({type(value).__name__})")
 
 
-@dataclass(frozen=True)
-class Config:
+class Config(params.Declared):
     """CIF-Bench's builder params (see :func:`build_cifbench`)."""
 
-    demo: bool = field(default=False, metadata=params.check(params.boolean))
-    """Build lceval's demo dataset when neither split folder is given."""
-    public_dir: str | Path | None = field(default=None, metadata=params.check(_folder))
-    """Public split folder (``<n>_<Task>_<split>.jsonl`` files)."""
-    private_dir: str | Path | None = field(default=None, metadata=params.check(_folder))
-    """Private split folder, same format."""
-    tasks: list[Any] | None = field(default=None, metadata=params.check(task_selection))
-    """Task codes, numbers or names; null: every task found."""
-    n_inputs: int | None = field(default=None, metadata=params.check(params.POSITIVE_OR_NULL))
-    """First inputs per task and split; null: all."""
-    n_instructions: int = field(
-        default=MAX_INSTRUCTIONS, metadata=params.check(params.integer(1, MAX_INSTRUCTIONS))
+    demo: bool = Field(
+        False, description="build lceval's demo dataset when neither split folder is given"
     )
-    """Instructions per task and source."""
-    metadata: str | Path | None = field(default=None, metadata=params.check(_folder))
-    """A YAML/JSON file: task -> output_type, categories, labels, origin."""
-    variants_files: tuple[str, ...] = field(default=(), metadata=params.check(_paths))
-    """Variants files (:mod:`lceval.benchmarks.cifbench.variants`)."""
-    instruction_sources: tuple[str, ...] | None = field(
-        default=("official",),
-        metadata=params.check(
-            params.names(INSTRUCTION_SOURCES, "instruction source", null_means_all=False)
-        ),
+    public_dir: Annotated[str | Path | None, params.checked(_folder, str | None)] = Field(
+        None, description="public split folder (<n>_<Task>_<split>.jsonl files)"
     )
-    """Which of official, user, generated to build; null: official."""
-    max_new_tokens: int | None = field(default=512, metadata=params.check(params.POSITIVE_OR_NULL))
-    """Answer budget in tokens."""
-    seed: int = field(default=0, metadata=params.check(params.SEED))
-    """Recorded (the build is deterministic)."""
-    encoding: str = field(default="o200k_base", metadata=params.check(params.ENCODING))
-    """tiktoken encoding for context lengths."""
+    private_dir: Annotated[str | Path | None, params.checked(_folder, str | None)] = Field(
+        None, description="private split folder, same format"
+    )
+    tasks: Annotated[list[Any] | None, params.checked(task_selection, list[int | str] | None)] = (
+        Field(None, description="task codes, numbers or names; null: every task found")
+    )
+    n_inputs: params.Positive | None = Field(
+        None, description="first inputs per task and split; null: all"
+    )
+    n_instructions: Annotated[int, Field(ge=1, le=MAX_INSTRUCTIONS)] = Field(
+        MAX_INSTRUCTIONS, description="instructions per task and source"
+    )
+    metadata: Annotated[str | Path | None, params.checked(_folder, str | None)] = Field(
+        None, description="a YAML/JSON file: task -> output_type, categories, labels, origin"
+    )
+    variants_files: Annotated[tuple[str, ...], params.checked(_paths, list[str] | None)] = Field(
+        (), description="variants files (lceval.benchmarks.cifbench.variants)"
+    )
+    instruction_sources: Annotated[
+        tuple[str, ...] | None,
+        params.names(INSTRUCTION_SOURCES, "instruction source", null_means_all=False),
+    ] = Field(
+        ("official",), description="which of official, user, generated to build; null: official"
+    )
+    max_new_tokens: params.Positive | None = Field(512, description="answer budget in tokens")
+    seed: params.NonNegative = Field(0, description="recorded (the build is deterministic)")
+    encoding: params.Encoding = Field(
+        "o200k_base", description="tiktoken encoding for context lengths"
+    )
 
 
 def _split_files(p: Config) -> dict[str, dict[str, TaskFile]]:
@@ -197,12 +202,13 @@ def build_cifbench(raw: Mapping[str, Any]) -> BuildResult:
             if p.metadata is not None:
                 paths.pop("metadata")
             res = _build(
-                dataclasses.replace(
-                    p,
-                    public_dir=paths["public_dir"],
-                    private_dir=paths["private_dir"],
-                    metadata=paths.get("metadata", p.metadata),
-                    demo=False,
+                p.model_copy(
+                    update=dict(
+                        public_dir=paths["public_dir"],
+                        private_dir=paths["private_dir"],
+                        metadata=paths.get("metadata", p.metadata),
+                        demo=False,
+                    )
                 )
             )
             return _demo_sources(res, Path(tmp))

@@ -31,12 +31,13 @@ from __future__ import annotations
 
 import csv
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
+from typing import Annotated
 
 import numpy as np
 import pandas as pd
+from pydantic import Field
 
 from lceval import params
 from lceval.errors import LcevalError
@@ -165,13 +166,14 @@ def rank_correlation(
     return pd.DataFrame(rows)
 
 
-@dataclass(frozen=True)
-class Comparison:
+class Comparison(params.Declared):
     """Notebook 11's section for the comparison with other leaderboards (Table 6)."""
 
-    other_leaderboards: str | None = field(default=None, metadata=params.check(params.path()))
-    """CSV with a ``model`` column (the run's or the README's model names) and one numeric
-    column per other leaderboard (e.g. Open LLM Leaderboard, OpenCompass); null: none."""
+    other_leaderboards: Annotated[str | None, params.paths()] = Field(
+        None,
+        description="CSV with a model column (the run's or the README's model names) and one "
+        "numeric column per other leaderboard (e.g. Open LLM Leaderboard, OpenCompass); null: none",
+    )
 
 
 def origins(samples: Sequence[Sample]) -> dict[str, str]:

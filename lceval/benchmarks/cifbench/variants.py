@@ -30,9 +30,10 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 import yaml
+from pydantic import Field
 
 from lceval import params
 from lceval.benchmarks.cifbench.gold import MAX_INSTRUCTIONS, InstructionSource
@@ -302,17 +303,16 @@ def task_selection(key: str, value: Any) -> Any:
     return value
 
 
-@dataclass(frozen=True)
-class Generation:
+class Generation(params.Declared):
     """Notebook 11's section for model-proposed instruction variants (and its demo rebuild)."""
 
-    rebuild: bool = field(default=True, metadata=params.check(params.boolean))
-    """Rewrite the demo files and rebuild the run."""
-    n_generated_variants: int = field(default=0, metadata=params.check(params.integer(0)))
-    """Variants the model proposes per task (0: none, the official instructions only)."""
-    generated_variants_tasks: list[Any] | None = field(
-        default=None, metadata=params.check(task_selection)
+    rebuild: bool = Field(True, description="rewrite the demo files and rebuild the run")
+    n_generated_variants: params.NonNegative = Field(
+        0, description="variants the model proposes per task (0: none, the official only)"
     )
-    """Tasks that get generated variants; null: all."""
-    variants_max_new_tokens: int = field(default=160, metadata=params.check(params.POSITIVE))
-    """Budget in tokens of the model that proposes the variants (its own role)."""
+    generated_variants_tasks: Annotated[
+        list[Any] | None, params.checked(task_selection, list[int | str] | None)
+    ] = Field(None, description="tasks that get generated variants; null: all")
+    variants_max_new_tokens: params.Positive = Field(
+        160, description="budget in tokens of the model that proposes the variants (its own role)"
+    )

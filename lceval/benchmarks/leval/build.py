@@ -77,8 +77,9 @@ subset), ``human`` (the 85-question human subset), ``turbo`` (LLM + human: the G
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import Any
+from typing import Annotated, Any, Literal, Self
+
+from pydantic import Field, model_validator
 
 from lceval import params
 from lceval.benchmark import BuildResult
@@ -143,72 +144,75 @@ def cut_document(
 
 
 def _lie(key: str, value: Any) -> Any:
-    if (
-        value not in (True, False, "both")
-        or isinstance(value, int | float)
-        and not isinstance(value, bool)
-    ):
+    if value is not True and value is not False and value != "both":
         raise params.Invalid(f"{key} must be true, false or both, got {value!r}")
     return value
 
 
-@dataclass(frozen=True)
-class Config:
+class Config(params.Declared):
     """L-Eval's builder params (see the module docstring for each key)."""
 
-    data_path: str | tuple[str, ...] | None = field(
-        default=None, metadata=params.check(params.path(many=True))
+    data_path: Annotated[str | tuple[str, ...] | None, params.paths(many=True)] = Field(
+        None,
+        description='local data (a folder, files, "demo" or "arithmetic"); null: the hub dataset',
     )
-    """Local data (a folder, files, ``"demo"`` or ``"arithmetic"``); null: the hub dataset."""
-    demo_doc_words: int = field(default=400, metadata=params.check(params.POSITIVE))
-    """Words per demo document (``data_path: demo``)."""
-    tasks: tuple[str, ...] | None = field(
-        default=None,
-        metadata=params.check(params.names(TASKS, "task", null_means_all=False)),
+    demo_doc_words: params.Positive = Field(
+        400, description="words per demo document (data_path: demo)"
     )
-    """Task codes; null: every task of the data."""
-    subset: str = field(default="ngram", metadata=params.check(params.one_of(SUBSETS)))
-    """Which documents by their ``evaluation`` (:data:`SUBSETS`)."""
-    limit_docs: int | None = field(default=None, metadata=params.check(params.POSITIVE_OR_NULL))
-    """First documents per task; null: all."""
-    limit_questions: int | None = field(
-        default=None, metadata=params.check(params.POSITIVE_OR_NULL)
+    tasks: Annotated[tuple[str, ...] | None, params.names(TASKS, "task", null_means_all=False)] = (
+        Field(None, description="task codes; null: every task of the data")
     )
-    """First questions per document; null: all."""
-    lie: bool | str = field(default=True, metadata=params.check(_lie))
-    """The official length instruction: true, false or ``"both"``."""
-    max_length: int | None = field(default=None, metadata=params.check(params.POSITIVE_OR_NULL))
-    """The official ``max_length`` cut in tokens; null: no cut."""
-    encoding: str = field(default="cl100k_base", metadata=params.check(params.ENCODING))
-    """tiktoken encoding that counts tokens."""
-    max_new_tokens: int = field(default=512, metadata=params.check(params.POSITIVE))
-    """Answer budget in tokens (the samples' budget; reserved by the cut)."""
-    retrieval: tuple[str, ...] = field(
-        default=("full",), metadata=params.check(params.names(MODES, "retrieval mode"))
+    subset: Literal["ngram", "gpt4", "human", "turbo", "all"] = Field(
+        "ngram", description="which documents by their evaluation (SUBSETS)"
     )
-    """Context modes (:data:`MODES`)."""
-    retrieval_chunk_tokens: int = field(default=1024, metadata=params.check(params.POSITIVE))
-    """Retrieval chunk size in tokens."""
-    retrieval_top_k: int = field(default=4, metadata=params.check(params.POSITIVE))
-    """Chunks retrieved per question."""
-    retrieval_window: int = field(default=3072, metadata=params.check(params.POSITIVE))
-    """Retrieved context budget in tokens."""
-    embedding_model: str | None = field(default=None, metadata=params.check(params.text(True)))
-    """Dense retriever model; null: the default."""
-    hub_dataset: str | None = field(default=HUB_DATASET, metadata=params.check(params.text(True)))
-    """Hub dataset id read when ``data_path`` is null."""
-    lengths: tuple[int, ...] | None = field(default=None, metadata=params.check(params.lengths()))
-    """Context lengths in tokens (each > ``max_new_tokens``); null: whole documents."""
-    arithmetic_questions: int = field(default=100, metadata=params.check(params.POSITIVE))
-    """Questions of the arithmetic stand-in."""
-    arithmetic_shots: int | None = field(default=16, metadata=params.check(params.POSITIVE_OR_NULL))
-    """Worked examples per question; null: fill each length."""
-    arithmetic_steps: int = field(default=3, metadata=params.check(params.POSITIVE))
-    """Steps per arithmetic question."""
-    seed: int = field(default=0, metadata=params.check(params.SEED))
-    """Seed of the arithmetic stand-in."""
+    limit_docs: params.Positive | None = Field(
+        None, description="first documents per task; null: all"
+    )
+    limit_questions: params.Positive | None = Field(
+        None, description="first questions per document; null: all"
+    )
+    lie: Annotated[bool | str, params.checked(_lie, bool | Literal["both"])] = Field(
+        True, description='the official length instruction: true, false or "both"'
+    )
+    max_length: params.Positive | None = Field(
+        None, description="the official max_length cut in tokens; null: no cut"
+    )
+    encoding: params.Encoding = Field(
+        "cl100k_base", description="tiktoken encoding that counts tokens"
+    )
+    max_new_tokens: params.Positive = Field(
+        512, description="answer budget in tokens (the samples' budget; reserved by the cut)"
+    )
+    retrieval: Annotated[tuple[str, ...], params.names(MODES, "retrieval mode")] = Field(
+        ("full",), description="context modes: full, bm25, dense"
+    )
+    retrieval_chunk_tokens: params.Positive = Field(
+        1024, description="retrieval chunk size in tokens"
+    )
+    retrieval_top_k: params.Positive = Field(4, description="chunks retrieved per question")
+    retrieval_window: params.Positive = Field(
+        3072, description="retrieved context budget in tokens"
+    )
+    embedding_model: params.Text | None = Field(
+        None, description="dense retriever model; null: the default"
+    )
+    hub_dataset: params.Text | None = Field(
+        HUB_DATASET, description="hub dataset id read when data_path is null"
+    )
+    lengths: Annotated[tuple[int, ...] | None, params.lengths()] = Field(
+        None, description="context lengths in tokens (each > max_new_tokens); null: whole documents"
+    )
+    arithmetic_questions: params.Positive = Field(
+        100, description="questions of the arithmetic stand-in"
+    )
+    arithmetic_shots: params.Positive | None = Field(
+        16, description="worked examples per question; null: fill each length"
+    )
+    arithmetic_steps: params.Positive = Field(3, description="steps per arithmetic question")
+    seed: params.NonNegative = Field(0, description="seed of the arithmetic stand-in")
 
-    def __post_init__(self) -> None:
+    @model_validator(mode="after")
+    def _together(self) -> Self:
         if self.max_length is not None and self.max_length <= self.max_new_tokens:
             raise params.Invalid("max_length must exceed max_new_tokens")
         if self.retrieval_chunk_tokens > self.retrieval_window:
@@ -227,6 +231,7 @@ class Config:
         if self.arithmetic_shots is None and self.lengths is None:
             if self.data_path == "arithmetic":
                 raise params.Invalid("arithmetic_shots: null (fill each length) needs lengths")
+        return self
 
 
 def _load(p: Config) -> tuple[dict[str, list[Document]], dict[str, Any]]:

@@ -91,10 +91,12 @@ import json
 import os
 import random
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
-from typing import Any, Literal, cast
+from typing import Annotated, Any, Literal, Self, cast
+
+from pydantic import Field, model_validator
 
 from lceval import corpora, params
 from lceval.benchmark import BuildResult
@@ -102,7 +104,6 @@ from lceval.benchmarks.lifbench import gold as G
 from lceval.benchmarks.lifbench import inputs as inp
 from lceval.errors import LcevalError
 from lceval.records import Context, Gold, Sample
-from lceval.tokens import DEFAULT_ENCODING
 
 LENGTHS: dict[str, int] = {
     "4k": 3 * 1024,
@@ -207,55 +208,54 @@ def _cache_dir(key: str, value: Any) -> Path:
     return Path(root) / "lifbench"
 
 
-@dataclass(frozen=True)
-class Config:
+class Config(params.Declared):
     """Validated builder params (see the module docstring for each key)."""
 
-    tasks: tuple[str, ...] = field(
-        default=tuple(TASK_SPECS),
-        metadata=params.check(params.names(tuple(TASK_SPECS), "task", sort=True)),
+    tasks: Annotated[tuple[str, ...], params.names(tuple(TASK_SPECS), "task", sort=True)] = Field(
+        tuple(TASK_SPECS), description="task codes, in the paper's order; null: all eleven"
     )
-    """Task codes, in the paper's order; null: all eleven."""
-    lengths: tuple[int, ...] = field(
-        default=tuple(LENGTHS.values()),
-        metadata=params.check(params.lengths(1, labels=LENGTHS, sort=False)),
+    lengths: Annotated[
+        tuple[int, ...], params.lengths(1, LENGTHS, sort=False, default=tuple(LENGTHS.values()))
+    ] = Field(
+        tuple(LENGTHS.values()),
+        description='lengths in tokens ("4k".."128k" or counts), in the given order; null: all six',
     )
-    """Lengths in tokens (``"4k"``..``"128k"`` or counts), in the given order; null: all six."""
-    seed: int = field(default=0, metadata=params.check(params.integer()))
-    """Seed of every draw."""
-    encoding: str = field(default=DEFAULT_ENCODING, metadata=params.check(params.ENCODING))
-    """tiktoken encoding that measures lengths."""
-    expressions: str = field(
-        default="official", metadata=params.check(params.one_of(("official", "cluster", "random")))
+    seed: int = Field(0, description="seed of every draw")
+    encoding: params.Encoding = Field(
+        "o200k_base", description="tiktoken encoding that measures lengths"
     )
-    """Where instruction expressions come from."""
-    n_expressions: int | None = field(default=None, metadata=params.check(params.POSITIVE_OR_NULL))
-    """Expressions per task; null: the official count."""
-    embedding_model: str | None = field(default=None, metadata=params.check(params.text(True)))
-    """Sentence-embedding model of ``expressions: cluster``."""
-    loi_expressions: int = field(default=11, metadata=params.check(params.one_of((11, 12))))
-    """LOI's expression count (11 or 12)."""
-    max_samples_per_task: int | None = field(
-        default=None, metadata=params.check(params.POSITIVE_OR_NULL)
+    expressions: Literal["official", "cluster", "random"] = Field(
+        "official", description="where instruction expressions come from"
     )
-    """Cap on samples per task; null: none."""
-    design: str = field(
-        default="full", metadata=params.check(params.one_of(("full", "fractional")))
+    n_expressions: params.Positive | None = Field(
+        None, description="expressions per task; null: the official count"
     )
-    """``"full"`` or ``"fractional"`` (module docstring, "Fractional design")."""
-    alpaca_path: str | None = field(default=None, metadata=params.check(params.path()))
-    """A local Alpaca file; null: the shipped stand-in."""
-    cache_dir: Path = field(default=None, metadata=params.check(_cache_dir))  # type: ignore[assignment]
-    """Cache folder (``<cache_dir>/lifbench``)."""
+    embedding_model: params.Text | None = Field(
+        None, description="sentence-embedding model of expressions: cluster"
+    )
+    loi_expressions: Literal[11, 12] = Field(11, description="LOI's expression count (11 or 12)")
+    max_samples_per_task: params.Positive | None = Field(
+        None, description="cap on samples per task; null: none"
+    )
+    design: Literal["full", "fractional"] = Field(
+        "full", description='"full" or "fractional" (module docstring, "Fractional design")'
+    )
+    alpaca_path: Annotated[str | None, params.paths()] = Field(
+        None, description="a local Alpaca file; null: the shipped stand-in"
+    )
+    cache_dir: Annotated[Path, params.checked(_cache_dir, str | None)] = Field(
+        None,  # type: ignore[assignment]  # null: the default folder, made by the check
+        description="cache folder (<cache_dir>/lifbench)",
+    )
 
-    def __post_init__(self) -> None:
-        if self.lengths is None:  # null: all six
-            object.__setattr__(self, "lengths", tuple(LENGTHS.values()))
+    @model_validator(mode="after")
+    def _design(self) -> Self:
         if self.design == "fractional" and len(set(self.lengths)) < 2:
             raise params.Invalid("design fractional needs at least two lengths")
         if self.design == "fractional" and self.n_expressions is not None:
             if self.n_expressions < 2:
                 raise params.Invalid("design fractional needs n_expressions >= 2")
+        return self
 
     @classmethod
     def from_params(cls, raw: Mapping[str, Any]) -> Config:

@@ -83,11 +83,13 @@ import datetime as dt
 import json
 import random
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import cache
 from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
+
+from pydantic import Field
 
 from lceval import params
 from lceval.benchmark import BuildResult
@@ -499,31 +501,35 @@ def _path(key: str, value: Any) -> Any:
     raise params.Invalid(f"{key} must be a path or a list of paths, got {value!r}")
 
 
-@dataclass(frozen=True)
-class Config:
+class Config(params.Declared):
     """LongGenBench's builder params (see the module docstring, "Params")."""
 
-    seed: int = field(default=0, metadata=params.check(params.integer()))
-    """Seed of the generated prompts."""
-    versions: tuple[str, ...] = field(
-        default=VERSIONS, metadata=params.check(params.names(VERSIONS, "version"))
+    seed: int = Field(0, description="seed of the generated prompts")
+    versions: Annotated[tuple[str, ...], params.names(VERSIONS, "version")] = Field(
+        VERSIONS, description="versions built (short, long)"
     )
-    """Versions built (short, long)."""
-    scenarios: tuple[str, ...] = field(
-        default=SCENARIOS, metadata=params.check(params.names(SCENARIOS, "scenario"))
+    scenarios: Annotated[tuple[str, ...], params.names(SCENARIOS, "scenario")] = Field(
+        SCENARIOS, description="scenarios built"
     )
-    """Scenarios built."""
-    n_per_scenario: int = field(default=100, metadata=params.check(params.integer(1, 100_000)))
-    """Prompts per scenario and version (at most 100 when generated)."""
-    path: str | Path | list[str | Path] | None = field(default=None, metadata=params.check(_path))
-    """Official-format files to read instead of generating; null: generate."""
-    max_new_tokens: int | None = field(default=None, metadata=params.check(params.POSITIVE_OR_NULL))
-    """Answer budget in tokens replacing the per-version one; null: the version's."""
-    prompt_formats: tuple[str, ...] = field(
-        default=("p1",), metadata=params.check(params.names(PROMPT_FORMATS, "prompt format"))
+    n_per_scenario: Annotated[int, Field(ge=1, le=100_000)] = Field(
+        100, description="prompts per scenario and version (at most 100 when generated)"
     )
-    """Prompt formats built (paper Appendix G, Table 7): p1 (main), p2 (swapped order,
-    rewritten generate sentence); generated prompts only."""
+    path: Annotated[
+        str | Path | list[str | Path] | None, params.checked(_path, str | list[str] | None)
+    ] = Field(
+        None, description="official-format files to read instead of generating; null: generate"
+    )
+    max_new_tokens: params.Positive | None = Field(
+        None,
+        description="answer budget in tokens replacing the per-version one; null: the version's",
+    )
+    prompt_formats: Annotated[tuple[str, ...], params.names(PROMPT_FORMATS, "prompt format")] = (
+        Field(
+            ("p1",),
+            description="prompt formats built (paper Appendix G, Table 7): p1 (main), p2 "
+            "(swapped order, rewritten generate sentence); generated prompts only",
+        )
+    )
 
 
 def build_longgenbench(raw: Mapping[str, Any]) -> BuildResult:

@@ -63,11 +63,12 @@ from __future__ import annotations
 import json
 import random
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
 from functools import cache
 from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any, Self
+
+from pydantic import Field, model_validator
 
 from lceval import corpora, params
 from lceval.benchmark import BuildResult
@@ -165,37 +166,35 @@ def _names(key: str, value: Any) -> tuple[str, ...]:
     return tuple(value)
 
 
-@dataclass(frozen=True)
-class Config:
+class Config(params.Declared):
     """ManyIFEval's builder params (see the module docstring)."""
 
-    seed: int = field(default=0, metadata=params.check(params.SEED))
-    """Seed of the instruction and kwargs draws."""
-    path: str | None = field(default=None, metadata=params.check(params.path()))
-    """A ManyIFEval-format file to load instead of drawing; null: draw from MT-Bench."""
-    mtbench_categories: tuple[str, ...] = field(
-        default=MTBENCH_CATEGORIES, metadata=params.check(_names)
+    seed: params.NonNegative = Field(0, description="seed of the instruction and kwargs draws")
+    path: Annotated[str | None, params.paths()] = Field(
+        None,
+        description="a ManyIFEval-format file to load instead of drawing; null: draw from MT-Bench",
     )
-    """MT-Bench categories whose first-turn prompts are used."""
-    n_prompts: int | None = field(default=None, metadata=params.check(params.POSITIVE_OR_NULL))
-    """First prompts used; null: all."""
-    max_instructions: int = field(default=10, metadata=params.check(params.integer(0)))
-    """Largest n (instructions per prompt); 1..the non-conflicting instructions available."""
-    instructions: tuple[str, ...] = field(
-        default=INSTRUCTION_IDS,
-        metadata=params.check(params.names(INSTRUCTION_IDS, "instruction id")),
+    mtbench_categories: Annotated[tuple[str, ...], params.checked(_names, list[str])] = Field(
+        MTBENCH_CATEGORIES, description="MT-Bench categories whose first-turn prompts are used"
     )
-    """Instruction ids drawn from (Table 4)."""
-    nested: bool = field(default=True, metadata=params.check(params.boolean))
-    """Each prompt's n instructions extend its n - 1 ones."""
-    repeated_control: bool = field(default=False, metadata=params.check(params.boolean))
-    """Also build the repeated-instruction control."""
-    max_new_tokens: int = field(default=1024, metadata=params.check(params.POSITIVE))
-    """Answer budget in tokens."""
-    encoding: str = field(default="o200k_base", metadata=params.check(params.ENCODING))
-    """tiktoken encoding that counts prompt tokens."""
+    n_prompts: params.Positive | None = Field(None, description="first prompts used; null: all")
+    max_instructions: params.NonNegative = Field(
+        10,
+        description="largest n (instructions per prompt); 1..the non-conflicting instructions "
+        "available",
+    )
+    instructions: Annotated[tuple[str, ...], params.names(INSTRUCTION_IDS, "instruction id")] = (
+        Field(INSTRUCTION_IDS, description="instruction ids drawn from (Table 4)")
+    )
+    nested: bool = Field(True, description="each prompt's n instructions extend its n - 1 ones")
+    repeated_control: bool = Field(False, description="also build the repeated-instruction control")
+    max_new_tokens: params.Positive = Field(1024, description="answer budget in tokens")
+    encoding: params.Encoding = Field(
+        "o200k_base", description="tiktoken encoding that counts prompt tokens"
+    )
 
-    def __post_init__(self) -> None:
+    @model_validator(mode="after")
+    def _pool_size(self) -> Self:
         if self.path is None:
             pool_size = len(_pool(self.instructions, random.Random(0)))
             if not 1 <= self.max_instructions <= pool_size:
@@ -203,6 +202,7 @@ class Config:
                     f"max_instructions must be in 1..{pool_size} (non-conflicting "
                     f"instructions available), got {self.max_instructions}"
                 )
+        return self
 
 
 def strategies(key: str, value: Any) -> tuple[str, ...]:
@@ -225,26 +225,24 @@ def strategies(key: str, value: Any) -> tuple[str, ...]:
     return tuple(k for k in STRATEGIES if k in keys)
 
 
-@dataclass(frozen=True)
-class Refinement:
+class Refinement(params.Declared):
     """Notebook 04's self-refinement section (read by the notebook, passed to
     :func:`lceval.benchmarks.manyifeval.refine.run_strategies`)."""
 
-    refine_strategies: tuple[str, ...] = field(
-        default=STRATEGIES, metadata=params.check(strategies)
+    refine_strategies: Annotated[
+        tuple[str, ...], params.checked(strategies, str | list[str] | None)
+    ] = Field(
+        STRATEGIES,
+        description="the Sec. 5 strategies compared in Table 2, each a row (keys or Table 2's "
+        "names); null: all seven",
     )
-    """The Sec. 5 strategies compared in Table 2, each a row (keys or Table 2's names); null:
-    all seven."""
-    refine_rounds: int = field(default=1, metadata=params.check(params.integer(0)))
-    """Refinement rounds."""
-    refine_n_instructions: tuple[int, ...] | None = field(
-        default=None, metadata=params.check(params.lengths())
+    refine_rounds: params.NonNegative = Field(1, description="refinement rounds")
+    refine_n_instructions: Annotated[tuple[int, ...] | None, params.lengths()] = Field(
+        None, description="the n whose samples are refined; null: all"
     )
-    """The n whose samples are refined; null: all."""
-    refine_n_prompts: int | None = field(
-        default=None, metadata=params.check(params.POSITIVE_OR_NULL)
+    refine_n_prompts: params.Positive | None = Field(
+        None, description="prompts refined per n; null: all"
     )
-    """Prompts refined per n; null: all."""
 
 
 def _mtbench_prompts(categories: Sequence[str]) -> list[tuple[str, str]]:

@@ -90,14 +90,14 @@ The task's Gold dataclass of :mod:`lceval.benchmarks.ruler.gold` (``NiahGold``, 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import Any
+from typing import Annotated, Any, Literal
+
+from pydantic import Field
 
 from lceval import corpora, params
 from lceval.benchmark import BuildResult
 from lceval.benchmarks.ruler.aggregation import AggregationBuilder
 from lceval.benchmarks.ruler.common import (
-    FILLS,
     MIN_LENGTH,
     TOKENS_TO_GENERATE,
     _Item,
@@ -128,33 +128,31 @@ class _Builder(NiahBuilder, VtBuilder, AggregationBuilder, QaBuilder):
 # --------------------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class Config:
+class Config(params.Declared):
     """RULER's builder params (defaults: 500 samples per task and length, seed 42)."""
 
-    tasks: tuple[str, ...] = field(
-        default=TASKS, metadata=params.check(params.names(TASKS, "task"))
+    tasks: Annotated[tuple[str, ...], params.names(TASKS, "task")] = Field(
+        TASKS, description="task names (TASKS); null: all 13"
     )
-    """Task names (:data:`TASKS`); null: all 13."""
-    lengths: tuple[int, ...] = field(
-        default=(4096,), metadata=params.check(params.lengths(MIN_LENGTH))
+    lengths: Annotated[tuple[int, ...], params.lengths(MIN_LENGTH, default=(4096,))] = Field(
+        (4096,),
+        description=f"target lengths L in tokens, each >= {MIN_LENGTH} (sorted, deduplicated); "
+        "null: 4096",
     )
-    """Target lengths L in tokens, each >= :data:`MIN_LENGTH` (sorted, deduplicated)."""
-    num_samples: int = field(default=500, metadata=params.check(params.POSITIVE))
-    """Samples per task and length."""
-    seed: int = field(default=42, metadata=params.check(params.SEED))
-    """Seed of every random draw."""
-    encoding: str = field(default=DEFAULT_ENCODING, metadata=params.check(params.text()))
-    """``"o200k_base"``, ``"cl100k_base"`` or a local Hugging Face tokenizer folder."""
-    remove_newline_tab: bool = field(default=False, metadata=params.check(params.boolean))
-    """The official ``--remove_newline_tab``: newlines and tabs become spaces."""
-    fill: str = field(default="official", metadata=params.check(params.one_of(FILLS)))
-    """Haystack sizing: ``official`` (RULER's probe and back-off steps) or ``exact`` (every
-    sample filled to its own token budget); see :data:`lceval.benchmarks.ruler.common.FILLS`."""
-
-    def __post_init__(self) -> None:
-        if self.lengths is None:  # null: the default
-            object.__setattr__(self, "lengths", (4096,))
+    num_samples: params.Positive = Field(500, description="samples per task and length")
+    seed: params.NonNegative = Field(42, description="seed of every random draw")
+    encoding: params.Text = Field(
+        DEFAULT_ENCODING,
+        description='"o200k_base", "cl100k_base" or a local Hugging Face tokenizer folder',
+    )
+    remove_newline_tab: bool = Field(
+        False, description="the official --remove_newline_tab: newlines and tabs become spaces"
+    )
+    fill: Literal["official", "exact"] = Field(
+        "official",
+        description="haystack sizing: official (RULER's probe and back-off steps) or exact "
+        "(every sample filled to its own token budget); see lceval.benchmarks.ruler.common.FILLS",
+    )
 
 
 def _flatten(text: str) -> str:

@@ -152,9 +152,9 @@ def test_model_judge_options(tmp_path: Path) -> None:
     assert j.types == ("creative",) and j.max_new_tokens == 32 and j.engine is None
     with pytest.raises(LcevalError, match="unknown essay"):
         model_judge(run, types="creative,essay")
-    with pytest.raises(LcevalError, match="batch_size: 0: must be greater than or equal to 1"):
+    with pytest.raises(LcevalError, match="batch_size must be >= 1, got 0"):
         model_judge(run, batch_size=0)
-    with pytest.raises(LcevalError, match="option creative: 'maybe': must be 'similarity' or"):
+    with pytest.raises(LcevalError, match="creative must be one of similarity, "):
         model_judge(run, creative="maybe")
     with pytest.raises(LcevalError, match="has no option"):
         model_judge(run, backend_options={"colour": 1})

@@ -156,7 +156,7 @@ def test_same_params_same_files(tmp_path, leval_data):
         ({"tasks": ["nope"]}, "unknown task 'nope'"),
         ({"subset": "x"}, "subset must be one of"),
         ({"lie": "maybe"}, "lie must be true, false or both"),
-        ({"limit_docs": 0}, "limit_docs must be a positive integer or null, got 0 (int)"),
+        ({"limit_docs": 0}, "limit_docs must be >= 1, got 0 (int)"),
         ({"max_length": 100}, "max_length must exceed max_new_tokens"),
         ({"retrieval": "grep"}, "retrieval: unknown retrieval mode 'grep'; choose from full"),
         ({"retrieval_chunk_tokens": 5000}, "must not exceed retrieval_window"),
@@ -164,7 +164,7 @@ def test_same_params_same_files(tmp_path, leval_data):
         ({"encoding": "gpt2"}, "encoding must be one of"),
         ({"infer_max_new_tokens": 16}, "'infer_max_new_tokens' is now spelled 'max_new_tokens'"),
         ({"subsett": "ngram"}, "unknown parameter 'subsett'; did you mean subset?"),
-        ({"seed": "1"}, "seed must be a non-negative integer, got '1' (str)"),
+        ({"seed": "1"}, "seed must be an integer, got '1' (str)"),
     ],
 )
 def test_bad_params(leval_data, params, message):
