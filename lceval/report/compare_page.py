@@ -162,8 +162,4 @@ def write_run_compare_page(run: RunDir) -> Path:
         "are in the report; <a href='samples.html'>every answer</a> is on the samples page.</p>"
         f"<ul>{''.join(items)}</ul>"
     )
-    return write_page(
-        path,
-        "<!doctype html><html><head><meta charset='utf-8'><title>Two models</title></head>"
-        f"<body><h1>Two models</h1>{intro}</body></html>",
-    )
+    return write_page(path, page("Two models", intro, None))

@@ -10,38 +10,25 @@ Written by the report stage (``lceval.report.report``), after each notebook
 
 from __future__ import annotations
 
+import importlib
+import json
+import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
+from lceval import registry
+from lceval.coverage import run_coverage
+from lceval.errors import LcevalError
 from lceval.io import atomic_open
+from lceval.report.reproduction import REPRODUCTION_COLUMNS, load_index, rows_of
+from lceval.report.samples_page import render
 
 THIS_RUN = "this run"
 """The ``source`` of a run's own rows (``lceval.reporting.THIS_RUN``; not imported from there,
 which loads matplotlib)."""
-
-
-_CSS = (
-    "body{font-family:system-ui,sans-serif;margin:1.2em auto;max-width:1320px;padding:0 1em;"
-    "line-height:1.35}"
-    "table{border-collapse:collapse;font-size:13px;margin:.3em 0 .4em}"
-    "td,th{border:1px solid #ccc;padding:2px 6px;text-align:right;vertical-align:top}"
-    "th{background:#f3f3f3}td.l,th.l{text-align:left}td.l{white-space:nowrap}"
-    "td.w{white-space:normal;min-width:24em;max-width:40em}"
-    "tr.run td{font-weight:bold;background:#fff3b0}"
-    ".wide{overflow-x:auto;max-width:100%}"
-    "img{max-width:min(100%,900px);border:1px solid #eee;margin:.3em 0}"
-    "code{background:#f6f6f6}h2{border-bottom:1px solid #ddd;margin-top:1.4em}"
-    "figure{margin:0 0 1.2em}figcaption,caption{caption-side:top;text-align:left;"
-    "font-size:14px;color:#333;padding:.2em 0}figcaption b,caption b{color:#000}"
-    ".subset{background:#fff0e0;border-left:5px solid #e07000;padding:.5em .8em;margin:.6em 0}"
-    ".grid{background:#eaf6ea;border-left:5px solid #2a8a2a;padding:.5em .8em;margin:.6em 0}"
-    "table.headline{font-size:15px}table.headline td{padding:4px 8px}"
-    "table.provenance td{text-align:left;max-width:900px;overflow-wrap:anywhere}"
-    "table.reproduction td{max-width:22em;overflow-wrap:anywhere}"
-)
 
 
 def write_index(run: Any) -> Path:
@@ -57,6 +44,7 @@ def write_index(run: Any) -> Path:
     of published numbers; the reproduction index rows of the run's benchmarks
     (:mod:`lceval.report.reproduction`); the provenance as a table (generation settings, engine,
     coverage, data sources with sha256, versions); the executed notebooks rendered as HTML.
+    Rendered from ``templates/index.html.j2`` (jinja2, autoescaped).
 
     Built from what the run folder holds (run.json, ``report/*.csv``, ``report/results.json``,
     ``report/figures/*.png``, the same under ``report/<key>-<variant>/`` for a non-default
@@ -68,28 +56,13 @@ def write_index(run: Any) -> Path:
     Returns:
         The path of index.html.
     """
-    import html
-    import json
-
     report = Path(run.report)
     report.mkdir(parents=True, exist_ok=True)
-    esc = html.escape
     try:
         meta = json.loads(Path(run.run_json).read_text(encoding="utf-8"))
     except (OSError, ValueError):
         meta = {}
-    from lceval.coverage import run_coverage
-
     covs = run_coverage(run)
-    heads = headline_rows(report, covs)
-    parts = [
-        "<!doctype html><html><head><meta charset='utf-8'>",
-        f"<title>lceval run {esc(str(run.run_id))}</title>",
-        f"<style>{_CSS}</style></head><body>",
-        f"<h1>Results of run <code>{esc(str(run.run_id))}</code></h1>",
-        _headline_html(heads, covs, _study_headline(report)),
-        _page_links(report),
-    ]
     # report/*.csv; report/<key>/*.csv (RULER, L-Eval, CIF-Bench write their tables there);
     # report/<key>-<variant>/ (a non-default scorer's report, lceval.report.report)
     csvs = [*sorted(report.glob("*.csv")), *sorted(report.glob("*/*.csv"))]
@@ -97,52 +70,54 @@ def write_index(run: Any) -> Path:
     pngs = sorted(figures.glob("*.png")) if figures.exists() else []
     pngs += sorted(report.glob("*-*/figures/*.png"))
     keys = sorted({c.benchmark for c in covs} | {_bench_of(p, report) for p in [*csvs, *pngs]})
-    checks: list[str] = []
+    sections: list[dict[str, Any]] = []
+    checks: list[dict[str, Any]] = []
     for key in keys:
         captions = _captions(key)
-        title = _bench_title(key)
         mine_csv = [p for p in csvs if _bench_of(p, report) == key]
         mine_png = [p for p in pngs if _bench_of(p, report) == key]
         if not (mine_csv or mine_png):
             continue
-        items: list[tuple[tuple[int, int, str], str]] = []  # (sort key, html)
+        items: list[tuple[tuple[int, int, str], dict[str, Any]]] = []  # (sort key, block)
         for csv in mine_csv:
             name = csv.relative_to(report).with_suffix("").as_posix()
             item, caption = captions.get(name, captions.get(csv.stem, ("", "")))
-            block = _table_html(csv, name, item, caption)
-            if block is None:
-                continue
-            if item == "Check":
+            block = _table(csv, name, item, caption)
+            if block is not None and item == "Check":
                 checks.append(block)
-            else:
+            elif block is not None:
                 items.append((_order(item), block))
         for png in mine_png:
-            items.append(
-                (
-                    _order(captions.get(png.stem, ("", ""))[0]),
-                    _figure_html(png, report, *captions.get(png.stem, ("", ""))),
-                )
-            )
-        parts.append(f"<h2 id='{esc(key)}'>{esc(title)}</h2>")
-        parts += [b for _, b in sorted(items, key=lambda x: x[0])]
-    if checks:
-        parts.append(
-            "<h2 id='checks'>Checks of the published numbers</h2><p>Each paper's printed "
-            "numbers recomputed from its own inputs or the official result files, before this "
-            "run's numbers are put beside them: <i>exact</i> agrees at the printed precision, "
-            "<i>rounding</i> differs only by the rounding of the printed inputs, <i>DIFFERS</i> "
-            "is a real disagreement in the paper, explained per row.</p>"
-        )
-        parts += checks
-    parts.append(_reproduction_section(run))
-    parts.append(_provenance_html(meta, covs))
-    parts.append("<h2 id='notebooks'>Executed notebooks</h2><ul>")
-    for nb in _render_notebooks(run, report):
-        parts.append(f"<li><a href='notebooks/{esc(nb.name)}'>{esc(nb.stem)}</a></li>")
-    parts.append("</ul></body></html>")
+            item, caption = captions.get(png.stem, ("", ""))
+            pdf = png.with_suffix(".pdf")
+            figure = {
+                "label": item,
+                "text": caption or f"{png.stem}; no caption declared for this figure.",
+                "pdf": pdf.relative_to(report).as_posix() if pdf.exists() else "",
+                "src": png.relative_to(report).as_posix(),
+                "alt": png.stem,
+            }
+            items.append((_order(item), figure))
+        blocks = [b for _, b in sorted(items, key=lambda x: x[0])]
+        sections.append({"key": key, "title": _bench_title(key), "blocks": blocks})
+    page = render(
+        "index.html.j2",
+        run_id=str(run.run_id),
+        covs=covs,
+        heads=[_headline_cells(h) for h in headline_rows(report, covs)],
+        study=_study_headline(report),
+        pages=[(name, what) for name, what in _PAGES if (report / name).exists()],
+        sections=sections,
+        checks=checks,
+        reproduction=_reproduction_rows(run),
+        columns=REPRODUCTION_COLUMNS,
+        caption=True,
+        provenance=_provenance(meta, covs),
+        notebooks=_render_notebooks(run, report),
+    )
     path = report / "index.html"
     with atomic_open(path) as f:
-        f.write("\n".join(parts))
+        f.write(page)
     return path
 
 
@@ -156,8 +131,6 @@ def _bench_of(path: Path, report: Path) -> str:
 
 
 def _bench_title(key: str) -> str:
-    from lceval import registry
-
     try:
         return str(registry.get(key).title)
     except Exception:  # noqa: BLE001 - files of a benchmark this lceval does not know
@@ -177,10 +150,6 @@ reasoning table and figure, and the context baselines' table."""
 
 def _captions(key: str) -> dict[str, tuple[str, str]]:
     """``CAPTIONS`` of the benchmark's report module (``name -> (paper item, caption)``)."""
-    import importlib
-
-    from lceval import registry
-
     try:
         if key in _NOT_BENCHMARKS:
             module = importlib.import_module(_NOT_BENCHMARKS[key])
@@ -194,8 +163,6 @@ def _captions(key: str) -> dict[str, tuple[str, str]]:
 
 def _order(item: str) -> tuple[int, int, str]:
     """Sort key: Headline first, then Tables, Figures, sections, in their numbers' order."""
-    import re
-
     kinds = {"Headline": 0, "Table": 1, "Fig.": 2, "Sec.": 3}
     m = re.match(r"(Headline|Table|Fig\.|Sec\.)\s*(\d*)", item)
     if not m:
@@ -203,15 +170,10 @@ def _order(item: str) -> tuple[int, int, str]:
     return (kinds[m.group(1)], int(m.group(2) or 0), item)
 
 
-def _default_caption(name: str) -> str:
-    return f"{name.split('/')[-1]} (report/{name}.csv); no caption declared for this table."
-
-
-def _table_html(csv: Path, name: str, item: str, caption: str) -> str | None:
-    """One report CSV as a captioned HTML table: a stray pandas index (an unnamed 0..n-1 first
-    column) dropped, the run's rows (``source == this run``) highlighted, text columns left."""
-    import html
-
+def _table(csv: Path, name: str, item: str, caption: str) -> dict[str, Any] | None:
+    """One report CSV as the template's captioned table: a stray pandas index (an unnamed 0..n-1
+    first column) dropped, the run's rows (``source == this run``) highlighted, text columns
+    left, tables over 30 rows folded; None when the CSV cannot be read."""
     try:
         df = pd.read_csv(csv)
     except (OSError, ValueError, pd.errors.ParserError):
@@ -222,49 +184,24 @@ def _table_html(csv: Path, name: str, item: str, caption: str) -> str | None:
             df = df.drop(columns=df.columns[0])
         else:
             df = df.rename(columns={df.columns[0]: ""})
-    esc = html.escape
     text_cols = {c for c in df.columns if not pd.api.types.is_numeric_dtype(df[c])}
-    head = "".join(
-        f"<th class='l'>{esc(str(c))}</th>" if c in text_cols else f"<th>{esc(str(c))}</th>"
-        for c in df.columns
-    )
-    body = []
-    run_rows = 0
+    source = list(df.columns).index("source") if "source" in df.columns else None
+    rows = []
     for row in df.itertuples(index=False):
         cells = []
         for c, v in zip(df.columns, row, strict=True):
-            if isinstance(v, float):
-                txt = "" if v != v else f"{v:.4g}"
-            else:
-                txt = str(v)
-            cls = (" class='l w'" if len(txt) > 60 else " class='l'") if c in text_cols else ""
-            cells.append(f"<td{cls}>{esc(txt)}</td>")
-        mine = "source" in df.columns and str(row[list(df.columns).index("source")]) == THIS_RUN
-        run_rows += mine
-        body.append(f"<tr{' class=run' if mine else ''}>{''.join(cells)}</tr>")
-    label = f"<b>{esc(item)}.</b> " if item and item != "Check" else ""
-    text = caption or _default_caption(name)
-    cap = f"<figcaption>{label}{esc(text)} <code>{esc(name)}.csv</code></figcaption>"
-    table = f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>"
-    if len(df) > 30:  # long audit tables fold away; the headline tables stay open
-        table = f"<details><summary>{len(df)} rows</summary>{table}</details>"
-    # a figure's caption spans the page (a <caption> would wrap to a narrow table's width)
-    return f"<figure class='tbl'>{cap}<div class='wide'>{table}</div></figure>"
-
-
-def _figure_html(png: Path, report: Path, item: str, caption: str) -> str:
-    import html
-
-    esc = html.escape
-    rel = png.relative_to(report).as_posix()
-    pdf = png.with_suffix(".pdf")
-    link = f" (<a href='{esc(pdf.relative_to(report).as_posix())}'>PDF</a>)" if pdf.exists() else ""
-    label = f"<b>{esc(item)}.</b> " if item else ""
-    text = caption or f"{png.stem}; no caption declared for this figure."
-    return (
-        f"<figure><figcaption>{label}{esc(text)}{link}</figcaption>"
-        f"<img src='{esc(rel)}' alt='{esc(png.stem)}'></figure>"
-    )
+            txt = ("" if v != v else f"{v:.4g}") if isinstance(v, float) else str(v)
+            cells.append((txt, ("l w" if len(txt) > 60 else "l") if c in text_cols else ""))
+        rows.append({"mine": source is not None and str(row[source]) == THIS_RUN, "cells": cells})
+    return {
+        "label": item if item != "Check" else "",
+        "text": caption
+        or f"{name.split('/')[-1]} (report/{name}.csv); no caption declared for this table.",
+        "name": name,
+        "head": [(str(c), c in text_cols) for c in df.columns],
+        "rows": rows,
+        "fold": len(df) > 30,  # long audit tables fold away; the headline tables stay open
+    }
 
 
 def headline_rows(report: Path, covs: Sequence[Any] = ()) -> list[dict[str, Any]]:
@@ -277,8 +214,6 @@ def headline_rows(report: Path, covs: Sequence[Any] = ()) -> list[dict[str, Any]
         Dicts with benchmark, scorer, model, metric, unit, estimate, low, high, n,
         published_low, published_high, published_n, coverage (or None), comparable (bool).
     """
-    import json
-
     try:
         doc = json.loads((report / "results.json").read_text(encoding="utf-8"))
     except (OSError, ValueError):
@@ -326,9 +261,6 @@ def _fmt(x: Any) -> str:
     return "n/a" if x is None else f"{float(x):.3f}"
 
 
-_UNRANKED = ". Its rows sit beside the published ones unranked."
-
-
 def _scorer_note(h: Mapping[str, Any]) -> str:
     """``, scorer KEY:VARIANT`` for a headline of a non-default scorer; else empty."""
     scorer = str(h.get("scorer") or "")
@@ -350,99 +282,46 @@ def _cut_note(h: Mapping[str, Any], cov: Any) -> str:
     return text
 
 
-def _study_headline(report: Path) -> str:
+def _study_headline(report: Path) -> dict[str, Any] | None:
     """A study run's headline (``report/<study>/headline.csv``, e.g. the RULER-LongGenBench
-    correlation with its CI) as the first screen's table; empty when the run has none."""
+    correlation with its CI) as the first screen's table; None when the run has none."""
     for key in _NOT_BENCHMARKS:
         csv = report / key / "headline.csv"
         if csv.is_file():
             caption = _captions(key).get(f"{key}/headline", ("Headline", ""))[1]
-            return _table_html(csv, "headline", f"{key}/headline", caption) or ""
-    return ""
+            return _table(csv, "headline", f"{key}/headline", caption)
+    return None
 
 
-def _headline_html(heads: Sequence[Mapping[str, Any]], covs: Sequence[Any], study: str = "") -> str:
-    """The first screen: headline table and the coverage of each benchmark and model; for a
-    study run without scores, the study's own headline table (``study``, HTML)."""
-    import html
-
-    esc = html.escape
-    parts = ["<h2 id='headline'>Headline</h2>"]
-    for c in covs:
-        cls = "grid" if c.paper_grid else "subset"
-        lead = "Paper's grid" if c.paper_grid else "Not comparable to the paper"
-        if c.demo:
-            lead = "Demo data, not comparable to the paper"
-        parts.append(
-            f"<div class='{cls}'><b>{esc(lead)}</b> ({esc(c.benchmark)}, {esc(c.model)}): "
-            f"{esc(c.label)}{'' if c.paper_grid else _UNRANKED}</div>"
-        )
-    if not heads and study:
-        parts.append(study)
-        return "\n".join(parts)
-    if not heads:
-        parts.append("<p>No headline yet: score the run (<code>lceval score RUN</code>).</p>")
-        return "\n".join(parts)
-    rows = [
-        "<figure class='tbl'><figcaption>Each benchmark's headline metric per model with its "
-        "95% bootstrap CI and n scored samples, beside the range the paper publishes for its "
-        "models.</figcaption><div class='wide'><table class='headline'><thead><tr>"
-        "<th class='l'>benchmark</th><th class='l'>model</th>"
-        "<th class='l'>metric</th><th>estimate [95% CI]</th><th>n</th>"
-        "<th>published range</th><th class='l'>coverage</th></tr></thead><tbody>"
-    ]
-    for h in heads:
-        ci = f"{_fmt(h['estimate'])} [{_fmt(h.get('low'))}, {_fmt(h.get('high'))}]"
-        pub = (
-            f"{_fmt(h['published_low'])}-{_fmt(h['published_high'])} ({h['published_n']} models)"
-            if h.get("published_n")
-            else "none in the report"
-        )
-        cov = h.get("coverage")
-        what = (
-            "paper's grid"
-            if cov is not None and cov.paper_grid
-            else (
-                f"{'demo data' if cov.demo else 'subset'} ({cov.answered} of {cov.built} "
-                "answered): not comparable"
-                if cov is not None
-                else "unknown"
-            )
-        )
-        what += _cut_note(h, cov)
-        rows.append(
-            f"<tr><td class='l'>{esc(str(h['benchmark']))}</td><td class='l'>"
-            f"{esc(str(h['model']))}</td><td class='l'>{esc(str(h['metric']))} "
-            f"({esc(str(h.get('unit', '')))}){esc(_scorer_note(h))}</td>"
-            f"<td>{esc(ci)}</td><td>{h.get('n')}</td>"
-            f"<td>{esc(pub)}</td><td class='l'>{esc(what)}</td></tr>"
-        )
-    rows.append("</tbody></table></div></figure>")
-    return "\n".join(parts + rows)
+def _headline_cells(h: Mapping[str, Any]) -> dict[str, Any]:
+    """One headline row's cells as text: the estimate with its CI, the published range and
+    what the run covers (with the budget-cut note)."""
+    cov = h.get("coverage")
+    if cov is not None and cov.paper_grid:
+        what = "paper's grid"
+    elif cov is not None:
+        kind = "demo data" if cov.demo else "subset"
+        what = f"{kind} ({cov.answered} of {cov.built} answered): not comparable"
+    else:
+        what = "unknown"
+    return {
+        **h,
+        "unit": h.get("unit", ""),
+        "scorer_note": _scorer_note(h),
+        "ci": f"{_fmt(h['estimate'])} [{_fmt(h.get('low'))}, {_fmt(h.get('high'))}]",
+        "pub": f"{_fmt(h['published_low'])}-{_fmt(h['published_high'])} ({h['published_n']} models)"
+        if h.get("published_n")
+        else "none in the report",
+        "what": what + _cut_note(h, cov),
+    }
 
 
-def _provenance_html(meta: Mapping[str, Any], covs: Sequence[Any]) -> str:
-    """Provenance as readable tables: run, generation settings per model, coverage, data
-    sources (name, package or path, sha256), versions."""
-    import html
-
-    esc = html.escape
-
-    def table(caption: str, header: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
-        head = "".join(f"<th class='l'>{esc(h)}</th>" for h in header)
-        body = "".join(
-            "<tr>" + "".join(f"<td>{esc('' if v is None else str(v))}</td>" for v in r) + "</tr>"
-            for r in rows
-        )
-        return (
-            f"<figure class='tbl'><figcaption>{esc(caption)}</figcaption><div class='wide'>"
-            f"<table class='provenance'><thead><tr>{head}</tr></thead><tbody>{body}</tbody>"
-            "</table></div></figure>"
-        )
-
-    out = ["<h2 id='provenance'>Provenance</h2>"]
+def _provenance(meta: Mapping[str, Any], covs: Sequence[Any]) -> list[tuple[Any, ...]]:
+    """Provenance as the template's tables, each (caption, header, rows): run, generation
+    settings per model, coverage, data sources (name, package or path, sha256), versions."""
+    out: list[tuple[Any, ...]] = []
     out.append(
-        table(
+        (
             "The run: when and from which code it was made.",
             ("field", "value"),
             [
@@ -473,7 +352,7 @@ def _provenance_html(meta: Mapping[str, Any], covs: Sequence[Any]) -> str:
         )
     if models:
         out.append(
-            table(
+            (
                 "Generation settings per model: engine, dtype, device, window (tokens), prompt "
                 "format, answer budget cap (new tokens), temperature, seed, config hash.",
                 (
@@ -493,7 +372,7 @@ def _provenance_html(meta: Mapping[str, Any], covs: Sequence[Any]) -> str:
         )
     if covs:
         out.append(
-            table(
+            (
                 "Coverage: samples answered of built, tasks, lengths, truncation (contexts cut to "
                 "the window, tokens cut) and whether that is the paper's grid.",
                 (
@@ -546,7 +425,7 @@ def _provenance_html(meta: Mapping[str, Any], covs: Sequence[Any]) -> str:
             )
     if sources:
         out.append(
-            table(
+            (
                 "Data sources: what each benchmark's samples were built from, with the file's "
                 "sha256 where it is a file.",
                 ("benchmark", "source", "package or path", "sha256", "details"),
@@ -555,10 +434,8 @@ def _provenance_html(meta: Mapping[str, Any], covs: Sequence[Any]) -> str:
         )
     versions = list((meta.get("versions") or {}).items())
     if versions:
-        out.append(
-            table("Versions of lceval and its key libraries.", ("package", "version"), versions)
-        )
-    return "\n".join(out)
+        out.append(("Versions of lceval and its key libraries.", ("package", "version"), versions))
+    return out
 
 
 _PAGES = (
@@ -568,40 +445,13 @@ _PAGES = (
 )
 
 
-def _page_links(report: Path) -> str:
-    """Links to the per-sample pages and results.json that the report folder holds."""
-    items = [
-        f"<li><a href='{name}'>{name}</a>: {what}</li>"
-        for name, what in _PAGES
-        if (report / name).exists()
-    ]
-    return f"<ul class='pages'>{''.join(items)}</ul>" if items else ""
-
-
-def _reproduction_section(run: Any) -> str:
-    """The reproduction index rows of the run's benchmarks (:mod:`lceval.report.reproduction`) as
-    HTML;
+def _reproduction_rows(run: Any) -> list[list[str]]:
+    """The reproduction index rows of the run's benchmarks (:mod:`lceval.report.reproduction`);
     empty when the run has no samples or its benchmarks list no items."""
-    from lceval.errors import LcevalError
-    from lceval.report.reproduction import load_index, to_html
-
     try:
-        keys = sorted({s.benchmark for s in run.read_samples()})
-        rows = load_index(keys)
+        return rows_of(load_index(sorted({s.benchmark for s in run.read_samples()})))
     except LcevalError:
-        return ""
-    if not len(rows):
-        return ""
-    caption = (
-        "<figcaption>Every numbered table and figure of the run's papers: status (reproduced, "
-        "recomputed, partial, not_reproducible), what it comes from, where lceval makes it, the "
-        "test that checks it, or why it cannot be reproduced.</figcaption>"
-    )
-    page = to_html(rows).replace(
-        "<table class='reproduction'>",
-        f"<figure class='tbl'>{caption}<div class='wide'><table class='reproduction'>",
-    )
-    return page.replace("</table>", "</table></div></figure>")
+        return []
 
 
 def _render_notebooks(run: Any, report: Path) -> list[Path]:
@@ -613,7 +463,7 @@ def _render_notebooks(run: Any, report: Path) -> list[Path]:
     sources = [p for p in sorted(folder.glob("*.ipynb")) if not p.name.startswith(".")]
     if not sources:
         return out
-    import nbformat
+    import nbformat  # nbconvert (with its own imports) loads only for a run with notebooks
     from nbconvert import HTMLExporter
 
     exporter = HTMLExporter()
@@ -641,8 +491,6 @@ def report_summary(run: Any, tables: Mapping[str, pd.DataFrame]) -> str:
         run: a ``lceval.io.RunDir`` whose report was just written.
         tables: the tables ``lceval.report.report`` returned (counted, not printed).
     """
-    from lceval.coverage import run_coverage
-
     report = Path(run.report)
     covs = run_coverage(run)
     read = getattr(tables, "scorers", None)  # the scorers this report read, per benchmark

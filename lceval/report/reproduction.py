@@ -26,7 +26,6 @@ index.html shows for the run's benchmarks.
 
 from __future__ import annotations
 
-import html
 import re
 from collections.abc import Iterable
 from pathlib import Path
@@ -37,6 +36,8 @@ import pandas as pd
 import yaml
 
 from lceval.errors import LcevalError
+from lceval.io import atomic_open
+from lceval.report.samples_page import render
 
 STATUSES = ("reproduced", "recomputed", "partial", "not_reproducible")
 """Allowed ``status`` values."""
@@ -169,21 +170,19 @@ def to_markdown(frame: pd.DataFrame) -> str:
     return "\n".join(lines)
 
 
+REPRODUCTION_COLUMNS = ("paper", "item", "caption", "status", "from", "where", "test", "why")
+"""The columns of the index's HTML table, in order."""
+
+
+def rows_of(frame: pd.DataFrame) -> list[list[str]]:
+    """The index's rows as text cells in :data:`REPRODUCTION_COLUMNS` order."""
+    return [[_cell(r[h]) for h in REPRODUCTION_COLUMNS] for r in frame.to_dict("records")]
+
+
 def to_html(frame: pd.DataFrame) -> str:
-    """The index as an HTML section (``<h2 id='reproduction'>``) for a report's index.html."""
-    esc = html.escape
-    head = ["paper", "item", "caption", "status", "from", "where", "test", "why"]
-    out = [
-        "<h2 id='reproduction'>Reproduction index</h2>",
-        "<p>The papers' numbered tables and figures: where lceval produces them, from what, "
-        "the test that checks them, or why they cannot be reproduced here.</p>",
-        "<table class='reproduction'><tr>" + "".join(f"<th>{h}</th>" for h in head) + "</tr>",
-    ]
-    for r in frame.to_dict("records"):
-        cells = "".join(f"<td style='text-align:left'>{esc(_cell(r[h]))}</td>" for h in head)
-        out.append(f"<tr>{cells}</tr>")
-    out.append("</table>")
-    return "\n".join(out)
+    """The index as an HTML section (``<h2 id='reproduction'>``; ``templates/reproduction.html.j2``,
+    autoescaped), the section a report's index.html includes."""
+    return render("reproduction.html.j2", reproduction=rows_of(frame), columns=REPRODUCTION_COLUMNS)
 
 
 def readme_section(readme: str, frame: pd.DataFrame | None = None) -> str:
@@ -202,8 +201,6 @@ def readme_section(readme: str, frame: pd.DataFrame | None = None) -> str:
 
 def write_readme(path: str | Path | None = None) -> Path:
     """Rewrite the index table in README.md (default: the repository's) in place."""
-    from lceval.io import atomic_open
-
     path = Path(path) if path is not None else Path(__file__).resolve().parents[2] / "README.md"
     text = readme_section(path.read_text(encoding="utf-8"))
     with atomic_open(path) as f:

@@ -22,6 +22,7 @@ texts are cut to a bounded size with their full length shown, so a megabyte answ
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import html
 import json
@@ -31,6 +32,8 @@ from pathlib import Path
 from typing import Any
 
 import pandas as pd
+from jinja2 import Environment, FileSystemLoader
+from markupsafe import Markup
 
 from lceval.errors import LcevalError
 from lceval.io import RunDir, atomic_open
@@ -627,22 +630,23 @@ _TASK_SEARCH = """<script type="module">
 </script>"""
 
 
-PAGE = """<!doctype html><html><head><meta charset='utf-8'><title>{{ title }}</title></head>
-<body><h1>{{ title }}</h1>{{ intro }}{{ table }}</body></html>"""
-"""The page around a table (jinja2, autoescaped: ``title`` is text, ``intro`` and ``table``
-arrive as markup this module wrote)."""
+@functools.cache
+def _templates() -> Environment:
+    templates = FileSystemLoader(Path(__file__).parent / "templates")
+    return Environment(loader=templates, autoescape=True)
 
 
-def page(title: str, intro: str, frame: pd.DataFrame, texts: Texts | None = None) -> str:
-    """A whole HTML page: a heading, an introduction (HTML the caller escaped) and the table
-    (:func:`table_html`), rendered from :data:`PAGE`."""
-    from jinja2 import Environment
-    from markupsafe import Markup
+def render(template: str, **context: Any) -> str:
+    """``lceval/report/templates/<template>`` rendered with ``context`` (jinja2, autoescaped: a
+    value is text unless it is ``markupsafe.Markup``)."""
+    return _templates().get_template(template).render(**context)
 
-    template = Environment(autoescape=True).from_string(PAGE)
-    return template.render(
-        title=clean(title), intro=Markup(intro), table=Markup(table_html(frame, texts))
-    )
+
+def page(title: str, intro: str, frame: pd.DataFrame | None, texts: Texts | None = None) -> str:
+    """A whole HTML page (``templates/page.html.j2``): a heading, an introduction (HTML the caller
+    escaped) and the table (:func:`table_html`; none when ``frame`` is None)."""
+    table = "" if frame is None else table_html(frame, texts)
+    return render("page.html.j2", title=clean(title), intro=Markup(intro), table=Markup(table))
 
 
 def write_page(path: Path, text: str) -> Path:
