@@ -35,7 +35,6 @@ from typing import TYPE_CHECKING, Any, Protocol, Self
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from lceval.errors import LcevalError, one_line
-from lceval.params import NOTEBOOK_PARAMS
 from lceval.records import Context, Gold, Judgement, Response, Sample, Score
 
 if TYPE_CHECKING:
@@ -53,29 +52,6 @@ class BuildResult:
     """Data sources actually used (corpus name -> path / package / sha256), for run.json."""
     encoding: str | None = None
     """tiktoken encoding used to measure lengths, if any."""
-
-
-def check_keys(
-    params: Mapping[str, Any],
-    allowed: set[str] | frozenset[str],
-    where: str,
-    ignored: set[str] | frozenset[str] = frozenset(),
-) -> None:
-    """Raise LcevalError naming the first unknown key of ``params``.
-
-    Args:
-        params: the builder's params.
-        allowed: the keys the builder reads.
-        where: the builder's name, for the message.
-        ignored: keys accepted but not read (notebook-only parameters).
-    """
-    if not isinstance(params, Mapping):
-        raise LcevalError(f"{where}: params must be a mapping, got {type(params).__name__}")
-    for k in params:
-        if k not in allowed and k not in ignored and k not in NOTEBOOK_PARAMS:
-            raise LcevalError(
-                f"{where}: unknown parameter {k!r}; known: {', '.join(sorted(allowed))}"
-            )
 
 
 def scorer_key(name: str) -> str:
@@ -318,10 +294,10 @@ class Benchmark:
     """Scorers whose rows the reporter reads together (L-Eval: its n-gram scorer and its judge);
     empty: the default scorer alone."""
     functions: Mapping[str, Callable[..., Any]] = field(default_factory=dict)
-    """Name -> a function of the paper's that a cross-paper study (:mod:`lceval.studies`) calls,
-    e.g. RULER's ``"tables"`` (per-model scores per length) or its ``"leaderboard"`` (the README's
-    published numbers): studies reach a benchmark through :mod:`lceval.registry` and
-    :meth:`function`, never by module path."""
+    """Name -> a function of the paper's that a cross-paper study (L-Eval's NTK sweep,
+    LongGenBench's RULER correlation) calls, e.g. RULER's ``"tables"`` (per-model scores per
+    length) or its ``"leaderboard"`` (the README's published numbers): studies reach a
+    benchmark through :mod:`lceval.registry` and :meth:`function`, never by module path."""
     testing: Testing = field(default_factory=lambda: Testing())
     """The benchmark's test settings (:class:`Testing`), read by the suite's tables."""
     params: str | None = None

@@ -4,12 +4,16 @@ from __future__ import annotations
 
 import os
 import types
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from lceval.benchmark import Benchmark, BuildResult, ScorerSpec, check_keys
+from lceval.benchmark import Benchmark, BuildResult, ScorerSpec
+from lceval.errors import LcevalError
+from lceval.params import NOTEBOOK_PARAMS
 from lceval.records import Context, Gold, Judgement, Sample
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")  # tests never download
@@ -126,6 +130,30 @@ class _Judge:
 
     def close(self):
         self.calls.append("closed")
+
+
+def check_keys(
+    params: Mapping[str, Any],
+    allowed: set[str] | frozenset[str],
+    where: str,
+    ignored: set[str] | frozenset[str] = frozenset(),
+) -> None:
+    """Raise LcevalError naming the first unknown key of ``params`` (the echo builder's check;
+    a real builder parses its params into a Config).
+
+    Args:
+        params: the builder's params.
+        allowed: the keys the builder reads.
+        where: the builder's name, for the message.
+        ignored: keys accepted but not read (notebook-only parameters).
+    """
+    if not isinstance(params, Mapping):
+        raise LcevalError(f"{where}: params must be a mapping, got {type(params).__name__}")
+    for k in params:
+        if k not in allowed and k not in ignored and k not in NOTEBOOK_PARAMS:
+            raise LcevalError(
+                f"{where}: unknown parameter {k!r}; known: {', '.join(sorted(allowed))}"
+            )
 
 
 CALLS: list = []

@@ -69,7 +69,8 @@ FILES = {
         GOLD = {"ECHO": WordGold}
     ''',
     "build.py": """
-        from lceval.benchmark import BuildResult, check_keys
+        from lceval.benchmark import BuildResult
+        from lceval.errors import LcevalError
         from lceval.records import Context, Sample
         from toybench.gold import WordGold
 
@@ -77,7 +78,9 @@ FILES = {
 
 
         def build_toy(params):
-            check_keys(params, {"n", "seed"}, "toy")
+            unknown = sorted(set(params) - {"n", "seed", "run_id", "outputs_root"})
+            if unknown:
+                raise LcevalError(f"toy: unknown parameter {unknown[0]!r}; known: n, seed")
             n = int(params.get("n", 3))
             ctx = Context(id="toy/c0", text="Words: " + ", ".join(WORDS), n_tokens=8,
                           encoding="o200k_base")

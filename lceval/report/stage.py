@@ -15,7 +15,7 @@ from lceval.report import compare_page, samples_page
 from lceval.run.scoring import load_samples
 
 if TYPE_CHECKING:
-    from lceval.studies.ntk import Sweep, SweepReport
+    from lceval.benchmarks.leval.ntk import Sweep, SweepReport
 
 
 class ReportTables(dict[str, pd.DataFrame]):
@@ -106,14 +106,14 @@ def report(
 
 def report_sweep(sweep: Sweep, *, n_resamples: int = 2000, seed: int = 0) -> SweepReport:
     """The report stage of L-Eval's NTK base sweep: the study's table, trend, verdict and figure
-    (:func:`lceval.studies.ntk.report_sweep`), then the sweep folder's ``report/index.html``
-    (every table and figure with its caption, run.json's provenance).
+    (:func:`lceval.benchmarks.leval.ntk.report_sweep`), then the sweep folder's
+    ``report/index.html`` (every table and figure with its caption, run.json's provenance).
 
     Raises:
         LcevalError: a point's run has no scores.
     """
+    from lceval.benchmarks.leval import ntk
     from lceval.report.index_page import write_index
-    from lceval.studies import ntk
 
     out = ntk.report_sweep(sweep, n_resamples=n_resamples, seed=seed)
     write_index(sweep.run)

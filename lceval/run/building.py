@@ -10,12 +10,10 @@ from pathlib import Path
 from typing import Any
 
 from lceval import registry
-from lceval.benchmark import (
-    NOTEBOOK_PARAMS,
-    BuildResult,
-)
+from lceval.benchmark import BuildResult
 from lceval.errors import LcevalError
 from lceval.io import RunDir, new_meta
+from lceval.params import NOTEBOOK_PARAMS
 from lceval.records import Context, Sample
 from lceval.run.config import INFERENCE_DEFAULTS, InferConfig, validate
 
