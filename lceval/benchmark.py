@@ -372,10 +372,10 @@ class Benchmark:
     """Scorers whose rows the reporter reads together (L-Eval: its n-gram scorer and its judge);
     empty: the default scorer alone."""
     functions: Mapping[str, Callable[..., Any]] = field(default_factory=dict)
-    """Name -> a function of the paper's that a cross-paper study (:mod:`lceval.studies`) calls,
-    e.g. RULER's ``"tables"`` (per-model scores per length) or its ``"leaderboard"`` (the README's
-    published numbers): studies reach a benchmark through :mod:`lceval.registry` and
-    :meth:`function`, never by module path."""
+    """Name -> a function of the paper's that a cross-paper study (L-Eval's NTK sweep,
+    LongGenBench's RULER correlation) calls, e.g. RULER's ``"tables"`` (per-model scores per
+    length) or its ``"leaderboard"`` (the README's published numbers): studies reach a
+    benchmark through :mod:`lceval.registry` and :meth:`function`, never by module path."""
     testing: Testing = field(default_factory=lambda: Testing())
     """The benchmark's test settings (:class:`Testing`), read by the suite's tables."""
     context: ContextModes | None = None

@@ -108,7 +108,7 @@ FILES = {
     """,
     "report.py": """
         from lceval.metrics import Headline, mean_statistic
-        from lceval.reporting import save_table
+        from lceval.report.reporting import save_table
 
 
         def report_toy(run, scores, samples):

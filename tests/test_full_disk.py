@@ -106,7 +106,7 @@ def _one_line(capsys, argv):
 
 
 def _echo_report(run, scores, samples):
-    from lceval.reporting import save_table
+    from lceval.report.reporting import save_table
 
     table = scores.groupby("task")["value"].mean().to_frame()
     save_table(table, run.report, "echo_mean")

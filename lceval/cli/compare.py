@@ -33,7 +33,7 @@ def handle(cfg: CompareConfig, outputs: str | None) -> int:
     if cfg.samples:
         print(f"wrote {compare_page(cfg, outputs, Path(cfg.samples))}")
     if cfg.csv:
-        from lceval.reporting import save_table
+        from lceval.report.reporting import save_table
 
         path = Path(cfg.csv)
         try:

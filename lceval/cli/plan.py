@@ -62,7 +62,7 @@ def plan_text(cfg: PlanConfig, outputs: str | None) -> str:
             "(--max-new-tokens N plans another cap)"
         )
     if csv is not None:  # written before run.json: a failed write leaves the run as it was
-        from lceval.reporting import save_table
+        from lceval.report.reporting import save_table
 
         try:
             a = save_table(p.sizes, csv.parent, csv.stem, index=False)

@@ -32,9 +32,9 @@ def print_scores(run_id: str, root: str | None, df: Any) -> None:
     baselines: L-Eval's retrieval and no-LIE rows apart from the model's own, which its headline
     reads); where the budget ended answers, also how many (``cut``) and the mean over the
     answers that finished (``mean_finished``)."""
-    from lceval.coverage import run_cut_answers, variant_of, with_finished
     from lceval.errors import LcevalError
     from lceval.io import RunDir
+    from lceval.report.coverage import run_cut_answers, variant_of, with_finished
 
     run = RunDir(run_id, root)
     cut = run_cut_answers(run)
@@ -81,9 +81,10 @@ def print_extra_metrics(run_id: str, root: str | None, df: Any) -> None:
 
 def warn_coverage(run_id: str, outputs: str | None) -> None:
     """One stderr line per benchmark and model whose answers the budget cut (over 5%), whose
-    samples are not all answered, or whose run is not the paper's grid (:mod:`lceval.coverage`)."""
-    from lceval.coverage import run_coverage
+    samples are not all answered, or whose run is not the paper's grid
+    (:mod:`lceval.report.coverage`)."""
     from lceval.io import RunDir
+    from lceval.report.coverage import run_coverage
 
     for c in run_coverage(RunDir(run_id, outputs)):
         if c.cut_flag:

@@ -356,7 +356,7 @@ def save_report(
     import matplotlib.pyplot as plt
 
     from lceval.io import RunDir
-    from lceval.reporting import save_figure, save_table
+    from lceval.report.reporting import save_figure, save_table
 
     run = RunDir(run_id, root)
     folder = run.report / "contamination"

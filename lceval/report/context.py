@@ -142,7 +142,7 @@ def context_baselines(
 def report_context(run: RunDir, scores: pd.DataFrame) -> dict[str, pd.DataFrame]:
     """Write ``report/context_baselines.csv`` when the run holds answers under another context
     mode beside the full one; nothing (empty dict) otherwise."""
-    from lceval.reporting import save_table
+    from lceval.report.reporting import save_table
 
     table = context_baselines(scores)
     if table.empty:

@@ -1,5 +1,5 @@
 """``report/index.html``, laid out like a paper's results section: the headline numbers with
-CIs and the published range and what the run covers (:mod:`lceval.coverage`) first, then each
+CIs and the published range and what the run covers (:mod:`lceval.report.coverage`) first, then each
 paper table and figure with its caption, the checks, the reproduction index rows of the run's
 benchmarks (:mod:`lceval.report.reproduction`), the provenance as tables and the executed notebooks
 rendered as HTML; and the short summary ``lceval report`` prints.
@@ -20,15 +20,15 @@ from typing import Any
 import pandas as pd
 
 from lceval import registry
-from lceval.coverage import run_coverage
 from lceval.errors import LcevalError
 from lceval.io import atomic_open
+from lceval.report.coverage import run_coverage
 from lceval.report.reproduction import REPRODUCTION_COLUMNS, load_index, rows_of
 from lceval.report.samples_page import render
 
 THIS_RUN = "this run"
-"""The ``source`` of a run's own rows (``lceval.reporting.THIS_RUN``; not imported from there,
-which loads matplotlib)."""
+"""The ``source`` of a run's own rows (``lceval.report.reporting.THIS_RUN``; not imported from
+there, which loads matplotlib)."""
 
 
 def write_index(run: Any) -> Path:
@@ -36,7 +36,7 @@ def write_index(run: Any) -> Path:
 
     From the top: the headline numbers (each benchmark's headline metric per model, with its 95%
     bootstrap CI, n, the published range beside it, and what the run covers,
-    :mod:`lceval.coverage`: a run that is not the paper's grid is labelled "not comparable to
+    :mod:`lceval.report.coverage`: a run that is not the paper's grid is labelled "not comparable to
     the paper" in the first screen); links to samples.html, compare.html and results.json; then
     per benchmark each table and figure under its paper item (Table 3, Fig. 2, ...) with a
     one-line caption (the benchmark report module's ``CAPTIONS``: what the numbers are, unit,
@@ -138,10 +138,10 @@ def _bench_title(key: str) -> str:
 
 
 _NOT_BENCHMARKS = {
-    "ntk": "lceval.studies.ntk",
+    "ntk": "lceval.benchmarks.leval.ntk",
     "reasoning": "lceval.report.reasoning",
     "context": "lceval.report.context",
-    "correlation": "lceval.studies.ruler_correlation",
+    "correlation": "lceval.benchmarks.longgenbench.ruler_correlation",
 }
 """Report files of a study or of lceval's own analyses (file prefix -> module declaring their
 ``CAPTIONS``): the NTK base sweep's tables, LongGenBench's RULER correlation study, the
@@ -208,7 +208,7 @@ def headline_rows(report: Path, covs: Sequence[Any] = ()) -> list[dict[str, Any]
     """The headline numbers of a report folder: one row per benchmark, scorer and model from
     ``results.json`` (metric, estimate, 95% CI, n), with the published range of that metric
     (lowest and highest published row of a report table holding the metric beside a ``source``
-    column) and the model's coverage (:class:`lceval.coverage.Coverage`).
+    column) and the model's coverage (:class:`lceval.report.coverage.Coverage`).
 
     Returns:
         Dicts with benchmark, scorer, model, metric, unit, estimate, low, high, n,

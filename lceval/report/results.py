@@ -17,7 +17,7 @@ its ``schema_version`` field (:data:`SCHEMA_VERSION`). Its parts:
   tasks, lengths, answer budget, context truncation, answers ended by the budget:
   ``cut_at_budget``, ``thinking_unfinished``, ``cut_flag`` above 5%, ``cut_by_task``) and
   whether that is the paper's grid
-  (:class:`lceval.coverage.Coverage`; optional, absent in files written before it existed);
+  (:class:`lceval.report.coverage.Coverage`; optional, absent in files written before it existed);
 - ``metrics`` (optional): per benchmark, scorer and model, numbers a benchmark shows beside
   its headline (``Benchmark.metrics``; ManyIFEval: IFEval's four pooled accuracies) with CIs;
 - ``tasks`` rows may carry ``reasoning_tokens`` (mean thinking tokens per answered sample) and
@@ -84,8 +84,8 @@ def results_document(run: RunDir, *, seed: int = 0) -> dict[str, Any]:
     """
     from lceval import metrics, registry
     from lceval.console import log
-    from lceval.coverage import run_coverage
     from lceval.records import to_dict
+    from lceval.report.coverage import run_coverage
 
     scores = run.read_scores()
     samples = registry.load_samples(run.read_samples())
@@ -93,7 +93,7 @@ def results_document(run: RunDir, *, seed: int = 0) -> dict[str, Any]:
     from lceval.report.reasoning import reasoning_frame
 
     reasoning = reasoning_frame(run)
-    from lceval.coverage import run_cut_answers
+    from lceval.report.coverage import run_cut_answers
 
     cut = run_cut_answers(run)
     headlines: list[dict[str, Any]] = []
@@ -210,12 +210,12 @@ def _task_means(
     cut: set[tuple[str, str]] | None = None,
 ) -> list[dict[str, Any]]:
     """Per (model, task): mean value over scored samples, n, n_nan, and ``n_cut`` (answers the
-    budget ended, :func:`lceval.coverage.cut_answers`; ``cut_flag`` above 5% of the task's
+    budget ended, :func:`lceval.report.coverage.cut_answers`; ``cut_flag`` above 5% of the task's
     answers) with ``mean_finished`` (mean over the
     answers that finished; null when none did); with ``reasoning``
     (:func:`lceval.report.reasoning.reasoning_frame`, not empty) also ``reasoning_tokens`` (mean
     thinking tokens per response) and ``n_no_answer`` (no answer within the thinking budget)."""
-    from lceval.coverage import CUT_FLAG
+    from lceval.report.coverage import CUT_FLAG
     from lceval.report.reasoning import task_reasoning
 
     thought = task_reasoning(rows, reasoning) if reasoning is not None else {}

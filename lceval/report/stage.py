@@ -14,7 +14,7 @@ from lceval.run.scoring import load_samples
 if TYPE_CHECKING:  # pandas: the reporters import it when they run (import lceval stays free of it)
     import pandas as pd
 
-    from lceval.studies.ntk import Sweep, SweepReport
+    from lceval.benchmarks.leval.ntk import Sweep, SweepReport
 
 
 class ReportTables(dict[str, "pd.DataFrame"]):
@@ -110,14 +110,14 @@ def report(
 
 def report_sweep(sweep: Sweep, *, n_resamples: int = 2000, seed: int = 0) -> SweepReport:
     """The report stage of L-Eval's NTK base sweep: the study's table, trend, verdict and figure
-    (:func:`lceval.studies.ntk.report_sweep`), then the sweep folder's ``report/index.html``
-    (every table and figure with its caption, run.json's provenance).
+    (:func:`lceval.benchmarks.leval.ntk.report_sweep`), then the sweep folder's
+    ``report/index.html`` (every table and figure with its caption, run.json's provenance).
 
     Raises:
         LcevalError: a point's run has no scores.
     """
+    from lceval.benchmarks.leval import ntk
     from lceval.report.index_page import write_index
-    from lceval.studies import ntk
 
     out = ntk.report_sweep(sweep, n_resamples=n_resamples, seed=seed)
     write_index(sweep.run)

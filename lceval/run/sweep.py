@@ -1,5 +1,5 @@
 """The run stages over a study's grid: every point of L-Eval's NTK base sweep
-(:mod:`lceval.studies.ntk`) built, answered and scored, one run folder per RoPE base."""
+(:mod:`lceval.benchmarks.leval.ntk`) built, answered and scored, one run folder per RoPE base."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ from lceval.run.inference import infer
 from lceval.run.scoring import score
 
 if TYPE_CHECKING:
+    from lceval.benchmarks.leval.ntk import Sweep
     from lceval.models.specs import ModelSpec
-    from lceval.studies.ntk import Sweep
 
 
 def run_sweep(
@@ -25,11 +25,11 @@ def run_sweep(
     """Build, answer and score every point of the sweep, one run folder per base: the same
     samples at every point (a rebuild that changes nothing keeps earlier answers), pending samples
     answered by ``spec`` with the point's RoPE options
-    (:meth:`lceval.studies.ntk.SweepPoint.backend_options`),
+    (:meth:`lceval.benchmarks.leval.ntk.SweepPoint.backend_options`),
     scores from the benchmarks' default scorers. Rerunning resumes.
 
     Args:
-        sweep: :func:`lceval.studies.ntk.plan_sweep`'s plan.
+        sweep: :func:`lceval.benchmarks.leval.ntk.plan_sweep`'s plan.
         spec: the one model of the sweep (``lceval.models.specs.ModelSpec``).
         batch_size: prompts per generation call (None: the backend's default).
         max_new_tokens: cap on every sample's answer budget in tokens (None: each sample's own).

@@ -86,7 +86,7 @@ def test_subset_rows_are_not_ranked_among_the_papers(partial):
     if not (partial.report / "lifbench_summary.csv").exists():
         lceval.run.score("part", root=partial.path.parent, progress=False)
         lceval.report.report("part", root=partial.path.parent)
-    from lceval.coverage import comparability_note
+    from lceval.report.coverage import comparability_note
 
     note = comparability_note("part", partial.path.parent, "lifbench")  # notebooks print it
     assert note.startswith("lifbench m0: subset:") and "not comparable to the paper" in note
@@ -227,9 +227,9 @@ def test_cifbench_subset_run_is_not_placed_in_table6s_order(tmp_path):
     fixture answers 4 of 150 tasks) is listed above the published rows, not among them, and
     the table's cells are those of the score-ordered table."""
     from lceval.benchmarks.cifbench import tables as cif_tables
-    from lceval.coverage import run_coverage
     from lceval.io import new_meta
-    from lceval.reporting import THIS_RUN
+    from lceval.report.coverage import run_coverage
+    from lceval.report.reporting import THIS_RUN
 
     fixture = ROOT / "tests" / "fixtures" / "regression" / "cifbench"
     run = RunDir("cif", tmp_path).create()
@@ -271,7 +271,7 @@ def test_cifbench_subset_run_is_not_placed_in_table6s_order(tmp_path):
 
 
 def test_unrank_subset_order_leaves_a_paper_grid_run_in_place():
-    from lceval.reporting import THIS_RUN, unrank_subset_order
+    from lceval.report.reporting import THIS_RUN, unrank_subset_order
 
     df = pd.DataFrame(
         {"source": ["paper", THIS_RUN, "paper", THIS_RUN], "score": [0.9, 0.8, 0.5, 0.1]},

@@ -83,7 +83,7 @@ def test_responses_frame_leaves_out_stale_responses(tmp_path, capsys):
     hash counts as current."""
     from lceval.io import write_jsonl
     from lceval.records import Context, Response, Sample, sample_hash
-    from lceval.reporting import inference_summary, responses_frame
+    from lceval.report.reporting import inference_summary, responses_frame
 
     run = RunDir("rf", tmp_path).create()
     ctx = Context(id="c", text="long text", n_tokens=2, encoding="o200k_base")
@@ -116,7 +116,7 @@ def test_responses_frame_counts_a_retried_error_once(tmp_path):
     """An error replaced by a successful retry: one row, the success, as scoring reads it."""
     from lceval.io import RunDir, new_meta
     from lceval.records import Response, Sample
-    from lceval.reporting import inference_summary, responses_frame
+    from lceval.report.reporting import inference_summary, responses_frame
     from lceval.store import ResponseStore
 
     run = RunDir("r", tmp_path).create()

@@ -42,12 +42,12 @@ from lceval.benchmarks.cifbench.tables import (
     rank_correlation,
     task_scores,
 )
-from lceval.coverage import comparable, run_coverage
 from lceval.errors import LcevalError
 from lceval.io import RunDir
 from lceval.metrics import stratified_bootstrap_ci
 from lceval.records import Sample
-from lceval.reporting import save_figure, save_table, unrank_subset_order
+from lceval.report.coverage import comparable, run_coverage
+from lceval.report.reporting import save_figure, save_table, unrank_subset_order
 
 CAPTIONS: dict[str, tuple[str, str]] = {
     # name (report/<name>.csv or figures/<name>.png) -> (paper item, one-line caption)
@@ -540,7 +540,7 @@ def report_cifbench(
         :func:`cifbench_tables` plus :func:`published_tables` (published numbers, marked
         ``published_``), ``table6`` (the run's public overall beside the 28 published ones, in
         descending
-        score; a run that is not the paper's grid, :mod:`lceval.coverage`, listed first,
+        score; a run that is not the paper's grid, :mod:`lceval.report.coverage`, listed first,
         outside that order) and
         ``leaderboard_{public,private}_published`` (the run's leaderboard rows above the
         README's, ``source`` marking them).
@@ -550,7 +550,7 @@ def report_cifbench(
     """
     tables: dict[str, Any] = cifbench_tables(scores, samples)
     tables.update(published_tables())
-    # Table 6 orders models by score: a run that is not the paper's grid (lceval.coverage) is
+    # Table 6 orders models by score: a run that is not the paper's grid (lceval.report.coverage) is
     # listed above the published rows, not placed among them.
     subset = {m for m, ok in comparable(run_coverage(run), "cifbench").items() if not ok}
     tables["table6"] = unrank_subset_order(cif_tables.table6(tables["overall"])[0], subset)

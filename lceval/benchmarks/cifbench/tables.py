@@ -42,7 +42,7 @@ from pydantic import Field
 from lceval import params
 from lceval.errors import LcevalError
 from lceval.records import Sample
-from lceval.reporting import THIS_RUN
+from lceval.report.reporting import THIS_RUN
 
 PUBLISHED_PUBLIC = "published (README, public split)"
 PUBLISHED_PRIVATE = "published (README, private split)"

@@ -7,7 +7,7 @@ dense chunk retrieval), ``score.py`` (official exam rules, ROUGE, F1), ``judge.p
 LLM judge), ``importer.py`` (official prediction files <-> run folders), ``report.py``,
 ``resources/`` (published numbers), ``arithmetic.py`` (the offline GSM stand-in: seeded
 arithmetic problems in the gsm100 format). The NTK base sweep (notebook 09) is a cross-paper
-study, :mod:`lceval.studies.ntk`.
+study, :mod:`lceval.benchmarks.leval.ntk`.
 """
 
 from pydantic import Field

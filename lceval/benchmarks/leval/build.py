@@ -44,7 +44,7 @@ A list of target lengths L (tokens of ``encoding``) builds every question once p
 document is cut to ``L - max_new_tokens`` tokens with the official word cut (as ``max_length =
 L`` would), ids and context ids end with ``/<L>``, ``Sample.length = L`` and ``meta["max_length"]
 = L``. Documents shorter than L stay whole (``meta["doc_tokens"]`` says how long). Used by the
-NTK base sweep (``lceval.studies.ntk``) to ask the same questions at several lengths;
+NTK base sweep (``lceval.benchmarks.leval.ntk``) to ask the same questions at several lengths;
 full-context retrieval only.
 
 The offline GSM stand-in (``data_path: arithmetic``)

@@ -39,7 +39,7 @@ from lceval.benchmarks.lifbench.tables import (
 from lceval.errors import LcevalError
 from lceval.io import RunDir
 from lceval.records import Sample
-from lceval.reporting import save_figure, save_table
+from lceval.report.reporting import save_figure, save_table
 
 # --------------------------------------------------------------------------------------------
 # figures
@@ -429,9 +429,10 @@ def report_lifbench(
     if table.empty:
         raise LcevalError(f"{run.scores}: no LIFBench score matches a sample of the run")
     tables = lifbench_tables(table)
-    # A run that is not the paper's grid (lceval.coverage) sits beside the paper's rows unranked.
-    from lceval.coverage import comparable, run_coverage
-    from lceval.reporting import unrank_subset_rows
+    # A run that is not the paper's grid (lceval.report.coverage) sits beside the paper's rows
+    # unranked.
+    from lceval.report.coverage import comparable, run_coverage
+    from lceval.report.reporting import unrank_subset_rows
 
     subset = {m for m, ok in comparable(run_coverage(run), "lifbench").items() if not ok}
     for name in ("summary", "table4_with_published"):

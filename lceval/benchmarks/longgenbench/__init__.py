@@ -4,7 +4,7 @@ STIC-2, wAvg; and its correlation with RULER (Fig. 3b).
 Files: ``gold.py``, ``build.py``, ``prompts.py`` (the two prompt formats of Appendix G),
 ``score.py`` (parsing, offline and LLM judges), ``report.py`` (Table 3, Figs. 2-3), ``tables.py``
 (Table 7, published rows beside the run), ``resources/``. The RULER correlation is a
-cross-paper study, :mod:`lceval.studies.ruler_correlation`.
+cross-paper study, :mod:`lceval.benchmarks.longgenbench.ruler_correlation`.
 """
 
 from pydantic import Field

@@ -23,7 +23,7 @@ import pandas as pd
 
 from lceval.benchmarks.longgenbench.prompts import FORMAT_LABEL
 from lceval.errors import LcevalError
-from lceval.reporting import THIS_RUN
+from lceval.report.reporting import THIS_RUN
 
 PUBLISHED_T3 = "published (paper Table 3)"
 PUBLISHED_T7 = "published (paper Table 7)"

@@ -60,7 +60,7 @@ from lceval.io import RunDir, iter_jsonl, write_jsonl
 from lceval.models.base import Backend, GenerationConfig
 from lceval.models.generate import generate
 from lceval.records import Response, Sample, Score
-from lceval.reporting import save_figure, save_table
+from lceval.report.reporting import save_figure, save_table
 from lceval.store import ResponseStore
 
 SELF_FEEDBACK = ("feedback", "feedback-each", "feedback-each-cot")

@@ -35,7 +35,7 @@ from lceval.errors import LcevalError
 from lceval.io import RunDir
 from lceval.metrics import Headline, bootstrap, bootstrap_sums, group_stability, mean_statistic
 from lceval.records import Sample
-from lceval.reporting import save_figure, save_table
+from lceval.report.reporting import save_figure, save_table
 
 CAPTIONS: dict[str, tuple[str, str]] = {
     # name (report/<name>.csv or figures/<name>.png) -> (paper item, one-line caption)

@@ -5,7 +5,7 @@ The published numbers are the results table of the NVIDIA/RULER README
 length 4K..128K (0..100), ``Avg`` over the six lengths, ``wAvg_inc`` / ``wAvg_dec`` (linear
 weights increasing / decreasing with length) and the effective length (threshold 85.6). The
 LongGenBench paper's Fig. 3b reads its RULER scores from this table
-(:mod:`lceval.studies.ruler_correlation`).
+(:mod:`lceval.benchmarks.longgenbench.ruler_correlation`).
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ import numpy as np
 import pandas as pd
 
 from lceval.errors import LcevalError
-from lceval.reporting import THIS_RUN
+from lceval.report.reporting import THIS_RUN
 
 PUBLISHED = "published (RULER README)"
 LENGTH_COLUMNS: dict[int, str] = {

@@ -30,7 +30,7 @@ from lceval.benchmarks.cifbench.tables import (
 from lceval.errors import LcevalError
 from lceval.io import RunDir
 from lceval.records import Sample
-from lceval.reporting import THIS_RUN
+from lceval.report.reporting import THIS_RUN
 
 ORIGIN = {"1_T": "translated", "2_C": "chinese", "3_N": "new"}
 

@@ -22,7 +22,7 @@ from lceval.benchmarks.longgenbench.tables import (
     table7_with_published,
 )
 from lceval.errors import LcevalError
-from lceval.reporting import THIS_RUN, highlight_run_rows
+from lceval.report.reporting import THIS_RUN, highlight_run_rows
 
 
 def test_prompt_formats_share_the_draw_and_differ_in_layout():

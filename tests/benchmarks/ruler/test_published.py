@@ -11,7 +11,7 @@ from lceval.benchmarks.ruler.published import PUBLISHED, leaderboard, run_rows, 
 from lceval.benchmarks.ruler.report import ruler_tables
 from lceval.errors import LcevalError
 from lceval.records import Sample
-from lceval.reporting import THIS_RUN
+from lceval.report.reporting import THIS_RUN
 
 
 def _run_tables() -> dict[str, pd.DataFrame]:

@@ -8,15 +8,15 @@ import pandas as pd
 import pytest
 
 import lceval.run
-from lceval.benchmarks.ruler.report import effective_length, ruler_tables, weighted_average
-from lceval.errors import LcevalError
-from lceval.records import Sample
-from lceval.studies.ruler_correlation import (
+from lceval.benchmarks.longgenbench.ruler_correlation import (
     correlate,
     longgenbench_table3,
     published_pairs,
     ruler_leaderboard,
 )
+from lceval.benchmarks.ruler.report import effective_length, ruler_tables, weighted_average
+from lceval.errors import LcevalError
+from lceval.records import Sample
 
 LLAMA31_8B = [95.5, 93.8, 91.6, 87.4, 84.7, 77.0]  # RULER README, 4K..128K
 
@@ -131,7 +131,7 @@ def test_ruler_tables_carry_bootstrap_cis():
 
 
 def test_fig3b_scatter_with_the_runs(tmp_path):
-    from lceval.studies.ruler_correlation import correlation_figure, with_runs
+    from lceval.benchmarks.longgenbench.ruler_correlation import correlation_figure, with_runs
 
     pub = published_pairs("fig3b")
     runs = pd.DataFrame(
@@ -145,9 +145,9 @@ def test_fig3b_scatter_with_the_runs(tmp_path):
 
 
 def test_readme_pairs_take_ruler_from_the_readme(tmp_path):
+    from lceval.benchmarks.longgenbench.ruler_correlation import readme_pairs
     from lceval.records import Response
     from lceval.store import ResponseStore
-    from lceval.studies.ruler_correlation import readme_pairs
 
     run = lceval.run.build(
         "rp",
@@ -171,10 +171,10 @@ def test_study_page_has_a_headline_captions_and_says_why_pairs_are_missing(tmp_p
     with no scored runs: the headline table (r with its CI), every table and figure captioned,
     and why the measured pairs are empty and Fig. 3b with the run's models is the published
     one."""
+    from lceval.benchmarks.longgenbench import ruler_correlation as rc
     from lceval.io import RunDir
     from lceval.report.index_page import write_index
-    from lceval.reporting import save_table
-    from lceval.studies import ruler_correlation as rc
+    from lceval.report.reporting import save_table
 
     run = RunDir("corr", tmp_path).create()
     out = run.report / rc.STUDY

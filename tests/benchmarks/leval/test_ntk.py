@@ -13,12 +13,12 @@ import yaml
 
 import lceval.report
 import lceval.run
+from lceval.benchmarks.leval import ntk
 from lceval.errors import LcevalError
 from lceval.io import RunDir, write_jsonl
 from lceval.records import Response
-from lceval.studies import ntk
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 
 
 def test_plan_offline_and_with_data(tmp_path, leval_data):

@@ -127,7 +127,7 @@ def paper_params(key: str) -> dict[str, Any] | None:
             fields = {f.name for f in dataclasses.fields(cls)}
         except (ImportError, AttributeError, TypeError):
             fields = set()
-    root = Path(__file__).resolve().parent.parent / "params"
+    root = Path(__file__).resolve().parents[2] / "params"
     best: tuple[int, dict[str, Any]] | None = None
     for nb in bench.notebooks:
         path = root / Path(nb).stem / "full.yaml"
@@ -181,7 +181,7 @@ def coverage(
 
     Args:
         samples: the run's samples (every benchmark).
-        responses: :func:`lceval.reporting.responses_frame` (current answers only).
+        responses: :func:`lceval.report.reporting.responses_frame` (current answers only).
         meta: run.json as a dict (``params`` per benchmark, ``models`` with ``generation``).
 
     Returns:
@@ -310,7 +310,7 @@ def run_coverage(run: Any) -> list[Coverage]:
     """:func:`coverage` of a run folder (``lceval.io.RunDir``); empty without responses."""
     from lceval.errors import LcevalError
     from lceval.io import read_json_object
-    from lceval.reporting import responses_frame
+    from lceval.report.reporting import responses_frame
 
     try:
         samples = run.read_samples()
@@ -322,7 +322,7 @@ def run_coverage(run: Any) -> list[Coverage]:
 
 def cut_answers(responses: pd.DataFrame) -> set[tuple[str, str]]:
     """``(sample_id, model)`` of answers the budget ended: ``finish_reason == "length"`` or
-    thinking that never ended, of :func:`lceval.reporting.responses_frame` rows."""
+    thinking that never ended, of :func:`lceval.report.reporting.responses_frame` rows."""
     if not len(responses):
         return set()
     cut = responses["finish_reason"].astype(str) == "length"
@@ -335,7 +335,7 @@ def cut_answers(responses: pd.DataFrame) -> set[tuple[str, str]]:
 def run_cut_answers(run: Any) -> set[tuple[str, str]]:
     """:func:`cut_answers` of a run folder; empty without responses."""
     from lceval.errors import LcevalError
-    from lceval.reporting import responses_frame
+    from lceval.report.reporting import responses_frame
 
     try:
         return cut_answers(responses_frame(run.run_id, Path(run.path).parent))

@@ -620,7 +620,7 @@ def sweep_figure(
     base as a dotted line when given; PNG and PDF (``ntk_base_sweep``) under ``folder``."""
     import matplotlib.pyplot as plt
 
-    from lceval.reporting import save_figure
+    from lceval.report.reporting import save_figure
 
     lengths = sorted(table["length"].dropna().unique())
     fig, axes = plt.subplots(
@@ -685,7 +685,7 @@ def report_sweep(sweep: Sweep, *, n_resamples: int = 2000, seed: int = 0) -> Swe
     Raises:
         LcevalError: a point's run has no scores.
     """
-    from lceval.reporting import save_table
+    from lceval.report.reporting import save_table
 
     items = item_scores(sweep)
     table = sweep_table(items, seed=seed)

@@ -1,6 +1,6 @@
 """Correlation between RULER (long input) and LongGenBench (long output) at equal lengths.
 
-A cross-paper study (:mod:`lceval.studies`): RULER and LongGenBench are reached through
+A cross-paper study: RULER and LongGenBench are reached through
 :mod:`lceval.registry` (their declared ``functions`` and resources), never by module path.
 
 Reproduces the LongGenBench paper (Wu et al., ICLR 2025), Sec. 3.5 and Fig. 3b: Pearson
@@ -43,7 +43,7 @@ from scipy import stats
 
 from lceval import registry
 from lceval.errors import LcevalError
-from lceval.reporting import THIS_RUN, save_figure
+from lceval.report.reporting import THIS_RUN, save_figure
 
 PAPER_PEARSON = {16384: 0.51, 32768: 0.66}
 """The LongGenBench paper's Pearson correlations (Sec. 3.5, Fig. 3b), by length in tokens."""

@@ -138,9 +138,9 @@ def unrank_subset_rows(
     df: pd.DataFrame, models: set[str] | frozenset[str], *, ascending: Callable[[str], bool]
 ) -> pd.DataFrame:
     """``df`` with the run's rows of ``models`` (a run that is not the paper's grid,
-    :mod:`lceval.coverage`) taken out of every ranking: their ``<col>_rank`` and ``mean_rank``
-    cells become NaN and the other rows are ranked again among themselves, so a subset run
-    shown beside published numbers is never ranked among the paper's models.
+    :mod:`lceval.report.coverage`) taken out of every ranking: their ``<col>_rank`` and
+    ``mean_rank`` cells become NaN and the other rows are ranked again among themselves, so a
+    subset run shown beside published numbers is never ranked among the paper's models.
 
     Args:
         df: a table with a ``source`` column (:data:`THIS_RUN` for the run's rows), indexed by
@@ -176,7 +176,7 @@ def unrank_subset_rows(
 def unrank_subset_order(df: pd.DataFrame, models: set[str] | frozenset[str]) -> pd.DataFrame:
     """``df`` (a table whose row order is a ranking, e.g. sorted by score, with the run's rows
     among published ones) with the run's rows of ``models`` (a run that is not the paper's grid,
-    :mod:`lceval.coverage`) moved to the top, outside that order; the other rows keep their
+    :mod:`lceval.report.coverage`) moved to the top, outside that order; the other rows keep their
     order and every cell is unchanged, so a subset run is never placed among the paper's models.
 
     Args:
