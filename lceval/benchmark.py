@@ -26,6 +26,7 @@ Contracts:
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
 import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -419,8 +420,6 @@ class Benchmark:
 
 
 def _replace(sample: Sample, **changes: Any) -> Sample:
-    import dataclasses
-
     return dataclasses.replace(sample, **changes)
 
 

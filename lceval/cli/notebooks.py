@@ -19,15 +19,25 @@ leaves a copy that looks complete (a failed one is kept as ``<name>.failed.ipynb
 
 from __future__ import annotations
 
+import ast
+import json
 import os
+import re
 from collections.abc import Mapping
 from contextlib import nullcontext
 from pathlib import Path
 from typing import Any
 
+from pydantic import TypeAdapter
+
+from lceval import params as declared
+from lceval import registry
 from lceval.console import engine_output, terminal
 from lceval.errors import LcevalError
 from lceval.io import RunDir, project_root
+from lceval.models import lifeline
+from lceval.models.base import check_load, log
+from lceval.models.specs import resolve_models
 from lceval.params import load_params
 from lceval.progress import Watcher, progress_path
 from lceval.run.config import InferConfig, unknown_keys, validate
@@ -70,8 +80,6 @@ def declared_params(notebook: Path) -> dict[str, Any]:
     Raises:
         LcevalError: no such cell, or one that is not plain ``name = literal`` lines.
     """
-    import ast
-    import json
 
     # json, not nbformat: nbformat's schema validator takes seconds to import
     nb = json.loads(notebook.read_text(encoding="utf-8"))
@@ -92,9 +100,6 @@ def declared_params(notebook: Path) -> dict[str, Any]:
 def builds(notebook: Path) -> set[str]:
     """The benchmarks whose builder a notebook calls with its parameters
     (``lceval.run.build(run_id, "KEY", ...)``, the params-file contract of DEVELOPING.md)."""
-    import json
-    import re
-
     nb = json.loads(notebook.read_text(encoding="utf-8"))
     code = "\n".join(
         "".join(c["source"]) if isinstance(c["source"], list) else c["source"]
@@ -119,9 +124,6 @@ def check_params(notebook: Path, params: Mapping[str, Any], where: str) -> None:
     Raises:
         LcevalError: one line naming the key.
     """
-    from lceval import params as declared
-    from lceval import registry
-
     names = declared_params(notebook)
     unknown_keys(list(params), list(names), f"{where} ({notebook.stem})")
     given = {k: v for k, v in params.items() if k not in declared.NOTEBOOK_PARAMS}
@@ -151,9 +153,6 @@ def check_models(notebook: Path, params: Mapping[str, Any], where: str) -> None:
     Raises:
         LcevalError: one line naming the model or option.
     """
-    from lceval.models.base import check_load
-    from lceval.models.specs import resolve_models
-
     names = declared_params(notebook)
     if "model" not in names and "models" not in names:
         return
@@ -183,13 +182,6 @@ def notebook_schemas() -> dict[str, dict[str, Any]]:
     Returns:
         notebook stem -> JSON Schema.
     """
-    import json
-
-    from pydantic import TypeAdapter
-
-    from lceval import params as declared
-    from lceval import registry
-
     infer = InferConfig.model_json_schema(mode="validation")
     out: dict[str, dict[str, Any]] = {}
     for nb in sorted(notebooks_dir().glob("[0-9][0-9]_*.ipynb")):
@@ -268,6 +260,7 @@ def run_notebook(
         LcevalError: unknown notebook, a bad parameter (with ``check``), or a cell failed
             (names the notebook and the error).
     """
+    # here, not at the top: loads jsonschema, nbformat, numpy
     import papermill as pm
 
     src = find_notebook(notebook)
@@ -283,7 +276,6 @@ def run_notebook(
         parameters["outputs_root"] = str(Path(outputs_root).resolve())
     # The kernel's and its engines' logs go to the run's logs/lceval.log; papermill's progress
     # bar stays on the terminal (lceval -v or LCEVAL_VERBOSE=1: everything on the terminal).
-    from lceval.models import lifeline
 
     # the kernel and the engines it starts die with this process (lceval.models.lifeline)
     with engine_output(run.path, f"notebook {src.stem}"), lifeline.guard(run.path):
@@ -414,8 +406,6 @@ def with_overrides(
     inheriting ``backend_options``'. A bare id the file does not list gets the file's
     ``backend_options``, said in one line: give it ``{model: ID, options: {...}}`` for its own.
     """
-    from lceval.models.base import log
-
     out = {**params, **dict(overrides or {})}
     models = (overrides or {}).get("models")
     if not isinstance(models, list):

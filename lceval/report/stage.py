@@ -10,8 +10,10 @@ import pandas as pd
 
 from lceval import registry
 from lceval.benchmark import scorer_of
+from lceval.benchmarks.leval import ntk
 from lceval.io import RunDir
 from lceval.report import compare_page, samples_page
+from lceval.report.results import write_results
 from lceval.run.scoring import load_samples
 
 if TYPE_CHECKING:
@@ -79,7 +81,6 @@ def report(
     tables = ReportTables()
     tables.scorers = {}
     from lceval.report.index_page import write_index  # matplotlib: imported only when reporting
-    from lceval.report.results import write_results
 
     with run.staged_report() as staged:  # swapped in whole, or not at all
         for key in keys:
@@ -112,7 +113,6 @@ def report_sweep(sweep: Sweep, *, n_resamples: int = 2000, seed: int = 0) -> Swe
     Raises:
         LcevalError: a point's run has no scores.
     """
-    from lceval.benchmarks.leval import ntk
     from lceval.report.index_page import write_index
 
     out = ntk.report_sweep(sweep, n_resamples=n_resamples, seed=seed)

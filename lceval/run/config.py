@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import difflib
+import os
 from collections.abc import Mapping, Sequence
 from typing import Any, Literal, TypeVar
 
@@ -32,6 +33,8 @@ import yaml
 from pydantic import BaseModel, Field, ValidationError, field_validator
 
 from lceval.errors import LcevalError
+from lceval.models.backends import AUTO_BACKEND, BACKENDS
+from lceval.models.specs import resolve_models
 from lceval.params import Declared, InferenceSection
 
 C = TypeVar("C", bound=BaseModel)
@@ -234,8 +237,6 @@ def validate(
 
 # ----------------------------------------------------------------------------------- fields
 def _backend_name(value: str) -> str:
-    from lceval.models.backends import AUTO_BACKEND, BACKENDS
-
     names = (AUTO_BACKEND, *BACKENDS)
     if value not in names:
         close = difflib.get_close_matches(value, names, n=2)
@@ -249,7 +250,6 @@ def _model_entries(value: Any) -> Any:
     keys named with their close matches)."""
     if value is None:
         return None
-    from lceval.models.specs import resolve_models
 
     try:
         resolve_models(None, value)
@@ -319,8 +319,6 @@ def test_limit(limit: int | None) -> int | None:
     Raises:
         LcevalError: the variable is not a positive integer.
     """
-    import os
-
     raw = os.environ.get(TEST_LIMIT_ENV, "").strip()
     if not raw:
         return limit

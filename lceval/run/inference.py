@@ -24,6 +24,7 @@ from lceval.models.base import (
 )
 from lceval.models.generate import engine_config, generate, prefix_reuse
 from lceval.models.prompts import context_text
+from lceval.models.replicas import Job, answer_jobs
 from lceval.models.specs import (
     ModelSpec,
     check_fits,
@@ -294,8 +295,6 @@ def _infer_ray(
     """:func:`infer` for the models answered by replicas on Ray, recorded in run.json (with
     ``pending``'s fields, then cleared); run.json is put back as it was when nothing was
     answered (:meth:`lceval.io.RunDir.meta_kept_unless`)."""
-    from lceval.models.replicas import Job, answer_jobs
-
     jobs = [Job(spec, samples, config, batch_size) for spec in specs]
     t0 = time.perf_counter()
     # a local cluster this command starts (gcs, raylet, agents, replica workers) dies with it
