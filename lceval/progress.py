@@ -42,6 +42,10 @@ from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any, TextIO
 
+from lceval.console import terminal
+from lceval.errors import LcevalError
+from lceval.io import check_readable, read_bounded_lines
+
 PROGRESS_NAME = "progress.jsonl"
 """The progress file under a run's ``logs/`` folder."""
 
@@ -176,8 +180,6 @@ class Progress:
         work: Callable[[], Mapping[str, float] | None] | None = None,
     ) -> None:
         from tqdm import tqdm  # a plain text bar: tqdm.auto needs ipywidgets in notebooks
-
-        from lceval.console import terminal
 
         self.path = path
         self.model = model
@@ -336,8 +338,6 @@ def read(path: str | os.PathLike[str]) -> Iterator[dict[str, Any]]:
         LcevalError: the file is not a regular file (a symlink to /dev/zero, a FIFO) or holds a
             line over :data:`lceval.io.MAX_LINE_BYTES`.
     """
-    from lceval.io import check_readable, read_bounded_lines
-
     if not os.path.lexists(path):
         return
     check_readable(path)
@@ -387,8 +387,6 @@ def status(run_path: str | os.PathLike[str], now: float | None = None) -> str:
     Raises:
         LcevalError: the run has no progress file yet.
     """
-    from lceval.errors import LcevalError
-
     path = progress_path(run_path)
     recs = latest(path)
     if not recs:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import lceval.run
 from lceval.cli.common import next_steps
+from lceval.params import load_params
 from lceval.run.config import BuildConfig
 
 
@@ -15,8 +16,6 @@ def handle(cfg: BuildConfig, outputs: str | None) -> int:
         LcevalError: an unknown benchmark, a bad params file or override, a run that has
             responses (without ``--force``).
     """
-    from lceval.params import load_params
-
     params = load_params(cfg.params) if cfg.params else {}
     params.update(cfg.param)
     run = lceval.run.build(

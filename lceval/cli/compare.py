@@ -7,8 +7,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from lceval import registry
 from lceval.cli.common import csv_path
 from lceval.errors import LcevalError
+from lceval.io import RunDir
 from lceval.run.config import CompareConfig
 
 
@@ -21,6 +23,7 @@ def handle(cfg: CompareConfig, outputs: str | None) -> int:
     Raises:
         LcevalError: see :func:`table`; a ``--csv`` that cannot be written.
     """
+    # here, not at the top: loads numpy, pandas, pyarrow
     from lceval.report import compare
 
     result = table(cfg, outputs)
@@ -58,6 +61,7 @@ def table(cfg: CompareConfig, outputs: str | None) -> Any:
             paired comparison is asked for (it needs scores.parquet), or one that does not
             validate.
     """
+    # here, not at the top: loads numpy, pandas, pyarrow
     from lceval.report import compare, results
 
     if cfg.csv:
@@ -104,8 +108,6 @@ def table(cfg: CompareConfig, outputs: str | None) -> Any:
 def files_leaderboard(cfg: CompareConfig, outputs: str | None) -> Any:
     """The leaderboard from results.json files (and run ids, whose results are computed from
     their scores as ``lceval report`` writes them)."""
-    from lceval import registry
-    from lceval.io import RunDir
     from lceval.report import results
 
     if cfg.scorer is not None:
@@ -122,7 +124,6 @@ def files_leaderboard(cfg: CompareConfig, outputs: str | None) -> Any:
 def compare_page(cfg: CompareConfig, outputs: str | None, page: Path) -> Path:
     """``--samples FILE.html`` (``page``): the two runs' models side by side
     (:func:`lceval.report.compare_page.compare_rows`), with contexts/ beside it."""
-    from lceval.io import RunDir
     from lceval.report import compare_page as page_module
 
     run_a = RunDir(cfg.run_ids[0], outputs)

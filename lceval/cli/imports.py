@@ -4,6 +4,7 @@ into a run (samples and responses), through the importer the benchmark declares
 
 from __future__ import annotations
 
+from lceval import registry
 from lceval.errors import LcevalError
 from lceval.run.config import ImportConfig
 
@@ -15,8 +16,6 @@ def handle(cfg: ImportConfig, outputs: str | None) -> int:
         LcevalError: a benchmark without an importer (the ones with one named), an unreadable
             prediction file, a run that has responses (without ``--force``).
     """
-    from lceval import registry
-
     with_importer = [b.key for b in registry.all_benchmarks() if b.importers]
     if cfg.benchmark not in with_importer:
         raise LcevalError(

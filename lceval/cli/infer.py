@@ -9,6 +9,7 @@ from typing import Any
 import lceval.run
 from lceval.cli.common import next_steps
 from lceval.errors import LcevalError
+from lceval.models.backends import BACKENDS, resolve_backend
 from lceval.run.config import InferConfig
 
 
@@ -71,8 +72,6 @@ def options_listing(backend: str) -> str:
     Raises:
         LcevalError: an unknown backend.
     """
-    from lceval.models.backends import BACKENDS, resolve_backend
-
     name = resolve_backend(backend)
     spec = BACKENDS[name]
     lines = [f"options of backend {name} (lceval infer RUN --backend {name} -o KEY=VALUE):"]

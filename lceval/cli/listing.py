@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from lceval import registry
+from lceval.models.base import BACKENDS, backend_options
 from lceval.run.config import ListConfig
 
 USER_DATA = {
@@ -47,9 +49,6 @@ def tasks_line(tasks: Sequence[str], shown: int = 14) -> str:
 def listing() -> str:
     """What ``lceval list`` prints (benchmarks from :mod:`lceval.registry`, backends from
     :data:`lceval.models.base.BACKENDS`; an engine that is not installed is said so)."""
-    from lceval import registry
-    from lceval.models.base import BACKENDS, backend_options
-
     lines = []
     for bench in registry.all_benchmarks():
         lines.append(f"{bench.key}: {bench.title}")

@@ -19,7 +19,10 @@ leaves a copy that looks complete (a failed one is kept as ``<name>.failed.ipynb
 
 from __future__ import annotations
 
+import ast
+import json
 import os
+import re
 from collections.abc import Mapping
 from contextlib import nullcontext
 from pathlib import Path
@@ -32,6 +35,9 @@ from lceval.cli.sections import SECTIONS
 from lceval.console import engine_output, terminal
 from lceval.errors import LcevalError
 from lceval.io import RunDir, project_root
+from lceval.models import lifeline
+from lceval.models.base import check_load, log
+from lceval.models.specs import resolve_models
 from lceval.params import load_params, unknown_keys, validate
 from lceval.progress import Watcher, progress_path
 from lceval.run.config import InferConfig
@@ -74,8 +80,6 @@ def declared_params(notebook: Path) -> dict[str, Any]:
     Raises:
         LcevalError: no such cell, or one that is not plain ``name = literal`` lines.
     """
-    import ast
-    import json
 
     # json, not nbformat: nbformat's schema validator takes seconds to import
     nb = json.loads(notebook.read_text(encoding="utf-8"))
@@ -96,9 +100,6 @@ def declared_params(notebook: Path) -> dict[str, Any]:
 def builds(notebook: Path) -> set[str]:
     """The benchmarks whose builder a notebook calls with its parameters
     (``lceval.run.build(run_id, "KEY", ...)``, the params-file contract of DEVELOPING.md)."""
-    import json
-    import re
-
     nb = json.loads(notebook.read_text(encoding="utf-8"))
     code = "\n".join(
         "".join(c["source"]) if isinstance(c["source"], list) else c["source"]
@@ -164,9 +165,6 @@ def check_models(notebook: Path, params: Mapping[str, Any], where: str) -> None:
     Raises:
         LcevalError: one line naming the model or option.
     """
-    from lceval.models.base import check_load
-    from lceval.models.specs import resolve_models
-
     names = declared_params(notebook)
     if "model" not in names and "models" not in names:
         return
@@ -250,6 +248,7 @@ def run_notebook(
         LcevalError: unknown notebook, a bad parameter (with ``check``), or a cell failed
             (names the notebook and the error).
     """
+    # here, not at the top: loads jsonschema, nbformat, numpy
     import papermill as pm
 
     src = find_notebook(notebook)
@@ -265,7 +264,6 @@ def run_notebook(
         parameters["outputs_root"] = str(Path(outputs_root).resolve())
     # The kernel's and its engines' logs go to the run's logs/lceval.log; papermill's progress
     # bar stays on the terminal (lceval -v or LCEVAL_VERBOSE=1: everything on the terminal).
-    from lceval.models import lifeline
 
     # the kernel and the engines it starts die with this process (lceval.models.lifeline)
     with engine_output(run.path, f"notebook {src.stem}"), lifeline.guard(run.path):
@@ -396,8 +394,6 @@ def with_overrides(
     inheriting ``backend_options``'. A bare id the file does not list gets the file's
     ``backend_options``, said in one line: give it ``{model: ID, options: {...}}`` for its own.
     """
-    from lceval.models.base import log
-
     out = {**params, **dict(overrides or {})}
     models = (overrides or {}).get("models")
     if not isinstance(models, list):

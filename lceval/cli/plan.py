@@ -6,6 +6,7 @@ from __future__ import annotations
 import lceval.run
 from lceval.cli.common import csv_path
 from lceval.errors import LcevalError
+from lceval.io import RunDir
 from lceval.run.config import PlanConfig
 
 
@@ -27,7 +28,6 @@ def plan_text(cfg: PlanConfig, outputs: str | None) -> str:
         LcevalError: a bad ``--csv`` (ranges: :class:`lceval.run.config.PlanConfig`), a run that is
             not built, an unreadable model tokenizer.
     """
-    from lceval.io import RunDir
     from lceval.run import cost, plan
 
     prices = cost.load_prices(cfg.prices)  # a bad table stops before any tokenizing

@@ -4,7 +4,9 @@ disk) moved aside to ``responses.jsonl.bad``, so the next ``lceval infer`` answe
 from __future__ import annotations
 
 from lceval.errors import LcevalError
+from lceval.io import RunDir
 from lceval.run.config import RepairConfig
+from lceval.store import ResponseStore
 
 
 def handle(cfg: RepairConfig, outputs: str | None) -> int:
@@ -14,9 +16,6 @@ def handle(cfg: RepairConfig, outputs: str | None) -> int:
     Raises:
         LcevalError: an invalid run id, a run without responses.jsonl.
     """
-    from lceval.io import RunDir
-    from lceval.store import ResponseStore
-
     run = RunDir(cfg.run_id, outputs)
     if not run.responses.exists():
         raise LcevalError(f"{run.responses} does not exist")

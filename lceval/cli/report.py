@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import lceval
+from lceval.io import RunDir
 from lceval.run.config import ReportConfig
 
 
@@ -13,7 +14,6 @@ def handle(cfg: ReportConfig, outputs: str | None) -> int:
     Raises:
         LcevalError: a run without scores, an unknown scorer.
     """
-    from lceval.io import RunDir
     from lceval.report.index_page import report_summary
 
     tables = lceval.report(cfg.run_id, root=outputs, scorer=cfg.scorer)

@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import os
 
+from lceval.cli import notebooks
 from lceval.errors import LcevalError
+from lceval.params import load_params
 from lceval.run.config import RunConfig
 
 
@@ -20,9 +22,6 @@ def handle(cfg: RunConfig, outputs: str | None) -> int:
             pipeline, a notebook without ``--run-id``, a bad override or params file (before
             any notebook runs), a failed notebook.
     """
-    from lceval.cli import notebooks
-    from lceval.params import load_params
-
     if cfg.ray_address:  # the notebooks' lceval.run.infer calls read it
         from lceval.models.replicas import RAY_ADDRESS_ENV, check_address, require_ray
 

@@ -4,10 +4,12 @@ params files, printed or written as ``FOLDER/<name>.schema.json`` (the committed
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
+from lceval.cli.notebooks import notebook_schemas
 from lceval.errors import LcevalError
-from lceval.run.config import SchemaConfig
+from lceval.run.config import SchemaConfig, json_schemas
 
 
 def handle(cfg: SchemaConfig, outputs: str | None) -> int:
@@ -18,11 +20,6 @@ def handle(cfg: SchemaConfig, outputs: str | None) -> int:
     Raises:
         LcevalError: the folder does not exist.
     """
-    import json
-
-    from lceval.cli.notebooks import notebook_schemas
-    from lceval.run.config import json_schemas
-
     schemas = {**json_schemas(), **notebook_schemas()}
     if cfg.folder is None:
         print(json.dumps(schemas, indent=2))

@@ -8,7 +8,10 @@ import sys
 from typing import Any
 
 import lceval.run
+from lceval import registry
 from lceval.cli.common import next_steps
+from lceval.errors import LcevalError
+from lceval.io import RunDir
 from lceval.run.config import ScoreConfig
 
 
@@ -32,8 +35,6 @@ def print_scores(run_id: str, root: str | None, df: Any) -> None:
     baselines: L-Eval's retrieval and no-LIE rows apart from the model's own, which its headline
     reads); where the budget ended answers, also how many (``cut``) and the mean over the
     answers that finished (``mean_finished``)."""
-    from lceval.errors import LcevalError
-    from lceval.io import RunDir
     from lceval.report.coverage import run_cut_answers, variant_of, with_finished
 
     run = RunDir(run_id, root)
@@ -53,9 +54,6 @@ def print_scores(run_id: str, root: str | None, df: Any) -> None:
 def print_extra_metrics(run_id: str, root: str | None, df: Any) -> None:
     """Print the numbers benchmarks show beside their headline (``Benchmark.metrics``; ManyIFEval:
     IFEval's four pooled accuracies) after the score table."""
-    from lceval import registry
-    from lceval.io import RunDir
-
     keys = sorted(set(df["benchmark"].astype(str))) if len(df) else []
     with_metrics = [k for k in keys if registry.get(k).metrics is not None]
     if not with_metrics:
@@ -83,7 +81,6 @@ def warn_coverage(run_id: str, outputs: str | None) -> None:
     """One stderr line per benchmark and model whose answers the budget cut (over 5%), whose
     samples are not all answered, or whose run is not the paper's grid
     (:mod:`lceval.report.coverage`)."""
-    from lceval.io import RunDir
     from lceval.report.coverage import run_coverage
 
     for c in run_coverage(RunDir(run_id, outputs)):

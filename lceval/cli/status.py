@@ -5,6 +5,9 @@ from __future__ import annotations
 
 import re
 
+from lceval.errors import LcevalError
+from lceval.io import RunDir
+from lceval.progress import status
 from lceval.run.config import StatusConfig
 
 _CONTROL = re.compile(r"[\x00-\x09\x0b-\x1f\x7f-\x9f]")
@@ -18,10 +21,6 @@ def handle(cfg: StatusConfig, outputs: str | None) -> int:
     Raises:
         LcevalError: an invalid run id, a run that does not exist, a run without progress.
     """
-    from lceval.errors import LcevalError
-    from lceval.io import RunDir
-    from lceval.progress import status
-
     run = RunDir(cfg.run_id, outputs)
     if not run.path.is_dir():
         raise LcevalError(f"no run {cfg.run_id} in {run.path.parent} (lceval list shows the runs)")

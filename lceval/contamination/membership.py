@@ -14,6 +14,8 @@ import pandas as pd
 
 from lceval.contamination.overlap import sample_text
 from lceval.errors import LcevalError
+from lceval.io import RunDir
+from lceval.models.logprobs import prompt_logprobs
 from lceval.records import Sample
 
 
@@ -79,8 +81,6 @@ def membership_scores(
     Raises:
         LcevalError: ``k`` outside (0, 1], or see :func:`lceval.models.logprobs.prompt_logprobs`.
     """
-    from lceval.models.logprobs import prompt_logprobs
-
     if not isinstance(k, int | float) or isinstance(k, bool) or not 0.0 < k <= 1.0:
         raise LcevalError(f"k (the Min-K share) must be in (0, 1], got {k!r}")
     lps = prompt_logprobs(backend, texts, prefixes, window=window)
@@ -102,6 +102,7 @@ def membership_scores(
 def auroc(seen: Sequence[float] | np.ndarray, unseen: Sequence[float] | np.ndarray) -> float:
     """P(score of a seen text > score of an unseen text), ties half (Mann-Whitney U / n1 n2);
     NaNs dropped; NaN when a group is empty."""
+    # here, not at the top: loads scipy
     from scipy.stats import rankdata
 
     a = np.asarray(seen, dtype=float)
@@ -232,8 +233,6 @@ def run_membership(
     Raises:
         LcevalError: a group without texts, or see :func:`membership_scores`.
     """
-    from lceval.io import RunDir
-
     run = RunDir(run_id, root)
     samples = run.read_samples()
     contexts = run.read_contexts()
@@ -353,9 +352,9 @@ def save_report(
     Returns:
         :func:`auroc_summary` of the membership outputs.
     """
+    # here, not at the top: loads matplotlib
     import matplotlib.pyplot as plt
 
-    from lceval.io import RunDir
     from lceval.report.reporting import save_figure, save_table
 
     run = RunDir(run_id, root)

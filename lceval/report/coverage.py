@@ -15,13 +15,19 @@ report/index.html (the first screen) and the benchmarks' reports (ranks).
 
 from __future__ import annotations
 
+import dataclasses
+import importlib
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
+import yaml
 
+from lceval import registry
+from lceval.errors import LcevalError
+from lceval.io import RunDir, read_json_object
 from lceval.records import Sample
 
 CUT_FLAG = 0.05
@@ -110,13 +116,6 @@ def paper_params(key: str) -> dict[str, Any] | None:
     files of the notebooks the benchmark lists (in the checkout lceval is imported from), the
     one sharing most keys with the benchmark's builder ``Config`` (the notebook that builds its
     data); None when there is none (an installed package without the repository)."""
-    import dataclasses
-    import importlib
-
-    import yaml
-
-    from lceval import registry
-
     bench = registry.get(key)
     fields: set[str] = set()
     target = getattr(bench, "params", None)
@@ -187,8 +186,6 @@ def coverage(
     Returns:
         One :class:`Coverage` per benchmark and model with answers, sorted.
     """
-    from lceval import registry
-
     out: list[Coverage] = []
     models_meta = meta.get("models") or {}
     params = meta.get("params") or {}
@@ -308,8 +305,6 @@ def _labelled(c: Coverage) -> Coverage:
 
 def run_coverage(run: Any) -> list[Coverage]:
     """:func:`coverage` of a run folder (``lceval.io.RunDir``); empty without responses."""
-    from lceval.errors import LcevalError
-    from lceval.io import read_json_object
     from lceval.report.reporting import responses_frame
 
     try:
@@ -334,7 +329,6 @@ def cut_answers(responses: pd.DataFrame) -> set[tuple[str, str]]:
 
 def run_cut_answers(run: Any) -> set[tuple[str, str]]:
     """:func:`cut_answers` of a run folder; empty without responses."""
-    from lceval.errors import LcevalError
     from lceval.report.reporting import responses_frame
 
     try:
@@ -393,8 +387,6 @@ def comparability_note(run_id: str, root: str | Path | None, benchmark: str) -> 
     run ``run_id`` saying whether its rows may be read among the paper's
     (``... ; not comparable to the paper: its rows are listed apart, never ranked``) or that it
     answers the paper's grid; a line saying so when the run has no answers yet."""
-    from lceval.io import RunDir
-
     covs = [c for c in run_coverage(RunDir(run_id, root)) if c.benchmark == benchmark]
     if not covs:
         return f"{benchmark}: no answers in run {run_id}: nothing here is comparable to the paper"

@@ -14,6 +14,7 @@ import numpy as np
 import pandas as pd
 
 from lceval.io import RunDir
+from lceval.store import ResponseStore
 
 CAPTIONS: dict[str, tuple[str, str]] = {
     # name (report/<name>.csv or figures/<name>.png) -> (paper item, one-line caption)
@@ -44,7 +45,6 @@ def reasoning_frame(run: RunDir) -> pd.DataFrame:
     """
     if not run.responses.exists():
         return pd.DataFrame(columns=list(COLUMNS))
-    from lceval.store import ResponseStore
 
     rows: list[dict[str, Any]] = []
     for r in ResponseStore(run.responses):
@@ -100,9 +100,11 @@ def reasoning_by_task(scores: pd.DataFrame, reasoning: pd.DataFrame) -> pd.DataF
 def plot_score_vs_thinking(scores: pd.DataFrame, reasoning: pd.DataFrame) -> Any:
     """Figure: mean score (0..1) against thinking length (tokens, quantile bins) per model;
     samples with no answer (NaN) are left out of the means and counted in the legend."""
+    # here, not at the top: loads matplotlib
     import matplotlib
 
     matplotlib.use("Agg")
+    # here, not at the top: loads matplotlib
     import matplotlib.pyplot as plt
 
     df = with_reasoning(scores, reasoning)
@@ -132,6 +134,7 @@ def plot_score_vs_thinking(scores: pd.DataFrame, reasoning: pd.DataFrame) -> Any
 def report_reasoning(run: RunDir, scores: pd.DataFrame) -> dict[str, pd.DataFrame]:
     """Write ``report/reasoning_by_task.csv`` and the figure ``reasoning_score_vs_thinking``
     (PNG + PDF) when the run has reasoning; nothing (empty dict) otherwise."""
+    # here, not at the top: loads matplotlib
     from lceval.report.reporting import save_figure, save_table
 
     reasoning = reasoning_frame(run)

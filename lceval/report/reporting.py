@@ -3,10 +3,15 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import asdict, fields
 from pathlib import Path
 from typing import Any
 
 import matplotlib
+
+from lceval.io import RunDir
+from lceval.records import Response, sample_hashes
+from lceval.store import ResponseStore
 
 matplotlib.use("Agg", force=False)
 import matplotlib.pyplot as plt  # noqa: E402
@@ -56,11 +61,6 @@ def responses_frame(run_id: str, outputs_root: str | Path | None = None) -> pd.D
         LcevalError: the run has no samples or no responses yet, or a line of responses.jsonl
             is not a response (``lceval repair RUN`` moves such lines aside).
     """
-    from dataclasses import asdict, fields
-
-    from lceval.io import RunDir
-    from lceval.records import Response, sample_hashes
-
     run = RunDir(run_id, outputs_root)
     raw = run.read_samples()
     hashes = sample_hashes(raw, run.read_contexts())
@@ -71,7 +71,6 @@ def responses_frame(run_id: str, outputs_root: str | Path | None = None) -> pd.D
     stale = 0
     if not run.responses.exists():
         run.read_responses()  # raises the usual "run inference first" error
-    from lceval.store import ResponseStore
 
     # One row per stored key, as scoring reads them: the first successful answer, else the last
     # error (an error that a retry replaced is not counted again).

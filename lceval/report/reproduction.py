@@ -35,6 +35,7 @@ import jsonschema
 import pandas as pd
 import yaml
 
+from lceval import registry
 from lceval.errors import LcevalError
 from lceval.io import atomic_open
 from lceval.report.samples_page import render
@@ -79,8 +80,6 @@ _BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
 def index_files(keys: Iterable[str] | None = None) -> list[Path]:
     """The ``reproduction.yaml`` files of the benchmarks ``keys`` (default: every registered
     benchmark), those that exist, in registry order."""
-    from lceval import registry
-
     wanted = list(registry.BENCHMARKS) if keys is None else list(keys)
     return [p for k in wanted if (p := _BENCHMARKS / k / "reproduction.yaml").is_file()]
 

@@ -44,8 +44,15 @@ from typing import Any
 
 import pandas as pd
 
+from lceval import metrics, registry
+from lceval.benchmark import scorer_of
+from lceval.console import log
 from lceval.errors import LcevalError, one_line
 from lceval.io import RunDir, atomic_open
+from lceval.records import to_dict
+from lceval.report.compare import model_names
+from lceval.report.coverage import CUT_FLAG, run_coverage, run_cut_answers
+from lceval.report.reasoning import reasoning_frame, task_reasoning
 
 SCHEMA_VERSION = "1"
 """Version of the results.json layout; a reader refuses a file of another major version."""
@@ -82,18 +89,11 @@ def results_document(run: RunDir, *, seed: int = 0) -> dict[str, Any]:
     Raises:
         LcevalError: missing samples, scores or run.json; a scorer the registry does not know.
     """
-    from lceval import metrics, registry
-    from lceval.console import log
-    from lceval.records import to_dict
-    from lceval.report.coverage import run_coverage
-
     scores = run.read_scores()
     samples = registry.load_samples(run.read_samples())
     meta = to_dict(run.read_meta())
-    from lceval.report.reasoning import reasoning_frame
 
     reasoning = reasoning_frame(run)
-    from lceval.report.coverage import run_cut_answers
 
     cut = run_cut_answers(run)
     headlines: list[dict[str, Any]] = []
@@ -169,8 +169,6 @@ def _finished_estimates(h: Any, cut: set[tuple[str, str]], seed: int) -> dict[st
     Every headline here is a statistic of per-sample column sums, so it is defined on the
     finished answers alone; it describes a selected subset (the answers short enough to end),
     not the benchmark."""
-    from lceval import metrics
-
     keys = list(zip(h.frame["sample_id"].astype(str), h.frame["model"].astype(str), strict=True))
     is_cut = pd.Series([k in cut for k in keys], index=h.frame.index)
     out: dict[str, Any] = {}
@@ -215,9 +213,6 @@ def _task_means(
     answers that finished; null when none did); with ``reasoning``
     (:func:`lceval.report.reasoning.reasoning_frame`, not empty) also ``reasoning_tokens`` (mean
     thinking tokens per response) and ``n_no_answer`` (no answer within the thinking budget)."""
-    from lceval.report.coverage import CUT_FLAG
-    from lceval.report.reasoning import task_reasoning
-
     thought = task_reasoning(rows, reasoning) if reasoning is not None else {}
     cut = cut or set()
     out = []
@@ -272,6 +267,7 @@ def check(doc: Any, where: str) -> None:
     Raises:
         LcevalError: one line naming ``where``, the failing field's path and the reason.
     """
+    # here, not at the top: loads jsonschema
     import jsonschema
 
     version = doc.get("schema_version") if isinstance(doc, Mapping) else None
@@ -363,10 +359,6 @@ def leaderboard(
         LcevalError: a run id given twice; ``benchmark`` in none of the documents; ``scorer``
             in none of them; nothing to rank; two models that would share a name.
     """
-    from lceval import registry
-    from lceval.benchmark import scorer_of
-    from lceval.report.compare import model_names
-
     ids = [str(d["run_id"]) for d in docs]
     twice = sorted({r for r in ids if ids.count(r) > 1})
     if twice:

@@ -27,6 +27,8 @@ import hashlib
 import html
 import json
 import math
+import re
+import uuid
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
@@ -35,8 +37,11 @@ import pandas as pd
 from jinja2 import Environment, FileSystemLoader
 from markupsafe import Markup
 
+from lceval import registry
 from lceval.errors import LcevalError
 from lceval.io import RunDir, atomic_open
+from lceval.records import sample_hashes
+from lceval.store import ResponseStore
 
 PREVIEW_CHARS = 160
 """Characters of an instruction, answer or explanation shown before a click."""
@@ -97,8 +102,6 @@ class Texts:
     so a 10,000-row page opens fast (``bench/bench_samples_page.py``)."""
 
     def __init__(self) -> None:
-        import uuid
-
         self.id = f"lceval-texts-{uuid.uuid4().hex[:12]}"
         self.texts: list[str] = []
         self._index: dict[str, int] = {}
@@ -261,9 +264,6 @@ def _answers(run: RunDir) -> tuple[dict[tuple[str, str], Any], list[Any], dict[s
     :data:`ANSWER_CHARS` so megabyte answers are not all kept), the raw samples and the
     contexts. Model labels follow scoring: ``<model>@<config hash[:8]>`` for a model answering
     under several generation configs."""
-    from lceval.records import sample_hashes
-    from lceval.store import ResponseStore
-
     raw = run.read_samples()
     contexts = run.read_contexts()
     hashes = sample_hashes(raw, contexts)
@@ -434,6 +434,7 @@ def table_html(
     """
     if texts is None:
         texts = frame.attrs.get("texts") or Texts()
+    # here, not at the top: loads itables
     import itables
     from itables.javascript import generate_init_offline_itables_html
 
@@ -487,6 +488,7 @@ def table_html(
     hook = hook.replace("SCORER_CHOICES", json.dumps(switch).replace("<", "\\u003c"))
     hook = hook.replace("ITABLES_NAME", json.dumps(f"_itables_{_underscore(itables.__version__)}"))
     hook = hook.replace("ITABLES_EVENT", json.dumps(f"itables-{itables.__version__}-ready"))
+    # here, not at the top: loads itables
     from itables import options as itables_options
 
     return (
@@ -523,8 +525,6 @@ def scorer_choices(frame: pd.DataFrame) -> list[list[str]]:
 def _default_scorer(benchmark: str, names: list[str]) -> str:
     """The benchmark's default scorer when the rows hold it (``Benchmark.default_scorer``),
     else the first of ``names`` (escaped cells)."""
-    from lceval import registry
-
     try:
         default = esc(registry.get(benchmark).default_scorer)
     except LcevalError:  # a benchmark no longer registered: the rows' order
@@ -533,8 +533,6 @@ def _default_scorer(benchmark: str, names: list[str]) -> str:
 
 
 def _regex(text: str) -> str:
-    import re
-
     return re.escape(text)
 
 
@@ -555,8 +553,6 @@ def _underscore(version: str) -> str:
 
 
 def _table_id(body: str) -> str:
-    import re
-
     m = re.search(r'<table id="([^"]+)"', body)
     if m is None:  # pragma: no cover - itables always names its table
         raise LcevalError("itables wrote a table without an id")
@@ -757,9 +753,8 @@ def show_samples(
         LcevalError: the run has no scores; an unknown task, model or scorer; ``worst`` not a
             whole number >= 1 (``"3"`` included) or None.
     """
+    # here, not at the top: loads IPython
     from IPython.display import HTML
-
-    from lceval.io import RunDir
 
     if worst is not None and (isinstance(worst, bool) or not isinstance(worst, int)):
         raise LcevalError(f"worst must be a whole number >= 1 or None, got {worst!r}")

@@ -8,7 +8,9 @@ from typing import TYPE_CHECKING
 
 from lceval import registry
 from lceval.benchmark import scorer_of
+from lceval.benchmarks.leval import ntk
 from lceval.io import RunDir
+from lceval.report.results import write_results
 from lceval.run.scoring import load_samples
 
 if TYPE_CHECKING:  # pandas: the reporters import it when they run (import lceval stays free of it)
@@ -80,7 +82,6 @@ def report(
     tables = ReportTables()
     tables.scorers = {}
     from lceval.report.index_page import write_index  # matplotlib: imported only when reporting
-    from lceval.report.results import write_results
 
     with run.staged_report() as staged:  # swapped in whole, or not at all
         for key in keys:
@@ -116,7 +117,6 @@ def report_sweep(sweep: Sweep, *, n_resamples: int = 2000, seed: int = 0) -> Swe
     Raises:
         LcevalError: a point's run has no scores.
     """
-    from lceval.benchmarks.leval import ntk
     from lceval.report.index_page import write_index
 
     out = ntk.report_sweep(sweep, n_resamples=n_resamples, seed=seed)

@@ -11,7 +11,7 @@ from typing import Any
 from lceval import registry
 from lceval.benchmark import BuildResult
 from lceval.errors import LcevalError
-from lceval.io import RunDir, new_meta
+from lceval.io import RunDir, dumps, new_meta
 from lceval.params import NOTEBOOK_PARAMS
 from lceval.records import Context, Sample
 from lceval.run.config import INFERENCE_DEFAULTS, InferConfig, validate
@@ -165,8 +165,6 @@ def _inference_defaults(parts: Mapping[str, Mapping[str, Any]]) -> dict[str, Any
 
 def _same_records(run: RunDir, samples: Sequence[Sample], contexts: Sequence[Context]) -> bool:
     """Whether the run's samples.jsonl and contexts.jsonl hold exactly these records."""
-    from lceval.io import dumps
-
     for path, records in ((run.samples, samples), (run.contexts, contexts)):
         if not path.exists():
             return False

@@ -24,6 +24,7 @@ A field's ``json_schema_extra`` may say how it appears on the command line:
 from __future__ import annotations
 
 import argparse
+import os
 from collections.abc import Sequence
 from typing import Any, TypeVar
 
@@ -31,6 +32,7 @@ import yaml
 from pydantic import BaseModel, Field, field_validator
 
 from lceval.errors import LcevalError
+from lceval.models.specs import resolve_models
 from lceval.params import (
     Declared,
     InferenceSection,
@@ -117,7 +119,6 @@ def _model_entries(value: Any) -> Any:
     keys named with their close matches)."""
     if value is None:
         return None
-    from lceval.models.specs import resolve_models
 
     try:
         resolve_models(None, value)
@@ -193,8 +194,6 @@ def test_limit(limit: int | None) -> int | None:
     Raises:
         LcevalError: the variable is not a positive integer.
     """
-    import os
-
     raw = os.environ.get(TEST_LIMIT_ENV, "").strip()
     if not raw:
         return limit

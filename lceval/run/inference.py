@@ -28,6 +28,7 @@ from lceval.models.contexts import check_retrievers, variant_name
 from lceval.models.contexts import view as contexts_view
 from lceval.models.generate import engine_config, generate, prefix_reuse
 from lceval.models.prompts import context_text
+from lceval.models.replicas import Job, answer_jobs
 from lceval.models.specs import (
     ModelSpec,
     check_fits,
@@ -325,8 +326,6 @@ def _infer_ray(
     """:func:`infer` for the models answered by replicas on Ray, recorded in run.json (with
     ``pending``'s fields, then cleared); run.json is put back as it was when nothing was
     answered (:meth:`lceval.io.RunDir.meta_kept_unless`)."""
-    from lceval.models.replicas import Job, answer_jobs
-
     jobs = [Job(spec, samples, config, batch_size) for spec in specs]
     t0 = time.perf_counter()
     # a local cluster this command starts (gcs, raylet, agents, replica workers) dies with it
