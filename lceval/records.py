@@ -12,10 +12,15 @@ Stages join by ``sample_id``, never by prompt text. Mapping-valued fields hold p
 from __future__ import annotations
 
 import dataclasses
+import functools
+import hashlib
+import json
 import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal, TypeVar
+
+from pydantic import TypeAdapter, ValidationError
 
 FinishReason = Literal["stop", "length", "error", "content_filter"]
 
@@ -110,80 +115,6 @@ class Gold:
 
 
 G = TypeVar("G", bound=Gold)
-
-
-def _hints(cls: type) -> dict[str, Any]:
-    import typing
-
-    cached = cls.__dict__.get("_lceval_hints")
-    if cached is None:
-        cached = typing.get_type_hints(cls)
-        type.__setattr__(cls, "_lceval_hints", cached)
-    return cached  # type: ignore[no-any-return]
-
-
-def _coerce(value: Any, tp: Any, where: str) -> Any:
-    """Check ``value`` against type hint ``tp``; lists become tuples where ``tp`` is a tuple."""
-    import types
-    import typing
-
-    origin = typing.get_origin(tp)
-    args = typing.get_args(tp)
-    if tp is Any:
-        return value
-    if origin in (typing.Union, types.UnionType):
-        errors = []
-        for a in args:
-            try:
-                return _coerce(value, a, where)
-            except ValueError as exc:
-                errors.append(str(exc))
-        raise ValueError(f"{where}: {value!r:.60} matches none of {tp}")
-    if tp is type(None):
-        if value is None:
-            return None
-        raise ValueError(f"{where}: expected null, got {type(value).__name__}")
-    if origin is tuple:
-        if not isinstance(value, list | tuple):
-            raise ValueError(f"{where}: expected a list, got {type(value).__name__}")
-        if len(args) == 2 and args[1] is Ellipsis:
-            return tuple(_coerce(v, args[0], f"{where}[{i}]") for i, v in enumerate(value))
-        if args and len(args) != len(value):
-            raise ValueError(f"{where}: expected {len(args)} items, got {len(value)}")
-        pairs = enumerate(zip(args, value, strict=True))
-        return tuple(_coerce(v, a, f"{where}[{i}]") for i, (a, v) in pairs)
-    if origin in (dict, Mapping) or tp in (dict, Mapping) or origin is typing.Mapping:
-        if not isinstance(value, Mapping):
-            raise ValueError(f"{where}: expected a mapping, got {type(value).__name__}")
-        if len(args) == 2:
-            return {
-                _coerce(k, args[0], where): _coerce(v, args[1], f"{where}[{k!r}]")
-                for k, v in value.items()
-            }
-        return dict(value)
-    if origin is list or tp is list:
-        if not isinstance(value, list | tuple):
-            raise ValueError(f"{where}: expected a list, got {type(value).__name__}")
-        return [_coerce(v, args[0], where) for v in value] if args else list(value)
-    if origin is typing.Literal:
-        if value in args:
-            return value
-        raise ValueError(f"{where}: expected one of {args}, got {value!r:.60}")
-    if tp is float:
-        if isinstance(value, int | float) and not isinstance(value, bool):
-            return float(value)
-        raise ValueError(f"{where}: expected a number, got {type(value).__name__}")
-    if tp is int:
-        if isinstance(value, int) and not isinstance(value, bool):
-            return value
-        raise ValueError(f"{where}: expected an integer, got {type(value).__name__}")
-    if isinstance(tp, type) and issubclass(tp, Gold):
-        return tp.from_dict(value)
-    if isinstance(tp, type):
-        if isinstance(value, tp):
-            return value
-        raise ValueError(f"{where}: expected {tp.__name__}, got {type(value).__name__}")
-    return value
 
 
 @dataclass(frozen=True)
@@ -313,9 +244,6 @@ def sample_hash(sample: Sample, context: Context | str | None = None) -> str:
         sample: the sample.
         context: its Context (or the context's text), None when it has none.
     """
-    import hashlib
-    import json
-
     gold = sample.gold
     data = {f: getattr(sample, f) for f in SAMPLE_HASH_FIELDS}
     data["gold"] = dataclasses.asdict(gold) if isinstance(gold, Gold) else gold
@@ -396,23 +324,74 @@ def to_dict(record: Any) -> dict[str, Any]:
 
 def from_dict(cls: type[T], data: Mapping[str, Any]) -> T:
     """Build record ``cls`` from a dict: unknown keys ignored, each field type-checked against
-    its annotation, lists turned into tuples where the field is a tuple.
+    its annotation as JSON would hold it (pydantic's strict JSON mode: an integer field takes an
+    integer only, a float field any number, NaN included; lists become tuples where the field is
+    a tuple; a nested :class:`Gold` is parsed too).
 
     Raises:
         ValueError: ``data`` is not a mapping, a required field is missing, or a field has the
-            wrong type (the message names the field).
+            wrong type (one line naming the first field, e.g. ``Response.prompt_tokens:
+            expected an integer``).
     """
     if not isinstance(data, Mapping):
         raise ValueError(f"expected a JSON object for {cls.__name__}, got {type(data).__name__}")
-    hints = _hints(cls)
-    kwargs: dict[str, Any] = {}
-    for f in dataclasses.fields(cls):  # type: ignore[arg-type]
-        if f.name not in data:
-            if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING:
-                raise ValueError(f"{cls.__name__}: missing field {f.name!r}")
-            continue
-        kwargs[f.name] = _coerce(data[f.name], hints[f.name], f"{cls.__name__}.{f.name}")
     try:
-        return cls(**kwargs)
-    except (TypeError, ValueError) as exc:
-        raise ValueError(f"cannot build {cls.__name__}: {exc}") from None
+        text = json.dumps(data, ensure_ascii=False, default=_plain)
+        return _adapter(cls).validate_json(text, strict=True)
+    except (TypeError, ValueError) as exc:  # pydantic's ValidationError is a ValueError
+        errors = exc.errors() if isinstance(exc, ValidationError) else []
+        if not errors:
+            raise ValueError(f"cannot build {cls.__name__}: {exc}") from None
+        raise ValueError(_one_error(cls.__name__, errors[0])) from None
+
+
+@functools.cache
+def _adapter(cls: type[T]) -> TypeAdapter[T]:
+    return TypeAdapter(cls)
+
+
+def _plain(value: Any) -> Any:
+    """JSON for what ``json`` does not know: a parsed Gold (or any dataclass) as its dict."""
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return dataclasses.asdict(value)
+    raise TypeError(f"{type(value).__name__} is not a JSON value")
+
+
+_EXPECTED = {
+    "int_type": "expected an integer",
+    "float_type": "expected a number",
+    "string_type": "expected str",
+    "bool_type": "expected bool",
+    "dict_type": "expected a mapping",
+    "tuple_type": "expected a list",
+    "list_type": "expected a list",
+    "none_required": "expected null",
+}
+
+
+def _where(name: str, loc: tuple[Any, ...]) -> str:
+    """``Sample.history[0]['role']`` for loc ``('history', 0, 'role')``."""
+    parts = [
+        f"[{p}]" if isinstance(p, int) else f".{p}" if i == 0 else f"[{p!r}]"
+        for i, p in enumerate(loc)
+    ]
+    return name + "".join(parts)
+
+
+def _one_error(name: str, error: Mapping[str, Any]) -> str:
+    """One pydantic error as lceval's line: ``Sample.history[0]['role']: expected str, got int``."""
+    kind, got, loc = error["type"], error.get("input"), error["loc"]
+    if kind == "missing":
+        return f"{_where(name, loc[:-1])}: missing field {loc[-1]!r}"
+    where = _where(name, loc)
+    if kind == "literal_error":
+        return f"{where}: expected one of {error['ctx']['expected']}, got {got!r:.60}"
+    if kind == "value_error":
+        return f"cannot build {name}: {str(error['ctx']['error'])}"
+    if kind in ("too_long", "too_short"):  # a fixed-length tuple
+        ctx = error["ctx"]
+        want = ctx.get("max_length", ctx.get("min_length"))
+        return f"{where}: expected {want} items, got {ctx.get('actual_length')}"
+    if kind in _EXPECTED:
+        return f"{where}: {_EXPECTED[kind]}, got {type(got).__name__}"
+    return f"{where}: {error['msg']}"
