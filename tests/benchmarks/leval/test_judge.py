@@ -171,7 +171,7 @@ def test_options_are_checked(judged_run):
         pairwise_judge(run, baseline=str(baseline), max_new_tokens=0)
     with pytest.raises(LcevalError, match="does not exist"):
         pairwise_judge(run, baseline=str(baseline) + ".missing")
-    with pytest.raises(LcevalError, match="has no option"):
+    with pytest.raises(LcevalError, match="unknown parameter"):
         lceval.run.score("j", root=run.path.parent, scorer="leval:judge", options={"nope": 1})
 
 
