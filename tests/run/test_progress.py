@@ -162,7 +162,7 @@ def test_run_shows_progress_from_the_first_minute_and_ctrl_c_keeps_answers(
         _wait(lambda: path.exists() or proc.poll() is not None, 600, "the engine to be ready")
         ready = time.time()
         while proc.poll() is None and time.time() - ready < 60:
-            bar = progress.latest(path).popitem()[1] if path.exists() else {"answered": 0}
+            bar = next(iter(progress.latest(path).values()), {"answered": 0})
             if bar["answered"] >= 1 and status is None:
                 status = subprocess.Popen(
                     [
