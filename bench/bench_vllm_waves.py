@@ -19,6 +19,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -106,6 +107,7 @@ def main() -> None:
     if args.json:
         args.json.write_text(json.dumps(tries, indent=1))
     print(time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), f"{os.cpu_count()} CPUs")
+    shutil.rmtree(root, ignore_errors=True)
 
 
 if __name__ == "__main__":
