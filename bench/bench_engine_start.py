@@ -31,37 +31,19 @@ import json, os, sys, time
 t0 = time.perf_counter()
 import vllm  # noqa: F401
 t_import = time.perf_counter() - t0
-from lceval.models.base import GenerationConfig, load_backend
-from lceval.records import Context, Sample
+from lceval.models.base import load_backend
+from bench.workload import answer_timed
 
 args = json.loads(sys.argv[1])
 t1 = time.perf_counter()
 backend = load_backend("vllm", "embedded")
 t_load = time.perf_counter() - t1
-ctx = Context("c", args["context"], 0, "")
-samples = [
-    Sample(id=f"q{i}", benchmark="bench", task="T", instruction=f"Question {i}: {q}",
-           context_id="c", max_new_tokens=args["new_tokens"])
-    for i, q in enumerate(args["questions"])
-]
-t2 = time.perf_counter()
-out = backend.generate(samples, {"c": ctx}, GenerationConfig())
-t_gen = time.perf_counter() - t2
+out, t_gen = answer_timed(backend, args)
 backend.close()
 print("RESULT " + json.dumps({"import_s": t_import, "load_s": t_load, "generate_s": t_gen,
       "texts": [r.text for r in out], "errors": [r.error for r in out if r.error]}))
 """
 
-QUESTIONS = [
-    "What is the main argument of the text?",
-    "Name one person mentioned in the text.",
-    "What advice does the author give?",
-    "What is the tone of the text?",
-    "Who is the intended reader?",
-    "Give a title for this text.",
-    "What problem does the author describe?",
-    "What does the author think about startups?",
-]
 SETTINGS = {"separate processes (default)": "1", "in-process engine core": "0"}
 
 
@@ -101,13 +83,9 @@ def main() -> None:
     ap.add_argument("--no-warmup", action="store_true")
     ap.add_argument("--out", default="bench/results/engine_start.md")
     args = ap.parse_args()
-    from lceval.corpora import paul_graham_essays
+    from workload import payload as make_payload  # bench/workload.py (this script's folder)
 
-    payload = {
-        "context": paul_graham_essays()[: args.context_tokens * 4],
-        "questions": (QUESTIONS * 8)[: args.questions],
-        "new_tokens": args.new_tokens,
-    }
+    payload = make_payload(args.context_tokens, args.questions, args.new_tokens)
     if not args.no_warmup:
         _child({**payload, "questions": payload["questions"][:1]}, "1", args.timeout)
     rows = {}

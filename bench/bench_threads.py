@@ -36,8 +36,8 @@ import time
 CHILD = r"""
 import json, os, sys, time
 import torch
-from lceval.models.base import GenerationConfig, load_backend
-from lceval.records import Context, Sample
+from lceval.models.base import load_backend
+from bench.workload import answer_timed
 
 args = json.loads(sys.argv[1])
 opts = {"device": "cpu", "dtype": "float32"}
@@ -47,39 +47,13 @@ load = os.getloadavg()[0]
 from lceval.models.threads import busy_cpus
 busy = busy_cpus()
 backend = load_backend("hf", "embedded", **opts)
-ctx = Context("c", args["context"], 0, "")
-samples = [
-    Sample(id=f"q{i}", benchmark="bench", task="T", instruction=f"Question {i}: {q}",
-           context_id="c", max_new_tokens=args["new_tokens"])
-    for i, q in enumerate(args["questions"])
-]
-t0 = time.perf_counter()
-out = backend.generate(samples, {"c": ctx}, GenerationConfig())
-seconds = time.perf_counter() - t0
+out, seconds = answer_timed(backend, args)
 info = backend.info()
 backend.close()
 print(json.dumps({"seconds": seconds, "threads": info["num_threads"],
                   "chosen_from": info["num_threads_chosen_from"], "load": load, "busy": busy,
                   "texts": [r.text for r in out]}))
 """
-
-QUESTIONS = [
-    "What is the main argument of the text?",
-    "Name one person mentioned in the text.",
-    "What advice does the author give?",
-    "What is the tone of the text?",
-    "Who is the intended reader?",
-    "Give a title for this text.",
-    "What problem does the author describe?",
-    "What does the author think about startups?",
-]
-
-
-def _context(tokens: int) -> str:
-    """About ``tokens`` SmolLM2 tokens of essay text (cut by characters: ~4 per token)."""
-    from lceval.corpora import paul_graham_essays
-
-    return paul_graham_essays()[: tokens * 4]
 
 
 def _child(payload: dict, timeout: float) -> dict:
@@ -117,11 +91,9 @@ def main() -> None:
     p.add_argument("--states", default="as_found,after,loaded")
     p.add_argument("--out", default="bench/results/threads.md")
     args = p.parse_args()
-    payload = {
-        "context": _context(args.context_tokens),
-        "questions": (QUESTIONS * 8)[: args.questions],
-        "new_tokens": args.new_tokens,
-    }
+    from workload import payload as make_payload  # bench/workload.py (this script's folder)
+
+    payload = make_payload(args.context_tokens, args.questions, args.new_tokens)
     rows = []
     for state in args.states.split(","):
         hogs = []

@@ -465,3 +465,57 @@ class Watcher:
         if self._thread is not None:
             self._thread.join(timeout=5)
         self._show()
+
+
+def bars(path: str | os.PathLike[str]) -> dict[tuple[int, str], list[dict[str, Any]]]:
+    """A progress file's records grouped by bar (``(pid, model)``: one answering call of one
+    model), each group in file order."""
+    out: dict[tuple[int, str], list[dict[str, Any]]] = {}
+    for rec in read(path):
+        out.setdefault((int(rec.get("pid", 0)), str(rec["model"])), []).append(rec)
+    return out
+
+
+def honesty(
+    records: list[dict[str, Any]], shares: tuple[float, ...] = (0.25, 0.5, 0.75)
+) -> dict[str, Any]:
+    """How honest one bar (:func:`bars`) was, from its records alone (issue 36).
+
+    Returns:
+        ``first_answer_s``: seconds from the bar's first record (written when the engine is
+        ready and the call starts) to the first record with an answer of this call (None if
+        none; records are written within :data:`EVERY_S` of a change). ``etas``: per share of
+        ``shares`` reached with a time left shown, ``(answered, eta_s, actual_s, measured)``:
+        the time left shown at the first such record, against the seconds the call took from
+        there to its last answer. A call that was stopped before its last answer (Ctrl-C) has
+        its end extrapolated at the answers per second from that record to its last answer
+        (``measured`` False); None where no answer came after that record.
+    """
+    t0, total = records[0]["t"], records[-1]["total"]
+    first = next((r for r in records if r["new"] >= 1), None)
+    last = max(records, key=lambda r: (r["answered"], -r["t"]))  # the last answer's first record
+    finished = last["answered"] >= total
+    etas = []
+    for share in shares:
+        r = next(
+            (r for r in records if r["answered"] >= share * total and r.get("eta_s") is not None),
+            None,
+        )
+        if r is None:
+            continue
+        if finished:
+            actual: float | None = last["t"] - r["t"]
+        elif last["answered"] > r["answered"]:
+            rate = (last["answered"] - r["answered"]) / max(last["t"] - r["t"], 1e-9)
+            actual = last["t"] - r["t"] + (total - last["answered"]) / rate
+        else:
+            actual = None
+        etas.append((r["answered"], r["eta_s"], actual, finished))
+    return {
+        "first_answer_s": None if first is None else first["t"] - t0,
+        "etas": etas,
+        "total": total,
+        "answered": last["answered"],
+        "state": records[-1]["state"],
+        "seconds": records[-1]["t"] - t0,
+    }

