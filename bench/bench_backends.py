@@ -5,7 +5,8 @@ Run from the repo root: ``python bench/bench_backends.py [--context-tokens 3000]
 [--out bench/results/backends.md]``.
 
 Workload: one Paul Graham essay excerpt of ``--context-tokens`` SmolLM2 tokens (from
-``lceval.corpora``) shared by ``--questions`` different short questions, each answered with up to
+``lceval.core.corpora``) shared by ``--questions`` different short questions, each answered with up
+to
 ``--new-tokens`` greedy tokens by the embedded SmolLM2-135M-Instruct in bfloat16 — the shape of
 LIFBench and RULER, where many instructions follow one long context. Each backend runs in a fresh
 child process; one ``generate`` call answers all questions. The table reports model/engine load
@@ -50,9 +51,9 @@ QUESTIONS = [
 CHILD = r"""
 import json, sys, time
 args = json.loads(sys.argv[1])
-from lceval.corpora import paul_graham_essays
+from lceval.core.corpora import paul_graham_essays
 from lceval.models.base import GenerationConfig, load_backend
-from lceval.records import Context, Sample
+from lceval.core.records import Context, Sample
 
 t0 = time.perf_counter()
 kind = args["backend"]

@@ -150,9 +150,9 @@ def child_stock(
     import torch
     from transformers import AutoModelForCausalLM
 
+    from lceval.core.records import Context, Sample, from_dict
     from lceval.models.base import GenerationConfig
     from lceval.models.hf import HFBackend
-    from lceval.records import Context, Sample, from_dict
 
     engine = HFBackend(str(model), device=device)  # only its tokenizer and renderer
     engine.close()
@@ -224,9 +224,9 @@ def floor(
     """Seconds no engine can go under (see the module docstring), and its parts."""
     from transformers import AutoConfig
 
+    from lceval.core.records import Context, Sample, from_dict
     from lceval.models.base import GenerationConfig
     from lceval.models.hf import HFBackend
-    from lceval.records import Context, Sample, from_dict
     from lceval.run.plan import unique_prefix_positions
 
     cfg = AutoConfig.from_pretrained(model)

@@ -39,7 +39,7 @@ from typing import Any
 from lceval.benchmarks.lifbench.build import plan_counts, scenario_frame
 from lceval.benchmarks.lifbench.gold import GOLD, ONEDOC_TAGS
 from lceval.benchmarks.lifbench.score import score_lifbench
-from lceval.records import Context, Response, Sample
+from lceval.core.records import Context, Response, Sample
 
 # The full grid's per-task counts (paper Table 2), as the builder plans them.
 COUNTS = plan_counts({"lengths": ["4k", "8k", "16k", "32k", "64k", "128k"]})

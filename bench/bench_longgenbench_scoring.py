@@ -171,9 +171,9 @@ def main() -> None:
     args = ap.parse_args()
 
     from lceval.benchmarks.longgenbench.score import prepare, score_longgenbench
-    from lceval.io import dumps
-    from lceval.records import Response
-    from lceval.tokens import count_tokens
+    from lceval.core.io import dumps
+    from lceval.core.records import Response
+    from lceval.core.tokens import count_tokens
 
     root = Path(tempfile.mkdtemp(prefix="lgb-bench-"))
     run = lceval.run.build("bench", "longgenbench", {"n_per_scenario": 100}, root=root)

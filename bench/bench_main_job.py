@@ -70,7 +70,7 @@ def floor(
     import torch
     from transformers import AutoConfig, AutoTokenizer
 
-    from lceval.io import RunDir
+    from lceval.core.io import RunDir
     from lceval.models.base import GenerationConfig
     from lceval.models.embedded import resolve_model
     from lceval.models.prompts import render_sample

@@ -30,8 +30,8 @@ from pathlib import Path
 
 
 def make_responses(n_pairs: int, seed: int = 0) -> list[tuple[list[str], list[dict], str, str]]:
-    from lceval import corpora
     from lceval.benchmarks.manyifeval.build import build_manyifeval
+    from lceval.core import corpora
 
     samples = build_manyifeval({"seed": seed}).samples
     words = corpora.paul_graham_essays().split()

@@ -1,7 +1,7 @@
 """How honest a run's progress was: from ``outputs/RUN/logs/progress.jsonl``, the seconds from
 the bar's start (the engine ready) to the first answer written, and the time left shown once
 25 / 50 / 75% of the samples were answered against the time the run actually took from there
-(:func:`lceval.progress.honesty`; a run stopped early has its end extrapolated).
+(:func:`lceval.core.progress.honesty`; a run stopped early has its end extrapolated).
 
     python bench/bench_progress.py outputs/RUN/logs/progress.jsonl
 
@@ -14,7 +14,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from lceval import progress
+from lceval.core import progress
 
 
 def report(path: Path) -> list[str]:

@@ -43,7 +43,7 @@ def main() -> None:
     import ray
     import torch
 
-    from lceval.io import RunDir
+    from lceval.core.io import RunDir
 
     torch.set_num_threads(1)
     root = Path(tempfile.mkdtemp(prefix="bench_replicas_"))

@@ -35,7 +35,7 @@ from typing import Any
 from lceval.benchmarks.ruler.build import build_ruler
 from lceval.benchmarks.ruler.gold import TASKS, VARIANTS
 from lceval.benchmarks.ruler.score import score_ruler
-from lceval.records import Response, Sample
+from lceval.core.records import Response, Sample
 from lceval.registry import load_samples
 
 FILLER = (

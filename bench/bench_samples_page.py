@@ -29,8 +29,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from lceval.io import RunDir, new_meta, write_jsonl  # noqa: E402
-from lceval.records import Context, Response, Sample, Score  # noqa: E402
+from lceval.core.io import RunDir, new_meta, write_jsonl  # noqa: E402
+from lceval.core.records import Context, Response, Sample, Score  # noqa: E402
 
 TASKS = ("LSI", "LMI", "LBI", "LOI", "LBE", "LOE", "MB", "MF", "OE", "OQ", "OR")
 LENGTHS = (3072, 6144, 12288, 24576, 49152, 98304)

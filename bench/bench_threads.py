@@ -4,7 +4,7 @@ just after a busy minute, and loaded.
 Run from the repo root: ``python bench/bench_threads.py [--context-tokens 512] [--questions 8]
 [--new-tokens 16] [--hogs 2] [--settle 60] [--out bench/results/threads.md]``.
 
-Workload: one Paul Graham excerpt of ``--context-tokens`` SmolLM2 tokens (``lceval.corpora``)
+Workload: one Paul Graham excerpt of ``--context-tokens`` SmolLM2 tokens (``lceval.core.corpora``)
 followed by ``--questions`` short questions, answered with up to ``--new-tokens`` greedy tokens by
 the embedded SmolLM2-135M-Instruct on the hf engine (float32, CPU), one ``generate`` call. Each
 setting runs in a fresh child process:

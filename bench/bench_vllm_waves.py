@@ -32,7 +32,7 @@ CHILD = r"""
 import json, os, sys, time
 args = json.loads(sys.argv[1])
 t0 = time.perf_counter()
-from lceval.io import RunDir
+from lceval.core.io import RunDir
 from lceval.models.base import GenerationConfig, load_backend
 opts = {} if args["chunked"] is None else {"enable_chunked_prefill": args["chunked"]}
 backend = load_backend("vllm", "embedded", **opts)

@@ -46,8 +46,8 @@ from pathlib import Path
 
 from lceval import registry
 from lceval.benchmark import Benchmark, ScorerSpec
-from lceval.io import read_records
-from lceval.records import Context, Gold, Judgement, Response, Sample
+from lceval.core.io import read_records
+from lceval.core.records import Context, Gold, Judgement, Response, Sample
 
 ROOT = Path(__file__).resolve().parents[1]
 FIXTURES = ROOT / "tests" / "fixtures" / "regression"

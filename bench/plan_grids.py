@@ -28,8 +28,8 @@ from pathlib import Path
 
 import lceval.params
 import lceval.run
-from lceval.errors import LcevalError
-from lceval.io import RunDir
+from lceval.core.errors import LcevalError
+from lceval.core.io import RunDir
 from lceval.run import plan
 
 ROOT = Path(__file__).resolve().parent.parent

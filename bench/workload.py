@@ -1,5 +1,5 @@
 """The short-questions workload that ``bench_engine_start.py`` and ``bench_threads.py`` time in
-their child processes: one essay context (``lceval.corpora``) followed by short questions, all
+their child processes: one essay context (``lceval.core.corpora``) followed by short questions, all
 answered greedily in one ``generate`` call.
 
 A child imports it as ``from bench.workload import answer_timed`` (its ``PYTHONPATH`` is the
@@ -27,7 +27,7 @@ def payload(context_tokens: int, questions: int, new_tokens: int) -> dict[str, A
     """The child's JSON argument: about ``context_tokens`` SmolLM2 tokens of essay text (cut by
     characters, ~4 per token), the first ``questions`` of :data:`QUESTIONS` (repeated past 8),
     and the answer budget ``new_tokens`` (tokens)."""
-    from lceval.corpora import paul_graham_essays
+    from lceval.core.corpora import paul_graham_essays
 
     return {
         "context": paul_graham_essays()[: context_tokens * 4],
@@ -42,8 +42,8 @@ def answer_timed(backend: Any, args: dict[str, Any]) -> tuple[list[Any], float]:
     Returns:
         The responses (one per question, in order) and the call's wall time in seconds.
     """
+    from lceval.core.records import Context, Sample
     from lceval.models.base import GenerationConfig
-    from lceval.records import Context, Sample
 
     ctx = Context("c", args["context"], 0, "")
     samples = [

@@ -22,9 +22,9 @@ Importing lceval loads neither pandas nor an engine: they are imported when a st
 
 from typing import TYPE_CHECKING
 
-from lceval.errors import LcevalError
-from lceval.io import RunDir
-from lceval.records import Context, Response, RunMeta, Sample, Score
+from lceval.core.errors import LcevalError
+from lceval.core.io import RunDir
+from lceval.core.records import Context, Response, RunMeta, Sample, Score
 from lceval.report.compare import compare_runs as compare
 from lceval.report.evaluation import EvalResult, evaluate
 from lceval.run.building import build

@@ -36,9 +36,9 @@ from typing import TYPE_CHECKING, Any, Protocol, Self
 
 from pydantic import BaseModel, ConfigDict
 
-from lceval.errors import LcevalError, one_line
+from lceval.core.errors import LcevalError, one_line
+from lceval.core.records import Context, Gold, Judgement, Response, Sample, Score
 from lceval.params import validate
-from lceval.records import Context, Gold, Judgement, Response, Sample, Score
 
 if TYPE_CHECKING:
     import pandas as pd

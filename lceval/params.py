@@ -8,7 +8,7 @@ and accepts the keys of the other sections it is told about, so ``lceval build K
 takes a notebook's file as it is with no hand-kept list of ignored keys. The same models give the
 JSON Schemas of ``lceval schema``.
 
-Every error is one :class:`~lceval.errors.LcevalError` line (:func:`first_error`, the one
+Every error is one :class:`~lceval.core.errors.LcevalError` line (:func:`first_error`, the one
 translator of pydantic's errors) naming the section, the key, what it accepts and the value
 given: an unknown key names its close matches (:func:`did_you_mean`), an old spelling
 (:data:`RENAMED`) names the new one.
@@ -41,7 +41,7 @@ from pydantic import (
     model_validator,
 )
 
-from lceval.errors import LcevalError, one_line
+from lceval.core.errors import LcevalError, one_line
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -184,7 +184,7 @@ def paths(many: bool = False) -> BeforeValidator:
 
 
 Encoding = Literal["o200k_base", "cl100k_base"]
-"""A tiktoken encoding name (:data:`lceval.tokens.ENCODINGS`)."""
+"""A tiktoken encoding name (:data:`lceval.core.tokens.ENCODINGS`)."""
 
 
 # ------------------------------------------------------------------------ the one translator
@@ -363,7 +363,7 @@ def load_params(path: str | os.PathLike[str]) -> dict[str, Any]:
 
     import yaml
 
-    from lceval.io import project_root, read_bounded
+    from lceval.core.io import project_root, read_bounded
 
     path = Path(path)
     if not path.is_absolute() and not path.exists():

@@ -17,9 +17,9 @@ from pathlib import Path
 from typing import Any
 
 from lceval.benchmark import Benchmark, ScorerSpec, scorer_key
-from lceval.errors import LcevalError
+from lceval.core.errors import LcevalError
+from lceval.core.records import Sample
 from lceval.params import Judge, unknown_keys
-from lceval.records import Sample
 
 
 def discover() -> dict[str, str]:

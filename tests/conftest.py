@@ -11,7 +11,7 @@ import pytest
 
 from lceval import params as declared
 from lceval.benchmark import Benchmark, BuildResult, ScorerSpec
-from lceval.records import Context, Gold, Judgement, Sample
+from lceval.core.records import Context, Gold, Judgement, Sample
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")  # tests never download
 

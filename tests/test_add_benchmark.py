@@ -23,7 +23,7 @@ import pytest
 
 from lceval import registry
 from lceval.cli import main
-from lceval.io import RunDir
+from lceval.core.io import RunDir
 
 FILES = {
     "__init__.py": '''
@@ -55,7 +55,7 @@ FILES = {
     "gold.py": '''
         from dataclasses import dataclass
 
-        from lceval.records import Gold
+        from lceval.core.records import Gold
 
         TASKS = ("ECHO",)
 
@@ -71,7 +71,7 @@ FILES = {
     "build.py": """
         from lceval import params as declared
         from lceval.benchmark import BuildResult
-        from lceval.records import Context, Sample
+        from lceval.core.records import Context, Sample
         from toybench.gold import WordGold
 
         WORDS = ("apple", "river", "stone", "cloud")
@@ -95,7 +95,7 @@ FILES = {
             return BuildResult(samples=samples, contexts=[ctx])
     """,
     "score.py": """
-        from lceval.records import Judgement
+        from lceval.core.records import Judgement
 
 
         def score_toy(sample, response, context):
@@ -175,7 +175,7 @@ NOTEBOOK_CELLS = [
 TOY_TEST = """
     from lceval.benchmarks.toy.gold import WordGold
     from lceval.benchmarks.toy.score import score_toy
-    from lceval.records import Response, Sample
+    from lceval.core.records import Response, Sample
 
 
     def test_score_toy():
@@ -321,7 +321,7 @@ def test_toy_benchmark_runs_end_to_end(toy: Path, tiny_model_dir: Path, capsys) 
 
 
 def test_register_refuses_a_taken_key() -> None:
-    from lceval.errors import LcevalError
+    from lceval.core.errors import LcevalError
 
     with pytest.raises(LcevalError, match="already registered to lceval.benchmarks.lifbench"):
         registry.register("lifbench", "somewhere.else")

@@ -27,11 +27,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+import lceval.core.store
 import lceval.run
-import lceval.store
 from lceval.cli import main
-from lceval.errors import LcevalError
-from lceval.io import RunDir, sweep_temps, temp_prefix
+from lceval.core.errors import LcevalError
+from lceval.core.io import RunDir, sweep_temps, temp_prefix
 
 MODELS = {"ma": "tpo", "mb": "financial_qa"}
 
@@ -572,8 +572,8 @@ def test_sweep_removes_only_dead_owners(tmp_path):
 def test_a_failed_forced_rebuild_leaves_the_run_as_it_was(tmp_path, echo_bench, monkeypatch, fails):
     """``lceval build --force`` over a run with answers moves them aside and rewrites contexts,
     samples and run.json; a write failing midway (a full disk) puts everything back."""
-    from lceval.io import write_jsonl
-    from lceval.records import Response
+    from lceval.core.io import write_jsonl
+    from lceval.core.records import Response
 
     run = lceval.run.build("r", "echo", {"n": 3}, root=tmp_path)
     write_jsonl(run.responses, [Response(sample_id="e0", model="m", text="a0", config_hash="x")])
@@ -608,7 +608,7 @@ def test_lone_surrogates_through_score_report_and_coverage(texts):
     one example: each score and report costs seconds on the CI machine."""
     import tempfile
 
-    from lceval.io import dumps, new_meta
+    from lceval.core.io import dumps, new_meta
 
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
@@ -680,6 +680,6 @@ def test_conflicting_answers_are_counted_named_and_the_first_is_scored(root, cap
     )
     assert "20 extra line(s)): the first successful answer of each is scored" in warning[0]
     scores = RunDir("two", root).read_scores()
-    texts = {r.sample_id: r.text for r in lceval.store.ResponseStore(path) if r.model == "ma"}
+    texts = {r.sample_id: r.text for r in lceval.core.store.ResponseStore(path) if r.model == "ma"}
     assert texts[ids[0]] == "fake 0" and texts[ids[1]] == "fake 0"
     assert len(scores[scores["model"] == "ma"]) == len(ma)

@@ -11,7 +11,7 @@ import pytest
 
 import lceval.report
 import lceval.run
-from lceval.io import RunDir, new_meta
+from lceval.core.io import RunDir, new_meta
 from lceval.report.index_page import _bench_of, _captions
 from lceval.report.reproduction import read_file
 

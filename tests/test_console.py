@@ -14,15 +14,15 @@ import textwrap
 
 import pytest
 
-from lceval.errors import LcevalError
-from lceval.io import RunDir, new_meta
-from lceval.records import Sample
+from lceval.core.errors import LcevalError
+from lceval.core.io import RunDir, new_meta
+from lceval.core.records import Sample
 
 CHILD = textwrap.dedent(
     """
     import os, subprocess, sys
-    from lceval.console import engine_output
-    from lceval.errors import LcevalError
+    from lceval.core.console import engine_output
+    from lceval.core.errors import LcevalError
     from lceval.models.base import log
     run = sys.argv[1]
     print("before", flush=True)
@@ -141,8 +141,8 @@ def test_a_tiny_real_infer_is_quiet(tmp_path, tiny_model_dir):
 
 def test_truncated_prompts_are_said_on_the_terminal(capsys):
     """Answers to right-truncated prompts change results: one lceval line says how many."""
+    from lceval.core.records import Response
     from lceval.models.generate import generate
-    from lceval.records import Response
 
     class Cutting:
         name = "cutter"
@@ -175,7 +175,7 @@ def test_an_engine_dying_of_ctrl_c_is_an_interruption(tmp_path):
     import signal
     import time
 
-    from lceval.console import engine_output
+    from lceval.core.console import engine_output
 
     # Python's own Ctrl-C handler, whatever an earlier test of this process (Ray, vLLM) left
     before = signal.signal(signal.SIGINT, signal.default_int_handler)

@@ -14,9 +14,9 @@ import pandas as pd
 import pytest
 
 from lceval import contamination as C
-from lceval.errors import LcevalError
-from lceval.io import RunDir
-from lceval.records import Context, Sample
+from lceval.core.errors import LcevalError
+from lceval.core.io import RunDir
+from lceval.core.records import Context, Sample
 
 ESSAY = (
     "The most important thing about startups is that they grow fast and the founders learn "

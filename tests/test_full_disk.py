@@ -19,11 +19,11 @@ from pathlib import Path
 
 import pytest
 
-from lceval import io as lio
 from lceval.cli import main
-from lceval.errors import LcevalError
-from lceval.io import RunDir, atomic_open, dumps
-from lceval.records import Response
+from lceval.core import io as lio
+from lceval.core.errors import LcevalError
+from lceval.core.io import RunDir, atomic_open, dumps
+from lceval.core.records import Response
 
 NO_SPACE = os.strerror(errno.ENOSPC)
 
@@ -51,7 +51,8 @@ class _FullDiskFile:
 
 @pytest.fixture
 def full_disk(monkeypatch):
-    """Make every ``atomic_open`` write land on a full disk (lceval.io's ``os.fdopen`` only)."""
+    """Make every ``atomic_open`` write land on a full disk (lceval.core.io's ``os.fdopen``
+    only)."""
     fake = types.SimpleNamespace(**{k: getattr(os, k) for k in dir(os) if not k.startswith("__")})
     fake.fdopen = lambda *a, **k: _FullDiskFile(os.fdopen(*a, **k))
 

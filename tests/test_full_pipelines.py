@@ -24,7 +24,7 @@ import yaml
 
 from lceval import registry
 from lceval.cli import main
-from lceval.io import RunDir
+from lceval.core.io import RunDir
 from lceval.models.embedded import EMBEDDED_ALIASES, EMBEDDED_HUB_ID
 from lceval.models.specs import resolve_models
 

@@ -3,10 +3,10 @@ import os
 
 import pytest
 
-from lceval.corpora import read_jsonl_file
-from lceval.errors import LcevalError
-from lceval.io import RunDir, atomic_open, iter_jsonl, outputs_root, read_records, write_jsonl
-from lceval.records import Context, Sample, Score
+from lceval.core.corpora import read_jsonl_file
+from lceval.core.errors import LcevalError
+from lceval.core.io import RunDir, atomic_open, iter_jsonl, outputs_root, read_records, write_jsonl
+from lceval.core.records import Context, Sample, Score
 
 
 def test_atomic_open_leaves_nothing_on_failure(tmp_path):
@@ -133,8 +133,8 @@ def test_iter_jsonl_names_the_line_that_is_not_utf8(tmp_path):
 
 
 def _scored_run(tmp_path):
-    from lceval.io import new_meta, scores_frame
-    from lceval.records import Sample, Score
+    from lceval.core.io import new_meta, scores_frame
+    from lceval.core.records import Sample, Score
 
     run = RunDir("r", tmp_path).create()
     run.write_samples([Sample("s1", "echo", "T", "q")], [])
@@ -144,7 +144,7 @@ def _scored_run(tmp_path):
 
 
 def test_jsonl_number_too_long_and_non_record_lines_are_one_line_errors(tmp_path):
-    from lceval.records import Sample
+    from lceval.core.records import Sample
 
     p = tmp_path / "r.jsonl"
     p.write_bytes(b'{"a": 1}\n{"x": ' + b"9" * 5000 + b"}\n")

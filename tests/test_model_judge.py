@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from lceval.errors import LcevalError
+from lceval.core.errors import LcevalError
+from lceval.core.records import Context, Response, Sample
+from lceval.core.store import ResponseStore
 from lceval.models.judge import JudgeModel, ModelJudge
-from lceval.records import Context, Response, Sample
-from lceval.store import ResponseStore
 
 
 class Scripted:
@@ -203,7 +203,7 @@ def test_judge_options_fill_a_judge_scorer_from_the_judge_params() -> None:
 
 def test_longgenbench_judge_takes_its_budget(tmp_path: Path) -> None:
     from lceval.benchmarks.longgenbench.judge import llm_judge
-    from lceval.io import RunDir
+    from lceval.core.io import RunDir
 
     run = RunDir("r", tmp_path).create()
     judge = llm_judge(run, backend="hf", max_new_tokens=3)

@@ -9,7 +9,7 @@ import pytest
 from pydantic import Field, ValidationError
 
 from lceval import params
-from lceval.errors import LcevalError
+from lceval.core.errors import LcevalError
 from lceval.params import Judge, Scoring, parse
 
 

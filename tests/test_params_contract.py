@@ -263,7 +263,7 @@ def test_params_files_and_parameters_cell_follow_the_generated_schema(notebook):
 )
 def test_a_notebooks_own_parameter_is_checked_by_its_section(stem, values, message):
     from lceval.cli.notebooks import check_params
-    from lceval.errors import LcevalError
+    from lceval.core.errors import LcevalError
 
     notebook = REPO / "notebooks" / f"{stem}.ipynb"
     with pytest.raises(LcevalError, match=re.escape(f"-p: {message}")) as err:

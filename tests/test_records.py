@@ -2,7 +2,7 @@ import math
 
 import pytest
 
-from lceval.records import Context, Response, Sample, Score, from_dict, to_dict
+from lceval.core.records import Context, Response, Sample, Score, from_dict, to_dict
 
 
 def test_sample_round_trips_through_dict_with_tuples():
@@ -45,7 +45,7 @@ def test_gold_fixed_length_tuples_are_checked_item_by_item():
 
     import pytest
 
-    from lceval.records import Gold
+    from lceval.core.records import Gold
 
     @dataclass(frozen=True)
     class Pair(Gold):
@@ -62,7 +62,7 @@ def test_gold_fixed_length_tuples_are_checked_item_by_item():
 def test_sample_hash_covers_prompt_context_and_gold_only():
     import dataclasses
 
-    from lceval.records import Gold, sample_hash
+    from lceval.core.records import Gold, sample_hash
 
     @dataclasses.dataclass(frozen=True)
     class G(Gold):

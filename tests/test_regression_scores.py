@@ -18,7 +18,7 @@ import pytest
 
 import lceval.run
 from lceval import registry
-from lceval.io import RunDir, new_meta
+from lceval.core.io import RunDir, new_meta
 
 FIXTURES = Path(__file__).parent / "fixtures" / "regression"
 

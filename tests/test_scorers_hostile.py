@@ -12,8 +12,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from lceval import registry
-from lceval.io import read_records
-from lceval.records import Context, Response, Sample
+from lceval.core.io import read_records
+from lceval.core.records import Context, Response, Sample
 
 FIXTURES = Path(__file__).parent / "fixtures" / "regression"
 SCORERS = [

@@ -1,8 +1,8 @@
 import pytest
 
-from lceval.errors import LcevalError
-from lceval.records import Response
-from lceval.store import ResponseStore
+from lceval.core.errors import LcevalError
+from lceval.core.records import Response
+from lceval.core.store import ResponseStore
 
 
 def _r(i, model="m", h="h"):

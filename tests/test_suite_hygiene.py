@@ -41,7 +41,7 @@ def test_outputs_root_is_a_temporary_folder_outside_the_checkout():
     root = Path(os.environ["LCEVAL_OUTPUTS"]).resolve()
     assert root.is_dir()
     assert REPO.resolve() not in root.parents
-    from lceval.io import outputs_root
+    from lceval.core.io import outputs_root
 
     assert outputs_root() == root  # notebooks' outputs_root = None resolves here
 
@@ -107,7 +107,7 @@ def test_notebook_opens_on_the_lceval_kernel_with_each_parameter_explained(path)
 
 
 def test_information_lines_go_to_stdout_inside_a_kernel(monkeypatch):
-    from lceval import console
+    from lceval.core import console
 
     assert console.terminal() is sys.stderr  # a terminal: stderr
     shell = types.SimpleNamespace(kernel=object())

@@ -1,7 +1,7 @@
 import pytest
 
-from lceval.errors import LcevalError
-from lceval.tokens import count_tokens, count_tokens_batch, get_encoding, truncate
+from lceval.core.errors import LcevalError
+from lceval.core.tokens import count_tokens, count_tokens_batch, get_encoding, truncate
 
 
 @pytest.mark.parametrize("name", ["o200k_base", "cl100k_base"])
@@ -34,7 +34,7 @@ def test_unknown_encoding_is_a_clear_error():
 
 
 def test_missing_encoding_files_name_the_fix(monkeypatch):
-    import lceval.tokens as t
+    import lceval.core.tokens as t
 
     get_encoding.cache_clear()
     monkeypatch.setattr(t, "_candidate_dirs", lambda: [])

@@ -7,13 +7,14 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from lceval.errors import LcevalError
+from lceval.core.errors import LcevalError
 
 Handler = Callable[[Any, "str | None"], int]
 """A verb's handler: ``handle(config, outputs) -> exit status``, where ``config`` is the verb's
 declared config (:data:`lceval.run.config.VERBS`) read from the command line and ``outputs`` the
 ``--outputs`` folder (``None``: ``$LCEVAL_OUTPUTS``, else ``./outputs``). Errors in the input are
-raised as :class:`lceval.errors.LcevalError`; :func:`lceval.cli.main` prints them as one line."""
+raised as :class:`lceval.core.errors.LcevalError`; :func:`lceval.cli.main` prints them as one
+line."""
 
 
 def next_steps(run_id: str, outputs: str | None, *steps: str) -> str:

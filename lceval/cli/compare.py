@@ -9,8 +9,8 @@ from typing import Any
 
 from lceval import registry
 from lceval.cli.common import csv_path
-from lceval.errors import LcevalError
-from lceval.io import RunDir
+from lceval.core.errors import LcevalError
+from lceval.core.io import RunDir
 from lceval.run.config import CompareConfig
 
 

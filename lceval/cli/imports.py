@@ -5,7 +5,7 @@ into a run (samples and responses), through the importer the benchmark declares
 from __future__ import annotations
 
 from lceval import registry
-from lceval.errors import LcevalError
+from lceval.core.errors import LcevalError
 from lceval.run.config import ImportConfig
 
 

@@ -8,7 +8,7 @@ from typing import Any
 
 import lceval.run
 from lceval.cli.common import next_steps
-from lceval.errors import LcevalError
+from lceval.core.errors import LcevalError
 from lceval.models.backends import BACKENDS, resolve_backend
 from lceval.run.config import InferConfig
 

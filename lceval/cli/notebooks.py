@@ -32,14 +32,14 @@ from pydantic import BaseModel
 
 from lceval import params as declared
 from lceval.cli.sections import SECTIONS
-from lceval.console import engine_output, terminal
-from lceval.errors import LcevalError
-from lceval.io import RunDir, project_root
+from lceval.core.console import engine_output, terminal
+from lceval.core.errors import LcevalError
+from lceval.core.io import RunDir, project_root
+from lceval.core.progress import Watcher, progress_path
 from lceval.models import lifeline
 from lceval.models.base import check_load, log
 from lceval.models.specs import resolve_models
 from lceval.params import load_params, unknown_keys, validate
-from lceval.progress import Watcher, progress_path
 from lceval.run.config import InferConfig
 
 
@@ -235,7 +235,7 @@ def run_notebook(
         notebook: notebook name or path.
         run_id: injected as the ``run_id`` parameter; names the run folder.
         params: further parameters to inject (a params file's contents).
-        outputs_root: folder of run folders (default: ``lceval.io.outputs_root()``).
+        outputs_root: folder of run folders (default: ``lceval.core.io.outputs_root()``).
         kernel_name: Jupyter kernel (default ``python3``, which jupyter_client starts with this
             process's Python, so ``lceval run`` uses the lceval it was started from; the
             notebooks' own kernelspec, ``lceval``, is for JupyterLab and may be missing or

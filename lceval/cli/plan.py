@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import lceval.run
 from lceval.cli.common import csv_path
-from lceval.errors import LcevalError
-from lceval.io import RunDir
+from lceval.core.errors import LcevalError
+from lceval.core.io import RunDir
 from lceval.run.config import PlanConfig
 
 

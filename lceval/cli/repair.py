@@ -3,14 +3,14 @@ disk) moved aside to ``responses.jsonl.bad``, so the next ``lceval infer`` answe
 
 from __future__ import annotations
 
-from lceval.errors import LcevalError
-from lceval.io import RunDir
+from lceval.core.errors import LcevalError
+from lceval.core.io import RunDir
+from lceval.core.store import ResponseStore
 from lceval.run.config import RepairConfig
-from lceval.store import ResponseStore
 
 
 def handle(cfg: RepairConfig, outputs: str | None) -> int:
-    """Move the bad lines aside (:meth:`lceval.store.ResponseStore.drop_bad_lines`) and say how
+    """Move the bad lines aside (:meth:`lceval.core.store.ResponseStore.drop_bad_lines`) and say how
     many.
 
     Raises:

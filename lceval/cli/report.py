@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 import lceval
-from lceval.io import RunDir
+from lceval.core.io import RunDir
 from lceval.run.config import ReportConfig
 
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import os
 
 from lceval.cli import notebooks
-from lceval.errors import LcevalError
+from lceval.core.errors import LcevalError
 from lceval.params import load_params
 from lceval.run.config import RunConfig
 

@@ -8,7 +8,7 @@ import json
 from pathlib import Path
 
 from lceval.cli.notebooks import notebook_schemas
-from lceval.errors import LcevalError
+from lceval.core.errors import LcevalError
 from lceval.run.config import SchemaConfig, json_schemas
 
 

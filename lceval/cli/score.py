@@ -10,8 +10,8 @@ from typing import Any
 import lceval.run
 from lceval import registry
 from lceval.cli.common import next_steps
-from lceval.errors import LcevalError
-from lceval.io import RunDir
+from lceval.core.errors import LcevalError
+from lceval.core.io import RunDir
 from lceval.run.config import ScoreConfig
 
 

@@ -1,13 +1,13 @@
 """``lceval status RUN``: a run's inference progress, read from another terminal
-(``logs/progress.jsonl``, :func:`lceval.progress.status`)."""
+(``logs/progress.jsonl``, :func:`lceval.core.progress.status`)."""
 
 from __future__ import annotations
 
 import re
 
-from lceval.errors import LcevalError
-from lceval.io import RunDir
-from lceval.progress import status
+from lceval.core.errors import LcevalError
+from lceval.core.io import RunDir
+from lceval.core.progress import status
 from lceval.run.config import StatusConfig
 
 _CONTROL = re.compile(r"[\x00-\x09\x0b-\x1f\x7f-\x9f]")

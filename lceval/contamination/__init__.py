@@ -11,7 +11,7 @@ and every other letter or digit (CJK characters included) as one unit; punctuati
 are dropped, so Chinese text, which has no spaces, gets 13-character n-grams. A sample's overlap
 is the share of its n-grams found in the corpus (0..1); it is flagged when that share reaches
 ``threshold`` (default: any shared 13-gram). The corpus is any texts or files the user gives;
-offline, lceval's shipped corpora (``lceval.corpora``: Paul Graham essays, SQuAD, HotpotQA,
+offline, lceval's shipped corpora (``lceval.core.corpora``: Paul Graham essays, SQuAD, HotpotQA,
 IFBench prompts, MT-Bench questions) stand in.
 
 Membership signals (higher = more likely seen in training)

@@ -13,10 +13,10 @@ import numpy as np
 import pandas as pd
 
 from lceval.contamination.overlap import sample_text
-from lceval.errors import LcevalError
-from lceval.io import RunDir
+from lceval.core.errors import LcevalError
+from lceval.core.io import RunDir
+from lceval.core.records import Sample
 from lceval.models.logprobs import prompt_logprobs
-from lceval.records import Sample
 
 
 def _lowest(values: np.ndarray, k: float) -> float:

@@ -13,12 +13,12 @@ from typing import Any
 
 import pandas as pd
 
-from lceval import corpora
-from lceval.corpora import read_jsonl_file
-from lceval.errors import LcevalError
-from lceval.io import RunDir
+from lceval.core import corpora
+from lceval.core.corpora import read_jsonl_file
+from lceval.core.errors import LcevalError
+from lceval.core.io import RunDir
+from lceval.core.records import Context, Sample
 from lceval.models.prompts import context_text, user_text
-from lceval.records import Context, Sample
 
 NGRAM = 13
 """The n of n-gram overlap (GPT-3's decontamination)."""
@@ -70,7 +70,7 @@ class NgramIndex:
 
 
 SHIPPED = ("paul_graham_essays", "squad", "hotpotqa", "ifbench_prompts", "mtbench_questions")
-"""Shipped corpora (``lceval.corpora``) usable as the offline reference corpus."""
+"""Shipped corpora (``lceval.core.corpora``) usable as the offline reference corpus."""
 
 
 def shipped_texts(name: str) -> list[str]:

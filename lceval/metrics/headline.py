@@ -15,7 +15,7 @@ from lceval.metrics.paired import Paired, paired_difference, paired_sums
 
 if TYPE_CHECKING:
     from lceval.benchmark import Benchmark
-    from lceval.records import Sample
+    from lceval.core.records import Sample
 
 # --------------------------------------------------------------------------------------------
 # a benchmark's headline metric

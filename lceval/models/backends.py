@@ -24,7 +24,7 @@ from urllib.parse import urlparse
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from lceval.errors import LcevalError
+from lceval.core.errors import LcevalError
 
 AUTO_BACKEND = "auto"
 """Backend name resolved by :func:`choose_backend` (``lceval infer``'s default)."""

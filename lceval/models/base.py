@@ -16,8 +16,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
-from lceval.console import log
-from lceval.errors import LcevalError, one_line
+from lceval.core.console import log
+from lceval.core.errors import LcevalError, one_line
+from lceval.core.records import Context, Response, Sample
 from lceval.models.backends import (
     AUTO_BACKEND,
     BACKENDS,
@@ -31,7 +32,6 @@ from lceval.models.backends import (
     resolve_backend,
     unknown_option_message,
 )
-from lceval.records import Context, Response, Sample
 
 __all__ = [
     "AUTO_BACKEND",

@@ -10,7 +10,8 @@ handed for one :class:`~lceval.benchmark.ContextMode`.
   (:class:`lceval.models.retrieval.DocumentIndex`, L-Eval's retrieval baselines; the window is
   K x 1,024 tokens). A context's chunks and index are built once for all its samples.
 
-The answers keep the built sample's id and :func:`~lceval.records.sample_hash`, so they join the
+The answers keep the built sample's id and :func:`~lceval.core.records.sample_hash`, so they join
+the
 full-context answers sample by sample; the mode is part of the answer's name
 (:func:`variant_name`) and of its config hash (``GenerationConfig.engine["context"]``).
 """
@@ -21,9 +22,9 @@ import dataclasses
 from collections.abc import Mapping, Sequence
 
 from lceval.benchmark import ContextMode
+from lceval.core.records import Context, Sample
+from lceval.core.tokens import count_tokens
 from lceval.models.retrieval import DocumentIndex
-from lceval.records import Context, Sample
-from lceval.tokens import count_tokens
 
 CHUNK_TOKENS = 1024
 """Tokens per retrieved chunk (L-Eval's official baselines: 1,024 tiktoken tokens)."""
@@ -54,7 +55,7 @@ def check_retrievers(modes: Sequence[ContextMode]) -> None:
     """
     import importlib.util
 
-    from lceval.errors import LcevalError
+    from lceval.core.errors import LcevalError
     from lceval.models.retrieval import _model_path
 
     kinds = {m.kind for m in modes}

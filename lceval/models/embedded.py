@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from lceval.errors import LcevalError, one_line
+from lceval.core.errors import LcevalError, one_line
 
 EMBEDDED_ALIASES = ("embedded", "smollm2", "default")
 EMBEDDED_NAME = "SmolLM2-135M-Instruct"

@@ -2,11 +2,11 @@
 judge send their prompts through :func:`generate`.
 
 Samples that share a context run together (stable within a context), so engines with prefix
-caching compute each shared context once. With a :class:`~lceval.store.ResponseStore`,
+caching compute each shared context once. With a :class:`~lceval.core.store.ResponseStore`,
 every answer is appended and fsynced as it completes (a backend with ``stream`` yields each as
 the engine finishes it; others a batch at a time), and samples that already
 have a successful response under (model, config) are skipped: a killed run resumes where it
-stopped. Every response is stamped with its sample's :func:`~lceval.records.sample_hash`; a
+stopped. Every response is stamped with its sample's :func:`~lceval.core.records.sample_hash`; a
 stored answer to an earlier version of a sample (a rebuilt run whose prompt, context or gold
 changed) is not a hit, so the sample is answered again.
 
@@ -25,12 +25,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from lceval.console import log
-from lceval.errors import LcevalError
+from lceval.core.console import log
+from lceval.core.errors import LcevalError
+from lceval.core.progress import Progress
+from lceval.core.records import Context, Response, Sample, sample_hashes
+from lceval.core.store import ResponseStore
 from lceval.models.base import Backend, GenerationConfig
-from lceval.progress import Progress
-from lceval.records import Context, Response, Sample, sample_hashes
-from lceval.store import ResponseStore
 
 
 def context_order(samples: Sequence[Sample]) -> list[Sample]:
@@ -130,8 +130,8 @@ def generate(
             that count them, the share of prompt tokens reused from a prefix cache.
         desc: the bar's label.
         progress_log: also write the bar's state to this progress.jsonl
-            (:mod:`lceval.progress`; ``lceval status`` reads it).
-        hashes: sample id -> the :func:`~lceval.records.sample_hash` answers are stamped with
+            (:mod:`lceval.core.progress`; ``lceval status`` reads it).
+        hashes: sample id -> the :func:`~lceval.core.records.sample_hash` answers are stamped with
             and resumed by (None: computed from ``samples`` and ``contexts``); the context
             baselines (:mod:`lceval.models.contexts`) pass the built samples' own, since the
             engine reads them without their context.

@@ -51,7 +51,8 @@ from transformers import (
 )
 from transformers.cache_utils import DynamicLayer
 
-from lceval.errors import LcevalError, one_line
+from lceval.core.errors import LcevalError, one_line
+from lceval.core.records import Context, FinishReason, Response, Sample
 from lceval.models.backends import HFOptions, parse_options
 from lceval.models.base import GenerationConfig, error_response
 from lceval.models.base import (
@@ -74,7 +75,6 @@ from lceval.models.rope import RopeOverride, apply_rope, resolve_rope
 from lceval.models.specs import model_window
 from lceval.models.thinking import Thinking, cut_at_stop
 from lceval.models.threads import ThreadChoice, choose_threads
-from lceval.records import Context, FinishReason, Response, Sample
 
 DTYPES = ("auto", "float32", "bfloat16", "float16")
 

@@ -16,12 +16,12 @@ from typing import TYPE_CHECKING, Any
 from pydantic import Field, field_validator
 
 from lceval.benchmark import ScorerOptions
-from lceval.errors import LcevalError
-from lceval.records import Context, Response, Sample
+from lceval.core.errors import LcevalError
+from lceval.core.records import Context, Response, Sample
 
 if TYPE_CHECKING:
+    from lceval.core.store import ResponseStore
     from lceval.models.base import Backend
-    from lceval.store import ResponseStore
 
 
 @dataclass

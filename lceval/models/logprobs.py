@@ -30,7 +30,7 @@ from typing import Any
 
 import numpy as np
 
-from lceval.errors import LcevalError
+from lceval.core.errors import LcevalError
 
 
 @dataclass(frozen=True)

@@ -41,14 +41,14 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlparse
 
-from lceval.errors import LcevalError, one_line
+from lceval.core.errors import LcevalError, one_line
+from lceval.core.records import Context, FinishReason, Response, Sample
+from lceval.core.tokens import count_tokens
 from lceval.models.backends import PUBLIC_BASE_URL, is_public_openai
 from lceval.models.base import GenerationConfig, error_response
 from lceval.models.prompts import context_text, messages
 from lceval.models.thinking import check_options as check_thinking_options
 from lceval.models.thinking import markers_from_option, split
-from lceval.records import Context, FinishReason, Response, Sample
-from lceval.tokens import count_tokens
 
 MAX_STOP = 4
 """The OpenAI API accepts at most 4 stop strings; further ones are applied locally."""

@@ -11,8 +11,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from lceval.errors import LcevalError
-from lceval.records import Context, Sample
+from lceval.core.errors import LcevalError
+from lceval.core.records import Context, Sample
 
 if TYPE_CHECKING:
     from lceval.models.base import GenerationConfig

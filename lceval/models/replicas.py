@@ -35,10 +35,10 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
-from lceval.errors import LcevalError
+from lceval.core.errors import LcevalError
+from lceval.core.records import Context, Response, Sample, sample_hashes
+from lceval.core.store import ResponseStore
 from lceval.models.base import GenerationConfig, log, replicas_of, split_run_options
-from lceval.records import Context, Response, Sample, sample_hashes
-from lceval.store import ResponseStore
 
 EXTRA = 'pip install -e ".[ray]"'
 """How to install Ray for lceval (the ``ray`` optional extra of pyproject.toml)."""
@@ -94,7 +94,7 @@ def connect(address: str | None = None) -> Any:
     ray = require_ray()
     if ray.is_initialized():
         return ray
-    from lceval.console import verbose
+    from lceval.core.console import verbose
 
     if address is not None:
         check_address(address)
@@ -566,8 +566,8 @@ def _run_wave(
     progress_log: Path | None,
     progress: bool,
 ) -> None:
+    from lceval.core.progress import Progress
     from lceval.models.generate import engine_config
-    from lceval.progress import Progress
 
     pools = [_start(ray, job, run_id) for job in jobs]
     state = "stopped"
@@ -680,7 +680,7 @@ def creation_error(text: str) -> str | None:
     lines = [x.strip() for x in text.splitlines() if x.strip()]
     last = lines[-1] if lines else ""
     head, sep, rest = last.partition(": ")
-    if sep and "." in head and " " not in head:  # lceval.errors.LcevalError: message
+    if sep and "." in head and " " not in head:  # lceval.core.errors.LcevalError: message
         last = rest if head.endswith("LcevalError") else f"{head.rsplit('.', 1)[-1]}: {rest}"
     return " ".join(last.split())[:300] or None
 
@@ -791,7 +791,7 @@ def _tell(message: str) -> None:
     too."""
     import sys
 
-    from lceval.console import terminal
+    from lceval.core.console import terminal
 
     log(message)
     if sys.stderr is not terminal():

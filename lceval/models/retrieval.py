@@ -23,8 +23,8 @@ from typing import Any
 
 import numpy as np
 
-from lceval.errors import LcevalError
-from lceval.tokens import get_encoding
+from lceval.core.errors import LcevalError
+from lceval.core.tokens import get_encoding
 
 RETRIEVERS: tuple[str, ...] = ("bm25", "dense")
 """The rankers :meth:`DocumentIndex.retrieve` takes."""

@@ -30,7 +30,7 @@ from typing import Any, Literal
 
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from lceval.errors import LcevalError, one_line
+from lceval.core.errors import LcevalError, one_line
 
 
 class RopeScaling(BaseModel):

@@ -32,8 +32,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from lceval.errors import LcevalError
-from lceval.records import Context, Sample
+from lceval.core.errors import LcevalError
+from lceval.core.records import Context, Sample
 
 SPEC_KEYS = ("model", "backend", "options", "name")
 """Keys of one ``models:`` entry given as a mapping."""
@@ -442,8 +442,8 @@ def longest_prompt(
         tokenizer: a transformers tokenizer, or None to estimate.
         prompt_format: the engine's ``prompt_format`` option.
     """
+    from lceval.core.tokens import count_tokens
     from lceval.models.prompts import context_text, plain_text, render_chat_prompt
-    from lceval.tokens import count_tokens
 
     def chars(s: Sample) -> int:
         parts = (s.description, s.instruction, s.system or "", s.assistant_prefix)
@@ -472,7 +472,7 @@ def _quiet_tokenizer(folder: Path) -> Any:
     Loaded before the engine's own log redirection starts, so transformers' records (config
     dumps at info verbosity) are held back unless lceval is verbose (``-v``, LCEVAL_VERBOSE=1).
     """
-    from lceval.console import verbose
+    from lceval.core.console import verbose
 
     try:
         from transformers import AutoTokenizer
@@ -541,7 +541,8 @@ def opened(spec: ModelSpec, log_to: str | os.PathLike[str] | None = None) -> Ite
     Args:
         spec: the model.
         log_to: a run folder: while the engine lives, its output (and its worker processes')
-            goes to the run's ``logs/lceval.log`` (:func:`lceval.console.engine_output`), not to
+            goes to the run's ``logs/lceval.log`` (:func:`lceval.core.console.engine_output`), not
+            to
             the notebook; None: left where it goes.
 
     Raises:
@@ -549,7 +550,7 @@ def opened(spec: ModelSpec, log_to: str | os.PathLike[str] | None = None) -> Ite
     """
     from contextlib import nullcontext
 
-    from lceval.console import engine_output
+    from lceval.core.console import engine_output
     from lceval.models.base import load_backend
 
     logged = nullcontext() if log_to is None else engine_output(log_to, f"engine {spec.model}")

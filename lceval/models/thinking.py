@@ -37,8 +37,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from lceval.errors import LcevalError
-from lceval.records import FinishReason
+from lceval.core.errors import LcevalError
+from lceval.core.records import FinishReason
 
 DEFAULT_THINKING_TOKENS = 32768
 """Thinking budget in tokens when a thinking model's ``max_thinking_tokens`` is not given (the

@@ -25,8 +25,9 @@ import time
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any, cast
 
-from lceval import progress
-from lceval.errors import LcevalError, one_line
+from lceval.core import progress
+from lceval.core.errors import LcevalError, one_line
+from lceval.core.records import Context, FinishReason, Response, Sample
 from lceval.models.backends import (
     ThinkingOptions,
     VLLMOptions,
@@ -45,7 +46,6 @@ from lceval.models.prompts import (
 )
 from lceval.models.rope import RopeOverride, for_vllm, load_config
 from lceval.models.thinking import Thinking, markers_from_vllm_parser
-from lceval.records import Context, FinishReason, Response, Sample
 
 CPU_KVCACHE_GIB = "1"
 """Default ``VLLM_CPU_KVCACHE_SPACE`` (GiB) on CPU when the user has not set it."""
@@ -234,7 +234,7 @@ class VLLMBackend:
         answer."""
         self.prompt_work = dict.fromkeys(progress.WORK_KEYS, 0.0)
         """What :meth:`stream` measured, that the progress bar's time left is made from
-        (:func:`lceval.progress.work_eta`): samples ``sent``, their new prompt ``tokens``
+        (:func:`lceval.core.progress.work_eta`): samples ``sent``, their new prompt ``tokens``
         (beyond the common prefix with the previous prompt, which the prefix cache serves),
         of those ``done`` (prefill finished); ``prefill_s`` / ``prefill_tokens``: the engine
         steps that finished a prefill and the new tokens they prefilled; ``decode_s`` /
@@ -471,7 +471,7 @@ class VLLMBackend:
                         generated.pop(rid)
                 work["in_flight"] = float(sum(generated.values()))
                 # a step that finished a prefill is counted as prefill time, the others as
-                # decoding (the rates the time left is made of: lceval.progress.work_eta)
+                # decoding (the rates the time left is made of: lceval.core.progress.work_eta)
                 work["done"] += prefilled_now
                 if prefilled_now:
                     work["prefill_s"] += t_step
@@ -572,7 +572,7 @@ def _new_tokens(previous: Sequence[int], ids: Sequence[int]) -> int:
 def engine_death_cause(wait_s: float = 2.0) -> str:
     """The root cause of a dead vLLM engine in one line: the last ``...Error: message`` line
     its processes wrote to this process's stderr when that is a file (lceval points it at the
-    run's ``logs/lceval.log`` while an engine runs, ``lceval.console.engine_output``), vLLM's
+    run's ``logs/lceval.log`` while an engine runs, ``lceval.core.console.engine_output``), vLLM's
     own ``EngineDeadError`` lines skipped. Waits up to ``wait_s`` seconds for the engine core's
     traceback to reach the file."""
     import re

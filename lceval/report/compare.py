@@ -32,9 +32,9 @@ from typing import TYPE_CHECKING, Any
 
 from lceval import registry
 from lceval.benchmark import scorer_of
-from lceval.errors import LcevalError
-from lceval.io import RunDir
-from lceval.records import Sample
+from lceval.core.errors import LcevalError
+from lceval.core.io import RunDir
+from lceval.core.records import Sample
 
 if TYPE_CHECKING:  # numpy, pandas and the statistics (which import both) are imported in the
     # functions that compute: `import lceval` exports compare_runs and stays free of them
@@ -85,7 +85,7 @@ def load_headlines(
     Args:
         run_ids: scored runs.
         benchmarks: keep only these keys (default: every benchmark found).
-        root: folder holding the runs (default ``lceval.io.outputs_root()``).
+        root: folder holding the runs (default ``lceval.core.io.outputs_root()``).
         scorer: read this scorer's rows for its benchmark (e.g. ``lifbench:strict``); every
             other benchmark reads its default scorer.
 

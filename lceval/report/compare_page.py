@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from lceval.errors import LcevalError
-from lceval.io import RunDir
+from lceval.core.errors import LcevalError
+from lceval.core.io import RunDir
 from lceval.report.samples_page import GUIDE, Texts, esc, page, sample_rows, write_page
 
 MAX_COMPARE_ROWS = 20_000

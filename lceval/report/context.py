@@ -20,7 +20,7 @@ from typing import Any
 
 import pandas as pd
 
-from lceval.io import RunDir
+from lceval.core.io import RunDir
 
 CAPTIONS: dict[str, tuple[str, str]] = {
     "context_baselines": (

@@ -26,9 +26,9 @@ import pandas as pd
 import yaml
 
 from lceval import registry
-from lceval.errors import LcevalError
-from lceval.io import RunDir, read_json_object
-from lceval.records import Sample
+from lceval.core.errors import LcevalError
+from lceval.core.io import RunDir, read_json_object
+from lceval.core.records import Sample
 
 CUT_FLAG = 0.05
 """Share of answers ended by the budget above which a model's cell is flagged."""
@@ -304,7 +304,7 @@ def _labelled(c: Coverage) -> Coverage:
 
 
 def run_coverage(run: Any) -> list[Coverage]:
-    """:func:`coverage` of a run folder (``lceval.io.RunDir``); empty without responses."""
+    """:func:`coverage` of a run folder (``lceval.core.io.RunDir``); empty without responses."""
     from lceval.report.reporting import responses_frame
 
     try:

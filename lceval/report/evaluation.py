@@ -17,8 +17,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from lceval.errors import LcevalError
-from lceval.io import RunDir
+from lceval.core.errors import LcevalError
+from lceval.core.io import RunDir
 from lceval.run.building import build
 from lceval.run.config import EvalConfig, InferConfig, validate
 from lceval.run.inference import infer

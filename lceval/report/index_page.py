@@ -20,8 +20,8 @@ from typing import Any
 import pandas as pd
 
 from lceval import registry
-from lceval.errors import LcevalError
-from lceval.io import atomic_open
+from lceval.core.errors import LcevalError
+from lceval.core.io import atomic_open
 from lceval.report.coverage import run_coverage
 from lceval.report.reproduction import REPRODUCTION_COLUMNS, load_index, rows_of
 from lceval.report.samples_page import render
@@ -51,7 +51,7 @@ def write_index(run: Any) -> Path:
     scorer's report, ``notebooks/*.ipynb``), so it can be rewritten after each stage.
 
     Args:
-        run: a ``lceval.io.RunDir``.
+        run: a ``lceval.core.io.RunDir``.
 
     Returns:
         The path of index.html.
@@ -488,7 +488,7 @@ def report_summary(run: Any, tables: Mapping[str, pd.DataFrame]) -> str:
     the path of index.html; under 30 lines for up to a handful of models.
 
     Args:
-        run: a ``lceval.io.RunDir`` whose report was just written.
+        run: a ``lceval.core.io.RunDir`` whose report was just written.
         tables: the tables ``lceval.report.report`` returned (counted, not printed).
     """
     report = Path(run.report)

@@ -13,8 +13,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from lceval.io import RunDir
-from lceval.store import ResponseStore
+from lceval.core.io import RunDir
+from lceval.core.store import ResponseStore
 
 CAPTIONS: dict[str, tuple[str, str]] = {
     # name (report/<name>.csv or figures/<name>.png) -> (paper item, one-line caption)
@@ -77,7 +77,7 @@ def reasoning_by_task(scores: pd.DataFrame, reasoning: pd.DataFrame) -> pd.DataF
     samples with no answer within the thinking budget (``no_answer``), mean score (0..1).
 
     Args:
-        scores: score rows (``lceval.io`` layout).
+        scores: score rows (``lceval.core.io`` layout).
         reasoning: :func:`reasoning_frame` of the run.
     """
     cols = ["benchmark", "scorer", "model", "task", "responses"]

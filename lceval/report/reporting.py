@@ -9,16 +9,16 @@ from typing import Any
 
 import matplotlib
 
-from lceval.io import RunDir
-from lceval.records import Response, sample_hashes
-from lceval.store import ResponseStore
+from lceval.core.io import RunDir
+from lceval.core.records import Response, sample_hashes
+from lceval.core.store import ResponseStore
 
 matplotlib.use("Agg", force=False)
 import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 
-from lceval.io import atomic_open  # noqa: E402
+from lceval.core.io import atomic_open  # noqa: E402
 
 
 def save_figure(fig: Figure, folder: str | Path, name: str, *, dpi: int = 150) -> list[Path]:
@@ -44,7 +44,7 @@ def save_table(df: pd.DataFrame, folder: str | Path, name: str, *, index: bool =
 def responses_frame(run_id: str, outputs_root: str | Path | None = None) -> pd.DataFrame:
     """Tidy table of a run's responses joined with their samples' grouping fields.
 
-    One row per stored answer, as scoring reads them (:class:`lceval.store.ResponseStore`:
+    One row per stored answer, as scoring reads them (:class:`lceval.core.store.ResponseStore`:
     per sample, model, config and sample hash the first successful response, else the last
     error, so an error a retry replaced is not counted): sample_id, model, config_hash, text,
     prompt_tokens, completion_tokens, finish_reason, truncated_tokens, latency_s, error,
@@ -81,7 +81,7 @@ def responses_frame(run_id: str, outputs_root: str | Path | None = None) -> pd.D
             stale += 1
     responses = pd.DataFrame(rows, columns=[f.name for f in fields(Response)])
     if stale:
-        from lceval.console import log
+        from lceval.core.console import log
 
         log(
             f"{stale} response(s) in {run.responses.name} answer an earlier version of their "

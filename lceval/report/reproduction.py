@@ -36,8 +36,8 @@ import pandas as pd
 import yaml
 
 from lceval import registry
-from lceval.errors import LcevalError
-from lceval.io import atomic_open
+from lceval.core.errors import LcevalError
+from lceval.core.io import atomic_open
 from lceval.report.samples_page import render
 
 STATUSES = ("reproduced", "recomputed", "partial", "not_reproducible")

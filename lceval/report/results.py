@@ -46,10 +46,10 @@ import pandas as pd
 
 from lceval import metrics, registry
 from lceval.benchmark import scorer_of
-from lceval.console import log
-from lceval.errors import LcevalError, one_line
-from lceval.io import RunDir, atomic_open
-from lceval.records import to_dict
+from lceval.core.console import log
+from lceval.core.errors import LcevalError, one_line
+from lceval.core.io import RunDir, atomic_open
+from lceval.core.records import to_dict
 from lceval.report.compare import model_names
 from lceval.report.coverage import CUT_FLAG, run_coverage, run_cut_answers
 from lceval.report.reasoning import reasoning_frame, task_reasoning

@@ -38,10 +38,10 @@ from jinja2 import Environment, FileSystemLoader
 from markupsafe import Markup
 
 from lceval import registry
-from lceval.errors import LcevalError
-from lceval.io import RunDir, atomic_open
-from lceval.records import sample_hashes
-from lceval.store import ResponseStore
+from lceval.core.errors import LcevalError
+from lceval.core.io import RunDir, atomic_open
+from lceval.core.records import sample_hashes
+from lceval.core.store import ResponseStore
 
 PREVIEW_CHARS = 160
 """Characters of an instruction, answer or explanation shown before a click."""
@@ -741,7 +741,7 @@ def show_samples(
     (:mod:`lceval.report.samples_page`).
 
     Args:
-        run: a run id or ``lceval.io.RunDir`` (scored).
+        run: a run id or ``lceval.core.io.RunDir`` (scored).
         task, model, scorer: only these rows (task code, model name, scorer name).
         worst: the ``worst`` lowest-valued rows (NaN last); None: every row.
         outputs_root: folder of run folders (with a run id).

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 from lceval import registry
 from lceval.benchmark import scorer_of
 from lceval.benchmarks.leval import ntk
-from lceval.io import RunDir
+from lceval.core.io import RunDir
 from lceval.report.results import write_results
 from lceval.run.scoring import load_samples
 
@@ -63,7 +63,8 @@ def report(
     under ``report/<scorer>/`` (``:`` written ``-``) so the default's files stay.
 
     The report is written to a temporary folder and renamed into place when complete
-    (:meth:`lceval.io.RunDir.staged_report`): a failed report leaves the last good one as it was.
+    (:meth:`lceval.core.io.RunDir.staged_report`): a failed report leaves the last good one as it
+    was.
 
     Returns:
         ``"<benchmark>/<table>" -> DataFrame``, with ``.scorers``: benchmark key -> the scorer

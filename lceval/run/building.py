@@ -10,10 +10,10 @@ from typing import Any
 
 from lceval import registry
 from lceval.benchmark import BuildResult
-from lceval.errors import LcevalError
-from lceval.io import RunDir, dumps, new_meta
+from lceval.core.errors import LcevalError
+from lceval.core.io import RunDir, dumps, new_meta
+from lceval.core.records import Context, Sample
 from lceval.params import NOTEBOOK_PARAMS
-from lceval.records import Context, Sample
 from lceval.run.config import INFERENCE_DEFAULTS, InferConfig, validate
 
 

@@ -31,7 +31,7 @@ from typing import Any, TypeVar
 import yaml
 from pydantic import BaseModel, Field, field_validator
 
-from lceval.errors import LcevalError
+from lceval.core.errors import LcevalError
 from lceval.models.specs import resolve_models
 from lceval.params import (
     Declared,

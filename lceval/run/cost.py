@@ -33,7 +33,7 @@ from typing import Annotated, Any
 import pandas as pd
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from lceval.errors import LcevalError, one_line
+from lceval.core.errors import LcevalError, one_line
 from lceval.run.gpu_estimate import GPUS, REFERENCE_GPU, ModelShape, estimate, shape_of
 
 PRICES_PATH = Path(__file__).with_name("prices.yaml")
@@ -254,7 +254,7 @@ def model_shape(entry: dict[str, Any], name: str) -> ModelShape:
 
 def _bars(run: Any) -> dict[str, list[dict[str, Any]]]:
     """Each model's last progress bar (its records of the last process that answered it)."""
-    from lceval.progress import progress_path, read
+    from lceval.core.progress import progress_path, read
 
     by_model: dict[str, list[dict[str, Any]]] = {}
     for rec in read(progress_path(run.path)):
@@ -308,7 +308,7 @@ def calibrate(run: Any, rows: pd.DataFrame) -> tuple[list[Calibration], list[str
     """The run's calibrations (module docstring) and the lines saying what they measured.
 
     Args:
-        run: an answered :class:`lceval.io.RunDir`.
+        run: an answered :class:`lceval.core.io.RunDir`.
         rows: :func:`lceval.run.plan.per_sample` of all its samples (budgets as planned).
 
     Returns:

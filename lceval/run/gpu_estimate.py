@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from lceval.errors import LcevalError
+from lceval.core.errors import LcevalError
 
 if TYPE_CHECKING:  # numpy and pandas: imported where the estimate is computed (import lceval
     # stays free of them)

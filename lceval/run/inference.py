@@ -11,9 +11,12 @@ from pathlib import Path
 from typing import Any
 
 from lceval.benchmark import ContextMode
-from lceval.console import engine_output
-from lceval.errors import LcevalError
-from lceval.io import RunDir
+from lceval.core.console import engine_output
+from lceval.core.errors import LcevalError
+from lceval.core.io import RunDir
+from lceval.core.progress import progress_path
+from lceval.core.records import Context, Response, Sample, sample_hashes
+from lceval.core.store import ResponseStore
 from lceval.models import lifeline
 from lceval.models.base import (
     Backend,
@@ -37,11 +40,8 @@ from lceval.models.specs import (
     resolve_models,
     stored_name,
 )
-from lceval.progress import progress_path
-from lceval.records import Context, Response, Sample, sample_hashes
 from lceval.run import plan
 from lceval.run.config import INFERENCE_DEFAULTS, InferConfig, test_limit, validate
-from lceval.store import ResponseStore
 
 DEFAULT_CALL_SIZE = 8
 """Samples per engine call when neither the caller nor the engine says (:func:`infer`)."""
@@ -169,7 +169,7 @@ def infer(
     there), is answered by engine replicas on Ray (:mod:`lceval.models.replicas`): models whose
     replicas fit the cluster together run at once, the driver (this process) writing every answer.
     The progress of each model goes to the terminal and to ``logs/progress.jsonl``
-    (:mod:`lceval.progress`, ``lceval status RUN``).
+    (:mod:`lceval.core.progress`, ``lceval status RUN``).
 
     Returns:
         The responses of every model, model after model, each in sample order.
@@ -325,7 +325,7 @@ def _infer_ray(
 ) -> list[Response]:
     """:func:`infer` for the models answered by replicas on Ray, recorded in run.json (with
     ``pending``'s fields, then cleared); run.json is put back as it was when nothing was
-    answered (:meth:`lceval.io.RunDir.meta_kept_unless`)."""
+    answered (:meth:`lceval.core.io.RunDir.meta_kept_unless`)."""
     jobs = [Job(spec, samples, config, batch_size) for spec in specs]
     t0 = time.perf_counter()
     # a local cluster this command starts (gcs, raylet, agents, replica workers) dies with it
@@ -372,7 +372,7 @@ def _infer_one(
     """:func:`infer` for one model: load its engine, answer (each context mode of ``plans`` in
     turn), close it, record it in run.json (with ``pending``'s fields, written once and then
     cleared). When it fails before storing an answer, run.json is put back as it was
-    (:meth:`lceval.io.RunDir.meta_kept_unless`)."""
+    (:meth:`lceval.core.io.RunDir.meta_kept_unless`)."""
     with run.meta_kept_unless(run.responses):
         return _infer_engine(
             run, spec, config, samples, contexts, batch_size, progress, pending, plans

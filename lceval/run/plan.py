@@ -34,8 +34,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from lceval.errors import LcevalError, one_line
-from lceval.records import Context, Sample
+from lceval.core.errors import LcevalError, one_line
+from lceval.core.records import Context, Sample
 from lceval.run.gpu_estimate import (  # noqa: F401 (the estimate, re-exported as plan.*)
     EFFICIENCY,
     EFFICIENCY_SOURCE,
@@ -74,7 +74,7 @@ class Encoder:
     """
 
     def __init__(self, encoding: str | None = None, tokenizer: Any = None) -> None:
-        from lceval.tokens import DEFAULT_ENCODING
+        from lceval.core.tokens import DEFAULT_ENCODING
 
         self.tokenizer = tokenizer
         self.encoding = encoding or DEFAULT_ENCODING
@@ -93,7 +93,7 @@ class Encoder:
         if not todo:
             return
         if self.tokenizer is None:
-            from lceval.tokens import get_encoding
+            from lceval.core.tokens import get_encoding
 
             ids = get_encoding(self.encoding).encode_batch(todo, disallowed_special=())
         else:
@@ -484,7 +484,7 @@ def plan_run(
     """The size and cost of a built run (module docstring).
 
     Args:
-        run: a :class:`lceval.io.RunDir` with samples.jsonl and contexts.jsonl.
+        run: a :class:`lceval.core.io.RunDir` with samples.jsonl and contexts.jsonl.
         model: a model folder or cached hub id: its tokenizer, chat template and window count
             the tokens, and its shape is estimated first; None: the run's tiktoken encoding.
         samples: only these samples (default: all of the run's).
@@ -514,7 +514,7 @@ def plan_run(
         encoder = Encoder(tokenizer=tok)
         shapes = {"model": shape, **shapes}
     else:
-        from lceval.tokens import ENCODINGS
+        from lceval.core.tokens import ENCODINGS
 
         # A RULER run may count with a model tokenizer folder: tiktoken's default then.
         encodings = {c.encoding for c in contexts.values()} & set(ENCODINGS)
@@ -607,7 +607,7 @@ def wall_clock(plan: Plan, gpus: int) -> pd.DataFrame:
     """
     import pandas as pd
 
-    from lceval.errors import LcevalError
+    from lceval.core.errors import LcevalError
 
     if isinstance(gpus, bool) or not isinstance(gpus, int) or gpus < 1:
         raise LcevalError(f"--gpus must be an integer >= 1, got {gpus!r}")
@@ -664,7 +664,7 @@ def announce(
     is one line saying why; inference goes on. ``max_thinking_tokens``: the models' thinking
     budget per sample (the ``max_thinking_tokens`` option given), counted beside the answer's.
     """
-    from lceval.console import log
+    from lceval.core.console import log
 
     try:
         p = plan_run(

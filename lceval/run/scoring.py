@@ -13,14 +13,14 @@ from lceval.benchmark import (
     BatchJudge,
     ScorerSpec,
 )
-from lceval.console import terminal
-from lceval.errors import LcevalError
-from lceval.io import RunDir, atomic_open, new_meta, read_records, write_jsonl
+from lceval.core.console import terminal
+from lceval.core.errors import LcevalError
+from lceval.core.io import RunDir, atomic_open, new_meta, read_records, write_jsonl
+from lceval.core.records import Context, Judgement, Response, Sample, Score, sample_hashes
+from lceval.core.store import ResponseStore
 from lceval.models.base import (
     log,
 )
-from lceval.records import Context, Judgement, Response, Sample, Score, sample_hashes
-from lceval.store import ResponseStore
 
 if TYPE_CHECKING:  # pandas (and tqdm) are imported where scores are made: import lceval stays
     # free of them

@@ -4,8 +4,8 @@ import pandas as pd
 import pytest
 
 from lceval.cli import main
-from lceval.io import RunDir
-from lceval.records import Sample
+from lceval.core.io import RunDir
+from lceval.core.records import Sample
 
 
 def _err(capsys, argv):
@@ -50,7 +50,7 @@ def test_malformed_params_yaml(capsys, tmp_path):
 
 
 def test_unknown_backend(capsys, tmp_path):
-    from lceval.io import new_meta
+    from lceval.core.io import new_meta
 
     run = RunDir("r", tmp_path).create()
     run.write_meta(new_meta("r"))
@@ -60,7 +60,7 @@ def test_unknown_backend(capsys, tmp_path):
 
 
 def test_unknown_model_path(capsys, tmp_path):
-    from lceval.io import new_meta
+    from lceval.core.io import new_meta
 
     run = RunDir("r", tmp_path).create()
     run.write_meta(new_meta("r"))
@@ -73,7 +73,7 @@ def test_unknown_model_path(capsys, tmp_path):
 
 
 def _run_with_one_sample(tmp_path):
-    from lceval.io import new_meta
+    from lceval.core.io import new_meta
 
     run = RunDir("r", tmp_path).create()
     run.write_meta(new_meta("r"))
@@ -122,7 +122,7 @@ def test_files_follow_the_umask(tmp_path):
     import os
     import stat
 
-    from lceval.io import _UMASK
+    from lceval.core.io import _UMASK
 
     run = _run_with_one_sample(tmp_path)
     want = 0o666 & ~_UMASK
@@ -139,7 +139,7 @@ def test_second_infer_on_the_same_run_is_refused(capsys, tmp_path):
         [
             sys.executable,
             "-c",
-            "import sys, time; from lceval.store import ResponseStore\n"
+            "import sys, time; from lceval.core.store import ResponseStore\n"
             "with ResponseStore(sys.argv[1]).writer():\n print('held', flush=True); time.sleep(60)",
             str(run.responses),
         ],
@@ -170,8 +170,8 @@ def test_second_infer_on_the_same_run_is_refused(capsys, tmp_path):
 
 
 def _ruler_scored(root, run_id, model, values):
-    from lceval.io import new_meta, scores_frame
-    from lceval.records import Score
+    from lceval.core.io import new_meta, scores_frame
+    from lceval.core.records import Score
 
     run = RunDir(run_id, root).create()
     gold = {"outputs": ["w"], "metric": "string_match_all"}
@@ -294,8 +294,8 @@ def test_compare_csv_is_checked_before_anything_is_computed(capsys, tmp_path):
 
 
 def test_compare_one_run_pairs_its_models_once(capsys, tmp_path):
-    from lceval.io import scores_frame
-    from lceval.records import Score
+    from lceval.core.io import scores_frame
+    from lceval.core.records import Score
 
     _ruler_scored(tmp_path, "two", "m1", [1, 1, 1, 0, 1, 0.5, 1, 1])
     run = RunDir("two", tmp_path)

@@ -15,7 +15,7 @@ import yaml
 import lceval.run
 import lceval.run.inference
 from lceval.cli import _parser, main
-from lceval.errors import LcevalError
+from lceval.core.errors import LcevalError
 from lceval.run import config
 
 REPO = Path(__file__).resolve().parents[2]

@@ -10,9 +10,9 @@ import pytest
 
 import lceval.run.inference
 from lceval.cli import main
-from lceval.io import RunDir, new_meta
+from lceval.core.io import RunDir, new_meta
+from lceval.core.records import Context, Sample
 from lceval.models import base
-from lceval.records import Context, Sample
 
 
 @pytest.fixture

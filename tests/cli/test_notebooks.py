@@ -7,7 +7,7 @@ import nbformat
 import pytest
 
 from lceval.cli.notebooks import run_notebook, run_pipeline
-from lceval.errors import LcevalError
+from lceval.core.errors import LcevalError
 
 
 @pytest.mark.parametrize(

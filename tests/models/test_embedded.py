@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from lceval.errors import LcevalError
+from lceval.core.errors import LcevalError
 from lceval.models.embedded import (
     EMBEDDED_NAME,
     SOURCE_FILE,

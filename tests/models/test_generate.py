@@ -10,14 +10,14 @@ from typing import Any
 import pytest
 
 import lceval.run
-from lceval.errors import LcevalError
+from lceval.core.errors import LcevalError
+from lceval.core.records import Context, Response, Sample
+from lceval.core.store import ResponseStore
 from lceval.models import backends, base
 from lceval.models.base import GenerationConfig, choose_backend, load_backend
 from lceval.models.generate import PrefixReuse, engine_config, generate, prefix_reuse
 from lceval.models.hf import HFBackend
 from lceval.models.vllm import VLLMBackend
-from lceval.records import Context, Response, Sample
-from lceval.store import ResponseStore
 
 CONTEXTS = {"c": Context("c", "A shared context. " * 10, 40, "o200k_base")}
 
@@ -255,7 +255,7 @@ def test_auto_falls_back_to_hf_when_vllm_does_not_start(
 
 
 def test_infer_records_engine_and_prefix_reuse(monkeypatch, tmp_path, tiny_model_dir) -> None:
-    from lceval.io import RunDir, new_meta
+    from lceval.core.io import RunDir, new_meta
 
     _no_vllm(monkeypatch)
     ctx = Context("c", " ".join(f"line {i} of a shared context." for i in range(80)), 0, "")

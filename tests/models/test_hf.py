@@ -6,10 +6,10 @@ from pathlib import Path
 
 import pytest
 
+from lceval.core.records import Context, Sample
 from lceval.models import hf as hf_module
 from lceval.models.base import GenerationConfig, load_backend
 from lceval.models.hf import OWN_BATCH_PREFIX, HFBackend, common_prefix_len
-from lceval.records import Context, Sample
 
 WORDS = "alpha beta gamma delta epsilon zeta eta theta iota kappa lambda mu".split()
 
@@ -263,7 +263,7 @@ def test_responses_record_model_and_config(tiny: HFBackend, tiny_model_dir: Path
 
 
 def test_bad_arguments(tiny_model_dir: Path) -> None:
-    from lceval.errors import LcevalError
+    from lceval.core.errors import LcevalError
 
     with pytest.raises(LcevalError, match="device"):
         HFBackend(str(tiny_model_dir), device="tpu")

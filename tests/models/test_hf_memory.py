@@ -15,10 +15,10 @@ from pathlib import Path
 import pytest
 import torch
 
+from lceval.core.records import Context, Sample
 from lceval.models import hf_attention
 from lceval.models.base import GenerationConfig
 from lceval.models.hf import HFBackend
-from lceval.records import Context, Sample
 
 GREEDY = GenerationConfig()
 WORDS = "alpha beta gamma delta epsilon zeta eta theta iota kappa lambda mu".split()
@@ -234,7 +234,7 @@ PEAK_SCRIPT = textwrap.dedent(
     from transformers import AutoTokenizer, LlamaConfig, LlamaForCausalLM
     from lceval.models.hf import HFBackend
     from lceval.models.base import GenerationConfig
-    from lceval.records import Context, Sample
+    from lceval.core.records import Context, Sample
 
     src, out = sys.argv[1], sys.argv[2]
     tok = AutoTokenizer.from_pretrained(src)

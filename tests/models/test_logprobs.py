@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 import torch
 
-from lceval.errors import LcevalError
+from lceval.core.errors import LcevalError
 from lceval.models.hf import HFBackend
 from lceval.models.logprobs import backend_kind, prompt_logprobs
 

@@ -17,10 +17,10 @@ from pathlib import Path
 import httpx
 import pytest
 
-from lceval.errors import LcevalError
+from lceval.core.errors import LcevalError
+from lceval.core.records import Context, Sample
 from lceval.models.base import GenerationConfig
 from lceval.models.openai import OpenAIBackend, is_public_openai
-from lceval.records import Context, Sample
 
 GREEDY = GenerationConfig()
 
@@ -321,8 +321,8 @@ def test_key_over_plain_http_to_a_remote_host_warns(monkeypatch) -> None:
 
 
 def test_lone_surrogate_from_the_server_is_stored_and_scored(scripted, tmp_path) -> None:
+    from lceval.core.store import ResponseStore
     from lceval.models.generate import generate
-    from lceval.store import ResponseStore
 
     srv = scripted([(200, _completion("x\ud800y"), {})])
     backend = OpenAIBackend("fake", base_url=srv.url)
@@ -440,7 +440,7 @@ def test_hostile_replies_through_infer_score_and_report(
     exit 1; the rerun asks only the failed ones again; score and report exit 0."""
     import lceval.run
     from lceval.cli import main
-    from lceval.io import RunDir
+    from lceval.core.io import RunDir
 
     bodies = [(b, k) for _, b, k, _ in HOSTILE] + [(b.encode(), k) for _, b, k, _ in FINE]
     lceval.run.build("h", "echo", {"n": len(bodies) + 1}, root=tmp_path)
@@ -542,7 +542,7 @@ def test_batch_run_killed_between_submit_and_retrieve_resumes_it(scripted, tmp_p
     """``lceval infer`` SIGKILLed while its batch is in progress: the rerun retrieves the same
     batch (one upload, one batch) and answers every sample exactly once."""
     from lceval.cli import main
-    from lceval.io import RunDir, new_meta
+    from lceval.core.io import RunDir, new_meta
 
     samples = [_sample(f"s{i}", benchmark="lifbench", task="LSI") for i in range(5)]
     run = RunDir("b", tmp_path).create()

@@ -7,11 +7,11 @@ import sys
 
 import pytest
 
-from lceval.errors import LcevalError
+from lceval.core.errors import LcevalError
+from lceval.core.records import Sample
 from lceval.models import base
 from lceval.models.base import GenerationConfig, backend_options, check_backend_options
 from lceval.models.prompts import plain_text, render_chat_prompt
-from lceval.records import Sample
 
 
 def test_base_imports_no_backend():
@@ -99,8 +99,8 @@ def test_auto_format_sends_plain_text_to_a_base_tokenizer(tiny_base_model_dir, t
 
 @pytest.mark.slow
 def test_base_model_runs_end_to_end_with_plain_prompts(tiny_base_model_dir, tmp_path):
+    from lceval.core.store import ResponseStore
     from lceval.models.generate import generate
-    from lceval.store import ResponseStore
 
     backend = base.load_backend("hf", str(tiny_base_model_dir), device="cpu")
     try:

@@ -18,10 +18,10 @@ from pathlib import Path
 import pytest
 
 import lceval.run
-from lceval.errors import LcevalError
-from lceval.io import RunDir, new_meta
+from lceval.core.errors import LcevalError
+from lceval.core.io import RunDir, new_meta
+from lceval.core.records import Context, Sample
 from lceval.models.replicas import batches, creation_error, plan_waves, replica_options
-from lceval.records import Context, Sample
 
 OPTS = {"device": "cpu", "dtype": "float32"}
 
@@ -98,10 +98,10 @@ def test_creation_error_is_the_engines_own_message():
     text = (
         "The actor died because of an error raised in its creation task, ray::_Replica.__init__()"
         ' (pid=1, ip=1.2.3.4)\n  File "x.py", line 1, in __init__\n    raise LcevalError(\n'
-        "lceval.errors.LcevalError: vLLM could not start M: RuntimeError: Engine core failed\n"
+        "lceval.core.errors.LcevalError: vLLM could not start M: RuntimeError: Engine core failed\n"
     )
     assert creation_error(text) == "vLLM could not start M: RuntimeError: Engine core failed"
-    other = text.replace("lceval.errors.LcevalError", "builtins.OSError")
+    other = text.replace("lceval.core.errors.LcevalError", "builtins.OSError")
     assert (
         creation_error(other) == "OSError: vLLM could not start M: RuntimeError: Engine core failed"
     )

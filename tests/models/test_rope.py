@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from lceval.errors import LcevalError
+from lceval.core.errors import LcevalError
 from lceval.models.base import GenerationConfig, check_backend_options
 from lceval.models.generate import engine_config
 from lceval.models.rope import (

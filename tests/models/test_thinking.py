@@ -73,10 +73,10 @@ import math  # noqa: E402
 import pytest  # noqa: E402
 
 import lceval.run  # noqa: E402
-from lceval.errors import LcevalError  # noqa: E402
+from lceval.core.errors import LcevalError  # noqa: E402
+from lceval.core.records import Response, Sample, from_dict  # noqa: E402
 from lceval.models import thinking  # noqa: E402
 from lceval.models.base import GenerationConfig  # noqa: E402
-from lceval.records import Response, Sample, from_dict  # noqa: E402
 
 END, START = "</think>", "<think>"
 
@@ -391,7 +391,7 @@ def test_thinking_run_end_to_end(thinking_model_dir: Path, tmp_path: Path) -> No
 
     import pandas as pd
 
-    from lceval.io import RunDir
+    from lceval.core.io import RunDir
 
     rows = [
         {

@@ -6,9 +6,9 @@ from collections.abc import Iterator
 
 import pytest
 
+from lceval.core.records import Context, Sample
 from lceval.models.base import GenerationConfig
 from lceval.models.vllm import WAVE_TOKENS
-from lceval.records import Context, Sample
 
 pytest.importorskip("vllm")
 pytestmark = [pytest.mark.slow, pytest.mark.engine]
@@ -203,8 +203,8 @@ def test_resumed_run_against_an_uninterrupted_one(engine, tmp_path, monkeypatch)
     answers agree on their opening words (bfloat16 near ties may flip a long tail; README,
     "Backends"). A run under another batching (wave_tokens) reuses none of those answers: it
     answers every sample again under its own key."""
+    from lceval.core.store import ResponseStore
     from lceval.models.generate import generate
-    from lceval.store import ResponseStore
 
     questions = ["Capital?", "River?", "Country?", "Say yes.", "Name a colour."]
     samples = [_sample(f"r{i}", q, max_new_tokens=6) for i, q in enumerate(questions)]
@@ -245,7 +245,7 @@ def test_stream_yields_each_answer_as_it_finishes(engine) -> None:
     before = dict(engine.prompt_work)
     streamed = list(engine.stream(batch, CONTEXTS, GREEDY))
     assert [r.sample_id for r in streamed] == ["short", "long"]  # in the order they finished
-    # what the bar's time left is made of (lceval.progress.work_eta): every prompt prefilled,
+    # what the bar's time left is made of (lceval.core.progress.work_eta): every prompt prefilled,
     # a prefill and a decode rate measured, nothing left in flight
     work = {k: engine.prompt_work[k] - before[k] for k in before}
     assert work["sent"] == 2 and work["done"] == work["tokens"] > 0

@@ -8,7 +8,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from lceval.errors import LcevalError
+from lceval.core.errors import LcevalError
 from lceval.models.specs import ModelSpec, declared_window, model_window, window_config
 
 

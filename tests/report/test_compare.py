@@ -12,9 +12,9 @@ from scipy import stats
 
 import lceval.run
 from lceval.benchmarks.lifbench import tables as lifbench_tables
-from lceval.errors import LcevalError
-from lceval.io import RunDir, new_meta, scores_frame
-from lceval.records import Sample, Score
+from lceval.core.errors import LcevalError
+from lceval.core.io import RunDir, new_meta, scores_frame
+from lceval.core.records import Sample, Score
 from lceval.report import compare
 from lceval.run.scoring import load_samples
 

@@ -17,8 +17,8 @@ import lceval.params
 import lceval.report
 import lceval.run
 from lceval.cli import main
-from lceval.io import RunDir, project_root, write_jsonl
-from lceval.records import Response
+from lceval.core.io import RunDir, project_root, write_jsonl
+from lceval.core.records import Response
 
 ROOT = Path(__file__).resolve().parents[2]
 TEXT = "28466d6bb3291ee9830e483052169279\n\nline two"
@@ -227,7 +227,7 @@ def test_cifbench_subset_run_is_not_placed_in_table6s_order(tmp_path):
     fixture answers 4 of 150 tasks) is listed above the published rows, not among them, and
     the table's cells are those of the score-ordered table."""
     from lceval.benchmarks.cifbench import tables as cif_tables
-    from lceval.io import new_meta
+    from lceval.core.io import new_meta
     from lceval.report.coverage import run_coverage
     from lceval.report.reporting import THIS_RUN
 

@@ -8,7 +8,7 @@ import pytest
 
 from lceval import EvalResult, evaluate
 from lceval.cli import main
-from lceval.errors import LcevalError
+from lceval.core.errors import LcevalError
 from lceval.report.evaluation import default_run_id
 
 SMALL = {"lengths": [512], "tasks": ["LSI"], "max_samples_per_task": 4}

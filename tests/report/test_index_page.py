@@ -11,7 +11,7 @@ import pytest
 
 import lceval.report
 import lceval.run
-from lceval.io import RunDir, new_meta, project_root
+from lceval.core.io import RunDir, new_meta, project_root
 
 FIXTURE = Path(__file__).parents[1] / "fixtures" / "regression" / "lifbench"
 
@@ -81,8 +81,8 @@ def test_responses_frame_leaves_out_stale_responses(tmp_path, capsys):
     """The responses table (notebook 02, inference_summary) shows what scoring scores: a
     response stamped with another sample hash (the run was rebuilt) is left out; one without a
     hash counts as current."""
-    from lceval.io import write_jsonl
-    from lceval.records import Context, Response, Sample, sample_hash
+    from lceval.core.io import write_jsonl
+    from lceval.core.records import Context, Response, Sample, sample_hash
     from lceval.report.reporting import inference_summary, responses_frame
 
     run = RunDir("rf", tmp_path).create()
@@ -114,10 +114,10 @@ def test_responses_frame_leaves_out_stale_responses(tmp_path, capsys):
 
 def test_responses_frame_counts_a_retried_error_once(tmp_path):
     """An error replaced by a successful retry: one row, the success, as scoring reads it."""
-    from lceval.io import RunDir, new_meta
-    from lceval.records import Response, Sample
+    from lceval.core.io import RunDir, new_meta
+    from lceval.core.records import Response, Sample
+    from lceval.core.store import ResponseStore
     from lceval.report.reporting import inference_summary, responses_frame
-    from lceval.store import ResponseStore
 
     run = RunDir("r", tmp_path).create()
     run.write_samples([Sample("a", "echo", "T", "q"), Sample("b", "echo", "T", "q")], [])

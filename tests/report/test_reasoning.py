@@ -15,9 +15,9 @@ from hypothesis import strategies as st
 
 from lceval import registry
 from lceval.cli import main
-from lceval.io import RunDir, read_records, write_jsonl
+from lceval.core.io import RunDir, read_records, write_jsonl
+from lceval.core.records import Context, Response, Sample
 from lceval.models import thinking
-from lceval.records import Context, Response, Sample
 
 FIXTURES = Path(__file__).parents[1] / "fixtures" / "regression"
 KEYS = sorted(p.name for p in FIXTURES.iterdir() if (p / "samples.jsonl").exists())

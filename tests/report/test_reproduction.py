@@ -13,7 +13,7 @@ import pytest
 import yaml
 
 from lceval import registry
-from lceval.errors import LcevalError
+from lceval.core.errors import LcevalError
 from lceval.report import reproduction as R
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -17,9 +17,9 @@ import pytest
 import lceval.report
 import lceval.run
 from lceval.cli import main
-from lceval.errors import LcevalError
-from lceval.io import RunDir, new_meta, read_records, write_jsonl
-from lceval.records import Response
+from lceval.core.errors import LcevalError
+from lceval.core.io import RunDir, new_meta, read_records, write_jsonl
+from lceval.core.records import Response
 from lceval.report import compare_page, samples_page
 
 FIXTURE = Path(__file__).parents[1] / "fixtures" / "regression" / "lifbench"

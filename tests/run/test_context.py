@@ -13,9 +13,9 @@ import pytest
 from lceval import registry
 from lceval.benchmark import CONTEXT_KINDS, ContextMode
 from lceval.cli import main
-from lceval.errors import LcevalError
+from lceval.core.errors import LcevalError
+from lceval.core.records import Context, Sample
 from lceval.models.contexts import split_variant, variant_name, view
-from lceval.records import Context, Sample
 from lceval.report.context import context_baselines
 from lceval.run.inference import context_plans
 
@@ -181,7 +181,7 @@ def test_one_command_answers_with_and_without_context_and_the_report_pairs_them(
     index = (tmp_path / "r" / "report" / "index.html").read_text()
     assert "context_baselines" in index
     # run.json records each mode under its own name and config hash
-    from lceval.io import RunDir
+    from lceval.core.io import RunDir
 
     models = RunDir("r", tmp_path).read_meta().models
     assert models[f"{name}@context=none"]["context"] == "none"

@@ -12,9 +12,9 @@ import pytest
 
 import lceval.run
 import lceval.run.inference
-from lceval.io import RunDir, new_meta
+from lceval.core.io import RunDir, new_meta
+from lceval.core.records import Context, Response, Sample
 from lceval.models.base import GenerationConfig
-from lceval.records import Context, Response, Sample
 from lceval.run.inference import _answer, select_samples
 
 
@@ -87,7 +87,7 @@ def test_rerun_skips_finished_samples(tmp_path):
 
 
 def test_unknown_task_filter_is_an_error(tmp_path):
-    from lceval.errors import LcevalError
+    from lceval.core.errors import LcevalError
 
     run = RunDir("r", tmp_path).create()
     samples, contexts = _samples(3)
@@ -290,7 +290,7 @@ def test_infer_calls_the_engine_in_its_call_size_and_records_timing(
 
 
 def test_infer_refuses_a_bad_batch_size_before_loading(monkeypatch, tmp_path):
-    from lceval.errors import LcevalError
+    from lceval.core.errors import LcevalError
 
     run = RunDir("r", tmp_path).create()
     samples, contexts = _samples(2)
@@ -304,7 +304,7 @@ def test_infer_refuses_a_bad_batch_size_before_loading(monkeypatch, tmp_path):
 
 @pytest.mark.parametrize("bad", [float("nan"), float("inf"), -0.5, True, "0.7"])
 def test_infer_refuses_a_bad_temperature_before_loading(monkeypatch, tmp_path, bad):
-    from lceval.errors import LcevalError
+    from lceval.core.errors import LcevalError
 
     run = RunDir("r", tmp_path).create()
     samples, contexts = _samples(2)

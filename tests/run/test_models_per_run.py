@@ -10,10 +10,10 @@ import pytest
 
 import lceval.run
 from lceval.cli import main
-from lceval.errors import LcevalError
-from lceval.io import RunDir, new_meta
+from lceval.core.errors import LcevalError
+from lceval.core.io import RunDir, new_meta
+from lceval.core.records import Context, Sample
 from lceval.models.specs import ModelSpec, resolve_models
-from lceval.records import Context, Sample
 from lceval.run.config import InferConfig, validate
 
 from ..cli.test_fail_fast import _one_line, no_engine  # noqa: F401 - the fixture

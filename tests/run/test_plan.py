@@ -10,10 +10,10 @@ from hypothesis import strategies as st
 import lceval.run
 import lceval.run.inference
 from lceval.cli import main
-from lceval.io import RunDir, new_meta
-from lceval.records import Context, Sample
+from lceval.core.io import RunDir, new_meta
+from lceval.core.records import Context, Sample
+from lceval.core.tokens import count_tokens
 from lceval.run import plan
-from lceval.tokens import count_tokens
 
 
 def _trie_size(rows):
@@ -218,7 +218,7 @@ def test_cli_plan_gpus_gives_the_wall_clock(tmp_path, capsys):
 
 
 def test_infer_announces_the_plan(monkeypatch, tmp_path, capsys):
-    from lceval.records import Response
+    from lceval.core.records import Response
 
     class Echo:
         name = "echo"

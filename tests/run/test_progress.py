@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from lceval import progress
-from lceval.errors import LcevalError
+from lceval.core import progress
+from lceval.core.errors import LcevalError
 
 ROOT = Path(__file__).resolve().parents[2]
 PIPELINE = ROOT / "params" / "pipelines" / "lifbench_smoke.yaml"

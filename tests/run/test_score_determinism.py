@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 import lceval.run
-from lceval.io import RunDir, new_meta
+from lceval.core.io import RunDir, new_meta
 
 FIXTURES = Path(__file__).parents[1] / "fixtures" / "regression"
 KEYS = sorted(p.name for p in FIXTURES.iterdir() if (p / "samples.jsonl").exists())

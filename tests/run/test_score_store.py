@@ -12,7 +12,7 @@ import pandas as pd
 import pytest
 
 from lceval.cli import main
-from lceval.io import RunDir, new_meta
+from lceval.core.io import RunDir, new_meta
 
 FIXTURE = Path(__file__).parents[1] / "fixtures" / "regression" / "lifbench"
 

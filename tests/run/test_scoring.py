@@ -11,9 +11,9 @@ import pytest
 
 import lceval.run
 from lceval.cli import main
-from lceval.errors import LcevalError
-from lceval.io import RunDir, write_jsonl
-from lceval.records import Response
+from lceval.core.errors import LcevalError
+from lceval.core.io import RunDir, write_jsonl
+from lceval.core.records import Response
 
 
 @pytest.fixture

@@ -69,9 +69,9 @@ from lceval.benchmarks.cifbench.variants import (
     read_variants,
     task_selection,
 )
-from lceval.errors import LcevalError
-from lceval.records import Context, Sample
-from lceval.tokens import count_tokens_batch
+from lceval.core.errors import LcevalError
+from lceval.core.records import Context, Sample
+from lceval.core.tokens import count_tokens_batch
 
 
 def _paths(key: str, value: Any) -> tuple[str, ...]:

@@ -50,8 +50,8 @@ from lceval.benchmarks.cifbench.gold import (
     normalize,
     split_labels,
 )
-from lceval.corpora import read_jsonl_file
-from lceval.errors import LcevalError
+from lceval.core.corpora import read_jsonl_file
+from lceval.core.errors import LcevalError
 
 FILE_NAME = re.compile(r"^(?P<number>\d+)_(?P<name>.+)_(?P<split>[A-Za-z]+)\.jsonl$")
 """``<n>_<Task_Name>_<split>.jsonl`` (official ``dataset/public/`` naming)."""
@@ -137,7 +137,7 @@ def as_path(value: Any, what: str) -> Path:
 
 
 def read_jsonl(path: Path) -> list[dict[str, Any]]:
-    """:func:`lceval.corpora.read_jsonl_file`, with absurdly nested JSON (which overflows the
+    """:func:`lceval.core.corpora.read_jsonl_file`, with absurdly nested JSON (which overflows the
     parser's recursion) reported as a corrupt file.
 
     Raises:

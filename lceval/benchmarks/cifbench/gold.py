@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from importlib import resources
 from typing import Literal
 
-from lceval.records import Gold
+from lceval.core.records import Gold
 
 OutputType = Literal["multi-class", "multi-label", "similarity", "creative"]
 """The paper's four output requirements (Sec. 3.3)."""

@@ -28,14 +28,14 @@ from typing import TYPE_CHECKING, Any
 
 from lceval.benchmarks.cifbench.gold import OUTPUT_TYPES, CifGold
 from lceval.benchmarks.cifbench.score import clean_text, score_cifbench
-from lceval.errors import LcevalError
+from lceval.core.errors import LcevalError
+from lceval.core.records import Context, Judgement, Response, Sample
 from lceval.models import judge as asking
-from lceval.records import Context, Judgement, Response, Sample
 
 if TYPE_CHECKING:
-    from lceval.io import RunDir
+    from lceval.core.io import RunDir
+    from lceval.core.store import ResponseStore
     from lceval.models.base import Backend
-    from lceval.store import ResponseStore
 
 JUDGE_FILE = "cifbench_judge.jsonl"
 """The judge's answers in the run folder (a ResponseStore: judging resumes from it)."""
@@ -282,7 +282,7 @@ def model_judge(run: RunDir, **options: Any) -> ModelJudge:
             range, an unknown backend or backend option.
     """
     from lceval.benchmarks.cifbench import ModelJudgeOptions
-    from lceval.store import ResponseStore
+    from lceval.core.store import ResponseStore
 
     opts = ModelJudgeOptions.parse(_SCORER, options)
     chosen = tuple(t.strip() for t in opts.types.split(",") if t.strip())

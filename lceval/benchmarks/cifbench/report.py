@@ -42,10 +42,10 @@ from lceval.benchmarks.cifbench.tables import (
     rank_correlation,
     task_scores,
 )
-from lceval.errors import LcevalError
-from lceval.io import RunDir
+from lceval.core.errors import LcevalError
+from lceval.core.io import RunDir
+from lceval.core.records import Sample
 from lceval.metrics import stratified_bootstrap_ci
-from lceval.records import Sample
 from lceval.report.coverage import comparable, run_coverage
 from lceval.report.reporting import save_figure, save_table, unrank_subset_order
 

@@ -35,9 +35,9 @@ from collections.abc import Sequence
 from typing import Any
 
 from lceval.benchmarks.cifbench.gold import CifGold, normalize
-from lceval.errors import one_line
+from lceval.core.errors import one_line
+from lceval.core.records import Context, Judgement, Response, Sample
 from lceval.metrics import lcs_length
-from lceval.records import Context, Judgement, Response, Sample
 
 SIMILARITY_METRICS = ("chrf", "rouge-l", "bleurt")
 """Values of the ``similarity`` option."""

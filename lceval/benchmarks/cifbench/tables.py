@@ -40,8 +40,8 @@ import pandas as pd
 from pydantic import Field
 
 from lceval import params
-from lceval.errors import LcevalError
-from lceval.records import Sample
+from lceval.core.errors import LcevalError
+from lceval.core.records import Sample
 from lceval.report.reporting import THIS_RUN
 
 PUBLISHED_PUBLIC = "published (README, public split)"

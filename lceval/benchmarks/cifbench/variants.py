@@ -37,10 +37,10 @@ from pydantic import Field
 
 from lceval import params
 from lceval.benchmarks.cifbench.gold import MAX_INSTRUCTIONS, InstructionSource
-from lceval.errors import LcevalError
+from lceval.core.errors import LcevalError
+from lceval.core.records import Sample
+from lceval.core.store import ResponseStore
 from lceval.models.base import Backend, GenerationConfig
-from lceval.records import Sample
-from lceval.store import ResponseStore
 
 PROMPT_VERSION = "cifbench-paraphrase-v1"
 """Version of :data:`PARAPHRASE_PROMPT`; part of a generated set's provenance."""

@@ -32,8 +32,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from lceval.errors import LcevalError
-from lceval.tokens import get_encoding
+from lceval.core.errors import LcevalError
+from lceval.core.tokens import get_encoding
 
 SOURCE = "lceval_arithmetic"
 """``source`` of the stand-in records (the official gsm100 file has none)."""

@@ -97,9 +97,9 @@ from lceval.benchmarks.leval.gold import (
     TopicGold,
 )
 from lceval.benchmarks.leval.retrieval import MODES, DocumentIndex
-from lceval.errors import LcevalError
-from lceval.records import Context, Sample
-from lceval.tokens import get_encoding
+from lceval.core.errors import LcevalError
+from lceval.core.records import Context, Sample
+from lceval.core.tokens import get_encoding
 
 SUBSETS: Mapping[str, frozenset[str]] = {
     "ngram": frozenset({"exam", "rouge", "f1"}),

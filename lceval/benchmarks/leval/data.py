@@ -23,10 +23,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from lceval import corpora
 from lceval.benchmarks.leval.gold import EVALUATIONS, TASKS
-from lceval.errors import LcevalError, one_line
-from lceval.io import atomic_open
+from lceval.core import corpora
+from lceval.core.errors import LcevalError, one_line
+from lceval.core.io import atomic_open
 
 HUB_DATASET = "L4NLP/LEval"
 """The hub dataset id (one config per task, split ``test``)."""

@@ -17,7 +17,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Literal
 
-from lceval.records import Gold
+from lceval.core.records import Gold
 
 CLOSED_TASKS: tuple[str, ...] = (
     "tpo",

@@ -29,7 +29,6 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from lceval import corpora
 from lceval.benchmarks.leval.gold import (
     CLOSED_TASKS,
     NGRAM_METRIC,
@@ -41,9 +40,10 @@ from lceval.benchmarks.leval.gold import (
     SciFiGold,
     TopicGold,
 )
-from lceval.errors import LcevalError
-from lceval.io import RunDir, new_meta, write_jsonl
-from lceval.records import Response, Sample
+from lceval.core import corpora
+from lceval.core.errors import LcevalError
+from lceval.core.io import RunDir, new_meta, write_jsonl
+from lceval.core.records import Response, Sample
 
 IMPORTED_HASH = "imported"
 """``Response.config_hash`` of imported predictions (no lceval generation config)."""
@@ -283,8 +283,8 @@ def export_predictions(
         LcevalError: no responses, several models and none chosen, nothing selected.
     """
     from lceval.benchmarks.leval import BENCHMARK
-    from lceval.io import atomic_open, dumps
-    from lceval.store import ResponseStore
+    from lceval.core.io import atomic_open, dumps
+    from lceval.core.store import ResponseStore
 
     run = RunDir(run_id, root)
     samples = BENCHMARK.load_samples(s for s in run.read_samples() if s.benchmark == BENCHMARK.key)

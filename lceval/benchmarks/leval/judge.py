@@ -36,14 +36,14 @@ from typing import TYPE_CHECKING, Any, Literal
 from lceval.benchmarks.leval.gold import OpenGold
 from lceval.benchmarks.leval.importer import export_predictions, read_baseline
 from lceval.benchmarks.leval.prompts import JUDGE_SYSTEM, JUDGE_TEMPLATE
-from lceval.errors import LcevalError
+from lceval.core.errors import LcevalError
+from lceval.core.records import Context, Judgement, Response, Sample
 from lceval.models.judge import AsksModel, ModelJudge
-from lceval.records import Context, Judgement, Response, Sample
 
 if TYPE_CHECKING:
-    from lceval.io import RunDir
+    from lceval.core.io import RunDir
+    from lceval.core.store import ResponseStore
     from lceval.models.base import Backend
-    from lceval.store import ResponseStore
 
 JUDGE_FILE = "leval_judge.jsonl"
 """The judge's answers in the run folder (a ResponseStore: judging resumes from it)."""
@@ -75,7 +75,7 @@ def resolve_baseline(run: RunDir, spec: str | None) -> Path:
         LcevalError: an empty name, a run or model without answers, several models and none
             named, a path that does not exist.
     """
-    from lceval.io import RunDir as Run
+    from lceval.core.io import RunDir as Run
 
     if spec is not None and not spec.startswith(("model:", "run:")):
         return Path(spec).expanduser()
@@ -198,7 +198,7 @@ class PairwiseJudge(AsksModel):
         return Pair(sample, text, other)
 
     def _questions(self, pairs: Sequence[Pair]) -> tuple[dict[str, Sample], list[tuple[str, str]]]:
-        from lceval.records import Sample as S
+        from lceval.core.records import Sample as S
 
         questions: dict[str, Sample] = {}
         ids = []
@@ -312,7 +312,7 @@ def pairwise_judge(run: RunDir, **options: Any) -> PairwiseJudge:
             that does not parse.
     """
     from lceval.benchmarks.leval import PairwiseJudgeOptions
-    from lceval.store import ResponseStore
+    from lceval.core.store import ResponseStore
 
     opts = PairwiseJudgeOptions.parse(_SCORER, options)
     load = opts.loader()

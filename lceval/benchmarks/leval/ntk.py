@@ -59,9 +59,9 @@ import numpy as np
 import pandas as pd
 
 from lceval import registry
-from lceval.errors import LcevalError
-from lceval.io import RunDir, new_meta
-from lceval.io import outputs_root as _outputs_root
+from lceval.core.errors import LcevalError
+from lceval.core.io import RunDir, new_meta
+from lceval.core.io import outputs_root as _outputs_root
 from lceval.metrics import bootstrap_ci
 
 if TYPE_CHECKING:

@@ -39,8 +39,9 @@ from lceval.benchmarks.leval.gold import (
     PAPER_NAMES,
     OpenGold,
 )
-from lceval.errors import LcevalError
-from lceval.io import RunDir
+from lceval.core.errors import LcevalError
+from lceval.core.io import RunDir
+from lceval.core.records import Sample
 from lceval.metrics import (
     Estimate,
     Headline,
@@ -49,7 +50,6 @@ from lceval.metrics import (
     group_stability,
     mean_statistic,
 )
-from lceval.records import Sample
 from lceval.report.reporting import save_figure, save_table
 
 CAPTIONS: dict[str, tuple[str, str]] = {

@@ -62,8 +62,8 @@ from lceval.benchmarks.leval.gold import (
     SciFiGold,
     TopicGold,
 )
+from lceval.core.records import Context, Judgement, Response, Sample
 from lceval.metrics import lcs_length
-from lceval.records import Context, Judgement, Response, Sample
 
 # -- normalisation (Evaluation/em.py, f1.py: normalize_answer) -----------------------------------
 _PUNCT = str.maketrans("", "", string.punctuation)

@@ -9,7 +9,7 @@ over; the code is lceval's own.
 Prompt layout
 -------------
 A sample's user turn is ``description + joiner + context.text + joiner + instruction`` (see
-``lceval.records.Sample``), which rebuilds the official ``sys_instruction`` of ``tasks.json``:
+``lceval.core.records.Sample``), which rebuilds the official ``sys_instruction`` of ``tasks.json``:
 
 - List: ``description`` ends with ``"List to be retrieved:"``, ``joiner="\\n"``, ``instruction``
   is ``"Instruction: " + I``; exactly the official prompt (without its final newline).
@@ -98,12 +98,13 @@ from typing import Annotated, Any, Literal, Self, cast
 
 from pydantic import Field, model_validator
 
-from lceval import corpora, params
+from lceval import params
 from lceval.benchmark import BuildResult
 from lceval.benchmarks.lifbench import gold as G
 from lceval.benchmarks.lifbench import inputs as inp
-from lceval.errors import LcevalError
-from lceval.records import Context, Gold, Sample
+from lceval.core import corpora
+from lceval.core.errors import LcevalError
+from lceval.core.records import Context, Gold, Sample
 
 LENGTHS: dict[str, int] = {
     "4k": 3 * 1024,

@@ -30,7 +30,7 @@ from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from lceval.errors import LcevalError
+from lceval.core.errors import LcevalError
 
 if TYPE_CHECKING:
     import numpy as np
@@ -275,8 +275,8 @@ def propose_rewrites(
     Raises:
         LcevalError: unknown task.
     """
+    from lceval.core.records import Sample
     from lceval.models.base import GenerationConfig
-    from lceval.records import Sample
 
     if task not in official_expressions():
         raise LcevalError(f"unknown LIFBench task {task!r}")

@@ -19,7 +19,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Literal
 
-from lceval.records import Gold
+from lceval.core.records import Gold
 
 TASKS: tuple[str, ...] = ("LSI", "LMI", "LOI", "LOE", "LBI", "LBE", "MB", "MF", "OR", "OQ", "OE")
 """The eleven task codes, in the paper's Table 2 order."""

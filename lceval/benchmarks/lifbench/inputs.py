@@ -1,7 +1,7 @@
 """LIFBench inputs X: the List, MultiDoc and OneDoc contexts, fitted to a token limit.
 
 Reproduces ``data/ConstructContext.py`` of the official LIFBench code (SheldonWu0327/LIFBench-2024)
-with lceval's own code and offline stand-in corpora (``lceval.corpora``). Token counting is
+with lceval's own code and offline stand-in corpora (``lceval.core.corpora``). Token counting is
 incremental: every list line, document and sentence is tokenized once and the counts are summed
 (the pieces meet at tiktoken pre-token boundaries, so the sum is exact); each finished context is
 counted once more as a check, and only its boundary is adjusted if the check disagrees.
@@ -37,11 +37,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from lceval import corpora
 from lceval.benchmarks.lifbench.gold import ONEDOC_TAGS
 from lceval.benchmarks.lifbench.gold import KeySentence as KeySentenceGold
-from lceval.errors import LcevalError
-from lceval.tokens import count_tokens, count_tokens_batch, get_encoding
+from lceval.core import corpora
+from lceval.core.errors import LcevalError
+from lceval.core.tokens import count_tokens, count_tokens_batch, get_encoding
 
 UUID_SHARE = 2 / 3
 """Share of uuid hex elements in the List stream (official: 90,000 uuids beside ~45k texts)."""

@@ -34,7 +34,7 @@ from lceval.benchmarks.lifbench.tables import (
     ifs_table,
     overall_ars,
 )
-from lceval.errors import LcevalError
+from lceval.core.errors import LcevalError
 
 # --------------------------------------------------------------------------------------------
 # published numbers and the paper check

@@ -36,9 +36,9 @@ from lceval.benchmarks.lifbench.tables import (
     task_ars,
     task_ars_ci,
 )
-from lceval.errors import LcevalError
-from lceval.io import RunDir
-from lceval.records import Sample
+from lceval.core.errors import LcevalError
+from lceval.core.io import RunDir
+from lceval.core.records import Sample
 from lceval.report.reporting import save_figure, save_table
 
 # --------------------------------------------------------------------------------------------
@@ -419,7 +419,7 @@ def report_lifbench(
 
     Args:
         run: the run folder.
-        scores: the run's LIFBench scores (``lceval.io.scores_frame`` layout).
+        scores: the run's LIFBench scores (``lceval.core.io.scores_frame`` layout).
         samples: the run's LIFBench samples.
 
     Raises:

@@ -11,7 +11,7 @@ Layout, after IFEval's checkers and lm-evaluation-harness's ``metrics.py``:
   score in the item's own points (``0 <= parts[item] <= RUBRIC[task][item]``);
 - :func:`score_lifbench`, the thin adapter reading the sample's typed gold
   (:mod:`lceval.benchmarks.lifbench.gold`, parsed once when samples load) and its Context,
-  returning a :class:`~lceval.records.Judgement` with ``value = total / task points`` in 0..1.
+  returning a :class:`~lceval.core.records.Judgement` with ``value = total / task points`` in 0..1.
 
 Official quirks reproduced by default (``strict=False``), so the paper's numbers come back:
 
@@ -83,7 +83,7 @@ from lceval.benchmarks.lifbench.score_multidoc import (
     score_find_dup,
 )
 from lceval.benchmarks.lifbench.score_onedoc import score_extract, score_qa, score_repeat
-from lceval.records import Context, Gold, Judgement, Response, Sample
+from lceval.core.records import Context, Gold, Judgement, Response, Sample
 
 __all__ = [
     "RUBRIC",

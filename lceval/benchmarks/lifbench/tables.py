@@ -37,7 +37,8 @@ import pandas as pd
 
 from lceval.benchmarks.lifbench.build import length_label
 from lceval.benchmarks.lifbench.gold import CAPABILITIES, CAPABILITY_MAP, RUBRIC, TASK_POINTS
-from lceval.errors import LcevalError
+from lceval.core.errors import LcevalError
+from lceval.core.records import Sample
 from lceval.metrics import (
     Headline,
     SumStatistic,
@@ -46,7 +47,6 @@ from lceval.metrics import (
     coefficient_of_variation,
     mean_statistic,
 )
-from lceval.records import Sample
 
 TABLE3_ORDER: tuple[str, ...] = (
     "OR",
@@ -93,7 +93,7 @@ def score_table(scores: pd.DataFrame, samples: Iterable[Sample]) -> pd.DataFrame
     """Scores joined with the samples' grouping fields, item scores as ``item:<name>`` columns.
 
     Args:
-        scores: ``lceval.io.scores_frame`` rows (``parts`` as JSON strings or dicts).
+        scores: ``lceval.core.io.scores_frame`` rows (``parts`` as JSON strings or dicts).
         samples: the run's samples (joined by ``sample_id``).
 
     Returns:

@@ -107,8 +107,8 @@ from lceval.benchmarks.longgenbench.gold import (
 )
 from lceval.benchmarks.longgenbench.official import _classify, load_official
 from lceval.benchmarks.longgenbench.prompts import GRID, PROMPT_FORMATS, YEAR, prompt_text
-from lceval.errors import LcevalError
-from lceval.records import Sample
+from lceval.core.errors import LcevalError
+from lceval.core.records import Sample
 
 BENCHMARK = "longgenbench"
 N_SINGLE = 5

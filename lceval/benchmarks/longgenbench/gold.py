@@ -19,7 +19,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import cached_property
 
-from lceval.records import Gold
+from lceval.core.records import Gold
 
 SCENARIOS: tuple[str, ...] = ("diary", "menu", "skyscraper", "urban")
 """Scenario keys (paper Table 2: Diary, Menu, Skyscraper, Urban planning)."""

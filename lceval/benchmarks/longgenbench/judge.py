@@ -15,13 +15,13 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from lceval.core.records import Context, Judgement, Response, Sample
 from lceval.models.judge import AsksModel, ModelJudge
-from lceval.records import Context, Judgement, Response, Sample
 
 if TYPE_CHECKING:
-    from lceval.io import RunDir
+    from lceval.core.io import RunDir
+    from lceval.core.store import ResponseStore
     from lceval.models.base import Backend
-    from lceval.store import ResponseStore
 
 from lceval.benchmarks.longgenbench.score import (
     JUDGE_FILE,
@@ -173,7 +173,7 @@ class LLMJudge(AsksModel):
         """(yes, failed) per ``(block, description)`` pair; a failed generation counts as no."""
         if not pairs:
             return [], []
-        from lceval.tokens import DEFAULT_ENCODING, count_tokens_batch
+        from lceval.core.tokens import DEFAULT_ENCODING, count_tokens_batch
 
         budget = self._budget
         contexts: dict[str, Context] = {}
@@ -255,7 +255,7 @@ def llm_judge(run: RunDir, **options: Any) -> LLMJudge:
             backend or backend option, or a judge store that does not parse.
     """
     from lceval.benchmarks.longgenbench import LLMJudgeOptions
-    from lceval.store import ResponseStore
+    from lceval.core.store import ResponseStore
 
     opts = LLMJudgeOptions.parse(_SCORER, options)
     load = opts.loader()

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from lceval.benchmarks.longgenbench.gold import NUMBER, UNIT
-from lceval.errors import LcevalError
+from lceval.core.errors import LcevalError
 
 
 def _classify(record: Mapping[str, Any], where: str) -> tuple[str, str]:

@@ -39,10 +39,10 @@ from lceval.benchmarks.longgenbench.tables import (
     table7,
     table7_with_published,
 )
-from lceval.errors import LcevalError
-from lceval.io import RunDir
+from lceval.core.errors import LcevalError
+from lceval.core.io import RunDir
+from lceval.core.records import Sample
 from lceval.metrics import Estimate, Headline, SumStatistic, bootstrap_sums
-from lceval.records import Sample
 from lceval.report.reporting import save_figure, save_table
 
 CAPTIONS: dict[str, tuple[str, str]] = {

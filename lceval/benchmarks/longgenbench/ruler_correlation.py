@@ -42,7 +42,7 @@ import pandas as pd
 from scipy import stats
 
 from lceval import registry
-from lceval.errors import LcevalError
+from lceval.core.errors import LcevalError
 from lceval.report.reporting import THIS_RUN, save_figure
 
 PAPER_PEARSON = {16384: 0.51, 32768: 0.66}
@@ -195,7 +195,7 @@ def measured_pairs(
         ruler_runs: run ids holding scored RULER samples.
         longgenbench_runs: run ids holding scored LongGenBench samples.
         metric: LongGenBench column (wAvg, CR, STIC_1, STIC_2; percent).
-        root: the outputs folder (None: ``lceval.io.outputs_root()``).
+        root: the outputs folder (None: ``lceval.core.io.outputs_root()``).
 
     Returns:
         Columns ``model, length, ruler, longgenbench, source`` (``source="measured"``); only
@@ -204,7 +204,7 @@ def measured_pairs(
     Raises:
         LcevalError: a run is missing or unscored, or the metric is unknown.
     """
-    from lceval.io import RunDir
+    from lceval.core.io import RunDir
 
     ruler = registry.get("ruler")
     ruler_tables = ruler.function("tables")
@@ -414,7 +414,7 @@ def scored_runs(run_ids: Sequence[str], root: str | Path | None = None) -> list[
     Lets the correlation notebook default to the demo runs of the RULER and LongGenBench
     notebooks when they exist and fall back to the published data alone otherwise.
     """
-    from lceval.io import RunDir
+    from lceval.core.io import RunDir
 
     return [r for r in run_ids if RunDir(r, root).scores.exists()]
 
@@ -467,7 +467,7 @@ def missing_pairs(
     figure are those pairs plus :func:`readme_pairs` (``ruler_names``). This names the models
     and lengths each side has, so an empty table says which side is missing.
     """
-    from lceval.io import RunDir
+    from lceval.core.io import RunDir
 
     ruler = registry.get("ruler")
     ruler_tables = ruler.function("tables")
@@ -593,12 +593,12 @@ def study_meta(
     *,
     metric: str = "wAvg",
 ) -> Any:
-    """The study run's ``run.json`` (a :class:`lceval.records.RunMeta`): its parameters, and as
+    """The study run's ``run.json`` (a :class:`lceval.core.records.RunMeta`): its parameters, and as
     sources the published files it reads (path under lceval, sha256) and the run folders it
     paired, so the page's provenance says what the correlation rests on."""
     import hashlib
 
-    from lceval.io import new_meta
+    from lceval.core.io import new_meta
 
     files = {}
     for name in ("fig3b_official.csv", "table3.csv"):

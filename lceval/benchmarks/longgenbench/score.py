@@ -75,7 +75,7 @@ from lceval.benchmarks.longgenbench.gold import (
     Check,
     LongGenBenchGold,
 )
-from lceval.records import Context, Judgement, Response, Sample
+from lceval.core.records import Context, Judgement, Response, Sample
 
 if TYPE_CHECKING:
     pass

@@ -22,7 +22,7 @@ import numpy as np
 import pandas as pd
 
 from lceval.benchmarks.longgenbench.prompts import FORMAT_LABEL
-from lceval.errors import LcevalError
+from lceval.core.errors import LcevalError
 from lceval.report.reporting import THIS_RUN
 
 PUBLISHED_T3 = "published (paper Table 3)"

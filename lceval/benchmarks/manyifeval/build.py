@@ -25,7 +25,8 @@ The instruction texts are IFEval's (the checker's ``build_description``). IFEval
 10-instruction example (Table 6) combines them, so they are allowed together here.
 
 Task prompts. The paper curated 216 IFEval prompts (100 test); IFEval's input_data.jsonl is not
-shipped offline. Default source: MT-Bench first-turn questions (``lceval.corpora``, 80 questions)
+shipped offline. Default source: MT-Bench first-turn questions (``lceval.core.corpora``, 80
+questions)
 of the open-ended categories writing, roleplay, stem and humanities (40 prompts); math, coding,
 reasoning and extraction questions have short or fixed-form answers where extra format
 instructions stop being feasible, which the paper's curation excluded. IFBench test prompts are
@@ -70,7 +71,7 @@ from typing import Annotated, Any, Self
 
 from pydantic import Field, model_validator
 
-from lceval import corpora, params
+from lceval import params
 from lceval.benchmark import BuildResult
 from lceval.benchmarks.manyifeval.checkers import describe, ensure_checkers
 from lceval.benchmarks.manyifeval.gold import (
@@ -80,9 +81,10 @@ from lceval.benchmarks.manyifeval.gold import (
     ManyIFEvalGold,
     strategy_key,
 )
-from lceval.errors import LcevalError
-from lceval.records import Sample
-from lceval.tokens import count_tokens
+from lceval.core import corpora
+from lceval.core.errors import LcevalError
+from lceval.core.records import Sample
+from lceval.core.tokens import count_tokens
 
 BENCH = "manyifeval"
 MTBENCH_CATEGORIES = ("writing", "roleplay", "stem", "humanities")

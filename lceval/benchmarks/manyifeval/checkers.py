@@ -41,8 +41,8 @@ from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any
 
-from lceval import corpora
-from lceval.errors import LcevalError, one_line
+from lceval.core import corpora
+from lceval.core.errors import LcevalError, one_line
 
 _lock = threading.RLock()
 _ready = False
@@ -52,7 +52,7 @@ _ORIGINALS: dict[str, Any] = {}
 def ensure_checkers() -> types.ModuleType:
     """Import lm-eval's IFEval registry with NLTK data and a seeded langdetect; return the registry.
 
-    NLTK data (punkt_tab) comes from llama-index-core (``lceval.corpora.ensure_nltk_data``); it
+    NLTK data (punkt_tab) comes from llama-index-core (``lceval.core.corpora.ensure_nltk_data``); it
     must be on the path before ``instructions_util`` is imported, which otherwise tries to
     download it. ``langdetect.DetectorFactory.seed`` is set to 0 because langdetect is random
     otherwise (the all-uppercase and all-lowercase checkers call it).

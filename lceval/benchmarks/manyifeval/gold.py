@@ -17,7 +17,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from lceval.records import Gold
+from lceval.core.records import Gold
 
 TASKS: tuple[str, ...] = ("unique", "repeated")
 """``unique``: n distinct instructions (Sec. 3.1); ``repeated``: the Appendix C control (one

@@ -55,13 +55,13 @@ from lceval.benchmarks.manyifeval import BENCHMARK
 from lceval.benchmarks.manyifeval.checkers import describe
 from lceval.benchmarks.manyifeval.gold import PAPER_NAMES, STRATEGIES, ManyIFEvalGold, strategy_key
 from lceval.benchmarks.manyifeval.score import check_response
-from lceval.errors import LcevalError
-from lceval.io import RunDir, iter_jsonl, write_jsonl
+from lceval.core.errors import LcevalError
+from lceval.core.io import RunDir, iter_jsonl, write_jsonl
+from lceval.core.records import Response, Sample, Score
+from lceval.core.store import ResponseStore
 from lceval.models.base import Backend, GenerationConfig
 from lceval.models.generate import generate
-from lceval.records import Response, Sample, Score
 from lceval.report.reporting import save_figure, save_table
-from lceval.store import ResponseStore
 
 SELF_FEEDBACK = ("feedback", "feedback-each", "feedback-each-cot")
 

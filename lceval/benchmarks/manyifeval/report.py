@@ -31,10 +31,10 @@ from lceval.benchmarks.manyifeval.published import (
     feedback_confusion,
     table4_with_published,
 )
-from lceval.errors import LcevalError
-from lceval.io import RunDir
+from lceval.core.errors import LcevalError
+from lceval.core.io import RunDir
+from lceval.core.records import Sample
 from lceval.metrics import Headline, bootstrap, bootstrap_sums, group_stability, mean_statistic
-from lceval.records import Sample
 from lceval.report.reporting import save_figure, save_table
 
 CAPTIONS: dict[str, tuple[str, str]] = {
@@ -134,7 +134,8 @@ def verdict_frame(scores: pd.DataFrame, samples: Sequence[Sample]) -> pd.DataFra
     """One row per (model, sample, instruction) with its strict and loose verdicts.
 
     Args:
-        scores: the run's scores (``lceval.io.scores_frame`` layout; ``parts`` as JSON strings or
+        scores: the run's scores (``lceval.core.io.scores_frame`` layout; ``parts`` as JSON strings
+        or
             mappings), ManyIFEval rows.
         samples: the run's samples with typed gold (for ``n_instructions``, ``condition``,
             ``prompt_key``).

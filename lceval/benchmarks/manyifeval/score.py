@@ -45,8 +45,8 @@ from lceval.benchmarks.manyifeval.checkers import (
     run_check,
 )
 from lceval.benchmarks.manyifeval.gold import ManyIFEvalGold, part_key
-from lceval.errors import LcevalError
-from lceval.records import Context, Judgement, Response, Sample
+from lceval.core.errors import LcevalError
+from lceval.core.records import Context, Judgement, Response, Sample
 
 
 @dataclass(frozen=True)

@@ -94,7 +94,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field
 
-from lceval import corpora, params
+from lceval import params
 from lceval.benchmark import BuildResult
 from lceval.benchmarks.ruler.aggregation import AggregationBuilder
 from lceval.benchmarks.ruler.common import (
@@ -109,9 +109,10 @@ from lceval.benchmarks.ruler.gold import FAMILIES, GOLD_BY_FAMILY, TASKS, VARIAN
 from lceval.benchmarks.ruler.niah import NiahBuilder
 from lceval.benchmarks.ruler.qa import QaBuilder
 from lceval.benchmarks.ruler.variable_tracking import VT_DESC, VtBuilder
-from lceval.errors import LcevalError
-from lceval.records import Context, Sample
-from lceval.tokens import DEFAULT_ENCODING, ENCODINGS
+from lceval.core import corpora
+from lceval.core.errors import LcevalError
+from lceval.core.records import Context, Sample
+from lceval.core.tokens import DEFAULT_ENCODING, ENCODINGS
 
 
 class _Builder(NiahBuilder, VtBuilder, AggregationBuilder, QaBuilder):

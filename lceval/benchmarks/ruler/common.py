@@ -18,10 +18,10 @@ from typing import Any, Literal
 
 import numpy as np
 
-from lceval import corpora
 from lceval.benchmarks.ruler.gold import FAMILIES, TASKS, VARIANTS
-from lceval.errors import LcevalError
-from lceval.tokens import ENCODINGS, get_encoding
+from lceval.core import corpora
+from lceval.core.errors import LcevalError
+from lceval.core.tokens import ENCODINGS, get_encoding
 
 # --------------------------------------------------------------------------------------------
 # Family arguments (the official generators' flags), templates (scripts/data/synthetic/constants.py)

@@ -20,7 +20,7 @@ from typing import Any, Literal
 
 import yaml
 
-from lceval.records import Gold
+from lceval.core.records import Gold
 
 Metric = Literal["string_match_all", "string_match_part"]
 """RULER's two metrics (official ``scripts/eval/synthetic/constants.py``)."""

@@ -15,7 +15,7 @@ from lceval.benchmarks.ruler.common import (
     _rng,
 )
 from lceval.benchmarks.ruler.gold import TASKS
-from lceval.errors import LcevalError
+from lceval.core.errors import LcevalError
 
 NIAH_DESC = (
     "Some special magic {type_needle_v} are hidden within the following text. Make sure to "

@@ -16,7 +16,7 @@ from importlib import resources
 import numpy as np
 import pandas as pd
 
-from lceval.errors import LcevalError
+from lceval.core.errors import LcevalError
 from lceval.report.reporting import THIS_RUN
 
 PUBLISHED = "published (RULER README)"

@@ -16,7 +16,7 @@ from lceval.benchmarks.ruler.common import (
     _rng,
     qa_documents,
 )
-from lceval.errors import LcevalError
+from lceval.core.errors import LcevalError
 
 QA_DESC = (
     "Answer the question based on the given documents. Only give me the answer and do not output "

@@ -16,10 +16,10 @@ import numpy as np
 import pandas as pd
 
 from lceval.benchmarks.ruler.published import with_published
-from lceval.errors import LcevalError
-from lceval.io import RunDir
+from lceval.core.errors import LcevalError
+from lceval.core.io import RunDir
+from lceval.core.records import Sample
 from lceval.metrics import Headline, bootstrap, mean_statistic
-from lceval.records import Sample
 from lceval.report.reporting import save_figure, save_table
 
 CAPTIONS: dict[str, tuple[str, str]] = {

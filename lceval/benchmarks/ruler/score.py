@@ -25,7 +25,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from lceval.benchmarks.ruler.gold import RulerGold
-from lceval.records import Context, Judgement, Response, Sample
+from lceval.core.records import Context, Judgement, Response, Sample
 
 _CONTROL = re.compile(r"[\x00-\x1f]")
 

@@ -48,7 +48,7 @@ def make_sample(
 ) -> object:
     """A CIF-Bench sample of ``task``, instruction ``k``, input ``j`` (similarity gold)."""
     from lceval.benchmarks.cifbench.gold import CifGold
-    from lceval.records import Sample
+    from lceval.core.records import Sample
 
     meta = {"split": split, "source": source, "instruction_id": k, "input_id": j}
     meta["categories"] = list(cats)

@@ -11,8 +11,8 @@ from lceval import registry
 from lceval.benchmarks.cifbench.build import build_cifbench
 from lceval.benchmarks.cifbench.gold import CifGold
 from lceval.benchmarks.cifbench.variants import VariantSet, write_variants
-from lceval.errors import LcevalError
-from lceval.io import dumps, to_dict
+from lceval.core.errors import LcevalError
+from lceval.core.io import dumps, to_dict
 
 from .conftest import write_task
 

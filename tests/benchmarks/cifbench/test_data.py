@@ -23,7 +23,7 @@ from lceval.benchmarks.cifbench.gold import (
     normalize,
     split_labels,
 )
-from lceval.errors import LcevalError
+from lceval.core.errors import LcevalError
 
 from .conftest import write_task
 

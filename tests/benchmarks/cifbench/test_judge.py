@@ -19,9 +19,9 @@ from lceval.benchmarks.cifbench.judge import (
     parse_score,
     parse_sub_scores,
 )
-from lceval.errors import LcevalError
-from lceval.records import Context, Response, Sample
-from lceval.store import ResponseStore
+from lceval.core.errors import LcevalError
+from lceval.core.records import Context, Response, Sample
+from lceval.core.store import ResponseStore
 
 
 class Scripted:
@@ -145,7 +145,7 @@ def test_judge_failures_are_nan(tmp_path: Path) -> None:
 
 
 def test_model_judge_options(tmp_path: Path) -> None:
-    from lceval.io import RunDir
+    from lceval.core.io import RunDir
 
     run = RunDir("r", tmp_path)
     j = model_judge(run, types="creative", max_new_tokens=32)

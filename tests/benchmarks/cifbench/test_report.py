@@ -25,8 +25,8 @@ from lceval.benchmarks.cifbench.report import (
     run_public_private,
     task_scores,
 )
-from lceval.errors import LcevalError
-from lceval.io import RunDir
+from lceval.core.errors import LcevalError
+from lceval.core.io import RunDir
 
 
 def _scores(values: dict[str, float], model="m") -> pd.DataFrame:

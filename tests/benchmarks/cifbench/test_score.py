@@ -20,8 +20,8 @@ from lceval.benchmarks.cifbench.score import (
     score_cifbench,
     zh_tokens,
 )
+from lceval.core.records import Response, Sample
 from lceval.metrics import lcs_length
-from lceval.records import Response, Sample
 
 YES_NO = ("否", "是", "不是")
 

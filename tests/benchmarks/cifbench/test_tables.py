@@ -27,9 +27,9 @@ from lceval.benchmarks.cifbench.tables import (
     table8,
     table9,
 )
-from lceval.errors import LcevalError
-from lceval.io import RunDir
-from lceval.records import Sample
+from lceval.core.errors import LcevalError
+from lceval.core.io import RunDir
+from lceval.core.records import Sample
 from lceval.report.reporting import THIS_RUN
 
 ORIGIN = {"1_T": "translated", "2_C": "chinese", "3_N": "new"}

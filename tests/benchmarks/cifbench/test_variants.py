@@ -15,8 +15,8 @@ from lceval.benchmarks.cifbench.variants import (
     read_variants,
     write_variants,
 )
-from lceval.errors import LcevalError
-from lceval.records import Response
+from lceval.core.errors import LcevalError
+from lceval.core.records import Response
 
 
 class Paraphraser:

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from lceval.records import Response
+from lceval.core.records import Response
 
 
 def _doc(topic: str, n: int) -> str:

@@ -11,8 +11,8 @@ import lceval.run
 from lceval.benchmarks.leval.agreement import PUBLISHED_TAU, lie_kendall
 from lceval.benchmarks.leval.gold import OpenGold
 from lceval.benchmarks.leval.report import leval_tables
-from lceval.io import scores_frame
-from lceval.records import Sample, Score
+from lceval.core.io import scores_frame
+from lceval.core.records import Sample, Score
 
 GOLD = OpenGold(query="q", reference="a b", evaluation="f1", metric="f1", reference_words=2)
 # model -> (ROUGE-L, F1) without LIE, with LIE; judge win rate with LIE from (wins, losses)

@@ -13,7 +13,7 @@ from lceval.benchmarks.leval import data as leval_data
 from lceval.benchmarks.leval import prompts
 from lceval.benchmarks.leval.build import build_leval, cut_document
 from lceval.benchmarks.leval.gold import OpenGold, SciFiGold, TopicGold
-from lceval.errors import LcevalError
+from lceval.core.errors import LcevalError
 from lceval.models.prompts import user_text
 
 

@@ -13,8 +13,8 @@ import lceval.report
 import lceval.run
 from lceval.benchmarks.leval.importer import export_predictions, import_predictions
 from lceval.cli import main
-from lceval.errors import LcevalError
-from lceval.io import RunDir
+from lceval.core.errors import LcevalError
+from lceval.core.io import RunDir
 
 
 def _write(path: Path, model: str, rows: list[tuple[str, str, str]], evaluation="exam") -> None:

@@ -21,10 +21,10 @@ from lceval.benchmarks.leval.judge import (
     win_rate,
 )
 from lceval.benchmarks.leval.prompts import JUDGE_SYSTEM
-from lceval.errors import LcevalError
-from lceval.io import dumps
-from lceval.records import Response
-from lceval.store import ResponseStore
+from lceval.core.errors import LcevalError
+from lceval.core.io import dumps
+from lceval.core.records import Response
+from lceval.core.store import ResponseStore
 
 
 @pytest.mark.parametrize(

@@ -14,9 +14,9 @@ import yaml
 import lceval.report
 import lceval.run
 from lceval.benchmarks.leval import ntk
-from lceval.errors import LcevalError
-from lceval.io import RunDir, write_jsonl
-from lceval.records import Response
+from lceval.core.errors import LcevalError
+from lceval.core.io import RunDir, write_jsonl
+from lceval.core.records import Response
 
 ROOT = Path(__file__).resolve().parents[3]
 

@@ -13,8 +13,8 @@ import lceval.report
 import lceval.run
 from lceval.benchmarks.leval.gold import ExamGold, OpenGold, SciFiGold, TopicGold
 from lceval.benchmarks.leval.report import leval_tables, published
-from lceval.io import RunDir, dumps, scores_frame
-from lceval.records import Response, Sample, Score
+from lceval.core.io import RunDir, dumps, scores_frame
+from lceval.core.records import Response, Sample, Score
 
 
 def _s(sid, task, gold, **meta):

@@ -27,8 +27,8 @@ from lceval.benchmarks.leval.score import (
     rouge_tokens,
     score_leval,
 )
+from lceval.core.records import Response, Sample
 from lceval.metrics import lcs_length
-from lceval.records import Response, Sample
 
 
 def _sample(task, gold):

@@ -11,7 +11,7 @@ import pytest
 from lceval.benchmarks.leval import score as leval_score
 from lceval.benchmarks.leval.gold import OpenGold
 from lceval.benchmarks.leval.score import ROUGE_TOKENS, rouge_scores, score_leval
-from lceval.records import Response, Sample
+from lceval.core.records import Response, Sample
 
 REFERENCE = "The council approved the new budget."
 

@@ -13,7 +13,7 @@ import pytest
 
 import lceval.params
 import lceval.run
-from lceval import corpora, registry
+from lceval import registry
 from lceval.benchmarks.lifbench import expressions as lexp
 from lceval.benchmarks.lifbench import gold as G
 from lceval.benchmarks.lifbench.build import (
@@ -26,10 +26,11 @@ from lceval.benchmarks.lifbench.build import (
 )
 from lceval.benchmarks.lifbench.inputs import TAGS, fit
 from lceval.benchmarks.lifbench.score_list import parse_list_context
-from lceval.errors import LcevalError
-from lceval.io import RunDir
-from lceval.records import Sample
-from lceval.tokens import count_tokens
+from lceval.core import corpora
+from lceval.core.errors import LcevalError
+from lceval.core.io import RunDir
+from lceval.core.records import Sample
+from lceval.core.tokens import count_tokens
 
 TABLE2 = {
     "LSI": 180,

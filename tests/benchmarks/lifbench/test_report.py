@@ -15,9 +15,9 @@ from lceval.benchmarks.lifbench import published as P
 from lceval.benchmarks.lifbench import report as A
 from lceval.benchmarks.lifbench import tables as T
 from lceval.benchmarks.lifbench.gold import CAPABILITIES, TASK_POINTS, ListItemGold
-from lceval.errors import LcevalError
-from lceval.io import RunDir, new_meta, scores_frame, write_jsonl
-from lceval.records import Context, Response, Sample
+from lceval.core.errors import LcevalError
+from lceval.core.io import RunDir, new_meta, scores_frame, write_jsonl
+from lceval.core.records import Context, Response, Sample
 from lceval.report import compare
 
 

@@ -16,7 +16,7 @@ from lceval.benchmarks.lifbench import rubric as R
 from lceval.benchmarks.lifbench import score as L
 from lceval.benchmarks.lifbench import score_multidoc as MD
 from lceval.benchmarks.lifbench.gold import GOLD as GOLD_TYPES
-from lceval.records import Context, Judgement, Response, Sample
+from lceval.core.records import Context, Judgement, Response, Sample
 
 E = [
     "aaaaaaaa11111111aaaaaaaa11111111",

@@ -22,9 +22,9 @@ from lceval.benchmarks.longgenbench.build import (
     week_of_day,
 )
 from lceval.benchmarks.longgenbench.gold import GOLD, TASKS, Check, LongGenBenchGold
-from lceval.errors import LcevalError
-from lceval.io import RunDir
-from lceval.records import to_dict
+from lceval.core.errors import LcevalError
+from lceval.core.io import RunDir
+from lceval.core.records import to_dict
 
 
 @pytest.fixture(scope="module")

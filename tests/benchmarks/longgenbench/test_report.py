@@ -21,8 +21,8 @@ from lceval.benchmarks.longgenbench.report import (
     report_longgenbench,
     sample_frame,
 )
-from lceval.io import RunDir
-from lceval.records import Response, Sample, Score
+from lceval.core.io import RunDir
+from lceval.core.records import Response, Sample, Score
 
 
 def mk_sample(i: int, version: str = "short") -> Sample:
@@ -54,7 +54,7 @@ def mk_score(i: int, model: str = "m", **parts: float) -> Score:
 
 
 def frame_of(scores, samples):
-    from lceval.io import scores_frame
+    from lceval.core.io import scores_frame
 
     return scores_frame(scores), samples
 
@@ -160,7 +160,7 @@ def test_agreement_table():
 
 
 def test_judge_agreement_values():
-    from lceval.errors import LcevalError
+    from lceval.core.errors import LcevalError
 
     a = judge_agreement([True, True, False, False], [True, False, False, False])
     assert a["raw_agreement"] == 0.75 and a["kappa"] == pytest.approx(0.5) and a["n"] == 4
@@ -172,7 +172,7 @@ def test_judge_agreement_values():
 
 
 def test_report_writes_tables_and_figures(tmp_path):
-    from lceval.store import ResponseStore
+    from lceval.core.store import ResponseStore
 
     run = lceval.run.build(
         "rep", "longgenbench", {"n_per_scenario": 1, "scenarios": ["urban"]}, root=tmp_path
@@ -207,7 +207,7 @@ def test_report_writes_tables_and_figures(tmp_path):
 
 
 def test_report_rejects_unknown_sample(tmp_path):
-    from lceval.errors import LcevalError
+    from lceval.core.errors import LcevalError
 
     df, _ = frame_of([mk_score(0)], [])
     with pytest.raises(LcevalError, match="unknown sample"):

@@ -15,8 +15,8 @@ from lceval.benchmarks.longgenbench.ruler_correlation import (
     ruler_leaderboard,
 )
 from lceval.benchmarks.ruler.report import effective_length, ruler_tables, weighted_average
-from lceval.errors import LcevalError
-from lceval.records import Sample
+from lceval.core.errors import LcevalError
+from lceval.core.records import Sample
 
 LLAMA31_8B = [95.5, 93.8, 91.6, 87.4, 84.7, 77.0]  # RULER README, 4K..128K
 
@@ -146,8 +146,8 @@ def test_fig3b_scatter_with_the_runs(tmp_path):
 
 def test_readme_pairs_take_ruler_from_the_readme(tmp_path):
     from lceval.benchmarks.longgenbench.ruler_correlation import readme_pairs
-    from lceval.records import Response
-    from lceval.store import ResponseStore
+    from lceval.core.records import Response
+    from lceval.core.store import ResponseStore
 
     run = lceval.run.build(
         "rp",
@@ -172,7 +172,7 @@ def test_study_page_has_a_headline_captions_and_says_why_pairs_are_missing(tmp_p
     and why the measured pairs are empty and Fig. 3b with the run's models is the published
     one."""
     from lceval.benchmarks.longgenbench import ruler_correlation as rc
-    from lceval.io import RunDir
+    from lceval.core.io import RunDir
     from lceval.report.index_page import write_index
     from lceval.report.reporting import save_table
 

@@ -35,11 +35,11 @@ from lceval.benchmarks.longgenbench.score import (
     word_count,
     word_layout,
 )
-from lceval.errors import LcevalError
-from lceval.io import RunDir, dumps
+from lceval.core.errors import LcevalError
+from lceval.core.io import RunDir, dumps
+from lceval.core.records import Response, Sample
+from lceval.core.store import ResponseStore
 from lceval.models.prompts import user_text
-from lceval.records import Response, Sample
-from lceval.store import ResponseStore
 
 
 def gold(once=None, rng=None, per=None, unit="Floor", number=10, prefix="#*# Floor 1:"):

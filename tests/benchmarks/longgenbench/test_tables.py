@@ -21,7 +21,7 @@ from lceval.benchmarks.longgenbench.tables import (
     table7,
     table7_with_published,
 )
-from lceval.errors import LcevalError
+from lceval.core.errors import LcevalError
 from lceval.report.reporting import THIS_RUN, highlight_run_rows
 
 
@@ -159,8 +159,8 @@ def test_published_rows_beside_the_run():
 
 
 def test_report_writes_table7_and_keeps_table3_to_prompt_1(tmp_path):
-    from lceval.records import Response
-    from lceval.store import ResponseStore
+    from lceval.core.records import Response
+    from lceval.core.store import ResponseStore
 
     run = lceval.run.build(
         "t7",

@@ -12,11 +12,11 @@ from lceval.benchmarks.manyifeval import BENCHMARK
 from lceval.benchmarks.manyifeval.build import build_manyifeval, format_prompt, instruction_spec
 from lceval.benchmarks.manyifeval.checkers import describe
 from lceval.benchmarks.manyifeval.gold import INSTRUCTION_IDS, ManyIFEvalGold
-from lceval.errors import LcevalError
-from lceval.io import dumps, read_records
+from lceval.core.errors import LcevalError
+from lceval.core.io import dumps, read_records
+from lceval.core.records import Sample, from_dict, to_dict
+from lceval.core.tokens import count_tokens
 from lceval.params import load_params
-from lceval.records import Sample, from_dict, to_dict
-from lceval.tokens import count_tokens
 
 REPO = Path(__file__).resolve().parents[3]
 

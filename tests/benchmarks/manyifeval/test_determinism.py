@@ -12,8 +12,8 @@ import pytest
 
 from lceval.benchmarks.manyifeval.checkers import build_checker, check_seed
 from lceval.cli import main
-from lceval.io import RunDir, write_jsonl
-from lceval.records import Response
+from lceval.core.io import RunDir, write_jsonl
+from lceval.core.records import Response
 
 ROWS = [
     *(

@@ -11,10 +11,10 @@ import pytest
 
 from lceval.benchmarks.manyifeval import refine
 from lceval.benchmarks.manyifeval.gold import ManyIFEvalGold
-from lceval.errors import LcevalError
-from lceval.io import RunDir
+from lceval.core.errors import LcevalError
+from lceval.core.io import RunDir
+from lceval.core.records import Context, Response, Sample
 from lceval.models.base import GenerationConfig
-from lceval.records import Context, Response, Sample
 
 IDS = ["punctuation:no_comma", "startend:quotation"]
 

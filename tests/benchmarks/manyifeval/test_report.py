@@ -17,8 +17,8 @@ from lceval.benchmarks.manyifeval.report import (
     report_manyifeval,
     verdict_frame,
 )
-from lceval.io import RunDir, scores_frame
-from lceval.records import Sample, Score
+from lceval.core.io import RunDir, scores_frame
+from lceval.core.records import Sample, Score
 
 IDS = [
     "punctuation:no_comma",

@@ -18,8 +18,8 @@ from lceval.benchmarks.manyifeval.checkers import (
 )
 from lceval.benchmarks.manyifeval.gold import INSTRUCTION_IDS, ManyIFEvalGold
 from lceval.benchmarks.manyifeval.score import check_response, loose_variants, score_manyifeval
-from lceval.errors import LcevalError
-from lceval.records import Response, Sample
+from lceval.core.errors import LcevalError
+from lceval.core.records import Response, Sample
 
 # (instruction id, kwargs, a response that follows it, one that violates it)
 CASES = [

@@ -19,11 +19,11 @@ from lceval.benchmarks.ruler import common as ruler_common
 from lceval.benchmarks.ruler.build import build_ruler
 from lceval.benchmarks.ruler.common import _cwe_words, _key_words, family_args, qa_documents
 from lceval.benchmarks.ruler.gold import FAMILIES, GOLD, TASKS, VARIANTS, Variant
-from lceval.errors import LcevalError
-from lceval.io import RunDir
+from lceval.core.errors import LcevalError
+from lceval.core.io import RunDir
+from lceval.core.tokens import count_tokens
 from lceval.models.prompts import user_text
 from lceval.registry import load_samples
-from lceval.tokens import count_tokens
 
 REPO = Path(__file__).resolve().parents[3]
 

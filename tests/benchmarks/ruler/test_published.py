@@ -9,8 +9,8 @@ import pytest
 
 from lceval.benchmarks.ruler.published import PUBLISHED, leaderboard, run_rows, with_published
 from lceval.benchmarks.ruler.report import ruler_tables
-from lceval.errors import LcevalError
-from lceval.records import Sample
+from lceval.core.errors import LcevalError
+from lceval.core.records import Sample
 from lceval.report.reporting import THIS_RUN
 
 

@@ -17,7 +17,7 @@ from lceval.benchmarks.ruler.score import (
     string_match_all,
     string_match_part,
 )
-from lceval.records import Response, Sample
+from lceval.core.records import Response, Sample
 
 
 def _sample(outputs, metric="string_match_all", task="cwe"):

@@ -26,11 +26,11 @@ import numpy as np
 import pytest
 from nltk.tokenize.punkt import PunktSentenceTokenizer
 
-from lceval import corpora
 from lceval.benchmarks.ruler import common as ruler_common
 from lceval.benchmarks.ruler.build import build_ruler
+from lceval.core import corpora
+from lceval.core.tokens import count_tokens
 from lceval.models.prompts import plain_text
-from lceval.tokens import count_tokens
 
 LENGTH = 4096
 N = 12

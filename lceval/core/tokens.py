@@ -23,8 +23,8 @@ from pathlib import Path
 
 import tiktoken
 
-from lceval.corpora import package_dir as _package_dir
-from lceval.errors import LcevalError
+from lceval.core.corpora import package_dir as _package_dir
+from lceval.core.errors import LcevalError
 
 DEFAULT_ENCODING = "o200k_base"
 ENCODINGS = ("o200k_base", "cl100k_base")
