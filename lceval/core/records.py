@@ -337,7 +337,8 @@ def from_dict(cls: type[T], data: Mapping[str, Any]) -> T:
         raise ValueError(f"expected a JSON object for {cls.__name__}, got {type(data).__name__}")
     try:
         text = json.dumps(data, ensure_ascii=False, default=_plain)
-        return _adapter(cls).validate_json(text, strict=True)
+        record: T = _adapter(cls).validate_json(text, strict=True)
+        return record
     except (TypeError, ValueError) as exc:  # pydantic's ValidationError is a ValueError
         errors = exc.errors() if isinstance(exc, ValidationError) else []
         if not errors:
@@ -346,7 +347,7 @@ def from_dict(cls: type[T], data: Mapping[str, Any]) -> T:
 
 
 @functools.cache
-def _adapter(cls: type[T]) -> TypeAdapter[T]:
+def _adapter(cls: Any) -> TypeAdapter[Any]:  # a record class (hashable; mypy's type[T] is not)
     return TypeAdapter(cls)
 
 
