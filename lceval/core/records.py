@@ -18,7 +18,7 @@ import json
 import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal, TypeVar
+from typing import Any, Literal, TypeVar, cast
 
 from pydantic import TypeAdapter, ValidationError
 
@@ -337,7 +337,7 @@ def from_dict(cls: type[T], data: Mapping[str, Any]) -> T:
         raise ValueError(f"expected a JSON object for {cls.__name__}, got {type(data).__name__}")
     try:
         text = json.dumps(data, ensure_ascii=False, default=_plain)
-        record: T = _adapter(cls).validate_json(text, strict=True)
+        record: T = _adapter(cast(Any, cls)).validate_json(text, strict=True)
         return record
     except (TypeError, ValueError) as exc:  # pydantic's ValidationError is a ValueError
         errors = exc.errors() if isinstance(exc, ValidationError) else []
