@@ -26,7 +26,6 @@ Spelling (one per concept):
 
 from __future__ import annotations
 
-import difflib
 import os
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Annotated, Any, Literal, Self, TypeVar
@@ -41,7 +40,7 @@ from pydantic import (
     model_validator,
 )
 
-from lceval.core.errors import LcevalError, one_line
+from lceval.core.errors import LcevalError, did_you_mean, one_line
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -60,13 +59,6 @@ RENAMED: Mapping[str, str] = {
 
 class Invalid(ValueError):
     """A field check's complaint: what the key accepts (the message is ``"<key> must be ..."``)."""
-
-
-def did_you_mean(word: Any, choices: Iterable[Any], n: int = 3) -> str:
-    """``"did you mean a, b?"`` naming the closest of ``choices`` to ``word``, or ``""``: the one
-    did-you-mean of lceval's messages."""
-    close = difflib.get_close_matches(str(word), [str(c) for c in choices], n=n)
-    return f"did you mean {', '.join(close)}?" if close else ""
 
 
 def _got(value: Any, door: Door = "params") -> str:

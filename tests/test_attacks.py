@@ -405,7 +405,7 @@ CASES: list[tuple[str, Callable[[Path, Path], list[str]], str]] = [
             *("build", "manyifeval", "--run-id", "new", "-p"),
             f"max_new_tokens={DIGITS}",
         ],
-        "max_new_tokens must be a positive integer, got '99999",
+        "max_new_tokens must be an integer, got '99999",
     ),
     (
         "a 10 MB params value (the line is cut)",

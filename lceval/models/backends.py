@@ -24,7 +24,7 @@ from urllib.parse import urlparse
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from lceval.core.errors import LcevalError
+from lceval.core.errors import LcevalError, did_you_mean
 
 AUTO_BACKEND = "auto"
 """Backend name resolved by :func:`choose_backend` (``lceval infer``'s default)."""
@@ -306,8 +306,10 @@ def check_backend_name(backend: Any) -> None:
         LcevalError: unknown backend name (the message lists the registered ones).
     """
     if not isinstance(backend, str) or (backend not in BACKENDS and backend != AUTO_BACKEND):
+        hint = did_you_mean(backend, (*BACKENDS, AUTO_BACKEND)) if isinstance(backend, str) else ""
         raise LcevalError(
-            f"unknown backend {backend!r:.60}; choose one of {', '.join(BACKENDS)} or auto"
+            f"unknown backend {backend!r:.60}{f' ({hint})' if hint else ''}; choose one of "
+            f"{', '.join(BACKENDS)} or auto"
         )
 
 

@@ -20,11 +20,14 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING
 
 from lceval.benchmark import ContextMode
 from lceval.core.records import Context, Sample
 from lceval.core.tokens import count_tokens
-from lceval.models.retrieval import DocumentIndex
+
+if TYPE_CHECKING:  # numpy, and bm25s / FlagEmbedding when a retriever runs
+    from lceval.models.retrieval import DocumentIndex
 
 CHUNK_TOKENS = 1024
 """Tokens per retrieved chunk (L-Eval's official baselines: 1,024 tiktoken tokens)."""
@@ -97,6 +100,8 @@ def view(
             continue
         ctx = contexts[s.context_id]
         if ctx.id not in indexes:
+            from lceval.models.retrieval import DocumentIndex  # numpy
+
             indexes[ctx.id] = DocumentIndex(ctx.text, CHUNK_TOKENS, ctx.encoding)
         query = s.instruction or s.description
         text, _ = indexes[ctx.id].retrieve(query, mode.kind, mode.k, mode.k * CHUNK_TOKENS)

@@ -182,7 +182,7 @@ class JudgeModel(ScorerOptions):
         try:
             check_backend_name(value)
         except LcevalError as exc:
-            raise ValueError(str(exc).removeprefix(f"unknown backend {value!r}; ")) from None
+            raise ValueError(str(exc)) from None
         return value
 
     def loader(self) -> Callable[[], Backend]:

@@ -8,9 +8,7 @@ from typing import TYPE_CHECKING
 
 from lceval import registry
 from lceval.benchmark import scorer_of
-from lceval.benchmarks.leval import ntk
 from lceval.core.io import RunDir
-from lceval.report.results import write_results
 from lceval.run.scoring import load_samples
 
 if TYPE_CHECKING:  # pandas: the reporters import it when they run (import lceval stays free of it)
@@ -105,6 +103,8 @@ def report(
 
         tables.update({f"context/{k}": v for k, v in report_context(staged, scores).items()})
         write_run_pages(staged)
+        from lceval.report.results import write_results  # pandas
+
         write_results(staged)
         write_index(staged)
     return tables
@@ -118,6 +118,7 @@ def report_sweep(sweep: Sweep, *, n_resamples: int = 2000, seed: int = 0) -> Swe
     Raises:
         LcevalError: a point's run has no scores.
     """
+    from lceval.benchmarks.leval import ntk  # pandas
     from lceval.report.index_page import write_index
 
     out = ntk.report_sweep(sweep, n_resamples=n_resamples, seed=seed)

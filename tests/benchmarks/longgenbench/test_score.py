@@ -492,7 +492,7 @@ def test_pipeline_llm_judge_with_second_judge_and_resume(sky_run, monkeypatch):
         ({"batch_size": 0}, "batch_size"),
         ({"backend": "nope"}, "nope"),
         ({"backend_options": {"not_an_option": 1}}, "not_an_option"),
-        ({"judge": "x"}, "no option 'judge'"),
+        ({"judge": "x"}, "unknown parameter 'judge'"),
     ],
 )
 def test_llm_judge_options_are_checked_before_loading(sky_run, options, match):
