@@ -53,7 +53,20 @@ def plan_text(cfg: PlanConfig, outputs: str | None) -> str:
         max_thinking_tokens=cfg.max_thinking_tokens,
     )
     p.estimates["usd"] = cost.gpu_dollars(p.estimates, prices)
-    text = plan.render(p) + "\n\n" + cost_text(run, p, prices, cfg.prices)
+    judges = cost.judge_calls(run, p.rows)
+    eff = plan.EFFICIENCY if cfg.efficiency is None else cfg.efficiency
+    judge_gpu, judge_api, notes = cost.judge_table(judges, prices, eff)
+    shown = p
+    if not judge_gpu.empty:  # shown, not recorded: run.json's plan keeps the answering models
+        import dataclasses
+
+        import pandas as pd
+
+        both = pd.concat([p.estimates, judge_gpu], ignore_index=True)
+        shown = dataclasses.replace(p, estimates=both)
+    text = plan.render(shown) + "\n\n" + cost_text(run, p, prices, cfg.prices, judge_api)
+    if judges:
+        text += "\n\n" + "\n".join([*judge_lines(judges), *notes])
     if gpus is not None:
         text += "\n\n" + plan.render_wall_clock(p, gpus)
     if cap is not None and cfg.max_new_tokens is None:
@@ -74,8 +87,27 @@ def plan_text(cfg: PlanConfig, outputs: str | None) -> str:
     return text
 
 
-def cost_text(run: object, p: object, prices: object, prices_file: str | None) -> str:
-    """The API dollars of the plan, this run's calibration (stored) and this machine's calibrated
+def judge_lines(judges: list) -> list[str]:
+    """What the judge rows count (:func:`lceval.run.cost.judge_calls`)."""
+    out = [
+        "judge calls (an estimate: per prompt the judge template's o200k_base tokens plus the "
+        "answer budget of each answer it quotes; the reference, question and context it quotes "
+        "are left out; output = the judge's budget; GPU rows assume no prefix sharing):"
+    ]
+    for j in judges:
+        out.append(
+            f"  {j.label} ({j.scorer}, backend {j.backend}) for {j.benchmark}: {j.answers:,} "
+            f"answers, {j.calls:,} prompts, {j.prompt_tokens:,} input tokens, "
+            f"{j.output_tokens:,} output tokens"
+        )
+    return out
+
+
+def cost_text(
+    run: object, p: object, prices: object, prices_file: str | None, judge_api: object = None
+) -> str:
+    """The API dollars of the plan (and of the API judges' calls, rows ``judge: MODEL``), this
+    run's calibration (stored) and this machine's calibrated
     answering time (:mod:`lceval.run.cost`)."""
     from lceval.run import cost
 
@@ -89,6 +121,10 @@ def cost_text(run: object, p: object, prices: object, prices_file: str | None) -
     t = p.total()
     out_tokens = t["budget"] + p.thinking_budget()
     table = cost.api_table(t["prompt_tokens"], out_tokens, prices, api_models)
+    if judge_api is not None and len(judge_api):  # type: ignore[arg-type]
+        import pandas as pd
+
+        table = pd.concat([judge_api, table], ignore_index=True)
     for c in ("input_usd", "output_usd", "usd", "batch_usd"):
         table[c] = table[c].map(cost.dollars)
     source = prices_file or str(cost.PRICES_PATH)

@@ -384,3 +384,161 @@ def predictions(rows: pd.DataFrame, models: Sequence[str] = ()) -> pd.DataFrame:
             "date",
         ],
     )
+
+
+# ------------------------------------------------------------------------------ judge calls
+@dataclass(frozen=True)
+class JudgeCalls:
+    """The LLM-judge calls scoring one benchmark of a run will make (an estimate:
+    :func:`judge_calls`)."""
+
+    benchmark: str
+    scorer: str
+    backend: str
+    model: str
+    """The judge model (``SmolLM2-135M-Instruct``: the embedded one, the judges' default)."""
+    answers: int
+    """Answers to judge (samples x the run's models)."""
+    calls: int
+    """Judge prompts: ``answers x`` the judge's prompts per answer."""
+    prompt_tokens: int
+    """Per call the template's tokens plus the answer budget(s) it quotes, summed."""
+    output_tokens: int
+    """``calls x`` the judge's answer budget."""
+    path: str | None = None
+    """The judge model's folder (its config.json gives the GPU estimate's shape), when local."""
+
+    @property
+    def label(self) -> str:
+        return f"judge: {self.model}"
+
+
+def _judge_prompt(scorer: str, opts: Any) -> tuple[str, int, int, int]:
+    """(template text, prompts per answer, answers each prompt quotes, answer budget per prompt)
+    of a judge scorer, from its paper's folder (``leval:judge`` plays two games per answer, each
+    quoting the answer and the baseline's; an unknown judge: one prompt quoting the answer)."""
+    budget = getattr(opts, "max_new_tokens", None)
+    if scorer == "longgenbench:llm":
+        from lceval.benchmarks.longgenbench.judge import judge_prompt_parts
+
+        few = bool(getattr(opts, "few_shot", False))
+        head, tail = judge_prompt_parts("", few)
+        return head + tail, 1, 1, budget or (160 if few else 8)
+    if scorer == "leval:judge":
+        from lceval.benchmarks.leval.prompts import JUDGE_SYSTEM, JUDGE_TEMPLATE
+
+        return JUDGE_SYSTEM + JUDGE_TEMPLATE, 2, 2, budget or 2048
+    if scorer == "cifbench:judge":
+        from lceval.benchmarks.cifbench.judge import JUDGE_TEMPLATE as CIF_TEMPLATE
+
+        return CIF_TEMPLATE, 1, 1, budget or 256
+    return "", 1, 1, budget or 256
+
+
+def judge_calls(run: Any, rows: pd.DataFrame) -> list[JudgeCalls]:
+    """The judge calls of each benchmark of ``rows`` whose scorer is an LLM judge.
+
+    The scorer is the run's build params' ``scorer`` (for its benchmark; with ``scorer_options``
+    and the ``judge_*`` params, :func:`lceval.registry.judge_options`), else the benchmark's
+    default. An ESTIMATE: each answer (a sample of ``rows`` x each model of run.json, at least
+    one) is judged by the judge's prompts per answer, each prompt = the judge template's tokens
+    (o200k_base) + the answer budget of the sample for each answer it quotes (the reference,
+    question and context it also quotes are left out; LongGenBench's judge asks once per check,
+    counted here as one prompt quoting the whole answer); the output is the judge's budget.
+
+    Raises:
+        LcevalError: the params name an unknown scorer or a bad judge option (one line).
+    """
+    from lceval import registry
+    from lceval.core.tokens import count_tokens
+    from lceval.params import Judge
+
+    params = dict(run.read_meta().params or {})
+    n_models = max(1, len(run.read_meta().models or {}))
+    chosen, options = params.get("scorer"), params.get("scorer_options") or {}
+    judge = {k: params[k] for k in Judge.model_fields if params.get(k) is not None}
+    out = []
+    for bench, group in rows.groupby("benchmark", sort=True):
+        b = registry.get(str(bench))
+        spec, opts_in = b.scorer(), {}
+        if chosen is not None:
+            owner, named = registry.find_scorer(str(chosen))
+            if owner.key == bench:
+                spec = named
+                opts_in = registry.judge_options(str(chosen), options, **judge)
+        if spec.batch is None:
+            continue
+        opts = spec.option_type.parse(spec.name, opts_in) if spec.option_type else None
+        template, per_answer, quoted, budget = _judge_prompt(spec.name, opts)
+        answers = len(group) * n_models
+        calls = answers * per_answer
+        backend = str(getattr(opts, "backend", "hf"))
+        model = getattr(opts, "model", None)
+        path: str | None = None
+        if model is None:
+            from lceval.models.embedded import EMBEDDED_NAME
+
+            name = EMBEDDED_NAME
+            if backend != "openai":
+                try:
+                    from lceval.models.embedded import resolve_model
+
+                    path = resolve_model("embedded").path
+                except (LcevalError, OSError):
+                    path = None
+        else:
+            name = str(model)
+            path = name if backend != "openai" and Path(name).is_dir() else None
+        per_prompt = count_tokens(template) * len(group) + quoted * int(group["budget"].sum())
+        out.append(
+            JudgeCalls(
+                str(bench), spec.name, backend, name, answers, calls,
+                per_prompt * per_answer * n_models, calls * budget, path,
+            )
+        )  # fmt: skip
+    return out
+
+
+def judge_table(
+    calls: Sequence[JudgeCalls], prices: Prices, efficiency: float
+) -> tuple[pd.DataFrame, pd.DataFrame, list[str]]:
+    """Price the judge calls: (GPU rows for local judges as in the plan's estimate table, model
+    ``judge: MODEL``; API rows as in :func:`api_table`, model ``judge: MODEL``; lines saying
+    what was not estimated)."""
+    import numpy as np
+
+    gpu_rows, api_rows, notes = [], [], []
+    for c in calls:
+        if c.backend == "openai":
+            t = api_table(c.prompt_tokens, c.output_tokens, prices, [c.model]).iloc[:1]
+            if t["usd"].isna().all():
+                notes.append(f"{c.label}: no price for {c.model} in the table")
+            api_rows.append(t.assign(model=c.label))
+            continue
+        try:
+            shape = model_shape({"path": c.path or ""}, c.label)
+        except LcevalError as exc:
+            notes.append(f"{c.label}: GPU time not estimated ({exc})")
+            continue
+        n = max(c.calls, 1)
+        rows = pd.DataFrame(
+            {
+                "prompt_tokens": np.full(n, c.prompt_tokens // n, dtype=np.int64),
+                "unique_tokens": np.full(n, c.prompt_tokens // n, dtype=np.int64),
+                "budget": np.full(n, c.output_tokens // n, dtype=np.int64),
+            }
+        )
+        p = rows["prompt_tokens"]
+        rows["position_sum"] = p * (p - 1) // 2
+        for gpu in GPUS.values():
+            gpu_rows.append(
+                {
+                    "model": c.label,
+                    "gpu": gpu.name,
+                    **estimate(rows, shape, gpu, efficiency=efficiency),
+                }
+            )
+    gpu_df = pd.DataFrame(gpu_rows)
+    if not gpu_df.empty:
+        gpu_df["usd"] = gpu_dollars(gpu_df, prices)
+    return gpu_df, (pd.concat(api_rows) if api_rows else pd.DataFrame()), notes

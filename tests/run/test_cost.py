@@ -138,3 +138,55 @@ def test_calibration_from_the_first_part_of_a_run(tmp_path, capsys, cache):
     shutil.rmtree(cache)
     _recorded(tmp_path, "a", progress_lines=5)  # 1 of 44 answered
     assert "calibration" not in _plan(tmp_path, "a", capsys)
+
+
+def _judged_run(root: Path, benchmark: str, params: dict) -> None:
+    """A built run of 3 samples of ``benchmark`` (32-token budgets) answered by one model, its
+    build params ``params``."""
+    from lceval.core.io import RunDir, new_meta
+    from lceval.core.records import Sample
+
+    run = RunDir("j", root).create()
+    samples = [
+        Sample(f"s{i}", benchmark=benchmark, task="t", instruction=f"Write {i}.", max_new_tokens=32)
+        for i in range(3)
+    ]
+    run.write_samples(samples, [])
+    run.write_meta(new_meta("j", params=params, models={"m": {"backend": "hf"}}))
+
+
+def test_plan_prices_an_api_judge_from_the_table(tmp_path, capsys, cache):
+    from lceval.benchmarks.cifbench.judge import JUDGE_TEMPLATE
+    from lceval.core.tokens import count_tokens
+
+    _judged_run(
+        tmp_path,
+        "cifbench",
+        {"scorer": "cifbench:judge", "judge_backend": "openai", "judge_model": "my-judge",
+         "judge_max_new_tokens": 100},
+    )  # fmt: skip
+    prices = tmp_path / "mine.yaml"
+    prices.write_text('date: "x"\napi: {my-judge: {input: 1.0, output: 10.0}}\n')
+    out = _plan(tmp_path, "j", capsys, "--prices", str(prices))
+    inp, outp = 3 * (count_tokens(JUDGE_TEMPLATE) + 32), 3 * 100
+    assert f"{inp:,} input tokens, {outp:,} output tokens" in out, out
+    row = next(ln for ln in out.splitlines() if ln.strip().startswith("judge: my-judge"))
+    usd = inp * 1.0 / 1e6 + outp * 10.0 / 1e6
+    assert f"{usd:.4f}" in row and f"{usd / 2:.4f}" in row  # standard and batch
+    prices.write_text('date: "x"\n')
+    out = _plan(tmp_path, "j", capsys, "--prices", str(prices))
+    assert "judge: my-judge: no price for my-judge in the table" in out
+
+
+def test_plan_estimates_a_local_judges_gpu_time(tmp_path, capsys, cache):
+    judge = tmp_path / "judge-model"
+    judge.mkdir()
+    shutil.copy(FIXTURE / "config.json", judge / "config.json")
+    _judged_run(tmp_path, "longgenbench", {"scorer": "longgenbench:llm", "judge_model": str(judge)})
+    out = _plan(tmp_path, "j", capsys)
+    rows = [ln for ln in out.splitlines() if ln.startswith(f"judge: {judge} ")]
+    assert len(rows) == len(GPUS) and all("$" in r or "?" in r for r in rows), out
+    assert "3 answers, 3 prompts" in out and "24 output tokens" in out  # 8-token verdicts
+    # the default scorer (offline judge) makes no judge calls
+    _judged_run(tmp_path / "b", "longgenbench", {})
+    assert "judge" not in _plan(tmp_path / "b", "j", capsys)
