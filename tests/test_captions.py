@@ -61,7 +61,7 @@ def test_captions_name_a_paper_item_and_what_the_numbers_are(key):
         assert len(caption) > 40 and "\n" not in caption, f"{key}: {name!r} caption too thin"
 
 
-@pytest.mark.parametrize(("key", "paper"), [("ntk", "leval"), ("reasoning", None)])
+@pytest.mark.parametrize(("key", "paper"), [("ntk", "leval"), ("reasoning", None), ("cost", None)])
 def test_study_and_reasoning_captions_are_found_and_filed(key, paper):
     """The NTK sweep's files (prefix ``ntk_``, L-Eval's NTK item) and the reasoning files belong
     to no registered benchmark; index.html still finds their captions."""

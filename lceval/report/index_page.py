@@ -141,11 +141,12 @@ _NOT_BENCHMARKS = {
     "ntk": "lceval.benchmarks.leval.ntk",
     "reasoning": "lceval.report.reasoning",
     "context": "lceval.report.context",
+    "cost": "lceval.report.cost",
     "correlation": "lceval.benchmarks.longgenbench.ruler_correlation",
 }
 """Report files of a study or of lceval's own analyses (file prefix -> module declaring their
 ``CAPTIONS``): the NTK base sweep's tables, LongGenBench's RULER correlation study, the
-reasoning table and figure, and the context baselines' table."""
+reasoning table and figure, the context baselines' table and the API answers' cost."""
 
 
 def _captions(key: str) -> dict[str, tuple[str, str]]:

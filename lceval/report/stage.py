@@ -102,6 +102,9 @@ def report(
         from lceval.report.context import report_context  # with and without the context
 
         tables.update({f"context/{k}": v for k, v in report_context(staged, scores).items()})
+        from lceval.report.cost import report_cost  # the API answers' reported tokens, priced
+
+        tables.update({f"cost/{k}": v for k, v in report_cost(staged).items()})
         write_run_pages(staged)
         from lceval.report.results import write_results  # pandas
 

@@ -1,0 +1,120 @@
+"""What the run's API answers cost: ``report/cost.csv`` from the token counts the provider
+reported (issue 40).
+
+Per API model of the run (run.json's models whose backend is ``openai``): the answers stored in
+responses.jsonl (every line: each was a paid request; error lines count their reported tokens,
+usually none), the provider-reported input (``prompt_tokens``) and output (``completion_tokens``,
+thinking included) tokens summed, and their dollars at the price table's $ per million tokens
+(:mod:`lceval.run.cost`, the shipped ``lceval/run/prices.yaml``): the batch price (the table's
+batch discount off) when the model was answered through the Batch API (its run.json entry's
+``options.batch``, ``-o batch=true``), else the standard price. A model without a price in the
+table has no dollars and says so.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from lceval.core.io import RunDir
+
+CAPTIONS: dict[str, tuple[str, str]] = {
+    "cost": (
+        "Beyond the paper",
+        "What the API answers cost: per API model the answers stored, the input and output "
+        "tokens the provider reported (thinking included) and their dollars at the price "
+        "table's $ per million tokens (lceval/run/prices.yaml: list prices to edit), at the "
+        "batch price when answered through the Batch API; price_source says which, or that "
+        "the table has no price for the model.",
+    ),
+}
+"""Caption of the table :func:`report_cost` writes (report/index.html)."""
+
+COLUMNS = ("model", "answers", "input_tokens", "output_tokens", "usd", "price", "price_source")
+
+
+def _batch(entry: Mapping[str, Any]) -> bool:
+    """Whether a run.json model entry answered through the Batch API (``-o batch=true``)."""
+    value = (entry.get("options") or {}).get("batch")
+    return value is True or str(value).strip().lower() in ("true", "1", "yes")
+
+
+def cost_table(run: RunDir, prices: Any = None) -> pd.DataFrame:
+    """One row per API model of ``run`` (module docstring; columns :data:`COLUMNS`; ``usd``
+    NaN where the table has no price); empty when the run has no API model or no responses.
+
+    Args:
+        run: the run folder.
+        prices: a :class:`lceval.run.cost.Prices` (default: the shipped table).
+    """
+    import pandas as pd
+
+    from lceval.run.cost import load_prices
+
+    models = {
+        str(name): entry
+        for name, entry in (run.read_meta().models or {}).items()
+        if isinstance(entry, Mapping) and entry.get("backend") == "openai"
+    }
+    if not models or not run.responses.exists():
+        return pd.DataFrame(columns=list(COLUMNS))
+    prices = load_prices() if prices is None else prices
+    sums: dict[str, list[int]] = {m: [0, 0, 0] for m in models}
+    for r in run.read_responses():
+        if r.model in sums:
+            s = sums[r.model]
+            s[0] += r.finish_reason != "error"
+            s[1] += r.prompt_tokens
+            s[2] += r.completion_tokens
+    rows = []
+    for name, entry in models.items():
+        answers, inp, out = sums[name]
+        if not answers and not inp and not out:
+            continue
+        api = str(entry.get("model") or name)
+        batch = _batch(entry)
+        p = prices.api.get(api)
+        usd, source = float("nan"), f"no price for {api} in the table"
+        if p is not None:
+            cut = prices.batch_discount if p.batch_discount is None else p.batch_discount
+            usd = (inp * p.input + out * p.output) / 1e6 * ((1 - cut) if batch else 1)
+            source = (
+                f"{api}: ${p.input:g} in, ${p.output:g} out per M tokens"
+                + (f", {cut:.0%} off (Batch API)" if batch else "")
+                + f" (price table of {prices.date})"
+            )
+        rows.append(
+            {
+                "model": name,
+                "answers": answers,
+                "input_tokens": inp,
+                "output_tokens": out,
+                "usd": usd,
+                "price": "batch" if batch else "standard",
+                "price_source": source,
+            }
+        )
+    return pd.DataFrame(rows, columns=list(COLUMNS))
+
+
+def report_cost(run: RunDir) -> dict[str, pd.DataFrame]:
+    """Write ``report/cost.csv`` (:func:`cost_table`) when the run has API answers; nothing
+    (empty dict) otherwise. A price table that cannot be read is one line in the table's
+    ``price_source``, never a failed report."""
+    from lceval.core.errors import LcevalError
+    from lceval.report.reporting import save_table
+
+    try:
+        table = cost_table(run)
+    except LcevalError as exc:  # an unreadable shipped table: say so in the report
+        import pandas as pd
+
+        table = pd.DataFrame([{"model": "?", "price_source": str(exc)}], columns=list(COLUMNS))
+    if table.empty:
+        return {}
+    run.report.mkdir(parents=True, exist_ok=True)
+    save_table(table, run.report, "cost", index=False)
+    return {"cost": table}
