@@ -574,3 +574,8 @@ def test_batch_run_killed_between_submit_and_retrieve_resumes_it(scripted, tmp_p
     assert (api.uploads, api.creates) == (1, 1)
     texts = {r.sample_id: r.text for r in RunDir("b", tmp_path).read_responses()}
     assert texts == {s.id: f"answer {s.id}" for s in samples}
+    from lceval.report.cost import cost_table  # the report prices them at the batch price
+
+    row = cost_table(RunDir("b", tmp_path)).iloc[0]
+    assert (row["answers"], row["input_tokens"], row["output_tokens"]) == (5, 55, 15)
+    assert row["price"] == "batch" and row["price_source"] == "no price for fake in the table"
