@@ -53,9 +53,15 @@ def plan_text(cfg: PlanConfig, outputs: str | None) -> str:
         max_thinking_tokens=cfg.max_thinking_tokens,
     )
     p.estimates["usd"] = cost.gpu_dollars(p.estimates, prices)
-    judges = cost.judge_calls(run, p.rows)
     eff = plan.EFFICIENCY if cfg.efficiency is None else cfg.efficiency
-    judge_gpu, judge_api, notes = cost.judge_table(judges, prices, eff)
+    try:  # a judge the params do not name right fails at scoring; the plan says so and goes on
+        judges = cost.judge_calls(run, p.rows)
+        judge_gpu, judge_api, notes = cost.judge_table(judges, prices, eff)
+    except LcevalError as exc:
+        import pandas as pd
+
+        judges, judge_gpu, judge_api = [], pd.DataFrame(), pd.DataFrame()
+        notes = [f"judge calls not counted: {exc}"]
     shown = p
     if not judge_gpu.empty:  # shown, not recorded: run.json's plan keeps the answering models
         import dataclasses
@@ -65,8 +71,8 @@ def plan_text(cfg: PlanConfig, outputs: str | None) -> str:
         both = pd.concat([p.estimates, judge_gpu], ignore_index=True)
         shown = dataclasses.replace(p, estimates=both)
     text = plan.render(shown) + "\n\n" + cost_text(run, p, prices, cfg.prices, judge_api)
-    if judges:
-        text += "\n\n" + "\n".join([*judge_lines(judges), *notes])
+    if judges or notes:
+        text += "\n\n" + "\n".join([*(judge_lines(judges) if judges else []), *notes])
     if gpus is not None:
         text += "\n\n" + plan.render_wall_clock(p, gpus)
     if cap is not None and cfg.max_new_tokens is None:

@@ -190,3 +190,12 @@ def test_plan_estimates_a_local_judges_gpu_time(tmp_path, capsys, cache):
     # the default scorer (offline judge) makes no judge calls
     _judged_run(tmp_path / "b", "longgenbench", {})
     assert "judge" not in _plan(tmp_path / "b", "j", capsys)
+
+
+def test_a_bad_judge_option_in_the_params_is_one_line_and_the_plan_goes_on(tmp_path, capsys, cache):
+    _judged_run(
+        tmp_path, "cifbench", {"scorer": "cifbench:judge", "scorer_options": {"max_new_tokens": 0}}
+    )
+    out = _plan(tmp_path, "j", capsys)
+    line = next(ln for ln in out.splitlines() if ln.startswith("judge calls not counted"))
+    assert "max_new_tokens" in line and "API dollars" in out
