@@ -134,7 +134,10 @@ def test_resume_skips_answered_questions(tmp_path: Path) -> None:
         ({"model": ""}, "model must not be empty, got '' (str)"),
         ({"max_new_tokens": -5}, "max_new_tokens must be >= 1, got -5 (int)"),
         ({"backend_options": [1]}, "backend_options must be a mapping, got [1] (list)"),
-        ({"backend": "tgi"}, "backend: choose one of hf, vllm, openai or auto"),
+        (
+            {"backend": "tgi"},
+            "backend: unknown backend 'tgi'; choose one of hf, vllm, openai or auto",
+        ),
         ({"colour": 1}, "unknown parameter 'colour'"),
     ],
 )
