@@ -16,6 +16,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+from lceval.core.errors import LcevalError
+
 if TYPE_CHECKING:
     import pandas as pd
 
@@ -104,8 +106,7 @@ def report_cost(run: RunDir) -> dict[str, pd.DataFrame]:
     """Write ``report/cost.csv`` (:func:`cost_table`) when the run has API answers; nothing
     (empty dict) otherwise. A price table that cannot be read is one line in the table's
     ``price_source``, never a failed report."""
-    from lceval.core.errors import LcevalError
-    from lceval.report.reporting import save_table
+    from lceval.report.reporting import save_table  # pandas
 
     try:
         table = cost_table(run)

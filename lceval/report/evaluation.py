@@ -17,8 +17,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from lceval import registry
 from lceval.core.errors import LcevalError
 from lceval.core.io import RunDir
+from lceval.models.base import check_load
+from lceval.models.specs import resolve_models
+from lceval.params import load_params
 from lceval.run.building import build
 from lceval.run.config import EvalConfig, InferConfig, validate
 from lceval.run.inference import infer
@@ -116,11 +120,6 @@ def run_eval(cfg: EvalConfig, root: str | Path | None, *, progress: bool = True)
     Raises:
         LcevalError: as :func:`evaluate`.
     """
-    from lceval import registry
-    from lceval.models.base import check_load
-    from lceval.models.specs import resolve_models
-    from lceval.params import load_params
-
     registry.get(cfg.benchmark)  # an unknown benchmark: one line before anything else
     if cfg.models is not None:
         models = list(cfg.models)
