@@ -433,29 +433,14 @@ class RunDir:
             )
         self.run_id = run_id
         self.path = outputs_root(root) / run_id
+        self.run_json = self.path / "run.json"
+        self.contexts = self.path / "contexts.jsonl"
+        self.samples = self.path / "samples.jsonl"
+        self.responses = self.path / "responses.jsonl"
+        self.scores = self.path / "scores.parquet"
+        self.notebooks = self.path / "notebooks"
         self._swept = False
         self._report: Path | None = None
-
-    # paths -----------------------------------------------------------------------------------
-    @property
-    def run_json(self) -> Path:
-        return self.path / "run.json"
-
-    @property
-    def contexts(self) -> Path:
-        return self.path / "contexts.jsonl"
-
-    @property
-    def samples(self) -> Path:
-        return self.path / "samples.jsonl"
-
-    @property
-    def responses(self) -> Path:
-        return self.path / "responses.jsonl"
-
-    @property
-    def scores(self) -> Path:
-        return self.path / "scores.parquet"
 
     @property
     def report(self) -> Path:
@@ -484,10 +469,6 @@ class RunDir:
         view._swept = self._swept
         view._report = folder
         return view
-
-    @property
-    def notebooks(self) -> Path:
-        return self.path / "notebooks"
 
     def create(self) -> RunDir:
         """Make the folder (and report/, notebooks/); raises LcevalError if it is not writable."""
