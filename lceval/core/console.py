@@ -20,7 +20,7 @@ import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 from pathlib import Path
-from typing import Any, TextIO
+from typing import IO, Any, TextIO
 
 from lceval.core.errors import LcevalError, one_line
 
@@ -131,7 +131,7 @@ def _on_fd2(stream: TextIO) -> bool:
         return False
 
 
-def _flush(*streams: TextIO) -> None:
+def _flush(*streams: io.IOBase | IO[str]) -> None:
     for stream in streams:
         with suppress(OSError, ValueError):
             stream.flush()

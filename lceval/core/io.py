@@ -7,6 +7,7 @@ Whole-file writes go to a temporary name beside the target and are renamed into 
 
 from __future__ import annotations
 
+import codecs
 import copy
 import dataclasses
 import datetime as _dt
@@ -243,20 +244,28 @@ def read_bounded(
     return data
 
 
-def read_bounded_lines(f: IO[bytes], path: str | os.PathLike[str]) -> Iterator[bytes]:
-    """The lines of binary file ``f`` (newline kept).
+def read_lines(path: str | os.PathLike[str]) -> Iterator[tuple[int, bytes]]:
+    """(line number, bytes with the newline kept) of the regular file ``path``; a UTF-8 byte
+    order mark that starts the file is dropped.
 
     Raises:
-        LcevalError: a line exceeds :data:`MAX_LINE_BYTES` (names the file and line).
+        LcevalError: as :func:`check_readable`, or a line exceeds :data:`MAX_LINE_BYTES` (names
+            the file and line).
     """
-    lineno = 0
-    while raw := f.readline(MAX_LINE_BYTES + 1):
-        lineno += 1
-        if len(raw) > MAX_LINE_BYTES:
-            raise LcevalError(
-                f"{path}: line {lineno} is longer than the {MAX_LINE_BYTES} bytes lceval reads"
-            )
-        yield raw
+    check_readable(path)
+    try:
+        f = open(path, "rb")  # noqa: SIM115 - closed below
+    except OSError as exc:
+        raise LcevalError(f"cannot read {path}: {exc.strerror}") from None
+    with f:
+        lineno = 0
+        while raw := f.readline(MAX_LINE_BYTES + 1):
+            lineno += 1
+            if len(raw) > MAX_LINE_BYTES:
+                raise LcevalError(
+                    f"{path}: line {lineno} is longer than the {MAX_LINE_BYTES} bytes lceval reads"
+                )
+            yield lineno, raw.removeprefix(codecs.BOM_UTF8) if lineno == 1 else raw
 
 
 def read_json_object(path: str | os.PathLike[str]) -> dict[str, Any]:
@@ -267,8 +276,6 @@ def read_json_object(path: str | os.PathLike[str]) -> dict[str, Any]:
         return {}
     return value if isinstance(value, dict) else {}
 
-
-UTF8_BOM = b"\xef\xbb\xbf"
 
 TOO_DEEP = "nested too deeply"
 
@@ -332,37 +339,26 @@ def numbered_jsonl(path: str | os.PathLike[str], *, torn: bool = True) -> Iterat
     Raises:
         LcevalError: unreadable, or a line is not UTF-8 or not JSON (names the file and line).
     """
-    path = Path(path)
-    check_readable(path)
-    try:
-        f = path.open("rb")
-    except OSError as exc:
-        raise LcevalError(f"cannot read {path}: {exc.strerror}") from None
-    with f:
-        lineno = 0
-        for raw in read_bounded_lines(f, path):
-            lineno += 1
-            last = not raw.endswith(b"\n")
-            if lineno == 1 and raw.startswith(UTF8_BOM):
-                raw = raw[len(UTF8_BOM) :]
-            try:
-                line = raw.decode("utf-8")
-            except UnicodeDecodeError as exc:
-                if last and torn:  # a torn last line cut inside a character
-                    return
-                raise LcevalError(
-                    f"{path}: line {lineno} is not UTF-8 text (byte {exc.start})"
-                ) from None
-            if not line.strip():
-                continue
-            try:
-                value = json_line(line)
-            except json.JSONDecodeError as exc:
-                if last and torn:
-                    return
-                what = "is not valid JSON" if not last else "is not valid JSON (torn or cut)"
-                raise LcevalError(f"{path}: line {lineno} {what} ({json_problem(exc)})") from None
-            yield lineno, value
+    for lineno, raw in read_lines(path):
+        last = not raw.endswith(b"\n")
+        try:
+            line = raw.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            if last and torn:  # a torn last line cut inside a character
+                return
+            raise LcevalError(
+                f"{path}: line {lineno} is not UTF-8 text (byte {exc.start})"
+            ) from None
+        if not line.strip():
+            continue
+        try:
+            value = json_line(line)
+        except json.JSONDecodeError as exc:
+            if last and torn:
+                return
+            what = "is not valid JSON" if not last else "is not valid JSON (torn or cut)"
+            raise LcevalError(f"{path}: line {lineno} {what} ({json_problem(exc)})") from None
+        yield lineno, value
 
 
 def read_records(path: str | os.PathLike[str], cls: type[T], *, torn: bool = True) -> list[T]:

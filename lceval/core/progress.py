@@ -24,7 +24,7 @@ from typing import Any, TextIO
 
 from lceval.core.console import terminal
 from lceval.core.errors import LcevalError
-from lceval.core.io import check_readable, read_bounded_lines
+from lceval.core.io import read_lines
 
 PROGRESS_NAME = "progress.jsonl"
 
@@ -302,22 +302,16 @@ def read(path: str | os.PathLike[str]) -> Iterator[dict[str, Any]]:
     """
     if not os.path.lexists(path):
         return
-    check_readable(path)
-    try:
-        f = open(path, "rb")  # noqa: SIM115 - closed below
-    except FileNotFoundError:
-        return
-    with f:
-        for line in read_bounded_lines(f, path):
-            try:
-                rec = json.loads(line.decode("utf-8"))
-            except (ValueError, RecursionError):  # UnicodeDecodeError is a ValueError
-                continue
-            if isinstance(rec, dict) and "model" in rec:
-                for key in NUMBERS:  # a number that is not one is dropped: shown as unknown
-                    if key in rec and _seconds(rec[key], math.nan) != _seconds(rec[key], 0.0):
-                        del rec[key]
-                yield rec
+    for _, line in read_lines(path):
+        try:
+            rec = json.loads(line.decode("utf-8"))
+        except (ValueError, RecursionError):  # UnicodeDecodeError is a ValueError
+            continue
+        if isinstance(rec, dict) and "model" in rec:
+            for key in NUMBERS:  # a number that is not one is dropped: shown as unknown
+                if key in rec and _seconds(rec[key], math.nan) != _seconds(rec[key], 0.0):
+                    del rec[key]
+            yield rec
 
 
 def latest(path: str | os.PathLike[str], since: float | None = None) -> dict[str, dict[str, Any]]:

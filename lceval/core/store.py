@@ -10,6 +10,7 @@ without a sample hash (older files) answers the current sample. A torn last line
 
 from __future__ import annotations
 
+import codecs
 import fcntl
 import hashlib
 import json
@@ -21,15 +22,7 @@ from pathlib import Path
 
 from lceval.core.console import log
 from lceval.core.errors import LcevalError
-from lceval.core.io import (
-    UTF8_BOM,
-    atomic_open,
-    check_readable,
-    dumps,
-    json_line,
-    json_problem,
-    read_bounded_lines,
-)
+from lceval.core.io import atomic_open, dumps, json_line, json_problem, read_lines
 from lceval.core.records import Response, from_dict
 
 Key = tuple[str, str, str, str | None]
@@ -133,9 +126,7 @@ class ResponseStore:
                     end = mm.rfind(b"\n") + 1
                 f.seek(end)
                 tail = f.read()
-                if _whole(
-                    tail[len(UTF8_BOM) :] if end == 0 and tail.startswith(UTF8_BOM) else tail
-                ):
+                if _whole(tail.removeprefix(codecs.BOM_UTF8) if end == 0 else tail):
                     f.seek(size)
                     f.write(b"\n")
                 else:
@@ -176,22 +167,14 @@ class ResponseStore:
         """(line number, bytes with newline) of the complete lines, a leading BOM dropped; an
         unterminated last line only if it is a whole Response (or with ``any_tail``).
         """
-        check_readable(self.path)  # not /dev/zero, not a FIFO
-        try:
-            f = self.path.open("rb")
-        except OSError as exc:
-            raise LcevalError(f"cannot read {self.path}: {exc.strerror}") from None
         self.tail_bytes = 0
-        with f:
-            for lineno, raw in enumerate(read_bounded_lines(f, self.path), 1):
-                if lineno == 1 and raw.startswith(UTF8_BOM):
-                    raw = raw[len(UTF8_BOM) :]  # saved by a Windows tool (utf-8-sig)
-                if raw.endswith(b"\n"):
-                    yield lineno, raw
-                elif any_tail or _whole(raw):
-                    yield lineno, raw + b"\n"
-                else:
-                    self.tail_bytes = len(raw)
+        for lineno, raw in read_lines(self.path):
+            if raw.endswith(b"\n"):
+                yield lineno, raw
+            elif any_tail or _whole(raw):
+                yield lineno, raw + b"\n"
+            else:
+                self.tail_bytes = len(raw)
 
     def drop_bad_lines(self) -> int:
         """Move every line that is not a valid Response to ``<file>.bad`` and rewrite the rest
