@@ -27,8 +27,7 @@ _UNIT = re.compile(r"[a-z0-9]+|[^\W_]", re.UNICODE)
 
 def text_units(text: str) -> list[str]:
     """The units n-grams are made of: ASCII letter/digit runs (lower-cased) and every other letter
-    or digit alone; ``"Hello, 世界 2024!"`` -> ``["hello", "世", "界", "2024"]``.
-    """
+    or digit alone; ``"Hello, 世界 2024!"`` -> ``["hello", "世", "界", "2024"]``."""
     t = text.lower() if isinstance(text, str) else str(text).lower()
     return _UNIT.findall(t)
 
@@ -181,8 +180,7 @@ def overlap(text: str, index: NgramIndex) -> Overlap:
 
 def sample_text(sample: Sample, contexts: Mapping[str, Context], part: str = "prompt") -> str:
     """The text of a sample checked: ``part`` is ``prompt`` (the user turn), ``context`` or
-    ``reference`` (the gold's ``reference`` field, if any).
-    """
+    ``reference`` (the gold's ``reference`` field, if any)."""
     if part == "prompt":
         return user_text(sample, context_text(sample, contexts))
     if part == "context":
@@ -234,8 +232,7 @@ def overlap_table(
     threshold: float = 0.0,
 ) -> pd.DataFrame:
     """Per sample: ``sample_id``, ``benchmark``, ``task``, ``scenario``, ``n_ngrams``, ``n_hits``,
-    ``overlap`` (0..1 or NaN), ``flagged`` (overlap > threshold: by default any shared n-gram).
-    """
+    ``overlap`` (0..1 or NaN), ``flagged`` (overlap > threshold: by default any shared n-gram)."""
     rows = []
     cache: dict[str, Overlap] = {}
     for s in samples:

@@ -47,8 +47,7 @@ def in_kernel() -> bool:
 
 def terminal() -> TextIO:
     """Where lceval's lines and bars go: stderr (stdout in a Jupyter kernel), also while
-    :func:`engine_output` redirects the rest.
-    """
+    :func:`engine_output` redirects the rest."""
     if _terminal is not None:
         return _terminal
     return sys.stdout if in_kernel() else sys.stderr
@@ -59,8 +58,7 @@ _sink: TextIO | None = None
 
 class _Switch(io.TextIOBase):
     """Stands in for ``sys.stdout``/``sys.stderr`` while an engine runs (writes go to the log),
-    so a logging handler bound at import (vLLM's) follows the redirection in a kernel too.
-    """
+    so a logging handler bound at import (vLLM's) follows the redirection in a kernel too."""
 
     def __init__(self, stream: TextIO) -> None:
         super().__init__()
@@ -224,8 +222,7 @@ def engine_output(run_path: str | os.PathLike[str], what: str) -> Iterator[Path 
 
 def quiet_tqdm_auto() -> None:
     """Import ``tqdm.autonotebook`` once with its ``IProgress not found`` warning silenced, so
-    engines' later ``tqdm.auto`` imports in a kernel without ipywidgets are quiet.
-    """
+    engines' later ``tqdm.auto`` imports in a kernel without ipywidgets are quiet."""
     if not in_kernel() or "tqdm.autonotebook" in sys.modules:
         return
     from tqdm import TqdmWarning  # here: only in a kernel

@@ -136,8 +136,7 @@ def paul_graham_essays() -> str:
 @functools.cache
 def squad() -> list[dict[str, Any]]:
     """SQuAD v2.0 as flat records in file order: title, context, question, id, answers (a list of
-    strings, maybe empty), is_impossible.
-    """
+    strings, maybe empty), is_impossible."""
     p = path("squad")
     data = _read_json(p)
     try:
@@ -163,8 +162,7 @@ def squad() -> list[dict[str, Any]]:
 @functools.cache
 def hotpotqa() -> list[dict[str, Any]]:
     """HotpotQA items: {"_id", "question", "answer", "supporting_facts", "context"} (``context``
-    as ``[title, [sentence, ...]]`` pairs).
-    """
+    as ``[title, [sentence, ...]]`` pairs)."""
     p = path("hotpotqa")
     data = _read_json(p)
     if not isinstance(data, list):

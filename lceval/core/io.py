@@ -52,8 +52,7 @@ def project_root(start: str | os.PathLike[str] | None = None) -> Path | None:
 
 def outputs_root(root: str | os.PathLike[str] | None = None) -> Path:
     """Where run folders live: ``root``; else ``$LCEVAL_OUTPUTS``; else ``<project root>/outputs``
-    inside an lceval checkout; else ``./outputs``.
-    """
+    inside an lceval checkout; else ``./outputs``."""
     if root is not None:
         return Path(root)
     if os.environ.get("LCEVAL_OUTPUTS"):
@@ -79,8 +78,7 @@ def temp_prefix(name: str) -> str:
 def sweep_temps(folder: Path, *, recursive: bool = False) -> list[Path]:
     """Remove the temporaries in ``folder`` a killed lceval left (see :func:`temp_prefix`): those
     of this machine whose process is gone, and ownerless staged report folders older than
-    :data:`LEGACY_AGE_S`. Never raises; returns the paths removed.
-    """
+    :data:`LEGACY_AGE_S`. Never raises; returns the paths removed."""
     removed: list[Path] = []
     try:
         entries = list(os.scandir(folder))
@@ -169,8 +167,7 @@ def _link_or_copy(src: Path, dst: Path) -> None:
 
 def dumps(record: Any) -> str:
     r"""One JSON line (no newline) for a record or dict: UTF-8, or ``\uXXXX`` escapes when a string
-    holds a lone surrogate (lossless).
-    """
+    holds a lone surrogate (lossless)."""
     data = record if isinstance(record, dict) else to_dict(record)
     line = json.dumps(data, ensure_ascii=False, sort_keys=False, allow_nan=True)
     try:
@@ -308,8 +305,7 @@ _LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 
 def without_surrogates(value: Any) -> Any:
     """``value`` (a JSON value) with lone surrogates in its strings and keys replaced by U+FFFD
-    (pyarrow, parquet and HTML refuse them; some servers return them). Pairs stay.
-    """
+    (pyarrow, parquet and HTML refuse them; some servers return them). Pairs stay."""
     if isinstance(value, str):
         return _LONE_SURROGATE.sub("\ufffd", value)
     if isinstance(value, list):
@@ -448,8 +444,7 @@ class RunDir:
 
     def sweep(self) -> list[Path]:
         """Remove what a killed command left here (:func:`sweep_temps` over the folder, logs/,
-        notebooks/ and report/), once per ``RunDir``; every reader calls it. Never raises.
-        """
+        notebooks/ and report/), once per ``RunDir``; every reader calls it. Never raises."""
         if self._swept:
             return []
         self._swept = True
@@ -579,8 +574,7 @@ class RunDir:
     def meta_kept_unless(self, changed: Path) -> Iterator[None]:
         """Restore run.json byte for byte when the block raises and ``changed`` (the file it
         describes, e.g. responses.jsonl) did not change, so a failed command records no work it
-        never did.
-        """
+        never did."""
 
         def state() -> tuple[int, int] | None:
             try:
@@ -682,8 +676,7 @@ class RunDir:
 
     def write_scores(self, scores: Iterable[Score]) -> pd.DataFrame:
         """Store ``scores`` in scores.parquet, replacing only the rows of their scorers (every other
-        scorer's rows are kept; an unreadable file is replaced). Returns the rows written.
-        """
+        scorer's rows are kept; an unreadable file is replaced). Returns the rows written."""
         import pandas as pd  # not at import: the CLI's quick verbs stay light
 
         df = scores_frame(scores)

@@ -316,8 +316,7 @@ def read(path: str | os.PathLike[str]) -> Iterator[dict[str, Any]]:
 
 def latest(path: str | os.PathLike[str], since: float | None = None) -> dict[str, dict[str, Any]]:
     """The last record per bar label (``desc``), in first-seen order; ``since``: only those
-    written at or after this Unix time.
-    """
+    written at or after this Unix time."""
     out: dict[str, dict[str, Any]] = {}
     for rec in read(path):
         if since is not None and _seconds(rec.get("t"), 0.0) < since:
@@ -355,8 +354,7 @@ def status(run_path: str | os.PathLike[str], now: float | None = None) -> str:
 
 class Watcher:
     """Shows, on this terminal, the bars another process (a notebook's kernel) writes to a
-    progress file while a block runs: a line per label when it changes, the last at the end.
-    """
+    progress file while a block runs: a line per label when it changes, the last at the end."""
 
     def __init__(self, path: Path, stream: TextIO, every_s: float = 2.0) -> None:
         self.path = path

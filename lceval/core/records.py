@@ -1,6 +1,5 @@
 """The records every stage passes on, as frozen dataclasses: Context, Sample, Response, Score,
-RunMeta (STYLE.md, "Data flow"). Stages join by ``sample_id``; mapping fields hold plain JSON.
-"""
+RunMeta (STYLE.md, "Data flow"). Stages join by ``sample_id``; mapping fields hold plain JSON."""
 
 from __future__ import annotations
 
@@ -70,8 +69,7 @@ class Sample:
     """Stop strings; the generation ends before the first one."""
     gold: Any = field(default_factory=dict)
     """The answer key: the task's frozen :class:`Gold` once loaded through the registry, a plain
-    dict in the JSON files.
-    """
+    dict in the JSON files."""
     scenario: str = ""
     """Scenario (LIFBench List / MultiDoc / OneDoc; LongGenBench Diary / Menu ...)."""
     length: int | None = None
@@ -87,8 +85,7 @@ class Sample:
 @dataclass(frozen=True)
 class Gold:
     """Base of every benchmark's per-task answer key (``lceval.benchmarks.<key>.gold``): frozen
-    dataclasses of JSON types, parsed and type-checked once when samples load.
-    """
+    dataclasses of JSON types, parsed and type-checked once when samples load."""
 
     @classmethod
     def from_dict(cls: type[G], data: Mapping[str, Any]) -> G:
@@ -106,8 +103,7 @@ G = TypeVar("G", bound=Gold)
 @dataclass(frozen=True)
 class Judgement:
     """What a scorer returns for one response; the pipeline adds sample id, model, benchmark,
-    task and scorer to make a :class:`Score`.
-    """
+    task and scorer to make a :class:`Score`."""
 
     value: float
     """Normalised score in 0..1, or NaN when it cannot be computed (``explanation`` says why)."""
@@ -153,16 +149,14 @@ class Response:
     """One-line error when ``finish_reason == "error"``."""
     sample_hash: str | None = None
     """:func:`sample_hash` of the sample it answers; None (older or imported responses) matches
-    any sample of its id.
-    """
+    any sample of its id."""
     reasoning: str | None = None
     """The model's thinking, kept apart from :attr:`text` and never scored; None if none."""
     reasoning_tokens: int = 0
     """Tokens of :attr:`reasoning` (the model's own tokens; counted in ``completion_tokens``)."""
     thinking_unfinished: bool = False
     """True when the thinking budget ran out before an answer: scorers give NaN
-    (:meth:`no_answer_reason`).
-    """
+    (:meth:`no_answer_reason`)."""
 
     def __post_init__(self) -> None:
         for name in ("prompt_tokens", "completion_tokens", "truncated_tokens", "reasoning_tokens"):
@@ -196,8 +190,7 @@ SAMPLE_HASH_FIELDS = (
     "gold",
 )
 """The Sample fields :func:`sample_hash` covers: prompt, budget and gold; grouping fields are
-left out (relabelling does not change what an answer answers).
-"""
+left out (relabelling does not change what an answer answers)."""
 
 
 def sample_hashes(samples: Iterable[Sample], contexts: Mapping[str, Context]) -> dict[str, str]:
@@ -210,8 +203,7 @@ def sample_hashes(samples: Iterable[Sample], contexts: Mapping[str, Context]) ->
 def sample_hash(sample: Sample, context: Context | str | None = None) -> str:
     """16 hex digits of the SHA-256 of canonical JSON of :data:`SAMPLE_HASH_FIELDS` and the
     context text: ties a Response to the exact sample it answers (resume and scoring). A stored
-    gold dict and its parsed :class:`Gold` hash alike.
-    """
+    gold dict and its parsed :class:`Gold` hash alike."""
     gold = sample.gold
     data = {f: getattr(sample, f) for f in SAMPLE_HASH_FIELDS}
     data["gold"] = dataclasses.asdict(gold) if isinstance(gold, Gold) else gold

@@ -110,8 +110,7 @@ class ResponseStore:
     def _cut_torn_tail(self) -> None:
         """Before appending, end the file with a newline: an unterminated last line that is a whole
         Response gets one; anything else is a torn append, moved to ``<file>.torn`` and cut. Writers
-        only (a reader must never cut a line being written).
-        """
+        only (a reader must never cut a line being written)."""
         if not self.path.exists():
             return
         try:
@@ -165,8 +164,7 @@ class ResponseStore:
 
     def _raw_lines(self, *, any_tail: bool = False) -> Iterator[tuple[int, bytes]]:
         """(line number, bytes with newline) of the complete lines, a leading BOM dropped; an
-        unterminated last line only if it is a whole Response (or with ``any_tail``).
-        """
+        unterminated last line only if it is a whole Response (or with ``any_tail``)."""
         self.tail_bytes = 0
         for lineno, raw in read_lines(self.path):
             if raw.endswith(b"\n"):
@@ -178,8 +176,7 @@ class ResponseStore:
 
     def drop_bad_lines(self) -> int:
         """Move every line that is not a valid Response to ``<file>.bad`` and rewrite the rest
-        atomically (``lceval repair RUN``); returns how many moved.
-        """
+        atomically (``lceval repair RUN``); returns how many moved."""
         good: list[bytes] = []
         bad: list[bytes] = []
         for _, raw in self._raw_lines(any_tail=True):  # every byte ends up in one of the two
@@ -229,8 +226,7 @@ class ResponseStore:
 
     def configs(self, hashes: Mapping[str, str] | None = None) -> dict[str, set[str]]:
         """Model -> the generation-config hashes it has stored answers under (only answers to the
-        current samples when ``hashes``, sample id -> sample hash, is given).
-        """
+        current samples when ``hashes``, sample id -> sample hash, is given)."""
         out: dict[str, set[str]] = {}
         for s, model, config_hash, sh in self._keys:
             if _current(s, sh, hashes):
@@ -242,8 +238,7 @@ class ResponseStore:
     ) -> set[str]:
         """Sample ids answered successfully by ``model`` under ``config_hash``; with ``hashes``
         (sample id -> current :func:`~lceval.core.records.sample_hash`) only answers stamped with
-        the current version (or unstamped) count.
-        """
+        the current version (or unstamped) count."""
         return {
             s
             for (s, m, h, sh), ok in self._keys.items()
@@ -252,8 +247,7 @@ class ResponseStore:
 
     def append(self, responses: Iterable[Response]) -> int:
         """Append responses durably (one write of whole lines, fsynced), skipping keys already
-        answered successfully; returns how many were written.
-        """
+        answered successfully; returns how many were written."""
         lines = []
         for r in responses:
             k = key_of(r)
@@ -276,8 +270,7 @@ class ResponseStore:
 
     def __iter__(self) -> Iterator[Response]:
         """One response per key, in file order: the first successful one, else the last error
-        (streams the file twice, so memory stays small).
-        """
+        (streams the file twice, so memory stays small)."""
         if not self.path.exists():
             return
         chosen: dict[Key, tuple[int, bool]] = {}

@@ -11,8 +11,7 @@ import pandas as pd
 def lcs_length(a: Sequence[str], b: Sequence[str]) -> int:
     """Length of the longest common subsequence of two token sequences (exact, as
     ``rouge_score._score_lcs``), bit-parallel (Hyyrö 2004; Crochemore et al. 2001): about
-    len(a) * len(b) / 64 word operations, for ROUGE-L over hostile-length outputs.
-    """
+    len(a) * len(b) / 64 word operations, for ROUGE-L over hostile-length outputs."""
     if len(a) > len(b):
         a, b = b, a
     if not a:
@@ -58,8 +57,7 @@ def coefficient_of_variation(
     values: Sequence[float] | np.ndarray | pd.Series, ddof: int = 1
 ) -> float:
     """std(values, ddof) / mean(values), NaN dropped; NaN for fewer than ``ddof + 1`` values
-    or a zero mean (LIFBench's IFS, Eq. 6, ``ddof=1`` as the official result files).
-    """
+    or a zero mean (LIFBench's IFS, Eq. 6, ``ddof=1`` as the official result files)."""
     arr = np.asarray(values, dtype=float)
     arr = arr[~np.isnan(arr)]
     if arr.size <= ddof:

@@ -21,8 +21,7 @@ if TYPE_CHECKING:
 @dataclass(frozen=True)
 class Headline:
     """A benchmark's headline metric as data: per-sample columns and the statistic over them;
-    leaderboards, paired tests and rank correlations all read it (one definition per number).
-    """
+    leaderboards, paired tests and rank correlations all read it (one definition per number)."""
 
     benchmark: str
     """Benchmark key."""
@@ -32,16 +31,14 @@ class Headline:
     """``"0..1"`` or ``"0..100"``: the unit the statistic returns."""
     frame: pd.DataFrame
     """One row per (model, sample): ``model``, ``sample_id``, ``group``, ``cluster`` and
-    :attr:`columns` (NaN counts as 0).
-    """
+    :attr:`columns` (NaN counts as 0)."""
     columns: tuple[str, ...]
     """The summed columns the statistic reads."""
     statistic: SumStatistic
     """The metric from column sums per ``group``."""
     binary: str | None = None
     """The 0/1 column whose pooled mean the metric is (comparisons then use McNemar's exact
-    test); None: the sign-flip test.
-    """
+    test); None: the sign-flip test."""
 
     @property
     def models(self) -> list[str]:
@@ -152,8 +149,7 @@ def headline_of(
 
 def generic_headline(key: str, scores: pd.DataFrame, samples: Sequence[Sample]) -> Headline:
     """The mean over tasks (equal weights) of each task's mean ``Score.value`` (0..1); samples
-    sharing a context are one unit when every context lies within one task.
-    """
+    sharing a context are one unit when every context lies within one task."""
     by_id = {s.id: s for s in samples}
     df = scores[scores["sample_id"].isin(by_id) & scores["value"].notna()]
     ctx = [by_id[i].context_id or i for i in df["sample_id"]]

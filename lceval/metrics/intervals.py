@@ -1,6 +1,5 @@
 """Bootstrap confidence intervals, plain, grouped, stratified and clustered: one routine
-(:func:`bootstrap_sums`, on ``scipy.stats.bootstrap``) for every benchmark.
-"""
+(:func:`bootstrap_sums`, on ``scipy.stats.bootstrap``) for every benchmark."""
 
 from __future__ import annotations
 
@@ -16,8 +15,7 @@ import pandas as pd
 SumStatistic = Callable[[Mapping[str, np.ndarray], Sequence[Hashable]], np.ndarray]
 """``f(sums, groups)``: ``sums[column]`` has shape ``(..., G)`` (one entry per group, in
 ``groups`` order); returns shape ``(...)``. Means, pooled ratios (LongGenBench's STIC), weighted
-means of group means (LIFBench Eq. 3) and their products (wAvg) all take this form.
-"""
+means of group means (LIFBench Eq. 3) and their products (wAvg) all take this form."""
 
 METHODS = ("percentile", "basic", "BCa")
 """``scipy.stats.bootstrap`` interval methods; ``percentile`` is the default."""
@@ -150,8 +148,7 @@ def _split(flat: np.ndarray, units: _Units) -> dict[str, np.ndarray]:
 
 def _resum(index: np.ndarray, table: np.ndarray) -> np.ndarray:
     """Sums of the rows of ``table`` (units x cells) drawn by each row of ``index`` (B x m), shape
-    (B, cells): a gather for narrow tables, counts @ table for wide ones.
-    """
+    (B, cells): a gather for narrow tables, counts @ table for wide ones."""
     b, m = index.shape
     size, width = table.shape
     if width <= 16:
@@ -260,8 +257,7 @@ def mean_statistic(
     weights: Mapping[Any, float] | None = None, value: str = "value", count: str = "count"
 ) -> SumStatistic:
     """The statistic ``sum_g w_g * mean_g / sum_g w_g`` (mean_g = sum of ``value`` / sum of
-    ``count``); ``weights`` None pools every row (LIFBench Eq. 3 with task points as weights).
-    """
+    ``count``); ``weights`` None pools every row (LIFBench Eq. 3 with task points as weights)."""
 
     def stat(sums: Mapping[str, np.ndarray], groups: Sequence[Hashable]) -> np.ndarray:
         v, c = sums[value], sums[count]

@@ -1,6 +1,5 @@
 """Paired comparisons of two systems on the same items: McNemar, sign-flip tests, paired
-bootstrap differences, Holm's correction.
-"""
+bootstrap differences, Holm's correction."""
 
 from __future__ import annotations
 
@@ -40,8 +39,7 @@ class Paired:
     """Two-sided p-value of "no difference" (see ``test``)."""
     test: str
     """``mcnemar-exact`` (binary scores, independent samples) or ``sign-flip`` (paired permutation
-    of A and B per unit).
-    """
+    of A and B per unit)."""
     n: int
     """Paired samples (both scored)."""
     n_units: int
@@ -250,8 +248,7 @@ def paired_difference(
 
 def holm(p_values: Sequence[float] | np.ndarray) -> np.ndarray:
     """Holm's step-down adjusted p-values (Holm 1979), in input order: p_(i) = max over j <= i of
-    min(1, (m - j + 1) p_(j)), m the non-NaN count; NaN stays NaN.
-    """
+    min(1, (m - j + 1) p_(j)), m the non-NaN count; NaN stays NaN."""
     p = np.asarray(p_values, dtype=float)
     out = np.full(p.shape, np.nan)
     ok = np.flatnonzero(~np.isnan(p))
