@@ -14,6 +14,7 @@ import importlib.util
 import json
 import os
 import sys
+from importlib import metadata
 from pathlib import Path
 from typing import Any
 
@@ -68,19 +69,14 @@ def path(name: str) -> Path:
 @functools.cache
 def sha256(file: str | Path) -> str:
     """sha256 hex digest of a file (cached per path)."""
-    h = hashlib.sha256()
     with open(file, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
+        return hashlib.file_digest(f, "sha256").hexdigest()
 
 
 def source_info(name_or_path: str | Path) -> dict[str, Any]:
     """Provenance for run.json (name, path, package, version, sha256) of a source name or a path."""
     if isinstance(name_or_path, str) and name_or_path in _FILES:
         p = path(name_or_path)
-        from importlib import metadata
-
         pip_name = _FILES[name_or_path][0]
         info: dict[str, Any] = {"name": name_or_path, "path": str(p), "package": pip_name}
         try:
@@ -140,23 +136,21 @@ def squad() -> list[dict[str, Any]]:
     p = path("squad")
     data = _read_json(p)
     try:
-        rows = []
-        for article in data["data"]:
-            for para in article["paragraphs"]:
-                for qa in para["qas"]:
-                    rows.append(
-                        {
-                            "title": article["title"],
-                            "context": para["context"],
-                            "question": qa["question"],
-                            "id": qa["id"],
-                            "answers": [a["text"] for a in qa.get("answers", [])],
-                            "is_impossible": bool(qa.get("is_impossible", False)),
-                        }
-                    )
+        return [
+            {
+                "title": article["title"],
+                "context": para["context"],
+                "question": qa["question"],
+                "id": qa["id"],
+                "answers": [a["text"] for a in qa.get("answers", [])],
+                "is_impossible": bool(qa.get("is_impossible", False)),
+            }
+            for article in data["data"]
+            for para in article["paragraphs"]
+            for qa in para["qas"]
+        ]
     except (KeyError, TypeError) as exc:
         raise LcevalError(f"{p} is corrupt: missing SQuAD field {exc}") from None
-    return rows
 
 
 @functools.cache
