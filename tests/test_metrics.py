@@ -83,15 +83,6 @@ def test_legacy_wrappers_delegate() -> None:
     assert M.bootstrap_ci([1.0, 2.0], seed=3) == M.bootstrap_ci([1.0, 2.0], seed=3)
 
 
-def test_grouped_bootstrap_table() -> None:
-    df = pd.DataFrame(
-        {"model": ["a"] * 4 + ["b"] * 4, "task": ["x", "x", "y", "y"] * 2, "value": [1, 0] * 4}
-    )
-    t = M.grouped_bootstrap(df, "model", groups="task", weights={"x": 1.0, "y": 1.0}, scale=100)
-    assert list(t.columns) == ["model", "mean", "low", "high", "n"]
-    assert t["mean"].tolist() == [50.0, 50.0] and t["n"].tolist() == [4, 4]
-
-
 # --------------------------------------------------------------------------------------------
 # coverage and false positives (seeded simulations; each well under 10 s)
 # --------------------------------------------------------------------------------------------

@@ -1,35 +1,13 @@
-"""Contamination signals for any run: n-gram overlap with a reference corpus, and membership
-scores (Min-K% Prob, Min-K%++, zlib ratio) from a model's prompt log-probabilities.
+"""Contamination signals for any run.
 
-N-gram overlap
---------------
-A sample's text (by default its prompt's user turn: description, context and instruction,
-:func:`lceval.models.prompts.user_text`) is cut into units, and its 13-grams are looked up in an
-index of a reference corpus's 13-grams (the GPT-3 paper's decontamination n, Brown et al. 2020,
-Appendix C). Units (:func:`text_units`): runs of ASCII letters and digits as words (lower-cased)
-and every other letter or digit (CJK characters included) as one unit; punctuation and spaces
-are dropped, so Chinese text, which has no spaces, gets 13-character n-grams. A sample's overlap
-is the share of its n-grams found in the corpus (0..1); it is flagged when that share reaches
-``threshold`` (default: any shared 13-gram). The corpus is any texts or files the user gives;
-offline, lceval's shipped corpora (``lceval.core.corpora``: Paul Graham essays, SQuAD, HotpotQA,
-IFBench prompts, MT-Bench questions) stand in.
-
-Membership signals (higher = more likely seen in training)
-------------------------------------------------------------
-From the log-probabilities of a text's tokens (``lceval.models.logprobs``):
-
-- Min-K% Prob (Shi et al., ICLR 2024): the mean of the lowest ``k`` share of token
-  log-probabilities (k = 20% by default).
-- Min-K%++ (Zhang et al., 2024): per token ``(log p(x_t) - mu_t) / sigma_t`` with ``mu_t`` and
-  ``sigma_t`` the mean and std of ``log p(z)`` under the model's next-token distribution, then the
-  mean of the lowest ``k`` share. Needs the full distribution (hf backend); NaN otherwise.
-- zlib ratio (Carlini et al., USENIX Security 2021): the text's mean token log-probability
-  divided by its zlib-compressed size in bytes (the Min-K% repository's sign convention: higher
-  for likelier, less compressible text).
-
-AUROC between a seen and an unseen split (Mann-Whitney: the probability that a seen text scores
-higher than an unseen one, ties counted half) with a percentile-bootstrap CI (each group
-resampled on its own).
+- N-gram overlap (:mod:`~lceval.contamination.overlap`): the share of a sample's 13-grams (GPT-3's
+  decontamination n, Brown et al. 2020, App. C) found in a reference corpus; units are ASCII
+  word runs and single other letters (a CJK character), so unspaced Chinese gets 13-character
+  n-grams. Offline, the shipped corpora (``lceval.core.corpora``) stand in.
+- Membership (:mod:`~lceval.contamination.membership`, higher = likelier seen): Min-K% Prob (Shi
+  et al., ICLR 2024), Min-K%++ (Zhang et al., 2024; needs the full next-token distribution, hf
+  only) and the zlib ratio (Carlini et al., 2021), with the AUROC between a seen and an unseen
+  split (Mann-Whitney, ties half) and its percentile-bootstrap CI.
 """
 
 from lceval.contamination.membership import (
@@ -47,7 +25,6 @@ from lceval.contamination.membership import (
     zlib_ratio,
 )
 from lceval.contamination.overlap import (
-    _UNIT,
     NGRAM,
     SHIPPED,
     NgramIndex,
@@ -70,7 +47,6 @@ __all__ = [
     "Overlap",
     "SHIPPED",
     "SIGNALS",
-    "_UNIT",
     "auroc",
     "auroc_ci",
     "auroc_summary",

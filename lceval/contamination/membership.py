@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from lceval.contamination.overlap import sample_text
+from lceval.contamination.overlap import _field_of, sample_text
 from lceval.core.errors import LcevalError
 from lceval.core.io import RunDir
 from lceval.core.records import Sample
@@ -61,7 +61,6 @@ def zlib_ratio(logprobs: Sequence[float] | np.ndarray, text: str) -> float:
 
 
 SIGNALS = ("min_k", "min_k_pp", "zlib", "mean_logprob")
-"""Membership signals computed by :func:`membership_scores` (higher = likelier seen)."""
 
 
 def membership_scores(
@@ -72,14 +71,12 @@ def membership_scores(
     k: float = 0.2,
     window: int | None = None,
 ) -> pd.DataFrame:
-    """Membership signals of each text under a loaded hf or vllm backend.
-
-    Returns:
-        One row per text: ``n_tokens`` (scored), ``truncated``, ``mean_logprob``, ``min_k``,
-        ``min_k_pp`` (NaN on vllm), ``zlib``.
+    """Membership signals of each text under a loaded hf or vllm backend: one row per text with
+    ``n_tokens`` (scored), ``truncated``, ``mean_logprob``, ``min_k``, ``min_k_pp`` (NaN on vllm),
+    ``zlib``.
 
     Raises:
-        LcevalError: ``k`` outside (0, 1], or see :func:`lceval.models.logprobs.prompt_logprobs`.
+        LcevalError: ``k`` outside (0, 1], or as :func:`lceval.models.logprobs.prompt_logprobs`.
     """
     if not isinstance(k, int | float) or isinstance(k, bool) or not 0.0 < k <= 1.0:
         raise LcevalError(f"k (the Min-K share) must be in (0, 1], got {k!r}")
@@ -123,10 +120,8 @@ def auroc_ci(
     confidence: float = 0.95,
     seed: int = 0,
 ) -> tuple[float, float, float]:
-    """AUROC with a percentile-bootstrap CI (each group resampled with replacement on its own).
-
-    Returns:
-        ``(auroc, low, high)``; NaNs when a group is empty.
+    """AUROC with a percentile-bootstrap CI (each group resampled on its own): ``(auroc, low,
+    high)``, NaNs when a group is empty.
 
     Raises:
         ValueError: ``confidence`` outside (0, 1) or ``n_resamples < 1``.
@@ -159,19 +154,11 @@ def auroc_table(
     n_resamples: int = 1000,
     seed: int = 0,
 ) -> pd.DataFrame:
-    """AUROC (seen vs unseen) of each signal with its bootstrap 95% CI.
-
-    Args:
-        scores: one row per text with the signal columns and a boolean column ``label``.
-        label: the column saying whether a text is seen.
-        signals: signal columns to evaluate (those absent or all-NaN give NaN rows).
-
-    Returns:
-        One row per signal: ``signal``, ``auroc``, ``ci_low``, ``ci_high``, ``n_seen``,
-        ``n_unseen``.
+    """AUROC (seen vs unseen) of each present ``signals`` column with its 95% bootstrap CI; one
+    row per signal: ``signal``, ``auroc``, ``ci_low``, ``ci_high``, ``n_seen``, ``n_unseen``.
 
     Raises:
-        LcevalError: no ``label`` column, or ``n_resamples`` not a positive integer.
+        LcevalError: no ``label`` (boolean) column, or ``n_resamples`` not a positive integer.
     """
     if label not in scores:
         raise LcevalError(f"auroc_table: the scores have no {label!r} column")
@@ -214,24 +201,17 @@ def run_membership(
     """Membership signals of a run's sample texts and their AUROC between two splits.
 
     Args:
-        run_id: the run.
         backend: a loaded hf or vllm backend (not closed here).
-        seen: which samples are "seen": a function of the sample (True seen, False unseen, None
-            left out) or ``(field, seen_value, unseen_value)`` on a sample attribute or meta key
-            (e.g. ``("scenario", "public", "private")`` for CIF-Bench's splits).
-        root: folder holding run folders.
-        part: which text (:func:`sample_text`).
-        k: the Min-K share.
-        limit: at most this many texts per group (first ones in sample order).
-        n_resamples: bootstrap resamples of the AUROC CIs.
-        seed: bootstrap seed.
+        seen: a function of the sample (True seen, False unseen, None left out) or ``(field,
+            seen_value, unseen_value)`` on an attribute or meta key (CIF-Bench: ``("scenario",
+            "public", "private")``).
+        part: which text (:func:`sample_text`); k: the Min-K share; limit: texts per group.
 
     Returns:
-        ``per_sample`` (sample_id, task, seen, the signals) and ``auroc`` (:func:`auroc_table`).
-        Samples sharing a text are scored once (the first of them is kept).
+        ``per_sample`` (sample_id, task, seen, signals; a shared text scored once) and ``auroc``.
 
     Raises:
-        LcevalError: a group without texts, or see :func:`membership_scores`.
+        LcevalError: a group without texts, or as :func:`membership_scores`.
     """
     run = RunDir(run_id, root)
     samples = run.read_samples()
@@ -241,7 +221,7 @@ def run_membership(
         key, yes, no = seen
 
         def by_field(s: Sample) -> bool | None:
-            v = getattr(s, key) if hasattr(s, key) else s.meta.get(key)
+            v = _field_of(s, key)
             return True if v == yes else False if v == no else None
 
         which = by_field
@@ -281,9 +261,8 @@ def in_prompt_control(
     n_resamples: int = 1000,
     seed: int = 0,
 ) -> dict[str, pd.DataFrame]:
-    """A known case for the membership signals: each text scored after itself ("seen": the model
-    was shown it earlier in the same prompt) and after another text ("unseen": text ``i`` after
-    text ``i + 1``), so both groups have the same prefix lengths and texts.
+    """A known case: each text scored after itself ("seen") and after the next text ("unseen"),
+    so both groups have the same texts and prefix lengths.
 
     Returns:
         ``per_text`` (signals with ``seen``) and ``auroc`` (:func:`auroc_table`).
@@ -304,10 +283,8 @@ def in_prompt_control(
     }
 
 
-# -- report ---------------------------------------------------------------------------------------
 def auroc_summary(**cases: Mapping[str, pd.DataFrame]) -> pd.DataFrame:
-    """One table of AUROCs: ``case`` (the keyword, e.g. ``control`` or ``run``) plus the rows
-    of each case's ``auroc`` table (:func:`auroc_table`)."""
+    """One table of AUROCs: ``case`` (the keyword) and the rows of each case's ``auroc`` table."""
     parts = [out["auroc"].assign(case=name) for name, out in cases.items() if "auroc" in out]
     if not parts:
         return pd.DataFrame(columns=["case", "signal", "auroc", "ci_low", "ci_high"])
@@ -336,18 +313,15 @@ def save_report(
     overlap: Mapping[str, pd.DataFrame] | None = None,
     **membership: Mapping[str, pd.DataFrame],
 ) -> pd.DataFrame:
-    """Write contamination tables (CSV) under ``report/contamination/`` and figures (PNG, PDF)
-    under ``figures/`` of a run.
+    """Write contamination tables (CSV) to ``report/contamination/`` and figures (PNG, PDF) to
+    ``figures/`` of a run.
 
     Args:
-        run_id: the run.
-        root: folder holding run folders.
-        overlap: :func:`run_overlap`'s tables (``overlap_per_sample``, ``overlap_per_task``,
-            ``overlap_corpus`` and the figure ``contamination_overlap``: flagged share per task).
-        **membership: named outputs of :func:`run_membership` or :func:`in_prompt_control`
-            (e.g. ``control=..., run=...``): ``membership_<name>`` (per text) and
-            ``membership_<name>_auroc`` tables, and the figure ``contamination_membership``
-            (each signal's values, seen vs unseen, with its AUROC and CI; one row per name).
+        overlap: :func:`run_overlap`'s tables (``overlap_*`` CSVs; figure
+            ``contamination_overlap``, flagged share per task).
+        **membership: named outputs of :func:`run_membership` / :func:`in_prompt_control`
+            (``membership_<name>[_auroc]`` CSVs; figure ``contamination_membership``, seen vs
+            unseen per signal with its AUROC).
 
     Returns:
         :func:`auroc_summary` of the membership outputs.

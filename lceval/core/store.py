@@ -1,29 +1,20 @@
-"""The resume store: responses appended and flushed as they finish, so a killed run loses little.
+"""The resume store: ``responses.jsonl``, appended and fsynced batch by batch, so a killed run
+loses at most the batch in flight.
 
-``responses.jsonl`` is append-only. Each finished batch is written as whole lines, flushed and
-fsynced before the next batch starts, so a process killed with SIGKILL at any moment loses at most
-the batch in flight. A torn last line (the kill landed mid-write) is detected on open and cut off
-before anything new is appended. Responses are keyed by (sample_id, model, config_hash,
-sample_hash): a rerun skips keys already answered, and the first successful response stored for a
-key wins. ``sample_hash`` (:func:`lceval.core.records.sample_hash`) ties a response to the exact
-sample
-it answers: after a rebuild changed a sample's prompt, context or gold, its old answer no longer
-counts as done (:meth:`ResponseStore.done` with ``hashes``) and is not scored. A response without
-a hash (files written before it existed) counts as answering the current sample. A response
-with ``finish_reason == "error"`` (a failed request, a prompt that cannot fit) does not count as
-answered: a rerun tries the sample again, and a later success supersedes the error.
-
-Conflicting answers (several successful lines for one key with different texts, which lceval
-never writes itself: a file appended to by hand or by another tool) follow the same rule: the
-first successful line in file order is scored; :attr:`ResponseStore.conflicts` counts the others
-and ``lceval score`` names them in a warning.
+Responses are keyed by (sample_id, model, config_hash, sample_hash): a rerun skips answered keys;
+the first successful line of a key is the one scored (later differing ones are counted in
+:attr:`ResponseStore.conflicts`); an ``error`` response does not count as answered. A response
+without a sample hash (older files) answers the current sample. A torn last line is moved to
+``responses.jsonl.torn`` before the next append.
 """
 
 from __future__ import annotations
 
+import codecs
 import fcntl
 import hashlib
 import json
+import mmap
 import os
 from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
@@ -31,15 +22,7 @@ from pathlib import Path
 
 from lceval.core.console import log
 from lceval.core.errors import LcevalError
-from lceval.core.io import (
-    UTF8_BOM,
-    atomic_open,
-    check_readable,
-    dumps,
-    json_line,
-    json_problem,
-    read_bounded_lines,
-)
+from lceval.core.io import atomic_open, dumps, json_line, json_problem, read_lines
 from lceval.core.records import Response, from_dict
 
 Key = tuple[str, str, str, str | None]
@@ -47,7 +30,6 @@ Key = tuple[str, str, str, str | None]
 
 
 def _whole(raw: bytes) -> bool:
-    """Whether ``raw`` (one line, newline or not) is a whole valid Response."""
     r, problem = _parse(raw)
     return r is not None and not problem
 
@@ -68,6 +50,13 @@ def _parse(raw: bytes) -> tuple[Response | None, str]:
         return from_dict(Response, data), ""
     except ValueError as exc:
         return None, f"is not a valid response ({exc})"
+
+
+def _current(sample_id: str, stamp: str | None, hashes: Mapping[str, str] | None) -> bool:
+    """Whether an answer stamped ``stamp`` answers the current version of its sample."""
+    if hashes is None:
+        return True
+    return sample_id in hashes and (stamp is None or stamp == hashes[sample_id])
 
 
 def key_of(r: Response) -> Key:
@@ -91,18 +80,15 @@ class ResponseStore:
         self.torn_bytes = 0
         """Bytes of a torn last line cut off before the last append."""
         self.tail_bytes = 0
-        """Bytes of an unterminated last line that is not a whole response, seen when the file
-        was last read (a write in progress or killed midway, or a file without line ends)."""
+        """Bytes of an unterminated last line that is not a whole response, at the last read."""
         self._keys: dict[Key, bool] = {}
         """key -> True once a successful (non-error) response is stored."""
         self.conflicts: dict[Key, int] = {}
-        """key -> successful lines after the first whose text differs from it (a file appended
-        to by hand, or by two tools): the first successful one is what is scored."""
+        """key -> later successful lines whose text differs from the first (the one scored)."""
         if index:
             self._index()
 
     def _index(self) -> None:
-        """Index the complete lines (a torn last line is ignored here, cut before appending)."""
         self._keys.clear()
         self.conflicts.clear()
         if not self.path.exists():
@@ -122,14 +108,9 @@ class ResponseStore:
                 self.conflicts[k] = self.conflicts.get(k, 0) + 1
 
     def _cut_torn_tail(self) -> None:
-        """Before appending, end the file with a newline.
-
-        An unterminated last line that is a whole valid Response only lacks its newline, which
-        is added. Anything else there is a torn append (a write killed midway): it is moved to
-        ``<file>.torn`` (appended, never lost) and cut, with one line on stderr. Only writers
-        call this (a reader such as ``lceval score`` during ``lceval infer`` must never cut a
-        line that is being written).
-        """
+        """Before appending, end the file with a newline: an unterminated last line that is a whole
+        Response gets one; anything else is a torn append, moved to ``<file>.torn`` and cut. Writers
+        only (a reader must never cut a line being written)."""
         if not self.path.exists():
             return
         try:
@@ -140,21 +121,11 @@ class ResponseStore:
                 f.seek(size - 1)
                 if f.read(1) == b"\n":
                     return
-                end = size
-                while end > 0:  # find the last newline, reading backwards in blocks
-                    step = min(1 << 16, end)
-                    f.seek(end - step)
-                    block = f.read(step)
-                    i = block.rfind(b"\n")
-                    if i >= 0:
-                        end = end - step + i + 1
-                        break
-                    end -= step
+                with mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as mm:
+                    end = mm.rfind(b"\n") + 1
                 f.seek(end)
                 tail = f.read()
-                if _whole(
-                    tail[len(UTF8_BOM) :] if end == 0 and tail.startswith(UTF8_BOM) else tail
-                ):
+                if _whole(tail.removeprefix(codecs.BOM_UTF8) if end == 0 else tail):
                     f.seek(size)
                     f.write(b"\n")
                 else:
@@ -175,11 +146,11 @@ class ResponseStore:
             raise LcevalError(f"cannot write {self.path}: {exc.strerror}") from None
 
     def _lines(self) -> Iterator[tuple[int, Response]]:
-        """Stream (line number, Response) over the complete lines of the file.
+        """(line number, Response) over the complete lines.
 
         Raises:
-            LcevalError: a line is not UTF-8, not JSON, not an object, or a field has the wrong
-                type; the message names the file and line and how to drop bad lines.
+            LcevalError: a line is not UTF-8, JSON or a Response (names the file, line and the
+                ``lceval repair`` that drops it).
         """
         for lineno, raw in self._raw_lines():
             r, problem = _parse(raw)
@@ -192,37 +163,20 @@ class ResponseStore:
                 yield lineno, r
 
     def _raw_lines(self, *, any_tail: bool = False) -> Iterator[tuple[int, bytes]]:
-        """(line number, bytes ending in a newline) of the complete lines.
-
-        A last line without its newline is yielded (newline added) when it is a whole valid
-        Response (a file saved by an editor that drops the final newline), or always with
-        ``any_tail``; otherwise it is a torn append, left to :meth:`_cut_torn_tail`. A UTF-8 byte
-        order mark that starts the file is dropped (a file re-saved by a Windows tool), one
-        anywhere else is kept (bad).
-        """
-        check_readable(self.path)  # not /dev/zero, not a FIFO
-        try:
-            f = self.path.open("rb")
-        except OSError as exc:
-            raise LcevalError(f"cannot read {self.path}: {exc.strerror}") from None
+        """(line number, bytes with newline) of the complete lines, a leading BOM dropped; an
+        unterminated last line only if it is a whole Response (or with ``any_tail``)."""
         self.tail_bytes = 0
-        with f:
-            for lineno, raw in enumerate(read_bounded_lines(f, self.path), 1):
-                if lineno == 1 and raw.startswith(UTF8_BOM):
-                    raw = raw[len(UTF8_BOM) :]  # saved by a Windows tool (utf-8-sig)
-                if raw.endswith(b"\n"):
-                    yield lineno, raw
-                elif any_tail or _whole(raw):
-                    yield lineno, raw + b"\n"
-                else:
-                    self.tail_bytes = len(raw)
+        for lineno, raw in read_lines(self.path):
+            if raw.endswith(b"\n"):
+                yield lineno, raw
+            elif any_tail or _whole(raw):
+                yield lineno, raw + b"\n"
+            else:
+                self.tail_bytes = len(raw)
 
     def drop_bad_lines(self) -> int:
-        """Move every line that is not a valid Response to ``<file>.bad``; returns how many.
-
-        The good lines are rewritten atomically in their order; the bad ones are appended to
-        ``responses.jsonl.bad`` (kept for inspection). Used by ``lceval repair RUN``.
-        """
+        """Move every line that is not a valid Response to ``<file>.bad`` and rewrite the rest
+        atomically (``lceval repair RUN``); returns how many moved."""
         good: list[bytes] = []
         bad: list[bytes] = []
         for _, raw in self._raw_lines(any_tail=True):  # every byte ends up in one of the two
@@ -271,47 +225,29 @@ class ResponseStore:
         return len(self._keys)
 
     def configs(self, hashes: Mapping[str, str] | None = None) -> dict[str, set[str]]:
-        """Model -> the generation-config hashes it has stored answers under.
-
-        Args:
-            hashes: sample id -> current sample hash; given, only answers to the current
-                samples count (as in :meth:`done`).
-        """
+        """Model -> the generation-config hashes it has stored answers under (only answers to the
+        current samples when ``hashes``, sample id -> sample hash, is given)."""
         out: dict[str, set[str]] = {}
         for s, model, config_hash, sh in self._keys:
-            if hashes is None or (s in hashes and (sh is None or sh == hashes[s])):
+            if _current(s, sh, hashes):
                 out.setdefault(model, set()).add(config_hash)
         return out
 
     def done(
         self, model: str, config_hash: str, hashes: Mapping[str, str] | None = None
     ) -> set[str]:
-        """Sample ids already answered (successfully) by ``model`` under ``config_hash``.
-
-        Args:
-            model: the model name.
-            config_hash: the generation config's hash.
-            hashes: sample id -> the sample's current :func:`lceval.core.records.sample_hash`;
-            given,
-                an answer counts only for the sample version it was stamped with (answers
-                without a stamp count for any). None: every stored answer counts.
-        """
+        """Sample ids answered successfully by ``model`` under ``config_hash``; with ``hashes``
+        (sample id -> current :func:`~lceval.core.records.sample_hash`) only answers stamped with
+        the current version (or unstamped) count."""
         return {
             s
             for (s, m, h, sh), ok in self._keys.items()
-            if ok
-            and m == model
-            and h == config_hash
-            and (hashes is None or (s in hashes and (sh is None or sh == hashes[s])))
+            if ok and m == model and h == config_hash and _current(s, sh, hashes)
         }
 
     def append(self, responses: Iterable[Response]) -> int:
-        """Append new responses durably; returns how many were written.
-
-        Skips keys that already have a successful response (an error may be superseded).
-
-        The batch is written in one ``write`` call of whole lines, then flushed and fsynced.
-        """
+        """Append responses durably (one write of whole lines, fsynced), skipping keys already
+        answered successfully; returns how many were written."""
         lines = []
         for r in responses:
             k = key_of(r)
@@ -333,11 +269,8 @@ class ResponseStore:
         return len(lines)
 
     def __iter__(self) -> Iterator[Response]:
-        """One response per key: the first successful one, else the last error; file order.
-
-        Streams the file twice (once to choose lines, once to yield them), so memory stays small
-        even for long-output runs with gigabytes of responses.
-        """
+        """One response per key, in file order: the first successful one, else the last error
+        (streams the file twice, so memory stays small)."""
         if not self.path.exists():
             return
         chosen: dict[Key, tuple[int, bool]] = {}

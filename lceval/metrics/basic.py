@@ -9,16 +9,9 @@ import pandas as pd
 
 
 def lcs_length(a: Sequence[str], b: Sequence[str]) -> int:
-    """Length of the longest common subsequence of two token sequences (exact, as the LCS table
-    of ``rouge_score._score_lcs``).
-
-    Bit-parallel (Hyyrö 2004, "A bit-vector algorithm for computing Levenshtein and Damerau edit
-    distances"; LCS form of Crochemore et al. 2001): one pass over ``b`` with Python-int bit masks
-    over ``a``, O(len(a) * len(b) / 64) word operations, so a megabyte of model output against a
-    reference takes about a second instead of rouge_score's quadratic Python loop. Used where the
-    library's table would be too slow (L-Eval's ROUGE-L over hostile-length outputs, CIF-Bench's
-    ROUGE-L over jieba tokens).
-    """
+    """Length of the longest common subsequence of two token sequences (exact, as
+    ``rouge_score._score_lcs``), bit-parallel (Hyyrö 2004; Crochemore et al. 2001): about
+    len(a) * len(b) / 64 word operations, for ROUGE-L over hostile-length outputs."""
     if len(a) > len(b):
         a, b = b, a
     if not a:
@@ -50,16 +43,8 @@ def grouped(
     by: str | Sequence[str] = "task",
     value: str = "value",
 ) -> pd.Series:
-    """One metric of ``df[value]`` per group of ``by`` (like inspect_ai's ``grouped``).
-
-    Args:
-        df: tidy table, one row per score.
-        metric: reduces a Series to a float (default: NaN-skipping mean).
-        by: column name(s) to group by.
-        value: the column to reduce.
-
-    Returns:
-        Series indexed by the group keys.
+    """One ``metric`` (default: NaN-skipping mean) of ``df[value]`` per group of ``by``
+    (inspect_ai's ``grouped``); a Series indexed by the group keys.
 
     Raises:
         KeyError: a named column is missing.
@@ -71,10 +56,8 @@ def grouped(
 def coefficient_of_variation(
     values: Sequence[float] | np.ndarray | pd.Series, ddof: int = 1
 ) -> float:
-    """std(values, ddof) / mean(values); NaN for fewer than ``ddof + 1`` values or a zero mean.
-
-    Used by LIFBench's IFS (paper Eq. 6, with ``ddof=1`` as in the official result files).
-    """
+    """std(values, ddof) / mean(values), NaN dropped; NaN for fewer than ``ddof + 1`` values
+    or a zero mean (LIFBench's IFS, Eq. 6, ``ddof=1`` as the official result files)."""
     arr = np.asarray(values, dtype=float)
     arr = arr[~np.isnan(arr)]
     if arr.size <= ddof:

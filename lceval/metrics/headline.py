@@ -17,19 +17,11 @@ if TYPE_CHECKING:
     from lceval.benchmark import Benchmark
     from lceval.core.records import Sample
 
-# --------------------------------------------------------------------------------------------
-# a benchmark's headline metric
-# --------------------------------------------------------------------------------------------
-
 
 @dataclass(frozen=True)
 class Headline:
-    """A benchmark's headline metric as data: per-sample columns and the statistic over them.
-
-    Each benchmark's reporter builds one (``report.headline(scores, samples)``); leaderboards
-    (:func:`headline_estimates`), paired tests (:func:`headline_paired`) and rank correlations
-    (``lceval.report.compare``) use it, so a benchmark's number has one definition.
-    """
+    """A benchmark's headline metric as data: per-sample columns and the statistic over them;
+    leaderboards, paired tests and rank correlations all read it (one definition per number)."""
 
     benchmark: str
     """Benchmark key."""
@@ -45,19 +37,18 @@ class Headline:
     statistic: SumStatistic
     """The metric from column sums per ``group``."""
     binary: str | None = None
-    """When the metric is the pooled mean of this 0/1 column over independent samples,
-    comparisons use McNemar's exact test; None: the sign-flip test."""
+    """The 0/1 column whose pooled mean the metric is (comparisons then use McNemar's exact
+    test); None: the sign-flip test."""
 
     @property
     def models(self) -> list[str]:
-        """Models in the frame, sorted."""
         return sorted(map(str, self.frame["model"].unique()))
 
 
 def headline_estimates(
     h: Headline, *, n_resamples: int = 2000, confidence: float = 0.95, seed: int = 0
 ) -> pd.DataFrame:
-    """The headline metric of each model with its bootstrap CI (each model on its own samples).
+    """Each model's headline with its bootstrap CI, on its own samples.
 
     Returns:
         Columns ``benchmark, metric, unit, model, estimate, low, high, n, n_units``.
@@ -74,21 +65,10 @@ def headline_estimates(
             confidence=confidence,
             seed=seed,
         )
-        rows.append(
-            {
-                "benchmark": h.benchmark,
-                "metric": h.metric,
-                "unit": h.unit,
-                "model": model,
-                "estimate": est.mean,
-                "low": est.low,
-                "high": est.high,
-                "n": est.n,
-                "n_units": est.n_units,
-            }
-        )
-    cols = ["benchmark", "metric", "unit", "model", "estimate", "low", "high", "n", "n_units"]
-    return pd.DataFrame(rows, columns=cols)
+        row = {"benchmark": h.benchmark, "metric": h.metric, "unit": h.unit, "model": model}
+        rows.append(row | est.as_dict())
+    cols = ["benchmark", "metric", "unit", "model", "mean", "low", "high", "n", "n_units"]
+    return pd.DataFrame(rows, columns=cols).rename(columns={"mean": "estimate"})
 
 
 def headline_paired(
@@ -101,10 +81,9 @@ def headline_paired(
     confidence: float = 0.95,
     seed: int = 0,
 ) -> Paired:
-    """Headline(A) - headline(B) on the samples both models have (joined by ``sample_id``).
-
-    McNemar's exact test when :attr:`Headline.binary` names the column and every score is 0 or
-    1 (the CI then is the bootstrap of the pooled difference); else :func:`paired_sums`.
+    """Headline(A) - headline(B) on the samples both have (joined by ``sample_id``): McNemar's
+    exact test when :attr:`Headline.binary` is set and every score is 0 or 1, else
+    :func:`paired_sums`.
 
     Raises:
         ValueError: a model is not in the headline.
@@ -146,17 +125,12 @@ def headline_paired(
 def headline_of(
     bench: Benchmark, scores: pd.DataFrame, samples: Sequence[Sample], scorer: str | None = None
 ) -> Headline:
-    """The headline of benchmark ``bench`` (``headline``, else :func:`generic_headline`) over the
-    rows
-    of one scorer (:meth:`Benchmark.scores_for`: default, the default scorer). A scorer reporting
-    other
-    metrics than the default (a judge's win rate) gets the generic one; a non-default
-    scorer's headline names it in ``metric`` (``ARS (Eq. 3) [lifbench:strict]``).
+    """The headline of ``bench`` over one scorer's rows (default: the default scorer): its own
+    ``headline``, or :func:`generic_headline` when it has none or the scorer reports other metrics
+    (a judge); a non-default scorer is named in ``metric`` (``ARS (Eq. 3) [lifbench:strict]``).
 
     Args:
-        scores: scores.parquet rows (any benchmarks; ``bench``'s are selected).
-        samples: ``bench``'s samples with typed gold.
-        scorer: a scorer of this benchmark (None: the default).
+        scores: scores.parquet rows (``bench``'s are selected); samples: ``bench``'s, typed gold.
 
     Raises:
         LcevalError: ``scorer`` is not one of ``bench``'s scorers.
@@ -174,9 +148,8 @@ def headline_of(
 
 
 def generic_headline(key: str, scores: pd.DataFrame, samples: Sequence[Sample]) -> Headline:
-    """Headline of a benchmark without its own: the mean over tasks (equal weights) of the task's
-    mean ``Score.value`` (0..1); samples sharing a context are one unit when every such context
-    lies within one task, else every sample is a unit."""
+    """The mean over tasks (equal weights) of each task's mean ``Score.value`` (0..1); samples
+    sharing a context are one unit when every context lies within one task."""
     by_id = {s.id: s for s in samples}
     df = scores[scores["sample_id"].isin(by_id) & scores["value"].notna()]
     ctx = [by_id[i].context_id or i for i in df["sample_id"]]

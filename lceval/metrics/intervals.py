@@ -1,8 +1,9 @@
-"""Bootstrap confidence intervals: the one implementation (:func:`bootstrap_sums`, on
-``scipy.stats.bootstrap``), plain, grouped, stratified and clustered."""
+"""Bootstrap confidence intervals, plain, grouped, stratified and clustered: one routine
+(:func:`bootstrap_sums`, on ``scipy.stats.bootstrap``) for every benchmark."""
 
 from __future__ import annotations
 
+import dataclasses
 import warnings
 from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass
@@ -11,23 +12,16 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-# --------------------------------------------------------------------------------------------
-# bootstrap confidence intervals: the one implementation
-# --------------------------------------------------------------------------------------------
-
 SumStatistic = Callable[[Mapping[str, np.ndarray], Sequence[Hashable]], np.ndarray]
-"""A statistic computed from column sums per group: ``f(sums, groups)`` gets ``sums[column]`` of
-shape ``(..., G)`` (one entry per group, in the order of ``groups``) and returns shape ``(...)``.
-Means (sum of values / sum of counts), pooled ratios (LongGenBench's STIC: sum of yes / sum of
-checks), weighted means of group means (LIFBench's Eq. 3) and products of them (wAvg) are all of
-this form, which lets one bootstrap serve every benchmark."""
+"""``f(sums, groups)``: ``sums[column]`` has shape ``(..., G)`` (one entry per group, in
+``groups`` order); returns shape ``(...)``. Means, pooled ratios (LongGenBench's STIC), weighted
+means of group means (LIFBench Eq. 3) and their products (wAvg) all take this form."""
 
 METHODS = ("percentile", "basic", "BCa")
-"""Interval methods of ``scipy.stats.bootstrap``; lceval uses ``percentile`` by default (robust
-to degenerate resamples, cheap for large n; the coverage test checks it)."""
+"""``scipy.stats.bootstrap`` interval methods; ``percentile`` is the default."""
 
 _CELLS = 4_000_000
-"""Resamples x units held in memory at once (a batch of ``scipy.stats.bootstrap``)."""
+"""Resamples x units held in memory at once (one batch)."""
 
 
 @dataclass(frozen=True)
@@ -35,25 +29,18 @@ class Estimate:
     """A statistic with its bootstrap confidence interval (same unit as the statistic)."""
 
     mean: float
-    """The statistic on the data as observed (for a mean: the mean), never rounded."""
+    """The statistic on the data as observed (never rounded)."""
     low: float
     """Lower end of the CI; NaN when fewer than two units can be resampled."""
     high: float
-    """Upper end of the CI; NaN when fewer than two units can be resampled."""
+    """Upper end of the CI; NaN likewise."""
     n: int
     """Samples (rows) behind the statistic."""
     n_units: int
     """Units resampled: clusters (e.g. documents) when given, else samples."""
 
     def as_dict(self) -> dict[str, float]:
-        """``{"mean", "low", "high", "n", "n_units"}``."""
-        return {
-            "mean": self.mean,
-            "low": self.low,
-            "high": self.high,
-            "n": self.n,
-            "n_units": self.n_units,
-        }
+        return dataclasses.asdict(self)
 
 
 def _codes(labels: Any, n: int, name: str) -> tuple[np.ndarray, list[Hashable]]:
@@ -80,9 +67,22 @@ def _codes(labels: Any, n: int, name: str) -> tuple[np.ndarray, list[Hashable]]:
 
 
 def _spans(inner: np.ndarray, outer: np.ndarray) -> bool:
-    """Whether some code of ``inner`` occurs with two codes of ``outer``."""
     pairs = np.unique(np.stack([inner, outer]), axis=1)
     return len(pairs[0]) > len(np.unique(inner))
+
+
+def _kept(labels: Any, keep: np.ndarray, name: str) -> list[Any] | None:
+    """The labels (one per value) where the boolean mask ``keep`` holds; None stays None.
+
+    Raises:
+        ValueError: ``labels`` and ``keep`` differ in length (names ``name``).
+    """
+    if labels is None:
+        return None
+    arr = pd.Series(list(labels), dtype=object)
+    if len(arr) != len(keep):
+        raise ValueError(f"{name} has {len(arr)} labels for {len(keep)} values")
+    return arr[keep].tolist()
 
 
 def _check(confidence: float, n_resamples: int, method: str) -> None:
@@ -147,8 +147,8 @@ def _split(flat: np.ndarray, units: _Units) -> dict[str, np.ndarray]:
 
 
 def _resum(index: np.ndarray, table: np.ndarray) -> np.ndarray:
-    """Sums of the rows of ``table`` (units x cells) drawn by each row of ``index`` (B x m):
-    a gather for narrow tables, counts times the table for wide ones. Shape (B, cells)."""
+    """Sums of the rows of ``table`` (units x cells) drawn by each row of ``index`` (B x m), shape
+    (B, cells): a gather for narrow tables, counts @ table for wide ones."""
     b, m = index.shape
     size, width = table.shape
     if width <= 16:
@@ -182,40 +182,30 @@ def bootstrap_sums(
     method: str = "percentile",
     seed: int = 0,
 ) -> Estimate:
-    """Bootstrap CI of any statistic of per-group column sums; the one resampling routine.
+    """Bootstrap CI of a statistic of per-group column sums; the one resampling routine.
 
-    Rows (samples) are summed into units (``clusters``: e.g. all questions on one document, all
-    instruction counts of one task prompt; else each sample is a unit). Units are drawn with
-    replacement within ``strata`` by ``scipy.stats.bootstrap`` (each stratum is one of its
-    independent samples; the data it resamples are unit indices), and ``statistic`` is applied to
-    the resampled column sums per group. Strata with one unit are held fixed.
+    Rows are summed into units (``clusters``, else each row), units drawn with replacement within
+    ``strata`` (scipy's independent samples; a stratum of one unit is held fixed), and
+    ``statistic`` applied to the resampled sums per group.
 
     Args:
-        columns: one row per sample, numeric columns (NaN counts as 0: give a count column when
-            a value may be missing).
-        statistic: see :data:`SumStatistic` (vectorized over leading axes).
-        groups: a label per row: the cells the statistic sees (task, length, ...); default one.
-        strata: a label per row: resampling strata; default ``groups`` when every cluster lies in
-            one group, else one stratum (clusters are then drawn across groups, as a task
-            prompt spanning every instruction count n).
-        clusters: a label per row: rows sharing a label are resampled together.
-        n_resamples: bootstrap resamples.
-        confidence: two-sided level in (0, 1).
-        method: ``percentile`` (default), ``basic`` or ``BCa`` (``scipy.stats.bootstrap``).
-        seed: seed of the numpy Generator.
+        columns: one row per sample, numeric columns (NaN counts as 0).
+        statistic: a :data:`SumStatistic`.
+        groups: a label per row: the statistic's cells (task, length, ...); default one.
+        strata: a label per row; default ``groups`` unless a cluster spans groups (then one).
+        clusters: a label per row: rows resampled together (a document, a task prompt).
+        n_resamples, confidence (two-sided, in (0, 1)), method (:data:`METHODS`), seed.
 
-    The percentile interval is close to its nominal level from a few dozen units on (checked by
-    ``tests/test_metrics.py``: 95% +- 2 points for 60 independent samples and for 100 clusters);
-    with fewer units it runs narrow (about 93.5% at 30, much less at 5), because the bootstrap
-    variance of a mean is (units - 1) / units of the truth and its quantiles are normal, not t.
+    The percentile interval covers 95% +- 2 points from a few dozen units (tests/test_metrics.py);
+    it runs narrow with fewer (about 93.5% at 30 units).
 
     Returns:
-        :class:`Estimate`; ``low``/``high`` NaN when no stratum has two units. A resample whose
-        statistic is NaN (e.g. a ratio with nothing judged) is left out of the interval.
+        :class:`Estimate`; ``low``/``high`` NaN when no stratum has two units (resamples whose
+        statistic is NaN are left out).
 
     Raises:
-        ValueError: bad ``confidence``/``n_resamples``/``method``, label lengths that differ from
-            the rows, or clusters that span the given strata.
+        ValueError: bad confidence/n_resamples/method, labels of the wrong length, or clusters
+            spanning the given strata.
     """
     # here, not at the top: loads scipy
     from scipy import stats
@@ -266,17 +256,8 @@ def bootstrap_sums(
 def mean_statistic(
     weights: Mapping[Any, float] | None = None, value: str = "value", count: str = "count"
 ) -> SumStatistic:
-    """The statistic ``sum_g w_g * mean_g / sum_g w_g`` (mean_g = value sum / count sum).
-
-    Args:
-        weights: group label -> weight (LIFBench's task points, Eq. 3; 1 each for a macro
-            average); None pools every row (the plain mean over samples).
-        value: the summed value column.
-        count: the summed count column (1 per sample with a value).
-
-    Raises:
-        KeyError: (when called) a group without a weight.
-    """
+    """The statistic ``sum_g w_g * mean_g / sum_g w_g`` (mean_g = sum of ``value`` / sum of
+    ``count``); ``weights`` None pools every row (LIFBench Eq. 3 with task points as weights)."""
 
     def stat(sums: Mapping[str, np.ndarray], groups: Sequence[Hashable]) -> np.ndarray:
         v, c = sums[value], sums[count]
@@ -300,22 +281,19 @@ def bootstrap(
     method: str = "percentile",
     seed: int = 0,
 ) -> Estimate:
-    """Mean of per-sample scores with its bootstrap CI (NaN scores left out).
+    """Mean of per-sample scores (NaN left out) with its bootstrap CI.
 
-    The headline numbers of every benchmark go through here (or :func:`bootstrap_sums` for
-    ratios): a task's score is the plain mean (``groups=None``); an average over tasks is
-    ``groups=task`` with ``weights`` (equal weights: a macro average; task points: LIFBench's
-    Eq. 3); samples sharing a context are resampled together with ``clusters=context_id``.
+    A task's score is the plain mean; an average over tasks is ``groups=task`` with ``weights``
+    (equal: macro; task points: LIFBench Eq. 3); ``clusters=context_id`` resamples samples sharing
+    a context together.
 
     Args:
-        values: one score per sample (any unit: 0..1 in, 0..1 out).
-        groups: a label per sample: the cells of a weighted mean (default: one cell).
-        weights: group label -> weight; None: every sample weighs the same.
+        values: one score per sample (unit kept).
+        groups, weights: cells of a weighted mean and their weights (None: every sample alike).
         strata, clusters, n_resamples, confidence, method, seed: as :func:`bootstrap_sums`.
 
     Returns:
-        :class:`Estimate` (``mean``, ``low``, ``high``, ``n`` samples with a value, ``n_units``);
-        all NaN and ``n = 0`` when no value is left.
+        :class:`Estimate`; all NaN with ``n = 0`` when no value is left.
 
     Raises:
         ValueError: as :func:`bootstrap_sums`.
@@ -326,88 +304,17 @@ def bootstrap(
     if not keep.any():
         return Estimate(float("nan"), float("nan"), float("nan"), 0, 0)
 
-    def sub(labels: Any, name: str) -> Any:
-        if labels is None:
-            return None
-        arr = pd.Series(list(labels), dtype=object)
-        if len(arr) != len(v):
-            raise ValueError(f"{name} has {len(arr)} labels for {len(v)} values")
-        return arr[keep].tolist()
-
     return bootstrap_sums(
         {"value": v[keep], "count": np.ones(int(keep.sum()))},
         mean_statistic(weights),
-        groups=sub(groups, "groups"),
-        strata=sub(strata, "strata"),
-        clusters=sub(clusters, "clusters"),
+        groups=_kept(groups, keep, "groups"),
+        strata=_kept(strata, keep, "strata"),
+        clusters=_kept(clusters, keep, "clusters"),
         n_resamples=n_resamples,
         confidence=confidence,
         method=method,
         seed=seed,
     )
-
-
-def grouped_bootstrap(
-    df: pd.DataFrame,
-    by: str | Sequence[str],
-    *,
-    value: str = "value",
-    name: str = "mean",
-    groups: str | Sequence[str] | None = None,
-    weights: Mapping[Any, float] | None = None,
-    clusters: str | None = None,
-    scale: float = 1.0,
-    n_resamples: int = 2000,
-    confidence: float = 0.95,
-    seed: int = 0,
-) -> pd.DataFrame:
-    """:func:`bootstrap` per group of ``by`` (like :func:`grouped`, with the CI).
-
-    Args:
-        df: tidy table, one row per score.
-        by: column(s) naming one estimate each (e.g. ``["model", "task"]``).
-        value: the score column.
-        name: the column the mean goes into.
-        groups: column(s) whose cells are weighted inside each estimate (e.g. ``"task"`` for
-            an average over tasks); None: the plain mean.
-        weights: cell label -> weight (labels as tuples when ``groups`` names several columns).
-        clusters: column of resampling clusters (e.g. ``"context_id"``).
-        scale: multiplies mean, low and high (100 for tables in percent).
-
-    Returns:
-        ``by`` columns, then ``name``, ``low``, ``high``, ``n`` (scored samples).
-    """
-    keys = [by] if isinstance(by, str) else list(by)
-    cells = None if groups is None else ([groups] if isinstance(groups, str) else list(groups))
-    rows = []
-    for key, part in df.groupby(keys, sort=True, dropna=False):
-        key = key if isinstance(key, tuple) else (key,)
-        labels = None
-        if cells is not None:
-            labels = (
-                part[cells[0]].tolist()
-                if len(cells) == 1
-                else list(part[cells].itertuples(index=False, name=None))
-            )
-        est = bootstrap(
-            part[value].to_numpy(float),
-            groups=labels,
-            weights=weights,
-            clusters=None if clusters is None else part[clusters].tolist(),
-            n_resamples=n_resamples,
-            confidence=confidence,
-            seed=seed,
-        )
-        rows.append(
-            {
-                **dict(zip(keys, key, strict=True)),
-                name: scale * est.mean,
-                "low": scale * est.low,
-                "high": scale * est.high,
-                "n": est.n,
-            }
-        )
-    return pd.DataFrame(rows, columns=[*keys, name, "low", "high", "n"])
 
 
 def bootstrap_ci(
@@ -417,10 +324,7 @@ def bootstrap_ci(
     confidence: float = 0.95,
     seed: int = 0,
 ) -> tuple[float, float]:
-    """Percentile bootstrap CI of the mean of ``values`` (NaNs dropped): :func:`bootstrap`.
-
-    Returns:
-        ``(low, high)``; ``(nan, nan)`` when there is no value.
+    """``(low, high)`` of :func:`bootstrap`'s percentile CI of the mean (NaN without a value).
 
     Raises:
         ValueError: ``confidence`` outside (0, 1) or ``n_resamples < 1``.
@@ -437,21 +341,11 @@ def stratified_bootstrap_ci(
     confidence: float = 0.95,
     seed: int = 0,
 ) -> tuple[float, float]:
-    """Percentile bootstrap CI of a weighted mean of stratum means: :func:`bootstrap` with one
-    group per stratum (resampled on its own; LIFBench's Eq. 3 with task points as weights).
-
-    Args:
-        strata: one 1-D array of scores per stratum (NaNs dropped; empty strata are left out).
-        weights: one weight per stratum.
-        n_resamples: bootstrap resamples.
-        confidence: two-sided level in (0, 1).
-        seed: numpy Generator seed.
-
-    Returns:
-        ``(low, high)``; ``(nan, nan)`` when no stratum has a value.
+    """``(low, high)`` CI of a weighted mean of stratum means (LIFBench Eq. 3): one
+    group per stratum (1-D score arrays, NaN dropped), ``weights`` one per stratum.
 
     Raises:
-        ValueError: bad ``confidence`` / ``n_resamples`` or a weights/strata length mismatch.
+        ValueError: bad ``confidence``/``n_resamples`` or weights/strata lengths differ.
     """
     if len(strata) != len(weights):
         raise ValueError("strata and weights differ in length")

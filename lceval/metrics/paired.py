@@ -3,6 +3,7 @@ bootstrap differences, Holm's correction."""
 
 from __future__ import annotations
 
+import dataclasses
 import warnings
 from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass
@@ -14,6 +15,7 @@ import pandas as pd
 from lceval.metrics.intervals import (
     _CELLS,
     SumStatistic,
+    _kept,
     _resum,
     _split,
     _units,
@@ -21,10 +23,6 @@ from lceval.metrics.intervals import (
     bootstrap_sums,
     mean_statistic,
 )
-
-# --------------------------------------------------------------------------------------------
-# paired comparisons
-# --------------------------------------------------------------------------------------------
 
 
 @dataclass(frozen=True)
@@ -36,34 +34,24 @@ class Paired:
     low: float
     """Lower end of the paired-bootstrap CI of ``diff``."""
     high: float
-    """Upper end of the paired-bootstrap CI of ``diff``."""
+    """Upper end of it."""
     p_value: float
     """Two-sided p-value of "no difference" (see ``test``)."""
     test: str
-    """``mcnemar-exact`` (binary scores, independent samples: exact binomial test on the
-    discordant pairs) or ``sign-flip`` (paired permutation: A and B swapped per unit)."""
+    """``mcnemar-exact`` (binary scores, independent samples) or ``sign-flip`` (paired permutation
+    of A and B per unit)."""
     n: int
     """Paired samples (both scored)."""
     n_units: int
     """Units resampled and flipped (clusters, else samples)."""
 
     def as_dict(self) -> dict[str, float | str]:
-        """The fields as a dict (for table rows)."""
-        return {
-            "diff": self.diff,
-            "low": self.low,
-            "high": self.high,
-            "p_value": self.p_value,
-            "test": self.test,
-            "n": self.n,
-            "n_units": self.n_units,
-        }
+        return dataclasses.asdict(self)
 
 
 def mcnemar_exact(a: Sequence[float] | np.ndarray, b: Sequence[float] | np.ndarray) -> float:
-    """Exact McNemar test of paired binary scores: two-sided binomial test (p = 1/2) of the
-    pairs where A wins among the discordant pairs (``scipy.stats.binomtest``; McNemar 1947, exact
-    form as in statsmodels' ``mcnemar(exact=True)``).
+    """Exact McNemar test (McNemar 1947; statsmodels' ``mcnemar(exact=True)``): two-sided
+    binomial test (p = 1/2) of A's wins among the discordant pairs (``scipy.stats.binomtest``).
 
     Args:
         a, b: 0/1 scores of the same samples (NaN pairs left out).
@@ -144,19 +132,15 @@ def paired_sums(
     confidence: float = 0.95,
     seed: int = 0,
 ) -> Paired:
-    """Paired difference statistic(A) - statistic(B) on the same samples, any
-    :data:`SumStatistic`: paired-bootstrap CI (units drawn once for both models) and a sign-flip
-    permutation p-value (A and B swapped per unit; exact when 2^units <= ``n_permutations``).
+    """statistic(A) - statistic(B) on the same samples for any :data:`SumStatistic`, with a
+    paired-bootstrap CI (units drawn once for both) and a sign-flip p-value (exact when
+    2^units <= ``n_permutations``).
 
     Args:
         a, b: the two models' columns, row i of each the same sample (NaN counts as 0).
-        statistic: as for :func:`bootstrap_sums`.
-        groups, clusters: labels per row, as for :func:`bootstrap_sums` (strata = groups).
-        n_resamples, confidence, seed: as for :func:`bootstrap_sums` (seed also of the
-            permutations).
+        statistic, groups, clusters, n_resamples, confidence, seed: as :func:`bootstrap_sums`.
         n_permutations: random sign patterns when not exact; the smallest p-value is about
-            2 / (n_permutations + 1), which must stay below alpha / (pairs compared) for a
-            Holm-corrected difference to be found at all.
+            2 / (n_permutations + 1), which must stay below alpha / pairs for Holm to find any.
 
     Raises:
         ValueError: ``a`` and ``b`` differ in shape or columns.
@@ -212,15 +196,13 @@ def paired_difference(
 ) -> Paired:
     """Mean of A minus mean of B on the same samples (pairs with a NaN left out).
 
-    The CI is the bootstrap of the per-sample differences (:func:`bootstrap`, same groups,
-    weights and clusters). The p-value is McNemar's exact test when every score is 0 or 1, the
-    samples are independent (no ``clusters``) and the mean is pooled (no ``weights``); else the
-    sign-flip permutation test of :func:`paired_sums`.
+    The CI bootstraps the per-sample differences (:func:`bootstrap`). The p-value is McNemar's
+    exact test for 0/1 scores of independent samples and a pooled mean (no ``clusters``, no
+    ``weights``), else the sign-flip test of :func:`paired_sums`.
 
     Args:
-        a, b: per-sample scores of the two models, position i the same sample.
-        groups, weights, clusters: as for :func:`bootstrap`.
-        n_resamples, n_permutations, confidence, seed: as for :func:`paired_sums`.
+        a, b: per-sample scores, position i the same sample.
+        groups, weights, clusters: as :func:`bootstrap`; the rest as :func:`paired_sums`.
 
     Returns:
         :class:`Paired`; NaN fields and ``n = 0`` when no pair is left.
@@ -236,8 +218,7 @@ def paired_difference(
     if not keep.any():
         return Paired(nan, nan, nan, nan, "", 0, 0)
     x, y = x[keep], y[keep]
-    g = None if groups is None else pd.Series(list(groups), dtype=object)[keep].tolist()
-    c = None if clusters is None else pd.Series(list(clusters), dtype=object)[keep].tolist()
+    g, c = _kept(groups, keep, "groups"), _kept(clusters, keep, "clusters")
     est = bootstrap(
         x - y,
         groups=g,
@@ -266,14 +247,8 @@ def paired_difference(
 
 
 def holm(p_values: Sequence[float] | np.ndarray) -> np.ndarray:
-    """Holm's step-down adjustment of p-values (Holm 1979; controls the family-wise error rate).
-
-    Adjusted p_(i) = max over j <= i of min(1, (m - j + 1) p_(j)) for the sorted p-values, m the
-    number of non-NaN p-values; NaN stays NaN. Reject where adjusted p <= alpha.
-
-    Returns:
-        Adjusted p-values in the input order.
-    """
+    """Holm's step-down adjusted p-values (Holm 1979), in input order: p_(i) = max over j <= i of
+    min(1, (m - j + 1) p_(j)), m the non-NaN count; NaN stays NaN."""
     p = np.asarray(p_values, dtype=float)
     out = np.full(p.shape, np.nan)
     ok = np.flatnonzero(~np.isnan(p))

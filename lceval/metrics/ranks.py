@@ -9,10 +9,6 @@ import pandas as pd
 
 from lceval.metrics.basic import coefficient_of_variation
 
-# --------------------------------------------------------------------------------------------
-# rank agreement and stability
-# --------------------------------------------------------------------------------------------
-
 
 def kendall_tau_b(x: np.ndarray, y: np.ndarray) -> np.ndarray:
     """Kendall's tau-b of ``x`` and ``y`` along the last axis (vectorized over leading axes).
@@ -39,16 +35,12 @@ def group_stability(
     value: str = "value",
     ddof: int = 1,
 ) -> pd.DataFrame:
-    """IFS-style stability: coefficient of variation (``ddof``) of the group means of ``value``.
-
-    LIFBench's IFS (paper Eq. 5-6) applied to any benchmark with semantically equal variants:
-    the samples of one ``by`` cell (model, task) are grouped by ``group`` (expression, LIE
-    setting, instruction set), each group's mean is taken (Eq. 5), and the CV of those means is
-    the stability (Eq. 6; 0 = steady, larger = less stable).
+    """IFS-style stability (LIFBench Eq. 5-6) for any benchmark with equivalent variants: per
+    ``by`` cell, the CV (``ddof``) of the means of ``value`` per ``group`` (0 = steady).
 
     Returns:
         ``by`` columns, ``CV`` (NaN for fewer than ``ddof + 1`` groups or a zero mean),
-        ``n_groups``, ``mean`` (mean of the group means) and ``n`` (samples).
+        ``n_groups``, ``mean`` (of the group means) and ``n`` (samples).
     """
     keys = [by] if isinstance(by, str) else list(by)
     t = df[df[value].notna() & df[group].notna()]
