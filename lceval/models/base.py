@@ -30,7 +30,6 @@ from lceval.models.backends import (
     option_values,
     parse_options,
     resolve_backend,
-    unknown_option_message,
 )
 
 __all__ = [
@@ -40,7 +39,6 @@ __all__ = [
     "check_backend_options",
     "choose_backend",
     "cpu_has_bf16",
-    "unknown_option_message",
 ]
 
 
