@@ -44,10 +44,9 @@ from urllib.parse import urlparse
 from lceval.core.errors import LcevalError, one_line
 from lceval.core.records import Context, FinishReason, Response, Sample
 from lceval.core.tokens import count_tokens
-from lceval.models.backends import PUBLIC_BASE_URL, is_public_openai
+from lceval.models.backends import PUBLIC_BASE_URL, is_public_openai, parse_options
 from lceval.models.base import GenerationConfig, error_response
 from lceval.models.prompts import context_text, messages
-from lceval.models.thinking import check_options as check_thinking_options
 from lceval.models.thinking import markers_from_option, split
 
 MAX_STOP = 4
@@ -106,7 +105,9 @@ class OpenAIBackend:
     ) -> None:
         from openai import OpenAI
 
-        check_thinking_options(enable_thinking, max_thinking_tokens, think_end)
+        thinking: dict[str, Any] = {"enable_thinking": enable_thinking, "think_end": think_end}
+        thinking["max_thinking_tokens"] = max_thinking_tokens  # checked as -o options are
+        parse_options("openai", {k: v for k, v in thinking.items() if v is not None})
         self.enable_thinking = enable_thinking
         self.max_thinking_tokens = max_thinking_tokens
         self.markers = markers_from_option(think_end) if think_end is not None else None
