@@ -210,8 +210,6 @@ class BackendSpec:
     """Names of further engine arguments passed through as they are (vLLM's ``EngineArgs``)."""
     ready: Callable[[str | None, BackendOptions], None] | None = None
     """Checks a remote backend can answer (model name, API key) without contacting it."""
-    typed: bool = False
-    """Its engine takes the parsed options as one object; False: as keywords."""
 
     def defaults(self) -> dict[str, Any]:
         """Option name -> default (declared options only)."""
@@ -246,7 +244,6 @@ BACKENDS: dict[str, BackendSpec] = {
         window_option="window",
         logprobs=True,
         prefix_counters=True,
-        typed=True,
     ),
     "vllm": BackendSpec(
         "vllm",
@@ -257,7 +254,6 @@ BACKENDS: dict[str, BackendSpec] = {
         logprobs=True,
         prefix_counters=True,
         extra_options=engine_arg_names,
-        typed=True,
     ),
     "openai": BackendSpec(
         "openai",
@@ -382,11 +378,6 @@ def parse_options(backend: str, options: Mapping[str, Any]) -> BackendOptions:
         if err["type"] == "string_pattern_mismatch" and field_ is not None:
             msg = f"must be {field_.description}"
         raise LcevalError(f"backend {backend} option {key}: {value!r:.60}: {msg[:120]}") from None
-
-
-def option_values(parsed: BackendOptions) -> dict[str, Any]:
-    """The options given (declared ones and passed-through engine arguments), as keywords."""
-    return {**parsed.model_dump(exclude_unset=True), **(parsed.model_extra or {})}
 
 
 def check_backend_options(backend: str, options: Mapping[str, Any]) -> str:

@@ -27,7 +27,6 @@ from lceval.models.backends import (
     choose_backend,
     cpu_has_bf16,
     engine_class,
-    option_values,
     parse_options,
     resolve_backend,
 )
@@ -259,10 +258,7 @@ def load_backend(backend: str, model: str | None = None, **options: Any) -> Back
     tie_forked_children()  # engine processes forked from here die with this process
     parsed = parse_options(name, options)
     cls = engine_class(name)
-    if BACKENDS[name].typed:  # one typed object (lceval.models.backends)
-        engine: Backend = cls(model, options=parsed)
-    else:
-        engine = cls(model, **option_values(parsed))
+    engine: Backend = cls(model, options=parsed)  # one typed object (lceval.models.backends)
     return engine
 
 
