@@ -7,12 +7,11 @@ torch or vLLM, so a command line is checked in milliseconds. ``auto`` is decided
 from __future__ import annotations
 
 import ast
-import difflib
 import functools
 import importlib
 import importlib.util
 import os
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 from urllib.parse import urlparse
@@ -330,16 +329,6 @@ def resolve_backend(backend: str) -> str:
     return choose_backend()[0] if backend == AUTO_BACKEND else backend
 
 
-def unknown_option_message(backend: str, key: str, known: Sequence[str]) -> str:
-    """One line for an option ``backend`` does not take: the three closest valid names and the
-    command listing them all."""
-    near = difflib.get_close_matches(key, known, n=3, cutoff=0.0)
-    return (
-        f"backend {backend} has no option {key!r:.40}; closest: {', '.join(near)} "
-        f"(all {len(known)}: lceval infer --list-options {backend})"
-    )
-
-
 RENAMED = {("hf", "batch_size"): "max_batch_rows"}
 """Old option spellings, refused naming the new (``batch_size`` means samples per engine call)."""
 
@@ -366,7 +355,12 @@ def parse_options(backend: str, options: Mapping[str, Any]) -> BackendOptions:
                 "batch); batch_size means samples per engine call (lceval infer --batch-size)"
             )
         if key not in declared and key not in extra:
-            raise LcevalError(unknown_option_message(backend, key, sorted({*declared, *extra})))
+            known = sorted({*declared, *extra})
+            hint = did_you_mean(key, known)
+            raise LcevalError(
+                f"backend {backend} has no option {key!r:.40}{f' ({hint})' if hint else ''}; "
+                f"all {len(known)}: lceval infer --list-options {backend}"
+            )
     try:
         return spec.options(**dict(options))
     except ValidationError as exc:
