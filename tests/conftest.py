@@ -12,8 +12,17 @@ import pytest
 from lceval import params as declared
 from lceval.benchmark import Benchmark, BuildResult, ScorerSpec
 from lceval.core.records import Context, Gold, Judgement, Sample
+from lceval.models.backends import choose_backend
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")  # tests never download
+
+
+@pytest.fixture(autouse=True)
+def _auto_decided_afresh():
+    """``auto`` is decided once per process; tests that patch what it reads decide it afresh."""
+    choose_backend.cache_clear()
+    yield
+    choose_backend.cache_clear()
 
 
 @pytest.fixture(scope="session")

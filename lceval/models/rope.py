@@ -1,23 +1,11 @@
-"""RoPE overrides for the local engines, set on the engines' own config as HELMET does
-(transformers' config before ``from_pretrained``, vLLM's ``hf_overrides``), never on model code.
+"""RoPE overrides set on the engines' own config, as HELMET does (transformers' config before
+``from_pretrained``, vLLM's ``hf_overrides``), never on model code.
 
-Options (the same for ``hf`` and ``vllm``)
-------------------------------------------
-- ``rope_theta``: the RoPE base b (the checkpoint's own when None). L-Eval's NTK sweep (An et
-  al., ACL 2024, Sec. "NTK Base Scaling") varies it directly (20,000 to 160,000 for Llama-2).
-- ``rope_scaling``: None, ``{"type": T, "factor": s, "original_max_position_embeddings": n}``
-  (``rope_type`` is accepted for ``type``; n, the trained window, defaults to the checkpoint's
-  ``max_position_embeddings``) or the short form ``"T:s"``. T is ``dynamic`` or ``linear`` (the
-  engines' own ``rope_type``s, passed through) or ``ntk``: static NTK-aware scaling, i.e. plain
-  RoPE with the base b' = b * s^(d / (d - 2)), d the rotary dimension (bloc97, r/LocalLLaMA,
-  2023; YaRN, Peng et al., 2023, arXiv:2309.00071, Sec. 3.2). transformers' ``dynamic``
-  recomputes the base from each forward call's length; vLLM's computes one base for its whole
-  window s n (:func:`for_vllm`), so the engines differ there by design (run.json records which).
-
-A scaling spec replaces the checkpoint's own scaling; a bare ``rope_theta`` keeps the type and
-changes only the base. :meth:`RopeOverride.record` goes to run.json;
-:meth:`RopeOverride.cache_field` joins the response cache key only when the effective parameters
-differ from the checkpoint's.
+``rope_theta`` sets the base b (L-Eval's NTK sweep, An et al., ACL 2024, varies it directly);
+``rope_scaling`` (:class:`RopeScaling`) replaces the checkpoint's scaling: ``dynamic`` and
+``linear`` pass through to the engine, ``ntk`` is plain RoPE with the NTK-aware base
+(:func:`ntk_aware_base`). run.json records :meth:`RopeOverride.record`; the cache key gets
+:meth:`RopeOverride.cache_field` only when the parameters differ from the checkpoint's.
 """
 
 from __future__ import annotations
@@ -25,7 +13,6 @@ from __future__ import annotations
 import copy
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
-from math import inf
 from typing import Any, Literal
 
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field, ValidationError, model_validator
@@ -34,7 +21,8 @@ from lceval.core.errors import LcevalError, one_line
 
 
 class RopeScaling(BaseModel):
-    """A RoPE scaling spec (the ``rope_scaling`` backend option, parsed)."""
+    """The ``rope_scaling`` option: ``{type, factor, original_max_position_embeddings}`` or the
+    short form ``"TYPE:factor"`` (``rope_type`` is taken for ``type``)."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -58,7 +46,7 @@ class RopeScaling(BaseModel):
 
 
 def parse_rope_scaling(spec: Any) -> RopeScaling | None:
-    """Parse the ``rope_scaling`` option: None, a mapping, or ``"type:factor"``.
+    """The ``rope_scaling`` option parsed (None stays None).
 
     Raises:
         LcevalError: an unknown type or key, or a factor / window that is not a positive number.
@@ -85,8 +73,7 @@ def ntk_aware_base(base: float, factor: float, rotary_dim: int) -> float:
 
 
 def rotary_dim(config: Any) -> int:
-    """Rotated dimensions per attention head: ``head_dim`` (else hidden_size / heads) times
-    ``partial_rotary_factor`` (default 1)."""
+    """Rotated dims per head: ``head_dim`` (else hidden / heads) x ``partial_rotary_factor``."""
     cfg = getattr(config, "text_config", None) or config
     head = getattr(cfg, "head_dim", None) or cfg.hidden_size // cfg.num_attention_heads
     params = getattr(cfg, "rope_parameters", None) or {}
@@ -95,8 +82,8 @@ def rotary_dim(config: Any) -> int:
 
 
 def checkpoint_rope(config: Any) -> dict[str, Any]:
-    """The checkpoint's RoPE parameters as one flat dict (``rope_type``, ``rope_theta``, ...):
-    transformers >= 5's ``rope_parameters``, or 4.x's ``rope_scaling`` plus ``rope_theta``.
+    """The checkpoint's RoPE parameters, flat (``rope_type``, ``rope_theta``, ...), from
+    transformers 5's ``rope_parameters`` or 4.x's ``rope_scaling`` and ``rope_theta``.
 
     Raises:
         LcevalError: no RoPE base, or per-layer-type parameters (not supported).
@@ -117,12 +104,11 @@ def checkpoint_rope(config: Any) -> dict[str, Any]:
 
 @dataclass(frozen=True)
 class RopeOverride:
-    """The RoPE settings a backend loads a model with: the checkpoint's, or an override."""
+    """The RoPE a backend loads a model with: the checkpoint's, or an override."""
 
     parameters: Mapping[str, Any]
     """Effective RoPE parameters (``rope_type``, ``rope_theta``, ``factor``, ...)."""
     checkpoint: Mapping[str, Any]
-    """The checkpoint's own (:func:`checkpoint_rope`)."""
     rotary_dim: int
     max_position_embeddings: int
     """The config's ``max_position_embeddings`` after the override (tokens)."""
@@ -130,15 +116,15 @@ class RopeOverride:
     spec: Mapping[str, Any] = field(default_factory=dict)
     """The options as given (``rope_theta``, ``rope_scaling``)."""
     layout_v5: bool = True
-    """transformers >= 5 keeps RoPE in ``rope_parameters``; 4.x in ``rope_theta`` /
-    ``rope_scaling``."""
+    """transformers 5's ``rope_parameters``; False: 4.x's ``rope_theta`` / ``rope_scaling``."""
 
     @property
     def changed(self) -> bool:
-        return (
-            dict(self.parameters) != dict(self.checkpoint)
-            or self.max_position_embeddings != self.checkpoint_max_position_embeddings
-        )
+        return self._window_changed or dict(self.parameters) != dict(self.checkpoint)
+
+    @property
+    def _window_changed(self) -> bool:
+        return self.max_position_embeddings != self.checkpoint_max_position_embeddings
 
     @property
     def rope_theta(self) -> float:
@@ -153,8 +139,7 @@ class RopeOverride:
         return int(n * s["factor"])
 
     def config_overrides(self) -> dict[str, Any]:
-        """Config fields to set (transformers config attributes, vLLM ``hf_overrides``); empty
-        when nothing changes."""
+        """Config fields to set (transformers config, vLLM ``hf_overrides``); empty: unchanged."""
         if not self.changed:
             return {}
         p = dict(self.parameters)
@@ -163,7 +148,7 @@ class RopeOverride:
         else:
             theta = p.pop("rope_theta")
             out = {"rope_theta": theta, "rope_scaling": None if p["rope_type"] == "default" else p}
-        if self.max_position_embeddings != self.checkpoint_max_position_embeddings:
+        if self._window_changed:
             out["max_position_embeddings"] = self.max_position_embeddings
         return out
 
@@ -172,7 +157,7 @@ class RopeOverride:
         if not self.changed:
             return None
         out: dict[str, Any] = {"parameters": dict(sorted(self.parameters.items()))}
-        if self.max_position_embeddings != self.checkpoint_max_position_embeddings:
+        if self._window_changed:
             out["max_position_embeddings"] = self.max_position_embeddings
         return out
 
@@ -190,23 +175,21 @@ class RopeOverride:
 
 
 def resolve_rope(config: Any, rope_theta: Any = None, rope_scaling: Any = None) -> RopeOverride:
-    """The effective RoPE settings of ``config`` (a transformers config, not modified) under the
-    options.
+    """The effective RoPE of ``config`` (a transformers config, not modified) under the options
+    (checked by ``lceval.models.backends.LocalOptions``).
 
     Raises:
-        LcevalError: a bad option, or a model without a single RoPE base.
+        LcevalError: a bad ``rope_scaling``, or a model without a single RoPE base.
     """
-    if rope_theta is not None and not (
-        isinstance(rope_theta, int | float) and 1 < rope_theta < inf
-    ):
-        raise LcevalError(f"rope_theta must be a finite number > 1, got {rope_theta!r:.60}")
     scaling = parse_rope_scaling(rope_scaling)
     cfg = getattr(config, "text_config", None) or config
     ck, dim = checkpoint_rope(cfg), rotary_dim(cfg)
     ck_max = int(getattr(cfg, "max_position_embeddings", 0) or 0)
     base = float(rope_theta) if rope_theta is not None else ck["rope_theta"]
     params, max_pos = {**ck, "rope_theta": base}, ck_max
+    spec: dict[str, Any] = {} if rope_theta is None else {"rope_theta": float(rope_theta)}
     if scaling is not None:
+        spec["rope_scaling"] = scaling.model_dump(exclude_none=True)
         keep = {k: ck[k] for k in ("partial_rotary_factor",) if k in ck}
         if scaling.type == "ntk":
             params = {
@@ -217,11 +200,6 @@ def resolve_rope(config: Any, rope_theta: Any = None, rope_scaling: Any = None) 
             params = {"rope_type": scaling.type, "rope_theta": base, "factor": scaling.factor}
             max_pos = scaling.original_max_position_embeddings or ck_max
         params.update(keep)
-    spec: dict[str, Any] = {}
-    if rope_theta is not None:
-        spec["rope_theta"] = float(rope_theta)
-    if scaling is not None:
-        spec["rope_scaling"] = scaling.model_dump(exclude_none=True)
     v5 = isinstance(getattr(cfg, "rope_parameters", None), Mapping)
     return RopeOverride(params, ck, dim, max_pos, ck_max, spec, v5)
 
@@ -244,12 +222,12 @@ def apply_rope(config: Any, rope: RopeOverride) -> Any:
 
 
 def load_config(path: str, trust_remote_code: bool = False) -> Any:
-    """The checkpoint's transformers config (``AutoConfig.from_pretrained``).
+    """The checkpoint's transformers config.
 
     Raises:
         LcevalError: the config cannot be read.
     """
-    from transformers import AutoConfig
+    from transformers import AutoConfig  # heavy: only when an override is asked for
 
     try:
         return AutoConfig.from_pretrained(path, trust_remote_code=trust_remote_code)
@@ -260,12 +238,11 @@ def load_config(path: str, trust_remote_code: bool = False) -> Any:
 def for_vllm(
     config: Any, rope_theta: Any, rope_scaling: Any, max_model_len: int | None
 ) -> tuple[RopeOverride, int | None]:
-    """The override vLLM gets through ``hf_overrides``, and the ``max_model_len`` to start with.
+    """The override vLLM gets as ``hf_overrides``, and the ``max_model_len`` to start with.
 
-    vLLM precomputes cos/sin tables up to ``max_position_embeddings``, so plain RoPE (a base or
-    ``ntk``) gets that field raised to the window asked (``max_model_len``, else s x n for
-    ``ntk``); ``dynamic`` gets ``max_trained_positions`` = n and ``max_position_embeddings`` =
-    s n; ``linear`` is left to vLLM (it derives the window s n itself).
+    vLLM precomputes cos/sin up to ``max_position_embeddings``: plain RoPE (a base, ``ntk``)
+    gets it raised to the window asked (``max_model_len``, else s x n); ``dynamic`` gets
+    ``max_trained_positions`` = n and a window of s x n; vLLM derives ``linear``'s itself.
     """
     rope = resolve_rope(config, rope_theta, rope_scaling)
     kind = rope.parameters.get("rope_type")

@@ -1,24 +1,12 @@
-"""Several models per run: the ``models:`` list of a params file, and whether each model's window
-holds the run's prompts, both checked before any engine starts.
+"""The models of a run (a params file's ``model:`` or ``models:`` list) and whether each one's
+window holds the run's prompts, both checked before any engine starts.
 
-A params section that answers samples (:class:`lceval.params.InferenceSection`) names its
-models in one of two ways (never both)::
-
-    model: meta-llama/Llama-3.1-8B-Instruct        # one model
-    models:                                        # several, answered one engine at a time
-      - Qwen/Qwen2.5-7B-Instruct                   # a string: the params' backend and options
-      - model: /models/llama-3.1-70b               # a mapping:
-        backend: vllm                              #   optional, default: the params' backend
-        options: {tensor_parallel_size: 2}         #   merged over the params' backend_options
-        name: llama-70b                            #   optional display name (Response.model)
-
-``embedded`` (or ``smollm2``) names the embedded SmolLM2-135M-Instruct stand-in; it is used only
-when named: a params section naming no model stops with one line (:func:`resolve_models`).
-
-Before inference, :func:`check_fits` compares each model's context window with the run's longest
-prompt plus its answer budget; a model that cannot hold it stops the run with one line naming the
-model, its window and the prompt, unless truncation was asked for (LIFBench Sec. 5.1 and L-Eval
-right-truncate the context of models with shorter windows).
+A ``models:`` entry is a model id (the params' backend and options) or a mapping
+``{model, backend, options, name}`` (its ``options`` merged over the params'
+``backend_options``; ``name`` is the display name, ``Response.model``). ``embedded`` names the
+SmolLM2-135M-Instruct stand-in, used only when named. A model whose window cannot hold the
+longest prompt plus its answer budget stops the run in one line, unless truncation was asked for
+(LIFBench Sec. 5.1 and L-Eval right-truncate the context of models with shorter windows).
 """
 
 from __future__ import annotations
@@ -27,19 +15,25 @@ import heapq
 import json
 import os
 from collections.abc import Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from lceval.core.console import engine_output, verbose
 from lceval.core.errors import LcevalError
 from lceval.core.records import Context, Sample
+from lceval.models.backends import resolve_backend
+from lceval.models.base import load_backend
+from lceval.models.embedded import EMBEDDED_ALIASES, EMBEDDED_NAME, check_model, resolve_model
+from lceval.models.prompts import context_text, plain_text, render_chat_prompt
+from lceval.models.rope import parse_rope_scaling
 
 SPEC_KEYS = ("model", "backend", "options", "name")
 """Keys of one ``models:`` entry given as a mapping."""
 
 CHECKED_PROMPTS = 16
-"""Prompts tokenized by :func:`longest_prompt`: the run's longest in characters."""
+"""Prompts tokenized by :func:`longest_prompt` (the run's longest in characters)."""
 
 NO_MODEL = (
     "no model named: set `model:` or `models:` (a path or hub id; `model: embedded` for the "
@@ -106,9 +100,8 @@ def _entry(value: Any, i: int, backend: str, options: Mapping[str, Any], where: 
 
 
 def check_display_name(name: Any, what: str = "model name") -> str:
-    """``name`` when it can name a model's answers: a non-empty string of printable characters
-    (no newline or other control character: it is written on progress lines, in tables and as a
-    key of run.json), at most 200 characters, not only spaces.
+    """``name`` when it can name a model's answers (progress lines, tables, run.json keys): a
+    non-empty string of at most 200 printable characters, not only spaces.
 
     Raises:
         LcevalError: one line naming ``what`` and the problem.
@@ -124,14 +117,11 @@ def check_display_name(name: Any, what: str = "model name") -> str:
 
 def stored_name(spec: ModelSpec) -> str:
     """The name ``spec``'s answers are stored under (``Response.model``, run.json's ``models``
-    key), known without loading anything: the display name, else the name the engine gives the
-    model (the embedded model's, a local folder as typed, a hub id, an API's served name).
-    An answer's identity is this name: two models of a run never share it (:func:`check_names`).
+    key; an answer's identity, :func:`check_names`), known without loading anything: the display
+    name, else the engine's name for the model (embedded, a folder as typed, a hub id, an API's).
     """
     if spec.name:
         return spec.name
-    from lceval.models.embedded import EMBEDDED_ALIASES, EMBEDDED_NAME
-
     text = spec.model.strip()
     if spec.backend != "openai" and text.lower() in EMBEDDED_ALIASES:
         return EMBEDDED_NAME
@@ -145,21 +135,12 @@ def location(spec: ModelSpec) -> str:
     if spec.backend == "openai":
         base = str(spec.options.get("base_url") or os.environ.get("OPENAI_BASE_URL") or "")
         return f"openai:{base.rstrip('/')}|{text}"
-    from lceval.models.embedded import EMBEDDED_ALIASES
-
     if text.lower() in EMBEDDED_ALIASES:
         return "embedded"
     path = Path(text).expanduser()
     if path.is_dir():
         return str(path.resolve())
     return text
-
-
-def _engine_of(spec: ModelSpec) -> str:
-    """The engine ``spec`` will load (``auto`` decided by ``choose_backend``)."""
-    from lceval.models.backends import resolve_backend
-
-    return resolve_backend(spec.backend)
 
 
 def recorded_location(entry: Mapping[str, Any]) -> str | None:
@@ -187,9 +168,8 @@ ANSWER_OPTIONS = (
     "max_model_len",
     "trust_remote_code",
 )
-"""Engine options that change a model's answers (the others, ``device``, ``num_threads``, batch
-and parallelism sizes, retries, change only speed): a model whose answers are already stored
-under a name may answer more samples under it only with the same values of these."""
+"""Engine options that change a model's answers (the others change only speed): more answers
+under a stored name need the same values of these."""
 
 
 def _options_text(options: Mapping[str, Any]) -> str:
@@ -200,18 +180,12 @@ def _options_text(options: Mapping[str, Any]) -> str:
 def check_names(
     specs: Sequence[ModelSpec], earlier: Mapping[str, Any], run_id: str = "the run"
 ) -> None:
-    """Refuse, before anything starts, two models that would store their answers under one name:
-    two models of this command, or a model and earlier answers in the run folder (run.json's
-    ``models``) from another place (path, hub id, endpoint), backend or options.
-
-    Args:
-        specs: the models of the command.
-        earlier: run.json's ``models`` (stored name -> the entry recorded when it answered).
-        run_id: the run, for messages.
+    """Refuse two models that would store their answers under one name: two of ``specs``, or
+    one of them and ``earlier`` answers (run.json's ``models``: stored name -> entry) from
+    another place, backend or answer options.
 
     Raises:
-        LcevalError: one line naming both models and the shared name, and the way out (a
-            different ``name``).
+        LcevalError: one line naming both models, the shared name and the way out (``name``).
     """
     seen: dict[str, int] = {}
     for i, spec in enumerate(specs):
@@ -232,7 +206,7 @@ def check_names(
             why = f"from {was[-80:]}"
         elif "options" in entry and _options_text(entry["options"]) != _options_text(spec.options):
             why = f"with options {_options_text(entry['options'])[:80]}"
-        elif entry.get("backend") not in (None, _engine_of(spec)):
+        elif entry.get("backend") not in (None, resolve_backend(spec.backend)):
             why = f"from backend {entry.get('backend')}"
         if why:
             raise LcevalError(
@@ -249,25 +223,18 @@ def resolve_models(
     where: str = "inference",
     one: str | None = None,
 ) -> tuple[ModelSpec, ...]:
-    """The models a params section names, in order.
+    """The models a params section names, in order, one :class:`ModelSpec` each.
 
     Args:
-        model: one model (a string), or None.
-        models: several (strings, ``{model, backend, options, name}`` mappings, or
-            :class:`ModelSpec` taken as they are), or None.
-        backend: the section's backend (an entry's own ``backend`` wins).
-        options: the section's ``backend_options`` (an entry's own ``options`` go over them).
-        where: the section's owner for messages.
-        one: why only one model can be taken here (then more than one is refused with it).
-
-    Returns:
-        One :class:`ModelSpec` per model.
+        models: strings, ``{model, backend, options, name}`` mappings, or :class:`ModelSpec`.
+        backend: the section's backend (an entry's own wins).
+        options: the section's ``backend_options`` (an entry's own go over them).
+        where: the section's owner, for messages.
+        one: why only one model can be taken here (more are refused with it).
 
     Raises:
-        LcevalError: one line: both ``model`` and ``models``, neither (the embedded stand-in is
-            used only when named), an empty list, a malformed entry, or two entries that would
-            store their answers under the same name (:func:`stored_name`); more than one with
-            ``one``.
+        LcevalError: one line: both ``model`` and ``models``, neither, an empty list, a
+            malformed entry, two entries sharing a stored name; more than one with ``one``.
     """
     options = dict(options or {})
     if model is not None and models is not None:
@@ -292,16 +259,13 @@ def resolve_models(
 
 # --------------------------------------------------------------------- window vs longest prompt
 def _local_folder(model: str, files: Sequence[str]) -> Path | None:
-    """A local folder holding ``files`` of ``model`` (the embedded model converted, a local
-    folder, or a hub snapshot: the cache first, then the network unless ``HF_HUB_OFFLINE``);
-    None when it cannot be had."""
-    from lceval.models.embedded import check_model, resolve_model
-
+    """A local folder holding ``files`` of ``model`` (embedded, a folder, or a hub snapshot:
+    the cache, then the network unless ``HF_HUB_OFFLINE``); None when it cannot be had."""
     kind = check_model(model)
     if kind != "hub":
         return Path(resolve_model(model).path)
     try:
-        from huggingface_hub import snapshot_download
+        from huggingface_hub import snapshot_download  # imported only for a hub model
 
         try:
             return Path(snapshot_download(model, allow_patterns=list(files), local_files_only=True))
@@ -326,9 +290,8 @@ TOKENIZER_FILES = (
 
 
 def window_config(config: Any) -> Any:
-    """The section of a model config that states its window: the config itself, or its
-    ``text_config`` (multimodal checkpoints); a transformers config object or config.json as a
-    dict. None: neither states ``max_position_embeddings``."""
+    """The part of a config (object or config.json dict) stating ``max_position_embeddings``:
+    itself or its ``text_config`` (multimodal); None: neither."""
 
     def get(obj: Any, key: str) -> Any:
         return obj.get(key) if isinstance(obj, Mapping) else getattr(obj, key, None)
@@ -341,10 +304,9 @@ def window_config(config: Any) -> Any:
 
 
 def model_window(config: Any, tokenizer: Any = None) -> int:
-    """A loaded model's context window in tokens: the config's ``max_position_embeddings`` (or
-    its text config's, :func:`window_config`), else the tokenizer's ``model_max_length``; the one
-    rule the hf engine (``HFBackend.window``), the planner (``lceval.run.plan``) and
-    :func:`declared_window` read a checkpoint's window by.
+    """A model's context window in tokens, by one rule for the hf engine, the planner and
+    :func:`declared_window`: the config's ``max_position_embeddings`` (:func:`window_config`),
+    else the tokenizer's ``model_max_length``.
 
     Raises:
         LcevalError: neither the model config nor the tokenizer states a window.
@@ -360,17 +322,10 @@ def model_window(config: Any, tokenizer: Any = None) -> int:
 
 
 def declared_window(spec: ModelSpec, folder: Path | None) -> tuple[int | None, str]:
-    """The context window ``spec``'s engine will have, in tokens, and where it comes from.
-
-    The ``max_model_len`` (vllm) or ``window`` (hf) option; else the checkpoint's
-    ``max_position_embeddings`` (or its text config's), times the factor of a ``rope_scaling``
-    option (over its ``original_max_position_embeddings`` when given), as the engines resolve it
-    (:func:`model_window`, ``lceval.models.rope``), or times the factor of the
-    checkpoint's own linear, dynamic or YaRN scaling (as vLLM derives ``max_model_len``).
-
-    Returns:
-        ``(tokens, source)``, or ``(None, why unknown)`` for an API model or an unreadable config.
-    """
+    """``(tokens, source)``: the window ``spec``'s engine will have (the ``max_model_len`` or
+    ``window`` option; else :func:`model_window` times a ``rope_scaling`` option's factor, or
+    the checkpoint's own linear / dynamic / YaRN factor, as vLLM derives it); ``(None, why)``
+    for an API model or an unreadable config."""
     if spec.backend == "openai":
         return None, "an API model's window is not known here"
     for key in ("max_model_len", "window"):
@@ -396,8 +351,6 @@ def declared_window(spec: ModelSpec, folder: Path | None) -> tuple[int | None, s
             base = own.get("original_max_position_embeddings") if kind == "yarn" else None
             m = int((base or n) * factor)
             return m, f"config max_position_embeddings with its {kind} scaling x{factor:g}"
-    from lceval.models.rope import parse_rope_scaling
-
     scaling = parse_rope_scaling(spec.options.get("rope_scaling"))
     if scaling is not None:
         base = scaling.original_max_position_embeddings or n
@@ -410,11 +363,9 @@ class Longest:
     """The run's longest prompt for one model."""
 
     tokens: int
-    """Prompt tokens plus the sample's answer budget."""
+    """Prompt tokens (chat template included) plus the sample's answer budget."""
     prompt_tokens: int
-    """Prompt tokens alone (chat template included when the model has one)."""
     sample_id: str
-    """The sample."""
     how: str
     """``"model tokenizer"`` or the estimate used."""
 
@@ -426,24 +377,13 @@ def longest_prompt(
     tokenizer: Any | None,
     prompt_format: str = "auto",
 ) -> Longest:
-    """The run's longest prompt plus answer budget, in the model's tokens.
+    """The run's longest prompt plus answer budget (``budget(sample) -> int``), in tokens.
 
-    The :data:`CHECKED_PROMPTS` samples longest in characters (prompt parts and history) are
-    rendered as the engine renders them (``render_chat_prompt`` with no window) and counted with
-    the model's tokenizer. Without a tokenizer (an API model, a hub model that cannot be
-    fetched) the estimate is the o200k_base count of the plain prompt: GPT-4o's tokenizer needs
-    about as many or fewer tokens than open models' for English text, so the estimate rarely
-    stops a run that fits.
-
-    Args:
-        samples: the samples to answer.
-        contexts: context id -> Context.
-        budget: ``budget(sample) -> int``, the answer budget in tokens.
-        tokenizer: a transformers tokenizer, or None to estimate.
-        prompt_format: the engine's ``prompt_format`` option.
+    The :data:`CHECKED_PROMPTS` samples longest in characters are rendered as the engine renders
+    them and counted with ``tokenizer``; without one (an API model) the o200k_base count of the
+    plain prompt estimates it (GPT-4o needs about as many or fewer tokens as open models).
     """
-    from lceval.core.tokens import count_tokens
-    from lceval.models.prompts import context_text, plain_text, render_chat_prompt
+    from lceval.core.tokens import count_tokens  # tiktoken: only when a window is checked
 
     def chars(s: Sample) -> int:
         parts = (s.description, s.instruction, s.system or "", s.assistant_prefix)
@@ -467,15 +407,10 @@ def longest_prompt(
 
 
 def _quiet_tokenizer(folder: Path) -> Any:
-    """The tokenizer in ``folder``, or None when it cannot be read (the caller estimates).
-
-    Loaded before the engine's own log redirection starts, so transformers' records (config
-    dumps at info verbosity) are held back unless lceval is verbose (``-v``, LCEVAL_VERBOSE=1).
-    """
-    from lceval.core.console import verbose
-
+    """The tokenizer in ``folder`` (None: unreadable), transformers' info records held back
+    unless lceval is verbose (it loads before the engine's log redirection)."""
     try:
-        from transformers import AutoTokenizer
+        from transformers import AutoTokenizer  # heavy: only when a window is checked
         from transformers.utils import logging as hf_logging
     except ImportError:
         return None
@@ -496,14 +431,11 @@ def check_fits(
     contexts: Mapping[str, Context],
     budget: Any,
 ) -> str:
-    """Stop before inference when ``spec``'s window cannot hold the run's longest prompt.
-
-    Returns:
-        One line saying what was checked (or why the window is unknown and was not checked).
+    """One line saying what was checked (or why not), before inference.
 
     Raises:
-        LcevalError: one line naming the model, its window and the longest prompt (tokens,
-            sample id), and the ways out.
+        LcevalError: ``spec``'s window cannot hold the longest prompt (one line naming the
+            model, its window, the prompt's tokens and sample, and the ways out).
     """
     folder = None if spec.backend == "openai" else _local_folder(spec.model, TOKENIZER_FILES)
     window, source = declared_window(spec, folder)
@@ -534,25 +466,15 @@ def check_fits(
 
 @contextmanager
 def opened(spec: ModelSpec, log_to: str | os.PathLike[str] | None = None) -> Iterator[Any]:
-    """``spec``'s engine, loaded on entry and closed on exit (for notebooks that drive an engine
-    themselves: ManyIFEval's refinement rounds, the contamination signals), named by its display
-    name when it has one.
+    """``spec``'s engine, loaded on entry and closed on exit, named by :func:`stored_name` (for
+    notebooks that drive an engine: ManyIFEval's refinement, the contamination signals).
 
     Args:
-        spec: the model.
-        log_to: a run folder: while the engine lives, its output (and its worker processes')
-            goes to the run's ``logs/lceval.log`` (:func:`lceval.core.console.engine_output`), not
-            to
-            the notebook; None: left where it goes.
+        log_to: a run folder: the engine's output goes to its ``logs/lceval.log`` meanwhile.
 
     Raises:
         LcevalError: what :func:`lceval.models.base.load_backend` refuses.
     """
-    from contextlib import nullcontext
-
-    from lceval.core.console import engine_output
-    from lceval.models.base import load_backend
-
     logged = nullcontext() if log_to is None else engine_output(log_to, f"engine {spec.model}")
     with logged:
         engine = load_backend(spec.backend, spec.model, **spec.options)

@@ -1,33 +1,15 @@
-"""Reasoning models: the thinking kept apart from the answer, budgeted, and never scored.
+"""Reasoning models: the thinking kept apart from the answer (``Response.reasoning`` and
+``Response.text``, the one scorers read), budgeted, never scored.
 
-Most instruction models released since 2025 think before they answer: their output opens with a
-thinking block (``<think> ... </think>``), or an OpenAI-compatible server returns the thinking in
-a separate ``reasoning_content`` / ``reasoning`` field. lceval stores the thinking in
-``Response.reasoning`` and the answer alone in ``Response.text``, which every scorer reads.
-
-Where the markers come from (never a list of model names):
-
-* the chat template's own: a template that strips earlier turns' thinking splits the content on
-  its end marker (Qwen3 and DeepSeek-R1 templates: ``content.split('</think>')``); that marker,
-  and its opening counterpart when the template writes it, are the model's think markers
-  (:func:`markers_from_template`);
-* the model option ``think_end`` (e.g. ``think_end="</think>"``), the model's declared
-  end-of-thinking marker, for a template that does not show one (lm-evaluation-harness's
-  ``think_end_token``);
-* an OpenAI-compatible server's ``reasoning_content`` / ``reasoning`` message fields.
-
-Rules of the split (:func:`split`): a block opened by the prompt (a template whose generation
-prompt ends with the start marker, as DeepSeek-R1's) or by the output's first characters runs to
-the first end marker; further blocks right after it are thinking too; what follows is the answer,
-newlines before it removed (as the templates do: ``.lstrip('\\n')``). An end marker later in the
-answer stays in the answer. A block that never closes gives no answer. A model without declared
-markers is left as it is: its output is its answer, ``<think>`` or not.
-
-Budgets: the answer keeps the paper's ``max_new_tokens``; a thinking model gets
-``max_thinking_tokens`` more (default :data:`DEFAULT_THINKING_TOKENS`, HELMET's ``--thinking``
-budget). A model whose thinking does not end within ``max_thinking_tokens`` gets no answer: its
-score is NaN with the reason ``"no answer after N thinking tokens"``
-(``Response.thinking_unfinished``), never an empty or partial answer scored.
+Markers come from the model, never a list of names: the chat template's own (a template that
+strips earlier thinking with ``content.split('</think>')``), the ``think_end`` option
+(lm-evaluation-harness's ``think_end_token``), vLLM's reasoning parser (``reasoning_parser``), or
+an OpenAI-compatible server's ``reasoning_content`` / ``reasoning`` fields. :func:`split`: a block
+opened by the prompt or by the output's start runs to the first end marker; blocks right after it
+are thinking too; the rest, leading newlines removed, is the answer; a block never closed gives
+no answer. A thinking model gets ``max_thinking_tokens`` (default 32768, HELMET's ``--thinking``)
+beside the paper's answer budget; thinking past it gives no answer, scored NaN with the reason
+``"no answer after N thinking tokens"``.
 """
 
 from __future__ import annotations
@@ -41,16 +23,12 @@ from lceval.core.errors import LcevalError
 from lceval.core.records import FinishReason
 
 DEFAULT_THINKING_TOKENS = 32768
-"""Thinking budget in tokens when a thinking model's ``max_thinking_tokens`` is not given (the
-32k tokens HELMET's ``--thinking`` adds to the answer budget)."""
+"""Thinking budget in tokens when ``max_thinking_tokens`` is not given."""
 
 _SPLIT_ON = re.compile(r"""\.split\(\s*(['"])(</[^'"<>]{1,40}>)\1\s*\)""")
 """A template splitting message content on a closing tag (``.split('</think>')``)."""
 
 S = TypeVar("S", str, Sequence[int])
-
-_KEYED = ("enable_thinking", "max_thinking_tokens", "think_end")
-"""The thinking settings that join the response cache key (:meth:`Thinking.cache_field`)."""
 
 
 @dataclass(frozen=True)
@@ -58,11 +36,10 @@ class ThinkMarkers:
     """A model's thinking delimiters."""
 
     end: str
-    """End-of-thinking marker, e.g. ``</think>``."""
     start: str | None
-    """Start marker, e.g. ``<think>`` (None: not known; the output is split at ``end`` alone)."""
+    """None: not known; the output is split at ``end`` alone."""
     source: str
-    """Where they were read: ``chat template`` or ``think_end option``."""
+    """Where they were read: ``chat template``, ``think_end option``, ``vLLM <parser>``."""
 
 
 @dataclass(frozen=True)
@@ -72,73 +49,49 @@ class Split:
     reasoning: Any
     """The thinking (markers removed; blocks joined), or None when the output has none."""
     answer: Any
-    """The answer: what follows the thinking (empty when :attr:`unfinished`)."""
+    """What follows the thinking (empty when :attr:`unfinished`: a block never closed)."""
     unfinished: bool
-    """A thinking block never closed: no answer."""
     blocks: tuple[Any, ...] = ()
-    """The thinking blocks one by one (for ids, decoded apart and joined with a newline)."""
+    """The thinking blocks one by one."""
+
+
+def _template_text(chat_template: Any) -> str:
+    """A tokenizer's ``chat_template`` (a string, a dict of named ones, or None) as one string."""
+    if isinstance(chat_template, dict):
+        return "\n".join(str(v) for v in chat_template.values())
+    return chat_template if isinstance(chat_template, str) else ""
 
 
 def markers_from_template(chat_template: Any) -> ThinkMarkers | None:
-    """The think markers a chat template declares, or None.
-
-    A template declares them when it strips thinking from earlier assistant turns by splitting
-    on a closing tag (Qwen3, DeepSeek-R1 and their distills: ``content.split('</think>')``); the
-    start marker is the matching opening tag when the template writes it.
-
-    Args:
-        chat_template: the tokenizer's ``chat_template`` (a string, a dict of named templates,
-            or None).
-    """
-    if isinstance(chat_template, dict):
-        chat_template = "\n".join(str(v) for v in chat_template.values())
-    if not isinstance(chat_template, str) or not chat_template:
-        return None
-    m = _SPLIT_ON.search(chat_template)
+    """The think markers a chat template declares by splitting earlier turns' content on a
+    closing tag (Qwen3, DeepSeek-R1: ``content.split('</think>')``), or None; the start marker
+    is the matching opening tag when the template writes it."""
+    text = _template_text(chat_template)
+    m = _SPLIT_ON.search(text)
     if m is None:
         return None
     end = m.group(2)
     start = "<" + end[2:]
-    return ThinkMarkers(end, start if start in chat_template else None, "chat template")
+    return ThinkMarkers(end, start if start in text else None, "chat template")
 
 
 def markers_from_option(think_end: str) -> ThinkMarkers:
-    """The markers of a declared ``think_end`` (``</name>`` implies the start ``<name>``).
-
-    Raises:
-        LcevalError: ``think_end`` is empty or only whitespace.
-    """
-    if not isinstance(think_end, str) or not think_end.strip():
-        raise LcevalError(
-            f"think_end must be a non-empty marker such as '</think>', got {think_end!r}"
-        )
-    end = think_end
-    start = "<" + end[2:] if end.startswith("</") and end.endswith(">") else None
-    return ThinkMarkers(end, start, "think_end option")
-
-
-def template_declares_switch(chat_template: Any) -> bool:
-    """Whether a chat template reads ``enable_thinking`` (Qwen3's switch)."""
-    if isinstance(chat_template, dict):
-        chat_template = "\n".join(str(v) for v in chat_template.values())
-    return isinstance(chat_template, str) and "enable_thinking" in chat_template
+    """The markers of a declared ``think_end`` (``</name>`` implies the start ``<name>``)."""
+    start = "<" + think_end[2:] if think_end.startswith("</") and think_end.endswith(">") else None
+    return ThinkMarkers(think_end, start, "think_end option")
 
 
 def _find(seq: Any, marker: Any, at: int) -> int:
     """Index of ``marker`` in ``seq`` at or after ``at`` (-1: absent); strings or id lists."""
     if isinstance(seq, str):
         return seq.find(marker, at)
-    n = len(marker)
-    if n == 0:
-        return -1
-    first = marker[0]
-    for i in range(at, len(seq) - n + 1):
-        if seq[i] == first and list(seq[i : i + n]) == list(marker):
-            return i
-    return -1
+    n, want = len(marker), list(marker)
+    hits = (i for i in range(at, len(seq) - n + 1) if n and list(seq[i : i + n]) == want)
+    return next(hits, -1)
 
 
 def _skip(seq: Any, at: int, blank: Callable[[Any], bool]) -> int:
+    """The first index at or after ``at`` whose item is not blank."""
     while at < len(seq) and blank(seq[at]):
         at += 1
     return at
@@ -156,21 +109,14 @@ def split(
     opened: bool = False,
     blank: Callable[[Any], bool] | None = None,
 ) -> Split:
-    """Split a model's output into thinking and answer (see the module docstring for the rules).
-
-    Works on text (markers are strings) or on token ids (markers are id sequences).
+    """Split generated text (string markers) or token ids (id-sequence markers) into thinking
+    and answer by the module's rules.
 
     Args:
-        output: the generated text or token ids.
-        end: the end-of-thinking marker.
-        start: the start marker (None: unknown; only a prompt-opened block or an ``end`` in the
-            output marks thinking).
+        start: None: unknown; a prompt-opened block or an ``end`` in the output marks thinking.
         opened: the prompt ends inside an open thinking block.
-        blank: which items between blocks and before the answer are skipped (default: for text,
-            whitespace between blocks and newlines before the answer; for ids, none).
-
-    Returns:
-        The :class:`Split`; ``reasoning`` is None when the output holds no thinking.
+        blank: items skipped between blocks and before the answer (default: whitespace for
+            text, none for ids).
     """
     is_text = isinstance(output, str)
     if blank is None:
@@ -213,21 +159,18 @@ def _join(pieces: list[Any], is_text: bool) -> Any:
 
 
 def prompt_opens(prompt: str, markers: ThinkMarkers | None) -> bool:
-    """Whether a rendered prompt ends inside an open thinking block (its generation prompt ends
-    with the start marker, as DeepSeek-R1's template writes ``<think>\\n``)."""
-    if markers is None or markers.start is None:
-        return False
-    tail = prompt.rstrip()
-    return tail.endswith(markers.start)
+    """Whether a rendered prompt ends inside an open block (DeepSeek-R1's ``<think>\\n``)."""
+    return (
+        markers is not None
+        and markers.start is not None
+        and prompt.rstrip().endswith(markers.start)
+    )
 
 
 @dataclass(frozen=True)
 class Thinking:
-    """A local engine's thinking settings, read from its tokenizer and options.
-
-    Built by :meth:`from_tokenizer`; a model without markers gets ``markers=None`` and changes
-    nothing (no cache field, no budget, no split).
-    """
+    """A local engine's thinking settings (:meth:`from_tokenizer`); ``markers=None``: a model
+    that does not think, which changes nothing (no cache field, budget or split)."""
 
     markers: ThinkMarkers | None
     enable_thinking: bool | None
@@ -242,20 +185,20 @@ class Thinking:
         enable_thinking: bool | None = None,
         max_thinking_tokens: int | None = None,
         think_end: str | None = None,
+        reasoning_parser: str | None = None,
     ) -> Thinking:
-        """Markers from ``think_end`` when given, else from the tokenizer's chat template. The
-        options come checked (``lceval.models.backends.ThinkingOptions``).
+        """Markers from ``think_end``, else vLLM's ``reasoning_parser`` when it gives them, else
+        the chat template. The options come checked (``backends.ThinkingOptions``).
 
         Raises:
             LcevalError: ``enable_thinking`` for a model whose template has no thinking switch.
         """
         template = getattr(tokenizer, "chat_template", None)
-        markers = (
-            markers_from_option(think_end)
-            if think_end is not None
-            else markers_from_template(template)
-        )
-        if enable_thinking is not None and not template_declares_switch(template):
+        markers = None if think_end is None else markers_from_option(think_end)
+        if markers is None and reasoning_parser:
+            markers = markers_from_vllm_parser(reasoning_parser, tokenizer)
+        markers = markers or markers_from_template(template)
+        if enable_thinking is not None and "enable_thinking" not in _template_text(template):
             raise LcevalError(
                 f"enable_thinking={enable_thinking}: the chat template of "
                 f"{getattr(tokenizer, 'name_or_path', 'this model')} has no enable_thinking switch"
@@ -277,10 +220,10 @@ class Thinking:
         return self.max_thinking_tokens if self.active else 0
 
     def cache_field(self) -> dict[str, Any] | None:
-        """What joins the response cache key: None for a model without thinking (keys as
-        before), else the switch, the budget and the end marker."""
+        """The response-cache-key entry: switch, budget and end marker (None: no thinking)."""
         r = self.record()
-        return None if r is None else {k: r[k] for k in _KEYED}
+        keyed = ("enable_thinking", "max_thinking_tokens", "think_end")
+        return None if r is None else {k: r[k] for k in keyed}
 
     def record(self) -> dict[str, Any] | None:
         """For run.json (``info()``): the markers, where they came from, switch and budget."""
@@ -303,19 +246,17 @@ class Thinking:
         stop: Sequence[str],
         reason: FinishReason,
     ) -> tuple[str, str | None, int, bool, FinishReason]:
-        """A local engine's answer from its generated ids (both engines call this).
+        """A local engine's answer from its generated ids (cut at EOS / budget).
 
         Args:
-            tokenizer: the model's tokenizer.
-            ids: the generated ids (cut at EOS / budget).
-            prompt: the ``lceval.models.prompts.RenderedPrompt`` (its text: an open block at its
-                end counts; its ``answer_tokens``: the paper's answer budget).
+            prompt: the ``RenderedPrompt`` (an open block at its end counts; its
+                ``answer_tokens`` is the paper's answer budget).
             stop: the sample's stop strings (the answer is cut at the first).
             reason: how generation ended (``stop`` or ``length``).
 
         Returns:
-            (answer text, empty when unfinished; thinking text or None; thinking tokens;
-            unfinished; finish reason: ``length`` when the answer was cut to its budget).
+            (answer, empty when unfinished; thinking or None; thinking tokens; unfinished;
+            finish reason, ``length`` when the answer was cut to its budget).
         """
         reasoning, n, answer, unfinished = self.split_ids(tokenizer, ids, prompt.text)
         if len(answer) > prompt.answer_tokens:  # the answer keeps the paper's budget
@@ -328,19 +269,9 @@ class Thinking:
     def split_ids(
         self, tokenizer: Any, ids: Sequence[int], prompt: str
     ) -> tuple[str | None, int, list[int], bool]:
-        """Split generated token ids of a local engine.
-
-        Args:
-            tokenizer: the model's tokenizer (markers are encoded with it).
-            ids: the generated ids (cut at EOS / stop / budget).
-            prompt: the rendered prompt (an open block at its end counts).
-
-        Returns:
-            (thinking text or None, thinking tokens, answer ids (empty when unfinished; the
-            caller cuts them to the answer budget), unfinished: no end within
-            ``max_thinking_tokens``). Thinking past the budget is cut to it (text and count);
-            several blocks are joined with a newline.
-        """
+        """(thinking or None, thinking tokens, answer ids, unfinished) of generated ids; the
+        answer is empty when unfinished (no end within ``max_thinking_tokens``); thinking past
+        the budget is cut to it (text and count)."""
         m = self.markers
         if m is None:
             return None, 0, list(ids), False
@@ -392,34 +323,17 @@ def cut_at_stop(text: str, stop: Sequence[str], reason: FinishReason) -> tuple[s
 
 
 def markers_from_vllm_parser(name: str, tokenizer: Any) -> ThinkMarkers | None:
-    """The markers of vLLM's reasoning parser ``name`` (the ``reasoning_parser`` engine option),
-    read from the parser built over the model's tokenizer (``reasoning_start_str`` /
-    ``reasoning_end_str``, or ``start_token`` / ``end_token``); None when vLLM or the parser
-    does not give them (the chat template's markers are used instead)."""
+    """The markers of vLLM's reasoning parser ``name`` built over ``tokenizer``
+    (``reasoning_start_str`` / ``reasoning_end_str``, or ``start_token`` / ``end_token``); None
+    when vLLM or the parser does not give them."""
     try:
-        from vllm.reasoning import ReasoningParserManager
+        from vllm.reasoning import ReasoningParserManager  # heavy: vLLM engines only
 
         parser = ReasoningParserManager.get_reasoning_parser(name)(tokenizer)
-    except Exception:  # noqa: BLE001 - any failure: fall back to the template's markers
+    except Exception:  # noqa: BLE001 - any failure: the template's markers instead
         return None
     end = getattr(parser, "reasoning_end_str", None) or getattr(parser, "end_token", None)
     start = getattr(parser, "reasoning_start_str", None) or getattr(parser, "start_token", None)
     if not isinstance(end, str) or not end:
         return None
     return ThinkMarkers(end, start if isinstance(start, str) and start else None, f"vLLM {name}")
-
-
-def check_options(enable_thinking: Any, max_thinking_tokens: Any, think_end: Any) -> None:
-    """Raise LcevalError for a bad thinking option (one line naming it)."""
-    if enable_thinking is not None and not isinstance(enable_thinking, bool):
-        raise LcevalError(f"enable_thinking must be true or false, got {enable_thinking!r}")
-    if max_thinking_tokens is not None and (
-        isinstance(max_thinking_tokens, bool)
-        or not isinstance(max_thinking_tokens, int)
-        or max_thinking_tokens < 1
-    ):
-        raise LcevalError(
-            f"max_thinking_tokens must be an integer >= 1, got {max_thinking_tokens!r}"
-        )
-    if think_end is not None:
-        markers_from_option(think_end)

@@ -18,7 +18,6 @@ worker processes: use it from a script, a module or a notebook, not from code pi
 
 from __future__ import annotations
 
-import dataclasses
 import gc
 import os
 import time
@@ -45,7 +44,7 @@ from lceval.models.prompts import (
     resolve_prompt_format,
 )
 from lceval.models.rope import RopeOverride, for_vllm, load_config
-from lceval.models.thinking import Thinking, markers_from_vllm_parser
+from lceval.models.thinking import Thinking
 
 CPU_KVCACHE_GIB = "1"
 """Default ``VLLM_CPU_KVCACHE_SPACE`` (GiB) on CPU when the user has not set it."""
@@ -199,14 +198,14 @@ class VLLMBackend:
             ) from None
         self.tokenizer = self.llm.get_tokenizer()
         self.prompt_format = resolve_prompt_format(self.tokenizer, o.prompt_format)
-        self.thinking = Thinking.from_tokenizer(
-            self.tokenizer, o.enable_thinking, o.max_thinking_tokens, o.think_end
-        )
         parser = engine_kwargs.get("reasoning_parser")
-        if o.think_end is None and isinstance(parser, str) and parser:
-            found = markers_from_vllm_parser(parser, self.tokenizer)
-            if found is not None:
-                self.thinking = dataclasses.replace(self.thinking, markers=found)
+        self.thinking = Thinking.from_tokenizer(
+            self.tokenizer,
+            o.enable_thinking,
+            o.max_thinking_tokens,
+            o.think_end,
+            parser if isinstance(parser, str) else None,
+        )
         model_config = self.llm.llm_engine.model_config
         sc = self.llm.llm_engine.vllm_config.scheduler_config
         self._scheduler: dict[str, Any] = {

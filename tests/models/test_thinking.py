@@ -76,7 +76,8 @@ import lceval.run  # noqa: E402
 from lceval.core.errors import LcevalError  # noqa: E402
 from lceval.core.records import Response, Sample, from_dict  # noqa: E402
 from lceval.models import thinking  # noqa: E402
-from lceval.models.base import GenerationConfig  # noqa: E402
+from lceval.models.base import GenerationConfig, check_backend_options  # noqa: E402
+from lceval.models.openai import OpenAIBackend  # noqa: E402
 
 END, START = "</think>", "<think>"
 
@@ -151,10 +152,12 @@ def test_bad_options_are_one_line() -> None:
         {"max_thinking_tokens": True},
         {"think_end": "  "},
     ):
-        args = {"enable_thinking": None, "max_thinking_tokens": None, "think_end": None, **kw}
-        with pytest.raises(LcevalError) as e:
-            thinking.check_options(**args)
-        assert "\n" not in str(e.value)
+        for backend in ("hf", "vllm", "openai"):  # declared once (ThinkingOptions), as -o
+            with pytest.raises(LcevalError, match=f"option {next(iter(kw))}") as e:
+                check_backend_options(backend, kw)
+            assert "\n" not in str(e.value)
+        with pytest.raises(LcevalError, match=f"option {next(iter(kw))}"):  # and as keywords
+            OpenAIBackend("m", base_url="http://127.0.0.1:9/v1", **kw)
 
 
 def test_old_responses_load_without_the_fields() -> None:
@@ -504,3 +507,19 @@ def test_openai_thinking_ended_by_eos_is_stop_and_the_budget_is_named() -> None:
     assert eos.thinking_unfinished and eos.text == "" and eos.finish_reason == "stop"
     assert over.thinking_unfinished and over.text == ""
     assert over.no_answer_reason() == "no answer after 64 thinking tokens"
+
+
+def test_vllm_reasoning_parser_gives_the_markers(thinking_model_dir: Path) -> None:
+    """``reasoning_parser`` (a vLLM engine argument): the markers come from vLLM's parser; the
+    template's are the fallback when the parser does not exist (no engine started)."""
+    pytest.importorskip("vllm")
+    from transformers import AutoTokenizer
+
+    tok = AutoTokenizer.from_pretrained(thinking_model_dir)
+    t = thinking.Thinking.from_tokenizer(tok, reasoning_parser="deepseek_r1")
+    assert t.markers == thinking.ThinkMarkers("</think>", "<think>", "vLLM deepseek_r1")
+    assert t.record()["markers_from"] == "vLLM deepseek_r1"
+    fallback = thinking.Thinking.from_tokenizer(tok, reasoning_parser="no_such_parser")
+    assert fallback.markers.source == "chat template"
+    declared = thinking.Thinking.from_tokenizer(tok, think_end="</x>", reasoning_parser="qwen3")
+    assert declared.markers.source == "think_end option"  # the option wins over the parser
