@@ -22,7 +22,7 @@ def handle(cfg: ScoreConfig, outputs: str | None) -> int:
     Raises:
         LcevalError: an unknown scorer or option, a run without responses.
     """
-    df = lceval.run.score(cfg.run_id, root=outputs, scorer=cfg.scorer, options=cfg.option)
+    df = lceval.run.score(cfg.run_id, root=outputs, scorer=cfg.scorer, options=cfg.scorer_options)
     print_scores(cfg.run_id, outputs, df)
     print_extra_metrics(cfg.run_id, outputs, df)
     warn_coverage(cfg.run_id, outputs)
