@@ -35,7 +35,7 @@ def handle(cfg: InferConfig, outputs: str | None) -> int:
         require_ray()
         check_address(cfg.ray_address)
     cfg = cfg.model_copy(update={"model": models(cfg), "models": None})
-    responses = lceval.run.infer(run_id, root=outputs, config=cfg, ray_address=cfg.ray_address)
+    responses = lceval.run.infer(run_id, root=outputs, config=cfg)
     errors = [r for r in responses if r.finish_reason == "error"]
     print(f"{len(responses)} responses ({len(errors)} errors) in run {run_id}")
     if errors:

@@ -1,22 +1,12 @@
-"""What a run will cost in dollars, and the plan calibrated by the runs this machine has answered.
+"""What a run will cost in dollars, and the plan calibrated by the runs this machine answered.
 
-**Prices** (:class:`Prices`, :func:`load_prices`): a YAML table shipped as
-``lceval/run/prices.yaml`` (list prices to edit, each figure's source in a comment) or the user's
-own (``lceval plan RUN --prices FILE``): $ per GPU-hour per card, $ per million input and output
-tokens per API model, the batch endpoint's discount. GPU dollars are the plan's GPU-hours times the
-card's price; API dollars are the plan's prompt tokens (the run's own tokenizer counts: o200k_base,
-GPT-4o's encoding) at the input price plus the answer and thinking budgets at the output price (an
-upper bound: answers that stop early cost less; cached-input discounts left out).
-
-**Calibration** (:func:`calibrate`): after a run answered (or once :data:`MIN_SHARE` of a call's
-samples are answered), the seconds each model took to answer (``logs/progress.jsonl``: the last
-bar's first to last record; else run.json's ``timing.generate_s``) over the arithmetic floor of the
-samples it answered on :data:`lceval.run.gpu_estimate.REFERENCE_GPU` (the model's own shape, read
-from its ``config.json``) is the machine's factor for that model and engine. It is stored in
-``$LCEVAL_CACHE/calibration.json`` keyed by machine, model and engine (:func:`machine`), so the next
-plan on this machine predicts each calibrated model's answering time as factor x floor, plus its
-measured engine start. A calibration made while a factor was stored shows the stored prediction
-beside the measurement.
+Prices (:func:`load_prices`): ``lceval/run/prices.yaml`` or ``--prices FILE``; GPU dollars are
+GPU-hours times the card's price, API dollars the prompt tokens at the input price plus the
+answer and thinking budgets at the output price (an upper bound). Calibration
+(:func:`calibrate`): a model's measured answering seconds (``logs/progress.jsonl``, else
+run.json's ``timing.generate_s``) over the floor on :data:`~lceval.run.gpu_estimate.REFERENCE_GPU`
+is this machine's factor for that model and engine, stored in ``$LCEVAL_CACHE/calibration.json``
+so the next plan predicts factor x floor plus the engine start.
 """
 
 from __future__ import annotations
@@ -149,8 +139,7 @@ def dollars(x: float) -> str:
 
 # ------------------------------------------------------------------------------ calibration
 def machine() -> str:
-    """This machine, as calibrations are keyed: host name, CPU model and count, GPU models
-    (read from ``/proc``: nothing is started)."""
+    """This machine as calibrations are keyed: host, CPU model and count, GPU models (/proc)."""
     cpu = ""
     try:
         with open("/proc/cpuinfo", encoding="utf-8") as f:
@@ -268,9 +257,8 @@ def _bars(run: Any) -> dict[str, list[dict[str, Any]]]:
 def measure(
     run: Any, rows: pd.DataFrame
 ) -> list[tuple[str, dict[str, Any], float, list[str], int]]:
-    """Per answered model of the run: (name, run.json entry, measured seconds, the sample ids
-    answered in them, samples of that call). Models without a usable measurement are left out
-    (a bar with under :data:`MIN_SHARE` of its samples answered, no timing)."""
+    """Per answered model with a usable measurement: (name, run.json entry, measured seconds,
+    the sample ids answered in them, samples of that call)."""
     meta = run.read_meta()
     bars = _bars(run)
     responses = None
@@ -350,10 +338,8 @@ def calibrate(run: Any, rows: pd.DataFrame) -> tuple[list[Calibration], list[str
 
 
 def predictions(rows: pd.DataFrame, models: Sequence[str] = ()) -> pd.DataFrame:
-    """This machine's calibrated answering time of ``rows``, one row per stored calibration
-    (only ``models``' when given): ``model``, ``engine``, ``factor``, ``answer_s`` (factor x
-    floor), ``engine_start_s`` (measured; None: not recorded), ``wall_s`` (the two together),
-    ``from_run``, ``date``."""
+    """This machine's calibrated answering time of ``rows`` per stored calibration (only
+    ``models``' when given): ``answer_s`` = factor x floor, ``wall_s`` adds the engine start."""
     here = machine()
     out = []
     for c in stored().values():
@@ -371,19 +357,8 @@ def predictions(rows: pd.DataFrame, models: Sequence[str] = ()) -> pd.DataFrame:
                 "date": c.date,
             }
         )
-    return pd.DataFrame(
-        out,
-        columns=[
-            "model",
-            "engine",
-            "factor",
-            "answer_s",
-            "engine_start_s",
-            "wall_s",
-            "from_run",
-            "date",
-        ],
-    )
+    columns = "model engine factor answer_s engine_start_s wall_s from_run date".split()
+    return pd.DataFrame(out, columns=columns)
 
 
 # ------------------------------------------------------------------------------ judge calls
@@ -414,9 +389,7 @@ class JudgeCalls:
 
 
 def _judge_prompt(scorer: str, opts: Any) -> tuple[str, int, int, int]:
-    """(template text, prompts per answer, answers each prompt quotes, answer budget per prompt)
-    of a judge scorer, from its paper's folder (``leval:judge`` plays two games per answer, each
-    quoting the answer and the baseline's; an unknown judge: one prompt quoting the answer)."""
+    """(template, prompts per answer, answers each quotes, answer budget) of a judge scorer."""
     budget = getattr(opts, "max_new_tokens", None)
     if scorer == "longgenbench:llm":
         from lceval.benchmarks.longgenbench.judge import judge_prompt_parts
@@ -436,15 +409,10 @@ def _judge_prompt(scorer: str, opts: Any) -> tuple[str, int, int, int]:
 
 
 def judge_calls(run: Any, rows: pd.DataFrame) -> list[JudgeCalls]:
-    """The judge calls of each benchmark of ``rows`` whose scorer is an LLM judge.
-
-    The scorer is the run's build params' ``scorer`` (for its benchmark; with ``scorer_options``
-    and the ``judge_*`` params, :func:`lceval.registry.judge_options`), else the benchmark's
-    default. An ESTIMATE: each answer (a sample of ``rows`` x each model of run.json, at least
-    one) is judged by the judge's prompts per answer, each prompt = the judge template's tokens
-    (o200k_base) + the answer budget of the sample for each answer it quotes (the reference,
-    question and context it also quotes are left out; LongGenBench's judge asks once per check,
-    counted here as one prompt quoting the whole answer); the output is the judge's budget.
+    """The judge calls of each benchmark of ``rows`` whose scorer is an LLM judge (the build
+    params' ``scorer`` with its judge options, else the default). An estimate: each answer
+    (samples x models) is judged by the judge's prompts, each the template's tokens (o200k_base)
+    plus the answer budget per answer it quotes (references and contexts left out).
 
     Raises:
         LcevalError: the params name an unknown scorer or a bad judge option (one line).
@@ -502,9 +470,8 @@ def judge_calls(run: Any, rows: pd.DataFrame) -> list[JudgeCalls]:
 def judge_table(
     calls: Sequence[JudgeCalls], prices: Prices, efficiency: float
 ) -> tuple[pd.DataFrame, pd.DataFrame, list[str]]:
-    """Price the judge calls: (GPU rows for local judges as in the plan's estimate table, model
-    ``judge: MODEL``; API rows as in :func:`api_table`, model ``judge: MODEL``; lines saying
-    what was not estimated)."""
+    """Price the judge calls: (GPU rows of local judges, API rows (:func:`api_table`), lines
+    saying what was not estimated); each row's model ``judge: MODEL``."""
     import numpy as np
 
     gpu_rows, api_rows, notes = [], [], []
