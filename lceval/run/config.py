@@ -131,7 +131,9 @@ def _mapping_text(item: Any) -> Any:
 
 
 class InferConfig(InferenceSection):
-    """``lceval infer`` / :func:`lceval.run.infer` / a notebook's inference section:
+    """Answer a run's samples with a model (resumable).
+
+    ``lceval infer``, :func:`lceval.run.infer` and a notebook's inference section:
     :class:`lceval.params.InferenceSection` plus the checks that need the models layer."""
 
     @field_validator("backend")
@@ -202,7 +204,7 @@ class BuildSource(Declared):
 
 
 class BuildConfig(BuildSource):
-    """``lceval build``."""
+    """Build a benchmark's samples into a run folder."""
 
     run_id: str = Field(min_length=1, description="the run folder's name")
     seed: int | None = Field(None, ge=0, description="overrides the params' seed")
@@ -214,7 +216,9 @@ class BuildConfig(BuildSource):
 
 
 class EvalConfig(InferConfig, BuildSource):
-    """``lceval eval`` / :func:`lceval.evaluate`: :class:`InferConfig`'s keys, the build's
+    """Build, answer, score and report a benchmark in one command (resumable).
+
+    Also :func:`lceval.evaluate`'s: :class:`InferConfig`'s keys, the build's
     (:class:`BuildSource`) and the scorer the report reads."""
 
     run_id: str | None = Field(
@@ -260,7 +264,7 @@ class EvalOptions(TypedDict, total=False):
 
 
 class PlanConfig(Declared):
-    """``lceval plan``."""
+    """A built run's size (prompt, unique and budget tokens) and GPU-time estimate."""
 
     run_id: str = Field(
         min_length=1, description="a built run", json_schema_extra={"positional": True}
@@ -314,7 +318,7 @@ class PlanConfig(Declared):
 
 
 class ScoreConfig(ScorerChoice):
-    """``lceval score``."""
+    """Score a run's responses."""
 
     run_id: str = Field(
         min_length=1, description="an answered run", json_schema_extra={"positional": True}
@@ -322,7 +326,7 @@ class ScoreConfig(ScorerChoice):
 
 
 class ReportConfig(Declared):
-    """``lceval report``."""
+    """Write a run's tables and figures under report/."""
 
     run_id: str = Field(
         min_length=1, description="a scored run", json_schema_extra={"positional": True}
@@ -335,7 +339,8 @@ class ReportConfig(Declared):
 
 
 class CompareConfig(Declared):
-    """``lceval compare``."""
+    """Rank one run's models (a leaderboard), or compare two runs (or two models of one run)
+    paired."""
 
     run_ids: list[str] = Field(
         min_length=1,
@@ -377,7 +382,7 @@ class CompareConfig(Declared):
 
 
 class RunConfig(Declared):
-    """``lceval run``: a pipeline or one notebook through papermill."""
+    """Execute notebooks with papermill (a pipeline or one notebook)."""
 
     target: str = Field(
         min_length=1,
@@ -401,23 +406,23 @@ class RunConfig(Declared):
 
 
 class ListConfig(Declared):
-    """``lceval list``: no settings (it prints the benchmarks, scorers and backends installed)."""
+    """Benchmarks with their tasks and scorers, and the backends."""
 
 
 class StatusConfig(Declared):
-    """``lceval status``: a run's inference progress, read from its logs/progress.jsonl."""
+    """A run's inference progress (from another terminal; logs/progress.jsonl)."""
 
     run_id: str = Field(json_schema_extra={"positional": True})
 
 
 class RepairConfig(Declared):
-    """``lceval repair``: a run's responses.jsonl lines that do not parse moved aside."""
+    """Move lines of responses.jsonl that do not parse aside."""
 
     run_id: str = Field(json_schema_extra={"positional": True})
 
 
 class ImportConfig(Declared):
-    """``lceval import``: a benchmark's official prediction files turned into a run."""
+    """Turn a benchmark's official prediction files into a run."""
 
     benchmark: str = Field(
         description="a benchmark with an importer (see lceval list)",
@@ -436,7 +441,7 @@ class ImportConfig(Declared):
 
 
 class SchemaConfig(Declared):
-    """``lceval schema``: the JSON Schema of every verb's params, printed or written."""
+    """Write the JSON Schema of every verb's params (for editors)."""
 
     folder: str | None = Field(
         None,
@@ -460,7 +465,8 @@ VERBS: dict[str, type[Declared]] = {
     "import": ImportConfig,
     "schema": SchemaConfig,
 }
-"""Verb -> its declared config (its flags are generated from it)."""
+"""Verb -> its declared config: its flags, and its ``--help`` line (the docstring's first
+paragraph)."""
 
 
 def json_schemas() -> dict[str, dict[str, Any]]:
