@@ -198,28 +198,24 @@ _SAYS = {
     "greater_than": "must be > {gt}",
     "less_than_equal": "must be <= {le}",
     "less_than": "must be < {lt}",
-    "int_parsing": "must be an integer",
-    "int_type": "must be an integer",
-    "int_from_float": "must be an integer",
-    "float_parsing": "must be a number",
-    "float_type": "must be a number",
-    "int_strict": "must be an integer",
-    "float_strict": "must be a number",
-    "bool_strict": "must be true or false",
-    "string_strict": "must be a string",
-    "list_strict": "must be a list",
     "finite_number": "must be a finite number",
-    "bool_parsing": "must be true or false",
-    "bool_type": "must be true or false",
-    "string_type": "must be a string",
-    "list_type": "must be a list",
-    "tuple_type": "must be a list",
-    "dict_type": "must be a mapping",
     "too_short": "must not be empty",
     "string_too_short": "must not be empty",
     "literal_error": "must be one of {expected}",
 }
 """pydantic's error types as lceval words them (``must be >= 1``)."""
+
+_TYPES = {
+    "int": "an integer",
+    "float": "a number",
+    "bool": "true or false",
+    "string": "a string",
+    "list": "a list",
+    "tuple": "a list",
+    "dict": "a mapping",
+}
+"""A type error's type (``int`` of ``int_parsing``, ``int_from_float``) -> what it must be."""
+_TYPE_ERRORS = ("_type", "_parsing", "_strict", "_from_float")
 
 
 def first_error(config: type[BaseModel], exc: ValidationError, door: Door, where: str) -> str:
@@ -243,6 +239,9 @@ def first_error(config: type[BaseModel], exc: ValidationError, door: Door, where
         return f"{prefix}{name} is required"
     ctx = {k: str(v).replace("'", "").replace(" or ", ", ") for k, v in err.get("ctx", {}).items()}
     says = _SAYS.get(kind)
+    typed = kind.partition("_")[0] if kind.endswith(_TYPE_ERRORS) else ""
+    if says is None and typed in _TYPES:
+        says = f"must be {_TYPES[typed]}"
     said = says.format(**ctx) if says else str(err.get("msg", "is invalid")).lower()
     return f"{prefix}{name} {said}, {_got(err.get('input'), door)}"
 
