@@ -51,6 +51,7 @@ from lceval.cli import (
     status,
 )
 from lceval.cli.common import Handler
+from lceval.core.console import VERBOSE_ENV
 from lceval.core.errors import LcevalError, one_line
 from lceval.run.config import VERBS, add_flags, from_args
 
@@ -110,8 +111,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``lceval`` console script; returns the exit status."""
     args = _parser().parse_args(argv)
     if getattr(args, "verbose", False):
-        from lceval.core.console import VERBOSE_ENV
-
         os.environ[VERBOSE_ENV] = "1"  # notebooks run by `lceval run` inherit it
     try:
         config = from_args(VERBS[args.command], args)

@@ -30,6 +30,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from lceval import params as declared
+from lceval import registry
 from lceval.cli.sections import SECTIONS
 from lceval.core.console import engine_output, terminal
 from lceval.core.errors import LcevalError
@@ -114,8 +115,6 @@ def sections(notebook: Path) -> list[type[BaseModel]]:
     (:data:`lceval.cli.sections.SECTIONS`) or the sections of the benchmark it builds, then
     :class:`lceval.run.config.InferConfig`, :class:`lceval.params.Judge` and
     :class:`lceval.params.Scoring`."""
-    from lceval import registry
-
     out: list[type[BaseModel]] = [declared.Notebook]
     out += [SECTIONS[notebook.stem]] if notebook.stem in SECTIONS else []
     for bench in registry.all_benchmarks():

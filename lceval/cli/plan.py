@@ -91,7 +91,7 @@ def plan_text(cfg: PlanConfig, outputs: str | None) -> str:
         except OSError as exc:
             raise LcevalError(f"--csv: cannot write {csv}: {exc.strerror}") from None
         text += f"\nwrote {a} and {b}"
-    plan.record(run, p)
+    run.update_meta(plan=p.summary())
     return text
 
 

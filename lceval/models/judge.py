@@ -15,11 +15,14 @@ from pydantic import field_validator
 from lceval.benchmark import ScorerOptions
 from lceval.core.errors import LcevalError
 from lceval.core.records import Context, Response, Sample
+from lceval.models import base, lifeline
+from lceval.models.backends import check_backend_name
+from lceval.models.base import Backend, GenerationConfig
+from lceval.models.generate import generate
 from lceval.params import JudgeOptions
 
 if TYPE_CHECKING:
     from lceval.core.store import ResponseStore
-    from lceval.models.base import Backend
 
 
 @dataclass
@@ -77,12 +80,7 @@ class ModelJudge:
         """
         if not questions:
             return {}
-        from lceval.models.base import GenerationConfig
-        from lceval.models.generate import generate
-
         if self.engine is None:
-            from lceval.models import lifeline
-
             # the judge's engine processes die with lceval (SIGKILL included)
             self._lifeline = contextlib.ExitStack()
             self._lifeline.enter_context(lifeline.guard(self.store.path.parent))
@@ -123,8 +121,6 @@ class ModelJudge:
             LcevalError: an unknown backend or backend option (checked now, before anything
                 loads).
         """
-        from lceval.models import base
-
         options = dict(options)
         base.check_backend_options(backend, options)
 
@@ -160,8 +156,6 @@ class JudgeModel(ScorerOptions, JudgeOptions):
     @field_validator("backend")
     @classmethod
     def _known_backend(cls, value: str) -> str:
-        from lceval.models.backends import check_backend_name
-
         try:
             check_backend_name(value)
         except LcevalError as exc:

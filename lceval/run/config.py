@@ -19,6 +19,7 @@ import yaml
 from pydantic import BaseModel, Field, field_validator
 
 from lceval.core.errors import LcevalError
+from lceval.models.backends import check_backend_name
 from lceval.models.specs import resolve_models
 from lceval.params import (
     Declared,
@@ -139,8 +140,6 @@ class InferConfig(InferenceSection):
     @field_validator("backend")
     @classmethod
     def _backend(cls, v: str) -> str:
-        from lceval.models.backends import check_backend_name
-
         try:
             check_backend_name(v)
         except LcevalError as exc:

@@ -23,7 +23,12 @@ from typing import Annotated, Any
 import pandas as pd
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from lceval import registry
 from lceval.core.errors import LcevalError, one_line
+from lceval.core.progress import progress_path, read
+from lceval.core.tokens import count_tokens
+from lceval.models.embedded import EMBEDDED_NAME, cache_root, resolve_model
+from lceval.params import Judge
 from lceval.run.gpu_estimate import GPUS, REFERENCE_GPU, ModelShape, estimate, shape_of
 
 PRICES_PATH = Path(__file__).with_name("prices.yaml")
@@ -159,8 +164,6 @@ def machine() -> str:
 
 def calibration_path() -> Path:
     """``$LCEVAL_CACHE/calibration.json`` (default ``~/.cache/lceval``)."""
-    from lceval.models.embedded import cache_root
-
     return cache_root() / CALIBRATION_NAME
 
 
@@ -243,8 +246,6 @@ def model_shape(entry: dict[str, Any], name: str) -> ModelShape:
 
 def _bars(run: Any) -> dict[str, list[dict[str, Any]]]:
     """Each model's last progress bar (its records of the last process that answered it)."""
-    from lceval.core.progress import progress_path, read
-
     by_model: dict[str, list[dict[str, Any]]] = {}
     for rec in read(progress_path(run.path)):
         bar = by_model.setdefault(str(rec["model"]), [])
@@ -417,10 +418,6 @@ def judge_calls(run: Any, rows: pd.DataFrame) -> list[JudgeCalls]:
     Raises:
         LcevalError: the params name an unknown scorer or a bad judge option (one line).
     """
-    from lceval import registry
-    from lceval.core.tokens import count_tokens
-    from lceval.params import Judge
-
     params = dict(run.read_meta().params or {})
     n_models = max(1, len(run.read_meta().models or {}))
     chosen, options = params.get("scorer"), params.get("scorer_options") or {}
@@ -444,13 +441,9 @@ def judge_calls(run: Any, rows: pd.DataFrame) -> list[JudgeCalls]:
         model = getattr(opts, "model", None)
         path: str | None = None
         if model is None:
-            from lceval.models.embedded import EMBEDDED_NAME
-
             name = EMBEDDED_NAME
             if backend != "openai":
                 try:
-                    from lceval.models.embedded import resolve_model
-
                     path = resolve_model("embedded").path
                 except (LcevalError, OSError):
                     path = None

@@ -10,6 +10,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from lceval import registry
 from lceval.benchmark import ContextMode
 from lceval.core.console import engine_output
 from lceval.core.errors import LcevalError
@@ -31,7 +32,7 @@ from lceval.models.contexts import check_retrievers, variant_name
 from lceval.models.contexts import view as contexts_view
 from lceval.models.generate import engine_config, generate, prefix_reuse
 from lceval.models.prompts import context_text
-from lceval.models.replicas import Job, answer_jobs
+from lceval.models.replicas import RAY_ADDRESS_ENV, Job, answer_jobs, require_ray
 from lceval.models.specs import (
     ModelSpec,
     check_fits,
@@ -190,8 +191,6 @@ def infer(
         check_load(spec.backend, spec.model, dict(spec.options))
     ray_address = cfg.ray_address
     if ray_address is None:
-        from lceval.models.replicas import RAY_ADDRESS_ENV
-
         ray_address = os.environ.get(RAY_ADDRESS_ENV) or None
     on_ray = [  # API models (openai) stay in this process: their server does the work
         runs_local_engine(spec.backend)
@@ -204,8 +203,6 @@ def infer(
             "baselines without replicas or --ray-address"
         )
     if any(on_ray):
-        from lceval.models.replicas import require_ray
-
         require_ray()  # one line naming the extra, before anything starts
     ResponseStore(run.responses)  # a corrupt responses file stops here, before a model loads
     gen = GenerationConfig(temperature=temperature, seed=seed, max_new_tokens=max_new_tokens)
@@ -316,8 +313,6 @@ def context_plans(
         LcevalError: a mode that no selected sample supports, in one line naming why (RULER's
             needle search with ``context=none``).
     """
-    from lceval import registry
-
     out: list[tuple[ContextMode, list[Sample]]] = []
     for mode in modes:
         if mode.kind == "full":  # every sample, of any benchmark (registered or not)

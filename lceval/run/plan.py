@@ -14,8 +14,13 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from lceval.core.console import log
 from lceval.core.errors import LcevalError, one_line
 from lceval.core.records import Context, Sample
+from lceval.core.tokens import DEFAULT_ENCODING, ENCODINGS, get_encoding
+from lceval.models.embedded import check_model, resolve_model
+from lceval.models.prompts import context_text, messages, plain_text
+from lceval.models.specs import model_window
 from lceval.run.gpu_estimate import (  # noqa: F401 (the estimate, re-exported as plan.*)
     EFFICIENCY,
     EFFICIENCY_SOURCE,
@@ -53,8 +58,6 @@ class Encoder:
     """
 
     def __init__(self, encoding: str | None = None, tokenizer: Any = None) -> None:
-        from lceval.core.tokens import DEFAULT_ENCODING
-
         self.tokenizer = tokenizer
         self.encoding = encoding or DEFAULT_ENCODING
         self.cache: dict[str, Segment] = {}
@@ -72,8 +75,6 @@ class Encoder:
         if not todo:
             return
         if self.tokenizer is None:
-            from lceval.core.tokens import get_encoding
-
             ids = get_encoding(self.encoding).encode_batch(todo, disallowed_special=())
         else:
             ids = self.tokenizer(todo, add_special_tokens=False)["input_ids"]
@@ -82,8 +83,6 @@ class Encoder:
 
     def render(self, sample: Sample, context: str) -> str:
         """The prompt text, ``context`` standing where the context goes."""
-        from lceval.models.prompts import messages, plain_text
-
         tok = self.tokenizer
         if tok is not None and getattr(tok, "chat_template", None):
             text = tok.apply_chat_template(
@@ -156,8 +155,6 @@ def prompt_tokens(
         LcevalError: a sample naming a missing context, a budget < 1, or a prompt that does not
             fit the window even without its context.
     """
-    from lceval.models.prompts import context_text
-
     parts: list[tuple[Sample, list[str], str | None]] = []
     for s in samples:
         doc = context_text(s, contexts)
@@ -422,16 +419,12 @@ def load_tokenizer(model: str) -> tuple[Any, int, ModelShape]:
             a file, a folder without config.json, a hub id not cached offline), in its words;
             the tokenizer or config cannot be read.
     """
-    from lceval.models.embedded import check_model, resolve_model
-
     # what infer refuses (a missing path, a file, a folder without config.json), in infer's
     # words and before transformers is imported
     if check_model(model) == "embedded":
         model = resolve_model(model).path
 
     from transformers import AutoConfig, AutoTokenizer
-
-    from lceval.models.specs import model_window
 
     try:
         tok = AutoTokenizer.from_pretrained(model)
@@ -485,8 +478,6 @@ def plan_run(
         encoder = Encoder(tokenizer=tok)
         shapes = {"model": shape, **shapes}
     else:
-        from lceval.core.tokens import ENCODINGS
-
         # A RULER run may count with a model tokenizer folder: tiktoken's default then.
         encodings = {c.encoding for c in contexts.values()} & set(ENCODINGS)
         encoder = Encoder(next(iter(sorted(encodings)), None))
@@ -611,11 +602,6 @@ def render_wall_clock(plan: Plan, gpus: int) -> str:
     )
 
 
-def record(run: Any, plan: Plan) -> None:
-    """Write the plan's summary to run.json's ``plan``."""
-    run.update_meta(plan=plan.summary())
-
-
 def announce(
     run: Any,
     samples: Sequence[Sample],
@@ -627,8 +613,6 @@ def announce(
     """The plan of the samples ``lceval infer`` is about to answer (run's tiktoken encoding):
     two lines on stderr and run.json's ``plan`` (``record_it=False``: the caller writes it).
     A plan that cannot be made (no tiktoken file) is one line saying why; inference goes on."""
-    from lceval.core.console import log
-
     try:
         p = plan_run(
             run,
@@ -642,7 +626,7 @@ def announce(
     for line in p.lines():
         log(line)
     if record_it:
-        record(run, p)
+        run.update_meta(plan=p.summary())
     return p
 
 
