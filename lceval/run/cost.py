@@ -75,8 +75,7 @@ def load_prices(path: str | os.PathLike[str] | None = None) -> Prices:
     """The price table at ``path`` (default: :data:`PRICES_PATH`).
 
     Raises:
-        LcevalError: the file cannot be read, is not YAML, or a field is missing, unknown,
-            negative or not a number (one line naming the field).
+        LcevalError: unreadable, not YAML, or a field missing, unknown, negative or not a number.
     """
     import yaml
 
@@ -108,17 +107,9 @@ def gpu_dollars(estimates: pd.DataFrame, prices: Prices) -> pd.Series:
 def api_table(
     prompt_tokens: int, output_tokens: int, prices: Prices, models: Sequence[str] = ()
 ) -> pd.DataFrame:
-    """Dollars of answering with each priced API model (``models`` first, then the rest).
-
-    Args:
-        prompt_tokens: input tokens (the plan's total prompt tokens).
-        output_tokens: output tokens (the answer budgets plus thinking budgets).
-        prices: the table.
-        models: the run's own API models, listed first (one without a price: NaN dollars).
-
-    Returns:
-        columns ``model``, ``input_usd``, ``output_usd``, ``usd``, ``batch_usd``.
-    """
+    """Dollars of answering ``prompt_tokens`` input and ``output_tokens`` output tokens with each
+    priced API model (``models``, the run's own, first; unpriced: NaN). Columns ``model``,
+    ``input_usd``, ``output_usd``, ``usd``, ``batch_usd``."""
     names = list(dict.fromkeys([*models, *prices.api]))
     rows = []
     for name in names:
@@ -294,15 +285,9 @@ def measure(
 
 
 def calibrate(run: Any, rows: pd.DataFrame) -> tuple[list[Calibration], list[str]]:
-    """The run's calibrations (module docstring) and the lines saying what they measured.
-
-    Args:
-        run: an answered :class:`lceval.core.io.RunDir`.
-        rows: :func:`lceval.run.plan.per_sample` of all its samples (budgets as planned).
-
-    Returns:
-        (calibrations made, lines: per model predicted beside measured, or why not calibrated).
-    """
+    """The calibrations of an answered run (module docstring) from ``rows``
+    (:func:`lceval.run.plan.per_sample` of all its samples), and per model a line: predicted
+    beside measured, or why not calibrated."""
     here, before = machine(), stored()
     cals, lines = [], []
     today = _dt.datetime.now(_dt.UTC).date().isoformat()

@@ -278,9 +278,8 @@ COLUMNS = ("samples", "prompt_tokens", "unique_tokens", "budget")
 def per_sample(
     prompts: Sequence[PromptTokens], keys: Sequence[tuple[int, ...]] | None = None
 ) -> pd.DataFrame:
-    """One row per sample: benchmark, task, prompt_tokens, budget, truncated, and the whole set's
-    trie figures: ``share`` (tokens held already), ``unique_tokens`` (length less share) and
-    ``position_sum`` (sum of the positions of its unique tokens, for attention FLOPs)."""
+    """One row per sample: benchmark, task, prompt_tokens, budget, truncated, ``share`` (tokens
+    held already), ``unique_tokens`` and ``position_sum`` (of its unique tokens' positions)."""
     import numpy as np
     import pandas as pd
 
@@ -415,12 +414,10 @@ def load_tokenizer(model: str) -> tuple[Any, int, ModelShape]:
     """A model's tokenizer, window and shape, from local files (a folder or the hub cache).
 
     Raises:
-        LcevalError: what ``lceval infer`` refuses about a model (a path that does not exist,
-            a file, a folder without config.json, a hub id not cached offline), in its words;
-            the tokenizer or config cannot be read.
+        LcevalError: what ``lceval infer`` refuses about a model, in its words; the tokenizer or
+            config cannot be read.
     """
-    # what infer refuses (a missing path, a file, a folder without config.json), in infer's
-    # words and before transformers is imported
+    # infer's refusals, in its words, before transformers is imported
     if check_model(model) == "embedded":
         model = resolve_model(model).path
 
@@ -449,17 +446,15 @@ def plan_run(
 
     Args:
         run: a :class:`lceval.core.io.RunDir` with samples.jsonl and contexts.jsonl.
-        model: a model folder or cached hub id: its tokenizer, chat template and window count
-            the tokens, and its shape is estimated first; None: the run's tiktoken encoding.
+        model: a model folder or cached hub id (its tokenizer, chat template and window count,
+            its shape estimated first); None: the run's tiktoken encoding.
         samples: only these samples (default: all of the run's).
         max_new_tokens: caps every sample's budget.
         efficiency: measured time over the floor (:data:`EFFICIENCY`).
-        exact: tokenize the contexts (True), or take their recorded counts (False, unique
-            tokens then an upper bound: :class:`Counted`); None: exact with a model, or when the
-            distinct contexts hold at most :data:`EXACT_LIMIT` tokens.
-        max_thinking_tokens: a reasoning model's thinking budget per sample (tokens,
-            ``lceval.models.thinking``), counted beside the answer budget in a
-            ``thinking_budget`` column and in the decode estimate; 0: none.
+        exact: tokenize the contexts, or take their recorded counts (:class:`Counted`); None:
+            exact with a model or under :data:`EXACT_LIMIT` tokens.
+        max_thinking_tokens: a reasoning model's thinking budget per sample in tokens, counted
+            beside the answer budget (``thinking_budget`` column, decode estimate).
 
     Raises:
         LcevalError: missing run files, a bad budget, an unreadable model tokenizer, ``exact``
