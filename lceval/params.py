@@ -1,35 +1,23 @@
 """Declared params: every section of a params file is a pydantic model, read by one routine.
 
-A notebook's params file (``params/<notebook>/{smoke,full}.yaml``) has sections: the builder's
-params (each benchmark's ``build.py`` declares them as a :class:`Declared` model), the inference
-params (:class:`InferenceSection`, shared by every notebook that answers samples), the judge
-params (:class:`Judge`) and the scoring params (:class:`Scoring`). :func:`parse` reads one section
-and accepts the keys of the other sections it is told about, so ``lceval build KEY --params FILE``
-takes a notebook's file as it is with no hand-kept list of ignored keys. The same models give the
-JSON Schemas of ``lceval schema``.
-
-Every error is one :class:`~lceval.core.errors.LcevalError` line (:func:`first_error`, the one
-translator of pydantic's errors) naming the section, the key, what it accepts and the value
-given: an unknown key names its close matches (:func:`did_you_mean`), an old spelling
-(:data:`RENAMED`) names the new one.
-
-Spelling (one per concept):
-    - ``max_new_tokens``: the answer budget in tokens (the samples' ``max_new_tokens`` when a
-      builder declares it, the inference cap when only the notebook does). A second model role
-      in the same notebook gets ``<role>_max_new_tokens``: ``judge_max_new_tokens`` (an LLM
-      judge), ``variants_max_new_tokens`` (CIF-Bench's model that proposes instruction
-      variants), ``reasoning_max_new_tokens`` (the NTK sweep's arithmetic answers beside its
-      retrieval answers).
-    - ``encoding``: the tokenizer that measures lengths (a tiktoken encoding name, or for RULER
-      also a local Hugging Face tokenizer folder).
+A notebook's params file holds the builder's section (each ``build.py``'s :class:`Declared`
+model), :class:`InferenceSection`, :class:`Judge` and :class:`Scoring`; :func:`parse` reads one
+and accepts the keys of the others. Every error is one :class:`~lceval.core.errors.LcevalError`
+line (:func:`first_error`, the one translator of pydantic's errors): unknown keys name their
+close matches, old spellings (:data:`RENAMED`) the new one. ``max_new_tokens`` is the answer
+budget in tokens (a second model role: ``<role>_max_new_tokens``); ``encoding`` the tokenizer
+that measures lengths.
 """
 
 from __future__ import annotations
 
+import copy
 import os
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from pathlib import Path
 from typing import Annotated, Any, Literal, Self, TypeVar
 
+import yaml
 from pydantic import (
     BaseModel,
     BeforeValidator,
@@ -37,10 +25,12 @@ from pydantic import (
     Field,
     ValidationError,
     ValidationInfo,
+    create_model,
     model_validator,
 )
 
 from lceval.core.errors import LcevalError, did_you_mean, one_line
+from lceval.core.io import project_root, read_bounded
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -208,28 +198,24 @@ _SAYS = {
     "greater_than": "must be > {gt}",
     "less_than_equal": "must be <= {le}",
     "less_than": "must be < {lt}",
-    "int_parsing": "must be an integer",
-    "int_type": "must be an integer",
-    "int_from_float": "must be an integer",
-    "float_parsing": "must be a number",
-    "float_type": "must be a number",
-    "int_strict": "must be an integer",
-    "float_strict": "must be a number",
-    "bool_strict": "must be true or false",
-    "string_strict": "must be a string",
-    "list_strict": "must be a list",
     "finite_number": "must be a finite number",
-    "bool_parsing": "must be true or false",
-    "bool_type": "must be true or false",
-    "string_type": "must be a string",
-    "list_type": "must be a list",
-    "tuple_type": "must be a list",
-    "dict_type": "must be a mapping",
     "too_short": "must not be empty",
     "string_too_short": "must not be empty",
     "literal_error": "must be one of {expected}",
 }
 """pydantic's error types as lceval words them (``must be >= 1``)."""
+
+_TYPES = {
+    "int": "an integer",
+    "float": "a number",
+    "bool": "true or false",
+    "string": "a string",
+    "list": "a list",
+    "tuple": "a list",
+    "dict": "a mapping",
+}
+"""A type error's type (``int`` of ``int_parsing``, ``int_from_float``) -> what it must be."""
+_TYPE_ERRORS = ("_type", "_parsing", "_strict", "_from_float")
 
 
 def first_error(config: type[BaseModel], exc: ValidationError, door: Door, where: str) -> str:
@@ -253,6 +239,9 @@ def first_error(config: type[BaseModel], exc: ValidationError, door: Door, where
         return f"{prefix}{name} is required"
     ctx = {k: str(v).replace("'", "").replace(" or ", ", ") for k, v in err.get("ctx", {}).items()}
     says = _SAYS.get(kind)
+    typed = kind.partition("_")[0] if kind.endswith(_TYPE_ERRORS) else ""
+    if says is None and typed in _TYPES:
+        says = f"must be {_TYPES[typed]}"
     said = says.format(**ctx) if says else str(err.get("msg", "is invalid")).lower()
     return f"{prefix}{name} {said}, {_got(err.get('input'), door)}"
 
@@ -282,8 +271,7 @@ def validate(
     config: type[M], values: Mapping[str, Any] | None, door: Door = "params", where: str = ""
 ) -> M:
     """``values`` read into ``config``: unknown keys refused with the closest names, every value
-    typed and ranged (a params file and a Python call give typed values: strict, no ``'8'`` for
-    8; the command line gives text, read by each field's type).
+    typed and ranged (strict for params and Python calls; the command line's text is parsed).
 
     Args:
         config: a declared model (a verb's config, a params section).
@@ -342,21 +330,13 @@ MAX_PARAMS_BYTES = 16 << 20
 
 
 def load_params(path: str | os.PathLike[str]) -> dict[str, Any]:
-    """Read a params YAML file (UTF-8, at most :data:`MAX_PARAMS_BYTES`) into a dict.
-
-    A relative path is looked up in the working directory, then in the lceval checkout's root.
+    """Read a params YAML file (UTF-8, at most :data:`MAX_PARAMS_BYTES`; a relative path from
+    the working directory, else the checkout's root) into a dict.
 
     Raises:
-        LcevalError: the file is missing, unreadable, not a regular file (a device, a FIFO),
-            too large, not UTF-8 (UTF-16 is named as such), not YAML, or not a mapping at top
-            level.
+        LcevalError: missing, unreadable, not a regular file, too large, not UTF-8, not YAML,
+            or not a mapping at top level.
     """
-    from pathlib import Path
-
-    import yaml
-
-    from lceval.core.io import project_root, read_bounded
-
     path = Path(path)
     if not path.is_absolute() and not path.exists():
         top = project_root()
@@ -408,12 +388,8 @@ NOTEBOOK_PARAMS = frozenset(Notebook.model_fields)
 
 
 class InferenceSection(Declared):
-    """The inference section of a params file and ``lceval infer``'s settings, declared once:
-    every notebook that answers samples reads these keys, a builder accepts them in its notebook's
-    params file (:data:`NOTEBOOK_SECTIONS`), and ``lceval infer`` makes its flags from them.
-    Backend names and model entries are checked by the run wing's
-    :class:`lceval.run.config.InferConfig`, which adds only those checks (the core knows no
-    engine)."""
+    """The inference section of a params file and ``lceval infer``'s settings, declared once
+    (backend names and model entries are checked by :class:`lceval.run.config.InferConfig`)."""
 
     run_id: str | None = Field(
         None,
@@ -494,34 +470,55 @@ class InferenceSection(Declared):
         return self
 
 
-class Judge(Declared):
-    """An LLM judge's section (notebooks 06, 08, 11): ``judge_<option>`` is the judge scorer's
-    option ``<option>`` (:class:`lceval.models.judge.JudgeModel`, the options every judge takes),
-    filled in by :func:`lceval.registry.judge_options`."""
+class JudgeOptions(BaseModel):
+    """The judge model's options, declared once: every LLM judge scorer's options
+    (:class:`lceval.models.judge.JudgeModel` subclasses this) and, each prefixed ``judge_``, a
+    notebook's judge section (:class:`Judge`)."""
 
-    judge_backend: Text = Field("hf", description="judge backend: hf, vllm, openai or auto")
-    judge_model: Text | None = Field(
+    backend: Text = Field("hf", description="judge backend: hf, vllm, openai or auto")
+    model: Text | None = Field(
         None, description="judge model path or hub id; null: the embedded SmolLM2"
     )
-    judge_max_new_tokens: Positive | None = Field(
-        None, description="judge answer budget in tokens; null: the judge's own default"
-    )
-    judge_backend_options: Options = Field(
+    backend_options: Options = Field(
         default_factory=dict,
         description="the judge backend's options (device, vLLM engine options, base_url of an "
-        "OpenAI-compatible endpoint with judge_backend: openai)",
+        "OpenAI-compatible endpoint with backend openai)",
     )
+    max_new_tokens: Positive | None = Field(
+        None, description="judge answer budget in tokens; null: the judge's own default"
+    )
+    batch_size: Positive = Field(8, description="judge prompts per engine call")
 
 
-class Scoring(Declared):
-    """The scoring section (notebooks 06, 08, 10, 11): which scorer, its options, the CIs."""
+_JUDGE_FIELDS: dict[str, Any] = {
+    f"judge_{k}": (f.annotation, copy.deepcopy(f)) for k, f in JudgeOptions.model_fields.items()
+}
+Judge = create_model(
+    "Judge",
+    __base__=Declared,
+    __doc__="An LLM judge's section (notebooks 06, 08, 11): ``judge_<option>`` is "
+    ":class:`JudgeOptions`' ``<option>`` (filled in by :func:`lceval.registry.judge_options`).",
+    **_JUDGE_FIELDS,
+)
+
+
+class ScorerChoice(Declared):
+    """Which scorer and its options, declared once: ``lceval score``'s
+    (:class:`lceval.run.config.ScoreConfig`) and a notebook's scoring section (:class:`Scoring`)."""
 
     scorer: Text | None = Field(
         None, description="scorer name (<benchmark> or <benchmark>:<variant>); null: the default"
     )
     scorer_options: Options = Field(
-        default_factory=dict, description="keyword options of the scorer"
+        default_factory=dict,
+        description="keyword options of the scorer",
+        json_schema_extra={"flag": ["-o", "--option"], "kv": True},
     )
+
+
+class Scoring(ScorerChoice):
+    """The scoring section (notebooks 06, 08, 10, 11): which scorer, its options, the CIs."""
+
     n_resamples: Positive = Field(
         1000, description="bootstrap resamples of the confidence intervals"
     )

@@ -58,6 +58,8 @@ def test_mypy_refuses_a_misspelt_keyword_of_a_stage(tmp_path):
         'lceval.score("x", root="outputs")\n'
         'result: lceval.EvalResult = lceval.evaluate("lifbench", model="embedded", limit=4)\n'
         'tables: dict[str, object] = lceval.report("x", scorer="lifbench:strict")\n'
+        'lceval.evaluate("lifbench", limitt=4)\n'
+        'lceval.evaluate("lifbench", max_new_tokens=8, param={"lengths": [512]})\n'
     )
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     out = subprocess.run(
@@ -68,6 +70,15 @@ def test_mypy_refuses_a_misspelt_keyword_of_a_stage(tmp_path):
         env=env,
     )
     errors = [line for line in out.stdout.splitlines() if ": error:" in line]
-    assert len(errors) == 1, out.stdout
+    assert len(errors) == 2, out.stdout
     assert 'snippet.py:4: error: Unexpected keyword argument "rooot" for "score"' in errors[0]
+    assert 'snippet.py:8: error: Unexpected keyword argument "limitt" for "evaluate"' in errors[1]
     assert out.returncode == 1
+
+
+def test_evaluate_keywords_are_the_eval_config_fields():
+    """EvalOptions types evaluate's keywords for mypy; EvalConfig checks them: same keys."""
+    from lceval.run.config import EvalConfig, EvalOptions
+
+    given = {"benchmark", "model", "limit", "list_options"}  # named arguments, or infer's alone
+    assert set(EvalOptions.__annotations__) == set(EvalConfig.model_fields) - given

@@ -22,19 +22,15 @@ Examples::
     lceval compare a/report/results.json b/ --leaderboard   # headlines with CIs from files alone
     lceval run params/pipelines/lifbench_smoke.yaml   # notebooks 01-03 through papermill
 
-Errors in the input (unknown benchmark, task, backend or model; malformed params; unwritable
-folders) print one line ``lceval: <what is wrong>`` and exit with status 2; Ctrl-C exits with 130.
-
-Each verb is one module of this package with one handler, ``handle(config, outputs) -> status``
-(:data:`lceval.cli.common.Handler`), and :data:`HANDLERS` is the dispatch table. A verb's flags
-are generated from its declared config (:data:`lceval.run.config.VERBS`); :func:`main` reads the
-config from the command line and hands it to the handler. The verb modules import pandas, the
-engines and the stages inside their handlers, so ``lceval list`` starts light.
+Bad input prints one line ``lceval: <what is wrong>`` and exits 2; Ctrl-C exits 130. Each verb
+is one module with ``handle(config, outputs) -> status`` (:data:`HANDLERS`), its flags generated
+from its declared config (:data:`lceval.run.config.VERBS`).
 """
 
 from __future__ import annotations
 
 import argparse
+import inspect
 import os
 import sys
 from collections.abc import Sequence
@@ -55,6 +51,7 @@ from lceval.cli import (
     status,
 )
 from lceval.cli.common import Handler
+from lceval.core.console import VERBOSE_ENV
 from lceval.core.errors import LcevalError, one_line
 from lceval.run.config import VERBS, add_flags, from_args
 
@@ -73,32 +70,17 @@ HANDLERS: dict[str, Handler] = {
     "status": status.handle,
     "schema": schema.handle,
 }
-"""The dispatch table: verb -> its handler, in the order ``lceval --help`` lists the verbs (each
-verb's config: :data:`lceval.run.config.VERBS`; tests/cli/test_dispatch.py checks the three
-agree)."""
+"""Verb -> its handler, in ``lceval --help``'s order."""
 
-HELP = {
-    "eval": "build, answer, score and report a benchmark in one command (resumable)",
-    "list": "benchmarks with their tasks and scorers, and the backends",
-    "build": "build a benchmark's samples into a run folder",
-    "infer": "answer a run's samples with a model (resumable)",
-    "plan": "a built run's size (prompt, unique and budget tokens) and GPU-time estimate",
-    "score": "score a run's responses",
-    "repair": "move lines of responses.jsonl that do not parse aside",
-    "report": "write a run's tables and figures under report/",
-    "compare": "rank one run's models (a leaderboard), or compare two runs (or two models of one "
-    "run) paired",
-    "import": "turn a benchmark's official prediction files into a run",
-    "run": "execute notebooks with papermill (a pipeline or one notebook)",
-    "status": "a run's inference progress (from another terminal; logs/progress.jsonl)",
-    "schema": "write the JSON Schema of every verb's params (for editors)",
-}
-"""Each verb's one-line help in ``lceval --help``."""
+
+def verb_help(verb: str) -> str:
+    """A verb's line in ``lceval --help``: its config's docstring, first paragraph."""
+    return " ".join(inspect.cleandoc(VERBS[verb].__doc__ or "").split("\n\n")[0].split())
 
 
 def _parser() -> argparse.ArgumentParser:
-    """The ``lceval`` parser: the common flags (``--outputs``, ``-v``), before or after the verb,
-    and one subparser per verb of :data:`HANDLERS` whose flags come from the verb's config."""
+    """The ``lceval`` parser: ``--outputs`` and ``-v`` before or after the verb, one subparser per
+    verb."""
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument(
         "--outputs",
@@ -121,7 +103,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     sub = p.add_subparsers(dest="command", required=True)
     for name in HANDLERS:
-        add_flags(sub.add_parser(name, help=HELP[name], parents=[common]), VERBS[name])
+        add_flags(sub.add_parser(name, help=verb_help(name), parents=[common]), VERBS[name])
     return p
 
 
@@ -129,8 +111,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``lceval`` console script; returns the exit status."""
     args = _parser().parse_args(argv)
     if getattr(args, "verbose", False):
-        from lceval.core.console import VERBOSE_ENV
-
         os.environ[VERBOSE_ENV] = "1"  # notebooks run by `lceval run` inherit it
     try:
         config = from_args(VERBS[args.command], args)
@@ -147,8 +127,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 MAX_ERROR_CHARS = 2000
-"""The most characters of an error message printed: a message quoting a huge value (a 100 MB
-params value) is cut, saying how much was left out."""
+"""The most characters of an error message printed (the rest is counted, not shown)."""
 
 
 def _bounded(message: str) -> str:

@@ -1,5 +1,4 @@
-"""What several verbs share: the handler's shape, the ``next:`` line that names the following
-step, and the ``--csv`` check that ``plan`` and ``compare`` make before computing anything."""
+"""What several verbs share: the handler's shape, the ``next:`` line, the ``--csv`` check."""
 
 from __future__ import annotations
 
@@ -10,11 +9,8 @@ from typing import Any
 from lceval.core.errors import LcevalError
 
 Handler = Callable[[Any, "str | None"], int]
-"""A verb's handler: ``handle(config, outputs) -> exit status``, where ``config`` is the verb's
-declared config (:data:`lceval.run.config.VERBS`) read from the command line and ``outputs`` the
-``--outputs`` folder (``None``: ``$LCEVAL_OUTPUTS``, else ``./outputs``). Errors in the input are
-raised as :class:`lceval.core.errors.LcevalError`; :func:`lceval.cli.main` prints them as one
-line."""
+"""``handle(config, outputs) -> exit status``: the verb's declared config and the ``--outputs``
+folder (None: the default); bad input raises :class:`~lceval.core.errors.LcevalError`."""
 
 
 def next_steps(run_id: str, outputs: str | None, *steps: str) -> str:

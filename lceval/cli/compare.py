@@ -15,16 +15,13 @@ from lceval.run.config import CompareConfig
 
 
 def handle(cfg: CompareConfig, outputs: str | None) -> int:
-    """Print what differs between the compared runs beside the models (engine, dtype,
-    decoding, budget: :func:`lceval.report.compare.setting_differences`), then the table in
-    160 columns; ``--samples`` writes the paired samples page, ``--csv`` the table
-    (both checked by :func:`table` before anything is computed).
+    """Print what differs between the compared runs beside the models, then the table;
+    ``--samples`` writes the paired samples page, ``--csv`` the table.
 
     Raises:
         LcevalError: see :func:`table`; a ``--csv`` that cannot be written.
     """
-    # here, not at the top: loads numpy, pandas, pyarrow
-    from lceval.report import compare
+    from lceval.report import compare  # pandas, pyarrow
 
     result = table(cfg, outputs)
     if "model_a" in result:  # a paired comparison: what else differs between the runs
@@ -47,13 +44,9 @@ def handle(cfg: CompareConfig, outputs: str | None) -> int:
 
 
 def table(cfg: CompareConfig, outputs: str | None) -> Any:
-    """:func:`lceval.report.compare.leaderboard` for one run (its models ranked), three or more,
-    or on request; :func:`lceval.report.compare.compare_runs` for two runs, or for two models of
-    one run named by ``--model-a`` and ``--model-b``; results.json files give the leaderboard
-    only.
-
-    Everything the command line can get wrong is checked before any run is read (``--alpha``
-    and ``--seed`` by :class:`lceval.run.config.CompareConfig`, ``--csv`` and ``--samples`` here).
+    """:func:`lceval.report.compare.leaderboard` for one run, three or more, or on request (the
+    only table results.json files give); else :func:`lceval.report.compare.compare_runs` paired.
+    The flags are checked before any run is read.
 
     Raises:
         LcevalError: a bad ``--csv`` or ``--samples``, a run given twice, a run without scores,
@@ -61,8 +54,7 @@ def table(cfg: CompareConfig, outputs: str | None) -> Any:
             paired comparison is asked for (it needs scores.parquet), or one that does not
             validate.
     """
-    # here, not at the top: loads numpy, pandas, pyarrow
-    from lceval.report import compare, results
+    from lceval.report import compare, results  # pandas, pyarrow
 
     if cfg.csv:
         csv_path(cfg.csv)
@@ -106,8 +98,7 @@ def table(cfg: CompareConfig, outputs: str | None) -> Any:
 
 
 def files_leaderboard(cfg: CompareConfig, outputs: str | None) -> Any:
-    """The leaderboard from results.json files (and run ids, whose results are computed from
-    their scores as ``lceval report`` writes them)."""
+    """The leaderboard from results.json files (and run ids, their results computed)."""
     from lceval.report import results
 
     if cfg.scorer is not None:

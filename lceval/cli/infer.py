@@ -10,6 +10,8 @@ import lceval.run
 from lceval.cli.common import next_steps
 from lceval.core.errors import LcevalError
 from lceval.models.backends import BACKENDS, resolve_backend
+from lceval.models.base import RUN_OPTIONS
+from lceval.models.replicas import check_address, require_ray
 from lceval.run.config import InferConfig
 
 
@@ -30,12 +32,10 @@ def handle(cfg: InferConfig, outputs: str | None) -> int:
         raise LcevalError("infer needs a run id: lceval infer RUN (see lceval list)")
 
     if cfg.ray_address:  # a dead address: one line now, before the plan and any engine
-        from lceval.models.replicas import check_address, require_ray
-
         require_ray()
         check_address(cfg.ray_address)
     cfg = cfg.model_copy(update={"model": models(cfg), "models": None})
-    responses = lceval.run.infer(run_id, root=outputs, config=cfg, ray_address=cfg.ray_address)
+    responses = lceval.run.infer(run_id, root=outputs, config=cfg)
     errors = [r for r in responses if r.finish_reason == "error"]
     print(f"{len(responses)} responses ({len(errors)} errors) in run {run_id}")
     if errors:
@@ -85,8 +85,6 @@ def options_listing(backend: str) -> str:
         "retrieval baselines, answers stored as MODEL@context=MODE)"
     )
     if spec.local:
-        from lceval.models.base import RUN_OPTIONS
-
         for key, default in RUN_OPTIONS.items():
             lines.append(f"  {key}={default!r}  (int >= 1; engine replicas on Ray)")
     return "\n".join(lines)

@@ -11,10 +11,9 @@ A pipeline file (``params/pipelines/<name>.yaml``) lists notebooks with their pa
       - notebook: 05_ruler_correlation  # a step may name its own run id
         run_id: ruler-corr-smoke
 
-A params file is a flat mapping of the notebook's parameters (papermill's own convention). The
-executed copy of each notebook is written to ``outputs/<run_id>/notebooks/<name>.ipynb``: first
-under a temporary name, renamed when the notebook has finished, so a failed or killed run never
-leaves a copy that looks complete (a failed one is kept as ``<name>.failed.ipynb`` for debugging).
+A params file is a flat mapping of the notebook's parameters. The executed copy goes to
+``outputs/<run_id>/notebooks/<name>.ipynb``, renamed there only when the notebook finished (a
+failed one is kept as ``<name>.failed.ipynb``).
 """
 
 from __future__ import annotations
@@ -31,6 +30,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from lceval import params as declared
+from lceval import registry
 from lceval.cli.sections import SECTIONS
 from lceval.core.console import engine_output, terminal
 from lceval.core.errors import LcevalError
@@ -111,15 +111,10 @@ def builds(notebook: Path) -> set[str]:
 
 def sections(notebook: Path) -> list[type[BaseModel]]:
     """The declared sections that read ``notebook``'s parameters, the first declaring a key
-    reading it: :class:`lceval.params.Notebook` (the run and its root), the notebook's own
-    section (:data:`lceval.cli.sections.SECTIONS`) for one that builds nothing, the builder's
-    ``Config`` and the benchmark's further sections (``Benchmark.sections``) for a notebook that
-    builds a benchmark (it calls ``lceval.run.build(run_id, "KEY", ...)`` and is in that benchmark's
-    ``notebooks``), then
+    reading it: :class:`lceval.params.Notebook`, the notebook's own section
+    (:data:`lceval.cli.sections.SECTIONS`) or the sections of the benchmark it builds, then
     :class:`lceval.run.config.InferConfig`, :class:`lceval.params.Judge` and
     :class:`lceval.params.Scoring`."""
-    from lceval import registry
-
     out: list[type[BaseModel]] = [declared.Notebook]
     out += [SECTIONS[notebook.stem]] if notebook.stem in SECTIONS else []
     for bench in registry.all_benchmarks():
@@ -157,10 +152,8 @@ def check_params(notebook: Path, params: Mapping[str, Any], where: str) -> None:
 
 
 def check_models(notebook: Path, params: Mapping[str, Any], where: str) -> None:
-    """Every model a notebook's params name (``model``/``models`` with ``backend`` and
-    ``backend_options``), checked as :func:`lceval.run.infer` checks them before an engine
-    starts (:func:`lceval.models.base.check_load`: the backend, every option, the model's path or
-    hub id); params naming no model are left to the notebook.
+    """Every model a notebook's params name, checked as :func:`lceval.run.infer` checks them
+    before an engine starts (:func:`lceval.models.base.check_load`).
 
     Raises:
         LcevalError: one line naming the model or option.
@@ -185,10 +178,8 @@ def check_models(notebook: Path, params: Mapping[str, Any], where: str) -> None:
 
 
 def notebook_schemas() -> dict[str, dict[str, Any]]:
-    """The JSON Schema of every notebook's params files (``params/<notebook>/*.yaml``), for
-    editors and ``tests/test_params_contract.py``: exactly the notebook's declared parameters
-    (any other key is an error), each typed by the section that reads it (:func:`sections`), with
-    the notebook's default.
+    """The JSON Schema of every notebook's params files (``params/<notebook>/*.yaml``): exactly
+    its declared parameters, each typed by the section that reads it, with the notebook's default.
 
     Returns:
         notebook stem -> JSON Schema.
@@ -236,10 +227,8 @@ def run_notebook(
         run_id: injected as the ``run_id`` parameter; names the run folder.
         params: further parameters to inject (a params file's contents).
         outputs_root: folder of run folders (default: ``lceval.core.io.outputs_root()``).
-        kernel_name: Jupyter kernel (default ``python3``, which jupyter_client starts with this
-            process's Python, so ``lceval run`` uses the lceval it was started from; the
-            notebooks' own kernelspec, ``lceval``, is for JupyterLab and may be missing or
-            point at another environment).
+        kernel_name: Jupyter kernel (default ``python3``: this process's Python, so the lceval
+            it was started from).
         progress: show papermill's cell progress bar.
         check: check ``params`` against the notebook's declared parameters first
             (:func:`check_params`), before the run folder is touched.
@@ -262,10 +251,7 @@ def run_notebook(
     parameters = {**dict(params or {}), "run_id": run_id}
     if outputs_root is not None:
         parameters["outputs_root"] = str(Path(outputs_root).resolve())
-    # The kernel's and its engines' logs go to the run's logs/lceval.log; papermill's progress
-    # bar stays on the terminal (lceval -v or LCEVAL_VERBOSE=1: everything on the terminal).
-
-    # the kernel and the engines it starts die with this process (lceval.models.lifeline)
+    # kernel and engine logs go to logs/lceval.log; they die with this process (lifeline)
     with engine_output(run.path, f"notebook {src.stem}"), lifeline.guard(run.path):
         bar: bool | dict[str, Any] = (
             {"unit": "cell", "desc": "Executing", "file": terminal()} if progress else False
@@ -311,11 +297,8 @@ def run_pipeline(
 
     Args:
         pipeline: path to a pipeline YAML, or its parsed mapping.
-        run_id: the pipeline's ``run_id`` (``lceval run PIPELINE --run-id X``). Where steps
-            name their own run ids (``longgenbench-smoke``, ``ruler-smoke``, ...), ``X`` is a
-            prefix naming every run: each step runs as ``X-<its run id>``, and a params-file
-            value naming another step's run (05_ruler_correlation's ``ruler_runs``) follows
-            it; ``-p`` overrides are taken as given.
+        run_id: the pipeline's ``run_id``; where steps name their own, a prefix: each step runs
+            as ``X-<its run id>``, and params-file values naming another step's run follow.
         outputs_root: folder of run folders.
         overrides: parameters injected into every notebook (after each step's params file).
         progress: show papermill's progress bars.
@@ -387,13 +370,9 @@ def _renamed(value: Any, runs: Mapping[str, str]) -> Any:
 def with_overrides(
     params: Mapping[str, Any], overrides: Mapping[str, Any] | None
 ) -> dict[str, Any]:
-    """``params`` with ``overrides`` on top (``lceval run PIPELINE -p KEY=VALUE``), keeping each
-    model's own options: a bare hub id in an overriding ``models`` list that the params file
-    lists as a mapping (``{model: ID, options: {max_model_len: 32768}}``) takes that mapping, so
-    ``-p 'models=[Qwen/Qwen2.5-7B-Instruct]'`` keeps that model's ``max_model_len`` instead of
-    inheriting ``backend_options``'. A bare id the file does not list gets the file's
-    ``backend_options``, said in one line: give it ``{model: ID, options: {...}}`` for its own.
-    """
+    """``params`` with ``overrides`` on top (``-p KEY=VALUE``), keeping each model's own
+    options: a bare id in an overriding ``models`` list takes the params file's mapping for it;
+    one the file does not list gets its ``backend_options``, said in one line."""
     out = {**params, **dict(overrides or {})}
     models = (overrides or {}).get("models")
     if not isinstance(models, list):

@@ -3,11 +3,19 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import lceval.run
 from lceval.cli.common import csv_path
 from lceval.core.errors import LcevalError
 from lceval.core.io import RunDir
 from lceval.run.config import PlanConfig
+
+if TYPE_CHECKING:  # pandas: lceval.run.cost imports it, loaded by the handler alone
+    import pandas as pd
+
+    from lceval.run.cost import Prices
+    from lceval.run.plan import Plan
 
 
 def handle(cfg: PlanConfig, outputs: str | None) -> int:
@@ -18,11 +26,8 @@ def handle(cfg: PlanConfig, outputs: str | None) -> int:
 
 def plan_text(cfg: PlanConfig, outputs: str | None) -> str:
     """:func:`lceval.run.plan.plan_run` on the selected samples, recorded in run.json, as
-    :func:`lceval.run.plan.render` shows it; ``--csv`` writes the two tables.
-
-    The budget is ``--max-new-tokens``, else the one the run's inference recorded, else the one
-    its build params declare (run.json's ``inference``, as ``lceval infer`` uses it), else each
-    sample's own.
+    :func:`lceval.run.plan.render` shows it; ``--csv`` writes the two tables. The budget is
+    ``--max-new-tokens``, else the cap the run's inference recorded, else its build params'.
 
     Raises:
         LcevalError: a bad ``--csv`` (ranges: :class:`lceval.run.config.PlanConfig`), a run that is
@@ -31,12 +36,10 @@ def plan_text(cfg: PlanConfig, outputs: str | None) -> str:
     from lceval.run import cost, plan
 
     prices = cost.load_prices(cfg.prices)  # a bad table stops before any tokenizing
-    gpus = cfg.gpus  # ranged by PlanConfig
+    eff = plan.EFFICIENCY if cfg.efficiency is None else cfg.efficiency
     csv = csv_path(cfg.csv) if cfg.csv else None
     run = RunDir(cfg.run_id, outputs)
     samples = lceval.run.select_samples(run, run.read_samples(), limit=cfg.limit, tasks=cfg.tasks)
-    # one budget for one run: --max-new-tokens, else the cap its inference used, else the cap its
-    # build params declare for inference (what `lceval infer RUN` will use)
     cap, source = cfg.max_new_tokens, ""
     if cap is None:
         cap, source = plan.recorded_cap(run), "as the run's inference recorded"
@@ -48,12 +51,11 @@ def plan_text(cfg: PlanConfig, outputs: str | None) -> str:
         model=cfg.model,
         samples=samples,
         max_new_tokens=cap,
-        efficiency=plan.EFFICIENCY if cfg.efficiency is None else cfg.efficiency,
+        efficiency=eff,
         exact=True if cfg.exact else None,
         max_thinking_tokens=cfg.max_thinking_tokens,
     )
     p.estimates["usd"] = cost.gpu_dollars(p.estimates, prices)
-    eff = plan.EFFICIENCY if cfg.efficiency is None else cfg.efficiency
     try:  # a judge the params do not name right fails at scoring; the plan says so and goes on
         judges = cost.judge_calls(run, p.rows)
         judge_gpu, judge_api, notes = cost.judge_table(judges, prices, eff)
@@ -73,8 +75,8 @@ def plan_text(cfg: PlanConfig, outputs: str | None) -> str:
     text = plan.render(shown) + "\n\n" + cost_text(run, p, prices, cfg.prices, judge_api)
     if judges or notes:
         text += "\n\n" + "\n".join([*(judge_lines(judges) if judges else []), *notes])
-    if gpus is not None:
-        text += "\n\n" + plan.render_wall_clock(p, gpus)
+    if cfg.gpus is not None:
+        text += "\n\n" + plan.render_wall_clock(p, cfg.gpus)
     if cap is not None and cfg.max_new_tokens is None:
         text += (
             f"\nbudget capped at {cap} new tokens per sample, {source} "
@@ -89,7 +91,7 @@ def plan_text(cfg: PlanConfig, outputs: str | None) -> str:
         except OSError as exc:
             raise LcevalError(f"--csv: cannot write {csv}: {exc.strerror}") from None
         text += f"\nwrote {a} and {b}"
-    plan.record(run, p)
+    run.update_meta(plan=p.summary())
     return text
 
 
@@ -110,15 +112,17 @@ def judge_lines(judges: list) -> list[str]:
 
 
 def cost_text(
-    run: object, p: object, prices: object, prices_file: str | None, judge_api: object = None
+    run: RunDir,
+    p: Plan,
+    prices: Prices,
+    prices_file: str | None,
+    judge_api: pd.DataFrame | None = None,
 ) -> str:
-    """The API dollars of the plan (and of the API judges' calls, rows ``judge: MODEL``), this
-    run's calibration (stored) and this machine's calibrated
-    answering time (:mod:`lceval.run.cost`)."""
+    """The API dollars of the plan (and of the API judges' calls), this run's calibration
+    (stored) and this machine's calibrated answering time (:mod:`lceval.run.cost`)."""
     from lceval.run import cost
 
-    assert isinstance(p, lceval.run.plan.Plan) and isinstance(prices, cost.Prices)
-    meta = run.read_meta()  # type: ignore[attr-defined]
+    meta = run.read_meta()
     api_models = [
         str(e.get("model") or n)
         for n, e in (meta.models or {}).items()
@@ -127,7 +131,7 @@ def cost_text(
     t = p.total()
     out_tokens = t["budget"] + p.thinking_budget()
     table = cost.api_table(t["prompt_tokens"], out_tokens, prices, api_models)
-    if judge_api is not None and len(judge_api):  # type: ignore[arg-type]
+    if judge_api is not None and len(judge_api):
         import pandas as pd
 
         table = pd.concat([judge_api, table], ignore_index=True)
@@ -160,7 +164,3 @@ def cost_text(
             shown.to_string(index=False),
         ]
     return "\n".join(lines + ([""] + said if said else []))
-
-
-def _secs(s: float | None) -> str:
-    return "?" if s is None or s != s else f"{s:,.1f}"

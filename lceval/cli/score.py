@@ -1,6 +1,5 @@
-"""``lceval score``: a run's responses scored (:func:`lceval.run.score`); its mean per model,
-benchmark and task printed, the numbers a benchmark shows beside its headline, and a warning
-where a model's samples are not all answered or the run is not the paper's grid."""
+"""``lceval score``: :func:`lceval.run.score`, then the mean per model, benchmark and task, the
+benchmarks' extra metrics and coverage warnings."""
 
 from __future__ import annotations
 
@@ -22,7 +21,7 @@ def handle(cfg: ScoreConfig, outputs: str | None) -> int:
     Raises:
         LcevalError: an unknown scorer or option, a run without responses.
     """
-    df = lceval.run.score(cfg.run_id, root=outputs, scorer=cfg.scorer, options=cfg.option)
+    df = lceval.run.score(cfg.run_id, root=outputs, scorer=cfg.scorer, options=cfg.scorer_options)
     print_scores(cfg.run_id, outputs, df)
     print_extra_metrics(cfg.run_id, outputs, df)
     warn_coverage(cfg.run_id, outputs)
@@ -31,10 +30,8 @@ def handle(cfg: ScoreConfig, outputs: str | None) -> int:
 
 
 def print_scores(run_id: str, root: str | None, df: Any) -> None:
-    """The mean score per model, benchmark and task (and variant, where a benchmark answers
-    baselines: L-Eval's retrieval and no-LIE rows apart from the model's own, which its headline
-    reads); where the budget ended answers, also how many (``cut``) and the mean over the
-    answers that finished (``mean_finished``)."""
+    """The mean score per model, benchmark, task (and baseline variant); where the budget ended
+    answers, how many (``cut``) and the mean over those that finished (``mean_finished``)."""
     from lceval.report.coverage import run_cut_answers, variant_of, with_finished
 
     run = RunDir(run_id, root)
@@ -79,8 +76,7 @@ def print_extra_metrics(run_id: str, root: str | None, df: Any) -> None:
 
 def warn_coverage(run_id: str, outputs: str | None) -> None:
     """One stderr line per benchmark and model whose answers the budget cut (over 5%), whose
-    samples are not all answered, or whose run is not the paper's grid
-    (:mod:`lceval.report.coverage`)."""
+    samples are not all answered, or whose run is not the paper's grid."""
     from lceval.report.coverage import run_coverage
 
     for c in run_coverage(RunDir(run_id, outputs)):

@@ -1,10 +1,7 @@
 """The model an LLM judge asks: :class:`ModelJudge` (lazy engine, resumable store), the
-:class:`AsksModel` mixin of batch judges, and :class:`JudgeModel`, the judge model's declared
-options shared by the three judges (LongGenBench ``longgenbench:llm``, L-Eval ``leval:judge``,
-CIF-Bench ``cifbench:judge``). A judge's prompts and verdict parsing stay in its paper's folder;
-this keeps the rest. Engines are imported only when a judge asks its first question, so declaring
-a judge (a benchmark's ``__init__``) stays light.
-"""
+:class:`AsksModel` mixin and :class:`JudgeModel`, the options shared by the three judges
+(``longgenbench:llm``, ``leval:judge``, ``cifbench:judge``). Prompts and verdict parsing stay in
+each paper's folder; engines are imported at a judge's first question."""
 
 from __future__ import annotations
 
@@ -13,22 +10,25 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from pydantic import Field, field_validator
+from pydantic import field_validator
 
 from lceval.benchmark import ScorerOptions
 from lceval.core.errors import LcevalError
 from lceval.core.records import Context, Response, Sample
+from lceval.models import base, lifeline
+from lceval.models.backends import check_backend_name
+from lceval.models.base import Backend, GenerationConfig
+from lceval.models.generate import generate
+from lceval.params import JudgeOptions
 
 if TYPE_CHECKING:
     from lceval.core.store import ResponseStore
-    from lceval.models.base import Backend
 
 
 @dataclass
 class ModelJudge:
     """The model a batch judge asks: loads its engine at the first question, answers through a
-    ResponseStore (judging resumes after an interruption; identical questions are asked once) and
-    closes the engine. The judges keep their prompts and verdict parsing; this keeps the rest.
+    ResponseStore (resumable; identical questions asked once) and closes the engine.
 
     Args:
         load: loads the judge backend; called once, at the first question.
@@ -80,12 +80,7 @@ class ModelJudge:
         """
         if not questions:
             return {}
-        from lceval.models.base import GenerationConfig
-        from lceval.models.generate import generate
-
         if self.engine is None:
-            from lceval.models import lifeline
-
             # the judge's engine processes die with lceval (SIGKILL included)
             self._lifeline = contextlib.ExitStack()
             self._lifeline.enter_context(lifeline.guard(self.store.path.parent))
@@ -126,8 +121,6 @@ class ModelJudge:
             LcevalError: an unknown backend or backend option (checked now, before anything
                 loads).
         """
-        from lceval.models import base
-
         options = dict(options)
         base.check_backend_options(backend, options)
 
@@ -138,47 +131,31 @@ class ModelJudge:
 
 
 class AsksModel:
-    """Mixin for a batch judge that holds a :class:`ModelJudge` as ``asker``: its ``engine``,
-    ``name`` and ``close`` are the asker's."""
+    """Mixin for a batch judge holding a :class:`ModelJudge` as ``asker`` (its engine, name,
+    close)."""
 
     asker: ModelJudge
 
     @property
     def engine(self) -> Backend | None:
-        """The loaded backend (None until the first question, and after ``close``)."""
         return self.asker.engine
 
     @property
     def name(self) -> str:
-        """The judge model's name (its label until the backend is loaded)."""
         return self.asker.name
 
     def close(self) -> None:
-        """Close the judge backend, if it was loaded."""
         self.asker.close()
 
 
-class JudgeModel(ScorerOptions):
-    """The model an LLM judge asks, shared by the three judges (LongGenBench ``longgenbench:llm``,
-    L-Eval ``leval:judge``, CIF-Bench ``cifbench:judge``); each judge's options subclass it
-    (their own defaults and options beside these). Filled from a notebook's ``judge_*`` params by
-    :func:`lceval.registry.judge_options`."""
-
-    backend: str = Field("hf", description="judge backend: hf, vllm, openai or auto")
-    model: str | None = Field(
-        None, min_length=1, description="judge model path or hub id; null: the embedded SmolLM2"
-    )
-    backend_options: dict[str, Any] = Field(
-        default_factory=dict, description="the judge backend's options, e.g. {device: cuda}"
-    )
-    max_new_tokens: int | None = Field(None, ge=1, description="judge answer budget in tokens")
-    batch_size: int = Field(8, ge=1, description="judge prompts per engine call")
+class JudgeModel(ScorerOptions, JudgeOptions):
+    """The model an LLM judge asks; each judge's options subclass it. A notebook's
+    ``judge_<option>`` params (:class:`lceval.params.Judge`) fill these options
+    (:func:`lceval.registry.judge_options`)."""
 
     @field_validator("backend")
     @classmethod
     def _known_backend(cls, value: str) -> str:
-        from lceval.models.backends import check_backend_name
-
         try:
             check_backend_name(value)
         except LcevalError as exc:
@@ -186,8 +163,7 @@ class JudgeModel(ScorerOptions):
         return value
 
     def loader(self) -> Callable[[], Backend]:
-        """A ``load`` for :class:`ModelJudge`, its backend options checked now
-        (:meth:`ModelJudge.loader`)."""
+        """A ``load`` for :class:`ModelJudge`, backend options checked now."""
         return ModelJudge.loader(self.backend, self.model, self.backend_options)
 
     @property

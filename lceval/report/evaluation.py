@@ -15,7 +15,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Unpack
 
 from lceval import registry
 from lceval.core.errors import LcevalError
@@ -24,7 +24,7 @@ from lceval.models.base import check_load
 from lceval.models.specs import resolve_models
 from lceval.params import load_params
 from lceval.run.building import build
-from lceval.run.config import EvalConfig, InferConfig, validate
+from lceval.run.config import EvalConfig, EvalOptions, InferConfig, validate
 from lceval.run.inference import infer
 from lceval.run.scoring import score
 
@@ -81,7 +81,7 @@ def evaluate(
     limit: int | None = None,
     root: str | Path | None = None,
     progress: bool = True,
-    **config: Any,
+    **config: Unpack[EvalOptions],
 ) -> EvalResult:
     """Build ``benchmark``, answer it with ``model``, score and report it: ``lceval eval`` in
     Python, resumable (the same ``run_id``, default ``<benchmark>-<model>``, keeps the answers).
@@ -93,9 +93,8 @@ def evaluate(
         limit: answer only the first N samples.
         root: folder holding run folders (default ``$LCEVAL_OUTPUTS``, else ``./outputs``).
         progress: draw the progress bars.
-        **config: any other key of :class:`lceval.run.config.EvalConfig` (``params``, ``param``,
-            ``run_id``, ``backend``, ``backend_options``, ``max_new_tokens``, ``truncate``,
-            ``scorer``, ...), checked like a params file's.
+        **config: any other key of :class:`lceval.run.config.EvalConfig`
+            (:class:`~lceval.run.config.EvalOptions`), checked like a params file's.
 
     Returns:
         The run, its headline table, the path of report/index.html.
@@ -104,7 +103,7 @@ def evaluate(
         LcevalError: one line: an unknown key or a bad value, an unknown benchmark, backend or
             model, bad build params, anything a stage refuses.
     """
-    values = {"benchmark": benchmark, **config}
+    values: dict[str, Any] = {"benchmark": benchmark, **config}
     if model is not None:
         values["model"] = model
     if limit is not None:

@@ -26,22 +26,17 @@ def build(
     seed: int | None = None,
     force: bool = False,
 ) -> RunDir:
-    """Build a benchmark's samples into ``<root>/<run_id>/`` and record run.json.
+    """Build a benchmark's samples into ``<root>/<run_id>/`` and record run.json
+    (:func:`build_suite` with one part).
 
-    A rebuild over a run that already has responses would pair old answers with new samples, so
-    it is refused unless ``force``; then responses.jsonl and scores.parquet are moved aside to
-    ``<name>.replaced-<UTC time>`` first. A rebuild that gives the same samples and contexts
-    (builds are deterministic) keeps the responses and run.json's ``models``: rerunning a
-    notebook resumes it.
+    A rebuild giving the same samples and contexts keeps the responses (rerunning a notebook
+    resumes it); one that changes them is refused over existing responses unless ``force``,
+    which moves responses.jsonl and scores.parquet aside to ``<name>.replaced-<UTC time>``.
 
     Args:
-        run_id: run folder name.
-        benchmark: a registered benchmark key (``lceval.registry.BENCHMARKS``).
-        params: the builder's params (a notebook's params file as it is: ``run_id`` and
-            ``outputs_root`` and the notebook-only keys each builder declares are ignored).
-        root: folder holding run folders.
+        benchmark: a registered benchmark key.
+        params: the builder's params (a notebook's params file as it is).
         seed: overrides ``params["seed"]`` when given.
-        force: rebuild a run that has responses (moving them aside).
 
     Raises:
         LcevalError: unknown benchmark, bad params, unwritable folder, a run with responses
@@ -58,21 +53,13 @@ def build_suite(
     seed: int | None = None,
     force: bool = False,
 ) -> RunDir:
-    """Build several benchmarks' samples into one run folder (e.g. RULER retrieval beside L-Eval
-    GSM for the NTK sweep); :func:`build` is the one-benchmark case.
-
-    Samples and contexts of every part are written together (ids are prefixed by the benchmark
-    key, so they cannot collide); run.json records each part's params and sources under its key.
-    ``score`` and ``report`` already handle runs holding several benchmarks. Rebuilding follows
-    :func:`build` (identical samples keep the responses).
+    """Build several benchmarks' samples into one run folder (RULER retrieval beside L-Eval GSM
+    for the NTK sweep); run.json records each part's params and sources under its key.
+    Rebuilding follows :func:`build`.
 
     Args:
-        run_id: run folder name.
         parts: benchmark key -> its builder params, in build order.
-        root: folder holding run folders.
-        seed: overrides every part's ``seed`` when given (run.json's seed: this, else the first
-            part's).
-        force: rebuild a run whose responses would otherwise be paired with changed samples.
+        seed: overrides every part's ``seed`` (run.json's seed: this, else the first part's).
 
     Raises:
         LcevalError: no parts, an unknown benchmark, bad params, duplicate sample or context ids,
@@ -139,10 +126,8 @@ def build_suite(
 
 
 def _inference_defaults(parts: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
-    """The inference settings the build params declare
-    (:data:`lceval.run.config.INFERENCE_DEFAULTS`:
-    the smoke set's ``truncate: true`` and ``max_new_tokens: 64``), checked by the declared
-    :class:`lceval.run.config.InferConfig`; null values are left out (the sample's own budget).
+    """The inference settings the build params declare (:data:`INFERENCE_DEFAULTS`), checked by
+    :class:`InferConfig`; null values left out.
 
     Raises:
         LcevalError: a declared value of the wrong type or range (names the key).

@@ -1,24 +1,11 @@
 """One declared config per verb: the same object at every door.
 
-Each command of ``lceval`` (list, build, plan, infer, status, score, repair, report, compare,
-import, run, schema) has a pydantic model here. Its fields are the command's settings, each with
-its type, range, default and help text (``Field(description=...)``); the command line's flags are
-generated from them (:func:`add_flags`), params files and ``-p`` overrides are validated by them
-(:func:`validate`), and :func:`lceval.run.infer` builds an :class:`InferConfig` from its
-keyword arguments, so a notebook, ``lceval infer`` and ``lceval run -p`` check a value by the
-same rule, before anything is built or any engine starts.
-
-A field's ``json_schema_extra`` may say how it appears on the command line:
-
-- ``flag``: the flag's spelling (default ``--<name with dashes>``), or a tuple of spellings;
-- ``positional``: an argument without a flag; ``nargs``/``action``/``metavar`` as in argparse;
-- ``required_flag``: a flag the command line must give, refused by argparse when missing
-  (``lceval import --run-id``; not ``required``, which a JSON Schema reads as its own keyword);
-- ``kv``: a repeated ``KEY=VALUE`` flag collected into a mapping (values read as YAML);
-- ``cli: False``: a params-file key with no flag (``models`` beside ``--model``).
-
-``lceval schema`` (:func:`json_schemas`) writes the JSON Schema of every config for editors
-(``lceval/schemas/params/<verb>.schema.json``).
+Each ``lceval`` verb has a pydantic model here whose fields (type, range, default, description)
+make its flags (:func:`add_flags`), check params files and ``-p`` overrides (:func:`validate`)
+and give ``lceval schema``'s JSON Schemas (:func:`json_schemas`). A field's
+``json_schema_extra`` says how it appears on the command line: ``flag`` (spelling or tuple of
+spellings), ``positional``, ``nargs``/``action``/``metavar`` as in argparse, ``required_flag``,
+``kv`` (a repeated ``KEY=VALUE`` flag read as a YAML-valued mapping), ``cli: False`` (no flag).
 """
 
 from __future__ import annotations
@@ -26,16 +13,18 @@ from __future__ import annotations
 import argparse
 import os
 from collections.abc import Sequence
-from typing import Any, TypeVar
+from typing import Any, TypedDict, TypeVar
 
 import yaml
 from pydantic import BaseModel, Field, field_validator
 
 from lceval.core.errors import LcevalError
+from lceval.models.backends import check_backend_name
 from lceval.models.specs import resolve_models
 from lceval.params import (
     Declared,
     InferenceSection,
+    ScorerChoice,
     _extra,
     flags_of,
     validate,
@@ -69,9 +58,8 @@ def _kv(items: Sequence[str] | None, flag: str) -> dict[str, Any]:
 
 
 def add_flags(parser: argparse.ArgumentParser, config: type[BaseModel]) -> None:
-    """Add one argument per field of ``config`` to ``parser`` (help from the field's
-    description; every default ``argparse.SUPPRESS``, so only flags given reach
-    :func:`from_args` and the config's own defaults apply)."""
+    """Add one argument per field of ``config`` to ``parser`` (defaults suppressed: only the
+    flags given reach :func:`from_args`, the config's own defaults apply)."""
     for name, info in config.model_fields.items():
         extra = _extra(info)
         if extra.get("cli") is False:
@@ -115,8 +103,7 @@ def from_args(config: type[C], args: argparse.Namespace, **given: Any) -> C:
 
 # ----------------------------------------------------------------------------------- fields
 def _model_entries(value: Any) -> Any:
-    """Each ``{...}`` entry checked by :func:`lceval.models.specs.resolve_models` (unknown
-    keys named with their close matches)."""
+    """Each ``{...}`` entry checked by :func:`lceval.models.specs.resolve_models`."""
     if value is None:
         return None
 
@@ -145,15 +132,14 @@ def _mapping_text(item: Any) -> Any:
 
 
 class InferConfig(InferenceSection):
-    """``lceval infer`` / :func:`lceval.run.infer` / notebook 02's inference section: the fields of
-    :class:`lceval.params.InferenceSection` (one declaration: adding an inference key is one
-    field there), with the checks that need the models: backend names and model entries."""
+    """Answer a run's samples with a model (resumable).
+
+    ``lceval infer``, :func:`lceval.run.infer` and a notebook's inference section:
+    :class:`lceval.params.InferenceSection` plus the checks that need the models layer."""
 
     @field_validator("backend")
     @classmethod
     def _backend(cls, v: str) -> str:
-        from lceval.models.backends import check_backend_name
-
         try:
             check_backend_name(v)
         except LcevalError as exc:
@@ -176,16 +162,13 @@ INFERENCE_DEFAULTS = (
     "batch_size",
     "temperature",
 )
-"""Inference settings a run's build params may declare (the smoke set's ``truncate: true``,
-``max_new_tokens: 64``; L-Eval's and CIF-Bench's ``backend: hf``, ``batch_size: 4``): recorded
-in run.json's ``inference`` and read by ``lceval infer`` and :func:`lceval.run.infer` where not
-given, so the CLI answers a run with the engine and options its notebook takes from the same
-params file."""
+"""Inference settings a run's build params may declare (the smoke set's ``truncate: true``),
+recorded in run.json's ``inference`` and used by :func:`lceval.run.infer` where not given."""
 
 
 TEST_LIMIT_ENV = "LCEVAL_TEST_LIMIT"
-"""Environment variable capping every inference's sample count (tests run the README's commands
-as written with it: ``LCEVAL_TEST_LIMIT=2``); unset: no cap."""
+"""Environment variable capping every inference's sample count (tests run the README's
+commands with it); unset: no cap."""
 
 
 def test_limit(limit: int | None) -> int | None:
@@ -202,18 +185,41 @@ def test_limit(limit: int | None) -> int | None:
     return int(raw) if limit is None else min(limit, int(raw))
 
 
-class EvalConfig(InferConfig):
-    """``lceval eval`` / :func:`lceval.evaluate`: build, answer, score and report one benchmark
-    in one call. Every inference key of :class:`InferConfig` (one declaration), the build's
-    params (a file and ``-p`` overrides, as ``lceval build`` takes them) and the scorer the
-    report reads. The run folder's name defaults to ``<benchmark>-<model>``, so the same command
-    run again resumes the run (answers kept)."""
+class BuildSource(Declared):
+    """What a build reads, shared by ``lceval build`` and ``lceval eval``: the benchmark, its
+    params file and ``-p`` overrides (the builder's own params are the benchmark's ``Config``)."""
 
     benchmark: str = Field(
         min_length=1,
         description="a benchmark key (see lceval list)",
         json_schema_extra={"positional": True},
     )
+    params: str | None = Field(None, description="params YAML (the builder's parameters)")
+    param: dict[str, Any] = Field(
+        default_factory=dict,
+        description="override a build param",
+        json_schema_extra={"flag": ["-p", "--param"], "kv": True},
+    )
+
+
+class BuildConfig(BuildSource):
+    """Build a benchmark's samples into a run folder."""
+
+    run_id: str = Field(min_length=1, description="the run folder's name")
+    seed: int | None = Field(None, ge=0, description="overrides the params' seed")
+    force: bool = Field(
+        False,
+        description="rebuild a run that has responses (moved aside)",
+        json_schema_extra={"action": "store_true"},
+    )
+
+
+class EvalConfig(InferConfig, BuildSource):
+    """Build, answer, score and report a benchmark in one command (resumable).
+
+    Also :func:`lceval.evaluate`'s: :class:`InferConfig`'s keys, the build's
+    (:class:`BuildSource`) and the scorer the report reads."""
+
     run_id: str | None = Field(
         None,
         min_length=1,
@@ -222,12 +228,6 @@ class EvalConfig(InferConfig):
     )
     list_options: None = Field(
         None, description="lceval infer's, not taken here", json_schema_extra={"cli": False}
-    )
-    params: str | None = Field(None, description="params YAML (the builder's parameters)")
-    param: dict[str, Any] = Field(
-        default_factory=dict,
-        description="override a build param",
-        json_schema_extra={"flag": ["-p", "--param"], "kv": True},
     )
     force: bool = Field(
         False,
@@ -240,8 +240,30 @@ class EvalConfig(InferConfig):
     )
 
 
+class EvalOptions(TypedDict, total=False):
+    """:func:`lceval.evaluate`'s keyword arguments beside ``model`` and ``limit``, typed for mypy
+    (a misspelt key is a type error); the fields of :class:`EvalConfig`, which checks the values
+    (a test keeps the two key sets equal)."""
+
+    params: str | None
+    param: dict[str, Any]
+    run_id: str | None
+    backend: str
+    models: list[Any] | None
+    truncate: bool | None
+    batch_size: int | None
+    tasks: list[str] | None
+    max_new_tokens: int | None
+    temperature: float
+    seed: int
+    backend_options: dict[str, Any]
+    ray_address: str | None
+    force: bool
+    scorer: str | None
+
+
 class PlanConfig(Declared):
-    """``lceval plan``."""
+    """A built run's size (prompt, unique and budget tokens) and GPU-time estimate."""
 
     run_id: str = Field(
         min_length=1, description="a built run", json_schema_extra={"positional": True}
@@ -294,45 +316,16 @@ class PlanConfig(Declared):
     )
 
 
-class BuildConfig(Declared):
-    """``lceval build`` (the builder's own params are the benchmark's ``Config``)."""
-
-    benchmark: str = Field(
-        min_length=1,
-        description="a benchmark key (see lceval list)",
-        json_schema_extra={"positional": True},
-    )
-    params: str | None = Field(None, description="params YAML (the builder's parameters)")
-    run_id: str = Field(min_length=1, description="the run folder's name")
-    seed: int | None = Field(None, ge=0, description="overrides the params' seed")
-    force: bool = Field(
-        False,
-        description="rebuild a run that has responses (moved aside)",
-        json_schema_extra={"action": "store_true"},
-    )
-    param: dict[str, Any] = Field(
-        default_factory=dict,
-        description="override a param",
-        json_schema_extra={"flag": ["-p", "--param"], "kv": True},
-    )
-
-
-class ScoreConfig(Declared):
-    """``lceval score``."""
+class ScoreConfig(ScorerChoice):
+    """Score a run's responses."""
 
     run_id: str = Field(
         min_length=1, description="an answered run", json_schema_extra={"positional": True}
     )
-    scorer: str | None = Field(None, description="a scorer name, e.g. lifbench:strict")
-    option: dict[str, Any] = Field(
-        default_factory=dict,
-        description="an option of the scorer",
-        json_schema_extra={"flag": ["-o", "--option"], "kv": True},
-    )
 
 
 class ReportConfig(Declared):
-    """``lceval report``."""
+    """Write a run's tables and figures under report/."""
 
     run_id: str = Field(
         min_length=1, description="a scored run", json_schema_extra={"positional": True}
@@ -345,7 +338,8 @@ class ReportConfig(Declared):
 
 
 class CompareConfig(Declared):
-    """``lceval compare``."""
+    """Rank one run's models (a leaderboard), or compare two runs (or two models of one run)
+    paired."""
 
     run_ids: list[str] = Field(
         min_length=1,
@@ -387,7 +381,7 @@ class CompareConfig(Declared):
 
 
 class RunConfig(Declared):
-    """``lceval run``: a pipeline or one notebook through papermill."""
+    """Execute notebooks with papermill (a pipeline or one notebook)."""
 
     target: str = Field(
         min_length=1,
@@ -411,23 +405,23 @@ class RunConfig(Declared):
 
 
 class ListConfig(Declared):
-    """``lceval list``: no settings (it prints the benchmarks, scorers and backends installed)."""
+    """Benchmarks with their tasks and scorers, and the backends."""
 
 
 class StatusConfig(Declared):
-    """``lceval status``: a run's inference progress, read from its logs/progress.jsonl."""
+    """A run's inference progress (from another terminal; logs/progress.jsonl)."""
 
     run_id: str = Field(json_schema_extra={"positional": True})
 
 
 class RepairConfig(Declared):
-    """``lceval repair``: a run's responses.jsonl lines that do not parse moved aside."""
+    """Move lines of responses.jsonl that do not parse aside."""
 
     run_id: str = Field(json_schema_extra={"positional": True})
 
 
 class ImportConfig(Declared):
-    """``lceval import``: a benchmark's official prediction files turned into a run."""
+    """Turn a benchmark's official prediction files into a run."""
 
     benchmark: str = Field(
         description="a benchmark with an importer (see lceval list)",
@@ -446,7 +440,7 @@ class ImportConfig(Declared):
 
 
 class SchemaConfig(Declared):
-    """``lceval schema``: the JSON Schema of every verb's params, printed or written."""
+    """Write the JSON Schema of every verb's params (for editors)."""
 
     folder: str | None = Field(
         None,
@@ -470,15 +464,12 @@ VERBS: dict[str, type[Declared]] = {
     "import": ImportConfig,
     "schema": SchemaConfig,
 }
-"""Verb -> its declared config: every verb's flags are generated from it (``lceval.cli``'s
-parser), so a verb without one has no flags beyond ``--outputs`` and ``--verbose``."""
+"""Verb -> its declared config: its flags, and its ``--help`` line (the docstring's first
+paragraph)."""
 
 
 def json_schemas() -> dict[str, dict[str, Any]]:
-    """The JSON Schema of every verb's config (``lceval schema``), for editors of params files.
-
-    A params file for ``lceval run`` / a notebook's inference section follows ``infer``.
-    """
+    """The JSON Schema of every verb's config (``lceval schema``), for editors of params files."""
     out = {}
     for verb, config in VERBS.items():
         schema = config.model_json_schema(mode="validation")

@@ -1,22 +1,12 @@
-"""What a run will cost in dollars, and the plan calibrated by the runs this machine has answered.
+"""What a run will cost in dollars, and the plan calibrated by the runs this machine answered.
 
-**Prices** (:class:`Prices`, :func:`load_prices`): a YAML table shipped as
-``lceval/run/prices.yaml`` (list prices to edit, each figure's source in a comment) or the user's
-own (``lceval plan RUN --prices FILE``): $ per GPU-hour per card, $ per million input and output
-tokens per API model, the batch endpoint's discount. GPU dollars are the plan's GPU-hours times the
-card's price; API dollars are the plan's prompt tokens (the run's own tokenizer counts: o200k_base,
-GPT-4o's encoding) at the input price plus the answer and thinking budgets at the output price (an
-upper bound: answers that stop early cost less; cached-input discounts left out).
-
-**Calibration** (:func:`calibrate`): after a run answered (or once :data:`MIN_SHARE` of a call's
-samples are answered), the seconds each model took to answer (``logs/progress.jsonl``: the last
-bar's first to last record; else run.json's ``timing.generate_s``) over the arithmetic floor of the
-samples it answered on :data:`lceval.run.gpu_estimate.REFERENCE_GPU` (the model's own shape, read
-from its ``config.json``) is the machine's factor for that model and engine. It is stored in
-``$LCEVAL_CACHE/calibration.json`` keyed by machine, model and engine (:func:`machine`), so the next
-plan on this machine predicts each calibrated model's answering time as factor x floor, plus its
-measured engine start. A calibration made while a factor was stored shows the stored prediction
-beside the measurement.
+Prices (:func:`load_prices`): ``lceval/run/prices.yaml`` or ``--prices FILE``; GPU dollars are
+GPU-hours times the card's price, API dollars the prompt tokens at the input price plus the
+answer and thinking budgets at the output price (an upper bound). Calibration
+(:func:`calibrate`): a model's measured answering seconds (``logs/progress.jsonl``, else
+run.json's ``timing.generate_s``) over the floor on :data:`~lceval.run.gpu_estimate.REFERENCE_GPU`
+is this machine's factor for that model and engine, stored in ``$LCEVAL_CACHE/calibration.json``
+so the next plan predicts factor x floor plus the engine start.
 """
 
 from __future__ import annotations
@@ -33,7 +23,12 @@ from typing import Annotated, Any
 import pandas as pd
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from lceval import registry
 from lceval.core.errors import LcevalError, one_line
+from lceval.core.progress import progress_path, read
+from lceval.core.tokens import count_tokens
+from lceval.models.embedded import EMBEDDED_NAME, cache_root, resolve_model
+from lceval.params import Judge
 from lceval.run.gpu_estimate import GPUS, REFERENCE_GPU, ModelShape, estimate, shape_of
 
 PRICES_PATH = Path(__file__).with_name("prices.yaml")
@@ -80,8 +75,7 @@ def load_prices(path: str | os.PathLike[str] | None = None) -> Prices:
     """The price table at ``path`` (default: :data:`PRICES_PATH`).
 
     Raises:
-        LcevalError: the file cannot be read, is not YAML, or a field is missing, unknown,
-            negative or not a number (one line naming the field).
+        LcevalError: unreadable, not YAML, or a field missing, unknown, negative or not a number.
     """
     import yaml
 
@@ -113,17 +107,9 @@ def gpu_dollars(estimates: pd.DataFrame, prices: Prices) -> pd.Series:
 def api_table(
     prompt_tokens: int, output_tokens: int, prices: Prices, models: Sequence[str] = ()
 ) -> pd.DataFrame:
-    """Dollars of answering with each priced API model (``models`` first, then the rest).
-
-    Args:
-        prompt_tokens: input tokens (the plan's total prompt tokens).
-        output_tokens: output tokens (the answer budgets plus thinking budgets).
-        prices: the table.
-        models: the run's own API models, listed first (one without a price: NaN dollars).
-
-    Returns:
-        columns ``model``, ``input_usd``, ``output_usd``, ``usd``, ``batch_usd``.
-    """
+    """Dollars of answering ``prompt_tokens`` input and ``output_tokens`` output tokens with each
+    priced API model (``models``, the run's own, first; unpriced: NaN). Columns ``model``,
+    ``input_usd``, ``output_usd``, ``usd``, ``batch_usd``."""
     names = list(dict.fromkeys([*models, *prices.api]))
     rows = []
     for name in names:
@@ -149,8 +135,7 @@ def dollars(x: float) -> str:
 
 # ------------------------------------------------------------------------------ calibration
 def machine() -> str:
-    """This machine, as calibrations are keyed: host name, CPU model and count, GPU models
-    (read from ``/proc``: nothing is started)."""
+    """This machine as calibrations are keyed: host, CPU model and count, GPU models (/proc)."""
     cpu = ""
     try:
         with open("/proc/cpuinfo", encoding="utf-8") as f:
@@ -170,8 +155,6 @@ def machine() -> str:
 
 def calibration_path() -> Path:
     """``$LCEVAL_CACHE/calibration.json`` (default ``~/.cache/lceval``)."""
-    from lceval.models.embedded import cache_root
-
     return cache_root() / CALIBRATION_NAME
 
 
@@ -254,8 +237,6 @@ def model_shape(entry: dict[str, Any], name: str) -> ModelShape:
 
 def _bars(run: Any) -> dict[str, list[dict[str, Any]]]:
     """Each model's last progress bar (its records of the last process that answered it)."""
-    from lceval.core.progress import progress_path, read
-
     by_model: dict[str, list[dict[str, Any]]] = {}
     for rec in read(progress_path(run.path)):
         bar = by_model.setdefault(str(rec["model"]), [])
@@ -268,9 +249,8 @@ def _bars(run: Any) -> dict[str, list[dict[str, Any]]]:
 def measure(
     run: Any, rows: pd.DataFrame
 ) -> list[tuple[str, dict[str, Any], float, list[str], int]]:
-    """Per answered model of the run: (name, run.json entry, measured seconds, the sample ids
-    answered in them, samples of that call). Models without a usable measurement are left out
-    (a bar with under :data:`MIN_SHARE` of its samples answered, no timing)."""
+    """Per answered model with a usable measurement: (name, run.json entry, measured seconds,
+    the sample ids answered in them, samples of that call)."""
     meta = run.read_meta()
     bars = _bars(run)
     responses = None
@@ -305,15 +285,9 @@ def measure(
 
 
 def calibrate(run: Any, rows: pd.DataFrame) -> tuple[list[Calibration], list[str]]:
-    """The run's calibrations (module docstring) and the lines saying what they measured.
-
-    Args:
-        run: an answered :class:`lceval.core.io.RunDir`.
-        rows: :func:`lceval.run.plan.per_sample` of all its samples (budgets as planned).
-
-    Returns:
-        (calibrations made, lines: per model predicted beside measured, or why not calibrated).
-    """
+    """The calibrations of an answered run (module docstring) from ``rows``
+    (:func:`lceval.run.plan.per_sample` of all its samples), and per model a line: predicted
+    beside measured, or why not calibrated."""
     here, before = machine(), stored()
     cals, lines = [], []
     today = _dt.datetime.now(_dt.UTC).date().isoformat()
@@ -350,10 +324,8 @@ def calibrate(run: Any, rows: pd.DataFrame) -> tuple[list[Calibration], list[str
 
 
 def predictions(rows: pd.DataFrame, models: Sequence[str] = ()) -> pd.DataFrame:
-    """This machine's calibrated answering time of ``rows``, one row per stored calibration
-    (only ``models``' when given): ``model``, ``engine``, ``factor``, ``answer_s`` (factor x
-    floor), ``engine_start_s`` (measured; None: not recorded), ``wall_s`` (the two together),
-    ``from_run``, ``date``."""
+    """This machine's calibrated answering time of ``rows`` per stored calibration (only
+    ``models``' when given): ``answer_s`` = factor x floor, ``wall_s`` adds the engine start."""
     here = machine()
     out = []
     for c in stored().values():
@@ -371,19 +343,8 @@ def predictions(rows: pd.DataFrame, models: Sequence[str] = ()) -> pd.DataFrame:
                 "date": c.date,
             }
         )
-    return pd.DataFrame(
-        out,
-        columns=[
-            "model",
-            "engine",
-            "factor",
-            "answer_s",
-            "engine_start_s",
-            "wall_s",
-            "from_run",
-            "date",
-        ],
-    )
+    columns = "model engine factor answer_s engine_start_s wall_s from_run date".split()
+    return pd.DataFrame(out, columns=columns)
 
 
 # ------------------------------------------------------------------------------ judge calls
@@ -414,9 +375,7 @@ class JudgeCalls:
 
 
 def _judge_prompt(scorer: str, opts: Any) -> tuple[str, int, int, int]:
-    """(template text, prompts per answer, answers each prompt quotes, answer budget per prompt)
-    of a judge scorer, from its paper's folder (``leval:judge`` plays two games per answer, each
-    quoting the answer and the baseline's; an unknown judge: one prompt quoting the answer)."""
+    """(template, prompts per answer, answers each quotes, answer budget) of a judge scorer."""
     budget = getattr(opts, "max_new_tokens", None)
     if scorer == "longgenbench:llm":
         from lceval.benchmarks.longgenbench.judge import judge_prompt_parts
@@ -436,23 +395,14 @@ def _judge_prompt(scorer: str, opts: Any) -> tuple[str, int, int, int]:
 
 
 def judge_calls(run: Any, rows: pd.DataFrame) -> list[JudgeCalls]:
-    """The judge calls of each benchmark of ``rows`` whose scorer is an LLM judge.
-
-    The scorer is the run's build params' ``scorer`` (for its benchmark; with ``scorer_options``
-    and the ``judge_*`` params, :func:`lceval.registry.judge_options`), else the benchmark's
-    default. An ESTIMATE: each answer (a sample of ``rows`` x each model of run.json, at least
-    one) is judged by the judge's prompts per answer, each prompt = the judge template's tokens
-    (o200k_base) + the answer budget of the sample for each answer it quotes (the reference,
-    question and context it also quotes are left out; LongGenBench's judge asks once per check,
-    counted here as one prompt quoting the whole answer); the output is the judge's budget.
+    """The judge calls of each benchmark of ``rows`` whose scorer is an LLM judge (the build
+    params' ``scorer`` with its judge options, else the default). An estimate: each answer
+    (samples x models) is judged by the judge's prompts, each the template's tokens (o200k_base)
+    plus the answer budget per answer it quotes (references and contexts left out).
 
     Raises:
         LcevalError: the params name an unknown scorer or a bad judge option (one line).
     """
-    from lceval import registry
-    from lceval.core.tokens import count_tokens
-    from lceval.params import Judge
-
     params = dict(run.read_meta().params or {})
     n_models = max(1, len(run.read_meta().models or {}))
     chosen, options = params.get("scorer"), params.get("scorer_options") or {}
@@ -476,13 +426,9 @@ def judge_calls(run: Any, rows: pd.DataFrame) -> list[JudgeCalls]:
         model = getattr(opts, "model", None)
         path: str | None = None
         if model is None:
-            from lceval.models.embedded import EMBEDDED_NAME
-
             name = EMBEDDED_NAME
             if backend != "openai":
                 try:
-                    from lceval.models.embedded import resolve_model
-
                     path = resolve_model("embedded").path
                 except (LcevalError, OSError):
                     path = None
@@ -502,9 +448,8 @@ def judge_calls(run: Any, rows: pd.DataFrame) -> list[JudgeCalls]:
 def judge_table(
     calls: Sequence[JudgeCalls], prices: Prices, efficiency: float
 ) -> tuple[pd.DataFrame, pd.DataFrame, list[str]]:
-    """Price the judge calls: (GPU rows for local judges as in the plan's estimate table, model
-    ``judge: MODEL``; API rows as in :func:`api_table`, model ``judge: MODEL``; lines saying
-    what was not estimated)."""
+    """Price the judge calls: (GPU rows of local judges, API rows (:func:`api_table`), lines
+    saying what was not estimated); each row's model ``judge: MODEL``."""
     import numpy as np
 
     gpu_rows, api_rows, notes = [], [], []

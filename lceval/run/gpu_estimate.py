@@ -1,8 +1,8 @@
-"""GPU time of answering a run: model shapes, GPU datasheet rates and the arithmetic floor.
-
-The estimate behind ``lceval plan`` (:mod:`lceval.run.plan`, whose docstring gives the formulas):
-prefill and decoding FLOPs and bytes of a dense Llama-style model on the cards of :data:`GPUS`,
-times an efficiency factor from a measurement (:data:`EFFICIENCY`, :data:`EFFICIENCY_SOURCE`).
+"""GPU time of answering a run (``lceval plan``): the arithmetic floor on datasheet rates times
+a measured efficiency factor (:data:`EFFICIENCY`). Prefill FLOPs: ``2 x dense params x unique
+tokens + 4 x layers x heads x head dim x (sum of their positions)``. Decoding: the larger of its
+FLOPs and its memory traffic (weights once per step for the batch, each sequence's KV cache),
+the batch limited by the memory left after the weights (at most :data:`MAX_BATCH`).
 """
 
 from __future__ import annotations

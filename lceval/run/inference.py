@@ -10,6 +10,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from lceval import registry
 from lceval.benchmark import ContextMode
 from lceval.core.console import engine_output
 from lceval.core.errors import LcevalError
@@ -31,7 +32,7 @@ from lceval.models.contexts import check_retrievers, variant_name
 from lceval.models.contexts import view as contexts_view
 from lceval.models.generate import engine_config, generate, prefix_reuse
 from lceval.models.prompts import context_text
-from lceval.models.replicas import Job, answer_jobs
+from lceval.models.replicas import RAY_ADDRESS_ENV, Job, answer_jobs, require_ray
 from lceval.models.specs import (
     ModelSpec,
     check_fits,
@@ -79,36 +80,6 @@ def select_samples(
     return list(samples)
 
 
-def _answer(
-    run: RunDir,
-    backend: Backend,
-    config: GenerationConfig | None,
-    samples: Sequence[Sample],
-    contexts: Mapping[str, Context],
-    batch_size: int,
-    progress: bool,
-    hashes: Mapping[str, str] | None = None,
-) -> list[Response]:
-    """Answer ``samples`` (already selected, :func:`select_samples`) with ``backend``, appending
-    to the run's responses.jsonl (``lceval.models.generate``: resumable, answered samples
-    skipped; ``hashes``: the sample hashes to stamp, see ``generate``); the responses of this
-    model and config, in sample order."""
-    if hasattr(backend, "run_dir"):  # the openai backend records its batches there
-        backend.run_dir = run.path
-    return generate(
-        backend,
-        samples,
-        contexts,
-        config,
-        store=ResponseStore(run.responses),
-        batch_size=batch_size,
-        progress=progress,
-        desc=f"infer {backend.name}",
-        progress_log=progress_path(run.path),
-        hashes=hashes,
-    )
-
-
 def infer(
     run_id: str,
     backend: str = "auto",
@@ -131,45 +102,19 @@ def infer(
     """Answer the run's pending samples with one model or several, one engine at a time (load,
     answer, close, next); resumable per model; each recorded in run.json.
 
-    ``model`` names one model, ``models`` several (``lceval.models.specs``: strings, or
-    ``{model, backend, options, name}`` mappings whose options go over ``backend_options``);
-    ``"embedded"`` names the SmolLM2-135M stand-in, which is never used unless named. Everything
-    that can be wrong is checked for every model before the first engine starts: names, options,
-    and (unless ``truncate``) that each model's window holds the run's longest prompt plus its
-    budget (:func:`lceval.models.specs.check_fits`). With ``truncate`` a longer prompt has its
-    context right-truncated to the window (LIFBench Sec. 5.1, L-Eval Sec. 4).
-
-    ``backend="auto"`` (the default) loads the engine ``lceval.models.base.choose_backend``
-    picks (vLLM when it imports, CPU included; else hf) and says which on stderr. run.json's
-    ``models`` entry records the engine actually loaded (``backend``), the one asked for
-    (``requested_backend``), the response cache key's config hash (engine and dtype included)
-    ``prefix_reuse``: prompt tokens requested and computed by this call (``reuse`` 0..1;
-    ``measured: false`` where the engine does not report it) and ``timing``: seconds of this
-    call spent starting the engine, answering (``generate_s``, cached answers skipped) and
-    closing it. Before the engine starts, the samples' size and estimated GPU time
-    (:func:`lceval.run.plan.announce`, in the run's tiktoken encoding) go to stderr in two lines
-    and to
-    run.json's ``plan``.
-
-    ``batch_size`` is the number of samples per engine call, each call's answers flushed to disk
-    before the next; None: the engine's ``call_size`` (vLLM 256: its scheduler batches a whole
-    call continuously, and the smoke set answered in calls of 4 took 60 s instead of 44 s; hf its
-    own batch size; else :data:`DEFAULT_CALL_SIZE`).
-
-    A model's ``context`` option (``-o context=full,none,bm25:4``,
-    :class:`lceval.benchmark.ContextMode`) answers the samples in each mode with one engine:
-    ``none`` without their context, ``bm25:K`` / ``dense:K`` with K retrieved chunks
-    (:mod:`lceval.models.contexts`), each mode's answers stored as ``<model>@context=<mode>``
-    under their own config hash and run.json entry; samples whose benchmark refuses a mode on
-    their task (:attr:`lceval.benchmark.Benchmark.context`) are skipped with one line, and a mode
-    no sample takes is an error naming why (:func:`context_plans`).
-
-    A model with the ``replicas=N`` option (N > 1), and every model when ``ray_address`` is
-    given (``auto`` or ``HOST:PORT``: an existing Ray cluster; the models' replicas default to 1
-    there), is answered by engine replicas on Ray (:mod:`lceval.models.replicas`): models whose
-    replicas fit the cluster together run at once, the driver (this process) writing every answer.
-    The progress of each model goes to the terminal and to ``logs/progress.jsonl``
-    (:mod:`lceval.core.progress`, ``lceval status RUN``).
+    The keyword arguments are the fields of :class:`lceval.run.config.InferConfig` (or give
+    ``config``); settings the run's build params declare fill those not given. ``models``
+    entries are ids or ``{model, backend, options, name}`` mappings (``"embedded"``: the
+    SmolLM2-135M stand-in). Names, options and (unless ``truncate``, which right-truncates
+    contexts as LIFBench Sec. 5.1 and L-Eval Sec. 4 do) that each window holds the longest prompt
+    plus its budget are checked for every model before the first engine starts. ``batch_size``:
+    samples per engine call (None: the engine's ``call_size``, else :data:`DEFAULT_CALL_SIZE`).
+    A model's ``context`` option answers the samples in each mode (``full``, ``none``,
+    ``bm25:K``, ``dense:K``; :func:`context_plans`), each under ``<model>@context=<mode>``. A
+    model with ``replicas=N`` (N > 1), or every model with ``ray_address``, is answered by engine
+    replicas on Ray (:mod:`lceval.models.replicas`). run.json records per model the engine
+    loaded, its config hash, ``prefix_reuse`` and ``timing``; the plan's two lines go to stderr
+    first (:func:`lceval.run.plan.announce`); progress to ``logs/progress.jsonl``.
 
     Returns:
         The responses of every model, model after model, each in sample order.
@@ -191,6 +136,7 @@ def infer(
         "seed": seed,
         "backend_options": backend_options,
         "truncate": truncate,
+        "ray_address": ray_address,
     }
     # keyword arguments are read by the same declared type as the CLI's flags
     cfg = config if config is not None else validate(InferConfig, given, "params", "infer")
@@ -243,11 +189,8 @@ def infer(
         context_text(s, contexts)  # a sample naming a missing context stops here
     for spec in specs:
         check_load(spec.backend, spec.model, dict(spec.options))
+    ray_address = cfg.ray_address
     if ray_address is None:
-        ray_address = cfg.ray_address
-    if ray_address is None:
-        from lceval.models.replicas import RAY_ADDRESS_ENV
-
         ray_address = os.environ.get(RAY_ADDRESS_ENV) or None
     on_ray = [  # API models (openai) stay in this process: their server does the work
         runs_local_engine(spec.backend)
@@ -260,8 +203,6 @@ def infer(
             "baselines without replicas or --ray-address"
         )
     if any(on_ray):
-        from lceval.models.replicas import require_ray
-
         require_ray()  # one line naming the extra, before anything starts
     ResponseStore(run.responses)  # a corrupt responses file stops here, before a model loads
     gen = GenerationConfig(temperature=temperature, seed=seed, max_new_tokens=max_new_tokens)
@@ -295,7 +236,10 @@ def infer(
     for i, (spec, p) in enumerate(local):
         if len(local) > 1:
             log(f"model {i + 1}/{len(local)}: {spec.label} ({spec.backend})")
-        responses += _infer_one(run, spec, gen, samples, contexts, batch_size, progress, pending, p)
+        with run.meta_kept_unless(run.responses):
+            responses += _infer_engine(
+                run, spec, gen, samples, contexts, batch_size, progress, pending, p
+            )
     return responses
 
 
@@ -358,27 +302,6 @@ def _infer_ray(
     return [r for job in jobs for r in job.responses]
 
 
-def _infer_one(
-    run: RunDir,
-    spec: ModelSpec,
-    config: GenerationConfig,
-    samples: Sequence[Sample],
-    contexts: Mapping[str, Context],
-    batch_size: int | None,
-    progress: bool,
-    pending: dict[str, Any] | None = None,
-    plans: Sequence[tuple[ContextMode, Sequence[Sample]]] | None = None,
-) -> list[Response]:
-    """:func:`infer` for one model: load its engine, answer (each context mode of ``plans`` in
-    turn), close it, record it in run.json (with ``pending``'s fields, written once and then
-    cleared). When it fails before storing an answer, run.json is put back as it was
-    (:meth:`lceval.core.io.RunDir.meta_kept_unless`)."""
-    with run.meta_kept_unless(run.responses):
-        return _infer_engine(
-            run, spec, config, samples, contexts, batch_size, progress, pending, plans
-        )
-
-
 def context_plans(
     modes: Sequence[ContextMode], samples: Sequence[Sample]
 ) -> list[tuple[ContextMode, list[Sample]]]:
@@ -390,8 +313,6 @@ def context_plans(
         LcevalError: a mode that no selected sample supports, in one line naming why (RULER's
             needle search with ``context=none``).
     """
-    from lceval import registry
-
     out: list[tuple[ContextMode, list[Sample]]] = []
     for mode in modes:
         if mode.kind == "full":  # every sample, of any benchmark (registered or not)
@@ -436,9 +357,9 @@ def _infer_engine(
     pending: dict[str, Any] | None,
     plans: Sequence[tuple[ContextMode, Sequence[Sample]]] | None = None,
 ) -> list[Response]:
-    """The body of :func:`_infer_one`: one engine answers the samples of each context mode in
-    ``plans`` (None: ``full`` over ``samples``), each mode's answers under its own name
-    (:func:`lceval.models.contexts.variant_name`) and run.json entry."""
+    """:func:`infer` for one model: one engine answers the samples of each context mode in
+    ``plans`` (None: ``full`` over ``samples``), each mode's answers under its own name and
+    run.json entry (with ``pending``'s fields, written once and then cleared)."""
     plans = plans if plans is not None else [(ContextMode("full"), samples)]
     # Engine start-up and shutdown records go to logs/lceval.log (the terminal keeps lceval's
     # lines and the progress bar; -v or LCEVAL_VERBOSE=1 shows everything).
@@ -520,7 +441,20 @@ def _answer_mode(
     counts0 = prefix_reuse(engine)
     t0 = time.perf_counter()
     size = batch_size or int(getattr(engine, "call_size", DEFAULT_CALL_SIZE))
-    responses = _answer(run, engine, config, shown, shown_contexts, size, progress, hashes)
+    if hasattr(engine, "run_dir"):  # the openai backend records its batches there
+        engine.run_dir = run.path
+    responses = generate(
+        engine,
+        shown,
+        shown_contexts,
+        config,
+        store=ResponseStore(run.responses),
+        batch_size=size,
+        progress=progress,
+        desc=f"infer {engine.name}",
+        progress_log=progress_path(run.path),
+        hashes=hashes,
+    )
     entry["timing"] = {"generate_s": round(time.perf_counter() - t0, 2)}
     counts = prefix_reuse(engine)
     if counts is not None and counts0 is not None:

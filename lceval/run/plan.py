@@ -1,31 +1,11 @@
 """The size and cost of a run before it is answered: ``lceval plan RUN``.
 
-For a built run (samples.jsonl + contexts.jsonl): samples, prompt tokens requested, the unique
-tokens left to prefill after prefix sharing, and the new-token budget, per benchmark and task and
-in total; then an estimate of GPU time per model size on an A100-80GB and an H100-80GB.
-
-**Tokens.** Prompts are tokenized with the run's tiktoken encoding (as the builders count
-lengths), or with a model's tokenizer and chat template when one is given. Each prompt is cut at
-its context into segments (what comes before the context, the context, what comes after), and
-each distinct segment is tokenized once: a 128k-token context shared by 300 samples costs one
-encoding. Counts therefore differ from tokenizing each whole prompt by at most a token or two at
-each seam. With a model, a context longer than the window less the budget is right-truncated as
-the engines do (``lceval.models.prompts.render_chat_prompt``).
-
-**Unique tokens** are the nodes of the token trie of all prompts: what an ideal prefix cache
-computes (vLLM's prefix caching, lceval's hf shared-context reuse). With the prompts sorted, each
-adds the tokens past its longest common prefix with the one before it (:func:`prefix_shares`).
-Per task and per benchmark the trie is that group's own (what answering it alone would cost), so
-the task rows do not add up to the total.
-
-**Estimate** (:func:`estimate`): the arithmetic floor on a GPU (dense bf16 peak, HBM bandwidth),
-times an efficiency factor taken from a measurement (:data:`EFFICIENCY`). Prefill FLOPs are
-``2 x dense params x unique tokens + 4 x layers x heads x head dim x (sum of the unique tokens'
-positions)`` (causal attention: scores and weighted values). Decoding is bound by the larger of
-its FLOPs and its memory traffic: each step reads the weights once for the whole batch and each
-sequence's own KV cache (``2 x layers x kv heads x head dim x 2 bytes`` a token); the batch is
-limited by the memory left after the weights (at most :data:`MAX_BATCH` sequences, vLLM's default
-``max_num_seqs``). Budgets are upper bounds (answers that stop early cost less).
+Tokens: each prompt is cut at its context into segments, each distinct segment tokenized once
+(the run's tiktoken encoding, or a model's tokenizer and chat template, contexts right-truncated
+to its window as the engines do). Unique tokens are the nodes of the token trie of all prompts,
+what an ideal prefix cache computes (:func:`prefix_shares`; per task and benchmark the group's
+own trie, so task rows do not add up to the total). The GPU estimate is the arithmetic floor
+times a measured efficiency factor (:mod:`lceval.run.gpu_estimate`); budgets are upper bounds.
 """
 
 from __future__ import annotations
@@ -34,8 +14,13 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from lceval.core.console import log
 from lceval.core.errors import LcevalError, one_line
 from lceval.core.records import Context, Sample
+from lceval.core.tokens import DEFAULT_ENCODING, ENCODINGS, get_encoding
+from lceval.models.embedded import check_model, resolve_model
+from lceval.models.prompts import context_text, messages, plain_text
+from lceval.models.specs import model_window
 from lceval.run.gpu_estimate import (  # noqa: F401 (the estimate, re-exported as plan.*)
     EFFICIENCY,
     EFFICIENCY_SOURCE,
@@ -51,8 +36,7 @@ from lceval.run.gpu_estimate import (  # noqa: F401 (the estimate, re-exported a
     shape_of,
 )
 
-if TYPE_CHECKING:  # numpy and pandas are imported in the functions that make tables: the
-    # inference stage imports this module, and `import lceval` must not pay for pandas
+if TYPE_CHECKING:  # pandas/numpy imported where tables are made: import lceval stays light
     import pandas as pd
 
 Segment = tuple[int, ...]
@@ -74,8 +58,6 @@ class Encoder:
     """
 
     def __init__(self, encoding: str | None = None, tokenizer: Any = None) -> None:
-        from lceval.core.tokens import DEFAULT_ENCODING
-
         self.tokenizer = tokenizer
         self.encoding = encoding or DEFAULT_ENCODING
         self.cache: dict[str, Segment] = {}
@@ -93,8 +75,6 @@ class Encoder:
         if not todo:
             return
         if self.tokenizer is None:
-            from lceval.core.tokens import get_encoding
-
             ids = get_encoding(self.encoding).encode_batch(todo, disallowed_special=())
         else:
             ids = self.tokenizer(todo, add_special_tokens=False)["input_ids"]
@@ -103,8 +83,6 @@ class Encoder:
 
     def render(self, sample: Sample, context: str) -> str:
         """The prompt text, ``context`` standing where the context goes."""
-        from lceval.models.prompts import messages, plain_text
-
         tok = self.tokenizer
         if tok is not None and getattr(tok, "chat_template", None):
             text = tok.apply_chat_template(
@@ -116,13 +94,9 @@ class Encoder:
 
 
 class Counted(tuple[int, ...]):
-    """A context counted, not tokenized: its recorded token count as its length, compared by a
-    marker of its own (so it shares no prefix with any other segment).
-
-    Used for runs too large to tokenize quickly (:data:`EXACT_LIMIT`): prompt tokens stay exact
-    (builders record each context's count in the run's encoding), unique tokens become an upper
-    bound (two contexts sharing a beginning are counted in full).
-    """
+    """A context counted, not tokenized (runs over :data:`EXACT_LIMIT`): its recorded token
+    count as its length, a marker of its own so it shares no prefix (unique tokens then an
+    upper bound)."""
 
     n: int
 
@@ -136,9 +110,8 @@ class Counted(tuple[int, ...]):
 
 
 EXACT_LIMIT = 20_000_000
-"""Context tokens (recorded, distinct contexts) above which contexts are counted, not tokenized
-(:class:`Counted`): tiktoken encodes ~1M tokens/s per core, so RULER's full grid (1.6 billion
-tokens) would take most of an hour."""
+"""Distinct context tokens above which contexts are counted, not tokenized (tiktoken encodes
+~1M tokens/s per core: RULER's full grid of 1.6 billion would take most of an hour)."""
 
 
 @dataclass(frozen=True)
@@ -182,8 +155,6 @@ def prompt_tokens(
         LcevalError: a sample naming a missing context, a budget < 1, or a prompt that does not
             fit the window even without its context.
     """
-    from lceval.models.prompts import context_text
-
     parts: list[tuple[Sample, list[str], str | None]] = []
     for s in samples:
         doc = context_text(s, contexts)
@@ -253,9 +224,8 @@ def _shared(a: Sequence[Segment], b: Sequence[Segment]) -> int:
 
 
 def segment_keys(rows: Sequence[Sequence[Segment]]) -> list[tuple[int, ...]]:
-    """Sort keys of rows of segments: each segment replaced by its rank among the distinct
-    segments at the same position, ranked by their tokens (each distinct segment is compared a
-    few times, not once per row: long contexts that share long prefixes stay cheap to sort)."""
+    """Sort keys of rows of segments: each segment's rank among the distinct segments at its
+    position (long shared contexts are compared a few times, not once per row)."""
     depth = max((len(r) for r in rows), default=0)
     ranks: list[dict[int, int]] = []
     for k in range(depth):
@@ -275,12 +245,10 @@ def segment_keys(rows: Sequence[Sequence[Segment]]) -> list[tuple[int, ...]]:
 def prefix_shares(
     rows: Sequence[Sequence[Segment]], keys: Sequence[tuple[int, ...]] | None = None
 ) -> list[int]:
-    """For each row (in the given order), its tokens an ideal prefix cache already holds.
-
-    Rows are visited in sorted order; each shares its longest common prefix with the row visited
-    before it. The unique tokens are ``sum(len(row) - share)``: the node count of the token trie
-    of all rows (exact when segments compare as their tokens do; where one segment is a proper
-    prefix of another the share stops at its end, so the count is then an upper bound).
+    """For each row (in the given order), its tokens an ideal prefix cache already holds: in
+    sorted order each row shares its longest common prefix with the one before, so
+    ``sum(len(row) - share)`` is the node count of the token trie (an upper bound where one
+    segment is a proper prefix of another).
 
     Args:
         rows: each row a sequence of segments (token id tuples).
@@ -310,9 +278,8 @@ COLUMNS = ("samples", "prompt_tokens", "unique_tokens", "budget")
 def per_sample(
     prompts: Sequence[PromptTokens], keys: Sequence[tuple[int, ...]] | None = None
 ) -> pd.DataFrame:
-    """One row per sample: benchmark, task, prompt_tokens, budget, truncated, and the whole set's
-    trie figures: ``share`` (tokens held already), ``unique_tokens`` (length less share) and
-    ``position_sum`` (sum of the positions of its unique tokens, for attention FLOPs)."""
+    """One row per sample: benchmark, task, prompt_tokens, budget, truncated, ``share`` (tokens
+    held already), ``unique_tokens`` and ``position_sum`` (of its unique tokens' positions)."""
     import numpy as np
     import pandas as pd
 
@@ -447,20 +414,14 @@ def load_tokenizer(model: str) -> tuple[Any, int, ModelShape]:
     """A model's tokenizer, window and shape, from local files (a folder or the hub cache).
 
     Raises:
-        LcevalError: what ``lceval infer`` refuses about a model (a path that does not exist,
-            a file, a folder without config.json, a hub id not cached offline), in its words;
-            the tokenizer or config cannot be read.
+        LcevalError: what ``lceval infer`` refuses about a model, in its words; the tokenizer or
+            config cannot be read.
     """
-    from lceval.models.embedded import check_model, resolve_model
-
-    # what infer refuses (a missing path, a file, a folder without config.json), in infer's
-    # words and before transformers is imported
+    # infer's refusals, in its words, before transformers is imported
     if check_model(model) == "embedded":
         model = resolve_model(model).path
 
     from transformers import AutoConfig, AutoTokenizer
-
-    from lceval.models.specs import model_window
 
     try:
         tok = AutoTokenizer.from_pretrained(model)
@@ -485,17 +446,15 @@ def plan_run(
 
     Args:
         run: a :class:`lceval.core.io.RunDir` with samples.jsonl and contexts.jsonl.
-        model: a model folder or cached hub id: its tokenizer, chat template and window count
-            the tokens, and its shape is estimated first; None: the run's tiktoken encoding.
+        model: a model folder or cached hub id (its tokenizer, chat template and window count,
+            its shape estimated first); None: the run's tiktoken encoding.
         samples: only these samples (default: all of the run's).
         max_new_tokens: caps every sample's budget.
         efficiency: measured time over the floor (:data:`EFFICIENCY`).
-        exact: tokenize the contexts (True), or take their recorded counts (False, unique
-            tokens then an upper bound: :class:`Counted`); None: exact with a model, or when the
-            distinct contexts hold at most :data:`EXACT_LIMIT` tokens.
-        max_thinking_tokens: a reasoning model's thinking budget per sample (tokens,
-            ``lceval.models.thinking``), counted beside the answer budget in a
-            ``thinking_budget`` column and in the decode estimate; 0: none.
+        exact: tokenize the contexts, or take their recorded counts (:class:`Counted`); None:
+            exact with a model or under :data:`EXACT_LIMIT` tokens.
+        max_thinking_tokens: a reasoning model's thinking budget per sample in tokens, counted
+            beside the answer budget (``thinking_budget`` column, decode estimate).
 
     Raises:
         LcevalError: missing run files, a bad budget, an unreadable model tokenizer, ``exact``
@@ -514,8 +473,6 @@ def plan_run(
         encoder = Encoder(tokenizer=tok)
         shapes = {"model": shape, **shapes}
     else:
-        from lceval.core.tokens import ENCODINGS
-
         # A RULER run may count with a model tokenizer folder: tiktoken's default then.
         encodings = {c.encoding for c in contexts.values()} & set(ENCODINGS)
         encoder = Encoder(next(iter(sorted(encodings)), None))
@@ -597,17 +554,13 @@ def render(plan: Plan) -> str:
 
 
 def wall_clock(plan: Plan, gpus: int) -> pd.DataFrame:
-    """The estimate's wall-clock hours on ``gpus`` GPUs of each kind: ``gpus // (GPUs one
-    replica needs)`` replicas (``replicas=N``, :mod:`lceval.models.replicas`) share the samples
-    evenly, so wall hours = ``estimate_h / replicas``. An ideal split: it leaves out each
-    replica's engine start and the last replica's tail (a few contexts longer than the rest).
+    """The estimate's wall-clock hours on ``gpus`` GPUs of each kind: ``gpus // (GPUs a
+    replica needs)`` replicas share the samples evenly (engine start and tails left out).
 
     Raises:
         LcevalError: ``gpus`` is not an integer >= 1.
     """
     import pandas as pd
-
-    from lceval.core.errors import LcevalError
 
     if isinstance(gpus, bool) or not isinstance(gpus, int) or gpus < 1:
         raise LcevalError(f"--gpus must be an integer >= 1, got {gpus!r}")
@@ -644,11 +597,6 @@ def render_wall_clock(plan: Plan, gpus: int) -> str:
     )
 
 
-def record(run: Any, plan: Plan) -> None:
-    """Write the plan's summary to run.json's ``plan``."""
-    run.update_meta(plan=plan.summary())
-
-
 def announce(
     run: Any,
     samples: Sequence[Sample],
@@ -657,15 +605,9 @@ def announce(
     record_it: bool = True,
     max_thinking_tokens: int = 0,
 ) -> Plan | None:
-    """The plan of the samples ``lceval infer`` is about to answer, in the run's tiktoken
-    encoding: two lines on stderr and run.json's ``plan`` (``record_it=False``: the caller
-    writes ``plan.summary()`` into run.json with the state it describes, so a command failing
-    before any answer leaves run.json as it was). A plan that cannot be made (no tiktoken file)
-    is one line saying why; inference goes on. ``max_thinking_tokens``: the models' thinking
-    budget per sample (the ``max_thinking_tokens`` option given), counted beside the answer's.
-    """
-    from lceval.core.console import log
-
+    """The plan of the samples ``lceval infer`` is about to answer (run's tiktoken encoding):
+    two lines on stderr and run.json's ``plan`` (``record_it=False``: the caller writes it).
+    A plan that cannot be made (no tiktoken file) is one line saying why; inference goes on."""
     try:
         p = plan_run(
             run,
@@ -679,16 +621,13 @@ def announce(
     for line in p.lines():
         log(line)
     if record_it:
-        record(run, p)
+        run.update_meta(plan=p.summary())
     return p
 
 
 def recorded_cap(run: Any) -> int | None:
-    """The answer-budget cap the run's inference used (run.json ``models.*.generation``
-    ``max_new_tokens``) when every model recorded the same one; None when none is recorded, the
-    models were answered with each sample's own budget, or their caps differ. ``lceval plan RUN``
-    plans with it unless ``--max-new-tokens`` is given, so the plan and inference's own plan
-    line give one budget for one run."""
+    """The answer-budget cap every model of the run's inference recorded (run.json
+    ``models.*.generation.max_new_tokens``); None when none is, or the caps differ."""
     try:
         models = run.read_meta().models or {}
     except (LcevalError, OSError, ValueError):

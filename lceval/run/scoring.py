@@ -9,21 +9,15 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from lceval import registry
-from lceval.benchmark import (
-    BatchJudge,
-    ScorerSpec,
-)
+from lceval.benchmark import BatchJudge, ScorerSpec
 from lceval.core.console import terminal
 from lceval.core.errors import LcevalError
 from lceval.core.io import RunDir, atomic_open, new_meta, read_records, write_jsonl
 from lceval.core.records import Context, Judgement, Response, Sample, Score, sample_hashes
 from lceval.core.store import ResponseStore
-from lceval.models.base import (
-    log,
-)
+from lceval.models.base import log
 
-if TYPE_CHECKING:  # pandas (and tqdm) are imported where scores are made: import lceval stays
-    # free of them
+if TYPE_CHECKING:  # pandas and tqdm: imported where scores are made
     import pandas as pd
 
 
@@ -40,19 +34,11 @@ def score(
     options: Mapping[str, Any] | None = None,
     progress: bool = True,
 ) -> pd.DataFrame:
-    """Score every response of the run; stores them in scores.parquet (only the used scorers'
-    rows are replaced: every other scorer's stay). The only scoring loop (:class:`Scoring`).
-
-    Responses are streamed through ``ResponseStore`` (one per key: the first successful one, else
-    the last error), so long-output runs are never all in memory. A failed generation gets a NaN
-    score with the error as explanation. A response stamped with another ``sample_hash`` than its
-    sample's current one answers an earlier version of the sample (the run was rebuilt) and is
-    not scored: they are counted and reported in one line on stderr. Responses without a hash
-    (written before it existed) are scored as answering the current sample. A model with answers
-    under several generation configs in the run (e.g. hf, then vLLM) is scored as one model per
-    config, ``<model>@<first 8 hex digits of the config hash>``, so no table averages them.
-    Scorers with a batch judge (LLM judges) get responses in groups; per-item rows of
-    ``Judgement.details`` go to the benchmark's details file.
+    """Score every response of the run into scores.parquet (only the used scorers' rows are
+    replaced). Responses are streamed (``ResponseStore``); a failed generation scores NaN with
+    the error as explanation; a response to an earlier version of its sample (``sample_hash``
+    differs) is not scored, counted on stderr; a model answered under several generation configs
+    is scored as ``<model>@<config hash[:8]>`` per config. Batch judges get responses in groups.
 
     Args:
         run_id: run folder name.
@@ -106,12 +92,7 @@ def score(
 
 class Scoring:
     """One pass of :func:`score` over a run: the chosen scorer per benchmark, the batch judges,
-    the responses waiting for a judge, and the Score rows and detail rows made so far.
-
-    Args:
-        run: the run folder (samples, contexts; responses are read by :meth:`responses`).
-        scorer: a scorer name; None: each benchmark's default scorer.
-        options: the named scorer's options.
+    the responses waiting for a judge, and the Score and detail rows made so far.
 
     Raises:
         LcevalError: missing samples, an unknown scorer or option, options without a scorer.
@@ -169,8 +150,6 @@ class Scoring:
                 f"{run.responses} ({named}{more}; {sum(store.conflicts.values())} extra "
                 "line(s)): the first successful answer of each is scored"
             )
-        # A model answering under two configs (say hf float32, then vLLM bfloat16) is scored as
-        # two models, "<name>@<config hash>", so tables never average the two engines' answers.
         self.split = {m for m, c in store.configs(self.hashes).items() if len(c) > 1}
         if self.split:
             log(
@@ -257,14 +236,9 @@ def score_files(
     rename: Mapping[str, str] | None = None,
     scorer: str | None = None,
 ) -> str:
-    """A scored run from a folder of ``samples.jsonl``, ``contexts.jsonl`` and
-    ``responses.jsonl`` (e.g. ``tests/fixtures/regression/<key>``): the run folder is made
-    afresh, the responses copied (models renamed by ``rename``) and scored by
-    ``lceval.run.score`` with the benchmark's real scorer (the overview notebook's demo
-    runs; ``tests/report/test_compare.py``'s scored runs).
-
-    Returns:
-        ``run_id``.
+    """A scored run (``run_id``, made afresh) from a folder of ``samples.jsonl``,
+    ``contexts.jsonl`` and ``responses.jsonl`` (models renamed by ``rename``), scored by the
+    benchmark's real scorer (the overview notebook's demo runs).
 
     Raises:
         LcevalError: a file is missing or the scorer fails.

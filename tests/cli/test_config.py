@@ -263,7 +263,7 @@ def test_infer_reads_the_runs_declared_settings(tmp_path, monkeypatch):
         seen.update(budget=config.max_new_tokens, n=len(samples))
         return []
 
-    monkeypatch.setattr(lceval.run.inference, "_infer_one", stop)
+    monkeypatch.setattr(lceval.run.inference, "_infer_engine", stop)
     monkeypatch.setattr(lceval.run.inference, "check_load", lambda *a, **k: None)
     monkeypatch.setattr(
         lceval.run.inference, "check_fits", lambda *a, **k: pytest.fail("truncate is declared")
@@ -289,7 +289,7 @@ def test_cli_infer_takes_the_backend_and_options_the_params_file_declares(tmp_pa
         seen.update(backend=spec.backend, batch=batch_size)
         return []
 
-    monkeypatch.setattr(lceval.run.inference, "_infer_one", stop)
+    monkeypatch.setattr(lceval.run.inference, "_infer_engine", stop)
     monkeypatch.setattr(lceval.run.inference, "check_load", lambda *a, **k: None)
     monkeypatch.setenv("LCEVAL_TEST_LIMIT", "1")
     monkeypatch.delenv("LCEVAL_TEST_BACKEND", raising=False)

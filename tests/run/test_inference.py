@@ -14,8 +14,10 @@ import lceval.run
 import lceval.run.inference
 from lceval.core.io import RunDir, new_meta
 from lceval.core.records import Context, Response, Sample
+from lceval.core.store import ResponseStore
 from lceval.models.base import GenerationConfig
-from lceval.run.inference import _answer, select_samples
+from lceval.models.generate import generate
+from lceval.run.inference import select_samples
 
 
 def run_inference(
@@ -24,7 +26,16 @@ def run_inference(
     """Answer the run's pending samples with a backend object (what ``lceval.run.infer`` does
     after loading each model's engine)."""
     samples = select_samples(run, run.read_samples(), limit=limit, tasks=tasks)
-    return _answer(run, backend, config, samples, run.read_contexts(), batch_size, progress)
+    store = ResponseStore(run.responses)
+    return generate(
+        backend,
+        samples,
+        run.read_contexts(),
+        config,
+        store=store,
+        batch_size=batch_size,
+        progress=progress,
+    )
 
 
 def _samples(n):
