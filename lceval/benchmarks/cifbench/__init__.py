@@ -13,7 +13,7 @@ from typing import Literal
 
 from pydantic import Field
 
-from lceval.benchmark import Benchmark, ContextModes, ScorerSpec, Testing, lazy, numbered
+from lceval.benchmark import Benchmark, ContextModes, ScorerSpec, lazy
 from lceval.benchmarks.cifbench.gold import GOLD, OFFICIAL_TASKS
 from lceval.models.judge import JudgeModel
 
@@ -84,12 +84,5 @@ BENCHMARK = Benchmark(
             "bm25": "the context is a short task input, not a long document to retrieve from",
             "dense": "the context is a short task input, not a long document to retrieve from",
         },
-    ),
-    testing=Testing(
-        small=lambda p: {"n_inputs": 1},
-        pipeline="cifbench",
-        full_runs=("cifbench-full",),
-        paper="CIF-Bench",
-        items=numbered(13, 3),
     ),
 )

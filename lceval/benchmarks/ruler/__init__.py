@@ -4,7 +4,7 @@ Files: ``variants.yaml`` (the 13 tasks as data), ``gold.py``, ``build.py`` (the 
 ``score.py`` (string-match metrics), ``report.py``, ``resources/`` (the README leaderboard).
 """
 
-from lceval.benchmark import Benchmark, ContextModes, ScorerSpec, Testing, lazy
+from lceval.benchmark import Benchmark, ContextModes, ScorerSpec, lazy
 from lceval.benchmarks.ruler.gold import GOLD, TASKS
 
 BENCHMARK = Benchmark(
@@ -48,11 +48,6 @@ BENCHMARK = Benchmark(
                 for kind in ("bm25", "dense")
             },
         },
-    ),
-    testing=Testing(
-        small=lambda p: {"num_samples": 1, "lengths": p["lengths"][:1]},
-        pipeline="longgenbench_ruler",
-        full_runs=("ruler-full",),
     ),
     functions={
         "tables": lazy("lceval.benchmarks.ruler.report:ruler_tables"),
