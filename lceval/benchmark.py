@@ -32,6 +32,7 @@ import importlib
 import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from types import ModuleType
 from typing import TYPE_CHECKING, Any, Protocol, Self
 
 from pydantic import BaseModel, ConfigDict
@@ -342,8 +343,14 @@ class Benchmark:
     functions: Mapping[str, Callable[..., Any]] = field(default_factory=dict)
     """Name -> a function of the paper's that a cross-paper study (L-Eval's NTK sweep,
     LongGenBench's RULER correlation) calls, e.g. RULER's ``"tables"`` (per-model scores per
-    length) or its ``"leaderboard"`` (the README's published numbers): studies reach a
-    benchmark through :mod:`lceval.registry` and :meth:`function`, never by module path."""
+    length) or its ``"leaderboard"`` (the README's published numbers), or a notebook calls
+    (LIFBench's ``"summary_tables"``): studies and notebooks reach a benchmark through
+    :mod:`lceval.registry` and :meth:`function`, never by module path."""
+    helpers: Mapping[str, str] = field(default_factory=dict)
+    """Name -> ``"package.module"``: the paper's modules its notebooks read beyond the run stages
+    (CIF-Bench's ``data`` writes the demo dataset, L-Eval's ``ntk`` plans the NTK sweep), reached
+    as ``lceval.notebook.get_benchmark(key).helper(name)`` and imported when asked for, so a
+    notebook names no module path of a paper's (:meth:`helper`)."""
     context: ContextModes | None = None
     """Which context modes its samples can be answered in (:class:`ContextModes`); None: not
     declared (only ``full``; ``lceval infer -o context=none`` refuses it in one line)."""
@@ -389,6 +396,17 @@ class Benchmark:
             known = ", ".join(self.functions) or "none"
             raise LcevalError(f"benchmark {self.key} has no function {name!r}; it has: {known}")
         return self.functions[name]
+
+    def helper(self, name: str) -> ModuleType:
+        """The paper's module declared as helper ``name`` (:attr:`helpers`), imported now.
+
+        Raises:
+            LcevalError: the benchmark declares no such helper; the message lists them.
+        """
+        if name not in self.helpers:
+            known = ", ".join(self.helpers) or "none"
+            raise LcevalError(f"benchmark {self.key} has no helper {name!r}; it has: {known}")
+        return importlib.import_module(self.helpers[name])
 
     @property
     def default_scorer(self) -> str:

@@ -85,4 +85,10 @@ BENCHMARK = Benchmark(
             "dense": "the context is a short task input, not a long document to retrieve from",
         },
     ),
+    helpers={
+        "data": "lceval.benchmarks.cifbench.data",
+        "report": "lceval.benchmarks.cifbench.report",
+        "tables": "lceval.benchmarks.cifbench.tables",
+        "variants": "lceval.benchmarks.cifbench.variants",
+    },
 )

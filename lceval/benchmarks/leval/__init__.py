@@ -72,4 +72,5 @@ BENCHMARK = Benchmark(
         "answers?); bm25/dense: the document's chunks nearest the question (the build param "
         "retrieval makes the paper's own baselines as samples, with its 3,072-token window)",
     ),
+    helpers={"data": "lceval.benchmarks.leval.data", "ntk": "lceval.benchmarks.leval.ntk"},
 )

@@ -39,4 +39,6 @@ BENCHMARK = Benchmark(
         how="none: the scenario description and the instruction alone; bm25/dense: the chunks of "
         "the list or documents nearest the instruction in place of the whole input",
     ),
+    functions={"summary_tables": lazy("lceval.benchmarks.lifbench.build:summary_tables")},
+    helpers={"report": "lceval.benchmarks.lifbench.report"},
 )

@@ -65,4 +65,8 @@ BENCHMARK = Benchmark(
         },
     ),
     functions={"summary": lazy("lceval.benchmarks.longgenbench.report:load_summary")},
+    helpers={
+        "ruler_correlation": "lceval.benchmarks.longgenbench.ruler_correlation",
+        "tables": "lceval.benchmarks.longgenbench.tables",
+    },
 )

@@ -41,4 +41,5 @@ BENCHMARK = Benchmark(
             for k in ("none", "bm25", "dense")
         },
     ),
+    helpers={"refine": "lceval.benchmarks.manyifeval.refine"},
 )

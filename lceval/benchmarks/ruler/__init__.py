@@ -52,5 +52,6 @@ BENCHMARK = Benchmark(
     functions={
         "tables": lazy("lceval.benchmarks.ruler.report:ruler_tables"),
         "leaderboard": lazy("lceval.benchmarks.ruler.published:leaderboard"),
+        "with_published": lazy("lceval.benchmarks.ruler.published:with_published"),
     },
 )
