@@ -98,7 +98,7 @@ NOTEBOOK_MODULES = 3
 
 def lceval_imports(source: str) -> set[str]:
     """The lceval modules that ``source`` imports: ``import a.b`` counts ``a.b``; ``from a import
-    b`` counts ``a.b`` when that is a module (``from lceval import registry``), else ``a``."""
+    b`` counts ``a.b`` when that is a module (``from lceval import contamination``), else ``a``."""
     found: set[str] = set()
     for node in ast.walk(ast.parse(source)):
         if isinstance(node, ast.Import):
@@ -119,7 +119,7 @@ def _module_or_parent(name: str, parent: str) -> str:
 
 def test_the_import_count_sees_submodules_and_packages() -> None:
     source = (
-        "import lceval.run\nfrom lceval import registry, contamination\n"
+        "import lceval.run\nfrom lceval import core, contamination\n"
         "from lceval.benchmarks.cifbench import data as d, tables\n"
         "from lceval.notebook import RunDir\nimport pandas\n"
     )
