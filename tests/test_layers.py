@@ -125,7 +125,7 @@ def test_the_import_count_sees_submodules_and_packages() -> None:
     )
     assert lceval_imports(source) == {
         "lceval.run",
-        "lceval.registry",
+        "lceval.core",
         "lceval.contamination",
         "lceval.benchmarks.cifbench.data",
         "lceval.benchmarks.cifbench.tables",
