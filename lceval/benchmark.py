@@ -32,6 +32,7 @@ import importlib
 import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from types import ModuleType
 from typing import TYPE_CHECKING, Any, Protocol, Self
 
 from pydantic import BaseModel, ConfigDict
@@ -305,39 +306,6 @@ class ContextModes:
 
 
 @dataclass(frozen=True)
-class Testing:
-    """What the test suite needs to know about a benchmark, declared beside it so that the suite's
-    tables (the small builds of every notebook's params, the full pipelines, the reproduction
-    items each paper must list) come from the registry and a new benchmark is picked up by its
-    folder alone."""
-
-    small: Callable[[Mapping[str, Any]], Mapping[str, Any]] | None = None
-    """``small(params) -> overrides``: ``-p`` overrides that keep a build of a params file small
-    (counts, lengths, no model-backed retrieval); None: build the file as it is."""
-    pipeline: str | None = None
-    """The full pipeline that runs this benchmark, ``params/pipelines/<pipeline>_full.yaml``
-    (LongGenBench and RULER share ``longgenbench_ruler``); None: none."""
-    full_runs: tuple[str, ...] = ()
-    """Run ids the full pipeline writes for this benchmark (their responses and scores are
-    checked)."""
-    paper: str | None = None
-    """The paper's name as ``reproduction.yaml`` writes it (``LIFBench``); None: no numbered
-    items are required (RULER's README has none)."""
-    items: tuple[str, ...] = ()
-    """Numbered tables and figures of the paper that ``reproduction.yaml`` must list."""
-
-
-def numbered(tables: int, figures: int, *extra: str) -> tuple[str, ...]:
-    """``Table 1`` .. ``Table <tables>``, ``Fig. 1`` .. ``Fig. <figures>`` and ``extra``: a
-    paper's numbered items for :attr:`Testing.items`."""
-    return (
-        *(f"Table {i}" for i in range(1, tables + 1)),
-        *(f"Fig. {i}" for i in range(1, figures + 1)),
-        *extra,
-    )
-
-
-@dataclass(frozen=True)
 class Benchmark:
     """Everything lceval knows about one paper, registered under its key."""
 
@@ -375,10 +343,14 @@ class Benchmark:
     functions: Mapping[str, Callable[..., Any]] = field(default_factory=dict)
     """Name -> a function of the paper's that a cross-paper study (L-Eval's NTK sweep,
     LongGenBench's RULER correlation) calls, e.g. RULER's ``"tables"`` (per-model scores per
-    length) or its ``"leaderboard"`` (the README's published numbers): studies reach a
-    benchmark through :mod:`lceval.registry` and :meth:`function`, never by module path."""
-    testing: Testing = field(default_factory=lambda: Testing())
-    """The benchmark's test settings (:class:`Testing`), read by the suite's tables."""
+    length) or its ``"leaderboard"`` (the README's published numbers), or a notebook calls
+    (LIFBench's ``"summary_tables"``): studies and notebooks reach a benchmark through
+    :mod:`lceval.registry` and :meth:`function`, never by module path."""
+    helpers: Mapping[str, str] = field(default_factory=dict)
+    """Name -> ``"package.module"``: the paper's modules its notebooks read beyond the run stages
+    (CIF-Bench's ``data`` writes the demo dataset, L-Eval's ``ntk`` plans the NTK sweep), reached
+    as ``lceval.notebook.get_benchmark(key).helper(name)`` and imported when asked for, so a
+    notebook names no module path of a paper's (:meth:`helper`)."""
     context: ContextModes | None = None
     """Which context modes its samples can be answered in (:class:`ContextModes`); None: not
     declared (only ``full``; ``lceval infer -o context=none`` refuses it in one line)."""
@@ -424,6 +396,17 @@ class Benchmark:
             known = ", ".join(self.functions) or "none"
             raise LcevalError(f"benchmark {self.key} has no function {name!r}; it has: {known}")
         return self.functions[name]
+
+    def helper(self, name: str) -> ModuleType:
+        """The paper's module declared as helper ``name`` (:attr:`helpers`), imported now.
+
+        Raises:
+            LcevalError: the benchmark declares no such helper; the message lists them.
+        """
+        if name not in self.helpers:
+            known = ", ".join(self.helpers) or "none"
+            raise LcevalError(f"benchmark {self.key} has no helper {name!r}; it has: {known}")
+        return importlib.import_module(self.helpers[name])
 
     @property
     def default_scorer(self) -> str:

@@ -2,9 +2,9 @@
 (``__init__.py`` with ``BENCHMARK``, ``gold.py``, ``build.py``, ``score.py``, ``report.py``):
 
 - as a folder ``lceval/benchmarks/toy/`` in a copy of the package, beside its notebook, params
-  files and tests, and nothing else: the registry discovers it, the suite's tables read its test
-  settings, and ``lceval build``, ``infer`` (a tiny random Llama through the hf backend),
-  ``score`` and ``report`` run on it in a fresh interpreter;
+  files and tests (its entry in ``tests/papers.py``), and nothing else: the registry discovers it,
+  the suite's tables read its test settings, and ``lceval build``, ``infer`` (a tiny random
+  Llama through the hf backend), ``score`` and ``report`` run on it in a fresh interpreter;
 - as a plugin package outside lceval, registered at run time (``lceval.registry.register``),
   through the CLI in this process, with no file of lceval touched."""
 
@@ -146,14 +146,13 @@ def _in_lceval(text: str) -> str:
 
 
 FOLDER_INIT = """
-    from lceval.benchmark import Testing
-
-    BENCHMARK = dataclasses.replace(
-        BENCHMARK,
-        notebooks=("12_toy.ipynb",),
-        testing=Testing(small=lambda p: {"n": 2}, paper="Toy", items=("Table 1",)),
-    )
+    BENCHMARK = dataclasses.replace(BENCHMARK, notebooks=("12_toy.ipynb",))
 """
+
+TOY_SETTINGS = """
+    PAPERS["toy"] = PaperTests(small=lambda p: {"n": 2}, paper="Toy", items=("Table 1",))
+"""
+"""The toy's entry in the suite's table of test settings (``tests/papers.py``)."""
 
 REPRODUCTION = """
     - paper: Toy
@@ -221,6 +220,8 @@ def test_a_benchmark_is_its_folder(tmp_path: Path, tiny_model_dir: Path) -> None
     _write(repo / "params" / "12_toy" / "smoke.yaml", params)
     _write(repo / "params" / "12_toy" / "full.yaml", params.replace("n: 3", "n: 4"))
     _write(repo / "tests" / "benchmarks" / "toy" / "test_score.py", textwrap.dedent(TOY_TEST))
+    settings = (REPO / "tests" / "papers.py").read_text(encoding="utf-8")
+    _write(repo / "tests" / "papers.py", settings + textwrap.dedent(TOY_SETTINGS))
     after = {p.relative_to(repo) for p in (repo / "lceval").rglob("*") if p.is_file()}
     assert {p.parts[:3] for p in after - before} == {("lceval", "benchmarks", "toy")}
 
@@ -247,7 +248,8 @@ def test_a_benchmark_is_its_folder(tmp_path: Path, tiny_model_dir: Path) -> None
         textwrap.dedent("""
         from lceval import registry
         from lceval.report import reproduction
-        t = registry.get("toy").testing
+        from tests import papers
+        t = papers.of("toy")
         print(registry.BENCHMARKS, t.small({}), t.paper, t.items, registry.get("toy").notebooks)
         print(sorted(set(reproduction.load_index(["toy"])["item"])))
     """),

@@ -27,12 +27,13 @@ from lceval.cli import main
 from lceval.core.io import RunDir
 from lceval.models.embedded import EMBEDDED_ALIASES, EMBEDDED_HUB_ID
 from lceval.models.specs import resolve_models
+from tests import papers
 
 REPO = Path(__file__).resolve().parents[1]
 PIPELINES = REPO / "params" / "pipelines"
-PAPERS = tuple(sorted({p for k in registry.BENCHMARKS if (p := registry.get(k).testing.pipeline)}))
+PAPERS = tuple(sorted({p for k in registry.BENCHMARKS if (p := papers.of(k).pipeline)}))
 """Full pipelines (``params/pipelines/<paper>_full.yaml``), as the benchmarks declare them
-(``Benchmark.testing.pipeline``)."""
+(``tests/papers.py``)."""
 INFERS = tuple(
     sorted(
         p.parent.name
@@ -211,8 +212,8 @@ RUNS = {
     paper: [
         rid
         for k in registry.BENCHMARKS
-        if registry.get(k).testing.pipeline == paper
-        for rid in registry.get(k).testing.full_runs
+        if papers.of(k).pipeline == paper
+        for rid in papers.of(k).full_runs
     ]
     for paper in PAPERS
 }

@@ -1,8 +1,13 @@
 """The declared layers (pyproject's import-linter contracts) and the absence of import circles,
-counting imports made inside functions (grimp reads every import statement of a module)."""
+counting imports made inside functions (grimp reads every import statement of a module); the
+notebooks' imports of lceval (at most three modules each, a paper's own modules reached through
+its ``Benchmark``)."""
 
 from __future__ import annotations
 
+import ast
+import importlib.util
+import json
 import os
 import shutil
 import subprocess
@@ -84,3 +89,56 @@ def test_no_import_circle() -> None:
             if back is not None:
                 circles.append(" -> ".join((a, *back)))
     assert not circles, "import circles:\n" + "\n".join(circles)
+
+
+NOTEBOOK_MODULES = 3
+"""Issue 39: a notebook imports at most this many lceval modules (``lceval.run``,
+``lceval.report``, ``lceval.notebook``) and reaches a paper's modules through its Benchmark."""
+
+
+def lceval_imports(source: str) -> set[str]:
+    """The lceval modules that ``source`` imports: ``import a.b`` counts ``a.b``; ``from a import
+    b`` counts ``a.b`` when that is a module (``from lceval import contamination``), else ``a``."""
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            found |= {a.name for a in node.names if a.name.split(".")[0] == "lceval"}
+        elif isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] == "lceval":
+            for alias in node.names:
+                found.add(_module_or_parent(f"{node.module}.{alias.name}", str(node.module)))
+    return found
+
+
+def _module_or_parent(name: str, parent: str) -> str:
+    """``name`` when it is a module, else ``parent`` (``name`` is a function or class)."""
+    try:
+        return name if importlib.util.find_spec(name) is not None else parent
+    except ModuleNotFoundError:  # parent is a module, not a package
+        return parent
+
+
+def test_the_import_count_sees_submodules_and_packages() -> None:
+    source = (
+        "import lceval.run\nfrom lceval import core, contamination\n"
+        "from lceval.benchmarks.cifbench import data as d, tables\n"
+        "from lceval.notebook import RunDir\nimport pandas\n"
+    )
+    assert lceval_imports(source) == {
+        "lceval.run",
+        "lceval.core",
+        "lceval.contamination",
+        "lceval.benchmarks.cifbench.data",
+        "lceval.benchmarks.cifbench.tables",
+        "lceval.notebook",
+    }
+
+
+@pytest.mark.parametrize("path", sorted((REPO / "notebooks").glob("*.ipynb")), ids=lambda p: p.stem)
+def test_a_notebook_imports_at_most_three_lceval_modules(path: Path) -> None:
+    cells = json.loads(path.read_text(encoding="utf-8"))["cells"]
+    modules = set().union(
+        *(lceval_imports("".join(c["source"])) for c in cells if c["cell_type"] == "code")
+    )
+    papers = sorted(m for m in modules if m.startswith("lceval.benchmarks."))
+    assert not papers, f"{path.name} imports a paper's modules (use its Benchmark): {papers}"
+    assert len(modules) <= NOTEBOOK_MODULES, f"{path.name} imports {sorted(modules)}"

@@ -34,6 +34,7 @@ import yaml
 from lceval import registry
 from lceval.cli import main
 from lceval.params import RENAMED
+from tests import papers
 
 REPO = Path(__file__).resolve().parents[1]
 NOTEBOOKS = sorted((REPO / "notebooks").glob("[0-9][0-9]_*.ipynb"))
@@ -46,11 +47,9 @@ SIDE_BUILDS = {
 """Notebooks that call ``lceval.run.build`` for a benchmark they do not belong to (the contract's
 second part does not cover them)."""
 
-SMALL: dict[str, Any] = {
-    k: registry.get(k).testing.small or (lambda p: {}) for k in registry.BENCHMARKS
-}
+SMALL: dict[str, Any] = {k: papers.of(k).small or (lambda p: {}) for k in registry.BENCHMARKS}
 """Per benchmark, ``-p`` overrides that keep a build small (counts, lengths, no model-backed
-retrieval; declared as ``Benchmark.testing.small``): every key of the file is still passed, so
+retrieval; declared in ``tests/papers.py``): every key of the file is still passed, so
 the key check is the file's own."""
 
 HASHES = REPO / "tests" / "fixtures" / "params_build_hashes.json"

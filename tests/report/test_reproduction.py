@@ -15,18 +15,19 @@ import yaml
 from lceval import registry
 from lceval.core.errors import LcevalError
 from lceval.report import reproduction as R
+from tests import papers
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
 # Read from the papers' texts: every "Table N:" and "Figure N:" caption, declared
-# per benchmark as ``Benchmark.testing.items`` (with ``testing.paper``, the name
+# per benchmark in ``tests/papers.py`` as ``items`` (with ``paper``, the name
 # reproduction.yaml uses). The L-Eval text (004_*) is a summary whose tables are not numbered: its
 # items are named by their heading there. LongGenBench's Fig. 3 has two panels the text cites
 # apart (3a: task settings, 3b: the RULER correlation); an item "Fig. 3" covers both.
 EXPECTED: dict[str, set[str]] = {
     t.paper: set(t.items)
-    for t in (registry.get(k).testing for k in registry.BENCHMARKS)
+    for t in (papers.of(k) for k in registry.BENCHMARKS)
     if t.paper is not None
 }
 

@@ -13,7 +13,7 @@ from typing import Literal
 
 from pydantic import Field
 
-from lceval.benchmark import Benchmark, ContextModes, ScorerSpec, Testing, lazy, numbered
+from lceval.benchmark import Benchmark, ContextModes, ScorerSpec, lazy
 from lceval.benchmarks.cifbench.gold import GOLD, OFFICIAL_TASKS
 from lceval.models.judge import JudgeModel
 
@@ -85,11 +85,10 @@ BENCHMARK = Benchmark(
             "dense": "the context is a short task input, not a long document to retrieve from",
         },
     ),
-    testing=Testing(
-        small=lambda p: {"n_inputs": 1},
-        pipeline="cifbench",
-        full_runs=("cifbench-full",),
-        paper="CIF-Bench",
-        items=numbered(13, 3),
-    ),
+    helpers={
+        "data": "lceval.benchmarks.cifbench.data",
+        "report": "lceval.benchmarks.cifbench.report",
+        "tables": "lceval.benchmarks.cifbench.tables",
+        "variants": "lceval.benchmarks.cifbench.variants",
+    },
 )

@@ -12,7 +12,7 @@ study, :mod:`lceval.benchmarks.leval.ntk`.
 
 from pydantic import Field
 
-from lceval.benchmark import Benchmark, ContextModes, ScorerSpec, Testing, lazy
+from lceval.benchmark import Benchmark, ContextModes, ScorerSpec, lazy
 from lceval.benchmarks.leval.gold import GOLD, TASKS
 from lceval.models.judge import JudgeModel
 
@@ -72,23 +72,5 @@ BENCHMARK = Benchmark(
         "answers?); bm25/dense: the document's chunks nearest the question (the build param "
         "retrieval makes the paper's own baselines as samples, with its 3,072-token window)",
     ),
-    testing=Testing(
-        small=lambda p: {
-            "limit_docs": 1,
-            # the dense retriever loads a model (tests/benchmarks/leval covers it, marked slow)
-            "retrieval": [r for r in p["retrieval"] if r != "dense"],
-        },
-        pipeline="leval",
-        full_runs=("leval-full",),
-        paper="L-Eval",
-        items=(
-            "Closed-ended table",
-            "Open-ended table",
-            "Human evaluation table",
-            "LIE Kendall-tau table",
-            "LIE NQ example",
-            "Retrieval vs full-context",
-            "NTK base sweep",
-        ),
-    ),
+    helpers={"data": "lceval.benchmarks.leval.data", "ntk": "lceval.benchmarks.leval.ntk"},
 )

@@ -6,7 +6,7 @@ Files: ``gold.py`` (answer keys per task), ``build.py`` (+ ``inputs.py``, ``expr
 (Tables 3-4, Fig. 2 as files), ``resources/``.
 """
 
-from lceval.benchmark import Benchmark, ContextModes, ScorerSpec, Testing, lazy, numbered
+from lceval.benchmark import Benchmark, ContextModes, ScorerSpec, lazy
 from lceval.benchmarks.lifbench.gold import GOLD, TASKS
 
 BENCHMARK = Benchmark(
@@ -39,11 +39,6 @@ BENCHMARK = Benchmark(
         how="none: the scenario description and the instruction alone; bm25/dense: the chunks of "
         "the list or documents nearest the instruction in place of the whole input",
     ),
-    testing=Testing(
-        small=lambda p: {"max_samples_per_task": 1, "lengths": p["lengths"][:2]},
-        pipeline="lifbench",
-        full_runs=("lifbench-full",),
-        paper="LIFBench",
-        items=numbered(5, 3),
-    ),
+    functions={"summary_tables": lazy("lceval.benchmarks.lifbench.build:summary_tables")},
+    helpers={"report": "lceval.benchmarks.lifbench.report"},
 )

@@ -9,7 +9,7 @@ cross-paper study, :mod:`lceval.benchmarks.longgenbench.ruler_correlation`.
 
 from pydantic import Field
 
-from lceval.benchmark import Benchmark, ContextModes, ScorerSpec, Testing, lazy, numbered
+from lceval.benchmark import Benchmark, ContextModes, ScorerSpec, lazy
 from lceval.benchmarks.longgenbench.gold import GOLD, TASKS
 from lceval.models.judge import JudgeModel
 
@@ -64,12 +64,9 @@ BENCHMARK = Benchmark(
             for k in ("none", "bm25", "dense")
         },
     ),
-    testing=Testing(
-        small=lambda p: {"n_per_scenario": 1},
-        pipeline="longgenbench_ruler",
-        full_runs=("longgenbench-full",),
-        paper="LongGenBench",
-        items=numbered(7, 2, "Fig. 3a", "Fig. 3b"),
-    ),
     functions={"summary": lazy("lceval.benchmarks.longgenbench.report:load_summary")},
+    helpers={
+        "ruler_correlation": "lceval.benchmarks.longgenbench.ruler_correlation",
+        "tables": "lceval.benchmarks.longgenbench.tables",
+    },
 )

@@ -9,7 +9,7 @@ Scorer version 2: a check over the work budget, a checker that raises and a chec
 be built are undecided (NaN with the reason) instead of "not followed" (version 1).
 """
 
-from lceval.benchmark import Benchmark, ContextModes, ScorerSpec, Testing, lazy, numbered
+from lceval.benchmark import Benchmark, ContextModes, ScorerSpec, lazy
 from lceval.benchmarks.manyifeval.gold import GOLD, TASKS
 
 BENCHMARK = Benchmark(
@@ -41,11 +41,5 @@ BENCHMARK = Benchmark(
             for k in ("none", "bm25", "dense")
         },
     ),
-    testing=Testing(
-        small=lambda p: {"n_prompts": 1},
-        pipeline="manyifeval",
-        full_runs=("manyifeval-full",),
-        paper="ManyIFEval",
-        items=numbered(7, 10),
-    ),
+    helpers={"refine": "lceval.benchmarks.manyifeval.refine"},
 )

@@ -4,7 +4,7 @@ Files: ``variants.yaml`` (the 13 tasks as data), ``gold.py``, ``build.py`` (the 
 ``score.py`` (string-match metrics), ``report.py``, ``resources/`` (the README leaderboard).
 """
 
-from lceval.benchmark import Benchmark, ContextModes, ScorerSpec, Testing, lazy
+from lceval.benchmark import Benchmark, ContextModes, ScorerSpec, lazy
 from lceval.benchmarks.ruler.gold import GOLD, TASKS
 
 BENCHMARK = Benchmark(
@@ -49,13 +49,9 @@ BENCHMARK = Benchmark(
             },
         },
     ),
-    testing=Testing(
-        small=lambda p: {"num_samples": 1, "lengths": p["lengths"][:1]},
-        pipeline="longgenbench_ruler",
-        full_runs=("ruler-full",),
-    ),
     functions={
         "tables": lazy("lceval.benchmarks.ruler.report:ruler_tables"),
         "leaderboard": lazy("lceval.benchmarks.ruler.published:leaderboard"),
+        "with_published": lazy("lceval.benchmarks.ruler.published:with_published"),
     },
 )
