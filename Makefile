@@ -48,15 +48,23 @@ smoke: setup
 	$(PYTHON) -m lceval run params/pipelines/lifbench_smoke.yaml
 
 # Everything (CI): unit tests, engines, browser, crash tests and every notebook under nbval (with
-# the short test-time parameters of conftest.py). The slowest 15 items are listed at the end.
+# the short test-time parameters of conftest.py), in two pytest runs: the fast tier on two
+# pytest-xdist workers (CPU-bound imports and small tests: both cores busy), then the slow tier
+# one item at a time (engines, Ray clusters and notebook kernels use both cores themselves, and
+# notebook 03 reads the runs 01 and 02 wrote). Both always run; either failing fails the target.
+# The slowest items of each are listed at the end.
 NBVAL := --nbval-lax --nbval-current-env --nbval-cell-timeout=1800
+XDIST ?= -n 2
 test: setup
-	$(PYTHON) -m pytest -q tests notebooks $(NBVAL) --durations=15
+	status=0; \
+	$(PYTHON) -m pytest -q tests -m "not slow" $(XDIST) --durations=5 || status=$$?; \
+	$(PYTHON) -m pytest -q tests notebooks -m slow $(NBVAL) --durations=15 || status=$$?; \
+	exit $$status
 
 # Developer tiers (markers in pyproject.toml; README "Tests"): no model engine, browser, notebook
 # or subprocess crash test; then the notebooks alone.
 test-fast: setup
-	$(PYTHON) -m pytest -q tests -m "not slow"
+	$(PYTHON) -m pytest -q tests -m "not slow" $(XDIST)
 
 test-notebooks: setup
 	$(PYTHON) -m pytest -q notebooks $(NBVAL) --durations=15

