@@ -50,15 +50,16 @@ smoke: setup
 # Everything (CI): unit tests, engines, browser, crash tests and every notebook under nbval (with
 # the short test-time parameters of conftest.py), in two pytest runs: the fast tier on two
 # pytest-xdist workers (CPU-bound imports and small tests: both cores busy), then the slow tier
-# one item at a time (engines, Ray clusters and notebook kernels use both cores themselves, and
-# notebook 03 reads the runs 01 and 02 wrote). Both always run; either failing fails the target.
+# on two workers too (most of its time is single-threaded: imports in engine and kernel
+# processes), with the notebooks on one worker in order (03 reads the runs 01 and 02 wrote) and
+# the Ray tests on one (conftest.py: xdist_group). Both always run; either failing fails it.
 # The slowest items of each are listed at the end.
 NBVAL := --nbval-lax --nbval-current-env --nbval-cell-timeout=1800
 XDIST ?= -n 2
 test: setup
 	status=0; \
 	$(PYTHON) -m pytest -q tests -m "not slow" $(XDIST) --durations=5 || status=$$?; \
-	$(PYTHON) -m pytest -q tests notebooks -m slow $(NBVAL) --durations=15 || status=$$?; \
+	$(PYTHON) -m pytest -q tests notebooks -m slow $(NBVAL) $(XDIST) --dist loadgroup --durations=15 || status=$$?; \
 	exit $$status
 
 # Developer tiers (markers in pyproject.toml; README "Tests"): no model engine, browser, notebook

@@ -203,6 +203,20 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
                     cell.source = source
         if any(item.get_closest_marker(kind) for kind in SLOW_KINDS):
             item.add_marker(pytest.mark.slow)
+        group = _xdist_group(item)
+        if group:
+            item.add_marker(pytest.mark.xdist_group(group))
+
+
+def _xdist_group(item: pytest.Item) -> str | None:
+    """The pytest-xdist group (``--dist loadgroup``: one worker runs a group's items in order) of
+    items that must not be spread over workers: the notebooks (03 reads the runs 01 and 02 wrote)
+    and the Ray tests (one local cluster at a time on this machine's ports)."""
+    if item.path.suffix == ".ipynb":
+        return "notebooks"
+    if item.path.name == "test_replicas.py":
+        return "ray"
+    return None
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
