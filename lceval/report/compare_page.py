@@ -29,26 +29,16 @@ def compare_rows(
     empty_ok: bool = False,
 ) -> pd.DataFrame:
     """Two models on the same samples side by side: one row per (sample, scorer, model pair)
-    with each model's value, rubric items, explanation and answer, and the paired difference
-    ``diff = value A - value B`` (0..1; NaN when either is NaN), largest ``|diff|`` first.
+    with each model's value, rubric, explanation and answer and ``diff = value A - value B``
+    (0..1, NaN when either is), largest ``|diff|`` first; pairs as
+    :func:`lceval.report.compare.compare_runs`, joined by ``sample_id`` and scorer.
 
-    Pairs as :func:`lceval.report.compare.compare_runs`: every model of ``run_a`` against every
-    model
-    of ``run_b``; within one run (``run_a`` is ``run_b``) every unordered pair of distinct
-    models once. Models of two runs are named ``<run_id>/<model>``. Joined by ``sample_id`` and
-    scorer: both runs must be built from the same data.
-
-    Args:
-        run_a, run_b: scored run folders (may be the same).
-        model_a, model_b: only this model of ``run_a`` / ``run_b``.
-        scorer: only this scorer's rows (default: every scorer both runs hold).
-        folder: the folder of the page (where ``contexts/`` is written); default run_a's report.
-        empty_ok: return an empty frame (columns as usual) when no model pair shares a scored
-            sample, instead of raising.
+    ``model_a``/``model_b``/``scorer`` keep only those rows; ``folder`` is the page's (for
+    ``contexts/``; default run_a's report); ``empty_ok`` returns an empty frame instead of
+    raising when no pair shares a scored sample.
 
     Raises:
-        LcevalError: missing scores or samples; an unknown model or scorer; no shared sample
-            (unless ``empty_ok``).
+        LcevalError: missing scores or samples; an unknown model or scorer; no shared sample.
     """
     same = run_a.path == run_b.path
     store = Texts()  # both sides' texts in one block

@@ -141,7 +141,7 @@ def _fmt(x: float) -> str:
 
 def _rubric_cell(parts: Mapping[str, Any], points: Mapping[str, Any]) -> str:
     """Rubric items as ``name got/max`` (below the maximum: lost), then ``name=value``."""
-    items = []
+    items: list[tuple[str, str, str | None, bool]] = []
     for name, got in list(parts.items())[:MAX_RUBRIC_ITEMS]:
         value = _num(got)
         if name in points:
@@ -469,8 +469,7 @@ def worst(
     scorer: str | None = None,
     n: int | None = None,
 ) -> pd.DataFrame:
-    """Score rows (scores.parquet as read) of one task / model / scorer, lowest value first
-    (NaN, a score that could not be computed, last); the first ``n`` when given.
+    """Score rows of one task / model / scorer, lowest value first (NaN last), the first ``n``.
 
     Raises:
         LcevalError: a task, model or scorer the scores do not hold; ``n`` below 1.
@@ -501,24 +500,13 @@ def show_samples(
     scorer: str | None = None,
     outputs_root: str | Path | None = None,
 ) -> Any:
-    """The per-sample table of report/samples.html in a notebook cell, narrowed to what fits a
-    cell: one row per (sample, model, scorer) with the task, model, value (0..1), answer,
-    explanation, rubric items and length (:data:`NOTEBOOK_COLUMNS`), the lowest values first.
-    itables' offline DataTables bundle: it renders with no network, searchable and sortable
-    (:mod:`lceval.report.samples_page`).
-
-    Args:
-        run: a run id or ``lceval.core.io.RunDir`` (scored).
-        task, model, scorer: only these rows (task code, model name, scorer name).
-        worst: the ``worst`` lowest-valued rows (NaN last); None: every row.
-        outputs_root: folder of run folders (with a run id).
-
-    Returns:
-        An ``IPython.display.HTML`` object (shown when it ends a cell).
+    """samples.html's table in a notebook cell (an ``IPython.display.HTML``), narrowed to
+    :data:`NOTEBOOK_COLUMNS`: the ``worst`` lowest-valued rows (None: every row) of a scored run
+    (id, with ``outputs_root``, or ``RunDir``), only ``task`` / ``model`` / ``scorer`` when given.
 
     Raises:
-        LcevalError: the run has no scores; an unknown task, model or scorer; ``worst`` not a
-            whole number >= 1 (``"3"`` included) or None.
+        LcevalError: no scores; an unknown task, model or scorer; ``worst`` not a whole number
+            >= 1 or None.
     """
     # here, not at the top: loads IPython
     from IPython.display import HTML
@@ -534,7 +522,7 @@ def show_samples(
     if frame.empty:
         raise LcevalError(f"run {folder.run_id} has no scores to show")
     texts = frame.attrs["texts"]
-    keep = [c for c in NOTEBOOK_COLUMNS if c in frame.columns]
+    keep = [c for c in (*NOTEBOOK_COLUMNS, "sample_id") if c in frame.columns]
     if "scorer" in frame.columns and frame["scorer"].nunique() > 1:
         keep.insert(keep.index("value"), "scorer")
     return HTML(table_html(frame[keep], texts, page_length=25))
@@ -550,6 +538,5 @@ NOTEBOOK_COLUMNS = (
     "length",
     "sample_id",
 )
-"""The columns :func:`show_samples` shows (a notebook cell is narrow): what was answered and how
-it scored; the scorer too when the rows hold several, ``sample_id`` last. The grouping fields,
-instruction and context are on samples.html."""
+"""What :func:`show_samples` shows (with ``scorer`` when the rows hold several), then
+``sample_id``."""
