@@ -13,6 +13,7 @@ length shown.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import hashlib
 import html
@@ -21,7 +22,6 @@ import math
 import re
 import uuid
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -107,23 +107,6 @@ class Texts:
         return k
 
 
-@dataclass(frozen=True)
-class _Answer:
-    text: str  # cut to ANSWER_CHARS
-    chars: int
-    tokens: int
-    finish: str | None
-    error: str | None
-
-
-@dataclass(frozen=True)
-class _Thought:
-    text: str  # cut to ANSWER_CHARS
-    chars: int
-    tokens: int
-    unfinished: bool
-
-
 def _text_cell(text: Any, limit: int, store: Texts) -> str:
     return str(_cells().text(clean(text), limit, store, PREVIEW_CHARS))
 
@@ -196,8 +179,9 @@ def _context_cell(ctx: Any, link: str | None, store: Texts) -> str:
 
 
 def _answers(run: RunDir) -> tuple[dict[tuple[str, str], Any], list[Any], dict[str, Any]]:
-    """(sample id, model label) -> (the stored answer scoring read, its thinking), the raw
-    samples and the contexts; a model answering under several generation configs is labelled
+    """(sample id, model label) -> (the response scoring read, its texts cut to
+    :data:`ANSWER_CHARS`; the answer's and the thinking's length in characters), the raw samples
+    and the contexts; a model answering under several generation configs is labelled
     ``<model>@<config hash[:8]>``, as scoring does."""
     raw = run.read_samples()
     contexts = run.read_contexts()
@@ -210,20 +194,11 @@ def _answers(run: RunDir) -> tuple[dict[tuple[str, str], Any], list[Any], dict[s
             if not r.answers(hashes.get(r.sample_id)):
                 continue
             label = f"{r.model}@{r.config_hash[:8]}" if r.model in split else r.model
-            answer = _Answer(
-                clean(r.text[:ANSWER_CHARS]),
-                len(r.text),
-                r.completion_tokens,
-                r.finish_reason,
-                clean(r.error) if r.error else None,
-            )
-            thought = None
-            if r.reasoning is not None or r.thinking_unfinished:
-                t = clean(r.reasoning or "")
-                thought = _Thought(
-                    t[:ANSWER_CHARS], len(t), int(r.reasoning_tokens), bool(r.thinking_unfinished)
-                )
-            out[r.sample_id, label] = (answer, thought)
+            thought = None if r.reasoning is None else clean(r.reasoning[:ANSWER_CHARS])
+            error = clean(r.error) if r.error else None
+            cut = dataclasses.replace(r, text=clean(r.text[:ANSWER_CHARS]), reasoning=thought)
+            lengths = (len(r.text), len(r.reasoning or ""))
+            out[r.sample_id, label] = (dataclasses.replace(cut, error=error), *lengths)
     return out, raw, contexts
 
 
@@ -270,7 +245,7 @@ def sample_rows(
     rows = []
     for r in scores.itertuples(index=False):
         s = by_id[r.sample_id]
-        answer, thought = answers.get((r.sample_id, r.model), (None, None))
+        answer, n_chars, n_thought = answers.get((r.sample_id, r.model), (None, 0, 0))
         ctx = contexts.get(s.context_id) if s.context_id else None
         rows.append(
             {  # the answer, its value and the explanation in the first screen
@@ -278,7 +253,9 @@ def sample_rows(
                 "task": esc(r.task),
                 "model": esc(r.model),
                 "value": float(r.value),
-                "answer": str(cells.answer(answer, thought, store, ANSWER_CHARS, PREVIEW_CHARS)),
+                "answer": str(
+                    cells.answer(answer, n_chars, n_thought, store, ANSWER_CHARS, PREVIEW_CHARS)
+                ),
                 "explanation": _text_cell(r.explanation, EXPLANATION_CHARS, store),
                 "rubric": _rubric_cell(_json_map(r.parts), _json_map(r.points)),
                 "scorer": esc(r.scorer),
@@ -286,7 +263,7 @@ def sample_rows(
                 "instruction": _text_cell(s.instruction, INSTRUCTION_CHARS, store),
                 "context": _context_cell(ctx, hrefs.get(s.context_id or ""), store),
                 "sample_id": esc(r.sample_id),
-                "answer_chars": answer.chars if answer is not None else 0,
+                "answer_chars": n_chars,
                 "context_tokens": ctx.n_tokens if ctx is not None else 0,
             }
         )
