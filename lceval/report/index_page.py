@@ -206,6 +206,8 @@ def headline_rows(report: Path, covs: Sequence[Any] = ()) -> list[dict[str, Any]
                 "published_n": n,
                 "coverage": cov,
                 "comparable": bool(cov.paper_grid) if cov is not None else True,
+                "ci": f"{_fmt(h.get('estimate'))} [{_fmt(h.get('low'))}, {_fmt(h.get('high'))}]",
+                "pub": f"{_fmt(lo)}-{_fmt(hi)} ({n} models)" if n else "",
             }
         )
     return out
@@ -277,10 +279,7 @@ def _headline_cells(h: Mapping[str, Any]) -> dict[str, Any]:
         **h,
         "unit": h.get("unit", ""),
         "scorer_note": _scorer_note(h),
-        "ci": f"{_fmt(h['estimate'])} [{_fmt(h.get('low'))}, {_fmt(h.get('high'))}]",
-        "pub": f"{_fmt(h['published_low'])}-{_fmt(h['published_high'])} ({h['published_n']} models)"
-        if h.get("published_n")
-        else "none in the report",
+        "pub": h["pub"] or "none in the report",
         "what": what + _cut_note(h, cov),
     }
 
@@ -379,17 +378,12 @@ def report_summary(run: Any, tables: Mapping[str, pd.DataFrame]) -> str:
     ]
     lines = []
     for h in heads[:12]:
-        pub = (
-            f"; published {_fmt(h['published_low'])}-{_fmt(h['published_high'])} "
-            f"({h['published_n']} models)"
-            if h.get("published_n")
-            else ""
-        )
+        pub = f"; published {h['pub']}" if h["pub"] else ""
         flag = "" if h["comparable"] else " [subset: not comparable, not ranked]"
         scorer = "" if h.get("scorer") == h["benchmark"] else f" ({h.get('scorer')})"
         lines.append(
-            f"{h['benchmark']}{scorer} {h['model']}: {h['metric']} {_fmt(h['estimate'])} "
-            f"[{_fmt(h.get('low'))}, {_fmt(h.get('high'))}] n={h.get('n')}{pub}{flag}"
+            f"{h['benchmark']}{scorer} {h['model']}: {h['metric']} {h['ci']} "
+            f"n={h.get('n')}{pub}{flag}"
         )
     if len(heads) > 12:
         lines.append(f"... {len(heads) - 12} more headline rows in {report / 'results.json'}")

@@ -54,7 +54,8 @@ _COLS = ["metric", "unit", "model", "estimate", "low", "high", "n"]
 
 def _records(frame: pd.DataFrame, cols: list[str], **fixed: Any) -> list[dict[str, Any]]:
     """``frame[cols]`` as JSON rows (NaN and infinities null), each with ``fixed`` first."""
-    part = frame[cols].astype({"model": str, "metric": str, "unit": str, "n": int}).astype(object)
+    types = {"model": str, "metric": str, "unit": str, "n": int}
+    part = frame[cols].astype({c: t for c, t in types.items() if c in cols}).astype(object)
     part = part.where(part.map(lambda v: _number(v) is not None or not isinstance(v, float)), None)
     return [{**fixed, **r} for r in part.to_dict("records")]
 
@@ -135,13 +136,8 @@ def _finished_estimates(h: Any, cut: set[tuple[str, str]], seed: int) -> dict[st
             )
         except (ValueError, ZeroDivisionError, LcevalError):
             continue
-        for e in est.itertuples(index=False):
-            out[model].update(
-                estimate_finished=_number(e.estimate),
-                low_finished=_number(e.low),
-                high_finished=_number(e.high),
-                n_finished=int(e.n),
-            )
+        for row in _records(est, ["estimate", "low", "high", "n"]):
+            out[model].update({f"{k}_finished": v for k, v in row.items()})
     return out
 
 
