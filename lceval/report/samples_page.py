@@ -499,7 +499,7 @@ def show_samples(
     if frame.empty:
         raise LcevalError(f"run {folder.run_id} has no scores to show")
     texts = frame.attrs["texts"]
-    keep = [c for c in (*NOTEBOOK_COLUMNS, "sample_id") if c in frame.columns]
+    keep = [c for c in NOTEBOOK_COLUMNS if c in frame.columns]
     if "scorer" in frame.columns and frame["scorer"].nunique() > 1:
         keep.insert(keep.index("value"), "scorer")
     return HTML(table_html(frame[keep], texts, page_length=25))
@@ -515,5 +515,4 @@ NOTEBOOK_COLUMNS = (
     "length",
     "sample_id",
 )
-"""What :func:`show_samples` shows (with ``scorer`` when the rows hold several), then
-``sample_id``."""
+"""What :func:`show_samples` shows (with ``scorer`` when the rows hold several)."""
