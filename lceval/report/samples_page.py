@@ -57,7 +57,8 @@ KEY_COLUMNS = ("benchmark", "task", "model")
 
 @functools.cache
 def _templates() -> Environment:
-    env = Environment(loader=FileSystemLoader(Path(__file__).parent / "templates"), autoescape=True)
+    folder = FileSystemLoader(Path(__file__).parent / "templates")
+    env = Environment(loader=folder, autoescape=True, auto_reload=False)
     env.filters["commas"] = "{:,}".format
     env.policies["json.dumps_kwargs"] = {"ensure_ascii": False}
     return env
@@ -69,6 +70,7 @@ def render(template: str, **context: Any) -> str:
     return _templates().get_template(template).render(**context)
 
 
+@functools.cache
 def _cells() -> Any:
     return _templates().get_template("cells.html.j2").module
 
