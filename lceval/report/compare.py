@@ -1,29 +1,15 @@
-"""Comparisons across runs: leaderboards with CIs, paired tests, rank agreement of benchmarks.
-
-Every benchmark declares its headline metric once, as a :class:`lceval.metrics.Headline` built by
-its ``Benchmark.headline(scores, samples)`` (per-sample columns, the statistic
-over them, the resampling unit); a benchmark without one (CIF-Bench for now) gets
-:func:`lceval.metrics.generic_headline` (both through :func:`lceval.metrics.headline_of`). On top of
-those:
-
-- :func:`leaderboard`: each model's headline with its 95% bootstrap CI, ranked per benchmark.
-- :func:`compare_runs`: two runs (or two models of one run) on the samples they share, joined by
-  ``sample_id``: the paired difference of the headline and of every task's mean score, each with
-  a paired-bootstrap CI and a p-value (McNemar's exact test for 0/1 scores of independent
-  samples, else a sign-flip permutation test over the resampling units), Holm-adjusted over the
-  rows.
-- :func:`pairwise`: every pair of models per benchmark, Holm-adjusted per benchmark.
-- :func:`rank_agreement`: Kendall's tau-b between two benchmarks' model rankings with a
-  bootstrap CI (each benchmark's units resampled independently, the rankings recomputed),
-  the generalisation of the RULER-LongGenBench correlation (LongGenBench paper Sec. 3.5) to any
-  pair of benchmarks.
-
-Models are named by their model name; when one benchmark has the same model name in two runs,
-both are named ``<run_id>/<model>`` (an error when that name is another model's name).
+"""Comparisons across runs on each benchmark's declared headline (``Benchmark.headline``, else
+:func:`lceval.metrics.generic_headline`): :func:`leaderboard` (95% bootstrap CIs),
+:func:`compare_runs` (paired differences on the samples two runs share, McNemar's exact test or
+a sign-flip permutation test, Holm-adjusted), :func:`pairwise` (every pair of models) and
+:func:`rank_agreement` (Kendall's tau-b between benchmarks' rankings with a bootstrap CI, the
+LongGenBench paper's Sec. 3.5 RULER correlation generalised). A model name found in several runs
+is named ``<run_id>/<model>``.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import json
 from collections.abc import Hashable, Mapping, Sequence
@@ -36,8 +22,8 @@ from lceval.core.errors import LcevalError
 from lceval.core.io import RunDir
 from lceval.core.records import Sample
 
-if TYPE_CHECKING:  # numpy, pandas and the statistics (which import both) are imported in the
-    # functions that compute: `import lceval` exports compare_runs and stays free of them
+if TYPE_CHECKING:  # numpy, pandas and lceval.metrics load inside the functions: `import lceval`
+    # exports compare_runs and stays free of them
     import numpy as np
     import pandas as pd
 
@@ -45,13 +31,8 @@ if TYPE_CHECKING:  # numpy, pandas and the statistics (which import both) are im
 
 
 def check_scorer_in(scorer: str | None, keys: Sequence[str], where: str) -> None:
-    """Refuse ``scorer`` when its benchmark is not among ``keys`` (the benchmarks ``where``
-    holds; ``where`` ends in its verb: ``"runs a and b do"``): comparing with a scorer of
-    another benchmark would silently read the default's.
-
-    Raises:
-        LcevalError: naming the scorer, its benchmark and the scorers that do apply.
-    """
+    """Refuse ``scorer`` when its benchmark is not among ``keys`` (those ``where``, ending in
+    its verb, holds) with one line naming the scorers that apply (:class:`LcevalError`)."""
     if scorer is None:
         return
     bench, _ = registry.find_scorer(scorer)  # an unknown scorer: one line listing them all
@@ -80,22 +61,12 @@ def load_headlines(
     root: str | Path | None = None,
     scorer: str | None = None,
 ) -> dict[str, metrics.Headline]:
-    """Each benchmark's headline over the models of several runs (any benchmarks, any models).
-
-    Args:
-        run_ids: scored runs.
-        benchmarks: keep only these keys (default: every benchmark found).
-        root: folder holding the runs (default ``lceval.core.io.outputs_root()``).
-        scorer: read this scorer's rows for its benchmark (e.g. ``lifbench:strict``); every
-            other benchmark reads its default scorer.
-
-    Returns:
-        Benchmark key -> :class:`lceval.metrics.Headline` whose frame holds every run's models.
+    """Benchmark key -> :class:`lceval.metrics.Headline` over every model of ``run_ids`` (only
+    ``benchmarks`` when given; ``scorer``'s rows for its benchmark, the default scorer's else).
 
     Raises:
-        LcevalError: a run is given twice, lacks scores or samples; a benchmark of
-            ``benchmarks`` is scored in none of the runs; a ``<run_id>/<model>`` name is also
-            another model's name; nothing is left to compare; an unknown ``scorer``.
+        LcevalError: a run given twice or without scores; a benchmark scored in none of the
+            runs; two models that would share a name; nothing to compare; an unknown scorer.
     """
     import pandas as pd
 
@@ -121,17 +92,9 @@ def load_headlines(
             scored.add(key)
             if benchmarks is not None and key not in benchmarks:
                 continue
-            found.setdefault(key, []).append(
-                (
-                    rid,
-                    metrics.headline_of(
-                        registry.get(key),
-                        part,
-                        [s for s in samples if s.benchmark == key],
-                        scorer_of(key, scorer),
-                    ),
-                )
-            )
+            mine = [s for s in samples if s.benchmark == key]
+            h = metrics.headline_of(registry.get(key), part, mine, scorer_of(key, scorer))
+            found.setdefault(key, []).append((rid, h))
     check_scorer_in(
         scorer,
         sorted(scored),
@@ -147,39 +110,25 @@ def load_headlines(
         raise LcevalError(f"no scored benchmark in runs {', '.join(run_ids)}")
     out = {}
     for key, items in found.items():
-        runs_of: dict[str, set[str]] = {}
-        for rid, h in items:
-            for m in h.models:
-                runs_of.setdefault(m, set()).add(rid)
-        names = model_names(key, [(rid, h.models) for rid, h in items], runs_of)
+        names = model_names(key, [(rid, h.models) for rid, h in items])
         frames = []
         for rid, h in items:
             f = h.frame.copy()
             f["model"] = [names[rid, m] for m in f["model"].astype(str)]
             frames.append(f)
-        first = items[0][1]
-        out[key] = metrics.Headline(
-            first.benchmark,
-            first.metric,
-            first.unit,
-            pd.concat(frames, ignore_index=True),
-            first.columns,
-            first.statistic,
-            first.binary,
-        )
+        out[key] = dataclasses.replace(items[0][1], frame=pd.concat(frames, ignore_index=True))
     return dict(sorted(out.items()))
 
 
 def model_names(
-    key: str, models: Sequence[tuple[str, Sequence[str]]], runs_of: Mapping[str, set[str]]
+    key: str, models: Sequence[tuple[str, Sequence[str]]]
 ) -> dict[tuple[str, str], str]:
-    """(run id, model) -> its name on the benchmark ``key``: the model name, or
-    ``<run_id>/<model>`` when several runs have that model name.
-
-    Raises:
-        LcevalError: two models would get one name (e.g. model ``x`` of runs ``r1`` and ``r2``
-            and a model literally named ``r1/x``).
-    """
+    """(run id, model) -> its name on benchmark ``key``: the model name, or ``<run_id>/<model>``
+    when several runs have it; :class:`LcevalError` when two models would share a name."""
+    runs_of: dict[str, set[str]] = {}
+    for rid, ms in models:
+        for m in ms:
+            runs_of.setdefault(m, set()).add(rid)
 
     def told(rid: str, m: str) -> str:
         if len(runs_of[m]) == 1:
@@ -210,15 +159,9 @@ def leaderboard(
     confidence: float = 0.95,
     seed: int = 0,
 ) -> pd.DataFrame:
-    """Each model's headline per benchmark with its bootstrap CI, best first.
-
-    Returns:
-        Columns ``benchmark, metric, unit, rank`` (1 = best; ties share the lower rank),
-        ``model, estimate, low, high, n, n_units``.
-
-    Raises:
-        LcevalError: a negative ``seed``.
-    """
+    """Each model's headline per benchmark with its bootstrap CI, best first: columns
+    ``benchmark, metric, unit, rank`` (1 = best, ties share the lower), ``model, estimate, low,
+    high, n, n_units``. :class:`LcevalError` for a negative ``seed``."""
     import pandas as pd
 
     from lceval import metrics
@@ -236,26 +179,10 @@ def leaderboard(
     return pd.concat(parts, ignore_index=True)
 
 
-def _paired_row(
-    h: metrics.Headline,
-    a: str,
-    b: str,
-    n_resamples: int,
-    n_permutations: int,
-    confidence: float,
-    seed: int,
-) -> dict[str, Any]:
+def _paired_row(h: metrics.Headline, a: str, b: str, **test: Any) -> dict[str, Any]:
     from lceval import metrics
 
-    res = metrics.headline_paired(
-        h,
-        a,
-        b,
-        n_resamples=n_resamples,
-        n_permutations=n_permutations,
-        confidence=confidence,
-        seed=seed,
-    )
+    res = metrics.headline_paired(h, a, b, **test)
     return {
         "benchmark": h.benchmark,
         "metric": h.metric,
@@ -266,8 +193,7 @@ def _paired_row(
 
 
 def shared_samples(h: metrics.Headline, a: str, b: str) -> int:
-    """How many samples models ``a`` and ``b`` both have in headline ``h`` (joined by
-    ``sample_id``); a pair sharing none has no paired difference to test."""
+    """How many samples (by ``sample_id``) models ``a`` and ``b`` both have in ``h``."""
     f = h.frame
     model = f["model"].astype(str)
     ids_a = set(f.loc[model == a, "sample_id"])
@@ -300,21 +226,17 @@ def pairwise(
     confidence: float = 0.95,
     seed: int = 0,
 ) -> pd.DataFrame:
-    """Every pair of models per benchmark: paired difference of the headline (A - B, on the
-    samples both have) with CI, p-value, and Holm's adjustment over the pairs of the benchmark.
-
-    Returns:
-        Columns ``benchmark, metric, model_a, model_b, diff, low, high, p_value, test, n,
-        n_units, p_holm, significant`` (``p_holm <= alpha``); ``model_a`` is the better-ranked.
-
-    Raises:
-        LcevalError: a negative ``seed``.
-    """
+    """Every pair of models per benchmark: the headline's paired difference A - B (A the
+    better-ranked) with CI and p-value, Holm-adjusted per benchmark. Columns ``benchmark, metric,
+    model_a, model_b, diff, low, high, p_value, test, n, n_units, p_holm, significant``
+    (``p_holm <= alpha``). :class:`LcevalError` for a negative ``seed``."""
     import pandas as pd
 
     from lceval import metrics
 
     _check_seed(seed)
+    test: dict[str, Any] = {"n_resamples": n_resamples, "n_permutations": n_permutations}
+    test.update(confidence=confidence, seed=seed)
     rows = []
     for h in headlines.values():
         est = metrics.headline_estimates(h, n_resamples=1, seed=seed)
@@ -322,7 +244,7 @@ def pairwise(
         for a, b in itertools.combinations(order, 2):
             if not shared_samples(h, a, b):  # models of runs on other samples: nothing paired
                 continue
-            rows.append(_paired_row(h, a, b, n_resamples, n_permutations, confidence, seed))
+            rows.append(_paired_row(h, a, b, **test))
     cols = ["benchmark", "metric", "model_a", "model_b", "diff", "low", "high", "p_value"]
     table = pd.DataFrame(rows, columns=[*cols, "test", "n", "n_units"])
     return _holm_columns(table, alpha, by="benchmark")
@@ -346,43 +268,29 @@ def compare_runs(
 ) -> pd.DataFrame:
     """Paired comparison of two runs (or two models of one run) on the samples they share.
 
-    For each benchmark in both runs and each pair (a model of ``run_a``, a model of ``run_b``;
-    with ``run_a == run_b`` the same model is skipped and each unordered pair is tested once,
-    in the order of ``model_a``, ``model_b`` when given, else by name): the headline
-    difference A - B (:func:`lceval.metrics.headline_paired`) and, with ``by_task``, each
-    task's mean ``Score.value`` difference (:func:`lceval.metrics.paired_difference`:
-    McNemar's exact test for 0/1 scores of independent samples, else the sign-flip test over
-    the benchmark's units).
-    Samples are joined by ``sample_id``: both runs must be built from the same data.
-
-    Args:
-        run_a, run_b: scored run ids (may be equal, to compare two models of one run).
-        benchmark: compare only this benchmark.
-        model_a, model_b: compare only these models (default: every model of the run).
-        root: folder holding the runs.
-        by_task: add one row per task.
-        alpha: family-wise error rate for ``significant`` (Holm over all rows).
-        n_resamples, n_permutations, confidence, seed: bootstrap resamples, random sign
-            patterns of the permutation test (see :func:`lceval.metrics.paired_sums`), CI level,
-            seed.
-        scorer: compare this scorer's scores for its benchmark (e.g. ``lifbench:strict``);
-            every other benchmark compares its default scorer's.
+    Per benchmark in both runs and pair (a model of ``run_a``, one of ``run_b``; within one run
+    each unordered pair of distinct models once): the headline difference A - B
+    (:func:`lceval.metrics.headline_paired`) and, with ``by_task``, each task's mean
+    ``Score.value`` difference (:func:`lceval.metrics.paired_difference`), joined by
+    ``sample_id``, Holm-adjusted over all rows at ``alpha``. ``scorer`` compares that scorer's
+    rows for its benchmark, the default scorer's else.
 
     Returns:
-        Columns ``benchmark, level`` (``headline`` or ``task``), ``scorer``, ``task``, ``metric``,
-        ``model_a, model_b, diff, low, high, p_value, test, n, n_units, p_holm, significant``;
+        Columns ``benchmark, level`` (``headline`` or ``task``), ``scorer, task, metric,
+        model_a, model_b, diff, low, high, p_value, test, n, n_units, p_holm, significant``;
         diff in the metric's unit (headline) or 0..1 (tasks).
 
     Raises:
-        LcevalError: a negative ``seed``; ``benchmark`` not in both runs; ``model_a`` or
-            ``model_b`` not scored on the compared benchmarks of its run; no benchmark or model
-            pair in common; an unknown ``scorer``.
+        LcevalError: a negative ``seed``; ``benchmark`` not in both runs; a model not scored
+            there; no benchmark or model pair in common; an unknown ``scorer``.
     """
     import pandas as pd
 
     from lceval import metrics
 
     _check_seed(seed)
+    test: dict[str, Any] = {"n_resamples": n_resamples, "n_permutations": n_permutations}
+    test.update(confidence=confidence, seed=seed)
     if scorer is not None:
         registry.find_scorer(scorer)
     scores_a, samples_a = _run_parts(run_a, root)
@@ -436,22 +344,10 @@ def compare_runs(
             if not shared_samples(h, a, b):
                 disjoint += 1
                 continue
-            row = _paired_row(h, a, b, n_resamples, n_permutations, confidence, seed)
+            row = _paired_row(h, a, b, **test)
             rows.append({**row, "level": "headline", "task": "", "model_a": a, "model_b": b})
             if by_task:
-                rows.extend(
-                    _task_rows(
-                        key,
-                        h,
-                        both,
-                        a,
-                        b,
-                        n_resamples=n_resamples,
-                        n_permutations=n_permutations,
-                        confidence=confidence,
-                        seed=seed,
-                    )
-                )
+                rows.extend(_task_rows(key, h, both, a, b, **test))
     if not rows and disjoint:
         which = f"run {run_a}'s models" if run_a == run_b else f"runs {run_a} and {run_b}"
         raise LcevalError(
@@ -470,16 +366,7 @@ def compare_runs(
 
 
 def _task_rows(
-    key: str,
-    h: metrics.Headline,
-    scores: pd.DataFrame,
-    a: str,
-    b: str,
-    *,
-    n_resamples: int,
-    n_permutations: int,
-    confidence: float,
-    seed: int,
+    key: str, h: metrics.Headline, scores: pd.DataFrame, a: str, b: str, **test: Any
 ) -> list[dict[str, Any]]:
     """One row per task: mean Score.value of A minus B on the shared samples (0..1)."""
     import pandas as pd
@@ -499,22 +386,10 @@ def _task_rows(
             va.loc[ids_t, "value"].to_numpy(float),
             vb.loc[ids_t, "value"].to_numpy(float),
             clusters=units if shared else None,
-            n_resamples=n_resamples,
-            n_permutations=n_permutations,
-            confidence=confidence,
-            seed=seed,
+            **test,
         )
-        rows.append(
-            {
-                "benchmark": key,
-                "level": "task",
-                "task": str(task),
-                "metric": "mean score",
-                "model_a": a,
-                "model_b": b,
-                **res.as_dict(),
-            }
-        )
+        row = {"benchmark": key, "level": "task", "task": str(task), "metric": "mean score"}
+        rows.append({**row, "model_a": a, "model_b": b, **res.as_dict()})
     return rows
 
 
@@ -525,20 +400,10 @@ def rank_agreement(
     confidence: float = 0.95,
     seed: int = 0,
 ) -> pd.DataFrame:
-    """Kendall's tau-b between every two benchmarks' model rankings, with a bootstrap CI.
-
-    The models both benchmarks scored are ranked by each headline; each bootstrap resample draws
-    every benchmark's units (its own strata and clusters, all models paired) independently and
-    recomputes both headlines and tau (:func:`lceval.metrics.bootstrap_sums` with the two
-    benchmarks as separate strata). The CI is NaN with fewer than three common models; tau is
-    NaN when a benchmark ties every model.
-
-    Returns:
-        Columns ``benchmark_a, benchmark_b, n_models, tau, low, high, models``.
-
-    Raises:
-        LcevalError: a negative ``seed``.
-    """
+    """Kendall's tau-b between every two benchmarks' rankings of their common models, with a
+    bootstrap CI (each benchmark's units resampled independently, both headlines recomputed;
+    NaN with fewer than three models). Columns ``benchmark_a, benchmark_b, n_models, tau, low,
+    high, models``. :class:`LcevalError` for a negative ``seed``."""
     import pandas as pd
 
     from lceval import metrics
@@ -576,9 +441,8 @@ _SEP = "\x1f"
 def _joint_design(
     headlines: Mapping[str, metrics.Headline], models: Sequence[str]
 ) -> tuple[pd.DataFrame, list[str], list[str], list[str], metrics.SumStatistic]:
-    """Two benchmarks' samples in one table: a row per (benchmark, sample), columns per model,
-    groups and clusters prefixed by the benchmark, strata per benchmark (and group when its
-    clusters nest in groups); the statistic is tau-b of the two headlines over ``models``."""
+    """Two benchmarks' samples as one bootstrap design (rows per benchmark and sample, columns
+    per model); the statistic is tau-b of the two headlines over ``models``."""
     import numpy as np
     import pandas as pd
 
@@ -618,17 +482,13 @@ def _joint_design(
 
 
 def plot_overview(board: pd.DataFrame, agreement: pd.DataFrame) -> Any:
-    """One panel per benchmark (each model's headline with its 95% CI, best on top) and a
-    heat map of Kendall's tau between benchmarks.
-
-    Args:
-        board: :func:`leaderboard` output.
-        agreement: :func:`rank_agreement` output.
-    """
+    """Figure: one panel per benchmark of :func:`leaderboard`'s ``board`` (headlines with 95%
+    CIs, best on top) and a heat map of :func:`rank_agreement`'s Kendall's tau."""
     # here, not at the top: loads matplotlib
     import matplotlib.pyplot as plt
     import numpy as np
     import pandas as pd
+    import seaborn as sns
 
     keys = list(dict.fromkeys(board["benchmark"]))
     n = max(1, len(keys) + (1 if len(agreement) else 0))
@@ -651,25 +511,14 @@ def plot_overview(board: pd.DataFrame, agreement: pd.DataFrame) -> Any:
         for r in agreement.itertuples(index=False):
             mat.loc[r.benchmark_a, r.benchmark_b] = r.tau
             mat.loc[r.benchmark_b, r.benchmark_a] = r.tau
-        im = ax.imshow(mat.to_numpy(float), vmin=-1, vmax=1, cmap="coolwarm")
-        ax.set_xticks(range(len(names)), names, rotation=45, ha="right", fontsize=7)
-        ax.set_yticks(range(len(names)), names, fontsize=7)
-        for i in range(len(names)):
-            for j in range(len(names)):
-                v = mat.iloc[i, j]
-                ax.text(
-                    j, i, "n/a" if np.isnan(v) else f"{v:.2f}", ha="center", va="center", fontsize=7
-                )
-        ax.set_title("Kendall tau of model rankings")
-        fig.colorbar(im, ax=ax, shrink=0.7)
+        kw = {"vmin": -1, "vmax": 1, "cmap": "coolwarm", "cbar_kws": {"shrink": 0.7}}
+        sns.heatmap(mat, annot=True, fmt=".2f", ax=ax, annot_kws={"fontsize": 7}, **kw)
+        ax.tick_params(labelsize=7, labelrotation=0)
+        ax.set_title("Kendall tau of model rankings (blank: n/a)")
     fig.suptitle("Leaderboards with 95% bootstrap CIs")
     fig.tight_layout()
     return fig
 
-
-# --------------------------------------------------------------------------------------------
-# what else differs between two compared runs (confounds of a paired difference)
-# --------------------------------------------------------------------------------------------
 
 SETTINGS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("engine", ("backend",)),
@@ -681,9 +530,7 @@ SETTINGS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("prompt format", ("prompt_format",)),
     ("window", ("window",)),
 )
-"""The settings of run.json's ``models`` entry (engine ``info()`` and generation config) that
-change answers beside the model: a paired difference between runs that differ in any of them
-measures that difference too."""
+"""Settings of run.json's ``models`` entries that change answers beside the model."""
 
 
 def _setting(entry: Mapping[str, Any], path: Sequence[str]) -> Any:
@@ -698,11 +545,9 @@ def _setting(entry: Mapping[str, Any], path: Sequence[str]) -> Any:
 
 
 def setting_differences(table: pd.DataFrame, root: str | Path | None = None) -> list[str]:
-    """One line per compared pair of :func:`compare_runs`'s ``table`` naming every engine,
-    dtype, decoding (temperature, top_p, seed), answer-budget, prompt-format and window
-    difference between the two models' entries in their runs' run.json (:data:`SETTINGS`);
-    a line too for a model whose run.json records no such settings (confounds unchecked).
-    Empty when the compared pairs ran alike."""
+    """One line per pair of :func:`compare_runs`'s ``table`` naming each :data:`SETTINGS`
+    difference of the two models' run.json entries (or that one records none); empty when the
+    pairs ran alike."""
     cache: dict[str, Mapping[str, Any]] = {}
 
     def entry(name: str) -> Mapping[str, Any] | None:
@@ -744,7 +589,7 @@ def setting_differences(table: pd.DataFrame, root: str | Path | None = None) -> 
 
 
 def _middle(s: str, limit: int) -> str:
-    """``s`` shortened in the middle to ``limit`` characters (run id and model suffix kept)."""
+
     if len(s) <= limit:
         return s
     head = (limit - 3) // 2
@@ -752,9 +597,8 @@ def _middle(s: str, limit: int) -> str:
 
 
 def fit_width(table: pd.DataFrame, width: int = 160) -> str:
-    """``table`` as text (floats to 4 significant digits) in at most ``width`` columns: drops
-    ``n_units``, then a ``scorer`` equal to its benchmark, then shortens the metric and model
-    names in the middle (``...``) until the rows fit; the CSV (``--csv``) keeps every column."""
+    """``table`` as text (4 significant digits) in at most ``width`` columns: drops ``n_units``
+    and a ``scorer`` equal to its benchmark, then shortens names in the middle until it fits."""
 
     def text(t: pd.DataFrame) -> str:
         return t.to_string(index=False, float_format=lambda x: f"{x:.4g}")

@@ -1,20 +1,17 @@
-"""Two models on the same samples side by side, with the paired difference: the rows of
-report/compare.html and of ``lceval compare RUN_A RUN_B --samples FILE.html``.
-
-Built from the cells of :func:`lceval.report.samples_page.sample_rows` (the same escaping, bounds
-and
-lazily filled full texts), paired by ``sample_id`` and scorer.
-"""
+"""Two models on the same samples side by side, with the paired difference: report/compare.html
+and ``lceval compare RUN_A RUN_B --samples FILE.html``, from the cells of
+:func:`lceval.report.samples_page.sample_rows` paired by ``sample_id`` and scorer."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 import pandas as pd
+from markupsafe import Markup
 
 from lceval.core.errors import LcevalError
 from lceval.core.io import RunDir
-from lceval.report.samples_page import GUIDE, Texts, esc, page, sample_rows, write_page
+from lceval.report.samples_page import Texts, esc, page, sample_rows, write_page
 
 MAX_COMPARE_ROWS = 20_000
 """Rows kept on a comparison page (the largest absolute differences first)."""
@@ -32,26 +29,16 @@ def compare_rows(
     empty_ok: bool = False,
 ) -> pd.DataFrame:
     """Two models on the same samples side by side: one row per (sample, scorer, model pair)
-    with each model's value, rubric items, explanation and answer, and the paired difference
-    ``diff = value A - value B`` (0..1; NaN when either is NaN), largest ``|diff|`` first.
+    with each model's value, rubric, explanation and answer and ``diff = value A - value B``
+    (0..1, NaN when either is), largest ``|diff|`` first; pairs as
+    :func:`lceval.report.compare.compare_runs`, joined by ``sample_id`` and scorer.
 
-    Pairs as :func:`lceval.report.compare.compare_runs`: every model of ``run_a`` against every
-    model
-    of ``run_b``; within one run (``run_a`` is ``run_b``) every unordered pair of distinct
-    models once. Models of two runs are named ``<run_id>/<model>``. Joined by ``sample_id`` and
-    scorer: both runs must be built from the same data.
-
-    Args:
-        run_a, run_b: scored run folders (may be the same).
-        model_a, model_b: only this model of ``run_a`` / ``run_b``.
-        scorer: only this scorer's rows (default: every scorer both runs hold).
-        folder: the folder of the page (where ``contexts/`` is written); default run_a's report.
-        empty_ok: return an empty frame (columns as usual) when no model pair shares a scored
-            sample, instead of raising.
+    ``model_a``/``model_b``/``scorer`` keep only those rows; ``folder`` is the page's (for
+    ``contexts/``; default run_a's report); ``empty_ok`` returns an empty frame instead of
+    raising when no pair shares a scored sample.
 
     Raises:
-        LcevalError: missing scores or samples; an unknown model or scorer; no shared sample
-            (unless ``empty_ok``).
+        LcevalError: missing scores or samples; an unknown model or scorer; no shared sample.
     """
     same = run_a.path == run_b.path
     store = Texts()  # both sides' texts in one block
@@ -99,43 +86,31 @@ def compare_rows(
 
 
 def write_compare_page(frame: pd.DataFrame, path: str | Path, title: str) -> Path:
-    """Write a :func:`compare_rows` frame as a page, the first :data:`MAX_COMPARE_ROWS` rows
-    (the largest differences) when it is longer, saying so.
+    """Write a :func:`compare_rows` frame as a page (``templates/compare.html.j2``): its first
+    :data:`MAX_COMPARE_ROWS` rows (the largest differences), saying how many were left out.
 
     Raises:
         LcevalError: the file cannot be written.
     """
-    path = Path(path)
-    left = len(frame) - MAX_COMPARE_ROWS
-    note = (
-        f" The {left:,} rows with the smallest differences are left out; compare one pair with "
-        "<code>lceval compare RUN_A RUN_B --model-a A --model-b B --samples FILE.html</code>."
-        if left > 0
-        else ""
-    )
     pairs = frame[["model A", "model B"]].drop_duplicates() if len(frame) else frame
-    who = (
-        f"A is <b>{pairs['model A'].iloc[0]}</b>, B is <b>{pairs['model B'].iloc[0]}</b>. "
-        if len(pairs) == 1
-        else ""
-    )  # the model cells are escaped already
-    intro = (
-        f"<p>{who}{min(len(frame), MAX_COMPARE_ROWS):,} rows: one per (sample, scorer, model "
-        "pair), "
-        f"diff = value A - value B (0..1), largest |diff| first.{note} "
-        "<a href='samples.html'>Every answer</a>.</p>"
-        f"<p class='len'>{GUIDE}</p>"
+    one = len(pairs) == 1  # the model cells are escaped already
+    text = page(
+        "compare.html.j2",
+        title,
+        frame.head(MAX_COMPARE_ROWS),
+        frame.attrs.get("texts"),
+        a=Markup(pairs["model A"].iloc[0]) if one else None,
+        b=Markup(pairs["model B"].iloc[0]) if one else None,
+        shown=min(len(frame), MAX_COMPARE_ROWS),
+        left=len(frame) - MAX_COMPARE_ROWS,
     )
-    texts = frame.attrs.get("texts")
-    return write_page(path, page(title, intro, frame.head(MAX_COMPARE_ROWS), texts))
+    return write_page(Path(path), text)
 
 
 def write_run_compare_page(run: RunDir) -> Path:
     """``<run.report>/compare.html``: every pair of the run's models side by side
-    (:func:`compare_rows` within one run). When no pair shares a scored sample (the models
-    answered disjoint samples, as imported prediction sets often do: one model some tasks,
-    another the rest) the page says so and lists what each model answered, instead of failing
-    the report.
+    (:func:`compare_rows` within one run); when no pair shares a scored sample (imported
+    predictions where each model answered other tasks) the page lists what each answered.
 
     Raises:
         LcevalError: missing scores or samples; the file cannot be written.
@@ -146,20 +121,13 @@ def write_run_compare_page(run: RunDir) -> Path:
         return write_compare_page(frame, path, "Two models")
     scores = run.read_scores()
     scored = scores[scores["value"].notna()] if "value" in scores else scores
-    items = []
-    for model, part in scores.groupby(scores["model"].astype(str), sort=True):
-        tasks = sorted(set(part["task"].astype(str)))
-        n = part["sample_id"].nunique()
-        n_scored = scored.loc[scored["model"].astype(str) == model, "sample_id"].nunique()
-        items.append(
-            f"<li>{esc(model)}: {n:,} sample(s) ({n_scored:,} with a score), task(s) "
-            f"{esc(', '.join(tasks))}</li>"
+    unpaired = [
+        (
+            model,
+            part["sample_id"].nunique(),
+            scored.loc[scored["model"].astype(str) == model, "sample_id"].nunique(),
+            sorted(set(part["task"].astype(str))),
         )
-    intro = (
-        "<p>No pair of this run's models shares a scored sample: each model answered other "
-        "samples (for example, predictions imported where one model answered some tasks and "
-        "another the rest), so there is no paired difference to show. Each model's own tables "
-        "are in the report; <a href='samples.html'>every answer</a> is on the samples page.</p>"
-        f"<ul>{''.join(items)}</ul>"
-    )
-    return write_page(path, page("Two models", intro, None))
+        for model, part in scores.groupby(scores["model"].astype(str), sort=True)
+    ]
+    return write_page(path, page("compare.html.j2", "Two models", None, None, unpaired=unpaired))

@@ -1,17 +1,9 @@
 """Is the long context needed? A run answered with ``lceval infer -o context=full,none,bm25:K``
-holds each model's answers with its whole context (``<model>``), without it
-(``<model>@context=none``) and with a retrieved slice (``<model>@context=bm25:4``,
-:mod:`lceval.models.contexts`). This table pairs them sample by sample: per benchmark, task,
-model and mode, the mean score with the full context, with the other mode, and the paired
-difference full - other with its 95% paired-bootstrap CI and test
-(:func:`lceval.metrics.paired.paired_difference`) over the samples both scored.
-
-A model whose difference's CI holds 0 scores within the CI of its no-context (or retrieved)
-self on that task: the run cannot tell that it needed the whole context there (PersonaMem#41's
-no-context baseline at 49.2%; LongBench v2's ``--no_context`` and ``--rag`` baselines, printed
-there without uncertainty).
-
-Only runs holding such answers get the table; other runs' reports are unchanged.
+holds answers with the whole context (``<model>``), without it (``<model>@context=none``) and
+with a retrieved slice (:mod:`lceval.models.contexts`); this table pairs them per sample: the
+difference full - other with its 95% paired-bootstrap CI
+(:func:`lceval.metrics.paired.paired_difference`). A CI holding 0 means the run cannot tell
+that the model needed the whole context (LongBench v2's ``--no_context`` / ``--rag`` baselines).
 """
 
 from __future__ import annotations
@@ -30,31 +22,17 @@ CAPTIONS: dict[str, tuple[str, str]] = {
         "slice (bm25:K, dense:K), the paired difference full - other with its 95% bootstrap CI "
         "and p-value on the n samples both scored; needs_context 'no' where the CI holds 0 "
         "(the model scores within the CI of its self without the whole context).",
-    ),
+    )
 }
-"""Caption of the table :func:`report_context` writes (report/index.html)."""
 
-COLUMNS = (
-    "benchmark",
-    "scorer",
-    "task",
-    "model",
-    "mode",
-    "full",
-    "other",
-    "diff",
-    "low",
-    "high",
-    "p_value",
-    "test",
-    "n",
-    "needs_context",
+COLUMNS = tuple(
+    "benchmark scorer task model mode full other diff low high p_value test n needs_context".split()
 )
+"""Columns of :func:`context_baselines`."""
 
 
 def _verdict(low: float, high: float) -> str:
-    """``yes`` (the CI is above 0: the full context helps), ``no`` (the CI holds 0: within
-    the CI of its self without it), ``hurts`` (the CI is below 0), ``n/a`` (no pair)."""
+    """``yes`` (CI above 0), ``no`` (CI holds 0), ``hurts`` (CI below 0), ``n/a`` (no pair)."""
     if pd.isna(low) or pd.isna(high):
         return "n/a"
     if low > 0:
@@ -67,21 +45,9 @@ def _verdict(low: float, high: float) -> str:
 def context_baselines(
     scores: pd.DataFrame, *, n_resamples: int = 2000, seed: int = 0
 ) -> pd.DataFrame:
-    """The paired differences full - other per benchmark, task and model (see the module
-    docstring), plus an ``all`` task row per benchmark, model and mode (every shared sample
-    pooled).
-
-    Args:
-        scores: score rows of the run (``RunDir.read_scores``); each benchmark's default
-            scorer's rows are read (``Benchmark.scores_for``).
-        n_resamples: bootstrap resamples of each CI.
-        seed: seed of the resampling.
-
-    Returns:
-        Columns :data:`COLUMNS`: ``full`` and ``other`` the mean scores (0..1) on the paired
-        samples, ``diff`` = full - other with ``low``/``high`` its 95% CI, ``n`` the pairs;
-        empty when no model has answers under another context mode.
-    """
+    """Per benchmark (default scorer's rows), task (and ``all``), model and mode: ``full`` and
+    ``other`` mean scores (0..1) on the paired samples, ``diff`` = full - other with its 95% CI
+    (``low``, ``high``), p-value, ``n`` pairs (:data:`COLUMNS`); empty without another mode."""
     from lceval import registry
     from lceval.metrics.paired import paired_difference
     from lceval.models.contexts import split_variant
@@ -118,6 +84,7 @@ def context_baselines(
                 p = paired_difference(
                     g["value_full"], g["value_other"], n_resamples=n_resamples, seed=seed
                 )
+                nan = float("nan")
                 rows.append(
                     {
                         "benchmark": key,
@@ -125,14 +92,9 @@ def context_baselines(
                         "task": task,
                         "model": base,
                         "mode": mode,
-                        "full": float(both["value_full"].mean()) if len(both) else float("nan"),
-                        "other": float(both["value_other"].mean()) if len(both) else float("nan"),
-                        "diff": p.diff,
-                        "low": p.low,
-                        "high": p.high,
-                        "p_value": p.p_value,
-                        "test": p.test,
-                        "n": p.n,
+                        "full": float(both["value_full"].mean()) if len(both) else nan,
+                        "other": float(both["value_other"].mean()) if len(both) else nan,
+                        **p.as_dict(),
                         "needs_context": _verdict(p.low, p.high),
                     }
                 )
@@ -140,8 +102,7 @@ def context_baselines(
 
 
 def report_context(run: RunDir, scores: pd.DataFrame) -> dict[str, pd.DataFrame]:
-    """Write ``report/context_baselines.csv`` when the run holds answers under another context
-    mode beside the full one; nothing (empty dict) otherwise."""
+    """Write ``report/context_baselines.csv`` when the run has another context mode; else {}."""
     from lceval.report.reporting import save_table
 
     table = context_baselines(scores)

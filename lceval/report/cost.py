@@ -1,14 +1,7 @@
-"""What the run's API answers cost: ``report/cost.csv`` from the token counts the provider
-reported (issue 40).
-
-Per API model of the run (run.json's models whose backend is ``openai``): the answers stored in
-responses.jsonl (every line: each was a paid request; error lines count their reported tokens,
-usually none), the provider-reported input (``prompt_tokens``) and output (``completion_tokens``,
-thinking included) tokens summed, and their dollars at the price table's $ per million tokens
-(:mod:`lceval.run.cost`, the shipped ``lceval/run/prices.yaml``): the batch price (the table's
-batch discount off) when the model was answered through the Batch API (its run.json entry's
-``options.batch``, ``-o batch=true``), else the standard price. A model without a price in the
-table has no dollars and says so.
+"""What the run's API answers cost: ``report/cost.csv`` from the provider-reported tokens of every
+stored answer per API model (``openai`` backend), priced at ``lceval/run/prices.yaml``'s $ per
+million tokens (:mod:`lceval.run.cost`), at the batch price when answered through the Batch API
+(``-o batch=true``).
 """
 
 from __future__ import annotations
@@ -31,27 +24,20 @@ CAPTIONS: dict[str, tuple[str, str]] = {
         "table's $ per million tokens (lceval/run/prices.yaml: list prices to edit), at the "
         "batch price when answered through the Batch API; price_source says which, or that "
         "the table has no price for the model.",
-    ),
+    )
 }
-"""Caption of the table :func:`report_cost` writes (report/index.html)."""
 
 COLUMNS = ("model", "answers", "input_tokens", "output_tokens", "usd", "price", "price_source")
 
 
 def _batch(entry: Mapping[str, Any]) -> bool:
-    """Whether a run.json model entry answered through the Batch API (``-o batch=true``)."""
     value = (entry.get("options") or {}).get("batch")
     return value is True or str(value).strip().lower() in ("true", "1", "yes")
 
 
 def cost_table(run: RunDir, prices: Any = None) -> pd.DataFrame:
-    """One row per API model of ``run`` (module docstring; columns :data:`COLUMNS`; ``usd``
-    NaN where the table has no price); empty when the run has no API model or no responses.
-
-    Args:
-        run: the run folder.
-        prices: a :class:`lceval.run.cost.Prices` (default: the shipped table).
-    """
+    """One row per API model of ``run`` (:data:`COLUMNS`; ``usd`` NaN without a price in
+    ``prices``, default the shipped table); empty without API answers."""
     import pandas as pd
 
     from lceval.run.cost import load_prices
@@ -103,9 +89,8 @@ def cost_table(run: RunDir, prices: Any = None) -> pd.DataFrame:
 
 
 def report_cost(run: RunDir) -> dict[str, pd.DataFrame]:
-    """Write ``report/cost.csv`` (:func:`cost_table`) when the run has API answers; nothing
-    (empty dict) otherwise. A price table that cannot be read is one line in the table's
-    ``price_source``, never a failed report."""
+    """Write ``report/cost.csv`` when the run has API answers, else {}; an unreadable price
+    table is one line in ``price_source``, never a failed report."""
     from lceval.report.reporting import save_table  # pandas
 
     try:

@@ -1,22 +1,12 @@
-"""What a run covers, per benchmark and model: samples answered of built, tasks, lengths, the
-answer budget, truncation (of the context, and of answers ended by the budget), and whether
-that is the paper's grid.
-
-A score is only comparable with a paper's published numbers when the run answers the paper's
-grid: every sample built with the paper's build params (``params/<notebook>/full.yaml`` of the
-benchmark's building notebook, the repository's record of each paper's setting), every sample
-answered, with each sample's own answer budget and no context cut. Anything else is a subset
-(the smoke runs: LIFBench at 4k-8k with 64-token answers), shown beside the published numbers
-under :attr:`Coverage.label` and never ranked among them.
-
-Used by ``lceval score`` (a warning when samples are unanswered), results.json (``coverage``),
-report/index.html (the first screen) and the benchmarks' reports (ranks).
+"""What a run covers, per benchmark and model, and whether that is the paper's grid: every
+sample built with the paper's build params (``params/<notebook>/full.yaml``), every one answered
+with its own answer budget and no context cut. Anything else is a subset, shown beside the
+published numbers under :attr:`Coverage.label` and never ranked among them (``lceval score``,
+results.json, report/index.html, the papers' reports).
 """
 
 from __future__ import annotations
 
-import dataclasses
-import importlib
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -42,33 +32,19 @@ class Coverage:
     """One benchmark and model of a run: what was answered of what was built.
 
     Attributes:
-        benchmark: benchmark key.
-        model: model name as in responses.jsonl.
-        built: samples the run holds for the benchmark.
-        answered: samples with a current, error-free answer of the model.
-        tasks_built: task codes the run holds.
-        tasks_answered: task codes with at least one answer.
-        tasks_paper: task codes the benchmark defines (``Benchmark.tasks``).
+        built, answered: samples the run holds; those with a current, error-free answer.
+        tasks_built, tasks_answered, tasks_paper: task codes held, answered; how many the
+            benchmark defines.
         lengths: context lengths answered (the builder's labels, e.g. ``4k``; else tokens).
-        budget: the answer budget cap in new tokens (``--max-new-tokens``); None = each
-            sample's own budget.
+        budget: the answer budget cap in new tokens; None = each sample's own.
         capped: answered samples whose own budget exceeds ``budget``.
-        truncated: answered samples whose context was cut to the model's window.
-        tokens_cut: prompt tokens cut, summed over those samples.
-        cut_at_budget: answered samples whose answer the budget ended
-            (``finish_reason == "length"``: the answer is cut, not finished).
-        thinking_unfinished: answered samples of a reasoning model whose thinking never ended
-            within the budget (no answer at all; a subset of ``cut_at_budget`` when the engine
-            reports ``length``).
-        cut_flag: True when ``cut_at_budget`` exceeds :data:`CUT_FLAG` of ``answered``: the
-            scores rest largely on cut answers.
-        cut_by_task: per task, ``[cut_at_budget, answered]`` (tasks with answers only).
-        demo: True when the run's data are the shipped demo stand-ins (build params
-            ``data_path: demo`` or ``demo: true``: L-Eval's essays, CIF-Bench's demo tasks),
-            not the paper's data: never comparable, and said first in :attr:`label`.
+        truncated, tokens_cut: answered samples whose context was cut; prompt tokens cut.
+        cut_at_budget: answers the budget ended (``finish_reason == "length"`` or thinking that
+            never ended: ``thinking_unfinished``); ``cut_flag`` above :data:`CUT_FLAG` of them;
+            ``cut_by_task``: per task ``[cut, answered]``.
+        demo: the data are the shipped demo stand-ins (never comparable).
         param_gaps: build params that differ from the paper's (``key=run (paper: value)``).
-        paper_grid: True when nothing above departs from the paper's setting.
-        label: one line a report shows beside published numbers.
+        paper_grid: nothing above departs from the paper's setting; ``label``: one line.
     """
 
     benchmark: str
@@ -112,20 +88,15 @@ class Coverage:
 
 
 def paper_params(key: str) -> dict[str, Any] | None:
-    """The paper's build params of benchmark ``key``: of the ``params/<notebook>/full.yaml``
-    files of the notebooks the benchmark lists (in the checkout lceval is imported from), the
-    one sharing most keys with the benchmark's builder ``Config`` (the notebook that builds its
-    data); None when there is none (an installed package without the repository)."""
+    """The paper's build params of benchmark ``key``: of its notebooks'
+    ``params/<notebook>/full.yaml`` (in the checkout), the one sharing most keys with its
+    builder ``Config``; None without the repository."""
     bench = registry.get(key)
-    fields: set[str] = set()
-    target = getattr(bench, "params", None)
-    if isinstance(target, str) and ":" in target:
-        module, _, name = target.partition(":")
-        try:
-            cls = getattr(importlib.import_module(module), name)
-            fields = {f.name for f in dataclasses.fields(cls)}
-        except (ImportError, AttributeError, TypeError):
-            fields = set()
+    try:
+        model = bench.params_schema()
+    except (ImportError, AttributeError, LcevalError):
+        model = None
+    fields = set(model.model_fields) if model is not None else set()
     root = Path(__file__).resolve().parents[2] / "params"
     best: tuple[int, dict[str, Any]] | None = None
     for nb in bench.notebooks:
@@ -172,20 +143,10 @@ def _span(labels: Sequence[str]) -> str:
 
 
 def coverage(
-    samples: Sequence[Sample],
-    responses: pd.DataFrame,
-    meta: Mapping[str, Any],
+    samples: Sequence[Sample], responses: pd.DataFrame, meta: Mapping[str, Any]
 ) -> list[Coverage]:
-    """Coverage of every (benchmark, model) of a run.
-
-    Args:
-        samples: the run's samples (every benchmark).
-        responses: :func:`lceval.report.reporting.responses_frame` (current answers only).
-        meta: run.json as a dict (``params`` per benchmark, ``models`` with ``generation``).
-
-    Returns:
-        One :class:`Coverage` per benchmark and model with answers, sorted.
-    """
+    """One :class:`Coverage` per benchmark and model with answers, sorted, from the run's
+    ``samples``, its :func:`lceval.report.reporting.responses_frame` and run.json (``meta``)."""
     out: list[Coverage] = []
     models_meta = meta.get("models") or {}
     params = meta.get("params") or {}
@@ -223,14 +184,9 @@ def coverage(
             tasks_built = tuple(dict.fromkeys(s.task for s in mine))
             tasks_answered = tuple(t for t in tasks_built if any(s.task == t for s in answered))
             first = ok.drop_duplicates("sample_id")
-            is_cut = first["finish_reason"].astype(str) == "length"
-            unfinished = (
-                first["thinking_unfinished"].fillna(False).astype(bool)
-                if "thinking_unfinished" in first
-                else is_cut & False
-            )
-            cut_ids = set(first.loc[is_cut | unfinished, "sample_id"])
+            cut_ids = {i for i, _ in cut_answers(first)}
             n_cut = len(cut_ids)
+            unfinished = first.get("thinking_unfinished", pd.Series(dtype=bool))
             by_task = {
                 t: [
                     sum(1 for s in answered if s.task == t and s.id in cut_ids),
@@ -260,7 +216,7 @@ def coverage(
                 truncated=int((cut > 0).sum()),
                 tokens_cut=int(cut.sum()),
                 cut_at_budget=n_cut,
-                thinking_unfinished=int(unfinished.sum()),
+                thinking_unfinished=int(unfinished.fillna(False).astype(bool).sum()),
                 cut_flag=bool(answered) and n_cut > CUT_FLAG * len(answered),
                 cut_by_task=by_task,
                 demo=demo,
@@ -273,7 +229,6 @@ def coverage(
 
 
 def _labelled(c: Coverage) -> Coverage:
-    """``c`` with its label: "paper's grid: ..." or "subset: ...; not comparable to the paper"."""
     bits = [f"{c.answered} of {c.built} samples answered"]
     if c.tasks_paper:
         bits.append(f"{len(c.tasks_answered)} of {c.tasks_paper} tasks")
@@ -316,8 +271,8 @@ def run_coverage(run: Any) -> list[Coverage]:
 
 
 def cut_answers(responses: pd.DataFrame) -> set[tuple[str, str]]:
-    """``(sample_id, model)`` of answers the budget ended: ``finish_reason == "length"`` or
-    thinking that never ended, of :func:`lceval.report.reporting.responses_frame` rows."""
+    """``(sample_id, model)`` of responses (``responses_frame`` rows) the budget ended:
+    ``finish_reason == "length"`` or thinking that never ended."""
     if not len(responses):
         return set()
     cut = responses["finish_reason"].astype(str) == "length"
@@ -338,10 +293,8 @@ def run_cut_answers(run: Any) -> set[tuple[str, str]]:
 
 
 def variant_of(sample: Sample) -> str:
-    """The baseline or variant a sample answers under, beside the model's own setting: L-Eval's
-    retrieval baselines (``meta.retrieval`` other than ``full``: ``retrieval=dense``) and its
-    answers without the length instruction (``meta.lie`` False: ``no LIE``); empty for the
-    model's own setting. A benchmark's headline reads the empty variant only."""
+    """The baseline a sample answers under (L-Eval's ``retrieval=dense``, ``no LIE``); empty
+    for the model's own setting, the only one a headline reads."""
     meta = sample.meta if isinstance(sample.meta, Mapping) else {}
     bits = []
     if meta.get("retrieval") not in (None, "full"):
@@ -352,19 +305,14 @@ def variant_of(sample: Sample) -> str:
 
 
 def with_finished(
-    scores: pd.DataFrame,
-    cut: set[tuple[str, str]],
-    variants: Mapping[str, str] | None = None,
+    scores: pd.DataFrame, cut: set[tuple[str, str]], variants: Mapping[str, str] | None = None
 ) -> pd.DataFrame:
-    """Per (model, benchmark, task) of scores.parquet rows: ``mean`` over all scored answers,
-    ``n``, ``cut`` (answers the budget ended) and ``mean_finished`` (over the answers that
-    finished; NaN when none did). Scores 0..1 as ``Score.value``. With ``variants`` (sample id
-    -> :func:`variant_of`) naming any baseline, rows are also split by ``variant`` (the model's
-    own setting first, as ``-``), so a baseline is never averaged into the model's number."""
+    """Per (model, benchmark, task[, variant]) of score rows: ``mean`` (0..1), ``n``, ``cut``
+    (answers the budget ended) and ``mean_finished`` (NaN when none finished); ``variants``
+    (sample id -> :func:`variant_of`) splits baselines off (the model's own setting as ``-``)."""
     keys = list(zip(scores["sample_id"].astype(str), scores["model"].astype(str), strict=True))
     frame = scores.assign(
-        value=pd.to_numeric(scores["value"], errors="coerce"),
-        _cut=[k in cut for k in keys],
+        value=pd.to_numeric(scores["value"], errors="coerce"), _cut=[k in cut for k in keys]
     )
     frame["_fin"] = frame["value"].where(~frame["_cut"])
     by = ["model", "benchmark", "task"]
@@ -384,9 +332,7 @@ def with_finished(
 
 def comparability_note(run_id: str, root: str | Path | None, benchmark: str) -> str:
     """What a notebook prints above published numbers: one line per model of ``benchmark`` in
-    run ``run_id`` saying whether its rows may be read among the paper's
-    (``... ; not comparable to the paper: its rows are listed apart, never ranked``) or that it
-    answers the paper's grid; a line saying so when the run has no answers yet."""
+    run ``run_id`` saying whether its rows may be read among the paper's."""
     covs = [c for c in run_coverage(RunDir(run_id, root)) if c.benchmark == benchmark]
     if not covs:
         return f"{benchmark}: no answers in run {run_id}: nothing here is comparable to the paper"

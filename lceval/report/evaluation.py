@@ -1,13 +1,7 @@
-"""One call for a whole evaluation: build, answer, score and report one benchmark
-(``lceval eval`` and :func:`lceval.evaluate`).
-
-Modelled on lm-evaluation-harness's ``evaluator.simple_evaluate`` (one function behind both its
-CLI and its Python API) and inspect_ai's ``eval()``: the command line and the Python call read
-the same declared config (:class:`lceval.run.config.EvalConfig`) and run the same steps, which
-are the stages the separate verbs run (:func:`lceval.run.build`, :func:`lceval.run.infer`,
-:func:`lceval.run.score`, :func:`lceval.report.report`), nothing re-implemented. Unlike those two
-it keeps every step's files in a run folder and resumes: the same run id again keeps the answers
-already stored and answers only the rest.
+"""One call for a whole evaluation (``lceval eval``, :func:`lceval.evaluate`): build, answer,
+score and report one benchmark through the stages the separate verbs run, from one declared
+config (:class:`lceval.run.config.EvalConfig`), as lm-evaluation-harness's ``simple_evaluate``
+and inspect_ai's ``eval()``; it keeps every step's files and resumes.
 """
 
 from __future__ import annotations
@@ -37,35 +31,29 @@ class EvalResult:
     """What :func:`evaluate` made: a scored, reported run."""
 
     run: RunDir
-    """The run folder (samples, responses, scores, report)."""
     headlines: pd.DataFrame
-    """One row per benchmark, scorer and model from report/results.json: ``benchmark``,
-    ``scorer``, ``model``, ``metric``, ``unit``, ``estimate`` (0..1 unless ``unit`` says
-    otherwise), ``low`` and ``high`` (95% bootstrap CI), ``n`` (samples scored)."""
+    """Per benchmark, scorer and model (results.json): ``benchmark, scorer, model, metric,
+    unit, estimate`` (in ``unit``), ``low``, ``high`` (95% bootstrap CI), ``n`` (scored)."""
     report: Path
     """report/index.html."""
     answered: int
-    """Responses of this run's models to the selected samples (stored before or now)."""
+    """Responses to the selected samples (stored before or now)."""
     errors: int
-    """Of those, generations that failed (retried by the next call with the same run id)."""
+    """Of those, failed generations (retried by the next call with the same run id)."""
     summary: str
     """What ``lceval eval`` prints: headline lines, coverage, the report's path."""
 
     @property
     def score(self) -> float:
-        """The first headline's estimate (the benchmark's headline metric for the first model).
-
-        Raises:
-            LcevalError: the run has no headline (nothing scored).
-        """
+        """The first headline's estimate; :class:`LcevalError` when nothing was scored."""
         if not len(self.headlines):
             raise LcevalError(f"run {self.run.run_id} has no headline in results.json")
         return float(self.headlines["estimate"].iloc[0])
 
 
 def default_run_id(benchmark: str, models: list[Any]) -> str:
-    """``<benchmark>-<model>`` (each model's name or id, characters a run id refuses as ``-``,
-    at most 128 characters): the same command gives the same run, so running it again resumes."""
+    """``<benchmark>-<model>`` (run-id-safe, at most 128 characters): the same command names the
+    same run, so running it again resumes."""
     names = []
     for m in models:
         name = m.get("name") or m.get("model") if isinstance(m, dict) else m
@@ -88,8 +76,8 @@ def evaluate(
 
     Args:
         benchmark: a benchmark key (``lceval list``).
-        model: a path, hub id or ``embedded`` (the SmolLM2-135M CPU stand-in, the default), or
-            several (a list; each may be ``{model, backend, options, name}``).
+        model: a path, hub id or ``embedded`` (the default CPU stand-in), or a list of them
+            (each may be ``{model, backend, options, name}``).
         limit: answer only the first N samples.
         root: folder holding run folders (default ``$LCEVAL_OUTPUTS``, else ``./outputs``).
         progress: draw the progress bars.
@@ -100,8 +88,8 @@ def evaluate(
         The run, its headline table, the path of report/index.html.
 
     Raises:
-        LcevalError: one line: an unknown key or a bad value, an unknown benchmark, backend or
-            model, bad build params, anything a stage refuses.
+        LcevalError: one line: a bad key or value, an unknown benchmark, backend or model, bad
+            build params, anything a stage refuses.
     """
     values: dict[str, Any] = {"benchmark": benchmark, **config}
     if model is not None:
@@ -112,13 +100,8 @@ def evaluate(
 
 
 def run_eval(cfg: EvalConfig, root: str | Path | None, *, progress: bool = True) -> EvalResult:
-    """The steps of :func:`evaluate` from a validated config (``lceval eval``'s handler calls it
-    with the command line's): the model checked before anything is built, then build, infer,
-    score, report.
-
-    Raises:
-        LcevalError: as :func:`evaluate`.
-    """
+    """The steps of :func:`evaluate` (and ``lceval eval``) from a validated config: the model
+    checked before anything is built, then build, infer, score, report."""
     registry.get(cfg.benchmark)  # an unknown benchmark: one line before anything else
     if cfg.models is not None:
         models = list(cfg.models)

@@ -1,11 +1,6 @@
-"""``report/index.html``, laid out like a paper's results section: the headline numbers with
-CIs and the published range and what the run covers (:mod:`lceval.report.coverage`) first, then each
-paper table and figure with its caption, the checks, the reproduction index rows of the run's
-benchmarks (:mod:`lceval.report.reproduction`), the provenance as tables and the executed notebooks
-rendered as HTML; and the short summary ``lceval report`` prints.
-
-Written by the report stage (``lceval.report.report``), after each notebook
-(``lceval.cli.notebooks``) and by studies that write their own run folder (the NTK sweep).
+"""``report/index.html``, laid out like a paper's results section (``templates/index.html.j2``),
+and the short summary ``lceval report`` prints. Rewritten by the report stage, after each
+notebook and by studies with their own run folder (the NTK sweep).
 """
 
 from __future__ import annotations
@@ -27,34 +22,19 @@ from lceval.report.reproduction import REPRODUCTION_COLUMNS, load_index, rows_of
 from lceval.report.samples_page import render
 
 THIS_RUN = "this run"
-"""The ``source`` of a run's own rows (``lceval.report.reporting.THIS_RUN``; not imported from
-there, which loads matplotlib)."""
+"""``lceval.report.reporting.THIS_RUN`` (that module loads matplotlib)."""
 
 
 def write_index(run: Any) -> Path:
-    """Write ``report/index.html``, laid out like a paper's results section.
+    """Write ``report/index.html`` from what ``run`` (a ``RunDir``) holds, so it can be rewritten
+    after each stage; returns its path.
 
-    From the top: the headline numbers (each benchmark's headline metric per model, with its 95%
-    bootstrap CI, n, the published range beside it, and what the run covers,
-    :mod:`lceval.report.coverage`: a run that is not the paper's grid is labelled "not comparable to
-    the paper" in the first screen); links to samples.html, compare.html and results.json; then
-    per benchmark each table and figure under its paper item (Table 3, Fig. 2, ...) with a
-    one-line caption (the benchmark report module's ``CAPTIONS``: what the numbers are, unit,
-    which direction is better, what is beside them), the run's rows highlighted; then the checks
-    of published numbers; the reproduction index rows of the run's benchmarks
-    (:mod:`lceval.report.reproduction`); the provenance as a table (generation settings, engine,
-    coverage, data sources with sha256, versions); the executed notebooks rendered as HTML.
-    Rendered from ``templates/index.html.j2`` (jinja2, autoescaped).
-
-    Built from what the run folder holds (run.json, ``report/*.csv``, ``report/results.json``,
-    ``report/figures/*.png``, the same under ``report/<key>-<variant>/`` for a non-default
-    scorer's report, ``notebooks/*.ipynb``), so it can be rewritten after each stage.
-
-    Args:
-        run: a ``lceval.core.io.RunDir``.
-
-    Returns:
-        The path of index.html.
+    From the top: each benchmark's headline per model with its 95% bootstrap CI, n, the
+    published range and what the run covers (a run off the paper's grid is labelled "not
+    comparable" in the first screen); links to samples.html, compare.html and results.json; per
+    benchmark each table and figure under its paper item with its caption (the report module's
+    ``CAPTIONS``), the run's rows highlighted; the checks of published numbers; the
+    reproduction index rows; the provenance; the executed notebooks as HTML.
     """
     report = Path(run.report)
     report.mkdir(parents=True, exist_ok=True)
@@ -112,7 +92,7 @@ def write_index(run: Any) -> Path:
         reproduction=_reproduction_rows(run),
         columns=REPRODUCTION_COLUMNS,
         caption=True,
-        provenance=_provenance(meta, covs),
+        **_provenance(meta, covs),
         notebooks=_render_notebooks(run, report),
     )
     path = report / "index.html"
@@ -122,8 +102,8 @@ def write_index(run: Any) -> Path:
 
 
 def _bench_of(path: Path, report: Path) -> str:
-    """The benchmark key a report file belongs to: its folder under report/ (``ruler/`` or
-    ``lifbench-strict/``), else its name's prefix (``lifbench_table3_ars`` -> ``lifbench``)."""
+    """The benchmark a report file belongs to: its folder (``ruler/``, ``lifbench-strict/``),
+    else its name's prefix (``lifbench_table3_ars``)."""
     rel = path.relative_to(report).parts
     if len(rel) > 1 and rel[0] not in ("figures", "notebooks", "contexts"):
         return rel[0].split("-", 1)[0]
@@ -144,9 +124,8 @@ _NOT_BENCHMARKS = {
     "cost": "lceval.report.cost",
     "correlation": "lceval.benchmarks.longgenbench.ruler_correlation",
 }
-"""Report files of a study or of lceval's own analyses (file prefix -> module declaring their
-``CAPTIONS``): the NTK base sweep's tables, LongGenBench's RULER correlation study, the
-reasoning table and figure, the context baselines' table and the API answers' cost."""
+"""Report files of a study or of lceval's own analyses: file prefix -> module of their
+``CAPTIONS``."""
 
 
 def _captions(key: str) -> dict[str, tuple[str, str]]:
@@ -172,9 +151,8 @@ def _order(item: str) -> tuple[int, int, str]:
 
 
 def _table(csv: Path, name: str, item: str, caption: str) -> dict[str, Any] | None:
-    """One report CSV as the template's captioned table: a stray pandas index (an unnamed 0..n-1
-    first column) dropped, the run's rows (``source == this run``) highlighted, text columns
-    left, tables over 30 rows folded; None when the CSV cannot be read."""
+    """One report CSV as the template's table: a stray 0..n-1 index dropped, the run's rows
+    highlighted, text columns left, over 30 rows folded; None when it cannot be read."""
     try:
         df = pd.read_csv(csv)
     except (OSError, ValueError, pd.errors.ParserError):
@@ -206,15 +184,9 @@ def _table(csv: Path, name: str, item: str, caption: str) -> dict[str, Any] | No
 
 
 def headline_rows(report: Path, covs: Sequence[Any] = ()) -> list[dict[str, Any]]:
-    """The headline numbers of a report folder: one row per benchmark, scorer and model from
-    ``results.json`` (metric, estimate, 95% CI, n), with the published range of that metric
-    (lowest and highest published row of a report table holding the metric beside a ``source``
-    column) and the model's coverage (:class:`lceval.report.coverage.Coverage`).
-
-    Returns:
-        Dicts with benchmark, scorer, model, metric, unit, estimate, low, high, n,
-        published_low, published_high, published_n, coverage (or None), comparable (bool).
-    """
+    """One dict per headline of ``report/results.json`` (benchmark, scorer, model, metric,
+    unit, estimate, low, high, n) with ``published_low``/``published_high``/``published_n`` (the
+    metric's published rows in the report tables), ``coverage`` (or None) and ``comparable``."""
     try:
         doc = json.loads((report / "results.json").read_text(encoding="utf-8"))
     except (OSError, ValueError):
@@ -234,14 +206,16 @@ def headline_rows(report: Path, covs: Sequence[Any] = ()) -> list[dict[str, Any]
                 "published_n": n,
                 "coverage": cov,
                 "comparable": bool(cov.paper_grid) if cov is not None else True,
+                "ci": f"{_fmt(h.get('estimate'))} [{_fmt(h.get('low'))}, {_fmt(h.get('high'))}]",
+                "pub": f"{_fmt(lo)}-{_fmt(hi)} ({n} models)" if n else "",
             }
         )
     return out
 
 
 def _published_range(report: Path, key: str, metric: str) -> tuple[float | None, float | None, int]:
-    """Lowest and highest published value of ``metric`` (its name before `` (``) in a report
-    table of ``key`` with a ``source`` column), and how many published rows hold it."""
+    """Lowest and highest published value of ``metric`` in ``key``'s report tables, and how
+    many published rows hold it."""
     column = metric.split(" (", 1)[0]
     for csv in sorted(report.glob(f"{key}_*.csv")):
         try:
@@ -263,14 +237,12 @@ def _fmt(x: Any) -> str:
 
 
 def _scorer_note(h: Mapping[str, Any]) -> str:
-    """``, scorer KEY:VARIANT`` for a headline of a non-default scorer; else empty."""
     scorer = str(h.get("scorer") or "")
     return "" if scorer in ("", str(h.get("benchmark"))) else f", scorer {scorer}"
 
 
 def _cut_note(h: Mapping[str, Any], cov: Any) -> str:
-    """``; 25 of 44 answers cut at 64 tokens (over 5%: flagged); over the 19 finished: 0.41``
-    for a headline row whose answers the budget ended; empty otherwise."""
+    """``; 25 of 44 answers cut at 64 tokens ...; over the 19 finished: 0.41``, or empty."""
     if cov is None or not getattr(cov, "cut_at_budget", 0):
         return ""
     text = f"; {cov.cut_line()}"
@@ -284,8 +256,7 @@ def _cut_note(h: Mapping[str, Any], cov: Any) -> str:
 
 
 def _study_headline(report: Path) -> dict[str, Any] | None:
-    """A study run's headline (``report/<study>/headline.csv``, e.g. the RULER-LongGenBench
-    correlation with its CI) as the first screen's table; None when the run has none."""
+    """A study run's ``report/<study>/headline.csv`` as the first screen's table, or None."""
     for key in _NOT_BENCHMARKS:
         csv = report / key / "headline.csv"
         if csv.is_file():
@@ -295,8 +266,7 @@ def _study_headline(report: Path) -> dict[str, Any] | None:
 
 
 def _headline_cells(h: Mapping[str, Any]) -> dict[str, Any]:
-    """One headline row's cells as text: the estimate with its CI, the published range and
-    what the run covers (with the budget-cut note)."""
+    """One headline row's cells as text."""
     cov = h.get("coverage")
     if cov is not None and cov.paper_grid:
         what = "paper's grid"
@@ -309,134 +279,46 @@ def _headline_cells(h: Mapping[str, Any]) -> dict[str, Any]:
         **h,
         "unit": h.get("unit", ""),
         "scorer_note": _scorer_note(h),
-        "ci": f"{_fmt(h['estimate'])} [{_fmt(h.get('low'))}, {_fmt(h.get('high'))}]",
-        "pub": f"{_fmt(h['published_low'])}-{_fmt(h['published_high'])} ({h['published_n']} models)"
-        if h.get("published_n")
-        else "none in the report",
+        "pub": h["pub"] or "none in the report",
         "what": what + _cut_note(h, cov),
     }
 
 
-def _provenance(meta: Mapping[str, Any], covs: Sequence[Any]) -> list[tuple[Any, ...]]:
-    """Provenance as the template's tables, each (caption, header, rows): run, generation
-    settings per model, coverage, data sources (name, package or path, sha256), versions."""
-    out: list[tuple[Any, ...]] = []
-    out.append(
-        (
-            "The run: when and from which code it was made.",
-            ("field", "value"),
-            [
-                ("created", meta.get("created")),
-                ("git commit", meta.get("git_commit")),
-                ("seed", meta.get("seed")),
-                ("tokenizer for data lengths", meta.get("encoding")),
-            ],
-        )
-    )
+def _provenance(meta: Mapping[str, Any], covs: Sequence[Any]) -> dict[str, Any]:
+    """The provenance tables' rows (the template captions them): generation settings per model,
+    coverage, data sources (name, package or path, sha256)."""
     models = []
     for name, info in (meta.get("models") or {}).items():
         info = info or {}
         gen = info.get("generation") or {}
-        models.append(
-            (
-                name,
-                info.get("backend"),
-                info.get("dtype"),
-                info.get("device"),
-                info.get("window"),
-                info.get("prompt_format"),
-                gen.get("max_new_tokens") or "each sample's own",
-                gen.get("temperature"),
-                gen.get("seed"),
-                info.get("config_hash"),
-            )
+        keys = ("backend", "dtype", "device", "window", "prompt_format")
+        budget = gen.get("max_new_tokens") or "each sample's own"
+        row = (name, *(info.get(k) for k in keys), budget, gen.get("temperature"), gen.get("seed"))
+        models.append((*row, info.get("config_hash")))
+    coverage = [
+        (
+            c.benchmark,
+            c.model,
+            f"{c.answered} of {c.built}",
+            f"{len(c.tasks_answered)} of {c.tasks_paper or len(c.tasks_built)}",
+            ", ".join(c.lengths),
+            c.budget or "each sample's own",
+            f"{c.truncated} ({c.tokens_cut:,})",
+            "yes" if c.paper_grid else "no: " + "; ".join(c.param_gaps or ("subset",)),
         )
-    if models:
-        out.append(
-            (
-                "Generation settings per model: engine, dtype, device, window (tokens), prompt "
-                "format, answer budget cap (new tokens), temperature, seed, config hash.",
-                (
-                    "model",
-                    "engine",
-                    "dtype",
-                    "device",
-                    "window",
-                    "prompt format",
-                    "max new tokens",
-                    "temperature",
-                    "seed",
-                    "config hash",
-                ),
-                models,
-            )
-        )
-    if covs:
-        out.append(
-            (
-                "Coverage: samples answered of built, tasks, lengths, truncation (contexts cut to "
-                "the window, tokens cut) and whether that is the paper's grid.",
-                (
-                    "benchmark",
-                    "model",
-                    "answered",
-                    "tasks",
-                    "lengths",
-                    "budget cap",
-                    "truncated (tokens cut)",
-                    "paper's grid",
-                ),
-                [
-                    (
-                        c.benchmark,
-                        c.model,
-                        f"{c.answered} of {c.built}",
-                        f"{len(c.tasks_answered)} of {c.tasks_paper or len(c.tasks_built)}",
-                        ", ".join(c.lengths),
-                        c.budget or "each sample's own",
-                        f"{c.truncated} ({c.tokens_cut:,})",
-                        "yes" if c.paper_grid else "no: " + "; ".join(c.param_gaps or ("subset",)),
-                    )
-                    for c in covs
-                ],
-            )
-        )
+        for c in covs
+    ]
     sources = []
     for bench, srcs in (meta.get("sources") or {}).items():
         for name, src in (srcs or {}).items() if isinstance(srcs, Mapping) else []:
             src = src if isinstance(src, Mapping) else {"value": src}
-            where = (
-                f"{src['package']} {src.get('version', '')}".strip()
-                if src.get("package")
-                else src.get("path") or src.get("name") or ""
-            )
-            extra = {
-                k: v
-                for k, v in src.items()
-                if k not in ("name", "path", "package", "version", "sha256")
-            }
-            sources.append(
-                (
-                    bench,
-                    name,
-                    where,
-                    src.get("sha256", ""),
-                    ", ".join(f"{k}={v}" for k, v in extra.items()),
-                )
-            )
-    if sources:
-        out.append(
-            (
-                "Data sources: what each benchmark's samples were built from, with the file's "
-                "sha256 where it is a file.",
-                ("benchmark", "source", "package or path", "sha256", "details"),
-                sources,
-            )
-        )
-    versions = list((meta.get("versions") or {}).items())
-    if versions:
-        out.append(("Versions of lceval and its key libraries.", ("package", "version"), versions))
-    return out
+            where = src.get("path") or src.get("name") or ""
+            if src.get("package"):
+                where = f"{src['package']} {src.get('version', '')}".strip()
+            skip = ("name", "path", "package", "version", "sha256")
+            extra = ", ".join(f"{k}={v}" for k, v in src.items() if k not in skip)
+            sources.append((bench, name, where, src.get("sha256", ""), extra))
+    return {"meta": meta, "models": models, "coverage": coverage, "sources": sources}
 
 
 _PAGES = (
@@ -447,8 +329,7 @@ _PAGES = (
 
 
 def _reproduction_rows(run: Any) -> list[list[str]]:
-    """The reproduction index rows of the run's benchmarks (:mod:`lceval.report.reproduction`);
-    empty when the run has no samples or its benchmarks list no items."""
+    """The reproduction index rows of the run's benchmarks (empty without samples)."""
     try:
         return rows_of(load_index(sorted({s.benchmark for s in run.read_samples()})))
     except LcevalError:
@@ -484,14 +365,9 @@ def _render_notebooks(run: Any, report: Path) -> list[Path]:
 
 
 def report_summary(run: Any, tables: Mapping[str, pd.DataFrame]) -> str:
-    """What ``lceval report RUN`` prints: the headline per benchmark and model (estimate, 95%
-    CI, n, published range), what the run covers, how many tables and figures were written, and
-    the path of index.html; under 30 lines for up to a handful of models.
-
-    Args:
-        run: a ``lceval.core.io.RunDir`` whose report was just written.
-        tables: the tables ``lceval.report.report`` returned (counted, not printed).
-    """
+    """What ``lceval report RUN`` prints (under 30 lines for a handful of models): each
+    headline with its CI, n and published range, what the run covers, how many ``tables``
+    (those ``lceval.report.report`` returned) and figures were written, index.html's path."""
     report = Path(run.report)
     covs = run_coverage(run)
     read = getattr(tables, "scorers", None)  # the scorers this report read, per benchmark
@@ -502,17 +378,12 @@ def report_summary(run: Any, tables: Mapping[str, pd.DataFrame]) -> str:
     ]
     lines = []
     for h in heads[:12]:
-        pub = (
-            f"; published {_fmt(h['published_low'])}-{_fmt(h['published_high'])} "
-            f"({h['published_n']} models)"
-            if h.get("published_n")
-            else ""
-        )
+        pub = f"; published {h['pub']}" if h["pub"] else ""
         flag = "" if h["comparable"] else " [subset: not comparable, not ranked]"
         scorer = "" if h.get("scorer") == h["benchmark"] else f" ({h.get('scorer')})"
         lines.append(
-            f"{h['benchmark']}{scorer} {h['model']}: {h['metric']} {_fmt(h['estimate'])} "
-            f"[{_fmt(h.get('low'))}, {_fmt(h.get('high'))}] n={h.get('n')}{pub}{flag}"
+            f"{h['benchmark']}{scorer} {h['model']}: {h['metric']} {h['ci']} "
+            f"n={h.get('n')}{pub}{flag}"
         )
     if len(heads) > 12:
         lines.append(f"... {len(heads) - 12} more headline rows in {report / 'results.json'}")

@@ -1,16 +1,12 @@
-"""What a report shows of a reasoning model's thinking: tokens per task and model, the samples
-with no answer within the thinking budget, and score against thinking length.
-
-Only runs with reasoning get these (a response with ``Response.reasoning`` or
-``thinking_unfinished``); other runs' reports and results.json are unchanged. The thinking is
-never scored (``lceval.models.thinking``); these tables describe it beside the scores.
+"""A reasoning model's thinking beside its scores: tokens per task and model, the samples with no
+answer within the thinking budget, score against thinking length. Only runs with thinking get
+these; the thinking is never scored (``lceval.models.thinking``).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-import numpy as np
 import pandas as pd
 
 from lceval.core.io import RunDir
@@ -30,19 +26,13 @@ CAPTIONS: dict[str, tuple[str, str]] = {
         "the legend counts samples with no answer within the thinking budget.",
     ),
 }
-"""Caption of each table and figure :func:`report_reasoning` writes (report/index.html)."""
 
 COLUMNS = ("sample_id", "model", "reasoning_tokens", "thinking_unfinished")
 
 
 def reasoning_frame(run: RunDir) -> pd.DataFrame:
-    """Per stored response with thinking: sample_id, model, reasoning_tokens (the model's
-    tokens), thinking_unfinished (no answer within the budget). Empty when the run has no
-    responses or none with thinking.
-
-    ``model`` is listed both as the response's model and as ``<model>@<config hash[:8]>`` (the
-    label scoring uses for a model answered under several configs), so either joins the scores.
-    """
+    """Per stored response with thinking: sample_id, model (both as named and as scoring's
+    ``<model>@<config hash[:8]>``), reasoning_tokens, thinking_unfinished; may be empty."""
     if not run.responses.exists():
         return pd.DataFrame(columns=list(COLUMNS))
 
@@ -73,13 +63,8 @@ def with_reasoning(scores: pd.DataFrame, reasoning: pd.DataFrame) -> pd.DataFram
 
 
 def reasoning_by_task(scores: pd.DataFrame, reasoning: pd.DataFrame) -> pd.DataFrame:
-    """Per (benchmark, scorer, model, task): responses, mean and median thinking tokens, the
-    samples with no answer within the thinking budget (``no_answer``), mean score (0..1).
-
-    Args:
-        scores: score rows (``lceval.core.io`` layout).
-        reasoning: :func:`reasoning_frame` of the run.
-    """
+    """Per (benchmark, scorer, model, task) of score rows: responses, mean and median thinking
+    tokens, ``no_answer`` (no answer within the thinking budget), mean score (0..1)."""
     cols = ["benchmark", "scorer", "model", "task", "responses"]
     cols += ["reasoning_tokens_mean", "reasoning_tokens_median", "no_answer", "score_mean"]
     if reasoning.empty or scores.empty:
@@ -100,12 +85,7 @@ def reasoning_by_task(scores: pd.DataFrame, reasoning: pd.DataFrame) -> pd.DataF
 def plot_score_vs_thinking(scores: pd.DataFrame, reasoning: pd.DataFrame) -> Any:
     """Figure: mean score (0..1) against thinking length (tokens, quantile bins) per model;
     samples with no answer (NaN) are left out of the means and counted in the legend."""
-    # here, not at the top: loads matplotlib
-    import matplotlib
-
-    matplotlib.use("Agg")
-    # here, not at the top: loads matplotlib
-    import matplotlib.pyplot as plt
+    import matplotlib.pyplot as plt  # here, not at the top: loads matplotlib
 
     df = with_reasoning(scores, reasoning)
     fig, ax = plt.subplots(figsize=(6, 4))
@@ -133,9 +113,8 @@ def plot_score_vs_thinking(scores: pd.DataFrame, reasoning: pd.DataFrame) -> Any
 
 def report_reasoning(run: RunDir, scores: pd.DataFrame) -> dict[str, pd.DataFrame]:
     """Write ``report/reasoning_by_task.csv`` and the figure ``reasoning_score_vs_thinking``
-    (PNG + PDF) when the run has reasoning; nothing (empty dict) otherwise."""
-    # here, not at the top: loads matplotlib
-    from lceval.report.reporting import save_figure, save_table
+    (PNG + PDF) when the run has reasoning; {} otherwise."""
+    from lceval.report.reporting import save_figure, save_table  # loads matplotlib (Agg)
 
     reasoning = reasoning_frame(run)
     if reasoning.empty or scores.empty:
@@ -152,11 +131,7 @@ def task_reasoning(rows: pd.DataFrame, reasoning: pd.DataFrame) -> dict[tuple[st
     """(model, task) -> (mean thinking tokens, no-answer count) for results.json's task rows."""
     if reasoning.empty or rows.empty:
         return {}
-    df = with_reasoning(rows, reasoning)
-    out: dict[tuple[str, str], Any] = {}
-    for (model, task), g in df.groupby(["model", "task"], sort=True):
-        out[(str(model), str(task))] = (
-            float(np.mean(g["reasoning_tokens"])),
-            int(g["thinking_unfinished"].sum()),
-        )
-    return out
+    g = with_reasoning(rows, reasoning).groupby(["model", "task"], sort=True)
+    agg = g.agg(t=("reasoning_tokens", "mean"), n=("thinking_unfinished", "sum"))
+    flat = agg.reset_index().itertuples(index=False)
+    return {(str(r.model), str(r.task)): (float(r.t), int(r.n)) for r in flat}

@@ -42,20 +42,10 @@ def save_table(df: pd.DataFrame, folder: str | Path, name: str, *, index: bool =
 
 
 def responses_frame(run_id: str, outputs_root: str | Path | None = None) -> pd.DataFrame:
-    """Tidy table of a run's responses joined with their samples' grouping fields.
-
-    One row per stored answer, as scoring reads them (:class:`lceval.core.store.ResponseStore`:
-    per sample, model, config and sample hash the first successful response, else the last
-    error, so an error a retry replaced is not counted): sample_id, model, config_hash, text,
-    prompt_tokens, completion_tokens, finish_reason, truncated_tokens, latency_s, error,
-    sample_hash, then benchmark, task, scenario, length.
-
-    Like scoring (:func:`lceval.run.score`), a response stamped with another ``sample_hash``
-    than its sample's current one answers an earlier version of the sample (the run was rebuilt)
-    and is left out, so the table and :func:`inference_summary` describe the answers that are
-    scored, not a mix of old and new prompts; how many were left out is in
-    ``frame.attrs["stale"]`` and one line on stderr. Responses without a hash (written before it
-    existed, imported predictions) count as answering the current sample.
+    """A run's responses as scoring reads them (``ResponseStore``: the first success per key,
+    else the last error), one row each with the ``Response`` fields, then the sample's
+    benchmark, task, scenario, length. Answers to an earlier build of a sample (another
+    ``sample_hash``) are left out, counted in ``frame.attrs["stale"]`` and one logged line.
 
     Raises:
         LcevalError: the run has no samples or no responses yet, or a line of responses.jsonl
@@ -72,8 +62,6 @@ def responses_frame(run_id: str, outputs_root: str | Path | None = None) -> pd.D
     if not run.responses.exists():
         run.read_responses()  # raises the usual "run inference first" error
 
-    # One row per stored key, as scoring reads them: the first successful answer, else the last
-    # error (an error that a retry replaced is not counted again).
     for r in ResponseStore(run.responses):
         if r.answers(hashes.get(r.sample_id)):
             rows.append(asdict(r))
@@ -117,12 +105,8 @@ THIS_RUN = "this run"
 
 
 def highlight_run_rows(df: pd.DataFrame, column: str = "source", value: str = THIS_RUN) -> Any:
-    """``df`` as a pandas Styler whose rows with ``df[column] == value`` (the user's models, beside
-    published rows) are shown bold on a light yellow background; the numbers are unchanged.
-
-    Raises:
-        KeyError: ``df`` has no ``column``. (pandas' Styler needs a unique index and columns.)
-    """
+    """``df`` as a pandas Styler, its rows with ``df[column] == value`` (the run's, beside
+    published ones) bold on light yellow; ``KeyError`` without ``column``."""
     mine = (df[column].astype(str) == value).to_numpy()
     style = "font-weight: bold; background-color: #fff3b0"
 
@@ -136,21 +120,10 @@ def highlight_run_rows(df: pd.DataFrame, column: str = "source", value: str = TH
 def unrank_subset_rows(
     df: pd.DataFrame, models: set[str] | frozenset[str], *, ascending: Callable[[str], bool]
 ) -> pd.DataFrame:
-    """``df`` with the run's rows of ``models`` (a run that is not the paper's grid,
-    :mod:`lceval.report.coverage`) taken out of every ranking: their ``<col>_rank`` and
-    ``mean_rank`` cells become NaN and the other rows are ranked again among themselves, so a
-    subset run shown beside published numbers is never ranked among the paper's models.
-
-    Args:
-        df: a table with a ``source`` column (:data:`THIS_RUN` for the run's rows), indexed by
-            model, with ``<col>_rank`` columns beside their ``<col>``.
-        models: model names whose run rows are not comparable.
-        ascending: per ranked column name, True when lower is better (IFS), False when higher
-            is (ARS).
-
-    Returns:
-        A copy (``df`` itself when nothing changes); ranks: 1 = best, ties share the lower.
-    """
+    """``df`` (indexed by model, a ``source`` column, ``<col>_rank`` beside ``<col>``) with the
+    run's rows of ``models`` (off the paper's grid) out of every ranking: their ranks NaN, the
+    others ranked again (1 = best, ties share the lower; ``ascending(col)``: lower is better).
+    A copy, or ``df`` itself when nothing changes."""
     if "source" not in df.columns or not models:
         return df
     out = df.copy()
@@ -173,19 +146,9 @@ def unrank_subset_rows(
 
 
 def unrank_subset_order(df: pd.DataFrame, models: set[str] | frozenset[str]) -> pd.DataFrame:
-    """``df`` (a table whose row order is a ranking, e.g. sorted by score, with the run's rows
-    among published ones) with the run's rows of ``models`` (a run that is not the paper's grid,
-    :mod:`lceval.report.coverage`) moved to the top, outside that order; the other rows keep their
-    order and every cell is unchanged, so a subset run is never placed among the paper's models.
-
-    Args:
-        df: a table with a ``source`` column (:data:`THIS_RUN` for the run's rows), indexed by
-            model.
-        models: model names whose run rows are not comparable.
-
-    Returns:
-        A reordered copy (``df`` itself when nothing moves).
-    """
+    """``df`` (row order a ranking; indexed by model, a ``source`` column) with the run's rows of
+    ``models`` (off the paper's grid) moved to the top, outside the order; a reordered copy, or
+    ``df`` itself when nothing moves."""
     if "source" not in df.columns or not models:
         return df
     mask = (df["source"].astype(str) == THIS_RUN) & df.index.astype(str).isin(list(models))

@@ -1,33 +1,19 @@
-"""The reproduction index: every numbered table and figure of the five papers, where lceval
-produces it (notebook, function), from what (a user's run, the paper's published outputs),
-which test checks it, or why it cannot be reproduced offline.
+"""The reproduction index: every numbered table and figure of the papers, where lceval makes it,
+from what, the test that checks it, or why it cannot be reproduced offline; read from each
+``lceval/benchmarks/<key>/reproduction.yaml`` (items checked against :data:`SCHEMA`), shown in
+README.md (``python -m lceval.report.reproduction`` rewrites it) and each report's index.html.
 
-Each benchmark folder holds ``lceval/benchmarks/<key>/reproduction.yaml``, a list of items::
-
-    - paper: LIFBench              # short title of the paper
-      item: Table 3                # as numbered in the paper ("Fig. 2", "Table 4")
-      caption: ARS per task        # short
-      status: reproduced           # reproduced | recomputed | partial | not_reproducible
-      from: run+published          # run | published | run+published | none
-      where: 03_ars_ifs_scoring.ipynb; lceval.benchmarks.lifbench.tables.task_ars
-      test: tests/benchmarks/lifbench/test_report.py::test_paper_check   # or null
-      why: null                    # required for partial and not_reproducible
-
-``reproduced``: produced from a user's run in the paper's layout; ``recomputed``: also computed
-from the paper's published outputs and checked against the printed numbers; ``partial``: some
-of its numbers or panels only (``why`` says which); ``not_reproducible``: cannot be produced
-offline (``why``: data not public, human ratings, closed judge).
-
-:func:`load_index` reads and checks every file; :func:`to_markdown` renders the table that
-README.md holds between the :data:`README_START` / :data:`README_END` markers
-(``python -m lceval.report.reproduction`` rewrites it); :func:`to_html` is the section each report's
-index.html shows for the run's benchmarks.
+Statuses: ``reproduced`` (from a user's run, in the paper's layout), ``recomputed`` (also from
+the paper's published outputs, checked against the printed numbers), ``partial`` and
+``not_reproducible`` (both with a ``why``).
 """
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Iterable
+from importlib import resources
 from pathlib import Path
 from typing import Any
 
@@ -40,46 +26,24 @@ from lceval.core.errors import LcevalError
 from lceval.core.io import atomic_open
 from lceval.report.samples_page import render
 
-STATUSES = ("reproduced", "recomputed", "partial", "not_reproducible")
-"""Allowed ``status`` values."""
-
-SOURCES = ("run", "published", "run+published", "none")
-"""Allowed ``from`` values."""
-
 COLUMNS = ("benchmark", "paper", "item", "caption", "status", "from", "where", "test", "why")
 """Columns of :func:`load_index` (``benchmark`` is the folder the item was read from)."""
 
 README_START = "<!-- reproduction-index:start -->"
 README_END = "<!-- reproduction-index:end -->"
 
-_TEXT = {"type": "string", "minLength": 1}
-_ITEM = r"^(Table|Fig\.) \d+[a-z]?$|^(?!Tab|Fig)[A-Z][\w .,()/+-]+$"
-SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "additionalProperties": False,
-    "required": ["paper", "item", "caption", "status", "from", "where", "test"],
-    "properties": {
-        "paper": _TEXT,
-        # "Table 3", "Fig. 3b"; an unnumbered item by its heading (not "Figure 3", "Tab. 3")
-        "item": {"type": "string", "pattern": _ITEM},
-        "caption": _TEXT,
-        "status": {"enum": list(STATUSES)},
-        "from": {"enum": list(SOURCES)},
-        "where": {"type": ["string", "null"]},
-        "test": {"type": ["string", "null"], "pattern": r"^tests/[\w/.-]+\.py::\w+"},
-        "why": {"type": ["string", "null"]},
-    },
-    "if": {"properties": {"status": {"enum": ["partial", "not_reproducible"]}}},
-    "then": {"required": ["why"], "properties": {"why": _TEXT}},
-}
-"""JSON schema of one item (:mod:`jsonschema`)."""
+SCHEMA: dict[str, Any] = json.loads(
+    resources.files("lceval").joinpath("schemas/reproduction.schema.json").read_text("utf-8")
+)
+"""JSON schema of one item (``lceval/schemas/reproduction.schema.json``)."""
+STATUSES = tuple(SCHEMA["properties"]["status"]["enum"])
+"""Allowed ``status`` values."""
 
 _BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
 
 
 def index_files(keys: Iterable[str] | None = None) -> list[Path]:
-    """The ``reproduction.yaml`` files of the benchmarks ``keys`` (default: every registered
-    benchmark), those that exist, in registry order."""
+    """The existing ``reproduction.yaml`` files of ``keys`` (default: every benchmark)."""
     wanted = list(registry.BENCHMARKS) if keys is None else list(keys)
     return [p for k in wanted if (p := _BENCHMARKS / k / "reproduction.yaml").is_file()]
 
@@ -94,8 +58,8 @@ def read_file(path: str | Path) -> list[dict[str, Any]]:
     """Items of one ``reproduction.yaml``, each checked against :data:`SCHEMA`.
 
     Raises:
-        LcevalError: unreadable file, not a YAML list, or an item that breaks the schema (the
-            message names the file, the item and the field).
+        LcevalError: unreadable, not a YAML list, or an item breaking the schema (named with
+            its field).
     """
     path = Path(path)
     try:
@@ -116,7 +80,6 @@ def read_file(path: str | Path) -> list[dict[str, Any]]:
 
 
 def _order(item: str) -> tuple[int, float, str]:
-    """Tables before figures, then by number; named (unnumbered) items last."""
     m = re.match(r"^(Table|Fig\.) (\d+)(\S*)$", item)
     if m is None:
         return (2, 0.0, item)
@@ -124,15 +87,11 @@ def _order(item: str) -> tuple[int, float, str]:
 
 
 def load_index(keys: Iterable[str] | None = None) -> pd.DataFrame:
-    """Every item of the benchmarks' reproduction indexes, one row each (:data:`COLUMNS`),
-    sorted by paper, then tables before figures by number.
-
-    Args:
-        keys: benchmark keys (a run's); default every registered benchmark.
+    """Every item of the reproduction indexes of ``keys`` (default: every benchmark), one row
+    each (:data:`COLUMNS`), by paper, then tables before figures by number.
 
     Raises:
-        LcevalError: a file or an item that breaks :data:`SCHEMA`, or the same (paper, item)
-            listed twice.
+        LcevalError: an item breaking :data:`SCHEMA`; a (paper, item) listed twice.
     """
     rows = []
     for path in index_files(keys):
@@ -157,8 +116,7 @@ def _cell(value: Any) -> str:
 
 
 def to_markdown(frame: pd.DataFrame) -> str:
-    """The index as one GitHub Markdown table: paper, item, caption, status, from, where, test
-    (or why, for items that are partial or not reproducible)."""
+    """The index as one GitHub Markdown table (test and why in one column)."""
     head = ["paper", "item", "caption", "status", "from", "where", "test / why"]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for r in frame.to_dict("records"):
@@ -170,7 +128,6 @@ def to_markdown(frame: pd.DataFrame) -> str:
 
 
 REPRODUCTION_COLUMNS = ("paper", "item", "caption", "status", "from", "where", "test", "why")
-"""The columns of the index's HTML table, in order."""
 
 
 def rows_of(frame: pd.DataFrame) -> list[list[str]]:
@@ -179,18 +136,13 @@ def rows_of(frame: pd.DataFrame) -> list[list[str]]:
 
 
 def to_html(frame: pd.DataFrame) -> str:
-    """The index as an HTML section (``<h2 id='reproduction'>``; ``templates/reproduction.html.j2``,
-    autoescaped), the section a report's index.html includes."""
+    """The index as index.html's HTML section (``templates/reproduction.html.j2``)."""
     return render("reproduction.html.j2", reproduction=rows_of(frame), columns=REPRODUCTION_COLUMNS)
 
 
 def readme_section(readme: str, frame: pd.DataFrame | None = None) -> str:
-    """``readme`` with the text between :data:`README_START` and :data:`README_END` replaced by
-    :func:`to_markdown` of ``frame`` (default :func:`load_index`).
-
-    Raises:
-        LcevalError: the markers are missing or out of order.
-    """
+    """``readme`` with :func:`to_markdown` of ``frame`` (default :func:`load_index`) between
+    :data:`README_START` and :data:`README_END`; :class:`LcevalError` without the markers."""
     start, end = readme.find(README_START), readme.find(README_END)
     if start < 0 or end < start:
         raise LcevalError(f"README has no {README_START} ... {README_END} markers")

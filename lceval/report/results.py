@@ -1,34 +1,7 @@
-"""report/results.json: one file per run with every headline number, its CI and n, per
-benchmark, model and scorer, plus the run's provenance; and leaderboards read from such files.
-
-The file follows ``lceval/schemas/results.schema.json`` (JSON Schema draft 2020-12), versioned by
-its ``schema_version`` field (:data:`SCHEMA_VERSION`). Its parts:
-
-- ``headlines``: per benchmark, scorer and model, the benchmark's headline metric
-  (``Benchmark.headline``, or :func:`lceval.metrics.generic_headline`; the numbers
-  ``lceval compare --leaderboard`` ranks) with its percentile-bootstrap CI (``low``, ``high``;
-  null when it cannot be computed), ``n`` (scored samples) and ``n_units`` (resampled units);
-  where the budget ended answers, ``n_cut`` and the headline over the finished answers alone
-  (``estimate_finished``, ``low_finished``, ``high_finished``, ``n_finished``);
-- ``tasks``: per benchmark, scorer, model and task, the mean ``Score.value`` (0..1) over the
-  scored samples, ``n`` and ``n_nan`` (samples whose score could not be computed), ``n_cut``
-  (answers the budget ended) and ``mean_finished`` (the mean over the others);
-- ``coverage``: per benchmark and model what the run answered of what it built (samples,
-  tasks, lengths, answer budget, context truncation, answers ended by the budget:
-  ``cut_at_budget``, ``thinking_unfinished``, ``cut_flag`` above 5%, ``cut_by_task``) and
-  whether that is the paper's grid
-  (:class:`lceval.report.coverage.Coverage`; optional, absent in files written before it existed);
-- ``metrics`` (optional): per benchmark, scorer and model, numbers a benchmark shows beside
-  its headline (``Benchmark.metrics``; ManyIFEval: IFEval's four pooled accuracies) with CIs;
-- ``tasks`` rows may carry ``reasoning_tokens`` (mean thinking tokens per answered sample) and
-  ``n_no_answer`` (samples whose thinking never ended) when the run's model reasons;
-- ``provenance``: run.json as it is (lceval and library versions, git commit, seed, tiktoken
-  encoding, per model the engine, dtype, generation config and its hash, the data sources, the
-  build params).
-
-What works from results.json alone: the leaderboard (headlines with CIs). A paired comparison
-of two runs, the per-task paired differences and the per-sample pages need each run's
-scores.parquet (the per-sample values), which the file does not hold.
+"""report/results.json: per run every headline number with its CI and n, per benchmark, model
+and scorer, the per-task means, the coverage, a benchmark's extra metrics and run.json's
+provenance, following ``lceval/schemas/results.schema.json`` (:data:`SCHEMA_VERSION`); and
+leaderboards read from such files (a paired comparison needs each run's scores.parquet).
 """
 
 from __future__ import annotations
@@ -76,18 +49,23 @@ def _number(x: Any) -> float | None:
     return v if math.isfinite(v) else None
 
 
+_COLS = ["metric", "unit", "model", "estimate", "low", "high", "n"]
+
+
+def _records(frame: pd.DataFrame, cols: list[str], **fixed: Any) -> list[dict[str, Any]]:
+    """``frame[cols]`` as JSON rows (NaN and infinities null), each with ``fixed`` first."""
+    types = {"model": str, "metric": str, "unit": str, "n": int}
+    part = frame[cols].astype({c: t for c, t in types.items() if c in cols}).astype(object)
+    part = part.where(part.map(lambda v: _number(v) is not None or not isinstance(v, float)), None)
+    return [{**fixed, **r} for r in part.to_dict("records")]
+
+
 def results_document(run: RunDir, *, seed: int = 0) -> dict[str, Any]:
-    """The results.json content of a scored run (every scorer of every benchmark it holds).
-
-    Args:
-        run: a run folder with samples, scores and run.json.
-        seed: seed of the bootstrap (>= 0).
-
-    Returns:
-        A dict that validates against :func:`schema`.
+    """The results.json content of a scored run (every scorer of every benchmark), valid
+    against :func:`schema`; ``seed`` seeds the bootstrap.
 
     Raises:
-        LcevalError: missing samples, scores or run.json; a scorer the registry does not know.
+        LcevalError: missing samples, scores or run.json.
     """
     scores = run.read_scores()
     samples = registry.load_samples(run.read_samples())
@@ -113,41 +91,12 @@ def results_document(run: RunDir, *, seed: int = 0) -> dict[str, Any]:
                 h, n_resamples=N_RESAMPLES, confidence=CONFIDENCE, seed=seed
             )
             finished = _finished_estimates(h, cut, seed) if cut else {}
-            for e in est.itertuples(index=False):
-                headlines.append(
-                    {
-                        "benchmark": key,
-                        "scorer": name,
-                        "scorer_version": spec.version,
-                        "metric": e.metric,
-                        "unit": e.unit,
-                        "model": str(e.model),
-                        "estimate": _number(e.estimate),
-                        "low": _number(e.low),
-                        "high": _number(e.high),
-                        "n": int(e.n),
-                        "n_units": int(e.n_units),
-                    }
-                )
-                if str(e.model) in finished:
-                    headlines[-1].update(finished[str(e.model)])
+            fixed = {"benchmark": key, "scorer": name}
+            for row in _records(est, [*_COLS, "n_units"], **fixed, scorer_version=spec.version):
+                headlines.append({**row, **finished.get(row["model"], {})})
             tasks += _task_means(key, name, rows[rows["scorer"] == name], reasoning, cut)
             if bench.metrics is not None and name == bench.default_scorer:
-                mine_rows = rows[rows["scorer"] == name]
-                for m in bench.metrics(mine_rows, mine).itertuples(index=False):
-                    extra.append(
-                        {
-                            "benchmark": key,
-                            "scorer": name,
-                            "model": str(m.model),
-                            "metric": str(m.metric),
-                            "unit": str(m.unit),
-                            "estimate": _number(m.estimate),
-                            "low": _number(m.low),
-                            "high": _number(m.high),
-                            "n": int(m.n),
-                        }
-                    )
+                extra += _records(bench.metrics(rows[rows["scorer"] == name], mine), _COLS, **fixed)
     doc: dict[str, Any] = {
         "schema_version": SCHEMA_VERSION,
         "run_id": run.run_id,
@@ -164,11 +113,8 @@ def results_document(run: RunDir, *, seed: int = 0) -> dict[str, Any]:
 
 
 def _finished_estimates(h: Any, cut: set[tuple[str, str]], seed: int) -> dict[str, Any]:
-    """Per model with answers the budget ended: the headline over the answers that finished
-    (``estimate_finished`` with its CI, ``n_finished``) beside the one over all, plus ``n_cut``.
-    Every headline here is a statistic of per-sample column sums, so it is defined on the
-    finished answers alone; it describes a selected subset (the answers short enough to end),
-    not the benchmark."""
+    """Per model with answers the budget ended: ``n_cut`` and the headline over the finished
+    answers alone (``estimate_finished``, its CI, ``n_finished``): a selected subset."""
     keys = list(zip(h.frame["sample_id"].astype(str), h.frame["model"].astype(str), strict=True))
     is_cut = pd.Series([k in cut for k in keys], index=h.frame.index)
     out: dict[str, Any] = {}
@@ -190,13 +136,8 @@ def _finished_estimates(h: Any, cut: set[tuple[str, str]], seed: int) -> dict[st
             )
         except (ValueError, ZeroDivisionError, LcevalError):
             continue
-        for e in est.itertuples(index=False):
-            out[model].update(
-                estimate_finished=_number(e.estimate),
-                low_finished=_number(e.low),
-                high_finished=_number(e.high),
-                n_finished=int(e.n),
-            )
+        for row in _records(est, ["estimate", "low", "high", "n"]):
+            out[model].update({f"{k}_finished": v for k, v in row.items()})
     return out
 
 
@@ -207,12 +148,9 @@ def _task_means(
     reasoning: pd.DataFrame | None = None,
     cut: set[tuple[str, str]] | None = None,
 ) -> list[dict[str, Any]]:
-    """Per (model, task): mean value over scored samples, n, n_nan, and ``n_cut`` (answers the
-    budget ended, :func:`lceval.report.coverage.cut_answers`; ``cut_flag`` above 5% of the task's
-    answers) with ``mean_finished`` (mean over the
-    answers that finished; null when none did); with ``reasoning``
-    (:func:`lceval.report.reasoning.reasoning_frame`, not empty) also ``reasoning_tokens`` (mean
-    thinking tokens per response) and ``n_no_answer`` (no answer within the thinking budget)."""
+    """Per (model, task): mean value, n, n_nan, ``n_cut`` (``cut_flag`` above
+    :data:`~lceval.report.coverage.CUT_FLAG`), ``mean_finished``; with thinking also
+    ``reasoning_tokens`` (mean) and ``n_no_answer``."""
     thought = task_reasoning(rows, reasoning) if reasoning is not None else {}
     cut = cut or set()
     out = []
@@ -240,12 +178,10 @@ def _task_means(
 
 
 def write_results(run: RunDir, *, seed: int = 0) -> Path | None:
-    """Write ``<run.report>/results.json`` (validated against the schema first); None when
-    the run has no scores.
+    """Write ``<run.report>/results.json``, validated first; None when the run has no scores.
 
     Raises:
-        LcevalError: as :func:`results_document`; the document does not validate (a bug);
-            the file cannot be written.
+        LcevalError: as :func:`results_document`; invalid (a bug); the file cannot be written.
     """
     if not run.scores.exists():
         return None
@@ -262,11 +198,8 @@ def write_results(run: RunDir, *, seed: int = 0) -> Path | None:
 
 
 def check(doc: Any, where: str) -> None:
-    """Validate ``doc`` against the schema.
-
-    Raises:
-        LcevalError: one line naming ``where``, the failing field's path and the reason.
-    """
+    """Validate ``doc`` against the schema; :class:`LcevalError` names ``where``, the failing
+    field's path and the reason."""
     # here, not at the top: loads jsonschema
     import jsonschema
 
@@ -298,14 +231,13 @@ def _no_constant(name: str) -> Any:
 
 
 def is_results_source(arg: str) -> bool:
-    """True when a ``lceval compare`` argument names a results file rather than a run id: it
-    ends in ``.json``, or it is a path (holds a ``/``) to a folder."""
+    """True when a ``lceval compare`` argument names a results file (``*.json`` or a folder
+    path) rather than a run id."""
     return arg.endswith(".json") or ("/" in arg and Path(arg).is_dir())
 
 
 def load_results(source: str | Path) -> dict[str, Any]:
-    """Read and validate a results.json: a file, or a folder holding ``report/results.json``
-    (a run folder) or ``results.json`` (a report folder).
+    """Read and validate a results.json: a file, or a run or report folder holding it.
 
     Raises:
         LcevalError: no such file, not UTF-8 JSON, or not valid against the schema.
@@ -338,26 +270,14 @@ def load_results(source: str | Path) -> dict[str, Any]:
 
 
 def leaderboard(
-    docs: Sequence[Mapping[str, Any]],
-    *,
-    benchmark: str | None = None,
-    scorer: str | None = None,
+    docs: Sequence[Mapping[str, Any]], *, benchmark: str | None = None, scorer: str | None = None
 ) -> pd.DataFrame:
-    """Each model's headline per benchmark with its CI, best first, from results documents.
-
-    Per benchmark the default scorer's rows are read (``scorer`` reads that one for its
-    benchmark), as :func:`lceval.report.compare.leaderboard`. A model name found in several
-    documents
-    is named ``<run_id>/<model>``.
-
-    Returns:
-        Columns ``benchmark, metric, unit, rank, model, estimate, low, high, n, n_units``
-        (``rank`` 1 = best; ties share the lower rank), as
-        :func:`lceval.report.compare.leaderboard`.
+    """:func:`lceval.report.compare.leaderboard` (same columns) from results documents: the
+    default scorer's headlines per benchmark (``scorer``'s for its benchmark).
 
     Raises:
-        LcevalError: a run id given twice; ``benchmark`` in none of the documents; ``scorer``
-            in none of them; nothing to rank; two models that would share a name.
+        LcevalError: a run id given twice; ``benchmark`` or ``scorer`` in none of the documents;
+            nothing to rank; two models that would share a name.
     """
     ids = [str(d["run_id"]) for d in docs]
     twice = sorted({r for r in ids if ids.count(r) > 1})
@@ -392,11 +312,8 @@ def leaderboard(
     table = pd.DataFrame(rows)
     parts = []
     for key, part in table.groupby("benchmark", sort=True):
-        runs_of: dict[str, set[str]] = {}
-        for rid, m in zip(part["run_id"], part["model"], strict=True):
-            runs_of.setdefault(m, set()).add(rid)
         models = [(rid, list(g["model"])) for rid, g in part.groupby("run_id", sort=False)]
-        names = model_names(str(key), models, runs_of)
+        names = model_names(str(key), models)
         part = part.assign(
             model=[names[r, m] for r, m in zip(part["run_id"], part["model"], strict=True)]
         )

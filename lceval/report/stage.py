@@ -25,12 +25,8 @@ class ReportTables(dict[str, "pd.DataFrame"]):
 
 
 def write_run_pages(run: RunDir) -> list[Path]:
-    """The report stage's per-sample pages: ``samples.html`` (:mod:`lceval.report.samples_page`)
-    and,
-    for a run with two or more models, ``compare.html`` (every pair of its models, or what each
-    answered when no pair shares a sample:
-    :func:`lceval.report.compare_page.write_run_compare_page`)
-    under the run's report folder; nothing when the run has no scores.
+    """Write the per-sample pages under the run's report folder: ``samples.html`` and, with two
+    or more models, ``compare.html``; nothing without scores.
 
     Raises:
         LcevalError: a score of an unknown sample; the folder cannot be written.
@@ -50,23 +46,13 @@ def write_run_pages(run: RunDir) -> list[Path]:
 def report(
     run_id: str, *, root: str | Path | None = None, scorer: str | None = None
 ) -> ReportTables:
-    """Write each benchmark's tables and figures of the run under report/, samples.html (every
-    answer, :mod:`lceval.report.samples_page`; compare.html with two or more models), results.json
-    (:mod:`lceval.report.results`) and report/index.html (provenance, every table and figure, the
-    executed notebooks, links to the pages); returns the tables.
-
-    scores.parquet keeps every scorer's rows; each benchmark's reporter reads its default
-    scorer's (``Benchmark.scores_for``; L-Eval both of its ``report_scorers``). With ``scorer``
-    (``lifbench:strict``), its benchmark is reported from that scorer's rows instead, written
-    under ``report/<scorer>/`` (``:`` written ``-``) so the default's files stay.
-
-    The report is written to a temporary folder and renamed into place when complete
-    (:meth:`lceval.core.io.RunDir.staged_report`): a failed report leaves the last good one as it
-    was.
+    """Write the run's report/: each benchmark's tables and figures (from its default scorer's
+    rows, ``Benchmark.scores_for``; with ``scorer``, that one's, under ``report/<key>-<variant>/``),
+    samples.html, compare.html, results.json and index.html; staged and swapped in whole
+    (:meth:`lceval.core.io.RunDir.staged_report`), so a failed report leaves the last good one.
 
     Returns:
-        ``"<benchmark>/<table>" -> DataFrame``, with ``.scorers``: benchmark key -> the scorer
-        names its tables were read from.
+        ``"<benchmark>/<table>" -> DataFrame``, with ``.scorers`` (key -> scorer names read).
 
     Raises:
         LcevalError: missing scores or samples; an unknown scorer or one of a benchmark the run
@@ -80,7 +66,12 @@ def report(
         registry.find_scorer(scorer, keys)
     tables = ReportTables()
     tables.scorers = {}
-    from lceval.report.index_page import write_index  # matplotlib: imported only when reporting
+    # pandas (and matplotlib): imported only when reporting
+    from lceval.report.context import report_context
+    from lceval.report.cost import report_cost
+    from lceval.report.index_page import write_index
+    from lceval.report.reasoning import report_reasoning
+    from lceval.report.results import write_results
 
     with run.staged_report() as staged:  # swapped in whole, or not at all
         for key in keys:
@@ -94,33 +85,21 @@ def report(
             out = bench.report(where, bench_scores, bench_samples)
             tables.update({f"{key}/{k}": v for k, v in out.items()})
             tables.scorers[key] = names
-        from lceval.report.reasoning import (
-            report_reasoning,  # thinking tokens, when the run has any
-        )
-
-        tables.update({f"reasoning/{k}": v for k, v in report_reasoning(staged, scores).items()})
-        from lceval.report.context import report_context  # with and without the context
-
-        tables.update({f"context/{k}": v for k, v in report_context(staged, scores).items()})
-        from lceval.report.cost import report_cost  # the API answers' reported tokens, priced
-
-        tables.update({f"cost/{k}": v for k, v in report_cost(staged).items()})
+        for name, extra in (
+            ("reasoning", report_reasoning(staged, scores)),
+            ("context", report_context(staged, scores)),
+            ("cost", report_cost(staged)),
+        ):
+            tables.update({f"{name}/{k}": v for k, v in extra.items()})
         write_run_pages(staged)
-        from lceval.report.results import write_results  # pandas
-
         write_results(staged)
         write_index(staged)
     return tables
 
 
 def report_sweep(sweep: Sweep, *, n_resamples: int = 2000, seed: int = 0) -> SweepReport:
-    """The report stage of L-Eval's NTK base sweep: the study's table, trend, verdict and figure
-    (:func:`lceval.benchmarks.leval.ntk.report_sweep`), then the sweep folder's
-    ``report/index.html`` (every table and figure with its caption, run.json's provenance).
-
-    Raises:
-        LcevalError: a point's run has no scores.
-    """
+    """L-Eval's NTK base sweep's report (:func:`lceval.benchmarks.leval.ntk.report_sweep`), then
+    the sweep folder's ``report/index.html``; :class:`LcevalError` when a point has no scores."""
     from lceval.benchmarks.leval import ntk  # pandas
     from lceval.report.index_page import write_index
 
