@@ -293,6 +293,7 @@ BACKENDS: dict[str, BackendSpec] = {
         logprobs=False,
         prefix_counters=False,
         ready=_openai_ready,
+        typed=True,
     ),
 }
 """Backend name -> its one entry (a new backend: a file and an entry here; lm-evaluation-harness
