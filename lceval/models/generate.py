@@ -1,23 +1,13 @@
-"""The one resumable generation helper: ``lceval infer``, the self-refinement rounds and every LLM
-judge send their prompts through :func:`generate`.
-
-Samples that share a context run together (stable within a context), so engines with prefix
-caching compute each shared context once. With a :class:`~lceval.core.store.ResponseStore`,
-every answer is appended and fsynced as it completes (a backend with ``stream`` yields each as
-the engine finishes it; others a batch at a time), and samples that already
-have a successful response under (model, config) are skipped: a killed run resumes where it
-stopped. Every response is stamped with its sample's :func:`~lceval.core.records.sample_hash`; a
-stored answer to an earlier version of a sample (a rebuilt run whose prompt, context or gold
-changed) is not a hit, so the sample is answered again.
-
-The response cache key holds the engine and its dtype (the backend's ``cache_fields``, put into
-``GenerationConfig.engine`` by :func:`engine_config`), so answers of two engines, or of one engine
-in two dtypes, never stand in for each other. Backends that reuse prompt prefixes count prompt
-tokens requested and computed; :func:`prefix_reuse` reads the counts, the progress bar shows them.
+"""The one resumable generation loop: ``lceval infer``, the refinement rounds and every LLM judge
+answer through :func:`generate`. Samples sharing a context run together (prefix caches compute it
+once); with a :class:`~lceval.core.store.ResponseStore` each answer is appended and fsynced as it
+completes and samples answered under (model, config hash, sample hash) are skipped, so a killed
+run resumes. The config hash holds the backend's ``cache_fields`` (:func:`engine_config`).
 """
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import os
 from collections.abc import Iterator, Mapping, Sequence
@@ -34,10 +24,8 @@ from lceval.models.base import Backend, GenerationConfig
 
 
 def context_order(samples: Sequence[Sample]) -> list[Sample]:
-    """``samples`` reordered so that those sharing a context are adjacent.
-
-    Contexts appear in the order of their first sample; samples keep their order within a
-    context. Samples without a context keep their relative order as one group.
+    """``samples`` with those sharing a context adjacent (contexts in order of first sample,
+    samples in order within one; samples without a context as one group).
     """
     first: dict[str | None, int] = {}
     for i, s in enumerate(samples):
@@ -123,27 +111,22 @@ def generate(
         samples: the samples to answer (ids unique).
         contexts: the contexts they reference, by id.
         config: decoding settings (greedy by default).
-        store: where responses are appended batch by batch; answered samples are skipped. Its
-            writer lock is held throughout, so two processes never answer the same run.
-        batch_size: samples per ``backend.generate`` call (>= 1).
-        progress: show a tqdm bar with prompt and generated tokens per second and, for backends
-            that count them, the share of prompt tokens reused from a prefix cache.
+        store: where each answer is appended as it completes; answered samples are skipped. Its
+            writer lock is held throughout.
+        batch_size: samples per ``backend.generate`` / ``stream`` call (>= 1).
+        progress: show the progress bar (:class:`lceval.core.progress.Progress`).
         desc: the bar's label.
-        progress_log: also write the bar's state to this progress.jsonl
-            (:mod:`lceval.core.progress`; ``lceval status`` reads it).
-        hashes: sample id -> the :func:`~lceval.core.records.sample_hash` answers are stamped with
-            and resumed by (None: computed from ``samples`` and ``contexts``); the context
-            baselines (:mod:`lceval.models.contexts`) pass the built samples' own, since the
-            engine reads them without their context.
+        progress_log: also write the bar to this progress.jsonl (``lceval status`` reads it).
+        hashes: sample id -> :func:`~lceval.core.records.sample_hash` (None: computed here; the
+            context baselines of :mod:`lceval.models.contexts` pass the built samples' own).
 
     Returns:
-        One response per sample, in the order of ``samples``: the stored one (the first
-        successful, else the last error) for samples answered earlier in their current version,
-        the new one, stamped with the sample's ``sample_hash``, otherwise.
+        One response per sample, in order: the stored one (the first success, else the last
+        error) for samples answered before in their current version, else the new one.
 
     Raises:
-        LcevalError: batch_size < 1, duplicate sample ids, another process writing the store, or
-            a backend that returns responses out of order.
+        LcevalError: batch_size < 1, duplicate sample ids, another process writing the store,
+            or a backend answering out of order.
     """
     config = engine_config(backend, config)  # engine settings that change outputs: in the key
     if not isinstance(batch_size, int) or batch_size < 1:
@@ -151,15 +134,68 @@ def generate(
     ids = [s.id for s in samples]
     if len(set(ids)) != len(ids):
         raise LcevalError("generate: duplicate sample ids")
-    log_path = None if progress_log is None else Path(progress_log)
-    if store is None:
-        return _generate(
-            backend, samples, contexts, config, None, batch_size, progress, desc, log_path, hashes
+    with store.writer() if store is not None else contextlib.nullcontext():
+        chash = config.hash()
+        hashes = dict(hashes) if hashes is not None else sample_hashes(samples, contexts)
+        done = store.done(backend.name, chash, hashes) if store is not None else set()
+        pending = context_order([s for s in samples if s.id not in done])
+        got: dict[str, Response] = {}
+        bar = Progress(
+            None if progress_log is None else Path(progress_log),
+            backend.name,
+            len(samples),
+            len(samples) - len(pending),
+            desc=desc or f"generate {backend.name}",
+            show=progress,
+            prefilled=lambda: getattr(backend, "prompt_tokens_prefilled", None),
+            work=lambda: getattr(backend, "prompt_work", None),
         )
-    with store.writer():
-        return _generate(
-            backend, samples, contexts, config, store, batch_size, progress, desc, log_path, hashes
-        )
+        counts0 = prefix_reuse(backend)
+        state = "stopped"
+        try:
+            for i in range(0, len(pending), batch_size):
+                batch = pending[i : i + batch_size]
+                for r in answers(backend, batch, contexts, config):
+                    r = dataclasses.replace(r, sample_hash=hashes[r.sample_id])
+                    if store is not None:
+                        store.append([r])  # each answer on disk as it completes
+                    got[r.sample_id] = r
+                    counts = prefix_reuse(backend)
+                    if counts is not None and counts0 is not None:
+                        reuse = counts.minus(counts0).reuse
+                        bar.extra["prefix reuse"] = "n/a" if reuse is None else f"{reuse:.0%}"
+                    bar.add(1, r.prompt_tokens, r.completion_tokens)
+            state = "done"
+        except KeyboardInterrupt:
+            where = "in responses.jsonl" if store is not None else "in memory only: no store given"
+            if got:
+                log(f"interrupted: the {len(got)} answer(s) finished by then are kept ({where})")
+            else:
+                log(
+                    "interrupted before the first answer was finished: no answer of this call was "
+                    "written (the engine was still prefilling or decoding the first ones)"
+                )
+            raise
+        finally:
+            bar.close(state)
+        cut = [r.truncated_tokens for r in got.values() if r.truncated_tokens]
+        if cut:  # the answers are to shortened prompts: say so on the terminal
+            log(
+                f"warning: {len(cut)} of {len(got)} prompt(s) did not fit {backend.name}'s window: "
+                f"their contexts were right-truncated (up to {max(cut):,} tokens dropped; "
+                "truncated_tokens in responses.jsonl)"
+            )
+        if store is not None and done:
+            wanted = set(ids) - set(got)
+            for r in store:
+                if (
+                    r.sample_id in wanted
+                    and r.model == backend.name
+                    and r.config_hash == chash
+                    and r.answers(hashes[r.sample_id])
+                ):
+                    got.setdefault(r.sample_id, r)
+        return [got[i] for i in ids if i in got]
 
 
 def answers(
@@ -168,12 +204,11 @@ def answers(
     contexts: Mapping[str, Context],
     config: GenerationConfig,
 ) -> Iterator[Response]:
-    """The answers to ``batch``, each yielded as the engine finishes it: through the backend's
-    ``stream(batch, contexts, config)`` when it has one (answers in the order they complete),
-    else its ``generate`` (the batch's answers together, in sample order).
+    """The answers to ``batch`` as the engine finishes them: the backend's ``stream`` when it has
+    one, else its ``generate`` (the whole batch at once, in order).
 
     Raises:
-        LcevalError: the backend answers a sample not in the batch, one twice, misses one, or
+        LcevalError: the backend answers a sample not asked, one twice, misses one, or
             (``generate``) returns them out of order.
     """
     stream = getattr(backend, "stream", None)
@@ -193,79 +228,3 @@ def answers(
     if len(out) != len(batch) or any(r.sample_id != s.id for r, s in zip(out, batch, strict=True)):
         raise LcevalError(f"backend {backend.name} returned responses out of order")
     yield from out
-
-
-def _generate(
-    backend: Backend,
-    samples: Sequence[Sample],
-    contexts: Mapping[str, Context],
-    config: GenerationConfig,
-    store: ResponseStore | None,
-    batch_size: int,
-    progress: bool,
-    desc: str | None,
-    progress_log: Path | None = None,
-    given_hashes: Mapping[str, str] | None = None,
-) -> list[Response]:
-    ids = [s.id for s in samples]
-    chash = config.hash()
-    hashes = dict(given_hashes) if given_hashes is not None else sample_hashes(samples, contexts)
-    done = store.done(backend.name, chash, hashes) if store is not None else set()
-    pending = context_order([s for s in samples if s.id not in done])
-    got: dict[str, Response] = {}
-    bar = Progress(
-        progress_log,
-        backend.name,
-        len(samples),
-        len(samples) - len(pending),
-        desc=desc or f"generate {backend.name}",
-        show=progress,
-        prefilled=lambda: getattr(backend, "prompt_tokens_prefilled", None),
-        work=lambda: getattr(backend, "prompt_work", None),
-    )
-    counts0 = prefix_reuse(backend)
-    state = "stopped"
-    try:
-        for i in range(0, len(pending), batch_size):
-            batch = pending[i : i + batch_size]
-            for r in answers(backend, batch, contexts, config):
-                r = dataclasses.replace(r, sample_hash=hashes[r.sample_id])
-                if store is not None:
-                    store.append([r])  # each answer on disk as it completes
-                got[r.sample_id] = r
-                counts = prefix_reuse(backend)
-                if counts is not None and counts0 is not None:
-                    reuse = counts.minus(counts0).reuse
-                    bar.extra["prefix reuse"] = "n/a" if reuse is None else f"{reuse:.0%}"
-                bar.add(1, r.prompt_tokens, r.completion_tokens)
-        state = "done"
-    except KeyboardInterrupt:
-        where = "in responses.jsonl" if store is not None else "in memory only: no store given"
-        if got:
-            log(f"interrupted: the {len(got)} answer(s) finished by then are kept ({where})")
-        else:
-            log(
-                "interrupted before the first answer was finished: no answer of this call was "
-                "written (the engine was still prefilling or decoding the first ones)"
-            )
-        raise
-    finally:
-        bar.close(state)
-    cut = [r.truncated_tokens for r in got.values() if r.truncated_tokens]
-    if cut:  # the answers are to shortened prompts: say so on the terminal
-        log(
-            f"warning: {len(cut)} of {len(got)} prompt(s) did not fit {backend.name}'s window: "
-            f"their contexts were right-truncated (up to {max(cut):,} tokens dropped; "
-            "truncated_tokens in responses.jsonl)"
-        )
-    if store is not None and done:
-        wanted = set(ids) - set(got)
-        for r in store:
-            if (
-                r.sample_id in wanted
-                and r.model == backend.name
-                and r.config_hash == chash
-                and r.answers(hashes[r.sample_id])
-            ):
-                got.setdefault(r.sample_id, r)
-    return [got[i] for i in ids if i in got]

@@ -1,33 +1,11 @@
-"""The transformers backend: batched ``generate`` on CPU or GPU, one process, no server.
+"""The transformers backend: batched ``generate`` on CPU or GPU, in this process.
 
-Prompts are rendered only through ``lceval.models.prompts.render_chat_prompt`` (the tokenizer's chat
-template; when a prompt does not fit the window the context alone is right-truncated). Samples of
-a call are grouped by new-token budget and context, then generated in batches with left padding.
-Each row stops on its own: at EOS, at its own budget, or at its first stop string (checked on the
-decoded tail of the row while generating, and cut exactly afterwards).
-
-Shared-prefix reuse, once per run: when the prompts of a batch start with the same tokens (the
-chat header plus a long shared context, as in LIFBench and RULER where many instructions follow
-one context), the prefix is encoded once, its key/value cache is repeated across the batch, and
-only the per-sample suffixes are encoded, padded in the middle: ``[prefix][pad ... pad][suffix]``.
-The backend keeps the last prefix it encoded (token ids and batch-1 cache); the next batch reuses
-as much of it as its own prefix shares, so a context followed by many instructions is encoded once
-per run however the samples are split into calls and batches (``lceval.models.generate`` sends
-the samples of a context together). The attention mask hides the padding and position ids follow
-the mask, so outputs equal those of the plain left-padded batch (float32: token for token;
-tests/models/test_hf.py checks it within a batch and across batches). The kept prefix costs one
-batch-1 cache (SmolLM2, float32: ~46 kB per token, ~200 MB for a 4k-token context).
-
-Batching follows: rows of one context and budget that share a long prefix get batches of their
-own (an unrelated row would shorten the shared prefix to the chat header); other rows fill
-batches by budget. Samples of different contexts whose prompts share a long token prefix (RULER
-haystacks) still share it within a batch.
-
-Decoding cost on the CPU (where decoding long contexts is memory-bound): keys/values live in
-buffers with room for the answer instead of being concatenated at every step
-(:class:`GrowingLayer`), and attention leaves grouped key/value heads grouped instead of copying
-them per query head (:func:`sdpa_gqa_attention`); both give the same numbers as transformers' own
-path (tests/models/test_hf.py compares with a stock ``generate``).
+Prompts come from :mod:`lceval.models.prompts`. Samples are grouped by context and budget and
+generated with left padding; each row stops at EOS, its own budget or its first stop string.
+Rows sharing a long token prefix (a context followed by many instructions) encode it once: its
+key/value cache is kept across batches and held once per batch (:mod:`lceval.models.hf_attention`;
+``[prefix][pad ... pad][suffix]``, masks and positions as in the plain left-padded batch, so
+float32 outputs equal transformers' own token for token, as tests/models/test_hf.py checks).
 """
 
 from __future__ import annotations
@@ -68,7 +46,8 @@ from lceval.models.hf_attention import (
 )
 from lceval.models.prompts import (
     RenderedPrompt,
-    render_sample,
+    Renders,
+    common_prefix_len,
     resolve_prompt_format,
 )
 from lceval.models.rope import RopeOverride, apply_rope, resolve_rope
@@ -76,38 +55,28 @@ from lceval.models.specs import model_window
 from lceval.models.thinking import Thinking, cut_at_stop
 from lceval.models.threads import ThreadChoice, choose_threads
 
-DTYPES = ("auto", "float32", "bfloat16", "float16")
-
 
 def pick_device(device: str) -> str:
-    """The torch device name for ``device`` (``auto``: CUDA when available, else CPU).
+    """The torch device for ``device`` (``auto``: CUDA when available, else CPU).
 
     Raises:
-        LcevalError: an unknown device, or CUDA asked for where there is none.
+        LcevalError: CUDA asked for where there is none.
     """
     if device == "auto":
         return "cuda" if torch.cuda.is_available() else "cpu"
-    if device == "cpu" or device.startswith("cuda") or device == "mps":
-        if device.startswith("cuda") and not torch.cuda.is_available():
-            raise LcevalError(f"device {device!r} requested but no CUDA GPU is available")
-        return device
-    raise LcevalError(f"device must be 'auto', 'cpu', 'cuda[:N]' or 'mps', got {device!r}")
+    if device.startswith("cuda") and not torch.cuda.is_available():
+        raise LcevalError(f"device {device!r} requested but no CUDA GPU is available")
+    return device
 
 
 def pick_dtype(dtype: str, device: str) -> torch.dtype:
-    """The torch dtype for ``dtype`` on ``device`` (``auto``: bfloat16 on GPUs that support it,
-    float16 on older GPUs, float32 on the CPU).
-
-    Raises:
-        LcevalError: an unknown dtype name.
-    """
-    if dtype not in DTYPES:
-        raise LcevalError(f"dtype must be one of {', '.join(DTYPES)}, got {dtype!r}")
-    if dtype == "auto":
-        if device.startswith("cuda"):
-            return torch.bfloat16 if torch.cuda.is_bf16_supported() else torch.float16
-        return torch.float32  # CPU: bf16 is no faster here and fp32 keeps batching exact
-    return getattr(torch, dtype)
+    """The torch dtype for ``dtype`` (``auto``: bfloat16 or float16 on a GPU, float32 on the
+    CPU, where bf16 is no faster and float32 keeps batching exact)."""
+    if dtype != "auto":
+        return cast(torch.dtype, getattr(torch, dtype))
+    if device.startswith("cuda"):
+        return torch.bfloat16 if torch.cuda.is_bf16_supported() else torch.float16
+    return torch.float32
 
 
 MIN_SHARED_PREFIX = 32
@@ -115,8 +84,6 @@ MIN_SHARED_PREFIX = 32
 GROW_ROOM = 1024
 """Most spare room (tokens) a batch's key/value buffers get beyond the prompt; they grow by as much
 again when a longer answer needs it."""
-CPU_ATTENTION = ATTENTION
-"""Attention used instead of transformers' ``sdpa`` (see :mod:`lceval.models.hf_attention`)."""
 PREFILL_CHUNK = 4096
 """Default prompt tokens per prefill forward pass (see ``HFBackend(prefill_chunk=...)``)."""
 AUTO_BATCH_CAP = 64
@@ -124,9 +91,7 @@ AUTO_BATCH_CAP = 64
 HEADROOM_BYTES = 2 << 30
 """GPU memory (bytes) kept free beside the estimate when a batch is sized automatically."""
 OWN_BATCH_PREFIX = 256
-"""Rows of one context and budget whose prompts share at least this many tokens (with each other
-or with the kept prefix cache) are batched on their own, so that no unrelated row shortens the
-batch's shared prefix; other rows fill batches by budget as before."""
+"""Rows of one context and budget sharing at least this many tokens get batches of their own."""
 
 
 @dataclass
@@ -140,22 +105,9 @@ class _Row:
     budget: int
 
 
-def common_prefix_len(rows: Sequence[Sequence[int]]) -> int:
-    """Length of the longest token prefix shared by all ``rows`` (0 for no rows)."""
-    if not rows:
-        return 0
-    first, n = rows[0], min(len(r) for r in rows)
-    for i in range(n):
-        t = first[i]
-        if any(r[i] != t for r in rows):
-            return i
-    return n
-
-
 class _RowStop(StoppingCriteria):
-    """Per-row stopping: a row is done at its budget or once its tail holds a stop string.
-
-    ``stopped_at[i]`` is the number of generated tokens when row ``i``'s stop string appeared.
+    """Per-row stop: at the row's budget or once its decoded tail holds a stop string
+    (``stopped_at[i]``: generated tokens when it appeared).
     """
 
     def __init__(
@@ -166,7 +118,6 @@ class _RowStop(StoppingCriteria):
         self.budgets = budgets
         self.stops = stops
         self.tail = max((len(s) for ss in stops for s in ss), default=0) + 8
-        """Tokens decoded per check: each token is at least about one character."""
         self.stopped_at: list[int | None] = [None] * len(budgets)
 
     def __call__(self, input_ids: torch.Tensor, scores: Any, **kwargs: Any) -> torch.Tensor:
@@ -183,26 +134,17 @@ class _RowStop(StoppingCriteria):
         return torch.tensor(done, dtype=torch.bool, device=input_ids.device)
 
 
-class HFBackend:
+class HFBackend(Renders):
     """A transformers causal LM answering Samples (greedy by default).
 
     Args:
-        model: ``None`` / ``"smollm2"`` for the embedded SmolLM2-135M-Instruct, a local model
-            folder, or a hub id (see ``lceval.models.embedded.resolve_model``).
-        options: the options, declared once with their meaning in
-            :class:`lceval.models.backends.HFOptions` (``device``, ``dtype``, ``max_batch_rows``,
-            ``window``, ``share_prefix``, ``num_threads``, ``prompt_format``, ``rope_theta`` /
-            ``rope_scaling`` (:mod:`lceval.models.rope`), ``prefill_chunk``, the thinking
-            options (:mod:`lceval.models.thinking`)); or give them as keywords (``given``),
-            parsed into one.
-
-    Notes on what the options do here: an unset ``max_batch_rows`` is 8 on the CPU and on a GPU
-    the most rows that fit the free memory (up to :data:`AUTO_BATCH_CAP`; a CUDA out-of-memory
-    error halves the batch and retries; a row that fails alone is an error response). An unset
-    ``num_threads`` on the CPU is :func:`lceval.models.threads.choose_threads`, recorded in
-    run.json. RoPE overrides are set on the model config before ``from_pretrained``; with a
-    scaling spec the default window is s x the trained window, and ``dynamic`` turns
-    ``share_prefix`` off (its base depends on the encoded length).
+        model: ``None`` / ``"smollm2"`` (the embedded SmolLM2-135M-Instruct), a local model folder
+            or a hub id (:func:`lceval.models.embedded.resolve_model`).
+        options: :class:`lceval.models.backends.HFOptions` (declared there with their meaning), or
+            the same as keywords (``given``). Unset ``max_batch_rows``: 8 on the CPU, on a GPU what
+            fits the free memory (an out-of-memory error halves the batch); unset ``num_threads``:
+            :func:`lceval.models.threads.choose_threads`. RoPE overrides go on the config before
+            ``from_pretrained`` (:mod:`lceval.models.rope`).
 
     Raises:
         LcevalError: the model cannot be resolved or loaded, or an option is invalid.
@@ -213,7 +155,6 @@ class HFBackend:
     ) -> None:
         o = options if options is not None else cast(HFOptions, parse_options("hf", given))
         self.options: HFOptions = o
-        """The options this engine was started with (typed, checked once)."""
         window, num_threads, max_batch_rows = o.window, o.num_threads, o.max_batch_rows
         trust_remote_code, prompt_format = o.trust_remote_code, o.prompt_format
         rope_theta, rope_scaling = o.rope_theta, o.rope_scaling
@@ -232,9 +173,7 @@ class HFBackend:
         self.batch_size = max_batch_rows or (
             AUTO_BATCH_CAP if self.device.startswith("cuda") else 8
         )
-        """Most rows per forward batch (the ``max_batch_rows`` option)."""
         self.call_size = self.batch_size
-        """Samples per ``generate`` call that ``lceval.run.infer`` sends by default."""
         self.prefill_chunk = o.prefill_chunk or PREFILL_CHUNK
         self.share_prefix = o.share_prefix
         self._prefix_ids: list[int] = []
@@ -244,8 +183,7 @@ class HFBackend:
         self.prompt_tokens_requested = 0
         """Prompt tokens of every row answered so far (padding excluded)."""
         self.prompt_tokens_computed = 0
-        """Of those, the prompt tokens the model actually encoded (the rest came from a kept or
-        batch-shared prefix cache)."""
+        """Of those, the tokens the model encoded (the rest came from a prefix cache)."""
         try:
             self.tokenizer = AutoTokenizer.from_pretrained(
                 self.source.path, trust_remote_code=trust_remote_code, local_files_only=True
@@ -281,17 +219,14 @@ class HFBackend:
         if self.model.config._attn_implementation == "sdpa":
             self.model.set_attn_implementation(ATTENTION)
         self._growing = _plain_layers(DynamicCache(config=self.model.config))
-        """Full-attention layers only: key/value buffers with room, and a prefix kept across
-        batches (sliding-window or linear-attention models share a prefix within a batch only)."""
+        """Full-attention layers only: buffers with room and a prefix kept across batches."""
         self._cascade = self._growing and self.model.config._attn_implementation == ATTENTION
-        """The shared prefix is held once per batch (:class:`SharedPrefixLayer`); otherwise
-        (another attention implementation) it is repeated over the batch's rows."""
+        """The shared prefix is held once per batch (else repeated over the rows)."""
         self._logits_kw: dict[str, Any] = (
             {"logits_to_keep": 1}
             if "logits_to_keep" in inspect.signature(self.model.forward).parameters
             else {}
         )
-        """Prefill passes keep the last position's logits only, never the whole prompt's."""
         self._kv_token = kv_bytes_per_token(self.model.config, self.dtype)
         self.prompt_format = resolve_prompt_format(self.tokenizer, prompt_format)
         self.thinking = Thinking.from_tokenizer(
@@ -309,10 +244,8 @@ class HFBackend:
 
     @property
     def cache_fields(self) -> dict[str, Any]:
-        """Settings that change outputs and so join the response cache key (see generate).
-
-        The engine and the dtype always (greedy answers of hf and vLLM, or of float32 and
-        bfloat16, differ), ``prompt_format`` when plain (base models).
+        """Settings that change outputs and so join the response cache key
+        (:func:`lceval.models.base.cache_fields`).
         """
         rope = getattr(self, "rope", None)  # None: no RoPE model, or a bare stub
         thinking = getattr(self, "thinking", None)  # None: a bare stub
@@ -352,40 +285,15 @@ class HFBackend:
             torch.cuda.empty_cache()
 
     # -- generation -------------------------------------------------------------------------------
-    def render(
-        self, sample: Sample, contexts: Mapping[str, Context], config: GenerationConfig
-    ) -> RenderedPrompt:
-        """The prompt this backend sends for ``sample`` (chat template, context cut to fit).
-
-        Raises:
-            LcevalError: the budget is < 1, the context is unknown, or the prompt cannot fit.
-        """
-        return render_sample(
-            self.tokenizer,
-            sample,
-            contexts,
-            self.window,
-            config,
-            self.prompt_format,
-            getattr(self, "thinking", None),
-        )
-
     def generate(
         self,
         samples: Sequence[Sample],
         contexts: Mapping[str, Context],
         config: GenerationConfig,
     ) -> list[Response]:
-        """Answer ``samples`` in order; a sample that cannot be answered gets an error Response.
+        """Answer ``samples``: one Response each, in order (a failed sample: an error Response).
 
-        Args:
-            samples: the samples to answer.
-            contexts: the run's contexts by id.
-            config: decoding settings; ``config.extra`` is passed to ``model.generate`` (e.g.
-                ``repetition_penalty``, ``top_k``).
-
-        Returns:
-            One Response per sample, in the order of ``samples``.
+        ``config.extra`` is passed to ``model.generate`` (``repetition_penalty``, ``top_k``, ...).
         """
         if self.model is None:
             raise LcevalError(f"backend for {self.name} is closed")
@@ -404,14 +312,8 @@ class HFBackend:
         return [r for r in out if r is not None]
 
     def _plan(self, rows: list[_Row]) -> list[list[_Row]]:
-        """Split rows into batches.
-
-        Rows of one context and budget that share a long prefix (:data:`OWN_BATCH_PREFIX` tokens,
-        with each other or with the kept prefix cache) form batches of their own, in context
-        order, so the shared prefix is encoded once and kept for the context's next rows. Other
-        rows longer than ``prefill_chunk`` tokens are answered one at a time (their prompt is
-        then prefilled in chunks). The rest are sorted by budget (no row waits on a longer one),
-        then context, and cut into batches of ``batch_size``.
+        """Batches: rows of one context and budget sharing :data:`OWN_BATCH_PREFIX` tokens on their
+        own (in context order), rows longer than ``prefill_chunk`` alone, the rest by budget.
         """
         first: dict[str | None, int] = {}
         for r in rows:
@@ -452,13 +354,8 @@ class HFBackend:
             self.model(chunk, past_key_values=cache, use_cache=True, **self._logits_kw)
 
     def _prefix_cache(self, ids: list[int], n: int) -> tuple[Any, int]:
-        """A batch-1 key/value cache holding at least ``ids[:n]``, and how many of those tokens
-        came from the kept prefix.
-
-        Reuses the kept prefix as far as it matches, encodes the rest in chunks, and keeps the
-        result for the next batches (when it holds tokens the kept one did not). The kept cache
-        is sized to the prefix exactly; an unrelated kept prefix is dropped before the new one
-        is allocated.
+        """A batch-1 cache holding ``ids[:n]`` and how many tokens came from the kept prefix (reused
+        as far as it matches, the rest prefilled, the result kept for the next batches).
         """
         if not self._growing:
             cache = DynamicCache(config=self.model.config)
@@ -477,10 +374,9 @@ class HFBackend:
     def _new_cache(
         self, batch: int, room: int, source: Any = None, length: int = 0, kept: bool = False
     ) -> Any:
-        """A cache of :class:`GrowingLayer` with room for ``room`` more tokens, starting from
-        the first ``length`` tokens of ``source`` (a batch-1 cache) repeated over ``batch`` rows;
-        ``kept``: the kept prefix's :class:`PrefixLayer` (chunks attend to earlier tokens by the
-        cascade) where the cascade attention is installed."""
+        """A :class:`GrowingLayer` cache with ``room`` tokens, preloaded with ``source[:length]``
+        repeated over ``batch`` rows (``kept``: :class:`PrefixLayer` for the cascade).
+        """
         cache = DynamicCache(config=self.model.config)
         layers: list[Any] = []
         cls = PrefixLayer if kept and self._cascade else GrowingLayer
@@ -514,9 +410,7 @@ class HFBackend:
         return int(free + spare), int(total)
 
     def row_bytes(self, width: int, room: int) -> int:
-        """Estimated bytes one row of a batch needs beyond the shared prefix: its own keys and
-        values (``width + room`` tokens), the activations of encoding its ``width`` own tokens
-        (hidden states, attention and MLP intermediates) and float32 logits for sampling."""
+        """Estimated bytes of one row beyond the shared prefix: keys/values, activations, logits."""
         cfg = getattr(self.model.config, "text_config", None) or self.model.config
         size = torch.finfo(self.dtype).bits // 8
         hidden = int(getattr(cfg, "hidden_size", 0))
@@ -526,10 +420,9 @@ class HFBackend:
         return self._kv_token * (width + room) + activations + 3 * 4 * vocab
 
     def rows_that_fit(self, prefix_new: int, width: int, room: int) -> int:
-        """Most rows of a batch that fit the free GPU memory (at least 1; ``batch_size`` off
-        CUDA or when the user set it): free memory less :data:`HEADROOM_BYTES`, less the keys
-        and values of ``prefix_new`` prefix tokens still to encode (and one prefill chunk's
-        activations), divided by :meth:`row_bytes`."""
+        """Most rows (>= 1) that fit the free GPU memory less :data:`HEADROOM_BYTES`;
+        ``batch_size`` off CUDA or when the user set it.
+        """
         mem = self.free_memory()
         if mem is None or not self.auto_batch:
             return self.batch_size
@@ -548,11 +441,8 @@ class HFBackend:
         return f"out of memory answering alone: prompt {len(row.ids)} tokens, {where}"
 
     def _run_batch(self, rows: list[_Row], config: GenerationConfig) -> list[tuple[_Row, Response]]:
-        """Generate one batch, in as many rows at a time as fit the free memory.
-
-        An out-of-memory error halves the batch and retries the same rows; a row that runs out
-        of memory alone becomes an error response naming its length and the free memory. Any
-        other failure of a batch retries its rows one by one.
+        """Generate one batch in as many rows as fit: out of memory halves it (a row alone: an
+        error Response); any other failure retries its rows one by one.
         """
         fit = self._fit(rows, config)
         if fit < len(rows):

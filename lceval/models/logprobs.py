@@ -1,25 +1,12 @@
-"""Prompt log-probabilities from a loaded ``hf`` or ``vllm`` backend: the input of membership
+"""Prompt log-probabilities from a loaded ``hf`` or ``vllm`` backend, the input of the membership
 signals (Min-K% Prob, Min-K%++, zlib ratio; :mod:`lceval.contamination`).
 
-The text is scored as raw text, without a chat template: membership signals ask how likely the
-model finds the text itself. An optional ``prefix`` is placed before it (scored positions are the
-text's only), so a caller can ask "how likely is this text after that one" (the in-prompt known
-case of the tests: a text shown earlier in the same prompt is far more likely).
-
-Characters UTF-8 cannot encode (lone surrogates) are replaced by ``?`` before tokenizing, as
-``zlib_ratio`` does when it compresses the text. Token ids: the tokenizer's own special tokens for
-an empty input (a BOS for Llama-2-style
-tokenizers; nothing for SmolLM2's), then the prefix's tokens, then the text's, each tokenized
-without special tokens. The first token of the whole sequence has no prediction, so with no BOS
-and no prefix the text's first token is not scored. A sequence longer than the backend's window
-keeps its start: the text's last tokens are dropped (``TokenLogprobs.truncated``).
-
-Backends are used through what they already hold, without changing them: ``hf`` through its
-``.model`` and ``.tokenizer`` (one sequence per forward pass, float32 log-softmax; the mean and
-standard deviation of the next-token log-probability under the model's own distribution at each
-position are computed too, for Min-K%++), ``vllm`` through its ``.llm``
-(``SamplingParams(prompt_logprobs=0, max_tokens=1)``: the log-probability of each prompt token
-only; the full distribution is not returned, so Min-K%++ is not available there).
+Texts are scored raw (no chat template), optionally after a ``prefix`` whose tokens are not
+scored. Token ids: the tokenizer's special tokens for an empty input (BOS or nothing), the
+prefix's, then the text's (lone surrogates replaced by ``?``); the sequence's first token has no
+prediction; a sequence over the window loses the text's last tokens (``truncated``). hf gives
+the mean and standard deviation of the next-token log-probability too (Min-K%++); vLLM
+(``SamplingParams(prompt_logprobs=0)``) gives the tokens' own only.
 """
 
 from __future__ import annotations
@@ -42,8 +29,7 @@ class TokenLogprobs:
     logprobs: np.ndarray
     """``log p(token_t | prefix, tokens < t)`` per scored token (shape ``(n,)``)."""
     mean: np.ndarray | None
-    """``E_z[log p(z | ...)]`` over the vocabulary at each scored position (Min-K%++'s mu), or
-    None when the backend does not give the distribution (vllm)."""
+    """``E_z[log p(z | ...)]`` per scored position (Min-K%++'s mu); None on vllm."""
     std: np.ndarray | None
     """The matching standard deviation (Min-K%++'s sigma), or None."""
     truncated: int = 0
@@ -53,10 +39,10 @@ class TokenLogprobs:
 
 
 def backend_kind(backend: Any) -> str:
-    """``"hf"`` or ``"vllm"``: which engine a loaded backend holds.
+    """``"hf"`` or ``"vllm"``: the engine a loaded backend holds.
 
     Raises:
-        LcevalError: a backend that is closed or gives no prompt log-probabilities (openai).
+        LcevalError: a closed backend or one without prompt log-probabilities (openai).
     """
     if getattr(backend, "llm", None) is not None:
         return "vllm"
@@ -179,25 +165,23 @@ def prompt_logprobs(
     window: int | None = None,
     chunk: int = 256,
 ) -> list[TokenLogprobs]:
-    """Log-probabilities of each text's tokens under a loaded hf or vllm backend.
+    """Log-probabilities of each text's tokens under a loaded hf or vllm backend (not closed).
 
     Args:
-        backend: a loaded ``HFBackend`` or ``VLLMBackend`` (``lceval.models.base.load_backend``);
-            it is used as it is and not closed.
-        texts: the texts to score (raw text, no chat template).
-        prefixes: optional text placed before each text (its tokens are not scored).
-        distribution: also compute the mean and std of the next-token log-probability at each
-            position (hf only; Min-K%++).
+        backend: a loaded ``HFBackend`` or ``VLLMBackend``.
+        texts: the texts to score (raw text).
+        prefixes: optional text before each text (not scored).
+        distribution: also the mean and std per position (hf only; Min-K%++).
         window: most tokens per sequence (default: the backend's ``window``).
-        chunk: positions per log-softmax block on hf (bounds memory at ``chunk x vocabulary``).
+        chunk: positions per log-softmax block on hf (memory ``chunk x vocabulary``).
 
     Returns:
         One :class:`TokenLogprobs` per text, in order.
 
     Raises:
         LcevalError: a backend without prompt log-probabilities, texts or prefixes that are not
-            lists of strings, an empty text, a prefix that fills the window, prefixes of another
-            length than the texts, or a window below 2.
+            lists of strings (or of another length), an empty text, a prefix filling the window,
+            or a window below 2.
     """
     kind = backend_kind(backend)
     if window is not None and (

@@ -1,28 +1,13 @@
 """The OpenAI-compatible backend: chat completions from an API model or a ``vllm serve`` server.
 
-Messages come from ``lceval.models.prompts.messages`` (system, history, user turn); the server
-applies its own chat template, so there is no local tokenizer and no local truncation: a prompt
-longer than the served window is sent as is and the server's refusal is recorded as an error
-Response. Requests run concurrently in a thread pool; rate limits (429), server errors (5xx),
-timeouts and connection errors are retried by the openai SDK itself (``max_retries``; its
-exponential backoff from 0.5 s to 8 s with jitter, honouring a ``Retry-After`` header up to 60 s).
-Configuration errors (bad key, unknown model) stop the run with one line.
-A reply lceval cannot read (not JSON, no choices, no message, content that is not text) is an
-error Response for that sample alone, asked again by the next run; token counts in ``usage``
-that are not whole numbers in ``0..MAX_TOKENS`` are refused (stored as 0).
-
-With ``batch=True`` the samples of a call go through the provider's Batch API instead (OpenAI's
-format, half the price there): one JSONL file of chat-completions requests uploaded with
-``client.files``, one batch created with ``client.batches``, polled every ``batch_poll_s`` seconds,
-its output (and error) file downloaded and read line by line as above, with the token counts the
-provider reports. The batch id is recorded in ``<run>/batches.json`` (keyed by a hash of the
-requests) as soon as the batch is created, so a run killed before the results came back picks up
-the same batch when run again instead of submitting (and paying for) it twice.
-
-An ``assistant_prefix`` is sent as a final assistant message. For servers other than the public
-OpenAI API the request also carries vLLM's ``continue_final_message`` / ``add_generation_prompt``
-so the model continues that message (as the local backends do); the public API has no such
-option and answers after it.
+Messages come from :func:`lceval.models.prompts.messages`; the server applies its own chat
+template and window (a refusal is that sample's error Response). Requests run in a thread pool;
+429, 5xx, timeouts and connection errors are retried by the openai SDK (``max_retries``, its own
+backoff); a bad key or unknown model stops the run in one line; a reply lceval cannot read is
+that sample's error Response, asked again by the next run. ``batch=True`` sends a call through
+the provider's Batch API instead, its id recorded in ``<run>/batches.json`` as soon as it is
+created so a killed run picks the same batch up. An ``assistant_prefix`` is sent as a final
+assistant message (vLLM servers continue it: ``continue_final_message``).
 """
 
 from __future__ import annotations
@@ -42,14 +27,10 @@ from typing import Any, cast
 from urllib.parse import urlparse
 
 from lceval.core.errors import LcevalError, one_line
+from lceval.core.io import atomic_open
 from lceval.core.records import Context, FinishReason, Response, Sample
 from lceval.core.tokens import count_tokens
-from lceval.models.backends import (
-    PUBLIC_BASE_URL,
-    OpenAIOptions,
-    is_public_openai,
-    parse_options,
-)
+from lceval.models.backends import PUBLIC_BASE_URL, OpenAIOptions, is_public_openai, parse_options
 from lceval.models.base import GenerationConfig, error_response
 from lceval.models.prompts import context_text, messages
 from lceval.models.thinking import markers_from_option, split
@@ -64,21 +45,17 @@ class OpenAIBackend:
     """Any OpenAI-compatible chat-completions endpoint answering Samples.
 
     Args:
-        model: the served model name (e.g. ``"gpt-4o-mini"`` or vLLM's ``--served-model-name``).
-        options: :class:`lceval.models.backends.OpenAIOptions` (endpoint, key variable,
-            concurrency, the SDK's retries and timeout, the thinking options, the Batch API);
-            or give them as keywords (``given``), parsed into one. ``max_thinking_tokens`` is
-            added to each sample's ``max_tokens`` (thinking and answer share it on these
-            servers); ``think_end`` splits a content that holds the thinking.
+        model: the served model name (``"gpt-4o-mini"``, vLLM's ``--served-model-name``).
+        options: :class:`lceval.models.backends.OpenAIOptions` (declared there with their
+            meaning), or the same as keywords (``given``). ``max_thinking_tokens`` is added to
+            each sample's budget (``max_tokens`` covers thinking and answer on these servers).
 
-    Thinking arrives in the message's ``reasoning_content`` (vLLM before 0.10, DeepSeek) or
-    ``reasoning`` (vLLM since 0.10, OpenRouter) field; it is stored in ``Response.reasoning``
-    and the content alone is the answer. Its tokens come from
-    ``usage.completion_tokens_details.reasoning_tokens`` when the server reports them, else
-    from lceval's tiktoken encoding (an estimate).
+    Thinking comes from the message's ``reasoning_content`` / ``reasoning`` field, else the content
+    split at ``think_end``; its tokens from ``usage.completion_tokens_details.reasoning_tokens``,
+    else counted with lceval's tiktoken encoding.
 
     Raises:
-        LcevalError: no model name, a bad argument, or the key is missing for the public API.
+        LcevalError: no model name, a bad option, or no key for the public API.
     """
 
     def __init__(
@@ -88,32 +65,30 @@ class OpenAIBackend:
 
         o = options if options is not None else cast(OpenAIOptions, parse_options("openai", given))
         self.options: OpenAIOptions = o
-        """The options this engine was started with (typed, checked once)."""
         self.enable_thinking = o.enable_thinking
         self.max_thinking_tokens = o.max_thinking_tokens
-        self.markers = None if o.think_end is None else markers_from_option(o.think_end)
+        self.markers = markers_from_option(o.think_end) if o.think_end is not None else None
         if not model:
             raise LcevalError("the openai backend needs model=<served model name>")
-        base_url, api_key_env = o.base_url, o.api_key_env
         self.name = model
-        self.base_url = (base_url or os.environ.get("OPENAI_BASE_URL") or PUBLIC_BASE_URL).rstrip(
-            "/"
-        )
+        base_url = o.base_url or os.environ.get("OPENAI_BASE_URL") or PUBLIC_BASE_URL
+        self.base_url = base_url.rstrip("/")
         self.public = is_public_openai(self.base_url)
-        key = os.environ.get(api_key_env)
+        key = os.environ.get(o.api_key_env)
         if not key and self.public:
-            raise LcevalError(f"set {api_key_env} to use the OpenAI API at {self.base_url}")
+            raise LcevalError(f"set {o.api_key_env} to use the OpenAI API at {self.base_url}")
         self._secrets = tuple(k for k in (key,) if k)
         """Strings redacted from every error message and stored error (the API key)."""
         if key and _plain_http_to_remote(self.base_url):
-            warnings.warn(f"sending {api_key_env} over plain http to {self.base_url}", stacklevel=2)
+            warnings.warn(
+                f"sending {o.api_key_env} over plain http to {self.base_url}", stacklevel=2
+            )
         self.concurrency = o.concurrency
         self.batch, self.batch_poll_s = o.batch, o.batch_poll_s
         if o.batch:
             self.call_size = 100_000  # the whole run in one batch (lceval.run.inference)
         self.run_dir: Path | None = None
-        """The run folder, where ``batches.json`` records submitted batches (set by inference;
-        None: the working directory)."""
+        """The run folder holding ``batches.json`` (set by inference; None: the working dir)."""
         self.client = OpenAI(
             api_key=key or "EMPTY",
             base_url=self.base_url,
@@ -196,13 +171,9 @@ class OpenAIBackend:
         contexts: Mapping[str, Context],
         config: GenerationConfig,
     ) -> list[Response]:
-        """Answer ``samples`` concurrently; one Response per sample, in order.
+        """Answer ``samples`` concurrently: one Response each, in order.
 
-        Args:
-            samples: the samples to answer.
-            contexts: the run's contexts by id.
-            config: decoding settings; ``config.extra`` goes into the request body (e.g. vLLM's
-                ``top_k``, ``repetition_penalty``).
+        ``config.extra`` goes into the request body (vLLM's ``top_k``, ``repetition_penalty``, ...).
 
         Raises:
             LcevalError: the server rejects the key or does not know the model.
@@ -326,7 +297,7 @@ class OpenAIBackend:
             return self._error(sample, config, exc)
 
     def _one_line(self, exc: BaseException) -> str:
-        return redact(_one_line(exc), self._secrets)
+        return redact(one_line(exc), self._secrets)
 
     def _error(self, sample: Sample, config: GenerationConfig, exc: BaseException) -> Response:
         """An error Response whose message has the API key and any bearer token redacted."""
@@ -404,26 +375,18 @@ class OpenAIBackend:
 
 
 MAX_TOKENS = 10**9
-"""The largest token count taken from a server's ``usage``; a larger, negative, fractional,
-infinite or non-numeric count is refused (read as 0, unknown; a refused ``reasoning_tokens`` is
-counted with tiktoken instead)."""
+"""Largest token count taken from ``usage``; any other count reads as 0 (unknown)."""
 
 
 class MalformedReply(Exception):
-    """A 200 reply that is not a chat completion lceval can store (no choices, no message,
-    content that is not text, a body that is not JSON): the sample gets an error Response, so
-    the next run of ``lceval infer`` asks again."""
+    """A 200 reply lceval cannot store as a chat completion (the sample's error Response)."""
 
 
 def _choice(completion: Any) -> tuple[Any, str]:
-    """(first choice, its content as text) of a completion from any server.
-
-    Content given as a list of parts (``[{"type": "text", "text": ...}]``, as some gateways
-    return it) is joined into one text; null content is the empty answer.
+    """(first choice, its content as text); content as a list of text parts is joined, null is "".
 
     Raises:
-        MalformedReply: the reply is not a completion object, has no choices, its first choice
-            has no message, or the content is neither text, null nor a list of text parts.
+        MalformedReply: not a completion, no choices, no message, or content that is not text.
     """
     choices = getattr(completion, "choices", None)
     if not hasattr(completion, "choices"):
@@ -450,13 +413,8 @@ def _choice(completion: Any) -> tuple[Any, str]:
 
 
 def _finish_reason(value: object) -> FinishReason:
-    """The stored finish reason for a server's: ``length`` and ``content_filter`` kept, any
-    other (``stop``, ``tool_calls``, null, unknown) ``stop``."""
-    if value == "length":
-        return "length"
-    if value == "content_filter":
-        return "content_filter"
-    return "stop"
+    """``length`` and ``content_filter`` kept; any other finish (``tool_calls``, null) ``stop``."""
+    return cast(FinishReason, value) if value in ("length", "content_filter") else "stop"
 
 
 def token_count(value: object) -> int:
@@ -473,10 +431,8 @@ _KEYLIKE = re.compile(r"\bsk-[A-Za-z0-9_-]{8,}")
 
 
 def redact(text: str, secrets: tuple[str, ...] = ()) -> str:
-    """``text`` with each secret, any ``Bearer <token>`` and ``sk-...`` key replaced by ``***``.
-
-    Servers may echo request headers in error bodies; lceval prints and stores those bodies, so
-    every message passes through here first.
+    """``text`` with each secret, ``Bearer <token>`` and ``sk-...`` keys replaced by ``***``
+    (servers may echo request headers in the error bodies lceval prints and stores).
     """
     for secret in secrets:
         text = text.replace(secret, "***")
@@ -500,10 +456,6 @@ def _plain_http_to_remote(base_url: str) -> bool:
         return True
 
 
-def _one_line(exc: BaseException) -> str:
-    return one_line(exc)
-
-
 def _read_ledger(path: Path) -> dict[str, str]:
     """The batches a run submitted: request hash -> batch id (none when unreadable)."""
     try:
@@ -515,6 +467,5 @@ def _read_ledger(path: Path) -> dict[str, str]:
 
 def _write_ledger(path: Path, ledger: dict[str, str]) -> None:
     """Write the ledger atomically (a kill leaves the old file or the new one)."""
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_text(json.dumps(ledger, indent=1), encoding="utf-8")
-    os.replace(tmp, path)
+    with atomic_open(path) as f:
+        f.write(json.dumps(ledger, indent=1))

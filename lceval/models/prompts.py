@@ -1,13 +1,12 @@
-"""Prompt assembly for every local engine: a sample's context looked up, its user message built,
-the tokenizer's chat template applied (never a hand-written template; ``plain`` completion text
-for base models), and, when a prompt does not fit the model's window, the context alone
-right-truncated, keeping the scenario description and the instruction (LIFBench paper, Sec. 5.1).
+"""Prompt assembly for the local engines: a sample's context looked up, its messages through the
+tokenizer's chat template (never a hand-written one; ``plain`` text for base models), and the
+context alone right-truncated when the prompt does not fit (LIFBench paper, Sec. 5.1).
 """
 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -65,30 +64,22 @@ class RenderedPrompt:
     truncated_tokens: int
     """Context tokens dropped to fit the window."""
     max_tokens: int = 0
-    """Tokens the engine may generate: the answer budget plus, for a thinking model, its
-    thinking budget (:meth:`lceval.models.thinking.Thinking.extra_budget`). The one place the
-    thinking budget is added; every local engine reads it (0: not rendered by
-    :func:`render_sample`)."""
+    """Tokens the engine may generate: the answer budget plus a thinking model's budget
+    (0: not rendered by :func:`render_sample`).
+    """
     answer_tokens: int = 0
     """The paper's answer budget (``GenerationConfig.budget``): a thinking model's answer is
     cut to it after the thinking is split off."""
     stop: tuple[str, ...] = ()
-    """Stop strings the engine checks while generating: the sample's, none for a thinking
-    model (a stop string written while thinking must not end the output; the answer is cut at
-    its first stop string after the split)."""
+    """Stop strings the engine checks: the sample's; none for a thinking model (the answer is cut
+    at its first stop string after the split).
+    """
 
 
 def plain_text(sample: Sample, context: str) -> str:
-    """The raw completion prompt for base models (no chat template).
-
-    Earlier turns' contents, then the user turn (description + context + instruction), each
-    separated by ``sample.joiner``; then the assistant prefix. A prefix that starts with
-    whitespace carries its own separator and is appended as it is: RULER's ``base`` template
-    sends ``input + answer_prefix`` (``"...in the provided text? The special magic number..."``,
-    ``"...Question: ... Answer:"``; official ``scripts/data/prepare.py``). Any other prefix
-    starts a new line, as LongGenBench's official prompts end with ``"\n" + prefix``. The system
-    message is not sent. This is what the official LIFBench inference sends to a tokenizer without
-    a chat template.
+    """The completion prompt for base models: earlier turns, the user turn, then the assistant
+    prefix (appended as is when it starts with whitespace, as RULER's ``base`` template; else on a
+    new line, as LongGenBench's prompts). The system message is not sent.
     """
     parts = [m["content"] for m in sample.history if m.get("content")]
     parts.append(user_text(sample, context))
@@ -99,20 +90,15 @@ def plain_text(sample: Sample, context: str) -> str:
     return text + prefix if prefix[:1].isspace() else f"{text}\n{prefix}"
 
 
-def check_prompt_format(prompt_format: str) -> None:
-    """Raise LcevalError unless ``prompt_format`` is one of :data:`PROMPT_FORMATS`."""
-    if prompt_format not in PROMPT_FORMATS:
-        choices = ", ".join(PROMPT_FORMATS)
-        raise LcevalError(f"unknown prompt_format {prompt_format!r}; choose one of {choices}")
-
-
 def resolve_prompt_format(tokenizer: Any, prompt_format: str) -> str:
-    """``"chat"`` or ``"plain"`` for ``prompt_format`` (``auto``, ``chat`` or ``plain``).
+    """``"chat"`` or ``"plain"`` for ``prompt_format`` (``auto``: chat when there is a template).
 
     Raises:
         LcevalError: unknown format, or ``chat`` for a tokenizer without a chat template.
     """
-    check_prompt_format(prompt_format)
+    if prompt_format not in PROMPT_FORMATS:
+        choices = ", ".join(PROMPT_FORMATS)
+        raise LcevalError(f"unknown prompt_format {prompt_format!r}; choose one of {choices}")
     has_template = bool(getattr(tokenizer, "chat_template", None))
     if prompt_format == "chat" and not has_template:
         raise LcevalError(
@@ -137,25 +123,22 @@ def render_chat_prompt(
 
     Args:
         tokenizer: a transformers tokenizer.
-        sample: the sample (its description, instruction, system and assistant prefix are kept).
+        sample: the sample (description, instruction, system and assistant prefix kept).
         context: the full context text.
-        window: the model's context window in tokens.
+        window: the model's context window (tokens).
         max_new_tokens: tokens reserved for the answer.
-        prompt_format: ``chat`` (the tokenizer's chat template), ``plain`` (:func:`plain_text`,
-            for base models) or ``auto`` (chat when the tokenizer has a template).
-        template_kwargs: extra arguments of ``apply_chat_template`` (``enable_thinking``, see
-            ``lceval.models.thinking``).
+        prompt_format: ``chat``, ``plain`` (:func:`plain_text`) or ``auto``.
+        template_kwargs: extra ``apply_chat_template`` arguments (``enable_thinking``).
 
     Returns:
-        The prompt text, its length in tokens and how many context tokens were dropped.
+        The prompt text, its length in tokens and the context tokens dropped.
 
     Raises:
-        LcevalError: ``chat`` with a tokenizer that has no chat template, or the prompt is longer
-            than the window even with an empty context.
+        LcevalError: ``chat`` without a chat template, or the prompt does not fit the window
+            even with an empty context.
 
-    Source: LIFBench paper Sec. 5.1 (inputs beyond a model's window are right-truncated; the
-    instruction is kept); official LIFBench inference (chat template when the tokenizer has one,
-    the raw prompt otherwise).
+    Source: LIFBench paper Sec. 5.1 (inputs beyond the window right-truncated, the instruction
+    kept); official LIFBench inference (chat template when the tokenizer has one, else raw text).
     """
     fmt = resolve_prompt_format(tokenizer, prompt_format)
 
@@ -207,11 +190,9 @@ def render_sample(
     prompt_format: str = "chat",
     thinking: Any = None,
 ) -> RenderedPrompt:
-    """The prompt a local engine sends for ``sample`` and what it may generate: its context
-    looked up, then :func:`render_chat_prompt` with the sample's budget under ``config``; a
-    thinking model (``thinking``, a ``lceval.models.thinking.Thinking``) gets its template
-    switch, its thinking budget added to :attr:`RenderedPrompt.max_tokens` and no engine stop
-    strings (:attr:`RenderedPrompt.stop`).
+    """What a local engine sends for ``sample``: :func:`render_chat_prompt` at the sample's budget
+    under ``config``; a thinking model (``lceval.models.thinking.Thinking``) gets its template
+    switch, its budget added to ``max_tokens`` and no engine stop strings.
 
     Raises:
         LcevalError: the budget is < 1, the context is unknown, or the prompt cannot fit.
@@ -233,3 +214,34 @@ def render_sample(
     )
     stop = () if thinking is not None and thinking.active else tuple(sample.stop)
     return dataclasses.replace(p, max_tokens=budget + extra, answer_tokens=budget, stop=stop)
+
+
+def common_prefix_len(rows: Sequence[Sequence[int]]) -> int:
+    """Length of the longest token prefix all ``rows`` share (0 for no rows)."""
+    n = 0
+    for column in zip(*rows, strict=False):
+        if any(t != column[0] for t in column):
+            break
+        n += 1
+    return n
+
+
+class Renders:
+    """:meth:`render` for a local engine holding a tokenizer, a window and a prompt format."""
+
+    tokenizer: Any
+    window: int
+    prompt_format: str
+
+    def render(
+        self, sample: Sample, contexts: Mapping[str, Context], config: GenerationConfig
+    ) -> RenderedPrompt:
+        """The prompt this engine sends for ``sample`` (:func:`render_sample`).
+
+        Raises:
+            LcevalError: the budget is < 1, the context is unknown, or the prompt cannot fit.
+        """
+        thinking = getattr(self, "thinking", None)
+        return render_sample(
+            self.tokenizer, sample, contexts, self.window, config, self.prompt_format, thinking
+        )

