@@ -122,9 +122,9 @@ def ray_cluster():
     """A local Ray cluster of 2 CPUs, started by the test itself (``local``: never one that
     ``ray start`` made on this machine)."""
     ray = pytest.importorskip("ray")
-    from lceval.models.replicas import _start_local
+    from lceval.models.replicas import start_local
 
-    _start_local(  # lceval's own start: one retry when Ray's 30 s raylet wait runs out
+    start_local(  # lceval's own start: one retry when Ray's 30 s raylet wait runs out
         ray,
         lambda: ray.init(
             address="local",
