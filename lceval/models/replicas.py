@@ -473,10 +473,10 @@ def _start(ray: Any, job: Job, run_id: str) -> _Pool:
     options = replica_options(job.spec.backend, split_run_options(job.spec.options)[1])
     per = replica_needs(options, ray.cluster_resources().get("GPU", 0.0))
     env = {k: v for k, v in os.environ.items() if k in ENV_KEYS or k.startswith(ENV_PREFIXES)}
-    actors, groups = [], []
+    actors, groups, cls = [], [], ray.remote(_Replica)
     for i in range(job.n):
         groups.append(placement_group([per], strategy="STRICT_PACK"))
-        actor = ray.remote(_Replica).options(
+        actor = cls.options(
             name=f"{run_id}/{job.spec.label}/{i}/{os.getpid()}",
             namespace=NAMESPACE,
             num_cpus=per["CPU"],
