@@ -140,7 +140,8 @@ def check_address(address: str) -> None:
 @contextmanager
 def _patient_raylet() -> Iterator[None]:
     """Within the block, Ray's lookup of the node it starts (``services.get_node``, raising
-    RuntimeError until the raylet registers) keeps trying for :data:`RAYLET_WAIT_S`."""
+    RuntimeError until the raylet registers) keeps trying for :data:`RAYLET_WAIT_S`, unless the
+    raylet died."""
     import ray._private.services as services
 
     original = services.get_node
@@ -153,8 +154,9 @@ def _patient_raylet() -> Iterator[None]:
             try:
                 return original(*args, **kwargs)
             except RuntimeError:
+                kids = psutil.Process().children(recursive=True)
                 waited = time.monotonic() - first[0]
-                if waited > RAYLET_WAIT_S or (waited > 5 and not _raylet_alive()):
+                if waited > RAYLET_WAIT_S or (waited > 5 and not _raylet_in(kids)):
                     raise  # a raylet that died (under load) never registers: retry at once
                 time.sleep(0.5)
 
@@ -165,26 +167,36 @@ def _patient_raylet() -> Iterator[None]:
         services.get_node = original
 
 
-def _raylet_alive() -> bool:
-    """Whether a live (not zombie) ``raylet`` process descends from this one."""
-    for p in psutil.Process().children(recursive=True):
+def _raylet_in(procs: list[psutil.Process]) -> bool:
+    """Whether ``procs`` hold a live (not zombie) ``raylet``."""
+    for p in procs:
         with suppress(psutil.Error):
             if p.name().startswith("raylet") and p.status() != psutil.STATUS_ZOMBIE:
                 return True
     return False
 
 
+def _marked(p: psutil.Process, mark: str) -> bool:
+    """Whether ``p`` started with ``mark`` (``NAME=VALUE``) in its environment."""
+    try:
+        with open(f"/proc/{p.pid}/environ", "rb") as f:
+            return mark.encode() in f.read().split(b"\0")
+    except OSError:
+        return False
+
+
 def start_local(ray: Any, start: Callable[[], Any], tries: int = 2) -> None:
     """Run ``start()`` (a local ``ray.init``) with Ray's wait for its raylet lengthened to
-    :data:`RAYLET_WAIT_S`, up to ``tries`` times; what a failed try left (GCS, raylet, workers:
-    new descendants of this process) is killed.
+    :data:`RAYLET_WAIT_S`, up to ``tries`` times; what a failed try left (GCS, raylet, and the
+    raylet's agents, orphans once it died: the processes that inherited the try's mark) is
+    killed.
 
     Raises:
         Exception: Ray's own, when the last try fails.
     """
-    me = psutil.Process()
     for attempt in range(1, tries + 1):
-        before = set(me.children(recursive=True))
+        mark = f"LCEVAL_RAY_START={os.getpid()}-{attempt}-{os.urandom(4).hex()}"
+        os.environ["LCEVAL_RAY_START"] = mark.partition("=")[2]  # Ray's processes inherit it
         try:
             with _patient_raylet():
                 start()
@@ -192,9 +204,9 @@ def start_local(ray: Any, start: Callable[[], Any], tries: int = 2) -> None:
         except Exception:
             with suppress(Exception):  # a half-started cluster
                 ray.shutdown()
-            left = [p for p in me.children(recursive=True) if p not in before]
+            left = [p for p in psutil.process_iter() if p.pid != os.getpid() and _marked(p, mark)]
             for p in left:
-                with suppress(psutil.NoSuchProcess):
+                with suppress(psutil.Error):  # gone, or its pid reused (psutil checks)
                     p.kill()
             psutil.wait_procs(left, timeout=10)
             if attempt == tries:
