@@ -44,6 +44,7 @@ def main() -> None:
     import torch
 
     from lceval.core.io import RunDir
+    from lceval.models.replicas import start_local
 
     torch.set_num_threads(1)
     root = Path(tempfile.mkdtemp(prefix="bench_replicas_"))
@@ -63,19 +64,15 @@ def main() -> None:
         )
         cores = os.cpu_count() or 1
         t0 = time.perf_counter()
-        for attempt in range(5):  # Ray waits 30 s for its raylet: a loaded machine misses it
-            try:
-                ray.init(
-                    address="local",
-                    num_cpus=min(cores, 2),
-                    include_dashboard=False,
-                    log_to_driver=False,
-                )
-                break
-            except Exception:  # noqa: BLE001 - Ray raises bare Exception on that timeout
-                ray.shutdown()
-                if attempt == 4:
-                    raise
+        start_local(  # lceval's start: a patient raylet wait, a retry
+            ray,
+            lambda: ray.init(
+                address="local",
+                num_cpus=min(cores, 2),
+                include_dashboard=False,
+                log_to_driver=False,
+            ),
+        )
         ray_init = time.perf_counter() - t0
         address = ray.get_runtime_context().gcs_address
         rows = []

@@ -34,8 +34,8 @@ def _wait_for(predicate, timeout: float = 120.0, step: float = 0.2):
 def _children_of_record(run: Path) -> dict[int, float]:
     out: dict[int, float] = {}
     for rec in (run / lifeline.RECORDS).glob("*.json"):
-        data = lifeline.read_record(rec) or {}
-        out.update({int(k): float(v) for k, v in (data.get("children") or {}).items()})
+        record = lifeline.read_record(rec)
+        out.update(record.children if record is not None else {})
     return out
 
 
@@ -225,12 +225,18 @@ def test_a_record_never_gets_a_process_lceval_did_not_start_signalled(tmp_path, 
 @pytest.mark.parametrize(
     ("record", "problem"),
     [
-        ({"owner": [-1, 1.0], "children": {}}, "owner is not a process id: -1"),
-        ({"owner": [2**22 + 7, 1.0], "children": {"-1": 1.0}}, "a child is not a process id: '-1'"),
-        ({"owner": ["x", 1.0], "children": {}}, "owner is not a process id: 'x'"),
-        ({"owner": [2**22 + 7, "soon"]}, "owner start is not a start time: 'soon'"),
-        ({"owner": [2**22 + 7, 1.0], "children": [1, 2]}, "children is a list"),
-        ([1, 2], "not a JSON object but list"),
+        ({"owner": [-1, 1.0], "children": {}}, "owner.0: Input should be greater than 1, got -1"),
+        (
+            {"owner": [2**22 + 7, 1.0], "children": {"-1": 1.0}},
+            "children.-1.[key]: Input should be greater than 1",
+        ),
+        ({"owner": ["x", 1.0], "children": {}}, "owner.0: Input should be a valid integer"),
+        ({"owner": [2**22 + 7, "soon"]}, "owner.1: Input should be a valid number"),
+        (
+            {"owner": [2**22 + 7, 1.0], "children": [1, 2]},
+            "children: Input should be an object, got [1, 2]",
+        ),
+        ([1, 2], "record: Input should be an object"),
     ],
 )
 def test_a_malformed_record_is_one_line_and_never_blocks(tmp_path, capsys, record, problem):

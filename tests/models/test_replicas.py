@@ -20,7 +20,7 @@ import pytest
 import lceval.run
 from lceval.core.errors import LcevalError
 from lceval.core.io import RunDir, new_meta
-from lceval.core.records import Context, Sample
+from lceval.core.records import Context, Response, Sample
 from lceval.models.replicas import batches, creation_error, plan_waves, replica_options
 
 OPTS = {"device": "cpu", "dtype": "float32"}
@@ -122,9 +122,9 @@ def ray_cluster():
     """A local Ray cluster of 2 CPUs, started by the test itself (``local``: never one that
     ``ray start`` made on this machine)."""
     ray = pytest.importorskip("ray")
-    from lceval.models.replicas import _start_local
+    from lceval.models.replicas import start_local
 
-    _start_local(  # lceval's own start: one retry when Ray's 30 s raylet wait runs out
+    start_local(  # lceval's own start: one retry when Ray's 30 s raylet wait runs out
         ray,
         lambda: ray.init(
             address="local",
@@ -586,3 +586,73 @@ def test_joins_a_cluster_started_by_ray_start(tmp_path, tiny_model_dir):
     for env_seen in seen:
         assert env_seen["PYTHONPATH"].split(os.pathsep)[0] == str(site)
         assert (env_seen["HF_HUB_OFFLINE"], env_seen["TRANSFORMERS_OFFLINE"]) == ("1", "1")
+
+
+class _Ref:
+    def __init__(self, actor, batch):
+        self.actor, self.batch = actor, batch
+
+
+class _Actor:
+    """A scripted replica: answers a batch with each sample's id, or dies after ``lives`` calls
+    (its pending and later calls then fail as a killed actor's do)."""
+
+    def __init__(self, ray, lives):
+        self.ray, self.lives, self.batches = ray, lives, []
+        self.answer = type("M", (), {"remote": lambda _, b, ctx, cfg: self._call(b)})()
+        self.alive = type("M", (), {"remote": lambda _: self._call(None)})()
+
+    def _call(self, batch):
+        if batch is not None:
+            self.batches.append(batch)
+            self.lives -= 1
+        return _Ref(self, batch)
+
+
+class _ScriptedRay:
+    """The part of ``ray`` the driver's loop calls (wait, get), over :class:`_Actor`s."""
+
+    def wait(self, refs, num_returns, timeout):
+        return refs[:1], refs[1:]
+
+    def get(self, ref):
+        from ray.exceptions import RayActorError
+
+        if ref.actor.lives < 0:
+            raise RayActorError()
+        if ref.batch is None:
+            return True
+        return [Response(sample_id=s.id, model="m", text=s.id, config_hash="h") for s in ref.batch]
+
+
+def test_driver_loop_gives_a_dead_replicas_batches_to_the_others(tmp_path, capsys):
+    """The driver's queue on a scripted Ray (no cluster): a replica that dies mid-run has its
+    batches answered by the other, each sample written once, and a shared context's batches
+    stay on one replica while it lives."""
+    pytest.importorskip("ray")
+    from lceval.core.progress import Progress
+    from lceval.core.store import ResponseStore
+    from lceval.models.replicas import Job, _loop, _Pool
+
+    ray = _ScriptedRay()
+    samples = [
+        Sample(id=f"s{i}", benchmark="b", task="T", instruction="q", context_id=f"c{i % 2}")
+        for i in range(12)
+    ]
+    ctx = {f"c{j}": Context(id=f"c{j}", text="t", n_tokens=1, encoding="x") for j in range(2)}
+    actors = [_Actor(ray, lives=100), _Actor(ray, lives=1)]  # replica 1 dies on its 2nd call
+    pool = _Pool(Job(None, samples, None), actors, [], [True, True], [0, 0])
+    pool.job.spec = type("Spec", (), {"label": "m"})()
+    pool.queue.extend(enumerate(batches(samples, 2)))
+    pool.hashes = {s.id: "x" for s in samples}
+    pool.unanswered = {s.id for s in samples}
+    pool.bar = Progress(None, "m", 12, replicas=2, show=False)
+    store = ResponseStore(tmp_path / "responses.jsonl")
+    _loop(ray, [pool], ctx, store)
+    ids = Counter(r.sample_id for r in store)
+    assert ids == Counter(s.id for s in samples) and not pool.unanswered
+    assert re.search(r"replica 1 of m died \(1/2 alive\)", capsys.readouterr().err)
+    assert pool.alive == [True, False] and pool.per[0] == 12 - pool.per[1]
+    first = {b[0].context_id: a for a, actor in enumerate(actors) for b in actor.batches[:1]}
+    assert set(first) == {"c0", "c1"} and set(first.values()) == {0, 1}  # a context each
+    assert {b[0].context_id for b in actors[0].batches[:3]} == {"c0"}  # c0 kept on replica 0
