@@ -32,11 +32,11 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from lceval.benchmarks.registry import load_samples
 from lceval.benchmarks.ruler.build import build_ruler
 from lceval.benchmarks.ruler.gold import TASKS, VARIANTS
 from lceval.benchmarks.ruler.score import score_ruler
 from lceval.core.records import Response, Sample
-from lceval.registry import load_samples
 
 FILLER = (
     "The answer to the question is given above and I have read the whole text carefully so "

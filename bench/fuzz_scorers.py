@@ -44,8 +44,8 @@ import traceback
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-from lceval import registry
-from lceval.benchmark import Benchmark, ScorerSpec
+from lceval.benchmarks import registry
+from lceval.benchmarks.base import Benchmark, ScorerSpec
 from lceval.core.io import read_records
 from lceval.core.records import Context, Gold, Judgement, Response, Sample
 

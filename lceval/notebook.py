@@ -14,11 +14,11 @@ pandas and matplotlib (the report wing's table and figure helpers), as a noteboo
 ``import lceval`` stays light.
 """
 
+from lceval.benchmarks.registry import get as get_benchmark
+from lceval.benchmarks.registry import judge_options
 from lceval.core.io import RunDir, outputs_root, project_root
 from lceval.models.base import GenerationConfig
 from lceval.models.specs import opened, resolve_models
-from lceval.registry import get as get_benchmark
-from lceval.registry import judge_options
 from lceval.report import compare
 from lceval.report.coverage import comparability_note
 from lceval.report.reporting import (

@@ -497,7 +497,8 @@ Judge = create_model(
     "Judge",
     __base__=Declared,
     __doc__="An LLM judge's section (notebooks 06, 08, 11): ``judge_<option>`` is "
-    ":class:`JudgeOptions`' ``<option>`` (filled in by :func:`lceval.registry.judge_options`).",
+    ":class:`JudgeOptions`' ``<option>`` (filled in by\n"
+    ":func:`lceval.benchmarks.registry.judge_options`).",
     **_JUDGE_FIELDS,
 )
 
@@ -537,3 +538,29 @@ class Scoring(ScorerChoice):
 
 NOTEBOOK_SECTIONS: tuple[type[Declared], ...] = (InferenceSection, Judge, Scoring)
 """The shared sections a builder's params file may carry beside the builder's own."""
+
+
+class ScorerOptions(BaseModel):
+    """A scorer's options as a declared type: names, types, ranges, defaults and one line of help
+    each (pydantic; ``model_json_schema()`` gives them to tools). Strict: an int is never a bool,
+    a number never a string; an unknown name is refused."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
+
+    @classmethod
+    def docs(cls) -> dict[str, str]:
+        """Option name -> its help line with the default (``lceval list``)."""
+        return {
+            k: f"{f.description or ''} (default {f.get_default(call_default_factory=True)!r})"
+            for k, f in cls.model_fields.items()
+        }
+
+    @classmethod
+    def parse(cls, scorer: str, options: Mapping[str, Any]) -> Self:
+        """``options`` checked and typed (:func:`lceval.params.validate`).
+
+        Raises:
+            LcevalError: one line: ``scorer S: unknown parameter 'k'; did you mean ...`` or
+                ``scorer S: k must be ..., got VALUE (type)``.
+        """
+        return validate(cls, options, "params", f"scorer {scorer}")

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from lceval import params as declared
-from lceval.benchmark import Benchmark, BuildResult, ScorerSpec
+from lceval.benchmarks.base import Benchmark, BuildResult, ScorerSpec
 from lceval.core.records import Context, Gold, Judgement, Sample
 from lceval.models.backends import choose_backend
 
@@ -203,7 +203,7 @@ def echo_bench(monkeypatch):
     import sys
     import types
 
-    from lceval import registry
+    from lceval.benchmarks import registry
 
     mod = types.ModuleType("lceval_test_echo")
     mod.BENCHMARK = BENCH  # type: ignore[attr-defined]

@@ -5,8 +5,9 @@
   files and tests (its entry in ``tests/papers.py``), and nothing else: the registry discovers it,
   the suite's tables read its test settings, and ``lceval build``, ``infer`` (a tiny random
   Llama through the hf backend), ``score`` and ``report`` run on it in a fresh interpreter;
-- as a plugin package outside lceval, registered at run time (``lceval.registry.register``),
-  through the CLI in this process, with no file of lceval touched."""
+- as a plugin package outside lceval, registered at run time
+  (``lceval.benchmarks.registry.register``), through the CLI in this process, with no file of lceval
+  touched."""
 
 from __future__ import annotations
 
@@ -21,7 +22,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from lceval import registry
+from lceval.benchmarks import registry
 from lceval.cli import main
 from lceval.core.io import RunDir
 
@@ -29,7 +30,7 @@ FILES = {
     "__init__.py": '''
         """Toy: echo a word from a short context (a test of the add-a-benchmark walk-through)."""
 
-        from lceval.benchmark import Benchmark, ScorerSpec, lazy
+        from lceval.benchmarks.base import Benchmark, ScorerSpec, lazy
         from toybench.gold import GOLD, TASKS
 
         BENCHMARK = Benchmark(
@@ -70,7 +71,7 @@ FILES = {
     ''',
     "build.py": """
         from lceval import params as declared
-        from lceval.benchmark import BuildResult
+        from lceval.benchmarks.base import BuildResult
         from lceval.core.records import Context, Sample
         from toybench.gold import WordGold
 
@@ -205,7 +206,7 @@ def test_a_benchmark_is_its_folder(tmp_path: Path, tiny_model_dir: Path) -> None
     _write(
         folder / "__init__.py",
         _in_lceval(FILES["__init__.py"]).replace(
-            "from lceval.benchmark", "import dataclasses\n\nfrom lceval.benchmark", 1
+            "from lceval.benchmarks.base", "import dataclasses\n\nfrom lceval.benchmarks.base", 1
         )
         + textwrap.dedent(FOLDER_INIT),
     )
@@ -246,7 +247,7 @@ def test_a_benchmark_is_its_folder(tmp_path: Path, tiny_model_dir: Path) -> None
     tables = run(
         "-c",
         textwrap.dedent("""
-        from lceval import registry
+        from lceval.benchmarks import registry
         from lceval.report import reproduction
         from tests import papers
         t = papers.of("toy")
@@ -338,7 +339,7 @@ def test_walk_through_names_what_exists() -> None:
     import importlib
     import re
 
-    from lceval.benchmark import Benchmark
+    from lceval.benchmarks.base import Benchmark
 
     text = (Path(__file__).parents[1] / "DEVELOPING.md").read_text(encoding="utf-8")
     assert "../shared" not in text and "[STYLE.md](STYLE.md)" in text
@@ -351,4 +352,4 @@ def test_walk_through_names_what_exists() -> None:
     for target in re.findall(r'lazy\("([\w.]+:\w+)"\)', block):
         module, _, name = target.partition(":")
         assert hasattr(importlib.import_module(module), name), target
-    assert 'lceval.registry.register("toy", "toybench")' in text
+    assert 'lceval.benchmarks.registry.register("toy", "toybench")' in text

@@ -22,7 +22,7 @@ from typing import Any
 import pytest
 import yaml
 
-from lceval import registry
+from lceval.benchmarks import registry
 from lceval.cli import main
 from lceval.core.io import RunDir
 from lceval.models.embedded import EMBEDDED_ALIASES, EMBEDDED_HUB_ID

@@ -151,7 +151,7 @@ def test_judge_model_names_scorer_and_option(options, want) -> None:
 def test_judge_model_is_shared_by_the_three_llm_judges() -> None:
     """One declared section: each judge's options subclass JudgeModel, and the scorer's option
     docs (``lceval list``) and checks come from that type."""
-    from lceval import registry
+    from lceval.benchmarks import registry
 
     for name in ("longgenbench:llm", "leval:judge", "cifbench:judge"):
         _, spec = registry.find_scorer(name)
@@ -174,7 +174,7 @@ def test_loader_checks_backend_options_before_loading() -> None:
 
 
 def test_judge_options_fill_a_judge_scorer_from_the_judge_params() -> None:
-    from lceval.registry import judge_options
+    from lceval.benchmarks.registry import judge_options
 
     judge = {
         "judge_backend": "openai",

@@ -115,8 +115,8 @@ def test_builders_accept_the_declared_inference_keys() -> None:
 def test_judge_section_is_the_judge_models_options() -> None:
     """``judge_<option>`` is JudgeModel's ``<option>``, same type: the notebook's judge keys and
     the judge scorers' options are one set of names (no rename table)."""
+    from lceval.benchmarks.registry import JUDGE_PREFIX
     from lceval.models.judge import JudgeModel
-    from lceval.registry import JUDGE_PREFIX
 
     for key, info in Judge.model_fields.items():
         option = JudgeModel.model_fields[key.removeprefix(JUDGE_PREFIX)]

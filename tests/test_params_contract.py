@@ -31,7 +31,7 @@ import nbformat
 import pytest
 import yaml
 
-from lceval import registry
+from lceval.benchmarks import registry
 from lceval.cli import main
 from lceval.params import RENAMED
 from tests import papers

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 import lceval.run
-from lceval import registry
+from lceval.benchmarks import registry
 from lceval.core.io import RunDir, new_meta
 
 FIXTURES = Path(__file__).parent / "fixtures" / "regression"

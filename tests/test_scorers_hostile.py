@@ -11,7 +11,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from lceval import registry
+from lceval.benchmarks import registry
 from lceval.core.io import read_records
 from lceval.core.records import Context, Response, Sample
 

@@ -125,7 +125,7 @@ def test_information_lines_go_to_stdout_inside_a_kernel(monkeypatch):
 def test_every_benchmark_has_test_settings():
     """Each registered paper declares its test settings in ``tests/papers.py`` (the small builds,
     the full pipeline, the numbered items), so no suite table silently skips it."""
-    from lceval import registry
+    from lceval.benchmarks import registry
     from tests import papers
 
     assert set(registry.BENCHMARKS) == set(papers.PAPERS)

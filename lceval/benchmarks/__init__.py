@@ -1,1 +1,1 @@
-"""One folder per paper; each defines ``BENCHMARK`` (see :mod:`lceval.benchmark`)."""
+"""One folder per paper; each defines ``BENCHMARK`` (see :mod:`lceval.benchmarks.base`)."""

@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from lceval import registry
+from lceval.benchmarks import registry
 from lceval.cli.common import csv_path
 from lceval.core.errors import LcevalError
 from lceval.core.io import RunDir

@@ -4,7 +4,7 @@ into a run (samples and responses), through the importer the benchmark declares
 
 from __future__ import annotations
 
-from lceval import registry
+from lceval.benchmarks import registry
 from lceval.core.errors import LcevalError
 from lceval.run.config import ImportConfig
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from lceval import registry
+from lceval.benchmarks import registry
 from lceval.models.base import BACKENDS, backend_options
 from lceval.run.config import ListConfig
 
@@ -47,7 +47,7 @@ def tasks_line(tasks: Sequence[str], shown: int = 14) -> str:
 
 
 def listing() -> str:
-    """What ``lceval list`` prints (benchmarks from :mod:`lceval.registry`, backends from
+    """What ``lceval list`` prints (benchmarks from :mod:`lceval.benchmarks.registry`, backends from
     :data:`lceval.models.base.BACKENDS`; an engine that is not installed is said so)."""
     lines = []
     for bench in registry.all_benchmarks():

@@ -30,7 +30,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from lceval import params as declared
-from lceval import registry
+from lceval.benchmarks import registry
 from lceval.cli.sections import SECTIONS
 from lceval.core.console import engine_output, terminal
 from lceval.core.errors import LcevalError

@@ -7,7 +7,7 @@ import sys
 from typing import Any
 
 import lceval.run
-from lceval import registry
+from lceval.benchmarks import registry
 from lceval.cli.common import next_steps
 from lceval.core.errors import LcevalError
 from lceval.core.io import RunDir

@@ -14,7 +14,7 @@ from lceval.metrics.intervals import SumStatistic, bootstrap_sums, mean_statisti
 from lceval.metrics.paired import Paired, paired_difference, paired_sums
 
 if TYPE_CHECKING:
-    from lceval.benchmark import Benchmark
+    from lceval.benchmarks.base import Benchmark
     from lceval.core.records import Sample
 
 

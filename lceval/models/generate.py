@@ -118,7 +118,7 @@ def generate(
         desc: the bar's label.
         progress_log: also write the bar to this progress.jsonl (``lceval status`` reads it).
         hashes: sample id -> :func:`~lceval.core.records.sample_hash` (None: computed here; the
-            context baselines of :mod:`lceval.models.contexts` pass the built samples' own).
+            context baselines of :mod:`lceval.contexts.modes` pass the built samples' own).
 
     Returns:
         One response per sample, in order: the stored one (the first success, else the last

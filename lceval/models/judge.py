@@ -12,14 +12,13 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import field_validator
 
-from lceval.benchmark import ScorerOptions
 from lceval.core.errors import LcevalError
 from lceval.core.records import Context, Response, Sample
 from lceval.models import base, lifeline
 from lceval.models.backends import check_backend_name
 from lceval.models.base import Backend, GenerationConfig
 from lceval.models.generate import generate
-from lceval.params import JudgeOptions
+from lceval.params import JudgeOptions, ScorerOptions
 
 if TYPE_CHECKING:
     from lceval.core.store import ResponseStore
@@ -151,7 +150,7 @@ class AsksModel:
 class JudgeModel(ScorerOptions, JudgeOptions):
     """The model an LLM judge asks; each judge's options subclass it. A notebook's
     ``judge_<option>`` params (:class:`lceval.params.Judge`) fill these options
-    (:func:`lceval.registry.judge_options`)."""
+    (:func:`lceval.benchmarks.registry.judge_options`)."""
 
     @field_validator("backend")
     @classmethod

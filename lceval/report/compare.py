@@ -16,8 +16,8 @@ from collections.abc import Hashable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from lceval import registry
-from lceval.benchmark import scorer_of
+from lceval.benchmarks import registry
+from lceval.benchmarks.base import scorer_of
 from lceval.core.errors import LcevalError
 from lceval.core.io import RunDir
 from lceval.core.records import Sample

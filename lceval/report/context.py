@@ -1,6 +1,6 @@
 """Is the long context needed? A run answered with ``lceval infer -o context=full,none,bm25:K``
 holds answers with the whole context (``<model>``), without it (``<model>@context=none``) and
-with a retrieved slice (:mod:`lceval.models.contexts`); this table pairs them per sample: the
+with a retrieved slice (:mod:`lceval.contexts.modes`); this table pairs them per sample: the
 difference full - other with its 95% paired-bootstrap CI
 (:func:`lceval.metrics.paired.paired_difference`). A CI holding 0 means the run cannot tell
 that the model needed the whole context (LongBench v2's ``--no_context`` / ``--rag`` baselines).
@@ -48,9 +48,9 @@ def context_baselines(
     """Per benchmark (default scorer's rows), task (and ``all``), model and mode: ``full`` and
     ``other`` mean scores (0..1) on the paired samples, ``diff`` = full - other with its 95% CI
     (``low``, ``high``), p-value, ``n`` pairs (:data:`COLUMNS`); empty without another mode."""
-    from lceval import registry
+    from lceval.benchmarks import registry
+    from lceval.contexts.modes import split_variant
     from lceval.metrics.paired import paired_difference
-    from lceval.models.contexts import split_variant
 
     rows: list[dict[str, Any]] = []
     if scores.empty:

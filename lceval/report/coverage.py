@@ -15,7 +15,7 @@ from typing import Any
 import pandas as pd
 import yaml
 
-from lceval import registry
+from lceval.benchmarks import registry
 from lceval.core.errors import LcevalError
 from lceval.core.io import RunDir, read_json_object
 from lceval.core.records import Sample

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Unpack
 
-from lceval import registry
+from lceval.benchmarks import registry
 from lceval.core.errors import LcevalError
 from lceval.core.io import RunDir
 from lceval.models.base import check_load

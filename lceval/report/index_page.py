@@ -14,7 +14,7 @@ from typing import Any
 
 import pandas as pd
 
-from lceval import registry
+from lceval.benchmarks import registry
 from lceval.core.errors import LcevalError
 from lceval.core.io import atomic_open
 from lceval.report.coverage import run_coverage

@@ -21,7 +21,7 @@ import jsonschema
 import pandas as pd
 import yaml
 
-from lceval import registry
+from lceval.benchmarks import registry
 from lceval.core.errors import LcevalError
 from lceval.core.io import atomic_open
 from lceval.report.samples_page import render

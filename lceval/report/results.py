@@ -17,8 +17,9 @@ from typing import Any
 
 import pandas as pd
 
-from lceval import metrics, registry
-from lceval.benchmark import scorer_of
+from lceval import metrics
+from lceval.benchmarks import registry
+from lceval.benchmarks.base import scorer_of
 from lceval.core.console import log
 from lceval.core.errors import LcevalError, one_line
 from lceval.core.io import RunDir, atomic_open

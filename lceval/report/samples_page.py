@@ -29,7 +29,7 @@ import pandas as pd
 from jinja2 import Environment, FileSystemLoader
 from markupsafe import Markup, escape
 
-from lceval import registry
+from lceval.benchmarks import registry
 from lceval.core.errors import LcevalError
 from lceval.core.io import RunDir, atomic_open
 from lceval.core.records import sample_hashes

@@ -6,8 +6,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from lceval import registry
-from lceval.benchmark import scorer_of
+from lceval.benchmarks import registry
+from lceval.benchmarks.base import scorer_of
 from lceval.core.io import RunDir
 from lceval.run.scoring import load_samples
 

@@ -8,8 +8,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from lceval import registry
-from lceval.benchmark import BuildResult
+from lceval.benchmarks import registry
+from lceval.benchmarks.base import BuildResult
 from lceval.core.errors import LcevalError
 from lceval.core.io import RunDir, dumps, new_meta
 from lceval.core.records import Context, Sample

@@ -23,7 +23,7 @@ from typing import Annotated, Any
 import pandas as pd
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from lceval import registry
+from lceval.benchmarks import registry
 from lceval.core.errors import LcevalError, one_line
 from lceval.core.progress import progress_path, read
 from lceval.core.tokens import count_tokens

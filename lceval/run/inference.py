@@ -10,8 +10,9 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from lceval import registry
-from lceval.benchmark import ContextMode
+from lceval.benchmarks import registry
+from lceval.contexts.modes import ContextMode, check_retrievers, variant_name
+from lceval.contexts.modes import view as contexts_view
 from lceval.core.console import engine_output
 from lceval.core.errors import LcevalError
 from lceval.core.io import RunDir
@@ -28,8 +29,6 @@ from lceval.models.base import (
     replicas_of,
     runs_local_engine,
 )
-from lceval.models.contexts import check_retrievers, variant_name
-from lceval.models.contexts import view as contexts_view
 from lceval.models.generate import engine_config, generate, prefix_reuse
 from lceval.models.prompts import context_text
 from lceval.models.replicas import RAY_ADDRESS_ENV, Job, answer_jobs, require_ray
@@ -306,8 +305,8 @@ def context_plans(
     modes: Sequence[ContextMode], samples: Sequence[Sample]
 ) -> list[tuple[ContextMode, list[Sample]]]:
     """The samples each context mode answers: all of them for ``full``; for another mode those
-    whose benchmark supports it on their task (:attr:`lceval.benchmark.Benchmark.context`), the
-    others named with the reason in one line on stderr.
+    whose benchmark supports it on their task (:attr:`lceval.benchmarks.base.Benchmark.context`),
+    the others named with the reason in one line on stderr.
 
     Raises:
         LcevalError: a mode that no selected sample supports, in one line naming why (RULER's
@@ -410,7 +409,7 @@ def _answer_mode(
     entries: dict[str, dict[str, Any]],
 ) -> list[Response]:
     """Answer ``samples`` with ``engine`` (named for ``mode`` already) reading their contexts as
-    ``mode`` says (:func:`lceval.models.contexts.view`); its run.json entry is written before
+    ``mode`` says (:func:`lceval.contexts.modes.view`); its run.json entry is written before
     the first answer and kept in ``entries`` for the timings."""
     if mode.kind != "full":  # the mode joins the response key's config hash
         config = dataclasses.replace(config, engine={**config.engine, "context": str(mode)})

@@ -8,8 +8,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from lceval import registry
-from lceval.benchmark import BatchJudge, ScorerSpec
+from lceval.benchmarks import registry
+from lceval.benchmarks.base import BatchJudge, ScorerSpec
 from lceval.core.console import terminal
 from lceval.core.errors import LcevalError
 from lceval.core.io import RunDir, atomic_open, new_meta, read_records, write_jsonl
@@ -22,7 +22,7 @@ if TYPE_CHECKING:  # pandas and tqdm: imported where scores are made
 
 
 def load_samples(run: RunDir) -> list[Sample]:
-    """The run's samples with typed gold (``lceval.registry.load_samples``)."""
+    """The run's samples with typed gold (``lceval.benchmarks.registry.load_samples``)."""
     return registry.load_samples(run.read_samples())
 
 

@@ -204,7 +204,7 @@ def test_hf_keeps_thinking_apart(hf_thinking) -> None:
 
 
 def test_hf_no_answer_within_the_thinking_budget(thinking_model_dir: Path) -> None:
-    from lceval.benchmark import failed_generation
+    from lceval.benchmarks.base import failed_generation
     from lceval.models.hf import HFBackend
 
     b = HFBackend(str(thinking_model_dir), device="cpu", max_thinking_tokens=1)

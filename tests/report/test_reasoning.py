@@ -13,7 +13,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from lceval import registry
+from lceval.benchmarks import registry
 from lceval.cli import main
 from lceval.core.io import RunDir, read_records, write_jsonl
 from lceval.core.records import Context, Response, Sample

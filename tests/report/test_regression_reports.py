@@ -49,6 +49,6 @@ def test_report_tables_as_before_the_move(key: str, tmp_path: Path) -> None:
 
 
 def test_the_fixtures_cover_every_benchmark() -> None:
-    from lceval import registry
+    from lceval.benchmarks import registry
 
     assert KEYS == sorted(b.key for b in registry.all_benchmarks())

@@ -12,7 +12,7 @@ import pandas as pd
 import pytest
 import yaml
 
-from lceval import registry
+from lceval.benchmarks import registry
 from lceval.core.errors import LcevalError
 from lceval.report import reproduction as R
 from tests import papers

@@ -10,12 +10,11 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from lceval import registry
-from lceval.benchmark import CONTEXT_KINDS, ContextMode
+from lceval.benchmarks import registry
 from lceval.cli import main
+from lceval.contexts.modes import CONTEXT_KINDS, ContextMode, split_variant, variant_name, view
 from lceval.core.errors import LcevalError
 from lceval.core.records import Context, Sample
-from lceval.models.contexts import split_variant, variant_name, view
 from lceval.report.context import context_baselines
 from lceval.run.inference import context_plans
 
@@ -191,7 +190,7 @@ def test_one_command_answers_with_and_without_context_and_the_report_pairs_them(
 def test_a_missing_retriever_is_named_before_any_engine(monkeypatch):
     import importlib.util
 
-    from lceval.models.contexts import check_retrievers
+    from lceval.contexts.modes import check_retrievers
 
     check_retrievers(ContextMode.parse_list("full,none,bm25:2,dense:1"))  # shipped: no error
     real = importlib.util.find_spec

@@ -197,7 +197,7 @@ class OracleBackend(CountingBackend):
 def _rebuild_without_force(run, params):
     """Rewrite the run's samples under responses already there: what a rebuild did before
     ``--force`` (and what writing samples through the API still does)."""
-    from lceval import registry
+    from lceval.benchmarks import registry
 
     result = registry.get("echo").build(params)
     run.write_samples(result.samples, result.contexts)

@@ -13,7 +13,7 @@ from typing import Literal
 
 from pydantic import Field
 
-from lceval.benchmark import Benchmark, ContextModes, ScorerSpec, lazy
+from lceval.benchmarks.base import Benchmark, ContextModes, ScorerSpec, lazy
 from lceval.benchmarks.cifbench.gold import GOLD, OFFICIAL_TASKS
 from lceval.models.judge import JudgeModel
 

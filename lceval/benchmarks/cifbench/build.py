@@ -44,7 +44,7 @@ from typing import Annotated, Any
 from pydantic import Field
 
 from lceval import params
-from lceval.benchmark import BuildResult
+from lceval.benchmarks.base import BuildResult
 from lceval.benchmarks.cifbench.data import (
     Inference,
     TaskFile,

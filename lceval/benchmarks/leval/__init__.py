@@ -12,7 +12,7 @@ study, :mod:`lceval.benchmarks.leval.ntk`.
 
 from pydantic import Field
 
-from lceval.benchmark import Benchmark, ContextModes, ScorerSpec, lazy
+from lceval.benchmarks.base import Benchmark, ContextModes, ScorerSpec, lazy
 from lceval.benchmarks.leval.gold import GOLD, TASKS
 from lceval.models.judge import JudgeModel
 

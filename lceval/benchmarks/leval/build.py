@@ -82,7 +82,7 @@ from typing import Annotated, Any, Literal, Self
 from pydantic import Field, model_validator
 
 from lceval import params
-from lceval.benchmark import BuildResult
+from lceval.benchmarks.base import BuildResult
 from lceval.benchmarks.leval import arithmetic, prompts
 from lceval.benchmarks.leval.data import HUB_DATASET, Document, load_hub, load_local
 from lceval.benchmarks.leval.gold import (

@@ -8,7 +8,7 @@ sweep (:func:`plan_sweep`: one run per base), and turns the runs into the paper'
 and a computed verdict (:func:`report_sweep`); the run stages answer it
 (:func:`lceval.run.sweep.run_sweep`: build, infer, score per base) and the report stage adds the
 sweep's index page (:func:`lceval.report.report_sweep`), in notebook ``09_ntk_base_sweep``.
-L-Eval and RULER are reached through :mod:`lceval.registry`.
+L-Eval and RULER are reached through :mod:`lceval.benchmarks.registry`.
 
 Tasks (two families, at the same input lengths)
 -----------------------------------------------
@@ -58,7 +58,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
-from lceval import registry
+from lceval.benchmarks import registry
 from lceval.core.errors import LcevalError
 from lceval.core.io import RunDir, new_meta
 from lceval.core.io import outputs_root as _outputs_root

@@ -3,7 +3,7 @@ long document is cut into chunks of 1,024 tokens, the 4 most relevant to the que
 dense vectors) fill a 3,072-token window that replaces the document in the prompt.
 
 The chunking, ranking and stuffing are shared with every benchmark's ``-o context=bm25:K``
-(:mod:`lceval.models.retrieval`, where the official code's choices are described); this module
+(:mod:`lceval.contexts.retrieval`, where the official code's choices are described); this module
 names the modes L-Eval's builder takes.
 """
 
@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from lceval.models.retrieval import DocumentIndex, chunk_document
+from lceval.contexts.retrieval import DocumentIndex, chunk_document
 
 __all__ = ["MODES", "DocumentIndex", "Mode", "chunk_document"]
 

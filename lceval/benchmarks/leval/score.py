@@ -412,7 +412,7 @@ def score_leval(sample: Sample, response: Response, context: Context | None = No
     """Score one L-Eval response with the official rules (scorer ``leval``).
 
     Args:
-        sample: an L-Eval sample whose gold is parsed (``lceval.registry.load_samples``).
+        sample: an L-Eval sample whose gold is parsed (``lceval.benchmarks.registry.load_samples``).
         response: the model's response.
         context: unused (the references are in the gold).
 

@@ -6,7 +6,7 @@ Files: ``gold.py`` (answer keys per task), ``build.py`` (+ ``inputs.py``, ``expr
 (Tables 3-4, Fig. 2 as files), ``resources/``.
 """
 
-from lceval.benchmark import Benchmark, ContextModes, ScorerSpec, lazy
+from lceval.benchmarks.base import Benchmark, ContextModes, ScorerSpec, lazy
 from lceval.benchmarks.lifbench.gold import GOLD, TASKS
 
 BENCHMARK = Benchmark(

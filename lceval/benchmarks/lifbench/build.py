@@ -99,7 +99,7 @@ from typing import Annotated, Any, Literal, Self, cast
 from pydantic import Field, model_validator
 
 from lceval import params
-from lceval.benchmark import BuildResult
+from lceval.benchmarks.base import BuildResult
 from lceval.benchmarks.lifbench import gold as G
 from lceval.benchmarks.lifbench import inputs as inp
 from lceval.core import corpora

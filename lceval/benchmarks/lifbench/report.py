@@ -255,7 +255,7 @@ def run_ifs_table(run_id: str, root: str | Path | None = None) -> tuple[pd.DataF
     Raises:
         LcevalError: the run has no LIFBench scores or samples.
     """
-    from lceval import registry
+    from lceval.benchmarks import registry
 
     run = RunDir(run_id, root)
     bench = registry.get("lifbench")

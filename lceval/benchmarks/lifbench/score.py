@@ -210,8 +210,8 @@ def score_lifbench(
 
     Args:
         sample: a LIFBench sample whose ``gold`` is its task's Gold dataclass
-            (:data:`lceval.benchmarks.lifbench.gold.GOLD`; ``lceval.registry.load_samples`` parses
-            it once when samples load).
+            (:data:`lceval.benchmarks.lifbench.gold.GOLD`;
+            ``lceval.benchmarks.registry.load_samples`` parses it once when samples load).
         response: the model's response; only ``text`` is read.
         context: the sample's Context (needed by the List tasks and MF), or None.
         strict: score with the official quirks fixed (the ``lifbench:strict`` scorer).
@@ -244,7 +244,7 @@ def _gold_mismatch(task: str, gold: Any) -> str:
         return f"unknown LIFBench task {task!r}; known: {', '.join(TASKS)}"
     return (
         f"gold is a {type(gold).__name__}, not {expected.__name__} "
-        "(load samples through lceval.registry.load_samples)"
+        "(load samples through lceval.benchmarks.registry.load_samples)"
     )
 
 

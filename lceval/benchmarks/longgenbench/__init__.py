@@ -9,7 +9,7 @@ cross-paper study, :mod:`lceval.benchmarks.longgenbench.ruler_correlation`.
 
 from pydantic import Field
 
-from lceval.benchmark import Benchmark, ContextModes, ScorerSpec, lazy
+from lceval.benchmarks.base import Benchmark, ContextModes, ScorerSpec, lazy
 from lceval.benchmarks.longgenbench.gold import GOLD, TASKS
 from lceval.models.judge import JudgeModel
 

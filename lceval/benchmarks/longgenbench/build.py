@@ -92,7 +92,7 @@ from typing import Annotated, Any
 from pydantic import Field
 
 from lceval import params
-from lceval.benchmark import BuildResult
+from lceval.benchmarks.base import BuildResult
 from lceval.benchmarks.longgenbench.gold import (
     LENGTH_LABEL,
     MAX_NEW_TOKENS,

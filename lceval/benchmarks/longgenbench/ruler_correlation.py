@@ -1,7 +1,8 @@
 """Correlation between RULER (long input) and LongGenBench (long output) at equal lengths.
 
 A cross-paper study: RULER and LongGenBench are reached through
-:mod:`lceval.registry` (their declared ``functions`` and resources), never by module path.
+:mod:`lceval.benchmarks.registry` (their declared ``functions`` and resources), never by module
+path.
 
 Reproduces the LongGenBench paper (Wu et al., ICLR 2025), Sec. 3.5 and Fig. 3b: Pearson
 correlation, over models, between a model's RULER score and its LongGenBench score at the same
@@ -41,7 +42,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from lceval import registry
+from lceval.benchmarks import registry
 from lceval.core.errors import LcevalError
 from lceval.report.reporting import THIS_RUN, save_figure
 

@@ -385,7 +385,7 @@ class Prepared:
 
     @property
     def n_items(self) -> int:
-        """Questions to ask a judge (the batch-judge contract of ``lceval.benchmark``)."""
+        """Questions to ask a judge (the batch-judge contract of ``lceval.benchmarks.base``)."""
         return len(self.pairs)
 
 

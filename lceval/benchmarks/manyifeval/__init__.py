@@ -9,7 +9,7 @@ Scorer version 2: a check over the work budget, a checker that raises and a chec
 be built are undecided (NaN with the reason) instead of "not followed" (version 1).
 """
 
-from lceval.benchmark import Benchmark, ContextModes, ScorerSpec, lazy
+from lceval.benchmarks.base import Benchmark, ContextModes, ScorerSpec, lazy
 from lceval.benchmarks.manyifeval.gold import GOLD, TASKS
 
 BENCHMARK = Benchmark(

@@ -72,7 +72,7 @@ from typing import Annotated, Any, Self
 from pydantic import Field, model_validator
 
 from lceval import params
-from lceval.benchmark import BuildResult
+from lceval.benchmarks.base import BuildResult
 from lceval.benchmarks.manyifeval.checkers import describe, ensure_checkers
 from lceval.benchmarks.manyifeval.gold import (
     INSTRUCTION_IDS,

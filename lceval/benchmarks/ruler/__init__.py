@@ -4,7 +4,7 @@ Files: ``variants.yaml`` (the 13 tasks as data), ``gold.py``, ``build.py`` (the 
 ``score.py`` (string-match metrics), ``report.py``, ``resources/`` (the README leaderboard).
 """
 
-from lceval.benchmark import Benchmark, ContextModes, ScorerSpec, lazy
+from lceval.benchmarks.base import Benchmark, ContextModes, ScorerSpec, lazy
 from lceval.benchmarks.ruler.gold import GOLD, TASKS
 
 BENCHMARK = Benchmark(

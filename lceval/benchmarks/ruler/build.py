@@ -95,7 +95,7 @@ from typing import Annotated, Any, Literal
 from pydantic import Field
 
 from lceval import params
-from lceval.benchmark import BuildResult
+from lceval.benchmarks.base import BuildResult
 from lceval.benchmarks.ruler.aggregation import AggregationBuilder
 from lceval.benchmarks.ruler.common import (
     MIN_LENGTH,

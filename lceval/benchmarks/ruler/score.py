@@ -78,7 +78,7 @@ def score_ruler(sample: Sample, response: Response, context: Context | None = No
 
     Args:
         sample: a RULER sample whose ``gold`` is a :class:`RulerGold` (samples loaded through
-            ``lceval.registry.load_samples``).
+            ``lceval.benchmarks.registry.load_samples``).
         response: the model's response (``text`` is the generation after the answer prefix).
         context: unused (accepted for the scorer contract).
 

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 import lceval.run
-from lceval import registry
+from lceval.benchmarks import registry
 from lceval.benchmarks.cifbench.build import build_cifbench
 from lceval.benchmarks.cifbench.gold import CifGold
 from lceval.benchmarks.cifbench.variants import VariantSet, write_variants

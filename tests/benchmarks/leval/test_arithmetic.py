@@ -12,11 +12,11 @@ from lceval.benchmarks.leval import arithmetic
 from lceval.benchmarks.leval.build import build_leval
 from lceval.benchmarks.leval.data import parse_document
 from lceval.benchmarks.leval.score import process_math, score_leval
+from lceval.benchmarks.registry import load_samples
 from lceval.core.errors import LcevalError
 from lceval.core.records import Response
 from lceval.core.tokens import get_encoding
 from lceval.models.prompts import user_text
-from lceval.registry import load_samples
 
 _OP = re.compile(r"(\d+) ([-+*/]) (\d+) = (\d+)")
 

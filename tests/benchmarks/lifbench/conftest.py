@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 import lceval.params
-from lceval.benchmark import BuildResult
+from lceval.benchmarks.base import BuildResult
 from lceval.benchmarks.lifbench.build import build_lifbench
 
 SMOKE_PARAMS = "params/01_build_data/smoke.yaml"

@@ -13,7 +13,7 @@ import pytest
 
 import lceval.params
 import lceval.run
-from lceval import registry
+from lceval.benchmarks import registry
 from lceval.benchmarks.lifbench import expressions as lexp
 from lceval.benchmarks.lifbench import gold as G
 from lceval.benchmarks.lifbench.build import (

@@ -273,7 +273,7 @@ def test_gold_round_trips_through_json(built, tmp_path):
         "number",
         "prefix",
     ]
-    from lceval.registry import load_samples
+    from lceval.benchmarks.registry import load_samples
 
     typed = load_samples(raw)
     assert [s.gold for s in typed] == [s.gold for s in built.samples]

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 import lceval.params
+from lceval.benchmarks.registry import load_samples
 from lceval.benchmarks.ruler import BENCHMARK
 from lceval.benchmarks.ruler import aggregation as ruler_aggregation
 from lceval.benchmarks.ruler import build as ruler_build
@@ -23,7 +24,6 @@ from lceval.core.errors import LcevalError
 from lceval.core.io import RunDir
 from lceval.core.tokens import count_tokens
 from lceval.models.prompts import user_text
-from lceval.registry import load_samples
 
 REPO = Path(__file__).resolve().parents[3]
 

@@ -2,7 +2,7 @@
 by BM25 or by dense vectors, and the best ones joined into a short text that replaces the context
 in the prompt. L-Eval's retrieval baselines (``lceval.benchmarks.leval.build``, param
 ``retrieval``) and every benchmark's ``-o context=bm25:K|dense:K``
-(:mod:`lceval.models.contexts`) use it.
+(:mod:`lceval.contexts.modes`) use it.
 
 The official L-Eval baselines (``Baselines/turbo4k-retrieve-test.py``) split the document on
 spaces into chunks of 1,024 tiktoken tokens (langchain

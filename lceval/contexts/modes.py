@@ -1,13 +1,13 @@
 """What a model reads in place of a sample's long context under ``-o context=MODE`` (the
 no-context and retrieval baselines of every benchmark): the samples and contexts an engine is
-handed for one :class:`~lceval.benchmark.ContextMode`.
+handed for one :class:`~lceval.contexts.modes.ContextMode`.
 
 - ``full``: the samples and contexts as built.
 - ``none``: each sample without its context (``context_id`` None): the prompt is the scenario
   description and the instruction alone, as LongBench v2's ``pred.py --no_context`` does.
 - ``bm25:K`` / ``dense:K``: each sample gets its own context, the K chunks of 1,024 tokens of its
   context most relevant to its instruction, in rank order, joined by a blank line
-  (:class:`lceval.models.retrieval.DocumentIndex`, L-Eval's retrieval baselines; the window is
+  (:class:`lceval.contexts.retrieval.DocumentIndex`, L-Eval's retrieval baselines; the window is
   K x 1,024 tokens). A context's chunks and index are built once for all its samples.
 
 The answers keep the built sample's id and :func:`~lceval.core.records.sample_hash`, so they join
@@ -20,14 +20,15 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
-from lceval.benchmark import ContextMode
+from lceval.core.errors import LcevalError
 from lceval.core.records import Context, Sample
 from lceval.core.tokens import count_tokens
 
 if TYPE_CHECKING:  # numpy, and bm25s / FlagEmbedding when a retriever runs
-    from lceval.models.retrieval import DocumentIndex
+    from lceval.contexts.retrieval import DocumentIndex
 
 CHUNK_TOKENS = 1024
 """Tokens per retrieved chunk (L-Eval's official baselines: 1,024 tiktoken tokens)."""
@@ -35,6 +36,67 @@ CHUNK_TOKENS = 1024
 SEPARATOR = "@context="
 """Between a model's name and its mode in the name of a baseline's answers
 (``embedded@context=none``)."""
+
+
+CONTEXT_KINDS: tuple[str, ...] = ("full", "none", "bm25", "dense")
+"""What a model reads in place of a sample's long context (``lceval infer -o context=...``):
+``full`` the whole context (as built); ``none`` nothing (the description and instruction alone:
+does the model need the context at all?); ``bm25`` / ``dense`` the K chunks of 1,024 tokens most
+relevant to the instruction (:mod:`lceval.contexts.retrieval`, L-Eval's retrieval baselines)."""
+
+
+@dataclass(frozen=True)
+class ContextMode:
+    """One ``-o context`` value: ``full``, ``none``, ``bm25:K`` or ``dense:K``."""
+
+    kind: str
+    """One of :data:`CONTEXT_KINDS`."""
+    k: int = 0
+    """Chunks kept by a retriever (``bm25:4``: 4); 0 for ``full`` and ``none``."""
+
+    def __str__(self) -> str:
+        return f"{self.kind}:{self.k}" if self.k else self.kind
+
+    @classmethod
+    def parse(cls, text: Any) -> ContextMode:
+        """``full``, ``none``, ``bm25:K`` or ``dense:K`` (K >= 1 chunks; ``bm25`` alone: K = 4,
+        L-Eval's official top 4).
+
+        Raises:
+            LcevalError: any other value, in one line naming the choices.
+        """
+        raw = str(text).strip().lower() if isinstance(text, str) else ""
+        kind, sep, k = raw.partition(":")
+        choices = "choose full, none, bm25:K or dense:K (K chunks of 1,024 tokens)"
+        if kind in ("full", "none") and not sep:
+            return cls(kind)
+        if kind in ("bm25", "dense"):
+            if not sep:
+                return cls(kind, 4)
+            if k.isdigit() and int(k) >= 1:
+                return cls(kind, int(k))
+            raise LcevalError(f"option context {text!r:.40}: K must be an integer >= 1; {choices}")
+        raise LcevalError(f"option context {text!r:.40} is not a context mode; {choices}")
+
+    @classmethod
+    def parse_list(cls, value: Any) -> tuple[ContextMode, ...]:
+        """``-o context=full,none`` (a comma-separated string or a YAML list) as modes, in the
+        order given, duplicates dropped.
+
+        Raises:
+            LcevalError: an empty list or a value :meth:`parse` refuses.
+        """
+        items = value.split(",") if isinstance(value, str) else value
+        if not isinstance(items, list | tuple) or not items:
+            raise LcevalError(
+                f"option context {value!r:.40}: give one mode or a list (full,none,bm25:4)"
+            )
+        out: list[ContextMode] = []
+        for item in items:
+            mode = cls.parse(item)
+            if mode not in out:
+                out.append(mode)
+        return tuple(out)
 
 
 def variant_name(model: str, mode: ContextMode) -> str:
@@ -58,8 +120,8 @@ def check_retrievers(modes: Sequence[ContextMode]) -> None:
     """
     import importlib.util
 
+    from lceval.contexts.retrieval import _model_path
     from lceval.core.errors import LcevalError
-    from lceval.models.retrieval import _model_path
 
     kinds = {m.kind for m in modes}
     if "bm25" in kinds and importlib.util.find_spec("bm25s") is None:
@@ -100,7 +162,7 @@ def view(
             continue
         ctx = contexts[s.context_id]
         if ctx.id not in indexes:
-            from lceval.models.retrieval import DocumentIndex  # numpy
+            from lceval.contexts.retrieval import DocumentIndex  # numpy
 
             indexes[ctx.id] = DocumentIndex(ctx.text, CHUNK_TOKENS, ctx.encoding)
         query = s.instruction or s.description

@@ -16,7 +16,7 @@ from importlib.resources.abc import Traversable
 from pathlib import Path
 from typing import Any
 
-from lceval.benchmark import Benchmark, ScorerSpec, scorer_key
+from lceval.benchmarks.base import Benchmark, ScorerSpec, scorer_key
 from lceval.core.errors import LcevalError
 from lceval.core.records import Sample
 from lceval.params import Judge, unknown_keys
@@ -25,7 +25,7 @@ from lceval.params import Judge, unknown_keys
 def discover() -> dict[str, str]:
     """Benchmark key -> module of every package under ``lceval/benchmarks/`` (its folder name;
     sorted), found without importing any of them."""
-    folder = Path(__file__).parent / "benchmarks"
+    folder = Path(__file__).parent
     keys = sorted(m.name for m in pkgutil.iter_modules([str(folder)]) if m.ispkg)
     return {key: f"lceval.benchmarks.{key}" for key in keys}
 

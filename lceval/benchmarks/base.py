@@ -2,9 +2,9 @@
 returns.
 
 Each paper is one folder ``lceval/benchmarks/<key>/`` whose ``__init__.py`` defines
-``BENCHMARK = Benchmark(...)``; :mod:`lceval.registry` finds it by key. Heavy parts (the builder,
-the scorers, the reporter) are referenced as ``"module:function"`` strings and imported only when
-called (:func:`lazy`), so ``lceval list`` and loading samples stay fast.
+``BENCHMARK = Benchmark(...)``; :mod:`lceval.benchmarks.registry` finds it by key. Heavy parts (the
+builder, the scorers, the reporter) are referenced as ``"module:function"`` strings and imported
+only when called (:func:`lazy`), so ``lceval list`` and loading samples stay fast.
 
 Contracts:
 
@@ -33,13 +33,13 @@ import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import ModuleType
-from typing import TYPE_CHECKING, Any, Protocol, Self
+from typing import TYPE_CHECKING, Any, Protocol
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel
 
 from lceval.core.errors import LcevalError, one_line
 from lceval.core.records import Context, Gold, Judgement, Response, Sample, Score
-from lceval.params import validate
+from lceval.params import ScorerOptions
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -109,32 +109,6 @@ class BatchJudge(Protocol):
     def close(self) -> None:
         """Release engines the judge loaded."""
         ...
-
-
-class ScorerOptions(BaseModel):
-    """A scorer's options as a declared type: names, types, ranges, defaults and one line of help
-    each (pydantic; ``model_json_schema()`` gives them to tools). Strict: an int is never a bool,
-    a number never a string; an unknown name is refused."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
-
-    @classmethod
-    def docs(cls) -> dict[str, str]:
-        """Option name -> its help line with the default (``lceval list``)."""
-        return {
-            k: f"{f.description or ''} (default {f.get_default(call_default_factory=True)!r})"
-            for k, f in cls.model_fields.items()
-        }
-
-    @classmethod
-    def parse(cls, scorer: str, options: Mapping[str, Any]) -> Self:
-        """``options`` checked and typed (:func:`lceval.params.validate`).
-
-        Raises:
-            LcevalError: one line: ``scorer S: unknown parameter 'k'; did you mean ...`` or
-                ``scorer S: k must be ..., got VALUE (type)``.
-        """
-        return validate(cls, options, "params", f"scorer {scorer}")
 
 
 @dataclass(frozen=True)
@@ -218,67 +192,6 @@ class ScorerSpec:
                 raise LcevalError(f"scorer {self.name} has no option {k!r}; options: {known}")
 
 
-CONTEXT_KINDS: tuple[str, ...] = ("full", "none", "bm25", "dense")
-"""What a model reads in place of a sample's long context (``lceval infer -o context=...``):
-``full`` the whole context (as built); ``none`` nothing (the description and instruction alone:
-does the model need the context at all?); ``bm25`` / ``dense`` the K chunks of 1,024 tokens most
-relevant to the instruction (:mod:`lceval.models.retrieval`, L-Eval's retrieval baselines)."""
-
-
-@dataclass(frozen=True)
-class ContextMode:
-    """One ``-o context`` value: ``full``, ``none``, ``bm25:K`` or ``dense:K``."""
-
-    kind: str
-    """One of :data:`CONTEXT_KINDS`."""
-    k: int = 0
-    """Chunks kept by a retriever (``bm25:4``: 4); 0 for ``full`` and ``none``."""
-
-    def __str__(self) -> str:
-        return f"{self.kind}:{self.k}" if self.k else self.kind
-
-    @classmethod
-    def parse(cls, text: Any) -> ContextMode:
-        """``full``, ``none``, ``bm25:K`` or ``dense:K`` (K >= 1 chunks; ``bm25`` alone: K = 4,
-        L-Eval's official top 4).
-
-        Raises:
-            LcevalError: any other value, in one line naming the choices.
-        """
-        raw = str(text).strip().lower() if isinstance(text, str) else ""
-        kind, sep, k = raw.partition(":")
-        choices = "choose full, none, bm25:K or dense:K (K chunks of 1,024 tokens)"
-        if kind in ("full", "none") and not sep:
-            return cls(kind)
-        if kind in ("bm25", "dense"):
-            if not sep:
-                return cls(kind, 4)
-            if k.isdigit() and int(k) >= 1:
-                return cls(kind, int(k))
-            raise LcevalError(f"option context {text!r:.40}: K must be an integer >= 1; {choices}")
-        raise LcevalError(f"option context {text!r:.40} is not a context mode; {choices}")
-
-    @classmethod
-    def parse_list(cls, value: Any) -> tuple[ContextMode, ...]:
-        """``-o context=full,none`` (a comma-separated string or a YAML list) as modes, in the
-        order given, duplicates dropped.
-
-        Raises:
-            LcevalError: an empty list or a value :meth:`parse` refuses.
-        """
-        items = value.split(",") if isinstance(value, str) else value
-        if not isinstance(items, list | tuple) or not items:
-            raise LcevalError(
-                f"option context {value!r:.40}: give one mode or a list (full,none,bm25:4)"
-            )
-        out: list[ContextMode] = []
-        for item in items:
-            mode = cls.parse(item)
-            if mode not in out:
-                out.append(mode)
-        return tuple(out)
-
-
 @dataclass(frozen=True)
 class ContextModes:
     """Whether and how a benchmark's samples can be answered with other than their full context
@@ -345,7 +258,7 @@ class Benchmark:
     LongGenBench's RULER correlation) calls, e.g. RULER's ``"tables"`` (per-model scores per
     length) or its ``"leaderboard"`` (the README's published numbers), or a notebook calls
     (LIFBench's ``"summary_tables"``): studies and notebooks reach a benchmark through
-    :mod:`lceval.registry` and :meth:`function`, never by module path."""
+    :mod:`lceval.benchmarks.registry` and :meth:`function`, never by module path."""
     helpers: Mapping[str, str] = field(default_factory=dict)
     """Name -> ``"package.module"``: the paper's modules its notebooks read beyond the run stages
     (CIF-Bench's ``data`` writes the demo dataset, L-Eval's ``ntk`` plans the NTK sweep), reached
@@ -464,8 +377,8 @@ class Benchmark:
 
     def load_samples(self, samples: Iterable[Sample]) -> list[Sample]:
         """This benchmark's ``samples`` with typed gold (:meth:`parse_gold`); the loader a
-        benchmark's own modules use (``lceval.registry.load_samples`` does the same for a run
-        holding several benchmarks).
+        benchmark's own modules use (``lceval.benchmarks.registry.load_samples`` does the same for a
+        run holding several benchmarks).
 
         Raises:
             LcevalError: a sample of another benchmark, or a gold that does not parse (names the
