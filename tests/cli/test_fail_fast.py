@@ -192,7 +192,7 @@ def test_engine_args_read_from_source_match_the_dataclass():
 
     from vllm.engine.arg_utils import EngineArgs
 
-    from lceval.models.vllm import engine_arg_names
+    from lceval.models.backends import engine_arg_names
 
     assert engine_arg_names() == [f.name for f in dataclasses.fields(EngineArgs)]
 
