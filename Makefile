@@ -48,18 +48,21 @@ smoke: setup
 	$(PYTHON) -m lceval run params/pipelines/lifbench_smoke.yaml
 
 # Everything (CI): unit tests, engines, browser, crash tests and every notebook under nbval (with
-# the short test-time parameters of conftest.py), in two pytest runs: the fast tier on two
+# the short test-time parameters of conftest.py), in three pytest runs: the fast tier on two
 # pytest-xdist workers (CPU-bound imports and small tests: both cores busy), then the slow tier
 # on two workers too (most of its time is single-threaded: imports in engine and kernel
 # processes), with the notebooks on one worker in order (03 reads the runs 01 and 02 wrote) and
-# the Ray tests on one (conftest.py: xdist_group). Both always run; either failing fails it.
+# the Ray tests on one (conftest.py: xdist_group); then the tests marked `alone` (the progress
+# test times the engine's own pace) with nothing beside them. All three always run; any failing
+# fails the target.
 # The slowest items of each are listed at the end.
 NBVAL := --nbval-lax --nbval-current-env --nbval-cell-timeout=1800
 XDIST ?= -n 2
 test: setup
 	status=0; \
 	$(PYTHON) -m pytest -q tests -m "not slow" $(XDIST) --durations=5 || status=$$?; \
-	$(PYTHON) -m pytest -q tests notebooks -m slow $(NBVAL) $(XDIST) --dist loadgroup --durations=15 || status=$$?; \
+	$(PYTHON) -m pytest -q tests notebooks -m "slow and not alone" $(NBVAL) $(XDIST) --dist loadgroup --durations=15 || status=$$?; \
+	$(PYTHON) -m pytest -q tests -m alone --durations=5 || status=$$?; \
 	exit $$status
 
 # Developer tiers (markers in pyproject.toml; README "Tests"): no model engine, browser, notebook

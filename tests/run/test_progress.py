@@ -142,6 +142,7 @@ def _wait(pred, timeout, what):
 
 @pytest.mark.slow
 @pytest.mark.engine
+@pytest.mark.alone
 def test_run_shows_progress_from_the_first_minute_and_ctrl_c_keeps_answers(
     tmp_path, embedded_model_dir
 ):
