@@ -187,9 +187,11 @@ def _parameters_source(source: str, stem: str, values: dict[str, object]) -> str
     )
 
 
+@pytest.hookimpl(tryfirst=True)  # before pytest-xdist's, which reads xdist_group into node ids
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Mark notebook cells ``notebook``; every ``engine``/``browser``/``notebook``/``crash`` item
-    also ``slow``; append the test-time values to each notebook's parameters cell."""
+    also ``slow``; append the test-time values to each notebook's parameters cell; group the
+    items that must stay on one pytest-xdist worker (:func:`_xdist_group`)."""
     use_defaults = os.environ.get(DEFAULTS_ENV, "").strip().lower() in ("1", "true", "yes")
     for item in items:
         cell = getattr(item, "cell", None)
