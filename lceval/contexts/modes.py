@@ -120,8 +120,7 @@ def check_retrievers(modes: Sequence[ContextMode]) -> None:
     """
     import importlib.util
 
-    from lceval.contexts.retrieval import _model_path
-    from lceval.core.errors import LcevalError
+    from lceval.contexts.retrieval import _model_path  # numpy
 
     kinds = {m.kind for m in modes}
     if "bm25" in kinds and importlib.util.find_spec("bm25s") is None:

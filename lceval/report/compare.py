@@ -27,7 +27,7 @@ if TYPE_CHECKING:  # numpy, pandas and lceval.metrics load inside the functions:
     import numpy as np
     import pandas as pd
 
-    from lceval import metrics
+    from lceval import metrics  # pandas: `import lceval` loads this module, not pandas
 
 
 def check_scorer_in(scorer: str | None, keys: Sequence[str], where: str) -> None:
@@ -70,7 +70,7 @@ def load_headlines(
     """
     import pandas as pd
 
-    from lceval import metrics
+    from lceval import metrics  # pandas: `import lceval` loads this module, not pandas
 
     if scorer is not None:
         registry.find_scorer(scorer)
@@ -164,7 +164,7 @@ def leaderboard(
     high, n, n_units``. :class:`LcevalError` for a negative ``seed``."""
     import pandas as pd
 
-    from lceval import metrics
+    from lceval import metrics  # pandas: `import lceval` loads this module, not pandas
 
     _check_seed(seed)
     parts = []
@@ -180,7 +180,7 @@ def leaderboard(
 
 
 def _paired_row(h: metrics.Headline, a: str, b: str, **test: Any) -> dict[str, Any]:
-    from lceval import metrics
+    from lceval import metrics  # pandas: `import lceval` loads this module, not pandas
 
     res = metrics.headline_paired(h, a, b, **test)
     return {
@@ -203,7 +203,7 @@ def shared_samples(h: metrics.Headline, a: str, b: str) -> int:
 def _holm_columns(table: pd.DataFrame, alpha: float, by: str | None = None) -> pd.DataFrame:
     import numpy as np
 
-    from lceval import metrics
+    from lceval import metrics  # pandas: `import lceval` loads this module, not pandas
 
     if table.empty:
         return table.assign(p_holm=[], significant=[])
@@ -232,7 +232,7 @@ def pairwise(
     (``p_holm <= alpha``). :class:`LcevalError` for a negative ``seed``."""
     import pandas as pd
 
-    from lceval import metrics
+    from lceval import metrics  # pandas: `import lceval` loads this module, not pandas
 
     _check_seed(seed)
     test: dict[str, Any] = {"n_resamples": n_resamples, "n_permutations": n_permutations}
@@ -286,7 +286,7 @@ def compare_runs(
     """
     import pandas as pd
 
-    from lceval import metrics
+    from lceval import metrics  # pandas: `import lceval` loads this module, not pandas
 
     _check_seed(seed)
     test: dict[str, Any] = {"n_resamples": n_resamples, "n_permutations": n_permutations}
@@ -371,7 +371,7 @@ def _task_rows(
     """One row per task: mean Score.value of A minus B on the shared samples (0..1)."""
     import pandas as pd
 
-    from lceval import metrics
+    from lceval import metrics  # pandas: `import lceval` loads this module, not pandas
 
     cluster = dict(zip(h.frame["sample_id"], h.frame["cluster"], strict=False))
     va = scores[scores["model"] == a].set_index("sample_id")
@@ -406,7 +406,7 @@ def rank_agreement(
     high, models``. :class:`LcevalError` for a negative ``seed``."""
     import pandas as pd
 
-    from lceval import metrics
+    from lceval import metrics  # pandas: `import lceval` loads this module, not pandas
 
     _check_seed(seed)
     rows = []
@@ -446,7 +446,7 @@ def _joint_design(
     import numpy as np
     import pandas as pd
 
-    from lceval import metrics
+    from lceval import metrics  # pandas: `import lceval` loads this module, not pandas
 
     tables, groups, strata, clusters = [], [], [], []
     for key, h in headlines.items():

@@ -9,6 +9,7 @@ from typing import Any
 
 import matplotlib
 
+from lceval.core.console import log
 from lceval.core.io import RunDir
 from lceval.core.records import Response, sample_hashes
 from lceval.core.store import ResponseStore
@@ -69,8 +70,6 @@ def responses_frame(run_id: str, outputs_root: str | Path | None = None) -> pd.D
             stale += 1
     responses = pd.DataFrame(rows, columns=[f.name for f in fields(Response)])
     if stale:
-        from lceval.core.console import log
-
         log(
             f"{stale} response(s) in {run.responses.name} answer an earlier version of their "
             "sample (sample hash differs: the run was rebuilt) and are left out of the responses "
