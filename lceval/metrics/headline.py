@@ -3,19 +3,31 @@
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Hashable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import numpy as np
 import pandas as pd
 
+from lceval.core.records import Sample
 from lceval.metrics.intervals import SumStatistic, bootstrap_sums, mean_statistic
 from lceval.metrics.paired import Paired, paired_difference, paired_sums
 
-if TYPE_CHECKING:
-    from lceval.benchmarks.base import Benchmark
-    from lceval.core.records import Sample
+
+class Bench(Protocol):
+    """What :func:`headline_of` reads of a ``lceval.benchmarks.base.Benchmark``."""
+
+    @property
+    def key(self) -> str: ...
+    @property
+    def headline(self) -> Callable[..., Headline] | None: ...
+    @property
+    def default_scorer(self) -> str: ...
+    def scores_for(
+        self, scores: pd.DataFrame, scorer: str | None = None
+    ) -> tuple[pd.DataFrame, tuple[str, ...]]: ...
+    def scorer(self, name: str | None = None) -> Any: ...
 
 
 @dataclass(frozen=True)
@@ -123,7 +135,7 @@ def headline_paired(
 
 
 def headline_of(
-    bench: Benchmark, scores: pd.DataFrame, samples: Sequence[Sample], scorer: str | None = None
+    bench: Bench, scores: pd.DataFrame, samples: Sequence[Sample], scorer: str | None = None
 ) -> Headline:
     """The headline of ``bench`` over one scorer's rows (default: the default scorer): its own
     ``headline``, or :func:`generic_headline` when it has none or the scorer reports other metrics

@@ -26,18 +26,15 @@ _CELLS = 4_000_000
 
 @dataclass(frozen=True)
 class Estimate:
-    """A statistic with its bootstrap confidence interval (same unit as the statistic)."""
+    """A statistic on the data as observed (``mean``, never rounded) with its bootstrap CI
+    (``low``, ``high``; NaN when fewer than two units can be resampled), in the statistic's unit;
+    ``n`` samples behind it, ``n_units`` units resampled (clusters when given, else samples)."""
 
     mean: float
-    """The statistic on the data as observed (never rounded)."""
     low: float
-    """Lower end of the CI; NaN when fewer than two units can be resampled."""
     high: float
-    """Upper end of the CI; NaN likewise."""
     n: int
-    """Samples (rows) behind the statistic."""
     n_units: int
-    """Units resampled: clusters (e.g. documents) when given, else samples."""
 
     def as_dict(self) -> dict[str, float]:
         return dataclasses.asdict(self)
@@ -47,16 +44,9 @@ def _codes(labels: Any, n: int, name: str) -> tuple[np.ndarray, list[Hashable]]:
     """Integer codes of ``labels`` (sorted when comparable) and the labels in code order."""
     if labels is None:
         return np.zeros(n, dtype=np.int64), [None]
-    arr = np.asarray(labels) if not isinstance(labels, list | tuple) else None
-    if arr is None or arr.dtype.kind not in "iufbU" or arr.ndim != 1:
-        arr = np.empty(len(labels), dtype=object)
-        arr[:] = list(labels)
-    if len(arr) != n:
-        raise ValueError(f"{name} has {len(arr)} labels for {n} rows")
-    if arr.dtype.kind in "iubU":
-        uniques, codes = np.unique(arr, return_inverse=True)
-        return codes.astype(np.int64), uniques.tolist()
-    ser = pd.Series(arr, dtype=object)
+    ser = pd.Series(list(labels), dtype=object)
+    if len(ser) != n:
+        raise ValueError(f"{name} has {len(ser)} labels for {n} rows")
     if ser.isna().any():
         raise ValueError(f"{name} has a missing label")
     try:

@@ -14,12 +14,12 @@ import pandas as pd
 
 from lceval.metrics.intervals import (
     _CELLS,
+    Estimate,
     SumStatistic,
     _kept,
     _resum,
     _split,
     _units,
-    bootstrap,
     bootstrap_sums,
     mean_statistic,
 )
@@ -27,23 +27,19 @@ from lceval.metrics.intervals import (
 
 @dataclass(frozen=True)
 class Paired:
-    """A paired difference (model A minus model B on the same samples) with its test."""
+    """statistic(A) - statistic(B) on the same samples (``diff``, in the statistic's unit) with
+    its paired-bootstrap CI (``low``, ``high``), the two-sided ``p_value`` of no difference by
+    ``test`` (``mcnemar-exact`` for binary scores of independent samples, else ``sign-flip``, a
+    paired permutation of A and B per unit), ``n`` paired samples and ``n_units`` units resampled
+    and flipped (clusters, else samples)."""
 
     diff: float
-    """statistic(A) - statistic(B), in the statistic's unit."""
     low: float
-    """Lower end of the paired-bootstrap CI of ``diff``."""
     high: float
-    """Upper end of it."""
     p_value: float
-    """Two-sided p-value of "no difference" (see ``test``)."""
     test: str
-    """``mcnemar-exact`` (binary scores, independent samples) or ``sign-flip`` (paired permutation
-    of A and B per unit)."""
     n: int
-    """Paired samples (both scored)."""
     n_units: int
-    """Units resampled and flipped (clusters, else samples)."""
 
     def as_dict(self) -> dict[str, float | str]:
         return dataclasses.asdict(self)
@@ -147,6 +143,31 @@ def paired_sums(
     """
     if a.shape != b.shape or list(a.columns) != list(b.columns):
         raise ValueError("a and b must have the same rows and columns")
+    est = _paired_ci(a, b, statistic, groups, clusters, n_resamples, confidence, seed)
+    cols = [str(c) for c in a.columns]
+    p = _sign_flip_p(
+        pd.DataFrame(a.to_numpy(float), columns=cols),
+        pd.DataFrame(b.to_numpy(float), columns=cols),
+        statistic,
+        groups,
+        clusters,
+        n_permutations,
+        seed,
+    )
+    return Paired(est.mean, est.low, est.high, p, "sign-flip", est.n, est.n_units)
+
+
+def _paired_ci(
+    a: pd.DataFrame,
+    b: pd.DataFrame,
+    statistic: SumStatistic,
+    groups: Any,
+    clusters: Any,
+    n_resamples: int,
+    confidence: float,
+    seed: int,
+) -> Estimate:
+    """Bootstrap CI of statistic(A) - statistic(B), units drawn once for both."""
     cols = [str(c) for c in a.columns]
     both = pd.concat(
         [
@@ -161,7 +182,7 @@ def paired_sums(
         sb = {c: sums[f"b\x1f{c}"] for c in cols}
         return statistic(sa, groups_) - statistic(sb, groups_)
 
-    est = bootstrap_sums(
+    return bootstrap_sums(
         both,
         diff,
         groups=groups,
@@ -170,16 +191,6 @@ def paired_sums(
         confidence=confidence,
         seed=seed,
     )
-    p = _sign_flip_p(
-        pd.DataFrame(a.to_numpy(float), columns=cols),
-        pd.DataFrame(b.to_numpy(float), columns=cols),
-        statistic,
-        groups,
-        clusters,
-        n_permutations,
-        seed,
-    )
-    return Paired(est.mean, est.low, est.high, p, "sign-flip", est.n, est.n_units)
 
 
 def paired_difference(
@@ -194,11 +205,9 @@ def paired_difference(
     confidence: float = 0.95,
     seed: int = 0,
 ) -> Paired:
-    """Mean of A minus mean of B on the same samples (pairs with a NaN left out).
-
-    The CI bootstraps the per-sample differences (:func:`bootstrap`). The p-value is McNemar's
-    exact test for 0/1 scores of independent samples and a pooled mean (no ``clusters``, no
-    ``weights``), else the sign-flip test of :func:`paired_sums`.
+    """Mean of A minus mean of B on the same samples (pairs with a NaN left out): the paired
+    bootstrap CI and, for 0/1 scores of independent samples and a pooled mean (no ``clusters``,
+    no ``weights``), McNemar's exact test, else :func:`paired_sums`.
 
     Args:
         a, b: per-sample scores, position i the same sample.
@@ -219,31 +228,24 @@ def paired_difference(
         return Paired(nan, nan, nan, nan, "", 0, 0)
     x, y = x[keep], y[keep]
     g, c = _kept(groups, keep, "groups"), _kept(clusters, keep, "clusters")
-    est = bootstrap(
-        x - y,
+    ones = np.ones(len(x))
+    fa, fb = pd.DataFrame({"value": x, "count": ones}), pd.DataFrame({"value": y, "count": ones})
+    binary = np.isin(x, (0.0, 1.0)).all() and np.isin(y, (0.0, 1.0)).all()
+    if binary and clusters is None and weights is None:
+        est = _paired_ci(fa, fb, mean_statistic(), g, None, n_resamples, confidence, seed)
+        p = mcnemar_exact(x, y)
+        return Paired(est.mean, est.low, est.high, p, "mcnemar-exact", est.n, est.n_units)
+    return paired_sums(
+        fa,
+        fb,
+        mean_statistic(weights),
         groups=g,
-        weights=weights,
         clusters=c,
         n_resamples=n_resamples,
+        n_permutations=n_permutations,
         confidence=confidence,
         seed=seed,
     )
-    binary = np.isin(x, (0.0, 1.0)).all() and np.isin(y, (0.0, 1.0)).all()
-    if binary and clusters is None and weights is None:
-        return Paired(
-            est.mean, est.low, est.high, mcnemar_exact(x, y), "mcnemar-exact", est.n, est.n_units
-        )
-    ones = np.ones(len(x))
-    p = _sign_flip_p(
-        pd.DataFrame({"value": x, "count": ones}),
-        pd.DataFrame({"value": y, "count": ones}),
-        mean_statistic(weights),
-        g,
-        c,
-        n_permutations,
-        seed,
-    )
-    return Paired(est.mean, est.low, est.high, p, "sign-flip", est.n, est.n_units)
 
 
 def holm(p_values: Sequence[float] | np.ndarray) -> np.ndarray:
