@@ -1,9 +1,6 @@
-"""What reaches the terminal: lceval's lines and progress bars; engines' logs go to the run.
-
-While an engine runs, :func:`engine_output` points descriptors 1 and 2 (inherited by its worker
-processes) at ``<run>/logs/lceval.log``; :func:`log` and the bars write to :func:`terminal`, a
-stream on the saved terminal. ``lceval -v`` / ``LCEVAL_VERBOSE=1`` keeps everything on the
-terminal.
+"""What reaches the terminal: lceval's lines and bars (:func:`terminal`); while an engine runs,
+:func:`engine_output` points descriptors 1 and 2 (and so its workers') at
+``<run>/logs/lceval.log``. ``lceval -v`` / ``LCEVAL_VERBOSE=1`` keeps everything on the terminal.
 """
 
 from __future__ import annotations
@@ -26,8 +23,6 @@ from lceval.core.errors import LcevalError, one_line
 
 VERBOSE_ENV = "LCEVAL_VERBOSE"
 """``1`` keeps engine logs on the terminal (``lceval -v`` sets it for child notebooks)."""
-
-LOG_NAME = "lceval.log"
 
 _terminal: TextIO | None = None
 """The terminal while an engine's output is redirected (None: ``sys.stderr``)."""
@@ -86,8 +81,7 @@ class _Switch(io.TextIOBase):
 
 def _record_interrupts(seen: list[int]) -> Any:
     """Note each SIGINT in ``seen`` before the current handler acts; returns that handler (None
-    off the main thread). With one noted, an engine's death (``EngineDeadError``) is an
-    interruption."""
+    off the main thread)."""
     if threading.current_thread() is not threading.main_thread():
         return None
     previous = signal.getsignal(signal.SIGINT)
@@ -115,10 +109,6 @@ def _own_warnings_to_terminal(shown: Any) -> Any:
         shown(message, category, filename, lineno, file, line)
 
     return show
-
-
-def log_path(run_path: str | os.PathLike[str]) -> Path:
-    return Path(run_path) / "logs" / LOG_NAME
 
 
 def _on_fd2(stream: TextIO) -> bool:
@@ -155,20 +145,14 @@ def engine_output(run_path: str | os.PathLike[str], what: str) -> Iterator[Path 
     if verbose() or _terminal is not None:
         yield None
         return
-    path = log_path(run_path)
+    path = Path(run_path) / "logs" / "lceval.log"
     stamp = _dt.datetime.now(_dt.UTC).replace(microsecond=0).isoformat()
     command = shlex.join([Path(sys.argv[0]).name, *sys.argv[1:]]) if sys.argv else "?"
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        logf = open(path, "ab")  # noqa: SIM115 - closed in the finally below
+        sink = open(path, "a", encoding="utf-8", errors="replace", buffering=1)  # noqa: SIM115
+        sink.write(f"\n=== {stamp} {what}: {command}\n")  # line-buffered: a full disk fails here
     except OSError as exc:
-        raise LcevalError(f"cannot write the log {path}: {exc.strerror or exc}") from None
-    try:
-        logf.write(f"\n=== {stamp} {what}: {command}\n".encode())
-        logf.flush()
-    except OSError as exc:
-        with suppress(OSError):
-            logf.close()
         raise LcevalError(f"cannot write the log {path}: {exc.strerror or exc}") from None
     _flush(sys.stdout, sys.stderr)
     saved = (os.dup(1), os.dup(2))
@@ -178,10 +162,9 @@ def engine_output(run_path: str | os.PathLike[str], what: str) -> Iterator[Path 
         if _on_fd2(err)
         else err
     )
-    os.dup2(logf.fileno(), 1)
-    os.dup2(logf.fileno(), 2)
-    _terminal = term
-    _sink = open(path, "a", encoding="utf-8", errors="replace", buffering=1)  # noqa: SIM115
+    os.dup2(sink.fileno(), 1)
+    os.dup2(sink.fileno(), 2)
+    _terminal, _sink = term, sink
     streams = (sys.stdout, sys.stderr)
     sys.stdout, sys.stderr = _Switch(sys.stdout), _Switch(sys.stderr)
     shown = warnings.showwarning
@@ -195,7 +178,7 @@ def engine_output(run_path: str | os.PathLike[str], what: str) -> Iterator[Path 
             raise LcevalError(f"{exc} (engine log: {path})") from None
         raise
     except Exception as exc:  # an engine's own error: its traceback to the log, one line here
-        logf.write(traceback.format_exc().encode(errors="replace"))
+        sink.write(traceback.format_exc())
         if interrupted:  # Ctrl-C reached the engine's processes first (EngineDeadError)
             raise KeyboardInterrupt from None
         msg = one_line(exc)
@@ -208,21 +191,19 @@ def engine_output(run_path: str | os.PathLike[str], what: str) -> Iterator[Path 
         warnings.showwarning = shown
         if handler is not None:
             signal.signal(signal.SIGINT, handler)
-        _sink.close()
-        _sink = None
         os.dup2(saved[0], 1)
         os.dup2(saved[1], 2)
-        _terminal = None
+        _terminal, _sink = None, None
         if term is not err:
             term.close()
         for fd in saved:
             os.close(fd)
-        logf.close()
+        sink.close()
 
 
 def quiet_tqdm_auto() -> None:
-    """Import ``tqdm.autonotebook`` once with its ``IProgress not found`` warning silenced, so
-    engines' later ``tqdm.auto`` imports in a kernel without ipywidgets are quiet."""
+    """Import ``tqdm.autonotebook`` with its ``IProgress not found`` warning silenced (engines
+    import ``tqdm.auto`` in kernels without ipywidgets)."""
     if not in_kernel() or "tqdm.autonotebook" in sys.modules:
         return
     from tqdm import TqdmWarning  # here: only in a kernel

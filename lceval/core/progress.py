@@ -1,13 +1,9 @@
-"""Progress you can watch: one tqdm bar per model (answered of total, prompt and generated
-tokens/s, time left, replicas alive), also appended to ``<run>/logs/progress.jsonl`` (one JSON
-record a line, at most every :data:`EVERY_S` s and at the end) for ``lceval status`` and for
-``lceval run`` while a notebook's kernel answers.
-
-``answered`` counts samples with an answer, ``new`` those of this call; rates are per second of
-this call. ``eta_s`` comes from the engine's measured prefill and decode rates where it reports
-them (vLLM, :func:`work_eta`: answers per second misled 4-6x under wave batching), else from
-answers per second, and is None until :data:`HONEST_SHARE` of the call is answered. ``state``
-is ``running``, ``done`` or ``stopped``.
+"""Progress: one tqdm bar per model, also appended to ``<run>/logs/progress.jsonl`` (a JSON
+record a line, at most every :data:`EVERY_S` s and at the end) for ``lceval status`` and
+``lceval run``. ``answered`` counts samples with an answer, ``new`` those of this call (rates are
+per second of it); ``eta_s`` uses the engine's measured prefill and decode rates where reported
+(:func:`work_eta`), else answers per second, and is None until :data:`HONEST_SHARE` is answered;
+``state`` is ``running``, ``done`` or ``stopped``.
 """
 
 from __future__ import annotations
@@ -18,7 +14,7 @@ import math
 import os
 import threading
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -180,19 +176,15 @@ class Progress:
         self._ticker.start()
 
     def _read_prefilled(self) -> int | None:
-        if self.prefilled is None:
-            return None
         try:
-            got = self.prefilled()
+            got = self.prefilled() if self.prefilled is not None else None
         except Exception:  # noqa: BLE001 - a view: a failing count is not shown
             return None
         return got if isinstance(got, int) else None
 
     def _read_work(self) -> dict[str, float] | None:
-        if self.work is None:
-            return None
         try:
-            got = self.work()
+            got = self.work() if self.work is not None else None
             return {k: float(got[k]) for k in WORK_KEYS} if got else None
         except Exception:  # noqa: BLE001 - a view: a failing count falls back to answers/s
             return None
@@ -294,35 +286,42 @@ class Progress:
             self.bar.close()
 
 
+def _records(lines: Iterable[bytes]) -> Iterator[dict[str, Any]]:
+    """The progress records among ``lines`` (others skipped; a bad number dropped: unknown)."""
+    for line in lines:
+        try:
+            rec = json.loads(line.decode("utf-8"))
+        except (ValueError, RecursionError):  # UnicodeDecodeError is a ValueError
+            continue
+        if isinstance(rec, dict) and "model" in rec:
+            for key in NUMBERS:
+                if key in rec and _seconds(rec[key], math.nan) != _seconds(rec[key], 0.0):
+                    del rec[key]
+            yield rec
+
+
+def _label(rec: Mapping[str, Any]) -> str:
+    return str(rec.get("desc") or rec["model"])
+
+
 def read(path: str | os.PathLike[str]) -> Iterator[dict[str, Any]]:
     """The records of a progress file (lines that do not parse are skipped).
 
     Raises:
         LcevalError: not a regular file, or a line over :data:`lceval.core.io.MAX_LINE_BYTES`.
     """
-    if not os.path.lexists(path):
-        return
-    for _, line in read_lines(path):
-        try:
-            rec = json.loads(line.decode("utf-8"))
-        except (ValueError, RecursionError):  # UnicodeDecodeError is a ValueError
-            continue
-        if isinstance(rec, dict) and "model" in rec:
-            for key in NUMBERS:  # a number that is not one is dropped: shown as unknown
-                if key in rec and _seconds(rec[key], math.nan) != _seconds(rec[key], 0.0):
-                    del rec[key]
-            yield rec
+    if os.path.lexists(path):
+        yield from _records(line for _, line in read_lines(path))
 
 
 def latest(path: str | os.PathLike[str], since: float | None = None) -> dict[str, dict[str, Any]]:
     """The last record per bar label (``desc``), in first-seen order; ``since``: only those
     written at or after this Unix time."""
-    out: dict[str, dict[str, Any]] = {}
-    for rec in read(path):
-        if since is not None and _seconds(rec.get("t"), 0.0) < since:
-            continue
-        out[str(rec.get("desc") or rec["model"])] = rec
-    return out
+    return {
+        _label(rec): rec
+        for rec in read(path)
+        if since is None or _seconds(rec.get("t"), 0.0) >= since
+    }
 
 
 NUMBERS = ("t", "eta_s", "prompt_tok_s", "gen_tok_s")
@@ -371,23 +370,15 @@ class Watcher:
 
     def _new_records(self) -> dict[str, dict[str, Any]]:
         """The last new record per label, reading whole lines from where the last read ended."""
-        out: dict[str, dict[str, Any]] = {}
         try:
             with open(self.path, "rb") as f:
                 f.seek(self._pos)
                 data = f.read()
         except OSError:
-            return out
+            return {}
         end = data.rfind(b"\n") + 1
         self._pos += end
-        for line in data[:end].splitlines():
-            try:
-                rec = json.loads(line)
-            except ValueError:
-                continue
-            if isinstance(rec, dict) and "model" in rec:  # lines after self._pos: new ones
-                out[str(rec.get("desc") or rec["model"])] = rec
-        return out
+        return {_label(rec): rec for rec in _records(data[:end].splitlines())}
 
     def _show(self) -> None:
         for label, rec in self._new_records().items():

@@ -24,15 +24,13 @@ class Context:
     """A long input X, stored once per run and referenced by id from many samples."""
 
     id: str
-    """Stable id, unique within a run (e.g. ``"lifbench/list/4k/0"``)."""
+    """Unique within a run (e.g. ``"lifbench/list/4k/0"``)."""
     text: str
-    """The full context text exactly as it is placed in the prompt."""
     n_tokens: int
-    """Length of ``text`` in tokens of ``encoding``."""
+    """Length of ``text`` in tokens of ``encoding`` (``"o200k_base"`` or ``"cl100k_base"``)."""
     encoding: str
-    """tiktoken encoding used to count ``n_tokens`` (``"o200k_base"`` or ``"cl100k_base"``)."""
     source: str = ""
-    """Where the text came from (corpus name or path), for run.json provenance."""
+    """Corpus name or path, for run.json provenance."""
 
 
 @dataclass(frozen=True)
@@ -44,29 +42,27 @@ class Sample:
     """
 
     id: str
-    """Unique sample id within a run; the join key for responses and scores."""
+    """Unique within a run; the join key for responses and scores."""
     benchmark: str
-    """Benchmark key: lifbench, longgenbench, ruler, manyifeval, leval or cifbench."""
     task: str
     """Task code as the paper writes it (LSI, OR, niah_single_1, ...)."""
     instruction: str
     """The instruction I, placed after the context."""
     context_id: str | None = None
-    """Id of the Context placed between description and instruction, or None for no context."""
+    """The Context placed between description and instruction (None: no context)."""
     description: str = ""
     """Scenario description D, placed before the context."""
     system: str | None = None
-    """Optional system message (only used when the chat template accepts one)."""
+    """System message (used when the chat template accepts one)."""
     history: tuple[Mapping[str, str], ...] = ()
     """Earlier chat turns ({role, content}) before the final user turn (ManyIFEval Sec. 5)."""
     assistant_prefix: str = ""
     """Text the assistant turn starts with; generation continues from it (LongGenBench prefix)."""
     joiner: str = "\n\n"
-    """Separator between description, context and instruction."""
     max_new_tokens: int = 512
     """Generation budget in tokens (tasks differ: LIFBench List 100, MultiDoc 4096, ...)."""
     stop: tuple[str, ...] = ()
-    """Stop strings; the generation ends before the first one."""
+    """The generation ends before the first of these."""
     gold: Any = field(default_factory=dict)
     """The answer key: the task's frozen :class:`Gold` once loaded through the registry, a plain
     dict in the JSON files."""
@@ -130,17 +126,16 @@ class Response:
 
     sample_id: str
     model: str
-    """Model name as given to the backend (path, hub id or alias)."""
+    """As given to the backend (path, hub id or alias)."""
     text: str
     """The answer without prompt, ``assistant_prefix`` or thinking; every scorer reads it alone."""
     config_hash: str
-    """Hash of the generation config (see ``lceval.models.base.GenerationConfig.hash``)."""
+    """``lceval.models.base.GenerationConfig.hash``."""
     prompt_tokens: int = 0
     """Prompt length in the model's own tokens, after any truncation."""
     completion_tokens: int = 0
-    """Generated tokens."""
     finish_reason: FinishReason = "stop"
-    """``stop``, ``length`` (budget reached), ``error`` or ``content_filter``."""
+    """``length``: the budget was reached."""
     truncated_tokens: int = 0
     """Context tokens dropped to fit the model's window (0 when the prompt fit)."""
     latency_s: float = 0.0
@@ -175,22 +170,10 @@ class Response:
         return f"no answer after {self.reasoning_tokens} thinking tokens"
 
 
-SAMPLE_HASH_FIELDS = (
-    "benchmark",
-    "task",
-    "instruction",
-    "context_id",
-    "description",
-    "system",
-    "history",
-    "assistant_prefix",
-    "joiner",
-    "max_new_tokens",
-    "stop",
-    "gold",
-)
-"""The Sample fields :func:`sample_hash` covers: prompt, budget and gold; grouping fields are
-left out (relabelling does not change what an answer answers)."""
+_GROUPING = ("id", "scenario", "length", "expression_id", "variable_id", "meta")
+SAMPLE_HASH_FIELDS = tuple(f.name for f in dataclasses.fields(Sample) if f.name not in _GROUPING)
+"""The Sample fields :func:`sample_hash` covers: prompt, budget and gold; the id and grouping
+fields are left out (relabelling does not change what an answer answers)."""
 
 
 def sample_hashes(samples: Iterable[Sample], contexts: Mapping[str, Context]) -> dict[str, str]:
@@ -233,7 +216,6 @@ class Score:
     benchmark: str
     task: str
     scorer: str
-    """Scorer name, e.g. ``"lifbench.ars"``."""
     scorer_version: str
     value: float
     """Normalised score in 0..1, or NaN when it cannot be computed (``explanation`` says why)."""
@@ -256,17 +238,17 @@ class RunMeta:
     created: str
     """ISO-8601 UTC time the run folder was created."""
     params: Mapping[str, Any] = field(default_factory=dict)
-    """The params the run was built with (as loaded from the params file and overrides)."""
+    """As loaded from the params file and overrides."""
     seed: int = 0
     versions: Mapping[str, str] = field(default_factory=dict)
     """Versions of lceval and its key dependencies."""
     sources: Mapping[str, Any] = field(default_factory=dict)
-    """Data sources actually used (corpus names, paths, sha256), per benchmark."""
+    """Data sources used (corpus names, paths, sha256), per benchmark."""
     models: Mapping[str, Any] = field(default_factory=dict)
     """Per model name: backend, resolved path or hub id, revision or file hash."""
     git_commit: str | None = None
     encoding: str | None = None
-    """tiktoken encoding used for data lengths."""
+    """The tiktoken encoding of data lengths."""
     inference: Mapping[str, Any] = field(default_factory=dict)
     """Inference settings the build params declare (``truncate``, ``max_new_tokens``)."""
     plan: Mapping[str, Any] = field(default_factory=dict)

@@ -1,19 +1,14 @@
-"""The resume store: ``responses.jsonl``, appended and fsynced batch by batch, so a killed run
-loses at most the batch in flight.
-
-Responses are keyed by (sample_id, model, config_hash, sample_hash): a rerun skips answered keys;
-the first successful line of a key is the one scored (later differing ones are counted in
-:attr:`ResponseStore.conflicts`); an ``error`` response does not count as answered. A response
-without a sample hash (older files) answers the current sample. A torn last line is moved to
-``responses.jsonl.torn`` before the next append.
-"""
+"""The resume store: ``responses.jsonl``, appended and fsynced batch by batch (a killed run loses
+at most the batch in flight), keyed by :data:`Key`: a rerun skips answered keys, the first
+successful line of a key is the one scored, an ``error`` response does not count as answered and
+one without a sample hash answers the current sample. A torn last line is moved to
+``responses.jsonl.torn`` before the next append."""
 
 from __future__ import annotations
 
 import codecs
 import fcntl
 import hashlib
-import json
 import mmap
 import os
 from collections.abc import Iterable, Iterator, Mapping
@@ -22,7 +17,7 @@ from pathlib import Path
 
 from lceval.core.console import log
 from lceval.core.errors import LcevalError
-from lceval.core.io import atomic_open, dumps, json_line, json_problem, read_lines
+from lceval.core.io import atomic_open, dumps, json_line, read_lines
 from lceval.core.records import Response, from_dict
 
 Key = tuple[str, str, str, str | None]
@@ -30,8 +25,7 @@ Key = tuple[str, str, str, str | None]
 
 
 def _whole(raw: bytes) -> bool:
-    r, problem = _parse(raw)
-    return r is not None and not problem
+    return _parse(raw)[0] is not None
 
 
 def _parse(raw: bytes) -> tuple[Response | None, str]:
@@ -44,8 +38,8 @@ def _parse(raw: bytes) -> tuple[Response | None, str]:
         return None, ""
     try:
         data = json_line(text)
-    except json.JSONDecodeError as exc:
-        return None, f"is not valid JSON ({json_problem(exc)})"
+    except ValueError as exc:
+        return None, f"is not valid JSON ({exc})"
     try:
         return from_dict(Response, data), ""
     except ValueError as exc:
@@ -54,9 +48,7 @@ def _parse(raw: bytes) -> tuple[Response | None, str]:
 
 def _current(sample_id: str, stamp: str | None, hashes: Mapping[str, str] | None) -> bool:
     """Whether an answer stamped ``stamp`` answers the current version of its sample."""
-    if hashes is None:
-        return True
-    return sample_id in hashes and (stamp is None or stamp == hashes[sample_id])
+    return hashes is None or (sample_id in hashes and stamp in (None, hashes[sample_id]))
 
 
 def key_of(r: Response) -> Key:

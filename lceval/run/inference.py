@@ -235,7 +235,7 @@ def infer(
     for i, (spec, p) in enumerate(local):
         if len(local) > 1:
             log(f"model {i + 1}/{len(local)}: {spec.label} ({spec.backend})")
-        with run.meta_kept_unless(run.responses):
+        with run.restored_on_failure([run.run_json], unless_changed=run.responses):
             responses += _infer_engine(
                 run, spec, gen, samples, contexts, batch_size, progress, pending, p
             )
@@ -268,12 +268,12 @@ def _infer_ray(
 ) -> list[Response]:
     """:func:`infer` for the models answered by replicas on Ray, recorded in run.json (with
     ``pending``'s fields, then cleared); run.json is put back as it was when nothing was
-    answered (:meth:`lceval.core.io.RunDir.meta_kept_unless`)."""
+    answered (:meth:`lceval.core.io.RunDir.restored_on_failure`)."""
     jobs = [Job(spec, samples, config, batch_size) for spec in specs]
     t0 = time.perf_counter()
     # a local cluster this command starts (gcs, raylet, agents, replica workers) dies with it
     with (
-        run.meta_kept_unless(run.responses),
+        run.restored_on_failure([run.run_json], unless_changed=run.responses),
         engine_output(run.path, "infer (ray)"),
         lifeline.guard(run.path),
     ):

@@ -493,7 +493,7 @@ def _inputs(
     if "OneDoc" in scenarios:
         onedoc = inp.OneDocSource(cfg.encoding, max_limit)
         sources["paul_graham_essays"] = corpora.source_info("paul_graham_essays")
-        sources["nltk_punkt"] = {"name": "punkt_tab", "path": str(corpora.nltk_data_dir())}
+        sources["nltk_punkt"] = {"name": "punkt_tab", "path": str(corpora.path("nltk_data"))}
     return sources, list_pool, doc_pool, onedoc
 
 
