@@ -77,12 +77,6 @@ def test_nan_resamples_are_left_out() -> None:
     assert est.mean == 1.0 and (est.low, est.high) == (1.0, 1.0)
 
 
-def test_legacy_wrappers_delegate() -> None:
-    lo, hi = M.stratified_bootstrap_ci([np.ones(5), np.zeros(3), np.array([])], [2.0, 1.0, 5.0])
-    assert (lo, hi) == pytest.approx((2 / 3, 2 / 3))
-    assert M.bootstrap_ci([1.0, 2.0], seed=3) == M.bootstrap_ci([1.0, 2.0], seed=3)
-
-
 # --------------------------------------------------------------------------------------------
 # coverage and false positives (seeded simulations; each well under 10 s)
 # --------------------------------------------------------------------------------------------

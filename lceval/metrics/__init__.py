@@ -15,10 +15,8 @@ from lceval.metrics.intervals import (
     Estimate,
     SumStatistic,
     bootstrap,
-    bootstrap_ci,
     bootstrap_sums,
     mean_statistic,
-    stratified_bootstrap_ci,
 )
 from lceval.metrics.paired import Paired, holm, mcnemar_exact, paired_difference, paired_sums
 from lceval.metrics.ranks import group_stability, kendall_tau_b
@@ -32,7 +30,6 @@ __all__ = [
     "Paired",
     "SumStatistic",
     "bootstrap",
-    "bootstrap_ci",
     "bootstrap_sums",
     "coefficient_of_variation",
     "group_stability",
@@ -47,5 +44,4 @@ __all__ = [
     "mean_statistic",
     "paired_difference",
     "paired_sums",
-    "stratified_bootstrap_ci",
 ]

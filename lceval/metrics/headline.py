@@ -108,30 +108,21 @@ def headline_paired(
     b = f[f["model"] == model_b].set_index("sample_id")
     ids = a.index.intersection(b.index).sort_values()
     a, b = a.loc[ids], b.loc[ids]
-    cols = list(h.columns)
+    kw: dict[str, Any] = {
+        "groups": a["group"].tolist(),
+        "n_resamples": n_resamples,
+        "n_permutations": n_permutations,
+        "confidence": confidence,
+        "seed": seed,
+    }
     if h.binary is not None:
         x, y = a[h.binary].to_numpy(float), b[h.binary].to_numpy(float)
         if np.isin(x, (0.0, 1.0)).all() and np.isin(y, (0.0, 1.0)).all():
-            return paired_difference(
-                x,
-                y,
-                groups=a["group"].tolist(),
-                n_resamples=n_resamples,
-                n_permutations=n_permutations,
-                confidence=confidence,
-                seed=seed,
-            )
-    return paired_sums(
-        a[cols].reset_index(drop=True),
-        b[cols].reset_index(drop=True),
-        h.statistic,
-        groups=a["group"].tolist(),
-        clusters=a["cluster"].tolist(),
-        n_resamples=n_resamples,
-        n_permutations=n_permutations,
-        confidence=confidence,
-        seed=seed,
-    )
+            return paired_difference(x, y, **kw)
+    cols = list(h.columns)
+    clusters = a["cluster"].tolist()
+    a, b = a[cols].reset_index(drop=True), b[cols].reset_index(drop=True)
+    return paired_sums(a, b, h.statistic, clusters=clusters, **kw)
 
 
 def headline_of(

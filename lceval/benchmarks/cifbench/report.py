@@ -45,7 +45,7 @@ from lceval.benchmarks.cifbench.tables import (
 from lceval.core.errors import LcevalError
 from lceval.core.io import RunDir
 from lceval.core.records import Sample
-from lceval.metrics import stratified_bootstrap_ci
+from lceval.metrics import bootstrap
 from lceval.report.coverage import comparable, run_coverage
 from lceval.report.reporting import save_figure, save_table, unrank_subset_order
 
@@ -234,16 +234,20 @@ def overall_scores(inst: pd.DataFrame, *, n_resamples: int = 1000, seed: int = 0
     by_key = dict(iter(per_input.groupby(KEYS, sort=True)))
     for key, part in ts.groupby(KEYS, sort=True):
         inputs = by_key[key]
-        strata = [g["value"].to_numpy() for _, g in inputs.groupby("task", sort=True)]
-        low, high = stratified_bootstrap_ci(
-            strata, [1.0] * len(strata), n_resamples=n_resamples, seed=seed
+        equal = dict.fromkeys(inputs["task"], 1.0)
+        est = bootstrap(
+            inputs["value"],
+            groups=inputs["task"],
+            weights=equal,
+            n_resamples=n_resamples,
+            seed=seed,
         )
         rows.append(
             {
                 **dict(zip(KEYS, key, strict=True)),
                 "overall": float(part["score"].mean()),
-                "ci_low": low,
-                "ci_high": high,
+                "ci_low": est.low,
+                "ci_high": est.high,
                 "n_tasks": int(part["score"].notna().sum()),
                 "n_instructions": int(part["n_instructions"].max()),
             }
@@ -351,11 +355,15 @@ def ci_widths(inst: pd.DataFrame, *, n_resamples: int = 1000, seed: int = 0) -> 
 
         def width(frame: pd.DataFrame) -> float:
             per_input = frame.groupby(["task", "input_id"])["value"].mean().reset_index()
-            strata = [g["value"].to_numpy() for _, g in per_input.groupby("task", sort=True)]
-            lo, hi = stratified_bootstrap_ci(
-                strata, [1.0] * len(strata), n_resamples=n_resamples, seed=seed
+            equal = dict.fromkeys(per_input["task"], 1.0)
+            est = bootstrap(
+                per_input["value"],
+                groups=per_input["task"],
+                weights=equal,
+                n_resamples=n_resamples,
+                seed=seed,
             )
-            return hi - lo
+            return est.high - est.low
 
         singles = {
             k: width(part[part["instruction_id"] == k])

@@ -62,7 +62,7 @@ from lceval.benchmarks import registry
 from lceval.core.errors import LcevalError
 from lceval.core.io import RunDir, new_meta
 from lceval.core.io import outputs_root as _outputs_root
-from lceval.metrics import bootstrap_ci
+from lceval.metrics import bootstrap
 
 if TYPE_CHECKING:
     pass
@@ -408,7 +408,7 @@ def answer_changes(sweep: Sweep, reference: str | None = None) -> pd.DataFrame:
 
 def sweep_table(items: pd.DataFrame, *, seed: int = 0) -> pd.DataFrame:
     """The tidy table: one row per (base, length, family) with accuracy (0..1), its percentile
-    bootstrap 95% CI (``lceval.metrics.bootstrap_ci``), n (scored samples), the mean prompt
+    bootstrap 95% CI (``lceval.metrics.bootstrap``), n (scored samples), the mean prompt
     tokens the model saw and how many prompts the window truncated.
 
     Args:
@@ -419,7 +419,8 @@ def sweep_table(items: pd.DataFrame, *, seed: int = 0) -> pd.DataFrame:
     keys = ["base", "factor", "point", "model", "length", "family"]
     for key, part in items.groupby(keys, sort=True, dropna=False):
         values = part["value"].to_numpy(float)
-        low, high = bootstrap_ci(values, seed=seed)
+        est = bootstrap(values, n_resamples=1000, seed=seed)
+        low, high = est.low, est.high
         rows.append(
             {
                 **dict(zip(keys, key, strict=True)),
