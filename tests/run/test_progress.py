@@ -194,8 +194,9 @@ def test_run_shows_progress_from_the_first_minute_and_ctrl_c_keeps_answers(
     terminal = (tmp_path / "terminal.txt").read_text()
     assert code == 130, terminal[-2000:]
     assert "finished answers are saved" in terminal
-    (records,) = progress.bars(path).values()
-    h = progress.honesty(records)
+    bench = _bench_progress()
+    (records,) = bench.bars(path).values()
+    h = bench.honesty(records)
     assert h["first_answer_s"] is not None and h["first_answer_s"] <= 60, h
     kept = _answers(run / "responses.jsonl")
     assert kept >= 1 and kept >= h["answered"], (kept, h)
@@ -278,6 +279,18 @@ def test_the_bar_takes_the_engines_work_over_its_answers_per_second(tmp_path):
     bar.close()
 
 
+def _bench_progress():
+    """bench/bench_progress.py as a module (bench/ is scripts, not a package)."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(
+        "bench_progress", ROOT / "bench" / "bench_progress.py"
+    )
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
 def test_honesty_reads_first_answer_and_time_left_from_the_records(tmp_path):
     """bench_progress and the vLLM progress test read one bar's records: first answer 30 s
     after the bar's first record; at 12/40 the bar showed 70 s left. Finished at t=100: the
@@ -296,11 +309,12 @@ def test_honesty_reads_first_answer_and_time_left_from_the_records(tmp_path):
         }
 
     finished = [rec(0, 0), rec(30, 1), rec(30.5, 12, 70.0), rec(70, 20, 30.0), rec(100, 40, 0.0)]
-    h = progress.honesty(finished + [rec(101, 40, 0.0, "done")])
+    honesty = _bench_progress().honesty
+    h = honesty(finished + [rec(101, 40, 0.0, "done")])
     assert h["first_answer_s"] == 30 and h["answered"] == 40 and h["state"] == "done"
     assert h["etas"][0] == (12, 70.0, 69.5, True)
-    stopped = progress.honesty(finished[:4] + [rec(75, 20, 30.0, "stopped")])
+    stopped = honesty(finished[:4] + [rec(75, 20, 30.0, "stopped")])
     answered, eta, actual, measured = stopped["etas"][0]
     assert (answered, eta, measured) == (12, 70.0, False)
     assert actual == pytest.approx(39.5 + 20 / (8 / 39.5))
-    assert progress.honesty([rec(0, 0), rec(60, 0, None, "stopped")])["first_answer_s"] is None
+    assert honesty([rec(0, 0), rec(60, 0, None, "stopped")])["first_answer_s"] is None
