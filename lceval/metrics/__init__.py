@@ -1,8 +1,8 @@
-"""Generic metrics over score tables: means, grouped metrics, CV, bootstrap CIs (one bootstrap,
+"""Generic metrics over score tables: CV, bootstrap CIs (one bootstrap,
 :func:`bootstrap_sums`), paired tests, rank agreement, a benchmark's :class:`Headline`. Nothing
 here rounds. Every public name of the submodules is importable from ``lceval.metrics``."""
 
-from lceval.metrics.basic import coefficient_of_variation, grouped, lcs_length, mean
+from lceval.metrics.basic import coefficient_of_variation, lcs_length
 from lceval.metrics.headline import (
     Headline,
     generic_headline,
@@ -33,14 +33,12 @@ __all__ = [
     "bootstrap_sums",
     "coefficient_of_variation",
     "group_stability",
-    "grouped",
     "headline_estimates",
     "headline_paired",
     "holm",
     "kendall_tau_b",
     "lcs_length",
     "mcnemar_exact",
-    "mean",
     "mean_statistic",
     "paired_difference",
     "paired_sums",

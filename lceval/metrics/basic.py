@@ -1,8 +1,8 @@
-"""Means, grouped means, the coefficient of variation and the longest common subsequence."""
+"""The coefficient of variation and the longest common subsequence."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 
 import numpy as np
 import pandas as pd
@@ -28,29 +28,6 @@ def lcs_length(a: Sequence[str], b: Sequence[str]) -> int:
         u = v & m
         v = ((v + u) | (v - u)) & full
     return len(a) - v.bit_count()
-
-
-def mean(values: Sequence[float] | np.ndarray | pd.Series) -> float:
-    """Mean of the non-NaN values; NaN when there are none."""
-    arr = np.asarray(values, dtype=float)
-    arr = arr[~np.isnan(arr)]
-    return float(arr.mean()) if arr.size else float("nan")
-
-
-def grouped(
-    df: pd.DataFrame,
-    metric: Callable[[pd.Series], float] = mean,
-    by: str | Sequence[str] = "task",
-    value: str = "value",
-) -> pd.Series:
-    """One ``metric`` (default: NaN-skipping mean) of ``df[value]`` per group of ``by``
-    (inspect_ai's ``grouped``); a Series indexed by the group keys.
-
-    Raises:
-        KeyError: a named column is missing.
-    """
-    keys = [by] if isinstance(by, str) else list(by)
-    return df.groupby(keys, sort=True)[value].agg(metric)
 
 
 def coefficient_of_variation(
