@@ -27,15 +27,12 @@ def _cache_key(name: str) -> str:
 
 
 def _candidate_dirs() -> list[Path]:
-    dirs = []
-    if os.environ.get("TIKTOKEN_CACHE_DIR"):
-        dirs.append(Path(os.environ["TIKTOKEN_CACHE_DIR"]))
-    li = _package_dir("llama_index.core")
-    if li is not None:
-        dirs.append(li / "_static" / "tiktoken_cache")
-    ext = _package_dir("tiktoken_ext")
-    if ext is not None:
-        dirs.append(ext / "data")
+    env = os.environ.get("TIKTOKEN_CACHE_DIR")
+    dirs = [Path(env)] if env else []
+    for module, sub in (("llama_index.core", "_static/tiktoken_cache"), ("tiktoken_ext", "data")):
+        root = _package_dir(module)
+        if root is not None:
+            dirs.append(root / sub)
     return dirs
 
 
