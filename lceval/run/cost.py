@@ -252,8 +252,8 @@ def measure(
             responses = run.read_responses()
         ids = list(dict.fromkeys(r.sample_id for r in responses if r.model == name))
         ids = [i for i in ids if i in set(rows["sample_id"])]
-        if new >= 0:
-            ids = ids[-new:] if new <= len(ids) else ids
+        if new >= 1:  # the last `new` answers were timed
+            ids = ids[-new:]
         else:
             pending = len(ids)
         out.append((name, entry, secs, ids, pending))

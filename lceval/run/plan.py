@@ -606,8 +606,6 @@ def plan_run(
         LcevalError: missing run files, a bad budget, an unreadable model tokenizer, ``exact``
             false with a model.
     """
-    import numpy as np
-
     chosen = list(samples) if samples is not None else run.read_samples()
     if not chosen:
         raise LcevalError(f"run {run.run_id} has no samples to plan")
@@ -628,14 +626,12 @@ def plan_run(
     prompts = prompt_tokens(
         chosen, contexts, encoder, max_new_tokens=max_new_tokens, window=window, exact=exact
     )
-    if max_thinking_tokens < 0:
-        raise LcevalError(f"max_thinking_tokens must be >= 0, got {max_thinking_tokens}")
     keys = segment_keys([p.segments for p in prompts])
     rows = per_sample(prompts, keys)
     sizes = size_table(prompts, keys)
     decode_rows = rows
     if max_thinking_tokens:
-        rows = rows.assign(thinking_budget=np.int64(max_thinking_tokens))
+        rows = rows.assign(thinking_budget=max_thinking_tokens)
         sizes.insert(
             list(sizes.columns).index("budget") + 1,
             "thinking_budget",
@@ -654,19 +650,15 @@ def plan_run(
 
 def render(plan: Plan) -> str:
     """The plan as ``lceval plan`` prints it: the size table, the estimates, the sources."""
-    sizes = plan.sizes.copy()
-    for c in ("samples", "prompt_tokens", "unique_tokens", "budget", "truncated_samples"):
-        sizes[c] = sizes[c].map("{:,}".format)
-    if "thinking_budget" in sizes:
-        sizes["thinking_budget"] = sizes["thinking_budget"].map("{:,}".format)
+    sizes = plan.sizes.set_index(["benchmark", "task"]).map("{:,}".format).reset_index()
     if not plan.rows["truncated"].any():
         sizes = sizes.drop(columns="truncated_samples")
     est = plan.estimates.copy()
-    for c in ("prefill_h", "decode_h", "floor_h", "estimate_h", "gpu_hours"):
-        est[c] = est[c].map(_hours)
+    hours = ["prefill_h", "decode_h", "floor_h", "estimate_h", "gpu_hours"]
+    est[hours] = est[hours].map(_hours)
     est["tflop"] = est["tflop"].map("{:,.0f}".format)
     if "usd" in est:
-        from lceval.run.cost import dollars
+        from lceval.run.cost import dollars  # cost imports this module
 
         est["usd"] = est["usd"].map(dollars)
     if not est["no_fit"].any():
