@@ -147,7 +147,7 @@ def calibration_path() -> Path:
 class Calibration(BaseModel):
     """One model's measured answering time on one machine with one engine: ``factor`` =
     ``measured_s`` over ``floor_s`` on :data:`REFERENCE_GPU`, from ``samples`` of the call's
-    ``of`` samples; ``shape``: the model's :class:`ModelShape` fields."""
+    ``of`` samples, a model of ``shape``."""
 
     model_config = ConfigDict(frozen=True)
 
@@ -162,7 +162,7 @@ class Calibration(BaseModel):
     engine_start_s: float | None
     run: str
     date: str
-    shape: dict[str, Any]
+    shape: ModelShape
 
     @property
     def key(self) -> str:
@@ -283,7 +283,7 @@ def calibrate(run: Any, rows: pd.DataFrame) -> tuple[list[Calibration], list[str
             machine=here, model=name, engine=engine, factor=secs / floor, measured_s=secs,
             floor_s=floor, samples=len(part), of=pending,
             engine_start_s=float(start) if isinstance(start, int | float) else None,
-            run=str(run.run_id), date=today, shape=vars(shape),
+            run=str(run.run_id), date=today, shape=shape,
         )  # fmt: skip
         old = before.get(cal.key)
         whole = "" if len(part) >= pending else f" (the first {len(part)} of {pending} samples)"
@@ -308,7 +308,7 @@ def predictions(rows: pd.DataFrame, models: Sequence[str] = ()) -> pd.DataFrame:
     for c in stored().values():
         if c.machine != here or (models and c.model not in models):
             continue
-        answer = c.factor * floor_s(rows, ModelShape(**c.shape))
+        answer = c.factor * floor_s(rows, c.shape)
         out.append(
             {
                 "model": c.model,

@@ -104,14 +104,10 @@ def infer(
     entries are ids or ``{model, backend, options, name}`` mappings (``"embedded"``: the
     SmolLM2-135M stand-in). Names, options and (unless ``truncate``, which right-truncates
     contexts as LIFBench Sec. 5.1 and L-Eval Sec. 4 do) that each window holds the longest prompt
-    plus its budget are checked for every model before the first engine starts. ``batch_size``:
-    samples per engine call (None: the engine's ``call_size``, else :data:`DEFAULT_CALL_SIZE`).
-    A model's ``context`` option answers the samples in each mode (``full``, ``none``,
-    ``bm25:K``, ``dense:K``; :func:`context_plans`), each under ``<model>@context=<mode>``. A
-    model with ``replicas=N`` (N > 1), or every model with ``ray_address``, is answered by engine
-    replicas on Ray (:mod:`lceval.models.replicas`). run.json records per model the engine
-    loaded, its config hash, ``prefix_reuse`` and ``timing``; the plan's two lines go to stderr
-    first (:func:`lceval.run.plan.announce`); progress to ``logs/progress.jsonl``.
+    plus its budget are checked for every model before the first engine starts. A model's
+    ``context`` option answers the samples in each mode (:func:`context_plans`), each under
+    ``<model>@context=<mode>``; ``replicas=N`` (N > 1), or ``ray_address``, answers on Ray.
+    run.json records per model the engine, config hash, ``prefix_reuse`` and ``timing``.
 
     Returns:
         The responses of every model, model after model, each in sample order.

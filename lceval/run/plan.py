@@ -503,9 +503,10 @@ class Plan:
     exact: bool = True
 
     def total(self) -> dict[str, int]:
-        """The total row's samples, prompt_tokens, unique_tokens and budget."""
+        """The total row's samples, prompt_tokens, unique_tokens, budget (and thinking_budget,
+        when a thinking model was planned)."""
         row = self.sizes[self.sizes["benchmark"] == "*"].iloc[0]
-        return {c: int(row[c]) for c in COLUMNS}
+        return {c: int(row[c]) for c in (*COLUMNS, "thinking_budget") if c in row}
 
     def summary(self) -> dict[str, Any]:
         """run.json's ``plan``: the totals, the tokenizer, GPU hours per (model, GPU)."""
@@ -513,11 +514,9 @@ class Plan:
             f"{r.model.split(' ')[0]} {r.gpu}": float(f"{r.gpu_hours:.3g}")
             for r in self.estimates.itertuples()
         }
-        thinking = self.thinking_budget()
         return {
             "tokenizer": self.tokenizer,
             **self.total(),
-            **({"thinking_budget": thinking} if thinking else {}),
             "exact": self.exact,
             "gpu_hours": est,
             "efficiency": float(self.estimates["efficiency"].iloc[0]),
@@ -526,9 +525,7 @@ class Plan:
 
     def thinking_budget(self) -> int:
         """The total row's thinking budget in tokens (0: no thinking model planned)."""
-        if "thinking_budget" not in self.sizes:
-            return 0
-        return int(self.sizes[self.sizes["benchmark"] == "*"]["thinking_budget"].iloc[0])
+        return self.total().get("thinking_budget", 0)
 
     def lines(self) -> list[str]:
         """Two short lines for the start of ``lceval infer``."""
@@ -558,28 +555,6 @@ def _hours(h: float | None) -> str:
     return f"{minutes // 60:,}:{minutes % 60:02d}"
 
 
-def load_tokenizer(model: str) -> tuple[Any, int, ModelShape]:
-    """A model's tokenizer, window and shape, from local files (a folder or the hub cache).
-
-    Raises:
-        LcevalError: what ``lceval infer`` refuses about a model, in its words; the tokenizer or
-            config cannot be read.
-    """
-    # infer's refusals, in its words, before transformers is imported
-    if check_model(model) == "embedded":
-        model = resolve_model(model).path
-
-    from transformers import AutoConfig, AutoTokenizer
-
-    try:
-        tok = AutoTokenizer.from_pretrained(model)
-        config = AutoConfig.from_pretrained(model)
-    except Exception as exc:  # transformers raises OSError, ValueError, HF hub errors
-        reason = one_line(exc)
-        raise LcevalError(f"cannot read the tokenizer of model {model!r}: {reason}") from None
-    return tok, model_window(config, tok), shape_of(config, model)
-
-
 def plan_run(
     run: Any,
     *,
@@ -603,8 +578,8 @@ def plan_run(
             beside the answer budget (``thinking_budget`` column, decode estimate).
 
     Raises:
-        LcevalError: missing run files, a bad budget, an unreadable model tokenizer, ``exact``
-            false with a model.
+        LcevalError: missing run files, a bad budget, a model ``lceval infer`` refuses (in its
+            words) or whose tokenizer or config cannot be read, ``exact`` false with a model.
     """
     chosen = list(samples) if samples is not None else run.read_samples()
     if not chosen:
@@ -612,10 +587,20 @@ def plan_run(
     contexts = run.read_contexts()
     shapes = dict(SHAPES)
     window = None
-    if model is not None:
-        tok, window, shape = load_tokenizer(model)
-        encoder = Encoder(tokenizer=tok)
-        shapes = {"model": shape, **shapes}
+    if model is not None:  # from local files (a folder or the hub cache)
+        if check_model(model) == "embedded":  # infer's refusals, before transformers loads
+            model = resolve_model(model).path
+        from transformers import AutoConfig, AutoTokenizer
+
+        try:
+            tok = AutoTokenizer.from_pretrained(model)
+            config = AutoConfig.from_pretrained(model)
+        except Exception as exc:  # transformers raises OSError, ValueError, HF hub errors
+            raise LcevalError(
+                f"cannot read the tokenizer of model {model!r}: {one_line(exc)}"
+            ) from None
+        encoder, window = Encoder(tokenizer=tok), model_window(config, tok)
+        shapes = {"model": shape_of(config, model), **shapes}
     else:
         # A RULER run may count with a model tokenizer folder: tiktoken's default then.
         encodings = {c.encoding for c in contexts.values()} & set(ENCODINGS)
