@@ -228,7 +228,7 @@ def measure(
 ) -> list[tuple[str, dict[str, Any], float, list[str], int]]:
     """Per answered model with a usable measurement: (name, run.json entry, measured seconds,
     the sample ids answered in them, samples of that call)."""
-    bars = _bars(run)
+    bars, planned = _bars(run), set(rows["sample_id"])
     responses = None
     out = []
     for name, entry in (run.read_meta().models or {}).items():
@@ -250,8 +250,11 @@ def measure(
             continue
         if responses is None:
             responses = run.read_responses()
-        ids = list(dict.fromkeys(r.sample_id for r in responses if r.model == name))
-        ids = [i for i in ids if i in set(rows["sample_id"])]
+        ids = [
+            i
+            for i in dict.fromkeys(r.sample_id for r in responses if r.model == name)
+            if i in planned
+        ]
         if new >= 1:  # the last `new` answers were timed
             ids = ids[-new:]
         else:
