@@ -191,10 +191,19 @@ def infer(
         log(note)
     # size and estimate on stderr now; into run.json with the first model's entry, so a
     # command failing before its first answer (a missing or refused key) leaves run.json as it was
-    sized = plan.announce(
-        run, samples, cfg.max_new_tokens, record_it=False, max_thinking_tokens=max(thinking)
-    )
-    pending = {"plan": sized.summary()} if sized is not None else {}
+    pending: dict[str, Any] = {}
+    try:
+        sized = plan.plan_run(
+            run,
+            samples=samples,
+            max_new_tokens=cfg.max_new_tokens,
+            max_thinking_tokens=max(thinking),
+        )
+        pending["plan"] = sized.summary()
+        for line in sized.lines():
+            log(line)
+    except LcevalError as exc:  # no tiktoken file: inference goes on
+        log(f"plan: not computed ({exc})")
     responses: list[Response] = []
     ray_specs = [spec for spec, r in zip(specs, on_ray, strict=True) if r]
     if ray_specs:

@@ -17,7 +17,6 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from lceval.core.console import log
 from lceval.core.errors import LcevalError, one_line
 from lceval.core.records import Context, Sample
 from lceval.core.tokens import DEFAULT_ENCODING, ENCODINGS, get_encoding
@@ -705,34 +704,6 @@ def render_wall_clock(plan: Plan, gpus: int) -> str:
             shown.to_string(index=False),
         ]
     )
-
-
-def announce(
-    run: Any,
-    samples: Sequence[Sample],
-    max_new_tokens: int | None = None,
-    *,
-    record_it: bool = True,
-    max_thinking_tokens: int = 0,
-) -> Plan | None:
-    """The plan of the samples ``lceval infer`` is about to answer: two lines on stderr and
-    run.json's ``plan`` (``record_it=False``: the caller writes it); one line when it cannot be
-    made (no tiktoken file), and inference goes on."""
-    try:
-        p = plan_run(
-            run,
-            samples=samples,
-            max_new_tokens=max_new_tokens,
-            max_thinking_tokens=max_thinking_tokens,
-        )
-    except LcevalError as exc:
-        log(f"plan: not computed ({exc})")
-        return None
-    for line in p.lines():
-        log(line)
-    if record_it:
-        run.update_meta(plan=p.summary())
-    return p
 
 
 def recorded_cap(run: Any) -> int | None:
