@@ -76,17 +76,15 @@ def add_flags(parser: argparse.ArgumentParser, config: type[BaseModel]) -> None:
         )
 
 
-def from_args(config: type[C], args: argparse.Namespace, **given: Any) -> C:
-    """The config from parsed flags (:func:`add_flags`) over ``given`` values; LcevalError: one
-    line naming the flag and what it accepts."""
-    values = dict(given)
+def from_args(config: type[C], args: argparse.Namespace) -> C:
+    """The config from parsed flags (:func:`add_flags`); LcevalError: one line naming the flag
+    and what it accepts."""
+    values: dict[str, Any] = {}
     for name, info in config.model_fields.items():
-        if name not in vars(args):
-            continue
-        value = getattr(args, name)
-        if _extra(info).get("kv"):
-            value = {**dict(values.get(name) or {}), **_kv(value, flags_of(name, info)[-1])}
-        values[name] = value
+        if name in vars(args):
+            value = getattr(args, name)
+            kv = _extra(info).get("kv")
+            values[name] = _kv(value, flags_of(name, info)[-1]) if kv else value
     return validate(config, values, "cli")
 
 

@@ -303,13 +303,13 @@ def calibrate(run: Any, rows: pd.DataFrame) -> tuple[list[Calibration], list[str
     return cals, lines
 
 
-def predictions(rows: pd.DataFrame, models: Sequence[str] = ()) -> pd.DataFrame:
-    """This machine's calibrated answering time of ``rows`` per stored calibration (only
-    ``models``' when given): ``answer_s`` = factor x floor, ``wall_s`` adds the engine start."""
+def predictions(rows: pd.DataFrame) -> pd.DataFrame:
+    """This machine's calibrated answering time of ``rows`` per stored calibration:
+    ``answer_s`` = factor x floor, ``wall_s`` adds the engine start."""
     here = machine()
     out = []
     for c in stored().values():
-        if c.machine != here or (models and c.model not in models):
+        if c.machine != here:
             continue
         answer = c.factor * floor_s(rows, c.shape)
         out.append(
@@ -428,7 +428,7 @@ def judge_table(
                 "position_sum": p * (p - 1) // 2,
             }
         )
-        gpu_rows.append(estimate_table(rows, {c.label: shape}, GPUS, efficiency))
+        gpu_rows.append(estimate_table(rows, {c.label: shape}, efficiency))
     gpu_df = pd.concat(gpu_rows, ignore_index=True) if gpu_rows else pd.DataFrame()
     if not gpu_df.empty:
         gpu_df["usd"] = gpu_dollars(gpu_df, prices)

@@ -236,7 +236,7 @@ def _infer_ray(
     batch_size: int | None,
     progress: bool,
     address: str | None,
-    pending: dict[str, Any] | None = None,
+    pending: dict[str, Any],
 ) -> list[Response]:
     """:func:`infer` for the models answered by replicas on Ray, recorded in run.json (with
     ``pending``'s fields, then cleared); run.json kept as it was when nothing was answered."""
@@ -266,9 +266,8 @@ def _infer_ray(
                     entry["location"] = location(job.spec)
                     entry["options"] = dict(job.spec.options)
                     entry["timing"] = {"ray_wall_s": wall}
-                    run.update_meta(models={job.entry["name"]: entry}, **(pending or {}))
-                    if pending:
-                        pending.clear()
+                    run.update_meta(models={job.entry["name"]: entry}, **pending)
+                    pending.clear()
     return [r for job in jobs for r in job.responses]
 
 

@@ -334,7 +334,6 @@ def estimate(
     gpu: GPU,
     *,
     efficiency: float = EFFICIENCY,
-    max_batch: int = MAX_BATCH,
 ) -> dict[str, Any]:
     """GPU time to answer ``rows`` (:func:`per_sample`) with a model of ``shape`` on ``gpu``
     (the floor of ``bench/bench_main_job.py``, on datasheet rates).
@@ -361,7 +360,7 @@ def estimate(
     m = rows["budget"].to_numpy(dtype=np.float64)
     kv_memory = MEMORY_USE * n * gpu.memory - weights
     per_seq = shape.kv_bytes * (p + m)
-    batch = np.clip(np.floor(kv_memory / per_seq), 1, max_batch)
+    batch = np.clip(np.floor(kv_memory / per_seq), 1, MAX_BATCH)
     attended = m * p + m * (m - 1) / 2  # KV positions read over the sample's decode steps
     dec_flops = m * 2.0 * (shape.dense + shape.vocab * shape.hidden) + attn * attended
     dec_bytes = m * weights / batch + shape.kv_bytes * attended
@@ -384,17 +383,16 @@ def estimate(
 def estimate_table(
     rows: pd.DataFrame,
     shapes: Mapping[str, ModelShape] | None = None,
-    gpus: Mapping[str, GPU] | None = None,
     efficiency: float = EFFICIENCY,
 ) -> pd.DataFrame:
-    """:func:`estimate` of every shape on every GPU, one row each (``model``, ``gpu``, then the
-    estimate's keys)."""
+    """:func:`estimate` of every shape on every GPU of :data:`GPUS`, one row each (``model``,
+    ``gpu``, then the estimate's keys)."""
     import pandas as pd
 
     return pd.DataFrame(
         {"model": s.name, "gpu": g.name, **estimate(rows, s, g, efficiency=efficiency)}
         for s in (shapes or SHAPES).values()
-        for g in (gpus or GPUS).values()
+        for g in GPUS.values()
     )
 
 
@@ -424,43 +422,32 @@ def shape_of(config: Any, name: str) -> ModelShape:
 
 
 # ------------------------------------------------------------------------------ the plan
-COLUMNS = ("samples", "prompt_tokens", "unique_tokens", "budget")
-
-
-def per_sample(
-    prompts: Sequence[PromptTokens], keys: Sequence[tuple[int, ...]] | None = None
-) -> pd.DataFrame:
+def per_sample(prompts: Sequence[PromptTokens], keys: Sequence[tuple[int, ...]]) -> pd.DataFrame:
     """One row per sample: benchmark, task, prompt_tokens, budget, truncated, ``share`` (tokens
     held already), ``unique_tokens`` and ``position_sum`` (of its unique tokens' positions)."""
-    import numpy as np
     import pandas as pd
 
-    shares = prefix_shares([p.segments for p in prompts], keys)
-    length = np.array([p.length for p in prompts], dtype=np.int64)
-    share = np.array(shares, dtype=np.int64)
-    return pd.DataFrame(
+    df = pd.DataFrame(
         {
             "sample_id": [p.sample.id for p in prompts],
             "benchmark": [p.sample.benchmark for p in prompts],
             "task": [p.sample.task for p in prompts],
-            "prompt_tokens": length,
-            "budget": np.array([p.budget for p in prompts], dtype=np.int64),
-            "truncated": np.array([p.truncated for p in prompts], dtype=np.int64),
-            "share": share,
-            "unique_tokens": length - share,
-            "position_sum": (share + length - 1) * (length - share) // 2,
+            "prompt_tokens": [p.length for p in prompts],
+            "budget": [p.budget for p in prompts],
+            "truncated": [p.truncated for p in prompts],
+            "share": prefix_shares([p.segments for p in prompts], keys),
         }
     )
+    length, share = df["prompt_tokens"], df["share"]
+    unique = length - share
+    return df.assign(unique_tokens=unique, position_sum=(share + length - 1) * unique // 2)
 
 
-def size_table(
-    prompts: Sequence[PromptTokens], keys: Sequence[tuple[int, ...]] | None = None
-) -> pd.DataFrame:
+def size_table(prompts: Sequence[PromptTokens], keys: Sequence[tuple[int, ...]]) -> pd.DataFrame:
     """Samples, prompt tokens, unique tokens and budget per benchmark and task, per benchmark
     (task ``*``) and in total (benchmark ``*``); each row's unique tokens from its own trie."""
     import pandas as pd
 
-    keys = segment_keys([p.segments for p in prompts]) if keys is None else keys
     groups: dict[tuple[str, str], list[int]] = {}
     for i, p in enumerate(prompts):
         groups.setdefault((p.sample.benchmark, p.sample.task), []).append(i)
@@ -505,7 +492,8 @@ class Plan:
         """The total row's samples, prompt_tokens, unique_tokens, budget (and thinking_budget,
         when a thinking model was planned)."""
         row = self.sizes[self.sizes["benchmark"] == "*"].iloc[0]
-        return {c: int(row[c]) for c in (*COLUMNS, "thinking_budget") if c in row}
+        shown = ("samples", "prompt_tokens", "unique_tokens", "budget", "thinking_budget")
+        return {c: int(row[c]) for c in shown if c in row}
 
     def summary(self) -> dict[str, Any]:
         """run.json's ``plan``: the totals, the tokenizer, GPU hours per (model, GPU)."""

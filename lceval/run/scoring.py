@@ -212,11 +212,10 @@ def score_files(
     *,
     root: str | Path | None = None,
     rename: Mapping[str, str] | None = None,
-    scorer: str | None = None,
 ) -> str:
     """A scored run (``run_id``, made afresh) from a folder of ``samples.jsonl``,
     ``contexts.jsonl`` and ``responses.jsonl`` (models renamed by ``rename``), scored by the
-    benchmark's real scorer (the overview notebook's demo runs).
+    benchmarks' default scorers (the overview notebook's demo runs).
 
     Raises:
         LcevalError: a file is missing or the scorer fails.
@@ -238,5 +237,5 @@ def score_files(
     responses = read_records(src / "responses.jsonl", Response)
     write_jsonl(run.responses, [replace(r, model=names.get(r.model, r.model)) for r in responses])
     run.write_meta(new_meta(run_id, params={"source": str(src)}))
-    score(run_id, root=root, scorer=scorer, progress=False)
+    score(run_id, root=root, progress=False)
     return run_id
