@@ -129,6 +129,8 @@ def prompt_tokens(
         LcevalError: a sample naming a missing context, a budget < 1, or a prompt that does not
             fit the window even without its context.
     """
+    if not exact and window is not None:
+        raise LcevalError("plan: contexts can be truncated to a window only when tokenized")
     parts: list[tuple[Sample, list[str], str | None]] = []
     for s in samples:
         doc = context_text(s, contexts)
@@ -140,29 +142,23 @@ def prompt_tokens(
             parts.append((s, [encoder.render(s, doc)], None))
             continue
         parts.append((s, [head, tail], doc))
-    counted: dict[str, Counted] = {}
-    if not exact:
-        if window is not None:
-            raise LcevalError("plan: contexts can be truncated to a window only when tokenized")
-        for s, _, text in parts:
-            if text is not None and s.context_id not in counted:
-                n = contexts[str(s.context_id)].n_tokens
-                counted[str(s.context_id)] = Counted(-1 - len(counted), n)
+    counted: dict[str, Counted] = {}  # one marker per context
     encoder.encode_all(t for _, texts, x in parts for t in (*texts, x if x and exact else ""))
     out = []
     for s, texts, ctx in parts:
-        budget = (
-            s.max_new_tokens if max_new_tokens is None else min(s.max_new_tokens, max_new_tokens)
-        )
+        budget = min(s.max_new_tokens, max_new_tokens or s.max_new_tokens)
         if budget < 1:
             raise LcevalError(f"sample {s.id}: new-token budget must be >= 1, got {budget}")
         segs = [encoder.cache[t] for t in texts]
         body: Segment = ()
-        if ctx is not None:
-            body = encoder.cache[ctx] if exact else counted[str(s.context_id)]
+        if ctx is not None and exact:
+            body = encoder.cache[ctx]
+        elif ctx is not None:
+            cid = str(s.context_id)
+            body = counted.setdefault(cid, Counted(-1 - len(counted), contexts[cid].n_tokens))
         cut = 0
         if window is not None:
-            room = window - budget - sum(len(x) for x in segs)
+            room = window - budget - sum(map(len, segs))
             if room < 0:
                 raise LcevalError(
                     f"sample {s.id}: prompt without its context is {sum(map(len, segs))} tokens, "
