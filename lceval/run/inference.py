@@ -131,11 +131,8 @@ def infer(
     # 64-token answers; L-Eval's backend: hf): those given (a flag, a keyword not left at its
     # default, a config's field set) go over them.
     declared = {k: v for k, v in run.read_meta().inference.items() if k in INFERENCE_DEFAULTS}
-    unset = {
-        k: v
-        for k, v in declared.items()
-        if k not in cfg.model_fields_set or getattr(cfg, k) is None
-    }
+    named = cfg.model_fields_set
+    unset = {k: v for k, v in declared.items() if k not in named or getattr(cfg, k) is None}
     if "backend" not in unset and declared.get("backend") not in (None, cfg.backend):
         unset.pop("backend_options", None)  # another engine than declared: not its options
     if unset:

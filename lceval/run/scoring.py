@@ -59,15 +59,7 @@ def score(
     store = job.responses()
     try:
         job.open_judges()
-        bar = tqdm(
-            store,
-            total=len(store),
-            desc="score",
-            unit="response",
-            disable=not progress,
-            file=terminal(),
-        )
-        for r in bar:
+        for r in tqdm(store, desc="score", unit="response", disable=not progress, file=terminal()):
             job.add(r)
         job.flush_all()
     finally:
