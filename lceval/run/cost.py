@@ -31,6 +31,7 @@ from lceval.core.tokens import count_tokens
 from lceval.models.embedded import EMBEDDED_NAME, cache_root, resolve_model
 from lceval.params import Judge
 from lceval.run.plan import GPUS, REFERENCE_GPU, ModelShape, estimate, estimate_table, shape_of
+from lceval.run.plan import dollars as dollars  # re-exported: the CLI formats with cost.dollars
 
 PRICES_PATH = Path(__file__).with_name("prices.yaml")
 """The price table shipped with lceval."""
@@ -111,13 +112,6 @@ def api_table(
         rows.append((name, i, o, i + o, (i + o) * (1 - cut)))
     columns = ["model", "input_usd", "output_usd", "usd", "batch_usd"]
     return pd.DataFrame(rows, columns=columns)
-
-
-def dollars(x: float) -> str:
-    """``$1,234.56``, ``$0.0042``; ``?`` for NaN (not priced)."""
-    if x != x:
-        return "?"
-    return f"${x:,.2f}" if x >= 1 else f"${x:.4f}"
 
 
 # ------------------------------------------------------------------------------ calibration

@@ -528,6 +528,13 @@ class Plan:
         ]
 
 
+def dollars(x: float) -> str:
+    """``$1,234.56``, ``$0.0042``; ``?`` for NaN (not priced)."""
+    if x != x:
+        return "?"
+    return f"${x:,.2f}" if x >= 1 else f"${x:.4f}"
+
+
 def _hours(h: float | None) -> str:
     """Hours as ``h:mm`` (``0:07``, ``1,234:05``); ``<0:01`` under a minute, ``?`` unknown."""
     if h is None or h != h:
@@ -626,8 +633,6 @@ def render(plan: Plan) -> str:
     est[hours] = est[hours].map(_hours)
     est["tflop"] = est["tflop"].map("{:,.0f}".format)
     if "usd" in est:
-        from lceval.run.cost import dollars  # cost imports this module
-
         est["usd"] = est["usd"].map(dollars)
     if not est["no_fit"].any():
         est = est.drop(columns="no_fit")
