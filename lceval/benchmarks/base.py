@@ -133,6 +133,9 @@ class ScorerSpec:
     option_type: type[ScorerOptions] | None = None
     """The options as a declared type (names, types, ranges, help): checked by
     :meth:`check_options` before anything loads; an LLM judge's subclasses :class:`JudgeModel`."""
+    plan_cost: Callable[[Any], tuple[str, int, int, int]] | None = None
+    """An LLM judge's ``plan_cost(options) -> (template text, prompts per answer, answers
+    each quotes, answer budget in tokens)``: what ``lceval plan`` counts of its calls."""
 
     def __post_init__(self) -> None:
         if self.option_type is not None and not self.options:

@@ -1,18 +1,8 @@
-"""The run wing: the stages that make a run folder's data, one module per stage, called by the CLI
-verbs and the notebooks alike.
-
-- :mod:`lceval.run.building`: ``build``, ``build_suite`` (samples.jsonl, contexts.jsonl, run.json);
-- :mod:`lceval.run.inference`: ``infer`` (responses.jsonl, in-process or on Ray replicas);
-- :mod:`lceval.run.scoring`: ``score``, ``load_samples``, ``score_files`` (scores.parquet);
-- :mod:`lceval.run.sweep`: ``run_sweep`` (a study's grid: one run per point, L-Eval's NTK sweep);
-- :mod:`lceval.run.plan`: ``lceval plan`` (sizes, prefix sharing, GPU-hour estimates);
-- :mod:`lceval.run.config`: the declared config of every verb (CLI flags, params files, JSON
-  Schemas).
-
-The report stage is the report wing's (:func:`lceval.report.report`), which reads what these
-write. The stage functions are imported here (typed: mypy checks their calls); their modules import
-pandas and the engines inside the functions that need them, so ``import lceval.run`` stays light
-(the CLI's startup).
+"""The run wing: the stages that make a run folder's data (``building``: build, ``inference``:
+infer, ``scoring``: score, ``sweep``: a study's grid), ``plan`` and ``cost`` (a run's size, GPU
+time and dollars) and ``config`` (every verb's declared config), called by the CLI verbs and the
+notebooks alike. The report stage is :func:`lceval.report.report`. Pandas and the engines load
+inside the functions that need them: ``import lceval.run`` stays light (the CLI's startup).
 """
 
 from lceval.run.building import build, build_suite

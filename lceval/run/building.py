@@ -26,22 +26,8 @@ def build(
     seed: int | None = None,
     force: bool = False,
 ) -> RunDir:
-    """Build a benchmark's samples into ``<root>/<run_id>/`` and record run.json
-    (:func:`build_suite` with one part).
-
-    A rebuild giving the same samples and contexts keeps the responses (rerunning a notebook
-    resumes it); one that changes them is refused over existing responses unless ``force``,
-    which moves responses.jsonl and scores.parquet aside to ``<name>.replaced-<UTC time>``.
-
-    Args:
-        benchmark: a registered benchmark key.
-        params: the builder's params (a notebook's params file as it is).
-        seed: overrides ``params["seed"]`` when given.
-
-    Raises:
-        LcevalError: unknown benchmark, bad params, unwritable folder, a run with responses
-            whose samples would change and no ``force``.
-    """
+    """Build a benchmark's samples into ``<root>/<run_id>/`` with its builder ``params`` (a
+    notebook's params file as it is) and record run.json: :func:`build_suite` with one part."""
     return build_suite(run_id, {benchmark: params}, root=root, seed=seed, force=force)
 
 
@@ -55,7 +41,10 @@ def build_suite(
 ) -> RunDir:
     """Build several benchmarks' samples into one run folder (RULER retrieval beside L-Eval GSM
     for the NTK sweep); run.json records each part's params and sources under its key.
-    Rebuilding follows :func:`build`.
+
+    A rebuild giving the same samples and contexts keeps the responses (rerunning a notebook
+    resumes it); one that changes them is refused over existing responses unless ``force``,
+    which moves responses.jsonl and scores.parquet aside to ``<name>.replaced-<UTC time>``.
 
     Args:
         parts: benchmark key -> its builder params, in build order.
@@ -127,11 +116,7 @@ def build_suite(
 
 def _inference_defaults(parts: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
     """The inference settings the build params declare (:data:`INFERENCE_DEFAULTS`), checked by
-    :class:`InferConfig`; null values left out.
-
-    Raises:
-        LcevalError: a declared value of the wrong type or range (names the key).
-    """
+    :class:`InferConfig`; null values left out."""
     out: dict[str, Any] = {}
     for key, part in parts.items():
         schema = registry.get(key).params_schema()

@@ -1,11 +1,8 @@
-"""One declared config per verb: the same object at every door.
-
-Each ``lceval`` verb has a pydantic model here whose fields (type, range, default, description)
-make its flags (:func:`add_flags`), check params files and ``-p`` overrides (:func:`validate`)
-and give ``lceval schema``'s JSON Schemas (:func:`json_schemas`). A field's
-``json_schema_extra`` says how it appears on the command line: ``flag`` (spelling or tuple of
-spellings), ``positional``, ``nargs``/``action``/``metavar`` as in argparse, ``required_flag``,
-``kv`` (a repeated ``KEY=VALUE`` flag read as a YAML-valued mapping), ``cli: False`` (no flag).
+"""One declared config per verb: its fields make the flags (:func:`add_flags`), check params
+files and ``-p`` overrides (:func:`lceval.params.validate`) and give the JSON Schemas. A field's
+``json_schema_extra`` says how it appears on the command line: ``flag`` (spellings),
+``positional``, ``nargs``/``action``/``metavar`` as in argparse, ``required_flag``, ``kv`` (a
+repeated ``KEY=VALUE`` flag read as a YAML-valued mapping), ``cli: False`` (no flag).
 """
 
 from __future__ import annotations
@@ -37,11 +34,8 @@ OWN_FLAGS = {"run_id": "--run-id RUN", "outputs_root": "--outputs FOLDER"}
 
 
 def _kv(items: Sequence[str] | None, flag: str) -> dict[str, Any]:
-    """``KEY=VALUE`` items as a mapping, each value read as YAML (``8`` an int, ``true`` a bool).
-
-    Raises:
-        LcevalError: an item without ``=`` or key.
-    """
+    """``KEY=VALUE`` items as a mapping, each value read as YAML (``8`` an int, ``true`` a bool);
+    LcevalError for an item without ``=`` or key."""
     out: dict[str, Any] = {}
     for item in items or []:
         key, sep, value = item.partition("=")
@@ -64,56 +58,37 @@ def add_flags(parser: argparse.ArgumentParser, config: type[BaseModel]) -> None:
         extra = _extra(info)
         if extra.get("cli") is False:
             continue
-        kwargs: dict[str, Any] = {"help": info.description, "default": argparse.SUPPRESS}
-        for key in ("nargs", "metavar", "action"):
-            if key in extra:
-                kwargs[key] = extra[key]
-        if extra.get("required_flag"):
-            kwargs["required"] = True
+        kwargs: dict[str, Any] = {k: extra[k] for k in ("nargs", "metavar", "action") if k in extra}
         if kwargs.get("action") == "boolean":  # --truncate / --no-truncate
             kwargs["action"] = argparse.BooleanOptionalAction
         if extra.get("kv"):
             kwargs.update(action="append", metavar=extra.get("metavar", "KEY=VALUE"))
-        if extra.get("positional"):
-            kwargs.pop("default")
-            if extra.get("nargs") in ("?", "*"):
-                kwargs["default"] = None
-            parser.add_argument(name, **kwargs)
+        if extra.get("positional"):  # an optional one (nargs ?) defaults to None
+            parser.add_argument(name, help=info.description, **kwargs)
             continue
-        parser.add_argument(*flags_of(name, info), dest=name, **kwargs)
+        parser.add_argument(
+            *flags_of(name, info),
+            dest=name,
+            help=info.description,
+            default=argparse.SUPPRESS,
+            required=bool(extra.get("required_flag")),
+            **kwargs,
+        )
 
 
-def from_args(config: type[C], args: argparse.Namespace, **given: Any) -> C:
-    """The config from parsed flags (those :func:`add_flags` made) and ``given`` values (which
-    flags override).
-
-    Raises:
-        LcevalError: one line naming the flag and what it accepts.
-    """
-    values = dict(given)
+def from_args(config: type[C], args: argparse.Namespace) -> C:
+    """The config from parsed flags (:func:`add_flags`); LcevalError: one line naming the flag
+    and what it accepts."""
+    values: dict[str, Any] = {}
     for name, info in config.model_fields.items():
-        if name not in vars(args):
-            continue
-        value = getattr(args, name)
-        if _extra(info).get("kv"):
-            value = {**dict(values.get(name) or {}), **_kv(value, flags_of(name, info)[-1])}
-        values[name] = value
+        if name in vars(args):
+            value = getattr(args, name)
+            kv = _extra(info).get("kv")
+            values[name] = _kv(value, flags_of(name, info)[-1]) if kv else value
     return validate(config, values, "cli")
 
 
 # ----------------------------------------------------------------------------------- fields
-def _model_entries(value: Any) -> Any:
-    """Each ``{...}`` entry checked by :func:`lceval.models.specs.resolve_models`."""
-    if value is None:
-        return None
-
-    try:
-        resolve_models(None, value)
-    except LcevalError as exc:
-        raise ValueError(str(exc).removeprefix("inference: ")) from None
-    return value
-
-
 def _mapping_text(item: Any) -> Any:
     """A ``--model`` value starting with ``{`` read as a YAML mapping ``{model, backend,
     options, name}``; anything else as it is."""
@@ -151,7 +126,12 @@ class InferConfig(InferenceSection):
     def _entries(cls, v: Any) -> Any:
         if isinstance(v, list | tuple):
             v = [_mapping_text(x) for x in v]
-        return _model_entries(v)
+        if v is not None:  # each {...} entry checked now
+            try:
+                resolve_models(None, v)
+            except LcevalError as exc:
+                raise ValueError(str(exc).removeprefix("inference: ")) from None
+        return v
 
 
 INFERENCE_DEFAULTS = (
@@ -162,21 +142,17 @@ INFERENCE_DEFAULTS = (
     "batch_size",
     "temperature",
 )
-"""Inference settings a run's build params may declare (the smoke set's ``truncate: true``),
-recorded in run.json's ``inference`` and used by :func:`lceval.run.infer` where not given."""
+"""Inference settings a run's build params may declare (run.json's ``inference``), used by
+:func:`lceval.run.infer` where not given."""
 
 
 TEST_LIMIT_ENV = "LCEVAL_TEST_LIMIT"
-"""Environment variable capping every inference's sample count (tests run the README's
-commands with it); unset: no cap."""
+"""Environment variable capping every inference's sample count (the README's commands in
+tests)."""
 
 
 def test_limit(limit: int | None) -> int | None:
-    """``limit`` capped by ``$LCEVAL_TEST_LIMIT`` when that is set.
-
-    Raises:
-        LcevalError: the variable is not a positive integer.
-    """
+    """``limit`` capped by ``$LCEVAL_TEST_LIMIT`` when set (LcevalError: not a positive int)."""
     raw = os.environ.get(TEST_LIMIT_ENV, "").strip()
     if not raw:
         return limit
@@ -464,16 +440,12 @@ VERBS: dict[str, type[Declared]] = {
     "import": ImportConfig,
     "schema": SchemaConfig,
 }
-"""Verb -> its declared config: its flags, and its ``--help`` line (the docstring's first
-paragraph)."""
+"""Verb -> its declared config (its flags; its docstring's first paragraph: ``--help``)."""
 
 
 def json_schemas() -> dict[str, dict[str, Any]]:
     """The JSON Schema of every verb's config (``lceval schema``), for editors of params files."""
-    out = {}
-    for verb, config in VERBS.items():
-        schema = config.model_json_schema(mode="validation")
-        schema["$id"] = f"lceval:{verb}"
-        schema["title"] = f"lceval {verb}"
-        out[verb] = schema
-    return out
+    return {
+        verb: {**c.model_json_schema(), "$id": f"lceval:{verb}", "title": f"lceval {verb}"}
+        for verb, c in VERBS.items()
+    }

@@ -1,12 +1,11 @@
 """What a run will cost in dollars, and the plan calibrated by the runs this machine answered.
 
-Prices (:func:`load_prices`): ``lceval/run/prices.yaml`` or ``--prices FILE``; GPU dollars are
-GPU-hours times the card's price, API dollars the prompt tokens at the input price plus the
-answer and thinking budgets at the output price (an upper bound). Calibration
-(:func:`calibrate`): a model's measured answering seconds (``logs/progress.jsonl``, else
-run.json's ``timing.generate_s``) over the floor on :data:`~lceval.run.gpu_estimate.REFERENCE_GPU`
-is this machine's factor for that model and engine, stored in ``$LCEVAL_CACHE/calibration.json``
-so the next plan predicts factor x floor plus the engine start.
+Prices: ``lceval/run/prices.yaml`` or ``--prices FILE``; GPU dollars are GPU-hours times the
+card's price, API dollars the prompt tokens at the input price plus the answer and thinking
+budgets at the output price (an upper bound). Calibration: a model's measured answering seconds
+(``logs/progress.jsonl``, else run.json's ``timing.generate_s``) over the floor on
+:data:`~lceval.run.plan.REFERENCE_GPU` is this machine's factor for that model and engine, stored
+in ``$LCEVAL_CACHE/calibration.json`` so the next plan predicts factor x floor plus engine start.
 """
 
 from __future__ import annotations
@@ -16,11 +15,13 @@ import json
 import os
 import platform
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Annotated, Any
 
 import pandas as pd
+import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from lceval.benchmarks import registry
@@ -29,7 +30,8 @@ from lceval.core.progress import progress_path, read
 from lceval.core.tokens import count_tokens
 from lceval.models.embedded import EMBEDDED_NAME, cache_root, resolve_model
 from lceval.params import Judge
-from lceval.run.gpu_estimate import GPUS, REFERENCE_GPU, ModelShape, estimate, shape_of
+from lceval.run.plan import GPUS, REFERENCE_GPU, ModelShape, estimate, estimate_table, shape_of
+from lceval.run.plan import dollars as dollars  # re-exported: the CLI formats with cost.dollars
 
 PRICES_PATH = Path(__file__).with_name("prices.yaml")
 """The price table shipped with lceval."""
@@ -41,13 +43,12 @@ CALIBRATION_NAME = "calibration.json"
 
 # ------------------------------------------------------------------------------ prices
 Usd = Annotated[float, Field(ge=0, allow_inf_nan=False)]
-"""A price in dollars: a finite number >= 0."""
 
 
 class ApiPrice(BaseModel):
     """One API model's prices, $ per million tokens."""
 
-    model_config = ConfigDict(extra="forbid", strict=False)
+    model_config = ConfigDict(extra="forbid")
 
     input: Usd = Field(description="$ per million input (prompt) tokens")
     output: Usd = Field(description="$ per million output tokens (thinking included)")
@@ -59,16 +60,12 @@ class ApiPrice(BaseModel):
 class Prices(BaseModel):
     """A price table (``lceval/run/prices.yaml`` is the shipped one)."""
 
-    model_config = ConfigDict(extra="forbid", strict=False)
+    model_config = ConfigDict(extra="forbid")
 
     date: str = Field(min_length=1, description="when the figures were read")
     gpu_hour: dict[str, Usd] = Field(default_factory=dict, description="$ per GPU-hour, by card")
     batch_discount: float = Field(0.5, ge=0, lt=1, description="share the batch endpoint takes off")
     api: dict[str, ApiPrice] = Field(default_factory=dict, description="$ per M tokens, by model")
-
-    def gpu(self, name: str) -> float | None:
-        """$ per GPU-hour of a card (None: not priced)."""
-        return self.gpu_hour.get(name)
 
 
 def load_prices(path: str | os.PathLike[str] | None = None) -> Prices:
@@ -77,31 +74,27 @@ def load_prices(path: str | os.PathLike[str] | None = None) -> Prices:
     Raises:
         LcevalError: unreadable, not YAML, or a field missing, unknown, negative or not a number.
     """
-    import yaml
-
-    where = str(path or PRICES_PATH)
+    where = f"--prices {path or PRICES_PATH}"
     try:
-        with open(where, encoding="utf-8") as f:
+        with open(path or PRICES_PATH, encoding="utf-8") as f:
             data = yaml.safe_load(f)
     except OSError as exc:
-        raise LcevalError(f"--prices {where}: cannot read it ({exc.strerror})") from None
+        raise LcevalError(f"{where}: cannot read it ({exc.strerror})") from None
     except (yaml.YAMLError, UnicodeDecodeError) as exc:
-        raise LcevalError(f"--prices {where}: not YAML ({one_line(exc, 120)})") from None
+        raise LcevalError(f"{where}: not YAML ({one_line(exc, 120)})") from None
     if not isinstance(data, dict):
-        raise LcevalError(f"--prices {where}: expected a mapping, got {type(data).__name__}")
+        raise LcevalError(f"{where}: expected a mapping, got {type(data).__name__}")
     try:
-        prices = Prices.model_validate(data)
-    except ValidationError as exc:
+        return Prices.model_validate(data)
+    except ValidationError as exc:  # params.first_error names top-level keys only: api.m.output
         err = exc.errors()[0]
-        loc = ".".join(str(x) for x in err["loc"]) or "(top)"
-        raise LcevalError(f"--prices {where}: {loc}: {err['msg']}") from None
-    return prices
+        raise LcevalError(f"{where}: {'.'.join(map(str, err['loc']))}: {err['msg']}") from None
 
 
 def gpu_dollars(estimates: pd.DataFrame, prices: Prices) -> pd.Series:
     """$ of each estimate row: its GPU-hours times its card's price (NaN: card not priced)."""
-    rate = estimates["gpu"].map(lambda g: prices.gpu(g))
-    return (estimates["gpu_hours"] * rate.astype(float)).rename("usd")
+    rate = estimates["gpu"].map(prices.gpu_hour).astype(float)
+    return (estimates["gpu_hours"] * rate).rename("usd")
 
 
 def api_table(
@@ -110,27 +103,15 @@ def api_table(
     """Dollars of answering ``prompt_tokens`` input and ``output_tokens`` output tokens with each
     priced API model (``models``, the run's own, first; unpriced: NaN). Columns ``model``,
     ``input_usd``, ``output_usd``, ``usd``, ``batch_usd``."""
-    names = list(dict.fromkeys([*models, *prices.api]))
+    unpriced = ApiPrice.model_construct(input=float("nan"), output=float("nan"))
     rows = []
-    for name in names:
-        p = prices.api.get(name)
-        if p is None:
-            rows.append({"model": name, "input_usd": float("nan"), "output_usd": float("nan")})
-            continue
+    for name in dict.fromkeys([*models, *prices.api]):
+        p = prices.api.get(name, unpriced)
         cut = prices.batch_discount if p.batch_discount is None else p.batch_discount
         i, o = prompt_tokens * p.input / 1e6, output_tokens * p.output / 1e6
-        rows.append({"model": name, "input_usd": i, "output_usd": o, "cut": cut})
-    out = pd.DataFrame(rows, columns=["model", "input_usd", "output_usd", "cut"])
-    out["usd"] = out["input_usd"] + out["output_usd"]
-    out["batch_usd"] = out["usd"] * (1 - out["cut"].astype(float))
-    return out.drop(columns="cut")
-
-
-def dollars(x: float) -> str:
-    """``$1,234.56``, ``$0.0042``; ``?`` for NaN (not priced)."""
-    if x != x:
-        return "?"
-    return f"${x:,.2f}" if x >= 1 else f"${x:.4f}"
+        rows.append((name, i, o, i + o, (i + o) * (1 - cut)))
+    columns = ["model", "input_usd", "output_usd", "usd", "batch_usd"]
+    return pd.DataFrame(rows, columns=columns)
 
 
 # ------------------------------------------------------------------------------ calibration
@@ -143,8 +124,7 @@ def machine() -> str:
     except OSError:
         cpu = platform.processor()
     gpus = []
-    root = Path("/proc/driver/nvidia/gpus")
-    for info in sorted(root.glob("*/information")) if root.is_dir() else []:
+    for info in sorted(Path("/proc/driver/nvidia/gpus").glob("*/information")):
         try:
             text = info.read_text(encoding="utf-8")
         except OSError:
@@ -158,50 +138,44 @@ def calibration_path() -> Path:
     return cache_root() / CALIBRATION_NAME
 
 
-@dataclass(frozen=True)
-class Calibration:
-    """One model's measured answering time on one machine with one engine."""
+class Calibration(BaseModel):
+    """One model's measured answering time on one machine with one engine: ``factor`` =
+    ``measured_s`` over ``floor_s`` on :data:`REFERENCE_GPU`, from ``samples`` of the call's
+    ``of`` samples, a model of ``shape``."""
+
+    model_config = ConfigDict(frozen=True)
 
     machine: str
     model: str
     engine: str
     factor: float
-    """Measured seconds over the floor seconds on :data:`REFERENCE_GPU`."""
     measured_s: float
-    """Seconds the samples took to answer."""
     floor_s: float
     samples: int
-    """Samples answered in the measured time."""
     of: int
-    """Samples of the call (``samples < of``: calibrated from its first part)."""
     engine_start_s: float | None
     run: str
     date: str
-    shape: dict[str, Any]
-    """The model's :class:`ModelShape` fields."""
+    shape: ModelShape
 
     @property
     def key(self) -> str:
         return f"{self.machine} || {self.model} || {self.engine}"
-
-    def model_shape(self) -> ModelShape:
-        return ModelShape(**self.shape)
 
 
 def stored() -> dict[str, Calibration]:
     """The stored calibrations by key (an unreadable file: none)."""
     try:
         data = json.loads(calibration_path().read_text(encoding="utf-8"))
-        return {k: Calibration(**v) for k, v in data.items()}
-    except (OSError, ValueError, TypeError):
+        return {k: Calibration.model_validate(v) for k, v in data.items()}
+    except (OSError, ValueError, TypeError, AttributeError):  # ValidationError is a ValueError
         return {}
 
 
 def store(cals: Sequence[Calibration]) -> Path:
     """Add ``cals`` to the stored calibrations (replacing those of the same key), atomically."""
     path = calibration_path()
-    data = {k: asdict(c) for k, c in stored().items()}
-    data.update({c.key: asdict(c) for c in cals})
+    data = {c.key: c.model_dump() for c in [*stored().values(), *cals]}
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(f".{os.getpid()}.tmp")
     tmp.write_text(json.dumps(data, indent=1, sort_keys=True), encoding="utf-8")
@@ -221,8 +195,6 @@ def model_shape(entry: dict[str, Any], name: str) -> ModelShape:
     Raises:
         LcevalError: no readable config.json there, or it lacks a field the floor needs.
     """
-    from types import SimpleNamespace
-
     path = Path(str(entry.get("path") or "")) / "config.json"
     try:
         cfg = json.loads(path.read_text(encoding="utf-8"))
@@ -231,8 +203,7 @@ def model_shape(entry: dict[str, Any], name: str) -> ModelShape:
     if not isinstance(cfg, dict):
         raise LcevalError(f"{path} is not a JSON object")
     text = cfg.get("text_config")
-    ns = SimpleNamespace(**(text if isinstance(text, dict) else cfg))
-    return shape_of(ns, name)
+    return shape_of(SimpleNamespace(**(text if isinstance(text, dict) else cfg)), name)
 
 
 def _bars(run: Any) -> dict[str, list[dict[str, Any]]]:
@@ -251,11 +222,10 @@ def measure(
 ) -> list[tuple[str, dict[str, Any], float, list[str], int]]:
     """Per answered model with a usable measurement: (name, run.json entry, measured seconds,
     the sample ids answered in them, samples of that call)."""
-    meta = run.read_meta()
-    bars = _bars(run)
+    bars, planned = _bars(run), set(rows["sample_id"])
     responses = None
     out = []
-    for name, entry in (meta.models or {}).items():
+    for name, entry in (run.read_meta().models or {}).items():
         if not isinstance(entry, dict):
             continue
         bar = bars.get(name) or []
@@ -274,10 +244,13 @@ def measure(
             continue
         if responses is None:
             responses = run.read_responses()
-        ids = list(dict.fromkeys(r.sample_id for r in responses if r.model == name))
-        ids = [i for i in ids if i in set(rows["sample_id"])]
-        if new >= 0:
-            ids = ids[-new:] if new <= len(ids) else ids
+        ids = [
+            i
+            for i in dict.fromkeys(r.sample_id for r in responses if r.model == name)
+            if i in planned
+        ]
+        if new >= 1:  # the last `new` answers were timed
+            ids = ids[-new:]
         else:
             pending = len(ids)
         out.append((name, entry, secs, ids, pending))
@@ -304,9 +277,10 @@ def calibrate(run: Any, rows: pd.DataFrame) -> tuple[list[Calibration], list[str
         floor = floor_s(part, shape)
         start = (entry.get("timing") or {}).get("engine_start_s")
         cal = Calibration(
-            here, name, engine, secs / floor, secs, floor, len(part), pending,
-            float(start) if isinstance(start, int | float) else None,
-            str(run.run_id), today, asdict(shape),
+            machine=here, model=name, engine=engine, factor=secs / floor, measured_s=secs,
+            floor_s=floor, samples=len(part), of=pending,
+            engine_start_s=float(start) if isinstance(start, int | float) else None,
+            run=str(run.run_id), date=today, shape=shape,
         )  # fmt: skip
         old = before.get(cal.key)
         whole = "" if len(part) >= pending else f" (the first {len(part)} of {pending} samples)"
@@ -323,20 +297,21 @@ def calibrate(run: Any, rows: pd.DataFrame) -> tuple[list[Calibration], list[str
     return cals, lines
 
 
-def predictions(rows: pd.DataFrame, models: Sequence[str] = ()) -> pd.DataFrame:
-    """This machine's calibrated answering time of ``rows`` per stored calibration (only
-    ``models``' when given): ``answer_s`` = factor x floor, ``wall_s`` adds the engine start."""
+def predictions(rows: pd.DataFrame) -> pd.DataFrame:
+    """This machine's calibrated answering time of ``rows`` per stored calibration:
+    ``answer_s`` = factor x floor, ``wall_s`` adds the engine start."""
     here = machine()
     out = []
     for c in stored().values():
-        if c.machine != here or (models and c.model not in models):
+        if c.machine != here:
             continue
+        answer = c.factor * floor_s(rows, c.shape)
         out.append(
             {
                 "model": c.model,
                 "engine": c.engine,
                 "factor": c.factor,
-                "answer_s": (answer := c.factor * floor_s(rows, c.model_shape())),
+                "answer_s": answer,
                 "engine_start_s": c.engine_start_s,
                 "wall_s": answer + (c.engine_start_s or 0.0),
                 "from_run": c.run,
@@ -350,67 +325,42 @@ def predictions(rows: pd.DataFrame, models: Sequence[str] = ()) -> pd.DataFrame:
 # ------------------------------------------------------------------------------ judge calls
 @dataclass(frozen=True)
 class JudgeCalls:
-    """The LLM-judge calls scoring one benchmark of a run will make (an estimate:
-    :func:`judge_calls`)."""
+    """The LLM-judge calls scoring one benchmark of a run will make (:func:`judge_calls`):
+    ``answers`` (samples x models) judged by ``calls`` prompts of ``prompt_tokens`` in all,
+    ``output_tokens`` the judge's budgets; ``path``: the local judge model's folder."""
 
     benchmark: str
     scorer: str
     backend: str
     model: str
-    """The judge model (``SmolLM2-135M-Instruct``: the embedded one, the judges' default)."""
     answers: int
-    """Answers to judge (samples x the run's models)."""
     calls: int
-    """Judge prompts: ``answers x`` the judge's prompts per answer."""
     prompt_tokens: int
-    """Per call the template's tokens plus the answer budget(s) it quotes, summed."""
     output_tokens: int
-    """``calls x`` the judge's answer budget."""
     path: str | None = None
-    """The judge model's folder (its config.json gives the GPU estimate's shape), when local."""
 
     @property
     def label(self) -> str:
         return f"judge: {self.model}"
 
 
-def _judge_prompt(scorer: str, opts: Any) -> tuple[str, int, int, int]:
-    """(template, prompts per answer, answers each quotes, answer budget) of a judge scorer."""
-    budget = getattr(opts, "max_new_tokens", None)
-    if scorer == "longgenbench:llm":
-        from lceval.benchmarks.longgenbench.judge import judge_prompt_parts
-
-        few = bool(getattr(opts, "few_shot", False))
-        head, tail = judge_prompt_parts("", few)
-        return head + tail, 1, 1, budget or (160 if few else 8)
-    if scorer == "leval:judge":
-        from lceval.benchmarks.leval.prompts import JUDGE_SYSTEM, JUDGE_TEMPLATE
-
-        return JUDGE_SYSTEM + JUDGE_TEMPLATE, 2, 2, budget or 2048
-    if scorer == "cifbench:judge":
-        from lceval.benchmarks.cifbench.judge import JUDGE_TEMPLATE as CIF_TEMPLATE
-
-        return CIF_TEMPLATE, 1, 1, budget or 256
-    return "", 1, 1, budget or 256
-
-
 def judge_calls(run: Any, rows: pd.DataFrame) -> list[JudgeCalls]:
     """The judge calls of each benchmark of ``rows`` whose scorer is an LLM judge (the build
-    params' ``scorer`` with its judge options, else the default). An estimate: each answer
-    (samples x models) is judged by the judge's prompts, each the template's tokens (o200k_base)
-    plus the answer budget per answer it quotes (references and contexts left out).
+    params' ``scorer`` with its judge options, else the default). An estimate: each answer is
+    judged by the scorer's prompts (:attr:`lceval.benchmarks.base.ScorerSpec.plan_cost`), each
+    the template's o200k_base tokens plus the budget of each answer it quotes.
 
     Raises:
         LcevalError: the params name an unknown scorer or a bad judge option (one line).
     """
-    params = dict(run.read_meta().params or {})
-    n_models = max(1, len(run.read_meta().models or {}))
+    meta = run.read_meta()
+    params = dict(meta.params or {})
+    n_models = max(1, len(meta.models or {}))
     chosen, options = params.get("scorer"), params.get("scorer_options") or {}
     judge = {k: params[k] for k in Judge.model_fields if params.get(k) is not None}
     out = []
     for bench, group in rows.groupby("benchmark", sort=True):
-        b = registry.get(str(bench))
-        spec, opts_in = b.scorer(), {}
+        spec, opts_in = registry.get(str(bench)).scorer(), {}
         if chosen is not None:
             owner, named = registry.find_scorer(str(chosen))
             if owner.key == bench:
@@ -419,27 +369,26 @@ def judge_calls(run: Any, rows: pd.DataFrame) -> list[JudgeCalls]:
         if spec.batch is None:
             continue
         opts = spec.option_type.parse(spec.name, opts_in) if spec.option_type else None
-        template, per_answer, quoted, budget = _judge_prompt(spec.name, opts)
+        template, per_answer, quoted, budget = (
+            spec.plan_cost(opts) if spec.plan_cost else ("", 1, 1, 256)
+        )
         answers = len(group) * n_models
-        calls = answers * per_answer
         backend = str(getattr(opts, "backend", "hf"))
         model = getattr(opts, "model", None)
         path: str | None = None
-        if model is None:
-            name = EMBEDDED_NAME
-            if backend != "openai":
-                try:
-                    path = resolve_model("embedded").path
-                except (LcevalError, OSError):
-                    path = None
-        else:
-            name = str(model)
-            path = name if backend != "openai" and Path(name).is_dir() else None
+        if model is None and backend != "openai":
+            try:
+                path = resolve_model("embedded").path
+            except (LcevalError, OSError):
+                path = None
+        elif model is not None and backend != "openai" and Path(str(model)).is_dir():
+            path = str(model)
         per_prompt = count_tokens(template) * len(group) + quoted * int(group["budget"].sum())
         out.append(
             JudgeCalls(
-                str(bench), spec.name, backend, name, answers, calls,
-                per_prompt * per_answer * n_models, calls * budget, path,
+                str(bench), spec.name, backend, str(model or EMBEDDED_NAME), answers,
+                answers * per_answer, per_prompt * per_answer * n_models,
+                answers * per_answer * budget, path,
             )
         )  # fmt: skip
     return out
@@ -450,8 +399,6 @@ def judge_table(
 ) -> tuple[pd.DataFrame, pd.DataFrame, list[str]]:
     """Price the judge calls: (GPU rows of local judges, API rows (:func:`api_table`), lines
     saying what was not estimated); each row's model ``judge: MODEL``."""
-    import numpy as np
-
     gpu_rows, api_rows, notes = [], [], []
     for c in calls:
         if c.backend == "openai":
@@ -465,25 +412,18 @@ def judge_table(
         except LcevalError as exc:
             notes.append(f"{c.label}: GPU time not estimated ({exc})")
             continue
-        n = max(c.calls, 1)
+        n = max(c.calls, 1)  # n equal prompts, no prefix shared
+        p = pd.Series([c.prompt_tokens // n] * n, dtype="int64")
         rows = pd.DataFrame(
             {
-                "prompt_tokens": np.full(n, c.prompt_tokens // n, dtype=np.int64),
-                "unique_tokens": np.full(n, c.prompt_tokens // n, dtype=np.int64),
-                "budget": np.full(n, c.output_tokens // n, dtype=np.int64),
+                "prompt_tokens": p,
+                "unique_tokens": p,
+                "budget": c.output_tokens // n,
+                "position_sum": p * (p - 1) // 2,
             }
         )
-        p = rows["prompt_tokens"]
-        rows["position_sum"] = p * (p - 1) // 2
-        for gpu in GPUS.values():
-            gpu_rows.append(
-                {
-                    "model": c.label,
-                    "gpu": gpu.name,
-                    **estimate(rows, shape, gpu, efficiency=efficiency),
-                }
-            )
-    gpu_df = pd.DataFrame(gpu_rows)
+        gpu_rows.append(estimate_table(rows, {c.label: shape}, efficiency))
+    gpu_df = pd.concat(gpu_rows, ignore_index=True) if gpu_rows else pd.DataFrame()
     if not gpu_df.empty:
         gpu_df["usd"] = gpu_dollars(gpu_df, prices)
     return gpu_df, (pd.concat(api_rows) if api_rows else pd.DataFrame()), notes

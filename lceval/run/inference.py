@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import time
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -55,14 +56,11 @@ def select_samples(
     tasks: Sequence[str] | None = None,
 ) -> list[Sample]:
     """The samples of ``run`` an inference call answers: those of ``tasks`` (all when None),
-    the first ``limit`` of them in file order.
+    the first ``limit`` (>= 1, checked by the callers' configs) of them in file order.
 
     Raises:
-        LcevalError: a task filter naming a task the run does not hold, limit < 1, or nothing
-            left to answer.
+        LcevalError: a task the run does not hold, or nothing left to answer.
     """
-    if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 1):
-        raise LcevalError(f"limit must be a positive integer, got {limit!r}")
     if tasks:
         held = {s.task for s in samples}
         unknown = set(tasks) - held
@@ -106,14 +104,10 @@ def infer(
     entries are ids or ``{model, backend, options, name}`` mappings (``"embedded"``: the
     SmolLM2-135M stand-in). Names, options and (unless ``truncate``, which right-truncates
     contexts as LIFBench Sec. 5.1 and L-Eval Sec. 4 do) that each window holds the longest prompt
-    plus its budget are checked for every model before the first engine starts. ``batch_size``:
-    samples per engine call (None: the engine's ``call_size``, else :data:`DEFAULT_CALL_SIZE`).
-    A model's ``context`` option answers the samples in each mode (``full``, ``none``,
-    ``bm25:K``, ``dense:K``; :func:`context_plans`), each under ``<model>@context=<mode>``. A
-    model with ``replicas=N`` (N > 1), or every model with ``ray_address``, is answered by engine
-    replicas on Ray (:mod:`lceval.models.replicas`). run.json records per model the engine
-    loaded, its config hash, ``prefix_reuse`` and ``timing``; the plan's two lines go to stderr
-    first (:func:`lceval.run.plan.announce`); progress to ``logs/progress.jsonl``.
+    plus its budget are checked for every model before the first engine starts. A model's
+    ``context`` option answers the samples in each mode (:func:`context_plans`), each under
+    ``<model>@context=<mode>``; ``replicas=N`` (N > 1), or ``ray_address``, answers on Ray.
+    run.json records per model the engine, config hash, ``prefix_reuse`` and ``timing``.
 
     Returns:
         The responses of every model, model after model, each in sample order.
@@ -123,54 +117,32 @@ def infer(
             option, a window shorter than the longest prompt, missing samples, bad limits,
             replicas asked without Ray installed, a cluster too small for a model's replicas.
     """
-    given = {
-        "backend": backend,
-        "model": model,
-        "models": models,
-        "batch_size": batch_size,
-        "limit": limit,
-        "tasks": tasks,
-        "max_new_tokens": max_new_tokens,
-        "temperature": temperature,
-        "seed": seed,
-        "backend_options": backend_options,
-        "truncate": truncate,
-        "ray_address": ray_address,
-    }
-    # keyword arguments are read by the same declared type as the CLI's flags
-    cfg = config if config is not None else validate(InferConfig, given, "params", "infer")
-    run = RunDir(run_id if cfg.run_id is None else cfg.run_id, root)
-    meta = run.read_meta()
-    # The run's build params may declare its inference settings (the smoke set: truncate,
-    # 64-token answers; L-Eval's backend: hf): what the caller gives goes over them. Given: a
-    # flag on the command line or a config's field set; a keyword not left at its default.
-    declared = {k: v for k, v in dict(meta.inference).items() if k in INFERENCE_DEFAULTS}
-    if config is not None:
-        given_keys = set(config.model_fields_set)
-    else:
-        defaults = {"backend": "auto", "temperature": 0.0}
-        given_keys = {
-            k for k, v in given.items() if v is not None and (k not in defaults or v != defaults[k])
+    if config is None:  # the keywords are InferConfig's fields, read as the CLI's flags are
+        fields = InferConfig.model_fields
+        given = {
+            k: v
+            for k, v in locals().items()
+            if k in fields and k != "run_id" and v is not None and v != fields[k].get_default()
         }
-    unset = {k: v for k, v in declared.items() if k not in given_keys or getattr(cfg, k) is None}
+        config = validate(InferConfig, given, "params", "infer")
+    cfg = config
+    run = RunDir(run_id if cfg.run_id is None else cfg.run_id, root)
+    # The run's build params may declare its inference settings (the smoke set: truncate,
+    # 64-token answers; L-Eval's backend: hf): those given (a flag, a keyword not left at its
+    # default, a config's field set) go over them.
+    declared = {k: v for k, v in run.read_meta().inference.items() if k in INFERENCE_DEFAULTS}
+    named = cfg.model_fields_set
+    unset = {k: v for k, v in declared.items() if k not in named or getattr(cfg, k) is None}
     if "backend" not in unset and declared.get("backend") not in (None, cfg.backend):
         unset.pop("backend_options", None)  # another engine than declared: not its options
     if unset:
         cfg = validate(InferConfig, {**cfg.model_dump(exclude_unset=True), **unset})
-    backend, batch_size, limit, tasks = (
-        cfg.backend,
-        cfg.batch_size,
-        test_limit(cfg.limit),
-        cfg.tasks,
-    )
-    max_new_tokens, temperature, seed = cfg.max_new_tokens, cfg.temperature, cfg.seed
-    backend_options, truncate = cfg.backend_options, bool(cfg.truncate)
     one, many = cfg.model, cfg.models
     if isinstance(one, list):  # the CLI's repeated --model: a list of models
         if many is not None:
             raise LcevalError("infer: give model or models, not both")
         one, many = None, one
-    specs = resolve_models(one, many, backend, backend_options)
+    specs = resolve_models(one, many, cfg.backend, cfg.backend_options)
     # -o context=full,none: what each model reads in place of the long context (never the
     # engine's option): each mode's answers are stored under their own name
     modes = [ContextMode.parse_list(spec.options.get("context", "full")) for spec in specs]
@@ -180,7 +152,7 @@ def infer(
     )
     check_names(specs, run.read_meta().models, run.run_id)  # an answer's identity: its name
     # Everything the user can get wrong is checked before the engine starts (tens of seconds).
-    samples = select_samples(run, run.read_samples(), limit=limit, tasks=tasks)
+    samples = select_samples(run, run.read_samples(), limit=test_limit(cfg.limit), tasks=cfg.tasks)
     plans = [context_plans(m, samples) for m in modes]
     check_retrievers([m for ms in modes for m in ms])
     contexts = run.read_contexts()
@@ -188,9 +160,7 @@ def infer(
         context_text(s, contexts)  # a sample naming a missing context stops here
     for spec in specs:
         check_load(spec.backend, spec.model, dict(spec.options))
-    ray_address = cfg.ray_address
-    if ray_address is None:
-        ray_address = os.environ.get(RAY_ADDRESS_ENV) or None
+    ray_address = cfg.ray_address or os.environ.get(RAY_ADDRESS_ENV) or None
     on_ray = [  # API models (openai) stay in this process: their server does the work
         runs_local_engine(spec.backend)
         and (ray_address is not None or replicas_of(spec.options) > 1)
@@ -204,32 +174,38 @@ def infer(
     if any(on_ray):
         require_ray()  # one line naming the extra, before anything starts
     ResponseStore(run.responses)  # a corrupt responses file stops here, before a model loads
-    gen = GenerationConfig(temperature=temperature, seed=seed, max_new_tokens=max_new_tokens)
+    gen = GenerationConfig(
+        temperature=cfg.temperature, seed=cfg.seed, max_new_tokens=cfg.max_new_tokens
+    )
+    thinking = [_thinking_budget(spec.options) for spec in specs]
     notes = [
         f"{spec.label}: truncate is set: contexts longer than its window are cut"
-        if truncate
-        else check_fits(
-            spec,
-            samples,
-            contexts,
-            _with_thinking(gen.budget, _thinking_budget(spec.options)),
-        )
-        for spec in specs
+        if cfg.truncate
+        else check_fits(spec, samples, contexts, lambda s, t=t: gen.budget(s) + t)
+        for spec, t in zip(specs, thinking, strict=True)
     ]
     for note in notes:  # said once every model is known to fit
         log(note)
     # size and estimate on stderr now; into run.json with the first model's entry, so a
     # command failing before its first answer (a missing or refused key) leaves run.json as it was
-    thinking = max(_thinking_budget(spec.options) for spec in specs)
-    sized = plan.announce(
-        run, samples, max_new_tokens, record_it=False, max_thinking_tokens=thinking
-    )
-    pending = {"plan": sized.summary()} if sized is not None else {}
+    pending: dict[str, Any] = {}
+    try:
+        sized = plan.plan_run(
+            run,
+            samples=samples,
+            max_new_tokens=cfg.max_new_tokens,
+            max_thinking_tokens=max(thinking),
+        )
+        pending["plan"] = sized.summary()
+        for line in sized.lines():
+            log(line)
+    except LcevalError as exc:  # no tiktoken file: inference goes on
+        log(f"plan: not computed ({exc})")
     responses: list[Response] = []
     ray_specs = [spec for spec, r in zip(specs, on_ray, strict=True) if r]
     if ray_specs:
         responses += _infer_ray(
-            run, ray_specs, gen, samples, contexts, batch_size, progress, ray_address, pending
+            run, ray_specs, gen, samples, contexts, cfg.batch_size, progress, ray_address, pending
         )
     local = [(spec, p) for spec, p, r in zip(specs, plans, on_ray, strict=True) if not r]
     for i, (spec, p) in enumerate(local):
@@ -237,16 +213,9 @@ def infer(
             log(f"model {i + 1}/{len(local)}: {spec.label} ({spec.backend})")
         with run.restored_on_failure([run.run_json], unless_changed=run.responses):
             responses += _infer_engine(
-                run, spec, gen, samples, contexts, batch_size, progress, pending, p
+                run, spec, gen, samples, contexts, cfg.batch_size, progress, pending, p
             )
     return responses
-
-
-def _with_thinking(budget: Any, extra: int) -> Any:
-    """``budget`` (sample -> answer tokens) plus a model's thinking budget ``extra``."""
-    if not extra:
-        return budget
-    return lambda sample: budget(sample) + extra
 
 
 def _thinking_budget(options: Mapping[str, Any]) -> int:
@@ -264,7 +233,7 @@ def _infer_ray(
     batch_size: int | None,
     progress: bool,
     address: str | None,
-    pending: dict[str, Any] | None = None,
+    pending: dict[str, Any],
 ) -> list[Response]:
     """:func:`infer` for the models answered by replicas on Ray, recorded in run.json (with
     ``pending``'s fields, then cleared); run.json is put back as it was when nothing was
@@ -295,9 +264,8 @@ def _infer_ray(
                     entry["location"] = location(job.spec)
                     entry["options"] = dict(job.spec.options)
                     entry["timing"] = {"ray_wall_s": wall}
-                    run.update_meta(models={job.entry["name"]: entry}, **(pending or {}))
-                    if pending:
-                        pending.clear()
+                    run.update_meta(models={job.entry["name"]: entry}, **pending)
+                    pending.clear()
     return [r for job in jobs for r in job.responses]
 
 
@@ -318,29 +286,26 @@ def context_plans(
             out.append((mode, list(samples)))
             continue
         kept: list[Sample] = []
-        refused: dict[tuple[str, str], tuple[str, int]] = {}  # (benchmark, task) -> (why, n)
+        refused: Counter[tuple[str, str, str]] = Counter()  # (benchmark, task, why) -> samples
         for s in samples:
             try:
                 declared = registry.get(s.benchmark).context
             except LcevalError:
                 declared = None
             why = (
-                declared.why_not(mode.kind, s.task)
-                if declared is not None
-                else "it declares no context modes"
+                declared.why_not(mode.kind, s.task) if declared else "it declares no context modes"
             )
             if why is None:
                 kept.append(s)
             else:
-                n = refused.get((s.benchmark, s.task), (why, 0))[1]
-                refused[s.benchmark, s.task] = (why, n + 1)
+                refused[s.benchmark, s.task, why] += 1
         if refused:
-            (bench, task), (why, _) = next(iter(refused.items()))
+            bench, task, why = next(iter(refused))
             more = f" (and {len(refused) - 1} more task(s))" if len(refused) > 1 else ""
             named = f"context={mode} makes no sense on {bench} {task}: {why}{more}"
             if not kept:
                 raise LcevalError(named)
-            log(f"{named}; its {sum(n for _, n in refused.values())} sample(s) are not answered")
+            log(f"{named}; its {refused.total()} sample(s) are not answered")
         out.append((mode, kept))
     return out
 

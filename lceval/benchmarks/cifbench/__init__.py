@@ -70,6 +70,7 @@ BENCHMARK = Benchmark(
             "creative tasks as the paper's GPT-4 evaluator; similarity by rules",
             metrics=("model-based evaluator", "similarity", "overall", "category scores"),
             batch=lazy("lceval.benchmarks.cifbench.judge:model_judge"),
+            plan_cost=lazy("lceval.benchmarks.cifbench.judge:plan_cost"),
             option_type=ModelJudgeOptions,
         ),
     },

@@ -308,3 +308,8 @@ def model_judge(run: RunDir, **options: Any) -> ModelJudge:
         label=opts.label,
         batch_items=max(opts.batch_size, 64),
     )
+
+
+def plan_cost(opts: Any) -> tuple[str, int, int, int]:
+    """The judge prompt ``lceval plan`` counts (``ScorerSpec.plan_cost``)."""
+    return JUDGE_TEMPLATE, 1, 1, opts.max_new_tokens

@@ -58,6 +58,7 @@ BENCHMARK = Benchmark(
             description="pairwise LLM judge vs a baseline's predictions (llm_eval.py, both orders)",
             metrics=("win rate", "n_wins", "n_draws"),
             batch=lazy("lceval.benchmarks.leval.judge:pairwise_judge"),
+            plan_cost=lazy("lceval.benchmarks.leval.judge:plan_cost"),
             option_type=PairwiseJudgeOptions,
         ),
     },

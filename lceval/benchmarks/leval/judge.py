@@ -327,3 +327,9 @@ def pairwise_judge(run: RunDir, **options: Any) -> PairwiseJudge:
         batch_size=opts.batch_size,
         label=opts.label,
     )
+
+
+def plan_cost(opts: Any) -> tuple[str, int, int, int]:
+    """The judge prompt ``lceval plan`` counts (``ScorerSpec.plan_cost``):
+    two orders per answer, each quoting both answers."""
+    return JUDGE_SYSTEM + JUDGE_TEMPLATE, 2, 2, opts.max_new_tokens

@@ -50,6 +50,7 @@ BENCHMARK = Benchmark(
             "(answers kept in longgenbench_judge.jsonl: resumable)",
             metrics=("CR", "STIC-1", "STIC-2", "wAvg"),
             batch=lazy("lceval.benchmarks.longgenbench.judge:llm_judge"),
+            plan_cost=lazy("lceval.benchmarks.longgenbench.judge:plan_cost"),
             option_type=LLMJudgeOptions,
         ),
     },

@@ -269,3 +269,9 @@ def llm_judge(run: RunDir, **options: Any) -> LLMJudge:
         max_new_tokens=opts.max_new_tokens,
         label=opts.label,
     )
+
+
+def plan_cost(opts: Any) -> tuple[str, int, int, int]:
+    """The judge prompt ``lceval plan`` counts (``ScorerSpec.plan_cost``)."""
+    head, tail = judge_prompt_parts("", opts.few_shot)
+    return head + tail, 1, 1, opts.max_new_tokens or (160 if opts.few_shot else 8)
