@@ -28,8 +28,8 @@ if TYPE_CHECKING:  # numpy, pandas and lceval.metrics load inside the functions:
 
 
 def check_scorer_in(scorer: str | None, keys: Sequence[str], where: str) -> None:
-    """Refuse ``scorer`` when its benchmark is not among ``keys`` (those ``where``, ending in
-    its verb, holds) with one line naming the scorers that apply (:class:`LcevalError`)."""
+    """:class:`LcevalError` naming the scorers that apply when ``scorer``'s benchmark is not
+    among ``keys`` (those ``where``, ending in its verb, holds)."""
     if scorer is None:
         return
     bench, _ = registry.find_scorer(scorer)  # an unknown scorer: one line listing them all
@@ -156,9 +156,8 @@ def leaderboard(
     confidence: float = 0.95,
     seed: int = 0,
 ) -> pd.DataFrame:
-    """Each model's headline per benchmark with its bootstrap CI, best first: columns
-    ``benchmark, metric, unit, rank`` (1 = best, ties share the lower), ``model, estimate, low,
-    high, n, n_units``. :class:`LcevalError` for a negative ``seed``."""
+    """Each model's headline per benchmark with its bootstrap CI, best first: ``benchmark, metric,
+    unit, rank, model, estimate, low, high, n, n_units``; :class:`LcevalError` for ``seed`` < 0."""
     import pandas as pd
 
     from lceval import metrics  # pandas: `import lceval` loads this module, not pandas
@@ -169,11 +168,11 @@ def leaderboard(
 
 
 def ranked(est: pd.DataFrame) -> pd.DataFrame:
-    """``est`` with ``rank`` (1 = best ``estimate``, ties share the lower) before ``model``,
-    best first."""
+    """``est`` with ``rank`` (1 = best ``estimate``, ties share the lower), best first."""
+    cols = list(est.columns)
+    cols.insert(cols.index("model"), "rank")
     rank = est["estimate"].rank(method="min", ascending=False)
-    est.insert(list(est.columns).index("model"), "rank", rank)
-    return est.sort_values(["rank", "model"])
+    return est.assign(rank=rank)[cols].sort_values(["rank", "model"])
 
 
 def _paired_row(h: metrics.Headline, a: str, b: str, **test: Any) -> dict[str, Any]:
@@ -376,10 +375,9 @@ def rank_agreement(
     confidence: float = 0.95,
     seed: int = 0,
 ) -> pd.DataFrame:
-    """Kendall's tau-b between every two benchmarks' rankings of their common models, with a
-    bootstrap CI (each benchmark's units resampled independently, both headlines recomputed;
-    NaN with fewer than three models). Columns ``benchmark_a, benchmark_b, n_models, tau, low,
-    high, models``. :class:`LcevalError` for a negative ``seed``."""
+    """Kendall's tau-b between every two benchmarks' rankings of their common models with a
+    bootstrap CI (each benchmark's units resampled, both headlines recomputed; NaN under three
+    models): ``benchmark_a, benchmark_b, n_models, tau, low, high, models``."""
     import pandas as pd
 
     from lceval import metrics  # pandas: `import lceval` loads this module, not pandas

@@ -243,16 +243,21 @@ def coverage(
     return out
 
 
-def run_coverage(run: Any) -> list[Coverage]:
-    """:func:`coverage` of a run folder (``lceval.core.io.RunDir``); empty without responses."""
-    from lceval.report.reporting import responses_frame
+def _responses(run: Any) -> pd.DataFrame | None:  # None without samples or responses
+    from lceval.report.reporting import responses_frame  # loads matplotlib
 
     try:
-        samples = run.read_samples()
-        frame = responses_frame(run.run_id, Path(run.path).parent)
+        return responses_frame(run.run_id, Path(run.path).parent)
     except LcevalError:
-        return []
-    return coverage(samples, frame, read_json_object(run.run_json))
+        return None
+
+
+def run_coverage(run: Any) -> list[Coverage]:
+    """:func:`coverage` of a run folder (``lceval.core.io.RunDir``); empty without responses."""
+    frame = _responses(run)
+    return (
+        [] if frame is None else coverage(run.read_samples(), frame, read_json_object(run.run_json))
+    )
 
 
 def cut_answers(responses: pd.DataFrame) -> set[tuple[str, str]]:
@@ -269,12 +274,8 @@ def cut_answers(responses: pd.DataFrame) -> set[tuple[str, str]]:
 
 def run_cut_answers(run: Any) -> set[tuple[str, str]]:
     """:func:`cut_answers` of a run folder; empty without responses."""
-    from lceval.report.reporting import responses_frame
-
-    try:
-        return cut_answers(responses_frame(run.run_id, Path(run.path).parent))
-    except LcevalError:
-        return set()
+    frame = _responses(run)
+    return set() if frame is None else cut_answers(frame)
 
 
 def variant_of(sample: Sample) -> str:

@@ -119,18 +119,15 @@ def run_eval(cfg: EvalConfig, root: str | Path | None, *, progress: bool = True)
     responses = infer(run_id, root=root, config=infer_cfg, progress=progress)
     errors = sum(r.finish_reason == "error" for r in responses)
     score(run_id, root=root, scorer=cfg.scorer, progress=progress)
-    import pandas as pd  # here, not at the top, as index_page (loads pandas)
+    import pandas as pd  # here, not at the top: import lceval loads this module (so index_page too)
 
     from lceval.report.index_page import headline_rows, report_summary
 
     tables = report(run_id, root=root, scorer=cfg.scorer)
     cols = ["benchmark", "scorer", "model", "metric", "unit", "estimate", "low", "high", "n"]
-    heads = pd.DataFrame(
-        [{k: h.get(k) for k in cols} for h in headline_rows(run.report)], columns=cols
-    )
     return EvalResult(
         run=run,
-        headlines=heads,
+        headlines=pd.DataFrame(headline_rows(run.report), columns=cols),
         report=run.report / "index.html",
         answered=len(responses),
         errors=errors,

@@ -37,9 +37,7 @@ def write_index(run: Any) -> Path:
     # report/*.csv; report/<key>/*.csv (RULER, L-Eval, CIF-Bench write their tables there);
     # report/<key>-<variant>/ (a non-default scorer's report, lceval.report.report)
     csvs = [*sorted(report.glob("*.csv")), *sorted(report.glob("*/*.csv"))]
-    figures = Path(run.figures)
-    pngs = sorted(figures.glob("*.png")) if figures.exists() else []
-    pngs += sorted(report.glob("*-*/figures/*.png"))
+    pngs = [*sorted(Path(run.figures).glob("*.png")), *sorted(report.glob("*-*/figures/*.png"))]
     by_key: dict[str, list[Path]] = {}
     for p in [*csvs, *pngs]:
         by_key.setdefault(_bench_of(p, report), []).append(p)
@@ -310,11 +308,8 @@ def _reproduction_rows(run: Any) -> list[list[str]]:
 
 def _render_notebooks(run: Any, report: Path) -> list[Path]:
     """Executed notebooks of the run as HTML under ``report/notebooks/`` (nbconvert)."""
-    folder = Path(run.notebooks)
+    sources = sorted(p for p in Path(run.notebooks).glob("*.ipynb") if not p.name.startswith("."))
     out: list[Path] = []
-    if not folder.exists():
-        return out
-    sources = [p for p in sorted(folder.glob("*.ipynb")) if not p.name.startswith(".")]
     if not sources:
         return out
     import nbformat  # nbconvert (with its own imports) loads only for a run with notebooks
@@ -361,8 +356,7 @@ def report_summary(run: Any, tables: Mapping[str, pd.DataFrame]) -> str:
     for c in covs[:8]:
         if not c.paper_grid or c.cut_flag:
             lines.append(f"  coverage {c.line()}")
-    figures = Path(run.figures)
-    n_fig = len(list(figures.glob("*.png"))) if figures.exists() else 0
+    n_fig = len(list(Path(run.figures).glob("*.png")))
     lines.append(f"{len(tables)} tables (report/*.csv), {n_fig} figures (report/figures/)")
     lines.append(f"report: {report / 'index.html'}")
     return "\n".join(lines)

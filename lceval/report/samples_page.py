@@ -261,13 +261,7 @@ def _grouping(s: Any) -> dict[str, Any]:
     return out
 
 
-def table_html(
-    frame: pd.DataFrame,
-    texts: Texts | None = None,
-    *,
-    table_id: str | None = None,
-    page_length: int = 25,
-) -> str:
+def table_html(frame: pd.DataFrame, texts: Texts | None = None, *, page_length: int = 25) -> str:
     """The itables HTML of a :func:`sample_rows`-like frame (text cells already escaped), with the
     offline bundle, filters, the exact-task-code search, the scorer switch and the full texts
     (``texts``, default ``frame.attrs["texts"]``): ``templates/table.html.j2``."""
@@ -295,7 +289,9 @@ def table_html(
     frozen = 0
     while frozen < len(cols) and cols[frozen] in KEY_COLUMNS:
         frozen += 1
+    tid = f"itables_{uuid.uuid4().hex}"  # itables' own naming
     opts: dict[str, Any] = {
+        "table_id": tid,
         "connected": False,
         "allow_html": True,
         "showIndex": False,
@@ -310,19 +306,14 @@ def table_html(
         "scrollX": True,  # the key columns frozen while the table scrolls (FixedColumns)
         "fixedColumns": {"left": frozen},
     }
-    if table_id is not None:
-        opts["table_id"] = table_id
     body = itables.to_html_datatable(frame, **opts)
-    m = re.search(r'<table id="([^"]+)"', body)
-    if m is None:  # pragma: no cover - itables always names its table
-        raise LcevalError("itables wrote a table without an id")
     switch = scorer_choices(frame) if "scorer" in cols else []
     version = itables.__version__
     return render(
         "table.html.j2",
         bundle=Markup(generate_init_offline_itables_html(itables_options.dt_bundle)),
         body=Markup(body),
-        tid=m.group(1),
+        tid=tid,
         texts=texts,
         panes=[i for i, c in enumerate(cols) if c in PANES],
         choices=switch,
