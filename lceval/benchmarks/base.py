@@ -280,6 +280,10 @@ class Benchmark:
     ``"module:Class"`` each (a :class:`lceval.params.Declared` model; ManyIFEval's refinement,
     CIF-Bench's variant generation): the builder accepts their keys, the notebook's JSON Schema
     types them."""
+    studies: Mapping[str, str] = field(default_factory=dict)
+    """Report file prefix -> ``"package.module"`` of a study of the paper's that writes report
+    files of its own (L-Eval's ``ntk``): report/index.html files them under the module's
+    ``CAPTIONS``, so the report wing names no paper's module."""
 
     def params_schema(self) -> type[BaseModel] | None:
         """The builder's params model (None: not declared).

@@ -1,7 +1,5 @@
-"""The report wing: what a scored run is shown as (:mod:`~lceval.report.stage`, the pages,
-results.json, the reproduction index) and how runs are compared (:mod:`~lceval.report.compare`).
-It reads the run wing's files and never answers a sample. The package is callable as the stage
-(``lceval.report(run_id)``); pandas and matplotlib load when a report is written.
+"""The report wing: what a scored run is shown as and how runs are compared; it reads the run
+wing's files, never answers a sample, and is callable as the stage (``lceval.report(run_id)``).
 """
 
 import sys
@@ -14,8 +12,7 @@ __all__ = ["ReportTables", "report", "report_sweep", "write_run_pages"]
 
 
 class _ReportModule(types.ModuleType):
-    """This package, callable as :func:`lceval.report.stage.report` (the stage ``lceval``
-    exports under the package's name)."""
+    """This package, callable as :func:`lceval.report.stage.report`."""
 
     def __call__(
         self, run_id: str, *, root: str | Path | None = None, scorer: str | None = None

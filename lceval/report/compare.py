@@ -1,17 +1,14 @@
-"""Comparisons across runs on each benchmark's declared headline (``Benchmark.headline``, else
-:func:`lceval.metrics.generic_headline`): :func:`leaderboard` (95% bootstrap CIs),
-:func:`compare_runs` (paired differences on the samples two runs share, McNemar's exact test or
-a sign-flip permutation test, Holm-adjusted), :func:`pairwise` (every pair of models) and
-:func:`rank_agreement` (Kendall's tau-b between benchmarks' rankings with a bootstrap CI, the
-LongGenBench paper's Sec. 3.5 RULER correlation generalised). A model name found in several runs
-is named ``<run_id>/<model>``.
+"""Comparisons across runs on each benchmark's headline: :func:`leaderboard` (bootstrap CIs),
+:func:`compare_runs` and :func:`pairwise` (paired differences, Holm-adjusted) and
+:func:`rank_agreement` (Kendall's tau-b between rankings, LongGenBench Sec. 3.5 generalised).
+A model found in several runs is named ``<run_id>/<model>``.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import functools
 import itertools
-import json
 from collections.abc import Hashable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -19,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 from lceval.benchmarks import registry
 from lceval.benchmarks.base import scorer_of
 from lceval.core.errors import LcevalError
-from lceval.core.io import RunDir
+from lceval.core.io import RunDir, read_json_object
 from lceval.core.records import Sample
 
 if TYPE_CHECKING:  # numpy, pandas and lceval.metrics load inside the functions: `import lceval`
@@ -31,8 +28,8 @@ if TYPE_CHECKING:  # numpy, pandas and lceval.metrics load inside the functions:
 
 
 def check_scorer_in(scorer: str | None, keys: Sequence[str], where: str) -> None:
-    """Refuse ``scorer`` when its benchmark is not among ``keys`` (those ``where``, ending in
-    its verb, holds) with one line naming the scorers that apply (:class:`LcevalError`)."""
+    """:class:`LcevalError` naming the scorers that apply when ``scorer``'s benchmark is not
+    among ``keys`` (those ``where``, ending in its verb, holds)."""
     if scorer is None:
         return
     bench, _ = registry.find_scorer(scorer)  # an unknown scorer: one line listing them all
@@ -44,9 +41,19 @@ def check_scorer_in(scorer: str | None, keys: Sequence[str], where: str) -> None
         )
 
 
-def _check_seed(seed: int) -> None:
+def _test(seed: int, **test: Any) -> dict[str, Any]:
+    """The paired tests' options, ``seed`` checked (>= 0)."""
     if seed < 0:
         raise LcevalError(f"seed must be >= 0, got {seed}")
+    return {**test, "seed": seed}
+
+
+def check_once(run_ids: Sequence[str]) -> None:
+    """:class:`LcevalError` naming the runs given more than once."""
+    twice = sorted({r for r in run_ids if list(run_ids).count(r) > 1})
+    if twice:
+        runs = f"run {twice[0]} is" if len(twice) == 1 else f"runs {', '.join(twice)} are"
+        raise LcevalError(f"{runs} given more than once; name each run once")
 
 
 def _run_parts(run_id: str, root: str | Path | None) -> tuple[pd.DataFrame, list[Sample]]:
@@ -62,25 +69,16 @@ def load_headlines(
     scorer: str | None = None,
 ) -> dict[str, metrics.Headline]:
     """Benchmark key -> :class:`lceval.metrics.Headline` over every model of ``run_ids`` (only
-    ``benchmarks`` when given; ``scorer``'s rows for its benchmark, the default scorer's else).
-
-    Raises:
-        LcevalError: a run given twice or without scores; a benchmark scored in none of the
-            runs; two models that would share a name; nothing to compare; an unknown scorer.
-    """
+    ``benchmarks`` when given; ``scorer``'s rows for its benchmark, the default scorer's else);
+    :class:`LcevalError` for a run given twice or without scores, a benchmark scored in none,
+    two models that would share a name, nothing to compare, an unknown scorer."""
     import pandas as pd
 
     from lceval import metrics  # pandas: `import lceval` loads this module, not pandas
 
     if scorer is not None:
         registry.find_scorer(scorer)
-    twice = sorted({r for r in run_ids if list(run_ids).count(r) > 1})
-    if twice:
-        raise LcevalError(
-            f"run {twice[0]} is given more than once; name each run once"
-            if len(twice) == 1
-            else f"runs {', '.join(twice)} are given more than once; name each run once"
-        )
+    check_once(run_ids)
     found: dict[str, list[tuple[str, metrics.Headline]]] = {}
     scored: set[str] = set()
     for rid in run_ids:
@@ -111,11 +109,10 @@ def load_headlines(
     out = {}
     for key, items in found.items():
         names = model_names(key, [(rid, h.models) for rid, h in items])
-        frames = []
-        for rid, h in items:
-            f = h.frame.copy()
-            f["model"] = [names[rid, m] for m in f["model"].astype(str)]
-            frames.append(f)
+        frames = [
+            h.frame.assign(model=[names[rid, m] for m in h.frame["model"].astype(str)])
+            for rid, h in items
+        ]
         out[key] = dataclasses.replace(items[0][1], frame=pd.concat(frames, ignore_index=True))
     return dict(sorted(out.items()))
 
@@ -123,8 +120,8 @@ def load_headlines(
 def model_names(
     key: str, models: Sequence[tuple[str, Sequence[str]]]
 ) -> dict[tuple[str, str], str]:
-    """(run id, model) -> its name on benchmark ``key``: the model name, or ``<run_id>/<model>``
-    when several runs have it; :class:`LcevalError` when two models would share a name."""
+    """(run id, model) -> its name on ``key``: the model, or ``<run_id>/<model>`` when several
+    runs have it; :class:`LcevalError` when two models would share a name."""
     runs_of: dict[str, set[str]] = {}
     for rid, ms in models:
         for m in ms:
@@ -159,37 +156,30 @@ def leaderboard(
     confidence: float = 0.95,
     seed: int = 0,
 ) -> pd.DataFrame:
-    """Each model's headline per benchmark with its bootstrap CI, best first: columns
-    ``benchmark, metric, unit, rank`` (1 = best, ties share the lower), ``model, estimate, low,
-    high, n, n_units``. :class:`LcevalError` for a negative ``seed``."""
+    """Each model's headline per benchmark with its bootstrap CI, best first: ``benchmark, metric,
+    unit, rank, model, estimate, low, high, n, n_units``; :class:`LcevalError` for ``seed`` < 0."""
     import pandas as pd
 
     from lceval import metrics  # pandas: `import lceval` loads this module, not pandas
 
-    _check_seed(seed)
-    parts = []
-    for h in headlines.values():
-        est = metrics.headline_estimates(
-            h, n_resamples=n_resamples, confidence=confidence, seed=seed
-        )
-        est.insert(3, "rank", est["estimate"].rank(method="min", ascending=False))
-        parts.append(est.sort_values(["rank", "model"]))
-    if not parts:
-        return pd.DataFrame()
-    return pd.concat(parts, ignore_index=True)
+    test = _test(seed, n_resamples=n_resamples, confidence=confidence)
+    parts = [ranked(metrics.headline_estimates(h, **test)) for h in headlines.values()]
+    return pd.concat(parts, ignore_index=True) if parts else pd.DataFrame()
+
+
+def ranked(est: pd.DataFrame) -> pd.DataFrame:
+    """``est`` with ``rank`` (1 = best ``estimate``, ties share the lower), best first."""
+    cols = list(est.columns)
+    cols.insert(cols.index("model"), "rank")
+    rank = est["estimate"].rank(method="min", ascending=False)
+    return est.assign(rank=rank)[cols].sort_values(["rank", "model"])
 
 
 def _paired_row(h: metrics.Headline, a: str, b: str, **test: Any) -> dict[str, Any]:
     from lceval import metrics  # pandas: `import lceval` loads this module, not pandas
 
-    res = metrics.headline_paired(h, a, b, **test)
-    return {
-        "benchmark": h.benchmark,
-        "metric": h.metric,
-        "model_a": a,
-        "model_b": b,
-        **res.as_dict(),
-    }
+    res = metrics.headline_paired(h, a, b, **test).as_dict()
+    return {"benchmark": h.benchmark, "metric": h.metric, "model_a": a, "model_b": b, **res}
 
 
 def shared_samples(h: metrics.Headline, a: str, b: str) -> int:
@@ -201,18 +191,13 @@ def shared_samples(h: metrics.Headline, a: str, b: str) -> int:
 
 
 def _holm_columns(table: pd.DataFrame, alpha: float, by: str | None = None) -> pd.DataFrame:
-    import numpy as np
+    import pandas as pd
 
     from lceval import metrics  # pandas: `import lceval` loads this module, not pandas
 
-    if table.empty:
-        return table.assign(p_holm=[], significant=[])
-    if by is None:
-        table["p_holm"] = metrics.holm(table["p_value"].to_numpy(float))
-    else:
-        table["p_holm"] = np.nan
-        for _, idx in table.groupby(by).groups.items():
-            table.loc[idx, "p_holm"] = metrics.holm(table.loc[idx, "p_value"].to_numpy(float))
+    keys = table[by] if by is not None else pd.Series(0, index=table.index)
+    p = table["p_value"].astype(float).groupby(keys)
+    table["p_holm"] = p.transform(lambda x: metrics.holm(x.to_numpy()))
     table["significant"] = table["p_holm"] <= alpha
     return table
 
@@ -227,16 +212,15 @@ def pairwise(
     seed: int = 0,
 ) -> pd.DataFrame:
     """Every pair of models per benchmark: the headline's paired difference A - B (A the
-    better-ranked) with CI and p-value, Holm-adjusted per benchmark. Columns ``benchmark, metric,
-    model_a, model_b, diff, low, high, p_value, test, n, n_units, p_holm, significant``
-    (``p_holm <= alpha``). :class:`LcevalError` for a negative ``seed``."""
+    better-ranked), Holm-adjusted per benchmark; :func:`compare_runs`' columns but ``level,
+    scorer, task``. :class:`LcevalError` for a negative ``seed``."""
     import pandas as pd
 
     from lceval import metrics  # pandas: `import lceval` loads this module, not pandas
 
-    _check_seed(seed)
-    test: dict[str, Any] = {"n_resamples": n_resamples, "n_permutations": n_permutations}
-    test.update(confidence=confidence, seed=seed)
+    test = _test(
+        seed, n_resamples=n_resamples, n_permutations=n_permutations, confidence=confidence
+    )
     rows = []
     for h in headlines.values():
         est = metrics.headline_estimates(h, n_resamples=1, seed=seed)
@@ -268,17 +252,12 @@ def compare_runs(
 ) -> pd.DataFrame:
     """Paired comparison of two runs (or two models of one run) on the samples they share.
 
-    Per benchmark in both runs and pair (a model of ``run_a``, one of ``run_b``; within one run
-    each unordered pair of distinct models once): the headline difference A - B
-    (:func:`lceval.metrics.headline_paired`) and, with ``by_task``, each task's mean
-    ``Score.value`` difference (:func:`lceval.metrics.paired_difference`), joined by
-    ``sample_id``, Holm-adjusted over all rows at ``alpha``. ``scorer`` compares that scorer's
-    rows for its benchmark, the default scorer's else.
-
-    Returns:
-        Columns ``benchmark, level`` (``headline`` or ``task``), ``scorer, task, metric,
-        model_a, model_b, diff, low, high, p_value, test, n, n_units, p_holm, significant``;
-        diff in the metric's unit (headline) or 0..1 (tasks).
+    Per benchmark and pair (a model of ``run_a``, one of ``run_b``; within one run each unordered
+    pair once): the headline difference A - B (:func:`lceval.metrics.headline_paired`) and, with
+    ``by_task``, each task's mean value difference, Holm-adjusted over all rows at ``alpha``;
+    ``scorer``'s rows for its benchmark, the default scorer's else. Columns ``benchmark, level``
+    (``headline``/``task``), ``scorer, task, metric, model_a, model_b, diff`` (the metric's unit;
+    0..1 for tasks), ``low, high, p_value, test, n, n_units, p_holm, significant``.
 
     Raises:
         LcevalError: a negative ``seed``; ``benchmark`` not in both runs; a model not scored
@@ -288,9 +267,9 @@ def compare_runs(
 
     from lceval import metrics  # pandas: `import lceval` loads this module, not pandas
 
-    _check_seed(seed)
-    test: dict[str, Any] = {"n_resamples": n_resamples, "n_permutations": n_permutations}
-    test.update(confidence=confidence, seed=seed)
+    test = _test(
+        seed, n_resamples=n_resamples, n_permutations=n_permutations, confidence=confidence
+    )
     if scorer is not None:
         registry.find_scorer(scorer)
     scores_a, samples_a = _run_parts(run_a, root)
@@ -329,16 +308,12 @@ def compare_runs(
         samples = {s.id: s for s in [*samples_a, *samples_b] if s.benchmark == key}
         both = pd.concat([sa, sb], ignore_index=True)
         h = metrics.headline_of(bench, both, list(samples.values()), names[0])
-        pairs = []
         seen: set[frozenset[str]] = set()
         for a, b in itertools.product(sorted(set(sa["model"])), sorted(set(sb["model"]))):
-            if run_a == run_b:  # two models of one run: each unordered pair once
-                pair = frozenset((a[2:], b[2:]))
-                if len(pair) == 1 or pair in seen:
-                    continue
-                seen.add(pair)
-            pairs.append((a, b))
-        for a, b in pairs:
+            pair = frozenset((a[2:], b[2:]))
+            if run_a == run_b and (len(pair) == 1 or pair in seen):
+                continue  # two models of one run: each unordered pair once
+            seen.add(pair)
             if a not in h.models or b not in h.models:
                 continue
             if not shared_samples(h, a, b):
@@ -368,7 +343,7 @@ def compare_runs(
 def _task_rows(
     key: str, h: metrics.Headline, scores: pd.DataFrame, a: str, b: str, **test: Any
 ) -> list[dict[str, Any]]:
-    """One row per task: mean Score.value of A minus B on the shared samples (0..1)."""
+    """One row per task: mean value of A minus B on the shared samples (0..1)."""
     import pandas as pd
 
     from lceval import metrics  # pandas: `import lceval` loads this module, not pandas
@@ -400,15 +375,14 @@ def rank_agreement(
     confidence: float = 0.95,
     seed: int = 0,
 ) -> pd.DataFrame:
-    """Kendall's tau-b between every two benchmarks' rankings of their common models, with a
-    bootstrap CI (each benchmark's units resampled independently, both headlines recomputed;
-    NaN with fewer than three models). Columns ``benchmark_a, benchmark_b, n_models, tau, low,
-    high, models``. :class:`LcevalError` for a negative ``seed``."""
+    """Kendall's tau-b between every two benchmarks' rankings of their common models with a
+    bootstrap CI (each benchmark's units resampled, both headlines recomputed; NaN under three
+    models): ``benchmark_a, benchmark_b, n_models, tau, low, high, models``."""
     import pandas as pd
 
     from lceval import metrics  # pandas: `import lceval` loads this module, not pandas
 
-    _check_seed(seed)
+    test = _test(seed, n_resamples=n_resamples, confidence=confidence)
     rows = []
     for ka, kb in itertools.combinations(sorted(headlines), 2):
         ha, hb = headlines[ka], headlines[kb]
@@ -420,14 +394,7 @@ def rank_agreement(
             continue
         wide, groups, strata, clusters, stat = _joint_design({ka: ha, kb: hb}, common)
         est = metrics.bootstrap_sums(
-            wide,
-            stat,
-            groups=groups,
-            strata=strata,
-            clusters=clusters,
-            n_resamples=n_resamples,
-            confidence=confidence,
-            seed=seed,
+            wide, stat, groups=groups, strata=strata, clusters=clusters, **test
         )
         low, high = (est.low, est.high) if len(common) >= 3 else (nan, nan)
         rows.append({**row, "tau": est.mean, "low": low, "high": high, "models": ", ".join(common)})
@@ -441,8 +408,7 @@ _SEP = "\x1f"
 def _joint_design(
     headlines: Mapping[str, metrics.Headline], models: Sequence[str]
 ) -> tuple[pd.DataFrame, list[str], list[str], list[str], metrics.SumStatistic]:
-    """Two benchmarks' samples as one bootstrap design (rows per benchmark and sample, columns
-    per model); the statistic is tau-b of the two headlines over ``models``."""
+    """Two benchmarks' samples as one bootstrap design, the statistic tau-b of their headlines."""
     import numpy as np
     import pandas as pd
 
@@ -520,54 +486,45 @@ def plot_overview(board: pd.DataFrame, agreement: pd.DataFrame) -> Any:
     return fig
 
 
-SETTINGS: tuple[tuple[str, tuple[str, ...]], ...] = (
-    ("engine", ("backend",)),
-    ("dtype", ("dtype",)),
-    ("temperature", ("generation", "temperature")),
-    ("top_p", ("generation", "top_p")),
-    ("seed", ("generation", "seed")),
-    ("budget (max new tokens)", ("generation", "max_new_tokens")),
-    ("prompt format", ("prompt_format",)),
-    ("window", ("window",)),
-)
-"""Settings of run.json's ``models`` entries that change answers beside the model."""
+SETTINGS = {  # of run.json's ``models`` entries that change answers beside the model
+    "engine": "backend",
+    "dtype": "dtype",
+    "temperature": "generation.temperature",
+    "top_p": "generation.top_p",
+    "seed": "generation.seed",
+    "budget (max new tokens)": "generation.max_new_tokens",
+    "prompt format": "prompt_format",
+    "window": "window",
+}
 
 
-def _setting(entry: Mapping[str, Any], path: Sequence[str]) -> Any:
+def _setting(entry: Mapping[str, Any], path: str) -> Any:
     value: Any = entry
-    for part in path:
-        if not isinstance(value, Mapping):
-            return None
-        value = value.get(part)
-    if path == ("generation", "max_new_tokens") and value is None:
-        return "each sample's own"
-    return value
+    for part in path.split("."):
+        value = value.get(part) if isinstance(value, Mapping) else None
+    return "each sample's own" if path.endswith("max_new_tokens") and value is None else value
 
 
 def setting_differences(table: pd.DataFrame, root: str | Path | None = None) -> list[str]:
     """One line per pair of :func:`compare_runs`'s ``table`` naming each :data:`SETTINGS`
     difference of the two models' run.json entries (or that one records none); empty when the
     pairs ran alike."""
-    cache: dict[str, Mapping[str, Any]] = {}
+
+    @functools.cache
+    def models(run_id: str) -> Mapping[str, Any]:
+        found = read_json_object(RunDir(run_id, root).run_json).get("models")
+        return found if isinstance(found, Mapping) else {}
 
     def entry(name: str) -> Mapping[str, Any] | None:
         run_id, _, model = name.partition("/")
-        if run_id not in cache:
-            try:
-                meta = json.loads(RunDir(run_id, root).run_json.read_text(encoding="utf-8"))
-            except (OSError, ValueError):
-                meta = {}
-            cache[run_id] = meta.get("models") or {} if isinstance(meta, Mapping) else {}
-        found = cache[run_id].get(model)
+        found = models(run_id).get(model)
         return found if isinstance(found, Mapping) else None
 
     lines: list[str] = []
     if not len(table):
         return lines
-    pairs = dict.fromkeys(
-        zip(table["model_a"].astype(str), table["model_b"].astype(str), strict=True)
-    )
-    for a, b in pairs:
+    pairs = zip(table["model_a"].astype(str), table["model_b"].astype(str), strict=True)
+    for a, b in dict.fromkeys(pairs):
         ea, eb = entry(a), entry(b)
         missing = [n for n, e in ((a, ea), (b, eb)) if e is None]
         if missing:
@@ -580,7 +537,7 @@ def setting_differences(table: pd.DataFrame, root: str | Path | None = None) -> 
         assert ea is not None and eb is not None
         diffs = [
             f"{label} {va} vs {vb}"
-            for label, path in SETTINGS
+            for label, path in SETTINGS.items()
             if (va := _setting(ea, path)) != (vb := _setting(eb, path))
         ]
         if diffs:
@@ -589,7 +546,6 @@ def setting_differences(table: pd.DataFrame, root: str | Path | None = None) -> 
 
 
 def _middle(s: str, limit: int) -> str:
-
     if len(s) <= limit:
         return s
     head = (limit - 3) // 2

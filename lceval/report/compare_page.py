@@ -13,8 +13,7 @@ from lceval.core.errors import LcevalError
 from lceval.core.io import RunDir
 from lceval.report.samples_page import Texts, esc, page, sample_rows, write_page
 
-MAX_COMPARE_ROWS = 20_000
-"""Rows kept on a comparison page (the largest absolute differences first)."""
+MAX_COMPARE_ROWS = 20_000  # rows kept on a comparison page, the largest |diff| first
 _SIDE = ("model", "value", "rubric", "explanation", "answer", "answer_chars")
 
 
@@ -28,18 +27,12 @@ def compare_rows(
     folder: str | Path | None = None,
     empty_ok: bool = False,
 ) -> pd.DataFrame:
-    """Two models on the same samples side by side: one row per (sample, scorer, model pair)
-    with each model's value, rubric, explanation and answer and ``diff = value A - value B``
-    (0..1, NaN when either is), largest ``|diff|`` first; pairs as
-    :func:`lceval.report.compare.compare_runs`, joined by ``sample_id`` and scorer.
-
-    ``model_a``/``model_b``/``scorer`` keep only those rows; ``folder`` is the page's (for
-    ``contexts/``; default run_a's report); ``empty_ok`` returns an empty frame instead of
-    raising when no pair shares a scored sample.
-
-    Raises:
-        LcevalError: missing scores or samples; an unknown model or scorer; no shared sample.
-    """
+    """One row per (sample, scorer, model pair) with each model's value, rubric, explanation and
+    answer and ``diff = value A - value B`` (0..1, NaN when either is), largest ``|diff|`` first;
+    pairs as :func:`lceval.report.compare.compare_runs`, only ``model_a``/``model_b``/``scorer``
+    when given; ``folder`` is the page's (default run_a's report). :class:`LcevalError` for
+    missing scores or samples, an unknown model or scorer, no shared sample (unless
+    ``empty_ok``: an empty frame)."""
     same = run_a.path == run_b.path
     store = Texts()  # both sides' texts in one block
     sides = []
@@ -86,12 +79,8 @@ def compare_rows(
 
 
 def write_compare_page(frame: pd.DataFrame, path: str | Path, title: str) -> Path:
-    """Write a :func:`compare_rows` frame as a page (``templates/compare.html.j2``): its first
-    :data:`MAX_COMPARE_ROWS` rows (the largest differences), saying how many were left out.
-
-    Raises:
-        LcevalError: the file cannot be written.
-    """
+    """Write a :func:`compare_rows` frame's first :data:`MAX_COMPARE_ROWS` rows as a page
+    (``templates/compare.html.j2``); :class:`LcevalError` when it cannot be written."""
     pairs = frame[["model A", "model B"]].drop_duplicates() if len(frame) else frame
     one = len(pairs) == 1  # the model cells are escaped already
     text = page(
@@ -108,13 +97,9 @@ def write_compare_page(frame: pd.DataFrame, path: str | Path, title: str) -> Pat
 
 
 def write_run_compare_page(run: RunDir) -> Path:
-    """``<run.report>/compare.html``: every pair of the run's models side by side
-    (:func:`compare_rows` within one run); when no pair shares a scored sample (imported
-    predictions where each model answered other tasks) the page lists what each answered.
-
-    Raises:
-        LcevalError: missing scores or samples; the file cannot be written.
-    """
+    """``<run.report>/compare.html``: every pair of the run's models side by side, or, when no
+    pair shares a scored sample, what each answered; :class:`LcevalError` for missing scores
+    or samples or a page that cannot be written."""
     path = Path(run.report) / "compare.html"
     frame = compare_rows(run, run, empty_ok=True)
     if len(frame):

@@ -1,9 +1,6 @@
 """Is the long context needed? A run answered with ``lceval infer -o context=full,none,bm25:K``
-holds answers with the whole context (``<model>``), without it (``<model>@context=none``) and
-with a retrieved slice (:mod:`lceval.contexts.modes`); this table pairs them per sample: the
-difference full - other with its 95% paired-bootstrap CI
-(:func:`lceval.metrics.paired.paired_difference`). A CI holding 0 means the run cannot tell
-that the model needed the whole context (LongBench v2's ``--no_context`` / ``--rag`` baselines).
+holds answers with the whole context, without it (``<model>@context=none``) and with a retrieved
+slice; this table pairs them per sample (LongBench v2's ``--no_context`` / ``--rag`` baselines).
 """
 
 from __future__ import annotations
@@ -12,7 +9,11 @@ from typing import Any
 
 import pandas as pd
 
+from lceval.benchmarks import registry
+from lceval.contexts.modes import split_variant
 from lceval.core.io import RunDir
+from lceval.metrics.paired import paired_difference
+from lceval.report.reporting import save_table
 
 CAPTIONS: dict[str, tuple[str, str]] = {
     "context_baselines": (
@@ -28,18 +29,13 @@ CAPTIONS: dict[str, tuple[str, str]] = {
 COLUMNS = tuple(
     "benchmark scorer task model mode full other diff low high p_value test n needs_context".split()
 )
-"""Columns of :func:`context_baselines`."""
 
 
 def _verdict(low: float, high: float) -> str:
     """``yes`` (CI above 0), ``no`` (CI holds 0), ``hurts`` (CI below 0), ``n/a`` (no pair)."""
     if pd.isna(low) or pd.isna(high):
         return "n/a"
-    if low > 0:
-        return "yes"
-    if high < 0:
-        return "hurts"
-    return "no"
+    return "yes" if low > 0 else "hurts" if high < 0 else "no"
 
 
 def context_baselines(
@@ -47,11 +43,8 @@ def context_baselines(
 ) -> pd.DataFrame:
     """Per benchmark (default scorer's rows), task (and ``all``), model and mode: ``full`` and
     ``other`` mean scores (0..1) on the paired samples, ``diff`` = full - other with its 95% CI
-    (``low``, ``high``), p-value, ``n`` pairs (:data:`COLUMNS`); empty without another mode."""
-    from lceval.benchmarks import registry
-    from lceval.contexts.modes import split_variant
-    from lceval.metrics.paired import paired_difference
-
+    (``low``, ``high``, :func:`~lceval.metrics.paired.paired_difference`), p-value, ``n``
+    pairs (:data:`COLUMNS`); empty without another mode."""
     rows: list[dict[str, Any]] = []
     if scores.empty:
         return pd.DataFrame(columns=list(COLUMNS))
@@ -103,8 +96,6 @@ def context_baselines(
 
 def report_context(run: RunDir, scores: pd.DataFrame) -> dict[str, pd.DataFrame]:
     """Write ``report/context_baselines.csv`` when the run has another context mode; else {}."""
-    from lceval.report.reporting import save_table
-
     table = context_baselines(scores)
     if table.empty:
         return {}

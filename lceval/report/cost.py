@@ -1,20 +1,18 @@
-"""What the run's API answers cost: ``report/cost.csv`` from the provider-reported tokens of every
-stored answer per API model (``openai`` backend), priced at ``lceval/run/prices.yaml``'s $ per
-million tokens (:mod:`lceval.run.cost`), at the batch price when answered through the Batch API
-(``-o batch=true``).
-"""
+"""What the run's API answers cost: ``report/cost.csv`` from the provider-reported tokens per API
+model, priced at ``lceval/run/prices.yaml``'s $ per million tokens (batch price for ``-o
+batch=true``)."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any
+
+import pandas as pd
 
 from lceval.core.errors import LcevalError
-
-if TYPE_CHECKING:
-    import pandas as pd
-
-    from lceval.core.io import RunDir
+from lceval.core.io import RunDir
+from lceval.report.reporting import save_table
+from lceval.run.cost import load_prices
 
 CAPTIONS: dict[str, tuple[str, str]] = {
     "cost": (
@@ -38,10 +36,6 @@ def _batch(entry: Mapping[str, Any]) -> bool:
 def cost_table(run: RunDir, prices: Any = None) -> pd.DataFrame:
     """One row per API model of ``run`` (:data:`COLUMNS`; ``usd`` NaN without a price in
     ``prices``, default the shipped table); empty without API answers."""
-    import pandas as pd
-
-    from lceval.run.cost import load_prices
-
     models = {
         str(name): entry
         for name, entry in (run.read_meta().models or {}).items()
@@ -91,13 +85,9 @@ def cost_table(run: RunDir, prices: Any = None) -> pd.DataFrame:
 def report_cost(run: RunDir) -> dict[str, pd.DataFrame]:
     """Write ``report/cost.csv`` when the run has API answers, else {}; an unreadable price
     table is one line in ``price_source``, never a failed report."""
-    from lceval.report.reporting import save_table  # pandas
-
     try:
         table = cost_table(run)
     except LcevalError as exc:  # an unreadable shipped table: say so in the report
-        import pandas as pd
-
         table = pd.DataFrame([{"model": "?", "price_source": str(exc)}], columns=list(COLUMNS))
     if table.empty:
         return {}

@@ -1,12 +1,11 @@
-"""What a run covers, per benchmark and model, and whether that is the paper's grid: every
-sample built with the paper's build params (``params/<notebook>/full.yaml``), every one answered
-with its own answer budget and no context cut. Anything else is a subset, shown beside the
-published numbers under :attr:`Coverage.label` and never ranked among them (``lceval score``,
-results.json, report/index.html, the papers' reports).
+"""What a run covers, per benchmark and model, and whether that is the paper's grid (every
+sample built with the paper's params, ``params/<notebook>/full.yaml``, answered with its own
+budget, no context cut); anything else is a subset, shown apart and never ranked.
 """
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -20,31 +19,21 @@ from lceval.core.errors import LcevalError
 from lceval.core.io import RunDir, read_json_object
 from lceval.core.records import Sample
 
-CUT_FLAG = 0.05
-"""Share of answers ended by the budget above which a model's cell is flagged."""
-
+CUT_FLAG = 0.05  # share of answers ended by the budget above which a model's cell is flagged
+# build params that locate data or tools rather than define the grid (not compared)
 _NOT_GRID_KEYS = ("path", "dir", "metadata", "encoding", "seed", "rebuild", "model", "backend")
-"""Build params that locate data or tools rather than define the grid (not compared)."""
 
 
 @dataclass(frozen=True)
 class Coverage:
     """One benchmark and model of a run: what was answered of what was built.
 
-    Attributes:
-        built, answered: samples the run holds; those with a current, error-free answer.
-        tasks_built, tasks_answered, tasks_paper: task codes held, answered; how many the
-            benchmark defines.
-        lengths: context lengths answered (the builder's labels, e.g. ``4k``; else tokens).
-        budget: the answer budget cap in new tokens; None = each sample's own.
-        capped: answered samples whose own budget exceeds ``budget``.
-        truncated, tokens_cut: answered samples whose context was cut; prompt tokens cut.
-        cut_at_budget: answers the budget ended (``finish_reason == "length"`` or thinking that
-            never ended: ``thinking_unfinished``); ``cut_flag`` above :data:`CUT_FLAG` of them;
-            ``cut_by_task``: per task ``[cut, answered]``.
-        demo: the data are the shipped demo stand-ins (never comparable).
-        param_gaps: build params that differ from the paper's (``key=run (paper: value)``).
-        paper_grid: nothing above departs from the paper's setting; ``label``: one line.
+    ``lengths`` are the builder's labels (``4k``, else tokens); ``budget`` the answer cap in new
+    tokens (None: each sample's own), ``capped`` the answered samples whose own budget exceeds
+    it; ``truncated``/``tokens_cut`` the contexts cut and prompt tokens cut; ``cut_at_budget``
+    the answers the budget ended (``finish_reason == "length"`` or ``thinking_unfinished``),
+    ``cut_by_task`` per task ``[cut, answered]``; ``param_gaps`` the build params that differ
+    from the paper's (``key=run (paper: value)``); ``demo``: the shipped stand-in data.
     """
 
     benchmark: str
@@ -61,16 +50,63 @@ class Coverage:
     tokens_cut: int
     cut_at_budget: int
     thinking_unfinished: int
-    cut_flag: bool
     cut_by_task: dict[str, list[int]]
     demo: bool
     param_gaps: tuple[str, ...]
-    paper_grid: bool
-    label: str
+
+    @property
+    def cut_flag(self) -> bool:
+        """More than :data:`CUT_FLAG` of the answers were ended by the budget."""
+        return bool(self.answered) and self.cut_at_budget > CUT_FLAG * self.answered
+
+    @property
+    def paper_grid(self) -> bool:
+        """Nothing departs from the paper's setting."""
+        tasks = self.tasks_paper == 0 or len(set(self.tasks_built)) >= self.tasks_paper
+        whole = self.answered == self.built and not (self.capped or self.truncated)
+        return not self.demo and not self.param_gaps and whole and tasks
+
+    @property
+    def label(self) -> str:
+        """One line: ``subset: 4 of 44 samples answered, ...; not comparable to the paper``."""
+        bits = [f"{self.answered} of {self.built} samples answered"]
+        if self.tasks_paper:
+            bits.append(f"{len(self.tasks_answered)} of {self.tasks_paper} tasks")
+        if self.lengths:
+            first, last = self.lengths[0], self.lengths[-1]
+            bits.append(f"lengths {first}" if first == last else f"lengths {first}-{last}")
+        if self.budget is None:
+            bits.append("each sample's own answer budget")
+        elif self.capped:
+            bits.append(
+                f"{self.budget}-token answers ({self.capped} sample(s) below their own budget)"
+            )
+        else:
+            bits.append(f"answers capped at {self.budget} tokens")
+        if self.cut_at_budget:
+            flag = f" (over {CUT_FLAG:.0%}: scores rest on cut answers)" if self.cut_flag else ""
+            bits.append(self.cut_line() + flag)
+        if self.truncated:
+            bits.append(f"{self.truncated} context(s) truncated ({self.tokens_cut:,} tokens cut)")
+        head = "paper's grid" if self.paper_grid else "subset"
+        if self.demo:
+            head = "DEMO DATA (shipped stand-ins, not the paper's data; task names are the paper's)"
+        text = f"{head}: {', '.join(bits)}"
+        if not self.paper_grid:
+            if self.param_gaps:
+                text += f"; built with {', '.join(self.param_gaps)}"
+            text += "; not comparable to the paper"
+        return text
 
     def as_dict(self) -> dict[str, Any]:
-        """Plain-JSON dict (tuples as lists)."""
-        return {k: list(v) if isinstance(v, tuple) else v for k, v in asdict(self).items()}
+        """Plain-JSON dict (tuples as lists), with ``cut_flag``, ``paper_grid`` and ``label``."""
+        out = {k: list(v) if isinstance(v, tuple) else v for k, v in asdict(self).items()}
+        return {
+            **out,
+            "cut_flag": self.cut_flag,
+            "paper_grid": self.paper_grid,
+            "label": self.label,
+        }
 
     def cut_line(self) -> str:
         """``25 of 44 answers cut at 64 tokens`` (empty when none was cut)."""
@@ -88,9 +124,8 @@ class Coverage:
 
 
 def paper_params(key: str) -> dict[str, Any] | None:
-    """The paper's build params of benchmark ``key``: of its notebooks'
-    ``params/<notebook>/full.yaml`` (in the checkout), the one sharing most keys with its
-    builder ``Config``; None without the repository."""
+    """Benchmark ``key``'s build params in the paper: of its notebooks' ``full.yaml`` params (in
+    the checkout), the one sharing most keys with its builder's; None without the repository."""
     bench = registry.get(key)
     try:
         model = bench.params_schema()
@@ -138,15 +173,11 @@ def _length_label(s: Sample) -> str | None:
     return None if s.length is None else str(s.length)
 
 
-def _span(labels: Sequence[str]) -> str:
-    return labels[0] if len(labels) == 1 else f"{labels[0]}-{labels[-1]}"
-
-
 def coverage(
     samples: Sequence[Sample], responses: pd.DataFrame, meta: Mapping[str, Any]
 ) -> list[Coverage]:
     """One :class:`Coverage` per benchmark and model with answers, sorted, from the run's
-    ``samples``, its :func:`lceval.report.reporting.responses_frame` and run.json (``meta``)."""
+    ``samples``, its ``responses_frame`` and run.json (``meta``)."""
     out: list[Coverage] = []
     models_meta = meta.get("models") or {}
     params = meta.get("params") or {}
@@ -181,98 +212,57 @@ def coverage(
                     key=lambda lab: order.get(lab, 0),
                 )
             )
-            tasks_built = tuple(dict.fromkeys(s.task for s in mine))
-            tasks_answered = tuple(t for t in tasks_built if any(s.task == t for s in answered))
             first = ok.drop_duplicates("sample_id")
             cut_ids = {i for i, _ in cut_answers(first)}
-            n_cut = len(cut_ids)
             unfinished = first.get("thinking_unfinished", pd.Series(dtype=bool))
-            by_task = {
-                t: [
-                    sum(1 for s in answered if s.task == t and s.id in cut_ids),
-                    sum(1 for s in answered if s.task == t),
-                ]
-                for t in tasks_answered
-            }
-            grid = (
-                not demo
-                and not gaps
-                and len(answered) == len(mine)
-                and capped == 0
-                and int((cut > 0).sum()) == 0
-                and (n_paper_tasks == 0 or len(set(tasks_built)) >= n_paper_tasks)
+            n_task = Counter(s.task for s in answered)
+            n_task_cut = Counter(s.task for s in answered if s.id in cut_ids)
+            tasks_built = tuple(dict.fromkeys(s.task for s in mine))
+            tasks_answered = tuple(t for t in tasks_built if n_task[t])
+            out.append(
+                Coverage(
+                    benchmark=key,
+                    model=model,
+                    built=len(mine),
+                    answered=len(answered),
+                    tasks_built=tasks_built,
+                    tasks_answered=tasks_answered,
+                    tasks_paper=n_paper_tasks,
+                    lengths=lengths,
+                    budget=cap,
+                    capped=capped,
+                    truncated=int((cut > 0).sum()),
+                    tokens_cut=int(cut.sum()),
+                    cut_at_budget=len(cut_ids),
+                    thinking_unfinished=int(unfinished.fillna(False).astype(bool).sum()),
+                    cut_by_task={t: [n_task_cut[t], n_task[t]] for t in tasks_answered},
+                    demo=demo,
+                    param_gaps=gaps,
+                )
             )
-            cov = Coverage(
-                benchmark=key,
-                model=model,
-                built=len(mine),
-                answered=len(answered),
-                tasks_built=tasks_built,
-                tasks_answered=tasks_answered,
-                tasks_paper=n_paper_tasks,
-                lengths=lengths,
-                budget=cap,
-                capped=capped,
-                truncated=int((cut > 0).sum()),
-                tokens_cut=int(cut.sum()),
-                cut_at_budget=n_cut,
-                thinking_unfinished=int(unfinished.fillna(False).astype(bool).sum()),
-                cut_flag=bool(answered) and n_cut > CUT_FLAG * len(answered),
-                cut_by_task=by_task,
-                demo=demo,
-                param_gaps=gaps,
-                paper_grid=grid,
-                label="",
-            )
-            out.append(_labelled(cov))
     return out
 
 
-def _labelled(c: Coverage) -> Coverage:
-    bits = [f"{c.answered} of {c.built} samples answered"]
-    if c.tasks_paper:
-        bits.append(f"{len(c.tasks_answered)} of {c.tasks_paper} tasks")
-    if c.lengths:
-        bits.append(f"lengths {_span(c.lengths)}")
-    if c.budget is not None:
-        bits.append(
-            f"{c.budget}-token answers ({c.capped} sample(s) below their own budget)"
-            if c.capped
-            else f"answers capped at {c.budget} tokens"
-        )
-    else:
-        bits.append("each sample's own answer budget")
-    if c.cut_at_budget:
-        flag = f" (over {CUT_FLAG:.0%}: scores rest on cut answers)" if c.cut_flag else ""
-        bits.append(c.cut_line() + flag)
-    if c.truncated:
-        bits.append(f"{c.truncated} context(s) truncated ({c.tokens_cut:,} tokens cut)")
-    head = "paper's grid" if c.paper_grid else "subset"
-    if c.demo:
-        head = "DEMO DATA (shipped stand-ins, not the paper's data; task names are the paper's)"
-    text = f"{head}: {', '.join(bits)}"
-    if not c.paper_grid:
-        if c.param_gaps:
-            text += f"; built with {', '.join(c.param_gaps)}"
-        text += "; not comparable to the paper"
-    return Coverage(**{**asdict(c), "label": text})
+def _responses(run: Any) -> pd.DataFrame | None:  # None without samples or responses
+    from lceval.report.reporting import responses_frame  # loads matplotlib
+
+    try:
+        return responses_frame(run.run_id, Path(run.path).parent)
+    except LcevalError:
+        return None
 
 
 def run_coverage(run: Any) -> list[Coverage]:
     """:func:`coverage` of a run folder (``lceval.core.io.RunDir``); empty without responses."""
-    from lceval.report.reporting import responses_frame
-
-    try:
-        samples = run.read_samples()
-        frame = responses_frame(run.run_id, Path(run.path).parent)
-    except LcevalError:
-        return []
-    return coverage(samples, frame, read_json_object(run.run_json))
+    frame = _responses(run)
+    return (
+        [] if frame is None else coverage(run.read_samples(), frame, read_json_object(run.run_json))
+    )
 
 
 def cut_answers(responses: pd.DataFrame) -> set[tuple[str, str]]:
-    """``(sample_id, model)`` of responses (``responses_frame`` rows) the budget ended:
-    ``finish_reason == "length"`` or thinking that never ended."""
+    """``(sample_id, model)`` of ``responses_frame`` rows the budget ended (``finish_reason ==
+    "length"`` or thinking that never ended)."""
     if not len(responses):
         return set()
     cut = responses["finish_reason"].astype(str) == "length"
@@ -284,12 +274,8 @@ def cut_answers(responses: pd.DataFrame) -> set[tuple[str, str]]:
 
 def run_cut_answers(run: Any) -> set[tuple[str, str]]:
     """:func:`cut_answers` of a run folder; empty without responses."""
-    from lceval.report.reporting import responses_frame
-
-    try:
-        return cut_answers(responses_frame(run.run_id, Path(run.path).parent))
-    except LcevalError:
-        return set()
+    frame = _responses(run)
+    return set() if frame is None else cut_answers(frame)
 
 
 def variant_of(sample: Sample) -> str:
@@ -308,8 +294,8 @@ def with_finished(
     scores: pd.DataFrame, cut: set[tuple[str, str]], variants: Mapping[str, str] | None = None
 ) -> pd.DataFrame:
     """Per (model, benchmark, task[, variant]) of score rows: ``mean`` (0..1), ``n``, ``cut``
-    (answers the budget ended) and ``mean_finished`` (NaN when none finished); ``variants``
-    (sample id -> :func:`variant_of`) splits baselines off (the model's own setting as ``-``)."""
+    (answers the budget ended), ``mean_finished`` (NaN when none finished); ``variants`` (sample
+    id -> :func:`variant_of`) splits baselines off (the model's own setting as ``-``)."""
     keys = list(zip(scores["sample_id"].astype(str), scores["model"].astype(str), strict=True))
     frame = scores.assign(
         value=pd.to_numeric(scores["value"], errors="coerce"), _cut=[k in cut for k in keys]

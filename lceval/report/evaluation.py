@@ -1,7 +1,6 @@
 """One call for a whole evaluation (``lceval eval``, :func:`lceval.evaluate`): build, answer,
-score and report one benchmark through the stages the separate verbs run, from one declared
-config (:class:`lceval.run.config.EvalConfig`), as lm-evaluation-harness's ``simple_evaluate``
-and inspect_ai's ``eval()``; it keeps every step's files and resumes.
+score and report one benchmark from one declared config, resumable, as lm-evaluation-harness's
+``simple_evaluate`` and inspect_ai's ``eval()``.
 """
 
 from __future__ import annotations
@@ -17,6 +16,7 @@ from lceval.core.io import RunDir
 from lceval.models.base import check_load
 from lceval.models.specs import resolve_models
 from lceval.params import load_params
+from lceval.report.stage import report
 from lceval.run.building import build
 from lceval.run.config import EvalConfig, EvalOptions, InferConfig, validate
 from lceval.run.inference import infer
@@ -28,20 +28,17 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True)
 class EvalResult:
-    """What :func:`evaluate` made: a scored, reported run."""
+    """What :func:`evaluate` made: the run; ``headlines`` per benchmark, scorer and model
+    (``benchmark, scorer, model, metric, unit, estimate, low, high`` (95% CI, in ``unit``),
+    ``n`` scored); ``report`` (index.html); ``answered`` responses to the selected samples,
+    ``errors`` of them (retried by the next call); ``summary``, what ``lceval eval`` prints."""
 
     run: RunDir
     headlines: pd.DataFrame
-    """Per benchmark, scorer and model (results.json): ``benchmark, scorer, model, metric,
-    unit, estimate`` (in ``unit``), ``low``, ``high`` (95% bootstrap CI), ``n`` (scored)."""
     report: Path
-    """report/index.html."""
     answered: int
-    """Responses to the selected samples (stored before or now)."""
     errors: int
-    """Of those, failed generations (retried by the next call with the same run id)."""
     summary: str
-    """What ``lceval eval`` prints: headline lines, coverage, the report's path."""
 
     @property
     def score(self) -> float:
@@ -122,19 +119,15 @@ def run_eval(cfg: EvalConfig, root: str | Path | None, *, progress: bool = True)
     responses = infer(run_id, root=root, config=infer_cfg, progress=progress)
     errors = sum(r.finish_reason == "error" for r in responses)
     score(run_id, root=root, scorer=cfg.scorer, progress=progress)
+    import pandas as pd  # here, not at the top: import lceval loads this module (so index_page too)
+
     from lceval.report.index_page import headline_rows, report_summary
-    from lceval.report.stage import report
 
     tables = report(run_id, root=root, scorer=cfg.scorer)
-    import pandas as pd  # heavy: imported once there is a table to make
-
     cols = ["benchmark", "scorer", "model", "metric", "unit", "estimate", "low", "high", "n"]
-    heads = pd.DataFrame(
-        [{k: h.get(k) for k in cols} for h in headline_rows(run.report)], columns=cols
-    )
     return EvalResult(
         run=run,
-        headlines=heads,
+        headlines=pd.DataFrame(headline_rows(run.report), columns=cols),
         report=run.report / "index.html",
         answered=len(responses),
         errors=errors,

@@ -1,7 +1,5 @@
 """``report/index.html``, laid out like a paper's results section (``templates/index.html.j2``),
-and the short summary ``lceval report`` prints. Rewritten by the report stage, after each
-notebook and by studies with their own run folder (the NTK sweep).
-"""
+and the summary ``lceval report`` prints."""
 
 from __future__ import annotations
 
@@ -16,66 +14,55 @@ import pandas as pd
 
 from lceval.benchmarks import registry
 from lceval.core.errors import LcevalError
-from lceval.core.io import atomic_open
+from lceval.core.io import atomic_open, read_json_object
 from lceval.report.coverage import run_coverage
 from lceval.report.reproduction import REPRODUCTION_COLUMNS, load_index, rows_of
-from lceval.report.samples_page import render
+from lceval.report.samples_page import render, write_page
 
 THIS_RUN = "this run"
 """``lceval.report.reporting.THIS_RUN`` (that module loads matplotlib)."""
 
 
 def write_index(run: Any) -> Path:
-    """Write ``report/index.html`` from what ``run`` (a ``RunDir``) holds, so it can be rewritten
-    after each stage; returns its path.
+    """Write ``report/index.html`` from what ``run`` (a ``RunDir``) holds now; returns its path.
 
-    From the top: each benchmark's headline per model with its 95% bootstrap CI, n, the
-    published range and what the run covers (a run off the paper's grid is labelled "not
-    comparable" in the first screen); links to samples.html, compare.html and results.json; per
-    benchmark each table and figure under its paper item with its caption (the report module's
-    ``CAPTIONS``), the run's rows highlighted; the checks of published numbers; the
-    reproduction index rows; the provenance; the executed notebooks as HTML.
+    From the top: each headline per model with its 95% CI, n, the published range and what the
+    run covers ("not comparable" off the paper's grid); links to the other pages; per benchmark
+    each table and figure under its paper item and caption (its report module's ``CAPTIONS``),
+    the run's rows highlighted; the checks of published numbers; the reproduction index; the
+    provenance; the executed notebooks as HTML.
     """
     report = Path(run.report)
-    report.mkdir(parents=True, exist_ok=True)
-    try:
-        meta = json.loads(Path(run.run_json).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        meta = {}
     covs = run_coverage(run)
     # report/*.csv; report/<key>/*.csv (RULER, L-Eval, CIF-Bench write their tables there);
     # report/<key>-<variant>/ (a non-default scorer's report, lceval.report.report)
     csvs = [*sorted(report.glob("*.csv")), *sorted(report.glob("*/*.csv"))]
-    figures = Path(run.figures)
-    pngs = sorted(figures.glob("*.png")) if figures.exists() else []
-    pngs += sorted(report.glob("*-*/figures/*.png"))
-    keys = sorted({c.benchmark for c in covs} | {_bench_of(p, report) for p in [*csvs, *pngs]})
+    pngs = [*sorted(Path(run.figures).glob("*.png")), *sorted(report.glob("*-*/figures/*.png"))]
+    by_key: dict[str, list[Path]] = {}
+    for p in [*csvs, *pngs]:
+        by_key.setdefault(_bench_of(p, report), []).append(p)
     sections: list[dict[str, Any]] = []
     checks: list[dict[str, Any]] = []
-    for key in keys:
+    for key, files in sorted(by_key.items()):
         captions = _captions(key)
-        mine_csv = [p for p in csvs if _bench_of(p, report) == key]
-        mine_png = [p for p in pngs if _bench_of(p, report) == key]
-        if not (mine_csv or mine_png):
-            continue
         items: list[tuple[tuple[int, int, str], dict[str, Any]]] = []  # (sort key, block)
-        for csv in mine_csv:
-            name = csv.relative_to(report).with_suffix("").as_posix()
-            item, caption = captions.get(name, captions.get(csv.stem, ("", "")))
-            block = _table(csv, name, item, caption)
-            if block is not None and item == "Check":
-                checks.append(block)
-            elif block is not None:
-                items.append((_order(item), block))
-        for png in mine_png:
-            item, caption = captions.get(png.stem, ("", ""))
-            pdf = png.with_suffix(".pdf")
+        for p in files:
+            name = p.relative_to(report).with_suffix("").as_posix()
+            item, caption = captions.get(name, captions.get(p.stem, ("", "")))
+            if p.suffix == ".csv":
+                block = _table(p, name, item, caption)
+                if block is not None and item == "Check":
+                    checks.append(block)
+                elif block is not None:
+                    items.append((_order(item), block))
+                continue
+            pdf = p.with_suffix(".pdf")
             figure = {
                 "label": item,
-                "text": caption or f"{png.stem}; no caption declared for this figure.",
+                "text": caption or f"{p.stem}; no caption declared for this figure.",
                 "pdf": pdf.relative_to(report).as_posix() if pdf.exists() else "",
-                "src": png.relative_to(report).as_posix(),
-                "alt": png.stem,
+                "src": name + ".png",
+                "alt": p.stem,
             }
             items.append((_order(item), figure))
         blocks = [b for _, b in sorted(items, key=lambda x: x[0])]
@@ -84,7 +71,7 @@ def write_index(run: Any) -> Path:
         "index.html.j2",
         run_id=str(run.run_id),
         covs=covs,
-        heads=[_headline_cells(h) for h in headline_rows(report, covs)],
+        heads=headline_rows(report, covs),
         study=_study_headline(report),
         pages=[(name, what) for name, what in _PAGES if (report / name).exists()],
         sections=sections,
@@ -92,18 +79,14 @@ def write_index(run: Any) -> Path:
         reproduction=_reproduction_rows(run),
         columns=REPRODUCTION_COLUMNS,
         caption=True,
-        **_provenance(meta, covs),
+        **_provenance(read_json_object(run.run_json), covs),
         notebooks=_render_notebooks(run, report),
     )
-    path = report / "index.html"
-    with atomic_open(path) as f:
-        f.write(page)
-    return path
+    return write_page(report / "index.html", page)
 
 
 def _bench_of(path: Path, report: Path) -> str:
-    """The benchmark a report file belongs to: its folder (``ruler/``, ``lifbench-strict/``),
-    else its name's prefix (``lifbench_table3_ars``)."""
+    """A report file's benchmark: its folder (``lifbench-strict/``), else its name's prefix."""
     rel = path.relative_to(report).parts
     if len(rel) > 1 and rel[0] not in ("figures", "notebooks", "contexts"):
         return rel[0].split("-", 1)[0]
@@ -117,22 +100,21 @@ def _bench_title(key: str) -> str:
         return key
 
 
-_NOT_BENCHMARKS = {
-    "ntk": "lceval.benchmarks.leval.ntk",
-    "reasoning": "lceval.report.reasoning",
-    "context": "lceval.report.context",
-    "cost": "lceval.report.cost",
-    "correlation": "lceval.benchmarks.longgenbench.ruler_correlation",
-}
-"""Report files of a study or of lceval's own analyses: file prefix -> module of their
-``CAPTIONS``."""
+def _studies() -> dict[str, str]:
+    """Report file prefix -> module of its ``CAPTIONS``, for files of no benchmark: lceval's own
+    analyses and each benchmark's studies (``Benchmark.studies``)."""
+    out = {k: f"lceval.report.{k}" for k in ("reasoning", "context", "cost")}
+    for bench in registry.all_benchmarks():
+        out.update(bench.studies)
+    return out
 
 
 def _captions(key: str) -> dict[str, tuple[str, str]]:
-    """``CAPTIONS`` of the benchmark's report module (``name -> (paper item, caption)``)."""
+    """``CAPTIONS`` (``name -> (paper item, caption)``) of the report module of ``key``."""
     try:
-        if key in _NOT_BENCHMARKS:
-            module = importlib.import_module(_NOT_BENCHMARKS[key])
+        studies = _studies()
+        if key in studies:
+            module = importlib.import_module(studies[key])
         else:
             target = registry.get(key).report.__qualname__
             module = importlib.import_module(str(target).split(":", 1)[0])
@@ -151,11 +133,10 @@ def _order(item: str) -> tuple[int, int, str]:
 
 
 def _table(csv: Path, name: str, item: str, caption: str) -> dict[str, Any] | None:
-    """One report CSV as the template's table: a stray 0..n-1 index dropped, the run's rows
-    highlighted, text columns left, over 30 rows folded; None when it cannot be read."""
-    try:
-        df = pd.read_csv(csv)
-    except (OSError, ValueError, pd.errors.ParserError):
+    """One report CSV for the template (a stray 0..n-1 index dropped, the run's rows marked, over
+    30 rows folded); None when it cannot be read."""
+    df = _read_csv(csv)
+    if df is None:
         return None
     if len(df.columns) and str(df.columns[0]).startswith("Unnamed"):
         first = df[df.columns[0]]
@@ -184,9 +165,9 @@ def _table(csv: Path, name: str, item: str, caption: str) -> dict[str, Any] | No
 
 
 def headline_rows(report: Path, covs: Sequence[Any] = ()) -> list[dict[str, Any]]:
-    """One dict per headline of ``report/results.json`` (benchmark, scorer, model, metric,
-    unit, estimate, low, high, n) with ``published_low``/``published_high``/``published_n`` (the
-    metric's published rows in the report tables), ``coverage`` (or None) and ``comparable``."""
+    """One dict per headline of ``report/results.json`` (benchmark, scorer, model, metric, unit,
+    estimate, low, high, n) with ``published_low``/``_high``/``_n`` (the metric's published rows
+    in the report tables), ``coverage`` (or None), ``comparable`` and the page's text cells."""
     try:
         doc = json.loads((report / "results.json").read_text(encoding="utf-8"))
     except (OSError, ValueError):
@@ -198,8 +179,17 @@ def headline_rows(report: Path, covs: Sequence[Any] = ()) -> list[dict[str, Any]
         lo, hi, n = _published_range(report, str(h.get("benchmark")), metric)
         model = str(h.get("model"))
         cov = by.get((h.get("benchmark"), model.split("@", 1)[0]))
+        if cov is not None and cov.paper_grid:
+            what = "paper's grid"
+        elif cov is not None:
+            kind = "demo data" if cov.demo else "subset"
+            what = f"{kind} ({cov.answered} of {cov.built} answered): not comparable"
+        else:
+            what = "unknown"
+        scorer = str(h.get("scorer") or "")
         out.append(
             {
+                "unit": "",
                 **h,
                 "published_low": lo,
                 "published_high": hi,
@@ -208,21 +198,19 @@ def headline_rows(report: Path, covs: Sequence[Any] = ()) -> list[dict[str, Any]
                 "comparable": bool(cov.paper_grid) if cov is not None else True,
                 "ci": f"{_fmt(h.get('estimate'))} [{_fmt(h.get('low'))}, {_fmt(h.get('high'))}]",
                 "pub": f"{_fmt(lo)}-{_fmt(hi)} ({n} models)" if n else "",
+                "scorer_note": "" if scorer in ("", h.get("benchmark")) else f", scorer {scorer}",
+                "what": what + _cut_note(h, cov),
             }
         )
     return out
 
 
 def _published_range(report: Path, key: str, metric: str) -> tuple[float | None, float | None, int]:
-    """Lowest and highest published value of ``metric`` in ``key``'s report tables, and how
-    many published rows hold it."""
+    """Lowest and highest published value of ``metric`` in ``key``'s report tables, how many."""
     column = metric.split(" (", 1)[0]
     for csv in sorted(report.glob(f"{key}_*.csv")):
-        try:
-            df = pd.read_csv(csv)
-        except (OSError, ValueError, pd.errors.ParserError):
-            continue
-        if "source" not in df.columns or column not in df.columns:
+        df = _read_csv(csv)
+        if df is None or "source" not in df.columns or column not in df.columns:
             continue
         pub = pd.to_numeric(
             df.loc[df["source"].astype(str).str.startswith("published"), column], errors="coerce"
@@ -232,13 +220,15 @@ def _published_range(report: Path, key: str, metric: str) -> tuple[float | None,
     return None, None, 0
 
 
+def _read_csv(path: Path) -> pd.DataFrame | None:  # None when it cannot be read
+    try:
+        return pd.read_csv(path)
+    except (OSError, ValueError, pd.errors.ParserError):
+        return None
+
+
 def _fmt(x: Any) -> str:
     return "n/a" if x is None else f"{float(x):.3f}"
-
-
-def _scorer_note(h: Mapping[str, Any]) -> str:
-    scorer = str(h.get("scorer") or "")
-    return "" if scorer in ("", str(h.get("benchmark"))) else f", scorer {scorer}"
 
 
 def _cut_note(h: Mapping[str, Any], cov: Any) -> str:
@@ -257,7 +247,7 @@ def _cut_note(h: Mapping[str, Any], cov: Any) -> str:
 
 def _study_headline(report: Path) -> dict[str, Any] | None:
     """A study run's ``report/<study>/headline.csv`` as the first screen's table, or None."""
-    for key in _NOT_BENCHMARKS:
+    for key in _studies():
         csv = report / key / "headline.csv"
         if csv.is_file():
             caption = _captions(key).get(f"{key}/headline", ("Headline", ""))[1]
@@ -265,28 +255,8 @@ def _study_headline(report: Path) -> dict[str, Any] | None:
     return None
 
 
-def _headline_cells(h: Mapping[str, Any]) -> dict[str, Any]:
-    """One headline row's cells as text."""
-    cov = h.get("coverage")
-    if cov is not None and cov.paper_grid:
-        what = "paper's grid"
-    elif cov is not None:
-        kind = "demo data" if cov.demo else "subset"
-        what = f"{kind} ({cov.answered} of {cov.built} answered): not comparable"
-    else:
-        what = "unknown"
-    return {
-        **h,
-        "unit": h.get("unit", ""),
-        "scorer_note": _scorer_note(h),
-        "pub": h["pub"] or "none in the report",
-        "what": what + _cut_note(h, cov),
-    }
-
-
 def _provenance(meta: Mapping[str, Any], covs: Sequence[Any]) -> dict[str, Any]:
-    """The provenance tables' rows (the template captions them): generation settings per model,
-    coverage, data sources (name, package or path, sha256)."""
+    """The provenance tables' rows: generation settings per model, coverage, data sources."""
     models = []
     for name, info in (meta.get("models") or {}).items():
         info = info or {}
@@ -329,7 +299,7 @@ _PAGES = (
 
 
 def _reproduction_rows(run: Any) -> list[list[str]]:
-    """The reproduction index rows of the run's benchmarks (empty without samples)."""
+    """The reproduction index rows of the run's benchmarks (none without samples)."""
     try:
         return rows_of(load_index(sorted({s.benchmark for s in run.read_samples()})))
     except LcevalError:
@@ -338,11 +308,8 @@ def _reproduction_rows(run: Any) -> list[list[str]]:
 
 def _render_notebooks(run: Any, report: Path) -> list[Path]:
     """Executed notebooks of the run as HTML under ``report/notebooks/`` (nbconvert)."""
-    folder = Path(run.notebooks)
+    sources = sorted(p for p in Path(run.notebooks).glob("*.ipynb") if not p.name.startswith("."))
     out: list[Path] = []
-    if not folder.exists():
-        return out
-    sources = [p for p in sorted(folder.glob("*.ipynb")) if not p.name.startswith(".")]
     if not sources:
         return out
     import nbformat  # nbconvert (with its own imports) loads only for a run with notebooks
@@ -365,9 +332,8 @@ def _render_notebooks(run: Any, report: Path) -> list[Path]:
 
 
 def report_summary(run: Any, tables: Mapping[str, pd.DataFrame]) -> str:
-    """What ``lceval report RUN`` prints (under 30 lines for a handful of models): each
-    headline with its CI, n and published range, what the run covers, how many ``tables``
-    (those ``lceval.report.report`` returned) and figures were written, index.html's path."""
+    """What ``lceval report RUN`` prints: each headline with its CI, n and published range, what
+    the run covers, how many ``tables`` (``lceval.report.report``'s) and figures, the page."""
     report = Path(run.report)
     covs = run_coverage(run)
     read = getattr(tables, "scorers", None)  # the scorers this report read, per benchmark
@@ -390,8 +356,7 @@ def report_summary(run: Any, tables: Mapping[str, pd.DataFrame]) -> str:
     for c in covs[:8]:
         if not c.paper_grid or c.cut_flag:
             lines.append(f"  coverage {c.line()}")
-    figures = Path(run.figures)
-    n_fig = len(list(figures.glob("*.png"))) if figures.exists() else 0
+    n_fig = len(list(Path(run.figures).glob("*.png")))
     lines.append(f"{len(tables)} tables (report/*.csv), {n_fig} figures (report/figures/)")
     lines.append(f"report: {report / 'index.html'}")
     return "\n".join(lines)

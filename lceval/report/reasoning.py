@@ -1,7 +1,6 @@
-"""A reasoning model's thinking beside its scores: tokens per task and model, the samples with no
-answer within the thinking budget, score against thinking length. Only runs with thinking get
-these; the thinking is never scored (``lceval.models.thinking``).
-"""
+"""A reasoning model's thinking beside its scores (runs with thinking only; thinking is never
+scored): tokens per task and model, answers missing within the thinking budget, score against
+thinking length."""
 
 from __future__ import annotations
 
@@ -35,7 +34,6 @@ def reasoning_frame(run: RunDir) -> pd.DataFrame:
     ``<model>@<config hash[:8]>``), reasoning_tokens, thinking_unfinished; may be empty."""
     if not run.responses.exists():
         return pd.DataFrame(columns=list(COLUMNS))
-
     rows: list[dict[str, Any]] = []
     for r in ResponseStore(run.responses):
         if r.reasoning is None and not r.thinking_unfinished:
@@ -128,10 +126,10 @@ def report_reasoning(run: RunDir, scores: pd.DataFrame) -> dict[str, pd.DataFram
 
 
 def task_reasoning(rows: pd.DataFrame, reasoning: pd.DataFrame) -> dict[tuple[str, str], Any]:
-    """(model, task) -> (mean thinking tokens, no-answer count) for results.json's task rows."""
-    if reasoning.empty or rows.empty:
-        return {}
-    g = with_reasoning(rows, reasoning).groupby(["model", "task"], sort=True)
-    agg = g.agg(t=("reasoning_tokens", "mean"), n=("thinking_unfinished", "sum"))
-    flat = agg.reset_index().itertuples(index=False)
-    return {(str(r.model), str(r.task)): (float(r.t), int(r.n)) for r in flat}
+    """(model, task) -> (mean thinking tokens, no-answer count) of one benchmark and scorer's
+    score rows (results.json's task rows)."""
+    table = reasoning_by_task(rows, reasoning).itertuples(index=False)
+    return {
+        (str(r.model), str(r.task)): (float(r.reasoning_tokens_mean), int(r.no_answer))
+        for r in table
+    }

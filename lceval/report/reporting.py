@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import asdict, fields
 from pathlib import Path
 from typing import Any
@@ -43,15 +42,10 @@ def save_table(df: pd.DataFrame, folder: str | Path, name: str, *, index: bool =
 
 
 def responses_frame(run_id: str, outputs_root: str | Path | None = None) -> pd.DataFrame:
-    """A run's responses as scoring reads them (``ResponseStore``: the first success per key,
-    else the last error), one row each with the ``Response`` fields, then the sample's
-    benchmark, task, scenario, length. Answers to an earlier build of a sample (another
-    ``sample_hash``) are left out, counted in ``frame.attrs["stale"]`` and one logged line.
-
-    Raises:
-        LcevalError: the run has no samples or no responses yet, or a line of responses.jsonl
-            is not a response (``lceval repair RUN`` moves such lines aside).
-    """
+    """A run's responses as scoring reads them, one row each with the ``Response`` fields and
+    the sample's benchmark, task, scenario, length; answers to an earlier build of a sample are
+    left out, counted in ``frame.attrs["stale"]`` and logged. :class:`LcevalError` without
+    samples or responses, or for a line of responses.jsonl that is not a response."""
     run = RunDir(run_id, outputs_root)
     raw = run.read_samples()
     hashes = sample_hashes(raw, run.read_contexts())
@@ -62,7 +56,6 @@ def responses_frame(run_id: str, outputs_root: str | Path | None = None) -> pd.D
     stale = 0
     if not run.responses.exists():
         run.read_responses()  # raises the usual "run inference first" error
-
     for r in ResponseStore(run.responses):
         if r.answers(hashes.get(r.sample_id)):
             rows.append(asdict(r))
@@ -81,11 +74,8 @@ def responses_frame(run_id: str, outputs_root: str | Path | None = None) -> pd.D
 
 
 def inference_summary(responses: pd.DataFrame) -> pd.DataFrame:
-    """Per (model, task): responses, mean prompt / generated tokens, truncations, finish reasons.
-
-    Args:
-        responses: the output of :func:`responses_frame`.
-    """
+    """Per (model, task) of :func:`responses_frame`'s rows: responses, mean prompt / generated
+    tokens, truncations, finish reasons, seconds."""
     g = responses.groupby(["model", "task"], dropna=False)
     out = g.agg(
         responses=("sample_id", "size"),
@@ -99,8 +89,7 @@ def inference_summary(responses: pd.DataFrame) -> pd.DataFrame:
     return out.round({"prompt_tokens": 1, "completion_tokens": 1, "seconds": 1})
 
 
-THIS_RUN = "this run"
-"""The ``source`` of a run's own rows in tables that put published numbers beside them."""
+THIS_RUN = "this run"  # the ``source`` of a run's rows beside published numbers
 
 
 def highlight_run_rows(df: pd.DataFrame, column: str = "source", value: str = THIS_RUN) -> Any:
@@ -114,34 +103,6 @@ def highlight_run_rows(df: pd.DataFrame, column: str = "source", value: str = TH
         return pd.DataFrame(cells, index=frame.index, columns=frame.columns)
 
     return df.style.apply(rows, axis=None)
-
-
-def unrank_subset_rows(
-    df: pd.DataFrame, models: set[str] | frozenset[str], *, ascending: Callable[[str], bool]
-) -> pd.DataFrame:
-    """``df`` (indexed by model, a ``source`` column, ``<col>_rank`` beside ``<col>``) with the
-    run's rows of ``models`` (off the paper's grid) out of every ranking: their ranks NaN, the
-    others ranked again (1 = best, ties share the lower; ``ascending(col)``: lower is better).
-    A copy, or ``df`` itself when nothing changes."""
-    if "source" not in df.columns or not models:
-        return df
-    out = df.copy()
-    mask = (out["source"].astype(str) == THIS_RUN) & out.index.astype(str).isin(list(models))
-    if not mask.any():
-        return out
-    ranked = [c[: -len("_rank")] for c in out.columns if c.endswith("_rank")]
-    for c in ranked:
-        rank = f"{c}_rank"
-        if c in out.columns:
-            out[rank] = out[c].where(~mask).rank(method="min", ascending=ascending(c))
-        elif c == "mean":
-            parts = [f"{p}_rank" for p in ranked if p not in ("mean", "ARS", "paper", "IFS(AVG)")]
-            parts = [p for p in parts if p in out.columns]
-            if parts:
-                out[rank] = out[parts].mean(axis=1).where(~mask)
-        else:
-            out.loc[mask, rank] = float("nan")
-    return out
 
 
 def unrank_subset_order(df: pd.DataFrame, models: set[str] | frozenset[str]) -> pd.DataFrame:

@@ -1,11 +1,7 @@
 """The reproduction index: every numbered table and figure of the papers, where lceval makes it,
 from what, the test that checks it, or why it cannot be reproduced offline; read from each
-``lceval/benchmarks/<key>/reproduction.yaml`` (items checked against :data:`SCHEMA`), shown in
-README.md (``python -m lceval.report.reproduction`` rewrites it) and each report's index.html.
-
-Statuses: ``reproduced`` (from a user's run, in the paper's layout), ``recomputed`` (also from
-the paper's published outputs, checked against the printed numbers), ``partial`` and
-``not_reproducible`` (both with a ``why``).
+``lceval/benchmarks/<key>/reproduction.yaml`` (checked against :data:`SCHEMA`), shown in README.md
+(``python -m lceval.report.reproduction`` rewrites it) and each report's index.html.
 """
 
 from __future__ import annotations
@@ -26,18 +22,16 @@ from lceval.core.errors import LcevalError
 from lceval.core.io import atomic_open
 from lceval.report.samples_page import render
 
-COLUMNS = ("benchmark", "paper", "item", "caption", "status", "from", "where", "test", "why")
-"""Columns of :func:`load_index` (``benchmark`` is the folder the item was read from)."""
+REPRODUCTION_COLUMNS = ("paper", "item", "caption", "status", "from", "where", "test", "why")
+COLUMNS = ("benchmark", *REPRODUCTION_COLUMNS)  # benchmark: the folder the item was read from
 
 README_START = "<!-- reproduction-index:start -->"
 README_END = "<!-- reproduction-index:end -->"
 
-SCHEMA: dict[str, Any] = json.loads(
+SCHEMA: dict[str, Any] = json.loads(  # of one item
     resources.files("lceval").joinpath("schemas/reproduction.schema.json").read_text("utf-8")
 )
-"""JSON schema of one item (``lceval/schemas/reproduction.schema.json``)."""
 STATUSES = tuple(SCHEMA["properties"]["status"]["enum"])
-"""Allowed ``status`` values."""
 
 _BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
 
@@ -48,19 +42,9 @@ def index_files(keys: Iterable[str] | None = None) -> list[Path]:
     return [p for k in wanted if (p := _BENCHMARKS / k / "reproduction.yaml").is_file()]
 
 
-def _item_name(entry: Any, i: int) -> str:
-    if isinstance(entry, dict) and entry.get("item"):
-        return f"item {i + 1} ({entry.get('paper', '?')} {entry['item']})"
-    return f"item {i + 1}"
-
-
 def read_file(path: str | Path) -> list[dict[str, Any]]:
-    """Items of one ``reproduction.yaml``, each checked against :data:`SCHEMA`.
-
-    Raises:
-        LcevalError: unreadable, not a YAML list, or an item breaking the schema (named with
-            its field).
-    """
+    """Items of one ``reproduction.yaml``, each checked against :data:`SCHEMA`;
+    :class:`LcevalError` when unreadable, not a YAML list, or an item breaks the schema."""
     path = Path(path)
     try:
         data = yaml.safe_load(path.read_text(encoding="utf-8"))
@@ -75,7 +59,10 @@ def read_file(path: str | Path) -> list[dict[str, Any]]:
         if error is not None:
             field = ".".join(str(p) for p in error.absolute_path) or "item"
             message = error.message.splitlines()[0][:200]
-            raise LcevalError(f"{path}: {_item_name(entry, i)}: {field}: {message}")
+            name = f"item {i + 1}"
+            if isinstance(entry, dict) and entry.get("item"):
+                name += f" ({entry.get('paper', '?')} {entry['item']})"
+            raise LcevalError(f"{path}: {name}: {field}: {message}")
     return [dict(e) for e in data]
 
 
@@ -88,15 +75,9 @@ def _order(item: str) -> tuple[int, float, str]:
 
 def load_index(keys: Iterable[str] | None = None) -> pd.DataFrame:
     """Every item of the reproduction indexes of ``keys`` (default: every benchmark), one row
-    each (:data:`COLUMNS`), by paper, then tables before figures by number.
-
-    Raises:
-        LcevalError: an item breaking :data:`SCHEMA`; a (paper, item) listed twice.
-    """
-    rows = []
-    for path in index_files(keys):
-        for entry in read_file(path):
-            rows.append({"benchmark": path.parent.name, **entry})
+    each (:data:`COLUMNS`), by paper, then tables before figures by number; :class:`LcevalError`
+    for an item breaking :data:`SCHEMA` or a (paper, item) listed twice."""
+    rows = [{"benchmark": p.parent.name, **e} for p in index_files(keys) for e in read_file(p)]
     frame = pd.DataFrame(rows, columns=list(COLUMNS))
     seen = frame.duplicated(["paper", "item"], keep="first")
     if seen.any():
@@ -125,9 +106,6 @@ def to_markdown(frame: pd.DataFrame) -> str:
         cells = [r["paper"], r["item"], r["caption"], r["status"], r["from"], where, note]
         lines.append("| " + " | ".join(_cell(c) for c in cells) + " |")
     return "\n".join(lines)
-
-
-REPRODUCTION_COLUMNS = ("paper", "item", "caption", "status", "from", "where", "test", "why")
 
 
 def rows_of(frame: pd.DataFrame) -> list[list[str]]:

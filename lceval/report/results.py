@@ -1,7 +1,6 @@
-"""report/results.json: per run every headline number with its CI and n, per benchmark, model
-and scorer, the per-task means, the coverage, a benchmark's extra metrics and run.json's
-provenance, following ``lceval/schemas/results.schema.json`` (:data:`SCHEMA_VERSION`); and
-leaderboards read from such files (a paired comparison needs each run's scores.parquet).
+"""report/results.json (``lceval/schemas/results.schema.json``): every headline with its CI and
+n per benchmark, scorer and model, the per-task means, the coverage, extra metrics and run.json's
+provenance; and leaderboards read from such files.
 """
 
 from __future__ import annotations
@@ -22,17 +21,15 @@ from lceval.benchmarks import registry
 from lceval.benchmarks.base import scorer_of
 from lceval.core.console import log
 from lceval.core.errors import LcevalError, one_line
-from lceval.core.io import RunDir, atomic_open
+from lceval.core.io import RunDir
 from lceval.core.records import to_dict
-from lceval.report.compare import model_names
+from lceval.report.compare import check_once, model_names, ranked
 from lceval.report.coverage import CUT_FLAG, run_coverage, run_cut_answers
 from lceval.report.reasoning import reasoning_frame, task_reasoning
+from lceval.report.samples_page import write_page
 
-SCHEMA_VERSION = "1"
-"""Version of the results.json layout; a reader refuses a file of another major version."""
-N_RESAMPLES = 2000
-"""Bootstrap resamples behind each CI (as ``lceval compare --leaderboard``)."""
-CONFIDENCE = 0.95
+SCHEMA_VERSION = "1"  # a reader refuses a file of another version
+N_RESAMPLES, CONFIDENCE = 2000, 0.95  # the bootstrap behind each CI
 
 
 def schema() -> dict[str, Any]:
@@ -41,8 +38,7 @@ def schema() -> dict[str, Any]:
     return dict(json.loads(text))
 
 
-def _number(x: Any) -> float | None:
-    """A finite float, or None (JSON has no NaN)."""
+def _number(x: Any) -> float | None:  # JSON has no NaN
     try:
         v = float(x)
     except (TypeError, ValueError):
@@ -71,9 +67,7 @@ def results_document(run: RunDir, *, seed: int = 0) -> dict[str, Any]:
     scores = run.read_scores()
     samples = registry.load_samples(run.read_samples())
     meta = to_dict(run.read_meta())
-
     reasoning = reasoning_frame(run)
-
     cut = run_cut_answers(run)
     headlines: list[dict[str, Any]] = []
     tasks: list[dict[str, Any]] = []
@@ -115,7 +109,7 @@ def results_document(run: RunDir, *, seed: int = 0) -> dict[str, Any]:
 
 def _finished_estimates(h: Any, cut: set[tuple[str, str]], seed: int) -> dict[str, Any]:
     """Per model with answers the budget ended: ``n_cut`` and the headline over the finished
-    answers alone (``estimate_finished``, its CI, ``n_finished``): a selected subset."""
+    answers alone (``estimate_finished``, its CI, ``n_finished``)."""
     keys = list(zip(h.frame["sample_id"].astype(str), h.frame["model"].astype(str), strict=True))
     is_cut = pd.Series([k in cut for k in keys], index=h.frame.index)
     out: dict[str, Any] = {}
@@ -149,9 +143,8 @@ def _task_means(
     reasoning: pd.DataFrame | None = None,
     cut: set[tuple[str, str]] | None = None,
 ) -> list[dict[str, Any]]:
-    """Per (model, task): mean value, n, n_nan, ``n_cut`` (``cut_flag`` above
-    :data:`~lceval.report.coverage.CUT_FLAG`), ``mean_finished``; with thinking also
-    ``reasoning_tokens`` (mean) and ``n_no_answer``."""
+    """Per (model, task): mean value, n, n_nan, ``n_cut`` (``cut_flag`` above ``CUT_FLAG``),
+    ``mean_finished``; with thinking also ``reasoning_tokens`` (mean) and ``n_no_answer``."""
     thought = task_reasoning(rows, reasoning) if reasoning is not None else {}
     cut = cut or set()
     out = []
@@ -180,22 +173,13 @@ def _task_means(
 
 def write_results(run: RunDir, *, seed: int = 0) -> Path | None:
     """Write ``<run.report>/results.json``, validated first; None when the run has no scores.
-
-    Raises:
-        LcevalError: as :func:`results_document`; invalid (a bug); the file cannot be written.
-    """
+    :class:`LcevalError` as :func:`results_document`, when invalid (a bug) or not writable."""
     if not run.scores.exists():
         return None
     doc = results_document(run, seed=seed)
     check(doc, f"results of run {run.run_id}")
-    path = Path(run.report) / "results.json"
-    try:
-        with atomic_open(path) as f:
-            json.dump(doc, f, indent=1, ensure_ascii=False, allow_nan=False)
-            f.write("\n")
-    except OSError as exc:
-        raise LcevalError(f"cannot write {path}: {exc.strerror}") from None
-    return path
+    text = json.dumps(doc, indent=1, ensure_ascii=False, allow_nan=False) + "\n"
+    return write_page(Path(run.report) / "results.json", text)
 
 
 def check(doc: Any, where: str) -> None:
@@ -223,8 +207,8 @@ def check(doc: Any, where: str) -> None:
         raise LcevalError(f"{where} is not an lceval results file: at {at}: {msg}")
 
 
-class _NotJSONNumber(ValueError):
-    """``NaN``, ``Infinity`` or ``-Infinity`` in a results file (Python's json reads them)."""
+class _NotJSONNumber(ValueError):  # NaN or Infinity, which Python's json reads
+    pass
 
 
 def _no_constant(name: str) -> Any:
@@ -238,11 +222,8 @@ def is_results_source(arg: str) -> bool:
 
 
 def load_results(source: str | Path) -> dict[str, Any]:
-    """Read and validate a results.json: a file, or a run or report folder holding it.
-
-    Raises:
-        LcevalError: no such file, not UTF-8 JSON, or not valid against the schema.
-    """
+    """Read and validate a results.json: a file, or a run or report folder holding it;
+    :class:`LcevalError` for no such file, not UTF-8 JSON, or not valid against the schema."""
     path = Path(source)
     if path.is_dir():
         found = [p for p in (path / "report" / "results.json", path / "results.json") if p.exists()]
@@ -273,17 +254,12 @@ def load_results(source: str | Path) -> dict[str, Any]:
 def leaderboard(
     docs: Sequence[Mapping[str, Any]], *, benchmark: str | None = None, scorer: str | None = None
 ) -> pd.DataFrame:
-    """:func:`lceval.report.compare.leaderboard` (same columns) from results documents: the
-    default scorer's headlines per benchmark (``scorer``'s for its benchmark).
-
-    Raises:
-        LcevalError: a run id given twice; ``benchmark`` or ``scorer`` in none of the documents;
-            nothing to rank; two models that would share a name.
-    """
+    """:func:`lceval.report.compare.leaderboard` (same columns) from results documents, of each
+    benchmark's default scorer (``scorer``'s for its benchmark); :class:`LcevalError` for a run
+    id given twice, ``benchmark`` or ``scorer`` in none of them, nothing to rank, two models
+    that would share a name."""
     ids = [str(d["run_id"]) for d in docs]
-    twice = sorted({r for r in ids if ids.count(r) > 1})
-    if twice:
-        raise LcevalError(f"run {twice[0]} is given more than once; name each run once")
+    check_once(ids)
     if scorer is not None:  # a scorer the documents do not hold would rank the defaults
         key = scorer.split(":", 1)[0]
         held = sorted({h["scorer"] for d in docs for h in d["headlines"] if h["benchmark"] == key})
@@ -318,8 +294,7 @@ def leaderboard(
         part = part.assign(
             model=[names[r, m] for r, m in zip(part["run_id"], part["model"], strict=True)]
         )
-        part = part.assign(rank=part["estimate"].rank(method="min", ascending=False))
-        parts.append(part.sort_values(["rank", "model"]))
+        parts.append(ranked(part))
     cols = ["benchmark", "metric", "unit", "rank", "model", "estimate", "low", "high", "n"]
     out = pd.concat(parts, ignore_index=True)[[*cols, "n_units"]]
     return out.astype({"estimate": float, "low": float, "high": float})

@@ -1,14 +1,7 @@
-"""Every answer of a run in one interactive table: report/samples.html, compare.html's rows
-(:mod:`lceval.report.compare_page`) and the same table in a notebook cell (:func:`show_samples`).
-
-One row per (sample, model, scorer) of scores.parquet, joined by ``sample_id`` with the sample's
-grouping fields, instruction, scored answer (as scoring read it), value, rubric items and the
-scorer's explanation; a context is shown by its head and tail, its full text a linked UTF-8 file
-under ``contexts/``. The table is itables' offline DataTables bundle (no network), with
-SearchPanes, SearchBuilder and a search that filters the task column when the term is exactly a
-task code. Model output is hostile input: the cells are the autoescaped macros of
-``templates/cells.html.j2``, lone surrogates become U+FFFD and long texts are cut with their
-length shown.
+"""Every answer of a run in one interactive table (itables' offline DataTables bundle):
+report/samples.html, compare.html's rows and :func:`show_samples` in a notebook. Model output is
+hostile input: cells are the autoescaped macros of ``templates/cells.html.j2``, lone surrogates
+become U+FFFD, long texts are cut with their length shown.
 """
 
 from __future__ import annotations
@@ -31,28 +24,17 @@ from markupsafe import Markup, escape
 
 from lceval.benchmarks import registry
 from lceval.core.errors import LcevalError
-from lceval.core.io import RunDir, atomic_open
+from lceval.core.io import RunDir, atomic_open, without_surrogates
 from lceval.core.records import sample_hashes
 from lceval.core.store import ResponseStore
 
-PREVIEW_CHARS = 160
-"""Characters of an instruction, answer or explanation shown before a click."""
-ANSWER_CHARS = 3000
-"""Characters of an answer (or thinking) kept on the page; the rest is cut, its length shown."""
-INSTRUCTION_CHARS = 1500
-"""Characters of an instruction kept on the page."""
-EXPLANATION_CHARS = 1000
-"""Characters of a scorer's explanation kept on the page."""
-CONTEXT_EDGE_CHARS = 200
-"""Characters of a context's head and of its tail shown in the table."""
-MAX_RUBRIC_ITEMS = 40
-"""Rubric items shown per row (ManyIFEval's strict and loose checks of 10 instructions fit)."""
-GROUPING = ("scenario", "length", "expression", "variable")
-"""Sample grouping fields shown as columns (then scalar ``meta`` fields)."""
-PANES = ("benchmark", "task", "model", "scorer", "scenario", "length")
-"""Columns offered as SearchPanes filters when present."""
-KEY_COLUMNS = ("benchmark", "task", "model")
-"""Columns frozen on the left while the table scrolls sideways (when they lead)."""
+# characters kept on the page (the rest cut, its length shown); PREVIEW_CHARS before a click
+PREVIEW_CHARS, ANSWER_CHARS, INSTRUCTION_CHARS, EXPLANATION_CHARS = 160, 3000, 1500, 1000
+CONTEXT_EDGE_CHARS = 200  # of a context's head and of its tail
+MAX_RUBRIC_ITEMS = 40  # ManyIFEval's strict and loose checks of 10 instructions fit
+PANES = ("benchmark", "task", "model", "scorer", "scenario", "length")  # SearchPanes filters
+KEY_COLUMNS = ("benchmark", "task", "model")  # frozen on the left while the table scrolls
+NOTEBOOK_COLUMNS = ("task", "model", "value", "answer", "explanation", "rubric", "length")
 
 
 @functools.cache
@@ -65,48 +47,40 @@ def _templates() -> Environment:
 
 
 def render(template: str, **context: Any) -> str:
-    """``lceval/report/templates/<template>`` rendered with ``context`` (jinja2, autoescaped: a
-    value is text unless it is ``markupsafe.Markup``)."""
+    """``templates/<template>`` rendered with ``context`` (autoescaped unless ``Markup``)."""
     return _templates().get_template(template).render(**context)
 
 
 @functools.cache
-def _cells() -> Any:
+def _cells() -> Any:  # the macros of cells.html.j2
     return _templates().get_template("cells.html.j2").module
 
 
 def clean(text: Any) -> str:
     """``text`` as a string that can be written as UTF-8: lone surrogates become U+FFFD."""
-    s = text if isinstance(text, str) else "" if text is None else str(text)
-    try:
-        s.encode("utf-8")
-    except UnicodeEncodeError:
-        s = s.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
-    return s
+    return without_surrogates("" if text is None else str(text))
 
 
 def esc(text: Any) -> str:
-    """HTML-escaped :func:`clean` text (jinja2's escape)."""
+    """HTML-escaped :func:`clean` text."""
     return str(escape(clean(text)))
 
 
 class Texts:
     """The full texts of one page, each stored once, written as one inert JSON block; a cell's
-    ``<details>`` is filled from it by ``textContent`` when first opened, so the table's own data
-    stays small (``bench/bench_samples_page.py``)."""
+    ``<details>`` is filled from it when first opened, so the table's own data stays small."""
 
     def __init__(self) -> None:
         self.id = f"lceval-texts-{uuid.uuid4().hex[:12]}"
-        self.texts: list[str] = []
         self._index: dict[str, int] = {}
+
+    @property
+    def texts(self) -> list[str]:
+        return list(self._index)  # dicts keep insertion order: a text's index is its position
 
     def add(self, text: str) -> int:
         """Index of ``text`` in the block, adding it when new."""
-        k = self._index.get(text)
-        if k is None:
-            k = self._index[text] = len(self.texts)
-            self.texts.append(text)
-        return k
+        return self._index.setdefault(text, len(self._index))
 
 
 def _text_cell(text: Any, limit: int, store: Texts) -> str:
@@ -125,7 +99,7 @@ def _fmt(x: float) -> str:
 
 
 def _rubric_cell(parts: Mapping[str, Any], points: Mapping[str, Any]) -> str:
-    """Rubric items as ``name got/max`` (below the maximum: lost), then ``name=value``."""
+    """Rubric items as ``name got/max`` (below the maximum: lost), else ``name=value``."""
     items: list[tuple[str, str, str | None, bool]] = []
     for name, got in list(parts.items())[:MAX_RUBRIC_ITEMS]:
         value = _num(got)
@@ -148,8 +122,8 @@ def _json_map(text: Any) -> dict[str, Any]:
 def _context_files(
     folder: Path, contexts: Mapping[str, Any], used: Iterable[str]
 ) -> dict[str, str]:
-    """Write each used context as ``<folder>/contexts/<sha256[:16]>.txt`` (UTF-8 with a BOM, so
-    a browser reads it as UTF-8); returns context id -> relative link."""
+    """Each used context as ``<folder>/contexts/<sha256[:16]>.txt`` (UTF-8 with a BOM, so a
+    browser reads it as UTF-8): context id -> relative link."""
     links: dict[str, str] = {}
     for cid in sorted(set(used)):
         ctx = contexts.get(cid)
@@ -167,8 +141,7 @@ def _context_files(
 
 
 def _context_cell(ctx: Any, link: str | None, store: Texts) -> str:
-    """A context's length in tokens and characters, its head and tail
-    (:data:`CONTEXT_EDGE_CHARS` each) one click away, and a link to its full text."""
+    """A context's lengths, its head and tail one click away, a link to its full text."""
     if ctx is None:
         return str(_cells().context(None, None, None, store))
     text, edge = clean(ctx.text), CONTEXT_EDGE_CHARS
@@ -181,10 +154,8 @@ def _context_cell(ctx: Any, link: str | None, store: Texts) -> str:
 
 
 def _answers(run: RunDir) -> tuple[dict[tuple[str, str], Any], list[Any], dict[str, Any]]:
-    """(sample id, model label) -> (the response scoring read, its texts cut to
-    :data:`ANSWER_CHARS`; the answer's and the thinking's length in characters), the raw samples
-    and the contexts; a model answering under several generation configs is labelled
-    ``<model>@<config hash[:8]>``, as scoring does."""
+    """(sample id, model label as scoring names it) -> (the response scoring read, texts cut;
+    the answer's and the thinking's length), the raw samples and the contexts."""
     raw = run.read_samples()
     contexts = run.read_contexts()
     hashes = sample_hashes(raw, contexts)
@@ -196,11 +167,13 @@ def _answers(run: RunDir) -> tuple[dict[tuple[str, str], Any], list[Any], dict[s
             if not r.answers(hashes.get(r.sample_id)):
                 continue
             label = f"{r.model}@{r.config_hash[:8]}" if r.model in split else r.model
-            thought = None if r.reasoning is None else clean(r.reasoning[:ANSWER_CHARS])
-            error = clean(r.error) if r.error else None
-            cut = dataclasses.replace(r, text=clean(r.text[:ANSWER_CHARS]), reasoning=thought)
-            lengths = (len(r.text), len(r.reasoning or ""))
-            out[r.sample_id, label] = (dataclasses.replace(cut, error=error), *lengths)
+            cut = dataclasses.replace(
+                r,
+                text=clean(r.text[:ANSWER_CHARS]),
+                reasoning=None if r.reasoning is None else clean(r.reasoning[:ANSWER_CHARS]),
+                error=clean(r.error) if r.error else None,
+            )
+            out[r.sample_id, label] = (cut, len(r.text), len(r.reasoning or ""))
     return out, raw, contexts
 
 
@@ -212,19 +185,14 @@ def sample_rows(
     folder: str | Path | None = None,
     store: Texts | None = None,
 ) -> pd.DataFrame:
-    """The tidy table behind samples.html: one row per score row.
+    """The table behind samples.html, one row per row of ``scores`` (default scores.parquet's).
 
-    Columns: ``benchmark, task, model``, ``value`` (0..1, NaN when not computed), ``answer``,
-    ``explanation``, ``rubric``, ``scorer``, the grouping fields present (:data:`GROUPING`, then
-    scalar ``meta`` fields), ``instruction``, ``context``, ``sample_id`` (escaped HTML cells),
-    ``answer_chars`` and ``context_tokens`` (numbers).
-
-    Args:
-        run: a run folder with samples and scores.
-        scores: score rows to show (default: every row of scores.parquet).
-        links: write the contexts under ``<folder>/contexts/`` and link them.
-        folder: the page's folder (default: the run's report folder).
-        store: where the cells' full texts go (default: a new one; ``frame.attrs["texts"]``).
+    Columns: ``benchmark, task, model``, ``value`` (0..1, NaN when not computed), ``answer,
+    explanation, rubric, scorer``, the grouping fields present (then scalar ``meta`` fields),
+    ``instruction, context, sample_id`` (escaped HTML cells), ``answer_chars`` and
+    ``context_tokens``. With ``links`` the contexts are written under ``<folder>/contexts/``
+    (default the run's report folder) and linked; the cells' full texts go to ``store``
+    (``frame.attrs["texts"]``).
 
     Raises:
         LcevalError: no samples or scores; a score row of a sample the run does not hold.
@@ -278,7 +246,6 @@ def sample_rows(
 
 
 def _grouping(s: Any) -> dict[str, Any]:
-    """A sample's grouping fields as escaped text (absent fields are None)."""
     out: dict[str, Any] = {
         "scenario": esc(s.scenario) if s.scenario else None,
         "length": s.length,
@@ -294,17 +261,10 @@ def _grouping(s: Any) -> dict[str, Any]:
     return out
 
 
-def table_html(
-    frame: pd.DataFrame,
-    texts: Texts | None = None,
-    *,
-    table_id: str | None = None,
-    page_length: int = 25,
-) -> str:
-    """The itables (DataTables) HTML of a :func:`sample_rows`-like frame (its text cells already
-    escaped), with the offline bundle, SearchPanes, SearchBuilder, the exact-task-code search,
-    the scorer switch and the full texts of its cells (``texts``; default
-    ``frame.attrs["texts"]``), from ``templates/table.html.j2``."""
+def table_html(frame: pd.DataFrame, texts: Texts | None = None, *, page_length: int = 25) -> str:
+    """The itables HTML of a :func:`sample_rows`-like frame (text cells already escaped), with the
+    offline bundle, filters, the exact-task-code search, the scorer switch and the full texts
+    (``texts``, default ``frame.attrs["texts"]``): ``templates/table.html.j2``."""
     if texts is None:
         texts = frame.attrs.get("texts") or Texts()
     # here, not at the top: loads itables
@@ -329,7 +289,9 @@ def table_html(
     frozen = 0
     while frozen < len(cols) and cols[frozen] in KEY_COLUMNS:
         frozen += 1
+    tid = f"itables_{uuid.uuid4().hex}"  # itables' own naming
     opts: dict[str, Any] = {
+        "table_id": tid,
         "connected": False,
         "allow_html": True,
         "showIndex": False,
@@ -344,19 +306,14 @@ def table_html(
         "scrollX": True,  # the key columns frozen while the table scrolls (FixedColumns)
         "fixedColumns": {"left": frozen},
     }
-    if table_id is not None:
-        opts["table_id"] = table_id
     body = itables.to_html_datatable(frame, **opts)
-    m = re.search(r'<table id="([^"]+)"', body)
-    if m is None:  # pragma: no cover - itables always names its table
-        raise LcevalError("itables wrote a table without an id")
     switch = scorer_choices(frame) if "scorer" in cols else []
     version = itables.__version__
     return render(
         "table.html.j2",
         bundle=Markup(generate_init_offline_itables_html(itables_options.dt_bundle)),
         body=Markup(body),
-        tid=m.group(1),
+        tid=tid,
         texts=texts,
         panes=[i for i, c in enumerate(cols) if c in PANES],
         choices=switch,
@@ -369,10 +326,8 @@ def table_html(
 
 
 def scorer_choices(frame: pd.DataFrame) -> list[list[str]]:
-    """The scorer switch of rows holding several scorers of one benchmark (L-Eval's ``leval``
-    and ``leval:judge``): ``[label, regex on the scorer column]`` pairs, first each benchmark's
-    default scorer, then each other scorer alone, then every scorer; ``[]`` with nothing to
-    switch."""
+    """The scorer switch of rows holding several scorers of one benchmark: ``[label, regex on
+    the scorer column]`` for the default scorers, each other one, then every scorer (or ``[]``)."""
     pairs = frame[["benchmark", "scorer"]].drop_duplicates()
     names = pairs.groupby("benchmark", sort=False)["scorer"].agg(list)
     if all(len(n) == 1 for n in names):
@@ -389,7 +344,6 @@ def scorer_choices(frame: pd.DataFrame) -> list[list[str]]:
 
 
 def _default_scorer(benchmark: str, names: list[str]) -> str:
-    """The benchmark's default scorer when the rows hold it, else the first of ``names``."""
     try:
         default = esc(registry.get(benchmark).default_scorer)
     except LcevalError:  # a benchmark no longer registered: the rows' order
@@ -400,29 +354,22 @@ def _default_scorer(benchmark: str, names: list[str]) -> str:
 def page(
     template: str, title: str, frame: pd.DataFrame | None, texts: Texts | None, **context: Any
 ) -> str:
-    """A whole HTML page: ``templates/<template>`` (extending ``page.html.j2``) with ``title``,
-    ``context`` and the table of ``frame`` (:func:`table_html`; none when ``frame`` is None)."""
+    """``templates/<template>`` (extending ``page.html.j2``) with ``title``, ``context`` and the
+    :func:`table_html` of ``frame`` (when given)."""
     table = Markup(table_html(frame, texts)) if frame is not None else ""
     return render(template, title=clean(title), table=table, **context)
 
 
 def write_page(path: Path, text: str) -> Path:
-    """Write ``text`` to ``path`` atomically; a folder that cannot be written is one line."""
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        with atomic_open(path) as f:
-            f.write(text)
-    except OSError as exc:
-        raise LcevalError(f"cannot write {path}: {exc.strerror}") from None
+    """Write ``text`` to ``path`` atomically (:class:`LcevalError` when it cannot be written)."""
+    with atomic_open(path) as f:
+        f.write(text)
     return path
 
 
 def write_samples_page(run: RunDir) -> Path | None:
-    """Write ``<run.report>/samples.html`` (and ``contexts/``); None when the run has no scores.
-
-    Raises:
-        LcevalError: a score of an unknown sample; the folder cannot be written.
-    """
+    """Write ``<run.report>/samples.html`` (and ``contexts/``); None without scores;
+    :class:`LcevalError` for a score of an unknown sample or a folder that cannot be written."""
     if not run.scores.exists():
         return None
     frame = sample_rows(run)
@@ -448,11 +395,8 @@ def worst(
     scorer: str | None = None,
     n: int | None = None,
 ) -> pd.DataFrame:
-    """Score rows of one task / model / scorer, lowest value first (NaN last), the first ``n``.
-
-    Raises:
-        LcevalError: a task, model or scorer the scores do not hold; ``n`` below 1.
-    """
+    """Score rows of one task / model / scorer, lowest value first (NaN last), the first ``n``;
+    :class:`LcevalError` for a task, model or scorer the scores do not hold, ``n`` below 1."""
     if n is not None and n < 1:
         raise LcevalError(f"worst must be >= 1, got {n}")
     out = scores
@@ -479,14 +423,10 @@ def show_samples(
     scorer: str | None = None,
     outputs_root: str | Path | None = None,
 ) -> Any:
-    """samples.html's table in a notebook cell (an ``IPython.display.HTML``), narrowed to
-    :data:`NOTEBOOK_COLUMNS`: the ``worst`` lowest-valued rows (None: every row) of a scored run
-    (id, with ``outputs_root``, or ``RunDir``), only ``task`` / ``model`` / ``scorer`` when given.
-
-    Raises:
-        LcevalError: no scores; an unknown task, model or scorer; ``worst`` not a whole number
-            >= 1 or None.
-    """
+    """samples.html's table in a notebook cell (``IPython.display.HTML``), narrowed to
+    :data:`NOTEBOOK_COLUMNS`: the ``worst`` lowest-valued rows (None: all) of a scored run (id,
+    with ``outputs_root``, or ``RunDir``), only ``task`` / ``model`` / ``scorer`` when given.
+    :class:`LcevalError` for no scores, an unknown task, model or scorer, a bad ``worst``."""
     # here, not at the top: loads IPython
     from IPython.display import HTML
 
@@ -501,20 +441,7 @@ def show_samples(
     if frame.empty:
         raise LcevalError(f"run {folder.run_id} has no scores to show")
     texts = frame.attrs["texts"]
-    keep = [c for c in NOTEBOOK_COLUMNS if c in frame.columns]
+    keep = [c for c in (*NOTEBOOK_COLUMNS, "sample_id") if c in frame.columns]
     if "scorer" in frame.columns and frame["scorer"].nunique() > 1:
         keep.insert(keep.index("value"), "scorer")
     return HTML(table_html(frame[keep], texts, page_length=25))
-
-
-NOTEBOOK_COLUMNS = (
-    "task",
-    "model",
-    "value",
-    "answer",
-    "explanation",
-    "rubric",
-    "length",
-    "sample_id",
-)
-"""What :func:`show_samples` shows (with ``scorer`` when the rows hold several)."""

@@ -1,10 +1,9 @@
-"""The report stage: each benchmark's tables and figures, the per-sample pages, results.json
-and report/index.html of a run."""
+"""The report stage: a run's tables and figures, per-sample pages, results.json and index.html."""
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from lceval.benchmarks import registry
 from lceval.benchmarks.base import scorer_of
@@ -13,8 +12,6 @@ from lceval.run.scoring import load_samples
 
 if TYPE_CHECKING:  # pandas: the reporters import it when they run (import lceval stays free of it)
     import pandas as pd
-
-    from lceval.benchmarks.leval.ntk import Sweep, SweepReport
 
 
 class ReportTables(dict[str, "pd.DataFrame"]):
@@ -25,12 +22,9 @@ class ReportTables(dict[str, "pd.DataFrame"]):
 
 
 def write_run_pages(run: RunDir) -> list[Path]:
-    """Write the per-sample pages under the run's report folder: ``samples.html`` and, with two
-    or more models, ``compare.html``; nothing without scores.
-
-    Raises:
-        LcevalError: a score of an unknown sample; the folder cannot be written.
-    """
+    """Write ``samples.html`` and (with two models or more) ``compare.html`` under the run's
+    report folder, nothing without scores; :class:`LcevalError` for a score of an unknown
+    sample or a folder that cannot be written."""
     from lceval.report import compare_page, samples_page  # pandas: imported when pages are made
 
     page_path = samples_page.write_samples_page(run)
@@ -97,12 +91,11 @@ def report(
     return tables
 
 
-def report_sweep(sweep: Sweep, *, n_resamples: int = 2000, seed: int = 0) -> SweepReport:
-    """L-Eval's NTK base sweep's report (:func:`lceval.benchmarks.leval.ntk.report_sweep`), then
-    the sweep folder's ``report/index.html``; :class:`LcevalError` when a point has no scores."""
-    from lceval.benchmarks.leval import ntk  # pandas
-    from lceval.report.index_page import write_index
+def report_sweep(sweep: Any, *, n_resamples: int = 2000, seed: int = 0) -> Any:
+    """A study's own report (``sweep.report(...)``: L-Eval's NTK base sweep writes its tables and
+    figure), then its run folder's ``report/index.html``; :class:`LcevalError` as the study's."""
+    from lceval.report.index_page import write_index  # pandas
 
-    out = ntk.report_sweep(sweep, n_resamples=n_resamples, seed=seed)
+    out = sweep.report(n_resamples=n_resamples, seed=seed)
     write_index(sweep.run)
     return out

@@ -74,4 +74,5 @@ BENCHMARK = Benchmark(
         "retrieval makes the paper's own baselines as samples, with its 3,072-token window)",
     ),
     helpers={"data": "lceval.benchmarks.leval.data", "ntk": "lceval.benchmarks.leval.ntk"},
+    studies={"ntk": "lceval.benchmarks.leval.ntk"},
 )

@@ -153,6 +153,10 @@ class Sweep:
         """The run folder of ``point``."""
         return RunDir(point.name, self.root)
 
+    def report(self, *, n_resamples: int = 2000, seed: int = 0) -> SweepReport:
+        """:func:`report_sweep` (the report wing's ``lceval.report.report_sweep`` calls it)."""
+        return report_sweep(self, n_resamples=n_resamples, seed=seed)
+
 
 def _point_name(prefix: str, value: float) -> str:
     text = f"{value:.10g}".replace("+", "")

@@ -5,7 +5,7 @@ published numbers of ``published.py``.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 import matplotlib.pyplot as plt
@@ -432,11 +432,10 @@ def report_lifbench(
     # A run that is not the paper's grid (lceval.report.coverage) sits beside the paper's rows
     # unranked.
     from lceval.report.coverage import comparable, run_coverage
-    from lceval.report.reporting import unrank_subset_rows
 
     subset = {m for m, ok in comparable(run_coverage(run), "lifbench").items() if not ok}
     for name in ("summary", "table4_with_published"):
-        tables[name] = unrank_subset_rows(
+        tables[name] = _unrank_subset_rows(
             tables[name], subset, ascending=lambda c: c not in ("ARS", "paper")
         )
     # Table 3 is ordered by Overall: a subset run's rows go above the paper's, not among them.
@@ -448,3 +447,31 @@ def report_lifbench(
     tables["official_check"] = official_check()
     _write(tables, run.report, run.figures)
     return tables
+
+
+def _unrank_subset_rows(
+    df: pd.DataFrame, models: set[str] | frozenset[str], *, ascending: Callable[[str], bool]
+) -> pd.DataFrame:
+    """``df`` (indexed by model, a ``source`` column, ``<col>_rank`` beside ``<col>``) with the
+    run's rows of ``models`` (off the paper's grid) out of every ranking: their ranks NaN, the
+    others ranked again (1 = best, ties share the lower; ``ascending(col)``: lower is better).
+    A copy, or ``df`` itself when nothing changes."""
+    if "source" not in df.columns or not models:
+        return df
+    out = df.copy()
+    mask = (out["source"].astype(str) == THIS_RUN) & out.index.astype(str).isin(list(models))
+    if not mask.any():
+        return out
+    ranked = [c[: -len("_rank")] for c in out.columns if c.endswith("_rank")]
+    for c in ranked:
+        rank = f"{c}_rank"
+        if c in out.columns:
+            out[rank] = out[c].where(~mask).rank(method="min", ascending=ascending(c))
+        elif c == "mean":
+            parts = [f"{p}_rank" for p in ranked if p not in ("mean", "ARS", "paper", "IFS(AVG)")]
+            parts = [p for p in parts if p in out.columns]
+            if parts:
+                out[rank] = out[parts].mean(axis=1).where(~mask)
+        else:
+            out.loc[mask, rank] = float("nan")
+    return out

@@ -70,4 +70,5 @@ BENCHMARK = Benchmark(
         "ruler_correlation": "lceval.benchmarks.longgenbench.ruler_correlation",
         "tables": "lceval.benchmarks.longgenbench.tables",
     },
+    studies={"correlation": "lceval.benchmarks.longgenbench.ruler_correlation"},
 )
