@@ -11,10 +11,10 @@ from __future__ import annotations
 import heapq
 import json
 import os
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager, nullcontext
 from pathlib import Path
-from typing import Annotated, Any, NamedTuple
+from typing import Annotated, Any
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, StringConstraints, model_validator
 
@@ -326,46 +326,6 @@ def declared_window(spec: ModelSpec, folder: Path | None) -> tuple[int | None, s
     return n, "config max_position_embeddings"
 
 
-class Longest(NamedTuple):
-    """The run's longest prompt for one model (tokens: prompt plus answer budget)."""
-
-    tokens: int
-    prompt_tokens: int
-    sample_id: str
-    how: str
-    """``"model tokenizer"`` or the estimate used."""
-
-
-def longest_prompt(
-    samples: Sequence[Sample],
-    contexts: Mapping[str, Context],
-    budget: Any,
-    tokenizer: Any | None,
-    prompt_format: str = "auto",
-) -> Longest:
-    """The run's longest prompt plus answer budget (``budget(sample) -> int``), in tokens: the
-    :data:`CHECKED_PROMPTS` samples longest in characters rendered as the engine renders them
-    and counted with ``tokenizer``; without one (an API model) the o200k_base count of the
-    plain prompt estimates it (GPT-4o needs about as many or fewer tokens as open models)."""
-    from lceval.core.tokens import count_tokens  # tiktoken: only when a window is checked
-
-    def chars(s: Sample) -> int:
-        parts = (s.description, s.instruction, s.system or "", s.assistant_prefix)
-        history = sum(len(m["content"]) for m in s.history)
-        return len(context_text(s, contexts)) + sum(len(p) for p in parts) + history
-
-    found = []
-    for s in heapq.nlargest(CHECKED_PROMPTS, samples, key=chars):
-        ctx = context_text(s, contexts)
-        if tokenizer is not None:
-            n = render_chat_prompt(tokenizer, s, ctx, 1 << 40, 0, prompt_format).n_tokens
-            found.append(Longest(n + int(budget(s)), n, s.id, "model tokenizer"))
-        else:
-            n = count_tokens(plain_text(s, ctx))
-            found.append(Longest(n + int(budget(s)), n, s.id, "o200k_base estimate"))
-    return max(found, key=lambda x: x.tokens)  # samples is never empty (select_samples refuses)
-
-
 def _quiet_tokenizer(folder: Path) -> Any:
     """The tokenizer in ``folder`` (None: unreadable), transformers' info records held back
     unless lceval is verbose (it loads before the engine's log redirection)."""
@@ -387,38 +347,54 @@ def check_fits(
     spec: ModelSpec,
     samples: Sequence[Sample],
     contexts: Mapping[str, Context],
-    budget: Any,
+    budget: Callable[[Sample], int],
 ) -> str:
-    """One line saying what was checked (or why not), before inference.
+    """One line saying what was checked (or why not), before inference: the
+    :data:`CHECKED_PROMPTS` samples longest in characters rendered as the engine renders them
+    and counted with the model's tokenizer (an API model: the o200k_base count of the plain
+    prompt, as GPT-4o needs about as many tokens as open models or fewer), plus
+    ``budget(sample)`` answer tokens, against :func:`declared_window`.
 
     Raises:
         LcevalError: ``spec``'s window cannot hold the longest prompt (one line naming the
             model, its window, the prompt's tokens and sample, and the ways out).
     """
+    from lceval.core.tokens import count_tokens  # tiktoken: only when a window is checked
+
     folder = None if spec.backend == "openai" else _local_folder(spec.model)
     window, source = declared_window(spec, folder)
     if window is None:
         return f"{spec.label}: window not checked ({source})"
-    tokenizer = None
-    if folder is not None:
-        tokenizer = _quiet_tokenizer(folder)
-        if tokenizer is None:
-            raise LcevalError(
-                f"model {spec.label[-60:]}: no tokenizer could be loaded from {str(folder)[-80:]}"
-            )
+    tokenizer = None if folder is None else _quiet_tokenizer(folder)
+    if folder is not None and tokenizer is None:
+        raise LcevalError(
+            f"model {spec.label[-60:]}: no tokenizer could be loaded from {str(folder)[-80:]}"
+        )
     fmt = str(spec.options.get("prompt_format", "auto"))
-    longest = longest_prompt(samples, contexts, budget, tokenizer, fmt)
-    if longest.tokens > window:
-        new = longest.tokens - longest.prompt_tokens
+    how = "o200k_base estimate" if tokenizer is None else "model tokenizer"
+
+    def chars(s: Sample) -> int:
+        parts = (s.description, s.instruction, s.system or "", s.assistant_prefix)
+        history = sum(len(m["content"]) for m in s.history)
+        return len(context_text(s, contexts)) + sum(len(p) for p in parts) + history
+
+    def tokens(s: Sample) -> int:
+        if tokenizer is None:
+            return count_tokens(plain_text(s, context_text(s, contexts)))
+        return render_chat_prompt(tokenizer, s, context_text(s, contexts), 1 << 40, 0, fmt).n_tokens
+
+    counted = [(tokens(s), s) for s in heapq.nlargest(CHECKED_PROMPTS, samples, key=chars)]
+    n, longest = max(counted, key=lambda c: c[0] + int(budget(c[1])))  # never empty
+    new = int(budget(longest))
+    if n + new > window:
         raise LcevalError(
             f"model {spec.label[-60:]}: window {window:,} tokens ({source}) < longest prompt "
-            f"{longest.prompt_tokens:,} tokens + {new:,} new (sample {longest.sample_id[:40]}; "
-            f"{longest.how[:40]}); use a longer window or shorter lengths, or truncate "
-            "(--truncate; truncate: true in a params file)"
+            f"{n:,} tokens + {new:,} new (sample {longest.id[:40]}; {how}); use a longer "
+            "window or shorter lengths, or truncate (--truncate; truncate: true in a params file)"
         )
     return (
         f"{spec.label}: window {window:,} tokens ({source}) holds the longest prompt "
-        f"({longest.tokens:,} tokens with its budget; {longest.how})"
+        f"({n + new:,} tokens with its budget; {how})"
     )
 
 
