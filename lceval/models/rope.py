@@ -103,23 +103,21 @@ def checkpoint_rope(config: Any) -> dict[str, Any]:
 
 @dataclass(frozen=True)
 class RopeOverride:
-    """The RoPE a backend loads a model with: the checkpoint's, or an override."""
+    """The RoPE a backend loads a model with: the effective and the checkpoint's parameters
+    (``rope_type``, ``rope_theta``, ``factor``, ...), the config's ``max_position_embeddings``
+    after the override and before (tokens), the options as given (``spec``), and the config
+    layout (transformers 5's ``rope_parameters``; else 4.x's ``rope_theta`` / ``rope_scaling``)."""
 
     parameters: Mapping[str, Any]
-    """Effective RoPE parameters (``rope_type``, ``rope_theta``, ``factor``, ...)."""
     checkpoint: Mapping[str, Any]
     rotary_dim: int
     max_position_embeddings: int
-    """The config's ``max_position_embeddings`` after the override (tokens)."""
     checkpoint_max_position_embeddings: int
     spec: Mapping[str, Any] = field(default_factory=dict)
-    """The options as given (``rope_theta``, ``rope_scaling``)."""
     layout_v5: bool = True
-    """transformers 5's ``rope_parameters``; False: 4.x's ``rope_theta`` / ``rope_scaling``."""
 
     @property
     def _window(self) -> dict[str, int]:
-        """``max_position_embeddings`` when the override moves it."""
         n = self.max_position_embeddings
         return (
             {} if n == self.checkpoint_max_position_embeddings else {"max_position_embeddings": n}

@@ -1,16 +1,13 @@
-"""Reasoning models: the thinking kept apart from the answer (``Response.reasoning`` and
-``Response.text``, the one scorers read), budgeted, never scored.
-
-Markers come from the model, never a list of names: the ``think_end`` option
-(lm-evaluation-harness's ``think_end_token``), vLLM's reasoning parser (``reasoning_parser``), or
-the chat template (one that strips earlier thinking with ``content.split('</think>')``). A
-thinking model gets ``max_thinking_tokens`` (default 32768, HELMET's ``--thinking``) beside the
-paper's answer budget; thinking past it gives no answer, scored NaN with the reason ``"no answer
-after N thinking tokens"``.
+"""Reasoning models: the thinking kept apart from the answer (``Response.reasoning``;
+``Response.text`` is what scorers read), budgeted (``max_thinking_tokens``, default 32768 as
+HELMET's ``--thinking``; past it: no answer, scored NaN), never scored. Markers come from the
+``think_end`` option (lm-evaluation-harness's ``think_end_token``), vLLM's reasoning parser, or
+the chat template, never from a list of model names.
 """
 
 from __future__ import annotations
 
+import itertools
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -273,11 +270,20 @@ class Thinking:
 
         opened = prompt_opens(prompt, m)
         end, start = encode(m.end), encode(m.start) if m.start else None
+        nl = set(encode("\n")) | set(encode("\n\n"))
         if len(end) == 1 and (start is None or len(start) == 1):  # added tokens: split the ids
-            nl = set(encode("\n")) | set(encode("\n\n"))
-            sp = split(list(ids), end, start, opened=opened, blank=lambda t: t in nl)
-            if sp.reasoning is None:
-                return None, 0, list(ids), False
+            sp = split(list(ids), end, start, opened=opened, blank=nl.__contains__)
+        else:  # markers spread over several tokens: split the text, count by re-encoding
+            raw = str(tokenizer.decode(list(ids), skip_special_tokens=False))
+            sp = split(raw, m.end, m.start, opened=opened)
+        if sp.reasoning is None:
+            return None, 0, list(ids), False
+        if isinstance(sp.reasoning, str):
+            text, total = sp.reasoning, len(encode(sp.reasoning))
+            answer = encode(sp.answer) if sp.answer else []
+            if total > budget:
+                text = str(tokenizer.decode(encode(text)[:budget], skip_special_tokens=True))
+        else:
             total, kept, left = len(sp.reasoning), [], budget
             for block in sp.blocks:  # decoded apart: "a" + "b" never runs together as "ab"
                 if left > 0:
@@ -285,21 +291,6 @@ class Thinking:
                     kept.append(str(piece).strip("\n"))
                 left -= len(block)
             text = "\n".join(kept)
-            answer = list(sp.answer)
-            while answer and answer[0] in nl:
-                answer.pop(0)
-        else:  # markers spread over several tokens
-            sp = split(
-                str(tokenizer.decode(list(ids), skip_special_tokens=False)),
-                m.end,
-                m.start,
-                opened=opened,
-            )
-            if sp.reasoning is None:
-                return None, 0, list(ids), False
-            text, total = sp.reasoning, len(encode(sp.reasoning))
-            answer = encode(sp.answer) if sp.answer else []
-            if total > budget:
-                text = str(tokenizer.decode(encode(text)[:budget], skip_special_tokens=True))
+            answer = list(itertools.dropwhile(nl.__contains__, sp.answer))
         unfinished = sp.unfinished or total > budget
         return text, min(total, budget), ([] if unfinished else answer), unfinished
