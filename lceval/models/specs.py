@@ -174,15 +174,10 @@ def resolve_models(
     where: str = "inference",
     one: str | None = None,
 ) -> tuple[ModelSpec, ...]:
-    """The models a params section names, in order, one :class:`ModelSpec` each.
-
-    Args:
-        model, models: a model id, ``{model, backend, options, name}`` mapping or
-            :class:`ModelSpec` (``model``), or a list of them (``models``).
-        backend: the section's backend (an entry's own wins).
-        options: the section's ``backend_options`` (an entry's own go over them).
-        where: the section's owner, for messages.
-        one: why only one model can be taken here (more are refused with it).
+    """The models a params section names, in order: ``model`` (one entry) or ``models`` (a
+    list), each a model id, a ``{model, backend, options, name}`` mapping or a
+    :class:`ModelSpec`; the section's ``backend`` and ``options`` fill in under an entry's own.
+    ``where`` names the section in messages; ``one`` says why only one model is taken here.
 
     Raises:
         LcevalError: one line: both ``model`` and ``models``, neither, an empty list, a

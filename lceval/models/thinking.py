@@ -235,18 +235,11 @@ class Thinking:
         stop: Sequence[str],
         reason: FinishReason,
     ) -> tuple[str, str | None, int, bool, FinishReason]:
-        """A local engine's answer from its generated ids (cut at EOS / budget).
-
-        Args:
-            prompt: the ``RenderedPrompt`` (an open block at its end counts; its
-                ``answer_tokens`` is the paper's answer budget).
-            stop: the sample's stop strings (the answer is cut at the first).
-            reason: how generation ended (``stop`` or ``length``).
-
-        Returns:
-            (answer, empty when unfinished; thinking or None; thinking tokens; unfinished;
-            finish reason, ``length`` when the answer was cut to its budget).
-        """
+        """A local engine's answer from its generated ids (cut at EOS / budget): (answer, empty
+        when unfinished; thinking or None; thinking tokens; unfinished; finish reason). The
+        answer keeps ``prompt.answer_tokens`` (then ``length``) and ends before the first of
+        ``stop`` (then ``stop``); ``prompt`` is the ``RenderedPrompt`` (an open block at its end
+        counts); ``reason`` is how generation ended."""
         reasoning, n, answer, unfinished = self.split_ids(tokenizer, ids, prompt.text)
         if len(answer) > prompt.answer_tokens:  # the answer keeps the paper's budget
             answer, reason = answer[: prompt.answer_tokens], "length"
