@@ -243,14 +243,13 @@ def _local_folder(model: str) -> Path | None:
     from huggingface_hub import snapshot_download  # imported only for a hub model
 
     offline = os.environ.get("HF_HUB_OFFLINE", "").strip() not in ("", "0")
-    for local in (True, False) if not offline else (True,):
+    for local in (True,) if offline else (True, False):  # the cache, then the network
         try:
-            return Path(
-                snapshot_download(
-                    model, allow_patterns=list(TOKENIZER_FILES), local_files_only=local
-                )
+            found = snapshot_download(
+                model, allow_patterns=[*TOKENIZER_FILES], local_files_only=local
             )
-        except Exception:  # noqa: BLE001 - not cached, no network, gated: the window stays unknown
+            return Path(found)
+        except Exception:  # noqa: BLE001 - not cached, no network, gated: window unknown
             continue
     return None
 
