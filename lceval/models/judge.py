@@ -65,13 +65,10 @@ class ModelJudge:
         if not questions:
             return {}
         if self.engine is None:
-            self._lifeline = contextlib.ExitStack()
-            self._lifeline.enter_context(lifeline.guard(self.store.path.parent))
-            try:
+            with contextlib.ExitStack() as guarded:  # the engine's processes die with lceval
+                guarded.enter_context(lifeline.guard(self.store.path.parent))
                 self.engine = self.load()
-            except BaseException:
-                self._lifeline.close()
-                raise
+                self._lifeline = guarded.pop_all()
         config = GenerationConfig(temperature=self.temperature, max_new_tokens=self.max_new_tokens)
         got = generate(
             self.engine,
