@@ -1,11 +1,11 @@
-"""The model an LLM judge asks: :class:`ModelJudge` (lazy engine, resumable store), the
-:class:`AsksModel` mixin and :class:`JudgeModel`, the options shared by the three judges
-(``longgenbench:llm``, ``leval:judge``, ``cifbench:judge``). Prompts and verdict parsing stay in
-each paper's folder; engines are imported at a judge's first question."""
+"""The model an LLM judge asks (``longgenbench:llm``, ``leval:judge``, ``cifbench:judge``):
+:class:`ModelJudge`, the :class:`AsksModel` mixin and :class:`JudgeModel`, their shared options.
+Prompts and verdict parsing stay in each paper's folder."""
 
 from __future__ import annotations
 
 import contextlib
+import functools
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -26,17 +26,16 @@ if TYPE_CHECKING:
 
 @dataclass
 class ModelJudge:
-    """The model a batch judge asks: loads its engine at the first question, answers through a
-    ResponseStore (resumable; identical questions asked once) and closes the engine.
+    """The model a batch judge asks: its engine loads at the first question (and dies with
+    lceval), answers go through ``store`` (resumable; a question is asked once).
 
     Args:
-        load: loads the judge backend; called once, at the first question.
-        store: where answers are appended (a file in the run folder); answered questions are
-            not asked again.
+        load: loads the judge backend (:meth:`loader`).
+        store: the run folder's file of judge answers.
         max_new_tokens: answer budget in tokens (caps every question's own).
         temperature: 0 = greedy decoding.
         batch_size: questions per ``backend.generate`` call.
-        label: the judge's name until the backend is loaded (the model or backend name).
+        label: the judge's name until the backend is loaded.
         progress: show a progress bar per ``ask``.
     """
 
@@ -48,31 +47,17 @@ class ModelJudge:
     label: str = "judge"
     progress: bool = False
     engine: Backend | None = field(default=None, init=False)
-    """The loaded backend (None until the first question, and after ``close``)."""
     _lifeline: contextlib.ExitStack = field(default_factory=contextlib.ExitStack, init=False)
-    """The engine's :func:`lceval.models.lifeline.guard`, open while it is loaded."""
 
     @property
     def name(self) -> str:
-        """The judge model's name (``label`` until the backend is loaded)."""
         return self.engine.name if self.engine is not None else self.label
 
     def ask(
-        self,
-        questions: Sequence[Sample],
-        desc: str,
-        contexts: Mapping[str, Context] | None = None,
+        self, questions: Sequence[Sample], desc: str, contexts: Mapping[str, Context] | None = None
     ) -> dict[str, Response]:
-        """Answer ``questions`` (ids unique); nothing loads when there are none.
-
-        Args:
-            questions: the judge prompts as samples.
-            desc: the progress bar's label.
-            contexts: the contexts the questions reference, by id.
-
-        Returns:
-            Sample id -> its answer (stored earlier, or generated now; a failed generation is a
-            response with ``finish_reason == "error"``).
+        """Sample id -> its answer (stored earlier or generated now; a failed generation has
+        ``finish_reason == "error"``) for ``questions`` (ids unique), under the bar ``desc``.
 
         Raises:
             LcevalError: duplicate ids, or another process writing the store.
@@ -80,14 +65,10 @@ class ModelJudge:
         if not questions:
             return {}
         if self.engine is None:
-            # the judge's engine processes die with lceval (SIGKILL included)
-            self._lifeline = contextlib.ExitStack()
-            self._lifeline.enter_context(lifeline.guard(self.store.path.parent))
-            try:
+            with contextlib.ExitStack() as guarded:  # the engine's processes die with lceval
+                guarded.enter_context(lifeline.guard(self.store.path.parent))
                 self.engine = self.load()
-            except BaseException:
-                self._lifeline.close()
-                raise
+                self._lifeline = guarded.pop_all()
         config = GenerationConfig(temperature=self.temperature, max_new_tokens=self.max_new_tokens)
         got = generate(
             self.engine,
@@ -102,7 +83,7 @@ class ModelJudge:
         return {r.sample_id: r for r in got}
 
     def close(self) -> None:
-        """Close the judge backend, if it was loaded (again: nothing to do)."""
+        """Close the judge backend if it is loaded."""
         if self.engine is not None:
             engine, self.engine = self.engine, None
             try:
@@ -114,24 +95,17 @@ class ModelJudge:
     def loader(
         backend: str, model: str | None, options: Mapping[str, Any]
     ) -> Callable[[], Backend]:
-        """A ``load`` for :class:`ModelJudge`: ``load_backend(backend, model, **options)``.
+        """``load_backend(backend, model, **options)`` to call later.
 
         Raises:
-            LcevalError: an unknown backend or backend option (checked now, before anything
-                loads).
+            LcevalError: an unknown backend or option (checked now, before anything loads).
         """
-        options = dict(options)
         base.check_backend_options(backend, options)
-
-        def load() -> Backend:
-            return base.load_backend(backend, model, **options)
-
-        return load
+        return functools.partial(base.load_backend, backend, model, **options)
 
 
 class AsksModel:
-    """Mixin for a batch judge holding a :class:`ModelJudge` as ``asker`` (its engine, name,
-    close)."""
+    """Mixin for a batch judge holding a :class:`ModelJudge` as ``asker``."""
 
     asker: ModelJudge
 
@@ -148,9 +122,8 @@ class AsksModel:
 
 
 class JudgeModel(ScorerOptions, JudgeOptions):
-    """The model an LLM judge asks; each judge's options subclass it. A notebook's
-    ``judge_<option>`` params (:class:`lceval.params.Judge`) fill these options
-    (:func:`lceval.benchmarks.registry.judge_options`)."""
+    """The model an LLM judge asks; each judge's options subclass it, a notebook's
+    ``judge_<option>`` params fill them (:func:`lceval.benchmarks.registry.judge_options`)."""
 
     @field_validator("backend")
     @classmethod
@@ -162,7 +135,7 @@ class JudgeModel(ScorerOptions, JudgeOptions):
         return value
 
     def loader(self) -> Callable[[], Backend]:
-        """A ``load`` for :class:`ModelJudge`, backend options checked now."""
+        """:meth:`ModelJudge.loader` of these options."""
         return ModelJudge.loader(self.backend, self.model, self.backend_options)
 
     @property

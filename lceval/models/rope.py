@@ -2,10 +2,10 @@
 ``from_pretrained``, vLLM's ``hf_overrides``), never on model code.
 
 ``rope_theta`` sets the base b (L-Eval's NTK sweep, An et al., ACL 2024, varies it directly);
-``rope_scaling`` (:class:`RopeScaling`) replaces the checkpoint's scaling: ``dynamic`` and
-``linear`` pass through to the engine, ``ntk`` is plain RoPE with the NTK-aware base
-(:func:`ntk_aware_base`). run.json records :meth:`RopeOverride.record`; the cache key gets
-:meth:`RopeOverride.cache_field` only when the parameters differ from the checkpoint's.
+``rope_scaling`` replaces the checkpoint's scaling: ``dynamic`` and ``linear`` pass through to
+the engine, ``ntk`` is plain RoPE with the NTK-aware base (:func:`ntk_aware_base`). run.json
+records :meth:`RopeOverride.record`; the cache key gets :meth:`RopeOverride.cache_field` only
+when the parameters differ from the checkpoint's.
 """
 
 from __future__ import annotations
@@ -18,11 +18,12 @@ from typing import Any, Literal
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from lceval.core.errors import LcevalError, one_line
+from lceval.params import first_error
 
 
 class RopeScaling(BaseModel):
-    """The ``rope_scaling`` option: ``{type, factor, original_max_position_embeddings}`` or the
-    short form ``"TYPE:factor"`` (``rope_type`` is taken for ``type``)."""
+    """The ``rope_scaling`` option: ``{type, factor, original_max_position_embeddings}``
+    (``rope_type`` is taken for ``type``) or the short form ``"TYPE:factor"``."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -37,11 +38,11 @@ class RopeScaling(BaseModel):
     @model_validator(mode="before")
     @classmethod
     def _short_form(cls, value: Any) -> Any:
-        if isinstance(value, str):
-            name, sep, number = value.partition(":")
-            if not sep:
-                raise ValueError("use 'TYPE:FACTOR' (e.g. ntk:4) or {type: ..., factor: ...}")
+        name, sep, number = value.partition(":") if isinstance(value, str) else ("", "", "")
+        if sep:
             return {"type": name.strip(), "factor": number}
+        if not isinstance(value, Mapping):
+            raise ValueError("use 'TYPE:FACTOR' (e.g. ntk:4) or {type: ..., factor: ...}")
         return value
 
 
@@ -56,9 +57,7 @@ def parse_rope_scaling(spec: Any) -> RopeScaling | None:
     try:
         return RopeScaling.model_validate(spec)
     except ValidationError as exc:
-        err = exc.errors()[0]
-        where = ".".join(str(p) for p in err["loc"]) or "spec"
-        raise LcevalError(f"rope_scaling {spec!r:.80}: {where}: {err['msg']}") from None
+        raise LcevalError(first_error(RopeScaling, exc, "params", "rope_scaling")) from None
 
 
 def ntk_aware_base(base: float, factor: float, rotary_dim: int) -> float:
@@ -104,27 +103,29 @@ def checkpoint_rope(config: Any) -> dict[str, Any]:
 
 @dataclass(frozen=True)
 class RopeOverride:
-    """The RoPE a backend loads a model with: the checkpoint's, or an override."""
+    """The RoPE a backend loads a model with: the effective and the checkpoint's parameters
+    (``rope_type``, ``rope_theta``, ``factor``, ...), the config's ``max_position_embeddings``
+    after the override and before (tokens), the options as given (``spec``), and the config
+    layout (transformers 5's ``rope_parameters``; else 4.x's ``rope_theta`` / ``rope_scaling``)."""
 
     parameters: Mapping[str, Any]
-    """Effective RoPE parameters (``rope_type``, ``rope_theta``, ``factor``, ...)."""
     checkpoint: Mapping[str, Any]
     rotary_dim: int
     max_position_embeddings: int
-    """The config's ``max_position_embeddings`` after the override (tokens)."""
     checkpoint_max_position_embeddings: int
     spec: Mapping[str, Any] = field(default_factory=dict)
-    """The options as given (``rope_theta``, ``rope_scaling``)."""
     layout_v5: bool = True
-    """transformers 5's ``rope_parameters``; False: 4.x's ``rope_theta`` / ``rope_scaling``."""
+
+    @property
+    def _window(self) -> dict[str, int]:
+        n = self.max_position_embeddings
+        return (
+            {} if n == self.checkpoint_max_position_embeddings else {"max_position_embeddings": n}
+        )
 
     @property
     def changed(self) -> bool:
-        return self._window_changed or dict(self.parameters) != dict(self.checkpoint)
-
-    @property
-    def _window_changed(self) -> bool:
-        return self.max_position_embeddings != self.checkpoint_max_position_embeddings
+        return bool(self._window) or dict(self.parameters) != dict(self.checkpoint)
 
     @property
     def rope_theta(self) -> float:
@@ -144,22 +145,16 @@ class RopeOverride:
             return {}
         p = dict(self.parameters)
         if self.layout_v5:
-            out: dict[str, Any] = {"rope_parameters": p}
-        else:
-            theta = p.pop("rope_theta")
-            out = {"rope_theta": theta, "rope_scaling": None if p["rope_type"] == "default" else p}
-        if self._window_changed:
-            out["max_position_embeddings"] = self.max_position_embeddings
-        return out
+            return {"rope_parameters": p, **self._window}
+        theta = p.pop("rope_theta")
+        scaling = None if p["rope_type"] == "default" else p
+        return {"rope_theta": theta, "rope_scaling": scaling, **self._window}
 
     def cache_field(self) -> dict[str, Any] | None:
         """The response-cache-key entry (None when the model is the checkpoint's)."""
         if not self.changed:
             return None
-        out: dict[str, Any] = {"parameters": dict(sorted(self.parameters.items()))}
-        if self._window_changed:
-            out["max_position_embeddings"] = self.max_position_embeddings
-        return out
+        return {"parameters": dict(sorted(self.parameters.items())), **self._window}
 
     def record(self) -> dict[str, Any]:
         """For run.json: effective and checkpoint parameters, d, window, the spec, changed."""

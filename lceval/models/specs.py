@@ -1,12 +1,9 @@
-"""The models of a run (a params file's ``model:`` or ``models:`` list) and whether each one's
-window holds the run's prompts, both checked before any engine starts.
+"""The models of a run (a params file's ``model:`` or ``models:``) and whether each one's window
+holds the run's prompts, both checked before any engine starts.
 
-A ``models:`` entry is a model id (the params' backend and options) or a mapping
-``{model, backend, options, name}`` (its ``options`` merged over the params'
-``backend_options``; ``name`` is the display name, ``Response.model``). ``embedded`` names the
-SmolLM2-135M-Instruct stand-in, used only when named. A model whose window cannot hold the
-longest prompt plus its answer budget stops the run in one line, unless truncation was asked for
-(LIFBench Sec. 5.1 and L-Eval right-truncate the context of models with shorter windows).
+A model whose window cannot hold the longest prompt plus its answer budget stops the run in one
+line, unless truncation was asked for (LIFBench Sec. 5.1 and L-Eval right-truncate the context
+of models with shorter windows).
 """
 
 from __future__ import annotations
@@ -14,11 +11,12 @@ from __future__ import annotations
 import heapq
 import json
 import os
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager, nullcontext
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
+
+from pydantic import AfterValidator, BaseModel, ConfigDict, StringConstraints, model_validator
 
 from lceval.core.console import engine_output, verbose
 from lceval.core.errors import LcevalError
@@ -28,35 +26,49 @@ from lceval.models.base import load_backend
 from lceval.models.embedded import EMBEDDED_ALIASES, EMBEDDED_NAME, check_model, resolve_model
 from lceval.models.prompts import context_text, plain_text, render_chat_prompt
 from lceval.models.rope import parse_rope_scaling
-
-SPEC_KEYS = ("model", "backend", "options", "name")
-"""Keys of one ``models:`` entry given as a mapping."""
+from lceval.params import Options, Text, validate
 
 CHECKED_PROMPTS = 16
-"""Prompts tokenized by :func:`longest_prompt` (the run's longest in characters)."""
-
-NO_MODEL = (
-    "no model named: set `model:` or `models:` (a path or hub id; `model: embedded` for the "
-    "135M CPU stand-in)"
-)
+"""Prompts tokenized by :func:`check_fits` (the run's longest in characters)."""
 
 
-@dataclass(frozen=True)
-class ModelSpec:
-    """One model of a run: what to load, on which engine, with which options."""
+def _display_name(name: str) -> str:
+    if not name.strip():
+        raise ValueError("must be a non-empty string")
+    if not name.isprintable():
+        raise ValueError(f"{name!r:.80} holds a newline or control character")
+    if len(name) > 200:
+        raise ValueError(f"is {len(name)} characters long; at most 200")
+    return name
 
-    model: str
+
+class ModelSpec(BaseModel):
+    """One model of a run: a ``models:`` entry, ``{model, backend, options, name}`` (a bare
+    string is ``{model: ...}``); :func:`resolve_models` fills in the section's backend and puts
+    the entry's ``options`` over the section's ``backend_options``."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    model: Annotated[str, StringConstraints(strip_whitespace=True, min_length=1)]
     """Model id, local folder, or ``embedded`` (the SmolLM2-135M-Instruct stand-in)."""
-    backend: str = "auto"
-    """Backend name (``auto``, ``hf``, ``vllm``, ``openai``)."""
-    options: Mapping[str, Any] = field(default_factory=dict)
-    """Engine options: the params' ``backend_options``, the entry's own ``options`` over them."""
-    name: str | None = None
-    """Display name recorded as ``Response.model`` (None: the engine's own name for the model)."""
+    backend: Text = "auto"
+    options: Options = {}
+    """Engine options (``lceval infer --list-options BACKEND``)."""
+    name: Annotated[str, AfterValidator(_display_name)] | None = None
+    """Display name recorded as ``Response.model`` (None: the engine's name for the model):
+    printable, not blank, at most 200 characters."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _nulls_unset(cls, value: Any) -> Any:
+        """A null key counts as not given (the section's value applies)."""
+        if isinstance(value, Mapping):
+            return {k: v for k, v in value.items() if v is not None}
+        return value
 
     def with_options(self, options: Mapping[str, Any]) -> ModelSpec:
         """This model with ``options`` as its engine options (e.g. an NTK point's RoPE ones)."""
-        return ModelSpec(self.model, self.backend, dict(options), self.name)
+        return self.model_copy(update={"options": dict(options)})
 
     @property
     def label(self) -> str:
@@ -64,99 +76,39 @@ class ModelSpec:
         return self.name or self.model
 
 
-def _entry(value: Any, i: int, backend: str, options: Mapping[str, Any], where: str) -> ModelSpec:
-    """One ``models:`` entry (a string or a mapping) as a :class:`ModelSpec`."""
-    at = f"{where}: models[{i}]"
-    if isinstance(value, ModelSpec):  # already resolved (e.g. the NTK sweep's per-point model)
-        return value
-    if isinstance(value, str):
-        if not value.strip():
-            raise LcevalError(f"{at} is an empty string")
-        return ModelSpec(value, backend, dict(options))
-    if not isinstance(value, Mapping):
-        raise LcevalError(
-            f"{at} must be a model id or a mapping {{model, backend, options, name}}, "
-            f"got {type(value).__name__}"
-        )
-    unknown = sorted(set(value) - set(SPEC_KEYS))
-    if unknown:
-        raise LcevalError(
-            f"{at}: unknown key(s) {', '.join(map(str, unknown))}; known: model, "
-            "backend, options, name"
-        )
-    model = value.get("model")
-    if not isinstance(model, str) or not model.strip():
-        raise LcevalError(f"{at}: 'model' must be a non-empty string, got {model!r:.80}")
-    own_backend = value.get("backend") or backend
-    if not isinstance(own_backend, str):
-        raise LcevalError(f"{at}: 'backend' must be a string, got {own_backend!r:.80}")
-    own = value.get("options") or {}
-    if not isinstance(own, Mapping):
-        raise LcevalError(f"{at}: 'options' must be a mapping, got {type(own).__name__}")
-    name = value.get("name")
-    if name is not None:
-        check_display_name(name, f"{at}: 'name'")
-    return ModelSpec(model, own_backend, {**dict(options), **dict(own)}, name)
-
-
-def check_display_name(name: Any, what: str = "model name") -> str:
-    """``name`` when it can name a model's answers (progress lines, tables, run.json keys): a
-    non-empty string of at most 200 printable characters, not only spaces.
-
-    Raises:
-        LcevalError: one line naming ``what`` and the problem.
-    """
-    if not isinstance(name, str) or not name.strip():
-        raise LcevalError(f"{what} must be a non-empty string, got {name!r:.80}")
-    if any(not c.isprintable() for c in name):
-        raise LcevalError(f"{what} {name!r:.80} holds a newline or control character")
-    if len(name) > 200:
-        raise LcevalError(f"{what} is {len(name)} characters long; at most 200")
-    return name
-
-
 def stored_name(spec: ModelSpec) -> str:
     """The name ``spec``'s answers are stored under (``Response.model``, run.json's ``models``
-    key; an answer's identity, :func:`check_names`), known without loading anything: the display
-    name, else the engine's name for the model (embedded, a folder as typed, a hub id, an API's).
-    """
+    key), known without loading anything: the display name, else the engine's name for the
+    model (embedded, a folder as typed, a hub id, an API's)."""
     if spec.name:
         return spec.name
-    text = spec.model.strip()
-    if spec.backend != "openai" and text.lower() in EMBEDDED_ALIASES:
+    if spec.backend != "openai" and spec.model.lower() in EMBEDDED_ALIASES:
         return EMBEDDED_NAME
-    return text.rstrip("/") or text
+    return spec.model.rstrip("/") or spec.model
 
 
 def location(spec: ModelSpec) -> str:
     """Where ``spec``'s weights (or API model) are: ``embedded``, a local folder's absolute
     path, a hub id, or ``openai:<base_url>|<served name>`` (no engine loaded)."""
-    text = spec.model.strip()
     if spec.backend == "openai":
         base = str(spec.options.get("base_url") or os.environ.get("OPENAI_BASE_URL") or "")
-        return f"openai:{base.rstrip('/')}|{text}"
-    if text.lower() in EMBEDDED_ALIASES:
+        return f"openai:{base.rstrip('/')}|{spec.model}"
+    if spec.model.lower() in EMBEDDED_ALIASES:
         return "embedded"
-    path = Path(text).expanduser()
-    if path.is_dir():
-        return str(path.resolve())
-    return text
+    path = Path(spec.model).expanduser()
+    return str(path.resolve()) if path.is_dir() else spec.model
 
 
 def recorded_location(entry: Mapping[str, Any]) -> str | None:
-    """:func:`location` of a model as run.json's ``models`` entry records it (None: unknown)."""
+    """:func:`location` as run.json's ``models`` entry records it (older runs: from its
+    ``source``); None: unknown."""
     if isinstance(entry.get("location"), str):
         return str(entry["location"])
     if entry.get("backend") == "openai":
         return f"openai:{str(entry.get('base_url', '')).rstrip('/')}|{entry.get('model')}"
-    source = entry.get("source")
-    if source == "embedded":
-        return "embedded"
-    if source == "local" and isinstance(entry.get("path"), str):
-        return str(entry["path"])
-    if source == "hub" and isinstance(entry.get("hub_id"), str):
-        return str(entry["hub_id"])
-    return None
+    kinds = {"embedded": "embedded", "local": entry.get("path"), "hub": entry.get("hub_id")}
+    found = kinds.get(str(entry.get("source")))
+    return found if isinstance(found, str) else None
 
 
 ANSWER_OPTIONS = (
@@ -182,7 +134,7 @@ def check_names(
 ) -> None:
     """Refuse two models that would store their answers under one name: two of ``specs``, or
     one of them and ``earlier`` answers (run.json's ``models``: stored name -> entry) from
-    another place, backend or answer options.
+    another location, backend or answer options.
 
     Raises:
         LcevalError: one line naming both models, the shared name and the way out (``name``).
@@ -200,9 +152,8 @@ def check_names(
         entry = earlier.get(name)
         if not isinstance(entry, Mapping):
             continue
-        was, now = recorded_location(entry), location(spec)
-        why = None
-        if was is not None and was != now:
+        was, why = recorded_location(entry), None
+        if was is not None and was != location(spec):
             why = f"from {was[-80:]}"
         elif "options" in entry and _options_text(entry["options"]) != _options_text(spec.options):
             why = f"with options {_options_text(entry['options'])[:80]}"
@@ -216,67 +167,62 @@ def check_names(
 
 
 def resolve_models(
-    model: str | None,
+    model: Any,
     models: Sequence[Any] | None,
     backend: str = "auto",
     options: Mapping[str, Any] | None = None,
     where: str = "inference",
     one: str | None = None,
 ) -> tuple[ModelSpec, ...]:
-    """The models a params section names, in order, one :class:`ModelSpec` each.
-
-    Args:
-        models: strings, ``{model, backend, options, name}`` mappings, or :class:`ModelSpec`.
-        backend: the section's backend (an entry's own wins).
-        options: the section's ``backend_options`` (an entry's own go over them).
-        where: the section's owner, for messages.
-        one: why only one model can be taken here (more are refused with it).
+    """The models a params section names, in order: ``model`` (one entry) or ``models`` (a
+    list), each a model id, a ``{model, backend, options, name}`` mapping or a
+    :class:`ModelSpec`; the section's ``backend`` and ``options`` fill in under an entry's own.
+    ``where`` names the section in messages; ``one`` says why only one model is taken here.
 
     Raises:
         LcevalError: one line: both ``model`` and ``models``, neither, an empty list, a
-            malformed entry, two entries sharing a stored name; more than one with ``one``.
+            malformed entry (its index and key), two entries sharing a stored name; more than
+            one with ``one``.
     """
-    options = dict(options or {})
     if model is not None and models is not None:
         raise LcevalError(f"{where}: give `model` or `models`, not both (model: {model!r:.80})")
     if models is None:
         if model is None:
-            raise LcevalError(f"{where}: {NO_MODEL}")
-        return (_entry(model, 0, backend, options, where),)
-    if isinstance(models, str | Mapping):
+            raise LcevalError(
+                f"{where}: no model named: set `model:` or `models:` (a path or hub id; "
+                "`model: embedded` for the 135M CPU stand-in)"
+            )
+        models = [model]
+    elif isinstance(models, str | Mapping):
         models = [models]
     if not isinstance(models, Sequence) or not models:
         raise LcevalError(f"{where}: `models` must be a non-empty list, got {models!r:.80}")
-    specs = tuple(_entry(v, i, backend, options, where) for i, v in enumerate(models))
+    specs = []
+    for i, value in enumerate(models):
+        if isinstance(value, ModelSpec):  # already resolved (the NTK sweep's per-point model)
+            specs.append(value)
+            continue
+        if isinstance(value, str):
+            value = {"model": value}
+        elif not isinstance(value, Mapping):
+            raise LcevalError(
+                f"{where}: models[{i}] must be a model id or a mapping {{model, backend, "
+                f"options, name}}, got {type(value).__name__}"
+            )
+        spec = validate(ModelSpec, value, "params", f"{where}: models[{i}]")
+        own = spec.backend if "backend" in spec.model_fields_set else backend
+        update = {"backend": own, "options": {**(options or {}), **spec.options}}
+        specs.append(spec.model_copy(update=update))
     try:
         check_names(specs, {})
     except LcevalError as exc:
         raise LcevalError(f"{where}: {exc}") from None
     if one is not None and len(specs) > 1:
         raise LcevalError(f"{where}: give one model here ({one}), got {len(specs)}")
-    return specs
+    return tuple(specs)
 
 
 # --------------------------------------------------------------------- window vs longest prompt
-def _local_folder(model: str, files: Sequence[str]) -> Path | None:
-    """A local folder holding ``files`` of ``model`` (embedded, a folder, or a hub snapshot:
-    the cache, then the network unless ``HF_HUB_OFFLINE``); None when it cannot be had."""
-    kind = check_model(model)
-    if kind != "hub":
-        return Path(resolve_model(model).path)
-    try:
-        from huggingface_hub import snapshot_download  # imported only for a hub model
-
-        try:
-            return Path(snapshot_download(model, allow_patterns=list(files), local_files_only=True))
-        except Exception:  # noqa: BLE001 - not cached: the network, unless offline
-            if os.environ.get("HF_HUB_OFFLINE", "").strip() not in ("", "0"):
-                return None
-            return Path(snapshot_download(model, allow_patterns=list(files)))
-    except Exception:  # noqa: BLE001 - no network, gated repo: the window stays unknown
-        return None
-
-
 TOKENIZER_FILES = (
     "config.json",
     "tokenizer*",
@@ -287,6 +233,25 @@ TOKENIZER_FILES = (
     "merges.txt",
     "special_tokens_map.json",
 )
+
+
+def _local_folder(model: str) -> Path | None:
+    """A folder holding ``model``'s :data:`TOKENIZER_FILES` (embedded, a folder, or a hub
+    snapshot: the cache, then the network unless ``HF_HUB_OFFLINE``); None: not to be had."""
+    if check_model(model) != "hub":
+        return Path(resolve_model(model).path)
+    from huggingface_hub import snapshot_download  # imported only for a hub model
+
+    offline = os.environ.get("HF_HUB_OFFLINE", "").strip() not in ("", "0")
+    for local in (True,) if offline else (True, False):  # the cache, then the network
+        try:
+            found = snapshot_download(
+                model, allow_patterns=[*TOKENIZER_FILES], local_files_only=local
+            )
+            return Path(found)
+        except Exception:  # noqa: BLE001 - not cached, no network, gated: window unknown
+            continue
+    return None
 
 
 def window_config(config: Any) -> Any:
@@ -304,7 +269,7 @@ def window_config(config: Any) -> Any:
 
 
 def model_window(config: Any, tokenizer: Any = None) -> int:
-    """A model's context window in tokens, by one rule for the hf engine, the planner and
+    """A model's context window in tokens, one rule for the hf engine, the planner and
     :func:`declared_window`: the config's ``max_position_embeddings`` (:func:`window_config`),
     else the tokenizer's ``model_max_length``.
 
@@ -332,10 +297,8 @@ def declared_window(spec: ModelSpec, folder: Path | None) -> tuple[int | None, s
         value = spec.options.get(key)
         if isinstance(value, int) and not isinstance(value, bool) and value > 0:
             return value, f"option {key}"
-    if folder is None or not (folder / "config.json").is_file():
-        return None, "its config.json could not be read"
     try:
-        config = json.loads((folder / "config.json").read_text(encoding="utf-8"))
+        config = json.loads((folder / "config.json").read_text(encoding="utf-8") if folder else "")
     except (OSError, ValueError):
         return None, "its config.json could not be read"
     section = window_config(config)
@@ -345,8 +308,7 @@ def declared_window(spec: ModelSpec, folder: Path | None) -> tuple[int | None, s
     if isinstance(own, Mapping) and "rope_scaling" not in spec.options:
         # the checkpoint's own scaling, as vLLM derives its window (Vicuna-16k: linear x4 over
         # 4,096; YaRN over original_max_position_embeddings; llama3 / longrope already count it)
-        kind = own.get("type", own.get("rope_type"))
-        factor = own.get("factor")
+        kind, factor = own.get("type", own.get("rope_type")), own.get("factor")
         if kind in ("linear", "dynamic", "yarn") and isinstance(factor, int | float) and factor > 1:
             base = own.get("original_max_position_embeddings") if kind == "yarn" else None
             m = int((base or n) * factor)
@@ -355,71 +317,21 @@ def declared_window(spec: ModelSpec, folder: Path | None) -> tuple[int | None, s
     if scaling is not None:
         base = scaling.original_max_position_embeddings or n
         return int(base * scaling.factor), f"rope_scaling x{scaling.factor:g} over {base:,}"
-    return int(n), "config max_position_embeddings"
-
-
-@dataclass(frozen=True)
-class Longest:
-    """The run's longest prompt for one model."""
-
-    tokens: int
-    """Prompt tokens (chat template included) plus the sample's answer budget."""
-    prompt_tokens: int
-    sample_id: str
-    how: str
-    """``"model tokenizer"`` or the estimate used."""
-
-
-def longest_prompt(
-    samples: Sequence[Sample],
-    contexts: Mapping[str, Context],
-    budget: Any,
-    tokenizer: Any | None,
-    prompt_format: str = "auto",
-) -> Longest:
-    """The run's longest prompt plus answer budget (``budget(sample) -> int``), in tokens.
-
-    The :data:`CHECKED_PROMPTS` samples longest in characters are rendered as the engine renders
-    them and counted with ``tokenizer``; without one (an API model) the o200k_base count of the
-    plain prompt estimates it (GPT-4o needs about as many or fewer tokens as open models).
-    """
-    from lceval.core.tokens import count_tokens  # tiktoken: only when a window is checked
-
-    def chars(s: Sample) -> int:
-        parts = (s.description, s.instruction, s.system or "", s.assistant_prefix)
-        ctx = context_text(s, contexts)
-        return len(ctx) + sum(len(p) for p in parts) + sum(len(m["content"]) for m in s.history)
-
-    best: Longest | None = None
-    for s in heapq.nlargest(CHECKED_PROMPTS, samples, key=chars):
-        ctx = context_text(s, contexts)
-        if tokenizer is not None:
-            n = render_chat_prompt(tokenizer, s, ctx, 1 << 40, 0, prompt_format).n_tokens
-            how = "model tokenizer"
-        else:
-            n = count_tokens(plain_text(s, ctx))
-            how = "o200k_base estimate"
-        total = n + int(budget(s))
-        if best is None or total > best.tokens:
-            best = Longest(total, n, s.id, how)
-    assert best is not None  # samples is never empty here (select_samples refuses)
-    return best
+    return n, "config max_position_embeddings"
 
 
 def _quiet_tokenizer(folder: Path) -> Any:
     """The tokenizer in ``folder`` (None: unreadable), transformers' info records held back
     unless lceval is verbose (it loads before the engine's log redirection)."""
-    try:
-        from transformers import AutoTokenizer  # heavy: only when a window is checked
-        from transformers.utils import logging as hf_logging
-    except ImportError:
-        return None
+    from transformers import AutoTokenizer  # heavy: only when a window is checked
+    from transformers.utils import logging as hf_logging
+
     level = hf_logging.get_verbosity()
     if not verbose():
         hf_logging.set_verbosity_error()
     try:
         return AutoTokenizer.from_pretrained(str(folder))
-    except Exception:  # noqa: BLE001 - no tokenizer files: estimate instead
+    except Exception:  # noqa: BLE001 - no tokenizer files: said by the caller
         return None
     finally:
         hf_logging.set_verbosity(level)
@@ -429,38 +341,54 @@ def check_fits(
     spec: ModelSpec,
     samples: Sequence[Sample],
     contexts: Mapping[str, Context],
-    budget: Any,
+    budget: Callable[[Sample], int],
 ) -> str:
-    """One line saying what was checked (or why not), before inference.
+    """One line saying what was checked (or why not), before inference: the
+    :data:`CHECKED_PROMPTS` samples longest in characters rendered as the engine renders them
+    and counted with the model's tokenizer (an API model: the o200k_base count of the plain
+    prompt, as GPT-4o needs about as many tokens as open models or fewer), plus
+    ``budget(sample)`` answer tokens, against :func:`declared_window`.
 
     Raises:
         LcevalError: ``spec``'s window cannot hold the longest prompt (one line naming the
             model, its window, the prompt's tokens and sample, and the ways out).
     """
-    folder = None if spec.backend == "openai" else _local_folder(spec.model, TOKENIZER_FILES)
+    from lceval.core.tokens import count_tokens  # tiktoken: only when a window is checked
+
+    folder = None if spec.backend == "openai" else _local_folder(spec.model)
     window, source = declared_window(spec, folder)
     if window is None:
         return f"{spec.label}: window not checked ({source})"
-    tokenizer = None
-    if folder is not None:
-        tokenizer = _quiet_tokenizer(folder)
-        if tokenizer is None and spec.backend != "openai":
-            raise LcevalError(
-                f"model {spec.label[-60:]}: no tokenizer could be loaded from {str(folder)[-80:]}"
-            )
+    tokenizer = None if folder is None else _quiet_tokenizer(folder)
+    if folder is not None and tokenizer is None:
+        raise LcevalError(
+            f"model {spec.label[-60:]}: no tokenizer could be loaded from {str(folder)[-80:]}"
+        )
     fmt = str(spec.options.get("prompt_format", "auto"))
-    longest = longest_prompt(samples, contexts, budget, tokenizer, fmt)
-    if longest.tokens > window:
-        new = longest.tokens - longest.prompt_tokens
+    how = "o200k_base estimate" if tokenizer is None else "model tokenizer"
+
+    def chars(s: Sample) -> int:
+        parts = (s.description, s.instruction, s.system or "", s.assistant_prefix)
+        history = sum(len(m["content"]) for m in s.history)
+        return len(context_text(s, contexts)) + sum(len(p) for p in parts) + history
+
+    def tokens(s: Sample) -> int:
+        if tokenizer is None:
+            return count_tokens(plain_text(s, context_text(s, contexts)))
+        return render_chat_prompt(tokenizer, s, context_text(s, contexts), 1 << 40, 0, fmt).n_tokens
+
+    counted = [(tokens(s), s) for s in heapq.nlargest(CHECKED_PROMPTS, samples, key=chars)]
+    n, longest = max(counted, key=lambda c: c[0] + int(budget(c[1])))  # never empty
+    new = int(budget(longest))
+    if n + new > window:
         raise LcevalError(
             f"model {spec.label[-60:]}: window {window:,} tokens ({source}) < longest prompt "
-            f"{longest.prompt_tokens:,} tokens + {new:,} new (sample {longest.sample_id[:40]}; "
-            f"{longest.how[:40]}); use a longer window or shorter lengths, or truncate "
-            "(--truncate; truncate: true in a params file)"
+            f"{n:,} tokens + {new:,} new (sample {longest.id[:40]}; {how}); use a longer "
+            "window or shorter lengths, or truncate (--truncate; truncate: true in a params file)"
         )
     return (
         f"{spec.label}: window {window:,} tokens ({source}) holds the longest prompt "
-        f"({longest.tokens:,} tokens with its budget; {longest.how})"
+        f"({n + new:,} tokens with its budget; {how})"
     )
 
 

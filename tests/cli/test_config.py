@@ -138,7 +138,7 @@ def test_schema_command_writes_one_file_per_verb(tmp_path, capsys):
         ("backend=foo", "-p: backend: unknown backend 'foo'"),
         ("limit=0", "-p: limit must be >= 1, got 0"),
         ("truncate=maybe", "-p: truncate must be true or false, got 'maybe'"),
-        ("model={model: embedded, optons: {}}", "unknown key(s) optons"),
+        ("model={model: embedded, optons: {}}", "models[0]: unknown parameter 'optons'"),
         ("lengths=[-3]", "lengths must be token counts"),  # the builder's own declared type
     ],
 )

@@ -52,10 +52,10 @@ def test_resolve_models_reads_strings_and_mappings():
         {"x": 1, "y": 1},
     )
     assert specs == (
-        ModelSpec("org/a", "hf", {"x": 1, "y": 1}),
-        ModelSpec("org/b", "vllm", {"x": 2, "y": 1}, "B"),
+        ModelSpec(model="org/a", backend="hf", options={"x": 1, "y": 1}),
+        ModelSpec(model="org/b", backend="vllm", options={"x": 2, "y": 1}, name="B"),
     )
-    assert resolve_models("org/a", None, "hf") == (ModelSpec("org/a", "hf", {}),)
+    assert resolve_models("org/a", None, "hf") == (ModelSpec(model="org/a", backend="hf"),)
 
 
 @pytest.mark.parametrize(
@@ -65,14 +65,18 @@ def test_resolve_models_reads_strings_and_mappings():
         ("org/a", ["org/b"], "give `model` or `models`, not both"),
         (None, [], "`models` must be a non-empty list"),
         (None, [3], "models[0] must be a model id or a mapping"),
-        (None, [{"model": "a/b", "opts": {}}], "models[0]: unknown key(s) opts"),
-        (None, [{"backend": "hf"}], "models[0]: 'model' must be a non-empty string"),
-        (None, [{"model": "a/b", "options": 3}], "'options' must be a mapping"),
+        (None, [{"model": "a/b", "opts": {}}], "models[0]: unknown parameter 'opts'"),
+        (None, [{"backend": "hf"}], "models[0]: model is required"),
+        (None, [{"model": "a/b", "options": 3}], "models[0]: options must be a mapping"),
         (None, ["a/b", "a/b"], "models[0] (a/b) and models[1] (a/b) would both store their"),
         (None, ["embedded", {"model": "/x/y", "name": "SmolLM2-135M-Instruct"}], "both store"),
-        (None, [{"model": "a/b", "name": "a\nb"}], "holds a newline or control character"),
-        (None, [{"model": "a/b", "name": " "}], "'name' must be a non-empty string"),
-        (None, [{"model": "a/b", "name": ""}], "'name' must be a non-empty string"),
+        (
+            None,
+            [{"model": "a/b", "name": "a\nb"}],
+            "models[0]: name: 'a\\nb' holds a newline or control",
+        ),
+        (None, [{"model": "a/b", "name": " "}], "models[0]: name: must be a non-empty"),
+        (None, [{"model": "a/b", "name": ""}], "models[0]: name: must be a non-empty"),
     ],
 )
 def test_resolve_models_refuses_in_one_line(model, models, message):
@@ -84,7 +88,7 @@ def test_resolve_models_refuses_in_one_line(model, models, message):
 def test_inference_section_declares_models_and_truncate():
     got = validate(InferConfig, {"models": ["a/b"], "truncate": True}, "params", "inference")
     assert got.models == ["a/b"] and got.truncate is True
-    with pytest.raises(LcevalError, match=r"models\[0\]: unknown key\(s\) nmae"):
+    with pytest.raises(LcevalError, match=r"models\[0\]: unknown parameter 'nmae'"):
         validate(InferConfig, {"models": [{"model": "a", "nmae": "x"}]}, "params", "inference")
 
 
@@ -191,7 +195,7 @@ def test_a_name_clash_is_refused_before_any_engine_naming_both(
     assert "models[0] (embedded) and models[1] (" in line
     assert "would both store their answers as 'SmolLM2-135M-Instruct'" in line
     line = _one_line(capsys, [*argv, "--model", '{model: embedded, name: "a\\nb"}'])
-    assert "holds a newline or control character" in line
+    assert "models[0]: name: 'a\\nb' holds a newline or control" in line
     assert run.run_json.read_bytes() == before
 
 
