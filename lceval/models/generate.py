@@ -1,8 +1,6 @@
-"""The one resumable generation loop: ``lceval infer``, the refinement rounds and every LLM judge
-answer through :func:`generate`. Samples sharing a context run together (prefix caches compute it
-once); with a :class:`~lceval.core.store.ResponseStore` each answer is appended and fsynced as it
-completes and samples answered under (model, config hash, sample hash) are skipped, so a killed
-run resumes. The config hash holds the backend's ``cache_fields`` (:func:`engine_config`).
+"""The one resumable generation loop (``lceval infer``, refinement rounds, LLM judges): samples
+sharing a context run together; each answer is appended to a ResponseStore as it completes, and
+samples answered under (model, config hash, sample hash) are skipped, so a killed run resumes.
 """
 
 from __future__ import annotations
@@ -24,9 +22,7 @@ from lceval.models.base import Backend, GenerationConfig
 
 
 def context_order(samples: Sequence[Sample]) -> list[Sample]:
-    """``samples`` with those sharing a context adjacent (contexts in order of first sample,
-    samples in order within one; samples without a context as one group).
-    """
+    """``samples`` with those sharing a context adjacent (contexts in order of first sample)."""
     first: dict[str | None, int] = {}
     for i, s in enumerate(samples):
         first.setdefault(s.context_id, i)
@@ -35,18 +31,15 @@ def context_order(samples: Sequence[Sample]) -> list[Sample]:
 
 @dataclass(frozen=True)
 class PrefixReuse:
-    """Prompt tokens a backend was asked to encode and those it encoded (prefix caching)."""
+    """Prompt tokens a backend was asked to encode and those it encoded (None: not reported; the
+    rest came from a prefix cache)."""
 
     requested: int
-    """Prompt tokens of the answered samples (tokens)."""
     computed: int | None
-    """Of those, tokens the engine encoded (the rest came from a prefix cache); None when the
-    engine does not report it."""
 
     @property
     def reuse(self) -> float | None:
-        """Share of requested prompt tokens served from a prefix cache (0..1); None when
-        ``computed`` is unknown or nothing was requested."""
+        """Share of requested prompt tokens served from a prefix cache (0..1), or None."""
         if self.computed is None or self.requested <= 0:
             return None
         return 1.0 - self.computed / self.requested
@@ -59,21 +52,15 @@ class PrefixReuse:
         return PrefixReuse(self.requested - earlier.requested, computed)
 
     def as_dict(self) -> dict[str, Any]:
-        """For run.json: ``requested``, ``computed`` and ``reuse`` (0..1, 4 decimals), or
-        ``measured: false`` when the engine does not report computed tokens."""
-        reuse = self.reuse
+        """For run.json: ``requested``, ``computed``, ``reuse`` (4 decimals) or ``measured``."""
         if self.computed is None:
             return {"requested": self.requested, "measured": False}
-        return {
-            "requested": self.requested,
-            "computed": self.computed,
-            "reuse": None if reuse is None else round(reuse, 4),
-        }
+        reuse = None if self.reuse is None else round(self.reuse, 4)
+        return {"requested": self.requested, "computed": self.computed, "reuse": reuse}
 
 
 def prefix_reuse(backend: Any) -> PrefixReuse | None:
-    """The backend's running prompt-token counts (``prompt_tokens_requested`` and
-    ``prompt_tokens_computed`` attributes), or None when it keeps none (API backends)."""
+    """The backend's ``prompt_tokens_requested`` / ``_computed`` counts, None for API backends."""
     requested = getattr(backend, "prompt_tokens_requested", None)
     if not isinstance(requested, int):
         return None
@@ -82,13 +69,11 @@ def prefix_reuse(backend: Any) -> PrefixReuse | None:
 
 
 def engine_config(backend: Any, config: GenerationConfig | None = None) -> GenerationConfig:
-    """``config`` with the backend's ``cache_fields`` (engine, dtype, plain prompts) merged into
-    ``engine``: the config whose hash keys this backend's responses."""
+    """``config`` with the backend's ``cache_fields`` (engine, dtype, ...) merged into ``engine``:
+    the config whose hash keys this backend's responses."""
     config = config or GenerationConfig()
-    fields = dict(getattr(backend, "cache_fields", None) or {})
-    if not fields:
-        return config
-    return dataclasses.replace(config, engine={**config.engine, **fields})
+    fields = getattr(backend, "cache_fields", None) or {}
+    return dataclasses.replace(config, engine={**config.engine, **fields}) if fields else config
 
 
 def generate(
