@@ -89,21 +89,15 @@ def generate(
     progress_log: str | os.PathLike[str] | None = None,
     hashes: Mapping[str, str] | None = None,
 ) -> list[Response]:
-    """Answer ``samples`` with ``backend``; resumable when ``store`` is given.
+    """Answer ``samples`` (ids unique; ``contexts`` by id) with ``backend``, greedy by default.
 
     Args:
-        backend: any lceval Backend.
-        samples: the samples to answer (ids unique).
-        contexts: the contexts they reference, by id.
-        config: decoding settings (greedy by default).
-        store: where each answer is appended as it completes; answered samples are skipped. Its
-            writer lock is held throughout.
+        store: where each answer is appended as it completes (its writer lock held throughout);
+            samples answered there are skipped.
         batch_size: samples per ``backend.generate`` / ``stream`` call (>= 1).
-        progress: show the progress bar (:class:`lceval.core.progress.Progress`).
-        desc: the bar's label.
+        progress, desc: show the progress bar, with this label.
         progress_log: also write the bar to this progress.jsonl (``lceval status`` reads it).
-        hashes: sample id -> :func:`~lceval.core.records.sample_hash` (None: computed here; the
-            context baselines of :mod:`lceval.contexts.modes` pass the built samples' own).
+        hashes: sample id -> :func:`~lceval.core.records.sample_hash` (None: computed here).
 
     Returns:
         One response per sample, in order: the stored one (the first success, else the last
@@ -111,7 +105,7 @@ def generate(
 
     Raises:
         LcevalError: batch_size < 1, duplicate sample ids, another process writing the store,
-            or a backend answering out of order.
+            or a backend answering a sample not asked, twice or not at all.
     """
     config = engine_config(backend, config)  # engine settings that change outputs: in the key
     if not isinstance(batch_size, int) or batch_size < 1:
@@ -190,26 +184,20 @@ def answers(
     config: GenerationConfig,
 ) -> Iterator[Response]:
     """The answers to ``batch`` as the engine finishes them: the backend's ``stream`` when it has
-    one, else its ``generate`` (the whole batch at once, in order).
+    one, else its ``generate`` (the whole batch at once).
 
     Raises:
-        LcevalError: the backend answers a sample not asked, one twice, misses one, or
-            (``generate``) returns them out of order.
+        LcevalError: the backend answers a sample not asked, one twice, or misses one.
     """
     stream = getattr(backend, "stream", None)
-    if callable(stream):
-        wanted = {s.id for s in batch}
-        for r in stream(batch, contexts, config):
-            if r.sample_id not in wanted:
-                raise LcevalError(
-                    f"backend {backend.name} answered {r.sample_id!r:.60}, not asked or twice"
-                )
-            wanted.discard(r.sample_id)
-            yield r
-        if wanted:
-            raise LcevalError(f"backend {backend.name} left {len(wanted)} sample(s) unanswered")
-        return
-    out = backend.generate(batch, contexts, config)
-    if len(out) != len(batch) or any(r.sample_id != s.id for r, s in zip(out, batch, strict=True)):
-        raise LcevalError(f"backend {backend.name} returned responses out of order")
-    yield from out
+    out = stream if callable(stream) else backend.generate
+    wanted = {s.id for s in batch}
+    for r in out(batch, contexts, config):
+        if r.sample_id not in wanted:
+            raise LcevalError(
+                f"backend {backend.name} answered {r.sample_id!r:.60}, not asked or twice"
+            )
+        wanted.discard(r.sample_id)
+        yield r
+    if wanted:
+        raise LcevalError(f"backend {backend.name} left {len(wanted)} sample(s) unanswered")

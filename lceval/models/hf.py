@@ -40,12 +40,7 @@ from lceval.models.hf_attention import (
     SharedPrefixLayer,
     kv_bytes_per_token,
 )
-from lceval.models.prompts import (
-    RenderedPrompt,
-    Renders,
-    common_prefix_len,
-    resolve_prompt_format,
-)
+from lceval.models.prompts import RenderedPrompt, Renders, common_prefix_len, resolve_prompt_format
 from lceval.models.rope import RopeOverride, apply_rope, resolve_rope
 from lceval.models.specs import model_window
 from lceval.models.thinking import Thinking, cut_at_stop
@@ -139,11 +134,10 @@ class HFBackend(Renders):
         self.source: ModelSource = resolve_model(model)
         self.name = self.source.name
         self.device = pick_device(o.device)
-        self.threads: ThreadChoice | None = None  # None: num_threads given, or a GPU
-        num_threads = o.num_threads
-        if num_threads is None and self.device == "cpu":
-            self.threads = choose_threads()
-            num_threads = self.threads.threads
+        # how the CPU threads were chosen (None: num_threads given, or a GPU)
+        chosen = o.num_threads is None and self.device == "cpu"
+        self.threads: ThreadChoice | None = choose_threads() if chosen else None
+        num_threads = self.threads.threads if self.threads else o.num_threads
         if num_threads is not None:
             torch.set_num_threads(num_threads)
         self.dtype = pick_dtype(o.dtype, self.device)
@@ -203,7 +197,6 @@ class HFBackend(Renders):
         self.eos_ids: set[int] = set(eos if isinstance(eos, list) else [] if eos is None else [eos])
         pad = gen.pad_token_id if gen.pad_token_id is not None else self.tokenizer.pad_token_id
         self.pad_id: int = pad if pad is not None else min(self.eos_ids, default=0)
-        self._versions = {"transformers": transformers.__version__, "torch": torch.__version__}
 
     @property
     def cache_fields(self) -> dict[str, Any]:
@@ -234,7 +227,8 @@ class HFBackend(Renders):
             "prompt_format": self.prompt_format,
             "rope": self.rope.record() if self.rope is not None else None,
             **({"thinking": t} if (t := self.thinking.record()) is not None else {}),
-            **self._versions,
+            "transformers": transformers.__version__,
+            "torch": torch.__version__,
         }
 
     def close(self) -> None:
@@ -342,9 +336,9 @@ class HFBackend(Renders):
         cache.layers = layers
         return cache
 
-    def _shared_cache(self, source: Any, length: int, batch: int, room: int) -> Any:
+    def _shared_cache(self, source: Any, length: int, room: int) -> Any:
         """A cache of :class:`SharedPrefixLayer`: the first ``length`` tokens of ``source`` (the
-        kept batch-1 prefix, not copied) shared by ``batch`` rows with ``room`` tokens each."""
+        kept batch-1 prefix, not copied) shared by rows with ``room`` tokens each."""
         cache = DynamicCache(config=self.model.config)
         cache.layers = [
             SharedPrefixLayer(src.keys[:, :, :length], src.values[:, :, :length], room)
@@ -437,7 +431,7 @@ class HFBackend(Renders):
             if prefix:
                 source, reused = self._prefix_cache(ids[0], prefix)
                 if self._cascade:
-                    cache["past_key_values"] = self._shared_cache(source, prefix, len(rows), room)
+                    cache["past_key_values"] = self._shared_cache(source, prefix, room)
                 elif self._growing:
                     cache["past_key_values"] = self._new_cache(len(rows), room, source, prefix)
                 else:

@@ -18,12 +18,9 @@ from transformers.cache_utils import DynamicLayer
 from transformers.integrations.sdpa_attention import sdpa_attention_forward
 from transformers.masking_utils import AttentionMaskInterface, sdpa_mask
 
-ATTENTION = "lceval_cascade"
-"""Name under which :func:`cascade_attention` is registered with transformers."""
-SCORE_BLOCK_BYTES = 256 << 20
-"""Most bytes of float32 attention scores the unfused fallback materialises at once."""
-PREFIX_ATTR = "_lceval_prefix"
-"""Attribute of the key tensor a :class:`SharedPrefixLayer` returns: the shared (keys, values)."""
+ATTENTION = "lceval_cascade"  # the name cascade_attention is registered under in transformers
+SCORE_BLOCK_BYTES = 256 << 20  # most bytes of float32 scores the unfused attention holds at once
+PREFIX_ATTR = "_lceval_prefix"  # key tensor attribute carrying the shared (keys, values) prefix
 
 
 # -- attention with log-sum-exp ------------------------------------------------------------------
@@ -136,8 +133,7 @@ def merge_attention(
     o1: torch.Tensor, l1: torch.Tensor, o2: torch.Tensor, l2: torch.Tensor
 ) -> torch.Tensor:
     """Merge two attentions over disjoint key sets by their log-sum-exps (float32 out)."""
-    m = torch.maximum(l1, l2)
-    m = torch.where(torch.isinf(m), torch.zeros_like(m), m)
+    m = torch.maximum(l1, l2).nan_to_num(neginf=0.0)  # both -inf: no key seen at all
     w1, w2 = torch.exp(l1 - m), torch.exp(l2 - m)
     den = (w1 + w2).clamp_min(torch.finfo(torch.float32).tiny)
     return (o1.float() * w1.unsqueeze(-1) + o2 * w2.unsqueeze(-1)) / den.unsqueeze(-1)

@@ -1,12 +1,10 @@
-"""Prompt log-probabilities from a loaded ``hf`` or ``vllm`` backend, the input of the membership
+"""Prompt log-probabilities from a loaded ``hf`` or ``vllm`` backend: the input of the membership
 signals (Min-K% Prob, Min-K%++, zlib ratio; :mod:`lceval.contamination`).
 
-Texts are scored raw (no chat template), optionally after a ``prefix`` whose tokens are not
-scored. Token ids: the tokenizer's special tokens for an empty input (BOS or nothing), the
-prefix's, then the text's (lone surrogates replaced by ``?``); the sequence's first token has no
-prediction; a sequence over the window loses the text's last tokens (``truncated``). hf gives
-the mean and standard deviation of the next-token log-probability too (Min-K%++); vLLM
-(``SamplingParams(prompt_logprobs=0)``) gives the tokens' own only.
+Texts are scored raw (no chat template) after the tokenizer's BOS (if any) and an unscored
+``prefix`` (without a BOS the first token has no prediction); a sequence over the window loses
+the text's last tokens. vLLM
+(``SamplingParams(prompt_logprobs=0)``) gives the tokens' own log-probabilities only.
 """
 
 from __future__ import annotations
@@ -22,20 +20,17 @@ from lceval.core.errors import LcevalError
 
 @dataclass(frozen=True)
 class TokenLogprobs:
-    """Log-probabilities of one text's tokens under a model (natural log)."""
+    """Log-probabilities (natural log) of one text's scored ``token_ids`` under a model:
+    ``logprobs[t] = log p(token_t | prefix, tokens < t)``, shape ``(n,)``; ``mean`` / ``std``: mean
+    and standard deviation of ``log p(z | ...)`` over the vocabulary per position (Min-K%++'s mu
+    and sigma; None on vllm); ``truncated``: text tokens dropped to fit the window."""
 
     token_ids: tuple[int, ...]
-    """The text's scored token ids, in order."""
     logprobs: np.ndarray
-    """``log p(token_t | prefix, tokens < t)`` per scored token (shape ``(n,)``)."""
     mean: np.ndarray | None
-    """``E_z[log p(z | ...)]`` per scored position (Min-K%++'s mu); None on vllm."""
     std: np.ndarray | None
-    """The matching standard deviation (Min-K%++'s sigma), or None."""
     truncated: int = 0
-    """Text tokens dropped at the end to fit the backend's window."""
-    engine: str = ""
-    """``hf`` or ``vllm``."""
+    engine: str = ""  # hf or vllm
 
 
 def backend_kind(backend: Any) -> str:
