@@ -1,8 +1,6 @@
-"""The one resumable generation loop: ``lceval infer``, the refinement rounds and every LLM judge
-answer through :func:`generate`. Samples sharing a context run together (prefix caches compute it
-once); with a :class:`~lceval.core.store.ResponseStore` each answer is appended and fsynced as it
-completes and samples answered under (model, config hash, sample hash) are skipped, so a killed
-run resumes. The config hash holds the backend's ``cache_fields`` (:func:`engine_config`).
+"""The one resumable generation loop (``lceval infer``, refinement rounds, LLM judges): samples
+sharing a context run together; each answer is appended to a ResponseStore as it completes, and
+samples answered under (model, config hash, sample hash) are skipped, so a killed run resumes.
 """
 
 from __future__ import annotations
@@ -24,9 +22,7 @@ from lceval.models.base import Backend, GenerationConfig
 
 
 def context_order(samples: Sequence[Sample]) -> list[Sample]:
-    """``samples`` with those sharing a context adjacent (contexts in order of first sample,
-    samples in order within one; samples without a context as one group).
-    """
+    """``samples`` with those sharing a context adjacent (contexts in order of first sample)."""
     first: dict[str | None, int] = {}
     for i, s in enumerate(samples):
         first.setdefault(s.context_id, i)
@@ -35,18 +31,15 @@ def context_order(samples: Sequence[Sample]) -> list[Sample]:
 
 @dataclass(frozen=True)
 class PrefixReuse:
-    """Prompt tokens a backend was asked to encode and those it encoded (prefix caching)."""
+    """Prompt tokens a backend was asked to encode and those it encoded (None: not reported; the
+    rest came from a prefix cache)."""
 
     requested: int
-    """Prompt tokens of the answered samples (tokens)."""
     computed: int | None
-    """Of those, tokens the engine encoded (the rest came from a prefix cache); None when the
-    engine does not report it."""
 
     @property
     def reuse(self) -> float | None:
-        """Share of requested prompt tokens served from a prefix cache (0..1); None when
-        ``computed`` is unknown or nothing was requested."""
+        """Share of requested prompt tokens served from a prefix cache (0..1), or None."""
         if self.computed is None or self.requested <= 0:
             return None
         return 1.0 - self.computed / self.requested
@@ -59,21 +52,15 @@ class PrefixReuse:
         return PrefixReuse(self.requested - earlier.requested, computed)
 
     def as_dict(self) -> dict[str, Any]:
-        """For run.json: ``requested``, ``computed`` and ``reuse`` (0..1, 4 decimals), or
-        ``measured: false`` when the engine does not report computed tokens."""
-        reuse = self.reuse
+        """For run.json: ``requested``, ``computed``, ``reuse`` (4 decimals) or ``measured``."""
         if self.computed is None:
             return {"requested": self.requested, "measured": False}
-        return {
-            "requested": self.requested,
-            "computed": self.computed,
-            "reuse": None if reuse is None else round(reuse, 4),
-        }
+        reuse = None if self.reuse is None else round(self.reuse, 4)
+        return {"requested": self.requested, "computed": self.computed, "reuse": reuse}
 
 
 def prefix_reuse(backend: Any) -> PrefixReuse | None:
-    """The backend's running prompt-token counts (``prompt_tokens_requested`` and
-    ``prompt_tokens_computed`` attributes), or None when it keeps none (API backends)."""
+    """The backend's ``prompt_tokens_requested`` / ``_computed`` counts, None for API backends."""
     requested = getattr(backend, "prompt_tokens_requested", None)
     if not isinstance(requested, int):
         return None
@@ -82,13 +69,11 @@ def prefix_reuse(backend: Any) -> PrefixReuse | None:
 
 
 def engine_config(backend: Any, config: GenerationConfig | None = None) -> GenerationConfig:
-    """``config`` with the backend's ``cache_fields`` (engine, dtype, plain prompts) merged into
-    ``engine``: the config whose hash keys this backend's responses."""
+    """``config`` with the backend's ``cache_fields`` (engine, dtype, ...) merged into ``engine``:
+    the config whose hash keys this backend's responses."""
     config = config or GenerationConfig()
-    fields = dict(getattr(backend, "cache_fields", None) or {})
-    if not fields:
-        return config
-    return dataclasses.replace(config, engine={**config.engine, **fields})
+    fields = getattr(backend, "cache_fields", None) or {}
+    return dataclasses.replace(config, engine={**config.engine, **fields}) if fields else config
 
 
 def generate(
@@ -104,21 +89,15 @@ def generate(
     progress_log: str | os.PathLike[str] | None = None,
     hashes: Mapping[str, str] | None = None,
 ) -> list[Response]:
-    """Answer ``samples`` with ``backend``; resumable when ``store`` is given.
+    """Answer ``samples`` (ids unique; ``contexts`` by id) with ``backend``, greedy by default.
 
     Args:
-        backend: any lceval Backend.
-        samples: the samples to answer (ids unique).
-        contexts: the contexts they reference, by id.
-        config: decoding settings (greedy by default).
-        store: where each answer is appended as it completes; answered samples are skipped. Its
-            writer lock is held throughout.
+        store: where each answer is appended as it completes (its writer lock held throughout);
+            samples answered there are skipped.
         batch_size: samples per ``backend.generate`` / ``stream`` call (>= 1).
-        progress: show the progress bar (:class:`lceval.core.progress.Progress`).
-        desc: the bar's label.
+        progress, desc: show the progress bar, with this label.
         progress_log: also write the bar to this progress.jsonl (``lceval status`` reads it).
-        hashes: sample id -> :func:`~lceval.core.records.sample_hash` (None: computed here; the
-            context baselines of :mod:`lceval.contexts.modes` pass the built samples' own).
+        hashes: sample id -> :func:`~lceval.core.records.sample_hash` (None: computed here).
 
     Returns:
         One response per sample, in order: the stored one (the first success, else the last
@@ -126,7 +105,7 @@ def generate(
 
     Raises:
         LcevalError: batch_size < 1, duplicate sample ids, another process writing the store,
-            or a backend answering out of order.
+            or a backend answering a sample not asked, twice or not at all.
     """
     config = engine_config(backend, config)  # engine settings that change outputs: in the key
     if not isinstance(batch_size, int) or batch_size < 1:
@@ -205,26 +184,20 @@ def answers(
     config: GenerationConfig,
 ) -> Iterator[Response]:
     """The answers to ``batch`` as the engine finishes them: the backend's ``stream`` when it has
-    one, else its ``generate`` (the whole batch at once, in order).
+    one, else its ``generate`` (the whole batch at once).
 
     Raises:
-        LcevalError: the backend answers a sample not asked, one twice, misses one, or
-            (``generate``) returns them out of order.
+        LcevalError: the backend answers a sample not asked, one twice, or misses one.
     """
     stream = getattr(backend, "stream", None)
-    if callable(stream):
-        wanted = {s.id for s in batch}
-        for r in stream(batch, contexts, config):
-            if r.sample_id not in wanted:
-                raise LcevalError(
-                    f"backend {backend.name} answered {r.sample_id!r:.60}, not asked or twice"
-                )
-            wanted.discard(r.sample_id)
-            yield r
-        if wanted:
-            raise LcevalError(f"backend {backend.name} left {len(wanted)} sample(s) unanswered")
-        return
-    out = backend.generate(batch, contexts, config)
-    if len(out) != len(batch) or any(r.sample_id != s.id for r, s in zip(out, batch, strict=True)):
-        raise LcevalError(f"backend {backend.name} returned responses out of order")
-    yield from out
+    out = stream if callable(stream) else backend.generate
+    wanted = {s.id for s in batch}
+    for r in out(batch, contexts, config):
+        if r.sample_id not in wanted:
+            raise LcevalError(
+                f"backend {backend.name} answered {r.sample_id!r:.60}, not asked or twice"
+            )
+        wanted.discard(r.sample_id)
+        yield r
+    if wanted:
+        raise LcevalError(f"backend {backend.name} left {len(wanted)} sample(s) unanswered")

@@ -1,11 +1,9 @@
 """The transformers backend: batched ``generate`` on CPU or GPU, in this process.
 
-Prompts come from :mod:`lceval.models.prompts`. Samples are grouped by context and budget and
-generated with left padding; each row stops at EOS, its own budget or its first stop string.
-Rows sharing a long token prefix (a context followed by many instructions) encode it once: its
-key/value cache is kept across batches and held once per batch (:mod:`lceval.models.hf_attention`;
-``[prefix][pad ... pad][suffix]``, masks and positions as in the plain left-padded batch, so
-float32 outputs equal transformers' own token for token, as tests/models/test_hf.py checks).
+Samples are grouped by context and budget and generated with left padding; each row stops at EOS,
+its own budget or its first stop string. Rows sharing a long token prefix encode it once, keep it
+across batches and hold it once per batch (:mod:`lceval.models.hf_attention`; rows laid out
+``[prefix][pad ... pad][suffix]``): float32 outputs equal transformers' own token for token.
 """
 
 from __future__ import annotations
@@ -33,9 +31,7 @@ from lceval.core.errors import LcevalError, one_line
 from lceval.core.records import Context, FinishReason, Response, Sample
 from lceval.models.backends import HFOptions, parse_options
 from lceval.models.base import GenerationConfig, error_response
-from lceval.models.base import (
-    cache_fields as base_cache_fields,
-)
+from lceval.models.base import cache_fields as base_cache_fields
 from lceval.models.embedded import ModelSource, resolve_model
 from lceval.models.hf_attention import (
     ATTENTION,
@@ -44,12 +40,7 @@ from lceval.models.hf_attention import (
     SharedPrefixLayer,
     kv_bytes_per_token,
 )
-from lceval.models.prompts import (
-    RenderedPrompt,
-    Renders,
-    common_prefix_len,
-    resolve_prompt_format,
-)
+from lceval.models.prompts import RenderedPrompt, Renders, common_prefix_len, resolve_prompt_format
 from lceval.models.rope import RopeOverride, apply_rope, resolve_rope
 from lceval.models.specs import model_window
 from lceval.models.thinking import Thinking, cut_at_stop
@@ -74,24 +65,17 @@ def pick_dtype(dtype: str, device: str) -> torch.dtype:
     CPU, where bf16 is no faster and float32 keeps batching exact)."""
     if dtype != "auto":
         return cast(torch.dtype, getattr(torch, dtype))
-    if device.startswith("cuda"):
-        return torch.bfloat16 if torch.cuda.is_bf16_supported() else torch.float16
-    return torch.float32
+    if not device.startswith("cuda"):
+        return torch.float32
+    return torch.bfloat16 if torch.cuda.is_bf16_supported() else torch.float16
 
 
-MIN_SHARED_PREFIX = 32
-"""Shortest common token prefix (tokens) worth encoding once per batch."""
-GROW_ROOM = 1024
-"""Most spare room (tokens) a batch's key/value buffers get beyond the prompt; they grow by as much
-again when a longer answer needs it."""
-PREFILL_CHUNK = 4096
-"""Default prompt tokens per prefill forward pass (see ``HFBackend(prefill_chunk=...)``)."""
-AUTO_BATCH_CAP = 64
-"""Most rows of an automatically sized GPU batch."""
-HEADROOM_BYTES = 2 << 30
-"""GPU memory (bytes) kept free beside the estimate when a batch is sized automatically."""
-OWN_BATCH_PREFIX = 256
-"""Rows of one context and budget sharing at least this many tokens get batches of their own."""
+MIN_SHARED_PREFIX = 32  # tokens: the shortest common prefix worth encoding once per batch
+GROW_ROOM = 1024  # tokens of spare key/value room beyond the prompt (buffers grow past it)
+PREFILL_CHUNK = 4096  # default prompt tokens per prefill forward pass
+AUTO_BATCH_CAP = 64  # most rows of an automatically sized GPU batch
+HEADROOM_BYTES = 2 << 30  # GPU memory kept free beside the estimate of an automatic batch
+OWN_BATCH_PREFIX = 256  # rows of one context and budget sharing this many tokens batch alone
 
 
 @dataclass
@@ -106,31 +90,23 @@ class _Row:
 
 
 class _RowStop(StoppingCriteria):
-    """Per-row stop: at the row's budget or once its decoded tail holds a stop string
-    (``stopped_at[i]``: generated tokens when it appeared).
-    """
+    """Per-row stop at the row's budget or once its decoded tail holds a stop string
+    (``stopped_at[i]``: generated tokens by then)."""
 
-    def __init__(
-        self, tokenizer: Any, start: int, budgets: list[int], stops: list[tuple[str, ...]]
-    ):
-        self.tokenizer = tokenizer
-        self.start = start
-        self.budgets = budgets
-        self.stops = stops
-        self.tail = max((len(s) for ss in stops for s in ss), default=0) + 8
-        self.stopped_at: list[int | None] = [None] * len(budgets)
+    def __init__(self, tokenizer: Any, start: int, rows: list[_Row]):
+        self.tokenizer, self.start, self.rows = tokenizer, start, rows
+        self.tail = max((len(s) for r in rows for s in r.prompt.stop), default=0) + 8
+        self.stopped_at: list[int | None] = [None] * len(rows)
 
     def __call__(self, input_ids: torch.Tensor, scores: Any, **kwargs: Any) -> torch.Tensor:
         n = input_ids.shape[1] - self.start
-        done = [
-            n >= b or at is not None for b, at in zip(self.budgets, self.stopped_at, strict=True)
-        ]
-        for i, stops in enumerate(self.stops):
-            if stops and not done[i] and n > 0:
+        for i, r in enumerate(self.rows):
+            if r.prompt.stop and 0 < n < r.budget and self.stopped_at[i] is None:
                 tail = input_ids[i, max(self.start, input_ids.shape[1] - self.tail) :].tolist()
                 text = self.tokenizer.decode(tail, skip_special_tokens=True)
-                if any(s in text for s in stops):
-                    done[i], self.stopped_at[i] = True, n
+                if any(s in text for s in r.prompt.stop):
+                    self.stopped_at[i] = n
+        done = [n >= r.budget or self.stopped_at[i] is not None for i, r in enumerate(self.rows)]
         return torch.tensor(done, dtype=torch.bool, device=input_ids.device)
 
 
@@ -155,107 +131,85 @@ class HFBackend(Renders):
     ) -> None:
         o = options if options is not None else cast(HFOptions, parse_options("hf", given))
         self.options: HFOptions = o
-        window, num_threads, max_batch_rows = o.window, o.num_threads, o.max_batch_rows
-        trust_remote_code, prompt_format = o.trust_remote_code, o.prompt_format
-        rope_theta, rope_scaling = o.rope_theta, o.rope_scaling
         self.source: ModelSource = resolve_model(model)
         self.name = self.source.name
         self.device = pick_device(o.device)
-        self.threads: ThreadChoice | None = None
-        """How the CPU thread count was chosen (None: given as ``num_threads``, or a GPU)."""
-        if num_threads is None and self.device == "cpu":
-            self.threads = choose_threads()
-            num_threads = self.threads.threads
+        # how the CPU threads were chosen (None: num_threads given, or a GPU)
+        chosen = o.num_threads is None and self.device == "cpu"
+        self.threads: ThreadChoice | None = choose_threads() if chosen else None
+        num_threads = self.threads.threads if self.threads else o.num_threads
         if num_threads is not None:
             torch.set_num_threads(num_threads)
         self.dtype = pick_dtype(o.dtype, self.device)
-        self.auto_batch = max_batch_rows is None
-        self.batch_size = max_batch_rows or (
-            AUTO_BATCH_CAP if self.device.startswith("cuda") else 8
-        )
+        self.auto_batch = o.max_batch_rows is None
+        gpu = self.device.startswith("cuda")
+        self.batch_size = o.max_batch_rows or (AUTO_BATCH_CAP if gpu else 8)
         self.call_size = self.batch_size
         self.prefill_chunk = o.prefill_chunk or PREFILL_CHUNK
         self.share_prefix = o.share_prefix
-        self._prefix_ids: list[int] = []
-        """Token ids of the last shared prefix encoded (empty: none kept)."""
-        self._prefix_kv: Any = None
-        """Its key/value cache, batch size 1 (never handed to ``generate`` itself, only copies)."""
-        self.prompt_tokens_requested = 0
-        """Prompt tokens of every row answered so far (padding excluded)."""
-        self.prompt_tokens_computed = 0
-        """Of those, the tokens the model encoded (the rest came from a prefix cache)."""
+        self._prefix_ids: list[int] = []  # the kept shared prefix (empty: none) and its
+        self._prefix_kv: Any = None  # batch-1 cache (only copies or views go to generate)
+        self.prompt_tokens_requested = 0  # prompt tokens answered (padding excluded), of which
+        self.prompt_tokens_computed = 0  # the model encoded these (the rest: a kept prefix)
+        load = {"trust_remote_code": o.trust_remote_code, "local_files_only": True}
+        window = o.window
         try:
-            self.tokenizer = AutoTokenizer.from_pretrained(
-                self.source.path, trust_remote_code=trust_remote_code, local_files_only=True
-            )
-            config = AutoConfig.from_pretrained(
-                self.source.path, trust_remote_code=trust_remote_code, local_files_only=True
-            )
-            # -- RoPE overrides (lceval.models.rope): set on the config, never on model code --
+            self.tokenizer = AutoTokenizer.from_pretrained(self.source.path, **load)
+            config = AutoConfig.from_pretrained(self.source.path, **load)
             self.rope: RopeOverride | None = None
             try:
-                self.rope = resolve_rope(config, rope_theta, rope_scaling)
+                self.rope = resolve_rope(config, o.rope_theta, o.rope_scaling)
             except LcevalError:
-                if rope_theta is not None or rope_scaling is not None:
+                if o.rope_theta is not None or o.rope_scaling is not None:
                     raise
-            if self.rope is not None and self.rope.changed:
+            if self.rope is not None and self.rope.changed:  # on the config, not the model code
                 apply_rope(config, self.rope)
                 window = window or self.rope.extended_window()
                 if self.rope.parameters.get("rope_type") == "dynamic":
                     self.share_prefix = False  # keys of a kept prefix used another base
             lm: Any = AutoModelForCausalLM.from_pretrained(
-                self.source.path,
-                config=config,
-                dtype=self.dtype,
-                trust_remote_code=trust_remote_code,
-                local_files_only=True,
+                self.source.path, config=config, dtype=self.dtype, **load
             )
         except (OSError, ValueError) as exc:
-            msg = one_line(exc)
             raise LcevalError(
-                f"cannot load model {self.name} from {self.source.path}: {msg}"
+                f"cannot load model {self.name} from {self.source.path}: {one_line(exc)}"
             ) from None
         self.model: Any = lm.to(torch.device(self.device)).eval()
-        if self.model.config._attn_implementation == "sdpa":
+        cfg = self.model.config
+        if cfg._attn_implementation == "sdpa":
             self.model.set_attn_implementation(ATTENTION)
-        self._growing = _plain_layers(DynamicCache(config=self.model.config))
-        """Full-attention layers only: buffers with room and a prefix kept across batches."""
-        self._cascade = self._growing and self.model.config._attn_implementation == ATTENTION
-        """The shared prefix is held once per batch (else repeated over the rows)."""
-        self._logits_kw: dict[str, Any] = (
-            {"logits_to_keep": 1}
-            if "logits_to_keep" in inspect.signature(self.model.forward).parameters
-            else {}
-        )
-        self._kv_token = kv_bytes_per_token(self.model.config, self.dtype)
-        self.prompt_format = resolve_prompt_format(self.tokenizer, prompt_format)
+        # full-attention layers only (a sliding window or linear state cannot be cut back):
+        # buffers with room and a prefix kept across batches
+        layers = DynamicCache(config=cfg).layers
+        self._growing = bool(layers) and all(type(x) is DynamicLayer for x in layers)
+        # the shared prefix held once per batch (else repeated over the rows)
+        self._cascade = self._growing and cfg._attn_implementation == ATTENTION
+        keeps = "logits_to_keep" in inspect.signature(self.model.forward).parameters
+        self._logits_kw: dict[str, Any] = {"logits_to_keep": 1} if keeps else {}
+        self._kv_token = kv_bytes_per_token(cfg, self.dtype)
+        self.prompt_format = resolve_prompt_format(self.tokenizer, o.prompt_format)
         self.thinking = Thinking.from_tokenizer(
             self.tokenizer, o.enable_thinking, o.max_thinking_tokens, o.think_end
         )
-        self.window = window or model_window(self.model.config, self.tokenizer)
+        self.window = window or model_window(cfg, self.tokenizer)
         gen = self.model.generation_config
         eos = gen.eos_token_id if gen.eos_token_id is not None else self.tokenizer.eos_token_id
-        self.eos_ids: set[int] = set(
-            eos if isinstance(eos, list) else [eos] if eos is not None else []
-        )
+        self.eos_ids: set[int] = set(eos if isinstance(eos, list) else [] if eos is None else [eos])
         pad = gen.pad_token_id if gen.pad_token_id is not None else self.tokenizer.pad_token_id
-        self.pad_id: int = pad if pad is not None else (min(self.eos_ids) if self.eos_ids else 0)
-        self._versions = {"transformers": transformers.__version__, "torch": torch.__version__}
+        self.pad_id: int = pad if pad is not None else min(self.eos_ids, default=0)
 
     @property
     def cache_fields(self) -> dict[str, Any]:
         """Settings that change outputs and so join the response cache key
-        (:func:`lceval.models.base.cache_fields`).
-        """
-        rope = getattr(self, "rope", None)  # None: no RoPE model, or a bare stub
-        thinking = getattr(self, "thinking", None)  # None: a bare stub
-        return base_cache_fields("hf", self._dtype_name, self.prompt_format, rope, thinking)
+        (:func:`lceval.models.base.cache_fields`)."""
+        return base_cache_fields(
+            "hf", self._dtype_name, self.prompt_format, self.rope, self.thinking
+        )
 
     @property
     def _dtype_name(self) -> str:
         return str(self.dtype).removeprefix("torch.")
 
-    # -- provenance -------------------------------------------------------------------------------
     def info(self) -> dict[str, Any]:
         """Provenance for run.json: backend, model source, device, dtype, window, versions."""
         return {
@@ -273,15 +227,19 @@ class HFBackend(Renders):
             "prompt_format": self.prompt_format,
             "rope": self.rope.record() if self.rope is not None else None,
             **({"thinking": t} if (t := self.thinking.record()) is not None else {}),
-            **self._versions,
+            "transformers": transformers.__version__,
+            "torch": torch.__version__,
         }
 
     def close(self) -> None:
         """Drop the model and the kept prefix cache, and free GPU memory."""
         self.model = None
         self._prefix_ids, self._prefix_kv = [], None
+        self._free()
+
+    def _free(self) -> None:
         gc.collect()
-        if torch.cuda.is_available():
+        if self.device.startswith("cuda"):
             torch.cuda.empty_cache()
 
     # -- generation -------------------------------------------------------------------------------
@@ -313,8 +271,7 @@ class HFBackend(Renders):
 
     def _plan(self, rows: list[_Row]) -> list[list[_Row]]:
         """Batches: rows of one context and budget sharing :data:`OWN_BATCH_PREFIX` tokens on their
-        own (in context order), rows longer than ``prefill_chunk`` alone, the rest by budget.
-        """
+        own (in context order), rows longer than ``prefill_chunk`` alone, the rest by budget."""
         first: dict[str | None, int] = {}
         for r in rows:
             first.setdefault(r.sample.context_id, r.index)
@@ -324,10 +281,9 @@ class HFBackend(Renders):
         own: list[list[_Row]] = []
         rest: list[_Row] = []
         for group in groups.values():
-            ids = [r.ids for r in group]
-            shared = self.share_prefix and (
-                (len(group) > 1 and common_prefix_len(ids) >= OWN_BATCH_PREFIX)
-                or self._kept_prefix(group[0].ids) >= OWN_BATCH_PREFIX
+            shared = self.share_prefix and OWN_BATCH_PREFIX <= max(
+                common_prefix_len([r.ids for r in group]) if len(group) > 1 else 0,
+                self._kept_prefix(group[0].ids),
             )
             if shared:
                 own.extend(_chunks(group, self.batch_size))
@@ -340,23 +296,18 @@ class HFBackend(Renders):
 
     def _kept_prefix(self, ids: Sequence[int]) -> int:
         """How many leading tokens of ``ids`` the kept prefix cache holds."""
-        if self._prefix_kv is None:
-            return 0
-        return common_prefix_len([self._prefix_ids, ids])
+        return 0 if self._prefix_kv is None else common_prefix_len([self._prefix_ids, ids])
 
     def _prefill(self, cache: Any, ids: Sequence[int]) -> None:
         """Encode ``ids`` (one row) into ``cache`` in chunks of ``prefill_chunk`` tokens, keeping
-        no logits beyond the last position (activations and masks stay ``chunk x prompt``)."""
+        logits of the last position only (activations and masks stay ``chunk x prompt``)."""
         for k in range(0, len(ids), self.prefill_chunk):
-            chunk = torch.tensor(
-                [ids[k : k + self.prefill_chunk]], dtype=torch.long, device=self.device
-            )
+            chunk = torch.tensor([ids[k : k + self.prefill_chunk]], device=self.device)
             self.model(chunk, past_key_values=cache, use_cache=True, **self._logits_kw)
 
     def _prefix_cache(self, ids: list[int], n: int) -> tuple[Any, int]:
         """A batch-1 cache holding ``ids[:n]`` and how many tokens came from the kept prefix (reused
-        as far as it matches, the rest prefilled, the result kept for the next batches).
-        """
+        as far as it matches, the rest prefilled, the result kept for the next batches)."""
         if not self._growing:
             cache = DynamicCache(config=self.model.config)
             self._prefill(cache, ids[:n])
@@ -375,26 +326,22 @@ class HFBackend(Renders):
         self, batch: int, room: int, source: Any = None, length: int = 0, kept: bool = False
     ) -> Any:
         """A :class:`GrowingLayer` cache with ``room`` tokens, preloaded with ``source[:length]``
-        repeated over ``batch`` rows (``kept``: :class:`PrefixLayer` for the cascade).
-        """
+        repeated over ``batch`` rows (``kept``: :class:`PrefixLayer` for the cascade)."""
         cache = DynamicCache(config=self.model.config)
-        layers: list[Any] = []
         cls = PrefixLayer if kept and self._cascade else GrowingLayer
-        for i in range(len(cache.layers)):
-            layer = cls(room)
-            if source is not None and length:
-                src = source.layers[i]
+        layers: list[Any] = [cls(room) for _ in cache.layers]
+        if source is not None and length:
+            for layer, src in zip(layers, source.layers, strict=True):
                 layer.preload(src.keys[:, :, :length], src.values[:, :, :length], batch)
-            layers.append(layer)
         cache.layers = layers
         return cache
 
-    def _shared_cache(self, source: Any, length: int, batch: int, room: int) -> Any:
+    def _shared_cache(self, source: Any, length: int, room: int) -> Any:
         """A cache of :class:`SharedPrefixLayer`: the first ``length`` tokens of ``source`` (the
-        kept batch-1 prefix, not copied) shared by ``batch`` rows with ``room`` tokens each."""
+        kept batch-1 prefix, not copied) shared by rows with ``room`` tokens each."""
         cache = DynamicCache(config=self.model.config)
         cache.layers = [
-            SharedPrefixLayer(src.keys[:, :, :length], src.values[:, :, :length], batch, room)
+            SharedPrefixLayer(src.keys[:, :, :length], src.values[:, :, :length], room)
             for src in source.layers
         ]
         return cache
@@ -412,86 +359,61 @@ class HFBackend(Renders):
     def row_bytes(self, width: int, room: int) -> int:
         """Estimated bytes of one row beyond the shared prefix: keys/values, activations, logits."""
         cfg = getattr(self.model.config, "text_config", None) or self.model.config
-        size = torch.finfo(self.dtype).bits // 8
         hidden = int(getattr(cfg, "hidden_size", 0))
         inter = int(getattr(cfg, "intermediate_size", 0) or 4 * hidden)
-        vocab = int(getattr(cfg, "vocab_size", 0))
-        activations = width * (6 * hidden + 3 * inter) * size
-        return self._kv_token * (width + room) + activations + 3 * 4 * vocab
+        activations = width * (6 * hidden + 3 * inter) * (torch.finfo(self.dtype).bits // 8)
+        return self._kv_token * (width + room) + activations + 12 * int(cfg.vocab_size)
 
     def rows_that_fit(self, prefix_new: int, width: int, room: int) -> int:
-        """Most rows (>= 1) that fit the free GPU memory less :data:`HEADROOM_BYTES`;
-        ``batch_size`` off CUDA or when the user set it.
-        """
+        """Most rows (>= 1) that fit the free GPU memory less :data:`HEADROOM_BYTES` beside
+        ``prefix_new`` tokens of prefix to encode; ``batch_size`` off CUDA or when the user set
+        it."""
         mem = self.free_memory()
         if mem is None or not self.auto_batch:
             return self.batch_size
-        free, _ = mem
-        budget = free - HEADROOM_BYTES - self._kv_token * prefix_new
+        budget = mem[0] - HEADROOM_BYTES - self._kv_token * prefix_new
         budget -= self.row_bytes(min(prefix_new, self.prefill_chunk), 0)
         return max(1, min(self.batch_size, budget // max(1, self.row_bytes(width, room))))
 
-    def _oom_reason(self, row: _Row) -> str:
-        mem = self.free_memory()
-        where = (
-            f"{mem[0] / 2**30:.1f} GiB free of {mem[1] / 2**30:.1f} GiB on {self.device}"
-            if mem
-            else f"on {self.device}"
-        )
-        return f"out of memory answering alone: prompt {len(row.ids)} tokens, {where}"
-
     def _run_batch(self, rows: list[_Row], config: GenerationConfig) -> list[tuple[_Row, Response]]:
         """Generate one batch in as many rows as fit: out of memory halves it (a row alone: an
-        error Response); any other failure retries its rows one by one.
-        """
-        fit = self._fit(rows, config)
-        if fit < len(rows):
-            return [
-                pair
-                for k in range(0, len(rows), fit)
-                for pair in self._run_batch(rows[k : k + fit], config)
-            ]
-        oom = False
-        try:
-            return self._generate_rows(rows, config)
-        except torch.OutOfMemoryError:
-            oom = True  # retried below, once the failed attempt's frames (and caches) are gone
-        except (RuntimeError, ValueError) as exc:
-            if len(rows) == 1:
-                return [(rows[0], error_response(rows[0].sample, self.name, config, exc))]
-        if oom:
-            self._prefix_ids, self._prefix_kv = [], None  # it may be half-built
-        self._free()
-        if oom and len(rows) == 1:
-            oom_error = LcevalError(self._oom_reason(rows[0]))
-            return [(rows[0], error_response(rows[0].sample, self.name, config, oom_error))]
-        if oom:
-            half = (len(rows) + 1) // 2
-            return self._run_batch(rows[:half], config) + self._run_batch(rows[half:], config)
-        return [pair for r in rows for pair in self._run_batch([r], config)]
-
-    def _fit(self, rows: list[_Row], config: GenerationConfig) -> int:
-        if len(rows) == 1:
-            return 1
+        error Response); any other failure retries its rows one by one."""
         prefix, width = self._layout([r.ids for r in rows])
         new = prefix - min(self._kept_prefix(rows[0].ids), prefix)  # 0 without a prefix
-        room = min(max(r.budget for r in rows), GROW_ROOM)
-        return self.rows_that_fit(new, width, room)
+        fit = self.rows_that_fit(new, width, min(max(r.budget for r in rows), GROW_ROOM))
+        if fit < len(rows):
+            parts = _chunks(rows, fit)
+        else:
+            oom = False
+            try:
+                return self._generate_rows(rows, config)
+            except torch.OutOfMemoryError:
+                oom = True  # retried below, once the failed attempt's frames (caches) are gone
+            except (RuntimeError, ValueError) as exc:
+                if len(rows) == 1:
+                    return [(rows[0], error_response(rows[0].sample, self.name, config, exc))]
+            if oom:
+                self._prefix_ids, self._prefix_kv = [], None  # it may be half-built
+            self._free()
+            if oom and len(rows) == 1:
+                mem = self.free_memory()
+                where = f"{mem[0] / 2**30:.1f} GiB free of {mem[1] / 2**30:.1f} GiB " if mem else ""
+                error = LcevalError(
+                    f"out of memory answering alone: prompt {len(rows[0].ids)} tokens, "
+                    f"{where}on {self.device}"
+                )
+                return [(rows[0], error_response(rows[0].sample, self.name, config, error))]
+            parts = _chunks(rows, (len(rows) + 1) // 2 if oom else 1)
+        return [pair for part in parts for pair in self._run_batch(part, config)]
 
     def _layout(self, ids: list[list[int]]) -> tuple[int, int]:
         """``(shared prefix, widest own part)`` in tokens for a batch of token rows."""
         prefix = 0
-        if self.share_prefix and (self._growing or len({len(x) for x in ids}) == 1):
+        if self.share_prefix and (self._growing or len(set(map(len, ids))) == 1):
             # sliding-window layers count padding inside the window: share only unpadded rows
-            prefix = min(common_prefix_len(ids), min(len(x) for x in ids) - 1)
-            if prefix < MIN_SHARED_PREFIX:
-                prefix = 0
+            prefix = min(common_prefix_len(ids), min(map(len, ids)) - 1)
+            prefix = prefix if prefix >= MIN_SHARED_PREFIX else 0
         return prefix, max(len(x) - prefix for x in ids)
-
-    def _free(self) -> None:
-        gc.collect()
-        if self.device.startswith("cuda"):
-            torch.cuda.empty_cache()
 
     def _generate_rows(
         self, rows: list[_Row], config: GenerationConfig
@@ -499,58 +421,46 @@ class HFBackend(Renders):
         t0 = time.perf_counter()
         ids = [r.ids for r in rows]
         prefix, width = self._layout(ids)
-        input_ids = torch.full((len(rows), prefix + width), self.pad_id, dtype=torch.long)
-        mask = torch.zeros_like(input_ids)
-        input_ids[:, :prefix] = torch.tensor(ids[0][:prefix], dtype=torch.long)
-        mask[:, :prefix] = 1
-        for i, x in enumerate(ids):  # suffixes right-aligned: [prefix][pad][suffix]
-            n = len(x) - prefix
-            input_ids[i, input_ids.shape[1] - n :] = torch.tensor(x[prefix:], dtype=torch.long)
-            mask[i, input_ids.shape[1] - n :] = 1
-        input_ids, mask = input_ids.to(self.device), mask.to(self.device)
-        start = input_ids.shape[1]
-        kwargs: dict[str, Any] = {}
+        start = prefix + width  # rows: [prefix][pad ... pad][suffix]
+        tokens = [x[:prefix] + [self.pad_id] * (start - len(x)) + x[prefix:] for x in ids]
+        mask = [[1] * prefix + [0] * (start - len(x)) + [1] * (len(x) - prefix) for x in ids]
+        cache: dict[str, Any] = {}
         reused = 0
         room = width + min(max(r.budget for r in rows), GROW_ROOM)
         with torch.inference_mode():
             if prefix:
                 source, reused = self._prefix_cache(ids[0], prefix)
                 if self._cascade:
-                    kwargs["past_key_values"] = self._shared_cache(source, prefix, len(rows), room)
+                    cache["past_key_values"] = self._shared_cache(source, prefix, room)
                 elif self._growing:
-                    kwargs["past_key_values"] = self._new_cache(len(rows), room, source, prefix)
+                    cache["past_key_values"] = self._new_cache(len(rows), room, source, prefix)
                 else:
                     source.batch_repeat_interleave(len(rows))
-                    kwargs["past_key_values"] = source
+                    cache["past_key_values"] = source
             elif self._growing:
-                kwargs["past_key_values"] = self._new_cache(len(rows), room)
+                cache["past_key_values"] = self._new_cache(len(rows), room)
             sampling: dict[str, Any]
             if config.temperature > 0:
                 torch.manual_seed(config.seed)
-                sampling = {
-                    "do_sample": True,
-                    "temperature": config.temperature,
-                    "top_p": config.top_p,
-                }
+                sampling = {"do_sample": True, "temperature": config.temperature}
+                sampling["top_p"] = config.top_p
             else:
                 sampling = {"do_sample": False, "temperature": None, "top_p": None, "top_k": None}
-            stop = _RowStop(
-                self.tokenizer, start, [r.budget for r in rows], [r.prompt.stop for r in rows]
-            )
+            stop = _RowStop(self.tokenizer, start, rows)
             out = self.model.generate(
-                input_ids=input_ids,
-                attention_mask=mask,
+                input_ids=torch.tensor(tokens, device=self.device),
+                attention_mask=torch.tensor(mask, device=self.device),
                 max_new_tokens=max(r.budget for r in rows),
                 pad_token_id=self.pad_id,
                 eos_token_id=sorted(self.eos_ids) or None,
                 stopping_criteria=StoppingCriteriaList([stop]),
                 **{**sampling, **dict(config.extra)},  # extra (top_k, ...) wins over defaults
-                **kwargs,
+                **cache,
             )
         gen: list[list[int]] = out[:, start:].tolist()
-        del out, kwargs
+        del out, cache
         latency = (time.perf_counter() - t0) / len(rows)
-        self.prompt_tokens_requested += sum(len(x) for x in ids)
+        self.prompt_tokens_requested += sum(map(len, ids))
         self.prompt_tokens_computed += prefix - reused + sum(len(x) - prefix for x in ids)
         return [
             (r, self._response(r, g, at, config, latency))
@@ -566,17 +476,15 @@ class HFBackend(Renders):
         latency: float,
     ) -> Response:
         """Cut a row's generated ids at its end (stop string, EOS or budget) and decode."""
-        if stopped_at is not None:  # later ids are padding
-            gen = gen[:stopped_at]
+        gen = gen[: row.budget if stopped_at is None else stopped_at]  # later ids: padding
         ends = self.eos_ids | {self.pad_id}  # a finished row is padded with pad_id
         n = next((j for j, t in enumerate(gen) if t in ends), None)
-        hit_eos = n is not None and n < row.budget and stopped_at is None
-        toks = gen[: n if n is not None and n < row.budget else row.budget]
+        hit_eos = n is not None and stopped_at is None
+        toks = gen[:n]
         reason: FinishReason = "stop" if hit_eos or stopped_at is not None else "length"
-        thinking = getattr(self, "thinking", None)
         reasoning, n_think, unfinished = None, 0, False
-        if thinking is not None and thinking.markers is not None:
-            text, reasoning, n_think, unfinished, reason = thinking.answer(
+        if self.thinking.markers is not None:
+            text, reasoning, n_think, unfinished, reason = self.thinking.answer(
                 self.tokenizer, toks, row.prompt, row.sample.stop, reason
             )
         else:
@@ -600,12 +508,3 @@ class HFBackend(Renders):
 
 def _chunks(rows: list[_Row], size: int) -> list[list[_Row]]:
     return [rows[k : k + size] for k in range(0, len(rows), size)]
-
-
-def _plain_layers(cache: Any) -> bool:
-    """Whether every layer of ``cache`` is a plain full-attention ``DynamicLayer`` (no sliding
-    window or linear-attention state, which keep a bounded state that cannot be cut back)."""
-    layers = getattr(cache, "layers", None)
-    if not layers:
-        return False
-    return all(type(layer) is DynamicLayer for layer in layers)

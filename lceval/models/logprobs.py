@@ -1,12 +1,10 @@
-"""Prompt log-probabilities from a loaded ``hf`` or ``vllm`` backend, the input of the membership
+"""Prompt log-probabilities from a loaded ``hf`` or ``vllm`` backend: the input of the membership
 signals (Min-K% Prob, Min-K%++, zlib ratio; :mod:`lceval.contamination`).
 
-Texts are scored raw (no chat template), optionally after a ``prefix`` whose tokens are not
-scored. Token ids: the tokenizer's special tokens for an empty input (BOS or nothing), the
-prefix's, then the text's (lone surrogates replaced by ``?``); the sequence's first token has no
-prediction; a sequence over the window loses the text's last tokens (``truncated``). hf gives
-the mean and standard deviation of the next-token log-probability too (Min-K%++); vLLM
-(``SamplingParams(prompt_logprobs=0)``) gives the tokens' own only.
+Texts are scored raw (no chat template) after the tokenizer's BOS (if any) and an unscored
+``prefix`` (without a BOS the first token has no prediction); a sequence over the window loses
+the text's last tokens. vLLM
+(``SamplingParams(prompt_logprobs=0)``) gives the tokens' own log-probabilities only.
 """
 
 from __future__ import annotations
@@ -22,20 +20,17 @@ from lceval.core.errors import LcevalError
 
 @dataclass(frozen=True)
 class TokenLogprobs:
-    """Log-probabilities of one text's tokens under a model (natural log)."""
+    """Log-probabilities (natural log) of one text's scored ``token_ids`` under a model:
+    ``logprobs[t] = log p(token_t | prefix, tokens < t)``, shape ``(n,)``; ``mean`` / ``std``: mean
+    and standard deviation of ``log p(z | ...)`` over the vocabulary per position (Min-K%++'s mu
+    and sigma; None on vllm); ``truncated``: text tokens dropped to fit the window."""
 
     token_ids: tuple[int, ...]
-    """The text's scored token ids, in order."""
     logprobs: np.ndarray
-    """``log p(token_t | prefix, tokens < t)`` per scored token (shape ``(n,)``)."""
     mean: np.ndarray | None
-    """``E_z[log p(z | ...)]`` per scored position (Min-K%++'s mu); None on vllm."""
     std: np.ndarray | None
-    """The matching standard deviation (Min-K%++'s sigma), or None."""
     truncated: int = 0
-    """Text tokens dropped at the end to fit the backend's window."""
-    engine: str = ""
-    """``hf`` or ``vllm``."""
+    engine: str = ""  # hf or vllm
 
 
 def backend_kind(backend: Any) -> str:
@@ -54,13 +49,6 @@ def backend_kind(backend: Any) -> str:
     )
 
 
-def _head(tokenizer: Any) -> list[int]:
-    """Special tokens the tokenizer adds to an empty input (BOS or nothing)."""
-    ids = tokenizer("", add_special_tokens=True)["input_ids"]
-    eos = getattr(tokenizer, "eos_token_id", None)
-    return [int(i) for i in ids if i != eos]
-
-
 def _ids(tokenizer: Any, text: str) -> list[int]:
     clean = text.encode("utf-8", "replace").decode("utf-8")  # lone surrogates -> "?"
     return [int(i) for i in tokenizer(clean, add_special_tokens=False)["input_ids"]]
@@ -74,21 +62,20 @@ def _sequences(
         raise LcevalError("prompt_logprobs: texts and prefixes must be lists of strings")
     if prefixes is not None and len(prefixes) != len(texts):
         raise LcevalError("prompt_logprobs: prefixes and texts differ in length")
-    if prefixes is not None and not all(isinstance(p, str) for p in prefixes):
-        raise LcevalError("prompt_logprobs: every prefix must be a string")
-    head = _head(tokenizer)
+    eos = getattr(tokenizer, "eos_token_id", None)
+    head = [int(i) for i in tokenizer("", add_special_tokens=True)["input_ids"] if i != eos]
     out = []
     for i, text in enumerate(texts):
-        if not isinstance(text, str):
-            raise LcevalError(f"prompt_logprobs: text {i} is not a string")
-        lead = head + (_ids(tokenizer, prefixes[i]) if prefixes is not None else [])
-        body = _ids(tokenizer, text)
+        prefix = "" if prefixes is None else prefixes[i]
+        if not isinstance(text, str) or not isinstance(prefix, str):
+            what = "text" if not isinstance(text, str) else "every prefix"
+            raise LcevalError(f"prompt_logprobs: {what} must be a string (text {i})")
+        lead, body = head + (_ids(tokenizer, prefix) if prefix else []), _ids(tokenizer, text)
         if not body:
             raise LcevalError(f"prompt_logprobs: text {i} has no tokens")
-        room = window - len(lead)
-        if room < 1:
+        if window - len(lead) < 1:
             raise LcevalError(f"prompt_logprobs: prefix {i} alone fills the window {window}")
-        kept = body[:room]
+        kept = body[: window - len(lead)]
         start = max(len(lead), 1)  # position 0 has no prediction
         if start >= len(lead) + len(kept):
             raise LcevalError(f"prompt_logprobs: text {i} has no scorable token")
@@ -99,41 +86,28 @@ def _sequences(
 def _hf(
     backend: Any, seqs: list[tuple[list[int], int, int]], distribution: bool, chunk: int
 ) -> list[TokenLogprobs]:
-    import torch
+    import torch  # only for hf
 
-    model = backend.model
-    device = next(model.parameters()).device
+    device = next(backend.model.parameters()).device
     out = []
     for ids, start, dropped in seqs:
-        x = torch.tensor([ids], device=device)
         keep = len(ids) - start + 1  # logits predicting positions start..end (from start - 1)
+        kw = {"logits_to_keep": keep} if backend._logits_kw else {}  # else all, cut below
         with torch.inference_mode():
-            try:
-                logits = model(x, logits_to_keep=keep).logits[0]
-            except TypeError:  # older models without logits_to_keep
-                logits = model(x).logits[0, -keep:]
-        logits = logits[:-1]  # the last position predicts past the text
-        target = torch.tensor(ids[start:], device=device)
-        lp, mu, sd = [], [], []
+            logits = backend.model(torch.tensor([ids], device=device), **kw).logits
+        logits = logits[0, -keep:-1]  # the last position predicts past the text
+        target = torch.tensor(ids[start:], device=device)[:, None]
+        parts = []  # (log p of the token, mean, std) per block of positions
         for a in range(0, logits.shape[0], chunk):
             logp = torch.log_softmax(logits[a : a + chunk].float(), dim=-1)
-            lp.append(logp.gather(1, target[a : a + chunk, None])[:, 0])
-            if distribution:
-                p = logp.exp()
-                m = (p * logp).sum(-1)
-                second = (p * logp.square()).sum(-1)
-                mu.append(m)
-                sd.append((second - m.square()).clamp_min(0).sqrt())
-        out.append(
-            TokenLogprobs(
-                tuple(ids[start:]),
-                torch.cat(lp).double().cpu().numpy(),
-                torch.cat(mu).double().cpu().numpy() if distribution else None,
-                torch.cat(sd).double().cpu().numpy() if distribution else None,
-                dropped,
-                "hf",
-            )
-        )
+            p = logp.exp()
+            mean = (p * logp).sum(-1)
+            std = ((p * logp.square()).sum(-1) - mean.square()).clamp_min(0).sqrt()
+            parts.append(torch.stack([logp.gather(1, target[a : a + chunk])[:, 0], mean, std]))
+        lp, mu, sd = torch.cat(parts, 1).double().cpu().numpy()
+        if not distribution:
+            mu = sd = None
+        out.append(TokenLogprobs(tuple(ids[start:]), lp, mu, sd, dropped, "hf"))
     return out
 
 
@@ -145,13 +119,11 @@ def _vllm(backend: Any, seqs: list[tuple[list[int], int, int]]) -> list[TokenLog
     results = backend.llm.generate(prompts, params, use_tqdm=False)
     out = []
     for (ids, start, dropped), res in zip(seqs, results, strict=True):
-        plp = res.prompt_logprobs
-        vals = []
+        plp, vals = res.prompt_logprobs or [], []
         for t in range(start, len(ids)):
-            entry = plp[t] if plp is not None else None
-            if not entry or ids[t] not in entry:
+            if t >= len(plp) or not plp[t] or ids[t] not in plp[t]:
                 raise LcevalError(f"vLLM returned no log-probability for prompt position {t}")
-            vals.append(float(entry[ids[t]].logprob))
+            vals.append(float(plp[t][ids[t]].logprob))
         out.append(TokenLogprobs(tuple(ids[start:]), np.asarray(vals), None, None, dropped, "vllm"))
     return out
 
@@ -184,9 +156,7 @@ def prompt_logprobs(
             or a window below 2.
     """
     kind = backend_kind(backend)
-    if window is not None and (
-        not isinstance(window, int) or isinstance(window, bool) or window < 2
-    ):
+    if window is not None and (type(window) is not int or window < 2):
         raise LcevalError(f"prompt_logprobs: window must be an integer >= 2, got {window!r}")
     size = int(window or getattr(backend, "window", 0) or 2048)
     seqs = _sequences(backend.tokenizer, texts, prefixes, size)

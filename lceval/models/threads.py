@@ -1,8 +1,7 @@
-"""How many CPU threads a torch engine should use: the cores this process may use (affinity, capped
-by the cgroup quota) less those other processes keep busy now (runnable tasks, not the load
-average, which still counts lceval's own previous run), at least 1; decided once per process.
-Oversubscribed OpenMP threads spin on each other (299.7 s against 13.9 s on a loaded 2-core
-machine); measured in ``bench/bench_threads.py`` (README, "CPU threads").
+"""CPU threads for a torch engine: the cores this process may use (affinity, capped by the cgroup
+quota) less those other processes keep busy now (runnable tasks, not the load average, which still
+counts lceval's own previous run), at least 1; decided once per process. Measured in
+``bench/bench_threads.py`` (README, "CPU threads").
 """
 
 from __future__ import annotations
@@ -17,16 +16,14 @@ from pathlib import Path
 
 @dataclass(frozen=True)
 class ThreadChoice:
-    """The thread count chosen and what it was chosen from (recorded in run.json)."""
+    """The thread count chosen (>= 1) and what it was chosen from (recorded in run.json)."""
 
     threads: int
-    """Threads to use (>= 1)."""
     affinity: int
-    """CPUs in this process's affinity mask."""
     quota: float | None
     """CPUs the cgroup quota allows (None: no quota)."""
     busy: float | None
-    """CPUs other processes kept busy when chosen (None: not available)."""
+    """CPUs other processes kept busy when chosen (None: unknown)."""
 
     def record(self) -> dict[str, object]:
         """The choice as run.json records it."""
@@ -46,54 +43,42 @@ def affinity_cpus() -> int:
         return os.cpu_count() or 1
 
 
-def cgroup_quota_cpus(root: str = "/sys/fs/cgroup") -> float | None:
-    """CPUs the cgroup quota allows (cgroup v2 ``cpu.max`` of this process's cgroup, then the
-    root; else v1 ``cpu.cfs_quota_us / cpu.cfs_period_us``), None without a quota.
-    """
-    base = Path(root)
-    candidates = []
+def _read(path: Path) -> str:
     try:
-        for line in Path("/proc/self/cgroup").read_text().splitlines():
-            parts = line.split(":", 2)
-            if len(parts) == 3 and parts[0] == "0":  # v2 unified hierarchy
-                candidates.append(base / parts[2].lstrip("/") / "cpu.max")
+        return path.read_text()
     except OSError:
-        pass
-    candidates.append(base / "cpu.max")
-    for path in candidates:
-        try:
-            quota, period = path.read_text().split()[:2]
-        except (OSError, ValueError):
-            continue
-        if quota == "max":
-            return None
-        try:
-            return max(float(quota) / float(period), 0.01)
-        except (ValueError, ZeroDivisionError):
-            return None
+        return ""
+
+
+def cgroup_quota_cpus(root: str = "/sys/fs/cgroup") -> float | None:
+    """CPUs the cgroup quota allows (v2 ``cpu.max`` of this process's cgroup, then the root's; else
+    v1 ``cpu.cfs_quota_us / cpu.cfs_period_us``), None without a quota."""
+    base = Path(root)
+    own = [line.split(":", 2) for line in _read(Path("/proc/self/cgroup")).splitlines()]
+    v2 = [base / p[2].lstrip("/") / "cpu.max" for p in own if len(p) == 3 and p[0] == "0"]
+    for path in [*v2, base / "cpu.max"]:
+        if len(got := _read(path).split()) >= 2:
+            quota, period = got[:2]
+            break
+    else:
+        quota, period = (_read(base / "cpu" / f"cpu.cfs_{n}_us") for n in ("quota", "period"))
     try:
-        quota_us = int((base / "cpu" / "cpu.cfs_quota_us").read_text())
-        period_us = int((base / "cpu" / "cpu.cfs_period_us").read_text())
-    except (OSError, ValueError):
+        cpus = float(quota) / float(period)
+    except (ValueError, ZeroDivisionError):  # "max": no quota
         return None
-    if quota_us <= 0 or period_us <= 0:
-        return None
-    return quota_us / period_us
+    return max(cpus, 0.01) if cpus > 0 else None
 
 
 def busy_cpus(
     reads: int = 5, interval_s: float = 0.02, path: str = "/proc/loadavg"
 ) -> float | None:
-    """CPUs other processes keep busy now (runnable tasks of ``/proc/loadavg`` less this reader,
-    median of ``reads`` reads ``interval_s`` apart), None where unknown.
-    """
+    """CPUs other processes keep busy now: runnable tasks of ``/proc/loadavg`` less this reader,
+    median of ``reads`` reads ``interval_s`` apart; None where unknown."""
     counts = []
     for k in range(reads):
-        if k:
-            time.sleep(interval_s)
+        time.sleep(interval_s if k else 0)
         try:
-            running = Path(path).read_text().split()[3].split("/")[0]
-            counts.append(max(int(running) - 1, 0))
+            counts.append(max(int(Path(path).read_text().split()[3].split("/")[0]) - 1, 0))
         except (OSError, IndexError, ValueError):
             return None
     return float(statistics.median(counts))
@@ -105,9 +90,8 @@ _CHOSEN: ThreadChoice | None = None
 def choose_threads(
     affinity: int | None = None, quota: float | None = -1.0, busy: float | None = -1.0
 ) -> ThreadChoice:
-    """The threads a torch engine should use: ``min(affinity, floor(quota))`` cores less
-    ``floor(busy)``, at least 1. Measured once per process when no argument is given (a later
-    engine of the process would count the first one's threads as load).
+    """``min(affinity, floor(quota))`` cores less ``floor(busy)``, at least 1; measured once per
+    process when no argument is given (a later engine would count the first one's threads).
 
     Args:
         affinity: CPUs in the affinity mask (None: read it).
@@ -122,8 +106,8 @@ def choose_threads(
     quota = cgroup_quota_cpus() if quota == -1.0 else quota
     busy = busy_cpus() if busy == -1.0 else busy
     cores = affinity if quota is None else min(affinity, max(1, math.floor(quota)))
-    free = cores if busy is None else cores - math.floor(busy)
-    choice = ThreadChoice(max(1, min(cores, free)), affinity, quota, busy)
+    free = cores - math.floor(busy or 0)
+    choice = ThreadChoice(max(1, free), affinity, quota, busy)
     if measured:
         _CHOSEN = choice
     return choice

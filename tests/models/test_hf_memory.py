@@ -85,7 +85,7 @@ def _cache_bytes(cache) -> tuple[int, int]:
         for t in layer.prefix:
             s = t.untyped_storage()
             prefix[s.data_ptr()] = s.nbytes()
-        own += layer.nbytes()
+        own += sum(t.untyped_storage().nbytes() for t in (layer.keys, layer.values))
     return sum(prefix.values()), own
 
 
