@@ -196,16 +196,12 @@ class BackendSpec:
     name: str
     engine: str
     options: type[BackendOptions]
-    local: bool
-    window_option: str | None
-    logprobs: bool
-    prefix_counters: bool
+    local: bool = True
+    window_option: str | None = None
+    logprobs: bool = True
+    prefix_counters: bool = True
     extra_options: Callable[[], list[str]] | None = None
     ready: Callable[[str | None, BackendOptions], None] | None = None
-
-    def defaults(self) -> dict[str, Any]:
-        """Option name -> default (declared options only)."""
-        return {k: f.get_default() for k, f in self.options.model_fields.items()}
 
     def help(self) -> dict[str, str]:
         """Option name -> ``type, range; default: help`` (one line each, from the JSON schema)."""
@@ -215,39 +211,23 @@ class BackendSpec:
             kind = " | ".join(
                 "|".join(k["enum"]) if "enum" in k else k["type"] for k in kinds if "type" in k
             )
-            bounds = [f"{op} {k[word]}" for k in kinds for word, op in _BOUNDS if word in k]
+            bounds = [f"{op} {k[word]}" for k in kinds for word, op in _BOUNDS.items() if word in k]
             rng = f" {', '.join(bounds)}" if bounds else ""
             default = json.dumps(prop.get("default"))
             out[key] = f"{kind}{rng}; default {default}: {prop.get('description', '')}"
         return out
 
 
-_BOUNDS = (
-    ("minimum", ">="),
-    ("exclusiveMinimum", ">"),
-    ("maximum", "<="),
-    ("exclusiveMaximum", "<"),
-)
+_BOUNDS = {"minimum": ">=", "exclusiveMinimum": ">", "maximum": "<=", "exclusiveMaximum": "<"}
 
 
 BACKENDS: dict[str, BackendSpec] = {
-    "hf": BackendSpec(
-        "hf",
-        "lceval.models.hf:HFBackend",
-        HFOptions,
-        local=True,
-        window_option="window",
-        logprobs=True,
-        prefix_counters=True,
-    ),
+    "hf": BackendSpec("hf", "lceval.models.hf:HFBackend", HFOptions, window_option="window"),
     "vllm": BackendSpec(
         "vllm",
         "lceval.models.vllm:VLLMBackend",
         VLLMOptions,
-        local=True,
         window_option="max_model_len",
-        logprobs=True,
-        prefix_counters=True,
         extra_options=engine_arg_names,
     ),
     "openai": BackendSpec(
@@ -255,7 +235,6 @@ BACKENDS: dict[str, BackendSpec] = {
         "lceval.models.openai:OpenAIBackend",
         OpenAIOptions,
         local=False,
-        window_option=None,
         logprobs=False,
         prefix_counters=False,
         ready=_openai_ready,
