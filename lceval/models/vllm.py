@@ -15,7 +15,6 @@ import time
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, cast
-from unittest import mock
 
 from lceval.core import progress
 from lceval.core.errors import LcevalError, one_line
@@ -106,6 +105,7 @@ class VLLMBackend(Renders):
         self.options: VLLMOptions = o
         try:
             import vllm
+            from vllm import envs
             from vllm.platforms import current_platform
         except ImportError as exc:
             raise LcevalError(
@@ -153,20 +153,16 @@ class VLLMBackend(Renders):
         self.engine_core = "in-process" if core == "InprocClient" else "own process"
         self.prompt_format = resolve_prompt_format(self.tokenizer, o.prompt_format)
         parser = (o.model_extra or {}).get("reasoning_parser")
-        self.thinking = Thinking.from_tokenizer(
-            self.tokenizer,
-            o.enable_thinking,
-            o.max_thinking_tokens,
-            o.think_end,
-            parser if isinstance(parser, str) else None,
-        )
+        parser = parser if isinstance(parser, str) else None
+        thinking = (o.enable_thinking, o.max_thinking_tokens, o.think_end, parser)
+        self.thinking = Thinking.from_tokenizer(self.tokenizer, *thinking)
         config = self.llm.llm_engine.vllm_config
         sc = config.scheduler_config
         self._scheduler = {  # with wave_tokens: which requests vLLM computes together
             "max_num_seqs": int(sc.max_num_seqs),
             "max_num_batched_tokens": int(sc.max_num_batched_tokens),
             "enable_chunked_prefill": bool(sc.enable_chunked_prefill),
-            "batch_invariant": os.environ.get("VLLM_BATCH_INVARIANT", "0") not in ("", "0"),
+            "batch_invariant": bool(envs.VLLM_BATCH_INVARIANT),  # vLLM's reading of the variable
         }
         self.window = int(config.model_config.max_model_len)
         self.dtype = str(config.model_config.dtype).removeprefix("torch.")
@@ -435,17 +431,24 @@ def engine_death_cause(wait_s: float = 2.0) -> str:
 def _environ(values: Mapping[str, str]) -> Iterator[None]:
     """``values`` in ``os.environ`` while vLLM builds its engine, then what was there, so one
     engine's defaults never read as the user's for the next (vLLM's cache of its variables is
-    cleared first). vLLM's CPU worker makes ``torch.set_num_threads`` a no-op in its process: put
-    back after, so a later hf engine of this process still sets its threads."""
+    cleared first; what vLLM itself sets is kept). vLLM's CPU worker makes
+    ``torch.set_num_threads`` a no-op in its process: put back after, so a later hf engine of
+    this process still sets its threads."""
     import torch
 
     with contextlib.suppress(ImportError):
         from vllm import envs
 
         getattr(envs, "disable_envs_cache", lambda: None)()
+    saved = {k: os.environ.get(k) for k in values}
     set_threads = torch.set_num_threads
+    os.environ.update(values)
     try:
-        with mock.patch.dict(os.environ, values):
-            yield
+        yield
     finally:
         torch.set_num_threads = set_threads
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
