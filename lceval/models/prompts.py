@@ -9,13 +9,11 @@ import dataclasses
 import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from lceval.core.errors import LcevalError
 from lceval.core.records import Context, Sample
-
-if TYPE_CHECKING:
-    from lceval.models.base import GenerationConfig
+from lceval.models.base import GenerationConfig
 
 
 def user_text(sample: Sample, context_text: str) -> str:
