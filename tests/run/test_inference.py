@@ -324,3 +324,25 @@ def test_infer_refuses_a_bad_temperature_before_loading(monkeypatch, tmp_path, b
     monkeypatch.setattr(lceval.run.inference, "load_backend", lambda *a, **k: pytest.fail("loaded"))
     with pytest.raises(LcevalError, match="temperature must be (>= 0|a finite number|a number)"):
         lceval.run.infer("r", "auto", root=tmp_path, temperature=bad, progress=False)
+
+
+def test_a_resumed_run_with_nothing_left_loads_no_model(monkeypatch, tmp_path):
+    """Issue 36: when run.json records the model (backend, options, decoding) and every sample
+    is answered under its config, infer returns the stored answers without starting an engine;
+    another decoding setting still loads one."""
+    run = RunDir("r", tmp_path).create()
+    samples, contexts = _samples(4)
+    run.write_samples(samples, contexts)
+    run.write_meta(new_meta("r"))
+    engine = CountingBackend()
+    engine.info = lambda: {"backend": "hf"}
+    monkeypatch.setattr(lceval.run.inference, "load_backend", lambda *a, **k: engine)
+    args = {"root": tmp_path, "truncate": True, "progress": False}
+    first = lceval.run.infer("r", "hf", "embedded", **args)
+    assert len(first) == 4 and len(engine.seen) == 4
+    monkeypatch.setattr(lceval.run.inference, "load_backend", lambda *a, **k: pytest.fail("loaded"))
+    again = lceval.run.infer("r", "hf", "embedded", **args)
+    assert [r.text for r in again] == [r.text for r in first]
+    monkeypatch.setattr(lceval.run.inference, "load_backend", lambda *a, **k: engine)
+    lceval.run.infer("r", "hf", "embedded", max_new_tokens=5, **args)
+    assert len(engine.seen) == 8  # another decoding: an engine answers again

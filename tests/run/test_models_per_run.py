@@ -253,6 +253,4 @@ def test_second_model_option_out_of_range_stops_before_model_one(
     argv = ["--outputs", str(tmp_path), "infer", "r", "--backend", "hf", "--model", "embedded"]
     second = "{model: embedded, name: other, options: {prefill_chunk: 8}}"
     line = _one_line(capsys, [*argv, "--model", second])
-    assert line == (
-        "lceval: backend hf option prefill_chunk: 8: must be greater than or equal to 16"
-    )
+    assert line == ("lceval: backend hf option prefill_chunk must be >= 16, got 8 (int)")
