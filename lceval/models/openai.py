@@ -22,7 +22,7 @@ import warnings
 from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any, cast
+from typing import Any, Final, cast
 from urllib.parse import urlparse
 
 from lceval.core.errors import LcevalError, one_line
@@ -36,7 +36,7 @@ from lceval.models.thinking import markers_from_option, split
 
 MAX_STOP = 4
 """The OpenAI API accepts at most 4 stop strings; further ones are applied locally."""
-ENDPOINT = "/v1/chat/completions"
+ENDPOINT: Final = "/v1/chat/completions"
 
 __all__ = ["PUBLIC_BASE_URL", "OpenAIBackend", "is_public_openai"]
 
@@ -235,12 +235,10 @@ class OpenAIBackend:
                 batch_id = self.client.batches.create(
                     input_file_id=up.id, endpoint=ENDPOINT, completion_window="24h"
                 ).id
-                _write_ledger(ledger, {**_read_ledger(ledger), key: batch_id})
+                _record_batch(ledger, key, batch_id)
             while (b := self.client.batches.retrieve(batch_id)).status != "completed":
                 if b.status in ("failed", "expired", "cancelled"):
-                    _write_ledger(
-                        ledger, {k: v for k, v in _read_ledger(ledger).items() if k != key}
-                    )
+                    _record_batch(ledger, key, None)
                     why = (
                         "; ".join(e.message or "" for e in b.errors.data or []) if b.errors else ""
                     )
@@ -344,33 +342,32 @@ class MalformedReply(Exception):
 
 
 def _choice(completion: Any) -> tuple[Any, str]:
-    """(first choice, its content as text); content as a list of text parts is joined, null is "".
+    """(first choice, its content as text: text parts joined, null as "").
 
     Raises:
         MalformedReply: not a completion, no choices, no message, or content that is not text.
     """
-    choices = getattr(completion, "choices", None)
     if not hasattr(completion, "choices"):
         body = one_line(repr(completion), 120)
         raise MalformedReply(f"the server's reply is not a chat completion: {body}")
+    choices = completion.choices
     if not isinstance(choices, list) or not choices:
         raise MalformedReply(f"the server's reply has no choices (choices: {choices!r:.40})")
-    choice = choices[0]
-    message = getattr(choice, "message", None)
+    message = getattr(choices[0], "message", None)
     if message is None:
         raise MalformedReply("the server's reply has a choice without a message")
     content = getattr(message, "content", None)
-    if content is None or isinstance(content, str):
-        return choice, content or ""
     if isinstance(content, list) and all(
         isinstance(p, dict) and p.get("type", "text") == "text" and isinstance(p.get("text"), str)
         for p in content
     ):
-        return choice, "".join(p["text"] for p in content)
-    raise MalformedReply(
-        f"the server's reply has content of type {type(content).__name__}, not text: "
-        f"{one_line(repr(content), 80)}"
-    )
+        content = "".join(p["text"] for p in content)
+    if content is not None and not isinstance(content, str):
+        raise MalformedReply(
+            f"the server's reply has content of type {type(content).__name__}, not text: "
+            f"{one_line(repr(content), 80)}"
+        )
+    return choices[0], content or ""
 
 
 def _finish_reason(value: object) -> FinishReason:
@@ -421,7 +418,9 @@ def _read_ledger(path: Path) -> dict[str, str]:
     return {k: v for k, v in data.items() if isinstance(v, str)} if isinstance(data, dict) else {}
 
 
-def _write_ledger(path: Path, ledger: dict[str, str]) -> None:
-    """Write the ledger atomically (a kill leaves the old file or the new one)."""
+def _record_batch(path: Path, key: str, batch_id: str | None) -> None:
+    """Set ``key``'s batch id in the ledger (None: drop it), atomically (a kill leaves the old
+    file or the new one)."""
+    ledger = {k: v for k, v in _read_ledger(path).items() if k != key}
     with atomic_open(path) as f:
-        f.write(json.dumps(ledger, indent=1))
+        f.write(json.dumps(ledger if batch_id is None else {**ledger, key: batch_id}, indent=1))
