@@ -218,8 +218,12 @@ def replica_options(backend: str, options: Mapping[str, Any]) -> dict[str, Any]:
     multi-GPU bundle (vLLM 0.32's source; not run here, no machine has two GPUs)."""
     out = dict(options)
     world = int(out.get("tensor_parallel_size") or 1) * int(out.get("pipeline_parallel_size") or 1)
-    if backend in ("vllm", "auto") and world > 1:
-        out.setdefault("distributed_executor_backend", "mp")
+    if (
+        backend in ("vllm", "auto")
+        and world > 1
+        and out.get("distributed_executor_backend") is None
+    ):
+        out["distributed_executor_backend"] = "mp"
     return out
 
 
