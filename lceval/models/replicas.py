@@ -461,11 +461,11 @@ def _start(
     options = replica_options(job.spec.backend, split_run_options(job.spec.options)[1])
     per = replica_needs(options, ray.cluster_resources().get("GPU", 0.0))
     env = {k: v for k, v in os.environ.items() if k in ENV_KEYS or k.startswith(ENV_PREFIXES)}
-    pool = _Pool(job, [], [], [True] * job.n, [0] * job.n)
+    pool, cls = _Pool(job, [], [], [True] * job.n, [0] * job.n), ray.remote(_Replica)
     pools.append(pool)
     for i in range(job.n):
         pool.groups.append(placement_group([per], strategy="STRICT_PACK"))
-        actor = ray.remote(_Replica).options(
+        actor = cls.options(
             name=f"{run_id}/{job.spec.label}/{i}/{os.getpid()}",
             namespace=NAMESPACE,
             num_cpus=per["CPU"],
