@@ -571,19 +571,17 @@ def _cause(exc: Any) -> str:
 
 def _describe(ray: Any, pool: _Pool) -> dict[str, Any]:
     """:meth:`_Replica.describe` of the first replica that started (others are marked dead)."""
-    from ray.exceptions import RayActorError, RayTaskError  # with ray
+    from ray.exceptions import RayError, RayTaskError  # with ray
 
     label, last = pool.job.spec.label, ""
     for i, actor in enumerate(pool.actors):
         try:
             return dict(ray.get(actor.describe.remote()))
-        except RayTaskError as exc:  # the engine failed to load: the same on every replica
-            raise LcevalError(f"replica of {label} failed to start: {_cause(exc)}") from None
-        except RayActorError as exc:
-            why = creation_error(str(exc))
+        except RayError as exc:  # the engine's load failed (so it would on every replica): say why
+            why = _cause(exc) if isinstance(exc, RayTaskError) else creation_error(str(exc))
             if why is not None:
                 raise LcevalError(f"replica of {label} failed to start: {why}") from None
-            pool.alive[i] = False
+            pool.alive[i] = False  # died otherwise
             last = one_line(exc, 120)
     raise LcevalError(f"no replica of {label} started: {last}")
 
