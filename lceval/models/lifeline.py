@@ -158,7 +158,7 @@ def reap(run_path: str | os.PathLike[str]) -> list[int]:
         if record is not None:
             kids = record.children.items()
             killed += _kill({p: t for p, t in kids if p != os.getpid() and _ours(p, t, record)})
-        with contextlib.suppress(OSError):
+        with contextlib.suppress(OSError):  # a folder, or gone
             path.unlink()
     return killed
 
@@ -174,29 +174,27 @@ def watch(owner: int, path: Path, token: str = "", env: str | None = None) -> No
     remove the record. Ends when the record is removed (the engine closed)."""
     try:
         proc = psutil.Process(owner)
-        record = Record(owner=(owner, proc.create_time()), token=token, env=env)
+        started = proc.create_time()
     except psutil.Error:
         return
-    written = record.model_copy(deep=True)
+    record = Record(owner=(owner, started), token=token, env=env)
     while path.exists():
-        if not _alive(owner, proc.create_time()):
+        if not _alive(owner, started):
             for _ in range(2):  # again after a look: a child forked meanwhile
                 _kill(record.children)
                 time.sleep(POLL_S)
-            with contextlib.suppress(OSError):
-                path.unlink()
+            path.unlink(missing_ok=True)
             return
+        before = record.model_dump()
         with contextlib.suppress(psutil.Error):
             for c in proc.children(recursive=True):
                 with contextlib.suppress(psutil.Error):
                     if c.pid != os.getpid():
                         record.children[c.pid] = c.create_time()
                         record.commands[str(c.pid)] = c.cmdline()  # an exec changes it
-        if record != written:
+        if record.model_dump() != before and path.exists():
             with contextlib.suppress(OSError):
-                if path.exists():
-                    _write(path, record)
-                    written = record.model_copy(deep=True)
+                _write(path, record)
         time.sleep(POLL_S)
 
 
@@ -215,20 +213,9 @@ def guard(run_path: str | os.PathLike[str]) -> Iterator[None]:
     env = hashlib.sha256(raw).hexdigest() if raw is not None else ""
     before = os.environ.get(TOKEN_ENV)
     os.environ[TOKEN_ENV] = token  # every process started in the block inherits it
-    _write(
-        path,
-        Record(owner=(os.getpid(), psutil.Process().create_time()), token=token, env=env),
-    )
-    watchdog = subprocess.Popen(
-        [
-            sys.executable,
-            "-P",
-            __file__,
-            str(os.getpid()),
-            str(path),
-            token,
-            env,
-        ],  # -P: no models/
+    _write(path, Record(owner=(os.getpid(), psutil.Process().create_time()), token=token, env=env))
+    watchdog = subprocess.Popen(  # -P: not models/ on the path
+        [sys.executable, "-P", __file__, str(os.getpid()), str(path), token, env],
         start_new_session=True,
         stdin=subprocess.DEVNULL,
         stdout=subprocess.DEVNULL,
@@ -241,8 +228,7 @@ def guard(run_path: str | os.PathLike[str]) -> Iterator[None]:
             os.environ.pop(TOKEN_ENV, None)
         else:
             os.environ[TOKEN_ENV] = before
-        with contextlib.suppress(OSError):
-            path.unlink()
+        path.unlink(missing_ok=True)
         watchdog.kill()
         watchdog.wait()
         with contextlib.suppress(OSError):  # the run folder as it was (others' records stay)

@@ -1,19 +1,18 @@
 """The OpenAI-compatible backend: chat completions from an API model or a ``vllm serve`` server.
 
-Messages come from :func:`lceval.models.prompts.messages`; the server applies its own chat
-template and window (a refusal is that sample's error Response). Requests run in a thread pool;
-429, 5xx, timeouts and connection errors are retried by the openai SDK (``max_retries``, its own
-backoff); a bad key or unknown model stops the run in one line; a reply lceval cannot read is
-that sample's error Response, asked again by the next run. ``batch=True`` sends a call through
-the provider's Batch API instead, its id recorded in ``<run>/batches.json`` as soon as it is
-created so a killed run picks the same batch up. An ``assistant_prefix`` is sent as a final
-assistant message (vLLM servers continue it: ``continue_final_message``).
+Messages come from :func:`lceval.models.prompts.messages`; the server applies its chat template
+and window. Requests run in a thread pool and are retried by the openai SDK (``max_retries``:
+429, 5xx, timeouts, connection errors); a bad key or unknown model stops the run in one line; a
+reply lceval cannot read, or a refusal, is that sample's error Response, asked again next run.
+``batch=True`` sends a call through the provider's Batch API, its id recorded in
+``<run>/batches.json`` as soon as it exists so that a killed run picks the same batch up.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import hashlib
+import ipaddress
 import json
 import math
 import os
@@ -23,7 +22,7 @@ import warnings
 from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any, cast
+from typing import Any, Final, cast
 from urllib.parse import urlparse
 
 from lceval.core.errors import LcevalError, one_line
@@ -37,6 +36,7 @@ from lceval.models.thinking import markers_from_option, split
 
 MAX_STOP = 4
 """The OpenAI API accepts at most 4 stop strings; further ones are applied locally."""
+ENDPOINT: Final = "/v1/chat/completions"
 
 __all__ = ["PUBLIC_BASE_URL", "OpenAIBackend", "is_public_openai"]
 
@@ -52,7 +52,8 @@ class OpenAIBackend:
 
     Thinking comes from the message's ``reasoning_content`` / ``reasoning`` field, else the content
     split at ``think_end``; its tokens from ``usage.completion_tokens_details.reasoning_tokens``,
-    else counted with lceval's tiktoken encoding.
+    else counted with lceval's tiktoken encoding. An ``assistant_prefix`` is sent as a final
+    assistant message (continued by vLLM servers: ``continue_final_message``).
 
     Raises:
         LcevalError: no model name, a bad option, or no key for the public API.
@@ -61,30 +62,25 @@ class OpenAIBackend:
     def __init__(
         self, model: str | None, options: OpenAIOptions | None = None, **given: Any
     ) -> None:
-        from openai import OpenAI
+        from openai import OpenAI  # heavy: only when the backend is used
 
         o = options if options is not None else cast(OpenAIOptions, parse_options("openai", given))
-        self.options: OpenAIOptions = o
-        self.enable_thinking = o.enable_thinking
-        self.max_thinking_tokens = o.max_thinking_tokens
-        self.markers = markers_from_option(o.think_end) if o.think_end is not None else None
         if not model:
             raise LcevalError("the openai backend needs model=<served model name>")
-        self.name = model
+        self.name, self.options = model, o
+        self.markers = markers_from_option(o.think_end) if o.think_end is not None else None
         base_url = o.base_url or os.environ.get("OPENAI_BASE_URL") or PUBLIC_BASE_URL
         self.base_url = base_url.rstrip("/")
         self.public = is_public_openai(self.base_url)
         key = os.environ.get(o.api_key_env)
         if not key and self.public:
             raise LcevalError(f"set {o.api_key_env} to use the OpenAI API at {self.base_url}")
-        self._secrets = tuple(k for k in (key,) if k)
+        self._secrets = (key,) if key else ()
         """Strings redacted from every error message and stored error (the API key)."""
         if key and _plain_http_to_remote(self.base_url):
             warnings.warn(
                 f"sending {o.api_key_env} over plain http to {self.base_url}", stacklevel=2
             )
-        self.concurrency = o.concurrency
-        self.batch, self.batch_poll_s = o.batch, o.batch_poll_s
         if o.batch:
             self.call_size = 100_000  # the whole run in one batch (lceval.run.inference)
         self.run_dir: Path | None = None
@@ -98,7 +94,7 @@ class OpenAIBackend:
 
     def info(self) -> dict[str, Any]:
         """Provenance for run.json: backend, served model name and endpoint (never the key)."""
-        import openai
+        import openai  # loaded by __init__
 
         out = {
             "backend": "openai",
@@ -107,27 +103,16 @@ class OpenAIBackend:
             "public_api": self.public,
             "openai": openai.__version__,
         }
-        think = self.cache_fields.get("thinking")
-        if think is not None:
-            out["thinking"] = think
-        return out
+        return {**out, **self.cache_fields}
 
     @property
     def cache_fields(self) -> dict[str, Any]:
         """The thinking options when set (they change the answers); empty otherwise, so runs
         without them keep their cache keys."""
-        e = getattr(self, "enable_thinking", None)
-        n = getattr(self, "max_thinking_tokens", None)
-        m = getattr(self, "markers", None)
-        if e is None and n is None and m is None:
-            return {}
-        return {
-            "thinking": {
-                "enable_thinking": e,
-                "max_thinking_tokens": n,
-                "think_end": m.end if m is not None else None,
-            }
-        }
+        think = self.options.model_dump(
+            include={"enable_thinking", "max_thinking_tokens", "think_end"}
+        )
+        return {"thinking": think} if any(v is not None for v in think.values()) else {}
 
     def close(self) -> None:
         """Close the HTTP client."""
@@ -144,7 +129,7 @@ class OpenAIBackend:
         budget = config.budget(sample)
         if budget < 1:
             raise LcevalError(f"sample {sample.id}: new-token budget must be >= 1, got {budget}")
-        budget += getattr(self, "max_thinking_tokens", None) or 0
+        budget += self.options.max_thinking_tokens or 0
         msgs: list[dict[str, str]] = messages(sample, context_text(sample, contexts))
         body: dict[str, Any] = {"model": self.name, "messages": msgs, "n": 1, "seed": config.seed}
         body["temperature"] = config.temperature
@@ -154,9 +139,12 @@ class OpenAIBackend:
         if sample.stop:
             body["stop"] = list(sample.stop[:MAX_STOP])
         extra = dict(config.extra)
-        if getattr(self, "enable_thinking", None) is not None:
+        if self.options.enable_thinking is not None:
             kwargs = dict(extra.get("chat_template_kwargs") or {})
-            extra["chat_template_kwargs"] = {**kwargs, "enable_thinking": self.enable_thinking}
+            extra["chat_template_kwargs"] = {
+                **kwargs,
+                "enable_thinking": self.options.enable_thinking,
+            }
         if sample.assistant_prefix:
             msgs.append({"role": "assistant", "content": sample.assistant_prefix})
             if not self.public:
@@ -178,48 +166,50 @@ class OpenAIBackend:
         Raises:
             LcevalError: the server rejects the key or does not know the model.
         """
-        if getattr(self, "batch", False) and samples:
+        if self.options.batch and samples:
             return self._batch(samples, contexts, config)
-        if len(samples) <= 1 or self.concurrency == 1:
-            return [self._answer(s, contexts, config) for s in samples]
-        with ThreadPoolExecutor(max_workers=min(self.concurrency, len(samples))) as pool:
+        workers = max(1, min(self.options.concurrency, len(samples)))
+        with ThreadPoolExecutor(max_workers=workers) as pool:
             return list(pool.map(lambda s: self._answer(s, contexts, config), samples))
+
+    def _refused(self, exc: Exception) -> LcevalError:
+        return LcevalError(f"{self.base_url} refused the API key: {self._one_line(exc)}")
 
     def _answer(
         self, sample: Sample, contexts: Mapping[str, Context], config: GenerationConfig
     ) -> Response:
-        import openai
+        import openai  # loaded by __init__
 
+        t0 = time.perf_counter()
         try:
             body = self.request(sample, contexts, config)
-        except LcevalError as exc:
-            return self._error(sample, config, exc)
-        t0 = time.perf_counter()
-        try:  # the SDK retries 408, 409, 429, 5xx, timeouts and connection errors itself
-            completion = self.client.chat.completions.create(**body)
-        except ValueError as exc:  # a 200 whose JSON body does not parse (JSONDecodeError)
-            return self._error(sample, config, MalformedReply(f"the server's reply: {exc}"))
+            try:  # the SDK retries 408, 409, 429, 5xx, timeouts and connection errors itself
+                completion = self.client.chat.completions.create(**body)
+            except ValueError as exc:  # a 200 whose JSON body does not parse (JSONDecodeError)
+                raise MalformedReply(f"the server's reply: {exc}") from None
+            return self._response(sample, completion, config, time.perf_counter() - t0)
         except (openai.AuthenticationError, openai.PermissionDeniedError) as exc:
-            raise LcevalError(
-                f"{self.base_url} refused the API key: {self._one_line(exc)}"
-            ) from None
+            raise self._refused(exc) from None
         except openai.NotFoundError as exc:
             raise LcevalError(
                 f"{self.base_url} has no model {self.name!r}: {self._one_line(exc)}"
             ) from None
-        except (openai.APIConnectionError, openai.APIStatusError) as exc:  # retries spent
-            return self._error(sample, config, exc)
-        try:
-            return self._response(sample, completion, config, time.perf_counter() - t0)
-        except (MalformedReply, ValueError, TypeError, AttributeError) as exc:
-            # whatever else a hostile reply holds: that sample's error, never the run's end
+        except (
+            LcevalError,
+            openai.APIError,
+            MalformedReply,
+            ValueError,
+            TypeError,
+            AttributeError,
+        ) as exc:
+            # retries spent, or whatever a hostile reply holds: the sample's error, not the run's
             return self._error(sample, config, exc)
 
     def _batch(
         self, samples: Sequence[Sample], contexts: Mapping[str, Context], config: GenerationConfig
     ) -> list[Response]:
         """Answer ``samples`` as one Batch API batch (module docstring), resuming a recorded one."""
-        import openai
+        import openai  # loaded by __init__
 
         out: dict[str, Response] = {}
         lines = []
@@ -230,59 +220,49 @@ class OpenAIBackend:
                 out[s.id] = self._error(s, config, exc)
                 continue
             body.update(body.pop("extra_body", {}))
-            url = "/v1/chat/completions"
-            lines.append({"custom_id": s.id, "method": "POST", "url": url, "body": body})
+            lines.append({"custom_id": s.id, "method": "POST", "url": ENDPOINT, "body": body})
+        if not lines:
+            return [out[s.id] for s in samples]
         data = "".join(json.dumps(x, ensure_ascii=False) + "\n" for x in lines).encode()
         key = hashlib.sha256(self.base_url.encode() + b"\n" + data).hexdigest()[:16]
         ledger = (self.run_dir or Path(".")) / "batches.json"
         t0 = time.perf_counter()
+        got: dict[str, Any] = {}
         try:
-            batch_id = _read_ledger(ledger).get(key) if lines else None
-            if lines and batch_id is None:
+            batch_id = _read_ledger(ledger).get(key)
+            if batch_id is None:
                 up = self.client.files.create(file=("batch.jsonl", data), purpose="batch")
-                made = self.client.batches.create(
-                    input_file_id=up.id, endpoint="/v1/chat/completions", completion_window="24h"
-                )
-                batch_id = made.id
-                _write_ledger(ledger, {**_read_ledger(ledger), key: batch_id})
-            while batch_id is not None:
-                b = self.client.batches.retrieve(batch_id)
+                batch_id = self.client.batches.create(
+                    input_file_id=up.id, endpoint=ENDPOINT, completion_window="24h"
+                ).id
+                _record_batch(ledger, key, batch_id)
+            while (b := self.client.batches.retrieve(batch_id)).status != "completed":
                 if b.status in ("failed", "expired", "cancelled"):
-                    _write_ledger(
-                        ledger, {k: v for k, v in _read_ledger(ledger).items() if k != key}
-                    )
+                    _record_batch(ledger, key, None)
                     why = (
-                        "; ".join(e.message or "" for e in (b.errors.data or []))
-                        if b.errors
-                        else ""
+                        "; ".join(e.message or "" for e in b.errors.data or []) if b.errors else ""
                     )
                     raise MalformedReply(f"batch {batch_id} {b.status}{': ' + why if why else ''}")
-                if b.status == "completed":
-                    break
-                time.sleep(self.batch_poll_s)
-            got: dict[str, Any] = {}
-            for fid in (b.output_file_id, b.error_file_id) if batch_id is not None else ():
+                time.sleep(self.options.batch_poll_s)
+            for fid in (b.output_file_id, b.error_file_id):
                 for line in self.client.files.content(fid).text.splitlines() if fid else ():
                     rec = json.loads(line) if line.strip() else None
                     if isinstance(rec, dict) and isinstance(rec.get("custom_id"), str):
                         got.setdefault(rec["custom_id"], rec)
         except (openai.AuthenticationError, openai.PermissionDeniedError) as exc:
-            raise LcevalError(
-                f"{self.base_url} refused the API key: {self._one_line(exc)}"
-            ) from None
+            raise self._refused(exc) from None
         except (openai.APIError, MalformedReply, ValueError) as exc:
             return [out.get(s.id) or self._error(s, config, exc) for s in samples]
         latency = time.perf_counter() - t0
-        for s in samples:
-            if s.id not in out:
-                out[s.id] = self._batch_answer(s, got.get(s.id), config, latency)
-        return [out[s.id] for s in samples]
+        return [
+            out.get(s.id) or self._batch_answer(s, got.get(s.id), config, latency) for s in samples
+        ]
 
     def _batch_answer(
         self, sample: Sample, rec: dict[str, Any] | None, config: GenerationConfig, latency: float
     ) -> Response:
         """One sample's Response from its line of a batch's output or error file."""
-        from openai.types.chat import ChatCompletion
+        from openai.types.chat import ChatCompletion  # loaded by __init__
 
         try:
             if rec is None:
@@ -307,10 +287,8 @@ class OpenAIBackend:
     def _response(
         self, sample: Sample, completion: Any, config: GenerationConfig, latency: float
     ) -> Response:
-        try:
-            choice, text = _choice(completion)
-        except MalformedReply as exc:
-            return self._error(sample, config, exc)
+        """The Response of a completion (a choice lceval cannot read: MalformedReply)."""
+        choice, text = _choice(completion)
         reason = _finish_reason(getattr(choice, "finish_reason", None))
         usage = getattr(completion, "usage", None)
         reasoning, n_think, unfinished, text = self._thinking(choice, usage, text)
@@ -335,40 +313,21 @@ class OpenAIBackend:
 
     def _thinking(self, choice: Any, usage: Any, content: str) -> tuple[str | None, int, bool, str]:
         """(thinking, its tokens, no answer, answer) of one choice: the message's reasoning
-        field, else the content split at ``think_end``; (None, 0, False, content) when there is
-        no thinking."""
-        message = choice.message
-        extra = getattr(message, "model_extra", None)
-        extra = extra if isinstance(extra, dict) else {}
-        field_ = next(
-            (
-                v
-                for v in (
-                    getattr(message, "reasoning_content", None),
-                    getattr(message, "reasoning", None),
-                    extra.get("reasoning_content"),
-                    extra.get("reasoning"),
-                )
-                if isinstance(v, str) and v
-            ),
-            None,
-        )
+        field, else the content split at ``think_end``; (None, 0, False, content) without
+        thinking."""
+        fields = (getattr(choice.message, k, None) for k in ("reasoning_content", "reasoning"))
+        reasoning = next((v for v in fields if isinstance(v, str) and v), None)
         unfinished, answer = False, content
-        markers = getattr(self, "markers", None)
-        if field_ is not None:
-            reasoning: str | None = field_
+        if reasoning is not None:
             unfinished = not content.strip() and getattr(choice, "finish_reason", None) == "length"
-        elif markers is not None:
-            sp = split(content, markers.end, markers.start)
+        elif self.markers is not None:
+            sp = split(content, self.markers.end, self.markers.start)
             reasoning, unfinished, answer = sp.reasoning, sp.unfinished, sp.answer
-        else:
-            return None, 0, False, content
         if reasoning is None:
             return None, 0, False, content
         details = getattr(usage, "completion_tokens_details", None)
-        reported = getattr(details, "reasoning_tokens", None) if details is not None else None
-        n = token_count(reported) or count_tokens(reasoning)
-        limit = getattr(self, "max_thinking_tokens", None)
+        n = token_count(getattr(details, "reasoning_tokens", None)) or count_tokens(reasoning)
+        limit = self.options.max_thinking_tokens
         if limit is not None and n > limit:  # counted up to the budget, as the local engines
             return reasoning, limit, True, answer
         return reasoning, n, unfinished, answer
@@ -383,33 +342,32 @@ class MalformedReply(Exception):
 
 
 def _choice(completion: Any) -> tuple[Any, str]:
-    """(first choice, its content as text); content as a list of text parts is joined, null is "".
+    """(first choice, its content as text: text parts joined, null as "").
 
     Raises:
         MalformedReply: not a completion, no choices, no message, or content that is not text.
     """
-    choices = getattr(completion, "choices", None)
     if not hasattr(completion, "choices"):
         body = one_line(repr(completion), 120)
         raise MalformedReply(f"the server's reply is not a chat completion: {body}")
+    choices = completion.choices
     if not isinstance(choices, list) or not choices:
         raise MalformedReply(f"the server's reply has no choices (choices: {choices!r:.40})")
-    choice = choices[0]
-    message = getattr(choice, "message", None)
+    message = getattr(choices[0], "message", None)
     if message is None:
         raise MalformedReply("the server's reply has a choice without a message")
     content = getattr(message, "content", None)
-    if content is None or isinstance(content, str):
-        return choice, content or ""
     if isinstance(content, list) and all(
         isinstance(p, dict) and p.get("type", "text") == "text" and isinstance(p.get("text"), str)
         for p in content
     ):
-        return choice, "".join(p["text"] for p in content)
-    raise MalformedReply(
-        f"the server's reply has content of type {type(content).__name__}, not text: "
-        f"{one_line(repr(content), 80)}"
-    )
+        content = "".join(p["text"] for p in content)
+    if content is not None and not isinstance(content, str):
+        raise MalformedReply(
+            f"the server's reply has content of type {type(content).__name__}, not text: "
+            f"{one_line(repr(content), 80)}"
+        )
+    return choices[0], content or ""
 
 
 def _finish_reason(value: object) -> FinishReason:
@@ -442,16 +400,11 @@ def redact(text: str, secrets: tuple[str, ...] = ()) -> str:
 
 def _plain_http_to_remote(base_url: str) -> bool:
     """True for an ``http://`` URL whose host is not on this machine (loopback)."""
-    import ipaddress
-
     u = urlparse(base_url)
-    if u.scheme != "http":
-        return False
-    host = u.hostname or ""
-    if host == "localhost":
+    if u.scheme != "http" or u.hostname == "localhost":
         return False
     try:
-        return not ipaddress.ip_address(host).is_loopback
+        return not ipaddress.ip_address(u.hostname or "").is_loopback
     except ValueError:
         return True
 
@@ -465,7 +418,9 @@ def _read_ledger(path: Path) -> dict[str, str]:
     return {k: v for k, v in data.items() if isinstance(v, str)} if isinstance(data, dict) else {}
 
 
-def _write_ledger(path: Path, ledger: dict[str, str]) -> None:
-    """Write the ledger atomically (a kill leaves the old file or the new one)."""
+def _record_batch(path: Path, key: str, batch_id: str | None) -> None:
+    """Set ``key``'s batch id in the ledger (None: drop it), atomically (a kill leaves the old
+    file or the new one)."""
+    ledger = {k: v for k, v in _read_ledger(path).items() if k != key}
     with atomic_open(path) as f:
-        f.write(json.dumps(ledger, indent=1))
+        f.write(json.dumps(ledger if batch_id is None else {**ledger, key: batch_id}, indent=1))

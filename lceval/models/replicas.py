@@ -1,11 +1,8 @@
-"""Data-parallel inference on Ray: a model's ``replicas=N`` option (or ``--ray-address``) starts N
-Ray actors, each holding one lceval engine (:func:`lceval.models.base.load_backend`) in a
-placement group of the GPUs its ``tensor_parallel_size x pipeline_parallel_size`` needs (one CPU
-on a cluster without GPUs). The driver (this process) cuts the pending samples into the batches
-the in-process path sends (:func:`batches`), keeps each shared context on one replica, and is the
-only writer of ``responses.jsonl`` (appended and fsynced per arriving batch). A dead replica's
-batches go to the others. DEVELOPING.md ("Replicas on Ray") says why actors hold lceval's engines
-and what of Ray's own pooling does not serve.
+"""Data-parallel inference on Ray: ``replicas=N`` (or ``--ray-address``) starts N Ray actors, each
+holding one lceval engine in a placement group of ``tensor_parallel_size x pipeline_parallel_size``
+GPUs (one CPU without GPUs). This process hands them the in-process batches (a shared context's
+to one replica), is the only writer of ``responses.jsonl`` and gives a dead replica's batches to
+the others; DEVELOPING.md ("Replicas on Ray") says why not Ray's own pooling.
 """
 
 from __future__ import annotations
@@ -16,8 +13,8 @@ import socket
 import sys
 import time
 from collections import deque
-from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextlib import contextmanager, suppress
+from collections.abc import Callable, Mapping, Sequence
+from contextlib import suppress
 from dataclasses import dataclass, field
 from itertools import groupby
 from pathlib import Path
@@ -38,12 +35,11 @@ from lceval.models.specs import stored_name
 EXTRA = 'pip install -e ".[ray]"'  # the ray extra of pyproject.toml
 RAY_ADDRESS_ENV = "LCEVAL_RAY_ADDRESS"  # the cluster infer joins when not told (lceval run sets it)
 IN_FLIGHT = 2  # batches handed to one replica at a time: one answering, one waiting
-PING_S = 2.0  # seconds between the driver's checks that idle replicas are alive
+PING_S = 2.0  # seconds between the driver's checks that its replicas are alive
 PROBE_S = 5.0  # seconds check_address waits for a TCP connection, then for the GCS
 RAYLET_WAIT_S = 90.0  # Ray's fixed 30 s (Ray 2.60): 12 of ~24 local starts missed it at load 7-22
 NAMESPACE = "lceval"  # of the replica actors, named <run>/<model>/<i>/<driver pid>
-# The driver's variables its replicas get: a cluster started outside lceval (ray start, KubeRay,
-# Slurm) starts its workers with its own environment.
+# The driver's variables its replicas get (a cluster started outside lceval has its own env).
 ENV_KEYS = ("PYTHONPATH", "TOKENIZERS_PARALLELISM")
 ENV_PREFIXES = ("HF_", "TRANSFORMERS_", "VLLM_", "LCEVAL_")
 
@@ -65,8 +61,7 @@ def require_ray() -> Any:
 
 def connect(address: str | None = None) -> Any:
     """The ``ray`` module joined to the cluster at ``address`` (``auto``, ``HOST:PORT``), or to a
-    local cluster it starts (None: ``address="local"``, never a ``ray start`` cluster of this
-    machine or its stale record); a process already connected (a test's ``ray.init``) stays so.
+    local cluster it starts (None); a process already connected (a test's ``ray.init``) stays so.
 
     Raises:
         LcevalError: Ray missing, or no cluster at ``address``.
@@ -90,10 +85,9 @@ def connect(address: str | None = None) -> Any:
 
 
 def check_address(address: str) -> None:
-    """Fail in one line, within about 2 x :data:`PROBE_S` (``ray.init`` retries for minutes),
-    when ``HOST:PORT`` or ``ray://HOST:PORT`` is no live Ray cluster: nothing listens there, or
-    what listens does not answer the GCS's ``GetClusterId`` gRPC call. ``auto`` and ``local`` are
-    left to Ray.
+    """Fail in one line within about 2 x :data:`PROBE_S` (``ray.init`` retries for minutes) when
+    ``HOST:PORT`` or ``ray://HOST:PORT`` is no live Ray cluster: nothing listens, or what listens
+    does not answer the GCS's ``GetClusterId``. ``auto`` and ``local`` are left to Ray.
 
     Raises:
         LcevalError: the address does not parse, or no Ray cluster answers there.
@@ -122,103 +116,77 @@ def check_address(address: str) -> None:
     channel = grpc.insecure_channel(f"[{host}]:{port}" if ":" in host else f"{host}:{port}")
     try:
         gcs_service_pb2_grpc.NodeInfoGcsServiceStub(channel).GetClusterId(
-            gcs_service_pb2.GetClusterIdRequest(),  # type: ignore[attr-defined]  # generated protobuf, no stubs
+            gcs_service_pb2.GetClusterIdRequest(),  # type: ignore[attr-defined]  # no stubs
             timeout=PROBE_S,
         )
     except grpc.RpcError as exc:  # any other status (UNAUTHENTICATED: token auth) is a Ray GCS
-        code = exc.code()
-        no_gcs = ("UNAVAILABLE", "UNIMPLEMENTED", "DEADLINE_EXCEEDED")
-        if code.name in no_gcs:
+        if exc.code().name in ("UNAVAILABLE", "UNIMPLEMENTED", "DEADLINE_EXCEEDED"):
             raise LcevalError(
                 f"no Ray cluster at {address}: something listens there but does not answer as "
-                f"Ray's GCS ({code.name}); give the head's GCS port (6379 unless set)"
+                f"Ray's GCS ({exc.code().name}); give the head's GCS port (6379 unless set)"
             ) from None
     finally:
         channel.close()
 
 
-@contextmanager
-def _patient_raylet() -> Iterator[None]:
-    """Within the block, Ray's lookup of the node it starts (``services.get_node``, raising
-    RuntimeError until the raylet registers) keeps trying for :data:`RAYLET_WAIT_S`, unless the
-    raylet died."""
-    import ray._private.services as services
-
-    original = services.get_node
-    first: list[float] = []  # when Ray first looked
-
-    def get_node(*args: Any, **kwargs: Any) -> Any:
-        if not first:
-            first.append(time.monotonic())
-        while True:
-            try:
-                return original(*args, **kwargs)
-            except RuntimeError:
-                kids = psutil.Process().children(recursive=True)
-                waited = time.monotonic() - first[0]
-                if waited > RAYLET_WAIT_S or (waited > 5 and not _raylet_in(kids)):
-                    raise  # a raylet that died (under load) never registers: retry at once
-                time.sleep(0.5)
-
-    services.get_node = get_node
-    try:
-        yield
-    finally:
-        services.get_node = original
-
-
-def _raylet_in(procs: list[psutil.Process]) -> bool:
-    """Whether ``procs`` hold a live (not zombie) ``raylet``."""
-    for p in procs:
+def _raylet_alive() -> bool:
+    for p in psutil.Process().children(recursive=True):
         with suppress(psutil.Error):
             if p.name().startswith("raylet") and p.status() != psutil.STATUS_ZOMBIE:
                 return True
     return False
 
 
-def _marked(p: psutil.Process, mark: str) -> bool:
-    """Whether ``p`` started with ``mark`` (``NAME=VALUE``) in its environment."""
-    try:
-        with open(f"/proc/{p.pid}/environ", "rb") as f:
-            return mark.encode() in f.read().split(b"\0")
-    except OSError:
-        return False
-
-
 def start_local(ray: Any, start: Callable[[], Any], tries: int = 2) -> None:
-    """Run ``start()`` (a local ``ray.init``) with Ray's wait for its raylet lengthened to
-    :data:`RAYLET_WAIT_S`, up to ``tries`` times; what a failed try left (GCS, raylet, and the
-    raylet's agents, orphans once it died: the processes that inherited the try's mark) is
-    killed.
+    """Run ``start()`` (a local ``ray.init``) up to ``tries`` times, Ray's fixed 30 s wait for its
+    raylet (no setting in Ray 2.60) lengthened to :data:`RAYLET_WAIT_S` unless the raylet died;
+    a failed try's processes (those that inherited its mark) are killed.
 
     Raises:
         Exception: Ray's own, when the last try fails.
     """
+    import ray._private.services as services  # with ray
+
+    original = services.get_node
+
+    def patient_get_node(*args: Any, **kwargs: Any) -> Any:
+        t0 = time.monotonic()
+        while True:
+            try:
+                return original(*args, **kwargs)
+            except RuntimeError:  # until the raylet registers
+                waited = time.monotonic() - t0
+                if waited > RAYLET_WAIT_S or (waited > 5 and not _raylet_alive()):
+                    raise
+                time.sleep(0.5)
+
     for attempt in range(1, tries + 1):
-        mark = f"LCEVAL_RAY_START={os.getpid()}-{attempt}-{os.urandom(4).hex()}"
-        os.environ["LCEVAL_RAY_START"] = mark.partition("=")[2]  # Ray's processes inherit it
+        mark = os.environ["LCEVAL_RAY_START"] = f"{os.getpid()}-{attempt}-{os.urandom(4).hex()}"
+        services.get_node = patient_get_node
         try:
-            with _patient_raylet():
-                start()
+            start()
             return
         except Exception:
             with suppress(Exception):  # a half-started cluster
                 ray.shutdown()
-            left = [p for p in psutil.process_iter() if p.pid != os.getpid() and _marked(p, mark)]
-            for p in left:
-                with suppress(psutil.Error):  # gone, or its pid reused (psutil checks)
-                    p.kill()
+            left = []
+            for p in psutil.process_iter():
+                with suppress(psutil.Error):
+                    if p.pid != os.getpid() and p.environ().get("LCEVAL_RAY_START") == mark:
+                        p.kill()
+                        left.append(p)
             psutil.wait_procs(left, timeout=10)
             if attempt == tries:
                 raise
             log(f"the local Ray cluster did not start (try {attempt}); trying again")
+        finally:
+            services.get_node = original
 
 
 def token_auth_if_token() -> bool:
-    """Turn on Ray's token authentication (``RAY_AUTH_MODE=token``) when this machine holds a
-    token and the user left ``RAY_AUTH_MODE`` unset, as Ray's CLI does: ``ray start`` turns it
-    on, and ``ray.init(address=...)`` sends no token otherwise (Ray 2.60). Returns whether it is
-    on."""
+    """Turn on Ray's token authentication when this machine holds a token and ``RAY_AUTH_MODE``
+    is unset, as Ray's CLI does (``ray.init(address=...)`` sends no token otherwise, Ray 2.60).
+    Returns whether it is on."""
     mode = os.environ.get("RAY_AUTH_MODE")
     if mode is not None:
         return mode.lower() == "token"
@@ -245,10 +213,9 @@ def replica_needs(options: Mapping[str, Any], gpus_in_cluster: float) -> dict[st
 
 
 def replica_options(backend: str, options: Mapping[str, Any]) -> dict[str, Any]:
-    """A replica's engine options: ``options``, with ``distributed_executor_backend="mp"`` for a
-    vLLM engine of several parallel ranks unless given. In a placement group vLLM picks its
-    ``ray`` executor, which refuses the replica's one multi-GPU bundle (vLLM 0.32's source; not
-    run: no machine here has two GPUs)."""
+    """``options`` with ``distributed_executor_backend="mp"`` for a vLLM engine of several ranks
+    unless given: in a placement group vLLM picks ``ray``, which refuses the replica's one
+    multi-GPU bundle (vLLM 0.32's source; not run here, no machine has two GPUs)."""
     out = dict(options)
     world = int(out.get("tensor_parallel_size") or 1) * int(out.get("pipeline_parallel_size") or 1)
     if (
@@ -270,12 +237,11 @@ class _Replica:
 
     def describe(self) -> dict[str, Any]:
         """The engine's name, cache fields, ``info()`` and default call size."""
-        engine = self.engine
         return {
-            "name": engine.name,
-            "cache_fields": dict(getattr(engine, "cache_fields", None) or {}),
-            "info": engine.info(),
-            "call_size": int(getattr(engine, "call_size", 8)),
+            "name": self.engine.name,
+            "cache_fields": dict(getattr(self.engine, "cache_fields", None) or {}),
+            "info": self.engine.info(),
+            "call_size": int(getattr(self.engine, "call_size", 8)),
         }
 
     def alive(self) -> bool:
@@ -324,8 +290,8 @@ def batches(samples: Sequence[Sample], size: int) -> list[list[Sample]]:
 
 
 def plan_waves(needs: Sequence[dict[str, float]], room: Mapping[str, float]) -> list[list[int]]:
-    """Jobs (by index, in order) grouped into waves that run at once: each wave's summed needs
-    fit ``room`` (the cluster's resources).
+    """Jobs (by index, in order) grouped into waves that run at once, each wave's summed needs
+    within ``room`` (the cluster's resources).
 
     Raises:
         LcevalError: one job alone needs more than the cluster has (names it).
@@ -359,8 +325,8 @@ def answer_jobs(
     progress: bool = True,
 ) -> list[list[Job]]:
     """Answer every job's samples on Ray replicas, models whose replicas fit the cluster together
-    at once (:func:`plan_waves`); each answer is appended to ``store`` (fsynced) by this process
-    as its batch arrives, and ``job.responses`` holds the job's answers. Returns the waves.
+    at once (:func:`plan_waves`); each batch's answers are appended to ``store`` (fsynced) as they
+    arrive, and ``job.responses`` holds the job's answers. Returns the waves.
 
     Raises:
         LcevalError: Ray missing; the cluster or its largest node too small for a model's
@@ -399,11 +365,11 @@ class _Pool:
     groups: list[Any]
     alive: list[bool]
     per: list[int]
-    """Samples answered by each replica in this call (run.json's ``answered_by_replica``)."""
+    """Samples answered by each replica (run.json's ``answered_by_replica``)."""
     queue: deque[tuple[int, list[Sample]]] = field(default_factory=deque)
     flight: dict[Any, tuple[int, int, list[Sample]]] = field(default_factory=dict)
-    """A batch in flight, by its Ray ref: (replica, batch index, batch); it stays here until its
-    answers are written."""
+    """Batches in flight by Ray ref: (replica, batch index, batch), until their answers are
+    written."""
     owner: dict[str, int] = field(default_factory=dict)
     """A shared context's replica (the one that took its first batch)."""
     got: dict[str, Response] = field(default_factory=dict)
@@ -416,11 +382,7 @@ class _Pool:
         """Hand queued batches to live replicas with room; a shared context's batches to the
         replica that took its first one, while that one lives."""
         for i, actor in enumerate(self.actors):
-            while (
-                self.alive[i]
-                and self.queue
-                and sum(f[0] == i for f in self.flight.values()) < IN_FLIGHT
-            ):
+            while self.alive[i] and sum(f[0] == i for f in self.flight.values()) < IN_FLIGHT:
                 pick = next(
                     (
                         k
@@ -442,25 +404,28 @@ class _Pool:
 
     def take(self, ref: Any, out: list[Response], store: ResponseStore) -> None:
         """Write the answers of the batch in flight at ``ref``."""
-        i = self.flight[ref][0]
         out = [dataclasses.replace(r, sample_hash=self.hashes[r.sample_id]) for r in out]
         store.append(out)
-        del self.flight[ref]  # accounted for once its answers are written
+        i = self.flight.pop(ref)[0]  # accounted for once its answers are written
         self.got.update((r.sample_id, r) for r in out)
         self.unanswered.difference_update(r.sample_id for r in out)
         self.per[i] += len(out)
-        prompt, gen = sum(r.prompt_tokens for r in out), sum(r.completion_tokens for r in out)
-        self.bar.add(len(out), prompt, gen)
+        self.bar.add(
+            len(out), sum(r.prompt_tokens for r in out), sum(r.completion_tokens for r in out)
+        )
 
     def died(self, i: int) -> None:
-        """Replica ``i`` is gone: its batches in flight go back to the front of the queue."""
+        """Replica ``i`` is gone: its batches in flight go back to the front of the queue.
+
+        Raises:
+            LcevalError: it was the last one alive.
+        """
         self.alive[i] = False
         mine = [ref for ref, f in self.flight.items() if f[0] == i]
-        back = sorted((self.flight.pop(ref)[1:] for ref in mine), key=lambda t: t[0])
+        back = sorted(self.flight.pop(ref)[1:] for ref in mine)
         self.queue.extendleft(reversed(back))
-        alive = sum(self.alive)
+        alive, label = sum(self.alive), self.job.spec.label
         self.bar.set_alive(alive)
-        label = self.job.spec.label
         _tell(
             f"warning: replica {i} of {label} died ({alive}/{len(self.alive)} alive); its "
             f"{sum(len(b) for _, b in back)} unanswered sample(s) go to the replicas alive"
@@ -478,16 +443,28 @@ def _home(batch: Sequence[Sample]) -> str | None:
     return cid if cid is not None and all(s.context_id == cid for s in batch) else None
 
 
-def _start(ray: Any, job: Job, run_id: str) -> _Pool:
-    from ray.util.placement_group import placement_group  # with ray: imported only on Ray
+def _start(
+    ray: Any,
+    job: Job,
+    run_id: str,
+    contexts: Mapping[str, Context],
+    store: ResponseStore,
+    progress_log: Path | None,
+    progress: bool,
+    pools: list[_Pool],
+) -> None:
+    """Start a job's replicas (appended to ``pools`` at once, so they are stopped whatever
+    happens next) and queue its pending batches, keyed by what a replica says of its engine."""
+    from ray.util.placement_group import placement_group  # with ray
     from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy
 
     options = replica_options(job.spec.backend, split_run_options(job.spec.options)[1])
     per = replica_needs(options, ray.cluster_resources().get("GPU", 0.0))
     env = {k: v for k, v in os.environ.items() if k in ENV_KEYS or k.startswith(ENV_PREFIXES)}
-    actors, groups, cls = [], [], ray.remote(_Replica)
+    pool, cls = _Pool(job, [], [], [True] * job.n, [0] * job.n), ray.remote(_Replica)
+    pools.append(pool)
     for i in range(job.n):
-        groups.append(placement_group([per], strategy="STRICT_PACK"))
+        pool.groups.append(placement_group([per], strategy="STRICT_PACK"))
         actor = cls.options(
             name=f"{run_id}/{job.spec.label}/{i}/{os.getpid()}",
             namespace=NAMESPACE,
@@ -495,28 +472,14 @@ def _start(ray: Any, job: Job, run_id: str) -> _Pool:
             num_gpus=per.get("GPU", 0.0),
             max_restarts=0,  # a dead replica stays dead: the driver gives its batches away
             runtime_env={"env_vars": env},
-            scheduling_strategy=PlacementGroupSchedulingStrategy(placement_group=groups[-1]),
+            scheduling_strategy=PlacementGroupSchedulingStrategy(placement_group=pool.groups[-1]),
         )
-        actors.append(
+        pool.actors.append(
             actor.remote(job.spec.backend, job.spec.model, options, stored_name(job.spec))
         )
-    return _Pool(job, actors, groups, [True] * job.n, [0] * job.n)
-
-
-def _open(
-    ray: Any,
-    pool: _Pool,
-    contexts: Mapping[str, Context],
-    store: ResponseStore,
-    progress_log: Path | None,
-    progress: bool,
-) -> None:
-    """Queue a pool's pending batches, keyed by what a replica's engine says of itself."""
-    job = pool.job
     about = _describe(ray, pool)
     job.config = engine_config(SimpleNamespace(cache_fields=about["cache_fields"]), job.config)
-    pool.chash = job.config.hash()
-    name = about["name"]
+    pool.chash, name = job.config.hash(), about["name"]
     job.entry = {
         **about["info"],
         "requested_backend": job.spec.backend,
@@ -552,11 +515,11 @@ def _run_wave(
     progress_log: Path | None,
     progress: bool,
 ) -> None:
-    pools = [_start(ray, job, run_id) for job in jobs]
+    pools: list[_Pool] = []
     state = "stopped"
     try:
-        for pool in pools:
-            _open(ray, pool, contexts, store, progress_log, progress)
+        for job in jobs:
+            _start(ray, job, run_id, contexts, store, progress_log, progress, pools)
         _loop(ray, pools, contexts, store)
         for pool in pools:
             if pool.unanswered:  # an engine returned fewer answers than asked
@@ -608,27 +571,25 @@ def _cause(exc: Any) -> str:
 
 def _describe(ray: Any, pool: _Pool) -> dict[str, Any]:
     """:meth:`_Replica.describe` of the first replica that started (others are marked dead)."""
-    from ray.exceptions import RayActorError, RayTaskError  # with ray
+    from ray.exceptions import RayError, RayTaskError  # with ray
 
     label, last = pool.job.spec.label, ""
     for i, actor in enumerate(pool.actors):
         try:
             return dict(ray.get(actor.describe.remote()))
-        except RayTaskError as exc:  # the engine failed to load: the same on every replica
-            raise LcevalError(f"replica of {label} failed to start: {_cause(exc)}") from None
-        except RayActorError as exc:
-            why = creation_error(str(exc))
+        except RayError as exc:  # the engine's load failed (so it would on every replica): say why
+            why = _cause(exc) if isinstance(exc, RayTaskError) else creation_error(str(exc))
             if why is not None:
                 raise LcevalError(f"replica of {label} failed to start: {why}") from None
-            pool.alive[i] = False
+            pool.alive[i] = False  # died otherwise
             last = one_line(exc, 120)
     raise LcevalError(f"no replica of {label} started: {last}")
 
 
 def creation_error(text: str) -> str | None:
-    """The exception that ended a replica's ``__init__`` (its engine's load), from the text of
-    Ray's ``ActorDiedError`` (its last line, Ray 2.60) without the module path; None when the
-    actor died otherwise."""
+    """The exception that ended a replica's ``__init__`` (its engine's load), from the last line
+    of Ray's ``ActorDiedError`` text (Ray 2.60) without the module path; None when the actor died
+    otherwise."""
     if "creation task" not in text:
         return None
     lines = [x.strip() for x in text.splitlines() if x.strip()]
@@ -642,8 +603,8 @@ def creation_error(text: str) -> str | None:
 def _loop(
     ray: Any, pools: Sequence[_Pool], contexts: Mapping[str, Context], store: ResponseStore
 ) -> None:
-    """Dispatch and collect until every queued batch is answered or an engine raised; idle
-    replicas are pinged every :data:`PING_S`, so a replica killed while idle is noticed too."""
+    """Dispatch and collect until no batch is queued or in flight, or an engine raised; live
+    replicas are pinged every :data:`PING_S`, so one killed while idle is noticed too."""
     from ray.exceptions import RayError, RayTaskError  # with ray
 
     pings: dict[Any, tuple[_Pool, int]] = {}
@@ -653,37 +614,27 @@ def _loop(
             pool.dispatch(contexts)
         refs = [ref for pool in pools for ref in pool.flight]
         if not refs:
-            if any(pool.queue for pool in pools):
-                continue  # batches whose context's replica died: taken on the next pass
             return
         if time.monotonic() - pinged >= PING_S:
             pinged = time.monotonic()
+            asked = {(id(p), j) for p, j in pings.values()}
             for pool in pools:
-                busy = {f[0] for f in pool.flight.values()}
-                busy |= {j for p, j in pings.values() if p is pool}
                 for j, actor in enumerate(pool.actors):
-                    if pool.alive[j] and j not in busy:
+                    if pool.alive[j] and (id(pool), j) not in asked:
                         pings[actor.alive.remote()] = (pool, j)
-        ready, _ = ray.wait(refs + list(pings), num_returns=1, timeout=PING_S)
-        for ref in ready:
-            if ref in pings:
-                pool, i = pings.pop(ref)
-                try:
-                    ray.get(ref)
-                except RayError:
-                    if pool.alive[i]:
-                        pool.died(i)
-                continue
-            pool = next(p for p in pools if ref in p.flight)
-            i = pool.flight[ref][0]
+        for ref in ray.wait(refs + list(pings), num_returns=1, timeout=PING_S)[0]:
+            ping = pings.pop(ref, None)
+            pool, i = ping or next((p, p.flight[ref][0]) for p in pools if ref in p.flight)
             try:
                 out = ray.get(ref)
-            except RayTaskError as exc:
+            except RayTaskError as exc:  # the engine raised: it would on any replica
                 raise LcevalError(f"replica {i} of {pool.job.spec.label}: {_cause(exc)}") from None
-            except RayError:  # the actor died (SIGKILL, OOM, node lost): this batch too
-                pool.died(i)
+            except RayError:  # the actor died (SIGKILL, OOM, node lost), with its batches
+                if pool.alive[i]:
+                    pool.died(i)
                 continue
-            pool.take(ref, out, store)
+            if ping is None:
+                pool.take(ref, out, store)
 
 
 def _tell(message: str) -> None:
