@@ -4,6 +4,7 @@ Ray replicas, appended to responses.jsonl (resumable)."""
 from __future__ import annotations
 
 import dataclasses
+import functools
 import os
 import time
 from collections import Counter
@@ -182,7 +183,7 @@ def infer(
     notes = [
         f"{spec.label}: truncate is set: contexts longer than its window are cut"
         if cfg.truncate
-        else check_fits(spec, samples, contexts, lambda s, t=t: gen.budget(s) + t)
+        else check_fits(spec, samples, contexts, functools.partial(_budget, gen, t))
         for spec, t in zip(specs, thinking, strict=True)
     ]
     for note in notes:  # said once every model is known to fit
@@ -363,6 +364,11 @@ def _infer_engine(
         timing = {"engine_start_s": start_s, **entry.pop("timing", {}), "engine_close_s": close_s}
         run.update_meta(models={name: {**entry, "timing": timing}})
     return responses
+
+
+def _budget(gen: GenerationConfig, thinking: int, sample: Sample) -> int:
+    """``sample``'s answer budget in tokens plus the model's thinking budget."""
+    return gen.budget(sample) + thinking
 
 
 def _answered_before(
