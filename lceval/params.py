@@ -213,6 +213,7 @@ _TYPES = {
     "list": "a list",
     "tuple": "a list",
     "dict": "a mapping",
+    "model": "a mapping",
 }
 """A type error's type (``int`` of ``int_parsing``, ``int_from_float``) -> what it must be."""
 _TYPE_ERRORS = ("_type", "_parsing", "_strict", "_from_float")
@@ -235,8 +236,11 @@ def first_error(config: type[BaseModel], exc: ValidationError, door: Door, where
         msg = str(err.get("msg", "")).removeprefix("Value error, ")
         own = name and not msg.startswith(head)
         return f"{prefix}{name}: {msg}" if own else f"{prefix}{msg}"
+    nested = loc[-1] if len(loc) > 1 and not loc[-1].isdigit() else ""  # a nested model's key
     if kind == "missing":
-        return f"{prefix}{name} is required"
+        return f"{prefix}{name}{f'.{nested}' if nested else ''} is required"
+    if kind == "extra_forbidden":
+        return f"{prefix}{name}: unknown parameter {nested!r}"
     ctx = {k: str(v).replace("'", "").replace(" or ", ", ") for k, v in err.get("ctx", {}).items()}
     says = _SAYS.get(kind)
     typed = kind.partition("_")[0] if kind.endswith(_TYPE_ERRORS) else ""
