@@ -139,7 +139,7 @@ def test_schema_command_writes_one_file_per_verb(tmp_path, capsys):
         ("limit=0", "-p: limit must be >= 1, got 0"),
         ("truncate=maybe", "-p: truncate must be true or false, got 'maybe'"),
         ("model={model: embedded, optons: {}}", "unknown key(s) optons"),
-        ("lengths=[-3]", "lengths must be token counts"),  # the builder's own declared type
+        ("lengths=[-3]", "lengths[0] must be >= 1"),  # the builder's own declared type
     ],
 )
 def test_run_overrides_are_checked_before_step_01(tmp_path, capsys, override, message):

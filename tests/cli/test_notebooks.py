@@ -14,7 +14,7 @@ from lceval.core.errors import LcevalError
     ("pipeline", "message"),
     [
         ({"run_id": "r"}, "steps is required"),
-        ({"run_id": "r", "steps": []}, "steps must not be empty"),
+        ({"run_id": "r", "steps": []}, "steps must be a non-empty list"),
         ({"steps": [{"notebook": "02_inference"}]}, "no run_id"),
         ({"run_id": "r", "steps": ["02_inference"]}, "steps[0] must be a mapping"),
         (
