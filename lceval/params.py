@@ -1,12 +1,6 @@
-"""Declared params: every section of a params file is a pydantic model, read by one routine.
-
-A notebook's params file holds the builder's section (each ``build.py``'s :class:`Declared`
-model), :class:`InferenceSection`, :class:`Judge` and :class:`Scoring`; :func:`parse` reads one
-and accepts the keys of the others. Every error is one :class:`~lceval.core.errors.LcevalError`
-line (:func:`first_error`, the one translator of pydantic's errors): unknown keys name their
-close matches, old spellings (:data:`RENAMED`) the new one. ``max_new_tokens`` is the answer
-budget in tokens (a second model role: ``<role>_max_new_tokens``); ``encoding`` the tokenizer
-that measures lengths.
+"""Declared params: every section of a params file (a builder's, :class:`InferenceSection`,
+:class:`Judge`, :class:`Scoring`) is a pydantic model; every error is one
+:class:`~lceval.core.errors.LcevalError` line from :func:`first_error`, the one translator.
 """
 
 from __future__ import annotations
@@ -38,8 +32,7 @@ from lceval.core.io import project_root, read_bounded
 M = TypeVar("M", bound=BaseModel)
 
 Door = Literal["cli", "params"]
-"""Who gave the values: the command line (errors name ``--flag``) or a params mapping (errors
-name ``key``)."""
+"""Who gave the values: the command line (errors name ``--flag``) or a params mapping."""
 
 RENAMED: Mapping[str, str] = {
     "tokenizer": "encoding",
@@ -55,8 +48,7 @@ class Invalid(ValueError):
 
 
 def _got(value: Any, door: Door = "params") -> str:
-    """``got VALUE (type)``, the value's repr cut to 80 characters (a 100 MB value is never
-    echoed whole); from the command line, the text as typed."""
+    """``got VALUE (type)``, cut to 80 characters; from the command line, the text as typed."""
     if door == "cli" and isinstance(value, str):
         return f"got {value:.80}"
     if isinstance(value, dict | BaseModel):
@@ -79,18 +71,11 @@ def checked(check: Callable[[str, Any], Any], takes: Any = Any) -> BeforeValidat
 
 
 Positive = Annotated[int, Field(ge=1)]
-"""A positive integer."""
 NonNegative = Annotated[int, Field(ge=0)]
-"""A non-negative integer (a seed)."""
 Text = Annotated[str, Field(min_length=1)]
-"""A non-empty string (a model id, a path)."""
-
-
-def _mapping(key: str, value: Any) -> Any:
-    return {} if value is None else value
-
-
-Options = Annotated[dict[str, Any], checked(_mapping, dict[str, Any] | None)]
+Options = Annotated[
+    dict[str, Any], BeforeValidator(lambda v: {} if v is None else v, dict[str, Any] | None)
+]
 """A mapping of options (``{}`` when null)."""
 
 
