@@ -72,7 +72,7 @@ def test_not_a_mapping() -> None:
 class Shared(params.Declared):
     """The shared field types, each in a section."""
 
-    tasks: Annotated[tuple[str, ...], params.names(("a", "b", "c"), "task", sort=True)] = ("a",)
+    tasks: Annotated[tuple[str, ...], params.names(("a", "b", "c"), sort=True)] = ("a",)
     lengths: Annotated[tuple[int, ...] | None, params.lengths(256, {"4k": 4096}, sort=False)] = None
     data_path: Annotated[str | tuple[str, ...] | None, params.paths(many=True)] = None
     n: Annotated[int, Field(ge=1, le=5)] = 1
