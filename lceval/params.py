@@ -312,18 +312,12 @@ def unknown_keys(
 def validate(
     config: type[M], values: Mapping[str, Any] | None, door: Door = "params", where: str = ""
 ) -> M:
-    """``values`` read into ``config``: unknown keys refused with the closest names, every value
-    typed and ranged (strict for params and Python calls; the command line's text is parsed).
-
-    Args:
-        config: a declared model (a verb's config, a params section).
-        values: keys and values (a params file's, ``-p`` overrides', keyword arguments'); None:
-            all defaults.
-        door: ``cli`` names flags in messages (``--max-new-tokens``), ``params`` names keys.
-        where: what the values came from, for messages (``"params/02_inference/smoke.yaml"``).
+    """``values`` (None: all defaults) read into the declared model ``config``: unknown keys
+    refused with the closest names, every value typed and ranged (strict for params and Python
+    calls; the command line's text is parsed); messages name ``where`` the values came from.
 
     Raises:
-        LcevalError: one line.
+        LcevalError: one line (:func:`first_error`).
     """
     values = {} if values is None else values
     if not isinstance(values, Mapping):
@@ -348,22 +342,16 @@ def parse(
     where: str,
     accept: Iterable[type[BaseModel]] = (),
 ) -> M:
-    """Read one section of a params mapping into its declared model (:func:`validate`), the keys
-    of the other sections ``accept`` names and :data:`NOTEBOOK_PARAMS` accepted and not read.
-
-    Args:
-        section: a :class:`Declared` model whose fields are the section's keys.
-        params: the params (None: all defaults).
-        where: the section's owner for messages (``"ruler"``, ``"inference"``).
-        accept: other sections of the same file.
+    """One section of a params mapping (None: all defaults) read by :func:`validate`; the keys
+    of the sections ``accept`` names and :data:`NOTEBOOK_PARAMS` are accepted and not read.
 
     Raises:
-        LcevalError: one line (:func:`validate`).
+        LcevalError: one line naming ``where`` (the section's owner: ``"ruler"``).
     """
-    if params is not None and not isinstance(params, Mapping):
-        raise LcevalError(f"{where}: params must be a mapping, got {type(params).__name__}")
+    if not isinstance(params, Mapping):
+        return validate(section, params, "params", where)
     others = keys(*accept) | NOTEBOOK_PARAMS
-    own = {k: v for k, v in (params or {}).items() if k in section.model_fields or k not in others}
+    own = {k: v for k, v in params.items() if k in section.model_fields or k not in others}
     return validate(section, own, "params", where)
 
 

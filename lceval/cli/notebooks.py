@@ -225,18 +225,10 @@ def run_notebook(
     progress: bool = True,
     check: bool = False,
 ) -> Path:
-    """Execute one notebook with papermill; returns the path of the executed copy.
-
-    Args:
-        notebook: notebook name or path.
-        run_id: injected as the ``run_id`` parameter; names the run folder.
-        params: further parameters to inject (a params file's contents).
-        outputs_root: folder of run folders (default: ``lceval.core.io.outputs_root()``).
-        kernel_name: Jupyter kernel (default ``python3``: this process's Python, so the lceval
-            it was started from).
-        progress: show papermill's cell progress bar.
-        check: check ``params`` against the notebook's declared parameters first
-            (:func:`check_params`), before the run folder is touched.
+    """Execute one notebook (a name or path) with papermill, ``run_id`` and ``params`` injected;
+    returns the path of the executed copy. ``kernel_name`` defaults to ``python3`` (this
+    process's Python); ``check``: :func:`check_params` and :func:`check_models` first, before
+    the run folder is touched.
 
     Raises:
         LcevalError: unknown notebook, a bad parameter (with ``check``), or a cell failed
@@ -298,16 +290,10 @@ def run_pipeline(
     overrides: Mapping[str, Any] | None = None,
     progress: bool = True,
 ) -> list[Path]:
-    """Execute a pipeline's notebooks in order on one run id; returns the executed copies.
-
-    Args:
-        pipeline: path to a pipeline YAML, or its parsed mapping (:class:`Pipeline`).
-        run_id: the pipeline's ``run_id``; where steps name their own, a prefix: each step runs
-            as ``X-<its run id>``, and params-file values naming another step's run follow.
-        outputs_root: folder of run folders.
-        overrides: parameters injected into every notebook that declares them (after each
-            step's params file).
-        progress: show papermill's progress bars.
+    """Execute a pipeline's notebooks (a YAML path or its mapping, :class:`Pipeline`) in order;
+    returns the executed copies. ``run_id`` overrides the file's; where steps name their own, it
+    is a prefix (``X-<its run id>``, and params values naming another step's run follow).
+    ``overrides`` reach every step that declares them, after its params file.
 
     Raises:
         LcevalError: a malformed pipeline, params file or override (one line naming the key),
