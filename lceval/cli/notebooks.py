@@ -188,10 +188,11 @@ def check_models(notebook: Path, params: Mapping[str, Any], where: str) -> None:
 
 def notebook_schemas() -> dict[str, dict[str, Any]]:
     """The JSON Schema of every notebook's params files (``params/<notebook>/*.yaml``): exactly
-    its declared parameters, each typed by the section that reads it, with the notebook's default.
+    its declared parameters, each typed by the section that reads it, with the notebook's
+    default; and under ``pipeline`` that of the pipeline files (:class:`Pipeline`).
 
     Returns:
-        notebook stem -> JSON Schema.
+        notebook stem (or ``pipeline``) -> JSON Schema.
     """
     out: dict[str, dict[str, Any]] = {}
     for nb in sorted(notebooks_dir().glob("[0-9][0-9]_*.ipynb")):
@@ -212,6 +213,7 @@ def notebook_schemas() -> dict[str, dict[str, Any]]:
             "additionalProperties": False,
             **({"$defs": defs} if defs else {}),
         }
+    out["pipeline"] = Pipeline.model_json_schema(mode="validation")
     return out
 
 

@@ -122,6 +122,20 @@ def test_every_params_file_validates_against_its_schema_and_a_typo_does_not():
             jsonschema.validate({**data, "max_new_token": 8}, schema)
 
 
+def test_every_pipeline_file_validates_against_the_pipeline_schema_and_a_typo_does_not():
+    import jsonschema
+
+    schema = json.loads((REPO / "lceval/schemas/params/pipeline.schema.json").read_text())
+    files = sorted((REPO / "params" / "pipelines").glob("*.yaml"))
+    assert files
+    for path in files:
+        data = yaml.safe_load(path.read_text())
+        jsonschema.validate(data, schema)
+        typo = {**data, "steps": [{**data["steps"][0], "param": "x.yaml"}]}
+        with pytest.raises(jsonschema.ValidationError, match="'param' was unexpected"):
+            jsonschema.validate(typo, schema)
+
+
 def test_schema_command_writes_one_file_per_verb(tmp_path, capsys):
     assert main(["schema", str(tmp_path)]) == 0
     assert {p.name for p in tmp_path.iterdir()} == {f"{v}.schema.json" for v in _all_schemas()}
