@@ -1,18 +1,13 @@
-"""Declared params: every section of a params file is a pydantic model, read by one routine.
-
-A notebook's params file holds the builder's section (each ``build.py``'s :class:`Declared`
-model), :class:`InferenceSection`, :class:`Judge` and :class:`Scoring`; :func:`parse` reads one
-and accepts the keys of the others. Every error is one :class:`~lceval.core.errors.LcevalError`
-line (:func:`first_error`, the one translator of pydantic's errors): unknown keys name their
-close matches, old spellings (:data:`RENAMED`) the new one. ``max_new_tokens`` is the answer
-budget in tokens (a second model role: ``<role>_max_new_tokens``); ``encoding`` the tokenizer
-that measures lengths.
+"""Declared params: every section of a params file (a builder's, :class:`InferenceSection`,
+:class:`Judge`, :class:`Scoring`) is a pydantic model; every error is one
+:class:`~lceval.core.errors.LcevalError` line from :func:`first_error`, the one translator.
 """
 
 from __future__ import annotations
 
 import copy
 import os
+import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Annotated, Any, Literal, Self, TypeVar
@@ -23,11 +18,13 @@ from pydantic import (
     BeforeValidator,
     ConfigDict,
     Field,
+    GetCoreSchemaHandler,
     ValidationError,
     ValidationInfo,
     create_model,
     model_validator,
 )
+from pydantic_core import core_schema
 
 from lceval.core.errors import LcevalError, did_you_mean, one_line
 from lceval.core.io import project_root, read_bounded
@@ -35,8 +32,7 @@ from lceval.core.io import project_root, read_bounded
 M = TypeVar("M", bound=BaseModel)
 
 Door = Literal["cli", "params"]
-"""Who gave the values: the command line (errors name ``--flag``) or a params mapping (errors
-name ``key``)."""
+"""Who gave the values: the command line (errors name ``--flag``) or a params mapping."""
 
 RENAMED: Mapping[str, str] = {
     "tokenizer": "encoding",
@@ -52,8 +48,7 @@ class Invalid(ValueError):
 
 
 def _got(value: Any, door: Door = "params") -> str:
-    """``got VALUE (type)``, the value's repr cut to 80 characters (a 100 MB value is never
-    echoed whole); from the command line, the text as typed."""
+    """``got VALUE (type)``, cut to 80 characters; from the command line, the text as typed."""
     if door == "cli" and isinstance(value, str):
         return f"got {value:.80}"
     if isinstance(value, dict | BaseModel):
@@ -76,46 +71,60 @@ def checked(check: Callable[[str, Any], Any], takes: Any = Any) -> BeforeValidat
 
 
 Positive = Annotated[int, Field(ge=1)]
-"""A positive integer."""
 NonNegative = Annotated[int, Field(ge=0)]
-"""A non-negative integer (a seed)."""
 Text = Annotated[str, Field(min_length=1)]
-"""A non-empty string (a model id, a path)."""
-
-
-def _mapping(key: str, value: Any) -> Any:
-    return {} if value is None else value
-
-
-Options = Annotated[dict[str, Any], checked(_mapping, dict[str, Any] | None)]
+Options = Annotated[
+    dict[str, Any], BeforeValidator(lambda v: {} if v is None else v, dict[str, Any] | None)
+]
 """A mapping of options (``{}`` when null)."""
 
 
-def names(
-    options: Sequence[Any], item: str = "name", null_means_all: bool = True, sort: bool = False
-) -> BeforeValidator:
-    """A check for a non-empty list of ``options`` (a single name counts as a list of one),
-    deduplicated and kept as a tuple in the given order (``sort``: in the order of ``options``);
-    null: all of them when ``null_means_all``, else null."""
+class Shaped:
+    """Field metadata: the value ``shape``d, validated by pydantic as ``type_``, then ``finish``ed;
+    the JSON Schema says the field takes ``takes``."""
+
+    def __init__(
+        self, type_: Any, shape: Callable[[Any], Any], finish: Callable[[Any], Any], takes: Any
+    ) -> None:
+        self.type_, self.shape, self.finish, self.takes = type_, shape, finish, takes
+
+    def __get_pydantic_core_schema__(self, source: Any, handler: GetCoreSchemaHandler) -> Any:
+        inner = handler.generate_schema(self.type_)
+        return core_schema.no_info_before_validator_function(
+            self.shape,
+            core_schema.no_info_after_validator_function(self.finish, inner),
+            json_schema_input_schema=handler.generate_schema(self.takes),
+        )
+
+
+def _listed(value: Any, scalar: Any) -> Any:
+    """A scalar as a list of one; a Path as its string."""
+    if isinstance(value, scalar):
+        value = [value]
+    if isinstance(value, list | tuple):
+        return [os.fspath(v) if isinstance(v, os.PathLike) else v for v in value]
+    return value
+
+
+def names(options: Sequence[Any], null_means_all: bool = True, sort: bool = False) -> Shaped:
+    """A non-empty list of ``options`` (a single name counts as a list of one), deduplicated and
+    kept as a tuple in the given order (``sort``: in the order of ``options``); null: all of them
+    when ``null_means_all``, else null."""
     allowed = tuple(options)
 
-    def check(key: str, value: Any) -> Any:
+    def shape(value: Any) -> Any:
         if value is None:
-            return allowed if null_means_all else None
-        items = [value] if isinstance(value, str) else value
-        if not isinstance(items, list | tuple) or not items:
-            raise Invalid(f"{key} must be a non-empty list of {item}s, {_got(value)}")
-        for x in items:
-            if x not in allowed:
-                hint = did_you_mean(x, allowed)
-                raise Invalid(
-                    f"{key}: unknown {item} {x!r}{f' ({hint})' if hint else ''}; "
-                    f"choose from {', '.join(map(str, allowed))}"
-                )
-        out = tuple(dict.fromkeys(items))
-        return tuple(o for o in allowed if o in out) if sort else out
+            return list(allowed) if null_means_all else None
+        return _listed(value, str)
 
-    return checked(check, str | list[str] | None)
+    def finish(value: Any) -> Any:
+        out = None if value is None else tuple(dict.fromkeys(value))
+        return tuple(o for o in allowed if o in out) if sort and out else out
+
+    one: Any = Literal.__getitem__(allowed)
+    return Shaped(
+        Annotated[list[one], Field(min_length=1)] | None, shape, finish, str | list[str] | None
+    )
 
 
 def lengths(
@@ -123,46 +132,56 @@ def lengths(
     labels: Mapping[str, int] | None = None,
     sort: bool = True,
     default: tuple[int, ...] | None = None,
-) -> BeforeValidator:
-    """A check for a non-empty list of lengths in tokens (a single one counts), each an integer
-    >= ``minimum`` or one of ``labels`` (``"4k"`` -> 4096); deduplicated, sorted unless ``sort``
-    is false. Null: ``default``."""
-    label_text = f" or one of {', '.join(labels)}" if labels else ""
+) -> Shaped:
+    """A non-empty list of lengths in tokens (a single one counts), each an integer >=
+    ``minimum`` or one of ``labels`` (``"4k"`` -> 4096); deduplicated, sorted unless ``sort`` is
+    false. Null: ``default``."""
+    item: Any = Annotated[int, Field(ge=minimum)]
+    if labels:
+        item = item | Literal.__getitem__(tuple(labels))
 
-    def check(key: str, value: Any) -> Any:
+    def shape(value: Any) -> Any:
+        return _listed(default if value is None else value, int | str)
+
+    def finish(value: Any) -> Any:
         if value is None:
-            return default
-        items = [value] if isinstance(value, int | str) else value
-        if not isinstance(items, list | tuple) or not items:
-            raise Invalid(f"{key} must be a non-empty list of token counts, {_got(value)}")
-        out = []
-        for x in items:
-            if labels and isinstance(x, str) and x in labels:
-                out.append(labels[x])
-            elif isinstance(x, int) and not isinstance(x, bool) and x >= minimum:
-                out.append(x)
-            else:
-                raise Invalid(f"{key} must be token counts >= {minimum}{label_text}, {_got(x)}")
-        unique = tuple(dict.fromkeys(out))
-        return tuple(sorted(unique)) if sort else unique
+            return None
+        out = tuple(dict.fromkeys((labels or {}).get(x, x) for x in value))
+        return tuple(sorted(out)) if sort else out
 
-    return checked(check, int | str | list[int | str] | None)
+    takes = int | str | list[int | str] | None
+    return Shaped(Annotated[list[item], Field(min_length=1)] | None, shape, finish, takes)
 
 
-def paths(many: bool = False) -> BeforeValidator:
-    """A check for a file or folder path (a string or a ``Path``) or null; ``many``: also a list
-    of paths (kept as a tuple)."""
+def paths(many: bool = False) -> Shaped:
+    """A file or folder path (a string or a ``Path``, kept as a string) or null; ``many``: also
+    a non-empty list of paths (kept as a tuple)."""
 
-    def check(key: str, value: Any) -> Any:
-        if value is None or isinstance(value, str) and value or isinstance(value, os.PathLike):
-            return value
-        if many and isinstance(value, list | tuple) and value:
-            if all(isinstance(x, str) and x for x in value):
-                return tuple(value)
-        what = "a path" + (" or a list of paths" if many else "") + " or null"
-        raise Invalid(f"{key} must be {what}, {_got(value)}")
+    def shape(value: Any) -> Any:
+        if isinstance(value, list | tuple):
+            return _listed(value, ())
+        return os.fspath(value) if isinstance(value, os.PathLike) else value
 
-    return checked(check, str | list[str] | None if many else str | None)
+    def finish(value: Any) -> Any:
+        return tuple(value) if isinstance(value, list) else value
+
+    many_type: Any = Annotated[list[Text], Field(min_length=1)] if many else None
+    return Shaped(
+        Text | many_type | None, shape, finish, str | list[str] | None if many else str | None
+    )
+
+
+def texts(null: tuple[str, ...] | None = None) -> Shaped:
+    """A non-empty list of non-empty strings (names, paths), kept as a tuple; null refused; or,
+    where ``null`` is given, any list, null meaning ``null``."""
+
+    def finish(value: Any) -> Any:
+        return null if value is None else tuple(value)
+
+    many: Any = Annotated[list[Text], Field(min_length=1 if null is None else 0)]
+    if null is None:
+        return Shaped(many, lambda v: _listed(v, ()), finish, list[str])
+    return Shaped(many | None, lambda v: _listed(v, ()), finish, list[str] | None)
 
 
 Encoding = Literal["o200k_base", "cl100k_base"]
@@ -199,7 +218,7 @@ _SAYS = {
     "less_than_equal": "must be <= {le}",
     "less_than": "must be < {lt}",
     "finite_number": "must be a finite number",
-    "too_short": "must not be empty",
+    "too_short": "must be a non-empty list",
     "string_too_short": "must not be empty",
     "literal_error": "must be one of {expected}",
 }
@@ -213,6 +232,7 @@ _TYPES = {
     "list": "a list",
     "tuple": "a list",
     "dict": "a mapping",
+    "model": "a mapping",
 }
 """A type error's type (``int`` of ``int_parsing``, ``int_from_float``) -> what it must be."""
 _TYPE_ERRORS = ("_type", "_parsing", "_strict", "_from_float")
@@ -222,12 +242,18 @@ def first_error(config: type[BaseModel], exc: ValidationError, door: Door, where
     """The first of pydantic's errors as one line: ``WHERE: KEY must be ..., got VALUE (type)``
     (the command line's flag for ``door="cli"``); a field check's or a model check's own message
     as it is. The one translator of pydantic errors in lceval."""
-    err = exc.errors(include_url=False)[0]
+    errors = [
+        e for e in exc.errors(include_url=False) if e["loc"][:1] == exc.errors()[0]["loc"][:1]
+    ]
+    # a union field reports one error per member: the member that got deepest, said together
+    # with the others at that depth ("must be >= 256 or one of 4k")
+    depth = [sum(isinstance(x, int) for x in e["loc"]) for e in errors]
+    errors = [e for e, d in zip(errors, depth, strict=True) if d == max(depth)]
+    err = errors[0]
     loc = [str(x) for x in err.get("loc", ())]
     head = loc[0] if loc else ""
     info = config.model_fields.get(head)
     name = _shown(head, info, door) if info is not None else head
-    # an int | str | list field reports one error per member type: the field's own last
     name += "".join(f"[{x}]" for x in loc[1:] if x.isdigit())
     prefix = f"{where}: " if where else ""
     kind = str(err.get("type", ""))
@@ -235,15 +261,31 @@ def first_error(config: type[BaseModel], exc: ValidationError, door: Door, where
         msg = str(err.get("msg", "")).removeprefix("Value error, ")
         own = name and not msg.startswith(head)
         return f"{prefix}{name}: {msg}" if own else f"{prefix}{msg}"
+    nested = loc[-1] if len(loc) > 1 and not loc[-1].isdigit() else ""  # a nested model's key
     if kind == "missing":
-        return f"{prefix}{name} is required"
+        return f"{prefix}{name}{f'.{nested}' if nested else ''} is required"
+    if kind == "extra_forbidden":
+        return f"{prefix}{name}: unknown parameter {nested!r}"
+    same = [e for e in errors if e["loc"][:-1] == err["loc"][:-1] and e["input"] is err["input"]]
+    said = [_said(e) for e in same]
+    said = [x.removeprefix("must be ") if i else x for i, x in enumerate(dict.fromkeys(said))]
+    hint = ""
+    if kind == "literal_error":
+        hint = did_you_mean(err.get("input"), re.findall(r"'([^']*)'", err["ctx"]["expected"]))
+    return f"{prefix}{name} {' or '.join(said)}, {_got(err.get('input'), door)}" + (
+        f"; {hint}" if hint else ""
+    )
+
+
+def _said(err: Any) -> str:
+    """What one pydantic error says the value must be (``must be >= 1``)."""
+    kind = str(err.get("type", ""))
     ctx = {k: str(v).replace("'", "").replace(" or ", ", ") for k, v in err.get("ctx", {}).items()}
     says = _SAYS.get(kind)
     typed = kind.partition("_")[0] if kind.endswith(_TYPE_ERRORS) else ""
     if says is None and typed in _TYPES:
         says = f"must be {_TYPES[typed]}"
-    said = says.format(**ctx) if says else str(err.get("msg", "is invalid")).lower()
-    return f"{prefix}{name} {said}, {_got(err.get('input'), door)}"
+    return says.format(**ctx) if says else str(err.get("msg", "is invalid")).lower()
 
 
 def unknown_keys(
@@ -270,18 +312,12 @@ def unknown_keys(
 def validate(
     config: type[M], values: Mapping[str, Any] | None, door: Door = "params", where: str = ""
 ) -> M:
-    """``values`` read into ``config``: unknown keys refused with the closest names, every value
-    typed and ranged (strict for params and Python calls; the command line's text is parsed).
-
-    Args:
-        config: a declared model (a verb's config, a params section).
-        values: keys and values (a params file's, ``-p`` overrides', keyword arguments'); None:
-            all defaults.
-        door: ``cli`` names flags in messages (``--max-new-tokens``), ``params`` names keys.
-        where: what the values came from, for messages (``"params/02_inference/smoke.yaml"``).
+    """``values`` (None: all defaults) read into the declared model ``config``: unknown keys
+    refused with the closest names, every value typed and ranged (strict for params and Python
+    calls; the command line's text is parsed); messages name ``where`` the values came from.
 
     Raises:
-        LcevalError: one line.
+        LcevalError: one line (:func:`first_error`).
     """
     values = {} if values is None else values
     if not isinstance(values, Mapping):
@@ -306,22 +342,16 @@ def parse(
     where: str,
     accept: Iterable[type[BaseModel]] = (),
 ) -> M:
-    """Read one section of a params mapping into its declared model (:func:`validate`), the keys
-    of the other sections ``accept`` names and :data:`NOTEBOOK_PARAMS` accepted and not read.
-
-    Args:
-        section: a :class:`Declared` model whose fields are the section's keys.
-        params: the params (None: all defaults).
-        where: the section's owner for messages (``"ruler"``, ``"inference"``).
-        accept: other sections of the same file.
+    """One section of a params mapping (None: all defaults) read by :func:`validate`; the keys
+    of the sections ``accept`` names and :data:`NOTEBOOK_PARAMS` are accepted and not read.
 
     Raises:
-        LcevalError: one line (:func:`validate`).
+        LcevalError: one line naming ``where`` (the section's owner: ``"ruler"``).
     """
-    if params is not None and not isinstance(params, Mapping):
-        raise LcevalError(f"{where}: params must be a mapping, got {type(params).__name__}")
+    if not isinstance(params, Mapping):
+        return validate(section, params, "params", where)
     others = keys(*accept) | NOTEBOOK_PARAMS
-    own = {k: v for k, v in (params or {}).items() if k in section.model_fields or k not in others}
+    own = {k: v for k, v in params.items() if k in section.model_fields or k not in others}
     return validate(section, own, "params", where)
 
 

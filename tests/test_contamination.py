@@ -245,10 +245,10 @@ def test_hostile_corpus_and_parameters(tmp_path: Path) -> None:
         C.membership_scores(None, ["a b c"], k=0)
 
 
-def test_save_report_tables_and_figures(tmp_path: Path) -> None:
+def test_report_parts_tables_and_figures(tmp_path: Path) -> None:
     corpus = tmp_path / "corpus.txt"
     corpus.write_text(ESSAY, encoding="utf-8")
-    run = _run(tmp_path)
+    _run(tmp_path)
     overlap = C.run_overlap("c", [corpus], root=tmp_path)
     per = pd.DataFrame(
         {
@@ -260,13 +260,12 @@ def test_save_report_tables_and_figures(tmp_path: Path) -> None:
         }
     )
     fake = {"per_text": per, "auroc": C.auroc_table(per, n_resamples=50)}
-    summary = C.save_report("c", root=tmp_path, overlap=overlap, control=fake, run=fake)
+    tables, figures = C.report_parts(overlap, control=fake, run=fake)
+    summary = tables["membership_auroc_summary"]
     assert set(summary["case"]) == {"control", "run"}
     row = summary.set_index(["case", "signal"]).loc[("run", "min_k")]
     assert row["auroc"] == 1.0
     assert np.isnan(summary.set_index(["case", "signal"]).loc[("run", "min_k_pp"), "auroc"])
-    folder = run.report / "contamination"
-    for name in ("overlap_per_task", "membership_control", "membership_run_auroc"):
-        assert (folder / f"{name}.csv").exists()
-    for fig in ("contamination_overlap", "contamination_membership"):
-        assert (run.figures / f"{fig}.png").exists() and (run.figures / f"{fig}.pdf").exists()
+    assert {"overlap_per_task", "membership_control", "membership_run_auroc"} <= set(tables)
+    assert set(figures) == {"contamination_overlap", "contamination_membership"}
+    assert len(figures["contamination_membership"].axes) == 2 * 3  # two cases, three signals

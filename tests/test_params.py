@@ -72,7 +72,7 @@ def test_not_a_mapping() -> None:
 class Shared(params.Declared):
     """The shared field types, each in a section."""
 
-    tasks: Annotated[tuple[str, ...], params.names(("a", "b", "c"), "task", sort=True)] = ("a",)
+    tasks: Annotated[tuple[str, ...], params.names(("a", "b", "c"), sort=True)] = ("a",)
     lengths: Annotated[tuple[int, ...] | None, params.lengths(256, {"4k": 4096}, sort=False)] = None
     data_path: Annotated[str | tuple[str, ...] | None, params.paths(many=True)] = None
     n: Annotated[int, Field(ge=1, le=5)] = 1
@@ -82,10 +82,10 @@ class Shared(params.Declared):
 @pytest.mark.parametrize(
     ("raw", "message"),
     [
-        ({"tasks": ["bb"]}, "s: tasks: unknown task 'bb' (did you mean b?); choose from a, b, c"),
-        ({"tasks": []}, "tasks must be a non-empty list of tasks, got [] (list)"),
-        ({"lengths": [100]}, "lengths must be token counts >= 256 or one of 4k, got 100 (int)"),
-        ({"data_path": 3}, "data_path must be a path or a list of paths or null, got 3 (int)"),
+        ({"tasks": ["bb"]}, "s: tasks[0] must be one of a, b, c, got 'bb' (str); did you mean b?"),
+        ({"tasks": []}, "tasks must be a non-empty list, got [] (list)"),
+        ({"lengths": [100]}, "lengths[0] must be >= 256 or one of 4k, got 100 (int)"),
+        ({"data_path": 3}, "data_path must be a string or a list, got 3 (int)"),
         ({"n": 6}, "s: n must be <= 5, got 6 (int)"),
         ({"encoding": "gpt2"}, "encoding must be one of o200k_base, cl100k_base, got 'gpt2'"),
     ],

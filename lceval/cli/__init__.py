@@ -1,25 +1,13 @@
 """The ``lceval`` command: list, build, plan, infer, score, report (each on a run folder) and
 run (notebooks).
 
-Examples::
+Examples (README "Step by step" has more)::
 
     lceval eval lifbench --model embedded --limit 4   # build, answer, score, report: one go
-    lceval list                                       # benchmarks, tasks, scorers, backends
     lceval build lifbench --params params/01_build_data/smoke.yaml --run-id my-run
-    lceval infer my-run --backend hf                  # embedded SmolLM2 on CPU
     lceval infer my-run --backend vllm --model Qwen/Qwen2.5-7B-Instruct -o tensor_parallel_size=2
-    lceval infer my-run --backend openai --model gpt-4o-mini
-    lceval infer my-run --backend vllm --model Qwen/Qwen2.5-7B-Instruct \
-        --model '{model: meta-llama/Llama-3.1-70B-Instruct, options: {tensor_parallel_size: 4}}'
-    lceval plan my-run                                # size and GPU-time estimate
     lceval score my-run && lceval report my-run
-    lceval score my-run --scorer lifbench:strict     # a named scorer variant (both kept)
-    lceval report my-run --scorer lifbench:strict    # its tables, under report/lifbench-strict/
-    lceval import leval LEval/Predictions --run-id leval-official   # official prediction files
     lceval compare run-a run-b                        # paired difference with CI and p-values
-    lceval compare run-a run-b --samples diff.html    # and the two models' answers side by side
-    lceval compare my-run                             # one run's models ranked (leaderboard)
-    lceval compare a/report/results.json b/ --leaderboard   # headlines with CIs from files alone
     lceval run params/pipelines/lifbench_smoke.yaml   # notebooks 01-03 through papermill
 
 Bad input prints one line ``lceval: <what is wrong>`` and exits 2; Ctrl-C exits 130. Each verb

@@ -33,7 +33,7 @@ def handle(cfg: CompareConfig, outputs: str | None) -> int:
     if cfg.samples:
         print(f"wrote {compare_page(cfg, outputs, Path(cfg.samples))}")
     if cfg.csv:
-        from lceval.report.reporting import save_table
+        from lceval.report.reporting import save_table  # matplotlib
 
         path = Path(cfg.csv)
         try:
@@ -99,7 +99,7 @@ def table(cfg: CompareConfig, outputs: str | None) -> Any:
 
 def files_leaderboard(cfg: CompareConfig, outputs: str | None) -> Any:
     """The leaderboard from results.json files (and run ids, their results computed)."""
-    from lceval.report import results
+    from lceval.report import results  # pandas
 
     if cfg.scorer is not None:
         registry.find_scorer(cfg.scorer)
@@ -115,7 +115,7 @@ def files_leaderboard(cfg: CompareConfig, outputs: str | None) -> Any:
 def compare_page(cfg: CompareConfig, outputs: str | None, page: Path) -> Path:
     """``--samples FILE.html`` (``page``): the two runs' models side by side
     (:func:`lceval.report.compare_page.compare_rows`), with contexts/ beside it."""
-    from lceval.report import compare_page as page_module
+    from lceval.report import compare_page as page_module  # pandas, jinja2
 
     run_a = RunDir(cfg.run_ids[0], outputs)
     run_b = RunDir(cfg.run_ids[-1], outputs)

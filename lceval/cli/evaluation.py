@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import sys
 
+from lceval.report.evaluation import run_eval
 from lceval.run.config import EvalConfig
 
 
@@ -16,8 +17,6 @@ def handle(cfg: EvalConfig, outputs: str | None) -> int:
         LcevalError: an unknown benchmark, backend or model, bad params, anything a stage
             refuses (before an engine starts where it can be known then).
     """
-    from lceval.report.evaluation import run_eval
-
     result = run_eval(cfg, outputs)
     print(result.summary)
     if result.errors:

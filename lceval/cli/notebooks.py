@@ -1,19 +1,16 @@
 """Run lceval's notebooks with papermill: one notebook, or a pipeline of them, on one run id.
 
-A pipeline file (``params/pipelines/<name>.yaml``) lists notebooks with their params files::
+A pipeline file (``params/pipelines/<name>.yaml``, :class:`Pipeline`)::
 
     run_id: lifbench-smoke            # default run id, injected into every notebook
     steps:
       - notebook: 01_build_data       # notebooks/01_build_data.ipynb
         params: params/01_build_data/smoke.yaml
-      - notebook: 02_inference
-        params: params/02_inference/smoke.yaml
       - notebook: 05_ruler_correlation  # a step may name its own run id
         run_id: ruler-corr-smoke
 
-A params file is a flat mapping of the notebook's parameters. The executed copy goes to
-``outputs/<run_id>/notebooks/<name>.ipynb``, renamed there only when the notebook finished (a
-failed one is kept as ``<name>.failed.ipynb``).
+The executed copy goes to ``outputs/<run_id>/notebooks/<name>.ipynb``, renamed there only when
+the notebook finished (a failed one is kept as ``<name>.failed.ipynb``).
 """
 
 from __future__ import annotations
@@ -25,9 +22,9 @@ import re
 from collections.abc import Mapping
 from contextlib import nullcontext
 from pathlib import Path
-from typing import Any
+from typing import Any, Self
 
-from pydantic import BaseModel
+from pydantic import BaseModel, Field, model_validator
 
 from lceval import params as declared
 from lceval.benchmarks import registry
@@ -39,8 +36,29 @@ from lceval.core.progress import Watcher, progress_path
 from lceval.models import lifeline
 from lceval.models.base import check_load, log
 from lceval.models.specs import resolve_models
-from lceval.params import load_params, unknown_keys, validate
+from lceval.params import Declared, Text, load_params, unknown_keys, validate
 from lceval.run.config import InferConfig
+
+
+class Step(Declared):
+    """One notebook of a pipeline."""
+
+    notebook: Text = Field(description="a notebook name (01_build_data) or path")
+    params: Text | None = Field(None, description="its params file; null: its defaults")
+    run_id: Text | None = Field(None, description="its own run id; null: the pipeline's")
+
+
+class Pipeline(Declared):
+    """A pipeline file: notebooks run in order on one run id."""
+
+    run_id: Text | None = Field(None, description="the run id of steps without their own")
+    steps: list[Step] = Field(min_length=1, description="the notebooks, in order")
+
+    @model_validator(mode="after")
+    def _run_ids(self) -> Self:
+        if self.run_id is None and not all(s.run_id for s in self.steps):
+            raise ValueError("no run_id (set 'run_id' in the file or pass --run-id)")
+        return self
 
 
 def notebooks_dir() -> Path:
@@ -49,7 +67,6 @@ def notebooks_dir() -> Path:
     Raises:
         LcevalError: not inside an lceval checkout.
     """
-
     top = project_root()
     if top is None or not (top / "notebooks").is_dir():
         raise LcevalError("notebooks/ not found: run lceval from inside the lceval checkout")
@@ -65,47 +82,49 @@ def find_notebook(name: str | os.PathLike[str]) -> Path:
     p = Path(name)
     if p.suffix == ".ipynb" and p.exists():
         return p.resolve()
-    stem = p.name if p.suffix == ".ipynb" else p.name + ".ipynb"
-    candidate = notebooks_dir() / stem
+    candidate = notebooks_dir() / (p.name if p.suffix == ".ipynb" else f"{p.name}.ipynb")
     if candidate.exists():
         return candidate
     known = ", ".join(sorted(q.stem for q in notebooks_dir().glob("*.ipynb")))
     raise LcevalError(f"unknown notebook {str(name)!r}; known: {known}")
 
 
+def _sources(notebook: Path, tag: str | None = None) -> list[str]:
+    """The code cells' sources (only those tagged ``tag``), read as JSON: nbformat's schema
+    validator takes seconds to import."""
+    cells = json.loads(notebook.read_text(encoding="utf-8"))["cells"]
+    return [
+        "".join(c["source"]) if isinstance(c["source"], list) else c["source"]
+        for c in cells
+        if c.get("cell_type") == "code"
+        and (tag is None or tag in c.get("metadata", {}).get("tags", []))
+    ]
+
+
 def declared_params(notebook: Path) -> dict[str, Any]:
-    """The parameters a notebook declares: the names and literal defaults of its cell tagged
-    ``parameters`` (papermill's convention), read without starting a kernel.
+    """The names and literal defaults of a notebook's cell tagged ``parameters`` (papermill's
+    convention), read without starting a kernel.
 
     Raises:
         LcevalError: no such cell, or one that is not plain ``name = literal`` lines.
     """
-
-    # json, not nbformat: nbformat's schema validator takes seconds to import
-    nb = json.loads(notebook.read_text(encoding="utf-8"))
-    cells = [c for c in nb["cells"] if "parameters" in c.get("metadata", {}).get("tags", [])]
+    cells = _sources(notebook, "parameters")
     if len(cells) != 1:
         raise LcevalError(f"{notebook.name}: expected one cell tagged 'parameters'")
-    source = cells[0]["source"]
-    out: dict[str, Any] = {}
     try:
-        for node in ast.parse("".join(source) if isinstance(source, list) else source).body:
-            if isinstance(node, ast.Assign) and isinstance(node.targets[0], ast.Name):
-                out[node.targets[0].id] = ast.literal_eval(node.value)
+        return {
+            node.targets[0].id: ast.literal_eval(node.value)
+            for node in ast.parse(cells[0]).body
+            if isinstance(node, ast.Assign) and isinstance(node.targets[0], ast.Name)
+        }
     except (SyntaxError, ValueError) as exc:
         raise LcevalError(f"{notebook.name}: parameters cell is not literals: {exc}") from None
-    return out
 
 
 def builds(notebook: Path) -> set[str]:
     """The benchmarks whose builder a notebook calls with its parameters
     (``lceval.run.build(run_id, "KEY", ...)``, the params-file contract of DEVELOPING.md)."""
-    nb = json.loads(notebook.read_text(encoding="utf-8"))
-    code = "\n".join(
-        "".join(c["source"]) if isinstance(c["source"], list) else c["source"]
-        for c in nb["cells"]
-        if c.get("cell_type") == "code"
-    )
+    code = "\n".join(_sources(notebook))
     return set(re.findall(r"lceval\.run\.build\(\s*run_id,\s*\"(\w+)\"", code))
 
 
@@ -124,14 +143,8 @@ def sections(notebook: Path) -> list[type[BaseModel]]:
 
 
 def check_params(notebook: Path, params: Mapping[str, Any], where: str) -> None:
-    """Check ``params`` against what ``notebook`` declares, before anything runs: every key one
-    of its parameters (unknown ones named with the closest), and every value by the declared
-    section that reads it (:func:`sections`).
-
-    Args:
-        notebook: the notebook's path.
-        params: the parameters to inject.
-        where: what they came from, for messages (a params file, ``-p``).
+    """Check ``params`` (from ``where``: a params file, ``-p``) before anything runs: every key
+    one of the notebook's parameters, every value by the section that reads it (:func:`sections`).
 
     Raises:
         LcevalError: one line naming the key.
@@ -140,8 +153,7 @@ def check_params(notebook: Path, params: Mapping[str, Any], where: str) -> None:
     unknown_keys(list(params), list(defaults), f"{where} ({notebook.stem})")
     given = dict(params)
     for section in sections(notebook):
-        part = {k: v for k, v in given.items() if k in section.model_fields}
-        given = {k: v for k, v in given.items() if k not in part}
+        part = {k: given.pop(k) for k in list(given) if k in section.model_fields}
         # a section without defaults of its own (lceval.cli.sections) takes the notebook's
         need = {
             k: defaults[k]
@@ -164,14 +176,11 @@ def check_models(notebook: Path, params: Mapping[str, Any], where: str) -> None:
     merged = {**names, **params}
     given = {k: v for k, v in merged.items() if k in InferConfig.model_fields}
     cfg = validate(InferConfig, given, "params", where)
-    one, many = cfg.model, cfg.models
+    one, many = (None, cfg.model) if isinstance(cfg.model, list) else (cfg.model, cfg.models)
     if one is None and many is None:
         return
-    if isinstance(one, list):
-        one, many = None, one
     try:
-        specs = resolve_models(one, many, cfg.backend, cfg.backend_options, where=where)
-        for spec in specs:
+        for spec in resolve_models(one, many, cfg.backend, cfg.backend_options, where=where):
             check_load(spec.backend, spec.model, dict(spec.options))
     except LcevalError as exc:
         raise LcevalError(f"{notebook.stem}: {exc}") from None
@@ -179,10 +188,11 @@ def check_models(notebook: Path, params: Mapping[str, Any], where: str) -> None:
 
 def notebook_schemas() -> dict[str, dict[str, Any]]:
     """The JSON Schema of every notebook's params files (``params/<notebook>/*.yaml``): exactly
-    its declared parameters, each typed by the section that reads it, with the notebook's default.
+    its declared parameters, each typed by the section that reads it, with the notebook's
+    default; and under ``pipeline`` that of the pipeline files (:class:`Pipeline`).
 
     Returns:
-        notebook stem -> JSON Schema.
+        notebook stem (or ``pipeline``) -> JSON Schema.
     """
     out: dict[str, dict[str, Any]] = {}
     for nb in sorted(notebooks_dir().glob("[0-9][0-9]_*.ipynb")):
@@ -193,20 +203,17 @@ def notebook_schemas() -> dict[str, dict[str, Any]]:
             defs.update(js.get("$defs", {}))
             for key, prop in js.get("properties", {}).items():
                 typed.setdefault(key, prop)
-        props = {}
-        for key, default in declared_params(nb).items():
-            props[key] = {**typed.get(key, {}), "default": default}
-        schema_doc: dict[str, Any] = {
+        props = {k: {**typed.get(k, {}), "default": v} for k, v in declared_params(nb).items()}
+        out[nb.stem] = {
             "$schema": "https://json-schema.org/draft/2020-12/schema",
             "$id": f"lceval:params/{nb.stem}",
             "title": f"params/{nb.stem}/*.yaml",
             "type": "object",
             "properties": props,
             "additionalProperties": False,
+            **({"$defs": defs} if defs else {}),
         }
-        if defs:
-            schema_doc["$defs"] = defs
-        out[nb.stem] = schema_doc
+    out["pipeline"] = Pipeline.model_json_schema(mode="validation")
     return out
 
 
@@ -220,18 +227,10 @@ def run_notebook(
     progress: bool = True,
     check: bool = False,
 ) -> Path:
-    """Execute one notebook with papermill; returns the path of the executed copy.
-
-    Args:
-        notebook: notebook name or path.
-        run_id: injected as the ``run_id`` parameter; names the run folder.
-        params: further parameters to inject (a params file's contents).
-        outputs_root: folder of run folders (default: ``lceval.core.io.outputs_root()``).
-        kernel_name: Jupyter kernel (default ``python3``: this process's Python, so the lceval
-            it was started from).
-        progress: show papermill's cell progress bar.
-        check: check ``params`` against the notebook's declared parameters first
-            (:func:`check_params`), before the run folder is touched.
+    """Execute one notebook (a name or path) with papermill, ``run_id`` and ``params`` injected;
+    returns the path of the executed copy. ``kernel_name`` defaults to ``python3`` (this
+    process's Python); ``check``: :func:`check_params` and :func:`check_models` first, before
+    the run folder is touched.
 
     Raises:
         LcevalError: unknown notebook, a bad parameter (with ``check``), or a cell failed
@@ -279,7 +278,7 @@ def run_notebook(
     os.replace(tmp, final)
     failed.unlink(missing_ok=True)
     if run.report.exists():  # keep report/index.html's list of executed notebooks current
-        from lceval.report.index_page import write_index
+        from lceval.report.index_page import write_index  # pandas, jinja2
 
         write_index(run)
     return final
@@ -293,65 +292,41 @@ def run_pipeline(
     overrides: Mapping[str, Any] | None = None,
     progress: bool = True,
 ) -> list[Path]:
-    """Execute a pipeline's notebooks in order on one run id.
-
-    Args:
-        pipeline: path to a pipeline YAML, or its parsed mapping.
-        run_id: the pipeline's ``run_id``; where steps name their own, a prefix: each step runs
-            as ``X-<its run id>``, and params-file values naming another step's run follow.
-        outputs_root: folder of run folders.
-        overrides: parameters injected into every notebook (after each step's params file).
-        progress: show papermill's progress bars.
-
-    Returns:
-        The executed copies, in order.
+    """Execute a pipeline's notebooks (a YAML path or its mapping, :class:`Pipeline`) in order;
+    returns the executed copies. ``run_id`` overrides the file's; where steps name their own, it
+    is a prefix (``X-<its run id>``, and params values naming another step's run follow).
+    ``overrides`` reach every step that declares them, after its params file.
 
     Raises:
-        LcevalError: malformed pipeline (names the field), unknown notebook, or a failed cell.
+        LcevalError: a malformed pipeline, params file or override (one line naming the key),
+            an unknown notebook, or a failed cell; every step is checked before the first runs.
     """
     where = "pipeline"
     if not isinstance(pipeline, Mapping):
         where = str(pipeline)
         pipeline = load_params(pipeline)
-    steps = pipeline.get("steps")
-    if not isinstance(steps, list) or not steps:
-        raise LcevalError(f"{where}: 'steps' must be a non-empty list of {{notebook, params}}")
-    prefix = run_id  # --run-id: a prefix of the steps' own run ids
-    run_id = run_id or pipeline.get("run_id")
-    own = {
-        str(s["run_id"]): f"{prefix}-{s['run_id']}"
-        for s in steps
-        if prefix and isinstance(s, Mapping) and s.get("run_id")
-    }
-    if not all(isinstance(s, Mapping) and s.get("run_id") for s in steps) and (
-        not isinstance(run_id, str) or not run_id
-    ):
-        raise LcevalError(f"{where}: no run_id (set 'run_id' in the file or pass --run-id)")
+    given = {**pipeline, "run_id": run_id} if run_id else pipeline
+    plan = validate(Pipeline, given, "params", where)
+    # --run-id: a prefix of the steps' own run ids
+    own = {s.run_id: f"{run_id}-{s.run_id}" for s in plan.steps if run_id and s.run_id}
     overrides = dict(overrides or {})
     resolved = []
-    known: dict[str, None] = {}
-    for i, step in enumerate(steps):
-        if not isinstance(step, Mapping) or "notebook" not in step:
-            raise LcevalError(f"{where}: steps[{i}] must be a mapping with a 'notebook' key")
-        unknown = set(step) - {"notebook", "params", "run_id"}
-        if unknown:
-            raise LcevalError(
-                f"{where}: steps[{i}] has unknown key(s) {', '.join(sorted(unknown))}"
-            )
-        nb = find_notebook(step["notebook"])  # fail before running anything
-        params = load_params(step["params"]) if step.get("params") else {}
+    known: set[str] = set()
+    for step in plan.steps:
+        nb = find_notebook(step.notebook)  # fail before running anything
+        params = load_params(step.params) if step.params else {}
         params = {k: _renamed(v, own) for k, v in params.items()}
-        check_params(nb, params, str(step.get("params") or where))
+        check_params(nb, params, step.params or where)
         names = declared_params(nb)
-        known.update(dict.fromkeys(names))
+        known.update(names)
         # an override reaches the steps that declare it, checked by each step's declared types
         mine = {k: v for k, v in overrides.items() if k in names}
         check_params(nb, mine, "-p")
-        merged = with_overrides(params, mine)  # each model's own options kept
+        merged = with_overrides(params, mine)
         check_models(nb, merged, where)
-        rid = str(step.get("run_id") or run_id)
+        rid = str(step.run_id or plan.run_id)
         resolved.append((nb, own.get(rid, rid), merged))
-    unknown_keys(list(overrides), list(known), f"-p (no step of {where} declares it)")
+    unknown_keys(list(overrides), sorted(known), f"-p (no step of {where} declares it)")
     return [
         run_notebook(nb, rid, params, outputs_root=outputs_root, progress=progress)
         for nb, rid, params in resolved
@@ -360,11 +335,9 @@ def run_pipeline(
 
 def _renamed(value: Any, runs: Mapping[str, str]) -> Any:
     """``value`` with each run id of ``runs`` (a string, or an item of a list) renamed."""
-    if isinstance(value, str):
-        return runs.get(value, value)
     if isinstance(value, list):
         return [runs.get(v, v) if isinstance(v, str) else v for v in value]
-    return value
+    return runs.get(value, value) if isinstance(value, str) else value
 
 
 def with_overrides(
@@ -374,25 +347,19 @@ def with_overrides(
     options: a bare id in an overriding ``models`` list takes the params file's mapping for it;
     one the file does not list gets its ``backend_options``, said in one line."""
     out = {**params, **dict(overrides or {})}
-    models = (overrides or {}).get("models")
-    if not isinstance(models, list):
+    if not isinstance(out.get("models"), list) or "models" not in (overrides or {}):
         return out
     own = {
-        str(m["model"]): m
+        str(m["model"]): dict(m)
         for m in params.get("models") or []
         if isinstance(m, Mapping) and m.get("model") is not None
     }
-    merged = []
-    for m in models:
-        if isinstance(m, str) and m in own:
-            merged.append(dict(own[m]))
-        else:
-            if isinstance(m, str) and own and params.get("backend_options"):
-                log(
-                    f"models: {m} is not in this params file's list; it runs with its "
-                    f"backend_options {dict(params['backend_options'])} (give it its own: "
-                    f"'{{model: {m}, options: {{max_model_len: N}}}}')"
-                )
-            merged.append(m)
-    out["models"] = merged
+    for m in out["models"]:
+        if isinstance(m, str) and m not in own and own and params.get("backend_options"):
+            log(
+                f"models: {m} is not in this params file's list; it runs with its "
+                f"backend_options {dict(params['backend_options'])} (give it its own: "
+                f"'{{model: {m}, options: {{max_model_len: N}}}}')"
+            )
+    out["models"] = [own.get(m, m) if isinstance(m, str) else m for m in out["models"]]
     return out

@@ -33,7 +33,7 @@ def plan_text(cfg: PlanConfig, outputs: str | None) -> str:
         LcevalError: a bad ``--csv`` (ranges: :class:`lceval.run.config.PlanConfig`), a run that is
             not built, an unreadable model tokenizer.
     """
-    from lceval.run import cost, plan
+    from lceval.run import cost, plan  # pandas
 
     prices = cost.load_prices(cfg.prices)  # a bad table stops before any tokenizing
     eff = plan.EFFICIENCY if cfg.efficiency is None else cfg.efficiency
@@ -83,7 +83,7 @@ def plan_text(cfg: PlanConfig, outputs: str | None) -> str:
             "(--max-new-tokens N plans another cap)"
         )
     if csv is not None:  # written before run.json: a failed write leaves the run as it was
-        from lceval.report.reporting import save_table
+        from lceval.report.reporting import save_table  # matplotlib
 
         try:
             a = save_table(p.sizes, csv.parent, csv.stem, index=False)
@@ -120,7 +120,7 @@ def cost_text(
 ) -> str:
     """The API dollars of the plan (and of the API judges' calls), this run's calibration
     (stored) and this machine's calibrated answering time (:mod:`lceval.run.cost`)."""
-    from lceval.run import cost
+    from lceval.run import cost  # pandas
 
     meta = run.read_meta()
     api_models = [

@@ -32,7 +32,7 @@ def handle(cfg: ScoreConfig, outputs: str | None) -> int:
 def print_scores(run_id: str, root: str | None, df: Any) -> None:
     """The mean score per model, benchmark, task (and baseline variant); where the budget ended
     answers, how many (``cut``) and the mean over those that finished (``mean_finished``)."""
-    from lceval.report.coverage import run_cut_answers, variant_of, with_finished
+    from lceval.report.coverage import run_cut_answers, variant_of, with_finished  # pandas
 
     run = RunDir(run_id, root)
     cut = run_cut_answers(run)
@@ -77,7 +77,7 @@ def print_extra_metrics(run_id: str, root: str | None, df: Any) -> None:
 def warn_coverage(run_id: str, outputs: str | None) -> None:
     """One stderr line per benchmark and model whose answers the budget cut (over 5%), whose
     samples are not all answered, or whose run is not the paper's grid."""
-    from lceval.report.coverage import run_coverage
+    from lceval.report.coverage import run_coverage  # pandas
 
     for c in run_coverage(RunDir(run_id, outputs)):
         if c.cut_flag:

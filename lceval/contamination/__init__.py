@@ -20,8 +20,8 @@ from lceval.contamination.membership import (
     membership_scores,
     min_k_plus_plus,
     min_k_prob,
+    report_parts,
     run_membership,
-    save_report,
     zlib_ratio,
 )
 from lceval.contamination.overlap import (
@@ -59,11 +59,11 @@ __all__ = [
     "overlap",
     "overlap_table",
     "reference_index",
+    "report_parts",
     "run_membership",
     "run_overlap",
     "run_texts",
     "sample_text",
-    "save_report",
     "shipped_texts",
     "task_overlap",
     "text_units",

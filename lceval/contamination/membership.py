@@ -306,81 +306,72 @@ def _membership_figure(ax: Any, per_text: pd.DataFrame, auroc: pd.DataFrame, sig
     )
 
 
-def save_report(
-    run_id: str,
-    *,
-    root: str | Path | None = None,
-    overlap: Mapping[str, pd.DataFrame] | None = None,
-    **membership: Mapping[str, pd.DataFrame],
-) -> pd.DataFrame:
-    """Write contamination tables (CSV) to ``report/contamination/`` and figures (PNG, PDF) to
-    ``figures/`` of a run.
+def report_parts(
+    overlap: Mapping[str, pd.DataFrame] | None = None, **membership: Mapping[str, pd.DataFrame]
+) -> tuple[dict[str, pd.DataFrame], dict[str, Any]]:
+    """The contamination report's tables and figures, for the caller to save (a notebook saves
+    them with ``lceval.notebook.save_table`` / ``save_figure`` under ``report/contamination/``
+    and ``figures/``).
 
     Args:
-        overlap: :func:`run_overlap`'s tables (``overlap_*`` CSVs; figure
+        overlap: :func:`run_overlap`'s tables (tables ``overlap_*``; figure
             ``contamination_overlap``, flagged share per task).
         **membership: named outputs of :func:`run_membership` / :func:`in_prompt_control`
-            (``membership_<name>[_auroc]`` CSVs; figure ``contamination_membership``, seen vs
+            (tables ``membership_<name>[_auroc]``; figure ``contamination_membership``, seen vs
             unseen per signal with its AUROC).
 
     Returns:
-        :func:`auroc_summary` of the membership outputs.
+        ``(tables, figures)``: name -> DataFrame (``membership_auroc_summary``:
+        :func:`auroc_summary`) and name -> matplotlib Figure.
     """
     # here, not at the top: loads matplotlib
     import matplotlib.pyplot as plt
 
-    from lceval.report.reporting import save_figure, save_table
-
-    run = RunDir(run_id, root)
-    folder = run.report / "contamination"
-    if overlap is not None:
-        for name in ("per_sample", "per_task", "corpus"):
-            if name in overlap:
-                save_table(overlap[name], folder, f"overlap_{name}", index=False)
-        per_task = overlap.get("per_task")
-        if per_task is not None and len(per_task):
-            fig, ax = plt.subplots(figsize=(6, 0.3 * len(per_task) + 1.2))
-            labels = [
-                f"{b} / {t}" for b, t in zip(per_task["benchmark"], per_task["task"], strict=True)
-            ]
-            ax.barh(labels, per_task["flagged_share"], color="C1", label="flagged samples")
-            ax.barh(labels, per_task["mean_overlap"], height=0.3, color="C0", label="mean overlap")
-            ax.set_xlim(0, 1)
-            ax.set_xlabel("share (0..1)")
-            ax.invert_yaxis()
-            ax.tick_params(axis="y", labelsize=6)
-            ax.legend(fontsize=6, loc="lower right")
-            ax.set_title("n-gram overlap with the reference corpus, per task", fontsize=8)
-            fig.tight_layout()
-            save_figure(fig, run.figures, "contamination_overlap")
+    overlap = overlap or {}
+    tables = {
+        f"overlap_{n}": overlap[n] for n in ("per_sample", "per_task", "corpus") if n in overlap
+    }
+    figures: dict[str, Any] = {}
+    per_task = overlap.get("per_task")
+    if per_task is not None and len(per_task):
+        fig, ax = plt.subplots(figsize=(6, 0.3 * len(per_task) + 1.2))
+        labels = [
+            f"{b} / {t}" for b, t in zip(per_task["benchmark"], per_task["task"], strict=True)
+        ]
+        ax.barh(labels, per_task["flagged_share"], color="C1", label="flagged samples")
+        ax.barh(labels, per_task["mean_overlap"], height=0.3, color="C0", label="mean overlap")
+        ax.set_xlim(0, 1)
+        ax.set_xlabel("share (0..1)")
+        ax.invert_yaxis()
+        ax.tick_params(axis="y", labelsize=6)
+        ax.legend(fontsize=6, loc="lower right")
+        ax.set_title("n-gram overlap with the reference corpus, per task", fontsize=8)
+        fig.tight_layout()
+        figures["contamination_overlap"] = fig
+    drawn = {}
     for name, out in membership.items():
         per = out.get("per_sample", out.get("per_text"))
         if per is not None:
-            save_table(per, folder, f"membership_{name}", index=False)
+            tables[f"membership_{name}"] = per
         if "auroc" in out:
-            save_table(out["auroc"], folder, f"membership_{name}_auroc", index=False)
-    drawn = {
-        n: o
-        for n, o in membership.items()
-        if "auroc" in o and ("per_sample" in o or "per_text" in o)
-    }
+            tables[f"membership_{name}_auroc"] = out["auroc"]
+            if per is not None:
+                drawn[name] = (per, out["auroc"])
     if drawn:
         signals = [
             s
             for s in ("min_k", "min_k_pp", "zlib")
-            if any(s in set(o["auroc"]["signal"]) for o in drawn.values())
+            if any(s in set(auc["signal"]) for _, auc in drawn.values())
         ]
         fig, axes = plt.subplots(
             len(drawn), len(signals), figsize=(3 * len(signals), 2.8 * len(drawn)), squeeze=False
         )
-        for i, (name, out) in enumerate(drawn.items()):
-            per = out.get("per_sample", out.get("per_text"))
+        for i, (name, (per, auc)) in enumerate(drawn.items()):
             for j, sig in enumerate(signals):
-                _membership_figure(axes[i, j], per, out["auroc"], sig)
+                _membership_figure(axes[i, j], per, auc, sig)
             axes[i, 0].set_ylabel(name)
         fig.suptitle("membership signals (higher = likelier seen)", fontsize=8)
         fig.tight_layout()
-        save_figure(fig, run.figures, "contamination_membership")
-    summary = auroc_summary(**membership)
-    save_table(summary, folder, "membership_auroc_summary", index=False)
-    return summary
+        figures["contamination_membership"] = fig
+    tables["membership_auroc_summary"] = auroc_summary(**membership)
+    return tables, figures

@@ -162,9 +162,8 @@ class Overlap:
     """A text's n-gram overlap with a reference index."""
 
     n_ngrams: int
-    """Distinct n-grams of the text."""
+    """Distinct n-grams of the text (``n_hits`` of them in the reference corpus)."""
     n_hits: int
-    """Of those, n-grams in the reference corpus."""
 
     @property
     def share(self) -> float:
@@ -212,9 +211,8 @@ def run_texts(
     contexts = run.read_contexts()
     out: dict[str, None] = {}
     for s in run.read_samples():
-        if where is not None:
-            if _field_of(s, where[0]) != where[1]:
-                continue
+        if where is not None and _field_of(s, where[0]) != where[1]:
+            continue
         text = sample_text(s, contexts, part)
         if text.strip():
             out[text] = None

@@ -1,19 +1,8 @@
-"""What a model reads in place of a sample's long context under ``-o context=MODE`` (the
-no-context and retrieval baselines of every benchmark): the samples and contexts an engine is
-handed for one :class:`~lceval.contexts.modes.ContextMode`.
-
-- ``full``: the samples and contexts as built.
-- ``none``: each sample without its context (``context_id`` None): the prompt is the scenario
-  description and the instruction alone, as LongBench v2's ``pred.py --no_context`` does.
-- ``bm25:K`` / ``dense:K``: each sample gets its own context, the K chunks of 1,024 tokens of its
-  context most relevant to its instruction, in rank order, joined by a blank line
-  (:class:`lceval.contexts.retrieval.DocumentIndex`, L-Eval's retrieval baselines; the window is
-  K x 1,024 tokens). A context's chunks and index are built once for all its samples.
-
-The answers keep the built sample's id and :func:`~lceval.core.records.sample_hash`, so they join
-the
-full-context answers sample by sample; the mode is part of the answer's name
-(:func:`variant_name`) and of its config hash (``GenerationConfig.engine["context"]``).
+"""What a model reads in place of a sample's long context under ``-o context=MODE``: ``full``
+(as built), ``none`` (no context: description and instruction alone, as LongBench v2's
+``pred.py --no_context``), ``bm25:K`` / ``dense:K`` (the K chunks of 1,024 tokens most relevant
+to the instruction, :class:`lceval.contexts.retrieval.DocumentIndex`). Answers keep the sample's
+id and hash, so they join the full-context ones; the mode is in their name (:func:`variant_name`).
 """
 
 from __future__ import annotations
@@ -39,10 +28,6 @@ SEPARATOR = "@context="
 
 
 CONTEXT_KINDS: tuple[str, ...] = ("full", "none", "bm25", "dense")
-"""What a model reads in place of a sample's long context (``lceval infer -o context=...``):
-``full`` the whole context (as built); ``none`` nothing (the description and instruction alone:
-does the model need the context at all?); ``bm25`` / ``dense`` the K chunks of 1,024 tokens most
-relevant to the instruction (:mod:`lceval.contexts.retrieval`, L-Eval's retrieval baselines)."""
 
 
 @dataclass(frozen=True)
@@ -50,7 +35,6 @@ class ContextMode:
     """One ``-o context`` value: ``full``, ``none``, ``bm25:K`` or ``dense:K``."""
 
     kind: str
-    """One of :data:`CONTEXT_KINDS`."""
     k: int = 0
     """Chunks kept by a retriever (``bm25:4``: 4); 0 for ``full`` and ``none``."""
 
@@ -134,15 +118,8 @@ def check_retrievers(modes: Sequence[ContextMode]) -> None:
 def view(
     mode: ContextMode, samples: Sequence[Sample], contexts: Mapping[str, Context]
 ) -> tuple[list[Sample], dict[str, Context]]:
-    """The samples and contexts an engine answers under ``mode`` (see the module docstring).
-
-    Args:
-        mode: the context mode.
-        samples: the built samples (their contexts in ``contexts``).
-        contexts: context id -> Context.
-
-    Returns:
-        (samples, contexts), samples in the same order with the same ids.
+    """The samples (same order, same ids) and contexts (id -> Context) an engine answers under
+    ``mode``; a context's chunks are indexed once for all its samples.
 
     Raises:
         LcevalError: a retriever that is not installed (bm25s, sentence-transformers, the

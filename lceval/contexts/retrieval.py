@@ -1,18 +1,9 @@
-"""Chunk retrieval: a long context cut into chunks, the chunks most relevant to a question ranked
-by BM25 or by dense vectors, and the best ones joined into a short text that replaces the context
-in the prompt. L-Eval's retrieval baselines (``lceval.benchmarks.leval.build``, param
-``retrieval``) and every benchmark's ``-o context=bm25:K|dense:K``
-(:mod:`lceval.contexts.modes`) use it.
-
-The official L-Eval baselines (``Baselines/turbo4k-retrieve-test.py``) split the document on
-spaces into chunks of 1,024 tiktoken tokens (langchain
-``CharacterTextSplitter.from_tiktoken_encoder``, no overlap), rank them with Elasticsearch BM25 or
-OpenAI ada embeddings, and "stuff" the top 4 into Turbo-4k's prompt. lceval keeps the chunking
-and the stuffing (rank order, chunks joined by a blank line) and ranks with ``bm25s`` (Okapi
-BM25, English stop words) or a local sentence encoder (the shipped all-MiniLM-L6-v2, or any
-sentence-transformers folder), all offline. The task's own prompt is kept, with the retrieved
-text in place of the document, so a full-context and a retrieval answer differ only in what the
-model reads.
+"""Chunk retrieval as L-Eval's baselines do it (``Baselines/turbo4k-retrieve-test.py``): the
+document cut on spaces into chunks of 1,024 tiktoken tokens, ranked against the question, the top
+ones "stuffed" in rank order, joined by a blank line. The official ranker is Elasticsearch BM25
+or OpenAI ada; lceval ranks offline with ``bm25s`` (Okapi BM25, English stop words) or a local
+sentence encoder (the shipped all-MiniLM-L6-v2). Used by L-Eval's ``retrieval`` param and every
+benchmark's ``-o context=bm25:K|dense:K`` (:mod:`lceval.contexts.modes`).
 """
 
 from __future__ import annotations
@@ -32,16 +23,8 @@ RETRIEVERS: tuple[str, ...] = ("bm25", "dense")
 
 def chunk_document(text: str, chunk_tokens: int, encoding: str) -> list[str]:
     """Cut ``text`` on single spaces into consecutive chunks of at most ``chunk_tokens`` tokens
-    (a word longer than that is a chunk of its own).
-
-    Token counts are per space-separated word (with its leading space), so a chunk's true count
-    may differ by a few tokens, as with langchain's splitter.
-
-    Args:
-        text: the document.
-        chunk_tokens: tokens per chunk (>= 1).
-        encoding: tiktoken encoding name.
-    """
+    of tiktoken ``encoding``, counted per word with its leading space as langchain's splitter
+    does (a longer word is a chunk of its own)."""
     words = text.split(" ")
     if not text.strip():
         return []
@@ -62,16 +45,9 @@ def chunk_document(text: str, chunk_tokens: int, encoding: str) -> list[str]:
 
 
 class DocumentIndex:
-    """One document cut into chunks, with its BM25 index and chunk vectors built on first use,
-    so that every question about the document reuses them.
-
-    Args:
-        document: the long document.
-        chunk_tokens: tokens per chunk (official 1,024).
-        encoding: tiktoken encoding for chunk sizes.
-        embedding_model: the dense encoder's folder (None: the shipped MiniLM, which reads the
-            first 256 word pieces of each chunk).
-    """
+    """One document cut into chunks (:func:`chunk_document`; official 1,024 tokens), its BM25
+    index and chunk vectors built on first use; ``embedding_model``: the dense encoder's folder
+    (None: the shipped MiniLM, which reads the first 256 word pieces of each chunk)."""
 
     def __init__(
         self,
@@ -130,19 +106,9 @@ class DocumentIndex:
     def retrieve(
         self, query: str, mode: str, top_k: int = 4, window: int = 3072
     ) -> tuple[str, list[int]]:
-        """The retrieved text that replaces the document for ``query``, and the chunks used.
-
-        Chunks are taken in rank order while fewer than ``top_k`` are taken and their tokens
-        fit ``window``; they are joined by a blank line (langchain's "stuff" chain).
-
-        Args:
-            query: the question or instruction (the official instruction, without the prompt).
-            mode: ``bm25`` or ``dense``.
-            top_k: most chunks kept (official 4).
-            window: most tokens of retrieved text.
-
-        Returns:
-            (text, indices of the chunks used, in the order placed).
+        """The text that replaces the document for ``query`` (the instruction alone) and the
+        indices of the chunks used: chunks in ``mode``'s rank order (``bm25`` or ``dense``), at
+        most ``top_k`` (official 4) within ``window`` tokens, joined by a blank line.
 
         Raises:
             LcevalError: unknown mode, or the retriever is not installed.
@@ -168,7 +134,7 @@ class DocumentIndex:
 
 
 def _order(scores: np.ndarray) -> list[int]:
-    return [int(i) for i in np.lexsort((np.arange(len(scores)), -scores))]
+    return [int(i) for i in np.argsort(-scores, kind="stable")]
 
 
 def _model_path(model: str | None) -> str:

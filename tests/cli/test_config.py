@@ -122,6 +122,20 @@ def test_every_params_file_validates_against_its_schema_and_a_typo_does_not():
             jsonschema.validate({**data, "max_new_token": 8}, schema)
 
 
+def test_every_pipeline_file_validates_against_the_pipeline_schema_and_a_typo_does_not():
+    import jsonschema
+
+    schema = json.loads((REPO / "lceval/schemas/params/pipeline.schema.json").read_text())
+    files = sorted((REPO / "params" / "pipelines").glob("*.yaml"))
+    assert files
+    for path in files:
+        data = yaml.safe_load(path.read_text())
+        jsonschema.validate(data, schema)
+        typo = {**data, "steps": [{**data["steps"][0], "param": "x.yaml"}]}
+        with pytest.raises(jsonschema.ValidationError, match="'param' was unexpected"):
+            jsonschema.validate(typo, schema)
+
+
 def test_schema_command_writes_one_file_per_verb(tmp_path, capsys):
     assert main(["schema", str(tmp_path)]) == 0
     assert {p.name for p in tmp_path.iterdir()} == {f"{v}.schema.json" for v in _all_schemas()}
@@ -139,7 +153,7 @@ def test_schema_command_writes_one_file_per_verb(tmp_path, capsys):
         ("limit=0", "-p: limit must be >= 1, got 0"),
         ("truncate=maybe", "-p: truncate must be true or false, got 'maybe'"),
         ("model={model: embedded, optons: {}}", "models[0]: unknown parameter 'optons'"),
-        ("lengths=[-3]", "lengths must be token counts"),  # the builder's own declared type
+        ("lengths=[-3]", "lengths[0] must be >= 1"),  # the builder's own declared type
     ],
 )
 def test_run_overrides_are_checked_before_step_01(tmp_path, capsys, override, message):

@@ -13,10 +13,14 @@ from lceval.core.errors import LcevalError
 @pytest.mark.parametrize(
     ("pipeline", "message"),
     [
-        ({"run_id": "r"}, "'steps' must be a non-empty list"),
+        ({"run_id": "r"}, "steps is required"),
+        ({"run_id": "r", "steps": []}, "steps must be a non-empty list"),
         ({"steps": [{"notebook": "02_inference"}]}, "no run_id"),
         ({"run_id": "r", "steps": ["02_inference"]}, "steps[0] must be a mapping"),
-        ({"run_id": "r", "steps": [{"notebook": "02_inference", "param": "x"}]}, "unknown key"),
+        (
+            {"run_id": "r", "steps": [{"notebook": "02_inference", "param": "x"}]},
+            "steps[0]: unknown parameter 'param'",
+        ),
         ({"run_id": "r", "steps": [{"notebook": "nope"}]}, "unknown notebook 'nope'"),
     ],
 )

@@ -74,34 +74,16 @@ from lceval.core.records import Context, Sample
 from lceval.core.tokens import count_tokens_batch
 
 
-def _paths(key: str, value: Any) -> tuple[str, ...]:
-    if value is None:
-        return ()
-    if isinstance(value, str) or not isinstance(value, list | tuple):
-        raise params.Invalid(f"{key} must be a list of paths, got {value!r}")
-    for v in value:
-        if not isinstance(v, str) or not v:
-            raise params.Invalid(f"{key} must be a path, got {v!r} ({type(v).__name__})")
-    return tuple(value)
-
-
-def _folder(key: str, value: Any) -> Any:
-    """A folder path (a string or a Path) or null."""
-    if value is None or isinstance(value, Path) or isinstance(value, str) and value:
-        return value
-    raise params.Invalid(f"{key} must be a path or null, got {value!r} ({type(value).__name__})")
-
-
 class Config(params.Declared):
     """CIF-Bench's builder params (see :func:`build_cifbench`)."""
 
     demo: bool = Field(
         False, description="build lceval's demo dataset when neither split folder is given"
     )
-    public_dir: Annotated[str | Path | None, params.checked(_folder, str | None)] = Field(
+    public_dir: Annotated[str | None, params.paths()] = Field(
         None, description="public split folder (<n>_<Task>_<split>.jsonl files)"
     )
-    private_dir: Annotated[str | Path | None, params.checked(_folder, str | None)] = Field(
+    private_dir: Annotated[str | None, params.paths()] = Field(
         None, description="private split folder, same format"
     )
     tasks: Annotated[list[Any] | None, params.checked(task_selection, list[int | str] | None)] = (
@@ -113,15 +95,15 @@ class Config(params.Declared):
     n_instructions: Annotated[int, Field(ge=1, le=MAX_INSTRUCTIONS)] = Field(
         MAX_INSTRUCTIONS, description="instructions per task and source"
     )
-    metadata: Annotated[str | Path | None, params.checked(_folder, str | None)] = Field(
+    metadata: Annotated[str | None, params.paths()] = Field(
         None, description="a YAML/JSON file: task -> output_type, categories, labels, origin"
     )
-    variants_files: Annotated[tuple[str, ...], params.checked(_paths, list[str] | None)] = Field(
+    variants_files: Annotated[tuple[str, ...], params.texts(null=())] = Field(
         (), description="variants files (lceval.benchmarks.cifbench.variants)"
     )
     instruction_sources: Annotated[
         tuple[str, ...] | None,
-        params.names(INSTRUCTION_SOURCES, "instruction source", null_means_all=False),
+        params.names(INSTRUCTION_SOURCES, null_means_all=False),
     ] = Field(
         ("official",), description="which of official, user, generated to build; null: official"
     )

@@ -159,8 +159,8 @@ class Config(params.Declared):
     demo_doc_words: params.Positive = Field(
         400, description="words per demo document (data_path: demo)"
     )
-    tasks: Annotated[tuple[str, ...] | None, params.names(TASKS, "task", null_means_all=False)] = (
-        Field(None, description="task codes; null: every task of the data")
+    tasks: Annotated[tuple[str, ...] | None, params.names(TASKS, null_means_all=False)] = Field(
+        None, description="task codes; null: every task of the data"
     )
     subset: Literal["ngram", "gpt4", "human", "turbo", "all"] = Field(
         "ngram", description="which documents by their evaluation (SUBSETS)"
@@ -183,7 +183,7 @@ class Config(params.Declared):
     max_new_tokens: params.Positive = Field(
         512, description="answer budget in tokens (the samples' budget; reserved by the cut)"
     )
-    retrieval: Annotated[tuple[str, ...], params.names(MODES, "retrieval mode")] = Field(
+    retrieval: Annotated[tuple[str, ...], params.names(MODES)] = Field(
         ("full",), description="context modes: full, bm25, dense"
     )
     retrieval_chunk_tokens: params.Positive = Field(

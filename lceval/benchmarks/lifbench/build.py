@@ -212,7 +212,7 @@ def _cache_dir(key: str, value: Any) -> Path:
 class Config(params.Declared):
     """Validated builder params (see the module docstring for each key)."""
 
-    tasks: Annotated[tuple[str, ...], params.names(tuple(TASK_SPECS), "task", sort=True)] = Field(
+    tasks: Annotated[tuple[str, ...], params.names(tuple(TASK_SPECS), sort=True)] = Field(
         tuple(TASK_SPECS), description="task codes, in the paper's order; null: all eleven"
     )
     lengths: Annotated[

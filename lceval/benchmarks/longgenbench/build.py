@@ -505,10 +505,10 @@ class Config(params.Declared):
     """LongGenBench's builder params (see the module docstring, "Params")."""
 
     seed: int = Field(0, description="seed of the generated prompts")
-    versions: Annotated[tuple[str, ...], params.names(VERSIONS, "version")] = Field(
+    versions: Annotated[tuple[str, ...], params.names(VERSIONS)] = Field(
         VERSIONS, description="versions built (short, long)"
     )
-    scenarios: Annotated[tuple[str, ...], params.names(SCENARIOS, "scenario")] = Field(
+    scenarios: Annotated[tuple[str, ...], params.names(SCENARIOS)] = Field(
         SCENARIOS, description="scenarios built"
     )
     n_per_scenario: Annotated[int, Field(ge=1, le=100_000)] = Field(
@@ -523,12 +523,10 @@ class Config(params.Declared):
         None,
         description="answer budget in tokens replacing the per-version one; null: the version's",
     )
-    prompt_formats: Annotated[tuple[str, ...], params.names(PROMPT_FORMATS, "prompt format")] = (
-        Field(
-            ("p1",),
-            description="prompt formats built (paper Appendix G, Table 7): p1 (main), p2 "
-            "(swapped order, rewritten generate sentence); generated prompts only",
-        )
+    prompt_formats: Annotated[tuple[str, ...], params.names(PROMPT_FORMATS)] = Field(
+        ("p1",),
+        description="prompt formats built (paper Appendix G, Table 7): p1 (main), p2 "
+        "(swapped order, rewritten generate sentence); generated prompts only",
     )
 
 

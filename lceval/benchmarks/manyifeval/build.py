@@ -158,16 +158,6 @@ def _pool(allowed: Sequence[str], rng: random.Random) -> list[str]:
     return sorted(pool, key=INSTRUCTION_IDS.index)
 
 
-def _names(key: str, value: Any) -> tuple[str, ...]:
-    if (
-        not isinstance(value, list | tuple)
-        or not value
-        or not all(isinstance(c, str) for c in value)
-    ):
-        raise params.Invalid(f"{key} must be a non-empty list of names, got {value!r}")
-    return tuple(value)
-
-
 class Config(params.Declared):
     """ManyIFEval's builder params (see the module docstring)."""
 
@@ -176,7 +166,7 @@ class Config(params.Declared):
         None,
         description="a ManyIFEval-format file to load instead of drawing; null: draw from MT-Bench",
     )
-    mtbench_categories: Annotated[tuple[str, ...], params.checked(_names, list[str])] = Field(
+    mtbench_categories: Annotated[tuple[str, ...], params.texts()] = Field(
         MTBENCH_CATEGORIES, description="MT-Bench categories whose first-turn prompts are used"
     )
     n_prompts: params.Positive | None = Field(None, description="first prompts used; null: all")
@@ -185,8 +175,8 @@ class Config(params.Declared):
         description="largest n (instructions per prompt); 1..the non-conflicting instructions "
         "available",
     )
-    instructions: Annotated[tuple[str, ...], params.names(INSTRUCTION_IDS, "instruction id")] = (
-        Field(INSTRUCTION_IDS, description="instruction ids drawn from (Table 4)")
+    instructions: Annotated[tuple[str, ...], params.names(INSTRUCTION_IDS)] = Field(
+        INSTRUCTION_IDS, description="instruction ids drawn from (Table 4)"
     )
     nested: bool = Field(True, description="each prompt's n instructions extend its n - 1 ones")
     repeated_control: bool = Field(False, description="also build the repeated-instruction control")

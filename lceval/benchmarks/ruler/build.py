@@ -132,7 +132,7 @@ class _Builder(NiahBuilder, VtBuilder, AggregationBuilder, QaBuilder):
 class Config(params.Declared):
     """RULER's builder params (defaults: 500 samples per task and length, seed 42)."""
 
-    tasks: Annotated[tuple[str, ...], params.names(TASKS, "task")] = Field(
+    tasks: Annotated[tuple[str, ...], params.names(TASKS)] = Field(
         TASKS, description="task names (TASKS); null: all 13"
     )
     lengths: Annotated[tuple[int, ...], params.lengths(MIN_LENGTH, default=(4096,))] = Field(

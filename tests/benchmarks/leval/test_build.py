@@ -153,12 +153,12 @@ def test_same_params_same_files(tmp_path, leval_data):
 @pytest.mark.parametrize(
     "params, message",
     [
-        ({"tasks": ["nope"]}, "unknown task 'nope'"),
+        ({"tasks": ["nope"]}, "tasks[0] must be one of tpo, quality"),
         ({"subset": "x"}, "subset must be one of"),
         ({"lie": "maybe"}, "lie must be true, false or both"),
         ({"limit_docs": 0}, "limit_docs must be >= 1, got 0 (int)"),
         ({"max_length": 100}, "max_length must exceed max_new_tokens"),
-        ({"retrieval": "grep"}, "retrieval: unknown retrieval mode 'grep'; choose from full"),
+        ({"retrieval": "grep"}, "retrieval[0] must be one of full, bm25, dense, got 'grep'"),
         ({"retrieval_chunk_tokens": 5000}, "must not exceed retrieval_window"),
         ({"colour": 1}, "unknown parameter 'colour'"),
         ({"encoding": "gpt2"}, "encoding must be one of"),

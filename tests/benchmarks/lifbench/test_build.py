@@ -326,10 +326,10 @@ def test_smoke_subset_two_per_task():
 @pytest.mark.parametrize(
     ("params", "message"),
     [
-        ({"tasks": ["LSX"]}, "unknown task 'LSX'"),
+        ({"tasks": ["LSX"]}, "got 'LSX' (str); did you mean LSI"),
         (
             {"lengths": [0]},
-            "lengths must be token counts >= 1 or one of 4k, 8k, 16k, 32k, 64k, 128k, got 0 (int)",
+            "lengths[0] must be >= 1 or one of 4k, 8k, 16k, 32k, 64k, 128k, got 0 (int)",
         ),
         ({"lengths": [-5]}, "got -5 (int)"),
         ({"lengths": ["5k"]}, "got '5k' (str)"),

@@ -150,7 +150,10 @@ def test_ifeval_format_file(tmp_path: Path) -> None:
         ({"bogus": 1}, "unknown parameter 'bogus'"),
         ({"max_instructions": 12}, "max_instructions must be in 1..11"),
         ({"mtbench_categories": ["poetry"]}, "not an MT-Bench category"),
-        ({"instructions": ["keywords:nope"]}, "unknown instruction id .keywords:nope."),
+        (
+            {"instructions": ["keywords:nope"]},
+            "instructions.0. must be one of .*got 'keywords:nope'",
+        ),
         ({"n_prompts": 0}, "n_prompts"),
         ({"n_prompts": 1000}, "only 40 prompts"),
         ({"nested": "yes"}, "nested must be true or false"),

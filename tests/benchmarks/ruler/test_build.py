@@ -181,7 +181,7 @@ def test_cwe_list_longer_than_wonderwords_uses_the_larger_list(monkeypatch):
 @pytest.mark.parametrize(
     "params, field",
     [
-        ({"tasks": ["nope"]}, "unknown task"),
+        ({"tasks": ["nope"]}, "tasks.0. must be one of niah_single_1"),
         ({"lengths": [100]}, "lengths"),
         ({"lengths": ["4k"]}, "lengths"),
         ({"num_samples": 0}, "num_samples"),
