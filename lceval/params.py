@@ -264,8 +264,11 @@ def first_error(config: type[BaseModel], exc: ValidationError, door: Door, where
     nested = loc[-1] if len(loc) > 1 and not loc[-1].isdigit() else ""  # a nested model's key
     if kind == "missing":
         return f"{prefix}{name}{f'.{nested}' if nested else ''} is required"
-    if kind == "extra_forbidden":
+    if kind == "extra_forbidden" and nested:
         return f"{prefix}{name}: unknown parameter {nested!r}"
+    if kind == "extra_forbidden":  # a key of the config itself
+        hint = did_you_mean(head, config.model_fields)
+        return f"{prefix}unknown parameter {head!r}" + (f"; {hint}" if hint else "")
     same = [e for e in errors if e["loc"][:-1] == err["loc"][:-1] and e["input"] is err["input"]]
     said = [_said(e) for e in same]
     said = [x.removeprefix("must be ") if i else x for i, x in enumerate(dict.fromkeys(said))]

@@ -84,7 +84,7 @@ def test_parse_rope_scaling(spec, want) -> None:
         ({"type": "yarn", "factor": 2}, "type must be one of ntk, dynamic, linear"),
         ({"type": "ntk", "factor": 0}, "factor must be > 0"),
         ({"type": "ntk", "factor": float("inf")}, "factor must be a finite number"),
-        ({"type": "ntk", "factor": 2, "beta": 1}, "beta extra inputs are not permitted"),
+        ({"type": "ntk", "factor": 2, "beta": 1}, "unknown parameter 'beta'"),
         (
             {"type": "linear", "factor": 2, "original_max_position_embeddings": 0},
             "original_max_position_embeddings must be >= 1",

@@ -63,7 +63,7 @@ def test_builder_prompt_formats_param():
     assert "prompt_format" not in r.samples[0].meta  # Prompt-1 samples as before formats existed
     assert r.samples[4].meta["prompt_format"] == "p2"
     assert r.samples[0].gold == r.samples[4].gold
-    with pytest.raises(LcevalError, match="prompt format"):
+    with pytest.raises(LcevalError, match="prompt_formats\\[0\\] must be one of p1, p2"):
         build_longgenbench({"prompt_formats": ["p3"]})
     with pytest.raises(LcevalError, match="not path"):
         build_longgenbench({"prompt_formats": ["p2"], "path": "x.json"})
