@@ -344,8 +344,6 @@ def _task_rows(
     key: str, h: metrics.Headline, scores: pd.DataFrame, a: str, b: str, **test: Any
 ) -> list[dict[str, Any]]:
     """One row per task: mean value of A minus B on the shared samples (0..1)."""
-    import pandas as pd
-
     from lceval import metrics  # pandas: `import lceval` loads this module, not pandas
 
     cluster = dict(zip(h.frame["sample_id"], h.frame["cluster"], strict=False))
@@ -353,8 +351,8 @@ def _task_rows(
     vb = scores[scores["model"] == b].set_index("sample_id")
     ids = va.index.intersection(vb.index).sort_values()
     rows = []
-    for task, idx in pd.Series(va.loc[ids, "task"]).groupby(va.loc[ids, "task"]).groups.items():
-        ids_t = list(idx)
+    for task, part in va.loc[ids].groupby("task"):
+        ids_t = list(part.index)
         units = [cluster.get(i, i) for i in ids_t]
         shared = len(set(units)) < len(units)
         res = metrics.paired_difference(
@@ -511,18 +509,13 @@ def setting_differences(table: pd.DataFrame, root: str | Path | None = None) -> 
     pairs ran alike."""
 
     @functools.cache
-    def models(run_id: str) -> Mapping[str, Any]:
-        found = read_json_object(RunDir(run_id, root).run_json).get("models")
-        return found if isinstance(found, Mapping) else {}
-
-    def entry(name: str) -> Mapping[str, Any] | None:
+    def entry(name: str) -> Mapping[str, Any] | None:  # run.json's models[<model>] of run/model
         run_id, _, model = name.partition("/")
-        found = models(run_id).get(model)
+        found = read_json_object(RunDir(run_id, root).run_json).get("models")
+        found = found.get(model) if isinstance(found, Mapping) else None
         return found if isinstance(found, Mapping) else None
 
     lines: list[str] = []
-    if not len(table):
-        return lines
     pairs = zip(table["model_a"].astype(str), table["model_b"].astype(str), strict=True)
     for a, b in dict.fromkeys(pairs):
         ea, eb = entry(a), entry(b)

@@ -4,7 +4,6 @@ and the summary ``lceval report`` prints."""
 from __future__ import annotations
 
 import importlib
-import json
 import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -25,13 +24,9 @@ THIS_RUN = "this run"
 
 def write_index(run: Any) -> Path:
     """Write ``report/index.html`` from what ``run`` (a ``RunDir``) holds now; returns its path.
-
-    From the top: each headline per model with its 95% CI, n, the published range and what the
-    run covers ("not comparable" off the paper's grid); links to the other pages; per benchmark
-    each table and figure under its paper item and caption (its report module's ``CAPTIONS``),
-    the run's rows highlighted; the checks of published numbers; the reproduction index; the
-    provenance; the executed notebooks as HTML.
-    """
+    From the top: headlines (95% CI, n, published range, coverage), links, per benchmark its
+    tables and figures under their paper items (the report module's ``CAPTIONS``), the checks,
+    the reproduction index, the provenance and the executed notebooks."""
     report = Path(run.report)
     covs = run_coverage(run)
     # report/*.csv; report/<key>/*.csv (RULER, L-Eval, CIF-Bench write their tables there);
@@ -168,10 +163,7 @@ def headline_rows(report: Path, covs: Sequence[Any] = ()) -> list[dict[str, Any]
     """One dict per headline of ``report/results.json`` (benchmark, scorer, model, metric, unit,
     estimate, low, high, n) with ``published_low``/``_high``/``_n`` (the metric's published rows
     in the report tables), ``coverage`` (or None), ``comparable`` and the page's text cells."""
-    try:
-        doc = json.loads((report / "results.json").read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return []
+    doc = read_json_object(report / "results.json")  # {} when missing or unreadable
     by = {(c.benchmark, c.model): c for c in covs}
     out = []
     for h in doc.get("headlines", []):

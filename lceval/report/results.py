@@ -21,7 +21,7 @@ from lceval.benchmarks import registry
 from lceval.benchmarks.base import scorer_of
 from lceval.core.console import log
 from lceval.core.errors import LcevalError, one_line
-from lceval.core.io import RunDir
+from lceval.core.io import RunDir, read_bounded
 from lceval.core.records import to_dict
 from lceval.report.compare import check_once, model_names, ranked
 from lceval.report.coverage import CUT_FLAG, run_coverage, run_cut_answers
@@ -207,14 +207,6 @@ def check(doc: Any, where: str) -> None:
         raise LcevalError(f"{where} is not an lceval results file: at {at}: {msg}")
 
 
-class _NotJSONNumber(ValueError):  # NaN or Infinity, which Python's json reads
-    pass
-
-
-def _no_constant(name: str) -> Any:
-    raise _NotJSONNumber(name)
-
-
 def is_results_source(arg: str) -> bool:
     """True when a ``lceval compare`` argument names a results file (``*.json`` or a folder
     path) rather than a run id."""
@@ -232,17 +224,17 @@ def load_results(source: str | Path) -> dict[str, Any]:
                 f"{path} holds no report/results.json or results.json (lceval report writes it)"
             )
         path = found[0]
-    try:
-        doc = json.loads(path.read_text(encoding="utf-8"), parse_constant=_no_constant)
-    except _NotJSONNumber as exc:
+    if not path.exists():
+        raise LcevalError(f"{path} does not exist")
+
+    def no_constant(name: str) -> Any:  # NaN or Infinity, which Python's json reads
         raise LcevalError(
-            f"{path} holds {exc.args[0]}, which JSON does not allow: a number that could not be "
+            f"{path} holds {name}, which JSON does not allow: a number that could not be "
             "computed is written null (lceval report writes it so)"
-        ) from None
-    except FileNotFoundError:
-        raise LcevalError(f"{path} does not exist") from None
-    except OSError as exc:
-        raise LcevalError(f"cannot read {path}: {exc.strerror}") from None
+        )
+
+    try:  # read_bounded: one line for a folder, FIFO, unreadable or oversized file
+        doc = json.loads(read_bounded(path).decode("utf-8"), parse_constant=no_constant)
     except UnicodeDecodeError as exc:
         raise LcevalError(f"{path} is not UTF-8 text (byte {exc.start})") from None
     except json.JSONDecodeError as exc:
