@@ -191,13 +191,11 @@ def shared_samples(h: metrics.Headline, a: str, b: str) -> int:
 
 
 def _holm_columns(table: pd.DataFrame, alpha: float, by: str | None = None) -> pd.DataFrame:
-    import pandas as pd
-
     from lceval import metrics  # pandas: `import lceval` loads this module, not pandas
 
-    keys = table[by] if by is not None else pd.Series(0, index=table.index)
-    p = table["p_value"].astype(float).groupby(keys)
-    table["p_holm"] = p.transform(lambda x: metrics.holm(x.to_numpy()))
+    p = table["p_value"].astype(float)
+    groups = p.groupby(table[by] if by else lambda _: 0)  # no ``by``: one family of tests
+    table["p_holm"] = groups.transform(lambda x: metrics.holm(x.to_numpy()))
     table["significant"] = table["p_holm"] <= alpha
     return table
 
@@ -552,15 +550,18 @@ def fit_width(table: pd.DataFrame, width: int = 160) -> str:
     def text(t: pd.DataFrame) -> str:
         return t.to_string(index=False, float_format=lambda x: f"{x:.4g}")
 
+    def fits(t: pd.DataFrame) -> bool:
+        return max(map(len, text(t).splitlines()), default=0) <= width
+
     out = table.copy()
-    if max(map(len, text(out).splitlines()), default=0) <= width:
+    if fits(out):
         return text(out)
     if "n_units" in out:
         out = out.drop(columns="n_units")
     if "scorer" in out and "benchmark" in out and (out["scorer"] == out["benchmark"]).all():
         out = out.drop(columns="scorer")
     for limit in (40, 32, 24, 18, 14, 10):
-        if max(map(len, text(out).splitlines()), default=0) <= width:
+        if fits(out):
             break
         for col in ("metric", "model_a", "model_b", "task"):
             if col in out:
