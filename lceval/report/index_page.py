@@ -96,8 +96,7 @@ def _bench_title(key: str) -> str:
 
 
 def _studies() -> dict[str, str]:
-    """Report file prefix -> module of its ``CAPTIONS``, for files of no benchmark: lceval's own
-    analyses and each benchmark's studies (``Benchmark.studies``)."""
+    """Report file prefix -> module of its ``CAPTIONS``: lceval's analyses, Benchmark.studies."""
     out = {k: f"lceval.report.{k}" for k in ("reasoning", "context", "cost")}
     for bench in registry.all_benchmarks():
         out.update(bench.studies)
@@ -128,8 +127,7 @@ def _order(item: str) -> tuple[int, int, str]:
 
 
 def _table(csv: Path, name: str, item: str, caption: str) -> dict[str, Any] | None:
-    """One report CSV for the template (a stray 0..n-1 index dropped, the run's rows marked, over
-    30 rows folded); None when it cannot be read."""
+    """One report CSV for the template (run's rows marked); None when it cannot be read."""
     df = _read_csv(csv)
     if df is None:
         return None

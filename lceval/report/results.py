@@ -108,8 +108,7 @@ def results_document(run: RunDir, *, seed: int = 0) -> dict[str, Any]:
 
 
 def _finished_estimates(h: Any, cut: set[tuple[str, str]], seed: int) -> dict[str, Any]:
-    """Per model with answers the budget ended: ``n_cut`` and the headline over the finished
-    answers alone (``estimate_finished``, its CI, ``n_finished``)."""
+    """Per model with answers cut at the budget: ``n_cut`` and the ``*_finished`` headline."""
     keys = list(zip(h.frame["sample_id"].astype(str), h.frame["model"].astype(str), strict=True))
     is_cut = pd.Series([k in cut for k in keys], index=h.frame.index)
     out: dict[str, Any] = {}
@@ -143,8 +142,7 @@ def _task_means(
     reasoning: pd.DataFrame | None = None,
     cut: set[tuple[str, str]] | None = None,
 ) -> list[dict[str, Any]]:
-    """Per (model, task): mean value, n, n_nan, ``n_cut`` (``cut_flag`` above ``CUT_FLAG``),
-    ``mean_finished``; with thinking also ``reasoning_tokens`` (mean) and ``n_no_answer``."""
+    """Per (model, task) the mean, counts and cut answers; with thinking the reasoning tokens."""
     thought = task_reasoning(rows, reasoning) if reasoning is not None else {}
     cut = cut or set()
     out = []
