@@ -239,6 +239,8 @@ def test_hostile_corpus_and_parameters(tmp_path: Path) -> None:
     assert C.overlap("\ud800 " * 40 + ESSAY, C.reference_index([binary])).n_hits > 0
     with pytest.raises(LcevalError, match="no 'seen' column"):
         C.auroc_table(pd.DataFrame({"min_k": [1.0]}))
+    with pytest.raises(LcevalError, match="auroc_ci: confidence must be < 1.0, got 1"):
+        C.auroc_ci([1.0], [0.0], confidence=1)
     with pytest.raises(LcevalError, match="auroc_table: n_resamples must be >= 1, got 0"):
         C.auroc_table(pd.DataFrame({"min_k": [1.0], "seen": [True]}), n_resamples=0)
     with pytest.raises(LcevalError, match=r"membership_scores: k must be > 0\.0, got 0"):

@@ -70,6 +70,7 @@ class _Args(params.Declared):
 
     k: Annotated[float, Field(gt=0, le=1)] = Field(0.2, description="the Min-K share")
     n_resamples: params.Positive = 1000
+    confidence: Annotated[float, Field(gt=0, lt=1)] = 0.95
 
 
 def membership_scores(
@@ -132,10 +133,9 @@ def auroc_ci(
     high)``, NaNs when a group is empty.
 
     Raises:
-        ValueError: ``confidence`` outside (0, 1) or ``n_resamples < 1``.
+        LcevalError: ``confidence`` outside (0, 1) or ``n_resamples`` not a positive integer.
     """
-    if not 0.0 < confidence < 1.0 or n_resamples < 1:
-        raise ValueError("confidence must be in (0, 1) and n_resamples >= 1")
+    params.validate(_Args, {"n_resamples": n_resamples, "confidence": confidence}, where="auroc_ci")
     a = np.asarray(seen, dtype=float)
     b = np.asarray(unseen, dtype=float)
     a, b = a[~np.isnan(a)], b[~np.isnan(b)]
