@@ -20,7 +20,6 @@ from pydantic import (
     Field,
     GetCoreSchemaHandler,
     ValidationError,
-    ValidationInfo,
     create_model,
     model_validator,
 )
@@ -43,10 +42,6 @@ RENAMED: Mapping[str, str] = {
 """Old spelling -> the one spelling now read (refused with a message naming the new one)."""
 
 
-class Invalid(ValueError):
-    """A field check's complaint: what the key accepts (the message is ``"<key> must be ..."``)."""
-
-
 def _got(value: Any, door: Door = "params") -> str:
     """``got VALUE (type)``, cut to 80 characters; from the command line, the text as typed."""
     if door == "cli" and isinstance(value, str):
@@ -60,16 +55,6 @@ def _got(value: Any, door: Door = "params") -> str:
 
 
 # --------------------------------------------------------------------------- declared fields
-def checked(check: Callable[[str, Any], Any], takes: Any = Any) -> BeforeValidator:
-    """A field check ``(key, value) -> normalised value`` (raising :class:`Invalid`) run before
-    the field's type; ``takes`` is what the JSON Schema says the key accepts."""
-
-    def run(value: Any, info: ValidationInfo) -> Any:
-        return check(info.field_name or "", value)
-
-    return BeforeValidator(run, json_schema_input_type=takes)
-
-
 Positive = Annotated[int, Field(ge=1)]
 NonNegative = Annotated[int, Field(ge=0)]
 Text = Annotated[str, Field(min_length=1)]
@@ -240,7 +225,7 @@ _TYPE_ERRORS = ("_type", "_parsing", "_strict", "_from_float")
 
 def first_error(config: type[BaseModel], exc: ValidationError, door: Door, where: str) -> str:
     """The first of pydantic's errors as one line: ``WHERE: KEY must be ..., got VALUE (type)``
-    (the command line's flag for ``door="cli"``); a field check's or a model check's own message
+    (the command line's flag for ``door="cli"``); a model check's own message (a ValueError)
     as it is. The one translator of pydantic errors in lceval."""
     errors = [
         e for e in exc.errors(include_url=False) if e["loc"][:1] == exc.errors()[0]["loc"][:1]

@@ -219,11 +219,11 @@ def test_known_case_embedded_model_shown_the_text() -> None:
 
 
 def test_hostile_corpus_and_parameters(tmp_path: Path) -> None:
-    with pytest.raises(LcevalError, match="must be a list of names or paths"):
+    with pytest.raises(LcevalError, match="reference_index: corpus must be a list, got 'squad'"):
         C.reference_index("squad")  # type: ignore[arg-type]
-    with pytest.raises(LcevalError, match="entries are names or paths, got int"):
+    with pytest.raises(LcevalError, match=r"corpus\[0\] must be a string, got 5 \(int\)"):
         C.reference_index([5])  # type: ignore[list-item]
-    with pytest.raises(LcevalError, match="positive integer"):
+    with pytest.raises(LcevalError, match="reference_index: n must be >= 1, got 0"):
         C.reference_index([], n=0)
     bad = tmp_path / "bad.jsonl"
     bad.write_text("{oops\n", encoding="utf-8")
@@ -239,9 +239,11 @@ def test_hostile_corpus_and_parameters(tmp_path: Path) -> None:
     assert C.overlap("\ud800 " * 40 + ESSAY, C.reference_index([binary])).n_hits > 0
     with pytest.raises(LcevalError, match="no 'seen' column"):
         C.auroc_table(pd.DataFrame({"min_k": [1.0]}))
-    with pytest.raises(LcevalError, match="n_resamples must be a positive integer"):
+    with pytest.raises(LcevalError, match="auroc_ci: confidence must be < 1.0, got 1"):
+        C.auroc_ci([1.0], [0.0], confidence=1)
+    with pytest.raises(LcevalError, match="auroc_table: n_resamples must be >= 1, got 0"):
         C.auroc_table(pd.DataFrame({"min_k": [1.0], "seen": [True]}), n_resamples=0)
-    with pytest.raises(LcevalError, match=r"k \(the Min-K share\) must be in"):
+    with pytest.raises(LcevalError, match=r"membership_scores: k must be > 0\.0, got 0"):
         C.membership_scores(None, ["a b c"], k=0)
 
 

@@ -7,11 +7,13 @@ import math
 import zlib
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 import numpy as np
 import pandas as pd
+from pydantic import Field
 
+from lceval import params
 from lceval.contamination.overlap import _field_of, sample_text
 from lceval.core.errors import LcevalError
 from lceval.core.io import RunDir
@@ -63,6 +65,14 @@ def zlib_ratio(logprobs: Sequence[float] | np.ndarray, text: str) -> float:
 SIGNALS = ("min_k", "min_k_pp", "zlib", "mean_logprob")
 
 
+class _Args(params.Declared):
+    """The arguments checked here, worded by the one translator (:func:`params.validate`)."""
+
+    k: Annotated[float, Field(gt=0, le=1)] = Field(0.2, description="the Min-K share")
+    n_resamples: params.Positive = 1000
+    confidence: Annotated[float, Field(gt=0, lt=1)] = 0.95
+
+
 def membership_scores(
     backend: Any,
     texts: Sequence[str],
@@ -78,8 +88,7 @@ def membership_scores(
     Raises:
         LcevalError: ``k`` outside (0, 1], or as :func:`lceval.models.logprobs.prompt_logprobs`.
     """
-    if not isinstance(k, int | float) or isinstance(k, bool) or not 0.0 < k <= 1.0:
-        raise LcevalError(f"k (the Min-K share) must be in (0, 1], got {k!r}")
+    params.validate(_Args, {"k": k}, where="membership_scores")
     lps = prompt_logprobs(backend, texts, prefixes, window=window)
     rows = []
     for text, t in zip(texts, lps, strict=True):
@@ -124,10 +133,9 @@ def auroc_ci(
     high)``, NaNs when a group is empty.
 
     Raises:
-        ValueError: ``confidence`` outside (0, 1) or ``n_resamples < 1``.
+        LcevalError: ``confidence`` outside (0, 1) or ``n_resamples`` not a positive integer.
     """
-    if not 0.0 < confidence < 1.0 or n_resamples < 1:
-        raise ValueError("confidence must be in (0, 1) and n_resamples >= 1")
+    params.validate(_Args, {"n_resamples": n_resamples, "confidence": confidence}, where="auroc_ci")
     a = np.asarray(seen, dtype=float)
     b = np.asarray(unseen, dtype=float)
     a, b = a[~np.isnan(a)], b[~np.isnan(b)]
@@ -162,8 +170,7 @@ def auroc_table(
     """
     if label not in scores:
         raise LcevalError(f"auroc_table: the scores have no {label!r} column")
-    if not isinstance(n_resamples, int) or isinstance(n_resamples, bool) or n_resamples < 1:
-        raise LcevalError(f"n_resamples must be a positive integer, got {n_resamples!r}")
+    params.validate(_Args, {"n_resamples": n_resamples}, where="auroc_table")
     seen = scores[scores[label].astype(bool)]
     unseen = scores[~scores[label].astype(bool)]
     rows = []

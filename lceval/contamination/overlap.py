@@ -9,10 +9,11 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 import pandas as pd
 
+from lceval import params
 from lceval.core import corpora
 from lceval.core.corpora import read_jsonl_file
 from lceval.core.errors import LcevalError
@@ -121,26 +122,25 @@ def _strings(x: Any) -> list[str]:
     return [s for v in values for s in _strings(v)]
 
 
-def reference_index(corpus: Iterable[str | Path], n: int = NGRAM) -> NgramIndex:
+class _CorpusArgs(params.Declared):
+    """:func:`reference_index`'s arguments, worded by the one translator."""
+
+    n: params.Positive
+    corpus: Annotated[tuple[str, ...], params.texts()]
+
+
+def reference_index(corpus: Sequence[str | Path], n: int = NGRAM) -> NgramIndex:
     """An n-gram index of a reference corpus: shipped names (:data:`SHIPPED`), files (``.jsonl``,
     ``.json``: every string; else plain text) or folders of them; ``n`` in :func:`text_units`.
 
     Raises:
-        LcevalError: ``corpus`` is one string (give a list), ``n`` is not a positive integer, or
-            an entry is neither a shipped name nor an existing path.
+        LcevalError: ``corpus`` is not a non-empty list (one string: give a list), ``n`` is not
+            a positive integer, or an entry is neither a shipped name nor an existing path.
     """
-    if isinstance(corpus, str | Path):
-        raise LcevalError(f"reference corpus must be a list of names or paths, got {corpus!r:.80}")
-    if not isinstance(n, int) or isinstance(n, bool) or n < 1:
-        raise LcevalError(f"n-gram length must be a positive integer, got {n!r}")
+    args = params.validate(_CorpusArgs, {"corpus": corpus, "n": n}, where="reference_index")
     index = NgramIndex(n)
-    for entry in corpus:
-        if not isinstance(entry, str | Path):
-            raise LcevalError(
-                f"reference corpus entries are names or paths, got {type(entry).__name__} "
-                f"{entry!r:.60}"
-            )
-        if isinstance(entry, str) and entry in SHIPPED:
+    for entry in args.corpus:
+        if entry in SHIPPED:
             index.add(shipped_texts(entry), entry)
             continue
         p = Path(entry)
@@ -270,7 +270,7 @@ def task_overlap(per_sample: pd.DataFrame) -> pd.DataFrame:
 
 def run_overlap(
     run_id: str,
-    corpus: Iterable[str | Path],
+    corpus: Sequence[str | Path],
     *,
     root: str | Path | None = None,
     part: str = "prompt",

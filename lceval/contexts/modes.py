@@ -10,8 +10,11 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
+from pydantic import AfterValidator, BeforeValidator, Field
+
+from lceval import params
 from lceval.core.errors import LcevalError
 from lceval.core.records import Context, Sample
 from lceval.core.tokens import count_tokens
@@ -65,22 +68,23 @@ class ContextMode:
     @classmethod
     def parse_list(cls, value: Any) -> tuple[ContextMode, ...]:
         """``-o context=full,none`` (a comma-separated string or a YAML list) as modes, in the
-        order given, duplicates dropped.
+        order given, duplicates dropped (:class:`ContextOption`).
 
         Raises:
-            LcevalError: an empty list or a value :meth:`parse` refuses.
+            LcevalError: an empty list, not a string or list, or a value :meth:`parse` refuses.
         """
-        items = value.split(",") if isinstance(value, str) else value
-        if not isinstance(items, list | tuple) or not items:
-            raise LcevalError(
-                f"option context {value!r:.40}: give one mode or a list (full,none,bm25:4)"
-            )
-        out: list[ContextMode] = []
-        for item in items:
-            mode = cls.parse(item)
-            if mode not in out:
-                out.append(mode)
-        return tuple(out)
+        return params.validate(ContextOption, {"context": value}, "cli").context
+
+
+class ContextOption(params.Declared):
+    """The ``-o context`` option, declared once: one mode or a list of them."""
+
+    context: Annotated[
+        tuple[Annotated[ContextMode, BeforeValidator(ContextMode.parse)], ...],
+        Field(min_length=1),
+        AfterValidator(lambda modes: tuple(dict.fromkeys(modes))),
+        BeforeValidator(lambda v: v.split(",") if isinstance(v, str) else v, str | list[str]),
+    ] = Field(json_schema_extra={"flag": "-o context"})
 
 
 def variant_name(model: str, mode: ContextMode) -> str:

@@ -72,8 +72,8 @@ def test_context_option_values(text, modes):
         ("none:2", "is not a context mode"),
         ("bm25:0", "K must be an integer >= 1"),
         ("dense:x", "K must be an integer >= 1"),
-        ([], "give one mode or a list"),
-        (3, "give one mode or a list"),
+        ([], "-o context must be a non-empty list"),
+        (3, "-o context must be a list, got 3"),
         ([3], "is not a context mode"),
     ],
 )

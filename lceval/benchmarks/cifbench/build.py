@@ -65,9 +65,9 @@ from lceval.benchmarks.cifbench.gold import (
 from lceval.benchmarks.cifbench.tables import Comparison
 from lceval.benchmarks.cifbench.variants import (
     Generation,
+    TaskSelection,
     VariantSet,
     read_variants,
-    task_selection,
 )
 from lceval.core.errors import LcevalError
 from lceval.core.records import Context, Sample
@@ -86,8 +86,8 @@ class Config(params.Declared):
     private_dir: Annotated[str | None, params.paths()] = Field(
         None, description="private split folder, same format"
     )
-    tasks: Annotated[list[Any] | None, params.checked(task_selection, list[int | str] | None)] = (
-        Field(None, description="task codes, numbers or names; null: every task found")
+    tasks: TaskSelection = Field(
+        None, description="task codes, numbers or names; null: every task found"
     )
     n_inputs: params.Positive | None = Field(
         None, description="first inputs per task and split; null: all"

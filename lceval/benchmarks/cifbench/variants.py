@@ -30,7 +30,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Any
 
 import yaml
 from pydantic import Field
@@ -292,15 +292,8 @@ def generate_variants_file(
     return write_variants(out, variants)
 
 
-def task_selection(key: str, value: Any) -> Any:
-    """Null, or a list of task codes, numbers or names (checked against the data later)."""
-    if value is None:
-        return None
-    if isinstance(value, str) or not isinstance(value, list | tuple):
-        raise params.Invalid(
-            f"{key} must be a list of task codes, numbers or names, or null, got {value!r}"
-        )
-    return value
+TaskSelection = list[int | str] | None
+"""Task codes, numbers or names (checked against the data when it is read), or null."""
 
 
 class Generation(params.Declared):
@@ -310,9 +303,9 @@ class Generation(params.Declared):
     n_generated_variants: params.NonNegative = Field(
         0, description="variants the model proposes per task (0: none, the official only)"
     )
-    generated_variants_tasks: Annotated[
-        list[Any] | None, params.checked(task_selection, list[int | str] | None)
-    ] = Field(None, description="tasks that get generated variants; null: all")
+    generated_variants_tasks: TaskSelection = Field(
+        None, description="tasks that get generated variants; null: all"
+    )
     variants_max_new_tokens: params.Positive = Field(
         160, description="budget in tokens of the model that proposes the variants (its own role)"
     )

@@ -143,12 +143,6 @@ def cut_document(
     return document
 
 
-def _lie(key: str, value: Any) -> Any:
-    if value is not True and value is not False and value != "both":
-        raise params.Invalid(f"{key} must be true, false or both, got {value!r}")
-    return value
-
-
 class Config(params.Declared):
     """L-Eval's builder params (see the module docstring for each key)."""
 
@@ -171,7 +165,7 @@ class Config(params.Declared):
     limit_questions: params.Positive | None = Field(
         None, description="first questions per document; null: all"
     )
-    lie: Annotated[bool | str, params.checked(_lie, bool | Literal["both"])] = Field(
+    lie: bool | Literal["both"] = Field(
         True, description='the official length instruction: true, false or "both"'
     )
     max_length: params.Positive | None = Field(
@@ -214,23 +208,23 @@ class Config(params.Declared):
     @model_validator(mode="after")
     def _together(self) -> Self:
         if self.max_length is not None and self.max_length <= self.max_new_tokens:
-            raise params.Invalid("max_length must exceed max_new_tokens")
+            raise ValueError("max_length must exceed max_new_tokens")
         if self.retrieval_chunk_tokens > self.retrieval_window:
-            raise params.Invalid("retrieval_chunk_tokens must not exceed retrieval_window")
+            raise ValueError("retrieval_chunk_tokens must not exceed retrieval_window")
         if self.lengths is not None:
             short = [n for n in self.lengths if n <= self.max_new_tokens]
             if short:
-                raise params.Invalid(
+                raise ValueError(
                     f"lengths must be integers > max_new_tokens ({self.max_new_tokens}), "
                     f"got {short[0]!r}"
                 )
             if self.max_length is not None:
-                raise params.Invalid("give lengths or max_length, not both")
+                raise ValueError("give lengths or max_length, not both")
             if self.retrieval != ("full",):
-                raise params.Invalid("lengths work with retrieval: full only")
+                raise ValueError("lengths work with retrieval: full only")
         if self.arithmetic_shots is None and self.lengths is None:
             if self.data_path == "arithmetic":
-                raise params.Invalid("arithmetic_shots: null (fill each length) needs lengths")
+                raise ValueError("arithmetic_shots: null (fill each length) needs lengths")
         return self
 
 

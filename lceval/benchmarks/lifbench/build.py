@@ -88,7 +88,6 @@ from __future__ import annotations
 import functools
 import itertools
 import json
-import os
 import random
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -201,14 +200,6 @@ def ordinal(n: int) -> str:
 
 
 # ------------------------------------------------------------------------------------- params
-def _cache_dir(key: str, value: Any) -> Path:
-    """The cache folder's ``lifbench`` subfolder (null: $LCEVAL_CACHE or ~/.cache/lceval)."""
-    if value is not None and not isinstance(value, str | Path):
-        raise params.Invalid(f"{key} must be a path or null, got {value!r}")
-    root = value or os.environ.get("LCEVAL_CACHE") or Path.home() / ".cache" / "lceval"
-    return Path(root) / "lifbench"
-
-
 class Config(params.Declared):
     """Validated builder params (see the module docstring for each key)."""
 
@@ -244,18 +235,17 @@ class Config(params.Declared):
     alpaca_path: Annotated[str | None, params.paths()] = Field(
         None, description="a local Alpaca file; null: the shipped stand-in"
     )
-    cache_dir: Annotated[Path, params.checked(_cache_dir, str | None)] = Field(
-        None,  # type: ignore[assignment]  # null: the default folder, made by the check
-        description="cache folder (<cache_dir>/lifbench)",
+    cache_dir: Annotated[str | None, params.paths()] = Field(
+        None, description="cache root (<cache_dir>/lifbench); null: $LCEVAL_CACHE, ~/.cache/lceval"
     )
 
     @model_validator(mode="after")
     def _design(self) -> Self:
         if self.design == "fractional" and len(set(self.lengths)) < 2:
-            raise params.Invalid("design fractional needs at least two lengths")
+            raise ValueError("design fractional needs at least two lengths")
         if self.design == "fractional" and self.n_expressions is not None:
             if self.n_expressions < 2:
-                raise params.Invalid("design fractional needs n_expressions >= 2")
+                raise ValueError("design fractional needs n_expressions >= 2")
         return self
 
     @classmethod
@@ -467,7 +457,7 @@ def _expressions(cfg: Config) -> tuple[dict[str, list[Expression]], str]:
             method=cfg.expressions,
             seed=cfg.seed,
             model=cfg.embedding_model,
-            cache_dir=cfg.cache_dir,
+            cache_dir=Path(cfg.cache_dir) / "lifbench" if cfg.cache_dir else None,
         )
         out[t] = [Expression(e["text"], int(e.get("bias", 0))) for e in chosen]
     return out, cfg.expressions

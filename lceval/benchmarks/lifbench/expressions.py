@@ -22,6 +22,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import json
+import os
 import random
 import re
 import string
@@ -223,7 +224,8 @@ def expressions_for(
         method: ``"official"``, ``"cluster"`` or ``"random"``.
         seed: K-means / sampling seed.
         model: embedding model folder for ``"cluster"`` (None: the shipped MiniLM).
-        cache_dir: where cluster selections are cached (default ``~/.cache/lceval/lifbench``).
+        cache_dir: where cluster selections are cached (default: ``lifbench`` under
+            ``$LCEVAL_CACHE`` or ``~/.cache/lceval``).
         extra: further rewrites (e.g. from :func:`propose_rewrites`) added to the pool.
 
     Raises:
@@ -244,7 +246,8 @@ def expressions_for(
     pool = [dict(e) for e in lceval_rewrites()[task]] + [dict(e) for e in extra]
     pool = [e for e in pool if usable(task, e["text"])]
     out: list[dict[str, Any]] = []
-    cache = cache_dir or Path.home() / ".cache" / "lceval" / "lifbench"
+    root = os.environ.get("LCEVAL_CACHE") or Path.home() / ".cache" / "lceval"
+    cache = cache_dir or Path(root) / "lifbench"
     for bias, k in _split(task, n, official).items():
         group = [e for e in pool if int(e.get("bias", 0)) == bias]
         idx = select([e["text"] for e in group], k, method, seed, model, cache)

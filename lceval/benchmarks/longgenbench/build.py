@@ -492,15 +492,6 @@ def _sample(
     )
 
 
-def _path(key: str, value: Any) -> Any:
-    """Null, a path, or a non-empty list of paths (strings or Paths)."""
-    if value is None or isinstance(value, str | Path):
-        return value
-    if isinstance(value, list) and value and all(isinstance(v, str | Path) for v in value):
-        return value
-    raise params.Invalid(f"{key} must be a path or a list of paths, got {value!r}")
-
-
 class Config(params.Declared):
     """LongGenBench's builder params (see the module docstring, "Params")."""
 
@@ -514,9 +505,7 @@ class Config(params.Declared):
     n_per_scenario: Annotated[int, Field(ge=1, le=100_000)] = Field(
         100, description="prompts per scenario and version (at most 100 when generated)"
     )
-    path: Annotated[
-        str | Path | list[str | Path] | None, params.checked(_path, str | list[str] | None)
-    ] = Field(
+    path: Annotated[str | tuple[str, ...] | None, params.paths(many=True)] = Field(
         None, description="official-format files to read instead of generating; null: generate"
     )
     max_new_tokens: params.Positive | None = Field(
@@ -566,7 +555,7 @@ def build_longgenbench(raw: Mapping[str, Any]) -> BuildResult:
         return BuildResult(samples, [], sources={"generator": "lceval templates.json"})
     if p.prompt_formats != ("p1",):
         raise LcevalError("longgenbench: prompt_formats applies to generated prompts, not path")
-    paths = [path] if isinstance(path, str | Path) else path
+    paths = [path] if isinstance(path, str) else path
     counts: dict[tuple[str, str], int] = {}
     for file in paths:
         for i, rec in enumerate(load_official(file)):

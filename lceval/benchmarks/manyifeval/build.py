@@ -69,14 +69,13 @@ from importlib import resources
 from pathlib import Path
 from typing import Annotated, Any, Self
 
-from pydantic import Field, model_validator
+from pydantic import BeforeValidator, Field, model_validator
 
 from lceval import params
 from lceval.benchmarks.base import BuildResult
 from lceval.benchmarks.manyifeval.checkers import describe, ensure_checkers
 from lceval.benchmarks.manyifeval.gold import (
     INSTRUCTION_IDS,
-    PAPER_NAMES,
     STRATEGIES,
     ManyIFEvalGold,
     strategy_key,
@@ -190,31 +189,18 @@ class Config(params.Declared):
         if self.path is None:
             pool_size = len(_pool(self.instructions, random.Random(0)))
             if not 1 <= self.max_instructions <= pool_size:
-                raise params.Invalid(
+                raise ValueError(
                     f"max_instructions must be in 1..{pool_size} (non-conflicting "
                     f"instructions available), got {self.max_instructions}"
                 )
         return self
 
 
-def strategies(key: str, value: Any) -> tuple[str, ...]:
-    """A list of refinement strategies (keys of :data:`STRATEGIES` or their Table 2 names; one
-    name counts as a list of one), as keys in Table 2's order; null: all seven."""
-    if value is None:
-        return STRATEGIES
-    items = [value] if isinstance(value, str) else value
-    if not isinstance(items, list | tuple) or not items:
-        raise params.Invalid(f"{key} must be a non-empty list of strategies, got {value!r}")
-    keys = []
-    for x in items:
-        k = strategy_key(x) if isinstance(x, str) else None
-        if k is None:
-            raise params.Invalid(
-                f"{key}: unknown strategy {x!r}; choose from {', '.join(STRATEGIES)} "
-                f"(or Table 2's names: {'; '.join(PAPER_NAMES.values())})"
-            )
-        keys.append(k)
-    return tuple(k for k in STRATEGIES if k in keys)
+def _table2_keys(value: Any) -> Any:
+    """Table 2's strategy names as their keys (:func:`strategy_key`); anything else as given."""
+    if isinstance(value, list | tuple):
+        return [_table2_keys(x) for x in value]
+    return (strategy_key(value) or value) if isinstance(value, str) else value
 
 
 class Refinement(params.Declared):
@@ -222,7 +208,7 @@ class Refinement(params.Declared):
     :func:`lceval.benchmarks.manyifeval.refine.run_strategies`)."""
 
     refine_strategies: Annotated[
-        tuple[str, ...], params.checked(strategies, str | list[str] | None)
+        tuple[str, ...], params.names(STRATEGIES, sort=True), BeforeValidator(_table2_keys)
     ] = Field(
         STRATEGIES,
         description="the Sec. 5 strategies compared in Table 2, each a row (keys or Table 2's "

@@ -351,7 +351,10 @@ def test_refine_strategies_param(value, want) -> None:
 @pytest.mark.parametrize(
     ("raw", "message"),
     [
-        ({"refine_strategies": ["oracle", "best"]}, "unknown strategy 'best'"),
+        (
+            {"refine_strategies": ["oracle", "best"]},
+            r"refine_strategies\[1\] must be one of zero-shot, .*got 'best'",
+        ),
         ({"refine_strategies": []}, "non-empty list"),
         ({"refine_strategy": "oracle"}, "now spelled 'refine_strategies'"),
     ],
