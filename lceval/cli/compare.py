@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from lceval.benchmarks import registry
-from lceval.cli.common import csv_path
+from lceval.cli.common import out_path, write_csv
 from lceval.core.errors import LcevalError
 from lceval.core.io import RunDir
 from lceval.run.config import CompareConfig
@@ -33,13 +33,7 @@ def handle(cfg: CompareConfig, outputs: str | None) -> int:
     if cfg.samples:
         print(f"wrote {compare_page(cfg, outputs, Path(cfg.samples))}")
     if cfg.csv:
-        from lceval.report.reporting import save_table  # matplotlib
-
-        path = Path(cfg.csv)
-        try:
-            print(f"wrote {save_table(result, path.parent, path.stem, index=False)}")
-        except OSError as exc:
-            raise LcevalError(f"--csv: cannot write {path}: {exc.strerror}") from None
+        print(f"wrote {write_csv(result, Path(cfg.csv))}")
     return 0
 
 
@@ -57,11 +51,9 @@ def table(cfg: CompareConfig, outputs: str | None) -> Any:
     from lceval.report import compare, results  # pandas, pyarrow
 
     if cfg.csv:
-        csv_path(cfg.csv)
+        out_path(cfg.csv)
     if cfg.samples:
-        page = Path(cfg.samples)
-        if page.suffix != ".html" or page.is_dir() or not page.parent.is_dir():
-            raise LcevalError(f"--samples must name a .html file in an existing folder: {page}")
+        out_path(cfg.samples, "--samples", ".html")
     one_run = len(cfg.run_ids) == 1 and not (cfg.model_a or cfg.model_b)
     leader = cfg.leaderboard or len(cfg.run_ids) > 2 or one_run
     if leader and (cfg.model_a or cfg.model_b):
