@@ -4,7 +4,6 @@ resumable), or ``--list-options BACKEND``: every ``-o`` option a backend takes."
 from __future__ import annotations
 
 import sys
-from typing import Any
 
 import lceval.run
 from lceval.cli.common import next_steps
@@ -34,7 +33,12 @@ def handle(cfg: InferConfig, outputs: str | None) -> int:
     if cfg.ray_address:  # a dead address: one line now, before the plan and any engine
         require_ray()
         check_address(cfg.ray_address)
-    cfg = cfg.model_copy(update={"model": models(cfg), "models": None})
+    model = cfg.model  # `{...}` values already read as mappings by InferConfig
+    if model is None:  # (`models` is a params-file key, no flag)
+        if cfg.backend == "openai":
+            raise LcevalError("the openai backend needs --model <served model name>")
+        model = "embedded"  # the offline stand-in
+    cfg = cfg.model_copy(update={"model": [model] if isinstance(model, str) else model})
     responses = lceval.run.infer(run_id, root=outputs, config=cfg)
     errors = [r for r in responses if r.finish_reason == "error"]
     print(f"{len(responses)} responses ({len(errors)} errors) in run {run_id}")
@@ -47,21 +51,6 @@ def handle(cfg: InferConfig, outputs: str | None) -> int:
         return 1
     print(next_steps(run_id, outputs, "score", "score the answers"))
     return 0
-
-
-def models(config: InferConfig) -> list[Any] | None:
-    """``--model`` values as a ``models:`` list (``{...}`` values already read as mappings by
-    :class:`lceval.run.config.InferConfig`); none: the embedded stand-in.
-
-    Raises:
-        LcevalError: no ``--model`` for openai.
-    """
-    if config.model is None and config.models is None:
-        if config.backend == "openai":
-            raise LcevalError("the openai backend needs --model <served model name>")
-        return ["embedded"]
-    model = config.model
-    return [model] if isinstance(model, str) else model
 
 
 def options_listing(backend: str) -> str:

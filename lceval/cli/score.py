@@ -51,27 +51,17 @@ def print_scores(run_id: str, root: str | None, df: Any) -> None:
 def print_extra_metrics(run_id: str, root: str | None, df: Any) -> None:
     """Print the numbers benchmarks show beside their headline (``Benchmark.metrics``; ManyIFEval:
     IFEval's four pooled accuracies) after the score table."""
-    keys = sorted(set(df["benchmark"].astype(str))) if len(df) else []
-    with_metrics = [k for k in keys if registry.get(k).metrics is not None]
-    if not with_metrics:
-        return
-    samples = lceval.run.load_samples(RunDir(run_id, root))
-    for key in with_metrics:
-        bench = registry.get(key)
-        rows = df[(df["benchmark"] == key) & (df["scorer"] == bench.default_scorer)]
-        if not len(rows):
+    benches = [registry.get(k) for k in sorted(set(df["benchmark"].astype(str)))]
+    samples = None
+    for bench in benches:
+        rows = df[(df["benchmark"] == bench.key) & (df["scorer"] == bench.default_scorer)]
+        if bench.metrics is None or not len(rows):
             continue
-        metrics = bench.metrics
-        if metrics is None:
-            continue
-        table = metrics(rows, [s for s in samples if s.benchmark == key])
+        samples = samples or lceval.run.load_samples(RunDir(run_id, root))
+        table = bench.metrics(rows, [s for s in samples if s.benchmark == bench.key])
         if len(table):
-            print(f"{key}:")
-            print(
-                table[["model", "metric", "estimate", "low", "high", "n"]]
-                .round(4)
-                .to_string(index=False)
-            )
+            columns = ["model", "metric", "estimate", "low", "high", "n"]
+            print(f"{bench.key}:\n{table[columns].round(4).to_string(index=False)}")
 
 
 def warn_coverage(run_id: str, outputs: str | None) -> None:
