@@ -22,43 +22,19 @@ import inspect
 import os
 import sys
 from collections.abc import Sequence
+from importlib import import_module
 
-from lceval.cli import (
-    build,
-    compare,
-    evaluation,
-    imports,
-    infer,
-    listing,
-    plan,
-    repair,
-    report,
-    run,
-    schema,
-    score,
-    status,
-)
 from lceval.cli.common import Handler
 from lceval.core.console import VERBOSE_ENV
 from lceval.core.errors import LcevalError, one_line
 from lceval.run.config import VERBS, add_flags, from_args
 
+MODULES = {"eval": "evaluation", "list": "listing", "import": "imports"}
+"""Verbs whose module is not named after them (``list`` and ``import`` are Python's)."""
 HANDLERS: dict[str, Handler] = {
-    "eval": evaluation.handle,
-    "list": listing.handle,
-    "build": build.handle,
-    "infer": infer.handle,
-    "plan": plan.handle,
-    "score": score.handle,
-    "repair": repair.handle,
-    "report": report.handle,
-    "compare": compare.handle,
-    "import": imports.handle,
-    "run": run.handle,
-    "status": status.handle,
-    "schema": schema.handle,
+    verb: import_module(f"lceval.cli.{MODULES.get(verb, verb)}").handle for verb in VERBS
 }
-"""Verb -> its handler, in ``lceval --help``'s order."""
+"""Verb -> its module's ``handle``, in ``lceval --help``'s order (:data:`VERBS`')."""
 
 
 def verb_help(verb: str) -> str:
