@@ -9,7 +9,7 @@ import lceval.run
 from lceval.cli.common import next_steps
 from lceval.core.errors import LcevalError
 from lceval.models.backends import BACKENDS, resolve_backend
-from lceval.models.base import RUN_OPTIONS
+from lceval.models.base import RUN_OPTIONS, backend_options
 from lceval.models.replicas import check_address, require_ray
 from lceval.run.config import InferConfig
 
@@ -65,15 +65,14 @@ def options_listing(backend: str) -> str:
     spec = BACKENDS[name]
     lines = [f"options of backend {name} (lceval infer RUN --backend {name} -o KEY=VALUE):"]
     lines += [f"  {key}: {text}" for key, text in spec.help().items()]
-    declared = spec.options.model_fields
-    for key in spec.extra_options() if spec.extra_options is not None else []:
-        if key not in declared and key != "model":
-            lines.append(f"  {key}  (vLLM engine argument; default: vLLM's)")
+    passed = [k for k in backend_options(name) if k not in spec.options.model_fields]
+    lines += [f"  {key}  (vLLM engine argument; default: vLLM's)" for key in passed]
     lines.append(
         "  context='full'  (full, none, bm25:K, dense:K, or a list: full,none; the no-context and "
         "retrieval baselines, answers stored as MODEL@context=MODE)"
     )
     if spec.local:
-        for key, default in RUN_OPTIONS.items():
-            lines.append(f"  {key}={default!r}  (int >= 1; engine replicas on Ray)")
+        lines += [
+            f"  {k}={v!r}  (int >= 1; engine replicas on Ray)" for k, v in RUN_OPTIONS.items()
+        ]
     return "\n".join(lines)
