@@ -51,14 +51,12 @@ def handle(cfg: CompareConfig, outputs: str | None) -> int:
 def table(cfg: CompareConfig, outputs: str | None) -> Any:
     """:func:`lceval.report.compare.leaderboard` for one run, three or more, or on request;
     :func:`lceval.report.results.leaderboard` where results.json files are given (the only table
-    they give); else :func:`lceval.report.compare.compare_runs` paired. The flags are checked
-    before any run is read.
+    they give); else :func:`lceval.report.compare.compare_runs` paired. Flags checked first.
 
     Raises:
-        LcevalError: a bad ``--csv`` or ``--samples``, a run given twice, a run without scores,
-            an unknown benchmark or model, nothing in common to compare; a results file where a
-            paired comparison is asked for (it needs scores.parquet), or one that does not
-            validate.
+        LcevalError: a bad ``--csv`` or ``--samples`` or flag mix, a run given twice or without
+            scores, an unknown benchmark or model, nothing in common; a results file that does
+            not validate, or where a paired comparison (it needs scores.parquet) is asked for.
     """
     from lceval.report import compare, results  # pandas, pyarrow
 
