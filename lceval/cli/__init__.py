@@ -1,18 +1,7 @@
-"""The ``lceval`` command: list, build, plan, infer, score, report (each on a run folder) and
-run (notebooks).
-
-Examples (README "Step by step" has more)::
-
-    lceval eval lifbench --model embedded --limit 4   # build, answer, score, report: one go
-    lceval build lifbench --params params/01_build_data/smoke.yaml --run-id my-run
-    lceval infer my-run --backend vllm --model Qwen/Qwen2.5-7B-Instruct -o tensor_parallel_size=2
-    lceval score my-run && lceval report my-run
-    lceval compare run-a run-b                        # paired difference with CI and p-values
-    lceval run params/pipelines/lifbench_smoke.yaml   # notebooks 01-03 through papermill
-
-Bad input prints one line ``lceval: <what is wrong>`` and exits 2; Ctrl-C exits 130. Each verb
-is one module with ``handle(config, outputs) -> status`` (:data:`HANDLERS`), its flags generated
-from its declared config (:data:`lceval.run.config.VERBS`).
+"""The ``lceval`` command: one verb per module, each ``handle(config, outputs) -> status``
+(:data:`HANDLERS`) with its flags generated from its declared config
+(:data:`lceval.run.config.VERBS`); README "Step by step" shows them in use. Bad input prints one
+line ``lceval: <what is wrong>`` and exits 2; Ctrl-C exits 130.
 """
 
 from __future__ import annotations
@@ -22,43 +11,19 @@ import inspect
 import os
 import sys
 from collections.abc import Sequence
+from importlib import import_module
 
-from lceval.cli import (
-    build,
-    compare,
-    evaluation,
-    imports,
-    infer,
-    listing,
-    plan,
-    repair,
-    report,
-    run,
-    schema,
-    score,
-    status,
-)
 from lceval.cli.common import Handler
 from lceval.core.console import VERBOSE_ENV
 from lceval.core.errors import LcevalError, one_line
 from lceval.run.config import VERBS, add_flags, from_args
 
+MODULES = {"eval": "evaluation", "list": "listing", "import": "imports"}
+"""Verbs whose module is not named after them (``list`` and ``import`` are Python's)."""
 HANDLERS: dict[str, Handler] = {
-    "eval": evaluation.handle,
-    "list": listing.handle,
-    "build": build.handle,
-    "infer": infer.handle,
-    "plan": plan.handle,
-    "score": score.handle,
-    "repair": repair.handle,
-    "report": report.handle,
-    "compare": compare.handle,
-    "import": imports.handle,
-    "run": run.handle,
-    "status": status.handle,
-    "schema": schema.handle,
+    verb: import_module(f"lceval.cli.{MODULES.get(verb, verb)}").handle for verb in VERBS
 }
-"""Verb -> its handler, in ``lceval --help``'s order."""
+"""Verb -> its module's ``handle``, in ``lceval --help``'s order (:data:`VERBS`')."""
 
 
 def verb_help(verb: str) -> str:
@@ -67,8 +32,7 @@ def verb_help(verb: str) -> str:
 
 
 def _parser() -> argparse.ArgumentParser:
-    """The ``lceval`` parser: ``--outputs`` and ``-v`` before or after the verb, one subparser per
-    verb."""
+    """``--outputs`` and ``-v`` before or after the verb, one subparser per verb."""
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument(
         "--outputs",
@@ -107,7 +71,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"lceval: {_bounded(str(exc))}", file=sys.stderr)
         return 2
     except OSError as exc:  # a write no lceval writer wraps: full disk, quota, read-only folder
-        print(f"lceval: {_os_error(exc)}", file=sys.stderr)
+        reason = exc.strerror or one_line(exc) or type(exc).__name__  # No space left on device
+        where = f"{exc.filename}: " if exc.filename else ""
+        print(f"lceval: {where}{reason}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("lceval: interrupted (finished answers are saved; rerun to resume)", file=sys.stderr)
@@ -122,9 +88,3 @@ def _bounded(message: str) -> str:
     if len(message) <= MAX_ERROR_CHARS:
         return message
     return f"{message[:MAX_ERROR_CHARS]}... ({len(message) - MAX_ERROR_CHARS} more characters)"
-
-
-def _os_error(exc: OSError) -> str:
-    """An OSError as one line: the file it names, then its reason (``No space left on device``)."""
-    reason = exc.strerror or one_line(exc) or type(exc).__name__
-    return f"{exc.filename}: {reason}" if exc.filename else reason

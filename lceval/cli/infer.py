@@ -4,13 +4,12 @@ resumable), or ``--list-options BACKEND``: every ``-o`` option a backend takes."
 from __future__ import annotations
 
 import sys
-from typing import Any
 
 import lceval.run
 from lceval.cli.common import next_steps
 from lceval.core.errors import LcevalError
 from lceval.models.backends import BACKENDS, resolve_backend
-from lceval.models.base import RUN_OPTIONS
+from lceval.models.base import RUN_OPTIONS, backend_options
 from lceval.models.replicas import check_address, require_ray
 from lceval.run.config import InferConfig
 
@@ -34,7 +33,12 @@ def handle(cfg: InferConfig, outputs: str | None) -> int:
     if cfg.ray_address:  # a dead address: one line now, before the plan and any engine
         require_ray()
         check_address(cfg.ray_address)
-    cfg = cfg.model_copy(update={"model": models(cfg), "models": None})
+    model = cfg.model  # `{...}` values already read as mappings by InferConfig
+    if model is None:  # (`models` is a params-file key, no flag)
+        if cfg.backend == "openai":
+            raise LcevalError("the openai backend needs --model <served model name>")
+        model = "embedded"  # the offline stand-in
+    cfg = cfg.model_copy(update={"model": [model] if isinstance(model, str) else model})
     responses = lceval.run.infer(run_id, root=outputs, config=cfg)
     errors = [r for r in responses if r.finish_reason == "error"]
     print(f"{len(responses)} responses ({len(errors)} errors) in run {run_id}")
@@ -49,21 +53,6 @@ def handle(cfg: InferConfig, outputs: str | None) -> int:
     return 0
 
 
-def models(config: InferConfig) -> list[Any] | None:
-    """``--model`` values as a ``models:`` list (``{...}`` values already read as mappings by
-    :class:`lceval.run.config.InferConfig`); none: the embedded stand-in.
-
-    Raises:
-        LcevalError: no ``--model`` for openai.
-    """
-    if config.model is None and config.models is None:
-        if config.backend == "openai":
-            raise LcevalError("the openai backend needs --model <served model name>")
-        return ["embedded"]
-    model = config.model
-    return [model] if isinstance(model, str) else model
-
-
 def options_listing(backend: str) -> str:
     """What ``lceval infer --list-options BACKEND`` prints: one ``-o`` option a line, with its
     type, range, default and help (``lceval.models.backends``; vLLM engine arguments: vLLM's
@@ -76,15 +65,14 @@ def options_listing(backend: str) -> str:
     spec = BACKENDS[name]
     lines = [f"options of backend {name} (lceval infer RUN --backend {name} -o KEY=VALUE):"]
     lines += [f"  {key}: {text}" for key, text in spec.help().items()]
-    declared = spec.options.model_fields
-    for key in spec.extra_options() if spec.extra_options is not None else []:
-        if key not in declared and key != "model":
-            lines.append(f"  {key}  (vLLM engine argument; default: vLLM's)")
+    passed = [k for k in backend_options(name) if k not in spec.options.model_fields]
+    lines += [f"  {key}  (vLLM engine argument; default: vLLM's)" for key in passed]
     lines.append(
         "  context='full'  (full, none, bm25:K, dense:K, or a list: full,none; the no-context and "
         "retrieval baselines, answers stored as MODEL@context=MODE)"
     )
     if spec.local:
-        for key, default in RUN_OPTIONS.items():
-            lines.append(f"  {key}={default!r}  (int >= 1; engine replicas on Ray)")
+        lines += [
+            f"  {k}={v!r}  (int >= 1; engine replicas on Ray)" for k, v in RUN_OPTIONS.items()
+        ]
     return "\n".join(lines)

@@ -4,8 +4,6 @@ options."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
 from lceval.benchmarks import registry
 from lceval.models.base import BACKENDS, backend_options
 from lceval.run.config import ListConfig
@@ -34,25 +32,16 @@ all of them: ``lceval infer --list-options vllm``)."""
 
 
 def handle(cfg: ListConfig, outputs: str | None) -> int:
-    """Print :func:`listing`; ``lceval list`` reads no run, so ``outputs`` is unused."""
-    print(listing())
-    return 0
-
-
-def tasks_line(tasks: Sequence[str], shown: int = 14) -> str:
-    """``N tasks: A, B, ...`` with at most ``shown`` codes (CIF-Bench has 150)."""
-    codes = ", ".join(tasks[:shown])
-    more = f", ... and {len(tasks) - shown} more" if len(tasks) > shown else ""
-    return f"{len(tasks)} tasks: {codes}{more}"
-
-
-def listing() -> str:
-    """What ``lceval list`` prints (benchmarks from :mod:`lceval.benchmarks.registry`, backends from
-    :data:`lceval.models.base.BACKENDS`; an engine that is not installed is said so)."""
+    """Print per benchmark (:mod:`lceval.benchmarks.registry`) its tasks (at most 14 codes:
+    CIF-Bench has 150), scorers, user data, importer and notebooks, then the backends
+    (:data:`lceval.models.base.BACKENDS`; an engine that is not installed is said so). Reads no
+    run: ``outputs`` is unused."""
     lines = []
     for bench in registry.all_benchmarks():
+        tasks = list(bench.tasks)
+        more = f", ... and {len(tasks) - 14} more" if len(tasks) > 14 else ""
         lines.append(f"{bench.key}: {bench.title}")
-        lines.append(f"  {tasks_line(list(bench.tasks))}")
+        lines.append(f"  {len(tasks)} tasks: {', '.join(tasks[:14])}{more}")
         if bench.key in USER_DATA:
             lines.append(f"  the paper's setting needs your data: {USER_DATA[bench.key]}")
         for spec in bench.scorers.values():
@@ -72,4 +61,5 @@ def listing() -> str:
             opts = f"(not installed: {exc.name})"
         lines.append(f"  {name}: {opts}")
     lines.append("  (every option of a backend: lceval infer --list-options BACKEND)")
-    return "\n".join(lines)
+    print("\n".join(lines))
+    return 0

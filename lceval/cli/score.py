@@ -9,8 +9,8 @@ from typing import Any
 import lceval.run
 from lceval.benchmarks import registry
 from lceval.cli.common import next_steps
-from lceval.core.errors import LcevalError
 from lceval.core.io import RunDir
+from lceval.core.records import Sample
 from lceval.run.config import ScoreConfig
 
 
@@ -22,25 +22,22 @@ def handle(cfg: ScoreConfig, outputs: str | None) -> int:
         LcevalError: an unknown scorer or option, a run without responses.
     """
     df = lceval.run.score(cfg.run_id, root=outputs, scorer=cfg.scorer, options=cfg.scorer_options)
-    print_scores(cfg.run_id, outputs, df)
-    print_extra_metrics(cfg.run_id, outputs, df)
-    warn_coverage(cfg.run_id, outputs)
+    run = RunDir(cfg.run_id, outputs)
+    samples = lceval.run.load_samples(run)
+    print_scores(run, samples, df)
+    print_extra_metrics(samples, df)
+    warn_coverage(run)
     print(next_steps(cfg.run_id, outputs, "report", "tables, figures and report/index.html"))
     return 0
 
 
-def print_scores(run_id: str, root: str | None, df: Any) -> None:
+def print_scores(run: RunDir, samples: list[Sample], df: Any) -> None:
     """The mean score per model, benchmark, task (and baseline variant); where the budget ended
     answers, how many (``cut``) and the mean over those that finished (``mean_finished``)."""
     from lceval.report.coverage import run_cut_answers, variant_of, with_finished  # pandas
 
-    run = RunDir(run_id, root)
     cut = run_cut_answers(run)
-    try:
-        variants = {s.id: variant_of(s) for s in run.read_samples()}
-    except LcevalError:
-        variants = {}
-    table = with_finished(df, cut, variants)
+    table = with_finished(df, cut, {s.id: variant_of(s) for s in samples})
     if not cut or not len(table) or not table["cut"].any():
         print(table["mean"].rename("value").round(3).to_string())
         return
@@ -48,38 +45,25 @@ def print_scores(run_id: str, root: str | None, df: Any) -> None:
     print(table[["mean", "n", "cut", "mean_finished"]].round(3).to_string())
 
 
-def print_extra_metrics(run_id: str, root: str | None, df: Any) -> None:
+def print_extra_metrics(samples: list[Sample], df: Any) -> None:
     """Print the numbers benchmarks show beside their headline (``Benchmark.metrics``; ManyIFEval:
     IFEval's four pooled accuracies) after the score table."""
-    keys = sorted(set(df["benchmark"].astype(str))) if len(df) else []
-    with_metrics = [k for k in keys if registry.get(k).metrics is not None]
-    if not with_metrics:
-        return
-    samples = lceval.run.load_samples(RunDir(run_id, root))
-    for key in with_metrics:
-        bench = registry.get(key)
-        rows = df[(df["benchmark"] == key) & (df["scorer"] == bench.default_scorer)]
-        if not len(rows):
+    for bench in [registry.get(k) for k in sorted(set(df["benchmark"].astype(str)))]:
+        rows = df[(df["benchmark"] == bench.key) & (df["scorer"] == bench.default_scorer)]
+        if bench.metrics is None or not len(rows):
             continue
-        metrics = bench.metrics
-        if metrics is None:
-            continue
-        table = metrics(rows, [s for s in samples if s.benchmark == key])
+        table = bench.metrics(rows, [s for s in samples if s.benchmark == bench.key])
         if len(table):
-            print(f"{key}:")
-            print(
-                table[["model", "metric", "estimate", "low", "high", "n"]]
-                .round(4)
-                .to_string(index=False)
-            )
+            columns = ["model", "metric", "estimate", "low", "high", "n"]
+            print(f"{bench.key}:\n{table[columns].round(4).to_string(index=False)}")
 
 
-def warn_coverage(run_id: str, outputs: str | None) -> None:
+def warn_coverage(run: RunDir) -> None:
     """One stderr line per benchmark and model whose answers the budget cut (over 5%), whose
     samples are not all answered, or whose run is not the paper's grid."""
     from lceval.report.coverage import run_coverage  # pandas
 
-    for c in run_coverage(RunDir(run_id, outputs)):
+    for c in run_coverage(run):
         if c.cut_flag:
             print(
                 f"lceval: warning: {c.benchmark} {c.model}: {c.cut_line()} "
@@ -91,7 +75,7 @@ def warn_coverage(run_id: str, outputs: str | None) -> None:
             print(
                 f"lceval: warning: {c.benchmark} {c.model}: only {c.answered} of {c.built} "
                 f"samples answered; its scores cover {len(c.tasks_answered)} of "
-                f"{len(c.tasks_built)} tasks (lceval infer {run_id} answers the rest)",
+                f"{len(c.tasks_built)} tasks (lceval infer {run.run_id} answers the rest)",
                 file=sys.stderr,
             )
         if not c.paper_grid:
