@@ -18,11 +18,11 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any, TextIO
 
+from tqdm import tqdm  # a plain text bar: tqdm.auto needs ipywidgets in notebooks
+
 from lceval.core.console import terminal
 from lceval.core.errors import LcevalError
 from lceval.core.io import read_lines
-
-PROGRESS_NAME = "progress.jsonl"
 
 EVERY_S = 1.5
 """Least seconds between two progress lines of one model (the last is always written)."""
@@ -30,10 +30,16 @@ EVERY_S = 1.5
 HONEST_SHARE = 0.1
 """Share of a call's samples answered (and at least 2) before the bar shows a time left."""
 
+WORK_KEYS = "sent tokens done prefill_s prefill_tokens decode_s decode_tokens in_flight".split()
+"""An engine's measured work (vLLM's ``prompt_work``; see :func:`work_eta`)."""
+
+NUMBERS = ("t", "eta_s", "prompt_tok_s", "gen_tok_s")
+"""Record fields dropped (unknown) when not a finite number."""
+
 
 def progress_path(run_path: str | os.PathLike[str]) -> Path:
     """``<run folder>/logs/progress.jsonl``."""
-    return Path(run_path) / "logs" / PROGRESS_NAME
+    return Path(run_path) / "logs" / "progress.jsonl"
 
 
 def duration(seconds: float | None) -> str:
@@ -51,32 +57,23 @@ def duration(seconds: float | None) -> str:
 def postfix(record: Mapping[str, Any]) -> str:
     """The part of a progress line after the counts: rates, time left, replicas (before the
     first answer of an engine that reports it: the prompt tokens prefilled so far)."""
-    eta = record.get("eta_s")
-    left = "0s left" if record.get("state") == "done" else f"{duration(eta)} left"
+    replicas = f"replicas {record.get('replicas_alive', 1)}/{record.get('replicas', 1)} alive"
     prefilled = record.get("prefilled")
     if not record.get("new") and prefilled is not None and record.get("state") == "running":
-        return (
-            f"prefilling: {prefilled:,} prompt tokens done, first answers soon, "
-            f"replicas {record.get('replicas_alive', 1)}/{record.get('replicas', 1)} alive"
-        )
+        return f"prefilling: {prefilled:,} prompt tokens done, first answers soon, {replicas}"
+    left = "0s" if record.get("state") == "done" else duration(record.get("eta_s"))
     return (
         f"prompt {record.get('prompt_tok_s', 0):,.0f} tok/s, "
-        f"generated {record.get('gen_tok_s', 0):,.1f} tok/s, {left}, "
-        f"replicas {record.get('replicas_alive', 1)}/{record.get('replicas', 1)} alive"
+        f"generated {record.get('gen_tok_s', 0):,.1f} tok/s, {left} left, {replicas}"
     )
 
 
-WORK_KEYS = (
-    "sent",
-    "tokens",
-    "done",
-    "prefill_s",
-    "prefill_tokens",
-    "decode_s",
-    "decode_tokens",
-    "in_flight",
-)
-"""An engine's measured work (vLLM's ``prompt_work``; see :func:`work_eta`)."""
+def render(record: Mapping[str, Any]) -> str:
+    """One plain line for a progress record (what ``lceval status`` and ``lceval run`` print)."""
+    return (
+        f"{_label(record)}: {record.get('answered')}/{record.get('total')} samples answered, "
+        f"{postfix(record)} [{record.get('state', 'running')}]"
+    )
 
 
 def work_eta(
@@ -105,15 +102,6 @@ def work_eta(
     return prefill_left * p_s / p_tok + decode_left * d_s / d_tok
 
 
-def render(record: Mapping[str, Any]) -> str:
-    """One plain line for a progress record (what ``lceval status`` and ``lceval run`` print)."""
-    state = record.get("state", "running")
-    return (
-        f"{record.get('desc') or record.get('model')}: {record.get('answered')}/"
-        f"{record.get('total')} samples answered, {postfix(record)} [{state}]"
-    )
-
-
 class Progress:
     """A model's progress: a tqdm bar on the terminal and lines in progress.jsonl.
 
@@ -140,17 +128,9 @@ class Progress:
         prefilled: Callable[[], int | None] | None = None,
         work: Callable[[], Mapping[str, float] | None] | None = None,
     ) -> None:
-        from tqdm import tqdm  # a plain text bar: tqdm.auto needs ipywidgets in notebooks
-
-        self.path = path
-        self.model = model
-        self.total = total
-        self.answered = initial
-        self.new = 0
-        self.prompt_tokens = 0
-        self.gen_tokens = 0
-        self.replicas = replicas
-        self.alive = replicas
+        self.path, self.model, self.total = path, model, total
+        self.answered, self.new, self.prompt_tokens, self.gen_tokens = initial, 0, 0, 0
+        self.replicas = self.alive = replicas
         self.desc = desc or f"infer {model}"
         self.t0 = time.perf_counter()
         self._last = 0.0
@@ -165,15 +145,12 @@ class Progress:
             bar_format="{desc}: {n_fmt}/{total_fmt} samples answered |{bar}|{postfix}",
         )
         self.extra: dict[str, str] = {}
-        self.prefilled = prefilled
-        self._prefilled0 = self._read_prefilled()
-        self.work = work
-        self._work0 = self._read_work()
+        self.prefilled, self.work = prefilled, work
+        self._prefilled0, self._work0 = self._read_prefilled(), self._read_work()
         self._dirty = False
         self._closed = threading.Event()
         self._write("running", force=True)
-        self._ticker = threading.Thread(target=self._tick, name="lceval-progress", daemon=True)
-        self._ticker.start()
+        threading.Thread(target=self._tick, name="lceval-progress", daemon=True).start()
 
     def _read_prefilled(self) -> int | None:
         try:
@@ -197,20 +174,18 @@ class Progress:
                 if self._closed.is_set():
                     return
                 now = self._read_prefilled()
-                if now != seen:
-                    seen = now
-                    self._dirty = True
+                self._dirty |= now != seen
+                seen = now
                 if self._dirty and time.perf_counter() - self._last >= EVERY_S:
                     self._write("running")
 
     def record(self, state: str = "running") -> dict[str, Any]:
         """The current progress as a progress.jsonl record (see the module docstring)."""
         dt = max(time.perf_counter() - self.t0, 1e-9)
-        rate = self.new / dt
         left = self.total - self.answered
-        honest = self.new >= max(2, HONEST_SHARE * (self.total - (self.answered - self.new)))
+        pending = self.total - (self.answered - self.new)  # this call's samples
+        honest = self.new >= max(2, HONEST_SHARE * pending)
         now = self._read_prefilled()
-        base = self._prefilled0 or 0
         return {
             "time": _dt.datetime.now(_dt.UTC).replace(microsecond=0).isoformat(),
             "t": round(time.time(), 3),
@@ -222,26 +197,22 @@ class Progress:
             "new": self.new,
             "prompt_tok_s": round(self.prompt_tokens / dt, 1),
             "gen_tok_s": round(self.gen_tokens / dt, 2),
-            "eta_s": 0.0 if left <= 0 else (round(self._eta(rate, left), 1) if honest else None),
-            "prefilled": None if now is None else now - base,
+            "eta_s": 0.0 if left <= 0 else (round(self._eta(dt, pending), 1) if honest else None),
+            "prefilled": None if now is None else now - (self._prefilled0 or 0),
             "replicas": self.replicas,
             "replicas_alive": self.alive,
             "state": state,
         }
 
-    def _eta(self, rate: float, left: int) -> float:
+    def _eta(self, dt: float, pending: int) -> float:
+        """:func:`work_eta` of this call's work, else the samples left at this call's rate."""
         now, base = self._read_work(), self._work0
         if now is not None and base is not None:
-            got = work_eta(
-                {k: now[k] - base[k] for k in WORK_KEYS if k != "in_flight"}
-                | {"in_flight": now["in_flight"]},
-                pending=self.total - (self.answered - self.new),
-                answered=self.new,
-                generated=self.gen_tokens,
-            )
+            work = {k: now[k] - base[k] for k in WORK_KEYS} | {"in_flight": now["in_flight"]}
+            got = work_eta(work, pending=pending, answered=self.new, generated=self.gen_tokens)
             if got is not None:
                 return got
-        return left / rate
+        return (self.total - self.answered) * dt / self.new
 
     def add(self, n: int, prompt_tokens: int, gen_tokens: int) -> None:
         """Count ``n`` samples answered now with their prompt and generated tokens."""
@@ -262,10 +233,8 @@ class Progress:
     def _write(self, state: str, force: bool = False) -> None:
         now = time.perf_counter()
         rec = self.record(state)
-        text = postfix(rec)
-        if self.extra:
-            text += ", " + ", ".join(f"{k} {v}" for k, v in self.extra.items())
-        self.bar.set_postfix_str(text, refresh=True)
+        extra = "".join(f", {k} {v}" for k, v in self.extra.items())
+        self.bar.set_postfix_str(postfix(rec) + extra, refresh=True)
         self._dirty = self.path is not None
         if self.path is None or (not force and now - self._last < EVERY_S):
             return
@@ -286,6 +255,10 @@ class Progress:
             self.bar.close()
 
 
+def _finite(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+
+
 def _records(lines: Iterable[bytes]) -> Iterator[dict[str, Any]]:
     """The progress records among ``lines`` (others skipped; a bad number dropped: unknown)."""
     for line in lines:
@@ -294,14 +267,11 @@ def _records(lines: Iterable[bytes]) -> Iterator[dict[str, Any]]:
         except (ValueError, RecursionError):  # UnicodeDecodeError is a ValueError
             continue
         if isinstance(rec, dict) and "model" in rec:
-            for key in NUMBERS:
-                if key in rec and _seconds(rec[key], math.nan) != _seconds(rec[key], 0.0):
-                    del rec[key]
-            yield rec
+            yield {k: v for k, v in rec.items() if k not in NUMBERS or _finite(v)}
 
 
 def _label(rec: Mapping[str, Any]) -> str:
-    return str(rec.get("desc") or rec["model"])
+    return str(rec.get("desc") or rec.get("model"))
 
 
 def read(path: str | os.PathLike[str]) -> Iterator[dict[str, Any]]:
@@ -317,20 +287,7 @@ def read(path: str | os.PathLike[str]) -> Iterator[dict[str, Any]]:
 def latest(path: str | os.PathLike[str], since: float | None = None) -> dict[str, dict[str, Any]]:
     """The last record per bar label (``desc``), in first-seen order; ``since``: only those
     written at or after this Unix time."""
-    return {
-        _label(rec): rec
-        for rec in read(path)
-        if since is None or _seconds(rec.get("t"), 0.0) >= since
-    }
-
-
-NUMBERS = ("t", "eta_s", "prompt_tok_s", "gen_tok_s")
-
-
-def _seconds(value: Any, default: float) -> float:
-    if isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value):
-        return float(value)
-    return default
+    return {_label(r): r for r in read(path) if since is None or r.get("t", 0.0) >= since}
 
 
 def status(run_path: str | os.PathLike[str], now: float | None = None) -> str:
@@ -344,11 +301,10 @@ def status(run_path: str | os.PathLike[str], now: float | None = None) -> str:
     if not recs:
         raise LcevalError(f"no progress recorded yet in {path} (lceval infer or run writes it)")
     now = time.time() if now is None else now
-    lines = []
-    for rec in recs.values():
-        age = duration(max(0.0, now - _seconds(rec.get("t"), now)))
-        lines.append(f"{render(rec)} ({age} ago)")
-    return "\n".join(lines)
+    return "\n".join(
+        f"{render(rec)} ({duration(max(0.0, now - rec.get('t', now)))} ago)"
+        for rec in recs.values()
+    )
 
 
 class Watcher:
@@ -356,12 +312,10 @@ class Watcher:
     progress file while a block runs: a line per label when it changes, the last at the end."""
 
     def __init__(self, path: Path, stream: TextIO, every_s: float = 2.0) -> None:
-        self.path = path
-        self.stream = stream
-        self.every_s = every_s
+        self.path, self.stream, self.every_s = path, stream, every_s
         self._stop = threading.Event()
         self._shown: dict[str, str] = {}
-        self._thread: threading.Thread | None = None
+        self._thread = threading.Thread(target=self._loop, name="lceval-progress", daemon=True)
         self.since = time.time()
         try:
             self._pos = path.stat().st_size  # earlier runs' lines are not shown
@@ -396,12 +350,10 @@ class Watcher:
             self._show()
 
     def __enter__(self) -> Watcher:
-        self._thread = threading.Thread(target=self._loop, name="lceval-progress", daemon=True)
         self._thread.start()
         return self
 
     def __exit__(self, *exc: object) -> None:
         self._stop.set()
-        if self._thread is not None:
-            self._thread.join(timeout=5)
+        self._thread.join(timeout=5)
         self._show()
