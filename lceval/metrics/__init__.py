@@ -2,7 +2,12 @@
 :func:`bootstrap_sums`), paired tests, rank agreement, a benchmark's :class:`Headline`. Nothing
 here rounds. Every public name of the submodules is importable from ``lceval.metrics``."""
 
-from lceval.metrics.basic import coefficient_of_variation, lcs_length
+from lceval.metrics.basic import (
+    coefficient_of_variation,
+    group_stability,
+    kendall_tau_b,
+    lcs_length,
+)
 from lceval.metrics.headline import (
     Headline,
     generic_headline,
@@ -13,13 +18,16 @@ from lceval.metrics.headline import (
 from lceval.metrics.intervals import (
     METHODS,
     Estimate,
+    Paired,
     SumStatistic,
     bootstrap,
     bootstrap_sums,
+    holm,
+    mcnemar_exact,
     mean_statistic,
+    paired_difference,
+    paired_sums,
 )
-from lceval.metrics.paired import Paired, holm, mcnemar_exact, paired_difference, paired_sums
-from lceval.metrics.ranks import group_stability, kendall_tau_b
 
 __all__ = [
     "generic_headline",

@@ -1,4 +1,5 @@
-"""The coefficient of variation and the longest common subsequence."""
+"""The coefficient of variation, the longest common subsequence, and rank agreement and
+stability (Kendall's tau-b, group stability)."""
 
 from __future__ import annotations
 
@@ -43,3 +44,50 @@ def coefficient_of_variation(
     if m == 0:
         return float("nan")
     return float(arr.std(ddof=ddof) / m)
+
+
+def kendall_tau_b(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """Kendall's tau-b of ``x`` and ``y`` along the last axis (vectorized over leading axes).
+
+    tau-b = sum_{i<j} sign(x_i - x_j) sign(y_i - y_j) / sqrt(T_x T_y), T = pairs not tied in
+    that variable (Kendall 1945; equal to ``scipy.stats.kendalltau``'s default). NaN where a
+    variable is constant or fewer than two items.
+    """
+    x, y = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
+    sx = np.sign(x[..., :, None] - x[..., None, :])
+    sy = np.sign(y[..., :, None] - y[..., None, :])
+    num = (sx * sy).sum(axis=(-2, -1)) / 2
+    tx = np.abs(sx).sum(axis=(-2, -1)) / 2
+    ty = np.abs(sy).sum(axis=(-2, -1)) / 2
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where((tx > 0) & (ty > 0), num / np.sqrt(tx * ty), np.nan)
+
+
+def group_stability(
+    df: pd.DataFrame,
+    group: str,
+    by: str | Sequence[str],
+    *,
+    value: str = "value",
+    ddof: int = 1,
+) -> pd.DataFrame:
+    """IFS-style stability (LIFBench Eq. 5-6) for any benchmark with equivalent variants: per
+    ``by`` cell, the CV (``ddof``) of the means of ``value`` per ``group`` (0 = steady).
+
+    Returns:
+        ``by`` columns, ``CV`` (NaN for fewer than ``ddof + 1`` groups or a zero mean),
+        ``n_groups``, ``mean`` (of the group means) and ``n`` (samples).
+    """
+    keys = [by] if isinstance(by, str) else list(by)
+    t = df[df[value].notna() & df[group].notna()]
+    means = t.groupby([*keys, group], sort=True)[value].agg(["mean", "size"]).reset_index()
+    g = means.groupby(keys, sort=True)
+    out = pd.DataFrame(
+        {
+            "CV": g["mean"].agg(lambda s: coefficient_of_variation(s, ddof=ddof)),
+            "n_groups": g.size(),
+            "mean": g["mean"].mean(),
+            "n": g["size"].sum(),
+        }
+    ).reset_index()
+    return out[[*keys, "CV", "n_groups", "mean", "n"]]

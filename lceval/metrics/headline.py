@@ -11,8 +11,14 @@ import numpy as np
 import pandas as pd
 
 from lceval.core.records import Sample
-from lceval.metrics.intervals import SumStatistic, bootstrap_sums, mean_statistic
-from lceval.metrics.paired import Paired, paired_difference, paired_sums
+from lceval.metrics.intervals import (
+    Paired,
+    SumStatistic,
+    bootstrap_sums,
+    mean_statistic,
+    paired_difference,
+    paired_sums,
+)
 
 
 class Bench(Protocol):

@@ -12,7 +12,7 @@ import pandas as pd
 from lceval.benchmarks import registry
 from lceval.contexts.modes import split_variant
 from lceval.core.io import RunDir
-from lceval.metrics.paired import paired_difference
+from lceval.metrics import paired_difference
 from lceval.report.reporting import save_table
 
 CAPTIONS: dict[str, tuple[str, str]] = {
@@ -43,7 +43,7 @@ def context_baselines(
 ) -> pd.DataFrame:
     """Per benchmark (default scorer's rows), task (and ``all``), model and mode: ``full`` and
     ``other`` mean scores (0..1) on the paired samples, ``diff`` = full - other with its 95% CI
-    (``low``, ``high``, :func:`~lceval.metrics.paired.paired_difference`), p-value, ``n``
+    (``low``, ``high``, :func:`~lceval.metrics.paired_difference`), p-value, ``n``
     pairs (:data:`COLUMNS`); empty without another mode."""
     rows: list[dict[str, Any]] = []
     if scores.empty:
