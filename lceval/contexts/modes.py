@@ -8,6 +8,7 @@ id and hash, so they join the full-context ones; the mode is in their name (:fun
 from __future__ import annotations
 
 import dataclasses
+import importlib.util
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Annotated, Any
@@ -106,9 +107,7 @@ def check_retrievers(modes: Sequence[ContextMode]) -> None:
     Raises:
         LcevalError: bm25s, sentence-transformers or the shipped MiniLM is missing.
     """
-    import importlib.util
-
-    from lceval.contexts.retrieval import _model_path  # numpy
+    from lceval.contexts.retrieval import _model_path  # here: retrieval loads numpy
 
     kinds = {m.kind for m in modes}
     if "bm25" in kinds and importlib.util.find_spec("bm25s") is None:

@@ -17,9 +17,6 @@ import numpy as np
 from lceval.core.errors import LcevalError
 from lceval.core.tokens import get_encoding
 
-RETRIEVERS: tuple[str, ...] = ("bm25", "dense")
-"""The rankers :meth:`DocumentIndex.retrieve` takes."""
-
 
 def chunk_document(text: str, chunk_tokens: int, encoding: str) -> list[str]:
     """Cut ``text`` on single spaces into consecutive chunks of at most ``chunk_tokens`` tokens
@@ -113,23 +110,19 @@ class DocumentIndex:
         Raises:
             LcevalError: unknown mode, or the retriever is not installed.
         """
-        if mode == "bm25":
-            order = self.bm25_rank(query)
-        elif mode == "dense":
-            order = self.dense_rank(query)
-        else:
+        rank = {"bm25": self.bm25_rank, "dense": self.dense_rank}.get(mode)
+        if rank is None:
             raise LcevalError(f"unknown retrieval mode {mode!r}; choose bm25 or dense")
         enc = get_encoding(self.encoding)
         used: list[int] = []
         total = 0
-        for i in order:
+        for i in rank(query):
             if len(used) >= top_k:
                 break
             n = len(enc.encode(self.chunks[i], disallowed_special=()))
-            if total + n > window:
-                continue
-            used.append(i)
-            total += n
+            if total + n <= window:
+                used.append(i)
+                total += n
         return "\n\n".join(self.chunks[i] for i in used), used
 
 

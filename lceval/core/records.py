@@ -273,17 +273,15 @@ def from_dict(cls: type[T], data: Mapping[str, Any]) -> T:
         raise ValueError(f"expected a JSON object for {cls.__name__}, got {type(data).__name__}")
     try:
         text = json.dumps(data, ensure_ascii=False, default=_plain)
-        record: T = _adapter(cast(Any, cls)).validate_json(text, strict=True)
-        return record
-    except (TypeError, ValueError) as exc:  # pydantic's ValidationError is a ValueError
-        errors = exc.errors() if isinstance(exc, ValidationError) else []
-        if not errors:
-            raise ValueError(f"cannot build {cls.__name__}: {exc}") from None
-        raise ValueError(_one_error(cls.__name__, errors[0])) from None
+        return cast(T, _adapter(cls).validate_json(text, strict=True))
+    except ValidationError as exc:
+        raise ValueError(_one_error(cls.__name__, exc.errors()[0])) from None
+    except (TypeError, ValueError) as exc:  # not JSON values; pydantic's own ValueErrors
+        raise ValueError(f"cannot build {cls.__name__}: {exc}") from None
 
 
 @functools.cache
-def _adapter(cls: Any) -> TypeAdapter[Any]:  # a record class (hashable; mypy's type[T] is not)
+def _adapter(cls: Any) -> TypeAdapter[Any]:
     return TypeAdapter(cls)
 
 
@@ -306,25 +304,23 @@ _EXPECTED = {
 
 
 def _where(name: str, loc: tuple[Any, ...]) -> str:
-    parts = [
+    return name + "".join(
         f"[{p}]" if isinstance(p, int) else f".{p}" if i == 0 else f"[{p!r}]"
         for i, p in enumerate(loc)
-    ]
-    return name + "".join(parts)
+    )
 
 
 def _one_error(name: str, error: Mapping[str, Any]) -> str:
     """One pydantic error as one line: ``Sample.history[0]['role']: expected str, got int``."""
-    kind, got, loc = error["type"], error.get("input"), error["loc"]
+    kind, got, loc, ctx = error["type"], error.get("input"), error["loc"], error.get("ctx", {})
+    where = _where(name, loc)
     if kind == "missing":
         return f"{_where(name, loc[:-1])}: missing field {loc[-1]!r}"
-    where = _where(name, loc)
-    if kind == "literal_error":
-        return f"{where}: expected one of {error['ctx']['expected']}, got {got!r:.60}"
     if kind == "value_error":
-        return f"cannot build {name}: {str(error['ctx']['error'])}"
+        return f"cannot build {name}: {ctx['error']}"
+    if kind == "literal_error":
+        return f"{where}: expected one of {ctx['expected']}, got {got!r:.60}"
     if kind in ("too_long", "too_short"):  # a fixed-length tuple
-        ctx = error["ctx"]
         want = ctx.get("max_length", ctx.get("min_length"))
         return f"{where}: expected {want} items, got {ctx.get('actual_length')}"
     if kind in _EXPECTED:

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import codecs
 import fcntl
-import hashlib
 import mmap
 import os
 from collections.abc import Iterable, Iterator, Mapping
@@ -22,10 +21,6 @@ from lceval.core.records import Response, from_dict
 
 Key = tuple[str, str, str, str | None]
 """(sample_id, model, config_hash, sample_hash): one stored answer per key."""
-
-
-def _whole(raw: bytes) -> bool:
-    return _parse(raw)[0] is not None
 
 
 def _parse(raw: bytes) -> tuple[Response | None, str]:
@@ -85,18 +80,11 @@ class ResponseStore:
         self.conflicts.clear()
         if not self.path.exists():
             return
-        first: dict[Key, bytes] = {}  # a digest of the first successful text of each key
+        first: dict[Key, int] = {}  # the hash of the first successful text of each key
         for _, r in self._lines():
             k = key_of(r)
             self._keys[k] = self._keys.get(k, False) or r.finish_reason != "error"
-            if r.finish_reason == "error":
-                continue
-            digest = hashlib.blake2b(
-                r.text.encode("utf-8", "surrogatepass"), digest_size=8
-            ).digest()
-            if k not in first:
-                first[k] = digest
-            elif first[k] != digest:
+            if r.finish_reason != "error" and first.setdefault(k, hash(r.text)) != hash(r.text):
                 self.conflicts[k] = self.conflicts.get(k, 0) + 1
 
     def _cut_torn_tail(self) -> None:
@@ -117,7 +105,7 @@ class ResponseStore:
                     end = mm.rfind(b"\n") + 1
                 f.seek(end)
                 tail = f.read()
-                if _whole(tail.removeprefix(codecs.BOM_UTF8) if end == 0 else tail):
+                if _parse(tail.removeprefix(codecs.BOM_UTF8) if end == 0 else tail)[0] is not None:
                     f.seek(size)
                     f.write(b"\n")
                 else:
@@ -161,7 +149,7 @@ class ResponseStore:
         for lineno, raw in read_lines(self.path):
             if raw.endswith(b"\n"):
                 yield lineno, raw
-            elif any_tail or _whole(raw):
+            elif any_tail or _parse(raw)[0] is not None:
                 yield lineno, raw + b"\n"
             else:
                 self.tail_bytes = len(raw)
