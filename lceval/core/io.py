@@ -73,7 +73,7 @@ def sweep_temps(folder: Path, *, recursive: bool = False) -> list[Path]:
     machine left (their process is gone). Never raises; returns the paths removed."""
     removed: list[Path] = []
     with suppress(OSError):
-        for entry in os.scandir(folder):
+        for entry in list(os.scandir(folder)):
             m = _TEMP_RE.fullmatch(entry.name)
             with suppress(OSError):
                 if m and m["host"] == _HOST and not psutil.pid_exists(int(m["pid"])):
@@ -255,6 +255,17 @@ def without_surrogates(value: Any) -> Any:
     return value
 
 
+def parse_line(raw: bytes) -> Any:
+    """:func:`json_line` of one JSONL line's bytes; ValueError ``is not valid UTF-8 text (byte
+    N)`` or ``is not valid JSON (what is wrong)``."""
+    try:
+        return json_line(raw.decode("utf-8"))
+    except UnicodeDecodeError as exc:
+        raise ValueError(f"is not valid UTF-8 text (byte {exc.start})") from None
+    except ValueError as exc:
+        raise ValueError(f"is not valid JSON ({exc})") from None
+
+
 def iter_jsonl(path: str | os.PathLike[str], *, torn: bool = True) -> Iterator[Any]:
     """The JSON values of a JSONL file's lines (see :func:`numbered_jsonl`)."""
     return (value for _, value in numbered_jsonl(path, torn=torn))
@@ -270,21 +281,17 @@ def numbered_jsonl(path: str | os.PathLike[str], *, torn: bool = True) -> Iterat
         LcevalError: unreadable, or a line is not UTF-8 or not JSON (names the file and line).
     """
     for lineno, raw in read_lines(path):
-        last = not raw.endswith(b"\n")
-        try:
-            line = raw.decode("utf-8")
-            value = json_line(line) if line.strip() else None
-        except UnicodeDecodeError as exc:
-            problem = f"is not UTF-8 text (byte {exc.start})"
-        except ValueError as exc:
-            problem = f"is not valid JSON{' (torn or cut)' if last else ''} ({exc})"
-        else:
-            if line.strip():
-                yield lineno, value
+        if not raw.strip():
             continue
-        if last and torn:  # a torn append, maybe cut inside a character
-            return
-        raise LcevalError(f"{path}: line {lineno} {problem}")
+        try:
+            value = parse_line(raw)
+        except ValueError as exc:
+            last = not raw.endswith(b"\n")
+            if last and torn:  # a torn append, maybe cut inside a character
+                return
+            torn_note = " (torn or cut)" if last else ""
+            raise LcevalError(f"{path}: line {lineno} {exc}{torn_note}") from None
+        yield lineno, value
 
 
 def read_records(path: str | os.PathLike[str], cls: type[T], *, torn: bool = True) -> list[T]:
@@ -447,11 +454,9 @@ class RunDir:
 
     def _meta(self, partial: bool = False) -> RunMeta:
         try:
-            data = json_line(read_bounded(self.run_json).decode("utf-8-sig"))
-        except UnicodeDecodeError as exc:
-            raise LcevalError(f"{self.run_json} is not UTF-8 text (byte {exc.start})") from None
+            data = parse_line(read_bounded(self.run_json).removeprefix(codecs.BOM_UTF8))
         except ValueError as exc:
-            raise LcevalError(f"{self.run_json} is not valid JSON ({exc})") from None
+            raise LcevalError(f"{self.run_json} {exc}") from None
         if partial and isinstance(data, dict):
             data = {"run_id": self.run_id, "created": "", **data}
         try:

@@ -129,7 +129,8 @@ class Progress:
         work: Callable[[], Mapping[str, float] | None] | None = None,
     ) -> None:
         self.path, self.model, self.total = path, model, total
-        self.answered, self.new, self.prompt_tokens, self.gen_tokens = initial, 0, 0, 0
+        self.answered, self.new = initial, 0
+        self.prompt_tokens = self.gen_tokens = 0
         self.replicas = self.alive = replicas
         self.desc = desc or f"infer {model}"
         self.t0 = time.perf_counter()

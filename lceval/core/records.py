@@ -273,7 +273,7 @@ def from_dict(cls: type[T], data: Mapping[str, Any]) -> T:
         raise ValueError(f"expected a JSON object for {cls.__name__}, got {type(data).__name__}")
     try:
         text = json.dumps(data, ensure_ascii=False, default=_plain)
-        return cast(T, _adapter(cls).validate_json(text, strict=True))
+        return _adapter(cast(Any, cls)).validate_json(text, strict=True)
     except ValidationError as exc:
         raise ValueError(_one_error(cls.__name__, exc.errors()[0])) from None
     except (TypeError, ValueError) as exc:  # not JSON values; pydantic's own ValueErrors
@@ -281,7 +281,7 @@ def from_dict(cls: type[T], data: Mapping[str, Any]) -> T:
 
 
 @functools.cache
-def _adapter(cls: Any) -> TypeAdapter[Any]:
+def _adapter(cls: Any) -> TypeAdapter[Any]:  # a record class (hashable; mypy's type[T] is not)
     return TypeAdapter(cls)
 
 

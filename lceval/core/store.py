@@ -16,7 +16,7 @@ from pathlib import Path
 
 from lceval.core.console import log
 from lceval.core.errors import LcevalError
-from lceval.core.io import atomic_open, dumps, json_line, read_lines
+from lceval.core.io import atomic_open, dumps, parse_line, read_lines
 from lceval.core.records import Response, from_dict
 
 Key = tuple[str, str, str, str | None]
@@ -25,16 +25,12 @@ Key = tuple[str, str, str, str | None]
 
 def _parse(raw: bytes) -> tuple[Response | None, str]:
     """(Response, "") for a valid line, (None, "") for a blank one, (None, problem) otherwise."""
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        return None, f"is not valid UTF-8 (byte {exc.start})"
-    if not text.strip():
+    if not raw.strip():
         return None, ""
     try:
-        data = json_line(text)
+        data = parse_line(raw)
     except ValueError as exc:
-        return None, f"is not valid JSON ({exc})"
+        return None, str(exc)
     try:
         return from_dict(Response, data), ""
     except ValueError as exc:

@@ -126,9 +126,7 @@ def headline_paired(
         if np.isin(x, (0.0, 1.0)).all() and np.isin(y, (0.0, 1.0)).all():
             return paired_difference(x, y, **kw)
     cols = list(h.columns)
-    clusters = a["cluster"].tolist()
-    a, b = a[cols].reset_index(drop=True), b[cols].reset_index(drop=True)
-    return paired_sums(a, b, h.statistic, clusters=clusters, **kw)
+    return paired_sums(a[cols], b[cols], h.statistic, clusters=a["cluster"].tolist(), **kw)
 
 
 def headline_of(
