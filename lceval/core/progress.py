@@ -285,10 +285,9 @@ def read(path: str | os.PathLike[str]) -> Iterator[dict[str, Any]]:
         yield from _records(line for _, line in read_lines(path))
 
 
-def latest(path: str | os.PathLike[str], since: float | None = None) -> dict[str, dict[str, Any]]:
-    """The last record per bar label (``desc``), in first-seen order; ``since``: only those
-    written at or after this Unix time."""
-    return {_label(r): r for r in read(path) if since is None or r.get("t", 0.0) >= since}
+def latest(path: str | os.PathLike[str]) -> dict[str, dict[str, Any]]:
+    """The last record per bar label (``desc``), in first-seen order."""
+    return {_label(rec): rec for rec in read(path)}
 
 
 def status(run_path: str | os.PathLike[str], now: float | None = None) -> str:
@@ -317,7 +316,6 @@ class Watcher:
         self._stop = threading.Event()
         self._shown: dict[str, str] = {}
         self._thread = threading.Thread(target=self._loop, name="lceval-progress", daemon=True)
-        self.since = time.time()
         try:
             self._pos = path.stat().st_size  # earlier runs' lines are not shown
         except OSError:

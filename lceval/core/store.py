@@ -122,12 +122,7 @@ class ResponseStore:
             raise LcevalError(f"cannot write {self.path}: {exc.strerror}") from None
 
     def _lines(self) -> Iterator[tuple[int, Response]]:
-        """(line number, Response) over the complete lines.
-
-        Raises:
-            LcevalError: a line is not UTF-8, JSON or a Response (names the file, line and the
-                ``lceval repair`` that drops it).
-        """
+        """(line number, Response) over the complete lines; LcevalError naming a bad line."""
         for lineno, raw in self._raw_lines():
             r, problem = _parse(raw)
             if problem:

@@ -42,10 +42,8 @@ def _find_bpe_file(name: str) -> Path | None:
 
 @functools.cache
 def get_encoding(name: str = DEFAULT_ENCODING) -> tiktoken.Encoding:
-    """The tiktoken encoding ``name`` loaded from local files only.
-
-    Args:
-        name: ``"o200k_base"`` (default, LIFBench official) or ``"cl100k_base"`` (GPT-4).
+    """The tiktoken encoding ``name`` (``"o200k_base"``, LIFBench's code; ``"cl100k_base"``,
+    GPT-4) loaded from local files only.
 
     Raises:
         LcevalError: unknown encoding, or its BPE file is not installed (names the fix).

@@ -327,14 +327,9 @@ class Paired:
 
 
 def mcnemar_exact(a: Sequence[float] | np.ndarray, b: Sequence[float] | np.ndarray) -> float:
-    """Exact McNemar test (McNemar 1947; statsmodels' ``mcnemar(exact=True)``): two-sided
-    binomial test (p = 1/2) of A's wins among the discordant pairs (``scipy.stats.binomtest``).
-
-    Args:
-        a, b: 0/1 scores of the same samples (NaN pairs left out).
-
-    Returns:
-        The p-value; 1.0 without a discordant pair.
+    """Exact McNemar test (McNemar 1947; statsmodels' ``mcnemar(exact=True)``): the p-value of the
+    two-sided binomial test (p = 1/2, ``scipy.stats.binomtest``) of A's wins among the discordant
+    pairs of 0/1 scores ``a``, ``b`` of the same samples (NaN pairs left out); 1.0 without one.
 
     Raises:
         ValueError: lengths differ or a score is not 0 or 1.
