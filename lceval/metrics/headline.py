@@ -84,7 +84,7 @@ def headline_estimates(
             seed=seed,
         )
         row = {"benchmark": h.benchmark, "metric": h.metric, "unit": h.unit, "model": model}
-        rows.append(row | est.as_dict())
+        rows.append(row | dataclasses.asdict(est))
     cols = ["benchmark", "metric", "unit", "model", "mean", "low", "high", "n", "n_units"]
     return pd.DataFrame(rows, columns=cols).rename(columns={"mean": "estimate"})
 

@@ -5,7 +5,6 @@ paired bootstrap differences, Holm's correction)."""
 
 from __future__ import annotations
 
-import dataclasses
 import warnings
 from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass
@@ -37,9 +36,6 @@ class Estimate:
     high: float
     n: int
     n_units: int
-
-    def as_dict(self) -> dict[str, float]:
-        return dataclasses.asdict(self)
 
 
 def _labels(labels: Any, n: int, name: str) -> pd.Series:
@@ -321,9 +317,6 @@ class Paired:
     test: str
     n: int
     n_units: int
-
-    def as_dict(self) -> dict[str, float | str]:
-        return dataclasses.asdict(self)
 
 
 def mcnemar_exact(a: Sequence[float] | np.ndarray, b: Sequence[float] | np.ndarray) -> float:

@@ -178,7 +178,7 @@ def ranked(est: pd.DataFrame) -> pd.DataFrame:
 def _paired_row(h: metrics.Headline, a: str, b: str, **test: Any) -> dict[str, Any]:
     from lceval import metrics  # pandas: `import lceval` loads this module, not pandas
 
-    res = metrics.headline_paired(h, a, b, **test).as_dict()
+    res = dataclasses.asdict(metrics.headline_paired(h, a, b, **test))
     return {"benchmark": h.benchmark, "metric": h.metric, "model_a": a, "model_b": b, **res}
 
 
@@ -360,7 +360,7 @@ def _task_rows(
             **test,
         )
         row = {"benchmark": key, "level": "task", "task": str(task), "metric": "mean score"}
-        rows.append({**row, "model_a": a, "model_b": b, **res.as_dict()})
+        rows.append({**row, "model_a": a, "model_b": b, **dataclasses.asdict(res)})
     return rows
 
 

@@ -5,6 +5,7 @@ slice; this table pairs them per sample (LongBench v2's ``--no_context`` / ``--r
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 import pandas as pd
@@ -87,7 +88,7 @@ def context_baselines(
                         "mode": mode,
                         "full": float(both["value_full"].mean()) if len(both) else nan,
                         "other": float(both["value_other"].mean()) if len(both) else nan,
-                        **p.as_dict(),
+                        **dataclasses.asdict(p),
                         "needs_context": _verdict(p.low, p.high),
                     }
                 )
