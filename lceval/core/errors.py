@@ -12,11 +12,7 @@ class LcevalError(Exception):
     """
 
 
-ONE_LINE_LIMIT = 200
-"""Characters of an exception's text that a one-line message quotes."""
-
-
-def one_line(error: BaseException | str, limit: int = ONE_LINE_LIMIT) -> str:
+def one_line(error: BaseException | str, limit: int = 200) -> str:
     """``error``'s text on one line: whitespace runs (newlines of a traceback-like message
     included) collapsed to single spaces, cut to ``limit`` characters; the one form in which
     lceval quotes another library's exception in its own one-line errors and explanations."""
