@@ -437,14 +437,8 @@ class RunDir:
             raise LcevalError(f"{self.run_json} does not exist: build the run first (lceval build)")
         return self._meta()
 
-    def check_meta(self) -> None:
-        """Refuse, in one line, a run.json that exists but is not a run record (not a regular file,
-        too large, not JSON, not an object, a field of the wrong type); missing fields are allowed.
-        """
-        if os.path.lexists(self.run_json):
-            self._meta(partial=True)
-
     def _meta(self, partial: bool = False) -> RunMeta:
+        """run.json as a RunMeta (``partial``: its id and time may be missing); LcevalError else."""
         try:
             data = parse_line(read_bounded(self.run_json).removeprefix(codecs.BOM_UTF8))
         except ValueError as exc:
@@ -534,7 +528,8 @@ class RunDir:
         self.sweep()
         if not self.samples.exists():
             raise LcevalError(f"{self.samples} does not exist: build the run first (lceval build)")
-        self.check_meta()  # a broken run.json is named before anything is scored or reported
+        if os.path.lexists(self.run_json):  # a broken one is named before anything is scored
+            self._meta(partial=True)  # (missing fields allowed)
         return read_records(self.samples, Sample, torn=False)  # written atomically
 
     def read_contexts(self) -> dict[str, Context]:
