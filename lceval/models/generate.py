@@ -31,8 +31,7 @@ def context_order(samples: Sequence[Sample]) -> list[Sample]:
 
 @dataclass(frozen=True)
 class PrefixReuse:
-    """Prompt tokens a backend was asked to encode and those it encoded (None: not reported; the
-    rest came from a prefix cache)."""
+    """Prompt tokens a backend was asked to encode and those it encoded (None: not reported)."""
 
     requested: int
     computed: int | None

@@ -1,8 +1,6 @@
-"""The transformers backend: batched ``generate`` on CPU or GPU, in this process.
-
-Samples are grouped by context and budget and generated with left padding; each row stops at EOS,
-its own budget or its first stop string. Rows sharing a long token prefix encode it once, keep it
-across batches and hold it once per batch (:mod:`lceval.models.hf_attention`; rows laid out
+"""The transformers backend: batched ``generate`` on CPU or GPU, in this process, left padded;
+each row stops at EOS, its budget or its first stop string. Rows sharing a long token prefix encode
+it once, keep it across batches and hold it once per batch (:mod:`lceval.models.hf_attention`; rows
 ``[prefix][pad ... pad][suffix]``): float32 outputs equal transformers' own token for token.
 """
 
@@ -43,7 +41,7 @@ from lceval.models.hf_attention import (
 from lceval.models.prompts import RenderedPrompt, Renders, common_prefix_len, resolve_prompt_format
 from lceval.models.rope import RopeOverride, apply_rope, resolve_rope
 from lceval.models.specs import model_window
-from lceval.models.thinking import Thinking, cut_at_stop
+from lceval.models.thinking import Thinking
 from lceval.models.threads import ThreadChoice, choose_threads
 
 
@@ -61,8 +59,8 @@ def pick_device(device: str) -> str:
 
 
 def pick_dtype(dtype: str, device: str) -> torch.dtype:
-    """The torch dtype for ``dtype`` (``auto``: bfloat16 or float16 on a GPU, float32 on the
-    CPU, where bf16 is no faster and float32 keeps batching exact)."""
+    """The torch dtype (``auto``: bfloat16 or float16 on a GPU, float32 on the CPU, where bf16 is
+    no faster and float32 keeps batching exact)."""
     if dtype != "auto":
         return cast(torch.dtype, getattr(torch, dtype))
     if not device.startswith("cuda"):
@@ -80,8 +78,6 @@ OWN_BATCH_PREFIX = 256  # rows of one context and budget sharing this many token
 
 @dataclass
 class _Row:
-    """One sample of a call, rendered and tokenized."""
-
     index: int
     sample: Sample
     prompt: RenderedPrompt
@@ -146,7 +142,6 @@ class HFBackend(Renders):
         self.batch_size = o.max_batch_rows or (AUTO_BATCH_CAP if gpu else 8)
         self.call_size = self.batch_size
         self.prefill_chunk = o.prefill_chunk or PREFILL_CHUNK
-        self.share_prefix = o.share_prefix
         self._prefix_ids: list[int] = []  # the kept shared prefix (empty: none) and its
         self._prefix_kv: Any = None  # batch-1 cache (only copies or views go to generate)
         self.prompt_tokens_requested = 0  # prompt tokens answered (padding excluded), of which
@@ -165,8 +160,6 @@ class HFBackend(Renders):
             if self.rope is not None and self.rope.changed:  # on the config, not the model code
                 apply_rope(config, self.rope)
                 window = window or self.rope.extended_window()
-                if self.rope.parameters.get("rope_type") == "dynamic":
-                    self.share_prefix = False  # keys of a kept prefix used another base
             lm: Any = AutoModelForCausalLM.from_pretrained(
                 self.source.path, config=config, dtype=self.dtype, **load
             )
@@ -179,9 +172,12 @@ class HFBackend(Renders):
         if cfg._attn_implementation == "sdpa":
             self.model.set_attn_implementation(ATTENTION)
         # full-attention layers only (a sliding window or linear state cannot be cut back):
-        # buffers with room and a prefix kept across batches
+        # buffers with room, and a prefix kept across batches
         layers = DynamicCache(config=cfg).layers
         self._growing = bool(layers) and all(type(x) is DynamicLayer for x in layers)
+        dynamic = self.rope is not None and self.rope.parameters.get("rope_type") == "dynamic"
+        # a kept prefix's keys would have used another base under dynamic scaling
+        self.share_prefix = o.share_prefix and self._growing and not dynamic
         # the shared prefix held once per batch (else repeated over the rows)
         self._cascade = self._growing and cfg._attn_implementation == ATTENTION
         keeps = "logits_to_keep" in inspect.signature(self.model.forward).parameters
@@ -200,8 +196,7 @@ class HFBackend(Renders):
 
     @property
     def cache_fields(self) -> dict[str, Any]:
-        """Settings that change outputs and so join the response cache key
-        (:func:`lceval.models.base.cache_fields`)."""
+        """Settings that change outputs (:func:`lceval.models.base.cache_fields`)."""
         return base_cache_fields(
             "hf", self._dtype_name, self.prompt_format, self.rope, self.thinking
         )
@@ -242,7 +237,6 @@ class HFBackend(Renders):
         if self.device.startswith("cuda"):
             torch.cuda.empty_cache()
 
-    # -- generation -------------------------------------------------------------------------------
     def generate(
         self,
         samples: Sequence[Sample],
@@ -295,7 +289,6 @@ class HFBackend(Renders):
         return own + long + _chunks(rest, self.batch_size)
 
     def _kept_prefix(self, ids: Sequence[int]) -> int:
-        """How many leading tokens of ``ids`` the kept prefix cache holds."""
         return 0 if self._prefix_kv is None else common_prefix_len([self._prefix_ids, ids])
 
     def _prefill(self, cache: Any, ids: Sequence[int]) -> None:
@@ -308,10 +301,6 @@ class HFBackend(Renders):
     def _prefix_cache(self, ids: list[int], n: int) -> tuple[Any, int]:
         """A batch-1 cache holding ``ids[:n]`` and how many tokens came from the kept prefix (reused
         as far as it matches, the rest prefilled, the result kept for the next batches)."""
-        if not self._growing:
-            cache = DynamicCache(config=self.model.config)
-            self._prefill(cache, ids[:n])
-            return cache, 0
         reused = min(self._kept_prefix(ids), n)
         if n > reused:
             source = self._prefix_kv if reused else None
@@ -346,10 +335,9 @@ class HFBackend(Renders):
         ]
         return cache
 
-    # -- memory ----------------------------------------------------------------------------------
     def free_memory(self) -> tuple[int, int] | None:
-        """``(free, total)`` bytes on this backend's CUDA device, counting memory torch has
-        reserved but not allocated as free; None off CUDA."""
+        """``(free, total)`` bytes on the CUDA device (torch's reserved but unallocated memory
+        counted free); None off CUDA."""
         if not self.device.startswith("cuda"):
             return None
         free, total = torch.cuda.mem_get_info(torch.device(self.device))
@@ -361,13 +349,12 @@ class HFBackend(Renders):
         cfg = getattr(self.model.config, "text_config", None) or self.model.config
         hidden = int(getattr(cfg, "hidden_size", 0))
         inter = int(getattr(cfg, "intermediate_size", 0) or 4 * hidden)
-        activations = width * (6 * hidden + 3 * inter) * (torch.finfo(self.dtype).bits // 8)
+        activations = width * (6 * hidden + 3 * inter) * self.dtype.itemsize
         return self._kv_token * (width + room) + activations + 12 * int(cfg.vocab_size)
 
     def rows_that_fit(self, prefix_new: int, width: int, room: int) -> int:
-        """Most rows (>= 1) that fit the free GPU memory less :data:`HEADROOM_BYTES` beside
-        ``prefix_new`` tokens of prefix to encode; ``batch_size`` off CUDA or when the user set
-        it."""
+        """Most rows (>= 1) fitting the free GPU memory less :data:`HEADROOM_BYTES` beside
+        ``prefix_new`` prefix tokens to encode; ``batch_size`` off CUDA or when the user set it."""
         mem = self.free_memory()
         if mem is None or not self.auto_batch:
             return self.batch_size
@@ -376,43 +363,37 @@ class HFBackend(Renders):
         return max(1, min(self.batch_size, budget // max(1, self.row_bytes(width, room))))
 
     def _run_batch(self, rows: list[_Row], config: GenerationConfig) -> list[tuple[_Row, Response]]:
-        """Generate one batch in as many rows as fit: out of memory halves it (a row alone: an
-        error Response); any other failure retries its rows one by one."""
+        """Generate one batch in as many rows as fit: out of memory halves it, any other failure
+        retries its rows one by one; a row failing alone is an error Response."""
         prefix, width = self._layout([r.ids for r in rows])
         new = prefix - min(self._kept_prefix(rows[0].ids), prefix)  # 0 without a prefix
         fit = self.rows_that_fit(new, width, min(max(r.budget for r in rows), GROW_ROOM))
         if fit < len(rows):
-            parts = _chunks(rows, fit)
-        else:
-            oom = False
-            try:
-                return self._generate_rows(rows, config)
-            except torch.OutOfMemoryError:
-                oom = True  # retried below, once the failed attempt's frames (caches) are gone
-            except (RuntimeError, ValueError) as exc:
-                if len(rows) == 1:
-                    return [(rows[0], error_response(rows[0].sample, self.name, config, exc))]
-            if oom:
-                self._prefix_ids, self._prefix_kv = [], None  # it may be half-built
-            self._free()
-            if oom and len(rows) == 1:
+            return [p for part in _chunks(rows, fit) for p in self._run_batch(part, config)]
+        error: Exception | None = None  # None after an out-of-memory error
+        try:
+            return self._generate_rows(rows, config)
+        except torch.OutOfMemoryError:
+            self._prefix_ids, self._prefix_kv = [], None  # it may be half-built
+        except (RuntimeError, ValueError) as exc:
+            error = exc.with_traceback(None)  # its frames (caches) freed below
+        self._free()
+        if len(rows) == 1:
+            if error is None:
                 mem = self.free_memory()
                 where = f"{mem[0] / 2**30:.1f} GiB free of {mem[1] / 2**30:.1f} GiB " if mem else ""
                 error = LcevalError(
                     f"out of memory answering alone: prompt {len(rows[0].ids)} tokens, "
                     f"{where}on {self.device}"
                 )
-                return [(rows[0], error_response(rows[0].sample, self.name, config, error))]
-            parts = _chunks(rows, (len(rows) + 1) // 2 if oom else 1)
-        return [pair for part in parts for pair in self._run_batch(part, config)]
+            return [(rows[0], error_response(rows[0].sample, self.name, config, error))]
+        size = 1 if error is not None else (len(rows) + 1) // 2
+        return [p for part in _chunks(rows, size) for p in self._run_batch(part, config)]
 
     def _layout(self, ids: list[list[int]]) -> tuple[int, int]:
         """``(shared prefix, widest own part)`` in tokens for a batch of token rows."""
-        prefix = 0
-        if self.share_prefix and (self._growing or len(set(map(len, ids))) == 1):
-            # sliding-window layers count padding inside the window: share only unpadded rows
-            prefix = min(common_prefix_len(ids), min(map(len, ids)) - 1)
-            prefix = prefix if prefix >= MIN_SHARED_PREFIX else 0
+        prefix = min(common_prefix_len(ids), min(map(len, ids)) - 1) if self.share_prefix else 0
+        prefix = prefix if prefix >= MIN_SHARED_PREFIX else 0
         return prefix, max(len(x) - prefix for x in ids)
 
     def _generate_rows(
@@ -432,11 +413,8 @@ class HFBackend(Renders):
                 source, reused = self._prefix_cache(ids[0], prefix)
                 if self._cascade:
                     cache["past_key_values"] = self._shared_cache(source, prefix, room)
-                elif self._growing:
-                    cache["past_key_values"] = self._new_cache(len(rows), room, source, prefix)
                 else:
-                    source.batch_repeat_interleave(len(rows))
-                    cache["past_key_values"] = source
+                    cache["past_key_values"] = self._new_cache(len(rows), room, source, prefix)
             elif self._growing:
                 cache["past_key_values"] = self._new_cache(len(rows), room)
             sampling: dict[str, Any]
@@ -482,14 +460,9 @@ class HFBackend(Renders):
         hit_eos = n is not None and stopped_at is None
         toks = gen[:n]
         reason: FinishReason = "stop" if hit_eos or stopped_at is not None else "length"
-        reasoning, n_think, unfinished = None, 0, False
-        if self.thinking.markers is not None:
-            text, reasoning, n_think, unfinished, reason = self.thinking.answer(
-                self.tokenizer, toks, row.prompt, row.sample.stop, reason
-            )
-        else:
-            text = str(self.tokenizer.decode(toks, skip_special_tokens=True))
-            text, reason = cut_at_stop(text, row.sample.stop, reason)
+        text, reasoning, n_think, unfinished, reason = self.thinking.answer(
+            self.tokenizer, toks, row.prompt, row.sample.stop, reason
+        )
         return Response(
             sample_id=row.sample.id,
             model=self.name,

@@ -4,12 +4,12 @@ Attention is split in two and merged by log-sum-exp (the "cascade" of FlashInfer
 Milakov & Gimelshein 2018): every row's queries against the prefix ``[1, Hkv, P, d]`` unmasked,
 rows and grouped heads folded into one query axis, then each row against its own tokens with the
 padding/causal mask: ``o = (o1 e^l1 + o2 e^l2) / (e^l1 + e^l2)``. The model, ``generate`` and
-sampling stay transformers' own. ``bench/bench_attention.py``: 1.58x over transformers' ``sdpa``
-at 0.57x the memory (README).
+sampling stay transformers' own. Measured by ``bench/bench_attention.py`` (README).
 """
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 import torch
@@ -23,7 +23,6 @@ SCORE_BLOCK_BYTES = 256 << 20  # most bytes of float32 scores the unfused attent
 PREFIX_ATTR = "_lceval_prefix"  # key tensor attribute carrying the shared (keys, values) prefix
 
 
-# -- attention with log-sum-exp ------------------------------------------------------------------
 def manual_lse_attention(
     q: torch.Tensor,
     k: torch.Tensor,
@@ -72,16 +71,13 @@ def manual_lse_attention(
 def _fused_lse_attention(
     q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, scale: float, causal: bool = False
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    """torch's fused kernels, which return the log-sum-exp beside the output (same heads;
-    ``causal`` only with as many queries as keys)."""
+    """torch's fused kernels (private ops) returning the log-sum-exp beside the output."""
     ops = torch.ops.aten
     if q.device.type == "cpu":
         out, lse = ops._scaled_dot_product_flash_attention_for_cpu(
             q, k, v, 0.0, causal, attn_mask=None, scale=scale
         )
         return out, lse.float()
-    if q.device.type != "cuda":
-        raise NotImplementedError(q.device.type)
     if q.dtype in (torch.float16, torch.bfloat16):
         res = ops._scaled_dot_product_flash_attention(q, k, v, 0.0, causal, False, scale=scale)
     else:
@@ -91,40 +87,33 @@ def _fused_lse_attention(
     return res[0], res[1][..., : q.shape[2]].float()
 
 
-_FUSED_OK: dict[tuple[str, torch.dtype, int], bool] = {}
-"""(device type, dtype, head dim) -> whether the fused kernel passed its self-check."""
-
-
-def _fused_ok(q: torch.Tensor) -> bool:
-    """Whether torch's fused kernel agrees with :func:`manual_lse_attention` here (checked once
-    per device type, dtype and head dimension on random inputs; private torch ops can change)."""
-    key = (q.device.type, q.dtype, q.shape[-1])
-    if key in _FUSED_OK:
-        return _FUSED_OK[key]
-    gen = torch.Generator(device="cpu").manual_seed(0)
-    a, b, c = (torch.randn((1, 2, 37, q.shape[-1]), generator=gen).to(q) for _ in range(3))
-    tol = 1e-4 if q.dtype == torch.float32 else 3e-2
-    ok = True
-    for causal, n in ((False, 29), (True, 37)):
-        args = (a, b[:, :, :n], c[:, :, :n], q.shape[-1] ** -0.5, causal)
-        try:
-            got = _fused_lse_attention(*args)
-        except (RuntimeError, NotImplementedError, TypeError, AttributeError):
-            ok = False
-            break
-        for x, y in zip(got, manual_lse_attention(*args), strict=True):
-            ok = ok and x.shape == y.shape and torch.allclose(x.float(), y, atol=tol, rtol=tol)
-    _FUSED_OK[key] = ok
-    return ok
+@functools.cache
+def _fused_ok(device: torch.device, dtype: torch.dtype, d: int) -> bool:
+    """Whether the fused kernel agrees with :func:`manual_lse_attention` on random inputs here
+    (private ops can change between torch versions)."""
+    gen = torch.Generator().manual_seed(0)
+    a, b, c = (torch.randn((1, 2, 37, d), generator=gen).to(device, dtype) for _ in range(3))
+    tol = 1e-4 if dtype == torch.float32 else 3e-2
+    try:
+        for causal, n in ((False, 29), (True, 37)):
+            args = (a, b[:, :, :n], c[:, :, :n], d**-0.5, causal)
+            got, want = _fused_lse_attention(*args), manual_lse_attention(*args)
+            for x, y in zip(got, want, strict=True):
+                if x.shape != y.shape or not torch.allclose(x.float(), y, atol=tol, rtol=tol):
+                    return False
+    except (RuntimeError, TypeError, AttributeError):
+        return False
+    return True
 
 
 def lse_attention(
     q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, scale: float, causal: bool = False
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    """Attention without a mask (or ``causal``) returning ``(out, lse)``: torch's fused kernel
-    where it passes a self-check (no score matrix materialised), else
-    :func:`manual_lse_attention` (``q``, ``k``, ``v`` with the same heads)."""
-    if _fused_ok(q) and (not causal or q.shape[2] == k.shape[2]):
+    """Attention without a mask (or ``causal``) returning ``(out, lse)`` as
+    :func:`manual_lse_attention` (same heads in ``q``, ``k``, ``v``): torch's fused kernel (no
+    scores materialised) on the CPU or CUDA where it passes a self-check, else the float32 path."""
+    fits = q.device.type in ("cpu", "cuda") and (not causal or q.shape[2] == k.shape[2])
+    if fits and _fused_ok(q.device, q.dtype, q.shape[-1]):
         return _fused_lse_attention(q, k, v, scale, causal)
     return manual_lse_attention(q, k, v, scale, causal)
 
@@ -202,7 +191,6 @@ AttentionInterface.register(ATTENTION, cascade_attention)
 AttentionMaskInterface.register(ATTENTION, sdpa_mask)
 
 
-# -- cache layers --------------------------------------------------------------------------------
 class GrowingLayer(DynamicLayer):
     """A full-attention cache layer writing new keys/values into a buffer with ``room`` spare
     tokens (``DynamicLayer`` concatenates at every step); ``keys``/``values`` are views of it."""
@@ -297,5 +285,4 @@ def kv_bytes_per_token(config: Any, dtype: torch.dtype) -> int:
     heads = getattr(cfg, "num_attention_heads", 1)
     kv = getattr(cfg, "num_key_value_heads", None) or heads
     d = getattr(cfg, "head_dim", None) or cfg.hidden_size // heads
-    size = torch.finfo(dtype).bits // 8 if dtype.is_floating_point else 4
-    return int(2 * cfg.num_hidden_layers * kv * d * size)
+    return int(2 * cfg.num_hidden_layers * kv * d * dtype.itemsize)

@@ -1,10 +1,7 @@
 """Prompt log-probabilities from a loaded ``hf`` or ``vllm`` backend: the input of the membership
-signals (Min-K% Prob, Min-K%++, zlib ratio; :mod:`lceval.contamination`).
-
-Texts are scored raw (no chat template) after the tokenizer's BOS (if any) and an unscored
-``prefix`` (without a BOS the first token has no prediction); a sequence over the window loses
-the text's last tokens. vLLM
-(``SamplingParams(prompt_logprobs=0)``) gives the tokens' own log-probabilities only.
+signals (Min-K% Prob, Min-K%++, zlib ratio; :mod:`lceval.contamination`). Texts are scored raw (no
+chat template) after the tokenizer's BOS (if any) and an unscored ``prefix``; a sequence over the
+window loses the text's last tokens. vLLM (``prompt_logprobs=0``) gives the tokens' own only.
 """
 
 from __future__ import annotations
@@ -86,7 +83,7 @@ def _sequences(
 def _hf(
     backend: Any, seqs: list[tuple[list[int], int, int]], distribution: bool, chunk: int
 ) -> list[TokenLogprobs]:
-    import torch  # only for hf
+    import torch  # heavy: hf only
 
     device = next(backend.model.parameters()).device
     out = []

@@ -1,11 +1,7 @@
 """RoPE overrides set on the engines' own config, as HELMET does (transformers' config before
-``from_pretrained``, vLLM's ``hf_overrides``), never on model code.
-
-``rope_theta`` sets the base b (L-Eval's NTK sweep, An et al., ACL 2024, varies it directly);
-``rope_scaling`` replaces the checkpoint's scaling: ``dynamic`` and ``linear`` pass through to
-the engine, ``ntk`` is plain RoPE with the NTK-aware base (:func:`ntk_aware_base`). run.json
-records :meth:`RopeOverride.record`; the cache key gets :meth:`RopeOverride.cache_field` only
-when the parameters differ from the checkpoint's.
+``from_pretrained``, vLLM's ``hf_overrides``), never on model code. ``rope_theta`` sets the base
+(L-Eval's NTK sweep, An et al., ACL 2024); ``rope_scaling`` replaces the checkpoint's scaling:
+``dynamic`` and ``linear`` pass through, ``ntk`` is plain RoPE with the NTK-aware base.
 """
 
 from __future__ import annotations
@@ -30,10 +26,8 @@ class RopeScaling(BaseModel):
     type: Literal["ntk", "dynamic", "linear"] = Field(
         validation_alias=AliasChoices("type", "rope_type")
     )
-    factor: float = Field(gt=0, allow_inf_nan=False)
-    """Scaling factor s (s > 1 extends the window about s-fold)."""
-    original_max_position_embeddings: int | None = Field(None, ge=1)
-    """Trained window n in tokens (None: the checkpoint's ``max_position_embeddings``)."""
+    factor: float = Field(gt=0, allow_inf_nan=False)  # s > 1 extends the window about s-fold
+    original_max_position_embeddings: int | None = Field(None, ge=1)  # None: the checkpoint's
 
     @model_validator(mode="before")
     @classmethod
@@ -104,9 +98,9 @@ def checkpoint_rope(config: Any) -> dict[str, Any]:
 @dataclass(frozen=True)
 class RopeOverride:
     """The RoPE a backend loads a model with: the effective and the checkpoint's parameters
-    (``rope_type``, ``rope_theta``, ``factor``, ...), the config's ``max_position_embeddings``
-    after the override and before (tokens), the options as given (``spec``), and the config
-    layout (transformers 5's ``rope_parameters``; else 4.x's ``rope_theta`` / ``rope_scaling``)."""
+    (``rope_type``, ``rope_theta``, ``factor``, ...), ``max_position_embeddings`` after and before
+    (tokens), the options as given and the config layout (transformers 5's ``rope_parameters``,
+    else 4.x's ``rope_theta`` / ``rope_scaling``: transformers 4.56 is still allowed)."""
 
     parameters: Mapping[str, Any]
     checkpoint: Mapping[str, Any]
@@ -217,11 +211,7 @@ def apply_rope(config: Any, rope: RopeOverride) -> Any:
 
 
 def load_config(path: str, trust_remote_code: bool = False) -> Any:
-    """The checkpoint's transformers config.
-
-    Raises:
-        LcevalError: the config cannot be read.
-    """
+    """The checkpoint's transformers config (raises LcevalError where it cannot be read)."""
     from transformers import AutoConfig  # heavy: only when an override is asked for
 
     try:

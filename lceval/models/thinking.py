@@ -1,8 +1,7 @@
-"""Reasoning models: the thinking kept apart from the answer (``Response.reasoning``;
-``Response.text`` is what scorers read), budgeted (``max_thinking_tokens``, default 32768 as
-HELMET's ``--thinking``; past it: no answer, scored NaN), never scored. Markers come from the
-``think_end`` option (lm-evaluation-harness's ``think_end_token``), vLLM's reasoning parser, or
-the chat template, never from a list of model names.
+"""Reasoning models: the thinking kept apart from the answer (``Response.reasoning``; scorers read
+``Response.text``), budgeted (``max_thinking_tokens``, default 32768 as HELMET's ``--thinking``;
+past it: no answer, scored NaN). Markers come from the ``think_end`` option (lm-evaluation-harness's
+``think_end_token``), vLLM's reasoning parser or the chat template, never from model names.
 """
 
 from __future__ import annotations
@@ -16,11 +15,8 @@ from typing import Any, TypeVar
 from lceval.core.errors import LcevalError
 from lceval.core.records import FinishReason
 
-DEFAULT_THINKING_TOKENS = 32768
-"""Thinking budget in tokens when ``max_thinking_tokens`` is not given."""
-
-_SPLIT_ON = re.compile(r"""\.split\(\s*(['"])(</[^'"<>]{1,40}>)\1\s*\)""")
-"""A template splitting message content on a closing tag (``.split('</think>')``)."""
+DEFAULT_THINKING_TOKENS = 32768  # the thinking budget when max_thinking_tokens is not given
+_SPLIT_ON = re.compile(r"""\.split\(\s*(['"])(</[^'"<>]{1,40}>)\1\s*\)""")  # .split('</think>')
 
 S = TypeVar("S", str, Sequence[int])
 
@@ -37,9 +33,8 @@ class ThinkMarkers:
 
 @dataclass(frozen=True)
 class Split:
-    """One output (text or token ids) split: the thinking (blocks joined, markers removed;
-    None: none), the answer after it (empty when ``unfinished``: a block never closed), and
-    the thinking blocks one by one."""
+    """An output (text or ids) split: the thinking (blocks joined; None: none), the answer after
+    it (empty when ``unfinished``: a block never closed) and the thinking blocks one by one."""
 
     reasoning: Any
     answer: Any
@@ -48,9 +43,8 @@ class Split:
 
 
 def markers_from_template(chat_template: Any) -> ThinkMarkers | None:
-    """The markers a chat template (a string, a dict of named ones, or None) declares by
-    splitting earlier turns' content on a closing tag (Qwen3, DeepSeek-R1), or None; the start
-    is the matching opening tag when the template writes it."""
+    """The markers a chat template (a string, a dict of named ones, or None) declares by splitting
+    earlier turns on a closing tag (Qwen3, DeepSeek-R1); the start when the template writes it."""
     if isinstance(chat_template, dict):
         chat_template = "\n".join(map(str, chat_template.values()))
     text = chat_template if isinstance(chat_template, str) else ""
@@ -67,9 +61,8 @@ def markers_from_option(think_end: str) -> ThinkMarkers:
 
 
 def markers_from_vllm_parser(name: str, tokenizer: Any) -> ThinkMarkers | None:
-    """The markers of vLLM's reasoning parser ``name`` over ``tokenizer``
-    (``reasoning_start_str`` / ``reasoning_end_str``, or ``start_token`` / ``end_token``); None
-    when vLLM or the parser does not give them."""
+    """The markers of vLLM's reasoning parser ``name`` (``reasoning_start_str`` /
+    ``reasoning_end_str``, or ``start_token`` / ``end_token``); None where it gives none."""
     try:
         from vllm.reasoning import ReasoningParserManager  # heavy: vLLM engines only
 
@@ -84,7 +77,6 @@ def markers_from_vllm_parser(name: str, tokenizer: Any) -> ThinkMarkers | None:
 
 
 def _find(seq: Any, marker: Any, at: int) -> int:
-    """Index of ``marker`` in ``seq`` (a string or id list) at or after ``at``; -1: absent."""
     if isinstance(seq, str):
         return seq.find(marker, at)
     n, want = len(marker), list(marker)
@@ -99,16 +91,11 @@ def split(
     opened: bool = False,
     blank: Callable[[Any], bool] | None = None,
 ) -> Split:
-    """Split generated text (string markers) or token ids (id-sequence markers) into thinking
-    and answer: a block opened by the prompt (``opened``) or at the output's start (after blank
-    items) runs to the first ``end``; blocks right after it are thinking too; the rest, leading
-    newlines removed from text, is the answer. With ``start`` None, an ``end`` in the output
-    makes everything before it thinking.
-
-    Args:
-        blank: items skipped between blocks and before the first (default: whitespace for
-            text, none for ids).
-    """
+    """Split generated text (string markers) or token ids (id-list markers) into thinking and
+    answer: a block opened by the prompt (``opened``) or at the output's start (after ``blank``
+    items: whitespace for text, none for ids) runs to the first ``end``; blocks right after it are
+    thinking too; the rest (leading newlines dropped from text) is the answer. With ``start``
+    None, everything before an ``end`` is thinking."""
     is_text = isinstance(output, str)
     if blank is None:
         blank = (lambda c: c.isspace()) if is_text else (lambda _: False)
@@ -141,9 +128,7 @@ def split(
 
 
 def _join(blocks: list[Any], is_text: bool) -> Any:
-    if is_text:
-        return "\n".join(b.strip("\n") for b in blocks)
-    return [t for b in blocks for t in b]
+    return "\n".join(b.strip("\n") for b in blocks) if is_text else [t for b in blocks for t in b]
 
 
 def prompt_opens(prompt: str, markers: ThinkMarkers | None) -> bool:
@@ -159,12 +144,11 @@ def cut_at_stop(text: str, stop: Sequence[str], reason: FinishReason) -> tuple[s
 
 @dataclass(frozen=True)
 class Thinking:
-    """A local engine's thinking settings (:meth:`from_tokenizer`); ``markers=None``: a model
-    that does not think, which changes nothing (no cache field, budget or split)."""
+    """A local engine's thinking settings; ``markers=None``: a model that does not think, which
+    changes nothing (no cache field, budget or split)."""
 
     markers: ThinkMarkers | None
-    enable_thinking: bool | None
-    """The chat template switch (None: the template's default)."""
+    enable_thinking: bool | None  # the chat template switch (None: the template's default)
     max_thinking_tokens: int
 
     @classmethod
@@ -177,7 +161,7 @@ class Thinking:
         reasoning_parser: str | None = None,
     ) -> Thinking:
         """Markers from ``think_end``, else vLLM's ``reasoning_parser``, else the chat template
-        (the options come checked: ``backends.ThinkingOptions``).
+        (options checked by ``backends.ThinkingOptions``).
 
         Raises:
             LcevalError: ``enable_thinking`` for a model whose template has no thinking switch.
@@ -215,7 +199,7 @@ class Thinking:
         return None if r is None else {k: r[k] for k in keyed}
 
     def record(self) -> dict[str, Any] | None:
-        """For run.json (``info()``): the markers, where they came from, switch and budget."""
+        """For run.json: the markers, where they came from, switch and budget."""
         if self.markers is None and self.enable_thinking is None:
             return None
         m = self.markers
@@ -235,25 +219,22 @@ class Thinking:
         stop: Sequence[str],
         reason: FinishReason,
     ) -> tuple[str, str | None, int, bool, FinishReason]:
-        """A local engine's answer from its generated ids (cut at EOS / budget): (answer, empty
-        when unfinished; thinking or None; thinking tokens; unfinished; finish reason). The
-        answer keeps ``prompt.answer_tokens`` (then ``length``) and ends before the first of
-        ``stop`` (then ``stop``); ``prompt`` is the ``RenderedPrompt`` (an open block at its end
-        counts); ``reason`` is how generation ended."""
+        """(answer, thinking or None, thinking tokens, unfinished, finish reason) of a local
+        engine's generated ids (cut at EOS / budget; ``prompt``: the ``RenderedPrompt``). The
+        answer keeps ``prompt.answer_tokens`` (then ``length``), ends before the first of ``stop``
+        (then ``stop``) and is empty when unfinished (EOS inside the thinking stays ``stop``)."""
         reasoning, n, answer, unfinished = self.split_ids(tokenizer, ids, prompt.text)
-        if len(answer) > prompt.answer_tokens:  # the answer keeps the paper's budget
+        if len(answer) > prompt.answer_tokens:
             answer, reason = answer[: prompt.answer_tokens], "length"
         text, reason = cut_at_stop(tokenizer.decode(answer, skip_special_tokens=True), stop, reason)
-        # unfinished thinking keeps how generation ended: EOS inside it is "stop"
         return ("" if unfinished else text), reasoning, n, unfinished, reason
 
     def split_ids(
         self, tokenizer: Any, ids: Sequence[int], prompt: str
     ) -> tuple[str | None, int, list[int], bool]:
-        """(thinking or None, thinking tokens, answer ids, unfinished) of generated ids: split
-        as ids when each marker is one token, else as decoded text (counted by re-encoding).
-        Thinking past ``max_thinking_tokens`` is cut to it (text and count) and gives no
-        answer ("no answer after 64 thinking tokens" for a 64-token budget)."""
+        """(thinking or None, thinking tokens, answer ids, unfinished) of generated ids: split as
+        ids when each marker is one token, else as decoded text (counted by re-encoding). Thinking
+        past ``max_thinking_tokens`` is cut to it (text and count) and gives no answer."""
         m, budget = self.markers, self.max_thinking_tokens
         if m is None:
             return None, 0, list(ids), False
@@ -266,9 +247,13 @@ class Thinking:
         nl = set(encode("\n")) | set(encode("\n\n"))
         if len(end) == 1 and (start is None or len(start) == 1):  # added tokens: split the ids
             sp = split(list(ids), end, start, opened=opened, blank=nl.__contains__)
-        else:  # markers spread over several tokens: split the text, count by re-encoding
-            raw = str(tokenizer.decode(list(ids), skip_special_tokens=False))
-            sp = split(raw, m.end, m.start, opened=opened)
+        else:
+            sp = split(
+                str(tokenizer.decode(list(ids), skip_special_tokens=False)),
+                m.end,
+                m.start,
+                opened=opened,
+            )
         if sp.reasoning is None:
             return None, 0, list(ids), False
         if isinstance(sp.reasoning, str):

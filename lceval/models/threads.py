@@ -6,6 +6,7 @@ counts lceval's own previous run), at least 1; decided once per process. Measure
 
 from __future__ import annotations
 
+import functools
 import math
 import os
 import statistics
@@ -16,14 +17,13 @@ from pathlib import Path
 
 @dataclass(frozen=True)
 class ThreadChoice:
-    """The thread count chosen (>= 1) and what it was chosen from (recorded in run.json)."""
+    """The thread count chosen (>= 1) from the CPUs of the affinity mask, of the cgroup quota
+    (None: no quota) and kept busy by other processes (None: unknown)."""
 
     threads: int
     affinity: int
     quota: float | None
-    """CPUs the cgroup quota allows (None: no quota)."""
     busy: float | None
-    """CPUs other processes kept busy when chosen (None: unknown)."""
 
     def record(self) -> dict[str, object]:
         """The choice as run.json records it."""
@@ -84,9 +84,6 @@ def busy_cpus(
     return float(statistics.median(counts))
 
 
-_CHOSEN: ThreadChoice | None = None
-
-
 def choose_threads(
     affinity: int | None = None, quota: float | None = -1.0, busy: float | None = -1.0
 ) -> ThreadChoice:
@@ -98,16 +95,15 @@ def choose_threads(
         quota: CPUs of the cgroup quota (None: no quota; -1: read it).
         busy: CPUs other processes keep busy (None: unknown; -1: read it).
     """
-    global _CHOSEN
-    measured = affinity is None and quota == -1.0 and busy == -1.0
-    if measured and _CHOSEN is not None:
-        return _CHOSEN
+    if affinity is None and quota == -1.0 and busy == -1.0:
+        return _measured()
     affinity = affinity_cpus() if affinity is None else affinity
     quota = cgroup_quota_cpus() if quota == -1.0 else quota
     busy = busy_cpus() if busy == -1.0 else busy
     cores = affinity if quota is None else min(affinity, max(1, math.floor(quota)))
-    free = cores - math.floor(busy or 0)
-    choice = ThreadChoice(max(1, free), affinity, quota, busy)
-    if measured:
-        _CHOSEN = choice
-    return choice
+    return ThreadChoice(max(1, cores - math.floor(busy or 0)), affinity, quota, busy)
+
+
+@functools.cache
+def _measured() -> ThreadChoice:
+    return choose_threads(affinity_cpus(), cgroup_quota_cpus(), busy_cpus())
