@@ -1,10 +1,6 @@
 """The models of a run (a params file's ``model:`` or ``models:``) and whether each one's window
-holds the run's prompts, both checked before any engine starts.
-
-A model whose window cannot hold the longest prompt plus its answer budget stops the run in one
-line, unless truncation was asked for (LIFBench Sec. 5.1 and L-Eval right-truncate the context
-of models with shorter windows).
-"""
+holds the run's longest prompt plus its answer budget, both checked before any engine starts
+(unless truncation was asked for: LIFBench Sec. 5.1 and L-Eval right-truncate the context)."""
 
 from __future__ import annotations
 
@@ -23,13 +19,18 @@ from lceval.core.errors import LcevalError
 from lceval.core.records import Context, Sample
 from lceval.models.backends import resolve_backend
 from lceval.models.base import load_backend
-from lceval.models.embedded import EMBEDDED_ALIASES, EMBEDDED_NAME, check_model, resolve_model
+from lceval.models.embedded import (
+    EMBEDDED_ALIASES,
+    EMBEDDED_NAME,
+    check_model,
+    hub_snapshot,
+    resolve_model,
+)
 from lceval.models.prompts import context_text, plain_text, render_chat_prompt
 from lceval.models.rope import parse_rope_scaling
 from lceval.params import Options, Text, validate
 
-CHECKED_PROMPTS = 16
-"""Prompts tokenized by :func:`check_fits` (the run's longest in characters)."""
+CHECKED_PROMPTS = 16  # prompts tokenized by check_fits (the run's longest in characters)
 
 
 def _display_name(name: str) -> str:
@@ -60,8 +61,7 @@ class ModelSpec(BaseModel):
 
     @model_validator(mode="before")
     @classmethod
-    def _nulls_unset(cls, value: Any) -> Any:
-        """A null key counts as not given (the section's value applies)."""
+    def _nulls_unset(cls, value: Any) -> Any:  # a null key: not given (the section's applies)
         if isinstance(value, Mapping):
             return {k: v for k, v in value.items() if v is not None}
         return value
@@ -77,9 +77,8 @@ class ModelSpec(BaseModel):
 
 
 def stored_name(spec: ModelSpec) -> str:
-    """The name ``spec``'s answers are stored under (``Response.model``, run.json's ``models``
-    key), known without loading anything: the display name, else the engine's name for the
-    model (embedded, a folder as typed, a hub id, an API's)."""
+    """The name ``spec``'s answers are stored under (``Response.model``), known without loading
+    anything: the display name, else the engine's name for the model."""
     if spec.name:
         return spec.name
     if spec.backend != "openai" and spec.model.lower() in EMBEDDED_ALIASES:
@@ -88,8 +87,8 @@ def stored_name(spec: ModelSpec) -> str:
 
 
 def location(spec: ModelSpec) -> str:
-    """Where ``spec``'s weights (or API model) are: ``embedded``, a local folder's absolute
-    path, a hub id, or ``openai:<base_url>|<served name>`` (no engine loaded)."""
+    """Where ``spec``'s weights are: ``embedded``, a folder's absolute path, a hub id, or
+    ``openai:<base_url>|<served name>``."""
     if spec.backend == "openai":
         base = str(spec.options.get("base_url") or os.environ.get("OPENAI_BASE_URL") or "")
         return f"openai:{base.rstrip('/')}|{spec.model}"
@@ -111,17 +110,10 @@ def recorded_location(entry: Mapping[str, Any]) -> str | None:
     return found if isinstance(found, str) else None
 
 
-ANSWER_OPTIONS = (
-    "dtype",
-    "prompt_format",
-    "rope_theta",
-    "rope_scaling",
-    "window",
-    "max_model_len",
-    "trust_remote_code",
+ANSWER_OPTIONS = tuple(
+    "dtype prompt_format rope_theta rope_scaling window max_model_len trust_remote_code".split()
 )
-"""Engine options that change a model's answers (the others change only speed): more answers
-under a stored name need the same values of these."""
+"""Engine options that change a model's answers (the others change only speed)."""
 
 
 def _options_text(options: Mapping[str, Any]) -> str:
@@ -223,35 +215,19 @@ def resolve_models(
 
 
 # --------------------------------------------------------------------- window vs longest prompt
-TOKENIZER_FILES = (
-    "config.json",
-    "tokenizer*",
-    "*.model",
-    "*.tiktoken",
-    "*.jinja",
-    "vocab*",
-    "merges.txt",
-    "special_tokens_map.json",
+TOKENIZER_FILES = tuple(
+    "config.json tokenizer* *.model *.tiktoken *.jinja vocab* merges.txt special_tokens*".split()
 )
 
 
 def _local_folder(model: str) -> Path | None:
-    """A folder holding ``model``'s :data:`TOKENIZER_FILES` (embedded, a folder, or a hub
-    snapshot: the cache, then the network unless ``HF_HUB_OFFLINE``); None: not to be had."""
+    """A folder holding ``model``'s :data:`TOKENIZER_FILES` (None: not to be had)."""
     if check_model(model) != "hub":
         return Path(resolve_model(model).path)
-    from huggingface_hub import snapshot_download  # imported only for a hub model
-
-    offline = os.environ.get("HF_HUB_OFFLINE", "").strip() not in ("", "0")
-    for local in (True,) if offline else (True, False):  # the cache, then the network
-        try:
-            found = snapshot_download(
-                model, allow_patterns=[*TOKENIZER_FILES], local_files_only=local
-            )
-            return Path(found)
-        except Exception:  # noqa: BLE001 - not cached, no network, gated: window unknown
-            continue
-    return None
+    try:
+        return hub_snapshot(model, TOKENIZER_FILES)
+    except LcevalError:  # not cached, no network, gated: window unknown
+        return None
 
 
 def window_config(config: Any) -> Any:
