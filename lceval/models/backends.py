@@ -254,12 +254,8 @@ BACKENDS: dict[str, BackendSpec] = {
 
 
 def known_backend(backend: Any) -> str:
-    """``backend`` when it is a registered name or ``auto`` (the pydantic validator of every
-    ``backend`` field).
-
-    Raises:
-        ValueError: an unknown name (naming the registered ones and the closest).
-    """
+    """``backend`` when it is a registered name or ``auto``, else ValueError naming them (the
+    validator of every ``backend`` field)."""
     if not isinstance(backend, str) or (backend not in BACKENDS and backend != AUTO_BACKEND):
         hint = did_you_mean(backend, (*BACKENDS, AUTO_BACKEND)) if isinstance(backend, str) else ""
         raise ValueError(
@@ -308,11 +304,7 @@ def choose_backend() -> tuple[str, str]:
 
 
 def resolve_backend(backend: str) -> str:
-    """``backend`` itself, or for ``auto`` :func:`choose_backend`'s decision.
-
-    Raises:
-        LcevalError: unknown backend name.
-    """
+    """``backend`` itself, or for ``auto`` :func:`choose_backend`'s; LcevalError if unknown."""
     try:
         known_backend(backend)
     except ValueError as exc:
@@ -350,22 +342,14 @@ def parse_options(backend: str, options: Mapping[str, Any]) -> BackendOptions:
 
 
 def check_backend_options(backend: str, options: Mapping[str, Any]) -> str:
-    """Check ``-o`` options against the backend ``backend`` resolves to; returns its name.
-
-    Raises:
-        LcevalError: an unknown backend, option, type or range (:func:`parse_options`).
-    """
+    """The backend ``backend`` resolves to, its ``-o`` options checked (:func:`parse_options`)."""
     name = resolve_backend(backend)
     parse_options(name, options)
     return name
 
 
 def engine_class(backend: str) -> type[Any]:
-    """The engine class of ``backend`` (``auto`` resolved), imported now.
-
-    Raises:
-        LcevalError: unknown backend name.
-    """
+    """The engine class of ``backend`` (``auto`` resolved), imported now."""
     module, _, name = BACKENDS[resolve_backend(backend)].engine.partition(":")
     cls: type[Any] = getattr(importlib.import_module(module), name)
     return cls

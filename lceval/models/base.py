@@ -153,20 +153,13 @@ def split_run_options(options: Mapping[str, Any]) -> tuple[dict[str, Any], dict[
 
 
 def replicas_of(options: Mapping[str, Any]) -> int:
-    """The ``replicas`` option (default 1).
-
-    Raises:
-        LcevalError: not an integer >= 1.
-    """
+    """The ``replicas`` option (default 1); LcevalError unless an integer >= 1."""
     return validate(RunOptions, split_run_options(options)[0], "params", "option").replicas
 
 
 def check_load(backend: str, model: str | None, options: Mapping[str, Any]) -> str:
-    """What :func:`load_backend` can refuse, checked without starting an engine: the backend
-    (``auto`` resolved), every option, the model, a remote backend's name and key.
-
-    Returns:
-        The backend that will load.
+    """The backend that will load (``auto`` resolved), after checking without starting an engine
+    what :func:`load_backend` can refuse: every option, the model, a remote backend's name and key.
 
     Raises:
         LcevalError: one line naming what is wrong.
@@ -191,15 +184,13 @@ def load_backend(backend: str, model: str | None = None, **options: Any) -> Back
 
     Args:
         backend: ``"hf"``, ``"vllm"``, ``"openai"`` or ``"auto"`` (:func:`choose_backend`; when
-            vLLM does not start, hf answers after a one-line warning, without the options it
-            does not take).
-        model: local path, hub id, or ``None`` / ``"smollm2"`` (the embedded SmolLM2-135M-Instruct);
-            for ``openai`` the served model name.
+            vLLM does not start, hf answers after a one-line warning, without its options).
+        model: a model folder, hub id or None (the embedded model); for ``openai`` the served name.
         **options: the backend's declared options (:mod:`lceval.models.backends`); ``replicas``
             is the caller's (:mod:`lceval.models.replicas`).
 
     Raises:
-        LcevalError: unknown backend or option, a value out of range, or an unresolvable model.
+        LcevalError: what :func:`check_load` refuses.
     """
     name = check_load(backend, model, options)
     options = split_run_options(options)[1]

@@ -132,8 +132,8 @@ def embedded_model_dir() -> tuple[Path, dict[str, Any]]:
         version = importlib.metadata.version(EMBEDDED_DIST)
     except importlib.metadata.PackageNotFoundError:
         version = "unknown"
-    stamp = {"package": EMBEDDED_DIST, "package_version": version, "gguf": gguf.name}
-    stamp["gguf_bytes"] = gguf.stat().st_size
+    stamp: dict[str, Any] = {"package": EMBEDDED_DIST, "package_version": version}
+    stamp |= {"gguf": gguf.name, "gguf_bytes": gguf.stat().st_size}
     target = cache_root() / "models" / EMBEDDED_NAME
 
     def current() -> dict[str, Any] | None:

@@ -10,15 +10,15 @@ import os
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager, nullcontext
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, cast
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, StringConstraints, model_validator
 
 from lceval.core.console import engine_output, verbose
 from lceval.core.errors import LcevalError
 from lceval.core.records import Context, Sample
-from lceval.models.backends import resolve_backend
-from lceval.models.base import load_backend
+from lceval.models.backends import BACKENDS, LocalOptions, parse_options, resolve_backend
+from lceval.models.base import load_backend, split_run_options
 from lceval.models.embedded import (
     EMBEDDED_ALIASES,
     EMBEDDED_NAME,
@@ -27,7 +27,6 @@ from lceval.models.embedded import (
     resolve_model,
 )
 from lceval.models.prompts import context_text, plain_text, render_chat_prompt
-from lceval.models.rope import parse_rope_scaling
 from lceval.params import Options, Text, validate
 
 CHECKED_PROMPTS = 16  # prompts tokenized by check_fits (the run's longest in characters)
@@ -263,16 +262,21 @@ def model_window(config: Any, tokenizer: Any = None) -> int:
 
 
 def declared_window(spec: ModelSpec, folder: Path | None) -> tuple[int | None, str]:
-    """``(tokens, source)``: the window ``spec``'s engine will have (the ``max_model_len`` or
-    ``window`` option; else :func:`model_window` times a ``rope_scaling`` option's factor, or
-    the checkpoint's own linear / dynamic / YaRN factor, as vLLM derives it); ``(None, why)``
-    for an API model or an unreadable config."""
-    if spec.backend == "openai":
+    """``(tokens, source)``: the window ``spec``'s engine will have (its backend's window option;
+    else :func:`model_window` times a ``rope_scaling`` option's factor, or the checkpoint's own
+    linear / dynamic / YaRN factor, as vLLM derives it); ``(None, why)`` for an API model or an
+    unreadable config.
+
+    Raises:
+        LcevalError: an unknown backend or a bad option (:func:`.backends.parse_options`).
+    """
+    name = resolve_backend(spec.backend)
+    if not BACKENDS[name].local:
         return None, "an API model's window is not known here"
-    for key in ("max_model_len", "window"):
-        value = spec.options.get(key)
-        if isinstance(value, int) and not isinstance(value, bool) and value > 0:
-            return value, f"option {key}"
+    options = cast(LocalOptions, parse_options(name, split_run_options(spec.options)[1]))
+    key = BACKENDS[name].window_option
+    if key is not None and getattr(options, key) is not None:
+        return int(getattr(options, key)), f"option {key}"
     try:
         config = json.loads((folder / "config.json").read_text(encoding="utf-8") if folder else "")
     except (OSError, ValueError):
@@ -280,8 +284,8 @@ def declared_window(spec: ModelSpec, folder: Path | None) -> tuple[int | None, s
     section = window_config(config)
     if section is None:
         return None, "its config.json states no max_position_embeddings"
-    n, own = model_window(section), section.get("rope_scaling")
-    if isinstance(own, Mapping) and "rope_scaling" not in spec.options:
+    n, own, scaling = model_window(section), section.get("rope_scaling"), options.rope_scaling
+    if isinstance(own, Mapping) and scaling is None:
         # the checkpoint's own scaling, as vLLM derives its window (Vicuna-16k: linear x4 over
         # 4,096; YaRN over original_max_position_embeddings; llama3 / longrope already count it)
         kind, factor = own.get("type", own.get("rope_type")), own.get("factor")
@@ -289,7 +293,6 @@ def declared_window(spec: ModelSpec, folder: Path | None) -> tuple[int | None, s
             base = own.get("original_max_position_embeddings") if kind == "yarn" else None
             m = int((base or n) * factor)
             return m, f"config max_position_embeddings with its {kind} scaling x{factor:g}"
-    scaling = parse_rope_scaling(spec.options.get("rope_scaling"))
     if scaling is not None:
         base = scaling.original_max_position_embeddings or n
         return int(base * scaling.factor), f"rope_scaling x{scaling.factor:g} over {base:,}"

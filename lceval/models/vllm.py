@@ -73,12 +73,12 @@ class VLLMBackend(Renders):
     """A vLLM offline engine answering Samples (greedy by default, prefix caching on).
 
     Args:
-        model: ``None`` / ``"smollm2"`` (the embedded SmolLM2-135M-Instruct), a local model folder
-            or a hub id (:func:`lceval.models.embedded.resolve_model`).
+        model: None (the embedded model), a model folder or a hub id (:func:`.resolve_model`).
         options: :class:`lceval.models.backends.VLLMOptions` (other ``EngineArgs`` fields pass
             through to ``vllm.LLM``), or the same as keywords. RoPE overrides reach vLLM as
             ``hf_overrides`` (:mod:`lceval.models.rope`); think markers come from ``think_end``,
-            else ``reasoning_parser``, else the chat template.
+            else ``reasoning_parser``, else the chat template (vLLM 0.32 names parsers, but maps
+            no model to one: none is picked for the user).
 
     Raises:
         LcevalError: vLLM is missing, an option is invalid, the model cannot be resolved, or the
@@ -187,10 +187,9 @@ class VLLMBackend(Renders):
 
     @property
     def cache_fields(self) -> dict[str, Any]:
-        """Settings that change outputs and so join the response cache key
-        (:func:`lceval.models.base.cache_fields`), with the ``batching``: :attr:`wave_tokens` and
-        the scheduler's limits decide vLLM's greedy answers (``VLLM_BATCH_INVARIANT`` is CUDA-only
-        in vLLM 0.32), so a resumed run never mixes two batchings."""
+        """:func:`lceval.models.base.cache_fields` and the ``batching`` (:attr:`wave_tokens`, the
+        scheduler's limits), which decides vLLM's greedy answers (``VLLM_BATCH_INVARIANT`` is
+        CUDA-only in vLLM 0.32): a resumed run never mixes two batchings."""
         out = cache_fields("vllm", self.dtype, self.prompt_format, self.rope, self.thinking)
         if self._scheduler is not None:
             out["batching"] = {"wave_tokens": int(self.wave_tokens), **self._scheduler}
@@ -412,11 +411,9 @@ def engine_death_cause(wait_s: float = 2.0) -> str:
 
 @contextlib.contextmanager
 def _environ(values: Mapping[str, str]) -> Iterator[None]:
-    """``values`` in ``os.environ`` while vLLM builds its engine, then what was there, so one
-    engine's defaults never read as the user's for the next (vLLM's cache of its variables is
-    cleared first; what vLLM itself sets is kept). vLLM's CPU worker makes
-    ``torch.set_num_threads`` a no-op in its process: put back after, so a later hf engine of
-    this process still sets its threads."""
+    """``values`` in ``os.environ`` while vLLM builds its engine (its cache of them cleared), then
+    what was there (what vLLM sets itself kept); ``torch.set_num_threads``, which vLLM's CPU
+    worker makes a no-op, put back for a later hf engine of this process."""
     import torch
 
     with contextlib.suppress(ImportError):
