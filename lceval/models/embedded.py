@@ -163,7 +163,7 @@ def embedded_model_dir() -> tuple[Path, dict[str, Any]]:
 
 
 def _fingerprint(folder: Path) -> str:
-    """sha256 over config/tokenizer contents and the names and sizes of the other files."""
+    """sha256 over config/tokenizer contents and the other files' names and sizes."""
     h = hashlib.sha256()
     for p in sorted(folder.rglob("*")):
         if not p.is_file() or p.name.startswith("."):
@@ -246,9 +246,8 @@ def resolve_model(model: str | os.PathLike[str] | None) -> ModelSource:
 
 
 def check_model(model: str | os.PathLike[str] | None) -> str:
-    """What :func:`resolve_model` would refuse, checked without loading or downloading:
-    ``"embedded"``, ``"local"`` (a folder with config.json) or ``"hub"`` (under ``HF_HUB_OFFLINE``
-    it must be in the local cache).
+    """The kind of ``model`` (``"embedded"``, ``"local"``: a folder with config.json, ``"hub"``),
+    checked without loading or downloading.
 
     Raises:
         LcevalError: an empty string, a missing path, a file, a folder without config.json, a

@@ -29,6 +29,7 @@ from lceval.core.tokens import count_tokens
 from lceval.models.backends import (
     PUBLIC_BASE_URL,
     OpenAIOptions,
+    ThinkingOptions,
     is_public_openai,
     openai_ready,
     parse_options,
@@ -106,9 +107,7 @@ class OpenAIBackend:
     def cache_fields(self) -> dict[str, Any]:
         """The thinking options when set (they change the answers); empty otherwise, so runs
         without them keep their cache keys."""
-        think = self.options.model_dump(
-            include={"enable_thinking", "max_thinking_tokens", "think_end"}
-        )
+        think = self.options.model_dump(include=set(ThinkingOptions.model_fields))
         return {"thinking": think} if any(v is not None for v in think.values()) else {}
 
     def close(self) -> None:
@@ -309,9 +308,7 @@ class OpenAIBackend:
         )
 
     def _thinking(self, choice: Any, usage: Any, content: str) -> tuple[str | None, int, bool, str]:
-        """(thinking, its tokens, no answer, answer) of one choice: the message's reasoning
-        field, else the content split at ``think_end``; (None, 0, False, content) without
-        thinking."""
+        """(thinking, its tokens, no answer, answer) of one choice (class docstring)."""
         fields = (getattr(choice.message, k, None) for k in ("reasoning_content", "reasoning"))
         reasoning = next((v for v in fields if isinstance(v, str) and v), None)
         unfinished, answer = False, content
@@ -405,7 +402,7 @@ def _plain_http_to_remote(base_url: str) -> bool:
 
 
 def _read_ledger(path: Path) -> dict[str, str]:
-    """The batches a run submitted: request hash -> batch id (none when unreadable)."""
+    """The batches a run submitted: request hash -> batch id ({} when unreadable)."""
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError):
@@ -414,8 +411,7 @@ def _read_ledger(path: Path) -> dict[str, str]:
 
 
 def _record_batch(path: Path, key: str, batch_id: str | None) -> None:
-    """Set ``key``'s batch id in the ledger (None: drop it), atomically (a kill leaves the old
-    file or the new one)."""
+    """Set ``key``'s batch id in the ledger (None: drop it), atomically."""
     ledger = {k: v for k, v in _read_ledger(path).items() if k != key}
     with atomic_open(path) as f:
         f.write(json.dumps(ledger if batch_id is None else {**ledger, key: batch_id}, indent=1))

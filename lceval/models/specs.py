@@ -300,8 +300,8 @@ def declared_window(spec: ModelSpec, folder: Path | None) -> tuple[int | None, s
 
 
 def _quiet_tokenizer(folder: Path) -> Any:
-    """The tokenizer in ``folder`` (None: unreadable), transformers' info records held back
-    unless lceval is verbose (it loads before the engine's log redirection)."""
+    """The tokenizer in ``folder`` (None: unreadable), transformers' info held back unless
+    verbose (it loads before the engine's log redirection)."""
     from transformers import AutoTokenizer  # heavy: only when a window is checked
     from transformers.utils import logging as hf_logging
 
@@ -323,14 +323,13 @@ def check_fits(
     budget: Callable[[Sample], int],
 ) -> str:
     """One line saying what was checked (or why not), before inference: the
-    :data:`CHECKED_PROMPTS` samples longest in characters rendered as the engine renders them
-    and counted with the model's tokenizer (an API model: the o200k_base count of the plain
-    prompt, as GPT-4o needs about as many tokens as open models or fewer), plus
+    :data:`CHECKED_PROMPTS` samples longest in characters, rendered as the engine renders them and
+    counted in the model's tokens (an API model: o200k_base tokens of the plain prompt), plus
     ``budget(sample)`` answer tokens, against :func:`declared_window`.
 
     Raises:
-        LcevalError: ``spec``'s window cannot hold the longest prompt (one line naming the
-            model, its window, the prompt's tokens and sample, and the ways out).
+        LcevalError: the window cannot hold the longest prompt (naming the model, its window, the
+            prompt's tokens and sample, and the ways out).
     """
     from lceval.core.tokens import count_tokens  # tiktoken: only when a window is checked
 
@@ -374,10 +373,8 @@ def check_fits(
 @contextmanager
 def opened(spec: ModelSpec, log_to: str | os.PathLike[str] | None = None) -> Iterator[Any]:
     """``spec``'s engine, loaded on entry and closed on exit, named by :func:`stored_name` (for
-    notebooks that drive an engine: ManyIFEval's refinement, the contamination signals).
-
-    Args:
-        log_to: a run folder: the engine's output goes to its ``logs/lceval.log`` meanwhile.
+    notebooks that drive one: ManyIFEval's refinement, the contamination signals); with
+    ``log_to`` (a run folder) its output goes to that run's ``logs/lceval.log``.
 
     Raises:
         LcevalError: what :func:`lceval.models.base.load_backend` refuses.
