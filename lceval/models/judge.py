@@ -12,10 +12,9 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import field_validator
 
-from lceval.core.errors import LcevalError
 from lceval.core.records import Context, Response, Sample
 from lceval.models import base, lifeline
-from lceval.models.backends import check_backend_name
+from lceval.models.backends import known_backend
 from lceval.models.base import Backend, GenerationConfig
 from lceval.models.generate import generate
 from lceval.params import JudgeOptions, ScorerOptions
@@ -125,14 +124,7 @@ class JudgeModel(ScorerOptions, JudgeOptions):
     """The model an LLM judge asks; each judge's options subclass it, a notebook's
     ``judge_<option>`` params fill them (:func:`lceval.benchmarks.registry.judge_options`)."""
 
-    @field_validator("backend")
-    @classmethod
-    def _known_backend(cls, value: str) -> str:
-        try:
-            check_backend_name(value)
-        except LcevalError as exc:
-            raise ValueError(str(exc)) from None
-        return value
+    _backend = field_validator("backend")(known_backend)
 
     def loader(self) -> Callable[[], Backend]:
         """:meth:`ModelJudge.loader` of these options."""

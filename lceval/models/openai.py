@@ -1,11 +1,9 @@
 """The OpenAI-compatible backend: chat completions from an API model or a ``vllm serve`` server.
 
-Messages come from :func:`lceval.models.prompts.messages`; the server applies its chat template
-and window. Requests run in a thread pool and are retried by the openai SDK (``max_retries``:
-429, 5xx, timeouts, connection errors); a bad key or unknown model stops the run in one line; a
-reply lceval cannot read, or a refusal, is that sample's error Response, asked again next run.
-``batch=True`` sends a call through the provider's Batch API, its id recorded in
-``<run>/batches.json`` as soon as it exists so that a killed run picks the same batch up.
+Requests run in a thread pool, retried by the openai SDK (``max_retries``: 408, 409, 429, 5xx,
+timeouts, connection errors); a bad key or unknown model stops the run in one line; a reply
+lceval cannot read is that sample's error Response, asked again next run. ``batch=True`` uses the
+provider's Batch API, its id kept in ``<run>/batches.json`` so that a killed run picks it up.
 """
 
 from __future__ import annotations
@@ -15,7 +13,6 @@ import hashlib
 import ipaddress
 import json
 import math
-import os
 import re
 import time
 import warnings
@@ -29,7 +26,14 @@ from lceval.core.errors import LcevalError, one_line
 from lceval.core.io import atomic_open
 from lceval.core.records import Context, FinishReason, Response, Sample
 from lceval.core.tokens import count_tokens
-from lceval.models.backends import PUBLIC_BASE_URL, OpenAIOptions, is_public_openai, parse_options
+from lceval.models.backends import (
+    PUBLIC_BASE_URL,
+    OpenAIOptions,
+    ThinkingOptions,
+    is_public_openai,
+    openai_ready,
+    parse_options,
+)
 from lceval.models.base import GenerationConfig, error_response
 from lceval.models.prompts import context_text, messages
 from lceval.models.thinking import markers_from_option, split
@@ -65,16 +69,10 @@ class OpenAIBackend:
         from openai import OpenAI  # heavy: only when the backend is used
 
         o = options if options is not None else cast(OpenAIOptions, parse_options("openai", given))
-        if not model:
-            raise LcevalError("the openai backend needs model=<served model name>")
-        self.name, self.options = model, o
+        self.base_url, key = openai_ready(model, o)
+        self.name, self.options = cast(str, model), o
         self.markers = markers_from_option(o.think_end) if o.think_end is not None else None
-        base_url = o.base_url or os.environ.get("OPENAI_BASE_URL") or PUBLIC_BASE_URL
-        self.base_url = base_url.rstrip("/")
         self.public = is_public_openai(self.base_url)
-        key = os.environ.get(o.api_key_env)
-        if not key and self.public:
-            raise LcevalError(f"set {o.api_key_env} to use the OpenAI API at {self.base_url}")
         self._secrets = (key,) if key else ()
         """Strings redacted from every error message and stored error (the API key)."""
         if key and _plain_http_to_remote(self.base_url):
@@ -109,9 +107,7 @@ class OpenAIBackend:
     def cache_fields(self) -> dict[str, Any]:
         """The thinking options when set (they change the answers); empty otherwise, so runs
         without them keep their cache keys."""
-        think = self.options.model_dump(
-            include={"enable_thinking", "max_thinking_tokens", "think_end"}
-        )
+        think = self.options.model_dump(include=set(ThinkingOptions.model_fields))
         return {"thinking": think} if any(v is not None for v in think.values()) else {}
 
     def close(self) -> None:
@@ -183,7 +179,7 @@ class OpenAIBackend:
         t0 = time.perf_counter()
         try:
             body = self.request(sample, contexts, config)
-            try:  # the SDK retries 408, 409, 429, 5xx, timeouts and connection errors itself
+            try:
                 completion = self.client.chat.completions.create(**body)
             except ValueError as exc:  # a 200 whose JSON body does not parse (JSONDecodeError)
                 raise MalformedReply(f"the server's reply: {exc}") from None
@@ -201,9 +197,9 @@ class OpenAIBackend:
             ValueError,
             TypeError,
             AttributeError,
-        ) as exc:
+        ) as e:
             # retries spent, or whatever a hostile reply holds: the sample's error, not the run's
-            return self._error(sample, config, exc)
+            return self._error(sample, config, e)
 
     def _batch(
         self, samples: Sequence[Sample], contexts: Mapping[str, Context], config: GenerationConfig
@@ -312,9 +308,7 @@ class OpenAIBackend:
         )
 
     def _thinking(self, choice: Any, usage: Any, content: str) -> tuple[str | None, int, bool, str]:
-        """(thinking, its tokens, no answer, answer) of one choice: the message's reasoning
-        field, else the content split at ``think_end``; (None, 0, False, content) without
-        thinking."""
+        """(thinking, its tokens, no answer, answer) of one choice (class docstring)."""
         fields = (getattr(choice.message, k, None) for k in ("reasoning_content", "reasoning"))
         reasoning = next((v for v in fields if isinstance(v, str) and v), None)
         unfinished, answer = False, content
@@ -377,11 +371,9 @@ def _finish_reason(value: object) -> FinishReason:
 
 def token_count(value: object) -> int:
     """A server-reported token count as an int in ``0..MAX_TOKENS``; anything else 0."""
-    if isinstance(value, bool) or not isinstance(value, int | float):
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
         return 0
-    if isinstance(value, float) and not (math.isfinite(value) and value.is_integer()):
-        return 0
-    return int(value) if 0 <= value <= MAX_TOKENS else 0
+    return int(value) if value == int(value) and 0 <= value <= MAX_TOKENS else 0
 
 
 _BEARER = re.compile(r"(?i)(bearer\s+)[A-Za-z0-9._~+/=-]+")
@@ -410,7 +402,7 @@ def _plain_http_to_remote(base_url: str) -> bool:
 
 
 def _read_ledger(path: Path) -> dict[str, str]:
-    """The batches a run submitted: request hash -> batch id (none when unreadable)."""
+    """The batches a run submitted: request hash -> batch id ({} when unreadable)."""
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError):
@@ -419,8 +411,7 @@ def _read_ledger(path: Path) -> dict[str, str]:
 
 
 def _record_batch(path: Path, key: str, batch_id: str | None) -> None:
-    """Set ``key``'s batch id in the ledger (None: drop it), atomically (a kill leaves the old
-    file or the new one)."""
+    """Set ``key``'s batch id in the ledger (None: drop it), atomically."""
     ledger = {k: v for k, v in _read_ledger(path).items() if k != key}
     with atomic_open(path) as f:
         f.write(json.dumps(ledger if batch_id is None else {**ledger, key: batch_id}, indent=1))

@@ -48,11 +48,9 @@ def messages(sample: Sample, context: str) -> list[dict[str, str]]:
 @dataclass(frozen=True)
 class RenderedPrompt:
     """A prompt ready for a local engine: ``text`` (ending with the generation prompt and any
-    assistant prefix), its length ``n_tokens`` and the context tokens dropped to fit the window
-    (``truncated_tokens``), all in the model's tokens. :func:`render_sample` adds ``max_tokens``
-    (the answer budget plus a thinking model's), ``answer_tokens`` (the paper's answer budget) and
-    the engine's ``stop`` strings (none for a thinking model: its answer is cut after the split).
-    """
+    assistant prefix), its length and the context dropped to fit the window, in model tokens;
+    ``max_tokens``: the answer budget plus a thinking model's, ``answer_tokens``: the paper's;
+    ``stop``: the engine's stop strings (none for a thinking model: cut after the split)."""
 
     text: str
     n_tokens: int
@@ -101,11 +99,9 @@ def render_chat_prompt(
     prompt_format: str = "chat",
     template_kwargs: Mapping[str, Any] | None = None,
 ) -> RenderedPrompt:
-    """``sample`` formatted for a local engine with ``tokenizer`` (transformers), only the
-    ``context`` right-truncated so that the prompt plus ``max_new_tokens`` fit ``window`` tokens.
-
-    ``prompt_format``: ``chat``, ``plain`` (:func:`plain_text`) or ``auto``; ``template_kwargs``:
-    extra ``apply_chat_template`` arguments (``enable_thinking``).
+    """``sample`` formatted with ``tokenizer`` (transformers; ``prompt_format`` chat, plain or
+    auto; ``template_kwargs`` passed to ``apply_chat_template``), only the ``context``
+    right-truncated so that the prompt plus ``max_new_tokens`` fit ``window`` tokens.
 
     Raises:
         LcevalError: ``chat`` without a chat template, or the prompt does not fit the window
@@ -163,9 +159,8 @@ def render_sample(
     prompt_format: str = "chat",
     thinking: Any = None,
 ) -> RenderedPrompt:
-    """What a local engine sends for ``sample``: :func:`render_chat_prompt` at the sample's budget
-    under ``config``; a thinking model (``lceval.models.thinking.Thinking``) gets its template
-    switch, its budget added to ``max_tokens`` and no engine stop strings.
+    """What a local engine sends for ``sample``: :func:`render_chat_prompt` at its budget under
+    ``config``; a ``thinking`` model gets its template switch, its budget added and no stop strings.
 
     Raises:
         LcevalError: the budget is < 1, the context is unknown, or the prompt cannot fit.
@@ -192,17 +187,11 @@ class Renders:
     tokenizer: Any
     window: int
     prompt_format: str
+    thinking: Any = None
 
     def render(
         self, sample: Sample, contexts: Mapping[str, Context], config: GenerationConfig
     ) -> RenderedPrompt:
         """The prompt this engine sends for ``sample`` (:func:`render_sample`)."""
-        return render_sample(
-            self.tokenizer,
-            sample,
-            contexts,
-            self.window,
-            config,
-            self.prompt_format,
-            getattr(self, "thinking", None),
-        )
+        args = (self.window, config, self.prompt_format, self.thinking)
+        return render_sample(self.tokenizer, sample, contexts, *args)

@@ -1,10 +1,6 @@
 """The models of a run (a params file's ``model:`` or ``models:``) and whether each one's window
-holds the run's prompts, both checked before any engine starts.
-
-A model whose window cannot hold the longest prompt plus its answer budget stops the run in one
-line, unless truncation was asked for (LIFBench Sec. 5.1 and L-Eval right-truncate the context
-of models with shorter windows).
-"""
+holds the run's longest prompt plus its answer budget, both checked before any engine starts
+(unless truncation was asked for: LIFBench Sec. 5.1 and L-Eval right-truncate the context)."""
 
 from __future__ import annotations
 
@@ -14,22 +10,26 @@ import os
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager, nullcontext
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, cast
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, StringConstraints, model_validator
 
 from lceval.core.console import engine_output, verbose
 from lceval.core.errors import LcevalError
 from lceval.core.records import Context, Sample
-from lceval.models.backends import resolve_backend
-from lceval.models.base import load_backend
-from lceval.models.embedded import EMBEDDED_ALIASES, EMBEDDED_NAME, check_model, resolve_model
+from lceval.models.backends import BACKENDS, LocalOptions, parse_options, resolve_backend
+from lceval.models.base import load_backend, split_run_options
+from lceval.models.embedded import (
+    EMBEDDED_ALIASES,
+    EMBEDDED_NAME,
+    check_model,
+    hub_snapshot,
+    resolve_model,
+)
 from lceval.models.prompts import context_text, plain_text, render_chat_prompt
-from lceval.models.rope import parse_rope_scaling
 from lceval.params import Options, Text, validate
 
-CHECKED_PROMPTS = 16
-"""Prompts tokenized by :func:`check_fits` (the run's longest in characters)."""
+CHECKED_PROMPTS = 16  # prompts tokenized by check_fits (the run's longest in characters)
 
 
 def _display_name(name: str) -> str:
@@ -60,8 +60,7 @@ class ModelSpec(BaseModel):
 
     @model_validator(mode="before")
     @classmethod
-    def _nulls_unset(cls, value: Any) -> Any:
-        """A null key counts as not given (the section's value applies)."""
+    def _nulls_unset(cls, value: Any) -> Any:  # a null key: not given (the section's applies)
         if isinstance(value, Mapping):
             return {k: v for k, v in value.items() if v is not None}
         return value
@@ -77,9 +76,8 @@ class ModelSpec(BaseModel):
 
 
 def stored_name(spec: ModelSpec) -> str:
-    """The name ``spec``'s answers are stored under (``Response.model``, run.json's ``models``
-    key), known without loading anything: the display name, else the engine's name for the
-    model (embedded, a folder as typed, a hub id, an API's)."""
+    """The name ``spec``'s answers are stored under (``Response.model``), known without loading
+    anything: the display name, else the engine's name for the model."""
     if spec.name:
         return spec.name
     if spec.backend != "openai" and spec.model.lower() in EMBEDDED_ALIASES:
@@ -88,8 +86,8 @@ def stored_name(spec: ModelSpec) -> str:
 
 
 def location(spec: ModelSpec) -> str:
-    """Where ``spec``'s weights (or API model) are: ``embedded``, a local folder's absolute
-    path, a hub id, or ``openai:<base_url>|<served name>`` (no engine loaded)."""
+    """Where ``spec``'s weights are: ``embedded``, a folder's absolute path, a hub id, or
+    ``openai:<base_url>|<served name>``."""
     if spec.backend == "openai":
         base = str(spec.options.get("base_url") or os.environ.get("OPENAI_BASE_URL") or "")
         return f"openai:{base.rstrip('/')}|{spec.model}"
@@ -111,17 +109,10 @@ def recorded_location(entry: Mapping[str, Any]) -> str | None:
     return found if isinstance(found, str) else None
 
 
-ANSWER_OPTIONS = (
-    "dtype",
-    "prompt_format",
-    "rope_theta",
-    "rope_scaling",
-    "window",
-    "max_model_len",
-    "trust_remote_code",
+ANSWER_OPTIONS = tuple(
+    "dtype prompt_format rope_theta rope_scaling window max_model_len trust_remote_code".split()
 )
-"""Engine options that change a model's answers (the others change only speed): more answers
-under a stored name need the same values of these."""
+"""Engine options that change a model's answers (the others change only speed)."""
 
 
 def _options_text(options: Mapping[str, Any]) -> str:
@@ -223,35 +214,19 @@ def resolve_models(
 
 
 # --------------------------------------------------------------------- window vs longest prompt
-TOKENIZER_FILES = (
-    "config.json",
-    "tokenizer*",
-    "*.model",
-    "*.tiktoken",
-    "*.jinja",
-    "vocab*",
-    "merges.txt",
-    "special_tokens_map.json",
+TOKENIZER_FILES = tuple(
+    "config.json tokenizer* *.model *.tiktoken *.jinja vocab* merges.txt special_tokens*".split()
 )
 
 
 def _local_folder(model: str) -> Path | None:
-    """A folder holding ``model``'s :data:`TOKENIZER_FILES` (embedded, a folder, or a hub
-    snapshot: the cache, then the network unless ``HF_HUB_OFFLINE``); None: not to be had."""
+    """A folder holding ``model``'s :data:`TOKENIZER_FILES` (None: not to be had)."""
     if check_model(model) != "hub":
         return Path(resolve_model(model).path)
-    from huggingface_hub import snapshot_download  # imported only for a hub model
-
-    offline = os.environ.get("HF_HUB_OFFLINE", "").strip() not in ("", "0")
-    for local in (True,) if offline else (True, False):  # the cache, then the network
-        try:
-            found = snapshot_download(
-                model, allow_patterns=[*TOKENIZER_FILES], local_files_only=local
-            )
-            return Path(found)
-        except Exception:  # noqa: BLE001 - not cached, no network, gated: window unknown
-            continue
-    return None
+    try:
+        return hub_snapshot(model, TOKENIZER_FILES)
+    except LcevalError:  # not cached, no network, gated: window unknown
+        return None
 
 
 def window_config(config: Any) -> Any:
@@ -287,16 +262,21 @@ def model_window(config: Any, tokenizer: Any = None) -> int:
 
 
 def declared_window(spec: ModelSpec, folder: Path | None) -> tuple[int | None, str]:
-    """``(tokens, source)``: the window ``spec``'s engine will have (the ``max_model_len`` or
-    ``window`` option; else :func:`model_window` times a ``rope_scaling`` option's factor, or
-    the checkpoint's own linear / dynamic / YaRN factor, as vLLM derives it); ``(None, why)``
-    for an API model or an unreadable config."""
-    if spec.backend == "openai":
+    """``(tokens, source)``: the window ``spec``'s engine will have (its backend's window option;
+    else :func:`model_window` times a ``rope_scaling`` option's factor, or the checkpoint's own
+    linear / dynamic / YaRN factor, as vLLM derives it); ``(None, why)`` for an API model or an
+    unreadable config.
+
+    Raises:
+        LcevalError: an unknown backend or a bad option (:func:`.backends.parse_options`).
+    """
+    name = resolve_backend(spec.backend)
+    if not BACKENDS[name].local:
         return None, "an API model's window is not known here"
-    for key in ("max_model_len", "window"):
-        value = spec.options.get(key)
-        if isinstance(value, int) and not isinstance(value, bool) and value > 0:
-            return value, f"option {key}"
+    options = cast(LocalOptions, parse_options(name, split_run_options(spec.options)[1]))
+    key = BACKENDS[name].window_option
+    if key is not None and getattr(options, key) is not None:
+        return int(getattr(options, key)), f"option {key}"
     try:
         config = json.loads((folder / "config.json").read_text(encoding="utf-8") if folder else "")
     except (OSError, ValueError):
@@ -304,8 +284,8 @@ def declared_window(spec: ModelSpec, folder: Path | None) -> tuple[int | None, s
     section = window_config(config)
     if section is None:
         return None, "its config.json states no max_position_embeddings"
-    n, own = model_window(section), section.get("rope_scaling")
-    if isinstance(own, Mapping) and "rope_scaling" not in spec.options:
+    n, own, scaling = model_window(section), section.get("rope_scaling"), options.rope_scaling
+    if isinstance(own, Mapping) and scaling is None:
         # the checkpoint's own scaling, as vLLM derives its window (Vicuna-16k: linear x4 over
         # 4,096; YaRN over original_max_position_embeddings; llama3 / longrope already count it)
         kind, factor = own.get("type", own.get("rope_type")), own.get("factor")
@@ -313,7 +293,6 @@ def declared_window(spec: ModelSpec, folder: Path | None) -> tuple[int | None, s
             base = own.get("original_max_position_embeddings") if kind == "yarn" else None
             m = int((base or n) * factor)
             return m, f"config max_position_embeddings with its {kind} scaling x{factor:g}"
-    scaling = parse_rope_scaling(spec.options.get("rope_scaling"))
     if scaling is not None:
         base = scaling.original_max_position_embeddings or n
         return int(base * scaling.factor), f"rope_scaling x{scaling.factor:g} over {base:,}"
@@ -321,8 +300,8 @@ def declared_window(spec: ModelSpec, folder: Path | None) -> tuple[int | None, s
 
 
 def _quiet_tokenizer(folder: Path) -> Any:
-    """The tokenizer in ``folder`` (None: unreadable), transformers' info records held back
-    unless lceval is verbose (it loads before the engine's log redirection)."""
+    """The tokenizer in ``folder`` (None: unreadable), transformers' info held back unless
+    verbose (it loads before the engine's log redirection)."""
     from transformers import AutoTokenizer  # heavy: only when a window is checked
     from transformers.utils import logging as hf_logging
 
@@ -344,14 +323,13 @@ def check_fits(
     budget: Callable[[Sample], int],
 ) -> str:
     """One line saying what was checked (or why not), before inference: the
-    :data:`CHECKED_PROMPTS` samples longest in characters rendered as the engine renders them
-    and counted with the model's tokenizer (an API model: the o200k_base count of the plain
-    prompt, as GPT-4o needs about as many tokens as open models or fewer), plus
+    :data:`CHECKED_PROMPTS` samples longest in characters, rendered as the engine renders them and
+    counted in the model's tokens (an API model: o200k_base tokens of the plain prompt), plus
     ``budget(sample)`` answer tokens, against :func:`declared_window`.
 
     Raises:
-        LcevalError: ``spec``'s window cannot hold the longest prompt (one line naming the
-            model, its window, the prompt's tokens and sample, and the ways out).
+        LcevalError: the window cannot hold the longest prompt (naming the model, its window, the
+            prompt's tokens and sample, and the ways out).
     """
     from lceval.core.tokens import count_tokens  # tiktoken: only when a window is checked
 
@@ -395,10 +373,8 @@ def check_fits(
 @contextmanager
 def opened(spec: ModelSpec, log_to: str | os.PathLike[str] | None = None) -> Iterator[Any]:
     """``spec``'s engine, loaded on entry and closed on exit, named by :func:`stored_name` (for
-    notebooks that drive an engine: ManyIFEval's refinement, the contamination signals).
-
-    Args:
-        log_to: a run folder: the engine's output goes to its ``logs/lceval.log`` meanwhile.
+    notebooks that drive one: ManyIFEval's refinement, the contamination signals); with
+    ``log_to`` (a run folder) its output goes to that run's ``logs/lceval.log``.
 
     Raises:
         LcevalError: what :func:`lceval.models.base.load_backend` refuses.

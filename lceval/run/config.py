@@ -16,7 +16,7 @@ import yaml
 from pydantic import BaseModel, Field, field_validator
 
 from lceval.core.errors import LcevalError
-from lceval.models.backends import check_backend_name
+from lceval.models.backends import known_backend
 from lceval.models.specs import resolve_models
 from lceval.params import (
     Declared,
@@ -112,14 +112,7 @@ class InferConfig(InferenceSection):
     ``lceval infer``, :func:`lceval.run.infer` and a notebook's inference section:
     :class:`lceval.params.InferenceSection` plus the checks that need the models layer."""
 
-    @field_validator("backend")
-    @classmethod
-    def _backend(cls, v: str) -> str:
-        try:
-            check_backend_name(v)
-        except LcevalError as exc:
-            raise ValueError(str(exc)) from None
-        return v
+    _backend = field_validator("backend")(known_backend)
 
     @field_validator("model", "models", mode="before")
     @classmethod
