@@ -195,7 +195,7 @@ def infer(
         sized = plan.plan_run(
             run,
             samples=samples,
-            max_new_tokens=cfg.max_new_tokens,
+            generation=gen,
             max_thinking_tokens=max(thinking),
         )
         pending["plan"] = sized.summary()

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 from lceval.core.errors import LcevalError, one_line
 from lceval.core.records import Context, Sample
 from lceval.core.tokens import DEFAULT_ENCODING, ENCODINGS, get_encoding
+from lceval.models.base import GenerationConfig
 from lceval.models.embedded import check_model, resolve_model
 from lceval.models.prompts import context_text, messages, plain_text
 from lceval.models.specs import model_window
@@ -43,13 +44,10 @@ class Encoder:
     def __init__(self, encoding: str | None = None, tokenizer: Any = None) -> None:
         self.tokenizer = tokenizer
         self.encoding = encoding or DEFAULT_ENCODING
+        self.name = (
+            str(getattr(tokenizer, "name_or_path", "tokenizer")) if tokenizer else self.encoding
+        )
         self.cache: dict[str, Segment] = {}
-
-    @property
-    def name(self) -> str:
-        if self.tokenizer is None:
-            return self.encoding
-        return str(getattr(self.tokenizer, "name_or_path", "tokenizer"))
 
     def encode_all(self, texts: Iterable[str]) -> None:
         """Encode the texts not encoded yet, in one batch."""
@@ -112,15 +110,15 @@ def prompt_tokens(
     samples: Sequence[Sample],
     contexts: Mapping[str, Context],
     encoder: Encoder,
+    generation: GenerationConfig,
     *,
-    max_new_tokens: int | None = None,
     window: int | None = None,
     exact: bool = True,
 ) -> list[PromptTokens]:
     """Every sample's prompt cut into segments of token ids (module docstring).
 
     Args:
-        max_new_tokens: caps each sample's budget (as ``lceval infer --max-new-tokens``).
+        generation: gives each sample's budget (:meth:`GenerationConfig.budget`, as infer's).
         window: the model's window in tokens: contexts are right-truncated to fit it with the
             budget; None: no truncation.
         exact: tokenize the contexts; False: their recorded ``n_tokens`` (:class:`Counted`).
@@ -129,8 +127,6 @@ def prompt_tokens(
         LcevalError: a sample naming a missing context, a budget < 1, or a prompt that does not
             fit the window even without its context.
     """
-    if not exact and window is not None:
-        raise LcevalError("plan: contexts can be truncated to a window only when tokenized")
     parts: list[tuple[Sample, list[str], str | None]] = []
     for s in samples:
         doc = context_text(s, contexts)
@@ -146,7 +142,7 @@ def prompt_tokens(
     encoder.encode_all(t for _, texts, x in parts for t in (*texts, x if x and exact else ""))
     out = []
     for s, texts, ctx in parts:
-        budget = min(s.max_new_tokens, max_new_tokens or s.max_new_tokens)
+        budget = generation.budget(s)
         if budget < 1:
             raise LcevalError(f"sample {s.id}: new-token budget must be >= 1, got {budget}")
         segs = [encoder.cache[t] for t in texts]
@@ -550,7 +546,7 @@ def plan_run(
     *,
     model: str | None = None,
     samples: Sequence[Sample] | None = None,
-    max_new_tokens: int | None = None,
+    generation: GenerationConfig | None = None,
     efficiency: float = EFFICIENCY,
     exact: bool | None = None,
     max_thinking_tokens: int = 0,
@@ -561,7 +557,7 @@ def plan_run(
         model: a model folder or cached hub id (its tokenizer, chat template and window count,
             its shape estimated first); None: the run's tiktoken encoding.
         samples: only these samples (default: all of the run's).
-        max_new_tokens: caps every sample's budget.
+        generation: the decoding settings whose ``max_new_tokens`` caps every sample's budget.
         exact: tokenize the contexts, or take their recorded counts (:class:`Counted`); None:
             exact with a model or under :data:`EXACT_LIMIT` tokens.
         max_thinking_tokens: a reasoning model's thinking budget per sample in tokens, counted
@@ -571,6 +567,8 @@ def plan_run(
         LcevalError: missing run files, a bad budget, a model ``lceval infer`` refuses (in its
             words) or whose tokenizer or config cannot be read, ``exact`` false with a model.
     """
+    if exact is False and model is not None:
+        raise LcevalError("plan: contexts can be truncated to a window only when tokenized")
     chosen = list(samples) if samples is not None else run.read_samples()
     if not chosen:
         raise LcevalError(f"run {run.run_id} has no samples to plan")
@@ -599,7 +597,7 @@ def plan_run(
         used = {s.context_id for s in chosen if s.context_id in contexts}
         exact = model is not None or sum(contexts[c].n_tokens for c in used) <= EXACT_LIMIT
     prompts = prompt_tokens(
-        chosen, contexts, encoder, max_new_tokens=max_new_tokens, window=window, exact=exact
+        chosen, contexts, encoder, generation or GenerationConfig(), window=window, exact=exact
     )
     keys = segment_keys([p.segments for p in prompts])
     rows = per_sample(prompts, keys)
@@ -623,8 +621,9 @@ def plan_run(
     )
 
 
-def render(plan: Plan) -> str:
-    """The plan as ``lceval plan`` prints it: the size table, the estimates, the sources."""
+def render(plan: Plan, gpus: int | None = None) -> str:
+    """The plan as ``lceval plan`` prints it: the size table, the estimates, the sources, and with
+    ``gpus`` the wall clock on that many GPUs (:func:`wall_clock`)."""
     sizes = plan.sizes.set_index(["benchmark", "task"]).map("{:,}".format).reset_index()
     if not plan.rows["truncated"].any():
         sizes = sizes.drop(columns="truncated_samples")
@@ -642,26 +641,35 @@ def render(plan: Plan) -> str:
             ", contexts counted from their recorded token counts, not tokenized: unique tokens "
             "are an upper bound (--exact tokenizes them)"
         )
-    return "\n".join(
-        [
-            f"size (tokens of {plan.tokenizer}{window}; unique = after prefix sharing, each "
-            "row's own trie; budget = sum of the samples' new-token budgets"
-            + (
-                "; thinking_budget = max_thinking_tokens per sample"
-                if plan.thinking_budget()
-                else ""
+    lines = [
+        f"size (tokens of {plan.tokenizer}{window}; unique = after prefix sharing, each "
+        "row's own trie; budget = sum of the samples' new-token budgets"
+        + ("; thinking_budget = max_thinking_tokens per sample" if plan.thinking_budget() else "")
+        + "):",
+        sizes.to_string(index=False),
+        "",
+        "estimate (h:mm; floor = datasheet bf16 peak and HBM bandwidth, estimate = floor x "
+        "efficiency, gpu_hours = estimate x gpus, usd = gpu_hours x the price table's "
+        "$/GPU-hour):",
+        est.to_string(index=False),
+        "",
+        f"efficiency: {EFFICIENCY_SOURCE}.",
+    ]
+    if gpus is not None:
+        wall = wall_clock(plan, gpus)
+        wall["wall_h"] = [
+            _hours(h) if r > 0 else f"needs {g} GPUs"
+            for h, r, g in zip(
+                wall["wall_h"], wall["replicas"], wall["gpus_per_replica"], strict=True
             )
-            + "):",
-            sizes.to_string(index=False),
-            "",
-            "estimate (h:mm; floor = datasheet bf16 peak and HBM bandwidth, estimate = floor x "
-            "efficiency, gpu_hours = estimate x gpus, usd = gpu_hours x the price table's "
-            "$/GPU-hour):",
-            est.to_string(index=False),
-            "",
-            f"efficiency: {EFFICIENCY_SOURCE}.",
         ]
-    )
+        lines += [
+            "",
+            f"wall clock on {gpus} GPU(s) (h:mm; replicas = {gpus} // GPUs per replica, the "
+            "samples split evenly over them; engine start-up not included):",
+            wall.to_string(index=False),
+        ]
+    return "\n".join(lines)
 
 
 def wall_clock(plan: Plan, gpus: int) -> pd.DataFrame:
@@ -673,25 +681,6 @@ def wall_clock(plan: Plan, gpus: int) -> pd.DataFrame:
         gpus_per_replica=est["gpus"],
         replicas=replicas,
         wall_h=(est["estimate_h"] / replicas.where(replicas > 0)).astype(float),
-    )
-
-
-def render_wall_clock(plan: Plan, gpus: int) -> str:
-    """:func:`wall_clock` as ``lceval plan RUN --gpus N`` prints it."""
-    table = wall_clock(plan, gpus)
-    shown = table.copy()
-    shown["wall_h"] = [
-        _hours(h) if r > 0 else f"needs {g} GPUs"
-        for h, r, g in zip(
-            table["wall_h"], table["replicas"], table["gpus_per_replica"], strict=True
-        )
-    ]
-    return "\n".join(
-        [
-            f"wall clock on {gpus} GPU(s) (h:mm; replicas = {gpus} // GPUs per replica, the "
-            "samples split evenly over them; engine start-up not included):",
-            shown.to_string(index=False),
-        ]
     )
 
 
