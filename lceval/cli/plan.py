@@ -10,6 +10,7 @@ import lceval.run
 from lceval.cli.common import out_path, write_csv
 from lceval.core.errors import LcevalError
 from lceval.core.io import RunDir
+from lceval.models.base import GenerationConfig
 from lceval.run.config import PlanConfig
 
 if TYPE_CHECKING:  # pandas: lceval.run.cost imports it, loaded by the handler alone
@@ -48,7 +49,7 @@ def handle(cfg: PlanConfig, outputs: str | None) -> int:
         run,
         model=cfg.model,
         samples=samples,
-        max_new_tokens=cap,
+        generation=GenerationConfig(max_new_tokens=cap),
         efficiency=eff,
         exact=True if cfg.exact else None,
         max_thinking_tokens=cfg.max_thinking_tokens,
@@ -63,11 +64,9 @@ def handle(cfg: PlanConfig, outputs: str | None) -> int:
     # the judges' GPU rows are shown, not recorded: run.json's plan keeps the answering models
     both = pd.concat([p.estimates, judge_gpu], ignore_index=True)
     shown = dataclasses.replace(p, estimates=both) if len(judge_gpu) else p
-    text = plan.render(shown) + "\n\n" + cost_text(run, p, prices, cfg.prices, judge_api)
+    text = plan.render(shown, cfg.gpus) + "\n\n" + cost_text(run, p, prices, cfg.prices, judge_api)
     if judges or notes:
         text += "\n\n" + "\n".join([*judge_lines(judges), *notes])
-    if cfg.gpus is not None:
-        text += "\n\n" + plan.render_wall_clock(p, cfg.gpus)
     if cap is not None and cfg.max_new_tokens is None:
         text += (
             f"\nbudget capped at {cap} new tokens per sample, {source} "

@@ -6,11 +6,13 @@ inside the functions that need them: ``import lceval.run`` stays light (the CLI'
 """
 
 from lceval.run.building import build, build_suite
+from lceval.run.config import InferConfig
 from lceval.run.inference import infer, select_samples
 from lceval.run.scoring import load_samples, score, score_files
 from lceval.run.sweep import run_sweep
 
 __all__ = [
+    "InferConfig",
     "build",
     "build_suite",
     "infer",

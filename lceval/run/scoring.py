@@ -35,10 +35,10 @@ def score(
     progress: bool = True,
 ) -> pd.DataFrame:
     """Score every response of the run into scores.parquet (only the used scorers' rows are
-    replaced). Responses are streamed (``ResponseStore``); a failed generation scores NaN with
-    the error as explanation; a response to an earlier version of its sample (``sample_hash``
-    differs) is not scored, counted on stderr; a model answered under several generation configs
-    is scored as ``<model>@<config hash[:8]>`` per config. Batch judges get responses in groups.
+    replaced), streamed; a failed generation scores NaN with the error as explanation; a response
+    to an earlier version of its sample (``sample_hash`` differs) is counted on stderr, not
+    scored; a model answered under several generation configs is scored per config as
+    ``<model>@<config hash[:8]>``. Batch judges get responses in groups.
 
     Args:
         scorer: a scorer name (``lifbench:strict``); default: each benchmark's first scorer.
@@ -58,12 +58,16 @@ def score(
     job = Scoring(run, scorer, dict(options or {}))
     store = job.responses()
     try:
-        job.open_judges()
+        for key, spec in job.chosen.items():
+            if spec.batch is not None:
+                job.judges[key] = spec.batch(run, **job.options[key])
         for r in tqdm(store, desc="score", unit="response", disable=not progress, file=terminal()):
             job.add(r)
-        job.flush_all()
+        for key in list(job.pending):
+            job.flush(key)
     finally:
-        job.close()
+        for judge in job.judges.values():
+            judge.close()
     if job.stale:
         log(
             f"{job.stale} response(s) in {run.responses.name} answer an earlier version of their "
@@ -75,13 +79,19 @@ def score(
             f"{run.responses}: every response answers an earlier version of its sample: "
             f"nothing to score (run `lceval infer {run_id}` first)"
         )
-    job.write_details()
+    import pandas as pd  # delayed: import lceval stays light
+
+    for key, rows in job.details.items():
+        name = job.benchmarks[key].details_file
+        if name:
+            with atomic_open(run.path / name, "wb") as f:
+                pd.DataFrame(rows).to_parquet(f, index=False)
     return run.write_scores(job.scores)
 
 
 class Scoring:
-    """One pass of :func:`score` over a run: the chosen scorer per benchmark, the batch judges,
-    the responses waiting for a judge, and the Score and detail rows made so far."""
+    """One pass of :func:`score`: the scorer per benchmark, the batch judges, the responses
+    waiting for a judge, and the Score and detail rows made so far."""
 
     def __init__(self, run: RunDir, scorer: str | None, options: Mapping[str, Any]) -> None:
         self.run = run
@@ -142,11 +152,6 @@ class Scoring:
     def label(self, r: Response) -> str:
         return f"{r.model}@{r.config_hash[:8]}" if r.model in self.split else r.model
 
-    def open_judges(self) -> None:
-        for key, spec in self.chosen.items():
-            if spec.batch is not None:
-                self.judges[key] = spec.batch(self.run, **self.options[key])
-
     def add(self, r: Response) -> None:
         """Score one response now, or queue it for its benchmark's batch judge."""
         s = self.samples.get(r.sample_id)
@@ -179,23 +184,6 @@ class Scoring:
             judged = self.judges[key].finish([p for _, _, p in group])
             for (s, r, _), j in zip(group, judged, strict=True):
                 self.emit(s, r, j)
-
-    def flush_all(self) -> None:
-        for key in list(self.pending):
-            self.flush(key)
-
-    def close(self) -> None:
-        for judge in self.judges.values():
-            judge.close()
-
-    def write_details(self) -> None:
-        import pandas as pd
-
-        for key, rows in self.details.items():
-            name = self.benchmarks[key].details_file
-            if name:
-                with atomic_open(self.run.path / name, "wb") as f:
-                    pd.DataFrame(rows).to_parquet(f, index=False)
 
 
 def score_files(

@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from lceval.run.building import build_suite
+from lceval.run.config import InferConfig
 from lceval.run.inference import infer
 from lceval.run.scoring import score
 
@@ -15,35 +16,24 @@ if TYPE_CHECKING:
 
 
 def run_sweep(
-    sweep: Sweep,
-    spec: ModelSpec,
-    *,
-    batch_size: int | None = None,
-    max_new_tokens: int | None = None,
-    progress: bool = False,
+    sweep: Sweep, spec: ModelSpec, config: InferConfig | None = None, *, progress: bool = False
 ) -> None:
     """Build, answer and score every point of the sweep, one run folder per base: the same
     samples at every point (a rebuild that changes nothing keeps earlier answers), pending samples
     answered by ``spec`` with the point's RoPE options
-    (:meth:`lceval.benchmarks.leval.ntk.SweepPoint.backend_options`),
-    scores from the benchmarks' default scorers. Rerunning resumes.
-
-    Args:
-        sweep: :func:`lceval.benchmarks.leval.ntk.plan_sweep`'s plan.
-        spec: the one model of the sweep.
-        batch_size, max_new_tokens: as :func:`lceval.run.infer` takes them.
+    (:meth:`lceval.benchmarks.leval.ntk.SweepPoint.backend_options`) and ``config``'s settings
+    (batch size, ``max_new_tokens``, ...; its model and run id are the sweep's), scores from the
+    benchmarks' default scorers. Rerunning resumes.
 
     Raises:
         LcevalError: a point's build, inference or scoring fails (the message names it).
     """
+    given = config.model_dump(exclude_unset=True) if config is not None else {}
     for point in sweep.points:
         build_suite(point.name, sweep.parts, root=sweep.root)
-        infer(
-            point.name,
-            models=[spec.with_options(point.backend_options(spec.options))],
-            root=sweep.root,
-            batch_size=batch_size,
-            max_new_tokens=max_new_tokens,
-            progress=progress,
+        models = [spec.with_options(point.backend_options(spec.options))]
+        cfg = InferConfig.model_validate(
+            {**given, "run_id": point.name, "model": None, "models": models}
         )
+        infer(point.name, root=sweep.root, config=cfg, progress=progress)
         score(point.name, root=sweep.root, progress=progress)

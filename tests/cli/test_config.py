@@ -273,8 +273,8 @@ def test_infer_reads_the_runs_declared_settings(tmp_path, monkeypatch):
     )
     seen = {}
 
-    def stop(run, spec, config, samples, contexts, batch_size, progress, *pending):
-        seen.update(budget=config.max_new_tokens, n=len(samples))
+    def stop(run, spec, config, contexts, batch_size, progress, pending, plans):
+        seen.update(budget=config.max_new_tokens, n=sum(len(s) for _, s in plans))
         return []
 
     monkeypatch.setattr(lceval.run.inference, "_infer_engine", stop)
@@ -299,7 +299,7 @@ def test_cli_infer_takes_the_backend_and_options_the_params_file_declares(tmp_pa
     assert meta["inference"]["backend"] == "hf" and meta["inference"]["batch_size"] == 4
     seen = {}
 
-    def stop(run, spec, config, samples, contexts, batch_size, progress, *pending):
+    def stop(run, spec, config, contexts, batch_size, progress, pending, plans):
         seen.update(backend=spec.backend, batch=batch_size)
         return []
 

@@ -13,6 +13,7 @@ from lceval.cli import main
 from lceval.core.io import RunDir, new_meta
 from lceval.core.records import Context, Sample
 from lceval.core.tokens import count_tokens
+from lceval.models.base import GenerationConfig
 from lceval.run import plan
 
 
@@ -124,7 +125,7 @@ def test_counted_contexts_keep_prompt_tokens_and_bound_unique(tmp_path, tiny_mod
 
 def test_budget_cap_and_model_window(tmp_path, tiny_model_dir):
     run, _, _ = _run(tmp_path, budget=64)
-    capped = plan.plan_run(run, max_new_tokens=10)
+    capped = plan.plan_run(run, generation=GenerationConfig(max_new_tokens=10))
     assert capped.total()["budget"] == 60
     p = plan.plan_run(run, model=str(tiny_model_dir))
     assert p.window == 1024
