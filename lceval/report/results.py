@@ -26,7 +26,7 @@ from lceval.core.records import to_dict
 from lceval.report.compare import check_once, named_models, ranked
 from lceval.report.coverage import CUT_FLAG, run_coverage, run_cut_answers, with_finished
 from lceval.report.reasoning import reasoning_frame, task_reasoning
-from lceval.report.samples_page import write_page
+from lceval.report.samples_page import default_scorer, write_page
 
 SCHEMA_VERSION = "1"  # a reader refuses a file of another version
 N_RESAMPLES, CONFIDENCE = 2000, 0.95  # the bootstrap behind each CI
@@ -256,13 +256,7 @@ def leaderboard(
             key = h["benchmark"]
             if benchmark is not None and key != benchmark:
                 continue
-            want = scorer_of(key, scorer)
-            if want is None:
-                try:
-                    want = registry.get(key).default_scorer
-                except LcevalError:
-                    want = h["scorer"]
-            if h["scorer"] == want:
+            if h["scorer"] == (scorer_of(key, scorer) or default_scorer(key, h["scorer"])):
                 rows.append({**h, "run_id": doc["run_id"]})
     if not rows:
         what = f"benchmark {benchmark!r}" if benchmark else "headline"
