@@ -96,13 +96,9 @@ def _studies() -> dict[str, str]:
 
 def _captions(key: str) -> dict[str, tuple[str, str]]:
     """``CAPTIONS`` (``name -> (paper item, caption)``) of the report module of ``key``."""
-    try:
-        studies = _studies()
-        if key in studies:
-            module = importlib.import_module(studies[key])
-        else:
-            target = registry.get(key).report.__qualname__
-            module = importlib.import_module(str(target).split(":", 1)[0])
+    try:  # a study's module, else the module of the benchmark's report ("module:function")
+        name = _studies().get(key) or str(registry.get(key).report.__qualname__).split(":")[0]
+        module = importlib.import_module(name)
     except Exception:  # noqa: BLE001 - no report module: no captions
         return {}
     return dict(getattr(module, "CAPTIONS", {}))
