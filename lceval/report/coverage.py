@@ -124,7 +124,7 @@ def paper_params(key: str) -> dict[str, Any] | None:
     bench = registry.get(key)
     try:
         model = bench.params_schema()
-    except (ImportError, AttributeError, LcevalError):
+    except LcevalError:  # its params model cannot be imported
         model = None
     fields = set(model.model_fields) if model is not None else set()
     root = Path(__file__).resolve().parents[2] / "params"
@@ -246,8 +246,6 @@ def run_coverage(run: Any) -> list[Coverage]:
 def cut_answers(responses: pd.DataFrame) -> set[tuple[str, str]]:
     """``(sample_id, model)`` of ``responses_frame`` rows the budget ended (``finish_reason ==
     "length"`` or thinking that never ended)."""
-    if not len(responses):
-        return set()
     cut = responses["finish_reason"].astype(str) == "length"
     if "thinking_unfinished" in responses:
         cut |= responses["thinking_unfinished"].fillna(False).astype(bool)

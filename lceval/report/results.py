@@ -163,11 +163,9 @@ def _task_means(
     return out
 
 
-def write_results(run: RunDir, *, seed: int = 0) -> Path | None:
-    """Write ``<run.report>/results.json``, validated first; None when the run has no scores.
-    :class:`LcevalError` as :func:`results_document`, when invalid (a bug) or not writable."""
-    if not run.scores.exists():
-        return None
+def write_results(run: RunDir, *, seed: int = 0) -> Path:
+    """Write ``<run.report>/results.json``, validated first; :class:`LcevalError` as
+    :func:`results_document` (no scores among them), when invalid (a bug) or not writable."""
     doc = results_document(run, seed=seed)
     check(doc, f"results of run {run.run_id}")
     text = json.dumps(doc, indent=1, ensure_ascii=False, allow_nan=False) + "\n"
