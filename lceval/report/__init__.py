@@ -1,6 +1,5 @@
 """The report wing: what a scored run is shown as and how runs are compared; it reads the run
-wing's files, never answers a sample, and is callable as the stage (``lceval.report(run_id)``).
-"""
+wing's files, never answers a sample, and is callable as the stage (``lceval.report(run_id)``)."""
 
 import sys
 import types

@@ -1,15 +1,16 @@
 """Comparisons across runs on each benchmark's headline: :func:`leaderboard` (bootstrap CIs),
-:func:`compare_runs` and :func:`pairwise` (paired differences, Holm-adjusted) and
-:func:`rank_agreement` (Kendall's tau-b between rankings, LongGenBench Sec. 3.5 generalised).
-A model found in several runs is named ``<run_id>/<model>``.
-"""
+:func:`compare_runs` and :func:`pairwise` (paired differences, Holm-adjusted),
+:func:`rank_agreement` (Kendall's tau-b between rankings, LongGenBench Sec. 3.5 generalised). A
+model found in several runs is named ``<run_id>/<model>``. ``import lceval`` loads this module,
+so pandas, numpy and lceval.metrics (pandas) load inside the functions."""
 
 from __future__ import annotations
 
 import dataclasses
 import functools
 import itertools
-from collections.abc import Hashable, Mapping, Sequence
+from collections import Counter
+from collections.abc import Hashable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -19,12 +20,11 @@ from lceval.core.errors import LcevalError
 from lceval.core.io import RunDir, read_json_object
 from lceval.core.records import Sample
 
-if TYPE_CHECKING:  # numpy, pandas and lceval.metrics load inside the functions: `import lceval`
-    # exports compare_runs and stays free of them
-    import numpy as np
-    import pandas as pd
+if TYPE_CHECKING:
+    import numpy as np  # lazy: see the module docstring
+    import pandas as pd  # lazy: see the module docstring
 
-    from lceval import metrics  # pandas: `import lceval` loads this module, not pandas
+    from lceval import metrics  # loads pandas
 
 
 def check_scorer_in(scorer: str | None, keys: Sequence[str], where: str) -> None:
@@ -42,7 +42,6 @@ def check_scorer_in(scorer: str | None, keys: Sequence[str], where: str) -> None
 
 
 def _test(seed: int, **test: Any) -> dict[str, Any]:
-    """The paired tests' options, ``seed`` checked (>= 0)."""
     if seed < 0:
         raise LcevalError(f"seed must be >= 0, got {seed}")
     return {**test, "seed": seed}
@@ -50,7 +49,7 @@ def _test(seed: int, **test: Any) -> dict[str, Any]:
 
 def check_once(run_ids: Sequence[str]) -> None:
     """:class:`LcevalError` naming the runs given more than once."""
-    twice = sorted({r for r in run_ids if list(run_ids).count(r) > 1})
+    twice = sorted(r for r, n in Counter(run_ids).items() if n > 1)
     if twice:
         runs = f"run {twice[0]} is" if len(twice) == 1 else f"runs {', '.join(twice)} are"
         raise LcevalError(f"{runs} given more than once; name each run once")
@@ -72,9 +71,7 @@ def load_headlines(
     ``benchmarks`` when given; ``scorer``'s rows for its benchmark, the default scorer's else);
     :class:`LcevalError` for a run given twice or without scores, a benchmark scored in none,
     two models that would share a name, nothing to compare, an unknown scorer."""
-    import pandas as pd
-
-    from lceval import metrics  # pandas: `import lceval` loads this module, not pandas
+    from lceval import metrics  # loads pandas
 
     if scorer is not None:
         registry.find_scorer(scorer)
@@ -88,16 +85,12 @@ def load_headlines(
             if part.empty:
                 continue
             scored.add(key)
-            if benchmarks is not None and key not in benchmarks:
-                continue
-            mine = [s for s in samples if s.benchmark == key]
-            h = metrics.headline_of(registry.get(key), part, mine, scorer_of(key, scorer))
-            found.setdefault(key, []).append((rid, h))
-    check_scorer_in(
-        scorer,
-        sorted(scored),
-        f"run {run_ids[0]} does" if len(run_ids) == 1 else f"runs {', '.join(run_ids)} do",
-    )
+            if benchmarks is None or key in benchmarks:
+                mine = [s for s in samples if s.benchmark == key]
+                h = metrics.headline_of(registry.get(key), part, mine, scorer_of(key, scorer))
+                found.setdefault(key, []).append((rid, h))
+    runs = f"run {run_ids[0]} does" if len(run_ids) == 1 else f"runs {', '.join(run_ids)} do"
+    check_scorer_in(scorer, sorted(scored), runs)
     missing = [b for b in benchmarks or [] if b not in scored]
     if missing:
         raise LcevalError(
@@ -106,26 +99,28 @@ def load_headlines(
         )
     if not found:
         raise LcevalError(f"no scored benchmark in runs {', '.join(run_ids)}")
-    out = {}
-    for key, items in found.items():
-        names = model_names(key, [(rid, h.models) for rid, h in items])
-        frames = [
-            h.frame.assign(model=[names[rid, m] for m in h.frame["model"].astype(str)])
-            for rid, h in items
-        ]
-        out[key] = dataclasses.replace(items[0][1], frame=pd.concat(frames, ignore_index=True))
-    return dict(sorted(out.items()))
+    return {
+        key: dataclasses.replace(
+            items[0][1], frame=named_models(key, [(r, h.frame) for r, h in items])
+        )
+        for key, items in sorted(found.items())
+    }
 
 
-def model_names(
-    key: str, models: Sequence[tuple[str, Sequence[str]]]
-) -> dict[tuple[str, str], str]:
-    """(run id, model) -> its name on ``key``: the model, or ``<run_id>/<model>`` when several
-    runs have it; :class:`LcevalError` when two models would share a name."""
+def named_models(key: str, parts: Iterable[tuple[Any, pd.DataFrame]]) -> pd.DataFrame:
+    """``parts`` (run id, rows with a ``model`` column) as one frame, each model named as itself,
+    or ``<run_id>/<model>`` when several runs have it; :class:`LcevalError` when two models of
+    benchmark ``key`` would share a name."""
+    import pandas as pd  # lazy: see the module docstring
+
+    parts = [(rid, f.assign(model=f["model"].astype(str))) for rid, f in parts]
     runs_of: dict[str, set[str]] = {}
-    for rid, ms in models:
-        for m in ms:
+    for rid, f in parts:
+        for m in f["model"]:
             runs_of.setdefault(m, set()).add(rid)
+
+    def name(rid: str, m: str) -> str:
+        return m if len(runs_of[m]) == 1 else f"{rid}/{m}"
 
     def told(rid: str, m: str) -> str:
         if len(runs_of[m]) == 1:
@@ -133,20 +128,17 @@ def model_names(
         runs = ", ".join(sorted(runs_of[m]))
         return f"model {m!r} of run {rid} (named {rid}/{m} as runs {runs} all have {m!r})"
 
-    names: dict[tuple[str, str], str] = {}
     owner: dict[str, tuple[str, str]] = {}
-    for rid, ms in models:
-        for m in ms:
-            name = m if len(runs_of[m]) == 1 else f"{rid}/{m}"
-            if name in owner:
-                r0, m0 = owner[name]
+    for rid, f in parts:
+        for m in dict.fromkeys(f["model"]):
+            first = owner.setdefault(name(rid, m), (rid, m))
+            if first != (rid, m):
                 raise LcevalError(
-                    f"{key}: two models would both be named {name!r}: {told(r0, m0)} and "
-                    f"{told(rid, m)}; rename one of them"
+                    f"{key}: two models would both be named {name(rid, m)!r}: {told(*first)} "
+                    f"and {told(rid, m)}; rename one of them"
                 )
-            owner[name] = (rid, m)
-            names[rid, m] = name
-    return names
+    named = [f.assign(model=[name(rid, m) for m in f["model"]]) for rid, f in parts]
+    return pd.concat(named, ignore_index=True)
 
 
 def leaderboard(
@@ -158,9 +150,9 @@ def leaderboard(
 ) -> pd.DataFrame:
     """Each model's headline per benchmark with its bootstrap CI, best first: ``benchmark, metric,
     unit, rank, model, estimate, low, high, n, n_units``; :class:`LcevalError` for ``seed`` < 0."""
-    import pandas as pd
+    import pandas as pd  # lazy: see the module docstring
 
-    from lceval import metrics  # pandas: `import lceval` loads this module, not pandas
+    from lceval import metrics  # loads pandas
 
     test = _test(seed, n_resamples=n_resamples, confidence=confidence)
     parts = [ranked(metrics.headline_estimates(h, **test)) for h in headlines.values()]
@@ -175,23 +167,20 @@ def ranked(est: pd.DataFrame) -> pd.DataFrame:
     return est.assign(rank=rank)[cols].sort_values(["rank", "model"])
 
 
-def _paired_row(h: metrics.Headline, a: str, b: str, **test: Any) -> dict[str, Any]:
-    from lceval import metrics  # pandas: `import lceval` loads this module, not pandas
+def _paired_row(h: metrics.Headline, a: str, b: str, **test: Any) -> dict[str, Any] | None:
+    """The headline's paired difference A - B; None when the models share no sample."""
+    from lceval import metrics  # loads pandas
 
+    model = h.frame["model"].astype(str)
+    ids_a = set(h.frame.loc[model == a, "sample_id"])
+    if not ids_a.intersection(h.frame.loc[model == b, "sample_id"]):
+        return None
     res = dataclasses.asdict(metrics.headline_paired(h, a, b, **test))
     return {"benchmark": h.benchmark, "metric": h.metric, "model_a": a, "model_b": b, **res}
 
 
-def shared_samples(h: metrics.Headline, a: str, b: str) -> int:
-    """How many samples (by ``sample_id``) models ``a`` and ``b`` both have in ``h``."""
-    f = h.frame
-    model = f["model"].astype(str)
-    ids_a = set(f.loc[model == a, "sample_id"])
-    return len(ids_a.intersection(f.loc[model == b, "sample_id"]))
-
-
 def _holm_columns(table: pd.DataFrame, alpha: float, by: str | None = None) -> pd.DataFrame:
-    from lceval import metrics  # pandas: `import lceval` loads this module, not pandas
+    from lceval import metrics  # loads pandas
 
     p = table["p_value"].astype(float)
     groups = p.groupby(table[by] if by else lambda _: 0)  # no ``by``: one family of tests
@@ -212,9 +201,9 @@ def pairwise(
     """Every pair of models per benchmark: the headline's paired difference A - B (A the
     better-ranked), Holm-adjusted per benchmark; :func:`compare_runs`' columns but ``level,
     scorer, task``. :class:`LcevalError` for a negative ``seed``."""
-    import pandas as pd
+    import pandas as pd  # lazy: see the module docstring
 
-    from lceval import metrics  # pandas: `import lceval` loads this module, not pandas
+    from lceval import metrics  # loads pandas
 
     test = _test(
         seed, n_resamples=n_resamples, n_permutations=n_permutations, confidence=confidence
@@ -223,10 +212,8 @@ def pairwise(
     for h in headlines.values():
         est = metrics.headline_estimates(h, n_resamples=1, seed=seed)
         order = est.sort_values(["estimate", "model"], ascending=[False, True])["model"].tolist()
-        for a, b in itertools.combinations(order, 2):
-            if not shared_samples(h, a, b):  # models of runs on other samples: nothing paired
-                continue
-            rows.append(_paired_row(h, a, b, **test))
+        pairs = itertools.combinations(order, 2)  # models of runs on other samples: no row
+        rows += [r for a, b in pairs if (r := _paired_row(h, a, b, **test)) is not None]
     cols = ["benchmark", "metric", "model_a", "model_b", "diff", "low", "high", "p_value"]
     table = pd.DataFrame(rows, columns=[*cols, "test", "n", "n_units"])
     return _holm_columns(table, alpha, by="benchmark")
@@ -261,9 +248,9 @@ def compare_runs(
         LcevalError: a negative ``seed``; ``benchmark`` not in both runs; a model not scored
             there; no benchmark or model pair in common; an unknown ``scorer``.
     """
-    import pandas as pd
+    import pandas as pd  # lazy: see the module docstring
 
-    from lceval import metrics  # pandas: `import lceval` loads this module, not pandas
+    from lceval import metrics  # loads pandas
 
     test = _test(
         seed, n_resamples=n_resamples, n_permutations=n_permutations, confidence=confidence
@@ -314,10 +301,10 @@ def compare_runs(
             seen.add(pair)
             if a not in h.models or b not in h.models:
                 continue
-            if not shared_samples(h, a, b):
+            row = _paired_row(h, a, b, **test)
+            if row is None:
                 disjoint += 1
                 continue
-            row = _paired_row(h, a, b, **test)
             rows.append({**row, "level": "headline", "task": "", "model_a": a, "model_b": b})
             if by_task:
                 rows.extend(_task_rows(key, h, both, a, b, **test))
@@ -342,7 +329,7 @@ def _task_rows(
     key: str, h: metrics.Headline, scores: pd.DataFrame, a: str, b: str, **test: Any
 ) -> list[dict[str, Any]]:
     """One row per task: mean value of A minus B on the shared samples (0..1)."""
-    from lceval import metrics  # pandas: `import lceval` loads this module, not pandas
+    from lceval import metrics  # loads pandas
 
     cluster = dict(zip(h.frame["sample_id"], h.frame["cluster"], strict=False))
     va = scores[scores["model"] == a].set_index("sample_id")
@@ -374,9 +361,9 @@ def rank_agreement(
     """Kendall's tau-b between every two benchmarks' rankings of their common models with a
     bootstrap CI (each benchmark's units resampled, both headlines recomputed; NaN under three
     models): ``benchmark_a, benchmark_b, n_models, tau, low, high, models``."""
-    import pandas as pd
+    import pandas as pd  # lazy: see the module docstring
 
-    from lceval import metrics  # pandas: `import lceval` loads this module, not pandas
+    from lceval import metrics  # loads pandas
 
     test = _test(seed, n_resamples=n_resamples, confidence=confidence)
     rows = []
@@ -405,10 +392,10 @@ def _joint_design(
     headlines: Mapping[str, metrics.Headline], models: Sequence[str]
 ) -> tuple[pd.DataFrame, list[str], list[str], list[str], metrics.SumStatistic]:
     """Two benchmarks' samples as one bootstrap design, the statistic tau-b of their headlines."""
-    import numpy as np
-    import pandas as pd
+    import numpy as np  # lazy: see the module docstring
+    import pandas as pd  # lazy: see the module docstring
 
-    from lceval import metrics  # pandas: `import lceval` loads this module, not pandas
+    from lceval import metrics  # loads pandas
 
     tables, groups, strata, clusters = [], [], [], []
     for key, h in headlines.items():
@@ -446,10 +433,9 @@ def _joint_design(
 def plot_overview(board: pd.DataFrame, agreement: pd.DataFrame) -> Any:
     """Figure: one panel per benchmark of :func:`leaderboard`'s ``board`` (headlines with 95%
     CIs, best on top) and a heat map of :func:`rank_agreement`'s Kendall's tau."""
-    # here, not at the top: loads matplotlib
-    import matplotlib.pyplot as plt
-    import numpy as np
-    import pandas as pd
+    import matplotlib.pyplot as plt  # here: matplotlib
+    import numpy as np  # lazy: see the module docstring
+    import pandas as pd  # lazy: see the module docstring
     import seaborn as sns
 
     keys = list(dict.fromkeys(board["benchmark"]))

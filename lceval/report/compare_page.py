@@ -11,7 +11,7 @@ from markupsafe import Markup
 
 from lceval.core.errors import LcevalError
 from lceval.core.io import RunDir
-from lceval.report.samples_page import Texts, esc, page, sample_rows, write_page
+from lceval.report.samples_page import Texts, esc, only, page, sample_rows, write_page
 
 MAX_COMPARE_ROWS = 20_000  # rows kept on a comparison page, the largest |diff| first
 _SIDE = ("model", "value", "rubric", "explanation", "answer", "answer_chars")
@@ -37,15 +37,7 @@ def compare_rows(
     store = Texts()  # both sides' texts in one block
     sides = []
     for run, model in ((run_a, model_a), (run_b, model_b)):
-        scores = run.read_scores()
-        for col, want in (("model", model), ("scorer", scorer)):
-            have = sorted(set(scores[col].astype(str)))
-            if want is not None and want not in have:
-                raise LcevalError(
-                    f"run {run.run_id} has no {col} {want!r}; its {col}s: {', '.join(have)}"
-                )
-            if want is not None:
-                scores = scores[scores[col] == want]
+        scores = only(run.read_scores(), f"run {run.run_id}", model=model, scorer=scorer)
         frame = sample_rows(run, scores=scores, folder=folder or run_a.report, store=store)
         frame["pair_model"] = scores["model"].astype(str).to_numpy()
         frame["key_scorer"] = scores["scorer"].astype(str).to_numpy()
@@ -54,7 +46,6 @@ def compare_rows(
             frame["model"] = [esc(f"{run.run_id}/{m}") for m in frame["pair_model"]]
         sides.append(frame)
     a, b = sides
-    keep = [c for c in a.columns if c not in _SIDE and c != "pair_model"]
     side_b = b[[*_SIDE, "pair_model", "key_id", "key_scorer"]]
     both = a.merge(side_b, on=["key_id", "key_scorer"], suffixes=(" A", " B"))
     if same:  # one run: each unordered pair of distinct models once
@@ -67,8 +58,8 @@ def compare_rows(
     both = both.assign(_abs=both["diff"].abs()).sort_values(
         ["_abs", "key_id"], ascending=[False, True], na_position="last", kind="stable"
     )
-    rest = [c for c in keep if c not in ("key_id", "key_scorer", "instruction", "context")]
-    rest = [c for c in rest if c not in ("sample_id", "context_tokens", "benchmark", "task")]
+    placed = {*_SIDE, "pair_model", "key_id", "key_scorer", "instruction", "context", "sample_id"}
+    rest = [c for c in a.columns if c not in {*placed, "context_tokens", "benchmark", "task"}]
     # the two answers, their values and explanations in the first screen; then who A and B are
     cols = ["benchmark", "task", "diff", "value A", "value B", "answer A", "answer B"]
     cols += ["explanation A", "explanation B", "model A", "model B", *rest, "rubric A"]

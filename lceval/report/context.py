@@ -1,7 +1,6 @@
 """Is the long context needed? A run answered with ``lceval infer -o context=full,none,bm25:K``
 holds answers with the whole context, without it (``<model>@context=none``) and with a retrieved
-slice; this table pairs them per sample (LongBench v2's ``--no_context`` / ``--rag`` baselines).
-"""
+slice; this table pairs them per sample (LongBench v2's ``--no_context`` / ``--rag`` baselines)."""
 
 from __future__ import annotations
 
@@ -57,11 +56,8 @@ def context_baselines(
         mine, names = bench.scores_for(scores)
         if mine.empty:
             continue
-        models = mine["model"].astype(str)
-        split = [split_variant(m) for m in models]
-        frame = mine.assign(
-            base=[b for b, _ in split], mode=[m for _, m in split], task=mine["task"].astype(str)
-        )
+        bases, modes = zip(*map(split_variant, mine["model"].astype(str)), strict=True)
+        frame = mine.assign(base=bases, mode=modes, task=mine["task"].astype(str))
         full = frame[frame["mode"] == "full"]
         for (base, mode), other in frame[frame["mode"] != "full"].groupby(["base", "mode"]):
             mine_full = full[full["base"] == base]
@@ -78,7 +74,6 @@ def context_baselines(
                 p = paired_difference(
                     g["value_full"], g["value_other"], n_resamples=n_resamples, seed=seed
                 )
-                nan = float("nan")
                 rows.append(
                     {
                         "benchmark": key,
@@ -86,8 +81,8 @@ def context_baselines(
                         "task": task,
                         "model": base,
                         "mode": mode,
-                        "full": float(both["value_full"].mean()) if len(both) else nan,
-                        "other": float(both["value_other"].mean()) if len(both) else nan,
+                        "full": float(both["value_full"].mean()),  # NaN when none
+                        "other": float(both["value_other"].mean()),
                         **dataclasses.asdict(p),
                         "needs_context": _verdict(p.low, p.high),
                     }

@@ -44,16 +44,12 @@ def cost_table(run: RunDir, prices: Any = None) -> pd.DataFrame:
     if not models or not run.responses.exists():
         return pd.DataFrame(columns=list(COLUMNS))
     prices = load_prices() if prices is None else prices
-    sums: dict[str, list[int]] = {m: [0, 0, 0] for m in models}
-    for r in run.read_responses():
-        if r.model in sums:
-            s = sums[r.model]
-            s[0] += r.finish_reason != "error"
-            s[1] += r.prompt_tokens
-            s[2] += r.completion_tokens
+    responses = run.read_responses()
     rows = []
     for name, entry in models.items():
-        answers, inp, out = sums[name]
+        mine = [r for r in responses if r.model == name]
+        answers = sum(r.finish_reason != "error" for r in mine)
+        inp, out = sum(r.prompt_tokens for r in mine), sum(r.completion_tokens for r in mine)
         if not answers and not inp and not out:
             continue
         api = str(entry.get("model") or name)

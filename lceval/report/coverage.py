@@ -1,10 +1,10 @@
 """What a run covers, per benchmark and model, and whether that is the paper's grid (every
 sample built with the paper's params, ``params/<notebook>/full.yaml``, answered with its own
-budget, no context cut); anything else is a subset, shown apart and never ranked.
-"""
+budget, no context cut); anything else is a subset, shown apart and never ranked."""
 
 from __future__ import annotations
 
+import json
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
@@ -100,13 +100,8 @@ class Coverage:
 
     def as_dict(self) -> dict[str, Any]:
         """Plain-JSON dict (tuples as lists), with ``cut_flag``, ``paper_grid`` and ``label``."""
-        out = {k: list(v) if isinstance(v, tuple) else v for k, v in asdict(self).items()}
-        return {
-            **out,
-            "cut_flag": self.cut_flag,
-            "paper_grid": self.paper_grid,
-            "label": self.label,
-        }
+        extra = {"cut_flag": self.cut_flag, "paper_grid": self.paper_grid, "label": self.label}
+        return dict(json.loads(json.dumps({**asdict(self), **extra})))
 
     def cut_line(self) -> str:
         """``25 of 44 answers cut at 64 tokens`` (empty when none was cut)."""
@@ -129,22 +124,14 @@ def paper_params(key: str) -> dict[str, Any] | None:
     bench = registry.get(key)
     try:
         model = bench.params_schema()
-    except (ImportError, AttributeError, LcevalError):
+    except LcevalError:  # its params model cannot be imported
         model = None
     fields = set(model.model_fields) if model is not None else set()
     root = Path(__file__).resolve().parents[2] / "params"
-    best: tuple[int, dict[str, Any]] | None = None
-    for nb in bench.notebooks:
-        path = root / Path(nb).stem / "full.yaml"
-        if not path.is_file():
-            continue
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
-        if not isinstance(data, Mapping):
-            continue
-        shared = len(fields & set(data)) if fields else 0
-        if best is None or shared > best[0]:
-            best = (shared, dict(data))
-    return None if best is None else best[1]
+    paths = [root / Path(nb).stem / "full.yaml" for nb in bench.notebooks]
+    found = [yaml.safe_load(p.read_text(encoding="utf-8")) for p in paths if p.is_file()]
+    found = [dict(d) for d in found if isinstance(d, Mapping)]
+    return max(found, key=lambda d: len(fields & set(d)), default=None)
 
 
 def _short(v: Any) -> str:
@@ -196,8 +183,8 @@ def coverage(
         built_params = params.get(key) or {}
         gaps = _param_gaps(built_params, paper)
         demo = built_params.get("data_path") == "demo" or built_params.get("demo") is True
-        rows = responses[responses["sample_id"].isin(ids)] if len(responses) else responses
-        for model in sorted(set(rows["model"].astype(str))) if len(rows) else []:
+        rows = responses[responses["sample_id"].isin(ids)]
+        for model in sorted(set(rows["model"].astype(str))):
             r = rows[rows["model"].astype(str) == model]
             ok = r[r["error"].isna() & (r["finish_reason"].astype(str) != "error")]
             answered = [ids[i] for i in dict.fromkeys(ok["sample_id"])]
@@ -206,12 +193,8 @@ def coverage(
             capped = sum(1 for s in answered if cap is not None and s.max_new_tokens > cap)
             cut = pd.to_numeric(ok["truncated_tokens"], errors="coerce").fillna(0)
             order = {lab: s.length or 0 for s in mine if (lab := _length_label(s))}
-            lengths = tuple(
-                sorted(
-                    {lab for s in answered if (lab := _length_label(s))},
-                    key=lambda lab: order.get(lab, 0),
-                )
-            )
+            labels = {lab for s in answered if (lab := _length_label(s))}
+            lengths = tuple(sorted(labels, key=lambda lab: order.get(lab, 0)))
             first = ok.drop_duplicates("sample_id")
             cut_ids = {i for i, _ in cut_answers(first)}
             unfinished = first.get("thinking_unfinished", pd.Series(dtype=bool))
@@ -263,8 +246,6 @@ def run_coverage(run: Any) -> list[Coverage]:
 def cut_answers(responses: pd.DataFrame) -> set[tuple[str, str]]:
     """``(sample_id, model)`` of ``responses_frame`` rows the budget ended (``finish_reason ==
     "length"`` or thinking that never ended)."""
-    if not len(responses):
-        return set()
     cut = responses["finish_reason"].astype(str) == "length"
     if "thinking_unfinished" in responses:
         cut |= responses["thinking_unfinished"].fillna(False).astype(bool)
@@ -293,8 +274,9 @@ def variant_of(sample: Sample) -> str:
 def with_finished(
     scores: pd.DataFrame, cut: set[tuple[str, str]], variants: Mapping[str, str] | None = None
 ) -> pd.DataFrame:
-    """Per (model, benchmark, task[, variant]) of score rows: ``mean`` (0..1), ``n``, ``cut``
-    (answers the budget ended), ``mean_finished`` (NaN when none finished); ``variants`` (sample
+    """Per (model, benchmark, task[, variant]) of score rows: ``mean`` (0..1), ``n`` rows,
+    ``n_nan`` (value NaN), ``cut`` (answers the budget ended), ``mean_finished`` (NaN when none
+    finished); ``variants`` (sample
     id -> :func:`variant_of`) splits baselines off (the model's own setting as ``-``)."""
     keys = list(zip(scores["sample_id"].astype(str), scores["model"].astype(str), strict=True))
     frame = scores.assign(
@@ -310,6 +292,7 @@ def with_finished(
         {
             "mean": g["value"].mean(),
             "n": g.size(),
+            "n_nan": g["value"].size() - g["value"].count(),
             "cut": g["_cut"].sum().astype(int),
             "mean_finished": g["_fin"].mean(),
         }

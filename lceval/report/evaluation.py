@@ -1,7 +1,6 @@
 """One call for a whole evaluation (``lceval eval``, :func:`lceval.evaluate`): build, answer,
 score and report one benchmark from one declared config, resumable, as lm-evaluation-harness's
-``simple_evaluate`` and inspect_ai's ``eval()``.
-"""
+``simple_evaluate`` and inspect_ai's ``eval()``."""
 
 from __future__ import annotations
 
@@ -119,7 +118,7 @@ def run_eval(cfg: EvalConfig, root: str | Path | None, *, progress: bool = True)
     responses = infer(run_id, root=root, config=infer_cfg, progress=progress)
     errors = sum(r.finish_reason == "error" for r in responses)
     score(run_id, root=root, scorer=cfg.scorer, progress=progress)
-    import pandas as pd  # here, not at the top: import lceval loads this module (so index_page too)
+    import pandas as pd  # pandas: import lceval loads this module
 
     from lceval.report.index_page import headline_rows, report_summary
 

@@ -15,7 +15,7 @@ from lceval.benchmarks import registry
 from lceval.core.errors import LcevalError
 from lceval.core.io import atomic_open, read_json_object
 from lceval.report.coverage import run_coverage
-from lceval.report.reproduction import REPRODUCTION_COLUMNS, load_index, rows_of
+from lceval.report.reproduction import REPRODUCTION_COLUMNS, load_index
 from lceval.report.samples_page import render, write_page
 
 THIS_RUN = "this run"
@@ -44,22 +44,13 @@ def write_index(run: Any) -> Path:
         for p in files:
             name = p.relative_to(report).with_suffix("").as_posix()
             item, caption = captions.get(name, captions.get(p.stem, ("", "")))
-            if p.suffix == ".csv":
-                block = _table(p, name, item, caption)
-                if block is not None and item == "Check":
-                    checks.append(block)
-                elif block is not None:
-                    items.append((_order(item), block))
-                continue
-            pdf = p.with_suffix(".pdf")
-            figure = {
-                "label": item,
-                "text": caption or f"{p.stem}; no caption declared for this figure.",
-                "pdf": pdf.relative_to(report).as_posix() if pdf.exists() else "",
-                "src": name + ".png",
-                "alt": p.stem,
-            }
-            items.append((_order(item), figure))
+            if p.suffix == ".png":
+                figure = {"label": item, "text": caption, "name": name, "alt": p.stem}
+                items.append((_order(item), {**figure, "pdf": p.with_suffix(".pdf").exists()}))
+            elif (block := _table(p, name, item, caption)) is not None and item == "Check":
+                checks.append(block)
+            elif block is not None:
+                items.append((_order(item), block))
         blocks = [b for _, b in sorted(items, key=lambda x: x[0])]
         sections.append({"key": key, "title": _bench_title(key), "blocks": blocks})
     page = render(
@@ -73,8 +64,8 @@ def write_index(run: Any) -> Path:
         checks=checks,
         reproduction=_reproduction_rows(run),
         columns=REPRODUCTION_COLUMNS,
-        caption=True,
-        **_provenance(read_json_object(run.run_json), covs),
+        meta=(meta := read_json_object(run.run_json)),
+        sources=_sources(meta),
         notebooks=_render_notebooks(run, report),
     )
     return write_page(report / "index.html", page)
@@ -105,13 +96,9 @@ def _studies() -> dict[str, str]:
 
 def _captions(key: str) -> dict[str, tuple[str, str]]:
     """``CAPTIONS`` (``name -> (paper item, caption)``) of the report module of ``key``."""
-    try:
-        studies = _studies()
-        if key in studies:
-            module = importlib.import_module(studies[key])
-        else:
-            target = registry.get(key).report.__qualname__
-            module = importlib.import_module(str(target).split(":", 1)[0])
+    try:  # a study's module, else the module of the benchmark's report ("module:function")
+        name = _studies().get(key) or str(registry.get(key).report.__qualname__).split(":")[0]
+        module = importlib.import_module(name)
     except Exception:  # noqa: BLE001 - no report module: no captions
         return {}
     return dict(getattr(module, "CAPTIONS", {}))
@@ -137,22 +124,14 @@ def _table(csv: Path, name: str, item: str, caption: str) -> dict[str, Any] | No
             df = df.drop(columns=df.columns[0])
         else:
             df = df.rename(columns={df.columns[0]: ""})
-    text_cols = {c for c in df.columns if not pd.api.types.is_numeric_dtype(df[c])}
-    source = list(df.columns).index("source") if "source" in df.columns else None
-    rows = []
-    for row in df.itertuples(index=False):
-        cells = []
-        for c, v in zip(df.columns, row, strict=True):
-            txt = ("" if v != v else f"{v:.4g}") if isinstance(v, float) else str(v)
-            cells.append((txt, ("l w" if len(txt) > 60 else "l") if c in text_cols else ""))
-        rows.append({"mine": source is not None and str(row[source]) == THIS_RUN, "cells": cells})
+    mine = df["source"].astype(str) == THIS_RUN if "source" in df.columns else [False] * len(df)
     return {
         "label": item if item != "Check" else "",
         "text": caption
         or f"{name.split('/')[-1]} (report/{name}.csv); no caption declared for this table.",
         "name": name,
-        "head": [(str(c), c in text_cols) for c in df.columns],
-        "rows": rows,
+        "head": [(str(c), not pd.api.types.is_numeric_dtype(df[c])) for c in df.columns],
+        "rows": list(zip(mine, df.itertuples(index=False), strict=True)),
         "fold": len(df) > 30,  # long audit tables fold away; the headline tables stay open
     }
 
@@ -167,16 +146,7 @@ def headline_rows(report: Path, covs: Sequence[Any] = ()) -> list[dict[str, Any]
     for h in doc.get("headlines", []):
         metric = str(h.get("metric", ""))
         lo, hi, n = _published_range(report, str(h.get("benchmark")), metric)
-        model = str(h.get("model"))
-        cov = by.get((h.get("benchmark"), model.split("@", 1)[0]))
-        if cov is not None and cov.paper_grid:
-            what = "paper's grid"
-        elif cov is not None:
-            kind = "demo data" if cov.demo else "subset"
-            what = f"{kind} ({cov.answered} of {cov.built} answered): not comparable"
-        else:
-            what = "unknown"
-        scorer = str(h.get("scorer") or "")
+        cov = by.get((h.get("benchmark"), str(h.get("model")).split("@", 1)[0]))
         out.append(
             {
                 "unit": "",
@@ -188,8 +158,6 @@ def headline_rows(report: Path, covs: Sequence[Any] = ()) -> list[dict[str, Any]
                 "comparable": bool(cov.paper_grid) if cov is not None else True,
                 "ci": f"{_fmt(h.get('estimate'))} [{_fmt(h.get('low'))}, {_fmt(h.get('high'))}]",
                 "pub": f"{_fmt(lo)}-{_fmt(hi)} ({n} models)" if n else "",
-                "scorer_note": "" if scorer in ("", h.get("benchmark")) else f", scorer {scorer}",
-                "what": what + _cut_note(h, cov),
             }
         )
     return out
@@ -221,20 +189,6 @@ def _fmt(x: Any) -> str:
     return "n/a" if x is None else f"{float(x):.3f}"
 
 
-def _cut_note(h: Mapping[str, Any], cov: Any) -> str:
-    """``; 25 of 44 answers cut at 64 tokens ...; over the 19 finished: 0.41``, or empty."""
-    if cov is None or not getattr(cov, "cut_at_budget", 0):
-        return ""
-    text = f"; {cov.cut_line()}"
-    if cov.cut_flag:
-        text += " (over 5%: FLAGGED)"
-    if h.get("n_finished"):
-        text += f"; over the {h['n_finished']} finished: {_fmt(h.get('estimate_finished'))}"
-    elif h.get("n_cut"):
-        text += "; none finished"
-    return text
-
-
 def _study_headline(report: Path) -> dict[str, Any] | None:
     """A study run's ``report/<study>/headline.csv`` as the first screen's table, or None."""
     for key in _studies():
@@ -245,29 +199,8 @@ def _study_headline(report: Path) -> dict[str, Any] | None:
     return None
 
 
-def _provenance(meta: Mapping[str, Any], covs: Sequence[Any]) -> dict[str, Any]:
-    """The provenance tables' rows: generation settings per model, coverage, data sources."""
-    models = []
-    for name, info in (meta.get("models") or {}).items():
-        info = info or {}
-        gen = info.get("generation") or {}
-        keys = ("backend", "dtype", "device", "window", "prompt_format")
-        budget = gen.get("max_new_tokens") or "each sample's own"
-        row = (name, *(info.get(k) for k in keys), budget, gen.get("temperature"), gen.get("seed"))
-        models.append((*row, info.get("config_hash")))
-    coverage = [
-        (
-            c.benchmark,
-            c.model,
-            f"{c.answered} of {c.built}",
-            f"{len(c.tasks_answered)} of {c.tasks_paper or len(c.tasks_built)}",
-            ", ".join(c.lengths),
-            c.budget or "each sample's own",
-            f"{c.truncated} ({c.tokens_cut:,})",
-            "yes" if c.paper_grid else "no: " + "; ".join(c.param_gaps or ("subset",)),
-        )
-        for c in covs
-    ]
+def _sources(meta: Mapping[str, Any]) -> list[tuple[Any, ...]]:
+    """The data sources table's rows: benchmark, source, package or path, sha256, the rest."""
     sources = []
     for bench, srcs in (meta.get("sources") or {}).items():
         for name, src in (srcs or {}).items() if isinstance(srcs, Mapping) else []:
@@ -278,7 +211,7 @@ def _provenance(meta: Mapping[str, Any], covs: Sequence[Any]) -> dict[str, Any]:
             skip = ("name", "path", "package", "version", "sha256")
             extra = ", ".join(f"{k}={v}" for k, v in src.items() if k not in skip)
             sources.append((bench, name, where, src.get("sha256", ""), extra))
-    return {"meta": meta, "models": models, "coverage": coverage, "sources": sources}
+    return sources
 
 
 _PAGES = (
@@ -288,10 +221,10 @@ _PAGES = (
 )
 
 
-def _reproduction_rows(run: Any) -> list[list[str]]:
+def _reproduction_rows(run: Any) -> list[dict[str, Any]]:
     """The reproduction index rows of the run's benchmarks (none without samples)."""
     try:
-        return rows_of(load_index(sorted({s.benchmark for s in run.read_samples()})))
+        return load_index(sorted({s.benchmark for s in run.read_samples()})).to_dict("records")
     except LcevalError:
         return []
 

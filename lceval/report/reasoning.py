@@ -34,19 +34,12 @@ def reasoning_frame(run: RunDir) -> pd.DataFrame:
     ``<model>@<config hash[:8]>``), reasoning_tokens, thinking_unfinished; may be empty."""
     if not run.responses.exists():
         return pd.DataFrame(columns=list(COLUMNS))
-    rows: list[dict[str, Any]] = []
-    for r in ResponseStore(run.responses):
-        if r.reasoning is None and not r.thinking_unfinished:
-            continue
-        for model in (r.model, f"{r.model}@{r.config_hash[:8]}"):
-            rows.append(
-                {
-                    "sample_id": r.sample_id,
-                    "model": model,
-                    "reasoning_tokens": int(r.reasoning_tokens),
-                    "thinking_unfinished": bool(r.thinking_unfinished),
-                }
-            )
+    rows = [
+        (r.sample_id, model, int(r.reasoning_tokens), bool(r.thinking_unfinished))
+        for r in ResponseStore(run.responses)
+        if r.reasoning is not None or r.thinking_unfinished
+        for model in (r.model, f"{r.model}@{r.config_hash[:8]}")
+    ]
     return pd.DataFrame(rows, columns=list(COLUMNS))
 
 

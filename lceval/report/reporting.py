@@ -9,7 +9,7 @@ from typing import Any
 import matplotlib
 
 from lceval.core.console import log
-from lceval.core.io import RunDir
+from lceval.core.io import RunDir, atomic_open
 from lceval.core.records import Response, sample_hashes
 from lceval.core.store import ResponseStore
 
@@ -17,8 +17,6 @@ matplotlib.use("Agg", force=False)
 import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
-
-from lceval.core.io import atomic_open  # noqa: E402
 
 
 def save_figure(fig: Figure, folder: str | Path, name: str, *, dpi: int = 150) -> list[Path]:
@@ -97,12 +95,10 @@ def highlight_run_rows(df: pd.DataFrame, column: str = "source", value: str = TH
     published ones) bold on light yellow; ``KeyError`` without ``column``."""
     mine = (df[column].astype(str) == value).to_numpy()
     style = "font-weight: bold; background-color: #fff3b0"
-
-    def rows(frame: pd.DataFrame) -> pd.DataFrame:
-        cells = [[style if m else ""] * frame.shape[1] for m in mine]
-        return pd.DataFrame(cells, index=frame.index, columns=frame.columns)
-
-    return df.style.apply(rows, axis=None)
+    cells = [[style if m else ""] * df.shape[1] for m in mine]
+    return df.style.apply(
+        lambda f: pd.DataFrame(cells, index=f.index, columns=f.columns), axis=None
+    )
 
 
 def unrank_subset_order(df: pd.DataFrame, models: set[str] | frozenset[str]) -> pd.DataFrame:

@@ -1,8 +1,8 @@
 """The reproduction index: every numbered table and figure of the papers, where lceval makes it,
 from what, the test that checks it, or why it cannot be reproduced offline; read from each
 ``lceval/benchmarks/<key>/reproduction.yaml`` (checked against :data:`SCHEMA`), shown in README.md
-(``python -m lceval.report.reproduction`` rewrites it) and each report's index.html.
-"""
+(``python -m lceval.report.reproduction`` rewrites it) and each report's index.html
+(``templates/reproduction.html.j2``)."""
 
 from __future__ import annotations
 
@@ -20,7 +20,6 @@ import yaml
 from lceval.benchmarks import registry
 from lceval.core.errors import LcevalError
 from lceval.core.io import atomic_open
-from lceval.report.samples_page import render
 
 REPRODUCTION_COLUMNS = ("paper", "item", "caption", "status", "from", "where", "test", "why")
 COLUMNS = ("benchmark", *REPRODUCTION_COLUMNS)  # benchmark: the folder the item was read from
@@ -34,12 +33,6 @@ SCHEMA: dict[str, Any] = json.loads(  # of one item
 STATUSES = tuple(SCHEMA["properties"]["status"]["enum"])
 
 _BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
-
-
-def index_files(keys: Iterable[str] | None = None) -> list[Path]:
-    """The existing ``reproduction.yaml`` files of ``keys`` (default: every benchmark)."""
-    wanted = list(registry.BENCHMARKS) if keys is None else list(keys)
-    return [p for k in wanted if (p := _BENCHMARKS / k / "reproduction.yaml").is_file()]
 
 
 def read_file(path: str | Path) -> list[dict[str, Any]]:
@@ -77,7 +70,11 @@ def load_index(keys: Iterable[str] | None = None) -> pd.DataFrame:
     """Every item of the reproduction indexes of ``keys`` (default: every benchmark), one row
     each (:data:`COLUMNS`), by paper, then tables before figures by number; :class:`LcevalError`
     for an item breaking :data:`SCHEMA` or a (paper, item) listed twice."""
-    rows = [{"benchmark": p.parent.name, **e} for p in index_files(keys) for e in read_file(p)]
+    paths = [
+        _BENCHMARKS / k / "reproduction.yaml"
+        for k in (registry.BENCHMARKS if keys is None else keys)
+    ]
+    rows = [{"benchmark": p.parent.name, **e} for p in paths if p.is_file() for e in read_file(p)]
     frame = pd.DataFrame(rows, columns=list(COLUMNS))
     seen = frame.duplicated(["paper", "item"], keep="first")
     if seen.any():
@@ -106,16 +103,6 @@ def to_markdown(frame: pd.DataFrame) -> str:
         cells = [r["paper"], r["item"], r["caption"], r["status"], r["from"], where, note]
         lines.append("| " + " | ".join(_cell(c) for c in cells) + " |")
     return "\n".join(lines)
-
-
-def rows_of(frame: pd.DataFrame) -> list[list[str]]:
-    """The index's rows as text cells in :data:`REPRODUCTION_COLUMNS` order."""
-    return [[_cell(r[h]) for h in REPRODUCTION_COLUMNS] for r in frame.to_dict("records")]
-
-
-def to_html(frame: pd.DataFrame) -> str:
-    """The index as index.html's HTML section (``templates/reproduction.html.j2``)."""
-    return render("reproduction.html.j2", reproduction=rows_of(frame), columns=REPRODUCTION_COLUMNS)
 
 
 def readme_section(readme: str, frame: pd.DataFrame | None = None) -> str:

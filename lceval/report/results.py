@@ -1,7 +1,6 @@
 """report/results.json (``lceval/schemas/results.schema.json``): every headline with its CI and
 n per benchmark, scorer and model, the per-task means, the coverage, extra metrics and run.json's
-provenance; and leaderboards read from such files.
-"""
+provenance; and leaderboards read from such files."""
 
 from __future__ import annotations
 
@@ -14,6 +13,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+import jsonschema
 import pandas as pd
 
 from lceval import metrics
@@ -23,10 +23,10 @@ from lceval.core.console import log
 from lceval.core.errors import LcevalError, one_line
 from lceval.core.io import RunDir, read_bounded
 from lceval.core.records import to_dict
-from lceval.report.compare import check_once, model_names, ranked
-from lceval.report.coverage import CUT_FLAG, run_coverage, run_cut_answers
+from lceval.report.compare import check_once, named_models, ranked
+from lceval.report.coverage import CUT_FLAG, run_coverage, run_cut_answers, with_finished
 from lceval.report.reasoning import reasoning_frame, task_reasoning
-from lceval.report.samples_page import write_page
+from lceval.report.samples_page import default_scorer, write_page
 
 SCHEMA_VERSION = "1"  # a reader refuses a file of another version
 N_RESAMPLES, CONFIDENCE = 2000, 0.95  # the bootstrap behind each CI
@@ -136,44 +136,36 @@ def _finished_estimates(h: Any, cut: set[tuple[str, str]], seed: int) -> dict[st
 
 
 def _task_means(
-    key: str,
-    scorer: str,
-    rows: pd.DataFrame,
-    reasoning: pd.DataFrame | None = None,
-    cut: set[tuple[str, str]] | None = None,
+    key: str, scorer: str, rows: pd.DataFrame, reasoning: pd.DataFrame, cut: set[tuple[str, str]]
 ) -> list[dict[str, Any]]:
     """Per (model, task) the mean, counts and cut answers; with thinking the reasoning tokens."""
-    thought = task_reasoning(rows, reasoning) if reasoning is not None else {}
-    cut = cut or set()
+    thought = task_reasoning(rows, reasoning)
     out = []
-    for (model, task), g in rows.groupby(["model", "task"], sort=True):
-        values = pd.to_numeric(g["value"], errors="coerce")
-        is_cut = [(str(i), str(model)) in cut for i in g["sample_id"]]
+    for r in with_finished(rows, cut).reset_index().itertuples(index=False):
+        model, task = str(r.model), str(r.task)
         out.append(
             {
                 "benchmark": key,
                 "scorer": scorer,
-                "model": str(model),
-                "task": str(task),
-                "mean": _number(values.mean()),
-                "n": int(values.notna().sum()),
-                "n_nan": int(values.isna().sum()),
-                "n_cut": int(sum(is_cut)),
-                "cut_flag": bool(sum(is_cut) > CUT_FLAG * len(values)),
-                "mean_finished": _number(values[[not c for c in is_cut]].mean()),
+                "model": model,
+                "task": task,
+                "mean": _number(r.mean),
+                "n": int(r.n - r.n_nan),
+                "n_nan": int(r.n_nan),
+                "n_cut": int(r.cut),
+                "cut_flag": bool(r.cut > CUT_FLAG * r.n),
+                "mean_finished": _number(r.mean_finished),
             }
         )
         if thought:
-            tokens, no_answer = thought.get((str(model), str(task)), (0.0, 0))
+            tokens, no_answer = thought.get((model, task), (0.0, 0))
             out[-1].update(reasoning_tokens=_number(tokens), n_no_answer=no_answer)
     return out
 
 
-def write_results(run: RunDir, *, seed: int = 0) -> Path | None:
-    """Write ``<run.report>/results.json``, validated first; None when the run has no scores.
-    :class:`LcevalError` as :func:`results_document`, when invalid (a bug) or not writable."""
-    if not run.scores.exists():
-        return None
+def write_results(run: RunDir, *, seed: int = 0) -> Path:
+    """Write ``<run.report>/results.json``, validated first; :class:`LcevalError` as
+    :func:`results_document` (no scores among them), when invalid (a bug) or not writable."""
     doc = results_document(run, seed=seed)
     check(doc, f"results of run {run.run_id}")
     text = json.dumps(doc, indent=1, ensure_ascii=False, allow_nan=False) + "\n"
@@ -183,9 +175,6 @@ def write_results(run: RunDir, *, seed: int = 0) -> Path | None:
 def check(doc: Any, where: str) -> None:
     """Validate ``doc`` against the schema; :class:`LcevalError` names ``where``, the failing
     field's path and the reason."""
-    # here, not at the top: loads jsonschema
-    import jsonschema
-
     version = doc.get("schema_version") if isinstance(doc, Mapping) else None
     if version is not None and not isinstance(version, str):
         raise LcevalError(
@@ -265,26 +254,15 @@ def leaderboard(
             key = h["benchmark"]
             if benchmark is not None and key != benchmark:
                 continue
-            want = scorer_of(key, scorer)
-            if want is None:
-                try:
-                    want = registry.get(key).default_scorer
-                except LcevalError:
-                    want = h["scorer"]
-            if h["scorer"] == want:
+            if h["scorer"] == (scorer_of(key, scorer) or default_scorer(key, h["scorer"])):
                 rows.append({**h, "run_id": doc["run_id"]})
     if not rows:
         what = f"benchmark {benchmark!r}" if benchmark else "headline"
         raise LcevalError(f"no {what} in results of runs {', '.join(ids)}")
-    table = pd.DataFrame(rows)
-    parts = []
-    for key, part in table.groupby("benchmark", sort=True):
-        models = [(rid, list(g["model"])) for rid, g in part.groupby("run_id", sort=False)]
-        names = model_names(str(key), models)
-        part = part.assign(
-            model=[names[r, m] for r, m in zip(part["run_id"], part["model"], strict=True)]
-        )
-        parts.append(ranked(part))
+    parts = [
+        ranked(named_models(str(key), part.groupby("run_id", sort=False)))
+        for key, part in pd.DataFrame(rows).groupby("benchmark", sort=True)
+    ]
     cols = ["benchmark", "metric", "unit", "rank", "model", "estimate", "low", "high", "n"]
     out = pd.concat(parts, ignore_index=True)[[*cols, "n_units"]]
     return out.astype({"estimate": float, "low": float, "high": float})

@@ -1,8 +1,7 @@
 """Every answer of a run in one interactive table (itables' offline DataTables bundle):
 report/samples.html, compare.html's rows and :func:`show_samples` in a notebook. Model output is
 hostile input: cells are the autoescaped macros of ``templates/cells.html.j2``, lone surrogates
-become U+FFFD, long texts are cut with their length shown.
-"""
+become U+FFFD, long texts are cut with their length shown."""
 
 from __future__ import annotations
 
@@ -18,7 +17,10 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
+import itables
 import pandas as pd
+from itables import options as itables_options
+from itables.javascript import generate_init_offline_itables_html
 from jinja2 import Environment, FileSystemLoader
 from markupsafe import Markup, escape
 
@@ -42,6 +44,11 @@ def _templates() -> Environment:
     folder = FileSystemLoader(Path(__file__).parent / "templates")
     env = Environment(loader=folder, autoescape=True, auto_reload=False)
     env.filters["commas"] = "{:,}".format
+    env.filters["g4"] = lambda x: "NaN" if math.isnan(x) else f"{x:.4g}"
+    env.filters["f3"] = lambda x: "n/a" if x is None else f"{float(x):.3f}"
+    env.filters["cell"] = lambda v: (
+        (f"{v:.4g}" if v == v else "") if isinstance(v, float) else str(v)
+    )
     env.policies["json.dumps_kwargs"] = {"ensure_ascii": False}
     return env
 
@@ -66,21 +73,22 @@ def esc(text: Any) -> str:
     return str(escape(clean(text)))
 
 
-class Texts:
-    """The full texts of one page, each stored once, written as one inert JSON block; a cell's
-    ``<details>`` is filled from it when first opened, so the table's own data stays small."""
+class Texts(dict[str, int]):
+    """The full texts of one page (text -> its index), each stored once, written as one inert
+    JSON block; a cell's ``<details>`` is filled from it when first opened, so the table's own
+    data stays small."""
 
     def __init__(self) -> None:
+        super().__init__()
         self.id = f"lceval-texts-{uuid.uuid4().hex[:12]}"
-        self._index: dict[str, int] = {}
 
     @property
     def texts(self) -> list[str]:
-        return list(self._index)  # dicts keep insertion order: a text's index is its position
+        return list(self)  # dicts keep insertion order: a text's index is its position
 
     def add(self, text: str) -> int:
         """Index of ``text`` in the block, adding it when new."""
-        return self._index.setdefault(text, len(self._index))
+        return self.setdefault(text, len(self))
 
 
 def _text_cell(text: Any, limit: int, store: Texts) -> str:
@@ -94,20 +102,10 @@ def _num(x: Any) -> float:
         return math.nan
 
 
-def _fmt(x: float) -> str:
-    return "NaN" if math.isnan(x) else f"{x:.4g}"
-
-
 def _rubric_cell(parts: Mapping[str, Any], points: Mapping[str, Any]) -> str:
     """Rubric items as ``name got/max`` (below the maximum: lost), else ``name=value``."""
-    items: list[tuple[str, str, str | None, bool]] = []
-    for name, got in list(parts.items())[:MAX_RUBRIC_ITEMS]:
-        value = _num(got)
-        if name in points:
-            top = _num(points[name])
-            items.append((name, _fmt(value), _fmt(top), value < top or math.isnan(value)))
-        else:
-            items.append((name, _fmt(value), None, False))
+    shown = list(parts.items())[:MAX_RUBRIC_ITEMS]
+    items = [(k, _num(v), _num(points[k]) if k in points else None) for k, v in shown]
     return str(_cells().rubric(items, len(parts) - MAX_RUBRIC_ITEMS))
 
 
@@ -138,19 +136,6 @@ def _context_files(
                 f.write(b"\xef\xbb\xbf" + text.encode("utf-8"))
         links[cid] = f"contexts/{name}"
     return links
-
-
-def _context_cell(ctx: Any, link: str | None, store: Texts) -> str:
-    """A context's lengths, its head and tail one click away, a link to its full text."""
-    if ctx is None:
-        return str(_cells().context(None, None, None, store))
-    text, edge = clean(ctx.text), CONTEXT_EDGE_CHARS
-    edges = text
-    if len(text) > 2 * edge:
-        middle = f"\n[… {len(text) - 2 * edge:,} characters …]\n"
-        edges = text[:edge] + middle + text[-edge:]
-    shown = {"text": edges, "chars": len(text)}
-    return str(_cells().context(ctx, shown, link, store))
 
 
 def _answers(run: RunDir) -> tuple[dict[tuple[str, str], Any], list[Any], dict[str, Any]]:
@@ -231,7 +216,15 @@ def sample_rows(
                 "scorer": esc(r.scorer),
                 **_grouping(s),
                 "instruction": _text_cell(s.instruction, INSTRUCTION_CHARS, store),
-                "context": _context_cell(ctx, hrefs.get(s.context_id or ""), store),
+                "context": str(
+                    cells.context(
+                        ctx,
+                        ctx and clean(ctx.text),
+                        hrefs.get(s.context_id or ""),
+                        store,
+                        CONTEXT_EDGE_CHARS,
+                    )
+                ),
                 "sample_id": esc(r.sample_id),
                 "answer_chars": n_chars,
                 "context_tokens": ctx.n_tokens if ctx is not None else 0,
@@ -267,28 +260,25 @@ def table_html(frame: pd.DataFrame, texts: Texts | None = None, *, page_length: 
     (``texts``, default ``frame.attrs["texts"]``): ``templates/table.html.j2``."""
     if texts is None:
         texts = frame.attrs.get("texts") or Texts()
-    # here, not at the top: loads itables
-    import itables
-    from itables import options as itables_options
-    from itables.javascript import generate_init_offline_itables_html
-
     frame = frame.reset_index(drop=True)
     cols = list(frame.columns)
     text_cols = [i for i, c in enumerate(cols) if not pd.api.types.is_numeric_dtype(frame[c])]
     marked = [i for i in text_cols if frame[cols[i]].astype(str).str.contains("<").any()]
-    plain = [i for i in text_cols if i not in marked]
-    types = [{"type": "html", "targets": marked}] if marked else []
-    types += [{"type": "string", "targets": plain}] if plain else []
     answers = [i for i, c in enumerate(cols) if c in ("answer", "answer A", "answer B")]
-    if answers:  # two answers side by side (compare.html) share the first screen
-        width = "32em" if len(answers) == 1 else "24em"
-        types.append({"targets": answers, "className": "answer", "width": width})
-    expl = [i for i, c in enumerate(cols) if c.startswith("explanation")]
-    if expl:
-        types.append({"targets": expl, "className": "expl"})
-    frozen = 0
-    while frozen < len(cols) and cols[frozen] in KEY_COLUMNS:
-        frozen += 1
+    types = [  # two answers side by side (compare.html) share the first screen
+        {"type": "html", "targets": marked},
+        {"type": "string", "targets": [i for i in text_cols if i not in marked]},
+        {
+            "targets": answers,
+            "className": "answer",
+            "width": "32em" if len(answers) == 1 else "24em",
+        },
+        {
+            "targets": [i for i, c in enumerate(cols) if c.startswith("explanation")],
+            "className": "expl",
+        },
+    ]
+    frozen = next((i for i, c in enumerate(cols) if c not in KEY_COLUMNS), len(cols))
     tid = f"itables_{uuid.uuid4().hex}"  # itables' own naming
     opts: dict[str, Any] = {
         "table_id": tid,
@@ -300,7 +290,7 @@ def table_html(frame: pd.DataFrame, texts: Texts | None = None, *, page_length: 
         "lengthMenu": [10, 25, 50, 100, 500],
         "order": [],
         "classes": "display compact cell-border",
-        "columnDefs": types,
+        "columnDefs": [t for t in types if t["targets"]],
         "autoWidth": False,
         "deferRender": True,
         "scrollX": True,  # the key columns frozen while the table scrolls (FixedColumns)
@@ -328,27 +318,27 @@ def table_html(frame: pd.DataFrame, texts: Texts | None = None, *, page_length: 
 def scorer_choices(frame: pd.DataFrame) -> list[list[str]]:
     """The scorer switch of rows holding several scorers of one benchmark: ``[label, regex on
     the scorer column]`` for the default scorers, each other one, then every scorer (or ``[]``)."""
-    pairs = frame[["benchmark", "scorer"]].drop_duplicates()
+    pairs = frame[["benchmark", "scorer"]].drop_duplicates().map(html.unescape)
     names = pairs.groupby("benchmark", sort=False)["scorer"].agg(list)
     if all(len(n) == 1 for n in names):
         return []
-    firsts = list(dict.fromkeys(_default_scorer(html.unescape(b), n) for b, n in names.items()))
+    firsts = [d if (d := default_scorer(b, n[0])) in n else n[0] for b, n in names.items()]
+    firsts = list(dict.fromkeys(firsts))
 
     def only(names: Iterable[str]) -> str:
-        return "^(" + "|".join(re.escape(html.unescape(n)) for n in names) + ")$"
+        return "^(" + "|".join(map(re.escape, names)) + ")$"
 
-    out = [["scorer: " + ", ".join(html.unescape(n) for n in firsts), only(firsts)]]
-    others = [n for n in dict.fromkeys(pairs["scorer"]) if n not in firsts]
-    out += [[f"scorer: {html.unescape(n)}", only([n])] for n in others]
+    out = [["scorer: " + ", ".join(firsts), only(firsts)]]
+    out += [[f"scorer: {n}", only([n])] for n in dict.fromkeys(pairs["scorer"]) if n not in firsts]
     return [*out, ["every scorer (rows repeat per scorer)", ""]]
 
 
-def _default_scorer(benchmark: str, names: list[str]) -> str:
+def default_scorer(key: str, fallback: str) -> str:
+    """Benchmark ``key``'s default scorer; ``fallback`` for a benchmark no longer registered."""
     try:
-        default = esc(registry.get(benchmark).default_scorer)
-    except LcevalError:  # a benchmark no longer registered: the rows' order
-        return names[0]
-    return default if default in names else names[0]
+        return registry.get(key).default_scorer
+    except LcevalError:
+        return fallback
 
 
 def page(
@@ -399,16 +389,20 @@ def worst(
     :class:`LcevalError` for a task, model or scorer the scores do not hold, ``n`` below 1."""
     if n is not None and n < 1:
         raise LcevalError(f"worst must be >= 1, got {n}")
-    out = scores
-    for col, want in (("task", task), ("model", model), ("scorer", scorer)):
-        if want is None:
-            continue
-        have = sorted(set(out[col].astype(str)))
-        if want not in have:
-            raise LcevalError(f"no {col} {want!r} in the scores; {col}s: {', '.join(have)}")
-        out = out[out[col].astype(str) == want]
+    out = only(scores, "the scores", task=task, model=model, scorer=scorer)
     out = out.sort_values("value", kind="stable", na_position="last")
     return out.head(n) if n is not None else out
+
+
+def only(scores: pd.DataFrame, where: str, **want: str | None) -> pd.DataFrame:
+    """Rows of ``scores`` whose columns hold the values ``want`` gives (None: any);
+    :class:`LcevalError` naming the values ``where`` holds for one it does not."""
+    for col, value in ((c, v) for c, v in want.items() if v is not None):
+        have = sorted(set(scores[col].astype(str)))
+        if value not in have:
+            raise LcevalError(f"no {col} {value!r} in {where}; {col}s there: {', '.join(have)}")
+        scores = scores[scores[col].astype(str) == value]
+    return scores
 
 
 _worst_rows = worst  # show_samples' parameter `worst` shadows the function

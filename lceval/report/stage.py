@@ -1,4 +1,5 @@
-"""The report stage: a run's tables and figures, per-sample pages, results.json and index.html."""
+"""The report stage: a run's tables and figures, per-sample pages, results.json and index.html.
+``import lceval`` loads this module, so the page and table modules (pandas) load inside it."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from lceval.benchmarks.base import scorer_of
 from lceval.core.io import RunDir
 from lceval.run.scoring import load_samples
 
-if TYPE_CHECKING:  # pandas: the reporters import it when they run (import lceval stays free of it)
+if TYPE_CHECKING:
     import pandas as pd
 
 
@@ -25,16 +26,14 @@ def write_run_pages(run: RunDir) -> list[Path]:
     """Write ``samples.html`` and (with two models or more) ``compare.html`` under the run's
     report folder, nothing without scores; :class:`LcevalError` for a score of an unknown
     sample or a folder that cannot be written."""
-    from lceval.report import compare_page, samples_page  # pandas: imported when pages are made
+    from lceval.report import compare_page, samples_page  # pandas
 
     page_path = samples_page.write_samples_page(run)
     if page_path is None:
         return []
-    out = [page_path]
-    models = set(run.read_scores()["model"].astype(str))
-    if len(models) > 1:
-        out.append(compare_page.write_run_compare_page(run))
-    return out
+    if run.read_scores()["model"].nunique() > 1:
+        return [page_path, compare_page.write_run_compare_page(run)]
+    return [page_path]
 
 
 def report(
@@ -52,6 +51,12 @@ def report(
         LcevalError: missing scores or samples; an unknown scorer or one of a benchmark the run
             does not hold; a folder that cannot be written (no space).
     """
+    from lceval.report.context import report_context  # pandas
+    from lceval.report.cost import report_cost  # pandas
+    from lceval.report.index_page import write_index  # pandas
+    from lceval.report.reasoning import report_reasoning  # pandas
+    from lceval.report.results import write_results  # pandas
+
     run = RunDir(run_id, root)
     scores = run.read_scores()
     samples = load_samples(run)
@@ -60,25 +65,16 @@ def report(
         registry.find_scorer(scorer, keys)
     tables = ReportTables()
     tables.scorers = {}
-    # pandas (and matplotlib): imported only when reporting
-    from lceval.report.context import report_context
-    from lceval.report.cost import report_cost
-    from lceval.report.index_page import write_index
-    from lceval.report.reasoning import report_reasoning
-    from lceval.report.results import write_results
-
     with run.staged_report() as staged:  # swapped in whole, or not at all
         for key in keys:
             bench = registry.get(key)
             mine = scorer_of(key, scorer)
-            bench_scores, names = bench.scores_for(scores, mine, report=mine is None)
-            bench_samples = [s for s in samples if s.benchmark == key]
+            bench_scores, tables.scorers[key] = bench.scores_for(scores, mine, report=mine is None)
             where = staged
             if mine is not None and mine != bench.default_scorer:
                 where = staged.with_report(staged.report / mine.replace(":", "-"))
-            out = bench.report(where, bench_scores, bench_samples)
+            out = bench.report(where, bench_scores, [s for s in samples if s.benchmark == key])
             tables.update({f"{key}/{k}": v for k, v in out.items()})
-            tables.scorers[key] = names
         for name, extra in (
             ("reasoning", report_reasoning(staged, scores)),
             ("context", report_context(staged, scores)),

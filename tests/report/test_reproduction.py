@@ -15,6 +15,7 @@ import yaml
 from lceval.benchmarks import registry
 from lceval.core.errors import LcevalError
 from lceval.report import reproduction as R
+from lceval.report.samples_page import render
 from tests import papers
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -140,6 +141,7 @@ def test_a_bad_entry_is_one_line_naming_the_file_and_the_item(tmp_path) -> None:
 
 
 def test_html_section_lists_only_the_benchmarks_asked(index) -> None:
-    page = R.to_html(R.load_index(["lifbench"]))
+    rows = R.load_index(["lifbench"]).to_dict("records")  # index.html's section
+    page = render("reproduction.html.j2", reproduction=rows, columns=R.REPRODUCTION_COLUMNS)
     assert "id='reproduction'" in page and "LIFBench" in page and "ManyIFEval" not in page
     assert page.count("<tr>") == 1 + len(index[index["benchmark"] == "lifbench"])
