@@ -46,6 +46,8 @@ def _got(value: Any, door: Door = "params") -> str:
     """``got VALUE (type)``, cut to 80 characters; from the command line, the text as typed."""
     if door == "cli" and isinstance(value, str):
         return f"got {value:.80}"
+    if value is None:
+        return "got null"
     if isinstance(value, dict | BaseModel):
         return "got a mapping"
     text = repr(value)
@@ -254,9 +256,15 @@ def first_error(config: type[BaseModel], exc: ValidationError, door: Door, where
     if kind == "extra_forbidden":  # a key of the config itself
         hint = did_you_mean(head, config.model_fields)
         return f"{prefix}unknown parameter {head!r}" + (f"; {hint}" if hint else "")
+    if door == "cli" and err.get("input") is None:  # `-o KEY=` with nothing after the "="
+        return f"{prefix}{name} needs a value after '='"
     same = [e for e in errors if e["loc"][:-1] == err["loc"][:-1] and e["input"] is err["input"]]
-    said = [_said(e) for e in same]
-    said = [x.removeprefix("must be ") if i else x for i, x in enumerate(dict.fromkeys(said))]
+    said = [
+        x.removeprefix("must be ") if i else x
+        for i, x in enumerate(dict.fromkeys(map(_said, same)))
+    ]
+    if len(said) > 1:  # a union: "must be true, false or 'both'", "must be >= 256 or '4k'"
+        said = [", ".join(x.replace(" or ", ", ") for x in said[:-1]), said[-1]]
     hint = ""
     if kind == "literal_error":
         hint = did_you_mean(err.get("input"), re.findall(r"'([^']*)'", err["ctx"]["expected"]))
@@ -266,14 +274,17 @@ def first_error(config: type[BaseModel], exc: ValidationError, door: Door, where
 
 
 def _said(err: Any) -> str:
-    """What one pydantic error says the value must be (``must be >= 1``)."""
+    """What one pydantic error says the value must be (``must be >= 1``; a single literal
+    quoted: ``must be 'both'``)."""
     kind = str(err.get("type", ""))
     ctx = {k: str(v).replace("'", "").replace(" or ", ", ") for k, v in err.get("ctx", {}).items()}
+    if kind == "literal_error" and "," not in ctx["expected"]:
+        return f"must be {err['ctx']['expected']}"
     says = _SAYS.get(kind)
     typed = kind.partition("_")[0] if kind.endswith(_TYPE_ERRORS) else ""
     if says is None and typed in _TYPES:
         says = f"must be {_TYPES[typed]}"
-    return says.format(**ctx) if says else str(err.get("msg", "is invalid")).lower()
+    return says.format(**ctx) if says else f"must be valid ({err.get('msg', '')})".lower()
 
 
 def unknown_keys(
