@@ -190,15 +190,6 @@ def flags_of(name: str, info: Any) -> tuple[str, ...]:
     return (flag,) if isinstance(flag, str) else tuple(flag)
 
 
-def _shown(name: str, info: Any, door: Door) -> str:
-    """How a message names field ``name`` to the one who gave it."""
-    if door == "cli":
-        flags = flags_of(name, info)
-        if flags:
-            return flags[-1]
-    return name
-
-
 _SAYS = {
     "greater_than_equal": "must be >= {ge}",
     "greater_than": "must be > {gt}",
@@ -239,9 +230,9 @@ def first_error(config: type[BaseModel], exc: ValidationError, door: Door, where
     err = errors[0]
     loc = [str(x) for x in err.get("loc", ())]
     head = loc[0] if loc else ""
-    info = config.model_fields.get(head)
-    name = _shown(head, info, door) if info is not None else head
-    name += "".join(f"[{x}]" for x in loc[1:] if x.isdigit())
+    info = config.model_fields.get(head)  # named by its flag to the command line
+    flags = flags_of(head, info) if info is not None and door == "cli" else ()
+    name = (flags[-1] if flags else head) + "".join(f"[{x}]" for x in loc[1:] if x.isdigit())
     prefix = f"{where}: " if where else ""
     kind = str(err.get("type", ""))
     if kind == "value_error":  # lceval's own checks: the message says it all
@@ -265,9 +256,8 @@ def first_error(config: type[BaseModel], exc: ValidationError, door: Door, where
     ]
     if len(said) > 1:  # a union: "must be true, false or 'both'", "must be >= 256 or '4k'"
         said = [", ".join(x.replace(" or ", ", ") for x in said[:-1]), said[-1]]
-    hint = ""
-    if kind == "literal_error":
-        hint = did_you_mean(err.get("input"), re.findall(r"'([^']*)'", err["ctx"]["expected"]))
+    choices = re.findall(r"'([^']*)'", err["ctx"]["expected"]) if kind == "literal_error" else []
+    hint = did_you_mean(err.get("input"), choices) if choices else ""
     return f"{prefix}{name} {' or '.join(said)}, {_got(err.get('input'), door)}" + (
         f"; {hint}" if hint else ""
     )
@@ -287,9 +277,7 @@ def _said(err: Any) -> str:
     return says.format(**ctx) if says else f"must be valid ({err.get('msg', '')})".lower()
 
 
-def unknown_keys(
-    keys: Iterable[Any], known: Iterable[str], where: str, door: Door = "params"
-) -> None:
+def unknown_keys(keys: Iterable[Any], known: Iterable[str], where: str) -> None:
     """Refuse keys not in ``known``: an old spelling (:data:`RENAMED`) names the new one, any
     other the closest known names.
 
@@ -304,8 +292,7 @@ def unknown_keys(
         if k in RENAMED:
             raise LcevalError(f"{prefix}{k!r} is now spelled {RENAMED[k]!r}; rename the key")
         hint = did_you_mean(k, known)
-        what = "option" if door == "cli" else "parameter"
-        raise LcevalError(f"{prefix}unknown {what} {k!r:.60}{f'; {hint}' if hint else ''}")
+        raise LcevalError(f"{prefix}unknown parameter {k!r:.60}{f'; {hint}' if hint else ''}")
 
 
 def validate(
@@ -322,7 +309,7 @@ def validate(
     if not isinstance(values, Mapping):
         got = type(values).__name__
         raise LcevalError(f"{where or config.__name__}: params must be a mapping, got {got}")
-    unknown_keys(list(values), list(config.model_fields), where, door)
+    unknown_keys(list(values), list(config.model_fields), where)  # a flag is never unknown
     data = {k: list(v) if isinstance(v, tuple) else v for k, v in values.items()}
     try:
         return config.model_validate(data, strict=door == "params")
@@ -347,11 +334,10 @@ def parse(
     Raises:
         LcevalError: one line naming ``where`` (the section's owner: ``"ruler"``).
     """
-    if not isinstance(params, Mapping):
-        return validate(section, params, "params", where)
-    others = keys(*accept) | NOTEBOOK_PARAMS
-    own = {k: v for k, v in params.items() if k in section.model_fields or k not in others}
-    return validate(section, own, "params", where)
+    if isinstance(params, Mapping):
+        others = keys(*accept) | NOTEBOOK_PARAMS
+        params = {k: v for k, v in params.items() if k in section.model_fields or k not in others}
+    return validate(section, params, "params", where)
 
 
 MAX_PARAMS_BYTES = 16 << 20
