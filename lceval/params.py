@@ -46,6 +46,8 @@ def _got(value: Any, door: Door = "params") -> str:
     """``got VALUE (type)``, cut to 80 characters; from the command line, the text as typed."""
     if door == "cli" and isinstance(value, str):
         return f"got {value:.80}"
+    if value is None:
+        return "got null"
     if isinstance(value, dict | BaseModel):
         return "got a mapping"
     text = repr(value)
@@ -188,15 +190,6 @@ def flags_of(name: str, info: Any) -> tuple[str, ...]:
     return (flag,) if isinstance(flag, str) else tuple(flag)
 
 
-def _shown(name: str, info: Any, door: Door) -> str:
-    """How a message names field ``name`` to the one who gave it."""
-    if door == "cli":
-        flags = flags_of(name, info)
-        if flags:
-            return flags[-1]
-    return name
-
-
 _SAYS = {
     "greater_than_equal": "must be >= {ge}",
     "greater_than": "must be > {gt}",
@@ -237,9 +230,9 @@ def first_error(config: type[BaseModel], exc: ValidationError, door: Door, where
     err = errors[0]
     loc = [str(x) for x in err.get("loc", ())]
     head = loc[0] if loc else ""
-    info = config.model_fields.get(head)
-    name = _shown(head, info, door) if info is not None else head
-    name += "".join(f"[{x}]" for x in loc[1:] if x.isdigit())
+    info = config.model_fields.get(head)  # named by its flag to the command line
+    flags = flags_of(head, info) if info is not None and door == "cli" else ()
+    name = (flags[-1] if flags else head) + "".join(f"[{x}]" for x in loc[1:] if x.isdigit())
     prefix = f"{where}: " if where else ""
     kind = str(err.get("type", ""))
     if kind == "value_error":  # lceval's own checks: the message says it all
@@ -254,31 +247,37 @@ def first_error(config: type[BaseModel], exc: ValidationError, door: Door, where
     if kind == "extra_forbidden":  # a key of the config itself
         hint = did_you_mean(head, config.model_fields)
         return f"{prefix}unknown parameter {head!r}" + (f"; {hint}" if hint else "")
+    if door == "cli" and err.get("input") is None:  # `-o KEY=` with nothing after the "="
+        return f"{prefix}{name} needs a value after '='"
     same = [e for e in errors if e["loc"][:-1] == err["loc"][:-1] and e["input"] is err["input"]]
-    said = [_said(e) for e in same]
-    said = [x.removeprefix("must be ") if i else x for i, x in enumerate(dict.fromkeys(said))]
-    hint = ""
-    if kind == "literal_error":
-        hint = did_you_mean(err.get("input"), re.findall(r"'([^']*)'", err["ctx"]["expected"]))
+    said = [
+        x.removeprefix("must be ") if i else x
+        for i, x in enumerate(dict.fromkeys(map(_said, same)))
+    ]
+    if len(said) > 1:  # a union: "must be true, false or 'both'", "must be >= 256 or '4k'"
+        said = [", ".join(x.replace(" or ", ", ") for x in said[:-1]), said[-1]]
+    choices = re.findall(r"'([^']*)'", err["ctx"]["expected"]) if kind == "literal_error" else []
+    hint = did_you_mean(err.get("input"), choices) if choices else ""
     return f"{prefix}{name} {' or '.join(said)}, {_got(err.get('input'), door)}" + (
         f"; {hint}" if hint else ""
     )
 
 
 def _said(err: Any) -> str:
-    """What one pydantic error says the value must be (``must be >= 1``)."""
+    """What one pydantic error says the value must be (``must be >= 1``; a single literal
+    quoted: ``must be 'both'``)."""
     kind = str(err.get("type", ""))
     ctx = {k: str(v).replace("'", "").replace(" or ", ", ") for k, v in err.get("ctx", {}).items()}
+    if kind == "literal_error" and "," not in ctx["expected"]:
+        return f"must be {err['ctx']['expected']}"
     says = _SAYS.get(kind)
     typed = kind.partition("_")[0] if kind.endswith(_TYPE_ERRORS) else ""
     if says is None and typed in _TYPES:
         says = f"must be {_TYPES[typed]}"
-    return says.format(**ctx) if says else str(err.get("msg", "is invalid")).lower()
+    return says.format(**ctx) if says else f"must be valid ({err.get('msg', '')})".lower()
 
 
-def unknown_keys(
-    keys: Iterable[Any], known: Iterable[str], where: str, door: Door = "params"
-) -> None:
+def unknown_keys(keys: Iterable[Any], known: Iterable[str], where: str) -> None:
     """Refuse keys not in ``known``: an old spelling (:data:`RENAMED`) names the new one, any
     other the closest known names.
 
@@ -293,8 +292,7 @@ def unknown_keys(
         if k in RENAMED:
             raise LcevalError(f"{prefix}{k!r} is now spelled {RENAMED[k]!r}; rename the key")
         hint = did_you_mean(k, known)
-        what = "option" if door == "cli" else "parameter"
-        raise LcevalError(f"{prefix}unknown {what} {k!r:.60}{f'; {hint}' if hint else ''}")
+        raise LcevalError(f"{prefix}unknown parameter {k!r:.60}{f'; {hint}' if hint else ''}")
 
 
 def validate(
@@ -311,7 +309,7 @@ def validate(
     if not isinstance(values, Mapping):
         got = type(values).__name__
         raise LcevalError(f"{where or config.__name__}: params must be a mapping, got {got}")
-    unknown_keys(list(values), list(config.model_fields), where, door)
+    unknown_keys(list(values), list(config.model_fields), where)  # a flag is never unknown
     data = {k: list(v) if isinstance(v, tuple) else v for k, v in values.items()}
     try:
         return config.model_validate(data, strict=door == "params")
@@ -336,11 +334,10 @@ def parse(
     Raises:
         LcevalError: one line naming ``where`` (the section's owner: ``"ruler"``).
     """
-    if not isinstance(params, Mapping):
-        return validate(section, params, "params", where)
-    others = keys(*accept) | NOTEBOOK_PARAMS
-    own = {k: v for k, v in params.items() if k in section.model_fields or k not in others}
-    return validate(section, own, "params", where)
+    if isinstance(params, Mapping):
+        others = keys(*accept) | NOTEBOOK_PARAMS
+        params = {k: v for k, v in params.items() if k in section.model_fields or k not in others}
+    return validate(section, params, "params", where)
 
 
 MAX_PARAMS_BYTES = 16 << 20

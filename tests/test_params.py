@@ -84,7 +84,7 @@ class Shared(params.Declared):
     [
         ({"tasks": ["bb"]}, "s: tasks[0] must be one of a, b, c, got 'bb' (str); did you mean b?"),
         ({"tasks": []}, "tasks must be a non-empty list, got [] (list)"),
-        ({"lengths": [100]}, "lengths[0] must be >= 256 or one of 4k, got 100 (int)"),
+        ({"lengths": [100]}, "lengths[0] must be >= 256 or '4k', got 100 (int)"),
         ({"data_path": 3}, "data_path must be a string or a list, got 3 (int)"),
         ({"n": 6}, "s: n must be <= 5, got 6 (int)"),
         ({"encoding": "gpt2"}, "encoding must be one of o200k_base, cl100k_base, got 'gpt2'"),

@@ -22,13 +22,12 @@ import re
 from collections.abc import Mapping
 from contextlib import nullcontext
 from pathlib import Path
-from typing import Any, Self
+from typing import Annotated, Any, Literal, Self
 
 from pydantic import BaseModel, Field, model_validator
 
 from lceval import params as declared
 from lceval.benchmarks import registry
-from lceval.cli.sections import SECTIONS
 from lceval.core.console import engine_output, terminal
 from lceval.core.errors import LcevalError
 from lceval.core.io import RunDir, project_root
@@ -36,7 +35,15 @@ from lceval.core.progress import Watcher, progress_path
 from lceval.models import lifeline
 from lceval.models.base import check_load, log
 from lceval.models.specs import resolve_models
-from lceval.params import Declared, Text, load_params, unknown_keys, validate
+from lceval.params import (
+    Declared,
+    Encoding,
+    Positive,
+    Text,
+    load_params,
+    unknown_keys,
+    validate,
+)
 from lceval.run.config import InferConfig
 
 
@@ -59,6 +66,104 @@ class Pipeline(Declared):
         if self.run_id is None and not all(s.run_id for s in self.steps):
             raise ValueError("no run_id (set 'run_id' in the file or pass --run-id)")
         return self
+
+
+Share = Annotated[float, Field(ge=0, le=1)]
+PositiveNumber = Annotated[float, Field(gt=0)]
+
+
+class Overview(Declared):
+    """Notebook 00: runs compared side by side, with fixed responses scored as demo runs."""
+
+    run_ids: list[Text] = Field(description="scored runs to compare (any benchmarks and models)")
+    fixtures: Text = Field(description="folder of fixed responses scored as demo runs")
+    fixture_benchmarks: list[Text] = Field(description="benchmarks of fixtures scored as demo runs")
+    fixture_models: dict[str, Text] = Field(
+        description="demo model name -> which fixed responses it answers with"
+    )
+    benchmarks: list[Text] | None = Field(
+        description="benchmarks to include; null: every benchmark in the runs"
+    )
+    confidence: Share = Field(description="confidence level of the bootstrap intervals")
+    alpha: Share = Field(description="family-wise error rate of the pairwise tests (Holm)")
+
+
+class ArsIfsScoring(Declared):
+    """Notebook 03: LIFBench's ARS and IFS report of one run."""
+
+    compare_run_ids: list[Text] = Field(
+        description="other runs to compare with this one (paired tests on shared samples)"
+    )
+    random_run_id: Text | None = Field(
+        description='a run built with expressions: "random" (Fig. 3 IFS gap); null: skipped'
+    )
+    radar_published: Text | list[Text] = Field(
+        description='published rows in the Fig. 2 radar: "reference", "all", "none" or names'
+    )
+
+
+class RulerCorrelation(Declared):
+    """Notebook 05: LongGenBench scores against RULER's (Sec. 4.3)."""
+
+    ruler_runs: list[Text] = Field(description="scored RULER runs (notebook 07)")
+    longgenbench_runs: list[Text] = Field(description="scored LongGenBench runs (notebook 06)")
+    metric: Text = Field(description='LongGenBench metric correlated with RULER ("wAvg", "CR")')
+    ruler_names: dict[str, Text] = Field(
+        description="LongGenBench model name -> its name in RULER's README"
+    )
+
+
+class NtkBaseSweep(Declared):
+    """Notebook 09: retrieval and reasoning accuracy across RoPE bases (the NTK sweep)."""
+
+    bases: list[PositiveNumber] | None = Field(
+        min_length=1, description="RoPE bases to sweep (or use ntk_factors)"
+    )
+    ntk_factors: list[PositiveNumber] | None = Field(
+        min_length=1, description="NTK-aware scaling factors instead of bases; null: use bases"
+    )
+    lengths: list[Positive] = Field(min_length=1, description="input lengths in tokens")
+    samples: Positive = Field(description="questions per task family and length")
+    data_path: Text | None = Field(
+        description="a clone's LEval-data/ (TopicRet, GSM); null: offline stand-ins"
+    )
+    retrieval_tasks: list[Text] | None = Field(
+        description="RULER retrieval tasks used without data_path"
+    )
+    encoding: Encoding = Field(description="tiktoken encoding that counts context lengths")
+    reasoning_max_new_tokens: Positive = Field(
+        description="budget of the reasoning answers in tokens"
+    )
+    arithmetic_shots: Positive | None = Field(
+        description="worked examples in the offline reasoning prompt; null: as many as fit"
+    )
+    arithmetic_steps: Positive = Field(description="steps per offline arithmetic question")
+
+
+class Contamination(Declared):
+    """Notebook 10: n-gram overlap and membership signals on a run."""
+
+    build_demo: bool = Field(description="build a CIF-Bench demo run under run_id first")
+    corpus: list[Text] = Field(
+        min_length=1, description="reference corpora: shipped names, files or folders"
+    )
+    part: Literal["prompt", "context", "reference"] = Field(description="text checked")
+    threshold: Share = Field(description="a sample is flagged when its overlap exceeds this")
+    seen: list[Text] = Field(
+        min_length=3, max_length=3, description="the AUROC's split: [field, seen, unseen value]"
+    )
+    k: Share = Field(description="Min-K% share of lowest-probability tokens")
+
+
+SECTIONS: dict[str, type[BaseModel]] = {
+    "00_overview": Overview,
+    "03_ars_ifs_scoring": ArsIfsScoring,
+    "05_ruler_correlation": RulerCorrelation,
+    "09_ntk_base_sweep": NtkBaseSweep,
+    "10_contamination": Contamination,
+}
+"""Notebook stem -> its own section: the own parameters of the notebooks that build no
+benchmark, which ``lceval run`` checks and ``lceval schema`` writes (:func:`sections`)."""
 
 
 def notebooks_dir() -> Path:
@@ -131,7 +236,7 @@ def builds(notebook: Path) -> set[str]:
 def sections(notebook: Path) -> list[type[BaseModel]]:
     """The declared sections that read ``notebook``'s parameters, the first declaring a key
     reading it: :class:`lceval.params.Notebook`, the notebook's own section
-    (:data:`lceval.cli.sections.SECTIONS`) or the sections of the benchmark it builds, then
+    (:data:`SECTIONS`) or the sections of the benchmark it builds, then
     :class:`lceval.run.config.InferConfig`, :class:`lceval.params.Judge` and
     :class:`lceval.params.Scoring`."""
     out: list[type[BaseModel]] = [declared.Notebook]
@@ -154,7 +259,7 @@ def check_params(notebook: Path, params: Mapping[str, Any], where: str) -> None:
     given = dict(params)
     for section in sections(notebook):
         part = {k: given.pop(k) for k in list(given) if k in section.model_fields}
-        # a section without defaults of its own (lceval.cli.sections) takes the notebook's
+        # a section without defaults of its own (SECTIONS) takes the notebook's
         need = {
             k: defaults[k]
             for k, f in section.model_fields.items()

@@ -11,13 +11,13 @@ from lceval.cli.common import out_path, write_csv
 from lceval.core.errors import LcevalError
 from lceval.core.io import RunDir
 from lceval.models.base import GenerationConfig
+from lceval.run import plan
 from lceval.run.config import PlanConfig
 
 if TYPE_CHECKING:  # pandas: lceval.run.cost imports it, loaded by the handler alone
     import pandas as pd
 
     from lceval.run.cost import JudgeCalls, Prices
-    from lceval.run.plan import Plan
 
 
 def handle(cfg: PlanConfig, outputs: str | None) -> int:
@@ -30,9 +30,9 @@ def handle(cfg: PlanConfig, outputs: str | None) -> int:
         LcevalError: a bad ``--csv`` (ranges: :class:`lceval.run.config.PlanConfig`), a run that is
             not built, an unreadable model tokenizer.
     """
-    import pandas as pd  # delayed with lceval.run.cost and lceval.run.plan, which import it
+    import pandas as pd  # delays pandas, as lceval.run.cost (which imports it) does
 
-    from lceval.run import cost, plan
+    from lceval.run import cost
 
     prices = cost.load_prices(cfg.prices)  # a bad table stops before any tokenizing
     eff = plan.EFFICIENCY if cfg.efficiency is None else cfg.efficiency
@@ -99,11 +99,11 @@ def judge_lines(judges: list[JudgeCalls]) -> list[str]:
 
 
 def cost_text(
-    run: RunDir, p: Plan, prices: Prices, prices_file: str | None, judge_api: pd.DataFrame
+    run: RunDir, p: plan.Plan, prices: Prices, prices_file: str | None, judge_api: pd.DataFrame
 ) -> str:
     """The API dollars of the plan (and of the API judges' calls), this run's calibration
     (stored) and this machine's calibrated answering time (:mod:`lceval.run.cost`)."""
-    import pandas as pd  # delayed with lceval.run.cost, which imports it
+    import pandas as pd  # delays pandas, as lceval.run.cost (which imports it) does
 
     from lceval.run import cost
 

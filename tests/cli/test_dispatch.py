@@ -22,10 +22,10 @@ CLI = Path(lceval.cli.__file__).parent
 MODULE = {"list": "listing", "import": "imports", "eval": "evaluation"}
 """Verbs whose module is not named after them (``list`` and ``import`` are Python builtins or
 keywords)."""
-NOT_VERBS = {"__init__", "__main__", "common", "notebooks", "sections"}
+NOT_VERBS = {"__init__", "__main__", "common", "notebooks"}
 """Modules of lceval/cli/ that hold no verb: the table and main(), ``python -m lceval.cli``, the
-helpers verbs share, the papermill runner, the own parameters of the notebooks that build
-nothing."""
+helpers verbs share, the papermill runner (with the own parameters of the notebooks that build
+nothing)."""
 
 
 def _parser_verbs() -> set[str]:

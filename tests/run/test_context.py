@@ -74,6 +74,7 @@ def test_context_option_values(text, modes):
         ("dense:x", "K must be an integer >= 1"),
         ([], "-o context must be a non-empty list"),
         (3, "-o context must be a list, got 3"),
+        (None, "-o context needs a value after '='"),  # `-o context=`
         ([3], "is not a context mode"),
     ],
 )

@@ -45,7 +45,7 @@ from lceval.benchmarks.cifbench.tables import (
 from lceval.core.errors import LcevalError
 from lceval.core.io import RunDir
 from lceval.core.records import Sample
-from lceval.metrics import bootstrap
+from lceval.metrics import Estimate, bootstrap
 from lceval.report.coverage import comparable, run_coverage
 from lceval.report.reporting import save_figure, save_table, unrank_subset_order
 
@@ -221,6 +221,19 @@ def instance_frame(scores: pd.DataFrame, samples: Sequence[Sample]) -> pd.DataFr
     return df[["sample_id", "model", *cols, "value"]]
 
 
+def _tasks_equal_ci(per_input: pd.DataFrame, n_resamples: int, seed: int) -> Estimate:
+    """The bootstrap CI of the mean of task means: inputs resampled within tasks, tasks weighted
+    equally."""
+    equal = dict.fromkeys(per_input["task"], 1.0)
+    return bootstrap(
+        per_input["value"],
+        groups=per_input["task"],
+        weights=equal,
+        n_resamples=n_resamples,
+        seed=seed,
+    )
+
+
 def overall_scores(inst: pd.DataFrame, *, n_resamples: int = 1000, seed: int = 0) -> pd.DataFrame:
     """The overall score (mean of task scores) per model, split and source, with its 95%
     percentile-bootstrap CI (inputs resampled within each task; tasks weighted equally).
@@ -233,15 +246,7 @@ def overall_scores(inst: pd.DataFrame, *, n_resamples: int = 1000, seed: int = 0
     rows = []
     by_key = dict(iter(per_input.groupby(KEYS, sort=True)))
     for key, part in ts.groupby(KEYS, sort=True):
-        inputs = by_key[key]
-        equal = dict.fromkeys(inputs["task"], 1.0)
-        est = bootstrap(
-            inputs["value"],
-            groups=inputs["task"],
-            weights=equal,
-            n_resamples=n_resamples,
-            seed=seed,
-        )
+        est = _tasks_equal_ci(by_key[key], n_resamples, seed)
         rows.append(
             {
                 **dict(zip(KEYS, key, strict=True)),
@@ -355,14 +360,7 @@ def ci_widths(inst: pd.DataFrame, *, n_resamples: int = 1000, seed: int = 0) -> 
 
         def width(frame: pd.DataFrame) -> float:
             per_input = frame.groupby(["task", "input_id"])["value"].mean().reset_index()
-            equal = dict.fromkeys(per_input["task"], 1.0)
-            est = bootstrap(
-                per_input["value"],
-                groups=per_input["task"],
-                weights=equal,
-                n_resamples=n_resamples,
-                seed=seed,
-            )
+            est = _tasks_equal_ci(per_input, n_resamples, seed)
             return est.high - est.low
 
         singles = {

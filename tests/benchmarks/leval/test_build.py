@@ -155,7 +155,7 @@ def test_same_params_same_files(tmp_path, leval_data):
     [
         ({"tasks": ["nope"]}, "tasks[0] must be one of tpo, quality"),
         ({"subset": "x"}, "subset must be one of"),
-        ({"lie": "maybe"}, "lie must be true or false or one of both, got 'maybe'"),
+        ({"lie": "maybe"}, "lie must be true, false or 'both', got 'maybe'"),
         ({"limit_docs": 0}, "limit_docs must be >= 1, got 0 (int)"),
         ({"max_length": 100}, "max_length must exceed max_new_tokens"),
         ({"retrieval": "grep"}, "retrieval[0] must be one of full, bm25, dense, got 'grep'"),
