@@ -199,6 +199,7 @@ _SAYS = {
     "too_short": "must be a non-empty list",
     "string_too_short": "must not be empty",
     "literal_error": "must be one of {expected}",
+    "string_pattern_mismatch": "must match {pattern}",
 }
 """pydantic's error types as lceval words them (``must be >= 1``)."""
 

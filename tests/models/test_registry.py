@@ -63,7 +63,7 @@ def test_options_are_declared_in_one_entry_per_backend():
         (
             "hf",
             {"device": "tpu"},
-            "backend hf option device string should match pattern .*, got 'tpu'",
+            "backend hf option device must match .*, got 'tpu'",
         ),
         ("openai", {"timeout": 0}, "backend openai option timeout must be > 0.0, got 0"),
         ("openai", {"bogus": 1}, "backend openai has no option 'bogus'"),
