@@ -44,11 +44,7 @@ ENV_PREFIXES = ("HF_", "TRANSFORMERS_", "VLLM_", "LCEVAL_")
 
 
 def require_ray() -> Any:
-    """The ``ray`` module.
-
-    Raises:
-        LcevalError: Ray is not installed (one line naming the extra).
-    """
+    """The ``ray`` module; an LcevalError naming the extra when Ray is not installed."""
     try:
         import ray  # heavy, and optional: only when replicas are asked
     except ImportError:
@@ -229,10 +225,8 @@ class _Replica:
             "call_size": int(getattr(self.engine, "call_size", 8)),
         }
 
-    def answer(
-        self, batch: list[Sample], contexts: dict[str, Context], config: GenerationConfig
-    ) -> list[Response]:
-        return list(answers(self.engine, batch, contexts, config))
+    def answer(self, batch: list[Sample], ctx: dict[str, Context], config: Any) -> list[Response]:
+        return list(answers(self.engine, batch, ctx, config))
 
     def close(self) -> None:
         self.engine.close()
@@ -253,7 +247,7 @@ class Job:
     """Its run.json entry (``info()`` of a replica, ``replicas``, ``config_hash``, ``name``)."""
 
     @property
-    def n(self) -> int:
+    def n(self) -> int:  # replicas
         return replicas_of(self.spec.options)
 
 
@@ -313,8 +307,7 @@ def answer_jobs(
 
     Raises:
         LcevalError: Ray missing; the cluster or its largest node too small for a model's
-            replicas (before any actor starts); every replica of a model died; an engine raised;
-            samples left unanswered.
+            replicas (before any actor starts); every replica of a model died; an engine raised.
     """
     ray = connect(address)
     room = {k: float(v) for k, v in ray.cluster_resources().items()}
@@ -484,20 +477,8 @@ class _Pool:
 
     def collect(self, store: ResponseStore) -> None:
         """``job.responses``: the job's answers, new and stored earlier (a success over an
-        error), in sample order.
-
-        Raises:
-            LcevalError: an engine returned fewer answers than asked.
-        """
+        error), in sample order."""
         job, got = self.job, self.got
-        if self.unanswered:
-            missing = sorted(self.unanswered)
-            more = f" and {len(missing) - 10} more" if len(missing) > 10 else ""
-            raise LcevalError(
-                f"{job.spec.label}: {len(missing)} sample(s) left unanswered by the replicas "
-                f"({', '.join(missing[:10])}{more}); the answers written are kept, rerun to "
-                "answer the rest"
-            )
         name = job.entry["name"]
         cut = [r.truncated_tokens for r in got.values() if r.truncated_tokens]
         if cut:  # as lceval.models.generate says it in-process
@@ -545,7 +526,8 @@ def _loop(
     death that matters).
 
     Raises:
-        LcevalError: an engine raised (it would on any replica), or every replica of a model died.
+        LcevalError: an engine raised (it would on any replica; a batch answered in part
+            included), or every replica of a model died.
     """
     from ray.exceptions import RayError, RayTaskError  # with ray
 
@@ -574,7 +556,7 @@ def _loop(
             if pool.alive[i]:
                 pool.died(i)
             continue
-        pool.take(i, out, store)
+        pool.take(i, out, store)  # every sample of it: the replica's answers() checks
 
 
 def _cause(exc: Any) -> str:
