@@ -232,25 +232,6 @@ class _Replica:
         self.engine.close()
 
 
-@dataclass
-class Job:
-    """One model of a run answered by replicas."""
-
-    spec: Any
-    """Its :class:`lceval.models.specs.ModelSpec` (``replicas`` among its options)."""
-    samples: Sequence[Sample]
-    config: GenerationConfig
-    batch_size: int | None = None
-    """Samples per replica call (None: the engine's call size)."""
-    responses: list[Response] = field(default_factory=list)
-    entry: dict[str, Any] = field(default_factory=dict)
-    """Its run.json entry (``info()`` of a replica, ``replicas``, ``config_hash``, ``name``)."""
-
-    @property
-    def n(self) -> int:  # replicas
-        return replicas_of(self.spec.options)
-
-
 def batches(samples: Sequence[Sample], size: int) -> list[list[Sample]]:
     """``samples`` in context order cut into batches of at most ``size``, none spanning two
     contexts of several samples each (single-sample contexts and context-free samples share), so
@@ -328,28 +309,34 @@ def answer_jobs(
         for wave in waves:
             if len(waves) > 1 or len(wave) > 1:
                 log(f"on Ray at once: {', '.join(job.spec.label for job in wave)}")
-            pools: list[_Pool] = []
             state = "stopped"
             try:
-                for job in wave:  # appended at once: stopped whatever happens next
-                    pools.append(_Pool(job, run_id))
-                    pools[-1].start(ray, contexts, store, progress_log, progress)
-                _loop(ray, pools, contexts, store)
+                for job in wave:  # its actors kept as they start: stopped whatever happens next
+                    job.start(ray, run_id, contexts, store, progress_log, progress)
+                _loop(ray, wave, contexts, store)
                 state = "done"
             finally:
-                for pool in pools:
-                    pool.stop(ray, state)
-            for pool in pools:
-                pool.collect(store)
+                for job in wave:
+                    job.stop(ray, state)
+            for job in wave:
+                job.collect(store)
     return waves
 
 
 @dataclass
-class _Pool:
-    """One job's replicas and its queue of batches."""
+class Job:
+    """One model of a run answered by replicas: its samples, then its replicas and their queue of
+    batches."""
 
-    job: Job
-    run_id: str
+    spec: Any
+    """Its :class:`lceval.models.specs.ModelSpec` (``replicas`` among its options)."""
+    samples: Sequence[Sample]
+    config: GenerationConfig
+    batch_size: int | None = None
+    """Samples per replica call (None: the engine's call size)."""
+    responses: list[Response] = field(default_factory=list)
+    entry: dict[str, Any] = field(default_factory=dict)
+    """Its run.json entry (``info()`` of a replica, ``replicas``, ``config_hash``, ``name``)."""
     actors: list[Any] = field(default_factory=list)
     groups: list[Any] = field(default_factory=list)
     alive: list[bool] = field(default_factory=list)
@@ -362,9 +349,14 @@ class _Pool:
     chash: str = ""
     bar: Any = None
 
+    @property
+    def n(self) -> int:  # replicas
+        return replicas_of(self.spec.options)
+
     def start(
         self,
         ray: Any,
+        run_id: str,
         contexts: Mapping[str, Context],
         store: ResponseStore,
         progress_log: Path | None,
@@ -375,15 +367,14 @@ class _Pool:
         from ray.util.placement_group import placement_group  # with ray
         from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy
 
-        job = self.job
-        options = replica_options(job.spec.backend, split_run_options(job.spec.options)[1])
+        options = replica_options(self.spec.backend, split_run_options(self.spec.options)[1])
         per = replica_needs(options, ray.cluster_resources().get("GPU", 0.0))
         env = {k: v for k, v in os.environ.items() if k in ENV_KEYS or k.startswith(ENV_PREFIXES)}
-        self.alive, self.per = [True] * job.n, [0] * job.n
-        for i in range(job.n):
+        self.alive, self.per = [True] * self.n, [0] * self.n
+        for i in range(self.n):
             self.groups.append(placement_group([per], strategy="STRICT_PACK"))
             actor = ray.remote(_Replica).options(
-                name=f"{self.run_id}/{job.spec.label}/{i}/{os.getpid()}",
+                name=f"{run_id}/{self.spec.label}/{i}/{os.getpid()}",
                 namespace=NAMESPACE,
                 num_cpus=per["CPU"],
                 num_gpus=per.get("GPU", 0.0),
@@ -394,33 +385,35 @@ class _Pool:
                 ),
             )
             self.actors.append(
-                actor.remote(job.spec.backend, job.spec.model, options, stored_name(job.spec))
+                actor.remote(self.spec.backend, self.spec.model, options, stored_name(self.spec))
             )
         about = self.describe(ray)
-        job.config = engine_config(SimpleNamespace(cache_fields=about["cache_fields"]), job.config)
-        self.chash, name = job.config.hash(), about["name"]
-        job.entry = {
+        self.config = engine_config(
+            SimpleNamespace(cache_fields=about["cache_fields"]), self.config
+        )
+        self.chash, name = self.config.hash(), about["name"]
+        self.entry = {
             **about["info"],
-            "requested_backend": job.spec.backend,
-            "replicas": job.n,
-            "generation": job.config.__dict__,
+            "requested_backend": self.spec.backend,
+            "replicas": self.n,
+            "generation": self.config.__dict__,
             "config_hash": self.chash,
             "answered_by_replica": self.per,  # filled as answers arrive
             "name": name,
         }
-        self.hashes = sample_hashes(job.samples, contexts)
+        self.hashes = sample_hashes(self.samples, contexts)
         done = store.done(name, self.chash, self.hashes)
-        pending = [s for s in job.samples if s.id not in done]
-        self.queue.extend(batches(pending, job.batch_size or about["call_size"]))
+        pending = [s for s in self.samples if s.id not in done]
+        self.queue.extend(batches(pending, self.batch_size or about["call_size"]))
         self.unanswered = {s.id for s in pending}
-        total = len(job.samples)
+        total = len(self.samples)
         self.bar = Progress(
             progress_log,
             name,
             total,
             total - len(pending),
             desc=f"infer {name}",
-            replicas=job.n,
+            replicas=self.n,
             show=progress,
         )
 
@@ -433,7 +426,7 @@ class _Pool:
         """
         from ray.exceptions import RayError, RayTaskError  # with ray
 
-        label, last = self.job.spec.label, ""
+        label, last = self.spec.label, ""
         for i, actor in enumerate(self.actors):
             try:
                 return dict(ray.get(actor.describe.remote()))
@@ -463,7 +456,7 @@ class _Pool:
             LcevalError: it was the last one alive.
         """
         self.alive[i] = False
-        alive, label = sum(self.alive), self.job.spec.label
+        alive, label = sum(self.alive), self.spec.label
         self.bar.set_alive(alive)
         _tell(
             f"warning: replica {i} of {label} died ({alive}/{len(self.alive)} alive); its "
@@ -476,10 +469,10 @@ class _Pool:
             )
 
     def collect(self, store: ResponseStore) -> None:
-        """``job.responses``: the job's answers, new and stored earlier (a success over an
+        """``self.responses``: the job's answers, new and stored earlier (a success over an
         error), in sample order."""
-        job, got = self.job, self.got
-        name = job.entry["name"]
+        got = self.got
+        name = self.entry["name"]
         cut = [r.truncated_tokens for r in got.values() if r.truncated_tokens]
         if cut:  # as lceval.models.generate says it in-process
             log(
@@ -487,7 +480,7 @@ class _Pool:
                 f"contexts were right-truncated (up to {max(cut):,} tokens dropped; "
                 "truncated_tokens in responses.jsonl)"
             )
-        wanted = {s.id for s in job.samples} - set(got)
+        wanted = {s.id for s in self.samples} - set(got)
         for r in store:
             if (
                 r.sample_id in wanted
@@ -497,7 +490,7 @@ class _Pool:
                 and (r.sample_id not in got or got[r.sample_id].finish_reason == "error")
             ):
                 got[r.sample_id] = r
-        job.responses = [got[s.id] for s in job.samples if s.id in got]
+        self.responses = [got[s.id] for s in self.samples if s.id in got]
 
     def stop(self, ray: Any, state: str) -> None:
         """Close the bar and every live replica's engine, end the actors, free their
@@ -506,7 +499,7 @@ class _Pool:
 
         if self.bar is not None:
             self.bar.close(state)
-        closing = [a.close.remote() for a, ok in zip(self.actors, self.alive, strict=True) if ok]
+        closing = [a.close.remote() for a, ok in zip(self.actors, self.alive, strict=False) if ok]
         with suppress(Exception):  # a replica that died has nothing to close
             ray.wait(closing, num_returns=len(closing), timeout=30)
         for actor in self.actors:
@@ -518,7 +511,7 @@ class _Pool:
 
 
 def _loop(
-    ray: Any, pools: Sequence[_Pool], contexts: Mapping[str, Context], store: ResponseStore
+    ray: Any, jobs: Sequence[Job], contexts: Mapping[str, Context], store: ResponseStore
 ) -> None:
     """Hand each live replica up to :data:`IN_FLIGHT` queued batches and write the answers as
     they arrive, until no batch is queued or in flight; a dead replica's batches go back to the
@@ -531,32 +524,31 @@ def _loop(
     """
     from ray.exceptions import RayError, RayTaskError  # with ray
 
-    flight: dict[Any, tuple[_Pool, int, list[Sample]]] = {}
+    flight: dict[Any, tuple[Job, int, list[Sample]]] = {}
     while True:
-        for pool in pools:
-            for i, actor in enumerate(pool.actors):
-                busy = sum(p is pool and j == i for p, j, _ in flight.values())
-                for _ in range(IN_FLIGHT - busy if pool.alive[i] else 0):
-                    if not pool.queue:
+        for job in jobs:
+            for i, actor in enumerate(job.actors):
+                busy = sum(x is job and j == i for x, j, _ in flight.values())
+                for _ in range(IN_FLIGHT - busy if job.alive[i] else 0):
+                    if not job.queue:
                         break
-                    batch = pool.queue.popleft()
+                    batch = job.queue.popleft()
                     need = {s.context_id: contexts[s.context_id] for s in batch if s.context_id}
-                    ref = actor.answer.remote(batch, need, pool.job.config)
-                    flight[ref] = (pool, i, batch)
+                    flight[actor.answer.remote(batch, need, job.config)] = (job, i, batch)
         if not flight:
             return
         ref = ray.wait(list(flight), num_returns=1)[0][0]
-        pool, i, batch = flight.pop(ref)
+        job, i, batch = flight.pop(ref)
         try:
             out = ray.get(ref)
         except RayTaskError as exc:
-            raise LcevalError(f"replica {i} of {pool.job.spec.label}: {_cause(exc)}") from None
+            raise LcevalError(f"replica {i} of {job.spec.label}: {_cause(exc)}") from None
         except RayError:  # the actor died (SIGKILL, OOM, node lost) with this batch
-            pool.queue.appendleft(batch)
-            if pool.alive[i]:
-                pool.died(i)
+            job.queue.appendleft(batch)
+            if job.alive[i]:
+                job.died(i)
             continue
-        pool.take(i, out, store)  # every sample of it: the replica's answers() checks
+        job.take(i, out, store)  # every sample of it: the replica's answers() checks
 
 
 def _cause(exc: Any) -> str:

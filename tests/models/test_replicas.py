@@ -627,7 +627,7 @@ def test_driver_loop_gives_a_dead_replicas_batches_to_the_others(tmp_path, capsy
     pytest.importorskip("ray")
     from lceval.core.progress import Progress
     from lceval.core.store import ResponseStore
-    from lceval.models.replicas import Job, _loop, _Pool
+    from lceval.models.replicas import Job, _loop
 
     samples = [
         Sample(id=f"s{i}", benchmark="b", task="T", instruction="q", context_id=f"c{i % 2}")
@@ -636,7 +636,7 @@ def test_driver_loop_gives_a_dead_replicas_batches_to_the_others(tmp_path, capsy
     ctx = {f"c{j}": Context(id=f"c{j}", text="t", n_tokens=1, encoding="x") for j in range(2)}
     actors = [_Actor(lives=100), _Actor(lives=2)]  # replica 1 dies on its 3rd call
     spec = type("Spec", (), {"label": "m"})()
-    pool = _Pool(Job(spec, samples, None), "r", actors, alive=[True, True], per=[0, 0])
+    pool = Job(spec, samples, None, actors=actors, alive=[True, True], per=[0, 0])
     pool.queue.extend(batches(samples, 2))
     pool.hashes = {s.id: "x" for s in samples}
     pool.unanswered = {s.id for s in samples}
