@@ -344,7 +344,6 @@ class Job:
     """Samples answered by each replica (run.json's ``answered_by_replica``)."""
     queue: deque[list[Sample]] = field(default_factory=deque)
     got: dict[str, Response] = field(default_factory=dict)
-    unanswered: set[str] = field(default_factory=set)
     hashes: dict[str, str] = field(default_factory=dict)
     chash: str = ""
     bar: Any = None
@@ -405,7 +404,6 @@ class Job:
         done = store.done(name, self.chash, self.hashes)
         pending = [s for s in self.samples if s.id not in done]
         self.queue.extend(batches(pending, self.batch_size or about["call_size"]))
-        self.unanswered = {s.id for s in pending}
         total = len(self.samples)
         self.bar = Progress(
             progress_log,
@@ -443,7 +441,6 @@ class Job:
         out = [dataclasses.replace(r, sample_hash=self.hashes[r.sample_id]) for r in out]
         store.append(out)
         self.got.update((r.sample_id, r) for r in out)
-        self.unanswered.difference_update(r.sample_id for r in out)
         self.per[i] += len(out)
         self.bar.add(
             len(out), sum(r.prompt_tokens for r in out), sum(r.completion_tokens for r in out)
@@ -464,8 +461,8 @@ class Job:
         )
         if alive == 0:
             raise LcevalError(
-                f"every replica of {label} died ({len(self.unanswered)} sample(s) unanswered; "
-                "finished answers are saved, rerun to resume)"
+                f"every replica of {label} died ({self.bar.total - self.bar.answered} sample(s) "
+                "unanswered; finished answers are saved, rerun to resume)"
             )
 
     def collect(self, store: ResponseStore) -> None:

@@ -639,12 +639,27 @@ def test_driver_loop_gives_a_dead_replicas_batches_to_the_others(tmp_path, capsy
     pool = Job(spec, samples, None, actors=actors, alive=[True, True], per=[0, 0])
     pool.queue.extend(batches(samples, 2))
     pool.hashes = {s.id: "x" for s in samples}
-    pool.unanswered = {s.id for s in samples}
     pool.bar = Progress(None, "m", 24, replicas=2, show=False)
     store = ResponseStore(tmp_path / "responses.jsonl")
     _loop(_ScriptedRay(), [pool], ctx, store)
     ids = Counter(r.sample_id for r in store)
-    assert ids == Counter(s.id for s in samples) and not pool.unanswered
+    assert ids == Counter(s.id for s in samples) and pool.bar.answered == 24
     assert re.search(r"replica 1 of m died \(1/2 alive\)", capsys.readouterr().err)
     assert pool.alive == [True, False] and pool.per[0] == 24 - pool.per[1]
     assert 0 < pool.per[1] < 24  # it answered some before it died; replica 0 the rest
+
+
+def test_every_replica_dead_is_one_line(tmp_path):
+    """Both scripted replicas die on their first batch: one line naming what is unanswered."""
+    pytest.importorskip("ray")
+    from lceval.core.progress import Progress
+    from lceval.core.store import ResponseStore
+    from lceval.models.replicas import Job, _loop
+
+    samples = [Sample(id=f"s{i}", benchmark="b", task="T", instruction="q") for i in range(4)]
+    spec = type("Spec", (), {"label": "m"})()
+    job = Job(spec, samples, None, actors=[_Actor(0), _Actor(0)], alive=[True] * 2, per=[0, 0])
+    job.queue.extend(batches(samples, 1))
+    job.bar = Progress(None, "m", 4, replicas=2, show=False)
+    with pytest.raises(LcevalError, match=r"^every replica of m died \(4 sample\(s\) unanswered"):
+        _loop(_ScriptedRay(), [job], {}, ResponseStore(tmp_path / "responses.jsonl"))
