@@ -134,9 +134,9 @@ def reap(run_path: str | os.PathLike[str]) -> list[int]:
                 f"lceval: warning: {path} is not an engine record ({exc}); removed", file=sys.stderr
             )
             record = None
-        if record is not None and record.owner is not None and _alive(*record.owner):
-            continue
         if record is not None:
+            if record.owner is not None and _alive(*record.owner):
+                continue
             kids = record.children.items()
             killed += _kill({p: t for p, t in kids if p != os.getpid() and _ours(p, t, record)})
         with contextlib.suppress(OSError):  # a folder, or gone
@@ -155,11 +155,12 @@ def watch(owner: int, path: Path, token: str = "", env: str | None = None) -> No
     remove the record. Ends when the record is removed (the engine closed)."""
     try:
         proc = psutil.Process(owner)
-        record = Record(owner=(owner, proc.create_time()), token=token, env=env)
+        started = proc.create_time()
     except psutil.Error:
         return
+    record = Record(owner=(owner, started), token=token, env=env)
     while path.exists():
-        if not _alive(*record.owner):  # type: ignore[misc]  # set above
+        if not _alive(owner, started):
             for _ in range(2):  # again after a look: a child forked meanwhile
                 _kill(record.children)
                 time.sleep(POLL_S)
