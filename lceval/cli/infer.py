@@ -10,7 +10,6 @@ from lceval.cli.common import next_steps
 from lceval.core.errors import LcevalError
 from lceval.models.backends import BACKENDS, resolve_backend
 from lceval.models.base import RUN_OPTIONS, backend_options
-from lceval.models.replicas import check_address, require_ray
 from lceval.run.config import InferConfig
 
 
@@ -20,8 +19,8 @@ def handle(cfg: InferConfig, outputs: str | None) -> int:
 
     Raises:
         LcevalError: no run id, no ``--model`` for openai, anything the inference stage refuses
-            before an engine starts (unknown backend option, a context over the window, ...),
-            a ``--ray-address`` where no Ray cluster answers.
+            before an engine starts (unknown backend option, a context over the window, a
+            ``--ray-address`` where no Ray cluster answers, ...).
     """
     if cfg.list_options is not None:
         print(options_listing(cfg.list_options))
@@ -30,9 +29,6 @@ def handle(cfg: InferConfig, outputs: str | None) -> int:
     if not run_id:
         raise LcevalError("infer needs a run id: lceval infer RUN (see lceval list)")
 
-    if cfg.ray_address:  # a dead address: one line now, before the plan and any engine
-        require_ray()
-        check_address(cfg.ray_address)
     model = cfg.model  # `{...}` values already read as mappings by InferConfig
     if model is None:  # (`models` is a params-file key, no flag)
         if cfg.backend == "openai":

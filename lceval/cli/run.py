@@ -8,7 +8,7 @@ import os
 
 from lceval.cli import notebooks
 from lceval.core.errors import LcevalError
-from lceval.models.replicas import RAY_ADDRESS_ENV, check_address, require_ray
+from lceval.models.replicas import RAY_ADDRESS_ENV, check_address
 from lceval.params import load_params
 from lceval.run.config import RunConfig
 
@@ -24,7 +24,6 @@ def handle(cfg: RunConfig, outputs: str | None) -> int:
             any notebook runs), a failed notebook.
     """
     if cfg.ray_address:  # the notebooks' lceval.run.infer calls read it
-        require_ray()
         check_address(cfg.ray_address)  # a dead address: one line now, not after step 01
         os.environ[RAY_ADDRESS_ENV] = cfg.ray_address
     target = cfg.target

@@ -1,12 +1,10 @@
 """Engines die with lceval: no process started for a run outlives the lceval process (or notebook
-kernel) that started it, SIGKILL to its process group included (DEVELOPING.md, "Backends").
-
-1. Forked children get ``PR_SET_PDEATHSIG = SIGKILL`` (:func:`tie_forked_children`).
-2. A watchdog in a session of its own records every descendant of lceval (pid, start time,
-   command line) in ``<run>/.engines/<pid>.json`` and kills them once lceval is gone.
-3. The next command on the run kills what a record of a dead owner names (:func:`reap`): only
-   processes of the recorded start time and command line whose environment shows descent from
-   the guard (its token, or the owner's start-up environment), since anyone may write a record.
+kernel) that started it, SIGKILL to its process group included (DEVELOPING.md, "Backends"):
+(1) forked children get ``PR_SET_PDEATHSIG = SIGKILL``; (2) a watchdog in a session of its own
+records every descendant in ``<run>/.engines/<pid>.json`` and kills them once lceval is gone;
+(3) the next command on the run kills what a record of a dead owner names (:func:`reap`), only
+processes of the recorded start time and command line that descend from the guard (its token in
+their environment, or the owner's start-up environment), since anyone may write a record.
 """
 
 from __future__ import annotations
@@ -27,35 +25,25 @@ from typing import Annotated
 import psutil
 from pydantic import BaseModel, Field, ValidationError
 
-RECORDS = ".engines"
-"""The run folder's records: one ``<pid>.json`` per lceval process with an engine open."""
-
-TOKEN_ENV = "LCEVAL_LIFELINE"
-"""Set by a guard for its block: a token its record holds, inherited by every process spawned or
-exec'd from the guarded one (the reaper's proof of descent)."""
-
+RECORDS = ".engines"  # the run folder's records: one <pid>.json per lceval process with an engine
+TOKEN_ENV = "LCEVAL_LIFELINE"  # a guard's token, inherited by every process started in its block
 MAX_RECORD_BYTES = 4 << 20
-POLL_S = 0.5
-"""Seconds between the watchdog's looks at lceval and its descendants."""
+POLL_S = 0.5  # seconds between the watchdog's looks at lceval and its descendants
 
 Pid = Annotated[int, Field(gt=1, lt=1 << 32)]
 Start = Annotated[float, Field(ge=0)]
 
 
 class Record(BaseModel):
-    """A watchdog's record: the owner and its descendants as ``(pid, start time)``."""
+    """A watchdog's record: the owner and its descendants as ``(pid, start time)``, each child's
+    command line by pid, the guard's token and the SHA-256 of the owner's start-up environment
+    (``/proc/PID/environ``)."""
 
     owner: tuple[Pid, Start] | None = None
     children: dict[Pid, Start] = {}
     commands: dict[str, list[str]] = {}
-    """Each child's command line, by pid."""
     token: str | None = None
     env: str | None = None
-    """SHA-256 of the owner's start-up environment (``/proc/PID/environ``)."""
-
-
-class BadRecord(ValueError):
-    """A record in ``.engines/`` that is not one the watchdog writes."""
 
 
 def _pdeathsig() -> None:
@@ -72,7 +60,6 @@ def tie_forked_children() -> None:
 
 
 def _alive(pid: int, started: float) -> bool:
-    """Whether the process ``pid`` that started at ``started`` still runs (not a zombie)."""
     try:
         p = psutil.Process(pid)
         return abs(p.create_time() - started) < 0.01 and p.status() != psutil.STATUS_ZOMBIE
@@ -81,7 +68,6 @@ def _alive(pid: int, started: float) -> bool:
 
 
 def _kill(procs: dict[int, float]) -> list[int]:
-    """SIGKILL each still-running ``pid -> start time``; the pids killed."""
     killed = []
     for pid, started in procs.items():
         if _alive(pid, started):
@@ -98,13 +84,9 @@ def _environ(pid: int) -> bytes | None:
 
 
 def _ours(pid: int, started: float, record: Record) -> bool:
-    """Whether ``pid`` is the process ``record`` names and one lceval started: the same start
-    time and command line, and an environment descended from the guard."""
     command = record.commands.get(str(pid))
-    if not command or not _alive(pid, started):
-        return False
+    raw = _environ(pid) if command and _alive(pid, started) else None
     with contextlib.suppress(psutil.Error):
-        raw = _environ(pid)
         if raw is None or psutil.Process(pid).cmdline() != command:
             return False
         if record.token and f"{TOKEN_ENV}={record.token}".encode() in raw.split(b"\0"):
@@ -117,26 +99,26 @@ def read_record(path: Path) -> Record | None:
     """The record at ``path``; None when it is gone (removed by its owner meanwhile).
 
     Raises:
-        BadRecord: not a regular file, over :data:`MAX_RECORD_BYTES`, not a record's JSON (pids
-            above 1, start times >= 0), in one line naming the field.
+        ValueError: not a regular file of at most :data:`MAX_RECORD_BYTES`, or not a record's
+            JSON (pids above 1, start times >= 0), in one line naming the field.
     """
     try:
         if not path.is_file():
-            raise BadRecord("not a regular file")
+            raise ValueError("not a regular file")
         with open(path, "rb") as f:
             raw = f.read(MAX_RECORD_BYTES + 1)
     except FileNotFoundError:
         return None
     except OSError as exc:
-        raise BadRecord(f"unreadable: {exc.strerror}") from None
+        raise ValueError(f"unreadable: {exc.strerror}") from None
     if len(raw) > MAX_RECORD_BYTES:
-        raise BadRecord(f"over {MAX_RECORD_BYTES} bytes")
+        raise ValueError(f"over {MAX_RECORD_BYTES} bytes")
     try:
         return Record.model_validate_json(raw)
     except ValidationError as exc:
         err = exc.errors(include_url=False)[0]
         where = ".".join(str(x) for x in err["loc"]) or "record"
-        raise BadRecord(f"{where}: {err['msg']}, got {err['input']!r:.40}") from None
+        raise ValueError(f"{where}: {err['msg']}, got {err['input']!r:.40}") from None
 
 
 def reap(run_path: str | os.PathLike[str]) -> list[int]:
@@ -147,15 +129,14 @@ def reap(run_path: str | os.PathLike[str]) -> list[int]:
     for path in sorted((Path(run_path) / RECORDS).glob("*.json")):
         try:
             record = read_record(path)
-        except BadRecord as exc:
+        except ValueError as exc:
             print(
-                f"lceval: warning: {path} is not an engine record ({exc}); removed",
-                file=sys.stderr,
+                f"lceval: warning: {path} is not an engine record ({exc}); removed", file=sys.stderr
             )
             record = None
-        if record is not None and record.owner is not None and _alive(*record.owner):
-            continue
         if record is not None:
+            if record.owner is not None and _alive(*record.owner):
+                continue
             kids = record.children.items()
             killed += _kill({p: t for p, t in kids if p != os.getpid() and _ours(p, t, record)})
         with contextlib.suppress(OSError):  # a folder, or gone

@@ -1,8 +1,8 @@
 """Data-parallel inference on Ray: ``replicas=N`` (or ``--ray-address``) starts N Ray actors, each
 holding one lceval engine in a placement group of ``tensor_parallel_size x pipeline_parallel_size``
-GPUs (one CPU without GPUs). This process hands them the in-process batches (a shared context's
-to one replica), is the only writer of ``responses.jsonl`` and gives a dead replica's batches to
-the others; DEVELOPING.md ("Replicas on Ray") says why not Ray's own pooling.
+GPUs (one CPU without GPUs). This process hands them lceval's own batches, is the only writer of
+``responses.jsonl`` and gives a dead replica's batches to the others; DEVELOPING.md ("Replicas on
+Ray") says why not Ray's own pooling.
 """
 
 from __future__ import annotations
@@ -35,7 +35,6 @@ from lceval.models.specs import stored_name
 EXTRA = 'pip install -e ".[ray]"'  # the ray extra of pyproject.toml
 RAY_ADDRESS_ENV = "LCEVAL_RAY_ADDRESS"  # the cluster infer joins when not told (lceval run sets it)
 IN_FLIGHT = 2  # batches handed to one replica at a time: one answering, one waiting
-PING_S = 2.0  # seconds between the driver's checks that its replicas are alive
 PROBE_S = 5.0  # seconds check_address waits for a TCP connection, then for the GCS
 RAYLET_WAIT_S = 90.0  # Ray's fixed 30 s (Ray 2.60): 12 of ~24 local starts missed it at load 7-22
 NAMESPACE = "lceval"  # of the replica actors, named <run>/<model>/<i>/<driver pid>
@@ -45,11 +44,7 @@ ENV_PREFIXES = ("HF_", "TRANSFORMERS_", "VLLM_", "LCEVAL_")
 
 
 def require_ray() -> Any:
-    """The ``ray`` module.
-
-    Raises:
-        LcevalError: Ray is not installed (one line naming the extra).
-    """
+    """The ``ray`` module; an LcevalError naming the extra when Ray is not installed."""
     try:
         import ray  # heavy, and optional: only when replicas are asked
     except ImportError:
@@ -60,8 +55,9 @@ def require_ray() -> Any:
 
 
 def connect(address: str | None = None) -> Any:
-    """The ``ray`` module joined to the cluster at ``address`` (``auto``, ``HOST:PORT``), or to a
-    local cluster it starts (None); a process already connected (a test's ``ray.init``) stays so.
+    """The ``ray`` module joined to the cluster at ``address`` (``auto``, ``HOST:PORT``; checked
+    by :func:`check_address` first), or to a local cluster it starts (None); a process already
+    connected (a test's ``ray.init``) stays so.
 
     Raises:
         LcevalError: Ray missing, or no cluster at ``address``.
@@ -69,14 +65,14 @@ def connect(address: str | None = None) -> Any:
     ray = require_ray()
     if ray.is_initialized():
         return ray
-    if address is not None:
-        check_address(address)
-        token_auth_if_token()
     kw = {"namespace": NAMESPACE, "include_dashboard": False, "log_to_driver": verbose()}
     try:
         if address is None:
             start_local(ray, lambda: ray.init(address="local", logging_level="ERROR", **kw))
-        else:
+        else:  # as Ray's CLI: a token on this machine turns on token authentication
+            from ray._private.authentication import authentication_token_setup as auth
+
+            auth.maybe_enable_token_auth_if_token_available(warn_if_disabled=False)
             ray.init(address=address, logging_level="ERROR", **kw)
     except Exception as exc:  # noqa: BLE001 - Ray raises bare Exception on a start timeout
         where = address or "a local cluster"
@@ -84,15 +80,16 @@ def connect(address: str | None = None) -> Any:
     return ray
 
 
-def check_address(address: str) -> None:
-    """Fail in one line within about 2 x :data:`PROBE_S` (``ray.init`` retries for minutes) when
-    ``HOST:PORT`` or ``ray://HOST:PORT`` is no live Ray cluster: nothing listens, or what listens
-    does not answer the GCS's ``GetClusterId``. ``auto`` and ``local`` are left to Ray.
+def check_address(address: str | None) -> None:
+    """Ray installed and, for ``HOST:PORT`` or ``ray://HOST:PORT``, a live Ray cluster there:
+    something listens and answers the GCS's ``GetClusterId``, within about 2 x :data:`PROBE_S`
+    (``ray.init`` retries for minutes). None, ``auto`` and ``local`` are left to Ray.
 
     Raises:
-        LcevalError: the address does not parse, or no Ray cluster answers there.
+        LcevalError: Ray missing, the address does not parse, or no Ray cluster answers there.
     """
-    if address in ("auto", "local"):
+    require_ray()
+    if address in (None, "auto", "local"):
         return
     host, sep, port = address.removeprefix("ray://").rstrip("/").rpartition(":")
     host = host.strip("[]")
@@ -129,14 +126,6 @@ def check_address(address: str) -> None:
         channel.close()
 
 
-def _raylet_alive() -> bool:
-    for p in psutil.Process().children(recursive=True):
-        with suppress(psutil.Error):
-            if p.name().startswith("raylet") and p.status() != psutil.STATUS_ZOMBIE:
-                return True
-    return False
-
-
 def start_local(ray: Any, start: Callable[[], Any], tries: int = 2) -> None:
     """Run ``start()`` (a local ``ray.init``) up to ``tries`` times, Ray's fixed 30 s wait for its
     raylet (no setting in Ray 2.60) lengthened to :data:`RAYLET_WAIT_S` unless the raylet died;
@@ -169,12 +158,10 @@ def start_local(ray: Any, start: Callable[[], Any], tries: int = 2) -> None:
         except Exception:
             with suppress(Exception):  # a half-started cluster
                 ray.shutdown()
-            left = []
-            for p in psutil.process_iter():
+            left = [p for p in psutil.process_iter() if p.pid != os.getpid() and _marked(p, mark)]
+            for p in left:
                 with suppress(psutil.Error):
-                    if p.pid != os.getpid() and p.environ().get("LCEVAL_RAY_START") == mark:
-                        p.kill()
-                        left.append(p)
+                    p.kill()
             psutil.wait_procs(left, timeout=10)
             if attempt == tries:
                 raise
@@ -183,24 +170,18 @@ def start_local(ray: Any, start: Callable[[], Any], tries: int = 2) -> None:
             services.get_node = original
 
 
-def token_auth_if_token() -> bool:
-    """Turn on Ray's token authentication when this machine holds a token and ``RAY_AUTH_MODE``
-    is unset, as Ray's CLI does (``ray.init(address=...)`` sends no token otherwise, Ray 2.60).
-    Returns whether it is on."""
-    mode = os.environ.get("RAY_AUTH_MODE")
-    if mode is not None:
-        return mode.lower() == "token"
-    path = os.environ.get("RAY_AUTH_TOKEN_PATH") or str(Path.home() / ".ray" / "auth_token")
-    if not (os.environ.get("RAY_AUTH_TOKEN") or Path(path).is_file()):
-        return False
-    os.environ["RAY_AUTH_MODE"] = "token"
-    try:  # Ray reads its config once per process: refresh it, as its CLI does
-        from ray._raylet import Config  # type: ignore[attr-defined]  # Cython module, no stubs
+def _raylet_alive() -> bool:
+    for p in psutil.Process().children(recursive=True):
+        with suppress(psutil.Error):
+            if p.name().startswith("raylet") and p.status() != psutil.STATUS_ZOMBIE:
+                return True
+    return False
 
-        Config.initialize("")
-    except (ImportError, AttributeError):  # a Ray without token authentication
-        pass
-    return True
+
+def _marked(p: psutil.Process, mark: str) -> bool:
+    with suppress(psutil.Error):
+        return p.environ().get("LCEVAL_RAY_START") == mark
+    return False
 
 
 def replica_needs(options: Mapping[str, Any], gpus_in_cluster: float) -> dict[str, float]:
@@ -244,40 +225,17 @@ class _Replica:
             "call_size": int(getattr(self.engine, "call_size", 8)),
         }
 
-    def alive(self) -> bool:
-        return True
-
-    def answer(
-        self, batch: list[Sample], contexts: dict[str, Context], config: GenerationConfig
-    ) -> list[Response]:
-        return list(answers(self.engine, batch, contexts, config))
+    def answer(self, batch: list[Sample], ctx: dict[str, Context], config: Any) -> list[Response]:
+        return list(answers(self.engine, batch, ctx, config))
 
     def close(self) -> None:
         self.engine.close()
 
 
-@dataclass
-class Job:
-    """One model of a run answered by replicas."""
-
-    spec: Any
-    """Its :class:`lceval.models.specs.ModelSpec` (``replicas`` among its options)."""
-    samples: Sequence[Sample]
-    config: GenerationConfig
-    batch_size: int | None = None
-    """Samples per replica call (None: the engine's call size)."""
-    responses: list[Response] = field(default_factory=list)
-    entry: dict[str, Any] = field(default_factory=dict)
-    """Its run.json entry (``info()`` of a replica, ``replicas``, ``config_hash``, ``name``)."""
-
-    @property
-    def n(self) -> int:
-        return replicas_of(self.spec.options)
-
-
 def batches(samples: Sequence[Sample], size: int) -> list[list[Sample]]:
     """``samples`` in context order cut into batches of at most ``size``, none spanning two
-    contexts of several samples each (single-sample contexts and context-free samples share)."""
+    contexts of several samples each (single-sample contexts and context-free samples share), so
+    that a shared context's samples form whole batches (one prefix for the engine's cache)."""
     out: list[list[Sample]] = []
     loose: list[Sample] = []
     for cid, group in groupby(context_order(samples), key=lambda s: s.context_id):
@@ -330,8 +288,7 @@ def answer_jobs(
 
     Raises:
         LcevalError: Ray missing; the cluster or its largest node too small for a model's
-            replicas (before any actor starts); every replica of a model died; an engine raised;
-            samples left unanswered.
+            replicas (before any actor starts); every replica of a model died; an engine raised.
     """
     ray = connect(address)
     room = {k: float(v) for k, v in ray.cluster_resources().items()}
@@ -347,243 +304,253 @@ def answer_jobs(
                 f"{max(float(n.get(kind, 0)) for n in nodes):g}"
             )
         needs.append({k: v * job.n for k, v in per.items()})
-    waves = plan_waves(needs, room)
+    waves = [[jobs[i] for i in wave] for wave in plan_waves(needs, room)]
     with store.writer():
         for wave in waves:
             if len(waves) > 1 or len(wave) > 1:
-                log(f"on Ray at once: {', '.join(jobs[i].spec.label for i in wave)}")
-            _run_wave(ray, [jobs[i] for i in wave], contexts, store, run_id, progress_log, progress)
-    return [[jobs[i] for i in wave] for wave in waves]
+                log(f"on Ray at once: {', '.join(job.spec.label for job in wave)}")
+            state = "stopped"
+            try:
+                for job in wave:  # its actors kept as they start: stopped whatever happens next
+                    job.start(ray, run_id, contexts, store, progress_log, progress)
+                _loop(ray, wave, contexts, store)
+                state = "done"
+            finally:
+                for job in wave:
+                    job.stop(ray, state)
+            for job in wave:
+                job.collect(store)
+    return waves
 
 
 @dataclass
-class _Pool:
-    """One job's replicas and batches; the driver's only scheduling state."""
+class Job:
+    """One model of a run answered by replicas: its samples, then its replicas and their queue of
+    batches."""
 
-    job: Job
-    actors: list[Any]
-    groups: list[Any]
-    alive: list[bool]
-    per: list[int]
+    spec: Any
+    """Its :class:`lceval.models.specs.ModelSpec` (``replicas`` among its options)."""
+    samples: Sequence[Sample]
+    config: GenerationConfig
+    batch_size: int | None = None
+    """Samples per replica call (None: the engine's call size)."""
+    responses: list[Response] = field(default_factory=list)
+    entry: dict[str, Any] = field(default_factory=dict)
+    """Its run.json entry (``info()`` of a replica, ``replicas``, ``config_hash``, ``name``)."""
+    actors: list[Any] = field(default_factory=list)
+    groups: list[Any] = field(default_factory=list)
+    alive: list[bool] = field(default_factory=list)
+    per: list[int] = field(default_factory=list)
     """Samples answered by each replica (run.json's ``answered_by_replica``)."""
-    queue: deque[tuple[int, list[Sample]]] = field(default_factory=deque)
-    flight: dict[Any, tuple[int, int, list[Sample]]] = field(default_factory=dict)
-    """Batches in flight by Ray ref: (replica, batch index, batch), until their answers are
-    written."""
-    owner: dict[str, int] = field(default_factory=dict)
-    """A shared context's replica (the one that took its first batch)."""
+    queue: deque[list[Sample]] = field(default_factory=deque)
     got: dict[str, Response] = field(default_factory=dict)
-    unanswered: set[str] = field(default_factory=set)
     hashes: dict[str, str] = field(default_factory=dict)
     chash: str = ""
     bar: Any = None
 
-    def dispatch(self, contexts: Mapping[str, Context]) -> None:
-        """Hand queued batches to live replicas with room; a shared context's batches to the
-        replica that took its first one, while that one lives."""
-        for i, actor in enumerate(self.actors):
-            while self.alive[i] and sum(f[0] == i for f in self.flight.values()) < IN_FLIGHT:
-                pick = next(
-                    (
-                        k
-                        for k, (_, b) in enumerate(self.queue)
-                        if (home := _home(b)) is None
-                        or self.owner.get(home, i) == i
-                        or not self.alive[self.owner[home]]
-                    ),
-                    None,
-                )
-                if pick is None:
-                    break
-                idx, batch = self.queue[pick]
-                del self.queue[pick]
-                if (home := _home(batch)) is not None:
-                    self.owner[home] = i
-                need = {s.context_id: contexts[s.context_id] for s in batch if s.context_id}
-                self.flight[actor.answer.remote(batch, need, self.job.config)] = (i, idx, batch)
+    @property
+    def n(self) -> int:  # replicas
+        return replicas_of(self.spec.options)
 
-    def take(self, ref: Any, out: list[Response], store: ResponseStore) -> None:
-        """Write the answers of the batch in flight at ``ref``."""
+    def start(
+        self,
+        ray: Any,
+        run_id: str,
+        contexts: Mapping[str, Context],
+        store: ResponseStore,
+        progress_log: Path | None,
+        progress: bool,
+    ) -> None:
+        """Start the replicas and queue the pending batches, keyed by what a replica says of
+        its engine (its name, cache fields, call size)."""
+        from ray.util.placement_group import placement_group  # with ray
+        from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy
+
+        options = replica_options(self.spec.backend, split_run_options(self.spec.options)[1])
+        per = replica_needs(options, ray.cluster_resources().get("GPU", 0.0))
+        env = {k: v for k, v in os.environ.items() if k in ENV_KEYS or k.startswith(ENV_PREFIXES)}
+        self.alive, self.per = [True] * self.n, [0] * self.n
+        for i in range(self.n):
+            self.groups.append(placement_group([per], strategy="STRICT_PACK"))
+            actor = ray.remote(_Replica).options(
+                name=f"{run_id}/{self.spec.label}/{i}/{os.getpid()}",
+                namespace=NAMESPACE,
+                num_cpus=per["CPU"],
+                num_gpus=per.get("GPU", 0.0),
+                max_restarts=0,  # a dead replica stays dead: the driver gives its batches away
+                runtime_env={"env_vars": env},
+                scheduling_strategy=PlacementGroupSchedulingStrategy(
+                    placement_group=self.groups[-1]
+                ),
+            )
+            self.actors.append(
+                actor.remote(self.spec.backend, self.spec.model, options, stored_name(self.spec))
+            )
+        about = self.describe(ray)
+        self.config = engine_config(
+            SimpleNamespace(cache_fields=about["cache_fields"]), self.config
+        )
+        self.chash, name = self.config.hash(), about["name"]
+        self.entry = {
+            **about["info"],
+            "requested_backend": self.spec.backend,
+            "replicas": self.n,
+            "generation": self.config.__dict__,
+            "config_hash": self.chash,
+            "answered_by_replica": self.per,  # filled as answers arrive
+            "name": name,
+        }
+        self.hashes = sample_hashes(self.samples, contexts)
+        done = store.done(name, self.chash, self.hashes)
+        pending = [s for s in self.samples if s.id not in done]
+        self.queue.extend(batches(pending, self.batch_size or about["call_size"]))
+        total = len(self.samples)
+        self.bar = Progress(
+            progress_log,
+            name,
+            total,
+            total - len(pending),
+            desc=f"infer {name}",
+            replicas=self.n,
+            show=progress,
+        )
+
+    def describe(self, ray: Any) -> dict[str, Any]:
+        """:meth:`_Replica.describe` of the first replica that started (others are marked dead).
+
+        Raises:
+            LcevalError: the engine's load failed (so it would on every replica), or none
+                started.
+        """
+        from ray.exceptions import RayError, RayTaskError  # with ray
+
+        label, last = self.spec.label, ""
+        for i, actor in enumerate(self.actors):
+            try:
+                return dict(ray.get(actor.describe.remote()))
+            except RayError as exc:
+                why = _cause(exc) if isinstance(exc, RayTaskError) else creation_error(str(exc))
+                if why is not None:
+                    raise LcevalError(f"replica of {label} failed to start: {why}") from None
+                self.alive[i] = False  # died otherwise
+                last = one_line(exc, 120)
+        raise LcevalError(f"no replica of {label} started: {last}")
+
+    def take(self, i: int, out: list[Response], store: ResponseStore) -> None:
+        """Write the answers replica ``i`` gave for one batch."""
         out = [dataclasses.replace(r, sample_hash=self.hashes[r.sample_id]) for r in out]
         store.append(out)
-        i = self.flight.pop(ref)[0]  # accounted for once its answers are written
         self.got.update((r.sample_id, r) for r in out)
-        self.unanswered.difference_update(r.sample_id for r in out)
         self.per[i] += len(out)
         self.bar.add(
             len(out), sum(r.prompt_tokens for r in out), sum(r.completion_tokens for r in out)
         )
 
     def died(self, i: int) -> None:
-        """Replica ``i`` is gone: its batches in flight go back to the front of the queue.
+        """Replica ``i`` is gone (its batches went back to the queue).
 
         Raises:
             LcevalError: it was the last one alive.
         """
         self.alive[i] = False
-        mine = [ref for ref, f in self.flight.items() if f[0] == i]
-        back = sorted(self.flight.pop(ref)[1:] for ref in mine)
-        self.queue.extendleft(reversed(back))
-        alive, label = sum(self.alive), self.job.spec.label
+        alive, label = sum(self.alive), self.spec.label
         self.bar.set_alive(alive)
         _tell(
             f"warning: replica {i} of {label} died ({alive}/{len(self.alive)} alive); its "
-            f"{sum(len(b) for _, b in back)} unanswered sample(s) go to the replicas alive"
+            "unanswered batches go to the replicas alive"
         )
         if alive == 0:
             raise LcevalError(
-                f"every replica of {label} died ({len(self.unanswered)} sample(s) unanswered; "
-                "finished answers are saved, rerun to resume)"
+                f"every replica of {label} died ({self.bar.total - self.bar.answered} sample(s) "
+                "unanswered; finished answers are saved, rerun to resume)"
             )
 
+    def collect(self, store: ResponseStore) -> None:
+        """``self.responses``: the job's answers, new and stored earlier (a success over an
+        error), in sample order."""
+        got = self.got
+        name = self.entry["name"]
+        cut = [r.truncated_tokens for r in got.values() if r.truncated_tokens]
+        if cut:  # as lceval.models.generate says it in-process
+            log(
+                f"warning: {len(cut)} of {len(got)} prompt(s) did not fit {name}'s window: their "
+                f"contexts were right-truncated (up to {max(cut):,} tokens dropped; "
+                "truncated_tokens in responses.jsonl)"
+            )
+        wanted = {s.id for s in self.samples} - set(got)
+        for r in store:
+            if (
+                r.sample_id in wanted
+                and r.model == name
+                and r.config_hash == self.chash
+                and r.answers(self.hashes[r.sample_id])
+                and (r.sample_id not in got or got[r.sample_id].finish_reason == "error")
+            ):
+                got[r.sample_id] = r
+        self.responses = [got[s.id] for s in self.samples if s.id in got]
 
-def _home(batch: Sequence[Sample]) -> str | None:
-    """The shared context a batch keeps to one replica (None: any replica may answer it)."""
-    cid = batch[0].context_id
-    return cid if cid is not None and all(s.context_id == cid for s in batch) else None
+    def stop(self, ray: Any, state: str) -> None:
+        """Close the bar and every live replica's engine, end the actors, free their
+        placement groups."""
+        from ray.util.placement_group import remove_placement_group  # with ray
+
+        if self.bar is not None:
+            self.bar.close(state)
+        closing = [a.close.remote() for a, ok in zip(self.actors, self.alive, strict=False) if ok]
+        with suppress(Exception):  # a replica that died has nothing to close
+            ray.wait(closing, num_returns=len(closing), timeout=30)
+        for actor in self.actors:
+            with suppress(Exception):  # already gone
+                ray.kill(actor)
+        for pg in self.groups:
+            with suppress(Exception):  # already removed
+                remove_placement_group(pg)
 
 
-def _start(
-    ray: Any,
-    job: Job,
-    run_id: str,
-    contexts: Mapping[str, Context],
-    store: ResponseStore,
-    progress_log: Path | None,
-    progress: bool,
-    pools: list[_Pool],
+def _loop(
+    ray: Any, jobs: Sequence[Job], contexts: Mapping[str, Context], store: ResponseStore
 ) -> None:
-    """Start a job's replicas (appended to ``pools`` at once, so they are stopped whatever
-    happens next) and queue its pending batches, keyed by what a replica says of its engine."""
-    from ray.util.placement_group import placement_group  # with ray
-    from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy
+    """Hand each live replica up to :data:`IN_FLIGHT` queued batches and write the answers as
+    they arrive, until no batch is queued or in flight; a dead replica's batches go back to the
+    queue (a replica is idle only once the queue is empty, so Ray's failed task tells of every
+    death that matters).
 
-    options = replica_options(job.spec.backend, split_run_options(job.spec.options)[1])
-    per = replica_needs(options, ray.cluster_resources().get("GPU", 0.0))
-    env = {k: v for k, v in os.environ.items() if k in ENV_KEYS or k.startswith(ENV_PREFIXES)}
-    pool, cls = _Pool(job, [], [], [True] * job.n, [0] * job.n), ray.remote(_Replica)
-    pools.append(pool)
-    for i in range(job.n):
-        pool.groups.append(placement_group([per], strategy="STRICT_PACK"))
-        actor = cls.options(
-            name=f"{run_id}/{job.spec.label}/{i}/{os.getpid()}",
-            namespace=NAMESPACE,
-            num_cpus=per["CPU"],
-            num_gpus=per.get("GPU", 0.0),
-            max_restarts=0,  # a dead replica stays dead: the driver gives its batches away
-            runtime_env={"env_vars": env},
-            scheduling_strategy=PlacementGroupSchedulingStrategy(placement_group=pool.groups[-1]),
-        )
-        pool.actors.append(
-            actor.remote(job.spec.backend, job.spec.model, options, stored_name(job.spec))
-        )
-    about = _describe(ray, pool)
-    job.config = engine_config(SimpleNamespace(cache_fields=about["cache_fields"]), job.config)
-    pool.chash, name = job.config.hash(), about["name"]
-    job.entry = {
-        **about["info"],
-        "requested_backend": job.spec.backend,
-        "replicas": job.n,
-        "generation": job.config.__dict__,
-        "config_hash": pool.chash,
-        "answered_by_replica": pool.per,  # filled as answers arrive
-        "name": name,
-    }
-    pool.hashes = sample_hashes(job.samples, contexts)
-    done = store.done(name, pool.chash, pool.hashes)
-    pending = [s for s in job.samples if s.id not in done]
-    pool.queue.extend(enumerate(batches(pending, job.batch_size or about["call_size"])))
-    pool.unanswered = {s.id for s in pending}
-    total = len(job.samples)
-    pool.bar = Progress(
-        progress_log,
-        name,
-        total,
-        total - len(pending),
-        desc=f"infer {name}",
-        replicas=job.n,
-        show=progress,
-    )
+    Raises:
+        LcevalError: an engine raised (it would on any replica; a batch answered in part
+            included), or every replica of a model died.
+    """
+    from ray.exceptions import RayError, RayTaskError  # with ray
 
-
-def _run_wave(
-    ray: Any,
-    jobs: Sequence[Job],
-    contexts: Mapping[str, Context],
-    store: ResponseStore,
-    run_id: str,
-    progress_log: Path | None,
-    progress: bool,
-) -> None:
-    pools: list[_Pool] = []
-    state = "stopped"
-    try:
+    flight: dict[Any, tuple[Job, int, list[Sample]]] = {}
+    while True:
         for job in jobs:
-            _start(ray, job, run_id, contexts, store, progress_log, progress, pools)
-        _loop(ray, pools, contexts, store)
-        for pool in pools:
-            if pool.unanswered:  # an engine returned fewer answers than asked
-                missing = sorted(pool.unanswered)
-                more = f" and {len(missing) - 10} more" if len(missing) > 10 else ""
-                raise LcevalError(
-                    f"{pool.job.spec.label}: {len(missing)} sample(s) left unanswered by the "
-                    f"replicas ({', '.join(missing[:10])}{more}); the answers written are kept, "
-                    "rerun to answer the rest"
-                )
-        state = "done"
-    finally:
-        for pool in pools:
-            if pool.bar is not None:
-                pool.bar.close(state)
-            _stop(ray, pool)
-    for pool in pools:
-        _collect(pool, store)
-
-
-def _collect(pool: _Pool, store: ResponseStore) -> None:
-    """The job's answers, new and stored earlier (a success over an error), in sample order."""
-    job, got = pool.job, pool.got
-    name = job.entry["name"]
-    cut = [r.truncated_tokens for r in got.values() if r.truncated_tokens]
-    if cut:  # as lceval.models.generate says it in-process
-        log(
-            f"warning: {len(cut)} of {len(got)} prompt(s) did not fit {name}'s window: their "
-            f"contexts were right-truncated (up to {max(cut):,} tokens dropped; truncated_tokens "
-            "in responses.jsonl)"
-        )
-    wanted = {s.id for s in job.samples} - set(got)
-    for r in store:
-        if (
-            r.sample_id in wanted
-            and r.model == name
-            and r.config_hash == pool.chash
-            and r.answers(pool.hashes[r.sample_id])
-            and (r.sample_id not in got or got[r.sample_id].finish_reason == "error")
-        ):
-            got[r.sample_id] = r
-    job.responses = [got[s.id] for s in job.samples if s.id in got]
+            for i, actor in enumerate(job.actors):
+                busy = sum(x is job and j == i for x, j, _ in flight.values())
+                for _ in range(IN_FLIGHT - busy if job.alive[i] else 0):
+                    if not job.queue:
+                        break
+                    batch = job.queue.popleft()
+                    need = {s.context_id: contexts[s.context_id] for s in batch if s.context_id}
+                    flight[actor.answer.remote(batch, need, job.config)] = (job, i, batch)
+        if not flight:
+            return
+        ref = ray.wait(list(flight), num_returns=1)[0][0]
+        job, i, batch = flight.pop(ref)
+        try:
+            out = ray.get(ref)
+        except RayTaskError as exc:
+            raise LcevalError(f"replica {i} of {job.spec.label}: {_cause(exc)}") from None
+        except RayError:  # the actor died (SIGKILL, OOM, node lost) with this batch
+            job.queue.appendleft(batch)
+            if job.alive[i]:
+                job.died(i)
+            continue
+        job.take(i, out, store)  # every sample of it: the replica's answers() checks
 
 
 def _cause(exc: Any) -> str:
     """The exception a Ray task raised, in one line."""
     return one_line(exc.cause if getattr(exc, "cause", None) is not None else exc, 200)
-
-
-def _describe(ray: Any, pool: _Pool) -> dict[str, Any]:
-    """:meth:`_Replica.describe` of the first replica that started (others are marked dead)."""
-    from ray.exceptions import RayError, RayTaskError  # with ray
-
-    label, last = pool.job.spec.label, ""
-    for i, actor in enumerate(pool.actors):
-        try:
-            return dict(ray.get(actor.describe.remote()))
-        except RayError as exc:  # the engine's load failed (so it would on every replica): say why
-            why = _cause(exc) if isinstance(exc, RayTaskError) else creation_error(str(exc))
-            if why is not None:
-                raise LcevalError(f"replica of {label} failed to start: {why}") from None
-            pool.alive[i] = False  # died otherwise
-            last = one_line(exc, 120)
-    raise LcevalError(f"no replica of {label} started: {last}")
 
 
 def creation_error(text: str) -> str | None:
@@ -600,60 +567,8 @@ def creation_error(text: str) -> str | None:
     return one_line(last, 300) or None
 
 
-def _loop(
-    ray: Any, pools: Sequence[_Pool], contexts: Mapping[str, Context], store: ResponseStore
-) -> None:
-    """Dispatch and collect until no batch is queued or in flight, or an engine raised; live
-    replicas are pinged every :data:`PING_S`, so one killed while idle is noticed too."""
-    from ray.exceptions import RayError, RayTaskError  # with ray
-
-    pings: dict[Any, tuple[_Pool, int]] = {}
-    pinged = 0.0
-    while True:
-        for pool in pools:
-            pool.dispatch(contexts)
-        refs = [ref for pool in pools for ref in pool.flight]
-        if not refs:
-            return
-        if time.monotonic() - pinged >= PING_S:
-            pinged = time.monotonic()
-            asked = {(id(p), j) for p, j in pings.values()}
-            for pool in pools:
-                for j, actor in enumerate(pool.actors):
-                    if pool.alive[j] and (id(pool), j) not in asked:
-                        pings[actor.alive.remote()] = (pool, j)
-        for ref in ray.wait(refs + list(pings), num_returns=1, timeout=PING_S)[0]:
-            ping = pings.pop(ref, None)
-            pool, i = ping or next((p, p.flight[ref][0]) for p in pools if ref in p.flight)
-            try:
-                out = ray.get(ref)
-            except RayTaskError as exc:  # the engine raised: it would on any replica
-                raise LcevalError(f"replica {i} of {pool.job.spec.label}: {_cause(exc)}") from None
-            except RayError:  # the actor died (SIGKILL, OOM, node lost), with its batches
-                if pool.alive[i]:
-                    pool.died(i)
-                continue
-            if ping is None:
-                pool.take(ref, out, store)
-
-
 def _tell(message: str) -> None:
     """``message`` logged, and on the terminal while engine output goes to the run's log."""
     log(message)
     if sys.stderr is not terminal():
         print(f"lceval: {message}", file=sys.stderr, flush=True)
-
-
-def _stop(ray: Any, pool: _Pool) -> None:
-    """Close every live replica's engine, end the actors, free their placement groups."""
-    from ray.util.placement_group import remove_placement_group  # with ray
-
-    closing = [a.close.remote() for a, ok in zip(pool.actors, pool.alive, strict=True) if ok]
-    with suppress(Exception):  # a replica that died has nothing to close
-        ray.wait(closing, num_returns=len(closing), timeout=30)
-    for actor in pool.actors:
-        with suppress(Exception):  # already gone
-            ray.kill(actor)
-    for pg in pool.groups:
-        with suppress(Exception):  # already removed
-            remove_placement_group(pg)

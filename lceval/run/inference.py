@@ -34,7 +34,7 @@ from lceval.models.base import (
 )
 from lceval.models.generate import engine_config, generate, prefix_reuse
 from lceval.models.prompts import context_text
-from lceval.models.replicas import RAY_ADDRESS_ENV, Job, answer_jobs, require_ray
+from lceval.models.replicas import RAY_ADDRESS_ENV, Job, answer_jobs, check_address
 from lceval.models.specs import (
     ModelSpec,
     check_fits,
@@ -113,7 +113,8 @@ def infer(
     Raises:
         LcevalError: no model or both ``model`` and ``models``, an unknown backend, model or
             option, a window shorter than the longest prompt, missing samples, bad limits, Ray
-            asked for but not installed, a cluster too small for a model's replicas.
+            asked for but not installed, a ``ray_address`` where no Ray cluster answers, a
+            cluster too small for a model's replicas.
     """
     if config is None:  # the keywords are InferConfig's fields, read as the CLI's flags are
         fields = InferConfig.model_fields
@@ -167,8 +168,8 @@ def infer(
             "option context other than full is not supported with Ray replicas yet: answer the "
             "baselines without replicas or --ray-address"
         )
-    if any(on_ray):
-        require_ray()  # one line naming the extra, before anything starts
+    if any(on_ray):  # Ray installed, its cluster answering: one line, before anything starts
+        check_address(ray_address)
     ResponseStore(run.responses)  # a corrupt responses file stops here, before a model loads
     gen = GenerationConfig(
         temperature=cfg.temperature, seed=cfg.seed, max_new_tokens=cfg.max_new_tokens

@@ -597,22 +597,20 @@ class _Actor:
     """A scripted replica: answers a batch with each sample's id, or dies after ``lives`` calls
     (its pending and later calls then fail as a killed actor's do)."""
 
-    def __init__(self, ray, lives):
-        self.ray, self.lives, self.batches = ray, lives, []
+    def __init__(self, lives):
+        self.lives, self.batches = lives, []
         self.answer = type("M", (), {"remote": lambda _, b, ctx, cfg: self._call(b)})()
-        self.alive = type("M", (), {"remote": lambda _: self._call(None)})()
 
     def _call(self, batch):
-        if batch is not None:
-            self.batches.append(batch)
-            self.lives -= 1
+        self.batches.append(batch)
+        self.lives -= 1
         return _Ref(self, batch)
 
 
 class _ScriptedRay:
     """The part of ``ray`` the driver's loop calls (wait, get), over :class:`_Actor`s."""
 
-    def wait(self, refs, num_returns, timeout):
+    def wait(self, refs, num_returns):
         return refs[:1], refs[1:]
 
     def get(self, ref):
@@ -620,39 +618,48 @@ class _ScriptedRay:
 
         if ref.actor.lives < 0:
             raise RayActorError()
-        if ref.batch is None:
-            return True
         return [Response(sample_id=s.id, model="m", text=s.id, config_hash="h") for s in ref.batch]
 
 
 def test_driver_loop_gives_a_dead_replicas_batches_to_the_others(tmp_path, capsys):
     """The driver's queue on a scripted Ray (no cluster): a replica that dies mid-run has its
-    batches answered by the other, each sample written once, and a shared context's batches
-    stay on one replica while it lives."""
+    batches answered by the other, each sample written once; both replicas take batches."""
     pytest.importorskip("ray")
     from lceval.core.progress import Progress
     from lceval.core.store import ResponseStore
-    from lceval.models.replicas import Job, _loop, _Pool
+    from lceval.models.replicas import Job, _loop
 
-    ray = _ScriptedRay()
     samples = [
         Sample(id=f"s{i}", benchmark="b", task="T", instruction="q", context_id=f"c{i % 2}")
-        for i in range(12)
+        for i in range(24)
     ]
     ctx = {f"c{j}": Context(id=f"c{j}", text="t", n_tokens=1, encoding="x") for j in range(2)}
-    actors = [_Actor(ray, lives=100), _Actor(ray, lives=1)]  # replica 1 dies on its 2nd call
-    pool = _Pool(Job(None, samples, None), actors, [], [True, True], [0, 0])
-    pool.job.spec = type("Spec", (), {"label": "m"})()
-    pool.queue.extend(enumerate(batches(samples, 2)))
+    actors = [_Actor(lives=100), _Actor(lives=2)]  # replica 1 dies on its 3rd call
+    spec = type("Spec", (), {"label": "m"})()
+    pool = Job(spec, samples, None, actors=actors, alive=[True, True], per=[0, 0])
+    pool.queue.extend(batches(samples, 2))
     pool.hashes = {s.id: "x" for s in samples}
-    pool.unanswered = {s.id for s in samples}
-    pool.bar = Progress(None, "m", 12, replicas=2, show=False)
+    pool.bar = Progress(None, "m", 24, replicas=2, show=False)
     store = ResponseStore(tmp_path / "responses.jsonl")
-    _loop(ray, [pool], ctx, store)
+    _loop(_ScriptedRay(), [pool], ctx, store)
     ids = Counter(r.sample_id for r in store)
-    assert ids == Counter(s.id for s in samples) and not pool.unanswered
+    assert ids == Counter(s.id for s in samples) and pool.bar.answered == 24
     assert re.search(r"replica 1 of m died \(1/2 alive\)", capsys.readouterr().err)
-    assert pool.alive == [True, False] and pool.per[0] == 12 - pool.per[1]
-    first = {b[0].context_id: a for a, actor in enumerate(actors) for b in actor.batches[:1]}
-    assert set(first) == {"c0", "c1"} and set(first.values()) == {0, 1}  # a context each
-    assert {b[0].context_id for b in actors[0].batches[:3]} == {"c0"}  # c0 kept on replica 0
+    assert pool.alive == [True, False] and pool.per[0] == 24 - pool.per[1]
+    assert 0 < pool.per[1] < 24  # it answered some before it died; replica 0 the rest
+
+
+def test_every_replica_dead_is_one_line(tmp_path):
+    """Both scripted replicas die on their first batch: one line naming what is unanswered."""
+    pytest.importorskip("ray")
+    from lceval.core.progress import Progress
+    from lceval.core.store import ResponseStore
+    from lceval.models.replicas import Job, _loop
+
+    samples = [Sample(id=f"s{i}", benchmark="b", task="T", instruction="q") for i in range(4)]
+    spec = type("Spec", (), {"label": "m"})()
+    job = Job(spec, samples, None, actors=[_Actor(0), _Actor(0)], alive=[True] * 2, per=[0, 0])
+    job.queue.extend(batches(samples, 1))
+    job.bar = Progress(None, "m", 4, replicas=2, show=False)
+    with pytest.raises(LcevalError, match=r"^every replica of m died \(4 sample\(s\) unanswered"):
+        _loop(_ScriptedRay(), [job], {}, ResponseStore(tmp_path / "responses.jsonl"))
