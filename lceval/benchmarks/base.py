@@ -274,6 +274,10 @@ class Benchmark:
     """The builder's params schema, ``"module:Config"`` (a pydantic model read by
     :func:`lceval.params.parse`, its JSON Schema in ``lceval schema``'s), imported only when
     asked for (:meth:`params_schema`)."""
+    user_data: str | None = None
+    """What data the paper's setting reads that the user downloads, and its params key (L-Eval:
+    ``"the L-Eval data folder, LEval-data (data_path)"``), shown by ``lceval list``; None: the
+    builder generates or ships everything."""
 
     sections: tuple[str, ...] = ()
     """Further sections of its notebooks' params files that the paper's code reads,

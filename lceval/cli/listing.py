@@ -8,14 +8,6 @@ from lceval.benchmarks import registry
 from lceval.models.base import BACKENDS, backend_options
 from lceval.run.config import ListConfig
 
-USER_DATA = {
-    "manyifeval": "the official ManyIFEval data file (path)",
-    "leval": "the L-Eval data folder, LEval-data (data_path)",
-    "cifbench": "the CIF-Bench dataset folder and metadata (public_dir, metadata)",
-    "longgenbench": "optional: the official LongGenBench prompt files (path; else generated)",
-}
-"""Benchmarks whose paper setting reads data the user downloads (their full.yaml paths)."""
-
 VLLM_SHOWN = {
     "max_model_len",
     "dtype",
@@ -33,17 +25,17 @@ all of them: ``lceval infer --list-options vllm``)."""
 
 def handle(cfg: ListConfig, outputs: str | None) -> int:
     """Print per benchmark (:mod:`lceval.benchmarks.registry`) its tasks (at most 14 codes:
-    CIF-Bench has 150), scorers, user data, importer and notebooks, then the backends
-    (:data:`lceval.models.base.BACKENDS`; an engine that is not installed is said so). Reads no
-    run: ``outputs`` is unused."""
+    CIF-Bench has 150), scorers, user data (:attr:`~lceval.benchmarks.base.Benchmark.user_data`),
+    importer and notebooks, then the backends (:data:`lceval.models.base.BACKENDS`; an engine that
+    is not installed is said so). Reads no run: ``outputs`` is unused."""
     lines = []
     for bench in registry.all_benchmarks():
         tasks = list(bench.tasks)
         more = f", ... and {len(tasks) - 14} more" if len(tasks) > 14 else ""
         lines.append(f"{bench.key}: {bench.title}")
         lines.append(f"  {len(tasks)} tasks: {', '.join(tasks[:14])}{more}")
-        if bench.key in USER_DATA:
-            lines.append(f"  the paper's setting needs your data: {USER_DATA[bench.key]}")
+        if bench.user_data:
+            lines.append(f"  the paper's setting needs your data: {bench.user_data}")
         for spec in bench.scorers.values():
             lines.append(f"  scorer {spec.name} (v{spec.version}): {spec.description}")
             lines.append(f"    metrics: {', '.join(spec.metrics)}")

@@ -48,6 +48,7 @@ BENCHMARK = Benchmark(
     tasks=OFFICIAL_TASKS,
     build=lazy("lceval.benchmarks.cifbench.build:build_cifbench"),
     params="lceval.benchmarks.cifbench.build:Config",
+    user_data="the CIF-Bench dataset folder and metadata (public_dir, metadata)",
     sections=(
         "lceval.benchmarks.cifbench.variants:Generation",
         "lceval.benchmarks.cifbench.tables:Comparison",

@@ -43,6 +43,7 @@ BENCHMARK = Benchmark(
     tasks=TASKS,
     build=lazy("lceval.benchmarks.leval.build:build_leval"),
     params="lceval.benchmarks.leval.build:Config",
+    user_data="the L-Eval data folder, LEval-data (data_path)",
     gold=GOLD,
     scorers={
         "leval": ScorerSpec(

@@ -34,6 +34,7 @@ BENCHMARK = Benchmark(
     tasks=TASKS,
     build=lazy("lceval.benchmarks.longgenbench.build:build_longgenbench"),
     params="lceval.benchmarks.longgenbench.build:Config",
+    user_data="optional: the official LongGenBench prompt files (path; else generated)",
     gold=GOLD,
     scorers={
         "longgenbench": ScorerSpec(

@@ -18,6 +18,7 @@ BENCHMARK = Benchmark(
     tasks=TASKS,
     build=lazy("lceval.benchmarks.manyifeval.build:build_manyifeval"),
     params="lceval.benchmarks.manyifeval.build:Config",
+    user_data="the official ManyIFEval data file (path)",
     sections=("lceval.benchmarks.manyifeval.build:Refinement",),
     gold=GOLD,
     scorers={
