@@ -52,10 +52,12 @@ def handle(cfg: CompareConfig, outputs: str | None) -> int:
 def table(cfg: CompareConfig, outputs: str | None) -> Any:
     """:func:`lceval.report.compare.leaderboard` for one run, three or more, or on request;
     :func:`lceval.report.results.leaderboard` where results.json files are given (the only table
-    they give); else :func:`lceval.report.compare.compare_runs` paired. Flags checked first.
+    they give); else :func:`lceval.report.compare.compare_runs` paired
+    (:attr:`~lceval.run.config.CompareConfig.ranked`; CompareConfig refuses the flags of a paired
+    comparison with a leaderboard).
 
     Raises:
-        LcevalError: a bad ``--csv`` or ``--samples`` or flag mix, a run given twice or without
+        LcevalError: a bad ``--csv`` or ``--samples`` file name, a run given twice or without
             scores, an unknown benchmark or model, nothing in common; a results file that does
             not validate, or where a paired comparison (it needs scores.parquet) is asked for.
     """
@@ -65,14 +67,8 @@ def table(cfg: CompareConfig, outputs: str | None) -> Any:
         out_path(cfg.csv)
     if cfg.samples:
         out_path(cfg.samples, "--samples", ".html")
-    one_run = len(cfg.run_ids) == 1 and not (cfg.model_a or cfg.model_b)
-    leader = cfg.leaderboard or len(cfg.run_ids) > 2 or one_run
-    if leader and (cfg.model_a or cfg.model_b):
-        raise LcevalError("--model-a/--model-b are for a paired comparison, not --leaderboard")
-    if leader and cfg.samples:
-        raise LcevalError("--samples is for a paired comparison of two runs, not --leaderboard")
     files = [a for a in cfg.run_ids if results.is_results_source(a)]
-    if files and not leader:
+    if files and not cfg.ranked:
         raise LcevalError(
             f"{files[0]} is a results file: it holds headline numbers only; a paired comparison "
             "needs each run's scores.parquet (give run ids), or add --leaderboard"
@@ -87,7 +83,7 @@ def table(cfg: CompareConfig, outputs: str | None) -> Any:
             for a in cfg.run_ids
         ]
         return results.leaderboard(docs, benchmark=cfg.benchmark, scorer=cfg.scorer)
-    if leader:
+    if cfg.ranked:
         benchmarks = [cfg.benchmark] if cfg.benchmark else None
         heads = compare.load_headlines(
             cfg.run_ids, benchmarks=benchmarks, root=outputs, scorer=cfg.scorer

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from typing import Any, TypedDict, TypeVar
 
 import yaml
-from pydantic import BaseModel, Field, field_validator
+from pydantic import BaseModel, Field, field_validator, model_validator
 
 from lceval.core.errors import LcevalError
 from lceval.models.backends import known_backend
@@ -337,6 +337,23 @@ class CompareConfig(Declared):
         "rubric items side by side with the difference (contexts/ is written beside it)",
         json_schema_extra={"metavar": "FILE.html"},
     )
+
+    @property
+    def ranked(self) -> bool:
+        """A leaderboard is asked for: ``--leaderboard``, three or more runs, or one run without
+        ``--model-a``/``--model-b`` (its models ranked); else a paired comparison."""
+        one_run = len(self.run_ids) == 1 and not (self.model_a or self.model_b)
+        return self.leaderboard or len(self.run_ids) > 2 or one_run
+
+    @model_validator(mode="after")
+    def _paired_flags(self) -> CompareConfig:
+        """The flags of a paired comparison refused for a leaderboard (a ValueError: one line
+        through :func:`lceval.params.first_error`)."""
+        if self.ranked and (self.model_a or self.model_b):
+            raise ValueError("--model-a/--model-b are for a paired comparison, not --leaderboard")
+        if self.ranked and self.samples:
+            raise ValueError("--samples is for a paired comparison of two runs, not --leaderboard")
+        return self
 
 
 class RunConfig(Declared):

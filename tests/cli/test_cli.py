@@ -241,6 +241,8 @@ def test_compare_names_every_setting_the_runs_differ_in_and_fits_160_columns(cap
         (["compare", "a", "b", "--csv", "x.txt"], "--csv must name a .csv file"),
         (["compare", "a", "b", "--csv", "/no/such/dir/x.csv"], "does not exist"),
         (["compare", "a", "b", "c", "--model-a", "m"], "--model-a/--model-b are for a paired"),
+        (["compare", "a", "--samples", "s.html"], "--samples is for a paired comparison"),
+        (["compare", "a", "b", "--leaderboard", "--model-b", "m"], "--model-a/--model-b are for"),
         (["compare", "a", "a"], "lceval: "),
         (["compare", "a", "b", "--seed", "-1"], "--seed must be >= 0, got -1"),
         (["compare", "a", "b", "--seed", "-1", "--leaderboard"], "--seed must be >= 0, got -1"),
@@ -257,6 +259,20 @@ def test_compare_bad_input_is_one_line(capsys, tmp_path, argv, message):
     _ruler_scored(tmp_path, "b", "mb", [0] * 8)
     code, err = _err(capsys, ["--outputs", str(tmp_path), *argv])
     assert code == 2 and message in err and err.startswith("lceval: ") and "\n" not in err
+
+
+def test_compare_flag_mix_is_refused_by_the_declared_config():
+    """The check lives on CompareConfig: a params file or Python call meets the same line as
+    the command line, before any run is read."""
+    from lceval.core.errors import LcevalError
+    from lceval.params import validate
+    from lceval.run.config import CompareConfig
+
+    paired = validate(CompareConfig, {"run_ids": ["x"], "model_a": "m1", "model_b": "m2"})
+    assert not paired.ranked and validate(CompareConfig, {"run_ids": ["x"]}).ranked
+    bad = {"run_ids": ["x", "y", "z"], "samples": "s.html"}
+    with pytest.raises(LcevalError, match=r"^compare: --samples is for a paired comparison"):
+        validate(CompareConfig, bad, where="compare")
 
 
 @pytest.mark.parametrize(
