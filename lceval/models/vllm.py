@@ -24,7 +24,7 @@ from lceval.models.base import GenerationConfig, cache_fields, error_response
 from lceval.models.embedded import resolve_model
 from lceval.models.prompts import RenderedPrompt, Renders, common_prefix_len, resolve_prompt_format
 from lceval.models.rope import RopeOverride, for_vllm, load_config
-from lceval.models.thinking import Thinking
+from lceval.models.thinking import DEFAULT_THINKING_TOKENS, Thinking
 from lceval.models.threads import affinity_cpus
 
 CPU_KVCACHE_GIB = "1"  # VLLM_CPU_KVCACHE_SPACE
@@ -87,7 +87,7 @@ class VLLMBackend(Renders):
 
     llm: Any = None
     rope: RopeOverride | None = None
-    thinking: Thinking | None = None
+    thinking: Thinking = Thinking(None, None, DEFAULT_THINKING_TOKENS)  # set in __init__
     wave_tokens = WAVE_TOKENS
     """Cap on new prompt tokens in flight (part of the cache key: it decides the batches)."""
     _scheduler: dict[str, Any] | None = None
@@ -182,7 +182,7 @@ class VLLMBackend(Renders):
             "vllm": vllm.__version__,
             "prompt_format": self.prompt_format,
             "rope": self.rope.record() if self.rope is not None else None,
-            **({"thinking": t} if self.thinking and (t := self.thinking.record()) else {}),
+            **({"thinking": t} if (t := self.thinking.record()) is not None else {}),
         }
 
     @property
@@ -352,16 +352,16 @@ class VLLMBackend(Renders):
     def _response(
         self, sample: Sample, req: _Request, result: Any, config: GenerationConfig, latency: float
     ) -> Response:
+        """A finished request's Response: its ids decoded as hf's (:meth:`.Thinking.answer`:
+        thinking split off, the answer capped and cut at the sample's stop strings)."""
         c = result.outputs[0]
         if c.finish_reason not in ("stop", "length"):
             why = RuntimeError(f"vLLM finished with {c.finish_reason}")
             return error_response(sample, self.name, config, why)
         reason: FinishReason = c.finish_reason
-        text, reasoning, n_think, unfinished = c.text, None, 0, False
-        if self.thinking is not None and self.thinking.markers is not None:
-            text, reasoning, n_think, unfinished, reason = self.thinking.answer(
-                self.tokenizer, list(c.token_ids), req.prompt, sample.stop, reason
-            )
+        text, reasoning, n_think, unfinished, reason = self.thinking.answer(
+            self.tokenizer, list(c.token_ids), req.prompt, sample.stop, reason
+        )
         return Response(
             sample_id=sample.id,
             model=self.name,
