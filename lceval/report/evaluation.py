@@ -102,10 +102,10 @@ def evaluate(benchmark: str, /, **options: Any) -> EvalResult:
         LcevalError: one line: a bad key or value, an unknown benchmark, backend or model, bad
             build params, anything a stage refuses.
     """
-    root = options.pop("root", None)
-    progress = options.pop("progress", True)
-    values = {"benchmark": benchmark, **options}
-    return run_eval(validate(EvalConfig, values, "params", "evaluate"), root, progress=progress)
+    call = validate(EvaluateOptions, options, "params", "evaluate")  # root's, progress's too
+    values = {k: v for k, v in options.items() if k not in ("root", "progress")}
+    cfg = validate(EvalConfig, {"benchmark": benchmark, **values}, "params", "evaluate")
+    return run_eval(cfg, call.root, progress=call.progress)
 
 
 def run_eval(cfg: EvalConfig, root: str | Path | None, *, progress: bool = True) -> EvalResult:
