@@ -30,11 +30,9 @@ def test_the_face_is_real_functions_with_their_signatures():
     for name in ("evaluate", "build", "infer", "score", "report", "compare", "RunDir"):
         assert name in lceval.__all__ and callable(getattr(lceval, name))
     assert "root" in inspect.signature(lceval.score).parameters
-    assert list(inspect.signature(lceval.evaluate).parameters)[:3] == [
-        "benchmark",
-        "model",
-        "limit",
-    ]
+    assert {"benchmark", "model", "limit", "root"} <= set(
+        inspect.signature(lceval.evaluate).parameters
+    )
 
 
 def test_import_lceval_loads_no_heavy_package(tmp_path):
@@ -60,6 +58,8 @@ def test_mypy_refuses_a_misspelt_keyword_of_a_stage(tmp_path):
         'tables: dict[str, object] = lceval.report("x", scorer="lifbench:strict")\n'
         'lceval.evaluate("lifbench", limitt=4)\n'
         'lceval.evaluate("lifbench", max_new_tokens=8, param={"lengths": [512]})\n'
+        'lceval.evaluate("lifbench", limit="4")\n'
+        'lceval.evaluate("lifbench", root="outputs", progress=False, scorer="lifbench:strict")\n'
     )
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     out = subprocess.run(
@@ -70,19 +70,23 @@ def test_mypy_refuses_a_misspelt_keyword_of_a_stage(tmp_path):
         env=env,
     )
     errors = [line for line in out.stdout.splitlines() if ": error:" in line]
-    assert len(errors) == 2, out.stdout
+    assert len(errors) == 3, out.stdout
     assert 'snippet.py:4: error: Unexpected keyword argument "rooot" for "score"' in errors[0]
     assert 'snippet.py:8: error: Unexpected keyword argument "limitt" for "evaluate"' in errors[1]
+    assert 'snippet.py:10: error: Argument "limit" to "evaluate" has incompatible type' in errors[2]
     assert out.returncode == 1
 
 
-def test_evaluate_keywords_are_the_eval_config_fields():
-    """EvalOptions types evaluate's keywords for mypy (PEP 692 needs a static TypedDict);
-    EvalConfig declares and checks them: the same keys with the same types."""
-    import typing
+def test_evaluate_keywords_are_declared_once_by_eval_config():
+    """evaluate's keywords are EvalConfig's fields (less the positional benchmark) and root and
+    progress: its signature is made from the model, not written again beside it."""
+    from lceval.run.config import EvalConfig
 
-    from lceval.run.config import EvalConfig, EvalOptions
-
-    given = {"benchmark", "model", "limit", "list_options"}  # named arguments, or infer's alone
-    fields = {k: f.annotation for k, f in EvalConfig.model_fields.items() if k not in given}
-    assert typing.get_type_hints(EvalOptions) == fields
+    params = inspect.signature(lceval.evaluate).parameters
+    assert params["benchmark"].kind is inspect.Parameter.POSITIONAL_ONLY
+    keywords = [k for k, p in params.items() if p.kind is inspect.Parameter.KEYWORD_ONLY]
+    assert keywords == [k for k in EvalConfig.model_fields if k != "benchmark"] + [
+        "root",
+        "progress",
+    ]
+    assert params["limit"].annotation == EvalConfig.model_fields["limit"].rebuild_annotation()

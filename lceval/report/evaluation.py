@@ -4,10 +4,12 @@ score and report one benchmark from one declared config, resumable, as lm-evalua
 
 from __future__ import annotations
 
+import inspect
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Unpack
+from typing import TYPE_CHECKING, Any, Concatenate, ParamSpec, TypeVar
 
 from lceval.benchmarks import registry
 from lceval.core.errors import LcevalError
@@ -17,12 +19,15 @@ from lceval.models.specs import resolve_models
 from lceval.params import load_params
 from lceval.report.stage import report
 from lceval.run.building import build
-from lceval.run.config import EvalConfig, EvalOptions, InferConfig, validate
+from lceval.run.config import EvalConfig, EvaluateOptions, InferConfig, validate
 from lceval.run.inference import infer
 from lceval.run.scoring import score
 
 if TYPE_CHECKING:
     import pandas as pd
+
+P = ParamSpec("P")
+R = TypeVar("R")
 
 
 @dataclass(frozen=True)
@@ -58,27 +63,37 @@ def default_run_id(benchmark: str, models: list[Any]) -> str:
     return slug[:128] or "eval"
 
 
-def evaluate(
-    benchmark: str,
-    *,
-    model: str | list[Any] | None = None,
-    limit: int | None = None,
-    root: str | Path | None = None,
-    progress: bool = True,
-    **config: Unpack[EvalOptions],
-) -> EvalResult:
+def _keywords_of(
+    options: Callable[P, Any],
+) -> Callable[[Callable[..., R]], Callable[Concatenate[str, P], R]]:
+    """Give a ``(benchmark, /, **options)`` function the keywords of ``options`` (a pydantic
+    model): for mypy, its ``__init__`` (pydantic's plugin types it from the fields); at run time,
+    ``__signature__`` (``help()``, ``inspect.signature``). One declaration: the fields."""
+
+    def wrap(f: Callable[..., R]) -> Callable[Concatenate[str, P], R]:
+        own = inspect.signature(f)
+        benchmark = own.parameters["benchmark"]  # positional-only
+        keywords = inspect.signature(options).parameters.values()
+        signature = own.replace(parameters=[benchmark, *keywords])
+        f.__signature__ = signature  # type: ignore[attr-defined]
+        return f
+
+    return wrap
+
+
+@_keywords_of(EvaluateOptions)
+def evaluate(benchmark: str, /, **options: Any) -> EvalResult:
     """Build ``benchmark``, answer it with ``model``, score and report it: ``lceval eval`` in
     Python, resumable (the same ``run_id``, default ``<benchmark>-<model>``, keeps the answers).
 
     Args:
         benchmark: a benchmark key (``lceval list``).
-        model: a path, hub id or ``embedded`` (the default CPU stand-in), or a list of them
-            (each may be ``{model, backend, options, name}``).
-        limit: answer only the first N samples.
-        root: folder holding run folders (default ``$LCEVAL_OUTPUTS``, else ``./outputs``).
-        progress: draw the progress bars.
-        **config: any other key of :class:`lceval.run.config.EvalConfig`
-            (:class:`~lceval.run.config.EvalOptions`), checked like a params file's.
+        **options: the keys of :class:`lceval.run.config.EvaluateOptions` (mypy checks names
+            and types from its fields), checked like a params file's; among them ``model`` (a
+            path, hub id or ``embedded``, the default CPU stand-in, or a list of them, each may be
+            ``{model, backend, options, name}``), ``limit`` (answer only the first N samples),
+            ``root`` (the folder of run folders, default ``$LCEVAL_OUTPUTS``, else ``./outputs``),
+            ``progress`` (draw the bars).
 
     Returns:
         The run, its headline table, the path of report/index.html.
@@ -87,12 +102,10 @@ def evaluate(
         LcevalError: one line: a bad key or value, an unknown benchmark, backend or model, bad
             build params, anything a stage refuses.
     """
-    values: dict[str, Any] = {"benchmark": benchmark, **config}
-    if model is not None:
-        values["model"] = model
-    if limit is not None:
-        values["limit"] = limit
-    return run_eval(validate(EvalConfig, values, "params", "evaluate"), root, progress=progress)
+    call = validate(EvaluateOptions, options, "params", "evaluate")  # root's, progress's too
+    values = {k: v for k, v in options.items() if k not in ("root", "progress")}
+    cfg = validate(EvalConfig, {"benchmark": benchmark, **values}, "params", "evaluate")
+    return run_eval(cfg, call.root, progress=call.progress)
 
 
 def run_eval(cfg: EvalConfig, root: str | Path | None, *, progress: bool = True) -> EvalResult:

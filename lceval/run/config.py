@@ -10,7 +10,8 @@ from __future__ import annotations
 import argparse
 import os
 from collections.abc import Sequence
-from typing import Any, TypedDict, TypeVar
+from pathlib import Path
+from typing import Any, TypeVar
 
 import yaml
 from pydantic import BaseModel, Field, field_validator, model_validator
@@ -144,21 +145,32 @@ def test_limit(limit: int | None) -> int | None:
     return int(raw) if limit is None else min(limit, int(raw))
 
 
-class BuildSource(Declared):
-    """What a build reads, shared by ``lceval build`` and ``lceval eval``: the benchmark, its
-    params file and ``-p`` overrides (the builder's own params are the benchmark's ``Config``)."""
+class BenchmarkKey(Declared):
+    """The benchmark a build or an evaluation reads (``lceval build``'s and ``lceval eval``'s
+    positional)."""
 
     benchmark: str = Field(
         min_length=1,
         description="a benchmark key (see lceval list)",
         json_schema_extra={"positional": True},
     )
+
+
+class BuildParams(Declared):
+    """A build's params file and ``-p`` overrides (the builder's own params are the benchmark's
+    ``Config``)."""
+
     params: str | None = Field(None, description="params YAML (the builder's parameters)")
     param: dict[str, Any] = Field(
         default_factory=dict,
         description="override a build param",
         json_schema_extra={"flag": ["-p", "--param"], "kv": True},
     )
+
+
+class BuildSource(BuildParams, BenchmarkKey):
+    """What a build reads, shared by ``lceval build`` and ``lceval eval``: the benchmark, its
+    params file and ``-p`` overrides."""
 
 
 class BuildConfig(BuildSource):
@@ -173,11 +185,11 @@ class BuildConfig(BuildSource):
     )
 
 
-class EvalConfig(InferConfig, BuildSource):
-    """Build, answer, score and report a benchmark in one command (resumable).
-
-    Also :func:`lceval.evaluate`'s: :class:`InferConfig`'s keys, the build's
-    (:class:`BuildSource`) and the scorer the report reads."""
+class EvalOptions(InferConfig, BuildParams):
+    """:class:`EvalConfig` but the benchmark: ``lceval.evaluate(BENCHMARK, **options)``'s
+    keywords (beside ``root`` and ``progress``), typed for mypy by this model's ``__init__``
+    (pydantic's mypy plugin): :class:`InferConfig`'s keys, the build's (:class:`BuildParams`)
+    and the scorer the report reads."""
 
     run_id: str | None = Field(
         None,
@@ -199,26 +211,28 @@ class EvalConfig(InferConfig, BuildSource):
     )
 
 
-class EvalOptions(TypedDict, total=False):
-    """:func:`lceval.evaluate`'s keywords beside ``model`` and ``limit``, typed for mypy (a
-    misspelt key is a type error; PEP 692 needs a static TypedDict): :class:`EvalConfig`'s
-    fields, which it declares and checks (a test keeps keys and types equal)."""
+class EvalConfig(EvalOptions, BenchmarkKey):
+    """Build, answer, score and report a benchmark in one command (resumable).
 
-    params: str | None
-    param: dict[str, Any]
-    run_id: str | None
-    backend: str
-    models: list[Any] | None
-    truncate: bool | None
-    batch_size: int | None
-    tasks: list[str] | None
-    max_new_tokens: int | None
-    temperature: float
-    seed: int
-    backend_options: dict[str, Any]
-    ray_address: str | None
-    force: bool
-    scorer: str | None
+    Also :func:`lceval.evaluate`'s: :class:`InferConfig`'s keys, the build's
+    (:class:`BuildSource`) and the scorer the report reads."""
+
+    # the fields are EvalOptions' and the benchmark's: evaluate's keywords are EvalOptions'
+
+
+class EvaluateOptions(EvalOptions):
+    """:func:`lceval.evaluate`'s keywords: :class:`EvalOptions` and where the run goes and
+    whether bars are drawn (its signature, for mypy and ``help()``; ``lceval eval`` has
+    ``--outputs`` for ``root``)."""
+
+    root: str | Path | None = Field(
+        None,
+        description="folder holding run folders (default $LCEVAL_OUTPUTS, else ./outputs)",
+        json_schema_extra={"cli": False},
+    )
+    progress: bool = Field(
+        True, description="draw the progress bars", json_schema_extra={"cli": False}
+    )
 
 
 class PlanConfig(Declared):

@@ -67,9 +67,18 @@ def test_bad_input_is_one_line_exit_2_and_nothing_built(capsys, tmp_path, argv, 
     assert list(tmp_path.iterdir()) == []
 
 
-def test_evaluate_refuses_an_unknown_key_naming_the_closest():
-    with pytest.raises(LcevalError, match="unknown parameter 'max_new_token'; did you mean"):
-        evaluate("lifbench", model="embedded", max_new_token=8)
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        ({"max_new_token": 8}, "unknown parameter 'max_new_token'; did you mean"),
+        ({"roots": "/tmp"}, "unknown parameter 'roots'; did you mean root"),
+        ({"progress": "no"}, "progress"),
+        ({"limit": "4"}, "limit"),
+    ],
+)
+def test_evaluate_refuses_a_bad_key_or_value_naming_it(options, message):
+    with pytest.raises(LcevalError, match=message):
+        evaluate("lifbench", model="embedded", **options)
 
 
 def test_default_run_id_names_benchmark_and_models():
