@@ -18,7 +18,7 @@ import pandas as pd
 import yaml
 
 from lceval.benchmarks import registry
-from lceval.core.errors import LcevalError
+from lceval.core.errors import LcevalError, one_line
 from lceval.core.io import atomic_open
 
 REPRODUCTION_COLUMNS = ("paper", "item", "caption", "status", "from", "where", "test", "why")
@@ -35,6 +35,18 @@ STATUSES = tuple(SCHEMA["properties"]["status"]["enum"])
 _BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
 
 
+def schema_error(schema: dict[str, Any], doc: Any, *, top: str) -> tuple[str, str] | None:
+    """The most relevant way ``doc`` breaks the JSON Schema ``schema`` (draft 2020-12,
+    jsonschema's ``best_match``) as ``(where, why)``: the failing field's path joined with "/"
+    (``top`` for the document itself) and the reason on one line; None when ``doc`` is valid.
+    The one form of a schema error in lceval's messages (results.json, reproduction.yaml)."""
+    validator = jsonschema.Draft202012Validator(schema)
+    error = jsonschema.exceptions.best_match(validator.iter_errors(doc))
+    if error is None:
+        return None
+    return "/".join(str(p) for p in error.absolute_path) or top, one_line(error.message)
+
+
 def read_file(path: str | Path) -> list[dict[str, Any]]:
     """Items of one ``reproduction.yaml``, each checked against :data:`SCHEMA`;
     :class:`LcevalError` when unreadable, not a YAML list, or an item breaks the schema."""
@@ -46,29 +58,32 @@ def read_file(path: str | Path) -> list[dict[str, Any]]:
         raise LcevalError(f"{path}: cannot read the reproduction index: {reason}") from None
     if not isinstance(data, list):
         raise LcevalError(f"{path}: the reproduction index must be a YAML list of items")
-    validator = jsonschema.Draft202012Validator(SCHEMA)
     for i, entry in enumerate(data):
-        error = jsonschema.exceptions.best_match(validator.iter_errors(entry))
+        error = schema_error(SCHEMA, entry, top="item")
         if error is not None:
-            field = ".".join(str(p) for p in error.absolute_path) or "item"
-            message = error.message.splitlines()[0][:200]
             name = f"item {i + 1}"
             if isinstance(entry, dict) and entry.get("item"):
                 name += f" ({entry.get('paper', '?')} {entry['item']})"
-            raise LcevalError(f"{path}: {name}: {field}: {message}")
+            raise LcevalError(f"{path}: {name}: {error[0]}: {error[1]}")
     return [dict(e) for e in data]
 
 
-def _order(item: str) -> tuple[int, float, str]:
-    m = re.match(r"^(Table|Fig\.) (\d+)(\S*)$", item)
-    if m is None:
-        return (2, 0.0, item)
-    return (0 if m.group(1) == "Table" else 1, float(m.group(2)), m.group(3))
+def item_order(item: str) -> tuple[int, int, str]:
+    """Sort key of a paper item ("Headline", "Table 3", "Fig. 3b", "Sec. 4", else a heading):
+    Headline first, then Tables, Figures, sections by number, then the rest by name; the one
+    order of the reproduction index and of each report's index.html."""
+    m = re.match(r"(Headline|Table|Fig\.|Sec\.)\s*(\d*)", item)
+    if not m:
+        return (4, 0, item)
+    return (_KINDS[m.group(1)], int(m.group(2) or 0), item)
+
+
+_KINDS = {"Headline": 0, "Table": 1, "Fig.": 2, "Sec.": 3}
 
 
 def load_index(keys: Iterable[str] | None = None) -> pd.DataFrame:
     """Every item of the reproduction indexes of ``keys`` (default: every benchmark), one row
-    each (:data:`COLUMNS`), by paper, then tables before figures by number; :class:`LcevalError`
+    each (:data:`COLUMNS`), by paper, then :func:`item_order`; :class:`LcevalError`
     for an item breaking :data:`SCHEMA` or a (paper, item) listed twice."""
     paths = [
         _BENCHMARKS / k / "reproduction.yaml"
@@ -84,7 +99,7 @@ def load_index(keys: Iterable[str] | None = None) -> pd.DataFrame:
             f"{row['paper']} {row['item']} is listed twice in the reproduction index"
         )
     frame = frame.astype(object).where(frame.notna(), None)
-    key = frame["item"].map(_order)
+    key = frame["item"].map(item_order)
     frame = frame.assign(_k=key).sort_values(["paper", "_k"], kind="stable").drop(columns="_k")
     return frame.reset_index(drop=True)
 

@@ -13,19 +13,19 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-import jsonschema
 import pandas as pd
 
 from lceval import metrics
 from lceval.benchmarks import registry
 from lceval.benchmarks.base import scorer_of
 from lceval.core.console import log
-from lceval.core.errors import LcevalError, one_line
+from lceval.core.errors import LcevalError
 from lceval.core.io import RunDir, read_bounded
 from lceval.core.records import to_dict
 from lceval.report.compare import check_once, named_models, ranked
 from lceval.report.coverage import CUT_FLAG, run_coverage, run_cut_answers, with_finished
 from lceval.report.reasoning import reasoning_frame, task_reasoning
+from lceval.report.reproduction import schema_error
 from lceval.report.samples_page import default_scorer, write_page
 
 SCHEMA_VERSION = "1"  # a reader refuses a file of another version
@@ -186,12 +186,9 @@ def check(doc: Any, where: str) -> None:
             f"{where} has schema_version {doc.get('schema_version')!r}; this lceval reads "
             f"version {SCHEMA_VERSION}"
         )
-    validator = jsonschema.Draft202012Validator(schema())
-    error = jsonschema.exceptions.best_match(validator.iter_errors(doc))
+    error = schema_error(schema(), doc, top="(top level)")
     if error is not None:
-        at = "/".join(str(p) for p in error.absolute_path) or "(top level)"
-        msg = one_line(error.message)
-        raise LcevalError(f"{where} is not an lceval results file: at {at}: {msg}")
+        raise LcevalError(f"{where} is not an lceval results file: at {error[0]}: {error[1]}")
 
 
 def is_results_source(arg: str) -> bool:
