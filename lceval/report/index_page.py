@@ -4,7 +4,6 @@ and the summary ``lceval report`` prints."""
 from __future__ import annotations
 
 import importlib
-import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -15,7 +14,7 @@ from lceval.benchmarks import registry
 from lceval.core.errors import LcevalError
 from lceval.core.io import atomic_open, read_json_object
 from lceval.report.coverage import run_coverage
-from lceval.report.reproduction import REPRODUCTION_COLUMNS, load_index
+from lceval.report.reproduction import REPRODUCTION_COLUMNS, item_order, load_index
 from lceval.report.samples_page import render, write_page
 
 THIS_RUN = "this run"
@@ -46,11 +45,11 @@ def write_index(run: Any) -> Path:
             item, caption = captions.get(name, captions.get(p.stem, ("", "")))
             if p.suffix == ".png":
                 figure = {"label": item, "text": caption, "name": name, "alt": p.stem}
-                items.append((_order(item), {**figure, "pdf": p.with_suffix(".pdf").exists()}))
+                items.append((item_order(item), {**figure, "pdf": p.with_suffix(".pdf").exists()}))
             elif (block := _table(p, name, item, caption)) is not None and item == "Check":
                 checks.append(block)
             elif block is not None:
-                items.append((_order(item), block))
+                items.append((item_order(item), block))
         blocks = [b for _, b in sorted(items, key=lambda x: x[0])]
         sections.append({"key": key, "title": _bench_title(key), "blocks": blocks})
     page = render(
@@ -102,15 +101,6 @@ def _captions(key: str) -> dict[str, tuple[str, str]]:
     except Exception:  # noqa: BLE001 - no report module: no captions
         return {}
     return dict(getattr(module, "CAPTIONS", {}))
-
-
-def _order(item: str) -> tuple[int, int, str]:
-    """Sort key: Headline first, then Tables, Figures, sections, in their numbers' order."""
-    kinds = {"Headline": 0, "Table": 1, "Fig.": 2, "Sec.": 3}
-    m = re.match(r"(Headline|Table|Fig\.|Sec\.)\s*(\d*)", item)
-    if not m:
-        return (4, 0, item)
-    return (kinds[m.group(1)], int(m.group(2) or 0), item)
 
 
 def _table(csv: Path, name: str, item: str, caption: str) -> dict[str, Any] | None:

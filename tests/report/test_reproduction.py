@@ -145,3 +145,14 @@ def test_html_section_lists_only_the_benchmarks_asked(index) -> None:
     page = render("reproduction.html.j2", reproduction=rows, columns=R.REPRODUCTION_COLUMNS)
     assert "id='reproduction'" in page and "LIFBench" in page and "ManyIFEval" not in page
     assert page.count("<tr>") == 1 + len(index[index["benchmark"] == "lifbench"])
+
+
+def test_the_index_and_the_report_page_list_items_in_one_order() -> None:
+    from lceval.report import index_page
+
+    items = ["NTK base sweep", "Fig. 10", "Sec. 4", "Table 10", "Fig. 3b", "Headline", "Fig. 3"]
+    items += ["Table 2", "Closed-ended table"]
+    expected = ["Headline", "Table 2", "Table 10", "Fig. 3", "Fig. 3b", "Fig. 10", "Sec. 4"]
+    expected += ["Closed-ended table", "NTK base sweep"]
+    assert sorted(items, key=R.item_order) == expected
+    assert index_page.item_order is R.item_order  # the page sorts its blocks by the same key
