@@ -26,15 +26,16 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from lceval.benchmarks.cifbench import ModelJudgeOptions
 from lceval.benchmarks.cifbench.gold import OUTPUT_TYPES, CifGold
 from lceval.benchmarks.cifbench.score import clean_text, score_cifbench
 from lceval.core.errors import LcevalError
 from lceval.core.records import Context, Judgement, Response, Sample
+from lceval.core.store import ResponseStore
 from lceval.models import judge as asking
 
 if TYPE_CHECKING:
     from lceval.core.io import RunDir
-    from lceval.core.store import ResponseStore
     from lceval.models.base import Backend
 
 JUDGE_FILE = "cifbench_judge.jsonl"
@@ -281,9 +282,6 @@ def model_judge(run: RunDir, **options: Any) -> ModelJudge:
         LcevalError: an unknown option or output type, a value of the wrong type or out of
             range, an unknown backend or backend option.
     """
-    from lceval.benchmarks.cifbench import ModelJudgeOptions
-    from lceval.core.store import ResponseStore
-
     opts = ModelJudgeOptions.parse(_SCORER, options)
     chosen = tuple(t.strip() for t in opts.types.split(",") if t.strip())
     bad = [t for t in chosen if t not in OUTPUT_TYPES]

@@ -28,9 +28,11 @@ marked in the explanation) or NaN (``creative="nan"``).
 from __future__ import annotations
 
 import functools
+import logging
 import math
 import re
 import unicodedata
+import warnings
 from collections.abc import Sequence
 from typing import Any
 
@@ -146,7 +148,7 @@ def f1(predicted: Sequence[str], gold: Sequence[str]) -> float:
 
 @functools.cache
 def _chrf_metric() -> Any:
-    from sacrebleu.metrics import CHRF
+    from sacrebleu.metrics import CHRF  # heavy: sacrebleu
 
     return CHRF()
 
@@ -161,12 +163,9 @@ def chrf(hypothesis: str, reference: str) -> float:
 
 @functools.cache
 def _jieba() -> Any:
-    import logging
-    import warnings
-
     with warnings.catch_warnings():  # jieba imports the deprecated pkg_resources
         warnings.simplefilter("ignore", DeprecationWarning)
-        import jieba
+        import jieba  # heavy: jieba
 
     jieba.setLogLevel(logging.WARNING)
     return jieba
@@ -193,15 +192,17 @@ def rouge_l(hypothesis: Sequence[str], reference: Sequence[str]) -> float:
 
 @functools.lru_cache(maxsize=2)
 def _bleurt(checkpoint: str) -> tuple[Any, Any]:
-    import torch  # noqa: F401 - transformers' model classes need it
-    from transformers import AutoModelForSequenceClassification, AutoTokenizer
+    import torch  # noqa: F401 - heavy: torch; transformers' model classes need it
+    import transformers  # heavy: transformers
 
     try:  # registers the BLEURT classes of PyTorch ports with transformers' Auto classes
-        import bleurt_pytorch  # noqa: F401
+        import bleurt_pytorch  # noqa: F401 - optional: bleurt-pytorch, pulls torch
     except ImportError:
         pass
-    tok = AutoTokenizer.from_pretrained(checkpoint, local_files_only=True)
-    model = AutoModelForSequenceClassification.from_pretrained(checkpoint, local_files_only=True)
+    tok = transformers.AutoTokenizer.from_pretrained(checkpoint, local_files_only=True)
+    model = transformers.AutoModelForSequenceClassification.from_pretrained(
+        checkpoint, local_files_only=True
+    )
     return tok, model.eval()
 
 
@@ -214,7 +215,7 @@ def bleurt(hypothesis: str, reference: str, checkpoint: str) -> float:
         checkpoint: folder of a BLEURT checkpoint in Hugging Face format (loaded once per
             process); its first logit is the score.
     """
-    import torch
+    import torch  # heavy: torch
 
     tok, model = _bleurt(checkpoint)
     inputs = tok([reference], [hypothesis], truncation=True, max_length=512, return_tensors="pt")

@@ -139,7 +139,7 @@ def rank_correlation(
     Raises:
         ValueError: lengths differ or fewer than 3 pairs.
     """
-    from scipy import stats
+    from scipy import stats  # heavy: scipy
 
     a, b = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
     if a.shape != b.shape or a.size < 3:

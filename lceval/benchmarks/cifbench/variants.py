@@ -36,11 +36,13 @@ import yaml
 from pydantic import Field
 
 from lceval import params
+from lceval.benchmarks.cifbench.data import read_split, resolve_tasks
 from lceval.benchmarks.cifbench.gold import MAX_INSTRUCTIONS, InstructionSource
 from lceval.core.errors import LcevalError
 from lceval.core.records import Sample
 from lceval.core.store import ResponseStore
-from lceval.models.base import Backend, GenerationConfig
+from lceval.models.base import Backend, GenerationConfig, load_backend
+from lceval.models.generate import engine_config, generate
 
 PROMPT_VERSION = "cifbench-paraphrase-v1"
 """Version of :data:`PARAPHRASE_PROMPT`; part of a generated set's provenance."""
@@ -186,8 +188,6 @@ def propose_variants(
     Raises:
         LcevalError: ``n`` outside 1..4.
     """
-    from lceval.models.generate import engine_config, generate
-
     if not isinstance(n, int) or not 1 <= n <= MAX_INSTRUCTIONS - 1:
         raise LcevalError(f"propose_variants: n must be 1..{MAX_INSTRUCTIONS - 1}, got {n!r}")
     config = GenerationConfig(temperature=temperature, seed=seed, max_new_tokens=max_new_tokens)
@@ -276,9 +276,6 @@ def generate_variants_file(
     Raises:
         LcevalError: unreadable split, unknown task, backend or option.
     """
-    from lceval.benchmarks.cifbench.data import read_split, resolve_tasks
-    from lceval.models.base import load_backend
-
     split = read_split(split_dir)
     chosen = resolve_tasks(tasks, split)
     instructions = {t: split[t].instructions[0] for t in chosen}
