@@ -84,7 +84,15 @@ from pydantic import Field, model_validator
 from lceval import params
 from lceval.benchmarks.base import BuildResult
 from lceval.benchmarks.leval import arithmetic, prompts
-from lceval.benchmarks.leval.data import HUB_DATASET, Document, load_hub, load_local
+from lceval.benchmarks.leval.data import (
+    HUB_DATASET,
+    Document,
+    demo_documents,
+    find_task_files,
+    load_hub,
+    load_local,
+    parse_document,
+)
 from lceval.benchmarks.leval.gold import (
     CLOSED_TASKS,
     NGRAM_METRIC,
@@ -232,8 +240,6 @@ def _load(p: Config) -> tuple[dict[str, list[Document]], dict[str, Any]]:
     if p.data_path == "arithmetic":
         return _load_arithmetic(p)
     if p.data_path == "demo":
-        from lceval.benchmarks.leval.data import demo_documents
-
         docs = demo_documents(p.demo_doc_words)
         tasks = p.tasks or list(docs)
         missing = [t for t in tasks if t not in docs]
@@ -243,8 +249,6 @@ def _load(p: Config) -> tuple[dict[str, list[Document]], dict[str, Any]]:
             t: {"demo": "lceval demo (Paul Graham essays)"} for t in tasks
         }
     if p.data_path is not None:
-        from lceval.benchmarks.leval.data import find_task_files
-
         tasks = p.tasks or [t for t in TASKS if t in find_task_files(p.data_path)]
         return load_local(p.data_path, tasks)
     return load_hub(p.tasks or list(TASKS), p.hub_dataset or HUB_DATASET)
@@ -253,8 +257,6 @@ def _load(p: Config) -> tuple[dict[str, list[Document]], dict[str, Any]]:
 def _load_arithmetic(p: Config) -> tuple[dict[str, list[Document]], dict[str, Any]]:
     """The offline GSM stand-in: one gsm100 document (:mod:`lceval.benchmarks.leval.arithmetic`),
     long enough for the longest length when ``arithmetic_shots`` is None."""
-    from lceval.benchmarks.leval.data import parse_document
-
     if p.tasks not in (None, ("gsm100",)):
         raise LcevalError("leval: data_path: arithmetic builds task gsm100 only")
     min_tokens = max(p.lengths) if p.lengths else 0

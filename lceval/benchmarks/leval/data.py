@@ -190,7 +190,7 @@ def load_hub(
             saying to pass ``data_path``.
     """
     try:
-        import datasets
+        import datasets  # heavy: datasets
     except ImportError:
         raise LcevalError("loading L-Eval from the hub needs `pip install datasets`") from None
     docs: dict[str, list[Document]] = {}

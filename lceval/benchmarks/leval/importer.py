@@ -29,6 +29,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from lceval.benchmarks.leval import BENCHMARK
 from lceval.benchmarks.leval.gold import (
     CLOSED_TASKS,
     NGRAM_METRIC,
@@ -42,8 +43,9 @@ from lceval.benchmarks.leval.gold import (
 )
 from lceval.core import corpora
 from lceval.core.errors import LcevalError
-from lceval.core.io import RunDir, new_meta, write_jsonl
+from lceval.core.io import RunDir, atomic_open, dumps, new_meta, write_jsonl
 from lceval.core.records import Response, Sample
+from lceval.core.store import ResponseStore
 
 IMPORTED_HASH = "imported"
 """``Response.config_hash`` of imported predictions (no lceval generation config)."""
@@ -282,10 +284,6 @@ def export_predictions(
     Raises:
         LcevalError: no responses, several models and none chosen, nothing selected.
     """
-    from lceval.benchmarks.leval import BENCHMARK
-    from lceval.core.io import atomic_open, dumps
-    from lceval.core.store import ResponseStore
-
     run = RunDir(run_id, root)
     samples = BENCHMARK.load_samples(s for s in run.read_samples() if s.benchmark == BENCHMARK.key)
     store = ResponseStore(run.responses) if run.responses.exists() else None

@@ -33,16 +33,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
+from lceval.benchmarks.leval import PairwiseJudgeOptions
 from lceval.benchmarks.leval.gold import OpenGold
 from lceval.benchmarks.leval.importer import export_predictions, read_baseline
 from lceval.benchmarks.leval.prompts import JUDGE_SYSTEM, JUDGE_TEMPLATE
 from lceval.core.errors import LcevalError
+from lceval.core.io import RunDir
 from lceval.core.records import Context, Judgement, Response, Sample
+from lceval.core.store import ResponseStore
 from lceval.models.judge import AsksModel, ModelJudge
 
 if TYPE_CHECKING:
-    from lceval.core.io import RunDir
-    from lceval.core.store import ResponseStore
     from lceval.models.base import Backend
 
 JUDGE_FILE = "leval_judge.jsonl"
@@ -75,8 +76,6 @@ def resolve_baseline(run: RunDir, spec: str | None) -> Path:
         LcevalError: an empty name, a run or model without answers, several models and none
             named, a path that does not exist.
     """
-    from lceval.core.io import RunDir as Run
-
     if spec is not None and not spec.startswith(("model:", "run:")):
         return Path(spec).expanduser()
     kind, _, name = (spec or "model:").partition(":")
@@ -87,7 +86,7 @@ def resolve_baseline(run: RunDir, spec: str | None) -> Path:
         model = rest or None
     if not source:
         raise LcevalError(f"baseline {spec!r}: name the run, run:RUN_ID or run:RUN_ID/MODEL")
-    other = Run(source, run.path.parent)
+    other = RunDir(source, run.path.parent)
     if not other.samples.exists():
         raise LcevalError(f"baseline {spec!r}: run {source!r} is not in {run.path.parent}")
     lie = False if any(s.meta.get("lie") is False for s in other.read_samples()) else None
@@ -198,8 +197,6 @@ class PairwiseJudge(AsksModel):
         return Pair(sample, text, other)
 
     def _questions(self, pairs: Sequence[Pair]) -> tuple[dict[str, Sample], list[tuple[str, str]]]:
-        from lceval.core.records import Sample as S
-
         questions: dict[str, Sample] = {}
         ids = []
         for p in pairs:
@@ -214,7 +211,7 @@ class PairwiseJudge(AsksModel):
                 games.append(qid)
                 questions.setdefault(
                     qid,
-                    S(
+                    Sample(
                         id=qid,
                         benchmark="leval",
                         task="judge",
@@ -311,9 +308,6 @@ def pairwise_judge(run: RunDir, **options: Any) -> PairwiseJudge:
             backend or backend option, a baseline that cannot be found or read, or a judge store
             that does not parse.
     """
-    from lceval.benchmarks.leval import PairwiseJudgeOptions
-    from lceval.core.store import ResponseStore
-
     opts = PairwiseJudgeOptions.parse(_SCORER, options)
     load = opts.loader()
     answers, name, _ = read_baseline(resolve_baseline(run, opts.baseline))

@@ -445,7 +445,7 @@ def sweep_table(items: pd.DataFrame, *, seed: int = 0) -> pd.DataFrame:
 
 def _ranks(a: np.ndarray) -> np.ndarray:
     """Average ranks along the last axis (ties share their mean rank)."""
-    from scipy.stats import rankdata
+    from scipy.stats import rankdata  # heavy: scipy
 
     return np.asarray(rankdata(a, axis=-1), dtype=float)
 
@@ -623,9 +623,9 @@ def sweep_figure(
     """The paper's figure: accuracy (0..100) against the base (log axis), retrieval and
     reasoning on one plot with their bootstrap CIs, one panel per length; the checkpoint's own
     base as a dotted line when given; PNG and PDF (``ntk_base_sweep``) under ``folder``."""
-    import matplotlib.pyplot as plt
+    import matplotlib.pyplot as plt  # heavy: matplotlib
 
-    from lceval.report.reporting import save_figure
+    from lceval.report.reporting import save_figure  # pulls matplotlib
 
     lengths = sorted(table["length"].dropna().unique())
     fig, axes = plt.subplots(
@@ -690,7 +690,7 @@ def report_sweep(sweep: Sweep, *, n_resamples: int = 2000, seed: int = 0) -> Swe
     Raises:
         LcevalError: a point's run has no scores.
     """
-    from lceval.report.reporting import save_table
+    from lceval.report.reporting import save_table  # pulls matplotlib
 
     items = item_scores(sweep)
     table = sweep_table(items, seed=seed)

@@ -28,6 +28,7 @@ from collections.abc import Hashable, Mapping, Sequence
 from importlib import resources
 from pathlib import Path
 
+import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
@@ -557,8 +558,6 @@ def _figure(run: RunDir, tables: dict[str, pd.DataFrame]) -> None:
         parts.append(tables["ngram"][["model", "retrieval", "name", "score", "lie"]])
     if not parts:
         return
-    import matplotlib.pyplot as plt
-
     df = pd.concat(parts, ignore_index=True)
     df["setting"] = [
         f"{m} {r}" + ("" if lie is None or pd.isna(lie) else (" LIE" if lie else " no-LIE"))

@@ -321,7 +321,7 @@ under a second (``bench/fuzz_scorers.py``)."""
 
 @functools.lru_cache(maxsize=1)
 def _rouge_scorer() -> Any:
-    from rouge_score import rouge_scorer
+    from rouge_score import rouge_scorer  # heavy: rouge_score
 
     return rouge_scorer.RougeScorer(["rouge1", "rouge2", "rougeL"], use_stemmer=False)
 
