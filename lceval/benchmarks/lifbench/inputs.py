@@ -494,7 +494,7 @@ class OneDocSource:
     """The concatenated Paul Graham essays split into sentences (nltk punkt, as official)."""
 
     def __init__(self, encoding: str, max_limit: int) -> None:
-        import nltk
+        import nltk  # heavy: nltk
 
         corpora.ensure_nltk_data()
         self.encoding = encoding

@@ -12,6 +12,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
+from lceval.benchmarks.lifbench import BENCHMARK
 from lceval.benchmarks.lifbench.published import (
     fig3_share_with_published,
     ifp_with_published,
@@ -39,6 +40,7 @@ from lceval.benchmarks.lifbench.tables import (
 from lceval.core.errors import LcevalError
 from lceval.core.io import RunDir
 from lceval.core.records import Sample
+from lceval.report.coverage import comparable, run_coverage
 from lceval.report.reporting import save_figure, save_table
 
 # --------------------------------------------------------------------------------------------
@@ -255,12 +257,9 @@ def run_ifs_table(run_id: str, root: str | Path | None = None) -> tuple[pd.DataF
     Raises:
         LcevalError: the run has no LIFBench scores or samples.
     """
-    from lceval.benchmarks import registry
-
     run = RunDir(run_id, root)
-    bench = registry.get("lifbench")
-    samples = bench.load_samples([s for s in run.read_samples() if s.benchmark == "lifbench"])
-    scores, _ = bench.scores_for(run.read_scores())
+    samples = BENCHMARK.load_samples([s for s in run.read_samples() if s.benchmark == "lifbench"])
+    scores, _ = BENCHMARK.scores_for(run.read_scores())
     table = score_table(scores, samples)
     if table.empty:
         raise LcevalError(f"run {run_id}: no LIFBench score matches a sample; score it first")
@@ -329,7 +328,7 @@ def plot_task_ars(t3: pd.DataFrame) -> plt.Figure:
         t3: :func:`task_ars` or :func:`table3_with_published` output; with a ``source`` column
             the run's rows are labelled "(this run)" in bold red and the others "(published)".
     """
-    import seaborn as sns
+    import seaborn as sns  # heavy: seaborn
 
     source = t3["source"] if "source" in t3 else pd.Series(THIS_RUN, index=t3.index)
     values = t3.drop(columns=["source"], errors="ignore").astype(float)
@@ -431,8 +430,6 @@ def report_lifbench(
     tables = lifbench_tables(table)
     # A run that is not the paper's grid (lceval.report.coverage) sits beside the paper's rows
     # unranked.
-    from lceval.report.coverage import comparable, run_coverage
-
     subset = {m for m, ok in comparable(run_coverage(run), "lifbench").items() if not ok}
     for name in ("summary", "table4_with_published"):
         tables[name] = _unrank_subset_rows(
