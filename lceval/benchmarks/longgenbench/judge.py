@@ -15,14 +15,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from lceval.core.records import Context, Judgement, Response, Sample
-from lceval.models.judge import AsksModel, ModelJudge
-
-if TYPE_CHECKING:
-    from lceval.core.io import RunDir
-    from lceval.core.store import ResponseStore
-    from lceval.models.base import Backend
-
+from lceval.benchmarks.longgenbench import LLMJudgeOptions
 from lceval.benchmarks.longgenbench.score import (
     JUDGE_FILE,
     OfflineJudge,
@@ -31,6 +24,14 @@ from lceval.benchmarks.longgenbench.score import (
     prepare,
     to_judgement,
 )
+from lceval.core.records import Context, Judgement, Response, Sample
+from lceval.core.store import ResponseStore
+from lceval.core.tokens import DEFAULT_ENCODING, count_tokens_batch
+from lceval.models.judge import AsksModel, ModelJudge
+
+if TYPE_CHECKING:
+    from lceval.core.io import RunDir
+    from lceval.models.base import Backend
 
 
 def judge_prompt_parts(description: str, few_shot: bool = False) -> tuple[str, str]:
@@ -173,8 +174,6 @@ class LLMJudge(AsksModel):
         """(yes, failed) per ``(block, description)`` pair; a failed generation counts as no."""
         if not pairs:
             return [], []
-        from lceval.core.tokens import DEFAULT_ENCODING, count_tokens_batch
-
         budget = self._budget
         contexts: dict[str, Context] = {}
         new_blocks: dict[str, str] = {}
@@ -254,9 +253,6 @@ def llm_judge(run: RunDir, **options: Any) -> LLMJudge:
         LcevalError: an unknown option, a value of the wrong type or out of range, an unknown
             backend or backend option, or a judge store that does not parse.
     """
-    from lceval.benchmarks.longgenbench import LLMJudgeOptions
-    from lceval.core.store import ResponseStore
-
     opts = LLMJudgeOptions.parse(_SCORER, options)
     load = opts.loader()
     store = ResponseStore(run.path / JUDGE_FILE)

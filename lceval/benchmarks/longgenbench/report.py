@@ -26,10 +26,11 @@ from collections.abc import Hashable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
-from lceval.benchmarks.longgenbench import CHECKS_FILE
+from lceval.benchmarks.longgenbench import BENCHMARK, CHECKS_FILE
 from lceval.benchmarks.longgenbench.gold import CHECK_COLUMNS, KINDS
 from lceval.benchmarks.longgenbench.tables import (
     main_format,
@@ -365,8 +366,6 @@ def load_summary(
     Raises:
         LcevalError: the run has no scores or samples; an unknown scorer.
     """
-    from lceval.benchmarks.longgenbench import BENCHMARK
-
     run = RunDir(run_id, root)
     scores = BENCHMARK.scores_for(run.read_scores(), scorer)[0]
     samples = [s for s in run.read_samples() if s.benchmark == "longgenbench"]
@@ -465,7 +464,7 @@ def judge_agreement(a: Sequence[bool], b: Sequence[bool]) -> dict[str, float]:
     if len({*map(bool, a), *map(bool, b)}) < 2:
         kappa = math.nan
     else:
-        from sklearn.metrics import cohen_kappa_score
+        from sklearn.metrics import cohen_kappa_score  # heavy: sklearn
 
         kappa = float(cohen_kappa_score([bool(x) for x in a], [bool(x) for x in b]))
     return {"n": float(n), "raw_agreement": raw, "kappa": kappa}
@@ -492,8 +491,6 @@ def agreement_table(checks: pd.DataFrame) -> pd.DataFrame:
 
 
 def _fig_by_type(table: pd.DataFrame) -> Any:
-    import matplotlib.pyplot as plt
-
     versions = [v for v in VERSION_ORDER if v in set(table["version"])]
     fig, axes = plt.subplots(
         1,
@@ -521,8 +518,6 @@ def _fig_by_type(table: pd.DataFrame) -> Any:
 
 
 def _fig_position(table: pd.DataFrame) -> Any:
-    import matplotlib.pyplot as plt
-
     versions = [v for v in VERSION_ORDER if v in set(table["version"])] or ["short"]
     fig, axes = plt.subplots(1, len(versions), figsize=(5.5 * len(versions), 3.6), squeeze=False)
     for ax, version in zip(axes[0], versions, strict=True):

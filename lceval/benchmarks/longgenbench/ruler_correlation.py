@@ -31,6 +31,7 @@ and length (LongGenBench 16K = 16384 tokens, 32K = 32768 tokens). A correlation 
 
 from __future__ import annotations
 
+import hashlib
 import math
 from collections.abc import Mapping, Sequence
 from importlib import resources
@@ -44,6 +45,7 @@ from scipy import stats
 
 from lceval.benchmarks import registry
 from lceval.core.errors import LcevalError
+from lceval.core.io import RunDir, new_meta
 from lceval.report.reporting import THIS_RUN, save_figure
 
 PAPER_PEARSON = {16384: 0.51, 32768: 0.66}
@@ -205,8 +207,6 @@ def measured_pairs(
     Raises:
         LcevalError: a run is missing or unscored, or the metric is unknown.
     """
-    from lceval.core.io import RunDir
-
     ruler = registry.get("ruler")
     ruler_tables = ruler.function("tables")
     load_summary = registry.get("longgenbench").function("summary")
@@ -415,8 +415,6 @@ def scored_runs(run_ids: Sequence[str], root: str | Path | None = None) -> list[
     Lets the correlation notebook default to the demo runs of the RULER and LongGenBench
     notebooks when they exist and fall back to the published data alone otherwise.
     """
-    from lceval.core.io import RunDir
-
     return [r for r in run_ids if RunDir(r, root).scores.exists()]
 
 
@@ -468,8 +466,6 @@ def missing_pairs(
     figure are those pairs plus :func:`readme_pairs` (``ruler_names``). This names the models
     and lengths each side has, so an empty table says which side is missing.
     """
-    from lceval.core.io import RunDir
-
     ruler = registry.get("ruler")
     ruler_tables = ruler.function("tables")
     load_summary = registry.get("longgenbench").function("summary")
@@ -597,10 +593,6 @@ def study_meta(
     """The study run's ``run.json`` (a :class:`lceval.core.records.RunMeta`): its parameters, and as
     sources the published files it reads (path under lceval, sha256) and the run folders it
     paired, so the page's provenance says what the correlation rests on."""
-    import hashlib
-
-    from lceval.core.io import new_meta
-
     files = {}
     for name in ("fig3b_official.csv", "table3.csv"):
         path = registry.resources("longgenbench").joinpath("ruler_correlation", name)
