@@ -122,7 +122,7 @@ def draw_kwargs(instruction_id: str, rng: random.Random, used_words: set[str]) -
     Raises:
         LcevalError: the id has no kwargs space.
     """
-    from lm_eval.tasks.ifeval.instructions_util import WORD_LIST
+    from lm_eval.tasks.ifeval.instructions_util import WORD_LIST  # heavy: lm_eval
 
     space = instruction_spec()["kwargs_space"].get(instruction_id)
     if space is None:

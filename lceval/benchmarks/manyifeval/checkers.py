@@ -62,13 +62,17 @@ def ensure_checkers() -> types.ModuleType:
     """
     global _ready
     if _ready:
-        from lm_eval.tasks.ifeval import instructions_registry
+        from lm_eval.tasks.ifeval import instructions_registry  # heavy: lm_eval
 
         return instructions_registry
     corpora.ensure_nltk_data()
     try:
-        import langdetect
-        from lm_eval.tasks.ifeval import instructions, instructions_registry, instructions_util
+        import langdetect  # optional: comes with lm-eval[ifeval], checked with it
+        from lm_eval.tasks.ifeval import (  # heavy: lm_eval
+            instructions,
+            instructions_registry,
+            instructions_util,
+        )
     except ImportError as exc:
         raise LcevalError(
             f"IFEval checkers are missing ({exc}): install lm-eval[ifeval]==0.4.13"
@@ -102,7 +106,7 @@ def _sent_tokenize(text: str) -> tuple[str, ...]:
 
 @functools.lru_cache(maxsize=4 * _CACHE_SIZE)
 def _treebank_tokenize(sentence: str) -> tuple[str, ...]:
-    from nltk.tokenize import _treebank_word_tokenizer
+    from nltk.tokenize import _treebank_word_tokenizer  # heavy: nltk
 
     return tuple(_treebank_word_tokenizer.tokenize(sentence))
 
@@ -153,7 +157,7 @@ def memoised_text_ops() -> Iterator[None]:
     block runs (under a lock) and restores them afterwards.
     """
     ensure_checkers()
-    from lm_eval.tasks.ifeval import instructions, instructions_util
+    from lm_eval.tasks.ifeval import instructions, instructions_util  # heavy: lm_eval
 
     with _lock:
         instructions_util.count_sentences = _count_sentences
@@ -194,7 +198,7 @@ def pinned_random(seed: int) -> Iterator[None]:
     """Route lm-eval's ``instructions.random`` through ``random.Random(seed)`` while the block
     runs (under the lock), leaving the global ``random`` state untouched."""
     ensure_checkers()
-    from lm_eval.tasks.ifeval import instructions
+    from lm_eval.tasks.ifeval import instructions  # heavy: lm_eval
 
     with _lock:
         saved = instructions.random

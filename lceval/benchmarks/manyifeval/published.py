@@ -11,6 +11,8 @@ from importlib import resources
 
 import pandas as pd
 
+from lceval.benchmarks.manyifeval.gold import PAPER_NAMES, TABLE4
+
 THIS_RUN = "this run"
 """``source`` of rows computed from the run."""
 PUBLISHED = "published (paper text)"
@@ -78,8 +80,6 @@ def feedback_confusion(performance: pd.DataFrame) -> pd.DataFrame:
         verdict: ``following`` / ``not following``), prediction (the feedback's), count,
         percent (of the label row, 0..100; NaN for an empty row); the run's rows first.
     """
-    from lceval.benchmarks.manyifeval.refine import PAPER_NAMES
-
     rows = []
     for r in performance.itertuples(index=False):
         cells = {
@@ -124,8 +124,6 @@ def table4_with_published(per_instruction: pd.DataFrame) -> pd.DataFrame:
         run, n=1)`` and ``<model> (this run, all n)``, then ``gpt-4o-2024-05-13 (published)``
         (0..1; whole percents as printed).
     """
-    from lceval.benchmarks.manyifeval.gold import TABLE4
-
     index = pd.MultiIndex.from_tuples(
         [(t[0], t[2]) for t in TABLE4], names=["instruction_id", "name"]
     )

@@ -49,6 +49,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+import matplotlib.pyplot as plt
 import pandas as pd
 
 from lceval.benchmarks.manyifeval import BENCHMARK
@@ -626,8 +627,7 @@ def table2(results: pd.DataFrame) -> pd.DataFrame:
 def plot_refinement(results: pd.DataFrame) -> Any:
     """Fig. 6 style: prompt-level accuracy (0..1) against n, round 0 (zero-shot) and each
     strategy's last round; the legend outside the axes, right of the plot."""
-    import matplotlib.pyplot as plt
-    import seaborn as sns
+    import seaborn as sns  # heavy: seaborn
 
     last = results.groupby(["model", "strategy"])["round"].transform("max")
     final = results[results["round"] == last].assign(

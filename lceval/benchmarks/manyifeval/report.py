@@ -20,9 +20,11 @@ import math
 from collections.abc import Hashable, Mapping, Sequence
 from typing import Any
 
+import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
+from lceval.benchmarks.manyifeval import refine
 from lceval.benchmarks.manyifeval.gold import INSTRUCTION_NAME, MODES, parse_part_key
 from lceval.benchmarks.manyifeval.published import (
     LABELS,
@@ -471,8 +473,7 @@ def plot_accuracy(
     published points (:func:`accuracy_with_published` rows not of the run) as black crosses
     labelled "(published)", the run's models as lines.
     """
-    import matplotlib.pyplot as plt
-    import seaborn as sns
+    import seaborn as sns  # heavy: seaborn
 
     d = acc[(acc["mode"] == mode) & (acc["condition"] == "unique")]
     pub = _published_n10(published)
@@ -503,8 +504,6 @@ def plot_curse(
     per model, and a last panel with the paper's published P(10) points (``published``, as in
     :func:`plot_accuracy`; the text states no I(n), so no law is drawn for them).
     """
-    import matplotlib.pyplot as plt
-
     d = per_n[(per_n["mode"] == mode) & (per_n["condition"] == "unique")]
     models = sorted(d["model"].unique())
     pub = _published_n10(published)
@@ -554,8 +553,7 @@ def plot_feedback_confusion(confusion: pd.DataFrame) -> Any:
     prediction ("following" / "not following"), cells percent of the row (and counts for the
     run). The paper's matrices are titled "(published)".
     """
-    import matplotlib.pyplot as plt
-    import seaborn as sns
+    import seaborn as sns  # heavy: seaborn
 
     cols = zip(confusion["source"], confusion["model"], confusion["method"], strict=True)
     keys = list(dict.fromkeys(cols))
@@ -583,8 +581,7 @@ def plot_feedback_confusion(confusion: pd.DataFrame) -> Any:
 
 def plot_repeated(acc: pd.DataFrame, mode: str = "strict") -> Any:
     """Fig. 8 style: inst-level accuracy of unique against repeated instructions, against n."""
-    import matplotlib.pyplot as plt
-    import seaborn as sns
+    import seaborn as sns  # heavy: seaborn
 
     d = acc[acc["mode"] == mode]
     fig, ax = plt.subplots(figsize=(5, 4))
@@ -671,8 +668,6 @@ def report_manyifeval(
     tables["ifeval_pooled"] = pooled
     save_table(summary, run.report, "manyifeval_summary")
     save_table(pooled, run.report, "manyifeval_ifeval_pooled", index=False)
-
-    from lceval.benchmarks.manyifeval import refine
 
     if refine.has_results(run):
         tables.update(refine.report_refinement(run, samples))

@@ -34,6 +34,7 @@ NaN otherwise. Instruction-level parts average the decided instructions only.
 from __future__ import annotations
 
 import math
+import multiprocessing as mp
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -174,8 +175,6 @@ def check_many(jobs: Sequence[Job], processes: int = 1, chunksize: int = 64) -> 
         raise LcevalError(f"processes must be >= 1, got {processes}")
     if processes == 1 or len(jobs) < 2 * chunksize:
         return [_check_job(j) for j in jobs]
-    import multiprocessing as mp
-
     ensure_checkers()  # workers inherit NLTK_DATA and the imported checkers
     ctx = mp.get_context("fork") if "fork" in mp.get_all_start_methods() else mp.get_context()
     with ctx.Pool(processes) as pool:
