@@ -147,7 +147,7 @@ class AggregationBuilder(Core):
         three next most frequent words. ``units``: the Zipf word count ``num_words`` (None: the
         largest that fits ``length``).
         """
-        from scipy.special import zeta
+        from scipy.special import zeta  # heavy: scipy
 
         rng = _rng(self.seed, task, length, index)
         alpha = args.alpha

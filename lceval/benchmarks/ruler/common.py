@@ -10,6 +10,7 @@ import functools
 import hashlib
 import re
 import typing
+import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, fields
 from importlib import metadata, resources
@@ -173,7 +174,7 @@ class _Counter:
                     f"({', '.join(ENCODINGS)}) nor a local tokenizer folder"
                 )
             try:
-                from transformers import AutoTokenizer
+                from transformers import AutoTokenizer  # heavy: transformers
 
                 tok = AutoTokenizer.from_pretrained(str(path), local_files_only=True)
             except Exception as exc:  # transformers raises many types for a bad folder
@@ -204,7 +205,7 @@ def _essay_sentences() -> tuple[str, np.ndarray, np.ndarray]:
     RULER splits the haystack with ``nltk.sent_tokenize``; lceval splits the whole text once with
     NLTK's Punkt algorithm (default parameters, no data download needed).
     """
-    from nltk.tokenize.punkt import PunktSentenceTokenizer
+    from nltk.tokenize.punkt import PunktSentenceTokenizer  # heavy: nltk
 
     text = re.sub(r"\s+", " ", corpora.paul_graham_essays()).strip()
     spans = np.array(list(PunktSentenceTokenizer().span_tokenize(text)), dtype=np.int64)
@@ -389,8 +390,6 @@ def _rand_number(rng: np.random.Generator) -> str:
 
 
 def _rand_uuid(rng: np.random.Generator) -> str:
-    import uuid
-
     return str(uuid.UUID(int=int.from_bytes(rng.bytes(16), "big"), version=4))
 
 
