@@ -342,7 +342,7 @@ def run_notebook(
             (names the notebook and the error).
     """
     # here, not at the top: loads jsonschema, nbformat, numpy
-    import papermill as pm
+    import papermill as pm  # heavy: papermill
 
     src = find_notebook(notebook)
     if check:

@@ -109,7 +109,7 @@ def _hf(
 
 
 def _vllm(backend: Any, seqs: list[tuple[list[int], int, int]]) -> list[TokenLogprobs]:
-    from vllm import SamplingParams
+    from vllm import SamplingParams  # engine: vllm
 
     params = SamplingParams(prompt_logprobs=0, max_tokens=1, temperature=0.0)
     prompts = [{"prompt_token_ids": ids} for ids, _, _ in seqs]

@@ -436,7 +436,7 @@ def plot_overview(board: pd.DataFrame, agreement: pd.DataFrame) -> Any:
     import matplotlib.pyplot as plt  # here: matplotlib
     import numpy as np  # lazy: see the module docstring
     import pandas as pd  # lazy: see the module docstring
-    import seaborn as sns
+    import seaborn as sns  # heavy: seaborn
 
     keys = list(dict.fromkeys(board["benchmark"]))
     n = max(1, len(keys) + (1 if len(agreement) else 0))

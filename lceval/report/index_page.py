@@ -226,7 +226,7 @@ def _render_notebooks(run: Any, report: Path) -> list[Path]:
     if not sources:
         return out
     import nbformat  # nbconvert (with its own imports) loads only for a run with notebooks
-    from nbconvert import HTMLExporter
+    from nbconvert import HTMLExporter  # heavy: nbconvert
 
     exporter = HTMLExporter()
     for src in sources:
