@@ -6,6 +6,7 @@ its ``Benchmark``)."""
 from __future__ import annotations
 
 import ast
+import functools
 import importlib.util
 import io
 import json
@@ -208,8 +209,9 @@ def _delayed(module: str) -> str | None:
     return next((k for k in DELAYED_MS if module == k or module.startswith(k + ".")), None)
 
 
-def _names_a_delayed_package(comment: str) -> bool:
-    return any(re.search(rf"(?<![\w.]){re.escape(k)}(?!\w)", comment) for k in DELAYED_MS)
+def _named(comment: str) -> list[str]:
+    """The :data:`DELAYED_MS` packages ``comment`` names (whole words)."""
+    return [k for k in DELAYED_MS if re.search(rf"(?<![\w.]){re.escape(k)}(?!\w)", comment)]
 
 
 def late_import_problems(source: str) -> list[str]:
@@ -240,7 +242,7 @@ def late_import_problems(source: str) -> list[str]:
                 if not comment:
                     problems.append(f"{where}: no comment saying what it delays")
                 elif module.split(".")[0] == "lceval":
-                    if not _names_a_delayed_package(comment):
+                    if not _named(comment):
                         problems.append(
                             f"{where}: an lceval module imported late, its comment naming no "
                             "package of DELAYED_MS it pulls (else import it at the top)"
@@ -288,5 +290,153 @@ def test_the_late_import_check_sees_each_way_to_break_the_rule() -> None:
 )
 def test_imports_inside_functions_delay_a_heavy_package_named_in_a_comment(path: Path) -> None:
     problems = late_import_problems(path.read_text(encoding="utf-8"))
+    rel = path.relative_to(REPO)
+    assert not problems, "\n".join(f"{rel}:{p}" for p in problems)
+
+
+def _module_name(path: Path) -> str:
+    parts = path.relative_to(REPO).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _resolve(module: str, level: int, here: str, is_package: bool) -> str:
+    """The absolute name of ``from <level dots><module> import ...`` written in ``here``."""
+    if not level:
+        return module
+    base = here.split(".")[: len(here.split(".")) - level + (1 if is_package else 0)]
+    return ".".join([*base, module] if module else base)
+
+
+def _imported(node: ast.Import | ast.ImportFrom, here: str, is_package: bool) -> list[str]:
+    """The modules an import statement loads: ``from a import b`` is ``a.b`` where that is an
+    lceval module (a file or a package), else ``a``."""
+    if isinstance(node, ast.Import):
+        return [a.name for a in node.names]
+    module = _resolve(node.module or "", node.level, here, is_package)
+    if module.split(".")[0] != "lceval":
+        return [module]
+    subs = [f"{module}.{a.name}" for a in node.names if f"{module}.{a.name}" in _SOURCES()]
+    return subs or [module]
+
+
+def _top_level_imports(tree: ast.Module, here: str, is_package: bool) -> set[str]:
+    """What a module imports when it is imported: statements outside functions and outside
+    ``if TYPE_CHECKING:`` blocks."""
+    found: set[str] = set()
+
+    def visit(nodes: list[ast.stmt]) -> None:
+        for node in nodes:
+            if isinstance(node, ast.Import | ast.ImportFrom):
+                found.update(_imported(node, here, is_package))
+            elif isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+                visit(node.orelse)
+            elif isinstance(node, ast.If | ast.Try | ast.With):
+                for field in ("body", "orelse", "finalbody", "handlers"):
+                    for child in getattr(node, field, []):
+                        visit(child.body if isinstance(child, ast.ExceptHandler) else [child])
+
+    visit(tree.body)
+    return found
+
+
+@functools.cache
+def _SOURCES() -> dict[str, Path]:  # noqa: N802 - a constant, computed once
+    return {_module_name(p): p for p in sorted((REPO / "lceval").rglob("*.py"))}
+
+
+@functools.cache
+def _TOP_IMPORTS() -> dict[str, frozenset[str]]:  # noqa: N802 - a constant, computed once
+    out = {}
+    for name, path in _SOURCES().items():
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        out[name] = frozenset(_top_level_imports(tree, name, path.name == "__init__.py"))
+    return out
+
+
+def loaded_by(module: str) -> frozenset[str]:
+    """Every module that importing lceval's ``module`` loads by the module-level imports of
+    lceval's files (its parent packages' ``__init__`` included), third-party ones as written."""
+    seen: set[str] = set()
+    todo = [module]
+    while todo:
+        name = todo.pop()
+        parts = name.split(".")
+        for n in (".".join(parts[: i + 1]) for i in range(len(parts))):
+            if n in seen:
+                continue
+            seen.add(n)
+            todo.extend(_TOP_IMPORTS().get(n, ()))
+    return frozenset(seen)
+
+
+def _pulls(module: str, package: str, importer: str) -> bool:
+    """Whether importing lceval's ``module`` loads ``package`` that ``importer`` has not."""
+
+    def has(names: frozenset[str]) -> bool:
+        return any(n == package or n.startswith(package + ".") for n in names)
+
+    return has(loaded_by(module)) and not has(loaded_by(importer))
+
+
+def pulled_problems(source: str, here: str, is_package: bool = False) -> list[str]:
+    """``line: statement: what is wrong`` for each lceval module that ``source`` (the module
+    ``here``) imports inside a function whose comment names no :data:`DELAYED_MS` package that
+    it loads and ``here`` does not (read from the module-level imports of lceval's files): an
+    import delayed for nothing, or to dodge an import circle, belongs at the top."""
+    comments = _comments(source)
+    lines = source.splitlines()
+    problems: list[str] = []
+    for fn in ast.walk(ast.parse(source)):
+        if not isinstance(fn, ast.FunctionDef | ast.AsyncFunctionDef):
+            continue
+        for node in ast.walk(fn):
+            if not isinstance(node, ast.Import | ast.ImportFrom):
+                continue
+            end = node.end_lineno or node.lineno
+            comment = " ".join(comments.get(n, "") for n in range(node.lineno, end + 1))
+            named = _named(comment)
+            for module in _imported(node, here, is_package):
+                if module.split(".")[0] != "lceval" or not named:
+                    continue  # the other cases are late_import_problems'
+                if not any(_pulls(module, k, here) for k in named):
+                    problems.append(
+                        f"{node.lineno}: {lines[node.lineno - 1].strip()}: {module} loads none "
+                        f"of {', '.join(named)} that {here} does not load already: import it "
+                        "at the top"
+                    )
+    return problems
+
+
+def test_the_pulled_check_reads_what_a_module_loads() -> None:
+    assert "pandas" in loaded_by("lceval.report.index_page")
+    assert "nbconvert" not in loaded_by("lceval.report.index_page")  # imported inside
+    assert "pandas" not in loaded_by("lceval.report.stage")  # the page modules load inside
+    assert "lceval.report.stage" in loaded_by("lceval.core.io")  # lceval/__init__ loads it
+
+    def check(line: str) -> list[str]:
+        return pulled_problems(f"def f():\n    {line}\n", "lceval.report.stage")
+
+    assert check("from lceval.report import index_page  # pulls pandas") == []
+    assert check("from lceval.report.index_page import write_index  # pulls pandas") == []
+    assert check("from . import index_page  # pulls pandas") == []
+    (nbconvert,) = check("from lceval.report import index_page  # pulls nbconvert")
+    assert "lceval.report.index_page loads none of nbconvert" in nbconvert
+    (light,) = check("from lceval.core.io import RunDir  # pulls pandas")
+    assert "lceval.core.io loads none of pandas that lceval.report.stage" in light
+    (loaded,) = pulled_problems(
+        "def f():\n    from lceval.report import results  # pulls pandas\n",
+        "lceval.report.index_page",
+    )
+    assert "that lceval.report.index_page does not load already" in loaded
+
+
+@pytest.mark.parametrize(
+    "path",
+    sorted((REPO / "lceval").rglob("*.py")),
+    ids=lambda p: str(p.relative_to(REPO / "lceval")),
+)
+def test_an_lceval_module_imported_late_pulls_the_package_its_comment_names(path: Path) -> None:
+    source = path.read_text(encoding="utf-8")
+    problems = pulled_problems(source, _module_name(path), path.name == "__init__.py")
     rel = path.relative_to(REPO)
     assert not problems, "\n".join(f"{rel}:{p}" for p in problems)
