@@ -383,7 +383,7 @@ def run_notebook(
     os.replace(tmp, final)
     failed.unlink(missing_ok=True)
     if run.report.exists():  # keep report/index.html's list of executed notebooks current
-        from lceval.report.index_page import write_index  # pandas, jinja2
+        from lceval.report.index_page import write_index  # pulls pandas, jinja2
 
         write_index(run)
     return final

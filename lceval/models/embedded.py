@@ -184,7 +184,7 @@ def hub_snapshot(model: str, patterns: Sequence[str] = WEIGHT_FILES) -> Path:
     Raises:
         LcevalError: neither cached nor downloadable (one line with the cause).
     """
-    from huggingface_hub import snapshot_download  # a transformers dependency, imported late
+    from huggingface_hub import snapshot_download  # heavy: huggingface_hub
 
     try:
         return Path(snapshot_download(model, local_files_only=True, allow_patterns=[*patterns]))

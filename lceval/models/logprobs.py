@@ -83,7 +83,7 @@ def _sequences(
 def _hf(
     backend: Any, seqs: list[tuple[list[int], int, int]], distribution: bool, chunk: int
 ) -> list[TokenLogprobs]:
-    import torch  # heavy: hf only
+    import torch  # heavy: torch (hf only)
 
     device = next(backend.model.parameters()).device
     out = []

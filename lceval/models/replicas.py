@@ -46,7 +46,7 @@ ENV_PREFIXES = ("HF_", "TRANSFORMERS_", "VLLM_", "LCEVAL_")
 def require_ray() -> Any:
     """The ``ray`` module; an LcevalError naming the extra when Ray is not installed."""
     try:
-        import ray  # heavy, and optional: only when replicas are asked
+        import ray  # optional extra: ray, only when replicas are asked
     except ImportError:
         raise LcevalError(
             f"replicas > 1 and --ray-address need Ray, which is not installed: {EXTRA}"

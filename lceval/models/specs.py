@@ -303,7 +303,7 @@ def declared_window(spec: ModelSpec, folder: Path | None) -> tuple[int | None, s
 def _quiet_tokenizer(folder: Path) -> Any:
     """The tokenizer in ``folder`` (None: unreadable), transformers' info held back unless
     verbose (it loads before the engine's log redirection)."""
-    from transformers import AutoTokenizer  # heavy: only when a window is checked
+    from transformers import AutoTokenizer  # heavy: transformers, for a window check
     from transformers.utils import logging as hf_logging  # heavy: transformers
 
     level = hf_logging.get_verbosity()
