@@ -1,7 +1,8 @@
 """The declared layers (pyproject's import-linter contracts) and the absence of import circles,
 counting imports made inside functions (grimp reads every import statement of a module); the
 notebooks' imports of lceval (at most three modules each, a paper's own modules reached through
-its ``Benchmark``)."""
+its ``Benchmark``); imports inside functions only where they delay a heavy or optional package
+(:data:`DELAYED_MS`) named in a same-line comment (issue 39 item 4)."""
 
 from __future__ import annotations
 
