@@ -316,7 +316,7 @@ def _imported(node: ast.Import | ast.ImportFrom, here: str, is_package: bool) ->
     module = _resolve(node.module or "", node.level, here, is_package)
     if module.split(".")[0] != "lceval":
         return [module]
-    subs = [f"{module}.{a.name}" for a in node.names if f"{module}.{a.name}" in _SOURCES()]
+    subs = [f"{module}.{a.name}" for a in node.names if f"{module}.{a.name}" in _sources()]
     return subs or [module]
 
 
@@ -341,14 +341,16 @@ def _top_level_imports(tree: ast.Module, here: str, is_package: bool) -> set[str
 
 
 @functools.cache
-def _SOURCES() -> dict[str, Path]:  # noqa: N802 - a constant, computed once
+def _sources() -> dict[str, Path]:
+    """lceval's module names -> their files (read once)."""
     return {_module_name(p): p for p in sorted((REPO / "lceval").rglob("*.py"))}
 
 
 @functools.cache
-def _TOP_IMPORTS() -> dict[str, frozenset[str]]:  # noqa: N802 - a constant, computed once
+def _top_imports() -> dict[str, frozenset[str]]:
+    """lceval's module names -> what each imports at module level (read once)."""
     out = {}
-    for name, path in _SOURCES().items():
+    for name, path in _sources().items():
         tree = ast.parse(path.read_text(encoding="utf-8"))
         out[name] = frozenset(_top_level_imports(tree, name, path.name == "__init__.py"))
     return out
@@ -366,7 +368,7 @@ def loaded_by(module: str) -> frozenset[str]:
             if n in seen:
                 continue
             seen.add(n)
-            todo.extend(_TOP_IMPORTS().get(n, ()))
+            todo.extend(_top_imports().get(n, ()))
     return frozenset(seen)
 
 
