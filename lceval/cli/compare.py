@@ -24,7 +24,7 @@ def handle(cfg: CompareConfig, outputs: str | None) -> int:
     Raises:
         LcevalError: see :func:`table`; a ``--csv`` that cannot be written.
     """
-    from lceval.report import compare_page  # delays pandas, pyarrow, jinja2
+    from lceval.report import compare_page  # pulls pandas, pyarrow, jinja2
 
     result = table(cfg, outputs)
     if "model_a" in result:  # a paired comparison: what else differs between the runs
@@ -61,7 +61,7 @@ def table(cfg: CompareConfig, outputs: str | None) -> Any:
             scores, an unknown benchmark or model, nothing in common; a results file that does
             not validate, or where a paired comparison (it needs scores.parquet) is asked for.
     """
-    from lceval.report import results  # delays pandas, pyarrow
+    from lceval.report import results  # pulls pandas, pyarrow
 
     if cfg.csv:
         out_path(cfg.csv)

@@ -342,7 +342,7 @@ def run_notebook(
             (names the notebook and the error).
     """
     # here, not at the top: loads jsonschema, nbformat, numpy
-    import papermill as pm
+    import papermill as pm  # heavy: papermill
 
     src = find_notebook(notebook)
     if check:
@@ -383,7 +383,7 @@ def run_notebook(
     os.replace(tmp, final)
     failed.unlink(missing_ok=True)
     if run.report.exists():  # keep report/index.html's list of executed notebooks current
-        from lceval.report.index_page import write_index  # pandas, jinja2
+        from lceval.report.index_page import write_index  # pulls pandas, jinja2
 
         write_index(run)
     return final

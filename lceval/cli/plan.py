@@ -30,9 +30,9 @@ def handle(cfg: PlanConfig, outputs: str | None) -> int:
         LcevalError: a bad ``--csv`` (ranges: :class:`lceval.run.config.PlanConfig`), a run that is
             not built, an unreadable model tokenizer.
     """
-    import pandas as pd  # delays pandas, as lceval.run.cost (which imports it) does
+    import pandas as pd  # heavy: pandas
 
-    from lceval.run import cost
+    from lceval.run import cost  # pulls pandas
 
     prices = cost.load_prices(cfg.prices)  # a bad table stops before any tokenizing
     eff = plan.EFFICIENCY if cfg.efficiency is None else cfg.efficiency
@@ -103,9 +103,9 @@ def cost_text(
 ) -> str:
     """The API dollars of the plan (and of the API judges' calls), this run's calibration
     (stored) and this machine's calibrated answering time (:mod:`lceval.run.cost`)."""
-    import pandas as pd  # delays pandas, as lceval.run.cost (which imports it) does
+    import pandas as pd  # heavy: pandas
 
-    from lceval.run import cost
+    from lceval.run import cost  # pulls pandas
 
     api_models = [
         str(e.get("model") or n)

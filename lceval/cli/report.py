@@ -14,7 +14,7 @@ def handle(cfg: ReportConfig, outputs: str | None) -> int:
     Raises:
         LcevalError: a run without scores, an unknown scorer.
     """
-    from lceval.report.index_page import report_summary  # pandas, jinja2
+    from lceval.report.index_page import report_summary  # pulls pandas, jinja2
 
     tables = lceval.report(cfg.run_id, root=outputs, scorer=cfg.scorer)
     for key, names in tables.scorers.items():

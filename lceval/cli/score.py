@@ -34,7 +34,7 @@ def handle(cfg: ScoreConfig, outputs: str | None) -> int:
 def print_scores(run: RunDir, samples: list[Sample], df: Any) -> None:
     """The mean score per model, benchmark, task (and baseline variant); where the budget ended
     answers, how many (``cut``) and the mean over those that finished (``mean_finished``)."""
-    from lceval.report.coverage import run_cut_answers, variant_of, with_finished  # pandas
+    from lceval.report.coverage import run_cut_answers, variant_of, with_finished  # pulls pandas
 
     cut = run_cut_answers(run)
     table = with_finished(df, cut, {s.id: variant_of(s) for s in samples})
@@ -61,7 +61,7 @@ def print_extra_metrics(samples: list[Sample], df: Any) -> None:
 def warn_coverage(run: RunDir) -> None:
     """One stderr line per benchmark and model whose answers the budget cut (over 5%), whose
     samples are not all answered, or whose run is not the paper's grid."""
-    from lceval.report.coverage import run_coverage  # pandas
+    from lceval.report.coverage import run_coverage  # pulls pandas
 
     for c in run_coverage(run):
         if c.cut_flag:

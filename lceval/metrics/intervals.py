@@ -193,7 +193,7 @@ def bootstrap_sums(
             spanning the given strata.
     """
     # here, not at the top: loads scipy
-    from scipy import stats
+    from scipy import stats  # heavy: scipy
 
     _check(confidence, n_resamples, method)
     units = _units(columns, groups, strata, clusters)
@@ -328,7 +328,7 @@ def mcnemar_exact(a: Sequence[float] | np.ndarray, b: Sequence[float] | np.ndarr
         ValueError: lengths differ or a score is not 0 or 1.
     """
     # here, not at the top: loads scipy
-    from scipy import stats
+    from scipy import stats  # heavy: scipy
 
     x, y = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
     if x.shape != y.shape:
@@ -354,7 +354,7 @@ def _sign_flip_p(
     seed: int,
 ) -> float:
     # here, not at the top: loads scipy
-    from scipy import stats
+    from scipy import stats  # heavy: scipy
 
     ua = _units(a, groups, None, clusters)
     ub = _units(b, groups, None, clusters)

@@ -269,7 +269,7 @@ def cuda_available() -> bool:
     """Whether a CUDA GPU is visible (torch asked only where an NVIDIA driver file exists)."""
     if not (os.path.exists("/proc/driver/nvidia/version") or os.path.exists("/dev/nvidia0")):
         return False
-    import torch
+    import torch  # heavy: torch
 
     return bool(torch.cuda.is_available())
 

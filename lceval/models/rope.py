@@ -212,7 +212,7 @@ def apply_rope(config: Any, rope: RopeOverride) -> Any:
 
 def load_config(path: str, trust_remote_code: bool = False) -> Any:
     """The checkpoint's transformers config (raises LcevalError where it cannot be read)."""
-    from transformers import AutoConfig  # heavy: only when an override is asked for
+    from transformers import AutoConfig  # heavy: transformers, only for an override
 
     try:
         return AutoConfig.from_pretrained(path, trust_remote_code=trust_remote_code)

@@ -17,6 +17,7 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, StringConstraints, m
 from lceval.core.console import engine_output, verbose
 from lceval.core.errors import LcevalError
 from lceval.core.records import Context, Sample
+from lceval.core.tokens import count_tokens
 from lceval.models.backends import BACKENDS, LocalOptions, parse_options, resolve_backend
 from lceval.models.base import load_backend, split_run_options
 from lceval.models.embedded import (
@@ -302,8 +303,8 @@ def declared_window(spec: ModelSpec, folder: Path | None) -> tuple[int | None, s
 def _quiet_tokenizer(folder: Path) -> Any:
     """The tokenizer in ``folder`` (None: unreadable), transformers' info held back unless
     verbose (it loads before the engine's log redirection)."""
-    from transformers import AutoTokenizer  # heavy: only when a window is checked
-    from transformers.utils import logging as hf_logging
+    from transformers import AutoTokenizer  # heavy: transformers, for a window check
+    from transformers.utils import logging as hf_logging  # heavy: transformers
 
     level = hf_logging.get_verbosity()
     if not verbose():
@@ -331,8 +332,6 @@ def check_fits(
         LcevalError: the window cannot hold the longest prompt (naming the model, its window, the
             prompt's tokens and sample, and the ways out).
     """
-    from lceval.core.tokens import count_tokens  # tiktoken: only when a window is checked
-
     folder = None if spec.backend == "openai" else _local_folder(spec.model)
     window, source = declared_window(spec, folder)
     if window is None:

@@ -64,7 +64,7 @@ def markers_from_vllm_parser(name: str, tokenizer: Any) -> ThinkMarkers | None:
     """The markers of vLLM's reasoning parser ``name`` (``reasoning_start_str`` /
     ``reasoning_end_str``, or ``start_token`` / ``end_token``); None where it gives none."""
     try:
-        from vllm.reasoning import ReasoningParserManager  # heavy: vLLM engines only
+        from vllm.reasoning import ReasoningParserManager  # engine: vllm
 
         parser = ReasoningParserManager.get_reasoning_parser(name)(tokenizer)
     except Exception:  # noqa: BLE001 - any failure: the template's markers instead

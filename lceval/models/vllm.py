@@ -98,9 +98,9 @@ class VLLMBackend(Renders):
         o = options if options is not None else cast(VLLMOptions, parse_options("vllm", given))
         self.options: VLLMOptions = o
         try:
-            import vllm
-            from vllm import envs
-            from vllm.platforms import current_platform
+            import vllm  # engine: vllm
+            from vllm import envs  # engine: vllm
+            from vllm.platforms import current_platform  # engine: vllm
         except ImportError as exc:
             raise LcevalError(
                 "the vllm backend needs vLLM: pip install 'lceval[vllm]' (GPU) or "
@@ -167,7 +167,7 @@ class VLLMBackend(Renders):
 
     def info(self) -> dict[str, Any]:
         """Provenance for run.json: backend, model source, engine arguments, window, version."""
-        import vllm
+        import vllm  # engine: vllm
 
         json_args = (str, int, float, bool, list, dict, type(None))
         return {
@@ -204,7 +204,7 @@ class VLLMBackend(Renders):
         del llm
         gc.unfreeze()  # an in-process engine core froze the heap (vLLM's freeze_gc_heap)
         gc.collect()
-        import torch
+        import torch  # heavy: torch
 
         if torch.cuda.is_available():
             torch.cuda.empty_cache()
@@ -212,7 +212,7 @@ class VLLMBackend(Renders):
     def sampling_params(self, prompt: RenderedPrompt, config: GenerationConfig) -> Any:
         """vLLM ``SamplingParams`` for a rendered prompt (its ``max_tokens`` and ``stop``
         strings): greedy unless ``config.temperature > 0``; ``config.extra`` passed through."""
-        from vllm import SamplingParams
+        from vllm import SamplingParams  # engine: vllm
 
         sampled = config.temperature > 0
         if sampled and self.on_cpu and self.engine_args.get("enable_chunked_prefill"):
@@ -252,7 +252,7 @@ class VLLMBackend(Renders):
         Raises:
             LcevalError: the engine died (the cause from its log in the message).
         """
-        from vllm.inputs import TokensPrompt
+        from vllm.inputs import TokensPrompt  # engine: vllm
 
         if self.llm is None:
             raise LcevalError(f"backend for {self.name} is closed")
@@ -414,10 +414,10 @@ def _environ(values: Mapping[str, str]) -> Iterator[None]:
     """``values`` in ``os.environ`` while vLLM builds its engine (its cache of them cleared), then
     what was there (what vLLM sets itself kept); ``torch.set_num_threads``, which vLLM's CPU
     worker makes a no-op, put back for a later hf engine of this process."""
-    import torch
+    import torch  # heavy: torch
 
     with contextlib.suppress(ImportError):
-        from vllm import envs
+        from vllm import envs  # engine: vllm
 
         getattr(envs, "disable_envs_cache", lambda: None)()
     saved = {k: os.environ.get(k) for k in values}

@@ -21,10 +21,10 @@ from lceval.core.io import RunDir, read_json_object
 from lceval.core.records import Sample
 
 if TYPE_CHECKING:
-    import numpy as np  # lazy: see the module docstring
-    import pandas as pd  # lazy: see the module docstring
+    import numpy as np  # heavy: numpy
+    import pandas as pd  # heavy: pandas
 
-    from lceval import metrics  # loads pandas
+    from lceval import metrics  # pulls pandas
 
 
 def check_scorer_in(scorer: str | None, keys: Sequence[str], where: str) -> None:
@@ -71,7 +71,7 @@ def load_headlines(
     ``benchmarks`` when given; ``scorer``'s rows for its benchmark, the default scorer's else);
     :class:`LcevalError` for a run given twice or without scores, a benchmark scored in none,
     two models that would share a name, nothing to compare, an unknown scorer."""
-    from lceval import metrics  # loads pandas
+    from lceval import metrics  # pulls pandas
 
     if scorer is not None:
         registry.find_scorer(scorer)
@@ -111,7 +111,7 @@ def named_models(key: str, parts: Iterable[tuple[Any, pd.DataFrame]]) -> pd.Data
     """``parts`` (run id, rows with a ``model`` column) as one frame, each model named as itself,
     or ``<run_id>/<model>`` when several runs have it; :class:`LcevalError` when two models of
     benchmark ``key`` would share a name."""
-    import pandas as pd  # lazy: see the module docstring
+    import pandas as pd  # heavy: pandas
 
     parts = [(rid, f.assign(model=f["model"].astype(str))) for rid, f in parts]
     runs_of: dict[str, set[str]] = {}
@@ -150,9 +150,9 @@ def leaderboard(
 ) -> pd.DataFrame:
     """Each model's headline per benchmark with its bootstrap CI, best first: ``benchmark, metric,
     unit, rank, model, estimate, low, high, n, n_units``; :class:`LcevalError` for ``seed`` < 0."""
-    import pandas as pd  # lazy: see the module docstring
+    import pandas as pd  # heavy: pandas
 
-    from lceval import metrics  # loads pandas
+    from lceval import metrics  # pulls pandas
 
     test = _test(seed, n_resamples=n_resamples, confidence=confidence)
     parts = [ranked(metrics.headline_estimates(h, **test)) for h in headlines.values()]
@@ -169,7 +169,7 @@ def ranked(est: pd.DataFrame) -> pd.DataFrame:
 
 def _paired_row(h: metrics.Headline, a: str, b: str, **test: Any) -> dict[str, Any] | None:
     """The headline's paired difference A - B; None when the models share no sample."""
-    from lceval import metrics  # loads pandas
+    from lceval import metrics  # pulls pandas
 
     model = h.frame["model"].astype(str)
     ids_a = set(h.frame.loc[model == a, "sample_id"])
@@ -180,7 +180,7 @@ def _paired_row(h: metrics.Headline, a: str, b: str, **test: Any) -> dict[str, A
 
 
 def _holm_columns(table: pd.DataFrame, alpha: float, by: str | None = None) -> pd.DataFrame:
-    from lceval import metrics  # loads pandas
+    from lceval import metrics  # pulls pandas
 
     p = table["p_value"].astype(float)
     groups = p.groupby(table[by] if by else lambda _: 0)  # no ``by``: one family of tests
@@ -201,9 +201,9 @@ def pairwise(
     """Every pair of models per benchmark: the headline's paired difference A - B (A the
     better-ranked), Holm-adjusted per benchmark; :func:`compare_runs`' columns but ``level,
     scorer, task``. :class:`LcevalError` for a negative ``seed``."""
-    import pandas as pd  # lazy: see the module docstring
+    import pandas as pd  # heavy: pandas
 
-    from lceval import metrics  # loads pandas
+    from lceval import metrics  # pulls pandas
 
     test = _test(
         seed, n_resamples=n_resamples, n_permutations=n_permutations, confidence=confidence
@@ -248,9 +248,9 @@ def compare_runs(
         LcevalError: a negative ``seed``; ``benchmark`` not in both runs; a model not scored
             there; no benchmark or model pair in common; an unknown ``scorer``.
     """
-    import pandas as pd  # lazy: see the module docstring
+    import pandas as pd  # heavy: pandas
 
-    from lceval import metrics  # loads pandas
+    from lceval import metrics  # pulls pandas
 
     test = _test(
         seed, n_resamples=n_resamples, n_permutations=n_permutations, confidence=confidence
@@ -329,7 +329,7 @@ def _task_rows(
     key: str, h: metrics.Headline, scores: pd.DataFrame, a: str, b: str, **test: Any
 ) -> list[dict[str, Any]]:
     """One row per task: mean value of A minus B on the shared samples (0..1)."""
-    from lceval import metrics  # loads pandas
+    from lceval import metrics  # pulls pandas
 
     cluster = dict(zip(h.frame["sample_id"], h.frame["cluster"], strict=False))
     va = scores[scores["model"] == a].set_index("sample_id")
@@ -361,9 +361,9 @@ def rank_agreement(
     """Kendall's tau-b between every two benchmarks' rankings of their common models with a
     bootstrap CI (each benchmark's units resampled, both headlines recomputed; NaN under three
     models): ``benchmark_a, benchmark_b, n_models, tau, low, high, models``."""
-    import pandas as pd  # lazy: see the module docstring
+    import pandas as pd  # heavy: pandas
 
-    from lceval import metrics  # loads pandas
+    from lceval import metrics  # pulls pandas
 
     test = _test(seed, n_resamples=n_resamples, confidence=confidence)
     rows = []
@@ -392,10 +392,10 @@ def _joint_design(
     headlines: Mapping[str, metrics.Headline], models: Sequence[str]
 ) -> tuple[pd.DataFrame, list[str], list[str], list[str], metrics.SumStatistic]:
     """Two benchmarks' samples as one bootstrap design, the statistic tau-b of their headlines."""
-    import numpy as np  # lazy: see the module docstring
-    import pandas as pd  # lazy: see the module docstring
+    import numpy as np  # heavy: numpy
+    import pandas as pd  # heavy: pandas
 
-    from lceval import metrics  # loads pandas
+    from lceval import metrics  # pulls pandas
 
     tables, groups, strata, clusters = [], [], [], []
     for key, h in headlines.items():
@@ -433,10 +433,10 @@ def _joint_design(
 def plot_overview(board: pd.DataFrame, agreement: pd.DataFrame) -> Any:
     """Figure: one panel per benchmark of :func:`leaderboard`'s ``board`` (headlines with 95%
     CIs, best on top) and a heat map of :func:`rank_agreement`'s Kendall's tau."""
-    import matplotlib.pyplot as plt  # here: matplotlib
-    import numpy as np  # lazy: see the module docstring
-    import pandas as pd  # lazy: see the module docstring
-    import seaborn as sns
+    import matplotlib.pyplot as plt  # heavy: matplotlib
+    import numpy as np  # heavy: numpy
+    import pandas as pd  # heavy: pandas
+    import seaborn as sns  # heavy: seaborn
 
     keys = list(dict.fromkeys(board["benchmark"]))
     n = max(1, len(keys) + (1 if len(agreement) else 0))

@@ -227,7 +227,7 @@ def coverage(
 
 
 def _responses(run: Any) -> pd.DataFrame | None:  # None without samples or responses
-    from lceval.report.reporting import responses_frame  # loads matplotlib
+    from lceval.report.reporting import responses_frame  # pulls matplotlib
 
     try:
         return responses_frame(run.run_id, Path(run.path).parent)

@@ -133,7 +133,7 @@ def run_eval(cfg: EvalConfig, root: str | Path | None, *, progress: bool = True)
     score(run_id, root=root, scorer=cfg.scorer, progress=progress)
     import pandas as pd  # pandas: import lceval loads this module
 
-    from lceval.report.index_page import headline_rows, report_summary
+    from lceval.report.index_page import headline_rows, report_summary  # pulls pandas
 
     tables = report(run_id, root=root, scorer=cfg.scorer)
     cols = ["benchmark", "scorer", "model", "metric", "unit", "estimate", "low", "high", "n"]

@@ -225,8 +225,8 @@ def _render_notebooks(run: Any, report: Path) -> list[Path]:
     out: list[Path] = []
     if not sources:
         return out
-    import nbformat  # nbconvert (with its own imports) loads only for a run with notebooks
-    from nbconvert import HTMLExporter
+    import nbformat  # heavy: nbformat, only for a run with notebooks
+    from nbconvert import HTMLExporter  # heavy: nbconvert
 
     exporter = HTMLExporter()
     for src in sources:

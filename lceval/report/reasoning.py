@@ -105,7 +105,7 @@ def plot_score_vs_thinking(scores: pd.DataFrame, reasoning: pd.DataFrame) -> Any
 def report_reasoning(run: RunDir, scores: pd.DataFrame) -> dict[str, pd.DataFrame]:
     """Write ``report/reasoning_by_task.csv`` and the figure ``reasoning_score_vs_thinking``
     (PNG + PDF) when the run has reasoning; {} otherwise."""
-    from lceval.report.reporting import save_figure, save_table  # loads matplotlib (Agg)
+    from lceval.report.reporting import save_figure, save_table  # pulls matplotlib (Agg)
 
     reasoning = reasoning_frame(run)
     if reasoning.empty or scores.empty:

@@ -421,8 +421,7 @@ def show_samples(
     :data:`NOTEBOOK_COLUMNS`: the ``worst`` lowest-valued rows (None: all) of a scored run (id,
     with ``outputs_root``, or ``RunDir``), only ``task`` / ``model`` / ``scorer`` when given.
     :class:`LcevalError` for no scores, an unknown task, model or scorer, a bad ``worst``."""
-    # here, not at the top: loads IPython
-    from IPython.display import HTML
+    from IPython.display import HTML  # heavy: IPython
 
     if worst is not None and (isinstance(worst, bool) or not isinstance(worst, int)):
         raise LcevalError(f"worst must be a whole number >= 1 or None, got {worst!r}")

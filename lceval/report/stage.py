@@ -26,7 +26,7 @@ def write_run_pages(run: RunDir) -> list[Path]:
     """Write ``samples.html`` and (with two models or more) ``compare.html`` under the run's
     report folder, nothing without scores; :class:`LcevalError` for a score of an unknown
     sample or a folder that cannot be written."""
-    from lceval.report import compare_page, samples_page  # pandas
+    from lceval.report import compare_page, samples_page  # pulls pandas
 
     page_path = samples_page.write_samples_page(run)
     if page_path is None:
@@ -51,11 +51,11 @@ def report(
         LcevalError: missing scores or samples; an unknown scorer or one of a benchmark the run
             does not hold; a folder that cannot be written (no space).
     """
-    from lceval.report.context import report_context  # pandas
-    from lceval.report.cost import report_cost  # pandas
-    from lceval.report.index_page import write_index  # pandas
-    from lceval.report.reasoning import report_reasoning  # pandas
-    from lceval.report.results import write_results  # pandas
+    from lceval.report.context import report_context  # pulls pandas
+    from lceval.report.cost import report_cost  # pulls pandas
+    from lceval.report.index_page import write_index  # pulls pandas
+    from lceval.report.reasoning import report_reasoning  # pulls pandas
+    from lceval.report.results import write_results  # pulls pandas
 
     run = RunDir(run_id, root)
     scores = run.read_scores()
@@ -90,7 +90,7 @@ def report(
 def report_sweep(sweep: Any, *, n_resamples: int = 2000, seed: int = 0) -> Any:
     """A study's own report (``sweep.report(...)``: L-Eval's NTK base sweep writes its tables and
     figure), then its run folder's ``report/index.html``; :class:`LcevalError` as the study's."""
-    from lceval.report.index_page import write_index  # pandas
+    from lceval.report.index_page import write_index  # pulls pandas
 
     out = sweep.report(n_resamples=n_resamples, seed=seed)
     write_index(sweep.run)

@@ -323,7 +323,7 @@ def estimate(
     Raises:
         LcevalError: ``efficiency`` not a positive number.
     """
-    import numpy as np
+    import numpy as np  # heavy: numpy
 
     if not math.isfinite(efficiency) or efficiency <= 0:
         raise LcevalError(f"efficiency must be a positive number, got {efficiency!r}")
@@ -364,7 +364,7 @@ def estimate_table(
 ) -> pd.DataFrame:
     """:func:`estimate` of every shape on every GPU of :data:`GPUS`, one row each (``model``,
     ``gpu``, then the estimate's keys)."""
-    import pandas as pd
+    import pandas as pd  # heavy: pandas
 
     return pd.DataFrame(
         {"model": s.name, "gpu": g.name, **estimate(rows, s, g, efficiency=efficiency)}
@@ -401,7 +401,7 @@ def shape_of(config: Any, name: str) -> ModelShape:
 def per_sample(prompts: Sequence[PromptTokens], keys: Sequence[tuple[int, ...]]) -> pd.DataFrame:
     """One row per sample: benchmark, task, prompt_tokens, budget, truncated, ``share`` (tokens
     held already), ``unique_tokens`` and ``position_sum`` (of its unique tokens' positions)."""
-    import pandas as pd
+    import pandas as pd  # heavy: pandas
 
     df = pd.DataFrame(
         {
@@ -422,7 +422,7 @@ def per_sample(prompts: Sequence[PromptTokens], keys: Sequence[tuple[int, ...]])
 def size_table(prompts: Sequence[PromptTokens], keys: Sequence[tuple[int, ...]]) -> pd.DataFrame:
     """Samples, prompt tokens, unique tokens and budget per benchmark and task, per benchmark
     (task ``*``) and in total (benchmark ``*``); each row's unique tokens from its own trie."""
-    import pandas as pd
+    import pandas as pd  # heavy: pandas
 
     groups: dict[tuple[str, str], list[int]] = {}
     for i, p in enumerate(prompts):
@@ -561,7 +561,7 @@ def plan_run(
     if model is not None:  # from local files (a folder or the hub cache)
         if check_model(model) == "embedded":  # infer's refusals, before transformers loads
             model = resolve_model(model).path
-        from transformers import AutoConfig, AutoTokenizer
+        from transformers import AutoConfig, AutoTokenizer  # heavy: transformers
 
         try:
             tok = AutoTokenizer.from_pretrained(model)

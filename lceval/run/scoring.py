@@ -8,6 +8,8 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from tqdm import tqdm  # a plain text bar: tqdm.auto needs ipywidgets in notebooks
+
 from lceval.benchmarks import registry
 from lceval.benchmarks.base import BatchJudge, ScorerSpec
 from lceval.core.console import terminal
@@ -17,7 +19,7 @@ from lceval.core.records import Context, Judgement, Response, Sample, Score, sam
 from lceval.core.store import ResponseStore
 from lceval.models.base import log
 
-if TYPE_CHECKING:  # pandas and tqdm: imported where scores are made
+if TYPE_CHECKING:  # pandas: imported where scores are made
     import pandas as pd
 
 
@@ -52,8 +54,6 @@ def score(
             answer earlier versions of their samples), a response for an unknown sample, an
             unknown scorer or option.
     """
-    from tqdm import tqdm  # a plain text bar: tqdm.auto needs ipywidgets in notebooks
-
     run = RunDir(run_id, root)
     job = Scoring(run, scorer, dict(options or {}))
     store = job.responses()
@@ -79,7 +79,7 @@ def score(
             f"{run.responses}: every response answers an earlier version of its sample: "
             f"nothing to score (run `lceval infer {run_id}` first)"
         )
-    import pandas as pd  # delayed: import lceval stays light
+    import pandas as pd  # heavy: pandas (import lceval stays light)
 
     for key, rows in job.details.items():
         name = job.benchmarks[key].details_file
