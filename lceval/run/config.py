@@ -8,7 +8,6 @@ repeated ``KEY=VALUE`` flag read as a YAML-valued mapping), ``cli: False`` (no f
 from __future__ import annotations
 
 import argparse
-import os
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, TypeVar
@@ -132,17 +131,6 @@ INFERENCE_DEFAULTS = (
     "batch_size",
     "temperature",
 )
-TEST_LIMIT_ENV = "LCEVAL_TEST_LIMIT"  # caps every inference's sample count (README's commands)
-
-
-def test_limit(limit: int | None) -> int | None:
-    """``limit`` capped by ``$LCEVAL_TEST_LIMIT`` when set (LcevalError: not a positive int)."""
-    raw = os.environ.get(TEST_LIMIT_ENV, "").strip()
-    if not raw:
-        return limit
-    if not raw.isdigit() or int(raw) < 1:
-        raise LcevalError(f"{TEST_LIMIT_ENV} must be a positive integer, got {raw!r}")
-    return int(raw) if limit is None else min(limit, int(raw))
 
 
 class BenchmarkKey(Declared):
