@@ -223,6 +223,11 @@ class EvaluateOptions(EvalOptions):
     )
 
 
+class EvaluateConfig(EvaluateOptions, EvalConfig):
+    """One :func:`lceval.evaluate` call, validated once: :class:`EvalConfig` (what ``lceval
+    eval`` runs) with :class:`EvaluateOptions`' ``root`` and ``progress``."""
+
+
 class PlanConfig(Declared):
     """A built run's size (prompt, unique and budget tokens) and GPU-time estimate."""
 
