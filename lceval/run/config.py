@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any, TypeVar
 
 import yaml
@@ -20,6 +19,7 @@ from lceval.models.backends import known_backend
 from lceval.models.specs import resolve_models
 from lceval.params import (
     Declared,
+    FolderPath,
     InferenceSection,
     ScorerChoice,
     _extra,
@@ -213,7 +213,7 @@ class EvaluateOptions(EvalOptions):
     whether bars are drawn (its signature, for mypy and ``help()``; ``lceval eval`` has
     ``--outputs`` for ``root``)."""
 
-    root: str | Path | None = Field(
+    root: FolderPath = Field(
         None,
         description="folder holding run folders (default $LCEVAL_OUTPUTS, else ./outputs)",
         json_schema_extra={"cli": False},
