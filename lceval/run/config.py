@@ -363,6 +363,19 @@ class CompareConfig(Declared):
         return self
 
 
+class CompareCall(CompareConfig):
+    """:func:`lceval.compare` (:func:`lceval.report.compare.compare_runs`, a paired comparison):
+    :class:`CompareConfig` with what only Python gives (``lceval compare`` takes these
+    defaults): the folder of the runs and the paired test's resampling."""
+
+    root: FolderPath = Field(
+        None, description="folder holding run folders (default $LCEVAL_OUTPUTS, else ./outputs)"
+    )
+    n_resamples: int = Field(2000, ge=1, description="bootstrap resamples of each CI")
+    n_permutations: int = Field(9999, ge=1, description="permutations of each paired test")
+    confidence: float = Field(0.95, gt=0, lt=1, description="the CIs' level (0.95: 95%)")
+
+
 class RunConfig(Declared):
     """Execute notebooks with papermill (a pipeline or one notebook)."""
 
