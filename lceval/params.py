@@ -20,6 +20,7 @@ from pydantic import (
     Field,
     GetCoreSchemaHandler,
     ValidationError,
+    ValidationInfo,
     create_model,
     model_validator,
 )
@@ -64,6 +65,21 @@ Options = Annotated[
     dict[str, Any], BeforeValidator(lambda v: {} if v is None else v, dict[str, Any] | None)
 ]
 """A mapping of options (``{}`` when null)."""
+
+
+def _folder_path(value: Any, info: ValidationInfo) -> Any:
+    if value is None or isinstance(value, str | Path):
+        return value
+    path = os.fspath(value) if isinstance(value, os.PathLike) else None
+    if isinstance(path, str):
+        return Path(path)
+    says = "must be a folder path (str or os.PathLike)"
+    raise ValueError(f"{info.field_name} {says}, {_got(value)}")
+
+
+FolderPath = Annotated[str | Path | None, BeforeValidator(_folder_path)]
+"""A folder given from Python (``root``): a str or any ``os.PathLike`` (read as a Path), or None
+for the default; anything else one line naming the field (``root must be a folder path ...``)."""
 
 
 class Shaped:

@@ -338,6 +338,7 @@ def test_walk_through_names_what_exists() -> None:
     import dataclasses
     import importlib
     import re
+    import textwrap
 
     from lceval.benchmarks.base import Benchmark
 
@@ -352,4 +353,18 @@ def test_walk_through_names_what_exists() -> None:
     for target in re.findall(r'lazy\("([\w.]+:\w+)"\)', block):
         module, _, name = target.partition(":")
         assert hasattr(importlib.import_module(module), name), target
+    # copy-paste-able: run in leval's __init__.py, it declares what the real BENCHMARK does
+    leval = importlib.import_module("lceval.benchmarks.leval")
+    space = dict(vars(leval))
+    exec(textwrap.dedent(block), space)  # noqa: S102 - the documentation's own example
+
+    def plain(value: object) -> object:  # lazy(...) targets by name, specs field by field
+        if dataclasses.is_dataclass(value) and not isinstance(value, type):
+            return {f.name: plain(getattr(value, f.name)) for f in dataclasses.fields(value)}
+        if isinstance(value, dict):
+            return {k: plain(v) for k, v in value.items()}
+        return getattr(value, "__qualname__", value) if callable(value) else value
+
+    for name in used:
+        assert plain(getattr(space["BENCHMARK"], name)) == plain(getattr(leval.BENCHMARK, name))
     assert 'lceval.benchmarks.registry.register("toy", "toybench")' in text

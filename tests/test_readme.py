@@ -3,7 +3,9 @@
 The bash block under ``## Step by step`` is extracted and each command run in order, as a user
 types it, from a temporary folder: run folders go to ``$LCEVAL_OUTPUTS`` (a temporary
 ``outputs/``, so ``outputs/my-run/...`` paths in the block resolve there), and every inference
-answers at most ``$LCEVAL_TEST_LIMIT`` samples (read by lceval, never by editing the commands).
+answers at most ``$LCEVAL_TEST_LIMIT`` samples: ``tests/hooks/sitecustomize.py``, first on the
+subprocesses' ``PYTHONPATH``, caps ``lceval.run.infer``'s ``limit`` (never by editing the
+commands, nor by a test-only branch in lceval).
 ``backend: auto`` decides as it does for a user of this machine (vllm-cpu where vLLM imports,
 so ``lceval infer other-run --temperature 0.7`` is sampled on vllm-cpu: issue 36's Done-when);
 the embedded model answers.
@@ -26,6 +28,19 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[1]
 README = REPO / "README.md"
+HOOKS = Path(__file__).resolve().parent / "hooks"  # sitecustomize.py: $LCEVAL_TEST_LIMIT
+
+
+def hooked_env(limit: str, **extra: str) -> dict[str, str]:
+    """The environment of a README command: ``tests/hooks`` then the checkout first on
+    ``PYTHONPATH`` (the notebook kernels ``lceval run`` starts inherit it)."""
+    path = [str(HOOKS), str(REPO), os.environ.get("PYTHONPATH")]
+    return {
+        **os.environ,
+        **extra,
+        "LCEVAL_TEST_LIMIT": limit,
+        "PYTHONPATH": os.pathsep.join(filter(None, path)),
+    }
 
 
 def step_by_step() -> list[str]:
@@ -50,16 +65,29 @@ def test_block_is_found_and_uses_lceval_only():
     assert all(c.startswith("lceval ") for c in commands), commands
 
 
+def test_limit_hook_caps_infer_and_refuses_a_bad_value():
+    """The hook wraps the inference entry every path takes (``lceval infer``, ``lceval.infer``,
+    the notebooks' ``lceval.run.infer``) and only when ``$LCEVAL_TEST_LIMIT`` is set."""
+    code = (
+        "import lceval, lceval.run, lceval.run.inference as m;"
+        "print(lceval.infer is lceval.run.infer is m.infer, hasattr(m.infer, '__wrapped__'))"
+    )
+    argv = [sys.executable, "-c", code]
+    done = subprocess.run(argv, env=hooked_env("2"), capture_output=True, text=True, cwd=REPO)
+    assert done.stdout.split() == ["True", "True"], done.stderr[-2000:]
+    done = subprocess.run(argv, env=hooked_env("two"), capture_output=True, text=True, cwd=REPO)
+    assert done.returncode == 1
+    assert "LCEVAL_TEST_LIMIT must be a positive integer, got 'two'" in done.stderr
+
+
 @pytest.mark.slow
 def test_readme_step_by_step_runs_as_written(tmp_path, embedded_model_dir):
-    env = {
-        **os.environ,
-        "LCEVAL_OUTPUTS": str(tmp_path / "outputs"),
-        "LCEVAL_TEST_LIMIT": "2",
-        "HF_HUB_OFFLINE": "1",
-        "TRANSFORMERS_OFFLINE": "1",
-        "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")])),
-    }
+    env = hooked_env(
+        "2",
+        LCEVAL_OUTPUTS=str(tmp_path / "outputs"),
+        HF_HUB_OFFLINE="1",
+        TRANSFORMERS_OFFLINE="1",
+    )
     (tmp_path / "outputs").mkdir()
     # the commands run from a checkout (relative params/ paths): a temporary folder that looks
     # like one, so files the block writes (diff.html, board.csv) land in tmp_path
@@ -77,6 +105,11 @@ def test_readme_step_by_step_runs_as_written(tmp_path, embedded_model_dir):
     assert (tmp_path / "diff.html").exists() and (tmp_path / "board.csv").exists()
     assert (outputs / "nb-run" / "notebooks" / "03_ars_ifs_scoring.ipynb").exists()
     assert not list(outputs.glob("*/notebooks/*.failed.ipynb"))
+    # the hook capped every inference: 2 answers a model, from the CLI and the notebooks alike
+    for run_id in ("my-run", "nb-run"):
+        rows = (outputs / run_id / "responses.jsonl").read_text().splitlines()
+        models = {json.loads(r)["model"] for r in rows}
+        assert len(rows) == 2 * len(models), (run_id, len(rows), models)
     # the sampled run answered on the engine backend: auto picks (vllm-cpu where it imports)
     from lceval.models.backends import choose_backend
 

@@ -60,6 +60,8 @@ def test_mypy_refuses_a_misspelt_keyword_of_a_stage(tmp_path):
         'lceval.evaluate("lifbench", max_new_tokens=8, param={"lengths": [512]})\n'
         'lceval.evaluate("lifbench", limit="4")\n'
         'lceval.evaluate("lifbench", root="outputs", progress=False, scorer="lifbench:strict")\n'
+        'lceval.compare("a", "b", alpah=0.1)\n'
+        'lceval.compare("a", "b", alpha=0.1, no_tasks=True, root="outputs")\n'
     )
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     out = subprocess.run(
@@ -70,10 +72,13 @@ def test_mypy_refuses_a_misspelt_keyword_of_a_stage(tmp_path):
         env=env,
     )
     errors = [line for line in out.stdout.splitlines() if ": error:" in line]
-    assert len(errors) == 3, out.stdout
+    assert len(errors) == 4, out.stdout
     assert 'snippet.py:4: error: Unexpected keyword argument "rooot" for "score"' in errors[0]
     assert 'snippet.py:8: error: Unexpected keyword argument "limitt" for "evaluate"' in errors[1]
     assert 'snippet.py:10: error: Argument "limit" to "evaluate" has incompatible type' in errors[2]
+    assert (
+        'snippet.py:12: error: Unexpected keyword argument "alpah" for "compare_runs"' in errors[3]
+    )
     assert out.returncode == 1
 
 
@@ -90,3 +95,16 @@ def test_evaluate_keywords_are_declared_once_by_eval_config():
         "progress",
     ]
     assert params["limit"].annotation == EvalConfig.model_fields["limit"].rebuild_annotation()
+
+
+def test_compare_keywords_are_declared_by_compare_call():
+    """lceval.compare's keywords are fields of CompareCall (which validates them), with the
+    same defaults: the signature is for mypy, the declaration is the model's."""
+    from lceval.run.config import CompareCall
+
+    params = inspect.signature(lceval.compare).parameters
+    assert list(params)[:2] == ["run_a", "run_b"]
+    fields = CompareCall.model_fields
+    for name, p in list(params.items())[2:]:
+        assert p.kind is inspect.Parameter.KEYWORD_ONLY and name in fields, name
+        assert p.default == fields[name].get_default(), name

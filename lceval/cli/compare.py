@@ -13,7 +13,7 @@ from lceval.cli.common import out_path, write_csv
 from lceval.core.errors import LcevalError
 from lceval.core.io import RunDir
 from lceval.report import compare
-from lceval.run.config import CompareConfig
+from lceval.run.config import CompareCall, CompareConfig
 
 
 def handle(cfg: CompareConfig, outputs: str | None) -> int:
@@ -52,7 +52,7 @@ def handle(cfg: CompareConfig, outputs: str | None) -> int:
 def table(cfg: CompareConfig, outputs: str | None) -> Any:
     """:func:`lceval.report.compare.leaderboard` for one run, three or more, or on request;
     :func:`lceval.report.results.leaderboard` where results.json files are given (the only table
-    they give); else :func:`lceval.report.compare.compare_runs` paired
+    they give); else :func:`lceval.report.compare.paired`
     (:attr:`~lceval.run.config.CompareConfig.ranked`; CompareConfig refuses the flags of a paired
     comparison with a leaderboard).
 
@@ -89,15 +89,5 @@ def table(cfg: CompareConfig, outputs: str | None) -> Any:
             cfg.run_ids, benchmarks=benchmarks, root=outputs, scorer=cfg.scorer
         )
         return compare.leaderboard(heads, seed=cfg.seed)
-    return compare.compare_runs(
-        cfg.run_ids[0],
-        cfg.run_ids[-1],
-        benchmark=cfg.benchmark,
-        model_a=cfg.model_a,
-        model_b=cfg.model_b,
-        root=outputs,
-        by_task=not cfg.no_tasks,
-        alpha=cfg.alpha,
-        seed=cfg.seed,
-        scorer=cfg.scorer,
-    )
+    # the flags' config, validated, with --outputs (the resampling at its declared defaults)
+    return compare.paired(CompareCall.model_construct(**dict(cfg), root=outputs))

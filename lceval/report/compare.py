@@ -19,6 +19,8 @@ from lceval.benchmarks.base import scorer_of
 from lceval.core.errors import LcevalError
 from lceval.core.io import RunDir, read_json_object
 from lceval.core.records import Sample
+from lceval.params import validate
+from lceval.run.config import CompareCall
 
 if TYPE_CHECKING:
     import numpy as np  # heavy: numpy
@@ -227,7 +229,7 @@ def compare_runs(
     model_a: str | None = None,
     model_b: str | None = None,
     root: str | Path | None = None,
-    by_task: bool = True,
+    no_tasks: bool = False,
     alpha: float = 0.05,
     n_resamples: int = 2000,
     n_permutations: int = 9999,
@@ -235,26 +237,50 @@ def compare_runs(
     seed: int = 0,
     scorer: str | None = None,
 ) -> pd.DataFrame:
-    """Paired comparison of two runs (or two models of one run) on the samples they share.
+    """Paired comparison of two runs (or two models of one run) on the samples they share:
+    ``lceval compare RUN_A RUN_B`` in Python (:func:`lceval.compare`).
 
-    Per benchmark and pair (a model of ``run_a``, one of ``run_b``; within one run each unordered
-    pair once): the headline difference A - B (:func:`lceval.metrics.headline_paired`) and, with
-    ``by_task``, each task's mean value difference, Holm-adjusted over all rows at ``alpha``;
-    ``scorer``'s rows for its benchmark, the default scorer's else. Columns ``benchmark, level``
-    (``headline``/``task``), ``scorer, task, metric, model_a, model_b, diff`` (the metric's unit;
-    0..1 for tasks), ``low, high, p_value, test, n, n_units, p_holm, significant``.
+    The arguments are :class:`lceval.run.config.CompareCall`'s fields (``run_ids`` given as
+    ``run_a, run_b``), validated by it once, as ``lceval compare`` validates its flags; see
+    :func:`paired` for the table.
 
     Raises:
-        LcevalError: a negative ``seed``; ``benchmark`` not in both runs; a model not scored
-            there; no benchmark or model pair in common; an unknown ``scorer``.
+        LcevalError: one line: a bad value (``alpha must be < 1, got 2 (int)``), or anything
+            :func:`paired` refuses.
+    """
+    given = dict(locals())
+    given["run_ids"] = [given.pop("run_a"), given.pop("run_b")]
+    return paired(validate(CompareCall, given, "params", "compare"))
+
+
+def paired(cfg: CompareCall) -> pd.DataFrame:
+    """The paired comparison a validated ``cfg`` asks for: its first run (A) against its last
+    (B), on the samples they share.
+
+    Per benchmark and pair (a model of run A, one of run B; within one run each unordered
+    pair once): the headline difference A - B (:func:`lceval.metrics.headline_paired`) and,
+    unless ``no_tasks``, each task's mean value difference, Holm-adjusted over all rows at
+    ``alpha``; ``scorer``'s rows for its benchmark, the default scorer's else. Columns
+    ``benchmark, level`` (``headline``/``task``), ``scorer, task, metric, model_a, model_b,
+    diff`` (the metric's unit; 0..1 for tasks), ``low, high, p_value, test, n, n_units, p_holm,
+    significant``.
+
+    Raises:
+        LcevalError: ``benchmark`` not in both runs; a model not scored there; no benchmark or
+            model pair in common; an unknown ``scorer``.
     """
     import pandas as pd  # heavy: pandas
 
     from lceval import metrics  # pulls pandas
 
-    test = _test(
-        seed, n_resamples=n_resamples, n_permutations=n_permutations, confidence=confidence
-    )
+    run_a, run_b, root = cfg.run_ids[0], cfg.run_ids[-1], cfg.root
+    benchmark, model_a, model_b, scorer = cfg.benchmark, cfg.model_a, cfg.model_b, cfg.scorer
+    test = {
+        "n_resamples": cfg.n_resamples,
+        "n_permutations": cfg.n_permutations,
+        "confidence": cfg.confidence,
+        "seed": cfg.seed,
+    }
     if scorer is not None:
         registry.find_scorer(scorer)
     scores_a, samples_a = _run_parts(run_a, root)
@@ -306,7 +332,7 @@ def compare_runs(
                 disjoint += 1
                 continue
             rows.append({**row, "level": "headline", "task": "", "model_a": a, "model_b": b})
-            if by_task:
+            if not cfg.no_tasks:
                 rows.extend(_task_rows(key, h, both, a, b, **test))
     if not rows and disjoint:
         which = f"run {run_a}'s models" if run_a == run_b else f"runs {run_a} and {run_b}"
@@ -322,7 +348,7 @@ def compare_runs(
     table["model_a"] = [f"{run_a}/{m[2:]}" for m in table["model_a"]]
     table["model_b"] = [f"{run_b}/{m[2:]}" for m in table["model_b"]]
     table = table[[*cols, "low", "high", "p_value", "test", "n", "n_units"]]
-    return _holm_columns(table, alpha)
+    return _holm_columns(table, cfg.alpha)
 
 
 def _task_rows(

@@ -19,7 +19,13 @@ from lceval.models.specs import resolve_models
 from lceval.params import load_params
 from lceval.report.stage import report
 from lceval.run.building import build
-from lceval.run.config import EvalConfig, EvaluateOptions, InferConfig, validate
+from lceval.run.config import (
+    EvalConfig,
+    EvaluateConfig,
+    EvaluateOptions,
+    InferConfig,
+    validate,
+)
 from lceval.run.inference import infer
 from lceval.run.scoring import score
 
@@ -102,10 +108,10 @@ def evaluate(benchmark: str, /, **options: Any) -> EvalResult:
         LcevalError: one line: a bad key or value, an unknown benchmark, backend or model, bad
             build params, anything a stage refuses.
     """
-    call = validate(EvaluateOptions, options, "params", "evaluate")  # root's, progress's too
-    values = {k: v for k, v in options.items() if k not in ("root", "progress")}
-    cfg = validate(EvalConfig, {"benchmark": benchmark, **values}, "params", "evaluate")
-    return run_eval(cfg, call.root, progress=call.progress)
+    if "benchmark" in options:  # the positional, never a keyword (it would go over it)
+        raise LcevalError("evaluate: benchmark is the first argument, not a keyword")
+    cfg = validate(EvaluateConfig, {"benchmark": benchmark, **options}, "params", "evaluate")
+    return run_eval(cfg, cfg.root, progress=cfg.progress)
 
 
 def run_eval(cfg: EvalConfig, root: str | Path | None, *, progress: bool = True) -> EvalResult:

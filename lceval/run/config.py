@@ -8,9 +8,7 @@ repeated ``KEY=VALUE`` flag read as a YAML-valued mapping), ``cli: False`` (no f
 from __future__ import annotations
 
 import argparse
-import os
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any, TypeVar
 
 import yaml
@@ -21,6 +19,7 @@ from lceval.models.backends import known_backend
 from lceval.models.specs import resolve_models
 from lceval.params import (
     Declared,
+    FolderPath,
     InferenceSection,
     ScorerChoice,
     _extra,
@@ -132,17 +131,6 @@ INFERENCE_DEFAULTS = (
     "batch_size",
     "temperature",
 )
-TEST_LIMIT_ENV = "LCEVAL_TEST_LIMIT"  # caps every inference's sample count (README's commands)
-
-
-def test_limit(limit: int | None) -> int | None:
-    """``limit`` capped by ``$LCEVAL_TEST_LIMIT`` when set (LcevalError: not a positive int)."""
-    raw = os.environ.get(TEST_LIMIT_ENV, "").strip()
-    if not raw:
-        return limit
-    if not raw.isdigit() or int(raw) < 1:
-        raise LcevalError(f"{TEST_LIMIT_ENV} must be a positive integer, got {raw!r}")
-    return int(raw) if limit is None else min(limit, int(raw))
 
 
 class BenchmarkKey(Declared):
@@ -225,7 +213,7 @@ class EvaluateOptions(EvalOptions):
     whether bars are drawn (its signature, for mypy and ``help()``; ``lceval eval`` has
     ``--outputs`` for ``root``)."""
 
-    root: str | Path | None = Field(
+    root: FolderPath = Field(
         None,
         description="folder holding run folders (default $LCEVAL_OUTPUTS, else ./outputs)",
         json_schema_extra={"cli": False},
@@ -233,6 +221,11 @@ class EvaluateOptions(EvalOptions):
     progress: bool = Field(
         True, description="draw the progress bars", json_schema_extra={"cli": False}
     )
+
+
+class EvaluateConfig(EvaluateOptions, EvalConfig):
+    """One :func:`lceval.evaluate` call, validated once: :class:`EvalConfig` (what ``lceval
+    eval`` runs) with :class:`EvaluateOptions`' ``root`` and ``progress``."""
 
 
 class PlanConfig(Declared):
@@ -368,6 +361,19 @@ class CompareConfig(Declared):
         if self.ranked and self.samples:
             raise ValueError("--samples is for a paired comparison of two runs, not --leaderboard")
         return self
+
+
+class CompareCall(CompareConfig):
+    """:func:`lceval.compare` (:func:`lceval.report.compare.compare_runs`, a paired comparison):
+    :class:`CompareConfig` with what only Python gives (``lceval compare`` takes these
+    defaults): the folder of the runs and the paired test's resampling."""
+
+    root: FolderPath = Field(
+        None, description="folder holding run folders (default $LCEVAL_OUTPUTS, else ./outputs)"
+    )
+    n_resamples: int = Field(2000, ge=1, description="bootstrap resamples of each CI")
+    n_permutations: int = Field(9999, ge=1, description="permutations of each paired test")
+    confidence: float = Field(0.95, gt=0, lt=1, description="the CIs' level (0.95: 95%)")
 
 
 class RunConfig(Declared):

@@ -44,7 +44,7 @@ from lceval.models.specs import (
     stored_name,
 )
 from lceval.run import plan
-from lceval.run.config import INFERENCE_DEFAULTS, InferConfig, test_limit, validate
+from lceval.run.config import INFERENCE_DEFAULTS, InferConfig, validate
 
 DEFAULT_CALL_SIZE = 8
 """Samples per engine call when neither the caller nor the engine says (:func:`infer`)."""
@@ -149,7 +149,7 @@ def infer(
     )
     check_names(specs, run.read_meta().models, run.run_id)  # an answer's identity: its name
     # Everything the user can get wrong is checked before the engine starts (tens of seconds).
-    samples = select_samples(run, run.read_samples(), limit=test_limit(cfg.limit), tasks=cfg.tasks)
+    samples = select_samples(run, run.read_samples(), limit=cfg.limit, tasks=cfg.tasks)
     plans = [context_plans(m, samples) for m in modes]
     check_retrievers([m for ms in modes for m in ms])
     contexts = run.read_contexts()

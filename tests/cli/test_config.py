@@ -282,8 +282,7 @@ def test_infer_reads_the_runs_declared_settings(tmp_path, monkeypatch):
     monkeypatch.setattr(
         lceval.run.inference, "check_fits", lambda *a, **k: pytest.fail("truncate is declared")
     )
-    monkeypatch.setenv("LCEVAL_TEST_LIMIT", "3")
-    lceval.run.infer("r", model="embedded", root=tmp_path)
+    lceval.run.infer("r", model="embedded", root=tmp_path, limit=3)
     assert seen == {"budget": 64, "n": 3}
     lceval.run.infer("r", model="embedded", root=tmp_path, max_new_tokens=8)
     assert seen["budget"] == 8  # what the caller gives goes over the declared value
@@ -305,9 +304,7 @@ def test_cli_infer_takes_the_backend_and_options_the_params_file_declares(tmp_pa
 
     monkeypatch.setattr(lceval.run.inference, "_infer_engine", stop)
     monkeypatch.setattr(lceval.run.inference, "check_load", lambda *a, **k: None)
-    monkeypatch.setenv("LCEVAL_TEST_LIMIT", "1")
-    monkeypatch.delenv("LCEVAL_TEST_BACKEND", raising=False)
-    assert main(["infer", "l", "--outputs", str(tmp_path)]) == 0
+    assert main(["infer", "l", "--limit", "1", "--outputs", str(tmp_path)]) == 0
     assert seen == {"backend": "hf", "batch": 4}
     assert main(["infer", "l", "--backend", "vllm", "--outputs", str(tmp_path)]) == 0
     assert seen["backend"] == "vllm"  # the flag goes over the declared backend

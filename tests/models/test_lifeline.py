@@ -143,7 +143,6 @@ def test_vllm_engine_dies_after_sigkill_to_lceval_run(tmp_path):
     repo = Path(lifeline.__file__).parents[2]
     env = {**os.environ, "PYTHONPATH": str(repo), "LCEVAL_OUTPUTS": str(tmp_path)}
     env["VLLM_ENABLE_V1_MULTIPROCESSING"] = "1"
-    env.pop("LCEVAL_TEST_LIMIT", None)
     proc = subprocess.Popen(
         [
             sys.executable,

@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
+import lceval
 import lceval.run
 from lceval.benchmarks.lifbench import tables as lifbench_tables
 from lceval.core.errors import LcevalError
@@ -129,7 +130,7 @@ def test_two_models_of_one_run_are_paired_once(tmp_path: Path) -> None:
     # one pair (not m1-m2 and its mirror m2-m1): the worked example's three rows and Holm family
     assert len(t) == 3 and set(t["model_a"]) == {"two/m1"} and set(t["model_b"]) == {"two/m2"}
     assert list(t["p_holm"]) == pytest.approx([0.1875, 0.5, 0.5])
-    three = compare.compare_runs("two", "two", root=tmp_path, by_task=False)
+    three = compare.compare_runs("two", "two", root=tmp_path, no_tasks=True)
     assert len(three) == 1
     # an explicit order is kept
     t = compare.compare_runs("two", "two", model_a="m2", model_b="m1", root=tmp_path)
@@ -158,6 +159,49 @@ def test_negative_seed_is_refused(tmp_path: Path) -> None:
     for fn in (compare.leaderboard, compare.pairwise, compare.rank_agreement):
         with pytest.raises(LcevalError, match="seed must be >= 0, got -1"):
             fn(heads, seed=-1)
+
+
+@pytest.mark.parametrize(
+    ("keywords", "says", "flags", "cli_says"),
+    [
+        (
+            {"alpha": 1.5},
+            "alpha must be < 1.0, got 1.5 (float)",
+            ["--alpha", "1.5"],
+            "--alpha must be < 1.0, got 1.5",
+        ),
+        (
+            {"alpha": 0},
+            "alpha must be > 0.0, got 0 (int)",
+            ["--alpha", "0"],
+            "--alpha must be > 0.0, got 0",
+        ),
+        (
+            {"seed": -1},
+            "seed must be >= 0, got -1 (int)",
+            ["--seed", "-1"],
+            "--seed must be >= 0, got -1",
+        ),
+    ],
+)
+def test_a_bad_argument_says_the_same_from_python_and_the_command_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], keywords, says, flags, cli_says
+) -> None:
+    """lceval.compare validates through CompareCall, the command line through CompareConfig
+    (its base): one declaration, the same line (a keyword named as the key, a flag as --flag),
+    before any run is read (none exists here)."""
+    from lceval.cli import main
+
+    with pytest.raises(LcevalError) as info:
+        lceval.compare("a", "b", root=tmp_path, **keywords)
+    assert str(info.value) == f"compare: {says}"
+    assert main(["--outputs", str(tmp_path), "compare", "a", "b", *flags]) == 2
+    assert capsys.readouterr().err == f"lceval: {cli_says}\n"
+
+
+def test_compare_takes_no_other_root_than_a_folder_path(tmp_path: Path) -> None:
+    with pytest.raises(LcevalError, match=r"^compare: root must be a folder path .*got 3 \(int\)$"):
+        lceval.compare("a", "b", root=3)  # type: ignore[arg-type]
 
 
 def test_a_run_given_twice_is_refused(tmp_path: Path) -> None:

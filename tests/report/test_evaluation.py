@@ -74,6 +74,12 @@ def test_bad_input_is_one_line_exit_2_and_nothing_built(capsys, tmp_path, argv, 
         ({"roots": "/tmp"}, "unknown parameter 'roots'; did you mean root"),
         ({"progress": "no"}, "progress"),
         ({"limit": "4"}, "limit"),
+        ({"limit": 0}, "^evaluate: limit must be >= 1, got 0 \\(int\\)$"),
+        ({"benchmark": "ruler"}, "benchmark is the first argument, not a keyword"),
+        (
+            {"root": 3},
+            "^evaluate: root must be a folder path \\(str or os.PathLike\\), got 3 \\(int\\)$",
+        ),
     ],
 )
 def test_evaluate_refuses_a_bad_key_or_value_naming_it(options, message):
