@@ -67,7 +67,6 @@ def ensure_checkers() -> types.ModuleType:
         return instructions_registry
     corpora.ensure_nltk_data()
     try:
-        import langdetect  # optional: comes with lm-eval[ifeval], checked with it
         from lm_eval.tasks.ifeval import (  # heavy: lm_eval
             instructions,
             instructions_registry,
@@ -79,7 +78,7 @@ def ensure_checkers() -> types.ModuleType:
         ) from None
     with _lock:
         if not _ready:
-            langdetect.DetectorFactory.seed = 0
+            instructions.langdetect.DetectorFactory.seed = 0  # the module lm-eval calls
             _ORIGINALS["count_sentences"] = instructions_util.count_sentences
             _ORIGINALS["nltk"] = instructions_util.nltk
             _ORIGINALS["langdetect"] = instructions.langdetect
