@@ -460,23 +460,8 @@ class HFBackend(Renders):
         hit_eos = n is not None and stopped_at is None
         toks = gen[:n]
         reason: FinishReason = "stop" if hit_eos or stopped_at is not None else "length"
-        text, reasoning, n_think, unfinished, reason = self.thinking.answer(
-            self.tokenizer, toks, row.prompt, row.sample.stop, reason
-        )
-        return Response(
-            sample_id=row.sample.id,
-            model=self.name,
-            text=text,
-            config_hash=config.hash(),
-            prompt_tokens=len(row.ids),
-            completion_tokens=len(toks) + (1 if hit_eos else 0),
-            finish_reason=reason,
-            truncated_tokens=row.prompt.truncated_tokens,
-            latency_s=latency,
-            reasoning=reasoning,
-            reasoning_tokens=n_think,
-            thinking_unfinished=unfinished,
-        )
+        n_out = len(toks) + (1 if hit_eos else 0)
+        return self.response(row.sample, row.prompt, toks, reason, config, n_out, latency)
 
 
 def _chunks(rows: list[_Row], size: int) -> list[list[_Row]]:

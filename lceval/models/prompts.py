@@ -12,8 +12,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from lceval.core.errors import LcevalError
-from lceval.core.records import Context, Sample
+from lceval.core.records import Context, FinishReason, Response, Sample
 from lceval.models.base import GenerationConfig
+from lceval.models.thinking import cut_at_stop
 
 
 def user_text(sample: Sample, context_text: str) -> str:
@@ -182,8 +183,10 @@ def common_prefix_len(rows: Sequence[Sequence[int]]) -> int:
 
 
 class Renders:
-    """:meth:`render` for a local engine holding a tokenizer, a window and a prompt format."""
+    """:meth:`render` and :meth:`response` for a local engine (hf, vLLM) holding a tokenizer, a
+    window, a prompt format and its :class:`.Thinking` settings."""
 
+    name: str
     tokenizer: Any
     window: int
     prompt_format: str
@@ -195,3 +198,40 @@ class Renders:
         """The prompt this engine sends for ``sample`` (:func:`render_sample`)."""
         args = (self.window, config, self.prompt_format, self.thinking)
         return render_sample(self.tokenizer, sample, contexts, *args)
+
+    def response(
+        self,
+        sample: Sample,
+        prompt: RenderedPrompt,
+        ids: Sequence[int],
+        reason: FinishReason,
+        config: GenerationConfig,
+        completion_tokens: int,
+        latency: float,
+    ) -> Response:
+        """The Response for ``sample`` of this engine's generated ``ids`` (cut at EOS or budget;
+        ``completion_tokens``: the engine's count, an EOS included; ``latency``: seconds): the
+        thinking split off (:meth:`.Thinking.split_ids`), the answer kept to
+        ``prompt.answer_tokens`` (then ``length``), cut before the first of the sample's stop
+        strings (then ``stop``) and empty when the thinking is unfinished (an EOS inside the
+        thinking stays ``stop``)."""
+        tok = self.tokenizer
+        reasoning, n_think, answer, unfinished = self.thinking.split_ids(tok, ids, prompt.text)
+        if len(answer) > prompt.answer_tokens:
+            answer, reason = answer[: prompt.answer_tokens], "length"
+        text = str(tok.decode(answer, skip_special_tokens=True))
+        text, reason = cut_at_stop(text, sample.stop, reason)
+        return Response(
+            sample_id=sample.id,
+            model=self.name,
+            text="" if unfinished else text,
+            config_hash=config.hash(),
+            prompt_tokens=prompt.n_tokens,
+            completion_tokens=completion_tokens,
+            finish_reason=reason,
+            truncated_tokens=prompt.truncated_tokens,
+            latency_s=latency,
+            reasoning=reasoning,
+            reasoning_tokens=n_think,
+            thinking_unfinished=unfinished,
+        )

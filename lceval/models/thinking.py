@@ -211,24 +211,6 @@ class Thinking:
             "max_thinking_tokens": self.extra_budget(),
         }
 
-    def answer(
-        self,
-        tokenizer: Any,
-        ids: Sequence[int],
-        prompt: Any,
-        stop: Sequence[str],
-        reason: FinishReason,
-    ) -> tuple[str, str | None, int, bool, FinishReason]:
-        """(answer, thinking or None, thinking tokens, unfinished, finish reason) of a local
-        engine's generated ids (cut at EOS / budget; ``prompt``: the ``RenderedPrompt``). The
-        answer keeps ``prompt.answer_tokens`` (then ``length``), ends before the first of ``stop``
-        (then ``stop``) and is empty when unfinished (EOS inside the thinking stays ``stop``)."""
-        reasoning, n, answer, unfinished = self.split_ids(tokenizer, ids, prompt.text)
-        if len(answer) > prompt.answer_tokens:
-            answer, reason = answer[: prompt.answer_tokens], "length"
-        text, reason = cut_at_stop(tokenizer.decode(answer, skip_special_tokens=True), stop, reason)
-        return ("" if unfinished else text), reasoning, n, unfinished, reason
-
     def split_ids(
         self, tokenizer: Any, ids: Sequence[int], prompt: str
     ) -> tuple[str | None, int, list[int], bool]:

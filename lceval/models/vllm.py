@@ -18,7 +18,7 @@ from typing import Any, cast
 
 from lceval.core import progress
 from lceval.core.errors import LcevalError, one_line
-from lceval.core.records import Context, FinishReason, Response, Sample
+from lceval.core.records import Context, Response, Sample
 from lceval.models.backends import LocalOptions, VLLMOptions, parse_options
 from lceval.models.base import GenerationConfig, cache_fields, error_response
 from lceval.models.embedded import resolve_model
@@ -352,30 +352,14 @@ class VLLMBackend(Renders):
     def _response(
         self, sample: Sample, req: _Request, result: Any, config: GenerationConfig, latency: float
     ) -> Response:
-        """A finished request's Response: its ids decoded as hf's (:meth:`.Thinking.answer`:
-        thinking split off, the answer capped and cut at the sample's stop strings)."""
+        """A finished request's Response, its ids read as hf's (:meth:`.Renders.response`); an
+        error Response for a finish other than ``stop`` or ``length``."""
         c = result.outputs[0]
         if c.finish_reason not in ("stop", "length"):
             why = RuntimeError(f"vLLM finished with {c.finish_reason}")
             return error_response(sample, self.name, config, why)
-        reason: FinishReason = c.finish_reason
-        text, reasoning, n_think, unfinished, reason = self.thinking.answer(
-            self.tokenizer, list(c.token_ids), req.prompt, sample.stop, reason
-        )
-        return Response(
-            sample_id=sample.id,
-            model=self.name,
-            text=text,
-            config_hash=config.hash(),
-            prompt_tokens=len(req.ids),
-            completion_tokens=len(c.token_ids),
-            finish_reason=reason,
-            truncated_tokens=req.prompt.truncated_tokens,
-            latency_s=latency,
-            reasoning=reasoning,
-            reasoning_tokens=n_think,
-            thinking_unfinished=unfinished,
-        )
+        ids, reason = list(c.token_ids), c.finish_reason
+        return self.response(sample, req.prompt, ids, reason, config, len(ids), latency)
 
 
 _ERROR_LINE = re.compile(r"(?:^|\s)(?:[\w.]+\.)?(\w*(?:Error|Exception)): (.+)$")
