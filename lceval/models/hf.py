@@ -254,8 +254,7 @@ class HFBackend(Renders):
         for i, s in enumerate(samples):
             try:
                 p = self.render(s, contexts, config)
-                ids = self.tokenizer(p.text, add_special_tokens=False)["input_ids"]
-                rows.append(_Row(i, s, p, ids, p.max_tokens))
+                rows.append(_Row(i, s, p, p.ids, p.max_tokens))
             except LcevalError as exc:
                 out[i] = error_response(s, self.name, config, exc)
         for batch in self._plan(rows):

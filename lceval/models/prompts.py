@@ -49,16 +49,22 @@ def messages(sample: Sample, context: str) -> list[dict[str, str]]:
 @dataclass(frozen=True)
 class RenderedPrompt:
     """A prompt ready for a local engine: ``text`` (ending with the generation prompt and any
-    assistant prefix), its length and the context dropped to fit the window, in model tokens;
+    assistant prefix), its token ids (what the engine is sent: the text tokenized without
+    special tokens added) and the context dropped to fit the window, in model tokens;
     ``max_tokens``: the answer budget plus a thinking model's, ``answer_tokens``: the paper's;
     ``stop``: the engine's stop strings (none for a thinking model: cut after the split)."""
 
     text: str
-    n_tokens: int
+    ids: list[int]
     truncated_tokens: int
     max_tokens: int = 0
     answer_tokens: int = 0
     stop: tuple[str, ...] = ()
+
+    @property
+    def n_tokens(self) -> int:
+        """The prompt's length in model tokens."""
+        return len(self.ids)
 
 
 def plain_text(sample: Sample, context: str) -> str:
@@ -124,14 +130,15 @@ def render_chat_prompt(
         )
         return text + sample.assistant_prefix
 
-    def n_tok(text: str) -> int:
-        return len(tokenizer(text, add_special_tokens=False)["input_ids"])
+    def encode(text: str) -> list[int]:
+        return list(tokenizer(text, add_special_tokens=False)["input_ids"])
 
     full = template(context)
-    n_full = n_tok(full)
+    full_ids = encode(full)
+    n_full = len(full_ids)
     limit = window - max_new_tokens
     if n_full <= limit:
-        return RenderedPrompt(full, n_full, 0)
+        return RenderedPrompt(full, full_ids, 0)
     ctx_ids = tokenizer(context, add_special_tokens=False)["input_ids"]
     overhead = n_full - len(ctx_ids)
     keep = limit - overhead
@@ -143,9 +150,10 @@ def render_chat_prompt(
     # Token boundaries shift when the cut context is decoded and re-encoded: shrink until it fits.
     while True:
         text = template(tokenizer.decode(ctx_ids[:keep], skip_special_tokens=False))
-        n = n_tok(text)
+        ids = encode(text)
+        n = len(ids)
         if n <= limit:
-            return RenderedPrompt(text, n, len(ctx_ids) - keep)
+            return RenderedPrompt(text, ids, len(ctx_ids) - keep)
         if keep == 0:
             raise LcevalError(f"sample {sample.id}: prompt does not fit the window {window}")
         keep = max(0, keep - (n - limit) - 1)

@@ -262,8 +262,7 @@ class VLLMBackend(Renders):
         for i, s in enumerate(samples):
             try:
                 p = self.render(s, contexts, config)
-                ids = self.tokenizer(p.text, add_special_tokens=False)["input_ids"]
-                params = self.sampling_params(p, config)
+                ids, params = p.ids, self.sampling_params(p, config)
             except (LcevalError, ValueError, TypeError) as exc:
                 yield error_response(s, self.name, config, exc)
                 continue
