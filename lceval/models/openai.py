@@ -36,7 +36,7 @@ from lceval.models.backends import (
 )
 from lceval.models.base import GenerationConfig, error_response
 from lceval.models.prompts import context_text, messages
-from lceval.models.thinking import markers_from_option, split
+from lceval.models.thinking import cut_at_stop, markers_from_option, split
 
 MAX_STOP = 4
 """The OpenAI API accepts at most 4 stop strings; further ones are applied locally."""
@@ -290,9 +290,7 @@ class OpenAIBackend:
         reasoning, n_think, unfinished, text = self._thinking(choice, usage, text)
         if unfinished:  # no answer; the server's finish kept (EOS inside the thinking: stop)
             text = ""
-        cuts = [j for j in (text.find(s) for s in sample.stop) if j >= 0]
-        if cuts:
-            text, reason = text[: min(cuts)], "stop"
+        text, reason = cut_at_stop(text, sample.stop, reason)
         return Response(
             sample_id=sample.id,
             model=self.name,
