@@ -81,8 +81,14 @@ class _Row:
     index: int
     sample: Sample
     prompt: RenderedPrompt
-    ids: list[int]
-    budget: int
+
+    @property
+    def ids(self) -> list[int]:
+        return self.prompt.ids
+
+    @property
+    def budget(self) -> int:
+        return self.prompt.max_tokens
 
 
 class _RowStop(StoppingCriteria):
@@ -254,7 +260,7 @@ class HFBackend(Renders):
         for i, s in enumerate(samples):
             try:
                 p = self.render(s, contexts, config)
-                rows.append(_Row(i, s, p, p.ids, p.max_tokens))
+                rows.append(_Row(i, s, p))
             except LcevalError as exc:
                 out[i] = error_response(s, self.name, config, exc)
         for batch in self._plan(rows):

@@ -63,10 +63,13 @@ class _Request:
 
     index: int
     prompt: RenderedPrompt
-    ids: list[int]
     params: Any
     new: int
     generated: int | None = None
+
+    @property
+    def ids(self) -> list[int]:
+        return self.prompt.ids
 
 
 class VLLMBackend(Renders):
@@ -267,7 +270,7 @@ class VLLMBackend(Renders):
                 yield error_response(s, self.name, config, exc)
                 continue
             new = max(1, len(ids) - common_prefix_len([previous, ids]))
-            queue.append(_Request(i, p, ids, params, new))
+            queue.append(_Request(i, p, params, new))
             previous = ids
         work = self.prompt_work
         work["sent"] += len(queue)

@@ -120,9 +120,7 @@ def test_plan_keeps_shared_contexts_in_their_own_batches(tiny: HFBackend) -> Non
     ]
     rows = []
     for i, s in enumerate(samples):
-        prompt = tiny.render(s, ctx, GREEDY)
-        ids = tiny.tokenizer(prompt.text)["input_ids"]
-        rows.append(hf_module._Row(i, s, prompt, ids, GREEDY.budget(s)))
+        rows.append(hf_module._Row(i, s, tiny.render(s, ctx, GREEDY)))
     tiny.share_prefix = True
     tiny._prefix_ids, tiny._prefix_kv = [], None
     plan = [[r.sample.id for r in b] for b in tiny._plan(rows)]
