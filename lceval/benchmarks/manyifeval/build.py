@@ -122,6 +122,7 @@ def draw_kwargs(instruction_id: str, rng: random.Random, used_words: set[str]) -
     Raises:
         LcevalError: the id has no kwargs space.
     """
+    ensure_checkers()  # lm-eval's import needs the NLTK data first (else it tries to download)
     from lm_eval.tasks.ifeval.instructions_util import WORD_LIST  # heavy: lm_eval
 
     space = instruction_spec()["kwargs_space"].get(instruction_id)

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from collections import Counter
 from pathlib import Path
 
@@ -190,3 +192,17 @@ def test_notebook_params_files_build_as_they_are(name: str) -> None:
     params = {**params, "n_prompts": 1, "max_instructions": 2, "path": None}
     result = build_manyifeval(params)
     assert {s.meta["n_instructions"] for s in result.samples} == {1, 2}
+
+
+def test_drawing_keywords_alone_reads_the_shipped_nltk_data_quietly() -> None:
+    """``draw_kwargs`` called first in a fresh process (a notebook cell) sets up the NLTK data
+    before lm-eval's import, which otherwise tries to download punkt_tab and prints
+    ``[nltk_data] ... refusing to connect`` lines on stderr."""
+    code = (
+        "import random\nfrom lceval.benchmarks.manyifeval.build import draw_kwargs\n"
+        "print(draw_kwargs('keywords:existence', random.Random(0), set()))"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "keywords" in done.stdout
+    assert "nltk_data" not in done.stderr and "Downloaded" not in done.stdout + done.stderr
