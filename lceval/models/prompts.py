@@ -14,7 +14,7 @@ from typing import Any
 from lceval.core.errors import LcevalError
 from lceval.core.records import Context, FinishReason, Response, Sample
 from lceval.models.base import GenerationConfig
-from lceval.models.thinking import cut_at_stop
+from lceval.models.thinking import DEFAULT_THINKING_TOKENS, Thinking, cut_at_stop
 
 
 def user_text(sample: Sample, context_text: str) -> str:
@@ -198,7 +198,7 @@ class Renders:
     tokenizer: Any
     window: int
     prompt_format: str
-    thinking: Any = None
+    thinking: Thinking = Thinking(None, None, DEFAULT_THINKING_TOKENS)  # a model not thinking
 
     def render(
         self, sample: Sample, contexts: Mapping[str, Context], config: GenerationConfig

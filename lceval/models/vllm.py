@@ -24,7 +24,7 @@ from lceval.models.base import GenerationConfig, cache_fields, error_response
 from lceval.models.embedded import resolve_model
 from lceval.models.prompts import RenderedPrompt, Renders, common_prefix_len, resolve_prompt_format
 from lceval.models.rope import RopeOverride, for_vllm, load_config
-from lceval.models.thinking import DEFAULT_THINKING_TOKENS, Thinking
+from lceval.models.thinking import Thinking
 from lceval.models.threads import affinity_cpus
 
 CPU_KVCACHE_GIB = "1"  # VLLM_CPU_KVCACHE_SPACE
@@ -90,7 +90,6 @@ class VLLMBackend(Renders):
 
     llm: Any = None
     rope: RopeOverride | None = None
-    thinking: Thinking = Thinking(None, None, DEFAULT_THINKING_TOKENS)  # set in __init__
     wave_tokens = WAVE_TOKENS
     """Cap on new prompt tokens in flight (part of the cache key: it decides the batches)."""
     _scheduler: dict[str, Any] | None = None

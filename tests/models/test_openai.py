@@ -433,6 +433,79 @@ def test_content_filter_finish_is_stored_as_such(scripted) -> None:
     assert (r.finish_reason, r.text) == ("content_filter", "half an ans")
 
 
+# (case, content or raw body, finish, the stored text, finish_reason, reasoning, unfinished)
+CONTENT: list[tuple[str, str | bytes, str, str, str, str | None, bool]] = [
+    ("think-start without an end", "<think>plan plan", "length", "", "length", "plan plan", True),
+    ("a stop string at position 0", "STOP and more", "stop", "", "stop", None, False),
+    (
+        "a stop string after the thinking",
+        "<think>a STOP</think>STOP b",
+        "stop",
+        "",
+        "stop",
+        "a STOP",
+        False,
+    ),
+    ("1 MB of one character", "a" * 1_000_000, "length", "a" * 1_000_000, "length", None, False),
+    (
+        "1 MB of unfinished thinking",
+        "<think>" + "a" * 1_000_000,
+        "length",
+        "",
+        "length",
+        "a" * 1_000_000,
+        True,
+    ),
+    # raw bytes: a body whose content is not valid UTF-8 (a cut multi-byte char)
+    (
+        "invalid UTF-8 in the body",
+        json.dumps(_completion("ok XX"))
+        .replace("XX", "\\u20ac")
+        .encode()
+        .replace(b"\\u20ac", b"\xe2\x82"),
+        "stop",
+        "",
+        "error",
+        None,
+        False,
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("case", "content", "finish", "text", "reason", "reasoning", "unfinished"),
+    CONTENT,
+    ids=[c[0] for c in CONTENT],
+)
+def test_hostile_content_gives_a_response(
+    scripted, tmp_path, case, content, finish, text, reason, reasoning, unfinished
+) -> None:
+    """The openai backend's _response on what a server may send: a Response, never an exception;
+    stored and read back whole."""
+    from lceval.core.store import ResponseStore
+
+    if isinstance(content, bytes):
+        reply: Reply = (200, content, {"content-type": "application/json"})
+    else:
+        reply = (200, _completion(content, finish=finish), {})
+    srv = scripted([reply])
+    opts = {"think_end": "</think>", "max_retries": 0}
+    (r,) = OpenAIBackend("fake", base_url=srv.url, **opts).generate(
+        [_sample(stop=("STOP",))], {}, GREEDY
+    )
+    assert (r.text, r.finish_reason, r.reasoning, r.thinking_unfinished) == (
+        text,
+        reason,
+        reasoning,
+        unfinished,
+    )
+    if reason == "error":
+        assert r.error and "\n" not in r.error
+    store = ResponseStore(tmp_path / "responses.jsonl")
+    store.append([r])
+    assert list(ResponseStore(tmp_path / "responses.jsonl")) == [r]
+
+
 def test_hostile_replies_through_infer_score_and_report(
     scripted, echo_bench, tmp_path, capsys
 ) -> None:
