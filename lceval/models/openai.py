@@ -132,8 +132,8 @@ class OpenAIBackend:
         if config.temperature > 0:
             body["top_p"] = config.top_p
         body["max_completion_tokens" if self.public else "max_tokens"] = budget
-        if sample.stop:
-            body["stop"] = list(sample.stop[:MAX_STOP])
+        if stop := [s for s in sample.stop if s]:  # an empty one: refused by servers, dropped
+            body["stop"] = stop[:MAX_STOP]
         extra = dict(config.extra)
         if self.options.enable_thinking is not None:
             kwargs = dict(extra.get("chat_template_kwargs") or {})

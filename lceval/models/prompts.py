@@ -181,7 +181,8 @@ def render_sample(
     kwargs = thinking.template_kwargs() if thinking is not None else None
     ctx = context_text(sample, contexts)
     p = render_chat_prompt(tokenizer, sample, ctx, window, budget + extra, prompt_format, kwargs)
-    stop = () if thinking is not None and thinking.active else tuple(sample.stop)
+    # an empty stop string ends every answer before it starts (hf) or is refused (vLLM): dropped
+    stop = () if thinking is not None and thinking.active else tuple(s for s in sample.stop if s)
     return dataclasses.replace(p, max_tokens=budget + extra, answer_tokens=budget, stop=stop)
 
 

@@ -137,8 +137,10 @@ def prompt_opens(prompt: str, markers: ThinkMarkers | None) -> bool:
 
 
 def cut_at_stop(text: str, stop: Sequence[str], reason: FinishReason) -> tuple[str, FinishReason]:
-    """``text`` cut before its first stop string (then ``"stop"``), else as it is."""
-    cuts = [j for j in (text.find(s) for s in stop) if j >= 0]
+    """``text`` cut before its first stop string (then ``"stop"``), else as it is; an empty stop
+    string, which would match before every answer, is ignored (as :func:`.render_sample` drops
+    it from the engines' stop strings)."""
+    cuts = [j for j in (text.find(s) for s in stop if s) if j >= 0]
     return (text[: min(cuts)], "stop") if cuts else (text, reason)
 
 

@@ -171,7 +171,7 @@ def test_request_body_and_local_stop_cut(scripted) -> None:
         description="DESC",
         system="SYS",
         assistant_prefix="Answer:",
-        stop=("a1", "a2", "a3", "a4", "STOP"),
+        stop=("a1", "", "a2", "a3", "a4", "STOP"),  # the empty one dropped
         max_new_tokens=50,
     )
     (r,) = backend.generate([s], ctx, GenerationConfig(max_new_tokens=20, seed=7))

@@ -216,3 +216,17 @@ def test_an_engine_that_never_set_its_thinking_answers_as_one_not_thinking(tok) 
     ids = _ids(tok, "<think>a</think>b")
     r = Bare().response(SAMPLE, prompt, ids, "stop", GenerationConfig(), len(ids), 0.1)
     assert (r.text, r.reasoning) == ("<think>a</think>b", None)
+
+
+def test_an_empty_stop_string_is_ignored(tok) -> None:
+    """An empty stop string (a hand-made sample) would cut every answer to "" (hf, openai) or be
+    refused (vLLM): the engines never see it and the answer is cut at the other ones."""
+    from lceval.models.prompts import render_sample
+
+    sample = Sample(id="s1", benchmark="b", task="T", instruction="hi", stop=("", "STOP"))
+    assert render_sample(tok, sample, {}, 2048, GenerationConfig()).stop == ("STOP",)
+    prompt = RenderedPrompt("p", [1], 0, 8, 8)
+    for out, text, reason in (("Yes.", "Yes.", "length"), ("Yes. STOP no", "Yes. ", "stop")):
+        ids = _ids(tok, out)
+        r = _Engine(tok, PLAIN).response(sample, prompt, ids, "length", GenerationConfig(), 2, 0.1)
+        assert (r.text, r.finish_reason) == (text, reason)
