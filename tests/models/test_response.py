@@ -230,3 +230,22 @@ def test_an_empty_stop_string_is_ignored(tok) -> None:
         ids = _ids(tok, out)
         r = _Engine(tok, PLAIN).response(sample, prompt, ids, "length", GenerationConfig(), 2, 0.1)
         assert (r.text, r.finish_reason) == (text, reason)
+
+
+def test_an_end_marker_spelled_in_pieces_does_not_close_a_one_token_block(
+    embedded_model_dir,
+) -> None:
+    """With ``<think>`` / ``</think>`` added as tokens the split reads token ids, as vLLM's
+    reasoning parsers do: "</think>" written as three ordinary tokens leaves the block open (no
+    answer, the pieces kept in the thinking), never an exception."""
+    from transformers import AutoTokenizer
+
+    tok = AutoTokenizer.from_pretrained(embedded_model_dir)
+    pieces = _ids(tok, "</think>")  # before the markers are added: three ordinary tokens
+    tok.add_tokens(["<think>", "</think>"])
+    start, end = tok.convert_tokens_to_ids("<think>"), tok.convert_tokens_to_ids("</think>")
+    assert len(pieces) == 3 and end not in pieces
+    r = _answer(tok, THINK, [start, *_ids(tok, "plan"), *pieces, *_ids(tok, "Yes.")])
+    assert (r.text, r.thinking_unfinished, r.reasoning) == ("", True, "plan</think>Yes.")
+    r = _answer(tok, THINK, [start, *_ids(tok, "plan"), end, *_ids(tok, "Yes.")])
+    assert (r.text, r.thinking_unfinished, r.reasoning) == ("Yes.", False, "plan")
