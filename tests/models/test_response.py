@@ -249,3 +249,18 @@ def test_an_end_marker_spelled_in_pieces_does_not_close_a_one_token_block(
     assert (r.text, r.thinking_unfinished, r.reasoning) == ("", True, "plan</think>Yes.")
     r = _answer(tok, THINK, [start, *_ids(tok, "plan"), end, *_ids(tok, "Yes.")])
     assert (r.text, r.thinking_unfinished, r.reasoning) == ("Yes.", False, "plan")
+
+
+@pytest.mark.parametrize("window", [256, 300, 4096])
+def test_the_rendered_ids_are_the_texts_tokens(tok, window) -> None:
+    """hf and vLLM send ``RenderedPrompt.ids`` without tokenizing ``text`` again: they must be
+    its tokens, truncated or not (a context of multi-byte text cut mid-character included)."""
+    from lceval.core.records import Context
+    from lceval.models.prompts import render_sample
+
+    text = " ".join(f"naïve-{i} 東京 €{i}" for i in range(200))
+    ctx = {"c": Context("c", text, 0, "o200k_base")}
+    sample = Sample(id="s2", benchmark="b", task="T", instruction="hi", context_id="c")
+    p = render_sample(tok, sample, ctx, window, GenerationConfig(max_new_tokens=16))
+    assert p.ids == list(tok(p.text, add_special_tokens=False)["input_ids"])
+    assert p.n_tokens + p.max_tokens <= window and (p.truncated_tokens > 0) == (window < 4096)
