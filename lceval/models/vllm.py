@@ -353,14 +353,20 @@ class VLLMBackend(Renders):
     def _response(
         self, sample: Sample, req: _Request, result: Any, config: GenerationConfig, latency: float
     ) -> Response:
-        """A finished request's Response, its ids read as hf's (:meth:`.Renders.response`); an
+        """A finished request's Response, its ids read as hf's (:meth:`.Renders.response`): the
+        EOS that vLLM keeps as the last id (``stop_reason`` None) counted but not read, as hf
+        cuts it (else a thinking block it ended kept it as text and counted it as thinking); an
         error Response for a finish other than ``stop`` or ``length``."""
         c = result.outputs[0]
         if c.finish_reason not in ("stop", "length"):
             why = RuntimeError(f"vLLM finished with {c.finish_reason}")
             return error_response(sample, self.name, config, why)
         ids, reason = list(c.token_ids), c.finish_reason
-        return self.response(sample, req.prompt, ids, reason, config, len(ids), latency)
+        n_out = len(ids)
+        eos = reason == "stop" and c.stop_reason is None
+        if eos and ids and ids[-1] in self.tokenizer.all_special_ids:
+            ids = ids[:-1]
+        return self.response(sample, req.prompt, ids, reason, config, n_out, latency)
 
 
 _ERROR_LINE = re.compile(r"(?:^|\s)(?:[\w.]+\.)?(\w*(?:Error|Exception)): (.+)$")

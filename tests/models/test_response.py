@@ -264,3 +264,25 @@ def test_the_rendered_ids_are_the_texts_tokens(tok, window) -> None:
     p = render_sample(tok, sample, ctx, window, GenerationConfig(max_new_tokens=16))
     assert p.ids == list(tok(p.text, add_special_tokens=False)["input_ids"])
     assert p.n_tokens + p.max_tokens <= window and (p.truncated_tokens > 0) == (window < 4096)
+
+
+@pytest.mark.parametrize("thinking", [PLAIN, THINK], ids=["plain", "thinking"])
+@pytest.mark.parametrize("out", ["<think>plan", "<think>plan</think>Yes.", "Yes."])
+def test_vllm_reads_an_eos_ended_output_as_hf(tok, thinking, out) -> None:
+    """vLLM keeps the EOS as the last generated id, hf cuts it: both give one Response (the EOS
+    counted in completion_tokens, never in the thinking or its text)."""
+    from types import SimpleNamespace
+
+    from lceval.models.vllm import VLLMBackend, _Request
+
+    vllm = object.__new__(VLLMBackend)
+    vllm.name, vllm.tokenizer, vllm.thinking = "m", tok, thinking
+    prompt = RenderedPrompt("p", [1], 0, 108, 8)
+    ids = [*_ids(tok, out), tok.convert_tokens_to_ids("<|im_end|>")]
+    done = SimpleNamespace(finish_reason="stop", stop_reason=None, token_ids=tuple(ids))
+    result = SimpleNamespace(outputs=[done])
+    cfg = GenerationConfig()
+    r = vllm._response(SAMPLE, _Request(0, prompt, None, 1), result, cfg, 0.1)
+    hf = _Engine(tok, thinking).response(SAMPLE, prompt, ids[:-1], "stop", cfg, len(ids), 0.1)
+    assert r == hf and r.completion_tokens == len(ids)
+    assert "<|im_end|>" not in (r.reasoning or "") + r.text
