@@ -335,7 +335,9 @@ class CompareConfig(Declared):
         "(default with three or more runs)",
         json_schema_extra={"action": "store_true"},
     )
-    alpha: float = Field(0.05, gt=0, lt=1, description="family-wise error rate (Holm)")
+    alpha: float = Field(
+        0.05, gt=0, lt=1, allow_inf_nan=False, description="family-wise error rate (Holm)"
+    )
     seed: int = Field(0, ge=0, description="seed of the resampling")
     csv: str | None = Field(None, description="also write the table to this CSV file")
     samples: str | None = Field(
@@ -373,7 +375,9 @@ class CompareCall(CompareConfig):
     )
     n_resamples: int = Field(2000, ge=1, description="bootstrap resamples of each CI")
     n_permutations: int = Field(9999, ge=1, description="permutations of each paired test")
-    confidence: float = Field(0.95, gt=0, lt=1, description="the CIs' level (0.95: 95%)")
+    confidence: float = Field(
+        0.95, gt=0, lt=1, allow_inf_nan=False, description="the CIs' level (0.95: 95%)"
+    )
 
 
 class RunConfig(Declared):
