@@ -81,6 +81,12 @@ FolderPath = Annotated[str | Path | None, BeforeValidator(_folder_path)]
 """A folder given from Python (``root``): a str or any ``os.PathLike`` (read as a Path), or None
 for the default; anything else one line naming the field (``root must be a folder path ...``)."""
 
+FilePath = Annotated[
+    str | None, BeforeValidator(lambda v: os.fspath(v) if isinstance(v, os.PathLike) else v)
+]
+"""A file given from Python or the command line (``params``): a str, or any ``os.PathLike`` read
+as its string (``pathlib.Path("p.yaml")``), or None."""
+
 
 class Shaped:
     """Field metadata: the value ``shape``d, validated by pydantic as ``type_``, then ``finish``ed;

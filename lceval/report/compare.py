@@ -32,7 +32,7 @@ Resampling = pydantic.create_model(
     ":func:`rank_agreement`: :class:`CompareCall`'s own fields, so a bad value says the same "
     "line from every comparison entry.",
     **{
-        k: (CompareCall.model_fields[k].annotation, copy.copy(CompareCall.model_fields[k]))
+        k: (CompareCall.model_fields[k].annotation, copy.deepcopy(CompareCall.model_fields[k]))
         for k in ("alpha", "n_resamples", "n_permutations", "confidence", "seed")
     },
 )

@@ -19,6 +19,7 @@ from lceval.models.backends import known_backend
 from lceval.models.specs import resolve_models
 from lceval.params import (
     Declared,
+    FilePath,
     FolderPath,
     InferenceSection,
     ScorerChoice,
@@ -148,7 +149,7 @@ class BuildParams(Declared):
     """A build's params file and ``-p`` overrides (the builder's own params are the benchmark's
     ``Config``)."""
 
-    params: str | None = Field(None, description="params YAML (the builder's parameters)")
+    params: FilePath = Field(None, description="params YAML (the builder's parameters)")
     param: dict[str, Any] = Field(
         default_factory=dict,
         description="override a build param",

@@ -58,6 +58,11 @@ def test_evaluate_gives_a_reported_run_and_resumes_without_answering_again(tmp_p
         (["lifbench", "-p", "run_id=x"], "give --run-id RUN instead"),
         (["lifbench", "--backend", "hff"], "unknown backend 'hff' (did you mean hf?)"),
         (["lifbench", "--limit", "0"], "--limit must be >= 1, got 0"),
+        # a scorer or task the benchmark lacks: refused before the build (they were refused
+        # after the answers, or after the build, leaving a run folder behind)
+        (["lifbench", "--scorer", "lifbench:strct"], "no scorer 'lifbench:strct'; choose one"),
+        (["lifbench", "--scorer", "ruler"], "unknown scorer 'ruler'; choose one of lifbench, "),
+        (["lifbench", "--tasks", "LSX"], "task(s) LSX not in benchmark lifbench; it has LSI, "),
     ],
 )
 def test_bad_input_is_one_line_exit_2_and_nothing_built(capsys, tmp_path, argv, message):
@@ -85,6 +90,15 @@ def test_bad_input_is_one_line_exit_2_and_nothing_built(capsys, tmp_path, argv, 
 def test_evaluate_refuses_a_bad_key_or_value_naming_it(options, message):
     with pytest.raises(LcevalError, match=message):
         evaluate("lifbench", model="embedded", **options)
+
+
+def test_evaluate_reads_a_params_file_given_as_a_path(tmp_path):
+    """A pathlib.Path is a params file as its string is (it was refused as not a string)."""
+    params = tmp_path / "p.yaml"
+    params.write_text("- lengths\n")
+    with pytest.raises(LcevalError, match=r"^params file .*p\.yaml must hold a mapping, got list$"):
+        evaluate("lifbench", model="embedded", params=params, root=tmp_path)
+    assert sorted(tmp_path.iterdir()) == [params]
 
 
 def test_default_run_id_names_benchmark_and_models():
