@@ -362,6 +362,13 @@ def paired(cfg: CompareCall) -> pd.DataFrame:
             f"{which} share no scored sample: each of the {disjoint} model pair(s) answered "
             "different samples; compare needs samples both models answered (same build)"
         )
+    if not rows and run_a == run_b and keys:  # one run: its models paired with each other
+        have = sorted(set(scores_a.loc[scores_a["benchmark"].isin(keys), "model"].astype(str)))
+        raise LcevalError(
+            f"run {run_a} has {len(have)} model(s) on {', '.join(keys)} "
+            f"({', '.join(have) or 'none'}): nothing to pair within it; name two runs, or "
+            "two different models of it (model_a, model_b)"
+        )
     if not rows:
         raise LcevalError(f"runs {run_a} and {run_b} share no benchmark and model pair to compare")
     cols = ["benchmark", "level", "scorer", "task", "metric", "model_a", "model_b", "diff"]

@@ -4,6 +4,7 @@ pairwise tests and rank agreement on runs scored from the regression fixtures.""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import numpy as np
@@ -225,6 +226,22 @@ def test_a_bad_argument_says_the_same_from_python_and_the_command_line(
     assert str(info.value) == f"compare: {says}"
     assert main(["--outputs", str(tmp_path), "compare", "a", "b", *flags]) == 2
     assert capsys.readouterr().err == f"lceval: {cli_says}\n"
+
+
+def test_one_run_with_one_model_twice_is_refused_naming_it(tmp_path: Path, capsys) -> None:
+    """``compare a a`` pairs run a's models with each other; with one model it said "runs a and
+    a share no benchmark and model pair", now what the run holds."""
+    from lceval.cli import main
+
+    _ruler_run(tmp_path, "a", "model-a", NIAH_A, VT_A)
+    says = "run a has 1 model(s) on ruler (model-a): nothing to pair within it; name two runs"
+    with pytest.raises(LcevalError, match=f"^{re.escape(says)}"):
+        lceval.compare("a", "a", root=tmp_path)
+    with pytest.raises(LcevalError, match=f"^{re.escape(says)}"):
+        lceval.compare("a", "a", model_a="model-a", model_b="model-a", root=tmp_path)
+    assert main(["--outputs", str(tmp_path), "compare", "a", "a"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"lceval: {says}") and err.count("\n") == 1
 
 
 def test_compare_takes_no_other_root_than_a_folder_path(tmp_path: Path) -> None:
