@@ -330,8 +330,11 @@ class RunDir:
 
     def __init__(self, run_id: str, root: str | os.PathLike[str] | None = None) -> None:
         if not isinstance(run_id, str) or not RUN_ID_RE.fullmatch(run_id):
+            said = repr(run_id)  # cut: a 300-character id was said whole in the one line
+            if len(said) > 80:
+                said = f"{said[:60]}... ({len(str(run_id))} characters)"
             raise LcevalError(
-                f"run_id {run_id!r} is not valid: use letters, digits, '.', '_' or '-' "
+                f"run_id {said} is not valid: use letters, digits, '.', '_' or '-' "
                 "(at most 128 characters)"
             )
         self.run_id = run_id

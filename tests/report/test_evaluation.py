@@ -63,6 +63,8 @@ def test_evaluate_gives_a_reported_run_and_resumes_without_answering_again(tmp_p
         (["lifbench", "--scorer", "lifbench:strct"], "no scorer 'lifbench:strct'; choose one"),
         (["lifbench", "--scorer", "ruler"], "unknown scorer 'ruler'; choose one of lifbench, "),
         (["lifbench", "--tasks", "LSX"], "task(s) LSX not in benchmark lifbench; it has LSI, "),
+        (["lifbench", "--run-id", "x" * 300], "run_id 'xxxxxxxxxx"),
+        (["lifbench", "--run-id", "../x"], "run_id '../x' is not valid"),
     ],
 )
 def test_bad_input_is_one_line_exit_2_and_nothing_built(capsys, tmp_path, argv, message):
@@ -90,6 +92,15 @@ def test_bad_input_is_one_line_exit_2_and_nothing_built(capsys, tmp_path, argv, 
 def test_evaluate_refuses_a_bad_key_or_value_naming_it(options, message):
     with pytest.raises(LcevalError, match=message):
         evaluate("lifbench", model="embedded", **options)
+
+
+def test_a_long_run_id_is_cut_in_its_one_line(tmp_path):
+    """A 300-character run id was said whole; now its head and its length."""
+    with pytest.raises(LcevalError) as info:
+        evaluate("lifbench", model="embedded", run_id="x" * 300, root=tmp_path)
+    said = f"run_id '{'x' * 59}... (300 characters) is not valid: use letters, digits"
+    assert str(info.value).startswith(said) and len(str(info.value)) < 200
+    assert list(tmp_path.iterdir()) == []
 
 
 def test_evaluate_reads_a_params_file_given_as_a_path(tmp_path):
