@@ -8,11 +8,11 @@ repeated ``KEY=VALUE`` flag read as a YAML-valued mapping), ``cli: False`` (no f
 from __future__ import annotations
 
 import argparse
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, TypeVar
 
 import yaml
-from pydantic import BaseModel, Field, field_validator, model_validator
+from pydantic import BaseModel, Field, ValidationInfo, field_validator, model_validator
 
 from lceval.core.errors import LcevalError
 from lceval.models.backends import known_backend
@@ -112,7 +112,16 @@ class InferConfig(InferenceSection):
 
     @field_validator("model", "models", mode="before")
     @classmethod
-    def _entries(cls, v: Any) -> Any:
+    def _entries(cls, v: Any, info: ValidationInfo) -> Any:
+        # said as the key given (model=3 was "`models` must be a non-empty list, got 3")
+        name = info.field_name
+        if v is not None and not isinstance(v, str | Mapping | list | tuple):
+            raise ValueError(
+                f"{name} must be a model id (a path, hub id or embedded), a mapping {{model, "
+                f"backend, options, name}} or a list of them, got {v!r:.80} ({type(v).__name__})"
+            )
+        if isinstance(v, list | tuple) and not v:
+            raise ValueError(f"{name} must name at least one model, got an empty list")
         if isinstance(v, list | tuple):
             v = [_mapping_text(x) for x in v]
         if v is not None:  # each {...} entry checked now

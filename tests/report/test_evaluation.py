@@ -84,6 +84,12 @@ def test_bad_input_is_one_line_exit_2_and_nothing_built(capsys, tmp_path, argv, 
         ({"limit": 0}, "^evaluate: limit must be >= 1, got 0 \\(int\\)$"),
         ({"benchmark": "ruler"}, "benchmark is the first argument, not a keyword"),
         (
+            {"model": 3},
+            "^evaluate: model must be a model id \\(a path, hub id or embedded\\), a mapping "
+            ".* or a list of them, got 3 \\(int\\)$",
+        ),
+        ({"model": []}, "^evaluate: model must name at least one model, got an empty list$"),
+        (
             {"root": 3},
             "^evaluate: root must be a folder path \\(str or os.PathLike\\), got 3 \\(int\\)$",
         ),
@@ -91,7 +97,7 @@ def test_bad_input_is_one_line_exit_2_and_nothing_built(capsys, tmp_path, argv, 
 )
 def test_evaluate_refuses_a_bad_key_or_value_naming_it(options, message):
     with pytest.raises(LcevalError, match=message):
-        evaluate("lifbench", model="embedded", **options)
+        evaluate("lifbench", **{"model": "embedded", **options})
 
 
 def test_a_long_run_id_is_cut_in_its_one_line(tmp_path):
