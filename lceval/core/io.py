@@ -48,13 +48,25 @@ def project_root(start: str | os.PathLike[str] | None = None) -> Path | None:
 
 def outputs_root(root: str | os.PathLike[str] | None = None) -> Path:
     """Where run folders live: ``root``; else ``$LCEVAL_OUTPUTS``; else ``<project root>/outputs``
-    inside an lceval checkout; else ``./outputs``."""
+    inside an lceval checkout; else ``./outputs``.
+
+    Raises:
+        LcevalError: the folder is a file (``lceval compare`` said its runs had no
+            scores.parquet, ``lceval eval`` that ``<file>/<run>`` was not writable).
+    """
     if root is not None:
-        return Path(root)
-    if os.environ.get("LCEVAL_OUTPUTS"):
-        return Path(os.environ["LCEVAL_OUTPUTS"])
-    top = project_root()
-    return (top / "outputs") if top is not None else Path("outputs")
+        path = Path(root)
+    elif os.environ.get("LCEVAL_OUTPUTS"):
+        path = Path(os.environ["LCEVAL_OUTPUTS"])
+    else:
+        top = project_root()
+        path = (top / "outputs") if top is not None else Path("outputs")
+    if path.exists() and not path.is_dir():
+        raise LcevalError(
+            f"the folder of run folders {path} is a file, not a folder "
+            "(--outputs, root or $LCEVAL_OUTPUTS names it)"
+        )
+    return path
 
 
 _HOST = hashlib.sha1(socket.gethostname().encode("utf-8", "replace")).hexdigest()[:6]
