@@ -45,8 +45,8 @@ RENAMED: Mapping[str, str] = {
 
 def _got(value: Any, door: Door = "params") -> str:
     """``got VALUE (type)``, cut to 80 characters; from the command line, the text as typed."""
-    if door == "cli" and isinstance(value, str):
-        return f"got {value:.80}"
+    if door == "cli" and isinstance(value, str):  # `--limit ""` said "got" and nothing
+        return f"got {value:.80}" if value.strip() else f"got {value!r} (nothing)"
     if value is None:
         return "got null"
     if isinstance(value, dict | BaseModel):

@@ -44,6 +44,8 @@ def _kv(items: Sequence[str] | None, flag: str) -> dict[str, Any]:
         if flag == "--param" and key in OWN_FLAGS:
             # a notebook's params name them, but the command's own flag decides: never ignored
             raise LcevalError(f"-p {key} is not taken here: give {OWN_FLAGS[key]} instead")
+        if flag == "--param" and not value.strip():  # it was read as null: the default, silently
+            raise LcevalError(f"-p {key}= needs a value after '=' (null: -p {key}=null)")
         try:
             out[key] = yaml.safe_load(value)
         except (yaml.YAMLError, ValueError, RecursionError):  # ValueError: int past 4300 digits
