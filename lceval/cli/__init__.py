@@ -54,7 +54,7 @@ def _unknown_flags(parser: argparse.ArgumentParser, extra: Sequence[str]) -> NoR
 
 def _parser() -> argparse.ArgumentParser:
     """``--outputs`` and ``-v`` before or after the verb, one subparser per verb."""
-    common = argparse.ArgumentParser(add_help=False)
+    common = _Parser(add_help=False)
     common.add_argument(
         "--outputs",
         default=argparse.SUPPRESS,

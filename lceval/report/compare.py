@@ -25,16 +25,17 @@ from lceval.core.records import Sample
 from lceval.params import Declared, validate
 from lceval.run.config import CompareCall
 
+_RESAMPLING: dict[str, Any] = {
+    k: (CompareCall.model_fields[k].annotation, copy.deepcopy(CompareCall.model_fields[k]))
+    for k in ("alpha", "n_resamples", "n_permutations", "confidence", "seed")
+}
 Resampling = pydantic.create_model(
     "Resampling",
     __base__=Declared,
     __doc__="The resampling and test keywords of :func:`leaderboard`, :func:`pairwise` and "
     ":func:`rank_agreement`: :class:`CompareCall`'s own fields, so a bad value says the same "
     "line from every comparison entry.",
-    **{
-        k: (CompareCall.model_fields[k].annotation, copy.deepcopy(CompareCall.model_fields[k]))
-        for k in ("alpha", "n_resamples", "n_permutations", "confidence", "seed")
-    },
+    **_RESAMPLING,
 )
 
 if TYPE_CHECKING:
