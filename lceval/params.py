@@ -222,6 +222,7 @@ _SAYS = {
     "string_too_short": "must not be empty",
     "literal_error": "must be one of {expected}",
     "string_pattern_mismatch": "must match {pattern}",
+    "string_unicode": "must be text (it holds a byte that is not UTF-8)",
 }
 """pydantic's error types as lceval words them (``must be >= 1``)."""
 

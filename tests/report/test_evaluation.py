@@ -89,6 +89,9 @@ def test_bad_input_is_one_line_exit_2_and_nothing_built(capsys, tmp_path, argv, 
             ".* or a list of them, got 3 \\(int\\)$",
         ),
         ({"model": []}, "^evaluate: model must name at least one model, got an empty list$"),
+        # a lone surrogate (an undecodable byte of argv): pydantic's words were "must be valid
+        # (input should be a valid string, unable to parse raw data as a unicode string)"
+        ({"run_id": "x\udcff"}, "^evaluate: run_id must be text \\(it holds a byte that is not"),
         (
             {"root": 3},
             "^evaluate: root must be a folder path \\(str or os.PathLike\\), got 3 \\(int\\)$",
