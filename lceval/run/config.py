@@ -160,7 +160,9 @@ class BuildParams(Declared):
     """A build's params file and ``-p`` overrides (the builder's own params are the benchmark's
     ``Config``)."""
 
-    params: FilePath = Field(None, description="params YAML (the builder's parameters)")
+    params: FilePath = Field(
+        None, min_length=1, description="params YAML (the builder's parameters)"
+    )
     param: dict[str, Any] = Field(
         default_factory=dict,
         description="override a build param",

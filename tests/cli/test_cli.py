@@ -64,6 +64,8 @@ def test_a_flag_argparse_refuses_is_one_line_and_exit_2(capsys, tmp_path, argv, 
         (["build", "lifbench", "--run-id", "r", "-p", "tasks= "], "-p tasks= needs a value"),
         # an empty value said "got" and nothing
         (["eval", "lifbench", "--limit", ""], "--limit must be an integer, got '' (nothing)"),
+        # --params "" was no params file at all: the builder's defaults, silently
+        (["eval", "lifbench", "--params", ""], "--params must not be empty, got '' (nothing)"),
     ],
 )
 def test_an_empty_value_is_refused_naming_it(capsys, tmp_path, argv, message):
