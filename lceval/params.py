@@ -45,8 +45,8 @@ RENAMED: Mapping[str, str] = {
 
 def _got(value: Any, door: Door = "params") -> str:
     """``got VALUE (type)``, cut to 80 characters; from the command line, the text as typed."""
-    if door == "cli" and isinstance(value, str):
-        return f"got {value:.80}"
+    if door == "cli" and isinstance(value, str):  # `--limit ""` said "got" and nothing
+        return f"got {value:.80}" if value.strip() else f"got {value!r} (nothing)"
     if value is None:
         return "got null"
     if isinstance(value, dict | BaseModel):
@@ -80,6 +80,12 @@ def _folder_path(value: Any, info: ValidationInfo) -> Any:
 FolderPath = Annotated[str | Path | None, BeforeValidator(_folder_path)]
 """A folder given from Python (``root``): a str or any ``os.PathLike`` (read as a Path), or None
 for the default; anything else one line naming the field (``root must be a folder path ...``)."""
+
+FilePath = Annotated[
+    str | None, BeforeValidator(lambda v: os.fspath(v) if isinstance(v, os.PathLike) else v)
+]
+"""A file given from Python or the command line (``params``): a str, or any ``os.PathLike`` read
+as its string (``pathlib.Path("p.yaml")``), or None."""
 
 
 class Shaped:
@@ -216,6 +222,7 @@ _SAYS = {
     "string_too_short": "must not be empty",
     "literal_error": "must be one of {expected}",
     "string_pattern_mismatch": "must match {pattern}",
+    "string_unicode": "must be text (it holds a byte that is not UTF-8)",
 }
 """pydantic's error types as lceval words them (``must be >= 1``)."""
 

@@ -67,7 +67,9 @@ def test_unwritable_output_folder_as_file(tmp_path):
     blocker = tmp_path / "file"
     blocker.write_text("")
     with pytest.raises(LcevalError, match="not writable"):
-        RunDir("r", blocker).create()
+        RunDir("file", tmp_path).create()  # the run folder's name taken by a file
+    with pytest.raises(LcevalError, match="is a file, not a folder"):
+        RunDir("r", blocker)  # the folder of run folders a file: refused before create
 
 
 def test_outputs_root_found_from_subfolder(tmp_path, monkeypatch):
@@ -217,3 +219,27 @@ def test_corrupt_scores_are_one_line(tmp_path):
     df.assign(value=float("nan"), model=7).to_parquet(run.scores)
     with pytest.raises(LcevalError, match="column model must hold text"):
         run.read_scores()
+
+
+def test_an_outputs_root_that_is_a_file_is_refused_naming_it(tmp_path, monkeypatch, capsys):
+    """A file given as the folder of run folders: one line naming it, from Python and the
+    command line (compare said its runs had no scores.parquet)."""
+    import lceval
+    from lceval.cli import main
+
+    f = tmp_path / "f"
+    f.write_text("x")
+    says = f"the folder of run folders {f} is a file, not a folder"
+    with pytest.raises(LcevalError, match=f"^{says}"):
+        RunDir("r", f)
+    with pytest.raises(LcevalError, match=f"^{says}"):
+        lceval.compare("a", "b", root=f)
+    monkeypatch.setenv("LCEVAL_OUTPUTS", str(f))
+    with pytest.raises(LcevalError, match=f"^{says}"):
+        outputs_root()
+    assert main(["--outputs", str(f), "compare", "a", "b"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"lceval: {says}") and err.count("\n") == 1
+    assert main(["--outputs", str(f), "eval", "lifbench", "--model", "embedded"]) == 2
+    assert capsys.readouterr().err.startswith(f"lceval: {says}")
+    assert sorted(tmp_path.iterdir()) == [f]

@@ -12,10 +12,11 @@ import os
 import sys
 from collections.abc import Sequence
 from importlib import import_module
+from typing import NoReturn
 
 from lceval.cli.common import Handler
 from lceval.core.console import VERBOSE_ENV
-from lceval.core.errors import LcevalError, one_line
+from lceval.core.errors import LcevalError, did_you_mean, one_line
 from lceval.run.config import VERBS, add_flags, from_args
 
 MODULES = {"eval": "evaluation", "list": "listing", "import": "imports"}
@@ -31,9 +32,29 @@ def verb_help(verb: str) -> str:
     return " ".join(inspect.cleandoc(VERBS[verb].__doc__ or "").split("\n\n")[0].split())
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse's parser with its errors in one line, exit status 2 (argparse printed the usage,
+    up to ten lines, above the error): ``lceval eval: the following arguments are required:
+    benchmark (lceval eval -h lists the flags)``."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: {message} ({self.prog} -h lists the flags)\n")
+
+
+def _unknown_flags(parser: argparse.ArgumentParser, extra: Sequence[str]) -> NoReturn:
+    """Exit 2 with one line naming the arguments ``parser`` (the verb's) does not take, with the
+    closest flag for the first one that looks like a flag."""
+    flags = [f for a in parser._actions for f in a.option_strings]
+    first = next((x.partition("=")[0] for x in extra if x.startswith("-")), "")
+    hint = did_you_mean(first, flags) if first else ""
+    said = " ".join(extra)
+    said = f"{said[:80]}..." if len(said) > 80 else said
+    parser.error(f"unrecognized arguments: {said}" + (f"; {hint}" if hint else ""))
+
+
 def _parser() -> argparse.ArgumentParser:
     """``--outputs`` and ``-v`` before or after the verb, one subparser per verb."""
-    common = argparse.ArgumentParser(add_help=False)
+    common = _Parser(add_help=False)
     common.add_argument(
         "--outputs",
         default=argparse.SUPPRESS,
@@ -48,12 +69,12 @@ def _parser() -> argparse.ArgumentParser:
         help="show engine logs (vLLM, transformers, torch, Jupyter) on the terminal; by default "
         "they go to outputs/RUN/logs/lceval.log (LCEVAL_VERBOSE=1 does the same)",
     )
-    p = argparse.ArgumentParser(
+    p = _Parser(
         prog="lceval",
         description="Evaluate instruction following over long contexts and long outputs.",
         parents=[common],
     )
-    sub = p.add_subparsers(dest="command", required=True)
+    sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
     for name in HANDLERS:
         add_flags(sub.add_parser(name, help=verb_help(name), parents=[common]), VERBS[name])
     return p
@@ -61,7 +82,11 @@ def _parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``lceval`` console script; returns the exit status."""
-    args = _parser().parse_args(argv)
+    parser = _parser()
+    args, extra = parser.parse_known_args(argv)
+    if extra:  # said by the verb's parser, with its closest flag
+        verbs = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+        _unknown_flags(verbs.choices[args.command], extra)
     if getattr(args, "verbose", False):
         os.environ[VERBOSE_ENV] = "1"  # notebooks run by `lceval run` inherit it
     try:

@@ -48,13 +48,25 @@ def project_root(start: str | os.PathLike[str] | None = None) -> Path | None:
 
 def outputs_root(root: str | os.PathLike[str] | None = None) -> Path:
     """Where run folders live: ``root``; else ``$LCEVAL_OUTPUTS``; else ``<project root>/outputs``
-    inside an lceval checkout; else ``./outputs``."""
+    inside an lceval checkout; else ``./outputs``.
+
+    Raises:
+        LcevalError: the folder is a file (``lceval compare`` said its runs had no
+            scores.parquet, ``lceval eval`` that ``<file>/<run>`` was not writable).
+    """
     if root is not None:
-        return Path(root)
-    if os.environ.get("LCEVAL_OUTPUTS"):
-        return Path(os.environ["LCEVAL_OUTPUTS"])
-    top = project_root()
-    return (top / "outputs") if top is not None else Path("outputs")
+        path = Path(root)
+    elif os.environ.get("LCEVAL_OUTPUTS"):
+        path = Path(os.environ["LCEVAL_OUTPUTS"])
+    else:
+        top = project_root()
+        path = (top / "outputs") if top is not None else Path("outputs")
+    if path.exists() and not path.is_dir():
+        raise LcevalError(
+            f"the folder of run folders {path} is a file, not a folder "
+            "(--outputs, root or $LCEVAL_OUTPUTS names it)"
+        )
+    return path
 
 
 _HOST = hashlib.sha1(socket.gethostname().encode("utf-8", "replace")).hexdigest()[:6]
@@ -330,8 +342,11 @@ class RunDir:
 
     def __init__(self, run_id: str, root: str | os.PathLike[str] | None = None) -> None:
         if not isinstance(run_id, str) or not RUN_ID_RE.fullmatch(run_id):
+            said = repr(run_id)  # cut: a 300-character id was said whole in the one line
+            if len(said) > 80:
+                said = f"{said[:60]}... ({len(str(run_id))} characters)"
             raise LcevalError(
-                f"run_id {run_id!r} is not valid: use letters, digits, '.', '_' or '-' "
+                f"run_id {said} is not valid: use letters, digits, '.', '_' or '-' "
                 "(at most 128 characters)"
             )
         self.run_id = run_id

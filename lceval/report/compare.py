@@ -6,6 +6,7 @@ so pandas, numpy and lceval.metrics (pandas) load inside the functions."""
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import functools
 import itertools
@@ -14,13 +15,28 @@ from collections.abc import Hashable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import pydantic
+
 from lceval.benchmarks import registry
 from lceval.benchmarks.base import scorer_of
 from lceval.core.errors import LcevalError
 from lceval.core.io import RunDir, read_json_object
 from lceval.core.records import Sample
-from lceval.params import validate
+from lceval.params import Declared, validate
 from lceval.run.config import CompareCall
+
+_RESAMPLING: dict[str, Any] = {
+    k: (CompareCall.model_fields[k].annotation, copy.deepcopy(CompareCall.model_fields[k]))
+    for k in ("alpha", "n_resamples", "n_permutations", "confidence", "seed")
+}
+Resampling = pydantic.create_model(
+    "Resampling",
+    __base__=Declared,
+    __doc__="The resampling and test keywords of :func:`leaderboard`, :func:`pairwise` and "
+    ":func:`rank_agreement`: :class:`CompareCall`'s own fields, so a bad value says the same "
+    "line from every comparison entry.",
+    **_RESAMPLING,
+)
 
 if TYPE_CHECKING:
     import numpy as np  # heavy: numpy
@@ -43,10 +59,10 @@ def check_scorer_in(scorer: str | None, keys: Sequence[str], where: str) -> None
         )
 
 
-def _test(seed: int, **test: Any) -> dict[str, Any]:
-    if seed < 0:
-        raise LcevalError(f"seed must be >= 0, got {seed}")
-    return {**test, "seed": seed}
+def _test(where: str, **test: Any) -> dict[str, Any]:
+    """``test`` (keywords of :class:`Resampling`) validated by it: :class:`LcevalError`, one
+    line naming ``where`` and the bad value, as :func:`compare_runs` says it."""
+    return validate(Resampling, test, "params", where).model_dump(include=set(test))
 
 
 def check_once(run_ids: Sequence[str]) -> None:
@@ -151,12 +167,13 @@ def leaderboard(
     seed: int = 0,
 ) -> pd.DataFrame:
     """Each model's headline per benchmark with its bootstrap CI, best first: ``benchmark, metric,
-    unit, rank, model, estimate, low, high, n, n_units``; :class:`LcevalError` for ``seed`` < 0."""
+    unit, rank, model, estimate, low, high, n, n_units``; :class:`LcevalError` for a value
+    :class:`Resampling` refuses (``leaderboard: seed must be >= 0, got -1 (int)``)."""
     import pandas as pd  # heavy: pandas
 
     from lceval import metrics  # pulls pandas
 
-    test = _test(seed, n_resamples=n_resamples, confidence=confidence)
+    test = _test("leaderboard", n_resamples=n_resamples, confidence=confidence, seed=seed)
     parts = [ranked(metrics.headline_estimates(h, **test)) for h in headlines.values()]
     return pd.concat(parts, ignore_index=True) if parts else pd.DataFrame()
 
@@ -202,14 +219,20 @@ def pairwise(
 ) -> pd.DataFrame:
     """Every pair of models per benchmark: the headline's paired difference A - B (A the
     better-ranked), Holm-adjusted per benchmark; :func:`compare_runs`' columns but ``level,
-    scorer, task``. :class:`LcevalError` for a negative ``seed``."""
+    scorer, task``. :class:`LcevalError` for a value :class:`Resampling` refuses."""
     import pandas as pd  # heavy: pandas
 
     from lceval import metrics  # pulls pandas
 
     test = _test(
-        seed, n_resamples=n_resamples, n_permutations=n_permutations, confidence=confidence
+        "pairwise",
+        alpha=alpha,
+        n_resamples=n_resamples,
+        n_permutations=n_permutations,
+        confidence=confidence,
+        seed=seed,
     )
+    alpha = test.pop("alpha")
     rows = []
     for h in headlines.values():
         est = metrics.headline_estimates(h, n_resamples=1, seed=seed)
@@ -340,6 +363,13 @@ def paired(cfg: CompareCall) -> pd.DataFrame:
             f"{which} share no scored sample: each of the {disjoint} model pair(s) answered "
             "different samples; compare needs samples both models answered (same build)"
         )
+    if not rows and run_a == run_b and keys:  # one run: its models paired with each other
+        have = sorted(set(scores_a.loc[scores_a["benchmark"].isin(keys), "model"].astype(str)))
+        raise LcevalError(
+            f"run {run_a} has {len(have)} model(s) on {', '.join(keys)} "
+            f"({', '.join(have) or 'none'}): nothing to pair within it; name two runs, or "
+            "two different models of it (model_a, model_b)"
+        )
     if not rows:
         raise LcevalError(f"runs {run_a} and {run_b} share no benchmark and model pair to compare")
     cols = ["benchmark", "level", "scorer", "task", "metric", "model_a", "model_b", "diff"]
@@ -386,12 +416,13 @@ def rank_agreement(
 ) -> pd.DataFrame:
     """Kendall's tau-b between every two benchmarks' rankings of their common models with a
     bootstrap CI (each benchmark's units resampled, both headlines recomputed; NaN under three
-    models): ``benchmark_a, benchmark_b, n_models, tau, low, high, models``."""
+    models): ``benchmark_a, benchmark_b, n_models, tau, low, high, models``; :class:`LcevalError`
+    for a value :class:`Resampling` refuses."""
     import pandas as pd  # heavy: pandas
 
     from lceval import metrics  # pulls pandas
 
-    test = _test(seed, n_resamples=n_resamples, confidence=confidence)
+    test = _test("rank_agreement", n_resamples=n_resamples, confidence=confidence, seed=seed)
     rows = []
     for ka, kb in itertools.combinations(sorted(headlines), 2):
         ha, hb = headlines[ka], headlines[kb]

@@ -117,7 +117,17 @@ def evaluate(benchmark: str, /, **options: Any) -> EvalResult:
 def run_eval(cfg: EvalConfig, root: str | Path | None, *, progress: bool = True) -> EvalResult:
     """The steps of :func:`evaluate` (and ``lceval eval``) from a validated config: the model
     checked before anything is built, then build, infer, score, report."""
-    registry.get(cfg.benchmark)  # an unknown benchmark: one line before anything else
+    bench = registry.get(cfg.benchmark)  # an unknown benchmark: one line before anything else
+    # what the benchmark alone decides is refused before a model loads or a folder is written
+    # (a bad scorer was refused after the answers, a bad task after the build)
+    if cfg.scorer is not None:
+        registry.find_scorer(cfg.scorer, [bench.key])
+    unknown = [t for t in cfg.tasks or [] if t not in bench.tasks]
+    if unknown:
+        raise LcevalError(
+            f"task(s) {', '.join(unknown)[:200]} not in benchmark {bench.key}; "
+            f"it has {', '.join(bench.tasks)[:200]}"
+        )
     if cfg.models is not None:
         models = list(cfg.models)
     elif isinstance(cfg.model, list):

@@ -8,17 +8,18 @@ repeated ``KEY=VALUE`` flag read as a YAML-valued mapping), ``cli: False`` (no f
 from __future__ import annotations
 
 import argparse
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, TypeVar
 
 import yaml
-from pydantic import BaseModel, Field, field_validator, model_validator
+from pydantic import BaseModel, Field, ValidationInfo, field_validator, model_validator
 
 from lceval.core.errors import LcevalError
 from lceval.models.backends import known_backend
 from lceval.models.specs import resolve_models
 from lceval.params import (
     Declared,
+    FilePath,
     FolderPath,
     InferenceSection,
     ScorerChoice,
@@ -43,6 +44,8 @@ def _kv(items: Sequence[str] | None, flag: str) -> dict[str, Any]:
         if flag == "--param" and key in OWN_FLAGS:
             # a notebook's params name them, but the command's own flag decides: never ignored
             raise LcevalError(f"-p {key} is not taken here: give {OWN_FLAGS[key]} instead")
+        if flag == "--param" and not value.strip():  # it was read as null: the default, silently
+            raise LcevalError(f"-p {key}= needs a value after '=' (null: -p {key}=null)")
         try:
             out[key] = yaml.safe_load(value)
         except (yaml.YAMLError, ValueError, RecursionError):  # ValueError: int past 4300 digits
@@ -111,7 +114,16 @@ class InferConfig(InferenceSection):
 
     @field_validator("model", "models", mode="before")
     @classmethod
-    def _entries(cls, v: Any) -> Any:
+    def _entries(cls, v: Any, info: ValidationInfo) -> Any:
+        # said as the key given (model=3 was "`models` must be a non-empty list, got 3")
+        name = info.field_name
+        if v is not None and not isinstance(v, str | Mapping | list | tuple):
+            raise ValueError(
+                f"{name} must be a model id (a path, hub id or embedded), a mapping {{model, "
+                f"backend, options, name}} or a list of them, got {v!r:.80} ({type(v).__name__})"
+            )
+        if isinstance(v, list | tuple) and not v:
+            raise ValueError(f"{name} must name at least one model, got an empty list")
         if isinstance(v, list | tuple):
             v = [_mapping_text(x) for x in v]
         if v is not None:  # each {...} entry checked now
@@ -148,7 +160,9 @@ class BuildParams(Declared):
     """A build's params file and ``-p`` overrides (the builder's own params are the benchmark's
     ``Config``)."""
 
-    params: str | None = Field(None, description="params YAML (the builder's parameters)")
+    params: FilePath = Field(
+        None, min_length=1, description="params YAML (the builder's parameters)"
+    )
     param: dict[str, Any] = Field(
         default_factory=dict,
         description="override a build param",
@@ -335,7 +349,9 @@ class CompareConfig(Declared):
         "(default with three or more runs)",
         json_schema_extra={"action": "store_true"},
     )
-    alpha: float = Field(0.05, gt=0, lt=1, description="family-wise error rate (Holm)")
+    alpha: float = Field(
+        0.05, gt=0, lt=1, allow_inf_nan=False, description="family-wise error rate (Holm)"
+    )
     seed: int = Field(0, ge=0, description="seed of the resampling")
     csv: str | None = Field(None, description="also write the table to this CSV file")
     samples: str | None = Field(
@@ -373,7 +389,9 @@ class CompareCall(CompareConfig):
     )
     n_resamples: int = Field(2000, ge=1, description="bootstrap resamples of each CI")
     n_permutations: int = Field(9999, ge=1, description="permutations of each paired test")
-    confidence: float = Field(0.95, gt=0, lt=1, description="the CIs' level (0.95: 95%)")
+    confidence: float = Field(
+        0.95, gt=0, lt=1, allow_inf_nan=False, description="the CIs' level (0.95: 95%)"
+    )
 
 
 class RunConfig(Declared):

@@ -33,6 +33,47 @@ def test_bad_input_is_one_line_and_exit_2(capsys, tmp_path, argv, message):
     assert "\n" not in err
 
 
+@pytest.mark.parametrize(
+    ("argv", "line"),
+    [
+        (
+            ["eval", "lifbench", "--limt", "1"],
+            "lceval eval: unrecognized arguments: --limt 1; did you mean --limit?",
+        ),
+        (["eval", "lifbench", "--limt=1"], "lceval eval: unrecognized arguments: --limt=1; did"),
+        (["eval"], "lceval eval: the following arguments are required: benchmark"),
+        (["compare", "a", "b", "--alhpa", ".1"], "lceval compare: unrecognized arguments: --alhpa"),
+        (["evl"], "lceval: argument command: invalid choice: 'evl'"),
+    ],
+)
+def test_a_flag_argparse_refuses_is_one_line_and_exit_2(capsys, tmp_path, argv, line):
+    """argparse printed its usage (up to ten lines) above the error; now the error alone, the
+    closest flag, and where the flags are listed."""
+    with pytest.raises(SystemExit) as info:
+        main(["--outputs", str(tmp_path), *argv])
+    err = capsys.readouterr().err
+    assert info.value.code == 2 and err.startswith(line) and err.count("\n") == 1
+    assert err.rstrip().endswith("-h lists the flags)") and list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        # `-p key=` was read as null: the builder's default, the run went ahead
+        (["eval", "lifbench", "-p", "lengths="], "-p lengths= needs a value after '='"),
+        (["build", "lifbench", "--run-id", "r", "-p", "tasks= "], "-p tasks= needs a value"),
+        # an empty value said "got" and nothing
+        (["eval", "lifbench", "--limit", ""], "--limit must be an integer, got '' (nothing)"),
+        # --params "" was no params file at all: the builder's defaults, silently
+        (["eval", "lifbench", "--params", ""], "--params must not be empty, got '' (nothing)"),
+    ],
+)
+def test_an_empty_value_is_refused_naming_it(capsys, tmp_path, argv, message):
+    code, err = _err(capsys, ["--outputs", str(tmp_path), *argv])
+    assert code == 2 and err.startswith(f"lceval: {message}")
+    assert "\n" not in err and list(tmp_path.iterdir()) == []
+
+
 def test_malformed_params_yaml(capsys, tmp_path):
     bad = tmp_path / "bad.yaml"
     bad.write_text("tasks: [LSI,\n")

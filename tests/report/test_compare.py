@@ -4,6 +4,7 @@ pairwise tests and rank agreement on runs scored from the regression fixtures.""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import numpy as np
@@ -150,15 +151,43 @@ def test_unknown_benchmark_or_model_is_named(tmp_path: Path) -> None:
         compare.load_headlines(["a", "b"], benchmarks=["nope"], root=tmp_path)
 
 
-def test_negative_seed_is_refused(tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    ("keywords", "says"),
+    [
+        ({"seed": -1}, "seed must be >= 0, got -1 (int)"),
+        ({"seed": 1.5}, "seed must be an integer, got 1.5 (float)"),
+        ({"n_resamples": 0}, "n_resamples must be >= 1, got 0 (int)"),
+        ({"confidence": 1.0}, "confidence must be < 1.0, got 1.0 (float)"),
+        ({"confidence": float("nan")}, "confidence must be a finite number, got nan (float)"),
+    ],
+)
+def test_a_bad_value_says_the_same_line_from_every_comparison_entry(
+    tmp_path: Path, keywords, says
+) -> None:
+    """leaderboard, pairwise and rank_agreement validate through CompareCall's own fields
+    (compare.Resampling), as compare_runs does: one line, named by the entry."""
     _ruler_run(tmp_path, "a", "model-a", NIAH_A, VT_A)
     _ruler_run(tmp_path, "b", "model-b", NIAH_B, VT_B)
-    with pytest.raises(LcevalError, match="seed must be >= 0, got -1"):
-        compare.compare_runs("a", "b", root=tmp_path, seed=-1)
+    with pytest.raises(LcevalError) as info:
+        compare.compare_runs("a", "b", root=tmp_path, **keywords)
+    assert str(info.value) == f"compare: {says}"
     heads = compare.load_headlines(["a", "b"], root=tmp_path)
     for fn in (compare.leaderboard, compare.pairwise, compare.rank_agreement):
-        with pytest.raises(LcevalError, match="seed must be >= 0, got -1"):
-            fn(heads, seed=-1)
+        with pytest.raises(LcevalError) as info:
+            fn(heads, **keywords)
+        assert str(info.value) == f"{fn.__name__}: {says}"
+
+
+def test_pairwise_refuses_the_alpha_compare_refuses(tmp_path: Path) -> None:
+    _ruler_run(tmp_path, "a", "model-a", NIAH_A, VT_A)
+    heads = compare.load_headlines(["a"], root=tmp_path)
+    for alpha, says in (
+        (float("nan"), "a finite number, got nan (float)"),
+        (1, "< 1.0, got 1 (int)"),
+    ):
+        with pytest.raises(LcevalError) as info:
+            compare.pairwise(heads, alpha=alpha)
+        assert str(info.value) == f"pairwise: alpha must be {says}"
 
 
 @pytest.mark.parametrize(
@@ -197,6 +226,22 @@ def test_a_bad_argument_says_the_same_from_python_and_the_command_line(
     assert str(info.value) == f"compare: {says}"
     assert main(["--outputs", str(tmp_path), "compare", "a", "b", *flags]) == 2
     assert capsys.readouterr().err == f"lceval: {cli_says}\n"
+
+
+def test_one_run_with_one_model_twice_is_refused_naming_it(tmp_path: Path, capsys) -> None:
+    """``compare a a`` pairs run a's models with each other; with one model it said "runs a and
+    a share no benchmark and model pair", now what the run holds."""
+    from lceval.cli import main
+
+    _ruler_run(tmp_path, "a", "model-a", NIAH_A, VT_A)
+    says = "run a has 1 model(s) on ruler (model-a): nothing to pair within it; name two runs"
+    with pytest.raises(LcevalError, match=f"^{re.escape(says)}"):
+        lceval.compare("a", "a", root=tmp_path)
+    with pytest.raises(LcevalError, match=f"^{re.escape(says)}"):
+        lceval.compare("a", "a", model_a="model-a", model_b="model-a", root=tmp_path)
+    assert main(["--outputs", str(tmp_path), "compare", "a", "a"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"lceval: {says}") and err.count("\n") == 1
 
 
 def test_compare_takes_no_other_root_than_a_folder_path(tmp_path: Path) -> None:

@@ -58,6 +58,13 @@ def test_evaluate_gives_a_reported_run_and_resumes_without_answering_again(tmp_p
         (["lifbench", "-p", "run_id=x"], "give --run-id RUN instead"),
         (["lifbench", "--backend", "hff"], "unknown backend 'hff' (did you mean hf?)"),
         (["lifbench", "--limit", "0"], "--limit must be >= 1, got 0"),
+        # a scorer or task the benchmark lacks: refused before the build (they were refused
+        # after the answers, or after the build, leaving a run folder behind)
+        (["lifbench", "--scorer", "lifbench:strct"], "no scorer 'lifbench:strct'; choose one"),
+        (["lifbench", "--scorer", "ruler"], "unknown scorer 'ruler'; choose one of lifbench, "),
+        (["lifbench", "--tasks", "LSX"], "task(s) LSX not in benchmark lifbench; it has LSI, "),
+        (["lifbench", "--run-id", "x" * 300], "run_id 'xxxxxxxxxx"),
+        (["lifbench", "--run-id", "../x"], "run_id '../x' is not valid"),
     ],
 )
 def test_bad_input_is_one_line_exit_2_and_nothing_built(capsys, tmp_path, argv, message):
@@ -77,6 +84,15 @@ def test_bad_input_is_one_line_exit_2_and_nothing_built(capsys, tmp_path, argv, 
         ({"limit": 0}, "^evaluate: limit must be >= 1, got 0 \\(int\\)$"),
         ({"benchmark": "ruler"}, "benchmark is the first argument, not a keyword"),
         (
+            {"model": 3},
+            "^evaluate: model must be a model id \\(a path, hub id or embedded\\), a mapping "
+            ".* or a list of them, got 3 \\(int\\)$",
+        ),
+        ({"model": []}, "^evaluate: model must name at least one model, got an empty list$"),
+        # a lone surrogate (an undecodable byte of argv): pydantic's words were "must be valid
+        # (input should be a valid string, unable to parse raw data as a unicode string)"
+        ({"run_id": "x\udcff"}, "^evaluate: run_id must be text \\(it holds a byte that is not"),
+        (
             {"root": 3},
             "^evaluate: root must be a folder path \\(str or os.PathLike\\), got 3 \\(int\\)$",
         ),
@@ -84,7 +100,25 @@ def test_bad_input_is_one_line_exit_2_and_nothing_built(capsys, tmp_path, argv, 
 )
 def test_evaluate_refuses_a_bad_key_or_value_naming_it(options, message):
     with pytest.raises(LcevalError, match=message):
-        evaluate("lifbench", model="embedded", **options)
+        evaluate("lifbench", **{"model": "embedded", **options})
+
+
+def test_a_long_run_id_is_cut_in_its_one_line(tmp_path):
+    """A 300-character run id was said whole; now its head and its length."""
+    with pytest.raises(LcevalError) as info:
+        evaluate("lifbench", model="embedded", run_id="x" * 300, root=tmp_path)
+    said = f"run_id '{'x' * 59}... (300 characters) is not valid: use letters, digits"
+    assert str(info.value).startswith(said) and len(str(info.value)) < 200
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_evaluate_reads_a_params_file_given_as_a_path(tmp_path):
+    """A pathlib.Path is a params file as its string is (it was refused as not a string)."""
+    params = tmp_path / "p.yaml"
+    params.write_text("- lengths\n")
+    with pytest.raises(LcevalError, match=r"^params file .*p\.yaml must hold a mapping, got list$"):
+        evaluate("lifbench", model="embedded", params=params, root=tmp_path)
+    assert sorted(tmp_path.iterdir()) == [params]
 
 
 def test_default_run_id_names_benchmark_and_models():
