@@ -24,8 +24,8 @@ space), and measures:
    and every official judge prompt against lceval's prompt for the same pair).
 2. lceval's per-response scorer ``score_longgenbench`` (parsing + offline judge + per-check rows).
 3. ``lceval.run.score`` (streams responses.jsonl, scores, writes scores.parquet and the
-   per-check file) and ``lceval.report.report``, each in a fresh child process: wall seconds and the
-   child's peak resident memory.
+   per-check file) and ``lceval.report.write_report``, each in a fresh child process: wall
+   seconds and the child's peak resident memory.
 
 Tables only, no assertions (STYLE.md: no timed tests).
 """
@@ -59,7 +59,7 @@ stage, run_id, root = sys.argv[1], sys.argv[2], sys.argv[3]
 if stage == "score":
     n = len(lceval.run.score(run_id, root=root, progress=False))
 else:
-    n = len(lceval.report.report(run_id, root=root))
+    n = len(lceval.report.write_report(run_id, root=root))
 dt = time.perf_counter() - t0
 # VmHWM: this process's peak resident memory (ru_maxrss would include the parent's at fork)
 with open("/proc/self/status") as f:
@@ -263,7 +263,7 @@ def main() -> None:
     ]
     what = {
         "score": "lceval.run.score: stream responses, parse, offline judge, write scores + checks",
-        "report": "lceval.report.report: Table 3, by scenario/type/position, figures",
+        "report": "lceval.report.write_report: Table 3, by scenario/type/position, figures",
     }
     for stage, r in stages:
         lines.append(f"| {stage} | {what[stage]} | {r['s']:.1f} | {r['rss_mb']:.0f} |")

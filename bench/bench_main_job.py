@@ -166,7 +166,7 @@ def stages(res: dict) -> dict[str, float]:
     start = timing.get("engine_start_s", 0.0)
     close = timing.get("engine_close_s", 0.0)
     answer = timing.get("generate_s", 0.0)
-    report = cell("03_ars_ifs_scoring", "tables = lceval.report.report(")
+    report = cell("03_ars_ifs_scoring", "tables = lceval.report.write_report(")
     cells_total = sum(sum(c.values()) for _, c in nbs.values())
     nb_total = sum(t for t, _ in nbs.values())
     out = {

@@ -3,7 +3,8 @@
 Reproduces LIFBench/LIFEval, LongGenBench (+ RULER), ManyIFEval, L-Eval and CIF-Bench.
 See README.md.
 
-The Python face, typed (each the function the ``lceval`` command's verb calls)::
+The Python face (:mod:`lceval.api`), typed for any type checker (each the function the
+``lceval`` command's verb calls)::
 
     import lceval
 
@@ -13,28 +14,17 @@ The Python face, typed (each the function the ``lceval`` command's verb calls)::
     run = lceval.build("my-run", "lifbench", {"lengths": ["4k"]})   # lceval build
     lceval.infer("my-run", model="embedded")                          # lceval infer
     lceval.score("my-run")                                            # lceval score
-    lceval.report("my-run")                                           # lceval report
+    lceval.write_report("my-run")                                     # lceval report
     lceval.compare("run-a", "run-b")                                  # lceval compare (paired)
     lceval.RunDir("my-run").read_scores()                             # a run folder's files
 
 Importing lceval loads neither pandas nor an engine: they are imported when a stage runs.
 """
 
-from typing import TYPE_CHECKING
-
+from lceval.api import EvalResult, build, compare, evaluate, infer, score, write_report
 from lceval.core.errors import LcevalError
 from lceval.core.io import RunDir
 from lceval.core.records import Context, Response, RunMeta, Sample, Score
-from lceval.report.compare import compare_runs as compare
-from lceval.report.evaluation import EvalResult, evaluate
-from lceval.run.building import build
-from lceval.run.inference import infer
-from lceval.run.scoring import score
-
-if TYPE_CHECKING:
-    from lceval.report.stage import report
-else:  # the package lceval.report, callable as the stage (its notebooks' lceval.report.report)
-    import lceval.report as report
 
 __version__ = "0.1.0"
 __all__ = [
@@ -51,6 +41,6 @@ __all__ = [
     "compare",
     "evaluate",
     "infer",
-    "report",
     "score",
+    "write_report",
 ]

@@ -6,11 +6,12 @@
 from __future__ import annotations
 
 import copy
+import inspect
 import os
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Annotated, Any, Literal, Self, TypeVar
+from typing import Annotated, Any, Concatenate, Literal, ParamSpec, Self, TypeVar
 
 import yaml
 from pydantic import (
@@ -30,6 +31,8 @@ from lceval.core.errors import LcevalError, did_you_mean, one_line
 from lceval.core.io import project_root, read_bounded
 
 M = TypeVar("M", bound=BaseModel)
+P = ParamSpec("P")
+R = TypeVar("R")
 
 Door = Literal["cli", "params"]
 """Who gave the values: the command line (errors name ``--flag``) or a params mapping."""
@@ -341,6 +344,54 @@ def validate(
         raise LcevalError(first_error(config, exc, door, where)) from None
 
 
+def given(values: BaseModel | Mapping[str, Any] | None) -> dict[str, Any]:
+    """What a layer of settings set: a model's ``model_fields_set`` (a flag on the command line, a
+    keyword of a Python call, a key of a params file), a mapping's keys. Null and an empty mapping
+    are never set: they are the unset markers no flag can say (a notebook's ``max_new_tokens =
+    None`` and ``backend_options = {}`` leave the run's declared values in place)."""
+    if values is None:
+        return {}
+    if isinstance(values, BaseModel):
+        values = {k: getattr(values, k) for k in values.model_fields_set}
+    return {k: v for k, v in values.items() if v is not None and v != {}}
+
+
+def layered(config: type[M], *layers: BaseModel | Mapping[str, Any] | None, where: str = "") -> M:
+    """The one precedence rule of every verb and entry point: ``layers`` from the lowest to the
+    highest (the run's declared build settings, then a params file, then the flags or keywords),
+    each giving only what it set (:func:`given`), over ``config``'s defaults; whether a value
+    equals a default never matters. The result's ``model_fields_set`` is what some layer set.
+
+    Raises:
+        LcevalError: one line (:func:`validate`).
+    """
+    merged: dict[str, Any] = {}
+    for layer in layers:
+        merged.update(given(layer))
+    return validate(config, merged, "params", where)
+
+
+def keywords_of(
+    options: Callable[P, Any],
+) -> Callable[[Callable[..., R]], Callable[Concatenate[str, P], R]]:
+    """Give a ``(first, /, **options)`` function the keywords of ``options``, a :class:`Declared`
+    model: for any type checker, its ``__init__`` (pydantic's ``dataclass_transform``: each field a
+    keyword-only parameter of its declared type, no plugin needed); at run time the same
+    ``__signature__`` (``help()``, ``inspect.signature``). One declaration: the fields. The
+    function receives only the keywords the caller gave (:func:`given` reads them)."""
+
+    def wrap(f: Callable[..., R]) -> Callable[Concatenate[str, P], R]:
+        own = inspect.signature(f)
+        first = next(iter(own.parameters.values()))  # positional-only
+        keywords = [
+            p for p in inspect.signature(options).parameters.values() if p.name != first.name
+        ]
+        f.__signature__ = own.replace(parameters=[first, *keywords])  # type: ignore[attr-defined]
+        return f
+
+    return wrap
+
+
 def keys(*sections: type[BaseModel]) -> frozenset[str]:
     """The keys the given sections read."""
     return frozenset(k for s in sections for k in s.model_fields)
@@ -416,9 +467,10 @@ class Notebook(Declared):
     """The parameters every notebook takes: the run folder's name and root (``lceval run`` and
     ``lceval build`` set them from ``--run-id`` and ``--outputs``)."""
 
-    run_id: Text | None = Field(None, description="the run folder's name")
+    run_id: Text | None = Field(default=None, description="the run folder's name")
     outputs_root: Text | None = Field(
-        None, description="folder of run folders; null: $LCEVAL_OUTPUTS, else <repo>/outputs"
+        default=None,
+        description="folder of run folders; null: $LCEVAL_OUTPUTS, else <repo>/outputs",
     )
 
 
@@ -426,28 +478,63 @@ NOTEBOOK_PARAMS = frozenset(Notebook.model_fields)
 """Parameters every notebook takes that no other section reads."""
 
 
-class InferenceSection(Declared):
-    """The inference section of a params file and ``lceval infer``'s settings, declared once
-    (backend names and model entries are checked by :class:`lceval.run.config.InferConfig`)."""
+class Budget(Declared):
+    """The answer cap, declared once (``lceval plan`` reads it alone; :class:`Generation` holds
+    it beside the sampling settings). A sample's own budget is ``Sample.max_new_tokens``, what
+    its builder wrote: the cap lowers it, never raises it."""
+
+    max_new_tokens: int | None = Field(
+        default=None,
+        ge=1,
+        description="cap every sample's answer budget, in tokens (null: each sample's own; "
+        "lceval infer: what the run's build params declare first)",
+    )
+
+
+class Generation(Budget):
+    """The generation config, declared once: ``lceval infer``'s flags, :func:`lceval.infer`'s and
+    :func:`lceval.evaluate`'s keywords, a params file's and notebook's inference keys and a
+    judge's options all read these fields; :class:`lceval.models.base.GenerationConfig` (what an
+    engine receives, each engine mapping it once to its library's sampling settings) extends it.
+    """
+
+    temperature: float = Field(
+        default=0.0, ge=0, allow_inf_nan=False, description="sampling temperature (0: greedy)"
+    )
+    top_p: float = Field(
+        default=1.0,
+        gt=0,
+        le=1,
+        allow_inf_nan=False,
+        description="nucleus sampling: the smallest set of tokens whose probability reaches top_p "
+        "(1: all)",
+    )
+    seed: int = Field(default=0, ge=0, description="sampling seed")
+
+
+class InferenceSection(Generation):
+    """The inference section of a params file and ``lceval infer``'s settings, declared once:
+    the engine choice and the samples answered, beside the :class:`Generation` config (backend
+    names and model entries are checked by :class:`lceval.run.config.InferConfig`)."""
 
     run_id: str | None = Field(
-        None,
+        default=None,
         min_length=1,
         description="the run to answer (see lceval build)",
         json_schema_extra={"positional": True, "nargs": "?"},
     )
     list_options: str | None = Field(
-        None,
+        default=None,
         description="print every -o option BACKEND takes (hf, vllm, openai) and exit",
         json_schema_extra={"metavar": "BACKEND"},
     )
     backend: str = Field(
-        "auto",
+        default="auto",
         description="auto (default: vllm when it imports and the CPU has native bfloat16 or "
         "a CUDA GPU is present, else hf; says which), hf, vllm or openai",
     )
     model: str | list[Any] | None = Field(
-        None,
+        default=None,
         description="a path or hub id; repeat for several models, answered one engine at a time "
         "(load, answer, close, next). One model's own backend and options: a YAML mapping, "
         '"{model: ID, backend: vllm, options: {tensor_parallel_size: 2}, name: NAME}" (its '
@@ -456,45 +543,38 @@ class InferenceSection(Declared):
         json_schema_extra={"action": "append", "metavar": "MODEL"},
     )
     models: list[Any] | None = Field(
-        None,
+        default=None,
         description="several models (params files): each an id or {model, backend, options, "
         "name}; null: model",
         json_schema_extra={"cli": False},
     )
     truncate: bool | None = Field(
-        None,
+        default=None,
         description="right-truncate contexts longer than a model's window (LIFBench Sec. 5.1, "
         "L-Eval Sec. 4) instead of stopping before inference (default: what the run's build "
         "params declare, else no)",
         json_schema_extra={"action": "boolean"},
     )
     batch_size: int | None = Field(
-        None,
+        default=None,
         ge=1,
         description="samples per engine call, flushed to disk after each (default: the "
         "engine's: vllm 256, hf its batch size)",
     )
-    limit: int | None = Field(None, ge=1, description="answer only the first N samples")
+    limit: int | None = Field(default=None, ge=1, description="answer only the first N samples")
     tasks: list[str] | None = Field(
-        None, min_length=1, description="only these task codes", json_schema_extra={"nargs": "+"}
+        default=None,
+        min_length=1,
+        description="only these task codes",
+        json_schema_extra={"nargs": "+"},
     )
-    max_new_tokens: int | None = Field(
-        None,
-        ge=1,
-        description="cap every sample's answer budget, in tokens (default: what the run's build "
-        "params declare, else each sample's own budget)",
-    )
-    temperature: float = Field(
-        0.0, ge=0, allow_inf_nan=False, description="sampling temperature (0: greedy)"
-    )
-    seed: int = Field(0, ge=0, description="sampling seed")
     backend_options: Options = Field(
         default_factory=dict,
         description="backend option, e.g. device=cuda, tensor_parallel_size=2, base_url=http://...",
         json_schema_extra={"flag": ["-o", "--option"], "kv": True},
     )
     ray_address: str | None = Field(
-        None,
+        default=None,
         min_length=1,
         description="answer on an existing Ray cluster (auto or HOST:PORT: ray start, KubeRay, "
         "Slurm); each model's -o replicas=N engine replicas there (default: replicas > 1 start a "
@@ -509,24 +589,22 @@ class InferenceSection(Declared):
         return self
 
 
-class JudgeOptions(BaseModel):
-    """The judge model's options, declared once: every LLM judge scorer's options
+class JudgeOptions(Budget):
+    """The judge model's options, declared once (the answer cap is :class:`Budget`'s; null: the
+    judge's own default): every LLM judge scorer's options
     (:class:`lceval.models.judge.JudgeModel` subclasses this) and, each prefixed ``judge_``, a
     notebook's judge section (:class:`Judge`)."""
 
-    backend: Text = Field("hf", description="judge backend: hf, vllm, openai or auto")
+    backend: Text = Field(default="hf", description="judge backend: hf, vllm, openai or auto")
     model: Text | None = Field(
-        None, description="judge model path or hub id; null: the embedded SmolLM2"
+        default=None, description="judge model path or hub id; null: the embedded SmolLM2"
     )
     backend_options: Options = Field(
         default_factory=dict,
         description="the judge backend's options (device, vLLM engine options, base_url of an "
         "OpenAI-compatible endpoint with backend openai)",
     )
-    max_new_tokens: Positive | None = Field(
-        None, description="judge answer budget in tokens; null: the judge's own default"
-    )
-    batch_size: Positive = Field(8, description="judge prompts per engine call")
+    batch_size: Positive = Field(default=8, description="judge prompts per engine call")
 
 
 _JUDGE_FIELDS: dict[str, Any] = {
@@ -547,7 +625,8 @@ class ScorerChoice(Declared):
     (:class:`lceval.run.config.ScoreConfig`) and a notebook's scoring section (:class:`Scoring`)."""
 
     scorer: Text | None = Field(
-        None, description="scorer name (<benchmark> or <benchmark>:<variant>); null: the default"
+        default=None,
+        description="scorer name (<benchmark> or <benchmark>:<variant>); null: the default",
     )
     scorer_options: Options = Field(
         default_factory=dict,
@@ -560,15 +639,15 @@ class Scoring(ScorerChoice):
     """The scoring section (notebooks 06, 08, 10, 11): which scorer, its options, the CIs."""
 
     n_resamples: Positive = Field(
-        1000, description="bootstrap resamples of the confidence intervals"
+        default=1000, description="bootstrap resamples of the confidence intervals"
     )
     baseline: Text | None = Field(
-        None,
+        default=None,
         description="L-Eval's judge baseline (notebook 08): official prediction files, "
         "model:NAME, run:RUN_ID[/MODEL]; null: the run's own no-LIE answers",
     )
     published_models: list[Text] | None = Field(
-        None,
+        default=None,
         min_length=1,
         description="published models to draw beside the run's (notebooks 05, 06, 07, 11); "
         "null: all of them (the report's CSV files keep every published row)",

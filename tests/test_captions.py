@@ -29,7 +29,7 @@ def test_every_report_table_and_figure_has_a_caption(tmp_path, key):
             shutil.copy(FIXTURES / key / name, run.path / name)
     run.write_meta(new_meta("cap", models={"m0": {"backend": "hf"}}))
     lceval.run.score("cap", root=tmp_path, progress=False)
-    lceval.report.report("cap", root=tmp_path)
+    lceval.report.write_report("cap", root=tmp_path)
     report = Path(run.report)
     csvs = [*report.glob("*.csv"), *report.glob("*/*.csv")]
     pngs = list(Path(run.figures).glob("*.png"))

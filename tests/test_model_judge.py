@@ -10,6 +10,7 @@ import pytest
 from lceval.core.errors import LcevalError
 from lceval.core.records import Context, Response, Sample
 from lceval.core.store import ResponseStore
+from lceval.models.base import GenerationConfig
 from lceval.models.judge import JudgeModel, ModelJudge
 
 
@@ -64,8 +65,8 @@ def _questions(*ids: str) -> list[Sample]:
     ]
 
 
-def _judge(path: Path, load: Loader, **kwargs) -> ModelJudge:
-    return ModelJudge(load, ResponseStore(path / "judge.jsonl"), **kwargs)
+def _judge(path: Path, load: Loader, *args, **kwargs) -> ModelJudge:
+    return ModelJudge(load, ResponseStore(path / "judge.jsonl"), *args, **kwargs)
 
 
 def test_engine_loads_once_at_the_first_question(tmp_path: Path) -> None:
@@ -91,7 +92,7 @@ def test_answers_are_keyed_by_sample_id(tmp_path: Path) -> None:
 
 def test_generation_settings_and_contexts_reach_the_backend(tmp_path: Path) -> None:
     load = Loader()
-    judge = _judge(tmp_path, load, max_new_tokens=7, temperature=0.5)
+    judge = _judge(tmp_path, load, GenerationConfig(max_new_tokens=7, temperature=0.5))
     ctx = Context("c1", "a block", 2, "o200k_base")
     q = Sample(id="q", benchmark="test", task="judge", instruction="?", context_id="c1")
     judge.ask([q], "judge test", {"c1": ctx})
@@ -210,7 +211,7 @@ def test_longgenbench_judge_takes_its_budget(tmp_path: Path) -> None:
 
     run = RunDir("r", tmp_path).create()
     judge = llm_judge(run, backend="hf", max_new_tokens=3)
-    assert judge.asker.max_new_tokens == 3
-    assert llm_judge(run, backend="hf", few_shot=True).asker.max_new_tokens == 160
+    assert judge.asker.config.max_new_tokens == 3
+    assert llm_judge(run, backend="hf", few_shot=True).asker.config.max_new_tokens == 160
     with pytest.raises(LcevalError, match="max_new_tokens"):
         llm_judge(run, backend="hf", max_new_tokens=0)

@@ -1,6 +1,8 @@
-"""The typed public face (issue 39 item 2): ``lceval`` exports evaluate, build, infer, score,
-report, compare and RunDir as real imports (no PEP 562 ``__getattr__`` anywhere on the way),
-mypy checks calls to them, and ``import lceval`` loads no heavy package."""
+"""The typed public face (issue 39 item 2, issue 48 item 4): ``lceval`` exports evaluate, build,
+infer, score, write_report, compare (all from one module, :mod:`lceval.api`) and RunDir as real
+imports (no PEP 562 ``__getattr__``, no module-class swap, no ``TYPE_CHECKING`` branch), any
+user's mypy checks calls to them without pydantic's plugin or our config, and ``import lceval``
+loads no heavy package."""
 
 from __future__ import annotations
 
@@ -14,6 +16,7 @@ from pathlib import Path
 import pytest
 
 import lceval
+import lceval.api
 import lceval.report
 import lceval.run
 
@@ -22,13 +25,16 @@ HEAVY = ("pandas", "numpy", "torch", "transformers", "vllm", "matplotlib", "lcev
 
 
 def test_the_face_is_real_functions_with_their_signatures():
-    for module in (lceval, lceval.run, lceval.report):
+    for module in (lceval, lceval.api, lceval.run, lceval.report):
         assert "__getattr__" not in vars(module), module.__name__
     assert lceval.score is lceval.run.score
-    # lceval.report is the package, callable as its stage (notebooks read lceval.report.report)
-    assert callable(lceval.report) and lceval.report.report.__module__ == "lceval.report.stage"
-    for name in ("evaluate", "build", "infer", "score", "report", "compare", "RunDir"):
-        assert name in lceval.__all__ and callable(getattr(lceval, name))
+    # lceval.report is a plain package; its stage is write_report, a name of its own
+    assert type(lceval.report) is type(lceval) and not callable(lceval.report)
+    assert lceval.write_report is lceval.report.write_report
+    for name in ("evaluate", "build", "infer", "score", "write_report", "compare"):
+        assert name in lceval.__all__ and getattr(lceval, name) is getattr(lceval.api, name)
+    for path in (ROOT / "lceval" / "__init__.py", ROOT / "lceval" / "api.py"):
+        assert "TYPE_CHECKING" not in path.read_text(), path
     assert "root" in inspect.signature(lceval.score).parameters
     assert {"benchmark", "model", "limit", "root"} <= set(
         inspect.signature(lceval.evaluate).parameters
@@ -55,7 +61,7 @@ def test_mypy_refuses_a_misspelt_keyword_of_a_stage(tmp_path):
         'lceval.run.score("x", rooot=1)\n'
         'lceval.score("x", root="outputs")\n'
         'result: lceval.EvalResult = lceval.evaluate("lifbench", model="embedded", limit=4)\n'
-        'tables: dict[str, object] = lceval.report("x", scorer="lifbench:strict")\n'
+        'tables: dict[str, object] = lceval.write_report("x", scorer="lifbench:strict")\n'
         'lceval.evaluate("lifbench", limitt=4)\n'
         'lceval.evaluate("lifbench", max_new_tokens=8, param={"lengths": [512]})\n'
         'lceval.evaluate("lifbench", limit="4")\n'
@@ -82,19 +88,61 @@ def test_mypy_refuses_a_misspelt_keyword_of_a_stage(tmp_path):
     assert out.returncode == 1
 
 
-def test_evaluate_keywords_are_declared_once_by_eval_config():
-    """evaluate's keywords are EvalConfig's fields (less the positional benchmark) and root and
-    progress: its signature is made from the model, not written again beside it."""
-    from lceval.run.config import EvalConfig
+def test_evaluate_and_infer_keywords_are_their_configs_fields():
+    """evaluate's keywords are EvaluateCall's fields (less the positional benchmark), infer's are
+    InferCall's (less the positional run id): the signatures are made from the models, not
+    written again beside them."""
+    from lceval.run.config import EvaluateCall, InferCall
 
-    params = inspect.signature(lceval.evaluate).parameters
-    assert params["benchmark"].kind is inspect.Parameter.POSITIONAL_ONLY
-    keywords = [k for k, p in params.items() if p.kind is inspect.Parameter.KEYWORD_ONLY]
-    assert keywords == [k for k in EvalConfig.model_fields if k != "benchmark"] + [
-        "root",
-        "progress",
-    ]
-    assert params["limit"].annotation == EvalConfig.model_fields["limit"].rebuild_annotation()
+    for function, config, first in (
+        (lceval.evaluate, EvaluateCall, "benchmark"),
+        (lceval.infer, InferCall, "run_id"),
+    ):
+        params = inspect.signature(function).parameters
+        assert params[first].kind is inspect.Parameter.POSITIONAL_ONLY
+        keywords = [k for k, p in params.items() if p.kind is inspect.Parameter.KEYWORD_ONLY]
+        assert keywords == [k for k in config.model_fields if k != first]
+        assert params["limit"].annotation == config.model_fields["limit"].rebuild_annotation()
+
+
+USER_FILE = """\
+import lceval
+
+result: lceval.EvalResult = lceval.evaluate(
+    "lifbench", model="embedded", limit=4, max_new_tokens=64, temperature=0.0
+)
+lceval.infer("run", backend="auto", model="embedded", max_new_tokens=8, truncate=True)
+lceval.evaluate("lifbench", max_new_token=64)
+lceval.evaluate("lifbench", temperature="hot")
+lceval.infer("run", limt=4)
+lceval.infer("run", max_new_tokens="64")
+lceval.score("run", rooot="outputs")
+"""
+
+
+@pytest.mark.slow  # mypy reads the whole package and pydantic: ~30 s of CPU
+def test_a_users_mypy_without_plugin_or_config_checks_the_face(tmp_path):
+    """Issue 48 item 4: in a user's project (no pydantic plugin, no lceval config) the correct
+    calls give no error and each misspelt keyword or wrong type one."""
+    (tmp_path / "user.py").write_text(USER_FILE)
+    (tmp_path / "mypy.ini").write_text("[mypy]\n")  # no plugin, nothing of ours
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    out = subprocess.run(
+        [sys.executable, "-m", "mypy", "--config-file", "mypy.ini", "--cache-dir", "cache"]
+        + ["user.py"],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        env=env,
+    )
+    errors = [line for line in out.stdout.splitlines() if ": error:" in line]
+    lines = [int(line.split(":")[1]) for line in errors]
+    assert lines == [7, 8, 9, 10, 11], out.stdout
+    assert 'Unexpected keyword argument "max_new_token"' in errors[0]
+    assert 'Argument "temperature" to "evaluate" has incompatible type "str"' in errors[1]
+    assert 'Unexpected keyword argument "limt" for "infer"' in errors[2]
+    assert 'Argument "max_new_tokens" to "infer" has incompatible type "str"' in errors[3]
+    assert 'Unexpected keyword argument "rooot" for "score"' in errors[4]
 
 
 def test_compare_keywords_are_declared_by_compare_call():

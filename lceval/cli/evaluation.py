@@ -1,11 +1,11 @@
 """``lceval eval``: build, answer, score and report one benchmark in one command, resumable
-(:func:`lceval.report.evaluation.run_eval`, the steps of :func:`lceval.evaluate`)."""
+(:func:`lceval.api.run_eval`, the steps of :func:`lceval.evaluate`)."""
 
 from __future__ import annotations
 
 import sys
 
-from lceval.report.evaluation import run_eval
+from lceval.api import run_eval
 from lceval.run.config import EvalConfig
 
 

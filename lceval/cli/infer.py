@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import sys
 
-import lceval.run
 from lceval.cli.common import next_steps
 from lceval.core.errors import LcevalError
 from lceval.models.backends import BACKENDS, resolve_backend
 from lceval.models.base import RUN_OPTIONS, backend_options
 from lceval.run.config import InferConfig
+from lceval.run.inference import run_infer
 
 
 def handle(cfg: InferConfig, outputs: str | None) -> int:
@@ -29,13 +29,7 @@ def handle(cfg: InferConfig, outputs: str | None) -> int:
     if not run_id:
         raise LcevalError("infer needs a run id: lceval infer RUN (see lceval list)")
 
-    model = cfg.model  # `{...}` values already read as mappings by InferConfig
-    if model is None:  # (`models` is a params-file key, no flag)
-        if cfg.backend == "openai":
-            raise LcevalError("the openai backend needs --model <served model name>")
-        model = "embedded"  # the offline stand-in
-    cfg = cfg.model_copy(update={"model": [model] if isinstance(model, str) else model})
-    responses = lceval.run.infer(run_id, root=outputs, config=cfg)
+    responses = run_infer(cfg, root=outputs)
     errors = [r for r in responses if r.finish_reason == "error"]
     print(f"{len(responses)} responses ({len(errors)} errors) in run {run_id}")
     if errors:

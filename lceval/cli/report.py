@@ -1,10 +1,10 @@
 """``lceval report``: a scored run's tables and figures under report/, with report/index.html
-(:func:`lceval.report.report`)."""
+(:func:`lceval.report.write_report`)."""
 
 from __future__ import annotations
 
-import lceval
 from lceval.core.io import RunDir
+from lceval.report.stage import write_report
 from lceval.run.config import ReportConfig
 
 
@@ -16,7 +16,7 @@ def handle(cfg: ReportConfig, outputs: str | None) -> int:
     """
     from lceval.report.index_page import report_summary  # pulls pandas, jinja2
 
-    tables = lceval.report(cfg.run_id, root=outputs, scorer=cfg.scorer)
+    tables = write_report(cfg.run_id, root=outputs, scorer=cfg.scorer)
     for key, names in tables.scorers.items():
         print(f"{key}: scorer {', '.join(names)}")
     print(report_summary(RunDir(cfg.run_id, outputs), tables))

@@ -6,7 +6,6 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
 from pydantic import Field
@@ -26,30 +25,27 @@ from lceval.models.backends import (
 )
 from lceval.models.embedded import check_model
 from lceval.models.lifeline import tie_forked_children
-from lceval.params import validate
+from lceval.params import Generation, validate
 
 __all__ = ["BACKENDS", "check_backend_options", "choose_backend"]
 
 
-@dataclass(frozen=True)
-class GenerationConfig:
-    """Decoding settings of a whole inference run: ``temperature`` (0: greedy), ``top_p``,
-    ``seed``, ``max_new_tokens`` (caps every sample's own budget; None: no cap), ``extra``
-    (backend sampling options, passed through) and ``engine`` (the backend's ``cache_fields``,
-    :func:`lceval.models.generate.engine_config`: in the hash, never passed to the engine).
-    Budgets and stop strings live on the Sample."""
+class GenerationConfig(Generation):
+    """What an engine receives: the generation config declared once
+    (:class:`lceval.params.Generation`: ``max_new_tokens`` caps every sample's own budget,
+    ``temperature`` (0: greedy), ``top_p``, ``seed``), with ``extra`` (backend sampling options,
+    passed through) and ``engine`` (the backend's ``cache_fields``,
+    :func:`lceval.models.generate.engine_config`: in the hash, never passed to the engine). Each
+    engine maps it once to its library's settings (transformers ``generate`` keywords, vLLM
+    ``SamplingParams``, the OpenAI request). Budgets and stop strings live on the Sample."""
 
-    temperature: float = 0.0
-    top_p: float = 1.0
-    seed: int = 0
-    max_new_tokens: int | None = None
-    extra: Mapping[str, Any] = field(default_factory=dict)
-    engine: Mapping[str, Any] = field(default_factory=dict)
+    extra: dict[str, Any] = Field(default_factory=dict)
+    engine: dict[str, Any] = Field(default_factory=dict)
 
     def hash(self) -> str:
         """12-hex-digit hash, part of the response cache key (an empty ``engine`` is left out, so
         older configs keep their hash)."""
-        d = asdict(self)
+        d = self.model_dump()
         if not d["engine"]:
             del d["engine"]
         blob = json.dumps(d, sort_keys=True, default=str)

@@ -72,7 +72,7 @@ def engine_config(backend: Any, config: GenerationConfig | None = None) -> Gener
     the config whose hash keys this backend's responses."""
     config = config or GenerationConfig()
     fields = getattr(backend, "cache_fields", None) or {}
-    return dataclasses.replace(config, engine={**config.engine, **fields}) if fields else config
+    return config.model_copy(update={"engine": {**config.engine, **fields}}) if fields else config
 
 
 def generate(

@@ -31,8 +31,8 @@ class ModelJudge:
     Args:
         load: loads the judge backend (:meth:`loader`).
         store: the run folder's file of judge answers.
-        max_new_tokens: answer budget in tokens (caps every question's own).
-        temperature: 0 = greedy decoding.
+        config: the generation config (:class:`lceval.params.Generation`: ``max_new_tokens``
+            caps every question's own budget; ``temperature`` 0 = greedy decoding).
         batch_size: questions per ``backend.generate`` call.
         label: the judge's name until the backend is loaded.
         progress: show a progress bar per ``ask``.
@@ -40,8 +40,7 @@ class ModelJudge:
 
     load: Callable[[], Backend]
     store: ResponseStore
-    max_new_tokens: int | None = None
-    temperature: float = 0.0
+    config: GenerationConfig = field(default_factory=GenerationConfig)
     batch_size: int = 8
     label: str = "judge"
     progress: bool = False
@@ -68,12 +67,11 @@ class ModelJudge:
                 guarded.enter_context(lifeline.guard(self.store.path.parent))
                 self.engine = self.load()
                 self._lifeline = guarded.pop_all()
-        config = GenerationConfig(temperature=self.temperature, max_new_tokens=self.max_new_tokens)
         got = generate(
             self.engine,
             list(questions),
             contexts or {},
-            config,
+            self.config,
             store=self.store,
             batch_size=self.batch_size,
             progress=self.progress,

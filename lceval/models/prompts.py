@@ -102,13 +102,14 @@ def render_chat_prompt(
     sample: Sample,
     context: str,
     window: int,
-    max_new_tokens: int,
+    reserve: int,
     prompt_format: str = "chat",
     template_kwargs: Mapping[str, Any] | None = None,
 ) -> RenderedPrompt:
     """``sample`` formatted with ``tokenizer`` (transformers; ``prompt_format`` chat, plain or
     auto; ``template_kwargs`` passed to ``apply_chat_template``), only the ``context``
-    right-truncated so that the prompt plus ``max_new_tokens`` fit ``window`` tokens.
+    right-truncated so that the prompt plus ``reserve`` tokens (the answer's budget, a reasoning
+    model's thinking budget beside it) fit ``window`` tokens.
 
     Raises:
         LcevalError: ``chat`` without a chat template, or the prompt does not fit the window
@@ -136,7 +137,7 @@ def render_chat_prompt(
     full = template(context)
     full_ids = encode(full)
     n_full = len(full_ids)
-    limit = window - max_new_tokens
+    limit = window - reserve
     if n_full <= limit:
         return RenderedPrompt(full, full_ids, 0)
     ctx_ids = tokenizer(context, add_special_tokens=False)["input_ids"]
@@ -145,7 +146,7 @@ def render_chat_prompt(
     if keep < 0:
         raise LcevalError(
             f"sample {sample.id}: prompt without its context is {overhead} tokens, longer than the "
-            f"window {window} minus {max_new_tokens} new tokens"
+            f"window {window} minus {reserve} new tokens"
         )
     # Token boundaries shift when the cut context is decoded and re-encoded: shrink until it fits.
     while True:

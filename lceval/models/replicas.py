@@ -395,7 +395,7 @@ class Job:
             **about["info"],
             "requested_backend": self.spec.backend,
             "replicas": self.n,
-            "generation": self.config.__dict__,
+            "generation": self.config.model_dump(),
             "config_hash": self.chash,
             "answered_by_replica": self.per,  # filled as answers arrive
             "name": name,

@@ -29,7 +29,7 @@ def write_index(run: Any) -> Path:
     report = Path(run.report)
     covs = run_coverage(run)
     # report/*.csv; report/<key>/*.csv (RULER, L-Eval, CIF-Bench write their tables there);
-    # report/<key>-<variant>/ (a non-default scorer's report, lceval.report.report)
+    # report/<key>-<variant>/ (a non-default scorer's report, lceval.report.write_report)
     csvs = [*sorted(report.glob("*.csv")), *sorted(report.glob("*/*.csv"))]
     pngs = [*sorted(Path(run.figures).glob("*.png")), *sorted(report.glob("*-*/figures/*.png"))]
     by_key: dict[str, list[Path]] = {}
@@ -246,7 +246,7 @@ def _render_notebooks(run: Any, report: Path) -> list[Path]:
 
 def report_summary(run: Any, tables: Mapping[str, pd.DataFrame]) -> str:
     """What ``lceval report RUN`` prints: each headline with its CI, n and published range, what
-    the run covers, how many ``tables`` (``lceval.report.report``'s) and figures, the page."""
+    the run covers, how many ``tables`` (``lceval.report.write_report``'s) and figures, the page."""
     report = Path(run.report)
     covs = run_coverage(run)
     read = getattr(tables, "scorers", None)  # the scorers this report read, per benchmark

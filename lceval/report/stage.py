@@ -3,11 +3,13 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from lceval.benchmarks import registry
 from lceval.benchmarks.base import scorer_of
+from lceval.core.errors import LcevalError
 from lceval.core.io import RunDir
 from lceval.run.scoring import load_samples
 
@@ -16,10 +18,32 @@ if TYPE_CHECKING:
 
 
 class ReportTables(dict[str, "pd.DataFrame"]):
-    """The tables of :func:`report`, ``"<benchmark>/<table>" -> DataFrame``, and which scorers
+    """The tables of :func:`write_report`, ``"<benchmark>/<table>" -> DataFrame``, and which scorers
     each benchmark's tables were read from (``scorers``: key -> scorer names)."""
 
     scorers: dict[str, tuple[str, ...]]
+
+
+@dataclass(frozen=True)
+class EvalResult:
+    """What :func:`lceval.evaluate` made: the run; ``headlines`` per benchmark, scorer and model
+    (``benchmark, scorer, model, metric, unit, estimate, low, high`` (95% CI, in ``unit``),
+    ``n`` scored); ``report`` (index.html); ``answered`` responses to the selected samples,
+    ``errors`` of them (retried by the next call); ``summary``, what ``lceval eval`` prints."""
+
+    run: RunDir
+    headlines: pd.DataFrame
+    report: Path
+    answered: int
+    errors: int
+    summary: str
+
+    @property
+    def score(self) -> float:
+        """The first headline's estimate; :class:`LcevalError` when nothing was scored."""
+        if not len(self.headlines):
+            raise LcevalError(f"run {self.run.run_id} has no headline in results.json")
+        return float(self.headlines["estimate"].iloc[0])
 
 
 def write_run_pages(run: RunDir) -> list[Path]:
@@ -36,7 +60,7 @@ def write_run_pages(run: RunDir) -> list[Path]:
     return [page_path]
 
 
-def report(
+def write_report(
     run_id: str, *, root: str | Path | None = None, scorer: str | None = None
 ) -> ReportTables:
     """Write the run's report/: each benchmark's tables and figures (from its default scorer's

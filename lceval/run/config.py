@@ -18,6 +18,7 @@ from lceval.core.errors import LcevalError
 from lceval.models.backends import known_backend
 from lceval.models.specs import resolve_models
 from lceval.params import (
+    Budget,
     Declared,
     FilePath,
     FolderPath,
@@ -134,6 +135,24 @@ class InferConfig(InferenceSection):
         return v
 
 
+class Call(Declared):
+    """What only a Python call of a verb gives (the command line has ``--outputs``; its bars are
+    always drawn)."""
+
+    root: FolderPath = Field(
+        default=None,
+        description="folder holding run folders (default $LCEVAL_OUTPUTS, else ./outputs)",
+        json_schema_extra={"cli": False},
+    )
+    progress: bool = Field(
+        default=True, description="draw the progress bars", json_schema_extra={"cli": False}
+    )
+
+
+class InferCall(InferConfig, Call):
+    """:func:`lceval.run.infer`'s keywords: :class:`InferConfig`'s and :class:`Call`'s."""
+
+
 # inference settings a run's build params may declare (run.json's inference), infer's defaults
 INFERENCE_DEFAULTS = (
     "truncate",
@@ -161,7 +180,7 @@ class BuildParams(Declared):
     ``Config``)."""
 
     params: FilePath = Field(
-        None, min_length=1, description="params YAML (the builder's parameters)"
+        default=None, min_length=1, description="params YAML (the builder's parameters)"
     )
     param: dict[str, Any] = Field(
         default_factory=dict,
@@ -179,118 +198,93 @@ class BuildConfig(BuildSource):
     """Build a benchmark's samples into a run folder."""
 
     run_id: str = Field(min_length=1, description="the run folder's name")
-    seed: int | None = Field(None, ge=0, description="overrides the params' seed")
+    seed: int | None = Field(default=None, ge=0, description="overrides the params' seed")
     force: bool = Field(
-        False,
+        default=False,
         description="rebuild a run that has responses (moved aside)",
         json_schema_extra={"action": "store_true"},
     )
 
 
 class EvalOptions(InferConfig, BuildParams):
-    """:class:`EvalConfig` but the benchmark: ``lceval.evaluate(BENCHMARK, **options)``'s
-    keywords (beside ``root`` and ``progress``), typed for mypy by this model's ``__init__``
-    (pydantic's mypy plugin): :class:`InferConfig`'s keys, the build's (:class:`BuildParams`)
-    and the scorer the report reads."""
+    """``lceval eval``'s flags but the benchmark: :class:`InferConfig`'s keys, the build's
+    (:class:`BuildParams`) and the scorer the report reads."""
 
     run_id: str | None = Field(
-        None,
+        default=None,
         min_length=1,
         description="the run folder's name (default: BENCHMARK-MODEL); the same run id again "
         "resumes the run: its answers are kept",
     )
     list_options: None = Field(
-        None, description="lceval infer's, not taken here", json_schema_extra={"cli": False}
+        default=None, description="lceval infer's, not taken here", json_schema_extra={"cli": False}
     )
     force: bool = Field(
-        False,
+        default=False,
         description="rebuild a run whose answers would not match the new samples (they are "
         "moved aside)",
         json_schema_extra={"action": "store_true"},
     )
     scorer: str | None = Field(
-        None, description="score and report with this scorer (e.g. lifbench:strict)"
+        default=None, description="score and report with this scorer (e.g. lifbench:strict)"
     )
 
 
 class EvalConfig(EvalOptions, BenchmarkKey):
-    """Build, answer, score and report a benchmark in one command (resumable).
-
-    Also :func:`lceval.evaluate`'s: :class:`InferConfig`'s keys, the build's
-    (:class:`BuildSource`) and the scorer the report reads."""
-
-    # the fields are EvalOptions' and the benchmark's: evaluate's keywords are EvalOptions'
+    """Build, answer, score and report a benchmark in one command (resumable)."""
 
 
-class EvaluateOptions(EvalOptions):
-    """:func:`lceval.evaluate`'s keywords: :class:`EvalOptions` and where the run goes and
-    whether bars are drawn (its signature, for mypy and ``help()``; ``lceval eval`` has
-    ``--outputs`` for ``root``)."""
-
-    root: FolderPath = Field(
-        None,
-        description="folder holding run folders (default $LCEVAL_OUTPUTS, else ./outputs)",
-        json_schema_extra={"cli": False},
-    )
-    progress: bool = Field(
-        True, description="draw the progress bars", json_schema_extra={"cli": False}
-    )
+class EvaluateCall(EvalOptions, Call):
+    """:func:`lceval.evaluate`'s keywords: :class:`EvalOptions` (``lceval eval``'s flags less the
+    positional benchmark) and :class:`Call`'s ``root`` and ``progress``."""
 
 
-class EvaluateConfig(EvaluateOptions, EvalConfig):
-    """One :func:`lceval.evaluate` call, validated once: :class:`EvalConfig` (what ``lceval
-    eval`` runs) with :class:`EvaluateOptions`' ``root`` and ``progress``."""
-
-
-class PlanConfig(Declared):
+class PlanConfig(Budget):
     """A built run's size (prompt, unique and budget tokens) and GPU-time estimate."""
 
     run_id: str = Field(
         min_length=1, description="a built run", json_schema_extra={"positional": True}
     )
     model: str | None = Field(
-        None,
+        default=None,
         description="count with this model's tokenizer, chat template and window, and estimate "
         "its shape too (default: the run's tiktoken encoding)",
     )
     tasks: list[str] | None = Field(
-        None, min_length=1, description="only these task codes", json_schema_extra={"nargs": "+"}
+        default=None,
+        min_length=1,
+        description="only these task codes",
+        json_schema_extra={"nargs": "+"},
     )
-    limit: int | None = Field(None, ge=1, description="only the first N samples")
-    max_new_tokens: int | None = Field(
-        None,
-        ge=1,
-        description="cap every sample's budget, in tokens (default: what the run's build "
-        "params declare, else each sample's own)",
-    )
+    limit: int | None = Field(default=None, ge=1, description="only the first N samples")
     max_thinking_tokens: int = Field(
-        0,
+        default=0,
         ge=0,
         description="a reasoning model's thinking budget per sample, counted beside the answer "
         "budget",
     )
     efficiency: float | None = Field(
-        None,
+        default=None,
         gt=0,
         description="measured time over the arithmetic floor (default 3.2, measured on a CPU: "
         "see lceval.run.plan.EFFICIENCY_SOURCE; this machine's own calibrated factors are shown "
         "beside it)",
     )
     gpus: int | None = Field(
-        None, ge=1, description="also the wall-clock estimate on N GPUs (replicas)"
+        default=None, ge=1, description="also the wall-clock estimate on N GPUs (replicas)"
     )
     csv: str | None = Field(
-        None, description="also write the size table to this CSV (estimates beside it)"
+        default=None, description="also write the size table to this CSV (estimates beside it)"
     )
     exact: bool = Field(
-        False,
+        default=False,
         description="tokenize every context even in a run whose contexts hold over 20M tokens "
         "(by default those are counted from their recorded lengths; unique tokens an upper "
         "bound)",
         json_schema_extra={"action": "store_true"},
     )
     prices: str | None = Field(
-        None,
+        default=None,
         description="a price table (YAML: $/GPU-hour per card, $/M tokens per API model, batch "
         "discount) to price the plan with (default: lceval/run/prices.yaml, list prices to edit)",
     )
@@ -311,7 +305,7 @@ class ReportConfig(Declared):
         min_length=1, description="a scored run", json_schema_extra={"positional": True}
     )
     scorer: str | None = Field(
-        None,
+        default=None,
         description="report this scorer's scores (e.g. lifbench:strict, under "
         "report/lifbench-strict/); default: each benchmark's default scorer",
     )
@@ -330,32 +324,32 @@ class CompareConfig(Declared):
         "scores.parquet",
         json_schema_extra={"positional": True, "nargs": "+", "metavar": "RUN"},
     )
-    benchmark: str | None = Field(None, description="only this benchmark")
+    benchmark: str | None = Field(default=None, description="only this benchmark")
     scorer: str | None = Field(
-        None,
+        default=None,
         description="compare this scorer's scores for its benchmark (e.g. lifbench:strict); "
         "default: each benchmark's default scorer",
     )
-    model_a: str | None = Field(None, description="only this model of the first run")
-    model_b: str | None = Field(None, description="only this model of the second run")
+    model_a: str | None = Field(default=None, description="only this model of the first run")
+    model_b: str | None = Field(default=None, description="only this model of the second run")
     no_tasks: bool = Field(
-        False,
+        default=False,
         description="headline rows only, no task rows",
         json_schema_extra={"action": "store_true"},
     )
     leaderboard: bool = Field(
-        False,
+        default=False,
         description="every model of every run ranked per benchmark, with bootstrap CIs "
         "(default with three or more runs)",
         json_schema_extra={"action": "store_true"},
     )
     alpha: float = Field(
-        0.05, gt=0, lt=1, allow_inf_nan=False, description="family-wise error rate (Holm)"
+        default=0.05, gt=0, lt=1, allow_inf_nan=False, description="family-wise error rate (Holm)"
     )
-    seed: int = Field(0, ge=0, description="seed of the resampling")
-    csv: str | None = Field(None, description="also write the table to this CSV file")
+    seed: int = Field(default=0, ge=0, description="seed of the resampling")
+    csv: str | None = Field(default=None, description="also write the table to this CSV file")
     samples: str | None = Field(
-        None,
+        default=None,
         description="also write the paired samples page: both models' answers, values and "
         "rubric items side by side with the difference (contexts/ is written beside it)",
         json_schema_extra={"metavar": "FILE.html"},
@@ -385,12 +379,13 @@ class CompareCall(CompareConfig):
     defaults): the folder of the runs and the paired test's resampling."""
 
     root: FolderPath = Field(
-        None, description="folder holding run folders (default $LCEVAL_OUTPUTS, else ./outputs)"
+        default=None,
+        description="folder holding run folders (default $LCEVAL_OUTPUTS, else ./outputs)",
     )
-    n_resamples: int = Field(2000, ge=1, description="bootstrap resamples of each CI")
-    n_permutations: int = Field(9999, ge=1, description="permutations of each paired test")
+    n_resamples: int = Field(default=2000, ge=1, description="bootstrap resamples of each CI")
+    n_permutations: int = Field(default=9999, ge=1, description="permutations of each paired test")
     confidence: float = Field(
-        0.95, gt=0, lt=1, allow_inf_nan=False, description="the CIs' level (0.95: 95%)"
+        default=0.95, gt=0, lt=1, allow_inf_nan=False, description="the CIs' level (0.95: 95%)"
     )
 
 
@@ -402,8 +397,8 @@ class RunConfig(Declared):
         description="pipeline YAML, or a notebook name/path",
         json_schema_extra={"positional": True},
     )
-    params: str | None = Field(None, description="params YAML for a single notebook")
-    run_id: str | None = Field(None, min_length=1, description="the run folder's name")
+    params: str | None = Field(default=None, description="params YAML for a single notebook")
+    run_id: str | None = Field(default=None, min_length=1, description="the run folder's name")
     param: dict[str, Any] = Field(
         default_factory=dict,
         description="inject a parameter into every notebook (checked against every step's "
@@ -411,7 +406,7 @@ class RunConfig(Declared):
         json_schema_extra={"flag": ["-p", "--param"], "kv": True},
     )
     ray_address: str | None = Field(
-        None,
+        default=None,
         min_length=1,
         description="answer on this Ray cluster (the notebooks' inference; see lceval infer)",
         json_schema_extra={"metavar": "auto|HOST:PORT"},
@@ -447,7 +442,7 @@ class ImportConfig(Declared):
     )
     run_id: str = Field(json_schema_extra={"required_flag": True})
     force: bool = Field(
-        False,
+        default=False,
         description="replace a run that has responses",
         json_schema_extra={"action": "store_true"},
     )
@@ -457,7 +452,7 @@ class SchemaConfig(Declared):
     """Write the JSON Schema of every verb's params (for editors)."""
 
     folder: str | None = Field(
-        None,
+        default=None,
         description="write <verb>.schema.json here (default: print)",
         json_schema_extra={"positional": True, "nargs": "?"},
     )

@@ -3,7 +3,6 @@ Ray replicas, appended to responses.jsonl (resumable)."""
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 import os
 import time
@@ -43,8 +42,9 @@ from lceval.models.specs import (
     resolve_models,
     stored_name,
 )
+from lceval.params import Generation, given, keywords_of, layered
 from lceval.run import plan
-from lceval.run.config import INFERENCE_DEFAULTS, InferConfig, validate
+from lceval.run.config import INFERENCE_DEFAULTS, InferCall, InferConfig, validate
 
 DEFAULT_CALL_SIZE = 8
 """Samples per engine call when neither the caller nor the engine says (:func:`infer`)."""
@@ -77,35 +77,19 @@ def select_samples(
     return samples
 
 
-def infer(
-    run_id: str,
-    backend: str = "auto",
-    model: str | None = None,
-    *,
-    models: Sequence[Any] | None = None,
-    root: str | Path | None = None,
-    batch_size: int | None = None,
-    limit: int | None = None,
-    tasks: Sequence[str] | None = None,
-    max_new_tokens: int | None = None,
-    temperature: float = 0.0,
-    seed: int = 0,
-    backend_options: Mapping[str, Any] | None = None,
-    truncate: bool | None = None,
-    progress: bool = True,
-    config: InferConfig | None = None,
-    ray_address: str | None = None,
-) -> list[Response]:
+@keywords_of(InferCall)
+def infer(run_id: str, /, **options: Any) -> list[Response]:
     """Answer the run's pending samples with one model or several, one engine at a time (load,
     answer, close, next); resumable per model; each recorded in run.json (engine, config hash,
     ``prefix_reuse``, ``timing``).
 
-    The keywords are the fields of :class:`lceval.run.config.InferConfig` (or give ``config``);
-    the run's build params fill those not given. Names, options and (unless ``truncate``, which
-    right-truncates contexts as LIFBench Sec. 5.1 and L-Eval Sec. 4 do) that each window holds
-    the longest prompt plus its budget are checked before the first engine starts. A model's
-    ``context`` option answers each mode (:func:`context_plans`) under
-    ``<model>@context=<mode>``; ``replicas=N`` (N > 1) or ``ray_address`` answers on Ray.
+    The keywords are the fields of :class:`lceval.run.config.InferCall` (those of ``lceval
+    infer``'s flags, and ``root``, ``progress``): :func:`run_infer` of those given. Names,
+    options and (unless ``truncate``, which right-truncates contexts as LIFBench Sec. 5.1 and
+    L-Eval Sec. 4 do) that each window holds the longest prompt plus its budget are checked
+    before the first engine starts. A model's ``context`` option answers each mode
+    (:func:`context_plans`) under ``<model>@context=<mode>``; ``replicas=N`` (N > 1) or
+    ``ray_address`` answers on Ray.
 
     Returns:
         The responses of every model, model after model, each in sample order.
@@ -116,29 +100,35 @@ def infer(
             asked for but not installed, a ``ray_address`` where no Ray cluster answers, a
             cluster too small for a model's replicas.
     """
-    if config is None:  # the keywords are InferConfig's fields, read as the CLI's flags are
-        fields = InferConfig.model_fields
-        given = {
-            k: v
-            for k, v in locals().items()
-            if k in fields and k != "run_id" and v is not None and v != fields[k].get_default()
-        }
-        config = validate(InferConfig, given, "params", "infer")
-    cfg = config
-    run = RunDir(run_id if cfg.run_id is None else cfg.run_id, root)
-    # The run's build params may declare its inference settings (the smoke set: truncate,
-    # 64-token answers; L-Eval's backend: hf): those given (a flag, a keyword not left at its
-    # default, a config's field set) go over them.
+    if "run_id" in options:  # the positional, never a keyword (it would go over it)
+        raise LcevalError("infer: run_id is the first argument, not a keyword")
+    call = validate(InferCall, {"run_id": run_id, **options}, "params", "infer")
+    return run_infer(call, root=call.root, progress=call.progress)
+
+
+def run_infer(
+    config: InferConfig, *, root: str | Path | None = None, progress: bool = True
+) -> list[Response]:
+    """:func:`infer` of a validated config (``lceval infer``, ``lceval eval``, the NTK sweep):
+    what ``config`` set (:func:`lceval.params.given`) goes over the inference settings the run's
+    build params declared (run.json's ``inference``: the smoke set's truncation and 64-token
+    answers, L-Eval's ``backend: hf``), which go over the defaults (:func:`lceval.params.layered`).
+    """
+    if config.run_id is None:
+        raise LcevalError("infer needs a run id: lceval infer RUN (see lceval list)")
+    run = RunDir(config.run_id, root)
     declared = {k: v for k, v in run.read_meta().inference.items() if k in INFERENCE_DEFAULTS}
-    named = cfg.model_fields_set
-    unset = {k: v for k, v in declared.items() if k not in named or getattr(cfg, k) is None}
-    if "backend" not in unset and declared.get("backend") not in (None, cfg.backend):
-        unset.pop("backend_options", None)  # another engine than declared: not its options
-    if unset:
-        cfg = validate(InferConfig, {**cfg.model_dump(exclude_unset=True), **unset})
+    said = {k: v for k, v in given(config).items() if k in InferConfig.model_fields}
+    if said.get("backend", declared.get("backend")) != declared.get("backend"):
+        declared.pop("backend_options", None)  # another engine than declared: not its options
+    cfg = layered(InferConfig, declared, said, where="infer")
     one, many = cfg.model, cfg.models
     if isinstance(one, list):  # the CLI's repeated --model (InferConfig refuses it beside models)
         one, many = None, one
+    if one is None and many is None:  # the declared default, from every door
+        if cfg.backend == "openai":
+            raise LcevalError("the openai backend needs a model: --model <served model name>")
+        one = "embedded"  # the offline stand-in
     specs = resolve_models(one, many, cfg.backend, cfg.backend_options)
     # -o context=full,none: what each model reads in place of the long context (never the
     # engine's option): each mode's answers are stored under their own name
@@ -171,9 +161,7 @@ def infer(
     if any(on_ray):  # Ray installed, its cluster answering: one line, before anything starts
         check_address(ray_address)
     ResponseStore(run.responses)  # a corrupt responses file stops here, before a model loads
-    gen = GenerationConfig(
-        temperature=cfg.temperature, seed=cfg.seed, max_new_tokens=cfg.max_new_tokens
-    )
+    gen = GenerationConfig(**cfg.model_dump(include=set(Generation.model_fields)))
     thinking = [_thinking_budget(spec.options) for spec in specs]
     notes = [
         f"{spec.label}: truncate is set: contexts longer than its window are cut"
@@ -362,7 +350,7 @@ def _answered_before(
     """The stored answers when run.json records ``spec`` (same backend, place, options and
     decoding) and every sample of ``plans`` is answered under its config hash, else None."""
     models, store = run.read_meta().models, ResponseStore(run.responses)
-    decoding = {k: v for k, v in dataclasses.asdict(config).items() if k != "engine"}
+    decoding = config.model_dump(exclude={"engine"})
     out: list[Response] = []
     for mode, chosen in plans:
         name = variant_name(stored_name(spec), mode)
@@ -406,14 +394,14 @@ def _answer_mode(
     ``mode`` says (:func:`lceval.contexts.modes.view`); its run.json entry is written before
     the first answer and kept in ``entries`` for the timings."""
     if mode.kind != "full":  # the mode joins the response key's config hash
-        config = dataclasses.replace(config, engine={**config.engine, "context": str(mode)})
+        config = config.model_copy(update={"engine": {**config.engine, "context": str(mode)}})
     keyed = engine_config(engine, config)
     entry: dict[str, Any] = {
         **engine.info(),
         "requested_backend": spec.backend,
         "location": location(spec),
         "options": dict(spec.options),
-        "generation": keyed.__dict__,
+        "generation": keyed.model_dump(),
         "config_hash": keyed.hash(),
     }
     if mode.kind != "full":

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 
 from lceval.run.building import build_suite
 from lceval.run.config import InferConfig
-from lceval.run.inference import infer
+from lceval.run.inference import run_infer
 from lceval.run.scoring import score
 
 if TYPE_CHECKING:
@@ -35,5 +35,5 @@ def run_sweep(
         cfg = InferConfig.model_validate(
             {**given, "run_id": point.name, "model": None, "models": models}
         )
-        infer(point.name, root=sweep.root, config=cfg, progress=progress)
+        run_infer(cfg, root=sweep.root, progress=progress)
         score(point.name, root=sweep.root, progress=progress)

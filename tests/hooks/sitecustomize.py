@@ -3,9 +3,9 @@ samples, so README's commands run verbatim in CI without a test-only branch in l
 
 The docs test puts this folder first on ``PYTHONPATH`` for its subprocesses (``lceval ...`` and
 the notebook kernels ``lceval run`` starts); Python's ``site`` imports ``sitecustomize`` at
-start-up, which installs an import hook: when ``lceval.run.inference`` is executed, its ``infer``
-(the one inference entry behind ``lceval infer``, ``lceval.infer`` and the notebooks) is wrapped
-so that ``limit`` (a keyword or a ``config``'s field) is capped. Nothing else is imported here.
+start-up, which installs an import hook: when ``lceval.run.inference`` is executed, its
+``run_infer`` (the one inference path behind ``lceval infer``, ``lceval.infer`` and the notebooks)
+is wrapped so that its config's ``limit`` is capped. Nothing else is imported here.
 """
 
 from __future__ import annotations
@@ -27,17 +27,14 @@ def _cap(limit: int | None, most: int) -> int:
 
 
 def _wrap(module: ModuleType, most: int) -> None:
-    infer = module.infer
+    run_infer = module.run_infer  # every entry point's path (lceval.run.infer calls it)
 
-    @functools.wraps(infer)
-    def capped(*args: Any, config: Any = None, limit: int | None = None, **kwargs: Any) -> Any:
-        if config is not None:
-            config = config.model_copy(update={"limit": _cap(config.limit, most)})
-        else:
-            limit = _cap(limit, most)
-        return infer(*args, config=config, limit=limit, **kwargs)
+    @functools.wraps(run_infer)
+    def capped(config: Any, *args: Any, **kwargs: Any) -> Any:
+        config = config.model_copy(update={"limit": _cap(config.limit, most)})
+        return run_infer(config, *args, **kwargs)
 
-    vars(module)["infer"] = capped  # what lceval.run (and lceval) import from it
+    vars(module)["run_infer"] = capped  # what lceval.run.infer and the CLI call
 
 
 class _Loader(importlib.abc.Loader):

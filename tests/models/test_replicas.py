@@ -463,7 +463,7 @@ def test_vllm_replicas_answer_as_one_engine(tmp_path, ray_cluster):
         run.write_samples(samples, VLLM_CONTEXTS)
     opts = {"max_model_len": 1024, "dtype": "float32"}
     kw = {"root": tmp_path, "batch_size": 2, "progress": False}
-    one = lceval.run.infer("one", "vllm", "embedded", backend_options=opts, **kw)
+    one = lceval.run.infer("one", backend="vllm", model="embedded", backend_options=opts, **kw)
     two = lceval.run.infer(
         "two", "vllm", "embedded", backend_options=opts, ray_address=ray_cluster, **kw
     )

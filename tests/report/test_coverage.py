@@ -85,7 +85,7 @@ def test_score_warns_and_results_json_says_what_the_run_covers(partial, capsys):
 def test_subset_rows_are_not_ranked_among_the_papers(partial):
     if not (partial.report / "lifbench_summary.csv").exists():
         lceval.run.score("part", root=partial.path.parent, progress=False)
-        lceval.report.report("part", root=partial.path.parent)
+        lceval.report.write_report("part", root=partial.path.parent)
     from lceval.report.coverage import comparability_note
 
     note = comparability_note("part", partial.path.parent, "lifbench")  # notebooks print it
@@ -105,7 +105,7 @@ def test_subset_rows_are_not_ranked_among_the_papers(partial):
 def test_index_first_part_is_the_headline_with_coverage(partial):
     if not (partial.report / "index.html").exists():
         lceval.run.score("part", root=partial.path.parent, progress=False)
-        lceval.report.report("part", root=partial.path.parent)
+        lceval.report.write_report("part", root=partial.path.parent)
     page = (partial.report / "index.html").read_text(encoding="utf-8")
     head = page[: page.index("<h2 id='lifbench'>")]
     assert "Not comparable to the paper" in head and "4 of 44 samples answered" in head
@@ -144,7 +144,7 @@ def _artifact(shot: Path, name: str, tmp: Path) -> None:
 def test_index_fits_1400px_and_shows_the_headline_first(partial, tmp_path):
     if not (partial.report / "index.html").exists():
         lceval.run.score("part", root=partial.path.parent, progress=False)
-        lceval.report.report("part", root=partial.path.parent)
+        lceval.report.write_report("part", root=partial.path.parent)
     driver = _chrome()
     try:
         driver.get((partial.report / "index.html").as_uri())
@@ -179,7 +179,7 @@ def test_samples_page_keeps_line_breaks_and_freezes_key_columns(partial, tmp_pat
 
     if not (partial.report / "samples.html").exists():
         lceval.run.score("part", root=partial.path.parent, progress=False)
-        lceval.report.report("part", root=partial.path.parent)
+        lceval.report.write_report("part", root=partial.path.parent)
     driver = _chrome()
     try:
         driver.get((partial.report / "samples.html").as_uri())
@@ -237,7 +237,7 @@ def test_cifbench_subset_run_is_not_placed_in_table6s_order(tmp_path):
         shutil.copy(fixture / name, run.path / name)
     run.write_meta(new_meta("cif", models={"m0": {"backend": "hf"}}))
     lceval.run.score("cif", root=tmp_path, progress=False)
-    lceval.report.report("cif", root=tmp_path)
+    lceval.report.write_report("cif", root=tmp_path)
     assert not any(c.paper_grid for c in run_coverage(run))
     t6 = pd.read_csv(run.report / "cifbench" / "table6.csv", index_col="model")
     mine = (t6["source"] == THIS_RUN).to_numpy()

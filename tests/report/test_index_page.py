@@ -22,7 +22,7 @@ def _report_run(tmp_path: Path) -> RunDir:
         shutil.copy(FIXTURE / name, run.path / name)
     run.write_meta(new_meta("idx", models={"m0": {"backend": "hf", "dtype": "float32"}}))
     lceval.run.score("idx", root=tmp_path, progress=False)
-    lceval.report.report("idx", root=tmp_path)
+    lceval.report.write_report("idx", root=tmp_path)
     return run
 
 
@@ -143,7 +143,7 @@ def test_index_shows_tables_a_report_writes_in_its_own_folder(tmp_path, key):
             shutil.copy(fixture / name, run.path / name)
     run.write_meta(new_meta("sub", models={"m0": {"backend": "hf"}}))
     lceval.run.score("sub", root=tmp_path, progress=False)
-    lceval.report.report("sub", root=tmp_path)
+    lceval.report.write_report("sub", root=tmp_path)
     page = (run.report / "index.html").read_text(encoding="utf-8")
     csvs = sorted((run.report / key).glob("*.csv"))
     assert csvs and all(f"{key}/{p.stem}.csv</code>" in page for p in csvs)

@@ -1,7 +1,7 @@
 """Same report numbers before and after the wings move (issue 31): each regression fixture scored
 and reported by the current code gives the tables ``make_reports.py`` wrote from the code before
 the move (``expected_report.json``): the same tables, columns, rows and values (floats to 1e-9
-relative). The notebooks read these tables (``lceval.report.report``), so their numbers are
+relative). The notebooks read these tables (``lceval.report.write_report``), so their numbers are
 these."""
 
 from __future__ import annotations

@@ -47,7 +47,7 @@ def _lifbench_run(root: Path, run_id: str, responses: list[Response] | None = No
 def reported(tmp_path_factory: pytest.TempPathFactory) -> RunDir:
     root = tmp_path_factory.mktemp("samples")
     run = _lifbench_run(root, "sp")
-    lceval.report.report("sp", root=root)
+    lceval.report.write_report("sp", root=root)
     return run
 
 

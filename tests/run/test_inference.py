@@ -286,8 +286,8 @@ def test_infer_calls_the_engine_in_its_call_size_and_records_timing(
     monkeypatch.setattr(lceval.run.inference, "load_backend", lambda *a, **k: engine)
     out = lceval.run.infer(
         "r",
-        "auto",
-        "embedded",
+        backend="auto",
+        model="embedded",
         root=tmp_path,
         batch_size=batch_size,
         truncate=True,
@@ -310,7 +310,7 @@ def test_infer_refuses_a_bad_batch_size_before_loading(monkeypatch, tmp_path):
     monkeypatch.setattr(lceval.run.inference, "load_backend", lambda *a, **k: pytest.fail("loaded"))
     for bad in (0, -1, 2.5, "8"):
         with pytest.raises(LcevalError, match="batch_size must be (>= 1|an integer)"):
-            lceval.run.infer("r", "auto", root=tmp_path, batch_size=bad, progress=False)
+            lceval.run.infer("r", backend="auto", root=tmp_path, batch_size=bad, progress=False)
 
 
 @pytest.mark.parametrize("bad", [float("nan"), float("inf"), -0.5, True, "0.7"])
@@ -323,7 +323,7 @@ def test_infer_refuses_a_bad_temperature_before_loading(monkeypatch, tmp_path, b
     run.write_meta(new_meta("r"))
     monkeypatch.setattr(lceval.run.inference, "load_backend", lambda *a, **k: pytest.fail("loaded"))
     with pytest.raises(LcevalError, match="temperature must be (>= 0|a finite number|a number)"):
-        lceval.run.infer("r", "auto", root=tmp_path, temperature=bad, progress=False)
+        lceval.run.infer("r", backend="auto", root=tmp_path, temperature=bad, progress=False)
 
 
 def test_a_resumed_run_with_nothing_left_loads_no_model(monkeypatch, tmp_path):
@@ -338,11 +338,11 @@ def test_a_resumed_run_with_nothing_left_loads_no_model(monkeypatch, tmp_path):
     engine.info = lambda: {"backend": "hf"}
     monkeypatch.setattr(lceval.run.inference, "load_backend", lambda *a, **k: engine)
     args = {"root": tmp_path, "truncate": True, "progress": False}
-    first = lceval.run.infer("r", "hf", "embedded", **args)
+    first = lceval.run.infer("r", backend="hf", model="embedded", **args)
     assert len(first) == 4 and len(engine.seen) == 4
     monkeypatch.setattr(lceval.run.inference, "load_backend", lambda *a, **k: pytest.fail("loaded"))
-    again = lceval.run.infer("r", "hf", "embedded", **args)
+    again = lceval.run.infer("r", backend="hf", model="embedded", **args)
     assert [r.text for r in again] == [r.text for r in first]
     monkeypatch.setattr(lceval.run.inference, "load_backend", lambda *a, **k: engine)
-    lceval.run.infer("r", "hf", "embedded", max_new_tokens=5, **args)
+    lceval.run.infer("r", backend="hf", model="embedded", max_new_tokens=5, **args)
     assert len(engine.seen) == 8  # another decoding: an engine answers again

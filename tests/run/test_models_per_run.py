@@ -102,7 +102,7 @@ def test_inference_section_declares_models_and_truncate():
 def test_pipeline_infer_stops_before_any_engine(tmp_path, no_engine, kwargs, message):  # noqa: F811
     _run(tmp_path)
     with pytest.raises(LcevalError, match=message):
-        lceval.run.infer("r", "hf", root=tmp_path, progress=False, **kwargs)
+        lceval.run.infer("r", backend="hf", root=tmp_path, progress=False, **kwargs)
 
 
 def test_bad_model_list_is_one_line_before_any_engine(capsys, tmp_path, no_engine):  # noqa: F811

@@ -33,6 +33,7 @@ from lceval.core.errors import LcevalError
 from lceval.core.records import Context, Judgement, Response, Sample
 from lceval.core.store import ResponseStore
 from lceval.models import judge as asking
+from lceval.models.base import GenerationConfig
 
 if TYPE_CHECKING:
     from lceval.core.io import RunDir
@@ -183,7 +184,7 @@ class ModelJudge(asking.AsksModel):
         self.asker = asking.ModelJudge(
             self.load,
             self.store,
-            max_new_tokens=self.max_new_tokens,
+            GenerationConfig(max_new_tokens=self.max_new_tokens),
             batch_size=self.batch_size,
             label=self.label,
             progress=self.progress,

@@ -41,6 +41,7 @@ from lceval.core.errors import LcevalError
 from lceval.core.io import RunDir
 from lceval.core.records import Context, Judgement, Response, Sample
 from lceval.core.store import ResponseStore
+from lceval.models.base import GenerationConfig
 from lceval.models.judge import AsksModel, ModelJudge
 
 if TYPE_CHECKING:
@@ -179,7 +180,7 @@ class PairwiseJudge(AsksModel):
         self.asker = ModelJudge(
             self.load,
             self.store,
-            max_new_tokens=self.max_new_tokens,
+            GenerationConfig(max_new_tokens=self.max_new_tokens),
             batch_size=self.batch_size,
             label=self.label,
             progress=self.progress,

@@ -27,6 +27,7 @@ from lceval.benchmarks.longgenbench.score import (
 from lceval.core.records import Context, Judgement, Response, Sample
 from lceval.core.store import ResponseStore
 from lceval.core.tokens import DEFAULT_ENCODING, count_tokens_batch
+from lceval.models.base import GenerationConfig
 from lceval.models.judge import AsksModel, ModelJudge
 
 if TYPE_CHECKING:
@@ -150,8 +151,7 @@ class LLMJudge(AsksModel):
         self.asker = ModelJudge(
             self.load,
             self.store,
-            max_new_tokens=self._budget,
-            temperature=self.temperature,
+            GenerationConfig(max_new_tokens=self._budget, temperature=self.temperature),
             batch_size=self.batch_size,
             label=self.label,
             progress=self.progress,

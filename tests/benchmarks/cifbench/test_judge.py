@@ -184,6 +184,6 @@ def test_pipeline_scores_with_the_judge(demo, tmp_path: Path, monkeypatch) -> No
     assert len(backend.prompts) == 3 + 3  # story: 3 public inputs, 1 private input x 3
     assert scores["scorer"].unique().tolist() == ["cifbench:judge"]
     assert (run.path / "cifbench_judge_details.parquet").exists()
-    tables = lceval.report.report("cj", root=tmp_path)
+    tables = lceval.report.write_report("cj", root=tmp_path)
     used = tables["cifbench/metrics_used"]
     assert set(used["metric"].dropna()) >= {"model-based evaluator", "accuracy", "F1", "chrF"}

@@ -105,7 +105,7 @@ def test_metric_kendall_over_imported_published_predictions(tmp_path) -> None:
         path.write_text("\n".join(json.dumps(r) for r in rows) + "\n", encoding="utf-8")
     import_predictions(tmp_path / "Predictions", "pub", root=tmp_path)
     lceval.run.score("pub", root=tmp_path, progress=False)
-    tables = lceval.report.report("pub", root=tmp_path)
+    tables = lceval.report.write_report("pub", root=tmp_path)
     pairs = tables["leval/metric_kendall"].set_index(["lie", "metric_a", "metric_b"])
     assert pairs.loc[("None", "ROUGE-L", "F-1"), "tau"] == pytest.approx(1.0)
     assert pairs.loc[("None", "ROUGE-L", "F-1"), "n_models"] == 3

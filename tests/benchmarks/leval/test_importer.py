@@ -99,7 +99,7 @@ def test_import_score_report_reproduce_the_table(tmp_path, predictions, capsys):
     ]
     assert main(["--outputs", root, "score", "imp"]) == 0
     assert main(["--outputs", root, "report", "imp"]) == 0
-    tables = lceval.report.report("imp", root=root)
+    tables = lceval.report.write_report("imp", root=root)
     table = tables["leval/exam_table"]
     m = table.loc[("m-x", "full")]
     assert m["TOEFL"] == 100.0
@@ -158,7 +158,7 @@ def test_official_predictions_reproduce_the_readme(tmp_path):
     pred = base / "Predictions" if (base / "Predictions").is_dir() else base
     import_predictions(pred / "exam_eval" / "gpt4-32k", "gpt4", root=tmp_path)
     lceval.run.score("gpt4", root=tmp_path, progress=False)
-    table = lceval.report.report("gpt4", root=tmp_path)["leval/exam_table"]
+    table = lceval.report.write_report("gpt4", root=tmp_path)["leval/exam_table"]
     row = table.loc[("gpt4-x", "full")]
     readme = {"TOEFL": 84.38, "QuALITY": 82.17, "Coursera": 75.58, "GSM": 96.00, "CodeU": 25.55}
     for name, want in readme.items():

@@ -131,7 +131,7 @@ def test_judge_through_the_pipeline(judged_run, monkeypatch, scripted_judge):
     games = pd.read_parquet(run.path / GAMES_FILE)
     assert len(games) == 6 and set(games["winner"]) == {"model", "baseline", "tie"}
     assert set(games["baseline"]) == {"turbo"}
-    tables = lceval.report.report("j", root=run.path.parent)
+    tables = lceval.report.write_report("j", root=run.path.parent)
     j = tables["leval/judge"]
     overall = j[j["task"] == "all"].iloc[0]
     assert (overall["n_wins"], overall["n_draws"], overall["n_losses"]) == (2, 2, 2)

@@ -99,7 +99,7 @@ def test_retrieval_table(tmp_path, leval_data):
     ]
     run.responses.write_text("\n".join(lines) + "\n")
     lceval.run.score("r", root=tmp_path, progress=False)
-    tables = lceval.report.report("r", root=tmp_path)
+    tables = lceval.report.write_report("r", root=tmp_path)
     ret = tables["leval/retrieval"]
     assert list(ret.columns) == ["bm25", "full"]
     assert ret.loc[("m", "TOEFL"), "full"] == 50.0 and ret.loc[("m", "TOEFL"), "bm25"] == 0.0

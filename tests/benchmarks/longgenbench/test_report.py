@@ -187,7 +187,7 @@ def test_report_writes_tables_and_figures(tmp_path):
         out.append(Response(s.id, "fake", text, "h"))
     ResponseStore(run.responses).append(out)
     lceval.run.score("rep", root=tmp_path, progress=False)  # writes longgenbench_checks.parquet
-    tables = lceval.report.report("rep", root=tmp_path)
+    tables = lceval.report.write_report("rep", root=tmp_path)
     t3 = tables["longgenbench/table3"]
     assert t3["CR"].tolist() == [100.0, 100.0] and t3["version"].tolist() == ["short", "long"]
     position = tables["longgenbench/position"]
@@ -203,7 +203,7 @@ def test_report_writes_tables_and_figures(tmp_path):
     assert json.loads(pd.read_parquet(r.scores)["parts"].iloc[0])["CR"] == 1.0
     # without a checks file (a run scored before it existed) the position table is empty
     (r.path / "longgenbench_checks.parquet").unlink()
-    assert lceval.report.report("rep", root=tmp_path)["longgenbench/position"].empty
+    assert lceval.report.write_report("rep", root=tmp_path)["longgenbench/position"].empty
 
 
 def test_report_rejects_unknown_sample(tmp_path):

@@ -182,7 +182,7 @@ def test_report_writes_table7_and_keeps_table3_to_prompt_1(tmp_path):
         out.append(Response(s.id, "fake", text, "h"))
     ResponseStore(run.responses).append(out)
     lceval.run.score("t7", root=tmp_path, progress=False)
-    tables = lceval.report.report("t7", root=tmp_path)
+    tables = lceval.report.write_report("t7", root=tmp_path)
     t7 = tables["longgenbench/table7"].set_index("prompt_format")
     assert t7.loc["Prompt - 1", "CR"] == 100.0 and t7.loc["Prompt - 2", "CR"] == 50.0
     assert t7.loc["Prompt - 2", "STIC_2"] < t7.loc["Prompt - 1", "STIC_2"]

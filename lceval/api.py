@@ -1,61 +1,49 @@
-"""One call for a whole evaluation (``lceval eval``, :func:`lceval.evaluate`): build, answer,
-score and report one benchmark from one declared config, resumable, as lm-evaluation-harness's
-``simple_evaluate`` and inspect_ai's ``eval()``."""
+"""The public face: the verbs of the ``lceval`` command as Python functions, in one module
+(``lceval`` re-exports them), each typed for any type checker from its declared config::
+
+    evaluate(benchmark, **keywords)   lceval eval      build, answer, score, report (here)
+    build(run_id, benchmark, params)  lceval build     lceval.run.building
+    infer(run_id, **keywords)         lceval infer     lceval.run.inference
+    score(run_id, ...)                lceval score     lceval.run.scoring
+    write_report(run_id, ...)         lceval report    lceval.report.stage
+    compare(run_a, run_b, ...)        lceval compare   lceval.report.compare (paired)
+
+``evaluate`` and ``infer`` take the keywords of their configs (``lceval.run.config``'s
+:class:`~lceval.run.config.EvaluateCall`, :class:`~lceval.run.config.InferCall`) through
+:func:`lceval.params.keywords_of`: one declaration, the fields, which pydantic's
+``dataclass_transform`` hands to mypy or pyright without a plugin. Like lm-evaluation-harness's
+``simple_evaluate`` and inspect_ai's ``eval()``, ``evaluate`` is resumable: the same run id keeps
+the answers.
+"""
 
 from __future__ import annotations
 
-import inspect
 import re
-from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Concatenate, ParamSpec, TypeVar
+from typing import Any
 
 from lceval.benchmarks import registry
 from lceval.core.errors import LcevalError
-from lceval.core.io import RunDir
 from lceval.models.base import check_load
 from lceval.models.specs import resolve_models
-from lceval.params import load_params
-from lceval.report.stage import report
+from lceval.params import keywords_of, load_params
+from lceval.report.compare import compare_runs as compare
+from lceval.report.stage import EvalResult, write_report
 from lceval.run.building import build
-from lceval.run.config import (
-    EvalConfig,
-    EvaluateConfig,
-    EvaluateOptions,
-    InferConfig,
-    validate,
-)
-from lceval.run.inference import infer
+from lceval.run.config import EvalConfig, EvaluateCall, InferConfig, validate
+from lceval.run.inference import infer, run_infer
 from lceval.run.scoring import score
 
-if TYPE_CHECKING:
-    import pandas as pd
-
-P = ParamSpec("P")
-R = TypeVar("R")
-
-
-@dataclass(frozen=True)
-class EvalResult:
-    """What :func:`evaluate` made: the run; ``headlines`` per benchmark, scorer and model
-    (``benchmark, scorer, model, metric, unit, estimate, low, high`` (95% CI, in ``unit``),
-    ``n`` scored); ``report`` (index.html); ``answered`` responses to the selected samples,
-    ``errors`` of them (retried by the next call); ``summary``, what ``lceval eval`` prints."""
-
-    run: RunDir
-    headlines: pd.DataFrame
-    report: Path
-    answered: int
-    errors: int
-    summary: str
-
-    @property
-    def score(self) -> float:
-        """The first headline's estimate; :class:`LcevalError` when nothing was scored."""
-        if not len(self.headlines):
-            raise LcevalError(f"run {self.run.run_id} has no headline in results.json")
-        return float(self.headlines["estimate"].iloc[0])
+__all__ = [
+    "EvalResult",
+    "build",
+    "compare",
+    "evaluate",
+    "infer",
+    "run_eval",
+    "score",
+    "write_report",
+]
 
 
 def default_run_id(benchmark: str, models: list[Any]) -> str:
@@ -69,32 +57,14 @@ def default_run_id(benchmark: str, models: list[Any]) -> str:
     return slug[:128] or "eval"
 
 
-def _keywords_of(
-    options: Callable[P, Any],
-) -> Callable[[Callable[..., R]], Callable[Concatenate[str, P], R]]:
-    """Give a ``(benchmark, /, **options)`` function the keywords of ``options`` (a pydantic
-    model): for mypy, its ``__init__`` (pydantic's plugin types it from the fields); at run time,
-    ``__signature__`` (``help()``, ``inspect.signature``). One declaration: the fields."""
-
-    def wrap(f: Callable[..., R]) -> Callable[Concatenate[str, P], R]:
-        own = inspect.signature(f)
-        benchmark = own.parameters["benchmark"]  # positional-only
-        keywords = inspect.signature(options).parameters.values()
-        signature = own.replace(parameters=[benchmark, *keywords])
-        f.__signature__ = signature  # type: ignore[attr-defined]
-        return f
-
-    return wrap
-
-
-@_keywords_of(EvaluateOptions)
+@keywords_of(EvaluateCall)
 def evaluate(benchmark: str, /, **options: Any) -> EvalResult:
     """Build ``benchmark``, answer it with ``model``, score and report it: ``lceval eval`` in
     Python, resumable (the same ``run_id``, default ``<benchmark>-<model>``, keeps the answers).
 
     Args:
         benchmark: a benchmark key (``lceval list``).
-        **options: the keys of :class:`lceval.run.config.EvaluateOptions` (mypy checks names
+        **options: the keys of :class:`lceval.run.config.EvaluateCall` (mypy checks names
             and types from its fields), checked like a params file's; among them ``model`` (a
             path, hub id or ``embedded``, the default CPU stand-in, or a list of them, each may be
             ``{model, backend, options, name}``), ``limit`` (answer only the first N samples),
@@ -110,8 +80,10 @@ def evaluate(benchmark: str, /, **options: Any) -> EvalResult:
     """
     if "benchmark" in options:  # the positional, never a keyword (it would go over it)
         raise LcevalError("evaluate: benchmark is the first argument, not a keyword")
-    cfg = validate(EvaluateConfig, {"benchmark": benchmark, **options}, "params", "evaluate")
-    return run_eval(cfg, cfg.root, progress=cfg.progress)
+    call = validate(EvaluateCall, options, "params", "evaluate")
+    said = {k: v for k, v in options.items() if k in EvalConfig.model_fields}
+    cfg = validate(EvalConfig, {"benchmark": benchmark, **said}, "params", "evaluate")
+    return run_eval(cfg, call.root, progress=call.progress)
 
 
 def run_eval(cfg: EvalConfig, root: str | Path | None, *, progress: bool = True) -> EvalResult:
@@ -144,14 +116,14 @@ def run_eval(cfg: EvalConfig, root: str | Path | None, *, progress: bool = True)
     given = {k: getattr(cfg, k) for k in cfg.model_fields_set if k in InferConfig.model_fields}
     given.update(run_id=run_id, model=models, models=None)
     infer_cfg = InferConfig.model_validate(given)
-    responses = infer(run_id, root=root, config=infer_cfg, progress=progress)
+    responses = run_infer(infer_cfg, root=root, progress=progress)
     errors = sum(r.finish_reason == "error" for r in responses)
     score(run_id, root=root, scorer=cfg.scorer, progress=progress)
-    import pandas as pd  # pandas: import lceval loads this module
+    import pandas as pd  # heavy: pandas
 
     from lceval.report.index_page import headline_rows, report_summary  # pulls pandas
 
-    tables = report(run_id, root=root, scorer=cfg.scorer)
+    tables = write_report(run_id, root=root, scorer=cfg.scorer)
     cols = ["benchmark", "scorer", "model", "metric", "unit", "estimate", "low", "high", "n"]
     return EvalResult(
         run=run,

@@ -7,9 +7,9 @@ from __future__ import annotations
 import pytest
 
 from lceval import EvalResult, evaluate
+from lceval.api import default_run_id
 from lceval.cli import main
 from lceval.core.errors import LcevalError
-from lceval.report.evaluation import default_run_id
 
 SMALL = {"lengths": [512], "tasks": ["LSI"], "max_samples_per_task": 4}
 """LIFBench's smallest build that still runs the user's path: 4 samples of one task at 512
