@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any, Protocol, runtime_checkable
 
 from pydantic import Field
@@ -60,9 +60,43 @@ class GenerationConfig(Generation):
 
 @runtime_checkable
 class Backend(Protocol):
-    """What every engine implements; ``name`` is recorded in Response.model."""
+    """What every engine implements, all that :func:`lceval.models.generate.generate` and the
+    inference stage use of it (:class:`Engine` gives the defaults); ``name`` is recorded in
+    Response.model."""
 
     name: str
+
+    @property
+    def cache_fields(self) -> Mapping[str, Any]:
+        """The engine's settings that change outputs (:func:`cache_fields`): in the response
+        key's config hash, never passed to the engine."""
+        ...
+
+    @property
+    def call_size(self) -> int:
+        """Samples per engine call when the caller gives no ``batch_size`` (vLLM 256)."""
+        ...
+
+    @property
+    def prompt_tokens_requested(self) -> int | None:
+        """Prompt tokens answered so far (None: not counted; API engines)."""
+        ...
+
+    @property
+    def prompt_tokens_computed(self) -> int | None:
+        """Of those, the tokens the engine encoded (the rest came from a prefix cache)."""
+        ...
+
+    @property
+    def prompt_tokens_prefilled(self) -> int | None:
+        """Prompt tokens of requests past prefill (the bar's progress before the first answer)."""
+        ...
+
+    @property
+    def prompt_work(self) -> Mapping[str, float] | None:
+        """The engine's measured prefill and decode work (:data:`lceval.core.progress.WORK_KEYS`)
+        for the bar's time left."""
+        ...
 
     def generate(
         self,
@@ -73,6 +107,15 @@ class Backend(Protocol):
         """One Response per sample, in order. Errors of one sample become finish_reason="error"."""
         ...
 
+    def stream(
+        self,
+        samples: Sequence[Sample],
+        contexts: Mapping[str, Context],
+        config: GenerationConfig,
+    ) -> Iterator[Response]:
+        """The answers of :meth:`generate` as the engine finishes them (any order)."""
+        ...
+
     def info(self) -> dict[str, Any]:
         """Provenance for run.json: backend, resolved path or hub id, revision or file hash."""
         ...
@@ -80,6 +123,44 @@ class Backend(Protocol):
     def close(self) -> None:
         """Release the engine (GPU memory, worker processes, HTTP clients)."""
         ...
+
+
+class Engine:
+    """The :class:`Backend` defaults an engine inherits: no cache fields, 8 samples per call, no
+    token counts, and :meth:`stream` as :meth:`generate`'s whole batch at once (hf, openai)."""
+
+    name: str = "engine"
+    call_size: int = 8
+    prompt_tokens_requested: int | None = None
+    prompt_tokens_computed: int | None = None
+    prompt_tokens_prefilled: int | None = None
+    prompt_work: Mapping[str, float] | None = None
+
+    @property
+    def cache_fields(self) -> Mapping[str, Any]:
+        return {}
+
+    def generate(
+        self,
+        samples: Sequence[Sample],
+        contexts: Mapping[str, Context],
+        config: GenerationConfig,
+    ) -> list[Response]:
+        raise NotImplementedError
+
+    def stream(
+        self,
+        samples: Sequence[Sample],
+        contexts: Mapping[str, Context],
+        config: GenerationConfig,
+    ) -> Iterator[Response]:
+        yield from self.generate(samples, contexts, config)
+
+    def info(self) -> dict[str, Any]:
+        return {"backend": self.name}
+
+    def close(self) -> None:
+        return None
 
 
 def cache_fields(

@@ -58,20 +58,19 @@ class PrefixReuse:
         return {"requested": self.requested, "computed": self.computed, "reuse": reuse}
 
 
-def prefix_reuse(backend: Any) -> PrefixReuse | None:
+def prefix_reuse(backend: Backend) -> PrefixReuse | None:
     """The backend's ``prompt_tokens_requested`` / ``_computed`` counts, None for API backends."""
-    requested = getattr(backend, "prompt_tokens_requested", None)
-    if not isinstance(requested, int):
+    requested = backend.prompt_tokens_requested
+    if requested is None:
         return None
-    computed = getattr(backend, "prompt_tokens_computed", None)
-    return PrefixReuse(requested, computed if isinstance(computed, int) else None)
+    return PrefixReuse(requested, backend.prompt_tokens_computed)
 
 
-def engine_config(backend: Any, config: GenerationConfig | None = None) -> GenerationConfig:
+def engine_config(backend: Backend, config: GenerationConfig | None = None) -> GenerationConfig:
     """``config`` with the backend's ``cache_fields`` (engine, dtype, ...) merged into ``engine``:
     the config whose hash keys this backend's responses."""
     config = config or GenerationConfig()
-    fields = getattr(backend, "cache_fields", None) or {}
+    fields = backend.cache_fields
     return config.model_copy(update={"engine": {**config.engine, **fields}}) if fields else config
 
 
@@ -125,8 +124,8 @@ def generate(
             len(samples) - len(pending),
             desc=desc or f"generate {backend.name}",
             show=progress,
-            prefilled=lambda: getattr(backend, "prompt_tokens_prefilled", None),
-            work=lambda: getattr(backend, "prompt_work", None),
+            prefilled=lambda: backend.prompt_tokens_prefilled,
+            work=lambda: backend.prompt_work,
         )
         counts0 = prefix_reuse(backend)
         state = "stopped"
@@ -182,16 +181,14 @@ def answers(
     contexts: Mapping[str, Context],
     config: GenerationConfig,
 ) -> Iterator[Response]:
-    """The answers to ``batch`` as the engine finishes them: the backend's ``stream`` when it has
-    one, else its ``generate`` (the whole batch at once).
+    """The answers to ``batch`` as the engine finishes them (its ``stream``; :class:`Engine`'s is
+    ``generate``'s whole batch at once).
 
     Raises:
         LcevalError: the backend answers a sample not asked, one twice, or misses one.
     """
-    stream = getattr(backend, "stream", None)
-    out = stream if callable(stream) else backend.generate
     wanted = {s.id for s in batch}
-    for r in out(batch, contexts, config):
+    for r in backend.stream(batch, contexts, config):
         if r.sample_id not in wanted:
             raise LcevalError(
                 f"backend {backend.name} answered {r.sample_id!r:.60}, not asked or twice"

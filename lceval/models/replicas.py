@@ -220,9 +220,9 @@ class _Replica:
         """The engine's name, cache fields, ``info()`` and default call size."""
         return {
             "name": self.engine.name,
-            "cache_fields": dict(getattr(self.engine, "cache_fields", None) or {}),
+            "cache_fields": dict(self.engine.cache_fields),
             "info": self.engine.info(),
-            "call_size": int(getattr(self.engine, "call_size", 8)),
+            "call_size": self.engine.call_size,
         }
 
     def answer(self, batch: list[Sample], ctx: dict[str, Context], config: Any) -> list[Response]:

@@ -420,7 +420,7 @@ def _answer_mode(
     shown, shown_contexts = contexts_view(mode, samples, contexts)
     counts0 = prefix_reuse(engine)
     t0 = time.perf_counter()
-    size = batch_size or int(getattr(engine, "call_size", DEFAULT_CALL_SIZE))
+    size = batch_size or engine.call_size
     if hasattr(engine, "run_dir"):  # the openai backend records its batches there
         engine.run_dir = run.path
     responses = generate(

@@ -22,9 +22,10 @@ from lceval.benchmarks.cifbench.judge import (
 from lceval.core.errors import LcevalError
 from lceval.core.records import Context, Response, Sample
 from lceval.core.store import ResponseStore
+from lceval.models.base import Engine
 
 
-class Scripted:
+class Scripted(Engine):
     """A backend answering every prompt with ``answer`` (or an error), counting prompts."""
 
     name = "scripted-judge"

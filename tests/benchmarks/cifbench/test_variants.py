@@ -17,9 +17,10 @@ from lceval.benchmarks.cifbench.variants import (
 )
 from lceval.core.errors import LcevalError
 from lceval.core.records import Response
+from lceval.models.base import Engine
 
 
-class Paraphraser:
+class Paraphraser(Engine):
     """Answers request k of a task with a scripted paraphrase; counts requests."""
 
     name = "scripted"
