@@ -89,7 +89,8 @@ class Backend(Protocol):
 
     @property
     def prompt_tokens_prefilled(self) -> int | None:
-        """Prompt tokens of requests past prefill (the bar's progress before the first answer)."""
+        """Prompt tokens of requests whose prefill is done (the bar's progress before the first
+        answer)."""
         ...
 
     @property

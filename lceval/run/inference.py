@@ -127,7 +127,7 @@ def run_infer(
         one, many = None, one
     if one is None and many is None:  # the declared default, from every door
         if cfg.backend == "openai":
-            raise LcevalError("the openai backend needs a model: --model <served model name>")
+            raise LcevalError("the openai backend needs --model <served model name> (model=)")
         one = "embedded"  # the offline stand-in
     specs = resolve_models(one, many, cfg.backend, cfg.backend_options)
     # -o context=full,none: what each model reads in place of the long context (never the

@@ -410,8 +410,8 @@ def test_thinking_run_end_to_end(thinking_model_dir: Path, tmp_path: Path) -> No
     lceval.run.build("think", "manyifeval", {"path": str(data)}, root=tmp_path)
     rs = lceval.run.infer(
         "think",
-        "hf",
-        str(thinking_model_dir),
+        backend="hf",
+        model=str(thinking_model_dir),
         root=tmp_path,
         max_new_tokens=6,
         backend_options={"device": "cpu", "max_thinking_tokens": 16},

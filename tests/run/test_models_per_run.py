@@ -95,7 +95,7 @@ def test_inference_section_declares_models_and_truncate():
 @pytest.mark.parametrize(
     ("kwargs", "message"),
     [
-        ({}, "no model named"),
+        ({"models": []}, "models must name at least one model"),
         ({"model": "embedded", "models": ["embedded"]}, "not both"),
     ],
 )

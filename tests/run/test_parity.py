@@ -180,7 +180,7 @@ FIXTURE = [HealthCheck.function_scoped_fixture]  # the run and stubs hold across
 def test_a_flag_a_keyword_and_a_notebook_parameter_give_one_config(run, values):
     r, seen = run
     if values.get("backend") == "openai" and "model" not in values:
-        with pytest.raises(LcevalError, match="the openai backend needs a model"):
+        with pytest.raises(LcevalError, match="the openai backend needs --model"):
             lceval.infer(r.run_id, root=r.path.parent, progress=False, **values)
         return
     cli = _cli(r, seen, values)
