@@ -150,8 +150,8 @@ class HFBackend(Renders, Engine):
         self.prefill_chunk = o.prefill_chunk or PREFILL_CHUNK
         self._prefix_ids: list[int] = []  # the kept shared prefix (empty: none) and its
         self._prefix_kv: Any = None  # batch-1 cache (only copies or views go to generate)
-        self.prompt_tokens_requested = 0  # prompt tokens answered (padding excluded), of which
-        self.prompt_tokens_computed = 0  # the model encoded these (the rest: a kept prefix)
+        self.prompt_tokens_requested: int = 0  # prompt tokens answered (padding excluded), of which
+        self.prompt_tokens_computed: int = 0  # the model encoded these (the rest: a kept prefix)
         load = {"trust_remote_code": o.trust_remote_code, "local_files_only": True}
         window = o.window
         try:

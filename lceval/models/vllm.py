@@ -160,11 +160,11 @@ class VLLMBackend(Renders, Engine):
         self.dtype = str(config.model_config.dtype).removeprefix("torch.")
         self.call_size = CALL_SIZE
         self._requests = 0
-        self.prompt_tokens_requested = 0  # of every finished request
+        self.prompt_tokens_requested: int = 0  # of every finished request
         self.prompt_tokens_computed: int | None = 0
         """Of those, tokens not served from the prefix cache; None once a result does not say."""
-        self.prompt_tokens_prefilled = 0  # of requests past prefill (shown before the 1st answer)
-        self.prompt_work = dict.fromkeys(progress.WORK_KEYS, 0.0)
+        self.prompt_tokens_prefilled: int = 0  # of requests past prefill (the bar, first)
+        self.prompt_work: dict[str, float] = dict.fromkeys(progress.WORK_KEYS, 0.0)
         """What :meth:`stream` measured for the time left (:func:`.progress.work_eta`)."""
 
     def info(self) -> dict[str, Any]:
