@@ -66,11 +66,12 @@ def test_block_is_found_and_uses_lceval_only():
 
 
 def test_limit_hook_caps_infer_and_refuses_a_bad_value():
-    """The hook wraps the inference entry every path takes (``lceval infer``, ``lceval.infer``,
-    the notebooks' ``lceval.run.infer``) and only when ``$LCEVAL_TEST_LIMIT`` is set."""
+    """The hook wraps the inference path every entry takes (``run_infer``, behind ``lceval
+    infer``, ``lceval.infer`` and the notebooks' ``lceval.run.infer``) and only when
+    ``$LCEVAL_TEST_LIMIT`` is set."""
     code = (
         "import lceval, lceval.run, lceval.run.inference as m;"
-        "print(lceval.infer is lceval.run.infer is m.infer, hasattr(m.infer, '__wrapped__'))"
+        "print(lceval.infer is lceval.run.infer is m.infer, hasattr(m.run_infer, '__wrapped__'))"
     )
     argv = [sys.executable, "-c", code]
     done = subprocess.run(argv, env=hooked_env("2"), capture_output=True, text=True, cwd=REPO)
