@@ -1,0 +1,48 @@
+"""One setting, one place (issue 48): outside lceval/benchmarks/, ``max_new_tokens`` is declared
+(a class field or a function parameter) twice, the generation config's cap
+(``lceval.params.Budget``) and a sample's own budget (``Sample.max_new_tokens``), and
+``temperature`` once (``lceval.params.Generation``); every ``Field`` default of the declared
+configs is a keyword, which ``dataclass_transform`` (a user's mypy, pyright) needs to see it."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import lceval
+
+PACKAGE = Path(lceval.__file__).resolve().parent
+
+
+def _declarations(name: str) -> list[str]:
+    out = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        if path.relative_to(PACKAGE).parts[0] == "benchmarks":
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            where = f"{path.relative_to(PACKAGE)}:{getattr(node, 'lineno', 0)}"
+            if isinstance(node, ast.AnnAssign) and getattr(node.target, "id", None) == name:
+                out.append(where)
+            elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda):
+                a = node.args
+                out += [where for x in a.posonlyargs + a.args + a.kwonlyargs if x.arg == name]
+    return out
+
+
+def test_one_generation_setting_is_declared_once():
+    assert [d.split(":")[0] for d in _declarations("max_new_tokens")] == [
+        "core/records.py",  # Sample.max_new_tokens: the sample's own budget
+        "params.py",  # Budget.max_new_tokens: the cap
+    ]
+    assert [d.split(":")[0] for d in _declarations("temperature")] == ["params.py"]
+
+
+def test_field_defaults_are_keywords():
+    for name in ("params.py", "run/config.py"):
+        tree = ast.parse((PACKAGE / name).read_text(encoding="utf-8"))
+        positional = [
+            n.lineno
+            for n in ast.walk(tree)
+            if isinstance(n, ast.Call) and getattr(n.func, "id", None) == "Field" and n.args
+        ]
+        assert positional == [], f"{name}: Field(default=...) at lines {positional}"
