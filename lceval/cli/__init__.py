@@ -16,7 +16,7 @@ from typing import NoReturn
 
 from lceval.cli.common import Handler
 from lceval.core.console import VERBOSE_ENV
-from lceval.core.errors import LcevalError, did_you_mean, one_line
+from lceval.core.errors import LcevalError, did_you_mean, one_line, redact
 from lceval.run.config import VERBS, add_flags, from_args
 
 MODULES = {"eval": "evaluation", "list": "listing", "import": "imports"}
@@ -93,7 +93,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         config = from_args(VERBS[args.command], args)
         return HANDLERS[args.command](config, getattr(args, "outputs", None))
     except LcevalError as exc:
-        print(f"lceval: {_bounded(str(exc))}", file=sys.stderr)
+        print(f"lceval: {_bounded(redact(str(exc)))}", file=sys.stderr)
         return 2
     except OSError as exc:  # a write no lceval writer wraps: full disk, quota, read-only folder
         reason = exc.strerror or one_line(exc) or type(exc).__name__  # No space left on device
