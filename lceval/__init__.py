@@ -20,6 +20,10 @@ The Python face, typed (each the function the ``lceval`` command's verb calls)::
 Importing lceval loads neither pandas nor an engine: they are imported when a stage runs.
 """
 
+# first: a Ctrl-C while the lceval command imports the rest is one line (lceval.core.interrupt)
+from lceval.core import interrupt as _interrupt  # noqa: F401
+
+# isort: split
 from typing import TYPE_CHECKING
 
 from lceval.core.errors import LcevalError

@@ -15,6 +15,7 @@ from importlib import import_module
 from typing import NoReturn
 
 from lceval.cli.common import Handler
+from lceval.core import interrupt
 from lceval.core.console import VERBOSE_ENV
 from lceval.core.errors import LcevalError, did_you_mean, one_line, redact
 from lceval.run.config import VERBS, add_flags, from_args
@@ -82,8 +83,13 @@ def _parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``lceval`` console script; returns the exit status."""
-    parser = _parser()
-    args, extra = parser.parse_known_args(argv)
+    interrupt.release()  # Ctrl-C from here: KeyboardInterrupt, said below (exit 130)
+    try:
+        parser = _parser()
+        args, extra = parser.parse_known_args(argv)
+    except KeyboardInterrupt:
+        print("lceval: interrupted", file=sys.stderr)
+        return 130
     if extra:  # said by the verb's parser, with its closest flag
         verbs = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
         _unknown_flags(verbs.choices[args.command], extra)
