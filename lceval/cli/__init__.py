@@ -99,7 +99,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         config = from_args(VERBS[args.command], args)
         return HANDLERS[args.command](config, getattr(args, "outputs", None))
     except LcevalError as exc:
-        print(f"lceval: {_bounded(redact(str(exc)))}", file=sys.stderr)
+        print(f"lceval: {_bounded(redact(str(exc), patterns=True))}", file=sys.stderr)
         return 2
     except OSError as exc:  # a write no lceval writer wraps: full disk, quota, read-only folder
         reason = exc.strerror or one_line(exc) or type(exc).__name__  # No space left on device

@@ -45,19 +45,20 @@ def add_secret(*secrets: str | None) -> None:
                     _SECRETS.add(form)
 
 
-def redact(text: str) -> str:
-    """``text`` with every registered secret (:func:`add_secret`), ``Bearer <token>`` and
-    ``sk-...`` keys replaced by ``[redacted]``: applied to a whole text before any cut, wherever
-    text leaves the engine layer (errors, answers, logs, run files, the terminal).
-
-    Servers may echo the request's headers, URL or key in an error body or an answer."""
+def redact(text: str, *, patterns: bool = False) -> str:
+    """``text`` with every registered secret (:func:`add_secret`) replaced by ``[redacted]``;
+    with ``patterns``, also ``Bearer <token>`` and ``sk-...`` keys (for error messages: in an
+    answer, "bearer of" is text). Applied to a whole text before any cut, wherever text leaves
+    the engine layer (errors, answers, logs, run files, the terminal): servers may echo the
+    request's headers, URL or key in an error body or an answer."""
     if not isinstance(text, str):
         return text
     for secret in sorted(_SECRETS, key=len, reverse=True):
         if secret in text:
             text = text.replace(secret, REDACTED)
-    text = _BEARER.sub(r"\1" + REDACTED, text)
-    return _KEYLIKE.sub(REDACTED, text)
+    if patterns:
+        text = _KEYLIKE.sub(REDACTED, _BEARER.sub(r"\1" + REDACTED, text))
+    return text
 
 
 def without_credentials(url: str) -> str:

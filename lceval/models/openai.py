@@ -8,6 +8,7 @@ provider's Batch API, its id kept in ``<run>/batches.json`` so that a killed run
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import ipaddress
 import json
@@ -271,11 +272,13 @@ class OpenAIBackend:
             return self._error(sample, config, exc)
 
     def _one_line(self, exc: BaseException) -> str:
-        return one_line(exc)  # the key and base_url's credentials redacted before the cut
+        # the key and base_url's credentials redacted before the cut; then any bearer token
+        return redact(one_line(exc), patterns=True)
 
     def _error(self, sample: Sample, config: GenerationConfig, exc: BaseException) -> Response:
         """An error Response whose message has the API key and any bearer token redacted."""
-        return error_response(sample, self.name, config, exc)
+        r = error_response(sample, self.name, config, exc)
+        return dataclasses.replace(r, error=redact(r.error or "", patterns=True))
 
     def _response(
         self, sample: Sample, completion: Any, config: GenerationConfig, latency: float

@@ -74,3 +74,20 @@ def test_no_fragment_of_the_key_or_password_leaves_the_engine(
     for f in sorted(p for p in tmp_path.rglob("*") if p.is_file()):
         assert _leaks(f.read_bytes().decode("utf-8", "replace")) == [], f
     assert "127.0.0.1" in (run.path / "run.json").read_text()  # the host is kept
+
+
+def test_redaction_comes_before_the_cut_and_leaves_ordinary_text() -> None:
+    """The key at the end of a long error is redacted whole before one_line cuts it (the cut
+    left 37 of its 39 characters); a base_url's password is registered when the URL is
+    recorded without it; an answer's "bearer of" is text, not a token."""
+    from lceval.core.errors import add_secret, one_line, redact, without_credentials
+
+    add_secret(KEY)
+    cut = one_line("x" * 480 + " " + KEY, 500)
+    assert _leaks(cut) == [] and cut.endswith("[redacted]"[: 500 - 481])
+    assert without_credentials(f"http://{USER}:{PASSWORD}@10.0.0.1:8/v1") == "http://10.0.0.1:8/v1"
+    assert redact(f"p={PASSWORD}") == "p=[redacted]"
+    assert redact("The bearer of sk-learn-ish news") == "The bearer of sk-learn-ish news"
+    assert redact("Authorization: Bearer abc.def", patterns=True) == (
+        "Authorization: Bearer [redacted]"
+    )
