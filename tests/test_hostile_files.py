@@ -216,3 +216,18 @@ def test_ctrl_c_at_any_moment_of_the_start_is_one_line_and_130() -> None:
         lines = err.strip().splitlines()
         assert (proc.returncode, len(lines)) == (130, 1), f"after {0.05 + 0.1 * i:.2f} s: {err}"
         assert lines[0].startswith("lceval: interrupted")
+
+
+def test_deeply_nested_json_data_files_are_one_line(tmp_path: Path) -> None:
+    """Item 6: user data files read with json.loads (LongGenBench's official format, LIFBench's
+    Alpaca list) nested past Python's recursion limit: LcevalError, not RecursionError."""
+    from lceval.benchmarks.lifbench.inputs import list_texts
+    from lceval.benchmarks.longgenbench.official import load_official
+    from lceval.core.errors import LcevalError
+
+    deep = tmp_path / "deep.json"
+    deep.write_text("[" * 100_000 + "]" * 100_000)
+    with pytest.raises(LcevalError, match="nested too deeply"):
+        load_official(deep)
+    with pytest.raises(LcevalError, match="is corrupt"):
+        list_texts(str(deep))

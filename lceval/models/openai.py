@@ -391,7 +391,7 @@ def _read_ledger(path: Path) -> dict[str, str]:
     """The batches a run submitted: request hash -> batch id ({} when unreadable)."""
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+    except (OSError, ValueError, RecursionError):
         return {}
     return {k: v for k, v in data.items() if isinstance(v, str)} if isinstance(data, dict) else {}
 

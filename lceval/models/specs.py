@@ -291,7 +291,7 @@ def declared_window(spec: ModelSpec, folder: Path | None) -> tuple[int | None, s
         return int(getattr(options, key)), f"option {key}"
     try:
         config = json.loads((folder / "config.json").read_text(encoding="utf-8") if folder else "")
-    except (OSError, ValueError):
+    except (OSError, ValueError, RecursionError):
         return None, "its config.json could not be read"
     section = window_config(config)
     if section is None:

@@ -163,7 +163,7 @@ def stored() -> dict[str, Calibration]:
     try:
         data = json.loads((cache_root() / CALIBRATION_NAME).read_text(encoding="utf-8"))
         return {k: Calibration.model_validate(v) for k, v in data.items()}
-    except (OSError, ValueError, TypeError, AttributeError):  # ValidationError is a ValueError
+    except (OSError, ValueError, TypeError, AttributeError, RecursionError):  # ValidationError
         return {}
 
 
@@ -191,7 +191,7 @@ def model_shape(entry: dict[str, Any], name: str) -> ModelShape:
     path = Path(str(entry.get("path") or "")) / "config.json"
     try:
         cfg = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+    except (OSError, ValueError, RecursionError):
         raise LcevalError(f"no readable config.json at {path}") from None
     if not isinstance(cfg, dict):
         raise LcevalError(f"{path} is not a JSON object")
