@@ -321,7 +321,7 @@ def writer_alive(rec: Mapping[str, Any]) -> bool | None:
         return False
     except (psutil.Error, OSError, OverflowError):
         return None
-    return not (_finite(t) and started > t + 1)
+    return not (isinstance(t, int | float) and _finite(t) and started > t + 1)
 
 
 def _checked(rec: dict[str, Any]) -> dict[str, Any]:
