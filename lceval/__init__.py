@@ -21,6 +21,10 @@ The Python face (:mod:`lceval.api`), typed for any type checker (each the functi
 Importing lceval loads neither pandas nor an engine: they are imported when a stage runs.
 """
 
+# first: a Ctrl-C while the lceval command imports the rest is one line (lceval.core.interrupt)
+from lceval.core import interrupt as _interrupt  # noqa: F401
+
+# isort: split
 from lceval.api import EvalResult, build, compare, evaluate, infer, score, write_report
 from lceval.core.errors import LcevalError
 from lceval.core.io import RunDir

@@ -28,7 +28,7 @@ from pydantic import (
 from pydantic_core import core_schema
 
 from lceval.core.errors import LcevalError, did_you_mean, one_line
-from lceval.core.io import project_root, read_bounded
+from lceval.core.io import load_yaml, project_root, read_bounded
 
 M = TypeVar("M", bound=BaseModel)
 P = ParamSpec("P")
@@ -425,7 +425,8 @@ def load_params(path: str | os.PathLike[str]) -> dict[str, Any]:
 
     Raises:
         LcevalError: missing, unreadable, not a regular file, too large, not UTF-8, not YAML,
-            or not a mapping at top level.
+            empty or null, or not a mapping at top level; more than
+            :data:`lceval.core.io.MAX_YAML_ALIASES` aliases, a larger expansion, a duplicate key.
     """
     path = Path(path)
     if not path.is_absolute() and not path.exists():
@@ -440,17 +441,20 @@ def load_params(path: str | os.PathLike[str]) -> dict[str, Any]:
     except UnicodeDecodeError as exc:
         raise LcevalError(f"params file {path} is not UTF-8 text (byte {exc.start})") from None
     try:
-        data = yaml.safe_load(text)
+        data = load_yaml(text)  # aliases, expansion and duplicate keys bounded
     except RecursionError:
         raise LcevalError(f"params file {path} is nested too deeply") from None
-    except ValueError as exc:  # an integer past Python's digit limit
+    except ValueError as exc:  # an alias bomb, a duplicate key, an int past 4300 digits
         raise LcevalError(f"params file {path}: {one_line(exc, 120)}") from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" (line {mark.line + 1})" if mark is not None else ""
         raise LcevalError(f"params file {path} is not valid YAML{where}") from None
-    if data is None:
-        return {}
+    if data is None:  # it would build the builder's defaults, as --params '' would
+        raise LcevalError(
+            f"params file {path} is empty (or null); give the params, or leave --params out "
+            "for the defaults"
+        )
     if not isinstance(data, dict):
         raise LcevalError(f"params file {path} must hold a mapping, got {type(data).__name__}")
     return data

@@ -15,8 +15,9 @@ from importlib import import_module
 from typing import NoReturn
 
 from lceval.cli.common import Handler
+from lceval.core import interrupt
 from lceval.core.console import VERBOSE_ENV
-from lceval.core.errors import LcevalError, did_you_mean, one_line
+from lceval.core.errors import LcevalError, did_you_mean, one_line, redact
 from lceval.run.config import VERBS, add_flags, from_args
 
 MODULES = {"eval": "evaluation", "list": "listing", "import": "imports"}
@@ -82,8 +83,13 @@ def _parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``lceval`` console script; returns the exit status."""
-    parser = _parser()
-    args, extra = parser.parse_known_args(argv)
+    interrupt.release()  # Ctrl-C from here: KeyboardInterrupt, said below (exit 130)
+    try:
+        parser = _parser()
+        args, extra = parser.parse_known_args(argv)
+    except KeyboardInterrupt:
+        print("lceval: interrupted", file=sys.stderr)
+        return 130
     if extra:  # said by the verb's parser, with its closest flag
         verbs = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
         _unknown_flags(verbs.choices[args.command], extra)
@@ -93,7 +99,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         config = from_args(VERBS[args.command], args)
         return HANDLERS[args.command](config, getattr(args, "outputs", None))
     except LcevalError as exc:
-        print(f"lceval: {_bounded(str(exc))}", file=sys.stderr)
+        print(f"lceval: {_bounded(redact(str(exc), patterns=True))}", file=sys.stderr)
         return 2
     except OSError as exc:  # a write no lceval writer wraps: full disk, quota, read-only folder
         reason = exc.strerror or one_line(exc) or type(exc).__name__  # No space left on device

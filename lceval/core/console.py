@@ -21,7 +21,7 @@ from typing import IO, Any, TextIO
 
 from tqdm import TqdmWarning
 
-from lceval.core.errors import LcevalError, one_line
+from lceval.core.errors import LcevalError, one_line, redact
 
 VERBOSE_ENV = "LCEVAL_VERBOSE"
 """``1`` keeps engine logs on the terminal (``lceval -v`` sets it for child notebooks)."""
@@ -218,4 +218,4 @@ quiet_tqdm_auto()
 
 def log(message: str) -> None:
     """One ``lceval: ...`` line on :func:`terminal`."""
-    print(f"lceval: {message}", file=terminal(), flush=True)
+    print(f"lceval: {redact(message)}", file=terminal(), flush=True)

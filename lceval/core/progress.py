@@ -18,6 +18,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any, TextIO
 
+import psutil
 from tqdm import tqdm  # a plain text bar: tqdm.auto needs ipywidgets in notebooks
 
 from lceval.core.console import terminal
@@ -302,9 +303,32 @@ def status(run_path: str | os.PathLike[str], now: float | None = None) -> str:
         raise LcevalError(f"no progress recorded yet in {path} (lceval infer or run writes it)")
     now = time.time() if now is None else now
     return "\n".join(
-        f"{render(rec)} ({duration(max(0.0, now - rec.get('t', now)))} ago)"
+        f"{render(_checked(rec))} ({duration(max(0.0, now - rec.get('t', now)))} ago)"
         for rec in recs.values()
     )
+
+
+def writer_alive(rec: Mapping[str, Any]) -> bool | None:
+    """Whether the process that wrote ``rec`` (its ``pid``, on this machine) still runs: False
+    when no process has that pid or the one that has it started after the record was written
+    (the pid reused); None when the record names no pid."""
+    pid, t = rec.get("pid"), rec.get("t")
+    if isinstance(pid, bool) or not isinstance(pid, int) or pid <= 0:
+        return None
+    try:
+        started = psutil.Process(pid).create_time()
+    except psutil.NoSuchProcess:
+        return False
+    except (psutil.Error, OSError, OverflowError):
+        return None
+    return not (isinstance(t, int | float) and _finite(t) and started > t + 1)
+
+
+def _checked(rec: dict[str, Any]) -> dict[str, Any]:
+    """``rec`` with a ``running`` state whose writer is gone (SIGKILL, a crash) said as such."""
+    if rec.get("state", "running") == "running" and writer_alive(rec) is False:
+        return {**rec, "state": f"not running: writer pid {rec['pid']} is gone"}
+    return rec
 
 
 class Watcher:

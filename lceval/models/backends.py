@@ -16,7 +16,7 @@ from urllib.parse import urlparse
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from lceval.core.errors import LcevalError, did_you_mean
+from lceval.core.errors import LcevalError, add_secret, did_you_mean, without_credentials
 from lceval.models.rope import RopeScaling
 from lceval.params import first_error
 
@@ -184,7 +184,15 @@ def openai_ready(model: str | None, options: BackendOptions) -> tuple[str, str |
     base_url = (options.base_url or os.environ.get("OPENAI_BASE_URL") or PUBLIC_BASE_URL).rstrip(
         "/"
     )
+    scheme = urlparse(base_url).scheme if "://" in base_url else ""
+    if scheme not in ("http", "https"):
+        raise LcevalError(
+            f"model {model[:60]}: base_url must be an http(s) URL, got "
+            f"{without_credentials(base_url)[:80]!r}"
+        )
+    without_credentials(base_url)  # its password a secret from here on (redacted everywhere)
     key = os.environ.get(options.api_key_env) or None
+    add_secret(key)
     if is_public_openai(base_url) and not key:
         raise LcevalError(
             f"model {model[:60]}: set {options.api_key_env} to use the OpenAI API at {base_url}"

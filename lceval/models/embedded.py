@@ -139,7 +139,7 @@ def embedded_model_dir() -> tuple[Path, dict[str, Any]]:
     def current() -> dict[str, Any] | None:
         try:
             rec = json.loads((target / SOURCE_FILE).read_text(encoding="utf-8"))
-        except (OSError, ValueError):
+        except (OSError, ValueError, RecursionError):
             return None
         same = all(rec.get(k) == v for k, v in stamp.items())
         return rec if same and (target / "config.json").is_file() else None

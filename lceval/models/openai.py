@@ -13,7 +13,6 @@ import hashlib
 import ipaddress
 import json
 import math
-import re
 import time
 import warnings
 from collections.abc import Mapping, Sequence
@@ -22,7 +21,7 @@ from pathlib import Path
 from typing import Any, Final, cast
 from urllib.parse import urlparse
 
-from lceval.core.errors import LcevalError, one_line
+from lceval.core.errors import LcevalError, one_line, redact, without_credentials
 from lceval.core.io import atomic_open
 from lceval.core.records import Context, FinishReason, Response, Sample
 from lceval.core.tokens import count_tokens
@@ -69,12 +68,12 @@ class OpenAIBackend(Engine):
         from openai import OpenAI  # heavy: openai, only when the backend is used
 
         o = options if options is not None else cast(OpenAIOptions, parse_options("openai", given))
-        self.base_url, key = openai_ready(model, o)
+        url, key = openai_ready(model, o)
+        self.base_url = without_credentials(url)
+        """The endpoint as recorded and shown: without a ``user:password@`` part."""
         self.name, self.options = cast(str, model), o
         self.markers = markers_from_option(o.think_end) if o.think_end is not None else None
         self.public = is_public_openai(self.base_url)
-        self._secrets = (key,) if key else ()
-        """Strings redacted from every error message and stored error (the API key)."""
         if key and _plain_http_to_remote(self.base_url):
             warnings.warn(
                 f"sending {o.api_key_env} over plain http to {self.base_url}", stacklevel=2
@@ -85,7 +84,7 @@ class OpenAIBackend(Engine):
         """The run folder holding ``batches.json`` (set by inference; None: the working dir)."""
         self.client = OpenAI(
             api_key=key or "EMPTY",
-            base_url=self.base_url,
+            base_url=url,
             max_retries=o.max_retries,
             timeout=o.timeout,
         )
@@ -273,12 +272,13 @@ class OpenAIBackend(Engine):
             return self._error(sample, config, exc)
 
     def _one_line(self, exc: BaseException) -> str:
-        return redact(one_line(exc), self._secrets)
+        # the key and base_url's credentials redacted before the cut; then any bearer token
+        return redact(one_line(exc), patterns=True)
 
     def _error(self, sample: Sample, config: GenerationConfig, exc: BaseException) -> Response:
         """An error Response whose message has the API key and any bearer token redacted."""
         r = error_response(sample, self.name, config, exc)
-        return dataclasses.replace(r, error=redact(r.error or "", self._secrets))
+        return dataclasses.replace(r, error=redact(r.error or "", patterns=True))
 
     def _response(
         self, sample: Sample, completion: Any, config: GenerationConfig, latency: float
@@ -291,6 +291,8 @@ class OpenAIBackend(Engine):
         if unfinished:  # no answer; the server's finish kept (EOS inside the thinking: stop)
             text = ""
         text, reason = cut_at_stop(text, sample.stop, reason)
+        # a server may echo the key: stored as "[redacted]", saying so
+        text, reasoning = redact(text), redact(reasoning) if reasoning is not None else None
         return Response(
             sample_id=sample.id,
             model=self.name,
@@ -374,20 +376,6 @@ def token_count(value: object) -> int:
     return int(value) if value == int(value) and 0 <= value <= MAX_TOKENS else 0
 
 
-_BEARER = re.compile(r"(?i)(bearer\s+)[A-Za-z0-9._~+/=-]+")
-_KEYLIKE = re.compile(r"\bsk-[A-Za-z0-9_-]{8,}")
-
-
-def redact(text: str, secrets: tuple[str, ...] = ()) -> str:
-    """``text`` with each secret, ``Bearer <token>`` and ``sk-...`` keys replaced by ``***``
-    (servers may echo request headers in the error bodies lceval prints and stores).
-    """
-    for secret in secrets:
-        text = text.replace(secret, "***")
-    text = _BEARER.sub(r"\1***", text)
-    return _KEYLIKE.sub("***", text)
-
-
 def _plain_http_to_remote(base_url: str) -> bool:
     """True for an ``http://`` URL whose host is not on this machine (loopback)."""
     u = urlparse(base_url)
@@ -403,7 +391,7 @@ def _read_ledger(path: Path) -> dict[str, str]:
     """The batches a run submitted: request hash -> batch id ({} when unreadable)."""
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+    except (OSError, ValueError, RecursionError):
         return {}
     return {k: v for k, v in data.items() if isinstance(v, str)} if isinstance(data, dict) else {}
 

@@ -15,7 +15,7 @@ from typing import Annotated, Any, cast
 from pydantic import AfterValidator, BaseModel, ConfigDict, StringConstraints, model_validator
 
 from lceval.core.console import engine_output, verbose
-from lceval.core.errors import LcevalError
+from lceval.core.errors import LcevalError, without_credentials
 from lceval.core.records import Context, Sample
 from lceval.core.tokens import count_tokens
 from lceval.models.backends import BACKENDS, LocalOptions, parse_options, resolve_backend
@@ -86,12 +86,21 @@ def stored_name(spec: ModelSpec) -> str:
     return spec.model.rstrip("/") or spec.model
 
 
+def recorded_options(spec: ModelSpec) -> dict[str, Any]:
+    """``spec``'s options as run.json records them: a ``base_url``'s ``user:password@`` dropped
+    (its credentials are secrets, :func:`lceval.core.errors.without_credentials`)."""
+    out = dict(spec.options)
+    if isinstance(out.get("base_url"), str):
+        out["base_url"] = without_credentials(out["base_url"])
+    return out
+
+
 def location(spec: ModelSpec) -> str:
     """Where ``spec``'s weights are: ``embedded``, a folder's absolute path, a hub id, or
-    ``openai:<base_url>|<served name>``."""
+    ``openai:<base_url>|<served name>`` (the URL without credentials)."""
     if spec.backend == "openai":
         base = str(spec.options.get("base_url") or os.environ.get("OPENAI_BASE_URL") or "")
-        return f"openai:{base.rstrip('/')}|{spec.model}"
+        return f"openai:{without_credentials(base).rstrip('/')}|{spec.model}"
     if spec.model.lower() in EMBEDDED_ALIASES:
         return "embedded"
     path = Path(spec.model).expanduser()
@@ -147,7 +156,9 @@ def check_names(
         was, why = recorded_location(entry), None
         if was is not None and was != location(spec):
             why = f"from {was[-80:]}"
-        elif "options" in entry and _options_text(entry["options"]) != _options_text(spec.options):
+        elif "options" in entry and _options_text(entry["options"]) != _options_text(
+            recorded_options(spec)
+        ):
             why = f"with options {_options_text(entry['options'])[:80]}"
         elif entry.get("backend") not in (None, resolve_backend(spec.backend)):
             why = f"from backend {entry.get('backend')}"
@@ -280,7 +291,7 @@ def declared_window(spec: ModelSpec, folder: Path | None) -> tuple[int | None, s
         return int(getattr(options, key)), f"option {key}"
     try:
         config = json.loads((folder / "config.json").read_text(encoding="utf-8") if folder else "")
-    except (OSError, ValueError):
+    except (OSError, ValueError, RecursionError):
         return None, "its config.json could not be read"
     section = window_config(config)
     if section is None:

@@ -19,8 +19,8 @@ from lceval import metrics
 from lceval.benchmarks import registry
 from lceval.benchmarks.base import scorer_of
 from lceval.core.console import log
-from lceval.core.errors import LcevalError
-from lceval.core.io import RunDir, read_bounded
+from lceval.core.errors import LcevalError, one_line
+from lceval.core.io import RunDir, check_depth, read_bounded
 from lceval.core.records import to_dict
 from lceval.report.compare import check_once, named_models, ranked
 from lceval.report.coverage import CUT_FLAG, run_coverage, run_cut_answers, with_finished
@@ -218,11 +218,17 @@ def load_results(source: str | Path) -> dict[str, Any]:
         )
 
     try:  # read_bounded: one line for a folder, FIFO, unreadable or oversized file
-        doc = json.loads(read_bounded(path).decode("utf-8"), parse_constant=no_constant)
+        doc = check_depth(
+            json.loads(read_bounded(path).decode("utf-8"), parse_constant=no_constant)
+        )
     except UnicodeDecodeError as exc:
         raise LcevalError(f"{path} is not UTF-8 text (byte {exc.start})") from None
     except json.JSONDecodeError as exc:
         raise LcevalError(f"{path} is not valid JSON (line {exc.lineno}: {exc.msg})") from None
+    except RecursionError:
+        raise LcevalError(f"{path} is not a results document: nested too deeply") from None
+    except ValueError as exc:  # nested past MAX_JSON_DEPTH, a number too long to read
+        raise LcevalError(f"{path} is not a results document: {one_line(exc, 80)}") from None
     check(doc, str(path))
     return dict(doc)
 

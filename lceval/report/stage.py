@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from lceval.benchmarks import registry
 from lceval.benchmarks.base import scorer_of
+from lceval.core.console import log
 from lceval.core.errors import LcevalError
 from lceval.core.io import RunDir
 from lceval.run.scoring import load_samples
@@ -94,6 +95,8 @@ def write_report(
             bench = registry.get(key)
             mine = scorer_of(key, scorer)
             bench_scores, tables.scorers[key] = bench.scores_for(scores, mine, report=mine is None)
+            if len(bench_scores) and bench_scores["value"].isna().all():
+                log(f"{key}: every answer errored or has no score ({len(bench_scores)} rows)")
             where = staged
             if mine is not None and mine != bench.default_scorer:
                 where = staged.with_report(staged.report / mine.replace(":", "-"))

@@ -14,7 +14,8 @@ from typing import Any, TypeVar
 import yaml
 from pydantic import BaseModel, Field, ValidationInfo, field_validator, model_validator
 
-from lceval.core.errors import LcevalError
+from lceval.core.errors import LcevalError, one_line
+from lceval.core.io import YAMLLimitError, load_yaml
 from lceval.models.backends import known_backend
 from lceval.models.specs import resolve_models
 from lceval.params import (
@@ -48,7 +49,9 @@ def _kv(items: Sequence[str] | None, flag: str) -> dict[str, Any]:
         if flag == "--param" and not value.strip():  # it was read as null: the default, silently
             raise LcevalError(f"-p {key}= needs a value after '=' (null: -p {key}=null)")
         try:
-            out[key] = yaml.safe_load(value)
+            out[key] = load_yaml(value)
+        except YAMLLimitError as exc:  # an alias bomb, a duplicate key: refused
+            raise LcevalError(f"{flag} {key}: {one_line(exc, 120)}") from None
         except (yaml.YAMLError, ValueError, RecursionError):  # ValueError: int past 4300 digits
             out[key] = value
     return out
@@ -94,8 +97,8 @@ def _mapping_text(item: Any) -> Any:
     if not isinstance(item, str) or not item.lstrip().startswith("{"):
         return item
     try:
-        value = yaml.safe_load(item)
-    except yaml.YAMLError:
+        value = load_yaml(item)
+    except (yaml.YAMLError, ValueError, RecursionError):  # an alias bomb, a duplicate key
         value = None
     if not isinstance(value, dict):
         raise ValueError(

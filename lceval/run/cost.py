@@ -26,7 +26,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from lceval.benchmarks import registry
 from lceval.core.errors import LcevalError, one_line
-from lceval.core.io import atomic_open
+from lceval.core.io import atomic_open, load_yaml
 from lceval.core.progress import progress_path, read
 from lceval.core.tokens import count_tokens
 from lceval.models.embedded import EMBEDDED_NAME, cache_root, resolve_model
@@ -78,10 +78,10 @@ def load_prices(path: str | os.PathLike[str] | None = None) -> Prices:
     where = f"--prices {path or PRICES_PATH}"
     try:
         with open(path or PRICES_PATH, encoding="utf-8") as f:
-            data = yaml.safe_load(f)
+            data = load_yaml(f.read())
     except OSError as exc:
         raise LcevalError(f"{where}: cannot read it ({exc.strerror})") from None
-    except (yaml.YAMLError, UnicodeDecodeError) as exc:
+    except (yaml.YAMLError, ValueError, RecursionError) as exc:  # an alias bomb, not UTF-8
         raise LcevalError(f"{where}: not YAML ({one_line(exc, 120)})") from None
     if not isinstance(data, dict):
         raise LcevalError(f"{where}: expected a mapping, got {type(data).__name__}")
@@ -163,7 +163,7 @@ def stored() -> dict[str, Calibration]:
     try:
         data = json.loads((cache_root() / CALIBRATION_NAME).read_text(encoding="utf-8"))
         return {k: Calibration.model_validate(v) for k, v in data.items()}
-    except (OSError, ValueError, TypeError, AttributeError):  # ValidationError is a ValueError
+    except (OSError, ValueError, TypeError, AttributeError, RecursionError):  # ValidationError
         return {}
 
 
@@ -191,7 +191,7 @@ def model_shape(entry: dict[str, Any], name: str) -> ModelShape:
     path = Path(str(entry.get("path") or "")) / "config.json"
     try:
         cfg = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+    except (OSError, ValueError, RecursionError):
         raise LcevalError(f"no readable config.json at {path}") from None
     if not isinstance(cfg, dict):
         raise LcevalError(f"{path} is not a JSON object")

@@ -39,6 +39,7 @@ from lceval.models.specs import (
     check_fits,
     check_names,
     location,
+    recorded_options,
     resolve_models,
     stored_name,
 )
@@ -249,7 +250,7 @@ def _infer_ray(
                 if job.entry:
                     entry = {k: v for k, v in job.entry.items() if k != "name"}
                     entry["location"] = location(job.spec)
-                    entry["options"] = dict(job.spec.options)
+                    entry["options"] = recorded_options(job.spec)
                     entry["timing"] = {"ray_wall_s": wall}
                     run.update_meta(models={job.entry["name"]: entry}, **pending)
                     pending.clear()
@@ -363,7 +364,7 @@ def _answered_before(
             location(spec),
         )
         recorded = {k: v for k, v in e["generation"].items() if k != "engine"}
-        if not same or e.get("options") != dict(spec.options) or recorded != decoding:
+        if not same or e.get("options") != recorded_options(spec) or recorded != decoding:
             return None
         hashes = sample_hashes(chosen, contexts)
         if not {s.id for s in chosen} <= store.done(name, e["config_hash"], hashes):
@@ -400,7 +401,7 @@ def _answer_mode(
         **engine.info(),
         "requested_backend": spec.backend,
         "location": location(spec),
-        "options": dict(spec.options),
+        "options": recorded_options(spec),
         "generation": keyed.model_dump(),
         "config_hash": keyed.hash(),
     }

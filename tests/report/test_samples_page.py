@@ -286,6 +286,8 @@ def test_first_screen_shows_answers_with_one_scorer_at_a_time(reported, tmp_path
     first screen, the filters collapsed; with two scorers, one at a time behind a switch."""
     run = RunDir("two", tmp_path)
     shutil.copytree(reported.path, run.path)
+    meta = json.loads(run.run_json.read_text(encoding="utf-8"))  # a renamed run says its name
+    run.run_json.write_text(json.dumps({**meta, "run_id": "two"}), encoding="utf-8")
     lceval.run.score("two", root=tmp_path, scorer="lifbench:strict", progress=False)
     samples_page.write_samples_page(run)
     compare_page.write_run_compare_page(run)

@@ -198,7 +198,7 @@ def select(
     if path.is_file():
         try:
             return [int(i) for i in json.loads(path.read_text())]
-        except (ValueError, TypeError):
+        except (ValueError, TypeError, RecursionError):
             pass  # a corrupt cache entry is recomputed
     chosen = cluster_select(embed(texts, model), k, seed)
     path.parent.mkdir(parents=True, exist_ok=True)

@@ -195,7 +195,7 @@ def list_texts(alpaca_path: str | None) -> tuple[list[str], dict[str, Any]]:
         try:
             data = json.loads(p.read_text(encoding="utf-8"))
             raw = [str(d["instruction"]) for d in data]
-        except (json.JSONDecodeError, UnicodeDecodeError, KeyError, TypeError):
+        except (json.JSONDecodeError, UnicodeDecodeError, KeyError, TypeError, RecursionError):
             raise LcevalError(
                 f"alpaca_path {alpaca_path!r} is corrupt: expected a JSON list of "
                 "objects with 'instruction'"

@@ -56,6 +56,8 @@ def load_official(path: str | Path) -> list[dict[str, Any]]:
         raise LcevalError(f"longgenbench: cannot read {p}: {exc.strerror}") from None
     except json.JSONDecodeError as exc:
         raise LcevalError(f"longgenbench: {p} is not valid JSON (line {exc.lineno})") from None
+    except RecursionError:
+        raise LcevalError(f"longgenbench: {p} is nested too deeply") from None
     if not isinstance(data, list):
         raise LcevalError(f"longgenbench: {p} must hold a JSON list of records")
     out = []

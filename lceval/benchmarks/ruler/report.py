@@ -16,6 +16,7 @@ import numpy as np
 import pandas as pd
 
 from lceval.benchmarks.ruler.published import with_published
+from lceval.core.console import log
 from lceval.core.errors import LcevalError
 from lceval.core.io import RunDir
 from lceval.core.records import Sample
@@ -274,7 +275,9 @@ def report_ruler(
     folder = run.report / "ruler"
     for name, df in tables.items():
         save_table(df, folder, name, index=(name == "by_task"))
-    if len(ts):
+    if len(ts) and not np.isfinite(ts["score"].to_numpy(float)).any():
+        log("ruler: every answer errored (no score to plot): tables written, no score figure")
+    elif len(ts):
         fig, ax = plt.subplots(figsize=(7, 4))
         for (model, task), part in ts.groupby(["model", "task"]):
             ax.plot(
