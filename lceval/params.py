@@ -474,7 +474,12 @@ class InferenceSection(Declared):
         description="samples per engine call, flushed to disk after each (default: the "
         "engine's: vllm 256, hf its batch size)",
     )
-    limit: int | None = Field(None, ge=1, description="answer only the first N samples")
+    limit: int | None = Field(
+        None,
+        ge=1,
+        description="N samples per task (as lm-evaluation-harness), drawn across each task's "
+        "lengths and variants (stratified, seeded)",
+    )
     tasks: list[str] | None = Field(
         None, min_length=1, description="only these task codes", json_schema_extra={"nargs": "+"}
     )

@@ -41,7 +41,8 @@ class EvalResult:
     """What :func:`evaluate` made: the run; ``headlines`` per benchmark, scorer and model
     (``benchmark, scorer, model, metric, unit, estimate, low, high`` (95% CI, in ``unit``),
     ``n`` scored); ``report`` (index.html); ``answered`` responses to the selected samples,
-    ``errors`` of them (retried by the next call); ``summary``, what ``lceval eval`` prints."""
+    ``errors`` of them (``first_error``: the first one's reason; :attr:`retried`: whether the
+    next call may answer them); ``summary``, what ``lceval eval`` prints."""
 
     run: RunDir
     headlines: pd.DataFrame
@@ -49,6 +50,13 @@ class EvalResult:
     answered: int
     errors: int
     summary: str
+    first_error: str | None = None
+
+    @property
+    def retried(self) -> bool:
+        """Whether the same call again may answer the failed samples: an engine's failure, not
+        lceval's refusal of the sample itself (``LcevalError: ...``), which comes back alike."""
+        return self.errors > 0 and not (self.first_error or "").startswith("LcevalError")
 
     @property
     def score(self) -> float:
@@ -97,7 +105,9 @@ def evaluate(benchmark: str, /, **options: Any) -> EvalResult:
         **options: the keys of :class:`lceval.run.config.EvaluateOptions` (mypy checks names
             and types from its fields), checked like a params file's; among them ``model`` (a
             path, hub id or ``embedded``, the default CPU stand-in, or a list of them, each may be
-            ``{model, backend, options, name}``), ``limit`` (answer only the first N samples),
+            ``{model, backend, options, name}``), ``limit`` (N samples per task, as
+            lm-evaluation-harness's ``--limit``, drawn across each task's lengths and variants:
+            :func:`lceval.run.selection.per_task`; only those are built),
             ``root`` (the folder of run folders, default ``$LCEVAL_OUTPUTS``, else ``./outputs``),
             ``progress`` (draw the bars).
 
@@ -139,13 +149,18 @@ def run_eval(cfg: EvalConfig, root: str | Path | None, *, progress: bool = True)
     run_id = cfg.run_id or default_run_id(cfg.benchmark, models)
     params = load_params(cfg.params) if cfg.params else {}
     params.update(cfg.param)
-    run = build(run_id, cfg.benchmark, params, root=root, force=cfg.force)
+    # --limit N: only N samples per task are built into the run; the same command again keeps
+    # its samples without building (run.json records the params, limit and lceval version)
+    run = build(
+        run_id, cfg.benchmark, params, root=root, force=cfg.force, limit=cfg.limit, reuse=True
+    )
     # the inference keys given (and only those: the build's declared defaults fill the rest)
     given = {k: getattr(cfg, k) for k in cfg.model_fields_set if k in InferConfig.model_fields}
     given.update(run_id=run_id, model=models, models=None)
     infer_cfg = InferConfig.model_validate(given)
     responses = infer(run_id, root=root, config=infer_cfg, progress=progress)
-    errors = sum(r.finish_reason == "error" for r in responses)
+    failed = [r for r in responses if r.finish_reason == "error"]
+    errors = len(failed)
     score(run_id, root=root, scorer=cfg.scorer, progress=progress)
     import pandas as pd  # pandas: import lceval loads this module
 
@@ -160,4 +175,5 @@ def run_eval(cfg: EvalConfig, root: str | Path | None, *, progress: bool = True)
         answered=len(responses),
         errors=errors,
         summary=report_summary(run, tables),
+        first_error=failed[0].error if failed else None,
     )

@@ -256,7 +256,9 @@ class PlanConfig(Declared):
     tasks: list[str] | None = Field(
         None, min_length=1, description="only these task codes", json_schema_extra={"nargs": "+"}
     )
-    limit: int | None = Field(None, ge=1, description="only the first N samples")
+    limit: int | None = Field(
+        None, ge=1, description="N samples per task, drawn across its lengths and variants"
+    )
     max_new_tokens: int | None = Field(
         None,
         ge=1,

@@ -45,6 +45,7 @@ from lceval.models.specs import (
 )
 from lceval.run import plan
 from lceval.run.config import INFERENCE_DEFAULTS, InferConfig, validate
+from lceval.run.selection import per_task
 
 DEFAULT_CALL_SIZE = 8
 """Samples per engine call when neither the caller nor the engine says (:func:`infer`)."""
@@ -57,7 +58,9 @@ def select_samples(
     limit: int | None = None,
     tasks: Sequence[str] | None = None,
 ) -> list[Sample]:
-    """The samples of ``tasks`` (None: all), the first ``limit`` of them in file order.
+    """The samples of ``tasks`` (None: all), ``limit`` of each task (None: all), drawn across
+    the task's lengths and variants (:func:`lceval.run.selection.per_task`: stratified, seeded;
+    lm-evaluation-harness's ``--limit`` is per task too), in file order.
 
     Raises:
         LcevalError: a task the run does not hold, or nothing left to answer.
@@ -71,7 +74,10 @@ def select_samples(
                 f"it holds {', '.join(sorted(held))[:200]}"
             )
         samples = [s for s in samples if s.task in set(tasks)]
-    samples = list(samples)[:limit]
+    if limit is not None:
+        keys = {s.benchmark for s in samples}
+        strata = {k: registry.get(k).strata for k in keys if k in registry.BENCHMARKS}
+        samples = per_task(samples, limit, strata=strata)
     if not samples:
         raise LcevalError(f"run {run.run_id} has no samples to answer")
     return samples
@@ -176,9 +182,9 @@ def infer(
     )
     thinking = [_thinking_budget(spec.options) for spec in specs]
     notes = [
-        f"{spec.label}: truncate is set: contexts longer than its window are cut"
-        if cfg.truncate
-        else check_fits(spec, samples, contexts, functools.partial(_budget, gen, t))
+        check_fits(
+            spec, samples, contexts, functools.partial(_budget, gen, t), truncate=bool(cfg.truncate)
+        )
         for spec, t in zip(specs, thinking, strict=True)
     ]
     for note in notes:  # said once every model is known to fit
