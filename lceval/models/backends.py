@@ -339,8 +339,8 @@ def parse_options(
                 "batch_size means samples per engine call (lceval infer --batch-size)"
             )
         if key not in known:
-            close = difflib.get_close_matches(str(key), sorted(known), n=3, cutoff=0.5)
-            hint = f" (closest: {', '.join(close)})" if close else ""
+            hint = did_you_mean(str(key), sorted(known))
+            hint = f" ({hint})" if hint else ""
             who = f"backend {backend}"
             if requested == AUTO_BACKEND:
                 who = f"backend auto chose {backend} ({choose_backend()[1]}), which"

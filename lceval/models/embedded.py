@@ -209,8 +209,8 @@ HUB_PROBE_S = 5.0
 
 
 def hub_unreachable(repo: str, repo_type: str = "model") -> str | None:
-    """Why hub repo ``repo`` cannot be had now, in seconds (None: it is in the local Hugging Face
-    cache, or the hub answers that it exists): ``HF_HUB_OFFLINE`` set and not cached, no such
+    """Why hub repo ``repo``, not in the local Hugging Face cache, cannot be had now, in seconds
+    (None: it is cached, or the hub answers that it exists): ``HF_HUB_OFFLINE`` set, no such
     repository, gated, or the hub unreachable (asked once, :data:`HUB_PROBE_S` at most), so a
     command refuses before building anything (it built, then failed at the engine, 70 s later)."""
     from huggingface_hub import HfApi, snapshot_download  # heavy: huggingface_hub
@@ -222,17 +222,17 @@ def hub_unreachable(repo: str, repo_type: str = "model") -> str | None:
     except Exception:  # noqa: BLE001 - not in the local cache: ask the hub below
         pass
     if _offline():
-        return "not in the local Hugging Face cache, and HF_HUB_OFFLINE is set"
+        return "HF_HUB_OFFLINE is set"
     api = HfApi()
     info = api.model_info if repo_type == "model" else api.dataset_info
     try:
         info(repo, timeout=HUB_PROBE_S)
     except GatedRepoError:
-        return "a gated repository: accept its terms on the hub and log in (hf auth login)"
+        return "it is gated on the hub: accept its terms there and log in (hf auth login)"
     except RepositoryNotFoundError:
-        return f"no {repo_type} {repo} on the hub (or it is private)"
+        return f"the hub has no {repo_type} {repo} (or it is private)"
     except Exception as exc:  # noqa: BLE001 - no network, DNS, timeout: one line
-        return f"not in the local cache and the hub cannot be reached: {type(exc).__name__}"
+        return f"the hub cannot be reached ({type(exc).__name__})"
     return None
 
 
@@ -310,8 +310,8 @@ def check_model(model: str | os.PathLike[str] | None) -> str:
     why = hub_unreachable(text)
     if why:
         raise LcevalError(
-            f"model {text!r:.120} cannot be loaded: {why}; give a local model folder, a cached "
-            "hub id, or embedded (the default)"
+            f"model {text!r:.120} is not a local directory nor in the local Hugging Face cache, "
+            f"and {why}; give a local model folder, a cached hub id, or embedded (the default)"
         )
     return "hub"
 

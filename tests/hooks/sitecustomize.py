@@ -5,7 +5,8 @@ The docs test puts this folder first on ``PYTHONPATH`` for its subprocesses (``l
 the notebook kernels ``lceval run`` starts); Python's ``site`` imports ``sitecustomize`` at
 start-up, which installs an import hook: when ``lceval.run.inference`` is executed, its ``infer``
 (the one inference entry behind ``lceval infer``, ``lceval.infer`` and the notebooks) is wrapped
-so that ``limit`` (a keyword or a ``config``'s field) is capped. Nothing else is imported here.
+so that ``limit`` (a keyword or a ``config``'s field, per task) is capped, and the samples it
+selects are cut to the first ``$LCEVAL_TEST_LIMIT`` in all. Nothing else is imported here.
 """
 
 from __future__ import annotations
@@ -38,6 +39,13 @@ def _wrap(module: ModuleType, most: int) -> None:
         return infer(*args, config=config, limit=limit, **kwargs)
 
     vars(module)["infer"] = capped  # what lceval.run (and lceval) import from it
+    select = module.select_samples
+
+    @functools.wraps(select)
+    def first(*args: Any, **kwargs: Any) -> Any:  # limit is per task: the first `most` in all
+        return select(*args, **kwargs)[:most]
+
+    vars(module)["select_samples"] = first  # what infer calls
 
 
 class _Loader(importlib.abc.Loader):

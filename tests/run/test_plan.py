@@ -235,7 +235,7 @@ def test_infer_announces_the_plan(monkeypatch, tmp_path, capsys):
 
     run, _, _ = _run(tmp_path)
     monkeypatch.setattr(lceval.run.inference, "load_backend", lambda *a, **k: Echo())
-    lceval.run.infer("r", "auto", "embedded", root=tmp_path, limit=4, progress=False)
+    lceval.run.infer("r", "auto", "embedded", root=tmp_path, limit=2, progress=False)  # 2 a task
     err = capsys.readouterr().err
     assert "plan: 4 samples" in err and "estimate for an 8B model" in err
     assert run.read_meta().plan["samples"] == 4

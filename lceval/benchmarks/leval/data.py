@@ -194,7 +194,8 @@ def load_hub(
     why = hub_unreachable(dataset, "dataset")
     if why:  # said at once, not after importing datasets and its retries (26 s offline)
         raise LcevalError(
-            f"cannot load {dataset} from the hub ({why}); offline: -p demo=true (lceval's demo "
+            f"cannot load {dataset}: not in the local Hugging Face cache, and {why}; "
+            "offline: -p demo=true (lceval's demo "
             "documents; demo: true in a params file) or -p data_path=DIR (a clone's LEval-data "
             "folder)"
         )
