@@ -80,7 +80,7 @@ def select_samples(
         samples = per_task(samples, limit, strata=strata)
     if not samples:
         raise LcevalError(f"run {run.run_id} has no samples to answer")
-    return samples
+    return list(samples)
 
 
 def infer(
