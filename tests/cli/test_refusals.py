@@ -74,12 +74,20 @@ def test_an_unknown_option_names_the_closest_and_autos_choice(monkeypatch):
 
 
 def test_an_unreachable_hub_model_is_refused_before_the_build(capsys, tmp_path, monkeypatch):
-    """It built for 39 s, tried vLLM, fell back to hf and failed at 71 s, leaving a run folder."""
-    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    """It built for 39 s, tried vLLM, fell back to hf and failed at 71 s, leaving a run folder
+    (no HF_HUB_OFFLINE: a machine without network, as a new user's)."""
+    from huggingface_hub import HfApi
+
+    def unreachable(self, repo, timeout=None):
+        raise ConnectionError("no route to host")
+
+    monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
+    monkeypatch.setattr(HfApi, "model_info", unreachable)
     argv = ["--outputs", str(tmp_path), "eval", "lifbench", "--model", "nosuch-org/nosuch-model"]
     assert main(argv) == 2
     err = capsys.readouterr().err
     assert "model 'nosuch-org/nosuch-model' is not a local directory nor in the local" in err
+    assert "the hub cannot be reached (ConnectionError)" in err
     assert err.count("\n") == 1 and list(tmp_path.iterdir()) == []
 
 
