@@ -168,3 +168,29 @@ def test_coverage_says_n_per_task(echo_bench, tmp_path):
     assert not cov.paper_grid
     (whole,) = coverage(samples, frame, {})
     assert "2 of 2 samples answered" in whole.label
+
+
+def test_infer_again_with_everything_answered_checks_no_window(echo_bench, monkeypatch, tmp_path):
+    """The same command again: the stored answers at once, without the window check's tokenizer
+    load (107 s of a 245 s rerun at load 25), the plan or an engine."""
+    import lceval.run.inference as inference
+
+    class Echo:
+        name = "echo"
+
+        def generate(self, samples, contexts, config):
+            return [Response(s.id, self.name, "a", config.hash()) for s in samples]
+
+        def info(self):
+            return {"backend": "hf"}  # what the hf engine says
+
+        def close(self):
+            pass
+
+    lceval.run.build("r", "echo", {"n": 4}, root=tmp_path)
+    monkeypatch.setattr(inference, "load_backend", lambda *a, **k: Echo())
+    first = lceval.run.infer("r", "hf", "embedded", root=tmp_path, limit=2, progress=False)
+    monkeypatch.setattr(inference, "check_fits", lambda *a, **k: pytest.fail("window checked"))
+    monkeypatch.setattr(inference, "load_backend", lambda *a, **k: pytest.fail("engine loaded"))
+    again = lceval.run.infer("r", "hf", "embedded", root=tmp_path, limit=2, progress=False)
+    assert [r.sample_id for r in again] == [r.sample_id for r in first] and len(again) == 2
