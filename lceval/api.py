@@ -67,7 +67,9 @@ def evaluate(benchmark: str, /, **options: Any) -> EvalResult:
         **options: the keys of :class:`lceval.run.config.EvaluateCall` (mypy checks names
             and types from its fields), checked like a params file's; among them ``model`` (a
             path, hub id or ``embedded``, the default CPU stand-in, or a list of them, each may be
-            ``{model, backend, options, name}``), ``limit`` (answer only the first N samples),
+            ``{model, backend, options, name}``), ``limit`` (N samples per task, as
+            lm-evaluation-harness's ``--limit``, drawn across each task's lengths and variants:
+            :func:`lceval.run.selection.per_task`; only those are built),
             ``root`` (the folder of run folders, default ``$LCEVAL_OUTPUTS``, else ``./outputs``),
             ``progress`` (draw the bars).
 
@@ -111,13 +113,18 @@ def run_eval(cfg: EvalConfig, root: str | Path | None, *, progress: bool = True)
     run_id = cfg.run_id or default_run_id(cfg.benchmark, models)
     params = load_params(cfg.params) if cfg.params else {}
     params.update(cfg.param)
-    run = build(run_id, cfg.benchmark, params, root=root, force=cfg.force)
+    # --limit N: only N samples per task are built into the run; the same command again keeps
+    # its samples without building (run.json records the params, limit and lceval version)
+    run = build(
+        run_id, cfg.benchmark, params, root=root, force=cfg.force, limit=cfg.limit, reuse=True
+    )
     # the inference keys given (and only those: the build's declared defaults fill the rest)
     given = {k: getattr(cfg, k) for k in cfg.model_fields_set if k in InferConfig.model_fields}
     given.update(run_id=run_id, model=models, models=None)
     infer_cfg = InferConfig.model_validate(given)
     responses = run_infer(infer_cfg, root=root, progress=progress)
-    errors = sum(r.finish_reason == "error" for r in responses)
+    failed = [r for r in responses if r.finish_reason == "error"]
+    errors = len(failed)
     score(run_id, root=root, scorer=cfg.scorer, progress=progress)
     import pandas as pd  # heavy: pandas
 
@@ -132,4 +139,5 @@ def run_eval(cfg: EvalConfig, root: str | Path | None, *, progress: bool = True)
         answered=len(responses),
         errors=errors,
         summary=report_summary(run, tables),
+        first_error=failed[0].error if failed else None,
     )

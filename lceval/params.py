@@ -565,7 +565,12 @@ class InferenceSection(Generation):
         description="samples per engine call, flushed to disk after each (default: the "
         "engine's: vllm 256, hf its batch size)",
     )
-    limit: int | None = Field(default=None, ge=1, description="answer only the first N samples")
+    limit: int | None = Field(
+        default=None,
+        ge=1,
+        description="N samples per task (as lm-evaluation-harness), drawn across each task's "
+        "lengths and variants (stratified, seeded)",
+    )
     tasks: list[str] | None = Field(
         default=None,
         min_length=1,

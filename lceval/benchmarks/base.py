@@ -288,6 +288,9 @@ class Benchmark:
     """Report file prefix -> ``"package.module"`` of a study of the paper's that writes report
     files of its own (L-Eval's ``ntk``): report/index.html files them under the module's
     ``CAPTIONS``, so the report wing names no paper's module."""
+    strata: tuple[str, ...] = ("length", "scenario", "expression_id", "variable_id")
+    """The grouping fields ``--limit N`` spreads each task's N samples over, outermost first
+    (a Sample attribute, else a key of its ``meta``; :func:`lceval.run.selection.per_task`)."""
 
     def params_schema(self) -> type[BaseModel] | None:
         """The builder's params model (None: not declared).

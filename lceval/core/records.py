@@ -253,6 +253,9 @@ class RunMeta:
     """Inference settings the build params declare (``truncate``, ``max_new_tokens``)."""
     plan: Mapping[str, Any] = field(default_factory=dict)
     """The run's size and estimated cost when last planned (``lceval.run.plan.Plan.summary``)."""
+    selection: Mapping[str, Any] = field(default_factory=dict)
+    """What ``--limit N`` kept of the built grid (``lceval.run.selection.describe``: limit per
+    task, seed, strata, grid and kept counts); empty: every built sample."""
 
 
 def to_dict(record: Any) -> dict[str, Any]:

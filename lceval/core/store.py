@@ -195,14 +195,23 @@ class ResponseStore:
     def __len__(self) -> int:
         return len(self._keys)
 
-    def configs(self, hashes: Mapping[str, str] | None = None) -> dict[str, set[str]]:
+    def configs(
+        self, hashes: Mapping[str, str] | None = None, *, answered: bool = False
+    ) -> dict[str, set[str]]:
         """Model -> the generation-config hashes it has stored answers under (only answers to the
-        current samples when ``hashes``, sample id -> sample hash, is given)."""
+        current samples when ``hashes``, sample id -> sample hash, is given; only successful
+        answers when ``answered``: a config whose every answer failed is no config of its own)."""
         out: dict[str, set[str]] = {}
-        for s, model, config_hash, sh in self._keys:
-            if _current(s, sh, hashes):
+        for (s, model, config_hash, sh), ok in self._keys.items():
+            if _current(s, sh, hashes) and (ok or not answered):
                 out.setdefault(model, set()).add(config_hash)
         return out
+
+    def answered(self, hashes: Mapping[str, str] | None = None) -> set[tuple[str, str]]:
+        """``(sample id, model)`` pairs with a successful answer under any config."""
+        return {
+            (s, m) for (s, m, _, sh), ok in self._keys.items() if ok and _current(s, sh, hashes)
+        }
 
     def done(
         self, model: str, config_hash: str, hashes: Mapping[str, str] | None = None

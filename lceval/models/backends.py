@@ -4,6 +4,7 @@ Imports no engine, torch or vLLM (a command line is checked in milliseconds)."""
 from __future__ import annotations
 
 import ast
+import difflib
 import functools
 import importlib
 import importlib.util
@@ -320,16 +321,25 @@ def resolve_backend(backend: str) -> str:
     return choose_backend()[0] if backend == AUTO_BACKEND else backend
 
 
-def parse_options(backend: str, options: Mapping[str, Any]) -> BackendOptions:
+def _known_options(backend: str) -> set[str]:
+    spec = BACKENDS[backend]
+    return {*spec.options.model_fields, *(spec.extra_options() if spec.extra_options else [])}
+
+
+def parse_options(
+    backend: str, options: Mapping[str, Any], requested: str | None = None
+) -> BackendOptions:
     """``options`` (``-o`` values, YAML-typed) read into ``backend``'s declared options (a
-    registered name, not ``auto``).
+    registered name, not ``auto``); ``requested``: the name the user gave (``auto``: the
+    refusal says which engine auto chose).
 
     Raises:
-        LcevalError: one line: an unknown option (with the closest names), hf's old
-            ``batch_size``, a value of the wrong type or out of range (:func:`first_error`).
+        LcevalError: one line: an unknown option (with the closest names of this engine, and
+            another engine's option of that name or close to it), hf's old ``batch_size``, a
+            value of the wrong type or out of range (:func:`first_error`).
     """
     spec = BACKENDS[backend]
-    known = {*spec.options.model_fields, *(spec.extra_options() if spec.extra_options else [])}
+    known = _known_options(backend)
     for key in options:
         if backend == "hf" and key == "batch_size":
             raise LcevalError(
@@ -338,8 +348,20 @@ def parse_options(backend: str, options: Mapping[str, Any]) -> BackendOptions:
             )
         if key not in known:
             hint = did_you_mean(str(key), sorted(known))
+            hint = f" ({hint})" if hint else ""
+            who = f"backend {backend}"
+            if requested == AUTO_BACKEND:
+                who = f"backend auto chose {backend} ({choose_backend()[1]}), which"
+            elsewhere = ""
+            for other in sorted(BACKENDS):
+                if other == backend:
+                    continue
+                near = difflib.get_close_matches(str(key), sorted(_known_options(other)), n=1)
+                if near:
+                    elsewhere = f"; {other} has {near[0]} (--backend {other})"
+                    break
             raise LcevalError(
-                f"backend {backend} has no option {key!r:.40}{f' ({hint})' if hint else ''}; "
+                f"{who} has no option {key!r:.40}{hint}{elsewhere}; "
                 f"all {len(known)}: lceval infer --list-options {backend}"
             )
     try:

@@ -249,7 +249,7 @@ def check_load(backend: str, model: str | None, options: Mapping[str, Any]) -> s
         if not spec.local:
             raise LcevalError(f"backend {name} has no option replicas (it answers over an API)")
         replicas_of(run)
-    parsed = parse_options(name, options)
+    parsed = parse_options(name, options, backend)
     if spec.local:
         check_model(model)
     if spec.ready is not None:

@@ -204,6 +204,38 @@ def hub_snapshot(model: str, patterns: Sequence[str] = WEIGHT_FILES) -> Path:
         ) from None
 
 
+HUB_PROBE_S = 5.0
+"""Seconds the hub may take to say whether a repository exists (:func:`hub_unreachable`)."""
+
+
+def hub_unreachable(repo: str, repo_type: str = "model") -> str | None:
+    """Why hub repo ``repo``, not in the local Hugging Face cache, cannot be had now, in seconds
+    (None: it is cached, or the hub answers that it exists): ``HF_HUB_OFFLINE`` set, no such
+    repository, gated, or the hub unreachable (asked once, :data:`HUB_PROBE_S` at most), so a
+    command refuses before building anything (it built, then failed at the engine, 70 s later)."""
+    from huggingface_hub import HfApi, snapshot_download  # heavy: huggingface_hub
+    from huggingface_hub.errors import GatedRepoError, RepositoryNotFoundError
+
+    try:
+        snapshot_download(repo, repo_type=repo_type, local_files_only=True)
+        return None
+    except Exception:  # noqa: BLE001 - not in the local cache: ask the hub below
+        pass
+    if _offline():
+        return "HF_HUB_OFFLINE is set"
+    api = HfApi()
+    info = api.model_info if repo_type == "model" else api.dataset_info
+    try:
+        info(repo, timeout=HUB_PROBE_S)
+    except GatedRepoError:
+        return "it is gated on the hub: accept its terms there and log in (hf auth login)"
+    except RepositoryNotFoundError:
+        return f"the hub has no {repo_type} {repo} (or it is private)"
+    except Exception as exc:  # noqa: BLE001 - no network, DNS, timeout: one line
+        return f"the hub cannot be reached ({type(exc).__name__})"
+    return None
+
+
 def _snapshot_revision(folder: Path) -> str | None:
     """The commit of a Hugging Face cache snapshot folder (``.../snapshots/<sha>``)."""
     if folder.parent.name == "snapshots" and re.fullmatch(r"[0-9a-f]{40}", folder.name):
@@ -274,8 +306,13 @@ def check_model(model: str | os.PathLike[str] | None) -> str:
     looks_like_path = text.startswith(("/", ".", "~")) or text.count("/") > 1 or "\\" in text
     if looks_like_path or not _HUB_ID.match(text):
         raise LcevalError(f"model path {text:.200} does not exist")
-    if _offline():  # only the local cache can answer: ask it now (~0.4 s), not after an import
-        hub_snapshot(text)
+    # the local cache, else the hub, asked now (seconds), not after a build and an engine import
+    why = hub_unreachable(text)
+    if why:
+        raise LcevalError(
+            f"model {text!r:.120} is not a local directory nor in the local Hugging Face cache, "
+            f"and {why}; give a local model folder, a cached hub id, or embedded (the default)"
+        )
     return "hub"
 
 

@@ -333,15 +333,19 @@ def check_fits(
     samples: Sequence[Sample],
     contexts: Mapping[str, Context],
     budget: Callable[[Sample], int],
+    *,
+    truncate: bool = False,
 ) -> str:
     """One line saying what was checked (or why not), before inference: the
     :data:`CHECKED_PROMPTS` samples longest in characters, rendered as the engine renders them and
     counted in the model's tokens (an API model: o200k_base tokens of the plain prompt), plus
-    ``budget(sample)`` answer tokens, against :func:`declared_window`.
+    ``budget(sample)`` answer tokens, against :func:`declared_window`. With ``truncate`` (contexts
+    are cut to fit) only the prompts without their context are checked: what no cut can help.
 
     Raises:
         LcevalError: the window cannot hold the longest prompt (naming the model, its window, the
-            prompt's tokens and sample, and the ways out).
+            prompt's tokens and sample, and the way out that works: ``--max-new-tokens N`` when
+            the prompt without its context and the budget already overflow, else ``--truncate``).
     """
     folder = None if spec.backend == "openai" else _local_folder(spec.model)
     window, source = declared_window(spec, folder)
@@ -355,16 +359,36 @@ def check_fits(
     fmt = str(spec.options.get("prompt_format", "auto"))
     how = "o200k_base estimate" if tokenizer is None else "model tokenizer"
 
-    def chars(s: Sample) -> int:
+    def chars(s: Sample, with_context: bool = True) -> int:
         parts = (s.description, s.instruction, s.system or "", s.assistant_prefix)
         history = sum(len(m["content"]) for m in s.history)
-        return len(context_text(s, contexts)) + sum(len(p) for p in parts) + history
+        text = len(context_text(s, contexts)) if with_context else 0
+        return text + sum(len(p) for p in parts) + history
 
-    def tokens(s: Sample) -> int:
+    def tokens(s: Sample, with_context: bool = True) -> int:
+        text = context_text(s, contexts) if with_context else ""
         if tokenizer is None:
-            return count_tokens(plain_text(s, context_text(s, contexts)))
-        return render_chat_prompt(tokenizer, s, context_text(s, contexts), 1 << 40, 0, fmt).n_tokens
+            return count_tokens(plain_text(s, text))
+        return render_chat_prompt(tokenizer, s, text, 1 << 40, 0, fmt).n_tokens
 
+    # the prompts without their context: no truncation helps them, only a smaller budget
+    longest_bare = heapq.nlargest(CHECKED_PROMPTS, samples, key=lambda s: chars(s, False))
+    bare = [(tokens(s, False), s) for s in longest_bare]
+    n_bare, worst = max(bare, key=lambda c: c[0] + int(budget(c[1])))  # never empty
+    if n_bare + int(budget(worst)) > window:
+        most = max(window - max(n for n, _ in bare), 0)
+        way = (
+            f"cap the answers: --max-new-tokens {most} (max_new_tokens: {most} in a params file)"
+            if most
+            else "use a model with a longer window"
+        )
+        raise LcevalError(
+            f"model {spec.label[-60:]}: window {window:,} tokens ({source}) < prompt without "
+            f"its context {n_bare:,} tokens + {int(budget(worst)):,} new (sample "
+            f"{worst.id[:40]}; {how}): truncating the context cannot help; {way}"
+        )
+    if truncate:
+        return f"{spec.label}: truncate is set: contexts longer than its window are cut"
     counted = [(tokens(s), s) for s in heapq.nlargest(CHECKED_PROMPTS, samples, key=chars)]
     n, longest = max(counted, key=lambda c: c[0] + int(budget(c[1])))  # never empty
     new = int(budget(longest))

@@ -53,6 +53,10 @@ class Coverage:
     cut_by_task: dict[str, list[int]]
     demo: bool
     param_gaps: tuple[str, ...]
+    limit: int | None = None
+    """``--limit N``: N samples per task were built and answered (run.json's ``selection``)."""
+    grid: int | None = None
+    """With ``limit``: the samples the build's params make, of which ``built`` were kept."""
 
     @property
     def cut_flag(self) -> bool:
@@ -64,12 +68,16 @@ class Coverage:
         """Nothing departs from the paper's setting."""
         tasks = self.tasks_paper == 0 or len(set(self.tasks_built)) >= self.tasks_paper
         whole = self.answered == self.built and not (self.capped or self.truncated)
+        whole = whole and self.limit is None
         return not self.demo and not self.param_gaps and whole and tasks
 
     @property
     def label(self) -> str:
         """One line: ``subset: 4 of 44 samples answered, ...; not comparable to the paper``."""
         bits = [f"{self.answered} of {self.built} samples answered"]
+        if self.limit is not None:
+            of = f" of {self.grid:,} built by the params" if self.grid else ""
+            bits = [f"{self.limit} per task (--limit): {self.answered} samples answered{of}"]
         if self.tasks_paper:
             bits.append(f"{len(self.tasks_answered)} of {self.tasks_paper} tasks")
         if self.lengths:
@@ -168,6 +176,9 @@ def coverage(
     out: list[Coverage] = []
     models_meta = meta.get("models") or {}
     params = meta.get("params") or {}
+    selection = meta.get("selection") or {}
+    limit = selection.get("limit") if isinstance(selection.get("limit"), int) else None
+    grid = selection.get("grid") if isinstance(selection.get("grid"), int) else None
     by_bench: dict[str, list[Sample]] = {}
     for s in samples:
         by_bench.setdefault(s.benchmark, []).append(s)
@@ -221,6 +232,8 @@ def coverage(
                     cut_by_task={t: [n_task_cut[t], n_task[t]] for t in tasks_answered},
                     demo=demo,
                     param_gaps=gaps,
+                    limit=limit,
+                    grid=grid,
                 )
             )
     return out

@@ -30,7 +30,8 @@ class EvalResult:
     """What :func:`lceval.evaluate` made: the run; ``headlines`` per benchmark, scorer and model
     (``benchmark, scorer, model, metric, unit, estimate, low, high`` (95% CI, in ``unit``),
     ``n`` scored); ``report`` (index.html); ``answered`` responses to the selected samples,
-    ``errors`` of them (retried by the next call); ``summary``, what ``lceval eval`` prints."""
+    ``errors`` of them (``first_error``: the first one's reason; :attr:`retried`: whether the
+    next call may answer them); ``summary``, what ``lceval eval`` prints."""
 
     run: RunDir
     headlines: pd.DataFrame
@@ -38,6 +39,13 @@ class EvalResult:
     answered: int
     errors: int
     summary: str
+    first_error: str | None = None
+
+    @property
+    def retried(self) -> bool:
+        """Whether the same call again may answer the failed samples: an engine's failure, not
+        lceval's refusal of the sample itself (``LcevalError: ...``), which comes back alike."""
+        return self.errors > 0 and not (self.first_error or "").startswith("LcevalError")
 
     @property
     def score(self) -> float:

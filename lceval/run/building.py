@@ -3,6 +3,7 @@ contexts.jsonl and run.json."""
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -13,8 +14,10 @@ from lceval.benchmarks.base import BuildResult
 from lceval.core.errors import LcevalError
 from lceval.core.io import RunDir, dumps, new_meta
 from lceval.core.records import Context, Sample
+from lceval.core.store import ResponseStore
 from lceval.params import NOTEBOOK_PARAMS
 from lceval.run.config import INFERENCE_DEFAULTS, InferConfig, validate
+from lceval.run.selection import describe, per_task
 
 
 def build(
@@ -25,10 +28,14 @@ def build(
     root: str | Path | None = None,
     seed: int | None = None,
     force: bool = False,
+    limit: int | None = None,
+    reuse: bool = False,
 ) -> RunDir:
     """Build a benchmark's samples into ``<root>/<run_id>/`` with its builder ``params`` (a
     notebook's params file as it is) and record run.json: :func:`build_suite` with one part."""
-    return build_suite(run_id, {benchmark: params}, root=root, seed=seed, force=force)
+    return build_suite(
+        run_id, {benchmark: params}, root=root, seed=seed, force=force, limit=limit, reuse=reuse
+    )
 
 
 def build_suite(
@@ -38,6 +45,8 @@ def build_suite(
     root: str | Path | None = None,
     seed: int | None = None,
     force: bool = False,
+    limit: int | None = None,
+    reuse: bool = False,
 ) -> RunDir:
     """Build several benchmarks' samples into one run folder (RULER retrieval beside L-Eval GSM
     for the NTK sweep); run.json records each part's params and sources under its key.
@@ -49,6 +58,11 @@ def build_suite(
     Args:
         parts: benchmark key -> its builder params, in build order.
         seed: overrides every part's ``seed`` (run.json's seed: this, else the first part's).
+        limit: write only ``limit`` samples per task (:func:`lceval.run.selection.per_task`:
+            stratified over lengths and variants, seeded; recorded in run.json's
+            ``selection``), and the contexts they read; samples the run has answers to stay.
+        reuse: keep the run's samples without building when run.json records the same params,
+            seed, limit, lceval version and git commit (``lceval eval`` run again: seconds).
 
     Raises:
         LcevalError: no parts, an unknown benchmark, bad params, duplicate sample or context ids,
@@ -64,6 +78,9 @@ def build_suite(
         if seed is not None:
             p["seed"] = seed
         cleaned[key] = p
+    if reuse and not force and _built_alike(run, cleaned, seed, limit):
+        return run
+    for key, p in cleaned.items():
         results[key] = registry.get(key).build(p)
     samples = [s for r in results.values() for s in r.samples]
     contexts = [c for r in results.values() for c in r.contexts]
@@ -71,9 +88,24 @@ def build_suite(
         if len(set(ids)) != len(ids):
             raise LcevalError(f"build: duplicate {what} ids across {', '.join(parts)}")
     has_responses = run.responses.exists() and run.responses.stat().st_size > 0
+    selection: dict[str, Any] = {}
+    if limit is not None:
+        strata = {k: registry.get(k).strata for k in parts}
+        grid = len(samples)
+        answered = _answered_ids(run) if has_responses else set()
+        chosen = {s.id for s in per_task(samples, limit, strata=strata)} | answered
+        samples = [s for s in samples if s.id in chosen]
+        used = {s.context_id for s in samples}
+        contexts = [c for c in contexts if c.id in used]
+        selection = describe(limit, strata, grid, len(samples))
     models: dict[str, Any] = {}
     if has_responses and not force:
-        if not _same_records(run, samples, contexts):
+        same = (
+            _same_records(run, samples, contexts)
+            if limit is None
+            else _keeps_answered(run, samples, contexts)
+        )
+        if not same:
             raise LcevalError(
                 f"run {run_id} already has responses; rebuilding would pair them with new "
                 "samples (use --force to move them aside, or another --run-id)"
@@ -90,6 +122,7 @@ def build_suite(
         encoding=", ".join(encodings) or None,
         models=models,
         inference=inference,
+        selection=selection,
     )
     run.create()
     stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
@@ -142,4 +175,59 @@ def _same_records(run: RunDir, samples: Sequence[Sample], contexts: Sequence[Con
             lines = [line.rstrip("\n") for line in f if line.strip()]
         if lines != [dumps(r) for r in records]:
             return False
+    return True
+
+
+def _built_alike(
+    run: RunDir, params: Mapping[str, Any], seed: int | None, limit: int | None
+) -> bool:
+    """Whether the run folder holds a build of these params, seed and limit by this lceval
+    (version and git commit): building again would give the same files."""
+    if not (run.run_json.exists() and run.samples.exists() and run.contexts.exists()):
+        return False
+    try:
+        old = run.read_meta()
+    except LcevalError:
+        return False
+    now = new_meta(run.run_id)
+    same_params = json.loads(dumps(dict(params))) == json.loads(dumps(dict(old.params)))
+    return (
+        same_params
+        and (seed is None or seed == old.seed)
+        and (old.selection or {}).get("limit") == limit
+        and dict(old.versions).get("lceval") == dict(now.versions).get("lceval")
+        and old.git_commit == now.git_commit
+    )
+
+
+def _answered_ids(run: RunDir) -> set[str]:
+    """Sample ids the run's responses.jsonl holds answers to (unreadable: none)."""
+    try:
+        return {r.sample_id for r in ResponseStore(run.responses)}
+    except LcevalError:
+        return set()
+
+
+def _keeps_answered(run: RunDir, samples: Sequence[Sample], contexts: Sequence[Context]) -> bool:
+    """Whether every answered sample of the run, and the context it reads, is among these
+    records unchanged (a ``--limit`` build may add samples to a run, never change one)."""
+    answered = _answered_ids(run)
+    new = {s.id: dumps(s) for s in samples}
+    new_ctx = {c.id: dumps(c) for c in contexts}
+    reads: set[str] = set()
+    for path, records in ((run.samples, new), (run.contexts, new_ctx)):
+        if not path.exists():
+            return False
+        with path.open(encoding="utf-8") as f:
+            for line in f:
+                if not line.strip():
+                    continue
+                rec = json.loads(line)
+                wanted = rec.get("id") in answered if records is new else rec.get("id") in reads
+                if not wanted:
+                    continue
+                if records.get(rec["id"]) != line.rstrip("\n"):
+                    return False
+                if records is new and rec.get("context_id"):
+                    reads.add(rec["context_id"])
     return True

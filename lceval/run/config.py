@@ -259,7 +259,9 @@ class PlanConfig(Budget):
         description="only these task codes",
         json_schema_extra={"nargs": "+"},
     )
-    limit: int | None = Field(default=None, ge=1, description="only the first N samples")
+    limit: int | None = Field(
+        default=None, ge=1, description="N samples per task, drawn across its lengths and variants"
+    )
     max_thinking_tokens: int = Field(
         default=0,
         ge=0,

@@ -46,6 +46,7 @@ from lceval.models.specs import (
 from lceval.params import Generation, given, keywords_of, layered
 from lceval.run import plan
 from lceval.run.config import INFERENCE_DEFAULTS, InferCall, InferConfig, validate
+from lceval.run.selection import per_task
 
 DEFAULT_CALL_SIZE = 8
 """Samples per engine call when neither the caller nor the engine says (:func:`infer`)."""
@@ -58,7 +59,9 @@ def select_samples(
     limit: int | None = None,
     tasks: Sequence[str] | None = None,
 ) -> list[Sample]:
-    """The samples of ``tasks`` (None: all), the first ``limit`` of them in file order.
+    """The samples of ``tasks`` (None: all), ``limit`` of each task (None: all), drawn across
+    the task's lengths and variants (:func:`lceval.run.selection.per_task`: stratified, seeded;
+    lm-evaluation-harness's ``--limit`` is per task too), in file order.
 
     Raises:
         LcevalError: a task the run does not hold, or nothing left to answer.
@@ -72,10 +75,13 @@ def select_samples(
                 f"it holds {', '.join(sorted(held))[:200]}"
             )
         samples = [s for s in samples if s.task in set(tasks)]
-    samples = list(samples)[:limit]
+    if limit is not None:
+        keys = {s.benchmark for s in samples}
+        strata = {k: registry.get(k).strata for k in keys if k in registry.BENCHMARKS}
+        samples = per_task(samples, limit, strata=strata)
     if not samples:
         raise LcevalError(f"run {run.run_id} has no samples to answer")
-    return samples
+    return list(samples)
 
 
 @keywords_of(InferCall)
@@ -163,11 +169,24 @@ def run_infer(
         check_address(ray_address)
     ResponseStore(run.responses)  # a corrupt responses file stops here, before a model loads
     gen = GenerationConfig(**cfg.model_dump(include=set(Generation.model_fields)))
+    # the same command again, every selected sample answered by every model: no window check
+    # (a tokenizer load), plan or engine; the stored answers (seconds, not minutes)
+    stored: list[list[Response] | None] = [
+        None if r else _answered_before(run, spec, gen, p, contexts)
+        for spec, p, r in zip(specs, plans, on_ray, strict=True)
+    ]
+    if all(kept is not None for kept in stored):
+        out: list[Response] = []
+        for spec, kept in zip(specs, stored, strict=True):
+            out += kept or []
+            n = len(kept or [])
+            log(f"{spec.label}: all {n} sample(s) already answered; no engine started")
+        return out
     thinking = [_thinking_budget(spec.options) for spec in specs]
     notes = [
-        f"{spec.label}: truncate is set: contexts longer than its window are cut"
-        if cfg.truncate
-        else check_fits(spec, samples, contexts, functools.partial(_budget, gen, t))
+        check_fits(
+            spec, samples, contexts, functools.partial(_budget, gen, t), truncate=bool(cfg.truncate)
+        )
         for spec, t in zip(specs, thinking, strict=True)
     ]
     for note in notes:  # said once every model is known to fit

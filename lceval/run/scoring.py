@@ -111,6 +111,8 @@ class Scoring:
         elif options:
             raise LcevalError("scorer options need --scorer NAME")
         self.split: set[str] = set()
+        self.ok_configs: dict[str, set[str]] = {}
+        self.ok_pairs: set[tuple[str, str]] = set()
         self.judges: dict[str, BatchJudge] = {}
         self.pending: dict[str, list[tuple[Sample, Response, Any]]] = {}
         self.n_items: dict[str, int] = {}
@@ -141,7 +143,13 @@ class Scoring:
                 f"{run.responses} ({named}{more}; {sum(store.conflicts.values())} extra "
                 "line(s)): the first successful answer of each is scored"
             )
-        self.split = {m for m, c in store.configs(self.hashes).items() if len(c) > 1}
+        # a failed answer is an error row of its model, never a model of its own: configs with
+        # no successful answer do not split a model, and a failure is dropped where another
+        # config answered the sample (the working command run after the failing one)
+        ok_configs = store.configs(self.hashes, answered=True)
+        self.ok_configs = ok_configs
+        self.ok_pairs = store.answered(self.hashes)
+        self.split = {m for m, c in ok_configs.items() if len(c) > 1}
         if self.split:
             log(
                 f"{', '.join(sorted(self.split))} answered under several generation configs "
@@ -150,7 +158,11 @@ class Scoring:
         return store
 
     def label(self, r: Response) -> str:
-        return f"{r.model}@{r.config_hash[:8]}" if r.model in self.split else r.model
+        if r.model not in self.split:
+            return r.model
+        if r.config_hash not in self.ok_configs.get(r.model, set()):  # a failure's own config
+            return f"{r.model}@{sorted(self.ok_configs[r.model])[0][:8]}"
+        return f"{r.model}@{r.config_hash[:8]}"
 
     def add(self, r: Response) -> None:
         """Score one response now, or queue it for its benchmark's batch judge."""
@@ -160,6 +172,8 @@ class Scoring:
         if not r.answers(self.hashes[s.id]):
             self.stale += 1
             return
+        if r.finish_reason == "error" and (r.sample_id, r.model) in self.ok_pairs:
+            return  # answered under another config: that answer is scored
         key = s.benchmark
         ctx = self.contexts.get(s.context_id) if s.context_id else None
         if r.finish_reason == "error" or r.thinking_unfinished or key not in self.judges:

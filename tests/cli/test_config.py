@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import json
+from collections import Counter
 from pathlib import Path
 
 import pytest
@@ -16,6 +17,7 @@ import lceval.run
 import lceval.run.inference
 from lceval.cli import _parser, main
 from lceval.core.errors import LcevalError
+from lceval.core.io import RunDir
 from lceval.run import config
 
 REPO = Path(__file__).resolve().parents[2]
@@ -279,11 +281,14 @@ def test_infer_reads_the_runs_declared_settings(tmp_path, monkeypatch):
 
     monkeypatch.setattr(lceval.run.inference, "_infer_engine", stop)
     monkeypatch.setattr(lceval.run.inference, "check_load", lambda *a, **k: None)
-    monkeypatch.setattr(
-        lceval.run.inference, "check_fits", lambda *a, **k: pytest.fail("truncate is declared")
+    monkeypatch.setattr(  # declared truncate: only what no cut can fit is checked
+        lceval.run.inference,
+        "check_fits",
+        lambda *a, truncate=False, **k: "" if truncate else pytest.fail("truncate is declared"),
     )
     lceval.run.infer("r", model="embedded", root=tmp_path, limit=3)
-    assert seen == {"budget": 64, "n": 3}
+    per_task = Counter(s.task for s in RunDir("r", tmp_path).read_samples())
+    assert seen == {"budget": 64, "n": sum(min(3, n) for n in per_task.values())}  # 3 a task
     lceval.run.infer("r", model="embedded", root=tmp_path, max_new_tokens=8)
     assert seen["budget"] == 8  # what the caller gives goes over the declared value
 

@@ -220,9 +220,12 @@ def test_a_vllm_only_option_under_auto_follows_the_auto_decision(
     _run(tmp_path)
     argv = ["--outputs", str(tmp_path), "infer", "r"]
     line = _one_line(capsys, [*argv, "-o", "gpu_memory_utilization=0.5"])
-    assert "backend hf has no option 'gpu_memory_utilization'" in line
+    # which engine auto chose, and the engine that has the option (issue 49 item 4)
+    assert "backend auto chose hf (this CPU has no AVX512-BF16/AMX" in line
+    assert "which has no option 'gpu_memory_utilization'" in line
+    assert "vllm has gpu_memory_utilization (--backend vllm)" in line
     second = "{model: embedded, name: two, options: {enforce_eager: true}}"
     line = _one_line(capsys, [*argv, "--model", "embedded", "--model", second])
-    assert "backend hf has no option 'enforce_eager'" in line
+    assert "which has no option 'enforce_eager'" in line
     line = _one_line(capsys, [*argv, "-o", "prefill_chunk=8"])
     assert line == "lceval: backend hf option prefill_chunk must be >= 16, got 8 (int)"

@@ -5,7 +5,8 @@ The docs test puts this folder first on ``PYTHONPATH`` for its subprocesses (``l
 the notebook kernels ``lceval run`` starts); Python's ``site`` imports ``sitecustomize`` at
 start-up, which installs an import hook: when ``lceval.run.inference`` is executed, its
 ``run_infer`` (the one inference path behind ``lceval infer``, ``lceval.infer`` and the notebooks)
-is wrapped so that its config's ``limit`` is capped. Nothing else is imported here.
+is wrapped so that its config's ``limit`` (per task) is capped, and the samples it selects are cut
+to the first ``$LCEVAL_TEST_LIMIT`` in all. Nothing else is imported here.
 """
 
 from __future__ import annotations
@@ -35,6 +36,13 @@ def _wrap(module: ModuleType, most: int) -> None:
         return run_infer(config, *args, **kwargs)
 
     vars(module)["run_infer"] = capped  # what lceval.run.infer and the CLI call
+    select = module.select_samples
+
+    @functools.wraps(select)
+    def first(*args: Any, **kwargs: Any) -> Any:  # limit is per task: the first `most` in all
+        return select(*args, **kwargs)[:most]
+
+    vars(module)["select_samples"] = first  # what run_infer calls
 
 
 class _Loader(importlib.abc.Loader):

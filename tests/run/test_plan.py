@@ -235,7 +235,8 @@ def test_infer_announces_the_plan(monkeypatch, tmp_path, capsys):
 
     run, _, _ = _run(tmp_path)
     monkeypatch.setattr(lceval.run.inference, "load_backend", lambda *a, **k: Echo())
-    lceval.run.infer("r", backend="auto", model="embedded", root=tmp_path, limit=4, progress=False)
+    # limit is per task: 2 a task
+    lceval.run.infer("r", backend="auto", model="embedded", root=tmp_path, limit=2, progress=False)
     err = capsys.readouterr().err
     assert "plan: 4 samples" in err and "estimate for an 8B model" in err
     assert run.read_meta().plan["samples"] == 4

@@ -121,8 +121,8 @@ def _split_files(p: Config) -> dict[str, dict[str, TaskFile]]:
             splits[split] = read_split(folder)
     if not splits:
         raise LcevalError(
-            "cifbench: give public_dir and/or private_dir (folders of <n>_<Task>_<split>.jsonl; "
-            "lceval.benchmarks.cifbench.data.write_demo_dataset writes a demo)"
+            "cifbench: give public_dir and/or private_dir (folders of <n>_<Task>_<split>.jsonl), "
+            "or -p demo=true for lceval's demo dataset (demo: true in a params file)"
         )
     return splits
 

@@ -158,9 +158,12 @@ class Config(params.Declared):
         None,
         description='local data (a folder, files, "demo" or "arithmetic"); null: the hub dataset',
     )
-    demo_doc_words: params.Positive = Field(
-        400, description="words per demo document (data_path: demo)"
+    demo: bool = Field(
+        False,
+        description="build lceval's shipped demo documents when no data_path is given (-p "
+        "demo=true, as CIF-Bench's; the older data_path: demo is the same)",
     )
+    demo_doc_words: params.Positive = Field(400, description="words per demo document (demo: true)")
     tasks: Annotated[tuple[str, ...] | None, params.names(TASKS, null_means_all=False)] = Field(
         None, description="task codes; null: every task of the data"
     )
@@ -239,7 +242,7 @@ class Config(params.Declared):
 def _load(p: Config) -> tuple[dict[str, list[Document]], dict[str, Any]]:
     if p.data_path == "arithmetic":
         return _load_arithmetic(p)
-    if p.data_path == "demo":
+    if p.data_path == "demo" or (p.demo and p.data_path is None):
         docs = demo_documents(p.demo_doc_words)
         tasks = p.tasks or list(docs)
         missing = [t for t in tasks if t not in docs]

@@ -189,6 +189,16 @@ def load_hub(
         LcevalError: ``datasets`` is missing, or the hub cannot be reached (offline): one line
             saying to pass ``data_path``.
     """
+    from lceval.models.embedded import hub_unreachable  # pulls huggingface_hub
+
+    why = hub_unreachable(dataset, "dataset")
+    if why:  # said at once, not after importing datasets and its retries (26 s offline)
+        raise LcevalError(
+            f"cannot load {dataset}: not in the local Hugging Face cache, and {why}; "
+            "offline: -p demo=true (lceval's demo "
+            "documents; demo: true in a params file) or -p data_path=DIR (a clone's LEval-data "
+            "folder)"
+        )
     try:
         import datasets  # heavy: datasets
     except ImportError:
@@ -205,7 +215,8 @@ def load_hub(
             msg = one_line(exc)
             raise LcevalError(
                 f"cannot load {dataset}/{task} from the hub ({type(exc).__name__}: {msg}); "
-                "offline, set data_path to a clone's LEval-data folder"
+                "offline: -p demo=true (lceval's demo documents; demo: true in a params file) "
+                "or -p data_path=DIR (a clone's LEval-data folder)"
             ) from None
         finally:
             hub_log.setLevel(level)

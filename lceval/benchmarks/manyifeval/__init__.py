@@ -35,6 +35,7 @@ BENCHMARK = Benchmark(
     headline=lazy("lceval.benchmarks.manyifeval.report:headline"),
     metrics=lazy("lceval.benchmarks.manyifeval.report:extra_metrics"),
     notebooks=("04_curse_of_instructions.ipynb",),
+    strata=("n_instructions",),  # the x-axis of Fig. 1 and 4: --limit spreads over it
     context=ContextModes(
         how="no context: each prompt is a task and its n instructions",
         refused={

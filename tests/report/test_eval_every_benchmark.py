@@ -1,0 +1,107 @@
+"""``lceval eval B --limit 1`` for every benchmark (issue 49, done-when): one sample per task
+answered, scored and reported, on the user's default path (backend auto, the embedded model), with
+the flags each refusal names (LIFBench's ``--truncate``, LongGenBench's ``--max-new-tokens``,
+the demo switch ``-p demo=true`` of the benchmarks whose data is not shipped); the same command
+again builds nothing and answers nothing.
+
+One engine serves the six commands (a module fixture: ``auto`` decided once, its engine handed
+to each ``lceval.run.infer`` in place of a fresh start) and the items stay on one pytest-xdist
+worker. The wall time of each command is in ``--durations``; none is asserted."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections import Counter
+
+import pytest
+
+import lceval.run.inference
+from lceval.benchmarks import registry
+from lceval.cli import main
+from lceval.core.io import RunDir
+from lceval.models.base import load_backend
+
+pytestmark = [pytest.mark.engine, pytest.mark.xdist_group("every_benchmark")]
+
+COMMANDS = {
+    "lifbench": ["--truncate"],  # its 128k contexts in an 8k window: LIFBench Sec. 5.1 cuts them
+    "ruler": [],
+    # the refusal names --max-new-tokens (about 7,700 here); 512 keeps the 8 answers short
+    "longgenbench": ["--max-new-tokens", "512"],
+    "manyifeval": [],
+    "leval": ["-p", "demo=true"],
+    "cifbench": ["-p", "demo=true"],
+}
+"""Benchmark -> the flags its ``lceval eval B --limit 1`` needs here beside the defaults."""
+
+TIMES: dict[str, float] = {}
+
+
+@pytest.fixture(scope="module")
+def shared_engine():
+    """The embedded model on ``auto``'s engine, started once for the module."""
+    engine = load_backend("auto", None)
+    close = engine.close
+    engine.close = lambda: None  # each run's infer closes it: kept for the next
+    yield engine
+    close()
+
+
+@pytest.fixture
+def one_engine(monkeypatch, shared_engine):
+    real = lceval.run.inference.load_backend
+
+    def load(backend, model=None, **options):
+        if backend == "auto" and model in (None, "embedded") and not options:
+            return shared_engine
+        return real(backend, model, **options)
+
+    monkeypatch.setattr(lceval.run.inference, "load_backend", load)
+    return shared_engine
+
+
+@pytest.fixture(scope="module")
+def outputs(tmp_path_factory):
+    return tmp_path_factory.mktemp("every-benchmark")
+
+
+def test_every_benchmark_is_covered():
+    assert set(COMMANDS) == set(registry.BENCHMARKS)
+
+
+@pytest.mark.parametrize("key", list(COMMANDS))
+def test_eval_limit_1_answers_one_sample_per_task(capsys, outputs, one_engine, key):
+    t0 = time.perf_counter()
+    code = main(["--outputs", str(outputs), "eval", key, "--limit", "1", *COMMANDS[key]])
+    TIMES[key] = round(time.perf_counter() - t0, 1)
+    out, err = capsys.readouterr()
+    assert code == 0, err[-800:]
+    run = RunDir(f"{key}-embedded", outputs)
+    samples = run.read_samples()
+    tasks = Counter(s.task for s in samples)
+    assert set(tasks.values()) == {1}  # only what is answered was built: one per task
+    rows = [json.loads(line) for line in run.responses.read_text().splitlines()]
+    assert Counter(r["sample_id"] for r in rows if r["finish_reason"] != "error") == Counter(
+        s.id for s in samples
+    )
+    meta = json.loads(run.run_json.read_text())
+    assert meta["selection"]["limit"] == 1 and meta["selection"]["kept"] == len(tasks)
+    assert "1 per task (--limit)" in out and (run.report / "index.html").is_file()
+
+
+@pytest.mark.parametrize("key", list(COMMANDS))
+def test_the_same_command_again_builds_and_answers_nothing(capsys, outputs, one_engine, key):
+    run = RunDir(f"{key}-embedded", outputs)
+    if not run.responses.exists():
+        pytest.skip(f"{key}'s first command did not run")
+    answers = run.responses.read_bytes()
+    built = json.loads(run.run_json.read_text())["created"], run.samples.stat().st_mtime_ns
+    t0 = time.perf_counter()
+    code = main(["--outputs", str(outputs), "eval", key, "--limit", "1", *COMMANDS[key]])
+    TIMES[f"{key} again"] = round(time.perf_counter() - t0, 1)
+    assert code == 0, capsys.readouterr().err[-800:]
+    # nothing built (a build stamps run.json's created and rewrites samples), nothing answered
+    again = json.loads(run.run_json.read_text())["created"], run.samples.stat().st_mtime_ns
+    assert again == built and run.responses.read_bytes() == answers
+    print(f"eval --limit 1 wall times (s): {TIMES}")
