@@ -34,6 +34,7 @@ def _recorded(root: Path, name: str, progress_lines: int | None = None) -> Path:
     for f in ("samples.jsonl", "contexts.jsonl"):
         (run / f).write_bytes(gzip.decompress((FIXTURE / f"{f}.gz").read_bytes()))
     meta = (FIXTURE / f"{name}_run.json").read_text().replace("MODEL_DIR", str(model))
+    meta = json.dumps({**json.loads(meta), "run_id": name})  # the folder's name (io checks it)
     progress = (FIXTURE / f"{name}_progress.jsonl").read_text().splitlines(keepends=True)
     responses = gzip.decompress((FIXTURE / f"{name}_responses.jsonl.gz").read_bytes())
     lines = responses.decode().splitlines(keepends=True)
