@@ -126,7 +126,7 @@ def generate(
             desc=desc or f"generate {backend.name}",
             show=progress,
             prefilled=lambda: getattr(backend, "prompt_tokens_prefilled", None),
-            work=lambda: getattr(backend, "prompt_work", None),
+            work=lambda: _work(backend),
         )
         counts0 = prefix_reuse(backend)
         state = "stopped"
@@ -174,6 +174,15 @@ def generate(
                 ):
                     got.setdefault(r.sample_id, r)
         return [got[i] for i in ids if i in got]
+
+
+def _work(backend: Any) -> dict[str, Any] | None:
+    """The backend's measured work for the bar's time left: its ``prompt_work`` and
+    ``running_answers`` (vLLM's; :func:`lceval.core.progress.work_eta`), None if not reported."""
+    work = getattr(backend, "prompt_work", None)
+    if not isinstance(work, Mapping):
+        return None
+    return {**work, "running": getattr(backend, "running_answers", ())}
 
 
 def answers(
