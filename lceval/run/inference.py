@@ -15,7 +15,7 @@ from typing import Any
 from lceval.benchmarks import registry
 from lceval.contexts.modes import ContextMode, check_retrievers, variant_name
 from lceval.contexts.modes import view as contexts_view
-from lceval.core.console import engine_output
+from lceval.core.console import engine_output, waiting
 from lceval.core.errors import LcevalError
 from lceval.core.io import RunDir
 from lceval.core.progress import progress_path
@@ -332,7 +332,8 @@ def _infer_engine(
     responses: list[Response] = []
     with engine_output(run.path, "infer"), lifeline.guard(run.path):  # engines die with us
         t0 = time.perf_counter()
-        engine = load_backend(spec.backend, spec.model, **spec.options)
+        with waiting(f"starting the {resolve_backend(spec.backend)} engine for {spec.label}"):
+            engine = load_backend(spec.backend, spec.model, **spec.options)
         base = stored_name(spec)
         start_s = round(time.perf_counter() - t0, 2)
         try:
