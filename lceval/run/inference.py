@@ -186,12 +186,15 @@ def infer(
     # size and estimate on stderr now; into run.json with the first model's entry, so a
     # command failing before its first answer (a missing or refused key) leaves run.json as it was
     pending: dict[str, Any] = {}
+    sized = None
     try:
         sized = plan.plan_run(
             run, samples=samples, generation=gen, max_thinking_tokens=max(thinking)
         )
         pending["plan"] = sized.summary()
-        for line in sized.lines():
+        from lceval.run import cost  # pulls pandas
+
+        for line in [*sized.lines(), *cost.before_answering(sized.rows, specs)]:
             log(line)
     except LcevalError as exc:  # no tiktoken file: inference goes on
         log(f"plan: not computed ({exc})")
@@ -209,6 +212,11 @@ def infer(
             responses += _infer_engine(
                 run, spec, gen, contexts, cfg.batch_size, progress, pending, p
             )
+    if sized is not None:  # this machine calibrated by what was measured: the next estimate
+        from lceval.run import cost  # pulls pandas
+
+        for line in cost.after_answering(run, sized.rows):
+            log(line)
     return responses
 
 
