@@ -29,6 +29,11 @@ from lceval.core.io import read_lines
 EVERY_S = 1.5
 """Least seconds between two progress lines of one model (the last is always written)."""
 
+REFRESH_S = 10.0
+"""Most seconds between two progress lines while the call runs: the time left moves with the
+tokens the answers in flight generate, between answers too (issue 49: a bar showed one time left
+unchanged for 30 minutes)."""
+
 HONEST_SHARE = 0.1
 """Share of a call's samples answered (and at least 2) before the bar shows a time left."""
 
@@ -230,8 +235,9 @@ class Progress:
             return None
 
     def _tick(self) -> None:
-        """Every half second: redraw while prefilling, write what the last event left unwritten."""
-        seen = self._prefilled0
+        """Every half second: redraw while prefilling, write what the last event left unwritten,
+        and every :data:`REFRESH_S` seconds the time left anew."""
+        seen, drawn = self._prefilled0, time.perf_counter()
         while not self._closed.wait(0.5):
             with self._lock:
                 if self._closed.is_set():
@@ -239,8 +245,11 @@ class Progress:
                 now = self._read_prefilled()
                 self._dirty |= now != seen
                 seen = now
-                if self._dirty and time.perf_counter() - self._last >= EVERY_S:
-                    self._write("running")
+                t = time.perf_counter()
+                due = self._dirty and t - self._last >= EVERY_S
+                if due or t - max(drawn, self._last) >= REFRESH_S:
+                    self._write("running", force=not due)
+                    drawn = t
 
     def record(self, state: str = "running") -> dict[str, Any]:
         """The current progress as a progress.jsonl record (see the module docstring)."""

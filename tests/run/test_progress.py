@@ -358,3 +358,23 @@ def test_honesty_reads_first_answer_and_time_left_from_the_records(tmp_path):
     assert (answered, eta, measured) == (12, 70.0, False)
     assert actual == pytest.approx(39.5 + 20 / (8 / 39.5))
     assert honesty([rec(0, 0), rec(60, 0, None, "stopped")])["first_answer_s"] is None
+
+
+def test_the_time_left_is_written_anew_between_answers(tmp_path, monkeypatch):
+    """Issue 49: between two answers of a decode-heavy call the bar showed one time left for
+    30 minutes. Every REFRESH_S seconds a line is written with the time left as the answers in
+    flight have moved on."""
+    monkeypatch.setattr(progress, "REFRESH_S", 0.6, raising=False)
+    work: dict = dict.fromkeys(progress.WORK_KEYS, 0.0)
+    path = tmp_path / "progress.jsonl"
+    bar = progress.Progress(path, "m", 5, show=False, work=lambda: work)
+    work.update(sent=5, tokens=500, done=500, prefill_s=5.0, prefill_tokens=500, budget=500)
+    work.update(decode_s=10.0, decode_tokens=100, running=[(10, 100)] * 3)
+    bar.add(2, 200, 20)
+    first = bar.record()["eta_s"]
+    work["decode_s"], work["decode_tokens"] = 20.0, 200.0  # no answer; 30 more tokens each
+    work["running"] = [(40, 100)] * 3
+    time.sleep(1.6)
+    bar.close("stopped")
+    etas = [r.get("eta_s") for r in progress.read(path) if r["state"] == "running"]
+    assert first is not None and etas[-1] is not None and etas[-1] < first, etas
