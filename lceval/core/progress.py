@@ -410,9 +410,9 @@ class Watcher:
             line = render(rec)
             if self._shown.get(label) != line:
                 self._shown[label] = line
-                try:
-                    self.stream.write(line + "\n")
-                    self.stream.flush()
+                try:  # on a line of its own: tqdm clears this process's bars (lceval run's
+                    # cell bar) on the stream, writes the line and draws them again below it
+                    tqdm.write(line, file=self.stream)
                 except (OSError, ValueError):
                     pass
 

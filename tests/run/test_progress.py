@@ -378,3 +378,33 @@ def test_the_time_left_is_written_anew_between_answers(tmp_path, monkeypatch):
     bar.close("stopped")
     etas = [r.get("eta_s") for r in progress.read(path) if r["state"] == "running"]
     assert first is not None and etas[-1] is not None and etas[-1] < first, etas
+
+
+def test_the_answer_lines_of_lceval_run_never_share_the_cell_bars_line(tmp_path):
+    """Issue 49: lceval run's cell bar (papermill's tqdm, this process) and the kernel's answer
+    lines (the Watcher) shared one terminal line. Each answer line now starts a line of its own
+    (tqdm clears the bar first) and the bar is drawn again below it."""
+    import io
+
+    from tqdm import tqdm
+
+    class Terminal(io.StringIO):
+        def isatty(self):
+            return True
+
+    term = Terminal()
+    path = tmp_path / "progress.jsonl"
+    cells = tqdm(total=10, desc="02_inference cells", unit="cell", file=term)
+    cells.update(3)
+    with progress.Watcher(path, term, every_s=0.1):
+        bar = progress.Progress(path, "m", 4, show=False)
+        bar.add(1, 10, 5)
+        bar.close("stopped")
+        time.sleep(0.3)
+    cells.close()
+    out = term.getvalue()
+    for line in re.split(r"[\r\n]", out):
+        assert not ("samples answered" in line and "cells" in line), out
+    at = out.index("infer m: ")
+    assert out[at - 1] in "\r\n", out  # the line starts at the line's start
+    assert "02_inference cells" in out[at:]  # the bar drawn again after it
