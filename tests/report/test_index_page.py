@@ -201,3 +201,15 @@ def test_no_table_of_the_report_overflows_1400_px(tmp_path):
     finally:
         driver.quit()
     assert found == {"index.html": [], "samples.html": [], "compare.html": []}, found
+
+
+def test_the_printed_headline_carries_its_scale(tmp_path):
+    """Issue 49: scales differ across papers (RULER and LongGenBench 0..100, LIFBench and
+    ManyIFEval 0..1); what lceval report and eval print says which, as the page does."""
+    from lceval.report.index_page import report_summary
+
+    run = _report_run(tmp_path)
+    lines = report_summary(run, {}).splitlines()
+    assert lines[0].startswith("lifbench m0: ARS (Eq. 3) (0..1) 0.000 ["), lines[0]
+    page = (run.report / "index.html").read_text(encoding="utf-8")
+    assert "ARS (Eq. 3) (0..1)" in page
