@@ -45,14 +45,16 @@ def honesty(records: list[dict[str, Any]], shares: tuple[float, ...] = SHARES) -
         ``first_answer_s`` (seconds from the bar's first record to its first answer, None if none);
         ``etas``: per share reached with a time left shown, ``(answered, eta_s, actual_s,
         measured)``, the actual seconds to the last answer (extrapolated at the later answer rate
-        for a stopped call, ``measured`` False; None without a later answer); and ``total``,
-        ``answered``, ``state``, ``seconds``.
+        for a stopped call, ``measured`` False; None without a later answer); ``at_least``: for a
+        stopped call, per share ``(answered, eta_s, seconds it ran on from there)``, a lower bound
+        of the actual remainder; and ``total``, ``answered``, ``state``, ``seconds``.
     """
     t0, total = records[0]["t"], records[-1]["total"]
     first = next((r for r in records if r["new"] >= 1), None)
     last = max(records, key=lambda r: (r["answered"], -r["t"]))  # the last answer's first record
     finished = last["answered"] >= total
-    etas = []
+    etas: list[tuple[int, float, float | None, bool]] = []
+    lower: list[tuple[int, float, float]] = []
     for share in shares:
         r = next(
             (r for r in records if r["answered"] >= share * total and r.get("eta_s") is not None),
@@ -68,9 +70,12 @@ def honesty(records: list[dict[str, Any]], shares: tuple[float, ...] = SHARES) -
         else:
             actual = None
         etas.append((r["answered"], r["eta_s"], actual, finished))
+        if not finished:  # a stopped call: the remainder was at least what it ran on for
+            lower.append((r["answered"], r["eta_s"], records[-1]["t"] - r["t"]))
     return {
         "first_answer_s": None if first is None else first["t"] - t0,
         "etas": etas,
+        "at_least": lower,
         "total": total,
         "answered": last["answered"],
         "state": records[-1]["state"],
@@ -92,6 +97,12 @@ def report(path: Path) -> list[str]:
             out.append(
                 f"  at {answered}/{h['total']}: time left shown {eta:.1f} s, "
                 f"{how} {actual:.1f} s (ratio {eta / max(actual, 1e-9):.2f})"
+            )
+        for answered, eta, ran in h["at_least"]:
+            out.append(
+                f"  at {answered}/{h['total']}: time left shown {eta:.1f} s; the call ran on "
+                f"{ran:.1f} s from there unfinished: actual > {ran:.1f} s (ratio < "
+                f"{eta / max(ran, 1e-9):.2f})"
             )
     return out
 
