@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pydantic
+from tabulate import tabulate
 
 from lceval.benchmarks import registry
 from lceval.benchmarks.base import scorer_of
@@ -585,7 +586,6 @@ def fit_width(table: pd.DataFrame, width: int = 160) -> str:
     models, task) onto more lines (tabulate's ``maxcolwidths``, breaking after hyphens), never
     cutting them (issue 49: "Smo...5M-Instruct")."""
     import pandas as pd  # heavy: pandas
-    from tabulate import tabulate  # sacrebleu's dependency
 
     names = ("metric", "model_a", "model_b", "task")
 

@@ -29,9 +29,20 @@ from lceval.core.errors import LcevalError, one_line
 from lceval.core.io import atomic_open
 from lceval.core.progress import progress_path, read
 from lceval.core.tokens import count_tokens
+from lceval.models.backends import resolve_backend
 from lceval.models.embedded import EMBEDDED_NAME, cache_root, resolve_model
+from lceval.models.specs import stored_name
 from lceval.params import Judge
-from lceval.run.plan import GPUS, REFERENCE_GPU, ModelShape, estimate, estimate_table, shape_of
+from lceval.run.plan import (
+    EFFICIENCY,
+    GPUS,
+    REFERENCE_GPU,
+    ModelShape,
+    _hours,
+    estimate,
+    estimate_table,
+    shape_of,
+)
 from lceval.run.plan import dollars as dollars  # re-exported: the CLI formats with cost.dollars
 
 PRICES_PATH = Path(__file__).with_name("prices.yaml")
@@ -442,8 +453,6 @@ def answer_estimate(
     Returns:
         (seconds, or None when nothing estimates it; the line).
     """
-    from lceval.run.plan import EFFICIENCY, _hours
-
     here = [c for c in stored().values() if c.machine == machine() and c.engine == engine]
     shape = None
     if folder is not None:
@@ -480,8 +489,6 @@ def long_run_warning(seconds: float | None) -> str | None:
     """The warning for a run estimated over :data:`LONG_RUN_S`, else None."""
     if seconds is None or seconds <= LONG_RUN_S:
         return None
-    from lceval.run.plan import _hours
-
     return (
         f"warning: this run is estimated at {_hours(seconds / 3600)} (h:mm) on this machine, "
         "over an hour: --limit N or --max-new-tokens N answers less (lceval plan RUN shows the "
@@ -493,9 +500,6 @@ def before_answering(rows: pd.DataFrame, specs: Sequence[Any]) -> list[str]:
     """What ``lceval infer`` and ``eval`` print before the first answer: per model
     (:class:`lceval.models.specs.ModelSpec`) :func:`answer_estimate`'s line, then
     :func:`long_run_warning` for them all (engines answer one after another)."""
-    from lceval.models.backends import resolve_backend
-    from lceval.models.specs import stored_name
-
     lines, total = [], 0.0
     for spec in specs:
         if spec.backend == "openai":
