@@ -229,7 +229,8 @@ class Progress:
             if not got:
                 return None
             out: dict[str, Any] = {k: float(got.get(k, 0.0)) for k in WORK_KEYS}
-            out["running"] = [(int(g), int(b)) for g, b in got.get("running") or ()]
+            running: Any = got.get("running") or ()
+            out["running"] = [(int(g), int(b)) for g, b in running]
             return out
         except Exception:  # noqa: BLE001 - a view: a failing count falls back to answers/s
             return None

@@ -266,7 +266,9 @@ def table_html(frame: pd.DataFrame, texts: Texts | None = None, *, page_length: 
     text_cols = [i for i, c in enumerate(cols) if not pd.api.types.is_numeric_dtype(frame[c])]
     marked = [i for i in text_cols if frame[cols[i]].astype(str).str.contains("<").any()]
     answers = [i for i, c in enumerate(cols) if c in ("answer", "answer A", "answer B")]
-    types = [  # two answers side by side (compare.html) share the first screen
+    types: list[
+        dict[str, Any]
+    ] = [  # two answers side by side (compare.html) share the first screen
         {"type": "html", "targets": marked},
         {"type": "string", "targets": [i for i in text_cols if i not in marked]},
         {

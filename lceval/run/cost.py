@@ -464,7 +464,7 @@ def answer_estimate(
     if cal is None and shape is not None and here:
         cal = max(here, key=lambda c: c.date)  # the machine's latest factor on this engine
     if cal is not None:
-        answer = cal.factor * floor_s(rows, cal.shape if cal.model == model else shape)
+        answer = cal.factor * floor_s(rows, shape if cal.model != model and shape else cal.shape)
         wall = answer + (cal.engine_start_s or 0.0)
         whose = "its" if cal.model == model else f"{cal.model}'s"
         return wall, (
