@@ -237,3 +237,21 @@ def test_a_notebook_shows_no_engine_output_nor_tqdm_warning(tmp_path, tiny_model
     assert "lceval-done" in shown, shown
     assert "TqdmWarning" not in shown and "IProgress" not in shown
     assert "ENGINE-WORKER-LOG" in (run / "logs" / "lceval.log").read_text()
+
+
+def test_a_slow_step_says_it_is_still_running(capsys):
+    """Issue 49: an engine's cold start printed nothing for 145 s. waiting() says what starts at
+    once, again every every_s seconds, and how long it took."""
+    import time
+
+    from lceval.core.console import waiting
+
+    with waiting("starting the vllm engine for m", every_s=0.2):
+        time.sleep(0.5)
+    lines = capsys.readouterr().err.splitlines()
+    assert lines[0] == "lceval: starting the vllm engine for m ..."
+    assert lines[1].startswith("lceval: still starting the vllm engine for m (")
+    assert lines[-1] in {f"lceval: starting the vllm engine for m: done in {s}s" for s in (0, 1)}
+    with pytest.raises(ValueError), waiting("loading", every_s=10):
+        raise ValueError("no")
+    assert capsys.readouterr().err == "lceval: loading ...\n"  # no "done" after an error

@@ -357,8 +357,9 @@ def run_notebook(
         parameters["outputs_root"] = str(Path(outputs_root).resolve())
     # kernel and engine logs go to logs/lceval.log; they die with this process (lifeline)
     with engine_output(run.path, f"notebook {src.stem}"), lifeline.guard(run.path):
+        log(f"executing notebook {src.name} for run {run_id} (papermill; {final} when done)")
         bar: bool | dict[str, Any] = (
-            {"unit": "cell", "desc": "Executing", "file": terminal()} if progress else False
+            {"unit": "cell", "desc": f"{src.stem} cells", "file": terminal()} if progress else False
         )
         watch = Watcher(progress_path(run.path), terminal()) if progress else nullcontext()
         try:
@@ -372,6 +373,7 @@ def run_notebook(
                     progress_bar=bar,
                 )
         except pm.PapermillExecutionError as exc:
+            strip_test_markers(tmp)
             os.replace(tmp, failed)
             raise LcevalError(
                 f"notebook {src.name} failed in cell {exc.exec_count}: {exc.ename}: "
@@ -380,6 +382,7 @@ def run_notebook(
         except BaseException:
             tmp.unlink(missing_ok=True)
             raise
+    strip_test_markers(tmp)
     os.replace(tmp, final)
     failed.unlink(missing_ok=True)
     if run.report.exists():  # keep report/index.html's list of executed notebooks current
@@ -387,6 +390,32 @@ def run_notebook(
 
         write_index(run)
     return final
+
+
+NBVAL_MARKER = re.compile(r"^[ \t]*# ?NBVAL_[A-Z_]+[ \t]*\n?", re.MULTILINE)
+"""nbval's cell markers (``# NBVAL_IGNORE_OUTPUT``, ``# NBVAL_SKIP``, ...): for the tests of the
+shipped notebooks, not for the executed copies a user reads."""
+
+
+def strip_test_markers(path: Path) -> None:
+    """Take nbval's markers (:data:`NBVAL_MARKER` lines, ``nbval-*`` cell tags) out of the
+    executed notebook at ``path``, in place; a notebook that does not parse is left as it is."""
+    try:
+        nb = json.loads(path.read_text(encoding="utf-8"))
+        cells = nb["cells"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return
+    for cell in cells:
+        if not isinstance(cell, dict) or cell.get("cell_type") != "code":
+            continue
+        src = cell.get("source")
+        text = "".join(src) if isinstance(src, list) else src
+        if isinstance(text, str) and "NBVAL_" in text:
+            cell["source"] = NBVAL_MARKER.sub("", text).splitlines(keepends=True)
+        tags = (cell.get("metadata") or {}).get("tags")
+        if isinstance(tags, list) and any(str(t).startswith("nbval-") for t in tags):
+            cell["metadata"]["tags"] = [t for t in tags if not str(t).startswith("nbval-")]
+    path.write_text(json.dumps(nb, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
 
 
 def run_pipeline(

@@ -12,6 +12,7 @@ import shlex
 import signal
 import sys
 import threading
+import time
 import traceback
 import warnings
 from collections.abc import Iterator
@@ -219,3 +220,26 @@ quiet_tqdm_auto()
 def log(message: str) -> None:
     """One ``lceval: ...`` line on :func:`terminal`."""
     print(f"lceval: {redact(message)}", file=terminal(), flush=True)
+
+
+@contextmanager
+def waiting(what: str, every_s: float = 30.0) -> Iterator[None]:
+    """Lines on :func:`terminal` while a slow step with nothing else to show runs (an engine's
+    cold start took 145 s on a loaded CPU, issue 49): ``what...`` at once, ``still what (30s)``
+    every ``every_s`` seconds, and ``what: done in 41s`` at the end (not after an error)."""
+    log(f"{what} ...")
+    t0 = time.perf_counter()
+    stop = threading.Event()
+
+    def beat() -> None:
+        while not stop.wait(every_s):
+            log(f"still {what} ({round(time.perf_counter() - t0)}s)")
+
+    thread = threading.Thread(target=beat, name="lceval-waiting", daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        thread.join(timeout=5)
+    log(f"{what}: done in {round(time.perf_counter() - t0)}s")

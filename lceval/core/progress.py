@@ -1,20 +1,22 @@
 """Progress: one tqdm bar per model, also appended to ``<run>/logs/progress.jsonl`` (a JSON
 record a line, at most every :data:`EVERY_S` s and at the end) for ``lceval status`` and
 ``lceval run``. ``answered`` counts samples with an answer, ``new`` those of this call (rates are
-per second of it); ``eta_s`` uses the engine's measured prefill and decode rates where reported
-(:func:`work_eta`), else answers per second, and is None until :data:`HONEST_SHARE` is answered;
-``state`` is ``running``, ``done`` or ``stopped``.
+per second of it); ``eta_s`` uses the engine's measured prefill and decode rates and the answers'
+budgets where reported (:func:`work_eta`), else answers per second, and is None until
+:data:`HONEST_SHARE` is answered; ``state`` is ``running``, ``done`` or ``stopped``.
 """
 
 from __future__ import annotations
 
+import bisect
 import datetime as _dt
+import itertools
 import json
 import math
 import os
 import threading
 import time
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -28,10 +30,17 @@ from lceval.core.io import read_lines
 EVERY_S = 1.5
 """Least seconds between two progress lines of one model (the last is always written)."""
 
+REFRESH_S = 10.0
+"""Most seconds between two progress lines while the call runs: the time left moves with the
+tokens the answers in flight generate, between answers too (issue 49: a bar showed one time left
+unchanged for 30 minutes)."""
+
 HONEST_SHARE = 0.1
 """Share of a call's samples answered (and at least 2) before the bar shows a time left."""
 
-WORK_KEYS = "sent tokens done prefill_s prefill_tokens decode_s decode_tokens in_flight".split()
+WORK_KEYS = (
+    "sent tokens done prefill_s prefill_tokens decode_s decode_tokens in_flight budget".split()
+)
 """An engine's measured work (vLLM's ``prompt_work``; see :func:`work_eta`)."""
 
 NUMBERS = ("t", "eta_s", "prompt_tok_s", "gen_tok_s")
@@ -78,29 +87,79 @@ def render(record: Mapping[str, Any]) -> str:
 
 
 def work_eta(
-    work: Mapping[str, float], *, pending: int, answered: int, generated: int
+    work: Mapping[str, float],
+    *,
+    pending: int,
+    lengths: Sequence[int],
+    running: Sequence[tuple[int, int]] = (),
 ) -> float | None:
-    """Seconds left: prefill left / prefill rate + decoding left / decode rate.
+    """Seconds left: prompt tokens left / prefill rate + answer tokens left / decode rate.
+
+    The answer tokens left are estimated from the answers' budgets, never from the mean length of
+    the answers finished so far (the short ones finish first: that mean showed "0s left" for
+    minutes of a decode-heavy run, issue 49). Answer lengths are a censored sample: each finished
+    answer's length is observed, each answer in flight is known only to exceed the tokens it has
+    generated. Their Kaplan-Meier survival curve ``S`` (:func:`scipy.stats.ecdf`; flat, so
+    towards the budget, beyond the longest answer seen) gives an answer not started
+    ``int_0^B S(t) dt`` more tokens and one in flight at ``g`` of its budget ``B``
+    ``int_g^B S(t) dt / S(g)``: the expected rest of ``min(length, B)``, up to ``B - g``.
 
     Args:
         work: this call's :data:`WORK_KEYS`: samples ``sent``, their new prompt ``tokens`` (beyond
             cached prefixes), ``done`` of those prefilled; ``prefill_s`` seconds that prefilled
             ``prefill_tokens``; ``decode_s`` seconds that generated ``decode_tokens``;
-            ``in_flight`` tokens of unfinished requests.
-        pending: the call's samples; answered: those answered so far; generated: their tokens.
+            ``budget``: the answer budgets (new tokens) of the samples sent.
+        pending: the call's samples; lengths: the generated tokens of each answer finished so far;
+        running: ``(generated, budget)`` of each answer in flight.
 
     Returns:
-        Seconds (unsent samples at the mean prompt of those sent, unanswered ones at the mean
-        answer length); None before there is a rate of each kind and an answer.
+        Seconds (unsent samples at the mean prompt and budget of those sent); None before there
+        is a rate of each kind and an answer, or without budgets.
     """
     sent, tokens, done = work.get("sent", 0), work.get("tokens", 0), work.get("done", 0)
     p_s, p_tok = work.get("prefill_s", 0), work.get("prefill_tokens", 0)
     d_s, d_tok = work.get("decode_s", 0), work.get("decode_tokens", 0)
-    if sent <= 0 or tokens <= 0 or answered <= 0 or min(p_s, p_tok, d_s, d_tok) <= 0:
+    budget = work.get("budget", 0)
+    if sent <= 0 or tokens <= 0 or not lengths or min(p_s, p_tok, d_s, d_tok, budget) <= 0:
         return None
     prefill_left = max(0.0, tokens - done) + max(0, pending - sent) * tokens / sent
-    decode_left = max(0.0, (pending - answered) * generated / answered - work.get("in_flight", 0))
+    survival = Survival(lengths, [g for g, _ in running])
+    not_started = max(0, pending - len(lengths) - len(running))
+    decode_left = not_started * survival.rest(0, budget / sent) + sum(
+        survival.rest(g, b) for g, b in running
+    )
     return prefill_left * p_s / p_tok + decode_left * d_s / d_tok
+
+
+class Survival:
+    """The Kaplan-Meier survival curve of answer lengths (:func:`work_eta`): ``finished`` lengths
+    observed, ``censored`` ones known only to exceed their value (answers in flight)."""
+
+    def __init__(self, finished: Sequence[int], censored: Sequence[int]) -> None:
+        from scipy import stats  # heavy: scipy
+
+        if finished:
+            sf = stats.ecdf(stats.CensoredData(uncensored=finished, right=censored)).sf
+            self.t, self.s = [0.0, *map(float, sf.quantiles)], [1.0, *map(float, sf.probabilities)]
+        else:  # nothing finished: every answer may run to its budget
+            self.t, self.s = [0.0], [1.0]
+
+    def at(self, x: float) -> float:
+        """``S(x)``: the share of answers longer than ``x`` tokens."""
+        return self.s[bisect.bisect_right(self.t, x) - 1]
+
+    def rest(self, g: float, budget: float) -> float:
+        """The expected tokens still to come of an answer ``g`` tokens long, ``budget`` at most:
+        ``int_g^budget S(t) dt / S(g)`` (``budget - g`` where ``S(g)`` is 0)."""
+        if budget <= g:
+            return 0.0
+        start = self.at(g)
+        if start <= 0:
+            return budget - g
+        area, edges = 0.0, [g, *(t for t in self.t if g < t < budget), budget]
+        for a, b in itertools.pairwise(edges):
+            area += self.at(a) * (b - a)
+        return area / start
 
 
 class Progress:
@@ -112,7 +171,8 @@ class Progress:
         replicas: engine replicas answering (1 in-process).
         stream: where the bar goes (default: :func:`lceval.core.console.terminal`).
         prefilled: returns the prompt tokens prefilled so far (shown before the first answer).
-        work: returns the engine's measured work (:data:`WORK_KEYS`) for :func:`work_eta`.
+        work: returns the engine's measured work (:data:`WORK_KEYS`, and ``running``: the
+            ``(generated, budget)`` of its answers in flight) for :func:`work_eta`.
     """
 
     def __init__(
@@ -132,6 +192,7 @@ class Progress:
         self.path, self.model, self.total = path, model, total
         self.answered, self.new = initial, 0
         self.prompt_tokens = self.gen_tokens = 0
+        self.lengths: list[int] = []  # this call's answers' generated tokens
         self.replicas = self.alive = replicas
         self.desc = desc or f"infer {model}"
         self.t0 = time.perf_counter()
@@ -161,16 +222,24 @@ class Progress:
             return None
         return got if isinstance(got, int) else None
 
-    def _read_work(self) -> dict[str, float] | None:
+    def _read_work(self) -> dict[str, Any] | None:
+        """The engine's :data:`WORK_KEYS` (0 where not reported) and ``running``: the
+        ``(generated, budget)`` of its answers in flight."""
         try:
             got = self.work() if self.work is not None else None
-            return {k: float(got[k]) for k in WORK_KEYS} if got else None
+            if not got:
+                return None
+            out: dict[str, Any] = {k: float(got.get(k, 0.0)) for k in WORK_KEYS}
+            running: Any = got.get("running") or ()
+            out["running"] = [(int(g), int(b)) for g, b in running]
+            return out
         except Exception:  # noqa: BLE001 - a view: a failing count falls back to answers/s
             return None
 
     def _tick(self) -> None:
-        """Every half second: redraw while prefilling, write what the last event left unwritten."""
-        seen = self._prefilled0
+        """Every half second: redraw while prefilling, write what the last event left unwritten,
+        and every :data:`REFRESH_S` seconds the time left anew."""
+        seen, drawn = self._prefilled0, time.perf_counter()
         while not self._closed.wait(0.5):
             with self._lock:
                 if self._closed.is_set():
@@ -178,8 +247,11 @@ class Progress:
                 now = self._read_prefilled()
                 self._dirty |= now != seen
                 seen = now
-                if self._dirty and time.perf_counter() - self._last >= EVERY_S:
-                    self._write("running")
+                t = time.perf_counter()
+                due = self._dirty and t - self._last >= EVERY_S
+                if due or t - max(drawn, self._last) >= REFRESH_S:
+                    self._write("running", force=not due)
+                    drawn = t
 
     def record(self, state: str = "running") -> dict[str, Any]:
         """The current progress as a progress.jsonl record (see the module docstring)."""
@@ -210,8 +282,8 @@ class Progress:
         """:func:`work_eta` of this call's work, else the samples left at this call's rate."""
         now, base = self._read_work(), self._work0
         if now is not None and base is not None:
-            work = {k: now[k] - base[k] for k in WORK_KEYS} | {"in_flight": now["in_flight"]}
-            got = work_eta(work, pending=pending, answered=self.new, generated=self.gen_tokens)
+            work = {k: now[k] - base[k] for k in WORK_KEYS}
+            got = work_eta(work, pending=pending, lengths=self.lengths, running=now["running"])
             if got is not None:
                 return got
         return (self.total - self.answered) * dt / self.new
@@ -223,6 +295,7 @@ class Progress:
             self.new += n
             self.prompt_tokens += prompt_tokens
             self.gen_tokens += gen_tokens
+            self.lengths += [gen_tokens // n + (i < gen_tokens % n) for i in range(n)]
             self.bar.n += n  # drawn once below, with its new postfix
             self._write("running")
 
@@ -362,9 +435,9 @@ class Watcher:
             line = render(rec)
             if self._shown.get(label) != line:
                 self._shown[label] = line
-                try:
-                    self.stream.write(line + "\n")
-                    self.stream.flush()
+                try:  # on a line of its own: tqdm clears this process's bars (lceval run's
+                    # cell bar) on the stream, writes the line and draws them again below it
+                    tqdm.write(line, file=self.stream)
                 except (OSError, ValueError):
                     pass
 

@@ -99,6 +99,12 @@ class Backend(Protocol):
         for the bar's time left."""
         ...
 
+    @property
+    def running_answers(self) -> Sequence[tuple[int, int]]:
+        """``(tokens generated so far, budget)`` of each answer in flight (vLLM's; empty where
+        the engine does not report them) for the bar's time left."""
+        ...
+
     def generate(
         self,
         samples: Sequence[Sample],
@@ -136,6 +142,7 @@ class Engine:
     prompt_tokens_computed: int | None = None
     prompt_tokens_prefilled: int | None = None
     prompt_work: Mapping[str, float] | None = None
+    running_answers: Sequence[tuple[int, int]] = ()
 
     @property
     def cache_fields(self) -> Mapping[str, Any]:

@@ -125,7 +125,7 @@ def generate(
             desc=desc or f"generate {backend.name}",
             show=progress,
             prefilled=lambda: backend.prompt_tokens_prefilled,
-            work=lambda: backend.prompt_work,
+            work=lambda: _work(backend),
         )
         counts0 = prefix_reuse(backend)
         state = "stopped"
@@ -173,6 +173,15 @@ def generate(
                 ):
                     got.setdefault(r.sample_id, r)
         return [got[i] for i in ids if i in got]
+
+
+def _work(backend: Backend) -> dict[str, Any] | None:
+    """The backend's measured work for the bar's time left: its ``prompt_work`` and
+    ``running_answers`` (vLLM's; :func:`lceval.core.progress.work_eta`), None if not reported."""
+    work = backend.prompt_work
+    if work is None:
+        return None
+    return {**work, "running": backend.running_answers}
 
 
 def answers(

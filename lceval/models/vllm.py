@@ -166,6 +166,8 @@ class VLLMBackend(Renders, Engine):
         self.prompt_tokens_prefilled: int = 0  # of requests past prefill (the bar, first)
         self.prompt_work: dict[str, float] = dict.fromkeys(progress.WORK_KEYS, 0.0)
         """What :meth:`stream` measured for the time left (:func:`.progress.work_eta`)."""
+        self.running_answers: list[tuple[int, int]] = []
+        """``(generated, budget)`` of each answer in flight after the last engine step."""
 
     def info(self) -> dict[str, Any]:
         """Provenance for run.json: backend, model source, engine arguments, window, version."""
@@ -274,6 +276,7 @@ class VLLMBackend(Renders, Engine):
         work = self.prompt_work
         work["sent"] += len(queue)
         work["tokens"] += sum(r.new for r in queue)
+        work["budget"] += sum(r.prompt.max_tokens for r in queue)
         queue.reverse()
         running: dict[str, _Request] = {}  # by the id vLLM reports outputs and takes aborts under
         cap, t0 = max(1, int(self.wave_tokens)), time.perf_counter()
@@ -288,6 +291,7 @@ class VLLMBackend(Renders, Engine):
                         engine.add_request(rid, TokensPrompt(prompt_token_ids=req.ids), req.params)
                     except (ValueError, RuntimeError, TypeError) as exc:  # this one refused
                         work["tokens"] -= req.new
+                        work["budget"] -= req.prompt.max_tokens
                         yield error_response(samples[req.index], self.name, config, exc)
                         continue
                     running[rid] = req
@@ -341,6 +345,7 @@ class VLLMBackend(Renders, Engine):
                 finished.append((running.pop(res.request_id), res))
         work = self.prompt_work
         work["in_flight"] = float(sum(r.generated or 0 for r in running.values()))
+        self.running_answers = [(r.generated or 0, r.prompt.max_tokens) for r in running.values()]
         work["done"] += prefilled
         if prefilled:
             work["prefill_s"] += t

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pydantic
+from tabulate import tabulate
 
 from lceval.benchmarks import registry
 from lceval.benchmarks.base import scorer_of
@@ -579,34 +580,40 @@ def setting_differences(table: pd.DataFrame, root: str | Path | None = None) -> 
     return lines
 
 
-def _middle(s: str, limit: int) -> str:
-    if len(s) <= limit:
-        return s
-    head = (limit - 3) // 2
-    return s[:head] + "..." + s[len(s) - (limit - 3 - head) :]
-
-
 def fit_width(table: pd.DataFrame, width: int = 160) -> str:
-    """``table`` as text (4 significant digits) in at most ``width`` columns: drops ``n_units``
-    and a ``scorer`` equal to its benchmark, then shortens names in the middle until it fits."""
+    """``table`` as text (4 significant digits) in at most ``width`` columns where it can be:
+    drops ``n_units`` and a ``scorer`` equal to its benchmark, then wraps the names (metric,
+    models, task) onto more lines (tabulate's ``maxcolwidths``, breaking after hyphens), never
+    cutting them (issue 49: "Smo...5M-Instruct")."""
+    import pandas as pd  # heavy: pandas
 
-    def text(t: pd.DataFrame) -> str:
-        return t.to_string(index=False, float_format=lambda x: f"{x:.4g}")
+    names = ("metric", "model_a", "model_b", "task")
 
-    def fits(t: pd.DataFrame) -> bool:
-        return max(map(len, text(t).splitlines()), default=0) <= width
+    def text(t: pd.DataFrame, limit: int | None = None) -> str:
+        widths = [limit if c in names else None for c in t.columns]
+        cells = [
+            [f"{x:.4g}" if isinstance(x, float) else str(x) for x in row]
+            for row in t.itertuples(index=False)
+        ]
+        align = ["right" if pd.api.types.is_numeric_dtype(t[c]) else "left" for c in t.columns]
+        return tabulate(
+            cells, headers=list(t.columns), tablefmt="plain", maxcolwidths=widths,
+            colalign=align, disable_numparse=True,
+        )  # fmt: skip
+
+    def fits(out: str) -> bool:
+        return max(map(len, out.splitlines()), default=0) <= width
 
     out = table.copy()
-    if fits(out):
+    if fits(text(out)):
         return text(out)
     if "n_units" in out:
         out = out.drop(columns="n_units")
     if "scorer" in out and "benchmark" in out and (out["scorer"] == out["benchmark"]).all():
         out = out.drop(columns="scorer")
+    shown = text(out)
     for limit in (40, 32, 24, 18, 14, 10):
-        if fits(out):
+        if fits(shown):
             break
-        for col in ("metric", "model_a", "model_b", "task"):
-            if col in out:
-                out[col] = [_middle(s, limit) for s in out[col].astype(str)]
-    return text(out)
+        shown = text(out, limit)
+    return shown

@@ -261,7 +261,7 @@ def report_summary(run: Any, tables: Mapping[str, pd.DataFrame]) -> str:
         flag = "" if h["comparable"] else " [subset: not comparable, not ranked]"
         scorer = "" if h.get("scorer") == h["benchmark"] else f" ({h.get('scorer')})"
         lines.append(
-            f"{h['benchmark']}{scorer} {h['model']}: {h['metric']} {h['ci']} "
+            f"{h['benchmark']}{scorer} {h['model']}: {h['metric']} ({h['unit']}) {h['ci']} "
             f"n={h.get('n')}{pub}{flag}"
         )
     if len(heads) > 12:

@@ -35,7 +35,6 @@ PREVIEW_CHARS, ANSWER_CHARS, INSTRUCTION_CHARS, EXPLANATION_CHARS = 160, 3000, 1
 CONTEXT_EDGE_CHARS = 200  # of a context's head and of its tail
 MAX_RUBRIC_ITEMS = 40  # ManyIFEval's strict and loose checks of 10 instructions fit
 PANES = ("benchmark", "task", "model", "scorer", "scenario", "length")  # SearchPanes filters
-KEY_COLUMNS = ("benchmark", "task", "model")  # frozen on the left while the table scrolls
 NOTEBOOK_COLUMNS = ("task", "model", "value", "answer", "explanation", "rubric", "length")
 
 
@@ -44,6 +43,8 @@ def _templates() -> Environment:
     folder = FileSystemLoader(Path(__file__).parent / "templates")
     env = Environment(loader=folder, autoescape=True, auto_reload=False)
     env.filters["commas"] = "{:,}".format
+    # a column name breaks after its underscores (``Expression_rank``): headers wrap, tables fit
+    env.filters["breakable"] = lambda v: Markup(str(escape(str(v))).replace("_", "_<wbr>"))
     env.filters["g4"] = lambda x: "NaN" if math.isnan(x) else f"{x:.4g}"
     env.filters["f3"] = lambda x: "n/a" if x is None else f"{float(x):.3f}"
     env.filters["cell"] = lambda v: (
@@ -265,20 +266,26 @@ def table_html(frame: pd.DataFrame, texts: Texts | None = None, *, page_length: 
     text_cols = [i for i, c in enumerate(cols) if not pd.api.types.is_numeric_dtype(frame[c])]
     marked = [i for i in text_cols if frame[cols[i]].astype(str).str.contains("<").any()]
     answers = [i for i, c in enumerate(cols) if c in ("answer", "answer A", "answer B")]
-    types = [  # two answers side by side (compare.html) share the first screen
+    types: list[
+        dict[str, Any]
+    ] = [  # two answers side by side (compare.html) share the first screen
         {"type": "html", "targets": marked},
         {"type": "string", "targets": [i for i in text_cols if i not in marked]},
         {
             "targets": answers,
             "className": "answer",
-            "width": "32em" if len(answers) == 1 else "24em",
+            "width": "32em" if len(answers) == 1 else "18em",
         },
         {
             "targets": [i for i, c in enumerate(cols) if c.startswith("explanation")],
             "className": "expl",
         },
     ]
-    frozen = next((i for i, c in enumerate(cols) if c not in KEY_COLUMNS), len(cols))
+    # the secondary columns (sample metadata, prompt parts, ids, counts) start hidden, behind
+    # a button: the rest fits a 1,400 px window, nothing cut off at its right edge (issue 49)
+    paired = "answer A" in cols
+    more = [i for i, c in enumerate(cols) if secondary(c, paired)]
+    types.append({"targets": more, "visible": False})
     tid = f"itables_{uuid.uuid4().hex}"  # itables' own naming
     opts: dict[str, Any] = {
         "table_id": tid,
@@ -293,8 +300,8 @@ def table_html(frame: pd.DataFrame, texts: Texts | None = None, *, page_length: 
         "columnDefs": [t for t in types if t["targets"]],
         "autoWidth": False,
         "deferRender": True,
-        "scrollX": True,  # the key columns frozen while the table scrolls (FixedColumns)
-        "fixedColumns": {"left": frozen},
+        # no horizontal scroll: the cells wrap (long tokens too) so the table fits its window
+        "scrollX": False,
     }
     body = itables.to_html_datatable(frame, **opts)
     switch = scorer_choices(frame) if "scorer" in cols else []
@@ -306,12 +313,29 @@ def table_html(frame: pd.DataFrame, texts: Texts | None = None, *, page_length: 
         tid=tid,
         texts=texts,
         panes=[i for i, c in enumerate(cols) if c in PANES],
+        more=more,
+        more_names=[cols[i] for i in more],
         choices=switch,
         scorer_col=cols.index("scorer") if switch else -1,
         task_col=cols.index("task") if "task" in cols else -1,
         codes=sorted({html.unescape(str(t)) for t in frame["task"]}) if "task" in cols else [],
         itables_name="_itables_" + re.sub(r"[.-]", "_", version),
         itables_event=f"itables-{version}-ready",
+    )
+
+
+def secondary(column: str, paired: bool = False) -> bool:
+    """Whether a samples table's column starts hidden (:func:`table_html`): the sample's
+    ``meta`` fields, its instruction and context, its id, and the length counts; on a paired
+    page (two answers side by side, compare.html) also the rubrics and the grouping fields
+    that are not among the filters' :data:`PANES`."""
+    base = column.removesuffix(" A").removesuffix(" B")
+    if paired and base not in (*PANES, "diff", "value", "answer", "explanation"):
+        return True
+    return (
+        base.startswith("meta ")
+        or base in ("instruction", "context", "sample_id")
+        or base.endswith(("_chars", "_tokens"))
     )
 
 

@@ -29,9 +29,20 @@ from lceval.core.errors import LcevalError, one_line
 from lceval.core.io import atomic_open, load_yaml
 from lceval.core.progress import progress_path, read
 from lceval.core.tokens import count_tokens
+from lceval.models.backends import resolve_backend
 from lceval.models.embedded import EMBEDDED_NAME, cache_root, resolve_model
+from lceval.models.specs import stored_name
 from lceval.params import Judge
-from lceval.run.plan import GPUS, REFERENCE_GPU, ModelShape, estimate, estimate_table, shape_of
+from lceval.run.plan import (
+    EFFICIENCY,
+    GPUS,
+    REFERENCE_GPU,
+    ModelShape,
+    _hours,
+    estimate,
+    estimate_table,
+    shape_of,
+)
 from lceval.run.plan import dollars as dollars  # re-exported: the CLI formats with cost.dollars
 
 PRICES_PATH = Path(__file__).with_name("prices.yaml")
@@ -419,3 +430,97 @@ def judge_table(
     if not gpu_df.empty:
         gpu_df["usd"] = gpu_dollars(gpu_df, prices)
     return gpu_df, (pd.concat(api_rows) if api_rows else pd.DataFrame()), notes
+
+
+# ------------------------------------------------------------------------------ before answering
+LONG_RUN_S = 3600.0
+"""A run estimated over this many seconds is warned about before its first answer."""
+
+
+def answer_estimate(
+    rows: pd.DataFrame, model: str, engine: str, folder: str | os.PathLike[str] | None = None
+) -> tuple[float | None, str]:
+    """This machine's estimate of answering ``rows`` (:func:`~lceval.run.plan.per_sample`) with
+    ``model`` (run.json's name) on ``engine``, and the line ``lceval infer`` prints before its
+    first answer (issue 49).
+
+    Calibrated (:func:`predictions`): ``factor`` x the floor + the engine start, by this
+    model's calibration on this machine and engine, else another model's on them (the machine's
+    factor, this model's floor; from ``folder``'s config.json). Not calibrated: on a GPU machine
+    the floor on :data:`~lceval.run.plan.REFERENCE_GPU` times
+    :data:`~lceval.run.plan.EFFICIENCY`; on a CPU, no seconds (this run calibrates it).
+
+    Returns:
+        (seconds, or None when nothing estimates it; the line).
+    """
+    here = [c for c in stored().values() if c.machine == machine() and c.engine == engine]
+    shape = None
+    if folder is not None:
+        try:
+            shape = model_shape({"path": str(folder)}, model)
+        except LcevalError:
+            shape = None
+    cal = next((c for c in here if c.model == model), None)
+    if cal is None and shape is not None and here:
+        cal = max(here, key=lambda c: c.date)  # the machine's latest factor on this engine
+    if cal is not None:
+        answer = cal.factor * floor_s(rows, shape if cal.model != model and shape else cal.shape)
+        wall = answer + (cal.engine_start_s or 0.0)
+        whose = "its" if cal.model == model else f"{cal.model}'s"
+        return wall, (
+            f"estimate on this machine: {_hours(wall / 3600)} (h:mm) to answer {len(rows):,} "
+            f"samples with {model} on {engine}, engine start included ({whose} calibration "
+            f"from run {cal.run} of {cal.date}: {cal.factor:,.1f}x the {REFERENCE_GPU} floor)"
+        )
+    if shape is not None and Path("/proc/driver/nvidia/gpus").is_dir():
+        wall = EFFICIENCY * floor_s(rows, shape)
+        return wall, (
+            f"estimate: {_hours(wall / 3600)} (h:mm) on an {REFERENCE_GPU} for {model} "
+            f"({EFFICIENCY:g}x the arithmetic floor; not calibrated on this machine yet: this "
+            "run's answers calibrate it)"
+        )
+    return None, (
+        f"no calibrated estimate for {model} on {engine} on this machine yet: this run's "
+        "answers calibrate it (lceval plan RUN shows it)"
+    )
+
+
+def long_run_warning(seconds: float | None) -> str | None:
+    """The warning for a run estimated over :data:`LONG_RUN_S`, else None."""
+    if seconds is None or seconds <= LONG_RUN_S:
+        return None
+    return (
+        f"warning: this run is estimated at {_hours(seconds / 3600)} (h:mm) on this machine, "
+        "over an hour: --limit N or --max-new-tokens N answers less (lceval plan RUN shows the "
+        "sizes); Ctrl-C keeps every finished answer"
+    )
+
+
+def before_answering(rows: pd.DataFrame, specs: Sequence[Any]) -> list[str]:
+    """What ``lceval infer`` and ``eval`` print before the first answer: per model
+    (:class:`lceval.models.specs.ModelSpec`) :func:`answer_estimate`'s line, then
+    :func:`long_run_warning` for them all (engines answer one after another)."""
+    lines, total = [], 0.0
+    for spec in specs:
+        if spec.backend == "openai":
+            continue  # a server answers: its time is not this machine's
+        try:
+            folder: str | None = resolve_model(spec.model).path
+        except LcevalError:  # not to be read here: no floor of its own
+            folder = None
+        seconds, line = answer_estimate(
+            rows, stored_name(spec), resolve_backend(spec.backend), folder
+        )
+        lines.append(line)
+        total += seconds or 0.0
+    warning = long_run_warning(total)
+    return lines + ([warning] if warning else [])
+
+
+def after_answering(run: Any, rows: pd.DataFrame) -> list[str]:
+    """Calibrate this machine by the answers just measured (:func:`calibrate`, stored) and say
+    so: the next run's :func:`before_answering` estimate reads it."""
+    cals, lines = calibrate(run, rows)
+    if cals:
+        store(cals)
+    return lines

@@ -14,7 +14,7 @@ from typing import Any
 from lceval.benchmarks import registry
 from lceval.contexts.modes import ContextMode, check_retrievers, variant_name
 from lceval.contexts.modes import view as contexts_view
-from lceval.core.console import engine_output
+from lceval.core.console import engine_output, waiting
 from lceval.core.errors import LcevalError
 from lceval.core.io import RunDir
 from lceval.core.progress import progress_path
@@ -194,12 +194,15 @@ def run_infer(
     # size and estimate on stderr now; into run.json with the first model's entry, so a
     # command failing before its first answer (a missing or refused key) leaves run.json as it was
     pending: dict[str, Any] = {}
+    sized = None
     try:
         sized = plan.plan_run(
             run, samples=samples, generation=gen, max_thinking_tokens=max(thinking)
         )
         pending["plan"] = sized.summary()
-        for line in sized.lines():
+        from lceval.run import cost  # pulls pandas
+
+        for line in [*sized.lines(), *cost.before_answering(sized.rows, specs)]:
             log(line)
     except LcevalError as exc:  # no tiktoken file: inference goes on
         log(f"plan: not computed ({exc})")
@@ -217,6 +220,11 @@ def run_infer(
             responses += _infer_engine(
                 run, spec, gen, contexts, cfg.batch_size, progress, pending, p
             )
+    if sized is not None:  # this machine calibrated by what was measured: the next estimate
+        from lceval.run import cost  # pulls pandas
+
+        for line in cost.after_answering(run, sized.rows):
+            log(line)
     return responses
 
 
@@ -340,7 +348,8 @@ def _infer_engine(
     responses: list[Response] = []
     with engine_output(run.path, "infer"), lifeline.guard(run.path):  # engines die with us
         t0 = time.perf_counter()
-        engine = load_backend(spec.backend, spec.model, **spec.options)
+        with waiting(f"starting the {resolve_backend(spec.backend)} engine for {spec.label}"):
+            engine = load_backend(spec.backend, spec.model, **spec.options)
         base = stored_name(spec)
         start_s = round(time.perf_counter() - t0, 2)
         try:

@@ -39,13 +39,15 @@ def _notebook(path, fail, kernel="python3"):
     params = nbformat.v4.new_code_cell("run_id = 'x'\nouts = None")
     params.metadata["tags"] = ["parameters"]
     body = "raise ValueError('bad cell')" if fail else "result = run_id + '!'\nprint(result)"
-    nb.cells = [params, nbformat.v4.new_code_cell(body)]
+    cell = nbformat.v4.new_code_cell("# NBVAL_IGNORE_OUTPUT\n" + body)  # the tests' marker
+    cell.metadata["tags"] = ["nbval-ignore-output"]
+    nb.cells = [params, cell]
     nbformat.write(nb, path)
     return path
 
 
 @pytest.mark.notebook
-def test_run_notebook_injects_params_and_keeps_failures_apart(tmp_path):
+def test_run_notebook_injects_params_and_keeps_failures_apart(tmp_path, capsys):
     # a kernelspec that is not installed (the notebooks name `lceval`, which `make setup`
     # registers): `lceval run` runs them on its own Python all the same
     ok = run_notebook(
@@ -58,6 +60,12 @@ def test_run_notebook_injects_params_and_keeps_failures_apart(tmp_path):
     assert ok == tmp_path / "out" / "r1" / "notebooks" / "ok.ipynb"
     outputs = json.dumps(nbformat.read(ok, 4).cells[-1].outputs)
     assert "r1!" in outputs
+    # issue 49: lceval run names the notebook it executes; the copy a user reads has no
+    # test markers (nbval's comment lines and tags), and its cells still run as written
+    assert "lceval: executing notebook ok.ipynb for run r1" in capsys.readouterr().err
+    executed = nbformat.read(ok, 4)
+    assert "NBVAL" not in ok.read_text() and "nbval" not in ok.read_text()
+    assert executed.cells[-1].source == "result = run_id + '!'\nprint(result)"
     with pytest.raises(LcevalError, match="bad.ipynb failed in cell .*ValueError: bad cell"):
         run_notebook(
             _notebook(tmp_path / "bad.ipynb", True),
@@ -68,6 +76,8 @@ def test_run_notebook_injects_params_and_keeps_failures_apart(tmp_path):
     folder = tmp_path / "out" / "r1" / "notebooks"
     assert not (folder / "bad.ipynb").exists()
     assert (folder / "bad.failed.ipynb").exists()
+    kept = nbformat.read(folder / "bad.failed.ipynb", 4)  # its traceback quotes the source run
+    assert not any("NBVAL" in c.source for c in kept.cells)
     assert not list(folder.glob(".*running*"))
 
 

@@ -262,7 +262,8 @@ def test_stream_yields_each_answer_as_it_finishes(engine) -> None:
     assert work["decode_s"] > 0 and 0 < work["decode_tokens"] <= sum(
         r.completion_tokens for r in streamed
     )
-    assert engine.prompt_work["in_flight"] == 0
+    assert work["budget"] == 40 + 2  # the answers' budgets, against which those in flight count
+    assert engine.prompt_work["in_flight"] == 0 and engine.running_answers == []
     batched = {r.sample_id: r for r in engine.generate(batch, CONTEXTS, GREEDY)}
     for r in streamed:
         assert r.text.split()[:3] == batched[r.sample_id].text.split()[:3]

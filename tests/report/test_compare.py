@@ -267,3 +267,34 @@ def test_run_prefixed_name_may_not_collide_with_another_model(tmp_path: Path) ->
     # without the clash every model keeps its own row
     board = compare.leaderboard(compare.load_headlines(["r1", "r2"], root=tmp_path), n_resamples=50)
     assert sorted(board["model"]) == ["r1/x", "r2/x"] and (board["n"] == 10).all()
+
+
+def test_the_terminal_table_wraps_model_names_never_cuts_them() -> None:
+    """Issue 49: lceval compare printed "Smo...5M-Instruct". Too wide for the terminal, the
+    names wrap onto more lines (after a hyphen), every character kept, within the width."""
+    import pandas as pd
+
+    from lceval.report.compare import fit_width
+
+    names = ("SmolLM2-135M-Instruct@a133e75a", "Qwen2.5-0.5B-Instruct-with-a-long-name")
+    t = pd.DataFrame(
+        {
+            "benchmark": ["lifbench"],
+            "task": ["LSI"],
+            "metric": ["ARS (Eq. 3)"],
+            "model_a": [names[0]],
+            "model_b": [names[1]],
+            "diff": [0.123456],
+            "ci_low": [0.1],
+            "ci_high": [0.3],
+            "p": [0.01],
+        }
+    )
+    out = fit_width(t, 90)
+    assert "..." not in out and max(map(len, out.splitlines())) <= 90, out
+    assert "0.1235" in out
+    for name in names:  # read down its column, the whole name
+        start = next(line.index(name[:8]) for line in out.splitlines() if name[:8] in line)
+        parts = [line[start:].split("  ")[0] for line in out.splitlines()[1:]]
+        assert "".join(p.strip() for p in parts).startswith(name), (name, out)
+    assert all(name in fit_width(t, 200).splitlines()[1] for name in names)  # room: one line

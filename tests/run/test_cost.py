@@ -200,3 +200,45 @@ def test_a_bad_judge_option_in_the_params_is_one_line_and_the_plan_goes_on(tmp_p
     out = _plan(tmp_path, "j", capsys)
     line = next(ln for ln in out.splitlines() if ln.startswith("judge calls not counted"))
     assert "max_new_tokens" in line and "API dollars" in out
+
+
+def test_infer_says_the_calibrated_estimate_before_answering_and_warns_over_an_hour(
+    tmp_path, cache
+):
+    """Issue 49: before its first answer, infer prints this machine's estimate (lceval plan's
+    calibration: factor x the floor + the engine start) and warns over an hour; its answers
+    calibrate the next estimate. Run a (recorded: 106.9 s answering after a 98.7 s engine start)
+    calibrates; run b's estimate is then 0:03 (h:mm), as b took (112.7 s + its start); 40 times
+    b's samples are over an hour and warned about."""
+    import pandas as pd
+
+    from lceval.core.io import RunDir
+    from lceval.models.specs import ModelSpec
+    from lceval.run import plan
+
+    _recorded(tmp_path, "a")
+    _recorded(tmp_path, "b")
+    spec = ModelSpec(model=str(tmp_path / "model"), backend="vllm", name="SmolLM2-135M-Instruct")
+    rows = plan.plan_run(RunDir("b", tmp_path)).rows
+    first = cost.before_answering(rows, [spec])
+    if not (Path("/proc/driver/nvidia/gpus")).is_dir():  # a GPU machine has the GPU estimate
+        assert first == [
+            "no calibrated estimate for SmolLM2-135M-Instruct on vllm on this machine yet: "
+            "this run's answers calibrate it (lceval plan RUN shows it)"
+        ]
+    said = cost.after_answering(RunDir("a", tmp_path), plan.plan_run(RunDir("a", tmp_path)).rows)
+    assert said and said[0].startswith("calibration: SmolLM2-135M-Instruct (vllm) answered 44")
+    (line,) = cost.before_answering(rows, [spec])
+    assert line.startswith("estimate on this machine: 0:03 (h:mm) to answer 44 samples with "
+                           "SmolLM2-135M-Instruct on vllm, engine start included (its calibration "
+                           "from run a")  # fmt: skip
+    seconds, _ = cost.answer_estimate(rows, "SmolLM2-135M-Instruct", "vllm", tmp_path / "model")
+    assert seconds == pytest.approx(112.7 + 98.7, rel=0.25)  # b: answering + engine start
+    # another model on the same machine and engine: the machine's factor, its own floor
+    other = ModelSpec(model=str(tmp_path / "model"), backend="vllm")
+    assert "(SmolLM2-135M-Instruct's calibration" in cost.before_answering(rows, [other])[0]
+    long = pd.concat([rows] * 40, ignore_index=True)
+    lines = cost.before_answering(long, [spec])
+    assert lines[-1].startswith("warning: this run is estimated at 1:")
+    assert "over an hour: --limit N or --max-new-tokens N answers less" in lines[-1]
+    assert cost.long_run_warning(3599.0) is None and cost.long_run_warning(None) is None

@@ -239,6 +239,12 @@ def test_infer_announces_the_plan(monkeypatch, tmp_path, capsys):
     lceval.run.infer("r", backend="auto", model="embedded", root=tmp_path, limit=2, progress=False)
     err = capsys.readouterr().err
     assert "plan: 4 samples" in err and "estimate for an 8B model" in err
+    # issue 49: this machine's estimate for the model (calibrated, or why not), then a line
+    # while the engine starts
+    said = err[err.index("estimate for an 8B model") :].splitlines()[1]
+    engine = lceval.models.backends.resolve_backend("auto")
+    assert "calibrat" in said and f"SmolLM2-135M-Instruct on {engine}" in said, err
+    assert f"lceval: starting the {engine} engine for embedded ..." in err
     assert run.read_meta().plan["samples"] == 4
 
 

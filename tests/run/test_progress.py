@@ -239,9 +239,9 @@ def test_ctrl_c_keeps_the_answers_completed(tmp_path, tiny_long_model_dir):
 def test_time_left_from_measured_prefill_and_decode_rates():
     """An engine that serves a shared context from its prefix cache and answers in bursts: 12
     samples on one 4,000-token context, the first 3 answered after the whole prefill. Their
-    answers per second (3 in 60 s: 180 s for the 9 left) overstate the 12 s left 15x; the
-    measured rates give it: no prompt tokens left, 9 answers of the mean length (16 tokens)
-    less the 144 generated, at 24 tokens/s."""
+    answers per second (3 in 60 s: 180 s for the 9 left) overstate the time left; the measured
+    rates give it: no prompt tokens left, and the 9 answers not started at the expected length
+    of 16-token answers (every answer seen so far: 16 tokens) at 24 tokens/s."""
     work = {
         "sent": 12,
         "tokens": 4100 + 11 * 100,  # the context once, then each question
@@ -251,31 +251,71 @@ def test_time_left_from_measured_prefill_and_decode_rates():
         "decode_s": 8.0,
         "decode_tokens": 192,
         "in_flight": 0,
+        "budget": 12 * 64,
     }
-    assert progress.work_eta(work, pending=12, answered=3, generated=48) == pytest.approx(
-        (9 * 16) / 24
-    )
+    assert progress.work_eta(work, pending=12, lengths=[16] * 3) == pytest.approx((9 * 16) / 24)
     # half the samples not sent yet: their prompts counted at the mean of those sent
-    half = work | {"sent": 6, "tokens": 2600, "done": 2600, "prefill_tokens": 2600}
-    assert progress.work_eta(half, pending=12, answered=3, generated=48) == pytest.approx(
+    half = work | {"sent": 6, "tokens": 2600, "done": 2600, "prefill_tokens": 2600, "budget": 384}
+    assert progress.work_eta(half, pending=12, lengths=[16] * 3) == pytest.approx(
         2600 * 52 / 2600 + 9 * 16 / 24
     )
-    assert progress.work_eta(work | {"decode_s": 0}, pending=12, answered=3, generated=48) is None
-    assert progress.work_eta(work, pending=12, answered=0, generated=0) is None
+    assert progress.work_eta(work | {"decode_s": 0}, pending=12, lengths=[16] * 3) is None
+    assert progress.work_eta(work | {"budget": 0}, pending=12, lengths=[16] * 3) is None
+    assert progress.work_eta(work, pending=12, lengths=[]) is None
+
+
+def test_time_left_counts_answers_in_flight_against_their_budgets():
+    """Issue 49: a decode-heavy call (IFEval's 1,280-token budgets; here 1,000) whose first
+    answers are the short ones. 20 samples: 4 finished at 10 tokens, 8 in flight at 200 tokens
+    each, 8 not started, at 10 tokens/s. The mean length of the finished answers (10) said
+    nothing was left (16 x 10 - 1,600 in flight < 0: "0s left"). Counted as the censored sample
+    it is (Kaplan-Meier: 4 of 12 answers ended at 10 tokens, 8 run past 200), an answer not
+    started is expected to take 10 + 990 x 2/3 = 670 tokens and one in flight its 800 tokens
+    left (none seen to end beyond 200): 8 x 670 + 8 x 800 = 11,760 tokens, 1,176 s."""
+    work = {
+        "sent": 20,
+        "tokens": 2000,
+        "done": 1200,
+        "prefill_s": 10.0,
+        "prefill_tokens": 1200,
+        "decode_s": 100.0,
+        "decode_tokens": 1000,
+        "in_flight": 1600,
+        "budget": 20 * 1000,
+    }
+    running = [(200, 1000)] * 8
+    eta = progress.work_eta(work, pending=20, lengths=[10] * 4, running=running)
+    assert eta == pytest.approx(800 * 10 / 1200 + (8 * 670 + 8 * 800) / 10)
+    # an answer in flight never counts more than its budget left; one at its budget, nothing
+    done = progress.work_eta(
+        work | {"done": 2000}, pending=12, lengths=[10] * 4, running=[(1000, 1000)] * 8
+    )
+    assert done == pytest.approx(0.0)
+    # nothing finished beyond the short ones' own length: the rest at most the budgets
+    survival = progress.Survival([10, 10, 30], [5])
+    assert survival.at(0) == 1.0 and survival.at(10) == pytest.approx(1 / 3)
+    assert survival.rest(0, 100) == pytest.approx(10 + 20 / 3)
+    assert survival.rest(5, 4) == 0.0
+    assert survival.rest(40, 100) == 60  # longer than every answer seen: its budget left
 
 
 def test_the_bar_takes_the_engines_work_over_its_answers_per_second(tmp_path):
-    """Progress reads the engine's work counts (vLLM's prompt_work) once the time left is
-    honest, counting only what this call measured; without them, answers per second."""
+    """Progress reads the engine's work counts (vLLM's prompt_work and running_answers) once the
+    time left is honest, counting only what this call measured; without them, answers per
+    second."""
     work = dict.fromkeys(progress.WORK_KEYS, 0.0) | {"prefill_s": 100.0, "prefill_tokens": 1e4}
     bar = progress.Progress(None, "m", 12, show=False, work=lambda: work)
-    work.update(sent=12, tokens=5200, done=5200, decode_s=8.0, decode_tokens=192, in_flight=0)
+    work.update(sent=12, tokens=5200, done=5200, decode_s=8.0, decode_tokens=192, budget=12 * 64)
     work["prefill_s"] += 52.0
     work["prefill_tokens"] += 5200
+    work["running"] = [(16, 64)]  # one answer in flight, 16 tokens so far
     bar.add(3, 3 * 4133, 48)
-    assert bar.record()["eta_s"] == pytest.approx(6.0)
+    # 3 of the 4 answers seen end at 16 tokens, 1 runs on (S = 1/4 beyond 16): 8 not started
+    # at 16 + 48/4 = 28 tokens, the one in flight its 48 left, at 24 tokens/s
+    left = (8 * 28 + 48) / 24
+    assert bar.record()["eta_s"] == pytest.approx(left, abs=0.1)
     work["decode_s"] = 0.0  # no decode rate measured yet: answers per second
-    assert bar.record()["eta_s"] != pytest.approx(6.0)
+    assert bar.record()["eta_s"] != pytest.approx(left, abs=0.1)
     bar.close()
 
 
@@ -318,3 +358,53 @@ def test_honesty_reads_first_answer_and_time_left_from_the_records(tmp_path):
     assert (answered, eta, measured) == (12, 70.0, False)
     assert actual == pytest.approx(39.5 + 20 / (8 / 39.5))
     assert honesty([rec(0, 0), rec(60, 0, None, "stopped")])["first_answer_s"] is None
+
+
+def test_the_time_left_is_written_anew_between_answers(tmp_path, monkeypatch):
+    """Issue 49: between two answers of a decode-heavy call the bar showed one time left for
+    30 minutes. Every REFRESH_S seconds a line is written with the time left as the answers in
+    flight have moved on."""
+    monkeypatch.setattr(progress, "REFRESH_S", 0.6, raising=False)
+    work: dict = dict.fromkeys(progress.WORK_KEYS, 0.0)
+    path = tmp_path / "progress.jsonl"
+    bar = progress.Progress(path, "m", 5, show=False, work=lambda: work)
+    work.update(sent=5, tokens=500, done=500, prefill_s=5.0, prefill_tokens=500, budget=500)
+    work.update(decode_s=10.0, decode_tokens=100, running=[(10, 100)] * 3)
+    bar.add(2, 200, 20)
+    first = bar.record()["eta_s"]
+    work["decode_s"], work["decode_tokens"] = 20.0, 200.0  # no answer; 30 more tokens each
+    work["running"] = [(40, 100)] * 3
+    time.sleep(1.6)
+    bar.close("stopped")
+    etas = [r.get("eta_s") for r in progress.read(path) if r["state"] == "running"]
+    assert first is not None and etas[-1] is not None and etas[-1] < first, etas
+
+
+def test_the_answer_lines_of_lceval_run_never_share_the_cell_bars_line(tmp_path):
+    """Issue 49: lceval run's cell bar (papermill's tqdm, this process) and the kernel's answer
+    lines (the Watcher) shared one terminal line. Each answer line now starts a line of its own
+    (tqdm clears the bar first) and the bar is drawn again below it."""
+    import io
+
+    from tqdm import tqdm
+
+    class Terminal(io.StringIO):
+        def isatty(self):
+            return True
+
+    term = Terminal()
+    path = tmp_path / "progress.jsonl"
+    cells = tqdm(total=10, desc="02_inference cells", unit="cell", file=term)
+    cells.update(3)
+    with progress.Watcher(path, term, every_s=0.1):
+        bar = progress.Progress(path, "m", 4, show=False)
+        bar.add(1, 10, 5)
+        bar.close("stopped")
+        time.sleep(0.3)
+    cells.close()
+    out = term.getvalue()
+    for line in re.split(r"[\r\n]", out):
+        assert not ("samples answered" in line and "cells" in line), out
+    at = out.index("infer m: ")
+    assert out[at - 1] in "\r\n", out  # the line starts at the line's start
+    assert "02_inference cells" in out[at:]  # the bar drawn again after it
