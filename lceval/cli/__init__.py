@@ -12,7 +12,7 @@ import os
 import sys
 from collections.abc import Sequence
 from importlib import import_module
-from typing import NoReturn
+from typing import Any, NoReturn
 
 from lceval.cli.common import Handler
 from lceval.core import interrupt
@@ -36,16 +36,29 @@ def verb_help(verb: str) -> str:
 class _Parser(argparse.ArgumentParser):
     """argparse's parser with its errors in one line, exit status 2 (argparse printed the usage,
     up to ten lines, above the error): ``lceval eval: the following arguments are required:
-    benchmark (lceval eval -h lists the flags)``."""
+    benchmark (lceval eval -h lists the flags)``; it keeps its option strings (``flags``, its
+    parents' too) and its verbs' parsers (``verbs``), which argparse's public API does not list."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        self.flags: list[str] = []
+        self.verbs: dict[str, _Parser] = {}
+        super().__init__(*args, **kwargs)  # adds -h/--help through add_argument
+        for parent in kwargs.get("parents", ()):
+            self.flags += getattr(parent, "flags", [])
+
+    def add_argument(self, *args: Any, **kwargs: Any) -> argparse.Action:
+        action = super().add_argument(*args, **kwargs)
+        self.flags += action.option_strings
+        return action
 
     def error(self, message: str) -> NoReturn:
         self.exit(2, f"{self.prog}: {message} ({self.prog} -h lists the flags)\n")
 
 
-def _unknown_flags(parser: argparse.ArgumentParser, extra: Sequence[str]) -> NoReturn:
+def _unknown_flags(parser: _Parser, extra: Sequence[str]) -> NoReturn:
     """Exit 2 with one line naming the arguments ``parser`` (the verb's) does not take, with the
     closest flag for the first one that looks like a flag."""
-    flags = [f for a in parser._actions for f in a.option_strings]
+    flags = parser.flags
     first = next((x.partition("=")[0] for x in extra if x.startswith("-")), "")
     hint = did_you_mean(first, flags) if first else ""
     said = " ".join(extra)
@@ -53,7 +66,7 @@ def _unknown_flags(parser: argparse.ArgumentParser, extra: Sequence[str]) -> NoR
     parser.error(f"unrecognized arguments: {said}" + (f"; {hint}" if hint else ""))
 
 
-def _parser() -> argparse.ArgumentParser:
+def _parser() -> _Parser:
     """``--outputs`` and ``-v`` before or after the verb, one subparser per verb."""
     common = _Parser(add_help=False)
     common.add_argument(
@@ -77,7 +90,8 @@ def _parser() -> argparse.ArgumentParser:
     )
     sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
     for name in HANDLERS:
-        add_flags(sub.add_parser(name, help=verb_help(name), parents=[common]), VERBS[name])
+        p.verbs[name] = sub.add_parser(name, help=verb_help(name), parents=[common])
+        add_flags(p.verbs[name], VERBS[name])
     return p
 
 
@@ -91,8 +105,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print("lceval: interrupted", file=sys.stderr)
         return 130
     if extra:  # said by the verb's parser, with its closest flag
-        verbs = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
-        _unknown_flags(verbs.choices[args.command], extra)
+        _unknown_flags(parser.verbs[args.command], extra)
     if getattr(args, "verbose", False):
         os.environ[VERBOSE_ENV] = "1"  # notebooks run by `lceval run` inherit it
     try:

@@ -3,7 +3,6 @@ Imports no engine, torch or vLLM (a command line is checked in milliseconds)."""
 
 from __future__ import annotations
 
-import ast
 import difflib
 import functools
 import importlib
@@ -18,6 +17,7 @@ from urllib.parse import urlparse
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from lceval.core.errors import LcevalError, add_secret, did_you_mean, without_credentials
+from lceval.models._compat.vllm import engine_arg_names
 from lceval.models.rope import RopeScaling
 from lceval.params import first_error
 
@@ -140,28 +140,6 @@ class OpenAIOptions(ThinkingOptions):
         False, description="answer through the provider's Batch API (resumable; half price there)"
     )
     batch_poll_s: float = Field(30.0, gt=0, description="seconds between looks at a batch")
-
-
-def engine_arg_names() -> list[str]:
-    """vLLM's ``EngineArgs`` fields in source order (empty without vLLM), read with :mod:`ast` in
-    ~25 ms (importing vLLM takes ~9 s)."""
-    spec = importlib.util.find_spec("vllm")
-    for folder in (spec.submodule_search_locations or []) if spec else []:
-        try:
-            with open(os.path.join(folder, "engine", "arg_utils.py"), encoding="utf-8") as f:
-                tree = ast.parse(f.read())
-        except (OSError, SyntaxError, ValueError):
-            continue
-        for node in tree.body:
-            if isinstance(node, ast.ClassDef) and node.name == "EngineArgs":
-                return [
-                    s.target.id
-                    for s in node.body
-                    if isinstance(s, ast.AnnAssign)
-                    and isinstance(s.target, ast.Name)
-                    and "ClassVar" not in ast.unparse(s.annotation)
-                ]
-    return []
 
 
 PUBLIC_BASE_URL = "https://api.openai.com/v1"

@@ -18,6 +18,8 @@ from transformers.cache_utils import DynamicLayer
 from transformers.integrations.sdpa_attention import sdpa_attention_forward
 from transformers.masking_utils import AttentionMaskInterface, sdpa_mask
 
+from lceval.models._compat.torch import fused_lse_attention
+
 ATTENTION = "lceval_cascade"  # the name cascade_attention is registered under in transformers
 SCORE_BLOCK_BYTES = 256 << 20  # most bytes of float32 scores the unfused attention holds at once
 PREFIX_ATTR = "_lceval_prefix"  # key tensor attribute carrying the shared (keys, values) prefix
@@ -68,25 +70,6 @@ def manual_lse_attention(
     return torch.cat(outs, dim=2), torch.cat(lses, dim=2)
 
 
-def _fused_lse_attention(
-    q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, scale: float, causal: bool = False
-) -> tuple[torch.Tensor, torch.Tensor]:
-    """torch's fused kernels (private ops) returning the log-sum-exp beside the output."""
-    ops = torch.ops.aten
-    if q.device.type == "cpu":
-        out, lse = ops._scaled_dot_product_flash_attention_for_cpu(
-            q, k, v, 0.0, causal, attn_mask=None, scale=scale
-        )
-        return out, lse.float()
-    if q.dtype in (torch.float16, torch.bfloat16):
-        res = ops._scaled_dot_product_flash_attention(q, k, v, 0.0, causal, False, scale=scale)
-    else:
-        res = ops._scaled_dot_product_efficient_attention(
-            q, k, v, None, True, 0.0, causal, scale=scale
-        )
-    return res[0], res[1][..., : q.shape[2]].float()
-
-
 @functools.cache
 def _fused_ok(device: torch.device, dtype: torch.dtype, d: int) -> bool:
     """Whether the fused kernel agrees with :func:`manual_lse_attention` on random inputs here
@@ -97,7 +80,7 @@ def _fused_ok(device: torch.device, dtype: torch.dtype, d: int) -> bool:
     try:
         for causal, n in ((False, 29), (True, 37)):
             args = (a, b[:, :, :n], c[:, :, :n], d**-0.5, causal)
-            got, want = _fused_lse_attention(*args), manual_lse_attention(*args)
+            got, want = fused_lse_attention(*args), manual_lse_attention(*args)
             for x, y in zip(got, want, strict=True):
                 if x.shape != y.shape or not torch.allclose(x.float(), y, atol=tol, rtol=tol):
                     return False
@@ -114,7 +97,7 @@ def lse_attention(
     scores materialised) on the CPU or CUDA where it passes a self-check, else the float32 path."""
     fits = q.device.type in ("cpu", "cuda") and (not causal or q.shape[2] == k.shape[2])
     if fits and _fused_ok(q.device, q.dtype, q.shape[-1]):
-        return _fused_lse_attention(q, k, v, scale, causal)
+        return fused_lse_attention(q, k, v, scale, causal)
     return manual_lse_attention(q, k, v, scale, causal)
 
 

@@ -11,7 +11,6 @@ import dataclasses
 import os
 import socket
 import sys
-import time
 from collections import deque
 from collections.abc import Callable, Mapping, Sequence
 from contextlib import suppress
@@ -28,6 +27,7 @@ from lceval.core.errors import LcevalError, one_line
 from lceval.core.progress import Progress
 from lceval.core.records import Context, Response, Sample, sample_hashes
 from lceval.core.store import ResponseStore
+from lceval.models._compat import ray as ray_compat
 from lceval.models.base import GenerationConfig, load_backend, log, replicas_of, split_run_options
 from lceval.models.generate import answers, context_order, engine_config
 from lceval.models.specs import stored_name
@@ -70,9 +70,7 @@ def connect(address: str | None = None) -> Any:
         if address is None:
             start_local(ray, lambda: ray.init(address="local", logging_level="ERROR", **kw))
         else:  # as Ray's CLI: a token on this machine turns on token authentication
-            from ray._private.authentication import authentication_token_setup as auth  # with ray
-
-            auth.maybe_enable_token_auth_if_token_available(warn_if_disabled=False)
+            ray_compat.enable_token_auth()
             ray.init(address=address, logging_level="ERROR", **kw)
     except Exception as exc:  # noqa: BLE001 - Ray raises bare Exception on a start timeout
         where = address or "a local cluster"
@@ -107,23 +105,12 @@ def check_address(address: str | None) -> None:
         ) from None
     if address.startswith("ray://"):  # Ray Client's own protocol: TCP is what can be checked
         return
-    import grpc  # optional extra: ray (grpc comes with it)
-    from ray.core.generated import gcs_service_pb2, gcs_service_pb2_grpc  # optional extra: ray
-
-    channel = grpc.insecure_channel(f"[{host}]:{port}" if ":" in host else f"{host}:{port}")
-    try:
-        gcs_service_pb2_grpc.NodeInfoGcsServiceStub(channel).GetClusterId(
-            gcs_service_pb2.GetClusterIdRequest(),  # type: ignore[attr-defined]  # no stubs
-            timeout=PROBE_S,
+    refusal = ray_compat.gcs_refusal(host, int(port), PROBE_S)
+    if refusal:
+        raise LcevalError(
+            f"no Ray cluster at {address}: something listens there but does not answer as "
+            f"Ray's GCS ({refusal}); give the head's GCS port (6379 unless set)"
         )
-    except grpc.RpcError as exc:  # any other status (UNAUTHENTICATED: token auth) is a Ray GCS
-        if exc.code().name in ("UNAVAILABLE", "UNIMPLEMENTED", "DEADLINE_EXCEEDED"):
-            raise LcevalError(
-                f"no Ray cluster at {address}: something listens there but does not answer as "
-                f"Ray's GCS ({exc.code().name}); give the head's GCS port (6379 unless set)"
-            ) from None
-    finally:
-        channel.close()
 
 
 def start_local(ray: Any, start: Callable[[], Any], tries: int = 2) -> None:
@@ -134,26 +121,11 @@ def start_local(ray: Any, start: Callable[[], Any], tries: int = 2) -> None:
     Raises:
         Exception: Ray's own, when the last try fails.
     """
-    import ray._private.services as services  # with ray
-
-    original = services.get_node
-
-    def patient_get_node(*args: Any, **kwargs: Any) -> Any:
-        t0 = time.monotonic()
-        while True:
-            try:
-                return original(*args, **kwargs)
-            except RuntimeError:  # until the raylet registers
-                waited = time.monotonic() - t0
-                if waited > RAYLET_WAIT_S or (waited > 5 and not _raylet_alive()):
-                    raise
-                time.sleep(0.5)
-
     for attempt in range(1, tries + 1):
         mark = os.environ["LCEVAL_RAY_START"] = f"{os.getpid()}-{attempt}-{os.urandom(4).hex()}"
-        services.get_node = patient_get_node
         try:
-            start()
+            with ray_compat.patient_raylet_wait(RAYLET_WAIT_S, _raylet_alive):
+                start()
             return
         except Exception:
             with suppress(Exception):  # a half-started cluster
@@ -166,8 +138,6 @@ def start_local(ray: Any, start: Callable[[], Any], tries: int = 2) -> None:
             if attempt == tries:
                 raise
             log(f"the local Ray cluster did not start (try {attempt}); trying again")
-        finally:
-            services.get_node = original
 
 
 def _raylet_alive() -> bool:

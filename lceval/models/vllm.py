@@ -16,6 +16,8 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, cast
 
+import psutil
+
 from lceval.core import progress
 from lceval.core.errors import LcevalError, one_line
 from lceval.core.records import Context, Response, Sample
@@ -383,10 +385,7 @@ def engine_death_cause(wait_s: float = 2.0) -> str:
     the file stderr points at (the run's log, :func:`lceval.core.console.engine_output`), vLLM's
     ``EngineDeadError`` lines skipped, waiting up to ``wait_s`` seconds for it.
     """
-    try:
-        target = os.readlink("/proc/self/fd/2")
-    except OSError:
-        target = ""
+    target = stderr_file()
     deadline = time.monotonic() + wait_s
     while os.path.isabs(target) and os.path.isfile(target):
         try:
@@ -403,6 +402,15 @@ def engine_death_cause(wait_s: float = 2.0) -> str:
             break
         time.sleep(0.25)
     return "its cause is in the engine's log (lceval -v shows it on the terminal)"
+
+
+def stderr_file() -> str:
+    """The path of the file descriptor 2 writes to ("" when it is no file: a terminal, a pipe),
+    by psutil's list of this process's open files."""
+    try:
+        return next((f.path for f in psutil.Process().open_files() if f.fd == 2), "")
+    except psutil.Error:
+        return ""
 
 
 @contextlib.contextmanager
