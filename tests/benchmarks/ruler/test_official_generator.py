@@ -89,14 +89,16 @@ def official(tmp_path_factory: pytest.TempPathFactory) -> dict[Cell, tuple[int, 
         return dict(pool.map(run, cells))
 
 
-def _mean_tokens(prompts: list[str]) -> float:
+def _tokens_of(prompts: list[str]) -> np.ndarray:
     enc = tk.get_encoding("cl100k_base")
-    return float(np.mean([len(enc.encode(p, disallowed_special=())) for p in prompts]))
+    return np.array([len(enc.encode(p, disallowed_special=())) for p in prompts], dtype=float)
 
 
 def test_haystack_fill_matches_the_official_generator(official) -> None:
     """Each cell's probe picks the official haystack size or one step next to it, and where
-    it picks the same size, the mean prompt is within 2% of L of the official one.
+    it picks the same size, the mean prompt is within 2% of L of the official one, or within 3
+    standard errors of the difference of the two means where that is wider (cells whose samples
+    back off whole steps of many tokens: qa at 8K).
 
     The official probe is a random draw of its own at each size (lceval's: its sample 0), and a
     step is 500 essay words, 25 or 10 lines, 10 words or documents, L // 32 fwe words: where the
@@ -118,11 +120,15 @@ def test_haystack_fill_matches_the_official_generator(official) -> None:
             ours = [plain_text(s, ctx[s.context_id]) for s in r.samples if s.task == task]
             units, prompts = official[task, length]
             assert len(ours) == n == len(prompts)
-            theirs = _mean_tokens(prompts)
-            dev = (_mean_tokens(ours) - theirs) / length
+            a, o = _tokens_of(ours), _tokens_of(prompts)
+            theirs = float(o.mean())
+            dev = (float(a.mean()) - theirs) / length
+            # the two means' own sampling noise: where samples back off whole steps (10 qa
+            # documents are ~1,300 tokens), 2% of L is below 3 standard errors of 50 samples
+            se = float(np.sqrt(a.var(ddof=1) / len(a) + o.var(ddof=1) / len(o))) / length
             mine = pinned_units(make, b.c.count, task, args, length)
             step = official_step(family, args, length, "official")
-            bound = TOLERANCE
+            bound = max(TOLERANCE, 3 * se)
             if mine != units:
                 lo, hi = sorted((mine, units))
                 one_step = _tokens(make(task, args, length, 0, hi)) - _tokens(
