@@ -335,9 +335,8 @@ def build_ruler(raw: Mapping[str, Any]) -> BuildResult:
         make = builders[family]
         for length in p.lengths:
             step = official_step(family, args, length, p.fill)
-            units = {"official": pinned_units, "binary": official_units}.get(p.fill)
-            if units is not None:
-                units = units(make, b.c.count, task, args, length)
+            probe = {"official": pinned_units, "binary": official_units}.get(p.fill)
+            units = None if probe is None else probe(make, b.c.count, task, args, length)
             for i in range(p.num_samples):
                 it = make(task, args, length, i, units)
                 used = units
