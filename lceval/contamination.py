@@ -307,16 +307,29 @@ def run_overlap(
 
 # ---------------------------------------------------------------------------------- membership
 def _lowest(values: np.ndarray, k: float) -> float:
-    """The mean of the lowest ``k`` share (at least one) of the non-NaN values; NaN if none."""
+    """The mean of the lowest ``int(k * n)`` of the ``n`` non-NaN values; NaN if none.
+
+    ``int(k * n)`` (truncation, in float arithmetic) is the official count: zjysteven/mink-plus-plus
+    ``run.py`` lines 104-105 and 111-112 (``k_length = int(len(token_log_probs) * ratio)``,
+    ``np.sort(...)[:k_length]``), swj0419/detect-pretrain-code ``src/run.py`` lines 108-109. Where
+    ``int(k * n)`` is 0 (``n < 1 / k``) the official code averages an empty slice (NaN and a
+    numpy warning); lceval averages the single lowest value there instead.
+    """
     if not 0.0 < k <= 1.0:
         raise ValueError(f"k must be in (0, 1], got {k}")
     v = np.asarray(values, dtype=float)
     v = v[~np.isnan(v)]
-    return float(np.sort(v)[: max(1, math.ceil(k * v.size))].mean()) if v.size else math.nan
+    return float(np.sort(v)[: int(k * v.size) or 1].mean()) if v.size else math.nan
 
 
 def min_k_prob(logprobs: Sequence[float] | np.ndarray, k: float = 0.2) -> float:
-    """Min-K% Prob: the mean of the lowest ``k`` share (at least one) of token log-probs."""
+    """Min-K% Prob (Shi et al., 2024): the mean of the lowest ``int(k * n)`` (at least one) of the
+    ``n`` token log-probs (shape ``(n,)``, nats); larger means likelier seen. As the official
+    ``src/run.py`` of swj0419/detect-pretrain-code (without its sign flip); see :func:`_lowest`.
+
+    Raises:
+        ValueError: ``k`` outside (0, 1].
+    """
     return _lowest(np.asarray(logprobs, dtype=float), k)
 
 
@@ -326,8 +339,16 @@ def min_k_plus_plus(
     std: Sequence[float] | np.ndarray | None,
     k: float = 0.2,
 ) -> float:
-    """Min-K%++: the mean of the lowest ``k`` share of ``(logprob - mean) / std``; NaN without
-    the distribution's mean and std. Positions with ``std == 0`` are left out."""
+    """Min-K%++ (Zhang et al., 2024): the mean of the lowest ``int(k * n)`` (at least one) of the
+    ``n`` scores ``(logprob - mean) / std`` (each of shape ``(n,)``: the token's log-prob and the
+    mean and standard deviation of log-probs under the model's next-token distribution), as
+    zjysteven/mink-plus-plus ``run.py`` (see :func:`_lowest`); NaN without ``mean`` and ``std``.
+    Positions with ``std == 0`` are left out (the official code divides by zero there) and do
+    not count in ``n``.
+
+    Raises:
+        ValueError: ``k`` outside (0, 1].
+    """
     if mean is None or std is None:
         return math.nan
     lp, mu, sd = (np.asarray(x, dtype=float) for x in (logprobs, mean, std))

@@ -110,13 +110,38 @@ def test_signals_by_hand() -> None:
     assert C.min_k_prob(lp, 0.4) == -4.0  # mean of -5, -3
     assert C.min_k_prob(lp, 1.0) == pytest.approx(lp.mean())
     mu, sd = np.full(5, -2.0), np.array([1.0, 1.0, 1.0, 0.0, 2.0])
-    # z = 1, -3, 0, (dropped: sd 0), -0.5 -> lowest 1 of 4 (k 0.2 -> ceil 0.8 = 1): -3
+    # z = 1, -3, 0, (dropped: sd 0), -0.5 -> int(0.2 * 4) = 0: the guard's lowest 1: -3
     assert C.min_k_plus_plus(lp, mu, sd, 0.2) == -3.0
     assert math.isnan(C.min_k_plus_plus(lp, None, None))
     text = "hello hello hello"
     assert C.zlib_ratio(lp, text) == pytest.approx(lp.mean() / len(zlib.compress(text.encode())))
     with pytest.raises(ValueError):
         C.min_k_prob(lp, 0)
+
+
+def test_min_k_counts_int_k_n_as_the_official_code() -> None:
+    """Min-K% and Min-K%++ average the lowest int(k * n) scores (mink-plus-plus run.py lines
+    104-105 and 111-112; detect-pretrain-code src/run.py 108-109), not ceil(k * n); the lowest
+    one only where int(k * n) is 0 (the official code averages an empty slice there)."""
+    # a 12-token text: k = 0.2 -> int(2.4) = 2 tokens (ceil would take 3)
+    lp = np.array([-0.1, -6.0, -0.2, -3.0, -0.3, -0.4, -2.0, -0.5, -0.6, -0.7, -0.8, -0.9])
+    assert C.min_k_prob(lp, 0.2) == -4.5  # mean of -6, -3
+    assert C.min_k_prob(lp, 0.1) == -6.0  # int(1.2) = 1
+    assert C.min_k_prob(lp, 0.5) == pytest.approx(np.sort(lp)[:6].mean())
+    zeros, ones = np.zeros(12), np.ones(12)
+    assert C.min_k_plus_plus(lp, zeros, ones, 0.2) == -4.5  # z = lp
+    # float truncation as the official code: 0.3 * 10 = 3.0000000000000004 -> 3, 0.7 * 10 -> 7
+    ten = lp[:10]
+    assert C.min_k_prob(ten, 0.3) == pytest.approx(np.sort(ten)[:3].mean())
+    assert C.min_k_prob(ten, 0.7) == pytest.approx(np.sort(ten)[:7].mean())
+    # int(0.1 * 9) = 0: the official slice is empty; lceval takes the lowest one
+    assert C.min_k_prob(lp[:9], 0.1) == -6.0
+    for n in range(1, 40):
+        v = -np.arange(1.0, n + 1)
+        for k in (0.05, 0.1, 0.2, 0.3, 0.5, 0.6, 0.7, 0.9, 1.0):
+            m = int(k * n)
+            want = np.sort(v)[:m].mean() if m else v.min()
+            assert C.min_k_prob(v, k) == pytest.approx(want), (n, k)
 
 
 def test_auroc() -> None:

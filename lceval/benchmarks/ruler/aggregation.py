@@ -152,7 +152,8 @@ class AggregationBuilder(Core):
         rng = _rng(self.seed, task, length, index)
         alpha = args.alpha
         budget_all = length - TOKENS_TO_GENERATE["freq_words_extraction"]
-        vocab_size = max(5, budget_all // 50)  # official: vocab_size = max_seq_length // 50
+        # official: vocab_size = max_seq_length // 50 (RULER main: net of the answer budget)
+        vocab_size = max(5, (length if self.fill == "official" else budget_all) // 50)
         pool, pcounts = self._coded_pool(task, args.coded_wordlen)
         pick = rng.choice(len(pool), vocab_size, replace=False)
         vocab = pool[pick].copy()

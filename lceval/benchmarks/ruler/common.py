@@ -455,6 +455,8 @@ class Core:
         self._pools: dict[tuple[str, str], tuple[np.ndarray, dict[str, int], np.ndarray]] = {}
         self._vt_icl: dict[int, tuple[str, list[str]]] = {}
         self._coded: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+        self.fill = "official"
+        """The build's ``fill`` (:data:`FILLS`): the fwe vocabulary follows its generator."""
         self.large_word_list = False
         """Whether a cwe list needed the larger word list (recorded in run.json)."""
 
@@ -497,29 +499,36 @@ class Core:
         return text, starts, ends, np.concatenate([[0], np.cumsum(counts)])
 
 
-FILLS = ("official", "exact")
-"""How a haystack is sized. ``official`` (default): as RULER's generators, in haystack units
-(essay words, noise or needle lines, cwe words, fwe word count, qa documents): once per task and
-length from a probe sample, then per sample backing off in fixed steps (:func:`official_step`)
-until it fits. ``exact``: every sample filled with as many units as fit its own token budget."""
+FILLS = ("official", "binary", "exact")
+"""How a haystack is sized. ``official`` (default): as the pinned official generator
+(nvidia-long-context-eval 26.3, NVIDIA's packaged RULER; :func:`lceval.benchmarks.ruler.build.
+pinned_units`), in haystack units (essay words, noise or needle lines, cwe words, fwe word count,
+qa documents): once per task and length a probe grows in fixed steps (:func:`official_step`),
+then each sample backs off in those steps until it fits. ``binary``: as NVIDIA/RULER's main
+branch since June 2025 (a binary-search probe, fwe and vt budgets net of the answer;
+:func:`lceval.benchmarks.ruler.build.official_units`). ``exact``: every sample filled with as
+many units as fit its own token budget."""
 
 
-def official_step(family: str, args: Any, length: int) -> int:
+def official_step(family: str, args: Any, length: int, fill: str = "official") -> int:
     """The official back-off step (``incremental``) in haystack units of a task at ``length``.
 
     niah: 500 essay words (``essay``) or 25 lines (``noise``, ``needle``; 5 below 4K); vt: 10
-    noise lines (5 below 4K); cwe: 10 words; qa: 10 documents; fwe: ``(length - 50) // 32`` of
-    its Zipf word count (official ``niah.py``, ``variable_tracking.py``,
-    ``common_words_extraction.py``, ``qa.py``, ``freq_words_extraction.py``).
+    noise lines (``binary``: 5 below 4K); cwe: 10 words; qa: 10 documents; fwe:
+    ``length // 32`` of its Zipf word count (``binary``: ``(length - 50) // 32``) (official
+    ``niah.py``, ``variable_tracking.py``, ``common_words_extraction.py``, ``qa.py``,
+    ``freq_words_extraction.py``; ``official``: nvidia-long-context-eval 26.3, ``binary``:
+    NVIDIA/RULER main).
     """
     if family == "niah":
         if args.type_haystack == "essay":
             return 500
         return 25 if length >= 4096 else 5
     if family == "variable_tracking":
-        return 10 if length >= 4096 else 5
+        return 10 if length >= 4096 or fill == "official" else 5
     if family == "freq_words_extraction":
-        return max(1, (length - TOKENS_TO_GENERATE[family]) // 32)
+        gen = 0 if fill == "official" else TOKENS_TO_GENERATE[family]
+        return max(1, (length - gen) // 32)
     return 10
 
 

@@ -61,14 +61,34 @@ class VtBuilder(Core):
         return "\n".join(out), n * per + chain_tok
 
     def _vt_example(self, hops: int) -> tuple[str, list[str]]:
-        """The one-shot example (official: built once at 500 tokens, 3-letter names, 12345)."""
+        """The one-shot example (official: built once at 500 tokens, 3-letter names, 12345).
+
+        ``fill: official``: its noise lines as the pinned generator's probe picks them (steps of
+        5 lines while prompt + answer + answer budget fit 500 tokens,
+        nvidia-long-context-eval 26.3 ``variable_tracking.py`` ``main``); else as many as fit.
+        """
         if hops not in self._vt_icl:
             rng = _rng(self.seed, "vt", 0, 2**31)
             names, chain = self._chain(rng, hops, 3, icl=True)
             instr = VT_INSTR.format(query="12345")
             prefix = VT_PREFIX.format(num_v=hops + 1, query="12345")
             overhead = _overhead(self.c, VT_DESC, instr, prefix, "\n")
-            ctx, _ = self._vt_noise(rng, chain, _VT_ICL_LENGTH - overhead)
+            budget = _VT_ICL_LENGTH - overhead
+            if self.fill == "official":  # the pinned probe: 5 lines a step, answer counted
+                answer = self.c.count(f" {names}")
+                state = rng.bit_generator.state
+                n = total = 0
+                while total + TOKENS_TO_GENERATE["variable_tracking"] < _VT_ICL_LENGTH:
+                    n += 5
+                    rng.bit_generator.state = state
+                    total = overhead + self._vt_noise(rng, chain, 0, n)[1] + answer
+                    if total + TOKENS_TO_GENERATE["variable_tracking"] > _VT_ICL_LENGTH:
+                        n -= 5
+                        break
+                rng.bit_generator.state = state
+                ctx, _ = self._vt_noise(rng, chain, 0, max(n, 5))
+            else:
+                ctx, _ = self._vt_noise(rng, chain, budget)
             text = VT_DESC + "\n" + ctx + "\n" + instr + prefix + " " + " ".join(names) + "\n"
             self._vt_icl[hops] = (text, names)
         return self._vt_icl[hops]

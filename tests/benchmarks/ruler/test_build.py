@@ -194,7 +194,7 @@ def test_cwe_list_longer_than_wonderwords_uses_the_larger_list(monkeypatch):
             r"remove_newline_tab must be true or false, got 'yes' \(str\)",
         ),
         ({"colour": 1}, "unknown parameter"),
-        ({"fill": "nope"}, r"fill must be one of official, exact, got 'nope'"),
+        ({"fill": "nope"}, r"fill must be one of official, binary, exact, got 'nope'"),
     ],
 )
 def test_bad_params(params, field):

@@ -2,6 +2,10 @@
 files written here in the official formats (essay JSON, SQuAD v2.0 JSON, HotpotQA JSON), and
 the ``plain`` prompt against RULER's ``base`` template.
 
+This file checks ``fill: binary``, the rule of NVIDIA/RULER's main branch (since June 2025); the
+default ``fill: official`` (the pinned nvidia-long-context-eval 26.3 generator's linear probe) is
+checked against that generator itself in ``test_official_generator.py``.
+
 The official generators (NVIDIA/RULER ``scripts/data/synthetic/niah.py``,
 ``variable_tracking.py``, ``common_words_extraction.py``, ``qa.py``) size a task's haystack
 once: a probe sample, binary search over the number of haystack units in ``[step, upper]`` for
@@ -150,7 +154,7 @@ def builds(official_files):
     tasks = list(TASKS_TESTED)
     base = {"tasks": tasks, "lengths": [LENGTH], "num_samples": N, "seed": 5}
     out = {}
-    for fill in ("official", "exact"):
+    for fill in ("binary", "exact"):
         r = build_ruler({**base, "fill": fill})
         ctx = {c.id: c.text for c in r.contexts}
         out[fill] = [(s, ctx[s.context_id]) for s in r.samples]
@@ -305,7 +309,7 @@ def _reference(task: str, samples, files) -> list[int]:
 
 @pytest.mark.parametrize("task", TASKS_TESTED)
 def test_mean_prompt_size_matches_the_official_rule(task, builds, official_files):
-    ours = [s for s in builds["official"] if s[0].task == task]
+    ours = [s for s in builds["binary"] if s[0].task == task]
     exact = [s for s in builds["exact"] if s[0].task == task]
     assert len(ours) == N
 
@@ -324,7 +328,7 @@ def test_mean_prompt_size_matches_the_official_rule(task, builds, official_files
 
 def test_plain_prompt_is_rulers_base_template(builds):
     for task, (template, prefix) in TEMPLATES.items():
-        s, c = next(p for p in builds["official"] if p[0].task == task)
+        s, c = next(p for p in builds["binary"] if p[0].task == task)
         if task == "qa_1":
             query = s.instruction.rsplit("Question: ", 1)[1]
             want = template.format(context=c, query=query) + prefix
