@@ -346,3 +346,44 @@ def test_site_in_chromium_index_paper_api_and_search(served):
     assert {"lceval.evaluate", "lceval.RunDir", "lceval.compare"} <= set(api_ids), api_ids
     assert "Raises:" in api_text or "RAISES" in api_text.upper()
     assert hits and all(h.startswith(served) for h in hits), hits
+
+
+def _hooks():
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(
+        "docs_hooks", REPO / "docs" / "tools" / "hooks.py"
+    )
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_hooks_fill_tables_and_wait_for_the_fidelity_page(tmp_path):
+    hooks = _hooks()
+    nav = [
+        {"Home": "index.md"},
+        {"Papers": [{"LIFBench": "papers/lifbench.md"}, {"F": "fidelity.md"}]},
+    ]
+    page = "<!-- reproduction: RULER -->\n<!-- csv: lceval/benchmarks/leval/resources/judge.csv -->"
+    page += "\nSee the [fidelity table](../fidelity.md#lifbench)."
+    # without docs/fidelity.md: no nav entry, its links shown as text
+    config = {"docs_dir": str(tmp_path), "nav": nav}
+    assert hooks.on_config(dict(config))["nav"] == [nav[0], {"Papers": [nav[1]["Papers"][0]]}]
+    text = hooks.on_page_markdown(page, None, config, None)
+    assert "See the fidelity table." in text
+    assert "| README leaderboard |" in text and "| Scores by task and length |" in text
+    assert "Source: `lceval/benchmarks/leval/resources/judge.csv`" in text
+    # with it: both kept
+    (tmp_path / "fidelity.md").write_text("# Fidelity\n")
+    assert hooks.on_config(dict(config))["nav"] == nav
+    assert "[fidelity table](../fidelity.md#lifbench)" in hooks.on_page_markdown(
+        page, None, config, None
+    )
+    with pytest.raises(ValueError, match="no reproduction rows for paper 'Nope'"):
+        hooks.on_page_markdown("<!-- reproduction: Nope -->", None, config, None)
+    html = "see :func:<code>lceval.compare</code> and :class:<code>RunDir</code>"
+    assert hooks.on_page_content(html, None, config, None) == (
+        "see <code>lceval.compare</code> and <code>RunDir</code>"
+    )

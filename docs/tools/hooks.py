@@ -5,6 +5,7 @@ repository's own data at build time, so a page never holds a stale copy.
   (`lceval.report.reproduction.load_index`, the same rows as docs/reproduction.md).
 - `<!-- csv: PATH -->` becomes the CSV file at PATH (relative to the repository root) as a
   Markdown table: the published numbers lceval ships.
+- Sphinx roles of docstrings (``:func:`x```) are shown as the name alone.
 - `docs/fidelity.md` (the fidelity table) is optional until it lands: while it is absent, its nav
   entry is dropped and links to it are shown as their text, so the build stays free of warnings.
 """
@@ -61,13 +62,29 @@ def csv_table(path: str) -> str:
 
 
 def reproduction_rows(paper: str) -> str:
-    from lceval.report.reproduction import load_index, to_markdown
+    """``paper``'s rows of the reproduction index (the columns of docs/reproduction.md less the
+    paper and the source)."""
+    from lceval.report.reproduction import load_index
 
     index = load_index()
     rows = index[index["paper"] == paper]
     if rows.empty:
         raise ValueError(f"no reproduction rows for paper {paper!r}")
-    return to_markdown(rows.reset_index(drop=True))
+    lines = ["| item | caption | status | where | test / why |", "|---|---|---|---|---|"]
+    for r in rows.to_dict("records"):
+        note = " ".join(x for x in (r["test"] and f"`{r['test']}`", r["why"]) if x)
+        where = f"`{r['where']}`" if r["where"] else ""
+        cells = (r["item"], r["caption"], f"{r['status']} ({r['from']})", where, note)
+        lines.append("| " + " | ".join(_cell(str(c or "")) for c in cells) + " |")
+    return "\n".join(lines)
+
+
+SPHINX_ROLE = re.compile(r":(?:class|func|meth|attr|data|mod|exc|obj|const):(?=<code)")
+
+
+def on_page_content(html: str, page: Any, config: Any, files: Any) -> str:
+    """Docstrings cite with Sphinx roles (``:func:`x```); the API reference shows the name."""
+    return SPHINX_ROLE.sub("", html)
 
 
 def on_page_markdown(markdown: str, page: Any, config: Any, files: Any) -> str:
