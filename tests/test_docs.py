@@ -240,7 +240,8 @@ def broken_links(site: Path) -> list[str]:
             url = urlsplit(href)
             if url.scheme or url.netloc or href.startswith(("mailto:", "javascript:")):
                 continue  # external
-            target = (page.parent / unquote(url.path)).resolve() if url.path else page
+            base = site if url.path.startswith("/") else page.parent  # 404.html: from the root
+            target = (base / unquote(url.path).lstrip("/")).resolve() if url.path else page
             if target.is_dir():
                 target = target / "index.html"
             rel = f"{page.relative_to(site)}: {href}"
@@ -263,7 +264,9 @@ def test_site_has_no_broken_internal_link(site):
 def test_broken_link_check_sees_a_missing_page_and_anchor(tmp_path):
     (tmp_path / "a.html").write_text('<h1 id="top">A</h1><a href="b.html#here">b</a>')
     (tmp_path / "b.html").write_text('<a href="a.html#top">a</a><a href="c.html">c</a>')
-    assert broken_links(tmp_path) == ["a.html: b.html#here", "b.html: c.html"]
+    (tmp_path / "d").mkdir()
+    (tmp_path / "d" / "e.html").write_text('<a href="/a.html#top">a</a><a href="../x/">x</a>')
+    assert broken_links(tmp_path) == ["a.html: b.html#here", "b.html: c.html", "d/e.html: ../x/"]
 
 
 def _chrome():

@@ -4,8 +4,10 @@ Each notebook runs through `lceval.cli.notebooks.run_notebook` (papermill, as `l
 with its own default `run_id` and the short test-time values the suite's nbval run uses
 (`conftest.NOTEBOOK_TEST_PARAMS`: a few short answers each), into a temporary outputs folder;
 the executed copy, outputs kept, is written to `docs/notebooks/`, where `make docs` renders it
-as a page (mkdocs-jupyter, never re-executed). The site's notebook pages say so. A notebook that
-fails stops the script with its error; the copies already written stay.
+as a page (mkdocs-jupyter, never re-executed). The site's notebook pages say so. In the copy,
+the temporary outputs folder reads `outputs` and the checkout's path `.`, so no machine path is
+committed. A notebook that fails stops the script with its error; the copies already written
+stay.
 
     python docs/tools/execute_notebooks.py [NN_name ...]   # default: every notebook
 """
@@ -28,6 +30,19 @@ from lceval.cli.notebooks import declared_params, run_notebook  # noqa: E402
 OUT = REPO / "docs" / "notebooks"
 
 
+def sanitize(path: Path, outputs: Path) -> None:
+    """Replace the machine's paths in an executed copy: the outputs folder by ``outputs``, the
+    checkout by ``.`` (JSON-escaped, as they appear in the file)."""
+    text = path.read_text(encoding="utf-8")
+    for old, new in (
+        (str(outputs.resolve()), "outputs"),
+        (str(outputs), "outputs"),
+        (str(REPO), "."),
+    ):
+        text = text.replace(old, new)
+    path.write_text(text, encoding="utf-8")
+
+
 def main(names: list[str]) -> None:
     notebooks = sorted((REPO / "notebooks").glob("[0-9][0-9]_*.ipynb"))
     if names:
@@ -41,6 +56,7 @@ def main(names: list[str]) -> None:
         t0 = time.perf_counter()
         done = run_notebook(nb, run_id, params, outputs_root=outputs, kernel_name="lceval")
         shutil.copyfile(done, OUT / nb.name)
+        sanitize(OUT / nb.name, outputs)
         print(f"{nb.stem}: {time.perf_counter() - t0:.0f} s -> {OUT / nb.name}", flush=True)
 
 
