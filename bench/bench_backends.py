@@ -12,7 +12,8 @@ LIFBench and RULER, where many instructions follow one long context. Each backen
 child process; one ``generate`` call answers all questions. The table reports model/engine load
 seconds, generation seconds, prompt tokens requested and actually computed (prefix reuse: the
 backends' ``prompt_tokens_computed``), prompt and generated tokens per second of generation time,
-and the speed ratio against plain ``hf``. Tables only, no assertions (STYLE.md: no timed tests).
+and the speed ratio against plain ``hf``. Tables only, no assertions (DEVELOPING.md: no timed
+tests).
 """
 
 from __future__ import annotations

@@ -13,7 +13,7 @@ lceval's vllm-cpu defaults), to answer ``--questions`` short questions after one
 of ``--context-tokens`` SmolLM2 tokens with up to ``--new-tokens`` greedy tokens (one
 ``generate`` call), the whole child's wall time, and whether the answers equal the default's.
 The load average at the start is beside each row: the machine is shared. Tables only, no
-assertions (STYLE.md: no timed tests).
+assertions (DEVELOPING.md: no timed tests).
 """
 
 from __future__ import annotations

@@ -15,7 +15,7 @@ answered / errors, new tokens per second, and the peak memory (``torch.cuda.max_
 on a GPU, the process's peak RSS, VmHWM, on the CPU).
 
 The model: on a GPU a randomly initialised model of the exact Llama-3-8B shape with the embedded
-SmolLM2 tokenizer (49,152 tokens; docs/gpu.md), built on the machine and
+SmolLM2 tokenizer (49,152 tokens; docs/guides/gpu.md), built on the machine and
 saved under ``--model-dir``; ``--tiny`` a 2-layer random Llama (hidden 64) with the same
 vocabulary, on the CPU. Random weights rarely emit EOS, so every answer runs to its budget.
 

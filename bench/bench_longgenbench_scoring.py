@@ -27,7 +27,7 @@ space), and measures:
    per-check file) and ``lceval.report.write_report``, each in a fresh child process: wall
    seconds and the child's peak resident memory.
 
-Tables only, no assertions (STYLE.md: no timed tests).
+Tables only, no assertions (DEVELOPING.md: no timed tests).
 """
 
 from __future__ import annotations

@@ -18,7 +18,7 @@ the HTML rendering of the executed notebooks for report/index.html).
 The physical floor (:func:`floor`) is the arithmetic that cannot be skipped: the prefill of the
 prompts' unique tokens (the nodes of the token trie of all prompts, which is what an ideal
 prefix cache computes) and the decoding of the generated tokens, in FLOPs, over the best dense
-matmul rate measured on the machine. Tables only, no assertions (STYLE.md: no timed tests).
+matmul rate measured on the machine. Tables only, no assertions (DEVELOPING.md: no timed tests).
 Runs are sequential: one model in memory at a time.
 """
 

@@ -14,7 +14,7 @@ the first ``--baseline-pairs`` pairs, lm-eval's own ``test_instruction_following
 ``_loose`` (utils.py) for comparison. It also times hostile responses (``--hostile-chars``
 characters of one pattern: ``[``, ``<<``, newlines) against the quadratic checkers, which the work
 budget (``checkers.CHECK_BUDGET``) leaves undecided instead of running for hours. Tables only, no
-assertions (STYLE.md: no timed tests).
+assertions (DEVELOPING.md: no timed tests).
 """
 
 from __future__ import annotations

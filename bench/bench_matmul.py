@@ -1,12 +1,13 @@
 """The machine's rate: dense float32 and bfloat16 matmul GFLOP/s on the CPU (torch), the figure
-printed beside every timing in README so a timing can be read against the machine it ran on.
+printed beside every timing in bench/results/README.md so a timing can be read against the
+machine it ran on.
 
 Run from the repo root after ``make setup``: ``.venv/bin/python bench/bench_matmul.py
 [--size 2048] [--repeats 5]``. For each dtype, one warm-up product, then the best of
 ``--repeats`` timed products of two ``size x size`` matrices (2 x size^3 FLOPs each), with
 torch's default thread count. On a machine shared with other jobs the best of several repeats
 is the least disturbed one; read it as what the machine could give at the time. Prints one
-Markdown table; no assertions (STYLE.md: no timed tests).
+Markdown table; no assertions (DEVELOPING.md: no timed tests).
 """
 
 from __future__ import annotations

@@ -4,7 +4,7 @@ Run from the repo root: ``python bench/bench_ruler_build.py [--length 131072]
 [--num-samples 500] [--out bench/results/ruler_build.md]``. Each task is built in a fresh
 child process (so shared caches are counted once per task, as a cold build would) and the table
 records wall seconds and the child's peak resident memory; the total is the sum. Tables only, no
-assertions (see STYLE.md: no timed tests).
+assertions (see DEVELOPING.md: no timed tests).
 """
 
 from __future__ import annotations

@@ -11,7 +11,7 @@ rubric items per score, one scorer), ``--rows`` score rows in all (``--models`` 
 (the code ``lceval report`` runs), then opened ``--loads`` times in a fresh headless Chromium
 (Debian's chromium + chromedriver through selenium): the time from navigation to the table's
 first page drawn (DataTables' info line present), and the time for a task-code search to redraw.
-Tables only, no assertions (STYLE.md: no timed tests).
+Tables only, no assertions (DEVELOPING.md: no timed tests).
 """
 
 from __future__ import annotations

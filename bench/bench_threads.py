@@ -20,7 +20,7 @@ average still counts them, as it counts lceval's own previous run: issue 36); ``
 busy loops started ``--settle`` seconds before and kept running through every setting. The table
 reports the generation seconds, the threads used, the load average and the CPUs busy
 (``busy_cpus``) when the child started, and whether the answers equal the ``1`` ones. Tables
-only, no assertions (STYLE.md: no timed tests).
+only, no assertions (DEVELOPING.md: no timed tests).
 """
 
 from __future__ import annotations

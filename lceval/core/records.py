@@ -1,5 +1,6 @@
 """The records every stage passes on, as frozen dataclasses: Context, Sample, Response, Score,
-RunMeta (STYLE.md, "Data flow"). Stages join by ``sample_id``; mapping fields hold plain JSON."""
+RunMeta (DEVELOPING.md, "Records and the data flow"). Stages join by ``sample_id``; mapping
+fields hold plain JSON."""
 
 from __future__ import annotations
 

@@ -179,7 +179,10 @@ def bootstrap_sums(
         groups: a label per row: the statistic's cells (task, length, ...); default one.
         strata: a label per row; default ``groups`` unless a cluster spans groups (then one).
         clusters: a label per row: rows resampled together (a document, a task prompt).
-        n_resamples, confidence (two-sided, in (0, 1)), method (:data:`METHODS`), seed.
+        n_resamples: bootstrap resamples.
+        confidence: the interval's two-sided level, in (0, 1).
+        method: one of :data:`METHODS`.
+        seed: the resampling's random seed.
 
     The percentile interval covers 95% +- 2 points from a few dozen units (tests/test_metrics.py);
     it runs narrow with fewer (about 93.5% at 30 units).
@@ -470,8 +473,15 @@ def paired_difference(
     no ``weights``), McNemar's exact test, else :func:`paired_sums`.
 
     Args:
-        a, b: per-sample scores, position i the same sample.
-        groups, weights, clusters: as :func:`bootstrap`; the rest as :func:`paired_sums`.
+        a: per-sample scores of A.
+        b: per-sample scores of B, position i the same sample as ``a``'s.
+        groups: as :func:`bootstrap`.
+        weights: as :func:`bootstrap`.
+        clusters: as :func:`bootstrap`.
+        n_resamples: as :func:`paired_sums`.
+        n_permutations: as :func:`paired_sums`.
+        confidence: as :func:`paired_sums`.
+        seed: as :func:`paired_sums`.
 
     Returns:
         :class:`Paired`; NaN fields and ``n = 0`` when no pair is left.

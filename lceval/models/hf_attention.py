@@ -4,7 +4,7 @@ Attention is split in two and merged by log-sum-exp (the "cascade" of FlashInfer
 Milakov & Gimelshein 2018): every row's queries against the prefix ``[1, Hkv, P, d]`` unmasked,
 rows and grouped heads folded into one query axis, then each row against its own tokens with the
 padding/causal mask: ``o = (o1 e^l1 + o2 e^l2) / (e^l1 + e^l2)``. The model, ``generate`` and
-sampling stay transformers' own. Measured by ``bench/bench_attention.py`` (README).
+sampling stay transformers' own. Measured by ``bench/bench_attention.py`` (bench/results/README.md).
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """CPU threads for a torch engine: the cores this process may use (affinity, capped by the cgroup
 quota) less those other processes keep busy now (runnable tasks, not the load average, which still
 counts lceval's own previous run), at least 1; decided once per process. Measured in
-``bench/bench_threads.py`` (README, "CPU threads").
+``bench/bench_threads.py`` (bench/results/README.md, "CPU threads").
 """
 
 from __future__ import annotations

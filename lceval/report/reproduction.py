@@ -1,8 +1,8 @@
 """The reproduction index: every numbered table and figure of the papers, where lceval makes it,
 from what, the test that checks it, or why it cannot be reproduced offline; read from each
-``lceval/benchmarks/<key>/reproduction.yaml`` (checked against :data:`SCHEMA`), shown in README.md
-(``python -m lceval.report.reproduction`` rewrites it) and each report's index.html
-(``templates/reproduction.html.j2``)."""
+``lceval/benchmarks/<key>/reproduction.yaml`` (checked against :data:`SCHEMA`), shown in
+docs/reproduction.md (``python -m lceval.report.reproduction`` rewrites it) and each report's
+index.html (``templates/reproduction.html.j2``)."""
 
 from __future__ import annotations
 
@@ -131,8 +131,10 @@ def readme_section(readme: str, frame: pd.DataFrame | None = None) -> str:
 
 
 def write_readme(path: str | Path | None = None) -> Path:
-    """Rewrite the index table in README.md (default: the repository's) in place."""
-    path = Path(path) if path is not None else Path(__file__).resolve().parents[2] / "README.md"
+    """Rewrite the index table of a Markdown page in place (default: the repository's
+    docs/reproduction.md, the documentation site's reproduction index) and return its path."""
+    root = Path(__file__).resolve().parents[2]
+    path = Path(path) if path is not None else root / "docs" / "reproduction.md"
     text = readme_section(path.read_text(encoding="utf-8"))
     with atomic_open(path) as f:
         f.write(text)

