@@ -214,7 +214,10 @@ def hub_unreachable(repo: str, repo_type: str = "model") -> str | None:
     repository, gated, or the hub unreachable (asked once, :data:`HUB_PROBE_S` at most), so a
     command refuses before building anything (it built, then failed at the engine, 70 s later)."""
     from huggingface_hub import HfApi, snapshot_download  # heavy: huggingface_hub
-    from huggingface_hub.errors import GatedRepoError, RepositoryNotFoundError
+    from huggingface_hub.errors import (  # heavy: huggingface_hub
+        GatedRepoError,
+        RepositoryNotFoundError,
+    )
 
     try:
         snapshot_download(repo, repo_type=repo_type, local_files_only=True)

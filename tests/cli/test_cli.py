@@ -271,7 +271,9 @@ def test_compare_names_every_setting_the_runs_differ_in_and_fits_160_columns(cap
         assert said in note, note
     assert "seed" not in note and "budget" not in note
     assert max(map(len, lines)) <= 160, max(map(len, lines))
-    assert "a/HuggingF...ocal-suffix" in lines[header + 1]  # shortened in the middle
+    table = "\n".join(lines[header:])
+    assert "..." not in table and "a/HuggingFaceTB/Sm" in lines[header + 1]  # wrapped, not cut
+    assert "suffix" in table
 
 
 @pytest.mark.parametrize(

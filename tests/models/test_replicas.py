@@ -76,7 +76,11 @@ def test_replicas_without_ray_is_one_line(tmp_path, monkeypatch, tiny_model_dir)
     monkeypatch.setitem(sys.modules, "ray", None)  # import ray -> ImportError
     with pytest.raises(LcevalError, match=r'pip install -e "\.\[ray\]"') as err:
         lceval.run.infer(
-            "r", "hf", str(tiny_model_dir), root=tmp_path, backend_options={"replicas": 2}
+            "r",
+            backend="hf",
+            model=str(tiny_model_dir),
+            root=tmp_path,
+            backend_options={"replicas": 2},
         )
     assert "\n" not in str(err.value)
     assert not (tmp_path / "r" / "responses.jsonl").exists()
@@ -113,7 +117,11 @@ def test_bad_replicas_value(tmp_path, tiny_model_dir, bad):
     _run(tmp_path, "r")
     with pytest.raises(LcevalError, match="replicas"):
         lceval.run.infer(
-            "r", "hf", str(tiny_model_dir), root=tmp_path, backend_options={"replicas": bad}
+            "r",
+            backend="hf",
+            model=str(tiny_model_dir),
+            root=tmp_path,
+            backend_options={"replicas": bad},
         )
 
 
@@ -146,12 +154,17 @@ def test_two_replicas_answer_as_one_engine(tmp_path, tiny_model_dir, ray_cluster
     for rid in ("one", "two"):
         _run(tmp_path, rid)
     one = lceval.run.infer(
-        "one", "hf", str(tiny_model_dir), root=tmp_path, backend_options=OPTS, batch_size=2
+        "one",
+        backend="hf",
+        model=str(tiny_model_dir),
+        root=tmp_path,
+        backend_options=OPTS,
+        batch_size=2,
     )
     two = lceval.run.infer(
         "two",
-        "hf",
-        str(tiny_model_dir),
+        backend="hf",
+        model=str(tiny_model_dir),
         root=tmp_path,
         backend_options={**OPTS, "replicas": 2},
         batch_size=2,
@@ -174,7 +187,7 @@ def test_two_models_at_once(tmp_path, tiny_model_dir, tiny_base_model_dir, ray_c
     _run(tmp_path, "r", n=6)
     out = lceval.run.infer(
         "r",
-        "hf",
+        backend="hf",
         models=[str(tiny_model_dir), {"model": str(tiny_base_model_dir), "name": "base"}],
         root=tmp_path,
         backend_options=OPTS,
@@ -190,7 +203,11 @@ def test_a_cluster_too_small_is_one_line(tmp_path, tiny_model_dir, ray_cluster):
     _run(tmp_path, "r", n=2)
     with pytest.raises(LcevalError, match="needs 3 CPU.*the Ray cluster has 2"):
         lceval.run.infer(
-            "r", "hf", str(tiny_model_dir), root=tmp_path, backend_options={**OPTS, "replicas": 3}
+            "r",
+            backend="hf",
+            model=str(tiny_model_dir),
+            root=tmp_path,
+            backend_options={**OPTS, "replicas": 3},
         )
     assert not (tmp_path / "r" / "responses.jsonl").exists()
 
@@ -207,7 +224,11 @@ def test_an_engine_that_cannot_load_is_one_line(tmp_path, tiny_model_dir, ray_cl
     _run(tmp_path, "r", n=2)
     with pytest.raises(LcevalError, match="replica of .*failed to start: ") as err:
         lceval.run.infer(
-            "r", "hf", str(broken), root=tmp_path, backend_options={**OPTS, "replicas": 2}
+            "r",
+            backend="hf",
+            model=str(broken),
+            root=tmp_path,
+            backend_options={**OPTS, "replicas": 2},
         )
     msg = str(err.value)
     assert "\n" not in msg and "creation task" not in msg and "safetensor" in msg.lower(), msg
@@ -336,8 +357,8 @@ def test_context_free_samples_reach_every_replica(tmp_path, tiny_model_dir, ray_
     _run(tmp_path, "r", n=8, budget=8, contexts=0)
     out = lceval.run.infer(
         "r",
-        "hf",
-        str(tiny_model_dir),
+        backend="hf",
+        model=str(tiny_model_dir),
         root=tmp_path,
         backend_options={**OPTS, "replicas": 2},
         batch_size=2,
@@ -465,7 +486,7 @@ def test_vllm_replicas_answer_as_one_engine(tmp_path, ray_cluster):
     kw = {"root": tmp_path, "batch_size": 2, "progress": False}
     one = lceval.run.infer("one", backend="vllm", model="embedded", backend_options=opts, **kw)
     two = lceval.run.infer(
-        "two", "vllm", "embedded", backend_options=opts, ray_address=ray_cluster, **kw
+        "two", backend="vllm", model="embedded", backend_options=opts, ray_address=ray_cluster, **kw
     )
     assert [r.sample_id for r in one] == [r.sample_id for r in two] == [s.id for s in samples]
     assert all(r.error is None and r.text.strip() for r in one + two)

@@ -27,6 +27,7 @@ from lceval.benchmarks.leval.gold import EVALUATIONS, TASKS
 from lceval.core import corpora
 from lceval.core.errors import LcevalError, one_line
 from lceval.core.io import atomic_open
+from lceval.models.embedded import hub_unreachable
 
 HUB_DATASET = "L4NLP/LEval"
 """The hub dataset id (one config per task, split ``test``)."""
@@ -189,8 +190,6 @@ def load_hub(
         LcevalError: ``datasets`` is missing, or the hub cannot be reached (offline): one line
             saying to pass ``data_path``.
     """
-    from lceval.models.embedded import hub_unreachable  # pulls huggingface_hub
-
     why = hub_unreachable(dataset, "dataset")
     if why:  # said at once, not after importing datasets and its retries (26 s offline)
         raise LcevalError(
