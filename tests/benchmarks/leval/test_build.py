@@ -215,7 +215,7 @@ def test_bad_files(tmp_path):
 def test_hub_failure_is_one_line(monkeypatch):
     datasets = pytest.importorskip("datasets")
     # the hub's answer to "does it exist" (asked before datasets loads): yes
-    monkeypatch.setattr("lceval.models.embedded.hub_unreachable", lambda *a, **k: None)
+    monkeypatch.setattr("lceval.benchmarks.leval.data.hub_unreachable", lambda *a, **k: None)
 
     def fail(*args, **kwargs):
         raise ConnectionError("Couldn't reach 'L4NLP/LEval' on the Hub\n(offline)")
@@ -230,7 +230,7 @@ def test_hub_failure_is_one_line(monkeypatch):
 def test_hub_rows_are_read_like_files(monkeypatch, leval_docs, leval_data):
     datasets = pytest.importorskip("datasets")
     # the hub's answer to "does it exist" (asked before datasets loads): yes
-    monkeypatch.setattr("lceval.models.embedded.hub_unreachable", lambda *a, **k: None)
+    monkeypatch.setattr("lceval.benchmarks.leval.data.hub_unreachable", lambda *a, **k: None)
     calls = []
 
     def load(name, task, split):
