@@ -99,8 +99,8 @@ def child(kind: str, args: argparse.Namespace) -> dict:
     t0 = time.perf_counter()
     out = lceval.run.infer(
         run_id,
-        backend,
-        str(model),
+        backend=backend,
+        model=str(model),
         root=root,
         limit=args.check_limit,
         max_new_tokens=args.new_tokens,
@@ -229,7 +229,7 @@ def main() -> None:
     ap.add_argument("--tiny", action="store_true", help="every step on the CPU, a 2-layer model")
     ap.add_argument("--lengths", default=None, help="LIFBench lengths (default 8k,32k,128k)")
     ap.add_argument("--samples-per-task", type=int, default=None, help="default 2 (tiny: 1)")
-    ap.add_argument("--check-limit", type=int, default=4, help="samples per check of 2-4")
+    ap.add_argument("--check-limit", type=int, default=4, help="per task, checks 2-4")
     ap.add_argument("--new-tokens", type=int, default=None, help="default 64 (tiny: 8)")
     ap.add_argument("--stock", action="store_true", help="plain generate beside lceval in step 1")
     ap.add_argument("--vllm-max-len", type=int, default=16384)
@@ -287,7 +287,7 @@ def main() -> None:
         "",
         *hf_lines,
         "",
-        f"## 2-4. Checks at {args.lengths.split(',')[0]}, {args.check_limit} samples, "
+        f"## 2-4. Checks at {args.lengths.split(',')[0]}, {args.check_limit} per task (--limit), "
         f"{args.new_tokens} new tokens",
         "",
         *checks_table(res, greedy, args.tiny),

@@ -26,5 +26,5 @@ def test_gpu_check_tiny_runs_every_step_on_the_cpu(tmp_path: Path) -> None:
     assert "CPU:" in text and "commit " in text  # the machine and the code it measured
     assert "| 4k | 11 |" in text and "| 11/11 |" in text  # the hf row: every sample answered
     assert "recorded in run.json" in text  # the NTK override reached the engine
-    assert "rerun equal 4 of 4" in text  # seeded sampling is reproducible
+    assert "rerun equal 11 of 11" in text  # seeded sampling is reproducible (4 per task: all 11)
     assert "| vLLM greedy | vllm | - | - | not run:" in text

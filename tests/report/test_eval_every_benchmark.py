@@ -22,7 +22,7 @@ from lceval.cli import main
 from lceval.core.io import RunDir
 from lceval.models.base import load_backend
 
-pytestmark = [pytest.mark.engine, pytest.mark.xdist_group("every_benchmark")]
+pytestmark = [pytest.mark.engine, pytest.mark.long, pytest.mark.xdist_group("every_benchmark")]
 
 COMMANDS = {
     "lifbench": ["--truncate"],  # its 128k contexts in an 8k window: LIFBench Sec. 5.1 cuts them

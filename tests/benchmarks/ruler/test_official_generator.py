@@ -33,7 +33,7 @@ from lceval.benchmarks.ruler.gold import TASKS, VARIANTS
 from lceval.core import tokens as tk
 from lceval.models.prompts import plain_text
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.long]
 
 CELLS = ((4096, 100), (8192, 50))
 Cell = tuple[str, int]
@@ -57,7 +57,9 @@ def _env() -> dict[str, str]:
     li = util.find_spec("llama_index")
     assert bpe is not None and li is not None and li.submodule_search_locations
     nltk = Path(li.submodule_search_locations[0]) / "core" / "_static" / "nltk_cache"
-    return dict(os.environ, TIKTOKEN_CACHE_DIR=str(bpe.parent), NLTK_DATA=str(nltk))
+    # prepare.py starts each task's script as `python3`: this venv's, which has tqdm and wonderwords
+    path = os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")])
+    return dict(os.environ, TIKTOKEN_CACHE_DIR=str(bpe.parent), NLTK_DATA=str(nltk), PATH=path)
 
 
 @pytest.fixture(scope="module")
