@@ -329,11 +329,20 @@ def test_replica_sigkilled_mid_batch_loses_nothing(tmp_path, tiny_model_dir, ray
     the driver says so and ends with every sample answered exactly once, and the progress log
     shows 1 of 2 replicas alive."""
     n = 16
-    run = _run(tmp_path, "r", n=n, budget=16, contexts=0)
+    # 600 tokens: a batch of 2 takes ~2 s on the tiny model, so the driver is caught mid-batch;
+    # with 16 tokens (0.06 s a batch) the whole run could end between two polls (CI, 2026-11-29)
+    run = _run(tmp_path, "r", n=n, budget=600, contexts=0)
     argv, env = _driver_argv(tmp_path, tiny_model_dir, ray_cluster, batch_size=2)
     with _driver(argv, env) as driver:
-        _wait(lambda: _answered(run) >= 2 and _replica_pids(), 300, "a replica mid-batch")
-        os.kill(_replica_pids()[0], signal.SIGKILL)
+        pids: list[int] = []
+
+        def mid_batch():
+            assert driver.poll() is None, driver.communicate()  # ended before we caught it
+            pids[:] = _replica_pids() if _answered(run) >= 2 else []
+            return bool(pids)
+
+        _wait(mid_batch, 300, "a replica mid-batch")
+        os.kill(pids[0], signal.SIGKILL)
         assert _answered(run) < n
         out, err = driver.communicate(timeout=300)
     err = err.decode()
