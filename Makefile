@@ -61,7 +61,7 @@ XDIST ?= -n 2
 test: setup
 	status=0; \
 	$(PYTHON) -m pytest -q tests -m "not slow" $(XDIST) --durations=5 || status=$$?; \
-	$(PYTHON) -m pytest -q tests notebooks -m "slow and not alone and not long" $(NBVAL) $(XDIST) --dist loadgroup --durations=15 || status=$$?; \
+	$(PYTHON) -m pytest -q tests notebooks -m "slow and not alone and not long" $(NBVAL) $(XDIST) --dist loadgroup --no-loadscope-reorder --durations=15 || status=$$?; \
 	$(PYTHON) -m pytest -q tests -m "alone and not long" --durations=5 || status=$$?; \
 	exit $$status
 

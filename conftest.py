@@ -208,17 +208,59 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         group = _xdist_group(item)
         if group:
             item.add_marker(pytest.mark.xdist_group(group))
+    _longest_first(items)
+
+
+NOTEBOOK_CHAINS = dict.fromkeys(("01", "02", "03"), "lifbench")
+"""Notebooks that read a run another notebook writes stay on one worker, in order (03 scores the
+run 01 builds and 02 answers); every other notebook is its own group (05 reads the runs of 06 and
+07 when they exist and skips them otherwise: it runs first, on the published numbers)."""
+
+LONGEST = {
+    "tests/test_docs.py::test_quickstart_step_by_step_runs_as_written": 200.0,
+    "ray": 330.0,
+    "notebooks-lifbench": 100.0,
+    "notebooks-07_ruler": 70.0,
+    "notebooks-11_cif_bench": 75.0,
+    "tests/models/test_openai.py::test_real_vllm_server": 60.0,
+    "tests/models/test_lifeline.py::test_vllm_engine_dies_after_sigkill_to_lceval_run": 55.0,
+    "notebooks-09_ntk_base_sweep": 50.0,
+    "notebooks-04_curse_of_instructions": 40.0,
+    "tests/bench/test_gpu_check.py::test_gpu_check_tiny_runs_every_step_on_the_cpu": 40.0,
+}
+"""Seconds in CI of the slow tier's longest units (an xdist group, else a test's node id;
+`issues ci`, 2026-11-29): :func:`_longest_first` starts them first, so the two workers end
+together instead of one running the longest test alone at the end (the Makefile passes
+``--no-loadscope-reorder``, else pytest-xdist orders groups by their number of items). A
+rough order is enough; units not named keep the collection order after these."""
 
 
 def _xdist_group(item: pytest.Item) -> str | None:
     """The pytest-xdist group (``--dist loadgroup``: one worker runs a group's items in order) of
-    items that must not be spread over workers: the notebooks (03 reads the runs 01 and 02 wrote)
-    and the Ray tests (one local cluster at a time on this machine's ports)."""
+    items that must not be spread over workers: a notebook's cells and the notebooks that read
+    each other's runs (:data:`NOTEBOOK_CHAINS`), and the Ray tests (one local cluster at a time
+    on this machine's ports)."""
     if item.path.suffix == ".ipynb":
-        return "notebooks"
+        return "notebooks-" + NOTEBOOK_CHAINS.get(item.path.stem[:2], item.path.stem)
     if item.path.name == "test_replicas.py":
         return "ray"
     return None
+
+
+def _longest_first(items: list[pytest.Item]) -> None:
+    """Sort ``items`` in place: units (:func:`_xdist_group`, else the item) by :data:`LONGEST`,
+    longest first; within a unit and among units not named, the collection order."""
+    first: dict[str, int] = {}
+    units = []
+    for n, item in enumerate(items):
+        unit = _xdist_group(item) or item.nodeid.split("[")[0]
+        first.setdefault(unit, n)
+        units.append(unit)
+    order = {
+        id(item): (-LONGEST.get(u, 0.0), first[u], n)
+        for n, (item, u) in enumerate(zip(items, units, strict=True))
+    }
+    items.sort(key=lambda item: order[id(item)])
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
