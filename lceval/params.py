@@ -495,11 +495,26 @@ class Budget(Declared):
     )
 
 
-class Generation(Budget):
+class ThinkingBudget(Declared):
+    """A reasoning model's thinking budget, declared once (``lceval plan`` reads it beside
+    :class:`Budget`; :class:`Generation` holds it)."""
+
+    max_thinking_tokens: int | None = Field(
+        default=None,
+        ge=1,
+        description="a reasoning model's thinking budget in tokens, beside each sample's answer "
+        "budget; thinking longer gives no answer (NaN). Null: 32768 for a local model whose "
+        "template thinks, none for openai (lceval plan: not counted)",
+    )
+
+
+class Generation(ThinkingBudget, Budget):
     """The generation config, declared once: ``lceval infer``'s flags, :func:`lceval.infer`'s and
     :func:`lceval.evaluate`'s keywords, a params file's and notebook's inference keys and a
     judge's options all read these fields; :class:`lceval.models.base.GenerationConfig` (what an
     engine receives, each engine mapping it once to its library's sampling settings) extends it.
+    A sample's own budget and stop strings (``Sample.max_new_tokens``, ``Sample.stop``, what its
+    builder wrote) stay the sample's: ``max_new_tokens`` caps the one, ``stop`` adds to the other.
     """
 
     temperature: float = Field(
@@ -514,6 +529,12 @@ class Generation(Budget):
         "(1: all)",
     )
     seed: int = Field(default=0, ge=0, description="sampling seed")
+    stop: list[Text] = Field(
+        default_factory=list,
+        description="stop strings added to every sample's own: each answer is cut before the "
+        "first (a thinking model's after its thinking is split off)",
+        json_schema_extra={"action": "append", "metavar": "STRING"},
+    )
 
 
 class InferenceSection(Generation):

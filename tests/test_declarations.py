@@ -1,7 +1,8 @@
 """One setting, one place (issue 48): outside lceval/benchmarks/, ``max_new_tokens`` is declared
 (a class field or a function parameter) twice, the generation config's cap
 (``lceval.params.Budget``) and a sample's own budget (``Sample.max_new_tokens``), and
-``temperature`` once (``lceval.params.Generation``); every ``Field`` default of the declared
+``temperature`` once (``lceval.params.Generation``), as are the stop strings (beside a sample's own)
+and the thinking budget; every ``Field`` default of the declared
 configs is a keyword, which ``dataclass_transform`` (a user's mypy, pyright) needs to see it."""
 
 from __future__ import annotations
@@ -35,6 +36,16 @@ def test_one_generation_setting_is_declared_once():
         "params.py",  # Budget.max_new_tokens: the cap
     ]
     assert [d.split(":")[0] for d in _declarations("temperature")] == ["params.py"]
+
+
+def test_stop_strings_and_the_thinking_budget_are_declared_once():
+    """The thinking budget is the generation config's alone (no backend option, engine field or
+    plan parameter); stop strings are the generation config's and the sample's own."""
+    assert [d.split(":")[0] for d in _declarations("max_thinking_tokens")] == ["params.py"]
+    assert [d.split(":")[0] for d in _declarations("stop")] == [
+        "core/records.py",  # Sample.stop: the sample's own, what its builder wrote
+        "params.py",  # Generation.stop: added to every sample's
+    ]
 
 
 def test_field_defaults_are_keywords():

@@ -49,10 +49,11 @@ def handle(cfg: PlanConfig, outputs: str | None) -> int:
         run,
         model=cfg.model,
         samples=samples,
-        generation=GenerationConfig(max_new_tokens=cap),
+        generation=GenerationConfig(
+            max_new_tokens=cap, max_thinking_tokens=cfg.max_thinking_tokens
+        ),
         efficiency=eff,
         exact=True if cfg.exact else None,
-        max_thinking_tokens=cfg.max_thinking_tokens,
     )
     p.estimates["usd"] = cost.gpu_dollars(p.estimates, prices)
     try:  # a judge the params do not name right fails at scoring; the plan says so and goes on

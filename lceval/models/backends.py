@@ -38,12 +38,6 @@ class ThinkingOptions(BackendOptions):
         description="the chat template's thinking switch (Qwen3's enable_thinking); null: the "
         "template's default",
     )
-    max_thinking_tokens: int | None = Field(
-        None,
-        ge=1,
-        description="thinking budget in tokens beside the answer budget; thinking longer gives "
-        "no answer (NaN); null: 32768 for a local model whose template thinks, none for openai",
-    )
     think_end: str | None = Field(
         None,
         min_length=1,
@@ -304,6 +298,13 @@ def _known_options(backend: str) -> set[str]:
     return {*spec.options.model_fields, *(spec.extra_options() if spec.extra_options else [])}
 
 
+MOVED = {
+    "max_thinking_tokens": "is now a generation setting, as max_new_tokens: "
+    "--max-thinking-tokens N (a params file's or keyword's max_thinking_tokens)",
+}
+"""Options that moved to the generation config (:class:`lceval.params.Generation`)."""
+
+
 def parse_options(
     backend: str, options: Mapping[str, Any], requested: str | None = None
 ) -> BackendOptions:
@@ -319,6 +320,8 @@ def parse_options(
     spec = BACKENDS[backend]
     known = _known_options(backend)
     for key in options:
+        if key in MOVED:
+            raise LcevalError(f"backend option {key} {MOVED[key]}")
         if backend == "hf" and key == "batch_size":
             raise LcevalError(
                 "backend hf option batch_size is now max_batch_rows (rows per forward batch); "

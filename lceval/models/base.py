@@ -33,21 +33,23 @@ __all__ = ["BACKENDS", "check_backend_options", "choose_backend"]
 class GenerationConfig(Generation):
     """What an engine receives: the generation config declared once
     (:class:`lceval.params.Generation`: ``max_new_tokens`` caps every sample's own budget,
-    ``temperature`` (0: greedy), ``top_p``, ``seed``), with ``extra`` (backend sampling options,
+    ``max_thinking_tokens`` a thinking model's, ``temperature`` (0: greedy), ``top_p``, ``seed``,
+    ``stop`` added to every sample's own stop strings), with ``extra`` (backend sampling options,
     passed through) and ``engine`` (the backend's ``cache_fields``,
     :func:`lceval.models.generate.engine_config`: in the hash, never passed to the engine). Each
     engine maps it once to its library's settings (transformers ``generate`` keywords, vLLM
-    ``SamplingParams``, the OpenAI request). Budgets and stop strings live on the Sample."""
+    ``SamplingParams``, the OpenAI request) through :meth:`budget` and :meth:`stops`."""
 
     extra: dict[str, Any] = Field(default_factory=dict)
     engine: dict[str, Any] = Field(default_factory=dict)
 
     def hash(self) -> str:
-        """12-hex-digit hash, part of the response cache key (an empty ``engine`` is left out, so
-        older configs keep their hash)."""
+        """12-hex-digit hash, part of the response cache key (an empty ``engine``, no ``stop`` and
+        a null ``max_thinking_tokens`` are left out, so older configs keep their hash)."""
         d = self.model_dump()
-        if not d["engine"]:
-            del d["engine"]
+        for key, unset in (("engine", {}), ("stop", []), ("max_thinking_tokens", None)):
+            if d[key] == unset:
+                del d[key]
         blob = json.dumps(d, sort_keys=True, default=str)
         return hashlib.sha256(blob.encode()).hexdigest()[:12]
 
@@ -56,6 +58,11 @@ class GenerationConfig(Generation):
         if self.max_new_tokens is None:
             return sample.max_new_tokens
         return min(sample.max_new_tokens, self.max_new_tokens)
+
+    def stops(self, sample: Sample) -> tuple[str, ...]:
+        """``sample``'s own stop strings, then ``stop``'s (duplicates once; an empty one, which
+        would end every answer before it starts, left out)."""
+        return tuple(dict.fromkeys(s for s in (*sample.stop, *self.stop) if s))
 
 
 @runtime_checkable

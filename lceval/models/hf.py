@@ -97,16 +97,16 @@ class _RowStop(StoppingCriteria):
 
     def __init__(self, tokenizer: Any, start: int, rows: list[_Row]):
         self.tokenizer, self.start, self.rows = tokenizer, start, rows
-        self.tail = max((len(s) for r in rows for s in r.prompt.stop), default=0) + 8
+        self.tail = max((len(s) for r in rows for s in r.prompt.engine_stop), default=0) + 8
         self.stopped_at: list[int | None] = [None] * len(rows)
 
     def __call__(self, input_ids: torch.Tensor, scores: Any, **kwargs: Any) -> torch.Tensor:
         n = input_ids.shape[1] - self.start
         for i, r in enumerate(self.rows):
-            if r.prompt.stop and 0 < n < r.budget and self.stopped_at[i] is None:
+            if r.prompt.engine_stop and 0 < n < r.budget and self.stopped_at[i] is None:
                 tail = input_ids[i, max(self.start, input_ids.shape[1] - self.tail) :].tolist()
                 text = self.tokenizer.decode(tail, skip_special_tokens=True)
-                if any(s in text for s in r.prompt.stop):
+                if any(s in text for s in r.prompt.engine_stop):
                     self.stopped_at[i] = n
         done = [n >= r.budget or self.stopped_at[i] is not None for i, r in enumerate(self.rows)]
         return torch.tensor(done, dtype=torch.bool, device=input_ids.device)
@@ -190,9 +190,7 @@ class HFBackend(Renders, Engine):
         self._logits_kw: dict[str, Any] = {"logits_to_keep": 1} if keeps else {}
         self._kv_token = kv_bytes_per_token(cfg, self.dtype)
         self.prompt_format = resolve_prompt_format(self.tokenizer, o.prompt_format)
-        self.thinking = Thinking.from_tokenizer(
-            self.tokenizer, o.enable_thinking, o.max_thinking_tokens, o.think_end
-        )
+        self.thinking = Thinking.from_tokenizer(self.tokenizer, o.enable_thinking, o.think_end)
         self.window = window or model_window(cfg, self.tokenizer)
         gen = self.model.generation_config
         eos = gen.eos_token_id if gen.eos_token_id is not None else self.tokenizer.eos_token_id

@@ -50,8 +50,9 @@ class OpenAIBackend(Engine):
     Args:
         model: the served model name (``"gpt-4o-mini"``, vLLM's ``--served-model-name``).
         options: :class:`lceval.models.backends.OpenAIOptions` (declared there with their
-            meaning), or the same as keywords (``given``). ``max_thinking_tokens`` is added to
-            each sample's budget (``max_tokens`` covers thinking and answer on these servers).
+            meaning), or the same as keywords (``given``). The generation config's
+            ``max_thinking_tokens`` is added to each sample's budget (``max_tokens`` covers
+            thinking and answer on these servers).
 
     Thinking comes from the message's ``reasoning_content`` / ``reasoning`` field, else the content
     split at ``think_end``; its tokens from ``usage.completion_tokens_details.reasoning_tokens``,
@@ -124,15 +125,15 @@ class OpenAIBackend(Engine):
         budget = config.budget(sample)
         if budget < 1:
             raise LcevalError(f"sample {sample.id}: new-token budget must be >= 1, got {budget}")
-        budget += self.options.max_thinking_tokens or 0
+        budget += config.max_thinking_tokens or 0
         msgs: list[dict[str, str]] = messages(sample, context_text(sample, contexts))
         body: dict[str, Any] = {"model": self.name, "messages": msgs, "n": 1, "seed": config.seed}
         body["temperature"] = config.temperature
         if config.temperature > 0:
             body["top_p"] = config.top_p
         body["max_completion_tokens" if self.public else "max_tokens"] = budget
-        if stop := [s for s in sample.stop if s]:  # an empty one: refused by servers, dropped
-            body["stop"] = stop[:MAX_STOP]
+        if stop := config.stops(sample):  # an empty one (refused by servers) left out
+            body["stop"] = list(stop[:MAX_STOP])
         extra = dict(config.extra)
         if self.options.enable_thinking is not None:
             kwargs = dict(extra.get("chat_template_kwargs") or {})
@@ -287,10 +288,10 @@ class OpenAIBackend(Engine):
         choice, text = _choice(completion)
         reason = _finish_reason(getattr(choice, "finish_reason", None))
         usage = getattr(completion, "usage", None)
-        reasoning, n_think, unfinished, text = self._thinking(choice, usage, text)
+        reasoning, n_think, unfinished, text = self._thinking(choice, usage, text, config)
         if unfinished:  # no answer; the server's finish kept (EOS inside the thinking: stop)
             text = ""
-        text, reason = cut_at_stop(text, sample.stop, reason)
+        text, reason = cut_at_stop(text, config.stops(sample), reason)
         # a server may echo the key: stored as "[redacted]", saying so
         text, reasoning = redact(text), redact(reasoning) if reasoning is not None else None
         return Response(
@@ -307,7 +308,9 @@ class OpenAIBackend(Engine):
             thinking_unfinished=unfinished,
         )
 
-    def _thinking(self, choice: Any, usage: Any, content: str) -> tuple[str | None, int, bool, str]:
+    def _thinking(
+        self, choice: Any, usage: Any, content: str, config: GenerationConfig
+    ) -> tuple[str | None, int, bool, str]:
         """(thinking, its tokens, no answer, answer) of one choice (class docstring)."""
         fields = (getattr(choice.message, k, None) for k in ("reasoning_content", "reasoning"))
         reasoning = next((v for v in fields if isinstance(v, str) and v), None)
@@ -321,7 +324,7 @@ class OpenAIBackend(Engine):
             return None, 0, False, content
         details = getattr(usage, "completion_tokens_details", None)
         n = token_count(getattr(details, "reasoning_tokens", None)) or count_tokens(reasoning)
-        limit = self.options.max_thinking_tokens
+        limit = config.max_thinking_tokens
         if limit is not None and n > limit:  # counted up to the budget, as the local engines
             return reasoning, limit, True, answer
         return reasoning, n, unfinished, answer

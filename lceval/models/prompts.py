@@ -14,7 +14,7 @@ from typing import Any
 from lceval.core.errors import LcevalError
 from lceval.core.records import Context, FinishReason, Response, Sample
 from lceval.models.base import GenerationConfig
-from lceval.models.thinking import DEFAULT_THINKING_TOKENS, Thinking, cut_at_stop
+from lceval.models.thinking import Thinking, cut_at_stop
 
 
 def user_text(sample: Sample, context_text: str) -> str:
@@ -52,14 +52,15 @@ class RenderedPrompt:
     assistant prefix), its token ids (what the engine is sent: the text tokenized without
     special tokens added) and the context dropped to fit the window, in model tokens;
     ``max_tokens``: the answer budget plus a thinking model's, ``answer_tokens``: the paper's;
-    ``stop``: the engine's stop strings (none for a thinking model: cut after the split)."""
+    ``engine_stop``: the stop strings the engine is sent (:meth:`GenerationConfig.stops`; none
+    for a thinking model: its answer is cut after the split)."""
 
     text: str
     ids: list[int]
     truncated_tokens: int
     max_tokens: int = 0
     answer_tokens: int = 0
-    stop: tuple[str, ...] = ()
+    engine_stop: tuple[str, ...] = ()
 
     @property
     def n_tokens(self) -> int:
@@ -178,13 +179,12 @@ def render_sample(
     budget = config.budget(sample)
     if budget < 1:
         raise LcevalError(f"sample {sample.id}: new-token budget must be >= 1, got {budget}")
-    extra = thinking.extra_budget() if thinking is not None else 0
+    extra = thinking.extra_budget(config) if thinking is not None else 0
     kwargs = thinking.template_kwargs() if thinking is not None else None
     ctx = context_text(sample, contexts)
     p = render_chat_prompt(tokenizer, sample, ctx, window, budget + extra, prompt_format, kwargs)
-    # an empty stop string ends every answer before it starts (hf) or is refused (vLLM): dropped
-    stop = () if thinking is not None and thinking.active else tuple(s for s in sample.stop if s)
-    return dataclasses.replace(p, max_tokens=budget + extra, answer_tokens=budget, stop=stop)
+    stop = () if thinking is not None and thinking.active else config.stops(sample)
+    return dataclasses.replace(p, max_tokens=budget + extra, answer_tokens=budget, engine_stop=stop)
 
 
 def common_prefix_len(rows: Sequence[Sequence[int]]) -> int:
@@ -200,7 +200,7 @@ class Renders:
     tokenizer: Any
     window: int
     prompt_format: str
-    thinking: Thinking = Thinking(None, None, DEFAULT_THINKING_TOKENS)  # a model not thinking
+    thinking: Thinking = Thinking(None, None)  # a model not thinking
 
     def render(
         self, sample: Sample, contexts: Mapping[str, Context], config: GenerationConfig
@@ -222,15 +222,18 @@ class Renders:
         """The Response for ``sample`` of this engine's generated ``ids`` (cut at EOS or budget;
         ``completion_tokens``: the engine's count, an EOS included; ``latency``: seconds): the
         thinking split off (:meth:`.Thinking.split_ids`), the answer kept to
-        ``prompt.answer_tokens`` (then ``length``), cut before the first of the sample's stop
-        strings (then ``stop``) and empty when the thinking is unfinished (an EOS inside the
-        thinking stays ``stop``)."""
+        ``prompt.answer_tokens`` (then ``length``), cut before the first of its stop strings
+        (:meth:`GenerationConfig.stops`, then ``stop``) and empty when the thinking is
+        unfinished (an EOS inside the thinking stays ``stop``)."""
         tok = self.tokenizer
-        reasoning, n_think, answer, unfinished = self.thinking.split_ids(tok, ids, prompt.text)
+        budget = self.thinking.budget(config)
+        reasoning, n_think, answer, unfinished = self.thinking.split_ids(
+            tok, ids, prompt.text, budget
+        )
         if len(answer) > prompt.answer_tokens:
             answer, reason = answer[: prompt.answer_tokens], "length"
         text = str(tok.decode(answer, skip_special_tokens=True))
-        text, reason = cut_at_stop(text, sample.stop, reason)
+        text, reason = cut_at_stop(text, config.stops(sample), reason)
         return Response(
             sample_id=sample.id,
             model=self.name,

@@ -14,6 +14,7 @@ from typing import Any, TypeVar
 
 from lceval.core.errors import LcevalError
 from lceval.core.records import FinishReason
+from lceval.params import ThinkingBudget
 
 DEFAULT_THINKING_TOKENS = 32768  # the thinking budget when max_thinking_tokens is not given
 _SPLIT_ON = re.compile(r"""\.split\(\s*(['"])(</[^'"<>]{1,40}>)\1\s*\)""")  # .split('</think>')
@@ -136,29 +137,30 @@ def prompt_opens(prompt: str, markers: ThinkMarkers | None) -> bool:
     return bool(markers and markers.start and prompt.rstrip().endswith(markers.start))
 
 
-def cut_at_stop(text: str, stop: Sequence[str], reason: FinishReason) -> tuple[str, FinishReason]:
+def cut_at_stop(
+    text: str, strings: Sequence[str], reason: FinishReason
+) -> tuple[str, FinishReason]:
     """``text`` cut before its first stop string (then ``"stop"``), else as it is; an empty stop
     string, which would match before every answer, is ignored (as :func:`.render_sample` drops
     it from the engines' stop strings)."""
-    cuts = [j for j in (text.find(s) for s in stop if s) if j >= 0]
+    cuts = [j for j in (text.find(s) for s in strings if s) if j >= 0]
     return (text[: min(cuts)], "stop") if cuts else (text, reason)
 
 
 @dataclass(frozen=True)
 class Thinking:
     """A local engine's thinking settings; ``markers=None``: a model that does not think, which
-    changes nothing (no cache field, budget or split)."""
+    changes nothing (no cache field, budget or split). The budget is the generation config's
+    (:meth:`budget`)."""
 
     markers: ThinkMarkers | None
     enable_thinking: bool | None  # the chat template switch (None: the template's default)
-    max_thinking_tokens: int
 
     @classmethod
     def from_tokenizer(
         cls,
         tokenizer: Any,
         enable_thinking: bool | None = None,
-        max_thinking_tokens: int | None = None,
         think_end: str | None = None,
         reasoning_parser: str | None = None,
     ) -> Thinking:
@@ -178,8 +180,7 @@ class Thinking:
                 f"enable_thinking={enable_thinking}: the chat template of "
                 f"{getattr(tokenizer, 'name_or_path', 'this model')} has no enable_thinking switch"
             )
-        budget = DEFAULT_THINKING_TOKENS if max_thinking_tokens is None else max_thinking_tokens
-        return cls(markers, enable_thinking, budget)
+        return cls(markers, enable_thinking)
 
     @property
     def active(self) -> bool:
@@ -190,18 +191,26 @@ class Thinking:
         """Extra ``apply_chat_template`` arguments (``enable_thinking`` when set)."""
         return {} if self.enable_thinking is None else {"enable_thinking": self.enable_thinking}
 
-    def extra_budget(self) -> int:
+    @staticmethod
+    def budget(config: ThinkingBudget) -> int:
+        """The thinking budget in tokens under ``config`` (the generation config): its
+        ``max_thinking_tokens``, else :data:`DEFAULT_THINKING_TOKENS`."""
+        given = config.max_thinking_tokens
+        return DEFAULT_THINKING_TOKENS if given is None else given
+
+    def extra_budget(self, config: ThinkingBudget) -> int:
         """Tokens added to each sample's answer budget for thinking (0 when not active)."""
-        return self.max_thinking_tokens if self.active else 0
+        return self.budget(config) if self.active else 0
 
     def cache_field(self) -> dict[str, Any] | None:
-        """The response-cache-key entry: switch, budget and end marker (None: no thinking)."""
+        """The response-cache-key entry: switch and end marker (None: no thinking; the budget is
+        the generation config's, in its hash)."""
         r = self.record()
-        keyed = ("enable_thinking", "max_thinking_tokens", "think_end")
+        keyed = ("enable_thinking", "think_end")
         return None if r is None else {k: r[k] for k in keyed}
 
     def record(self) -> dict[str, Any] | None:
-        """For run.json: the markers, where they came from, switch and budget."""
+        """For run.json: the markers, where they came from, and the switch."""
         if self.markers is None and self.enable_thinking is None:
             return None
         m = self.markers
@@ -210,16 +219,15 @@ class Thinking:
             "think_end": m.end if m else None,
             "markers_from": m.source if m else None,
             "enable_thinking": self.enable_thinking,
-            "max_thinking_tokens": self.extra_budget(),
         }
 
     def split_ids(
-        self, tokenizer: Any, ids: Sequence[int], prompt: str
+        self, tokenizer: Any, ids: Sequence[int], prompt: str, budget: int
     ) -> tuple[str | None, int, list[int], bool]:
         """(thinking or None, thinking tokens, answer ids, unfinished) of generated ids: split as
         ids when each marker is one token, else as decoded text (counted by re-encoding). Thinking
-        past ``max_thinking_tokens`` is cut to it (text and count) and gives no answer."""
-        m, budget = self.markers, self.max_thinking_tokens
+        past ``budget`` tokens is cut to it (text and count) and gives no answer."""
+        m = self.markers
         if m is None:
             return None, 0, list(ids), False
 

@@ -148,7 +148,7 @@ class VLLMBackend(Renders, Engine):
         self.prompt_format = resolve_prompt_format(self.tokenizer, o.prompt_format)
         parser = (o.model_extra or {}).get("reasoning_parser")
         parser = parser if isinstance(parser, str) else None
-        thinking = (o.enable_thinking, o.max_thinking_tokens, o.think_end, parser)
+        thinking = (o.enable_thinking, o.think_end, parser)
         self.thinking = Thinking.from_tokenizer(self.tokenizer, *thinking)
         config = self.llm.llm_engine.vllm_config
         sc = config.scheduler_config
@@ -230,7 +230,7 @@ class VLLMBackend(Renders, Engine):
         return SamplingParams(
             **{
                 "max_tokens": prompt.max_tokens,
-                "stop": list(prompt.stop) or None,
+                "stop": list(prompt.engine_stop) or None,
                 "seed": config.seed,
                 "temperature": config.temperature,
                 "top_p": config.top_p if sampled else 1.0,

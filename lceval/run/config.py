@@ -25,6 +25,7 @@ from lceval.params import (
     FolderPath,
     InferenceSection,
     ScorerChoice,
+    ThinkingBudget,
     _extra,
     flags_of,
     validate,
@@ -242,7 +243,7 @@ class EvaluateCall(EvalOptions, Call):
     positional benchmark) and :class:`Call`'s ``root`` and ``progress``."""
 
 
-class PlanConfig(Budget):
+class PlanConfig(ThinkingBudget, Budget):
     """A built run's size (prompt, unique and budget tokens) and GPU-time estimate."""
 
     run_id: str = Field(
@@ -261,12 +262,6 @@ class PlanConfig(Budget):
     )
     limit: int | None = Field(
         default=None, ge=1, description="N samples per task, drawn across its lengths and variants"
-    )
-    max_thinking_tokens: int = Field(
-        default=0,
-        ge=0,
-        description="a reasoning model's thinking budget per sample, counted beside the answer "
-        "budget",
     )
     efficiency: float | None = Field(
         default=None,

@@ -182,12 +182,11 @@ def run_infer(
             n = len(kept or [])
             log(f"{spec.label}: all {n} sample(s) already answered; no engine started")
         return out
-    thinking = [_thinking_budget(spec.options) for spec in specs]
     notes = [
         check_fits(
-            spec, samples, contexts, functools.partial(_budget, gen, t), truncate=bool(cfg.truncate)
+            spec, samples, contexts, functools.partial(_budget, gen), truncate=bool(cfg.truncate)
         )
-        for spec, t in zip(specs, thinking, strict=True)
+        for spec in specs
     ]
     for note in notes:  # said once every model is known to fit
         log(note)
@@ -196,9 +195,7 @@ def run_infer(
     pending: dict[str, Any] = {}
     sized = None
     try:
-        sized = plan.plan_run(
-            run, samples=samples, generation=gen, max_thinking_tokens=max(thinking)
-        )
+        sized = plan.plan_run(run, samples=samples, generation=gen)
         pending["plan"] = sized.summary()
         from lceval.run import cost  # pulls pandas
 
@@ -228,15 +225,9 @@ def run_infer(
     return responses
 
 
-def _thinking_budget(options: Mapping[str, Any]) -> int:
-    """A model's ``max_thinking_tokens`` option (0 when not given or not an integer)."""
-    value = options.get("max_thinking_tokens")
-    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 0
-
-
-def _budget(gen: GenerationConfig, thinking: int, sample: Sample) -> int:
-    """``sample``'s answer budget in tokens plus the model's thinking budget."""
-    return gen.budget(sample) + thinking
+def _budget(gen: GenerationConfig, sample: Sample) -> int:
+    """``sample``'s answer budget in tokens plus the thinking budget given (none when not)."""
+    return gen.budget(sample) + (gen.max_thinking_tokens or 0)
 
 
 def _infer_ray(

@@ -532,7 +532,6 @@ def plan_run(
     generation: GenerationConfig | None = None,
     efficiency: float = EFFICIENCY,
     exact: bool | None = None,
-    max_thinking_tokens: int = 0,
 ) -> Plan:
     """The size and cost of a built run (a :class:`lceval.core.io.RunDir`; module docstring).
 
@@ -540,11 +539,11 @@ def plan_run(
         model: a model folder or cached hub id (its tokenizer, chat template and window count,
             its shape estimated first); None: the run's tiktoken encoding.
         samples: only these samples (default: all of the run's).
-        generation: the decoding settings whose ``max_new_tokens`` caps every sample's budget.
+        generation: the generation config: its ``max_new_tokens`` caps every sample's budget; its
+            ``max_thinking_tokens`` (a reasoning model's thinking budget per sample, null: none)
+            is counted beside the answer budget (``thinking_budget`` column, decode estimate).
         exact: tokenize the contexts, or take their recorded counts (:class:`Counted`); None:
             exact with a model or under :data:`EXACT_LIMIT` tokens.
-        max_thinking_tokens: a reasoning model's thinking budget per sample in tokens, counted
-            beside the answer budget (``thinking_budget`` column, decode estimate).
 
     Raises:
         LcevalError: missing run files, a bad budget, a model infer refuses (in its words) or
@@ -579,19 +578,16 @@ def plan_run(
     if exact is None:
         used = {s.context_id for s in chosen if s.context_id in contexts}
         exact = model is not None or sum(contexts[c].n_tokens for c in used) <= EXACT_LIMIT
-    prompts = prompt_tokens(
-        chosen, contexts, encoder, generation or GenerationConfig(), window=window, exact=exact
-    )
+    generation = generation or GenerationConfig()
+    prompts = prompt_tokens(chosen, contexts, encoder, generation, window=window, exact=exact)
     keys = segment_keys([p.segments for p in prompts])
     rows = per_sample(prompts, keys)
     sizes = size_table(prompts, keys)
     decode_rows = rows
-    if max_thinking_tokens:
-        rows = rows.assign(thinking_budget=max_thinking_tokens)
+    if thinking := generation.max_thinking_tokens:
+        rows = rows.assign(thinking_budget=thinking)
         sizes.insert(
-            list(sizes.columns).index("budget") + 1,
-            "thinking_budget",
-            sizes["samples"] * max_thinking_tokens,
+            list(sizes.columns).index("budget") + 1, "thinking_budget", sizes["samples"] * thinking
         )
         decode_rows = rows.assign(budget=rows["budget"] + rows["thinking_budget"])
     return Plan(

@@ -206,6 +206,12 @@ def test_public_api_needs_a_key(monkeypatch: pytest.MonkeyPatch) -> None:
     assert backend.public and "sk-test" not in json.dumps(backend.info())
     body = backend.request(_sample(assistant_prefix="X"), {}, GREEDY)
     assert "max_completion_tokens" in body and "extra_body" not in body
+    # the generation config mapped to the request: stop strings beside the sample's own, the
+    # thinking budget added to the answer's (max_completion_tokens covers both)
+    cfg = GenerationConfig(stop=["END"], max_thinking_tokens=32, temperature=0.5, top_p=0.9)
+    body = backend.request(_sample(stop=("\n\n",)), {}, cfg)
+    assert body["stop"] == ["\n\n", "END"] and body["max_completion_tokens"] == 8 + 32
+    assert (body["temperature"], body["top_p"], body["seed"]) == (0.5, 0.9, 0)
     assert is_public_openai("https://api.openai.com/v1")
     assert not is_public_openai("http://127.0.0.1:8000/v1")
     with pytest.raises(LcevalError, match="model"):

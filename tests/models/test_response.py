@@ -15,10 +15,10 @@ from lceval.core.records import Response, Sample
 from lceval.core.store import ResponseStore
 from lceval.models.base import GenerationConfig
 from lceval.models.prompts import RenderedPrompt, Renders
-from lceval.models.thinking import DEFAULT_THINKING_TOKENS, Thinking, ThinkMarkers
+from lceval.models.thinking import Thinking, ThinkMarkers
 
-THINK = Thinking(ThinkMarkers("</think>", "<think>", "test"), None, 100)
-PLAIN = Thinking(None, None, DEFAULT_THINKING_TOKENS)
+THINK = Thinking(ThinkMarkers("</think>", "<think>", "test"), None)
+PLAIN = Thinking(None, None)
 
 
 def _byte_level() -> dict[int, str]:
@@ -62,7 +62,7 @@ SAMPLE = Sample(id="s0", benchmark="b", task="T", instruction="hi", stop=("STOP"
 def _answer(tok: Any, thinking: Thinking, ids: list[int], budget: int = 8, reason="stop"):
     prompt = RenderedPrompt("<|im_start|>assistant\n", [1, 2, 3], 5, budget + 100, budget)
     return _Engine(tok, thinking).response(
-        SAMPLE, prompt, ids, reason, GenerationConfig(), len(ids), 0.5
+        SAMPLE, prompt, ids, reason, GenerationConfig(max_thinking_tokens=100), len(ids), 0.5
     )
 
 
@@ -224,12 +224,31 @@ def test_an_empty_stop_string_is_ignored(tok) -> None:
     from lceval.models.prompts import render_sample
 
     sample = Sample(id="s1", benchmark="b", task="T", instruction="hi", stop=("", "STOP"))
-    assert render_sample(tok, sample, {}, 2048, GenerationConfig()).stop == ("STOP",)
+    assert render_sample(tok, sample, {}, 2048, GenerationConfig()).engine_stop == ("STOP",)
     prompt = RenderedPrompt("p", [1], 0, 8, 8)
     for out, text, reason in (("Yes.", "Yes.", "length"), ("Yes. STOP no", "Yes. ", "stop")):
         ids = _ids(tok, out)
         r = _Engine(tok, PLAIN).response(sample, prompt, ids, "length", GenerationConfig(), 2, 0.1)
         assert (r.text, r.finish_reason) == (text, reason)
+
+
+def test_the_generation_configs_stop_strings_join_the_samples(tok) -> None:
+    """``GenerationConfig.stop`` (``--stop``, issue 48) is added to every sample's own stop
+    strings: the engine is sent both (hf's stopping criteria, vLLM's ``SamplingParams.stop``),
+    the answer is cut at either; a thinking model is sent none (cut after its thinking)."""
+    from lceval.models.prompts import render_sample
+
+    cfg = GenerationConfig(stop=["END", "STOP"])
+    assert render_sample(tok, SAMPLE, {}, 2048, cfg).engine_stop == ("STOP", "END")
+    thinks = cfg.model_copy(update={"max_thinking_tokens": 16})
+    p = render_sample(tok, SAMPLE, {}, 2048, thinks, thinking=THINK)
+    assert p.engine_stop == () and p.max_tokens == p.answer_tokens + 16
+    prompt = RenderedPrompt("p", [1], 0, 8, 8)
+    ids = _ids(tok, "Yes. END no")
+    r = _Engine(tok, PLAIN).response(SAMPLE, prompt, ids, "length", cfg, 2, 0.1)
+    assert (r.text, r.finish_reason) == ("Yes. ", "stop")
+    r = _Engine(tok, PLAIN).response(SAMPLE, prompt, ids, "length", GenerationConfig(), 2, 0.1)
+    assert r.text == "Yes. END no" and r.config_hash != cfg.hash()
 
 
 def test_an_end_marker_spelled_in_pieces_does_not_close_a_one_token_block(

@@ -78,8 +78,11 @@ from lceval.core.records import Response, Sample, from_dict  # noqa: E402
 from lceval.models import thinking  # noqa: E402
 from lceval.models.base import GenerationConfig, check_backend_options  # noqa: E402
 from lceval.models.openai import OpenAIBackend  # noqa: E402
+from lceval.models.thinking import DEFAULT_THINKING_TOKENS  # noqa: E402
+from lceval.params import validate  # noqa: E402
 
 END, START = "</think>", "<think>"
+THINK16 = GenerationConfig(max_thinking_tokens=16)
 
 
 @pytest.fixture(scope="session")
@@ -146,18 +149,29 @@ def test_markers_read_from_the_template_never_from_the_name() -> None:
 
 
 def test_bad_options_are_one_line() -> None:
-    for kw in (
-        {"enable_thinking": "yes"},
-        {"max_thinking_tokens": 0},
-        {"max_thinking_tokens": True},
-        {"think_end": "  "},
-    ):
+    for kw in ({"enable_thinking": "yes"}, {"think_end": "  "}):
         for backend in ("hf", "vllm", "openai"):  # declared once (ThinkingOptions), as -o
             with pytest.raises(LcevalError, match=f"option {next(iter(kw))}") as e:
                 check_backend_options(backend, kw)
             assert "\n" not in str(e.value)
         with pytest.raises(LcevalError, match=f"option {next(iter(kw))}"):  # and as keywords
             OpenAIBackend("m", base_url="http://127.0.0.1:9/v1", **kw)
+
+
+def test_the_thinking_budget_is_a_generation_setting() -> None:
+    """``max_thinking_tokens`` is the generation config's (one declaration, issue 48): as an
+    engine option it is refused naming where it went; a bad value is one line."""
+    for backend in ("hf", "vllm", "openai"):
+        with pytest.raises(LcevalError, match="now a generation setting.*--max-thinking-tokens"):
+            check_backend_options(backend, {"max_thinking_tokens": 64})
+    for bad in (0, True, "64"):
+        with pytest.raises(LcevalError, match="max_thinking_tokens must be") as e:
+            validate(GenerationConfig, {"max_thinking_tokens": bad}, where="inference")
+        assert "\n" not in str(e.value)
+    cfg = GenerationConfig(max_thinking_tokens=64)
+    assert thinking.Thinking(None, None).budget(cfg) == 64
+    assert thinking.Thinking(None, None).budget(GenerationConfig()) == DEFAULT_THINKING_TOKENS
+    assert cfg.hash() != GenerationConfig().hash()  # in the responses' key
 
 
 def test_old_responses_load_without_the_fields() -> None:
@@ -172,7 +186,7 @@ def test_old_responses_load_without_the_fields() -> None:
 def hf_thinking(thinking_model_dir: Path):
     from lceval.models.hf import HFBackend
 
-    b = HFBackend(str(thinking_model_dir), device="cpu", max_batch_rows=2, max_thinking_tokens=16)
+    b = HFBackend(str(thinking_model_dir), device="cpu", max_batch_rows=2)
     yield b
     b.close()
 
@@ -180,7 +194,7 @@ def hf_thinking(thinking_model_dir: Path):
 def _raw_ids(backend, sample: Sample, n: int) -> list[int]:
     import torch
 
-    p = backend.render(sample, {}, GenerationConfig())
+    p = backend.render(sample, {}, THINK16)
     ids = backend.tokenizer(p.text, add_special_tokens=False, return_tensors="pt")["input_ids"]
     with torch.no_grad():
         out = backend.model.generate(ids, max_new_tokens=n, do_sample=False)
@@ -189,7 +203,7 @@ def _raw_ids(backend, sample: Sample, n: int) -> list[int]:
 
 def test_hf_keeps_thinking_apart(hf_thinking) -> None:
     s = _sample(budget=6)
-    (r,) = hf_thinking.generate([s], {}, GenerationConfig())
+    (r,) = hf_thinking.generate([s], {}, THINK16)
     tok = hf_thinking.tokenizer
     raw = _raw_ids(hf_thinking, s, 6 + 16)
     end = raw.index(tok.convert_tokens_to_ids(END))
@@ -200,16 +214,16 @@ def test_hf_keeps_thinking_apart(hf_thinking) -> None:
     assert END not in r.text and not r.thinking_unfinished
     info = hf_thinking.info()["thinking"]
     assert info["think_end"] == END and info["markers_from"] == "chat template"
-    assert hf_thinking.cache_fields["thinking"]["max_thinking_tokens"] == 16
+    assert "max_thinking_tokens" not in hf_thinking.cache_fields["thinking"]  # the config's
 
 
 def test_hf_no_answer_within_the_thinking_budget(thinking_model_dir: Path) -> None:
     from lceval.benchmarks.base import failed_generation
     from lceval.models.hf import HFBackend
 
-    b = HFBackend(str(thinking_model_dir), device="cpu", max_thinking_tokens=1)
+    b = HFBackend(str(thinking_model_dir), device="cpu")
     try:
-        (r,) = b.generate([_sample(budget=4)], {}, GenerationConfig())
+        (r,) = b.generate([_sample(budget=4)], {}, GenerationConfig(max_thinking_tokens=1))
     finally:
         b.close()
     assert r.thinking_unfinished and r.text == "" and r.finish_reason == "length"
@@ -226,7 +240,7 @@ def test_hf_enable_thinking_false_is_passed_to_the_template(thinking_model_dir: 
         p = b.render(_sample(), {}, GenerationConfig())
         assert p.text.rstrip().endswith("<think>\n\n</think>")
         assert not thinking.prompt_opens(p.text, b.thinking.markers)
-        assert b.thinking.extra_budget() == 0
+        assert b.thinking.extra_budget(GenerationConfig()) == 0
         assert b.cache_fields["thinking"]["enable_thinking"] is False
     finally:
         b.close()
@@ -248,13 +262,13 @@ def test_model_without_thinking_is_unaffected(tiny_model_dir: Path) -> None:
 
 
 def test_think_block_from_a_model_declaring_none_stays_in_the_answer() -> None:
-    t = thinking.Thinking(None, None, 8)
+    t = thinking.Thinking(None, None)
 
     class Tok:
         def __call__(self, text, add_special_tokens=False):
             return {"input_ids": [ord(c) for c in text]}
 
-    assert t.split_ids(Tok(), [1, 2, 3], "") == (None, 0, [1, 2, 3], False)
+    assert t.split_ids(Tok(), [1, 2, 3], "", 8) == (None, 0, [1, 2, 3], False)
 
 
 # the OpenAI backend against a loopback server returning reasoning fields ----------------------
@@ -310,11 +324,10 @@ def test_openai_reasoning_fields_kept_apart() -> None:
         _chat({"content": "No thinking here."}),
     ]
     server, url, requests = _serve(bodies)
-    b = OpenAIBackend(
-        "m", base_url=url, concurrency=1, enable_thinking=True, max_thinking_tokens=50
-    )
+    b = OpenAIBackend("m", base_url=url, concurrency=1, enable_thinking=True)
+    config = GenerationConfig(max_thinking_tokens=50)
     try:
-        rs = b.generate([_sample(i, budget=8) for i in range(4)], {}, GenerationConfig())
+        rs = b.generate([_sample(i, budget=8) for i in range(4)], {}, config)
     finally:
         b.close()
         server.shutdown()
@@ -327,7 +340,7 @@ def test_openai_reasoning_fields_kept_apart() -> None:
     assert rs[3].reasoning is None and rs[3].text == "No thinking here."
     assert requests[0]["max_tokens"] == 8 + 50
     assert requests[0]["chat_template_kwargs"] == {"enable_thinking": True}
-    assert b.cache_fields["thinking"]["max_thinking_tokens"] == 50
+    assert b.cache_fields["thinking"] == {"enable_thinking": True, "think_end": None}
 
 
 def test_openai_think_end_splits_content() -> None:
@@ -362,13 +375,14 @@ def test_vllm_keeps_thinking_apart() -> None:
 
     from lceval.models.base import load_backend
 
-    b = load_backend("vllm", None, max_model_len=1024, think_end=".", max_thinking_tokens=40)
+    b = load_backend("vllm", None, max_model_len=1024, think_end=".")
+    config = GenerationConfig(max_thinking_tokens=40)
     try:
         s = Sample(
             id="v", benchmark="test", task="T", instruction="Describe rivers.", max_new_tokens=24
         )
-        (r,) = b.generate([s], {}, GenerationConfig())
-        p = b.render(s, {}, GenerationConfig())
+        (r,) = b.generate([s], {}, config)
+        p = b.render(s, {}, config)
         ids = b.tokenizer(p.text, add_special_tokens=False)["input_ids"]
         (raw,) = b.llm.generate(
             [TokensPrompt(prompt_token_ids=ids)],
@@ -376,7 +390,7 @@ def test_vllm_keeps_thinking_apart() -> None:
             use_tqdm=False,
         )
         assert b.info()["thinking"]["markers_from"] == "think_end option"
-        assert b.cache_fields["thinking"]["max_thinking_tokens"] == 40
+        assert p.max_tokens == 24 + 40
         text = b.tokenizer.decode(list(raw.outputs[0].token_ids), skip_special_tokens=False)
     finally:
         b.close()
@@ -414,7 +428,8 @@ def test_thinking_run_end_to_end(thinking_model_dir: Path, tmp_path: Path) -> No
         model=str(thinking_model_dir),
         root=tmp_path,
         max_new_tokens=6,
-        backend_options={"device": "cpu", "max_thinking_tokens": 16},
+        max_thinking_tokens=16,
+        backend_options={"device": "cpu"},
         progress=False,
     )
     run = RunDir("think", tmp_path)
@@ -436,10 +451,10 @@ def test_hf_stop_string_written_while_thinking_does_not_end_the_output(hf_thinki
     import dataclasses
 
     s = _sample(budget=6)
-    (free,) = hf_thinking.generate([s], {}, GenerationConfig())
+    (free,) = hf_thinking.generate([s], {}, THINK16)
     assert free.reasoning
     stop = free.reasoning[:3]  # a string the model writes while thinking
-    (r,) = hf_thinking.generate([dataclasses.replace(s, stop=(stop,))], {}, GenerationConfig())
+    (r,) = hf_thinking.generate([dataclasses.replace(s, stop=(stop,))], {}, THINK16)
     assert r.reasoning == free.reasoning and not r.thinking_unfinished
     assert r.text == free.text.split(stop)[0]
 
@@ -470,9 +485,9 @@ def _ids(text: str) -> list[int]:
 
 
 def test_two_thinking_blocks_are_joined_with_a_newline() -> None:
-    t = thinking.Thinking(thinking.ThinkMarkers("</think>", "<think>", "test"), None, 100)
+    t = thinking.Thinking(thinking.ThinkMarkers("</think>", "<think>", "test"), None)
     text, n, answer, unfinished = t.split_ids(
-        _CharTok(), _ids("<think>first</think><think>second</think>ok"), ""
+        _CharTok(), _ids("<think>first</think><think>second</think>ok"), "", 100
     )
     assert (text, n, unfinished) == ("first\nsecond", 11, False)
     assert _CharTok().decode(answer) == "ok"
@@ -480,8 +495,8 @@ def test_two_thinking_blocks_are_joined_with_a_newline() -> None:
 
 def test_thinking_past_its_budget_is_counted_to_the_budget() -> None:
     """A 64-token thinking budget and an engine that ran on to 80: no answer after 64."""
-    t = thinking.Thinking(thinking.ThinkMarkers("</think>", "<think>", "test"), None, 64)
-    text, n, answer, unfinished = t.split_ids(_CharTok(), _ids("<think>" + "a" * 80), "")
+    t = thinking.Thinking(thinking.ThinkMarkers("</think>", "<think>", "test"), None)
+    text, n, answer, unfinished = t.split_ids(_CharTok(), _ids("<think>" + "a" * 80), "", 64)
     assert (n, len(text), answer, unfinished) == (64, 64, [], True)
 
 
@@ -495,10 +510,10 @@ def test_openai_thinking_ended_by_eos_is_stop_and_the_budget_is_named() -> None:
         ]
     )
     b = OpenAIBackend("m", base_url=url, concurrency=1, think_end="</think>")
-    budget = OpenAIBackend("m", base_url=url, concurrency=1, max_thinking_tokens=64)
+    budget = OpenAIBackend("m", base_url=url, concurrency=1)
     try:
         (eos,) = b.generate([_sample()], {}, GenerationConfig())
-        (over,) = budget.generate([_sample()], {}, GenerationConfig())
+        (over,) = budget.generate([_sample()], {}, GenerationConfig(max_thinking_tokens=64))
     finally:
         b.close()
         budget.close()

@@ -50,6 +50,8 @@ VALUES: dict[str, st.SearchStrategy[Any]] = {
     "temperature": st.sampled_from([0.0, 0.5]) | st.floats(0, 2, allow_nan=False),
     "top_p": st.sampled_from([1.0, 0.9]) | st.floats(0, 1, exclude_min=True),
     "seed": st.sampled_from([0]) | st.integers(0, 1 << 31),
+    "max_thinking_tokens": st.sampled_from([1, 32768]) | st.integers(1, 1 << 16),
+    "stop": st.lists(st.sampled_from(["END", "\n\n", "Q:", " "]), min_size=1, max_size=3),
     "backend_options": st.dictionaries(
         st.sampled_from(["device", "max_batch_rows", "dtype"]),
         st.sampled_from(["cpu", "float32"]) | st.integers(1, 64),
@@ -127,7 +129,7 @@ def _flags(values: dict[str, Any]) -> list[str]:
             out.append(flag if value else "--no-" + flag.removeprefix("--"))
         elif isinstance(value, dict):
             out += [x for k, v in value.items() for x in (flag, f"{k}={json.dumps(v)}")]
-        elif isinstance(value, list) and name == "model":  # repeated: --model A --model B
+        elif isinstance(value, list) and name in ("model", "stop"):  # --model A --model B
             out += [x for v in value for x in (flag, v)]
         elif isinstance(value, list):
             out += [flag, *map(str, value)]
