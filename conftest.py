@@ -212,12 +212,15 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 def _xdist_group(item: pytest.Item) -> str | None:
     """The pytest-xdist group (``--dist loadgroup``: one worker runs a group's items in order) of
-    items that must not be spread over workers: the notebooks (03 reads the runs 01 and 02 wrote)
-    and the Ray tests (one local cluster at a time on this machine's ports)."""
+    items that must not be spread over workers: the notebooks (03 reads the runs 01 and 02 wrote),
+    the Ray tests (one local cluster at a time on this machine's ports) and the browser tests
+    (one Chromium start for all: tests/conftest.py's session ``chromium``)."""
     if item.path.suffix == ".ipynb":
         return "notebooks"
     if item.path.name == "test_replicas.py":
         return "ray"
+    if item.get_closest_marker("browser"):
+        return "browser"
     return None
 
 
