@@ -190,7 +190,7 @@ def answers(
     contexts: Mapping[str, Context],
     config: GenerationConfig,
 ) -> Iterator[Response]:
-    """The answers to ``batch`` as the engine finishes them (its ``stream``; :class:`Engine`'s is
+    """The answers to ``batch`` as the engine finishes them (its ``stream``; :class:`Backend`'s is
     ``generate``'s whole batch at once).
 
     Raises:

@@ -14,7 +14,7 @@ from lceval.core.errors import LcevalError
 from lceval.core.records import Context, Response, Sample
 from lceval.core.store import ResponseStore
 from lceval.models import backends, base
-from lceval.models.base import Engine, GenerationConfig, choose_backend, load_backend
+from lceval.models.base import Backend, GenerationConfig, choose_backend, load_backend
 from lceval.models.generate import PrefixReuse, engine_config, generate, prefix_reuse
 from lceval.models.hf import HFBackend
 from lceval.models.vllm import VLLMBackend
@@ -29,7 +29,7 @@ def _samples(n: int = 4) -> list[Sample]:
     ]
 
 
-class FakeEngine(Engine):
+class FakeEngine(Backend):
     """Answers with its engine name; cache fields and prefix counts like the real backends."""
 
     name = "model-x"
@@ -140,7 +140,7 @@ def test_prefix_reuse_counts() -> None:
     generate(blind, _samples(2), CONTEXTS, progress=False)
     assert prefix_reuse(blind) == PrefixReuse(200, None)
     assert prefix_reuse(blind).as_dict() == {"requested": 200, "measured": False}
-    assert prefix_reuse(Engine()) is None  # API backends keep no counts (the default)
+    assert prefix_reuse(Backend()) is None  # API backends keep no counts (the default)
 
 
 def test_progress_bar_shows_prefix_reuse(capsys) -> None:
