@@ -105,6 +105,7 @@ def test_hf_cache_fields(tiny_model_dir: Path) -> None:
     hf = HFBackend(str(tiny_model_dir), device="cpu")
     assert engine_config(hf).engine == {"engine": "hf", "dtype": "float32"}
     assert engine_config(hf).hash() != engine_config(_vllm_stub("float32")).hash()
+    assert engine_config(dict(hf.cache_fields)) == engine_config(hf)  # as a replica reports them
 
 
 def test_two_engines_never_share_answers_in_one_run(tmp_path: Path) -> None:
