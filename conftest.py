@@ -238,12 +238,15 @@ rough order is enough; units not named keep the collection order after these."""
 def _xdist_group(item: pytest.Item) -> str | None:
     """The pytest-xdist group (``--dist loadgroup``: one worker runs a group's items in order) of
     items that must not be spread over workers: a notebook's cells and the notebooks that read
-    each other's runs (:data:`NOTEBOOK_CHAINS`), and the Ray tests (one local cluster at a time
-    on this machine's ports)."""
+    each other's runs (:data:`NOTEBOOK_CHAINS`), the Ray tests (one local cluster at a time on
+    this machine's ports) and the browser tests (one Chromium start for all: tests/conftest.py's
+    session ``chromium``)."""
     if item.path.suffix == ".ipynb":
         return "notebooks-" + NOTEBOOK_CHAINS.get(item.path.stem[:2], item.path.stem)
     if item.path.name == "test_replicas.py":
         return "ray"
+    if item.get_closest_marker("browser"):
+        return "browser"
     return None
 
 

@@ -19,11 +19,8 @@ assertions (DEVELOPING.md: no timed tests).
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import platform
-import subprocess
-import sys
 import time
 
 CHILD = r"""
@@ -48,30 +45,10 @@ SETTINGS = {"separate processes (default)": "1", "in-process engine core": "0"}
 
 
 def _child(payload: dict, multiprocessing: str, timeout: float) -> dict:
-    env = {
-        **os.environ,
-        "PYTHONPATH": os.getcwd(),
-        "HF_HUB_OFFLINE": "1",
-        "VLLM_ENABLE_V1_MULTIPROCESSING": multiprocessing,
-    }
-    load = os.getloadavg()[0]
-    t0 = time.perf_counter()
-    try:
-        p = subprocess.run(
-            [sys.executable, "-c", CHILD, json.dumps(payload)],
-            capture_output=True,
-            text=True,
-            timeout=timeout,
-            env=env,
-        )
-    except subprocess.TimeoutExpired:
-        return {"failed": f"stopped after {timeout:.0f} s", "load": load}
-    wall = time.perf_counter() - t0
-    lines = [x for x in p.stdout.splitlines() if x.startswith("RESULT ")]
-    if not lines:
-        tail = [x for x in p.stderr.splitlines() if x.strip()][-1:] or ["no output"]
-        return {"failed": f"exit {p.returncode}: {tail[0][:200]}", "load": load}
-    return {**json.loads(lines[-1][7:]), "wall_s": wall, "load": load}
+    from workload import run_child  # bench/workload.py (this script's folder)
+
+    env = {"VLLM_ENABLE_V1_MULTIPROCESSING": multiprocessing}
+    return run_child(CHILD, payload, env=env, timeout=timeout)
 
 
 def main() -> None:

@@ -24,14 +24,12 @@ answers equal the first A run's. Tables only, no assertions (STYLE.md: no timed 
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import shutil
 import statistics
 import subprocess
 import sys
 import tempfile
-import time
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -61,25 +59,14 @@ print("RESULT " + json.dumps({"smoke": smoke, "decode": decode}))
 
 
 def _child(tree: Path, backend: str, run_root: Path, a: argparse.Namespace) -> dict:
-    env = {**os.environ, "PYTHONPATH": f"{tree}:{ROOT}", "HF_HUB_OFFLINE": "1"}
-    env["TRANSFORMERS_OFFLINE"] = "1"
+    from workload import run_child  # bench/workload.py (this script's folder)
+
     args = {"run_id": "ab", "backend": backend, "root": str(run_root), "limit": a.smoke_samples}
     args |= {"questions": a.decode_questions, "tokens": a.decode_tokens}
-    load = os.getloadavg()[0]
-    t0 = time.perf_counter()
-    done = subprocess.run(
-        [sys.executable, "-c", CHILD, json.dumps(args)],
-        env=env,
-        capture_output=True,
-        text=True,
-        cwd=tree,
-        check=False,
-    )
-    line = next((x for x in done.stdout.splitlines() if x.startswith("RESULT ")), None)
-    if line is None:
-        raise SystemExit(f"child failed ({tree.name}, {backend}):\n{done.stderr[-3000:]}")
-    out = json.loads(line.removeprefix("RESULT "))
-    out["load"], out["child_s"] = load, time.perf_counter() - t0
+    out = run_child(CHILD, args, env={"PYTHONPATH": f"{tree}:{ROOT}"}, cwd=tree)
+    if "failed" in out:
+        raise SystemExit(f"child failed ({tree.name}, {backend}):\n{out['stderr']}")
+    out["child_s"] = out.pop("wall_s")
     return out
 
 

@@ -83,6 +83,16 @@ def honesty(records: list[dict[str, Any]], shares: tuple[float, ...] = SHARES) -
     }
 
 
+def checked(h: dict[str, Any]) -> list[tuple[int, float, float, str, float]]:
+    """The shares of :func:`honesty`'s ``h`` with an actual remainder: ``(answered, time left
+    shown s, actual s, "actual" or "extrapolated", shown / actual)``."""
+    return [
+        (answered, eta, actual, "actual" if measured else "extrapolated", eta / max(actual, 1e-9))
+        for answered, eta, actual, measured in h["etas"]
+        if actual is not None
+    ]
+
+
 def report(path: Path) -> list[str]:
     out = []
     for (pid, model), records in bars(path).items():
@@ -90,13 +100,10 @@ def report(path: Path) -> list[str]:
         out.append(f"{model} (pid {pid}): {h['total']} samples, {h['state']}, {h['seconds']:.1f} s")
         if h["first_answer_s"] is not None:
             out.append(f"  first answer written {h['first_answer_s']:.1f} s after the bar started")
-        for answered, eta, actual, measured in h["etas"]:
-            if actual is None:
-                continue
-            how = "actual" if measured else "extrapolated"
+        for answered, eta, actual, how, ratio in checked(h):
             out.append(
                 f"  at {answered}/{h['total']}: time left shown {eta:.1f} s, "
-                f"{how} {actual:.1f} s (ratio {eta / max(actual, 1e-9):.2f})"
+                f"{how} {actual:.1f} s (ratio {ratio:.2f})"
             )
         for answered, eta, ran in h["at_least"]:
             out.append(
@@ -173,13 +180,11 @@ def decode_heavy(prompts: int, budget: int, out: Path) -> Path:
             "| answered | share | time left shown (s) | actual (s) | shown / actual |",
             "|---:|---:|---:|---:|---:|",
         ]
-        for answered, eta, actual, measured in h["etas"]:
-            if actual is None:
-                continue
-            how = "" if measured else " (extrapolated)"
+        for answered, eta, actual, how, ratio in checked(h):
+            note = "" if how == "actual" else f" ({how})"
             lines.append(
                 f"| {answered}/{h['total']} | {answered / h['total']:.0%} | {eta:.0f} | "
-                f"{actual:.0f}{how} | {eta / max(actual, 1e-9):.2f} |"
+                f"{actual:.0f}{note} | {ratio:.2f} |"
             )
         lines.append("")
     out.parent.mkdir(parents=True, exist_ok=True)

@@ -26,7 +26,6 @@ only, no assertions (DEVELOPING.md: no timed tests).
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import platform
 import subprocess
@@ -50,34 +49,21 @@ backend = load_backend("hf", "embedded", **opts)
 out, seconds = answer_timed(backend, args)
 info = backend.info()
 backend.close()
-print(json.dumps({"seconds": seconds, "threads": info["num_threads"],
+print("RESULT " + json.dumps({"seconds": seconds, "threads": info["num_threads"],
                   "chosen_from": info["num_threads_chosen_from"], "load": load, "busy": busy,
                   "texts": [r.text for r in out]}))
 """
 
 
 def _child(payload: dict, timeout: float) -> dict:
-    env = {**os.environ, "PYTHONPATH": os.getcwd()}
-    try:
-        out = subprocess.run(
-            [sys.executable, "-c", CHILD, json.dumps(payload)],
-            capture_output=True,
-            text=True,
-            timeout=timeout,
-            env=env,
-            check=True,
-        )
-    except subprocess.TimeoutExpired:
-        return {
-            "seconds": None,
-            "threads": payload["threads"],
-            "load": None,
-            "busy": None,
-            "texts": None,
-        }
-    except subprocess.CalledProcessError as exc:
-        sys.exit(f"child failed: {exc.stderr[-2000:]}")
-    return json.loads(out.stdout.strip().splitlines()[-1])
+    from workload import run_child  # bench/workload.py (this script's folder)
+
+    got = run_child(CHILD, payload, timeout=timeout)
+    if "failed" in got and not got["failed"].startswith("stopped"):
+        sys.exit(f"child failed: {got['stderr'][-2000:]}")
+    if "failed" in got:  # timed out: a row without seconds
+        return {"seconds": None, "threads": payload["threads"], "load": None, "texts": None}
+    return got
 
 
 def main() -> None:

@@ -1,11 +1,15 @@
-"""Session fixtures shared by the test suite: the embedded model folder and a tiny random model."""
+"""Session fixtures shared by the test suite: the embedded model folder, a tiny random model and
+one headless Chromium."""
 
 from __future__ import annotations
 
 import os
+import shutil
 import types
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -94,6 +98,58 @@ def tiny_base_model_dir(tmp_path_factory: pytest.TempPathFactory, tiny_model_dir
     (out / "chat_template.jinja").unlink(missing_ok=True)
     (out / "chat_template.json").unlink(missing_ok=True)
     return out
+
+
+@pytest.fixture(scope="session")
+def _chromium_session() -> Iterator[Any]:
+    """One headless Chromium (Debian's chromium through chromedriver and selenium) for the
+    session's browser tests: a start costs about 2 s on 2 cores, so it starts once."""
+    chromedriver = shutil.which("chromedriver")
+    if chromedriver is None:
+        pytest.skip("chromedriver not installed (.ci/run installs Debian's chromium-driver)")
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+
+    opts = webdriver.ChromeOptions()
+    for arg in ("--headless=new", "--no-sandbox", "--disable-gpu", "--window-size=1400,1000"):
+        opts.add_argument(arg)
+    driver = webdriver.Chrome(service=Service(chromedriver), options=opts)
+    yield driver
+    driver.quit()
+
+
+@pytest.fixture
+def chromium(_chromium_session: Any) -> Iterator[Any]:
+    """The session's headless Chromium (a selenium WebDriver), its window 1,400 x 1,000 px (a
+    test may resize it); afterwards its page storage is cleared and a blank page shown."""
+    from selenium.common.exceptions import WebDriverException
+
+    driver = _chromium_session
+    driver.set_window_size(1400, 1000)
+    yield driver
+    try:
+        driver.execute_script("localStorage.clear(); sessionStorage.clear();")
+    except WebDriverException:  # a page without storage (about:blank, a data: URL)
+        pass
+    driver.delete_all_cookies()
+    driver.get("about:blank")
+
+
+@pytest.fixture
+def keep_artifact(tmp_path: Path) -> Callable[[Path, str], None]:
+    """``keep_artifact(file, name)`` copies a test's screenshot to ``$LCEVAL_TEST_ARTIFACTS``
+    (default ``outputs/test-artifacts`` of the checkout) as ``name``, for CI to upload."""
+    from lceval.core.io import project_root
+
+    def keep(file: Path, name: str) -> None:
+        folder = Path(
+            os.environ.get("LCEVAL_TEST_ARTIFACTS")
+            or (project_root() or tmp_path) / "outputs" / "test-artifacts"
+        )
+        folder.mkdir(parents=True, exist_ok=True)
+        shutil.copy(file, folder / name)
+
+    return keep
 
 
 # -- a small benchmark registered by tests ("echo": exact match, a batch judge, typed gold) --------

@@ -17,7 +17,7 @@ import pytest
 from lceval.core.errors import LcevalError
 from lceval.core.io import RunDir, new_meta
 from lceval.core.records import Sample
-from lceval.models.base import Engine
+from lceval.models.base import Backend
 
 CHILD = textwrap.dedent(
     """
@@ -145,7 +145,7 @@ def test_truncated_prompts_are_said_on_the_terminal(capsys):
     from lceval.core.records import Response
     from lceval.models.generate import generate
 
-    class Cutting(Engine):
+    class Cutting(Backend):
         name = "cutter"
 
         def generate(self, samples, contexts, config):

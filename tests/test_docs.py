@@ -270,21 +270,6 @@ def test_broken_link_check_sees_a_missing_page_and_anchor(tmp_path):
     assert broken_links(tmp_path) == ["a.html: b.html#here", "b.html: c.html", "d/e.html: ../x/"]
 
 
-def _chrome():
-    import shutil
-
-    chromedriver = shutil.which("chromedriver")
-    if chromedriver is None:
-        pytest.skip("chromedriver not installed (.ci/run installs Debian's chromium-driver)")
-    from selenium import webdriver
-    from selenium.webdriver.chrome.service import Service
-
-    opts = webdriver.ChromeOptions()
-    for arg in ("--headless=new", "--no-sandbox", "--disable-gpu", "--window-size=1400,1000"):
-        opts.add_argument(arg)
-    return webdriver.Chrome(service=Service(chromedriver), options=opts)
-
-
 @pytest.fixture(scope="module")
 def served(site):
     """The built site on loopback (Material's search fetches its index: file:// cannot)."""
@@ -314,36 +299,32 @@ def _wait(driver, script: str, timeout: float = 30.0):
 
 
 @pytest.mark.browser
-def test_site_in_chromium_index_paper_api_and_search(served):
-    driver = _chrome()
-    try:
-        driver.get(f"{served}/index.html")
-        index_text = driver.execute_script("return document.body.innerText;")
-        nav = driver.execute_script(
-            "return Array.from(document.querySelectorAll('nav a')).map(a => a.textContent.trim());"
-        )
-        # a paper page: its reproduction rows and the published table, generated at build time
-        driver.get(f"{served}/papers/lifbench.html")
-        paper_text = driver.execute_script("return document.body.innerText;")
-        tables = driver.execute_script("return document.querySelectorAll('article table').length;")
-        # the API reference, from the docstrings
-        driver.get(f"{served}/api.html")
-        api_ids = driver.execute_script(
-            "return Array.from(document.querySelectorAll('[id^=lceval]')).map(e => e.id);"
-        )
-        api_text = driver.execute_script("return document.body.innerText;")
-        # the search: type a word, wait for the results list
-        driver.get(f"{served}/index.html")
-        driver.find_element("css selector", "label.md-search__icon, .md-search__input").click()
-        box = driver.find_element("css selector", "input.md-search__input")
-        box.send_keys("bootstrap")
-        hits = _wait(
-            driver,
-            "const r = document.querySelectorAll('.md-search-result__item');"
-            "return r.length && Array.from(r).map(e => e.querySelector('a').href);",
-        )
-    finally:
-        driver.quit()
+def test_site_in_chromium_index_paper_api_and_search(served, chromium):
+    chromium.get(f"{served}/index.html")
+    index_text = chromium.execute_script("return document.body.innerText;")
+    nav = chromium.execute_script(
+        "return Array.from(document.querySelectorAll('nav a')).map(a => a.textContent.trim());"
+    )
+    # a paper page: its reproduction rows and the published table, generated at build time
+    chromium.get(f"{served}/papers/lifbench.html")
+    paper_text = chromium.execute_script("return document.body.innerText;")
+    tables = chromium.execute_script("return document.querySelectorAll('article table').length;")
+    # the API reference, from the docstrings
+    chromium.get(f"{served}/api.html")
+    api_ids = chromium.execute_script(
+        "return Array.from(document.querySelectorAll('[id^=lceval]')).map(e => e.id);"
+    )
+    api_text = chromium.execute_script("return document.body.innerText;")
+    # the search: type a word, wait for the results list
+    chromium.get(f"{served}/index.html")
+    chromium.find_element("css selector", "label.md-search__icon, .md-search__input").click()
+    box = chromium.find_element("css selector", "input.md-search__input")
+    box.send_keys("bootstrap")
+    hits = _wait(
+        chromium,
+        "const r = document.querySelectorAll('.md-search-result__item');"
+        "return r.length && Array.from(r).map(e => e.querySelector('a').href);",
+    )
     assert "six benchmarks" in index_text and "Quickstart" in nav and "API reference" in nav
     assert "Table 3" in paper_text and "reproduced" in paper_text and tables >= 2
     assert "Source: lceval/benchmarks/lifbench/resources/paper_table3.csv" in paper_text

@@ -10,11 +10,11 @@ import pytest
 from lceval.core.errors import LcevalError
 from lceval.core.records import Context, Response, Sample
 from lceval.core.store import ResponseStore
-from lceval.models.base import Engine, GenerationConfig
+from lceval.models.base import Backend, GenerationConfig
 from lceval.models.judge import JudgeModel, ModelJudge
 
 
-class Scripted(Engine):
+class Scripted(Backend):
     """A backend answering ``echo: <instruction>``, recording what it saw and its closes."""
 
     name = "scripted-judge"

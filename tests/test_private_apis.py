@@ -1,7 +1,8 @@
 """No private API of Ray, vLLM, torch or argparse, and no reading of a library's own source files,
-in lceval outside the adapter modules ``lceval/models/_compat/`` (issue 52): each such use is a
-break waiting for the library's next release, so it lives in one adapter per library with the
-public feature it waits for named beside it."""
+in lceval, its tests or its benches outside the adapter modules ``lceval/models/_compat/`` (issue
+52): each such use is a break waiting for the library's next release, so it lives in one adapter
+per library with the public feature it waits for named beside it. The adapters' own tests
+(``tests/models/test_compat.py``) reach what the adapters reach; this file names the patterns."""
 
 from __future__ import annotations
 
@@ -12,6 +13,10 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[1]
 ADAPTERS = REPO / "lceval" / "models" / "_compat"
+SCANNED = ("lceval", "tests", "bench")
+"""The folders whose ``.py`` files are scanned."""
+LEFT_OUT = ("lceval/models/_compat", "tests/models/test_compat.py", "tests/test_private_apis.py")
+"""The adapters, their tests, and this scan (its patterns and examples)."""
 
 PRIVATE = {
     r"\b\w+\._private\b": "a library's _private package (Ray's)",
@@ -23,17 +28,22 @@ PRIVATE = {
     r"\binspect\.getsource\b": "a library's source read",
 }
 """Pattern -> what it reaches (one line; the failure names the file and line)."""
-SOURCE_READ = (r"\bfind_spec\(", r"\bast\.parse\(")
-"""Both in one file: a library located and its source parsed (vLLM's ``arg_utils.py``); the
-``ast.parse`` line is named."""
+SOURCE_READ = (
+    r"\bfind_spec\(\s*[\"'](?!lceval\b)|submodule_search_locations|\bspec\.origin\b",
+    r"\bast\.parse\(",
+)
+"""Both in one file: a library located by name or its files found, and a source parsed (vLLM's
+``arg_utils.py``); the ``ast.parse`` line is named (lceval's own modules parsed, as the layer
+tests do, are not a library's source)."""
 
 
 def private_uses(root: Path) -> list[str]:
     """``path:line: what (text)`` for each line matching :data:`PRIVATE` in the ``.py`` files
-    under ``root/lceval`` outside the adapters (``lceval/models/_compat``)."""
+    under ``root``'s :data:`SCANNED` folders but :data:`LEFT_OUT`."""
     found = []
-    for path in sorted((root / "lceval").rglob("*.py")):
-        if (root / "lceval" / "models" / "_compat") in path.parents:
+    for path in sorted(p for folder in SCANNED for p in (root / folder).rglob("*.py")):
+        rel = path.relative_to(root).as_posix()
+        if any(rel == out or rel.startswith(out + "/") for out in LEFT_OUT):
             continue
         text = path.read_text(encoding="utf-8")
         patterns = dict(PRIVATE)
@@ -42,7 +52,7 @@ def private_uses(root: Path) -> list[str]:
         for n, line in enumerate(text.splitlines(), 1):
             for pattern, what in patterns.items():
                 if re.search(pattern, line):  # one finding per line
-                    found.append(f"{path.relative_to(root)}:{n}: {what} ({line.strip()[:80]})")
+                    found.append(f"{rel}:{n}: {what} ({line.strip()[:80]})")
                     break
     return found
 
@@ -65,6 +75,7 @@ def test_each_adapter_use_names_what_it_waits_for() -> None:
                 assert "Waits for:" in doc, f"{path.name}:{node.lineno} {node.name}"
 
 
+@pytest.mark.parametrize("folder", ["lceval/models", "tests/cli", "bench"])
 @pytest.mark.parametrize(
     "line",
     [
@@ -76,11 +87,15 @@ def test_each_adapter_use_names_what_it_waits_for() -> None:
         "from ray.core.generated import gcs_service_pb2",
     ],
 )
-def test_the_scan_finds_a_private_use_and_names_file_and_line(tmp_path: Path, line: str) -> None:
-    (tmp_path / "lceval" / "models" / "_compat").mkdir(parents=True)
-    (tmp_path / "lceval" / "models" / "x.py").write_text(f"a = 1\n{line}\n", encoding="utf-8")
-    (tmp_path / "lceval" / "models" / "z.py").write_text("tree = ast.parse(cell)", encoding="utf-8")
-    (tmp_path / "lceval" / "models" / "_compat" / "y.py").write_text(line, encoding="utf-8")
+def test_the_scan_finds_a_private_use_and_names_file_and_line(
+    tmp_path: Path, folder: str, line: str
+) -> None:
+    for out in ("lceval/models/_compat/y.py", "tests/models/test_compat.py"):
+        (tmp_path / out).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / out).write_text(line, encoding="utf-8")  # left out
+    (tmp_path / folder).mkdir(parents=True, exist_ok=True)
+    (tmp_path / folder / "x.py").write_text(f"a = 1\n{line}\n", encoding="utf-8")
+    (tmp_path / folder / "z.py").write_text("tree = ast.parse(cell)", encoding="utf-8")
     found = private_uses(tmp_path)
     last = 2 + line.count("\n")
-    assert len(found) == 1 and found[0].startswith(f"lceval/models/x.py:{last}: "), found
+    assert len(found) == 1 and found[0].startswith(f"{folder}/x.py:{last}: "), found

@@ -36,19 +36,25 @@ def verb_help(verb: str) -> str:
 class _Parser(argparse.ArgumentParser):
     """argparse's parser with its errors in one line, exit status 2 (argparse printed the usage,
     up to ten lines, above the error): ``lceval eval: the following arguments are required:
-    benchmark (lceval eval -h lists the flags)``; it keeps its option strings (``flags``, its
-    parents' too) and its verbs' parsers (``verbs``), which argparse's public API does not list."""
+    benchmark (lceval eval -h lists the flags)``; it keeps the arguments ``add_argument``
+    returned (``arguments``, its parents' too; their option strings: ``flags``) and its verbs'
+    parsers (``verbs``), which argparse's public API does not list."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
-        self.flags: list[str] = []
+        self.arguments: list[argparse.Action] = []
         self.verbs: dict[str, _Parser] = {}
         super().__init__(*args, **kwargs)  # adds -h/--help through add_argument
         for parent in kwargs.get("parents", ()):
-            self.flags += getattr(parent, "flags", [])
+            self.arguments += getattr(parent, "arguments", [])
+
+    @property
+    def flags(self) -> list[str]:
+        """Every option string the parser takes (``-h``, ``--outputs``, the verb's own)."""
+        return [flag for action in self.arguments for flag in action.option_strings]
 
     def add_argument(self, *args: Any, **kwargs: Any) -> argparse.Action:
         action = super().add_argument(*args, **kwargs)
-        self.flags += action.option_strings
+        self.arguments.append(action)
         return action
 
     def error(self, message: str) -> NoReturn:

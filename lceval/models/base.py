@@ -1,4 +1,4 @@
-"""The Backend protocol, the generation config, and loading an engine (each backend's options:
+"""The Backend base class, the generation config, and loading an engine (each backend's options:
 :mod:`lceval.models.backends`)."""
 
 from __future__ import annotations
@@ -6,7 +6,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Iterator, Mapping, Sequence
-from typing import Any, Protocol, runtime_checkable
+from typing import Any
 
 from pydantic import Field
 
@@ -65,94 +65,33 @@ class GenerationConfig(Generation):
         return tuple(dict.fromkeys(s for s in (*sample.stop, *self.stop) if s))
 
 
-@runtime_checkable
-class Backend(Protocol):
-    """What every engine implements, all that :func:`lceval.models.generate.generate` and the
-    inference stage use of it (:class:`Engine` gives the defaults); ``name`` is recorded in
-    Response.model."""
+class Backend:
+    """What every engine is (hf, vllm, openai and the tests' scripted ones subclass it): all that
+    :func:`lceval.models.generate.generate` and the inference stage use of one, with the defaults
+    of an engine that counts nothing (an API's). An engine overrides :meth:`generate` and what it
+    measures; ``name`` is recorded in Response.model."""
 
-    name: str
+    name: str = "engine"
+    call_size: int = 8
+    """Samples per engine call when the caller gives no ``batch_size`` (vLLM 256)."""
+    prompt_tokens_requested: int | None = None
+    """Prompt tokens answered so far (None: not counted; API engines)."""
+    prompt_tokens_computed: int | None = None
+    """Of those, the tokens the engine encoded (the rest came from a prefix cache)."""
+    prompt_tokens_prefilled: int | None = None
+    """Prompt tokens of requests whose prefill is done (the bar's progress before the first
+    answer)."""
+    prompt_work: Mapping[str, float] | None = None
+    """The engine's measured prefill and decode work (:data:`lceval.core.progress.WORK_KEYS`) for
+    the bar's time left."""
+    running_answers: Sequence[tuple[int, int]] = ()
+    """``(tokens generated so far, budget)`` of each answer in flight (vLLM's; empty where the
+    engine does not report them) for the bar's time left."""
 
     @property
     def cache_fields(self) -> Mapping[str, Any]:
         """The engine's settings that change outputs (:func:`cache_fields`): in the response
         key's config hash, never passed to the engine."""
-        ...
-
-    @property
-    def call_size(self) -> int:
-        """Samples per engine call when the caller gives no ``batch_size`` (vLLM 256)."""
-        ...
-
-    @property
-    def prompt_tokens_requested(self) -> int | None:
-        """Prompt tokens answered so far (None: not counted; API engines)."""
-        ...
-
-    @property
-    def prompt_tokens_computed(self) -> int | None:
-        """Of those, the tokens the engine encoded (the rest came from a prefix cache)."""
-        ...
-
-    @property
-    def prompt_tokens_prefilled(self) -> int | None:
-        """Prompt tokens of requests whose prefill is done (the bar's progress before the first
-        answer)."""
-        ...
-
-    @property
-    def prompt_work(self) -> Mapping[str, float] | None:
-        """The engine's measured prefill and decode work (:data:`lceval.core.progress.WORK_KEYS`)
-        for the bar's time left."""
-        ...
-
-    @property
-    def running_answers(self) -> Sequence[tuple[int, int]]:
-        """``(tokens generated so far, budget)`` of each answer in flight (vLLM's; empty where
-        the engine does not report them) for the bar's time left."""
-        ...
-
-    def generate(
-        self,
-        samples: Sequence[Sample],
-        contexts: Mapping[str, Context],
-        config: GenerationConfig,
-    ) -> list[Response]:
-        """One Response per sample, in order. Errors of one sample become finish_reason="error"."""
-        ...
-
-    def stream(
-        self,
-        samples: Sequence[Sample],
-        contexts: Mapping[str, Context],
-        config: GenerationConfig,
-    ) -> Iterator[Response]:
-        """The answers of :meth:`generate` as the engine finishes them (any order)."""
-        ...
-
-    def info(self) -> dict[str, Any]:
-        """Provenance for run.json: backend, resolved path or hub id, revision or file hash."""
-        ...
-
-    def close(self) -> None:
-        """Release the engine (GPU memory, worker processes, HTTP clients)."""
-        ...
-
-
-class Engine:
-    """The :class:`Backend` defaults an engine inherits: no cache fields, 8 samples per call, no
-    token counts, and :meth:`stream` as :meth:`generate`'s whole batch at once (hf, openai)."""
-
-    name: str = "engine"
-    call_size: int = 8
-    prompt_tokens_requested: int | None = None
-    prompt_tokens_computed: int | None = None
-    prompt_tokens_prefilled: int | None = None
-    prompt_work: Mapping[str, float] | None = None
-    running_answers: Sequence[tuple[int, int]] = ()
-
-    @property
-    def cache_fields(self) -> Mapping[str, Any]:
         return {}
 
     def generate(
@@ -161,6 +100,7 @@ class Engine:
         contexts: Mapping[str, Context],
         config: GenerationConfig,
     ) -> list[Response]:
+        """One Response per sample, in order. Errors of one sample become finish_reason="error"."""
         raise NotImplementedError
 
     def stream(
@@ -169,12 +109,16 @@ class Engine:
         contexts: Mapping[str, Context],
         config: GenerationConfig,
     ) -> Iterator[Response]:
+        """The answers of :meth:`generate` as the engine finishes them (any order); by default
+        its whole batch at once (hf, openai; vLLM streams)."""
         yield from self.generate(samples, contexts, config)
 
     def info(self) -> dict[str, Any]:
+        """Provenance for run.json: backend, resolved path or hub id, revision or file hash."""
         return {"backend": self.name}
 
     def close(self) -> None:
+        """Release the engine (GPU memory, worker processes, HTTP clients)."""
         return None
 
 

@@ -66,11 +66,14 @@ def prefix_reuse(backend: Backend) -> PrefixReuse | None:
     return PrefixReuse(requested, backend.prompt_tokens_computed)
 
 
-def engine_config(backend: Backend, config: GenerationConfig | None = None) -> GenerationConfig:
-    """``config`` with the backend's ``cache_fields`` (engine, dtype, ...) merged into ``engine``:
-    the config whose hash keys this backend's responses."""
+def engine_config(
+    backend: Backend | Mapping[str, Any], config: GenerationConfig | None = None
+) -> GenerationConfig:
+    """``config`` with the backend's ``cache_fields`` (engine, dtype, ...; or ``backend`` is
+    those fields, as a replica reports them) merged into ``engine``: the config whose hash keys
+    this backend's responses."""
     config = config or GenerationConfig()
-    fields = backend.cache_fields
+    fields = backend if isinstance(backend, Mapping) else backend.cache_fields
     return config.model_copy(update={"engine": {**config.engine, **fields}}) if fields else config
 
 
@@ -190,7 +193,7 @@ def answers(
     contexts: Mapping[str, Context],
     config: GenerationConfig,
 ) -> Iterator[Response]:
-    """The answers to ``batch`` as the engine finishes them (its ``stream``; :class:`Engine`'s is
+    """The answers to ``batch`` as the engine finishes them (its ``stream``; :class:`Backend`'s is
     ``generate``'s whole batch at once).
 
     Raises:

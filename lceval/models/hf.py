@@ -28,7 +28,7 @@ from transformers.cache_utils import DynamicLayer
 from lceval.core.errors import LcevalError, one_line
 from lceval.core.records import Context, FinishReason, Response, Sample
 from lceval.models.backends import HFOptions, parse_options
-from lceval.models.base import Engine, GenerationConfig, error_response
+from lceval.models.base import Backend, GenerationConfig, error_response
 from lceval.models.base import cache_fields as base_cache_fields
 from lceval.models.embedded import ModelSource, resolve_model
 from lceval.models.hf_attention import (
@@ -112,7 +112,7 @@ class _RowStop(StoppingCriteria):
         return torch.tensor(done, dtype=torch.bool, device=input_ids.device)
 
 
-class HFBackend(Renders, Engine):
+class HFBackend(Renders, Backend):
     """A transformers causal LM answering Samples (greedy by default).
 
     Args:

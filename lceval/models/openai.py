@@ -33,7 +33,7 @@ from lceval.models.backends import (
     openai_ready,
     parse_options,
 )
-from lceval.models.base import Engine, GenerationConfig, error_response
+from lceval.models.base import Backend, GenerationConfig, error_response
 from lceval.models.prompts import context_text, messages
 from lceval.models.thinking import cut_at_stop, markers_from_option, split
 
@@ -44,7 +44,7 @@ ENDPOINT: Final = "/v1/chat/completions"
 __all__ = ["PUBLIC_BASE_URL", "OpenAIBackend", "is_public_openai"]
 
 
-class OpenAIBackend(Engine):
+class OpenAIBackend(Backend):
     """Any OpenAI-compatible chat-completions endpoint answering Samples.
 
     Args:

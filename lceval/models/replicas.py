@@ -17,7 +17,6 @@ from contextlib import suppress
 from dataclasses import dataclass, field
 from itertools import groupby
 from pathlib import Path
-from types import SimpleNamespace
 from typing import Any
 
 import psutil
@@ -357,9 +356,7 @@ class Job:
                 actor.remote(self.spec.backend, self.spec.model, options, stored_name(self.spec))
             )
         about = self.describe(ray)
-        self.config = engine_config(
-            SimpleNamespace(cache_fields=about["cache_fields"]), self.config
-        )
+        self.config = engine_config(about["cache_fields"], self.config)
         self.chash, name = self.config.hash(), about["name"]
         self.entry = {
             **about["info"],

@@ -22,7 +22,7 @@ from lceval.core import progress
 from lceval.core.errors import LcevalError, one_line
 from lceval.core.records import Context, Response, Sample
 from lceval.models.backends import LocalOptions, VLLMOptions, parse_options
-from lceval.models.base import Engine, GenerationConfig, cache_fields, error_response
+from lceval.models.base import Backend, GenerationConfig, cache_fields, error_response
 from lceval.models.embedded import resolve_model
 from lceval.models.prompts import RenderedPrompt, Renders, common_prefix_len, resolve_prompt_format
 from lceval.models.rope import RopeOverride, for_vllm, load_config
@@ -74,7 +74,7 @@ class _Request:
         return self.prompt.ids
 
 
-class VLLMBackend(Renders, Engine):
+class VLLMBackend(Renders, Backend):
     """A vLLM offline engine answering Samples (greedy by default, prefix caching on).
 
     Args:

@@ -272,8 +272,20 @@ def compare_runs(
         LcevalError: one line: a bad value (``alpha must be < 1, got 2 (int)``), or anything
             :func:`paired` refuses.
     """
-    given = dict(locals())
-    given["run_ids"] = [given.pop("run_a"), given.pop("run_b")]
+    given = {
+        "run_ids": [run_a, run_b],
+        "benchmark": benchmark,
+        "model_a": model_a,
+        "model_b": model_b,
+        "root": root,
+        "no_tasks": no_tasks,
+        "alpha": alpha,
+        "n_resamples": n_resamples,
+        "n_permutations": n_permutations,
+        "confidence": confidence,
+        "seed": seed,
+        "scorer": scorer,
+    }
     return paired(validate(CompareCall, given, "params", "compare"))
 
 

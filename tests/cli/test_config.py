@@ -25,16 +25,15 @@ COMMON = {"-h", "--help", "--outputs", "-v", "--verbose"}
 """Flags every verb takes that belong to no verb's config (help, the outputs root, verbosity)."""
 
 
-def _subparser(verb: str) -> argparse.ArgumentParser:
-    parser = _parser()
-    sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
-    return sub.choices[verb]
+def _arguments(verb: str) -> list[argparse.Action]:
+    """The arguments of ``verb``'s parser (what its ``add_argument`` calls returned)."""
+    return _parser().verbs[verb].arguments
 
 
 def _flags(verb: str) -> tuple[set[str], set[str]]:
     """(option strings, positional dests) of ``verb``'s subparser."""
     opts, positional = set(), set()
-    for action in _subparser(verb)._actions:
+    for action in _arguments(verb):
         if action.option_strings:
             opts.update(action.option_strings)
         else:
@@ -60,7 +59,7 @@ def _declared(cfg: type) -> tuple[set[str], set[str]]:
 def test_every_infer_flag_comes_from_the_declared_config():
     opts, positional = _flags("infer")
     assert (opts, positional) == _declared(config.InferConfig)
-    for action in _subparser("infer")._actions:
+    for action in _arguments("infer"):
         if action.option_strings and not set(action.option_strings) & COMMON:
             assert action.dest in config.InferConfig.model_fields, action.dest
             info = config.InferConfig.model_fields[action.dest]
@@ -69,9 +68,7 @@ def test_every_infer_flag_comes_from_the_declared_config():
 
 def _verbs() -> list[str]:
     """The verbs the parser knows (not the configs' list: a verb without a config must fail)."""
-    parser = _parser()
-    sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
-    return sorted(sub.choices)
+    return sorted(_parser().verbs)
 
 
 @pytest.mark.parametrize("verb", _verbs())
@@ -79,7 +76,7 @@ def test_every_verb_flag_comes_from_its_declared_config(verb):
     assert verb in config.VERBS, f"lceval {verb} has no declared config in lceval.run.config"
     cfg = config.VERBS[verb]
     assert _flags(verb) == _declared(cfg)
-    for action in _subparser(verb)._actions:
+    for action in _arguments(verb):
         if set(action.option_strings) & COMMON:
             continue
         assert action.dest in cfg.model_fields, action.dest

@@ -14,7 +14,7 @@ from lceval.core.errors import LcevalError
 from lceval.core.records import Context, Response, Sample
 from lceval.core.store import ResponseStore
 from lceval.models import backends, base
-from lceval.models.base import Engine, GenerationConfig, choose_backend, load_backend
+from lceval.models.base import Backend, GenerationConfig, choose_backend, load_backend
 from lceval.models.generate import PrefixReuse, engine_config, generate, prefix_reuse
 from lceval.models.hf import HFBackend
 from lceval.models.vllm import VLLMBackend
@@ -29,7 +29,7 @@ def _samples(n: int = 4) -> list[Sample]:
     ]
 
 
-class FakeEngine(Engine):
+class FakeEngine(Backend):
     """Answers with its engine name; cache fields and prefix counts like the real backends."""
 
     name = "model-x"
@@ -105,6 +105,7 @@ def test_hf_cache_fields(tiny_model_dir: Path) -> None:
     hf = HFBackend(str(tiny_model_dir), device="cpu")
     assert engine_config(hf).engine == {"engine": "hf", "dtype": "float32"}
     assert engine_config(hf).hash() != engine_config(_vllm_stub("float32")).hash()
+    assert engine_config(dict(hf.cache_fields)) == engine_config(hf)  # as a replica reports them
 
 
 def test_two_engines_never_share_answers_in_one_run(tmp_path: Path) -> None:
@@ -140,7 +141,7 @@ def test_prefix_reuse_counts() -> None:
     generate(blind, _samples(2), CONTEXTS, progress=False)
     assert prefix_reuse(blind) == PrefixReuse(200, None)
     assert prefix_reuse(blind).as_dict() == {"requested": 200, "measured": False}
-    assert prefix_reuse(Engine()) is None  # API backends keep no counts (the default)
+    assert prefix_reuse(Backend()) is None  # API backends keep no counts (the default)
 
 
 def test_progress_bar_shows_prefix_reuse(capsys) -> None:

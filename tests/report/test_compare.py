@@ -4,6 +4,7 @@ pairwise tests and rank agreement on runs scored from the regression fixtures.""
 
 from __future__ import annotations
 
+import inspect
 import re
 from pathlib import Path
 
@@ -298,3 +299,20 @@ def test_the_terminal_table_wraps_model_names_never_cuts_them() -> None:
         parts = [line[start:].split("  ")[0] for line in out.splitlines()[1:]]
         assert "".join(p.strip() for p in parts).startswith(name), (name, out)
     assert all(name in fit_width(t, 200).splitlines()[1] for name in names)  # room: one line
+
+
+def test_every_keyword_of_compare_reaches_its_config(tmp_path: Path, monkeypatch) -> None:
+    """compare_runs passes each of its arguments to CompareCall by name (no ``locals()``): a
+    keyword it took but dropped would compare with the default."""
+    from lceval.run.config import CompareCall
+
+    seen = []
+    monkeypatch.setattr(compare, "paired", seen.append)
+    given = dict(benchmark="ruler", model_a="m1", model_b="m2", root=tmp_path, no_tasks=True)
+    given |= dict(alpha=0.1, n_resamples=7, n_permutations=9, confidence=0.9, seed=3)
+    given |= dict(scorer="ruler:default")
+    compare.compare_runs("a", "b", **given)
+    assert set(inspect.signature(compare.compare_runs).parameters) == {"run_a", "run_b", *given}
+    cfg = seen[0].model_dump()
+    assert isinstance(seen[0], CompareCall) and cfg["run_ids"] == ["a", "b"]
+    assert {k: cfg[k] for k in given} == given

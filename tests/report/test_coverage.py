@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import shutil
 from pathlib import Path
 
@@ -17,7 +16,7 @@ import lceval.params
 import lceval.report
 import lceval.run
 from lceval.cli import main
-from lceval.core.io import RunDir, project_root, write_jsonl
+from lceval.core.io import RunDir, write_jsonl
 from lceval.core.records import Response
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -118,95 +117,69 @@ def test_index_first_part_is_the_headline_with_coverage(partial):
     assert "<tr class=run>" in page  # the run's rows highlighted beside published ones
 
 
-def _chrome():
-    chromedriver = shutil.which("chromedriver")
-    if chromedriver is None:
-        pytest.skip("chromedriver not installed (.ci/run installs Debian's chromium-driver)")
-    from selenium import webdriver
-    from selenium.webdriver.chrome.service import Service
-
-    opts = webdriver.ChromeOptions()
-    for arg in ("--headless=new", "--no-sandbox", "--disable-gpu", "--window-size=1400,900"):
-        opts.add_argument(arg)
-    return webdriver.Chrome(service=Service(chromedriver), options=opts)
-
-
-def _artifact(shot: Path, name: str, tmp: Path) -> None:
-    artifacts = Path(
-        os.environ.get("LCEVAL_TEST_ARTIFACTS")
-        or (project_root() or tmp) / "outputs" / "test-artifacts"
-    )
-    artifacts.mkdir(parents=True, exist_ok=True)
-    shutil.copy(shot, artifacts / name)
-
-
-@pytest.mark.slow
-def test_index_fits_1400px_and_shows_the_headline_first(partial, tmp_path):
+@pytest.mark.browser
+def test_index_fits_1400px_and_shows_the_headline_first(partial, tmp_path, chromium, keep_artifact):
     if not (partial.report / "index.html").exists():
         lceval.run.score("part", root=partial.path.parent, progress=False)
         lceval.report.write_report("part", root=partial.path.parent)
-    driver = _chrome()
-    try:
-        driver.get((partial.report / "index.html").as_uri())
-        width, view = driver.execute_script(
-            "const d = document.documentElement; return [d.scrollWidth, d.clientWidth];"
-        )
-        head = driver.execute_script(
-            "const t = document.querySelector('table.headline').getBoundingClientRect();"
-            "const b = document.querySelector('.subset').getBoundingClientRect();"
-            "return [t.bottom, b.bottom, window.innerHeight];"
-        )
-        uncaptioned = driver.execute_script(
-            "return Array.from(document.querySelectorAll('table')).filter(t => {"
-            " const f = t.closest('figure'); const c = f && f.querySelector('figcaption');"
-            " return !(c && c.textContent.trim().length > 20); }).length;"
-        )
-        text = driver.execute_script("return document.querySelector('.subset').innerText;")
-        shot = tmp_path / "index.png"
-        driver.save_screenshot(str(shot))
-    finally:
-        driver.quit()
+    chromium.set_window_size(1400, 900)
+    chromium.get((partial.report / "index.html").as_uri())
+    width, view = chromium.execute_script(
+        "const d = document.documentElement; return [d.scrollWidth, d.clientWidth];"
+    )
+    head = chromium.execute_script(
+        "const t = document.querySelector('table.headline').getBoundingClientRect();"
+        "const b = document.querySelector('.subset').getBoundingClientRect();"
+        "return [t.bottom, b.bottom, window.innerHeight];"
+    )
+    uncaptioned = chromium.execute_script(
+        "return Array.from(document.querySelectorAll('table')).filter(t => {"
+        " const f = t.closest('figure'); const c = f && f.querySelector('figcaption');"
+        " return !(c && c.textContent.trim().length > 20); }).length;"
+    )
+    text = chromium.execute_script("return document.querySelector('.subset').innerText;")
+    shot = tmp_path / "index.png"
+    chromium.save_screenshot(str(shot))
     assert width <= view, (width, view)  # no sideways scrolling in a 1,400 px window
     assert head[0] <= head[2] and head[1] <= head[2], head  # headline in the first screen
     assert uncaptioned == 0
     assert "4 of 44 samples answered" in text
-    _artifact(shot, "report_index_first_screen.png", tmp_path)
+    keep_artifact(shot, "report_index_first_screen.png")
 
 
-@pytest.mark.slow
-def test_samples_page_keeps_line_breaks_and_fits_the_window(partial, tmp_path):
+@pytest.mark.browser
+def test_samples_page_keeps_line_breaks_and_fits_the_window(
+    partial, tmp_path, chromium, keep_artifact
+):
     import time
 
     if not (partial.report / "samples.html").exists():
         lceval.run.score("part", root=partial.path.parent, progress=False)
         lceval.report.write_report("part", root=partial.path.parent)
-    driver = _chrome()
-    try:
-        driver.get((partial.report / "samples.html").as_uri())
-        for _ in range(300):
-            if driver.execute_script("return document.querySelectorAll('td.answer').length;"):
-                break
-            time.sleep(0.1)
-        answers = driver.execute_script(
-            "return Array.from(document.querySelectorAll('td.answer .txt'))"
-            ".map(e => [e.innerText, e.getBoundingClientRect().width]);"
-        )
-        widths = driver.execute_script(
-            "return Array.from(document.querySelectorAll('td.answer'))"
-            ".map(e => e.getBoundingClientRect().width);"
-        )
-        sideways = driver.execute_script(  # issue 49: no columns cut off at the right edge
-            "const e = document.documentElement; return [e.scrollWidth, e.clientWidth];"
-        )
-        shot = tmp_path / "samples.png"
-        driver.save_screenshot(str(shot))
-    finally:
-        driver.quit()
+    chromium.set_window_size(1400, 900)
+    chromium.get((partial.report / "samples.html").as_uri())
+    for _ in range(300):
+        if chromium.execute_script("return document.querySelectorAll('td.answer').length;"):
+            break
+        time.sleep(0.1)
+    answers = chromium.execute_script(
+        "return Array.from(document.querySelectorAll('td.answer .txt'))"
+        ".map(e => [e.innerText, e.getBoundingClientRect().width]);"
+    )
+    widths = chromium.execute_script(
+        "return Array.from(document.querySelectorAll('td.answer'))"
+        ".map(e => e.getBoundingClientRect().width);"
+    )
+    sideways = chromium.execute_script(  # issue 49: no columns cut off at the right edge
+        "const e = document.documentElement; return [e.scrollWidth, e.clientWidth];"
+    )
+    shot = tmp_path / "samples.png"
+    chromium.save_screenshot(str(shot))
     assert answers and all("\\n" not in a and "line two" in a for a, _ in answers), answers
     assert all(a.split("\n")[-1] == "line two" for a, _ in answers)
     assert widths and min(widths) >= 300, widths  # the answer column has room
     assert sideways[0] <= sideways[1], sideways
-    _artifact(shot, "samples_page.png", tmp_path)
+    keep_artifact(shot, "samples_page.png")
 
 
 def test_plan_uses_the_budget_cap_the_inference_recorded(partial, capsys):
@@ -222,7 +195,7 @@ def test_plan_uses_the_budget_cap_the_inference_recorded(partial, capsys):
     assert "budget capped" not in capsys.readouterr().out
 
 
-def test_cifbench_subset_run_is_not_placed_in_table6s_order(tmp_path):
+def test_cifbench_subset_run_is_not_placed_in_table6s_order(tmp_path, request):
     """Table 6 orders models by public score: a run that is not the paper's grid (the regression
     fixture answers 4 of 150 tasks) is listed above the published rows, not among them, and
     the table's cells are those of the score-ordered table."""
@@ -254,19 +227,17 @@ def test_cifbench_subset_run_is_not_placed_in_table6s_order(tmp_path):
         return
     # CIF-Bench's wide tables (Table 6: 35 rows x 8 columns and more) scroll inside their frame
     # in a 1,400 px window; the page itself never scrolls sideways
-    driver = _chrome()
-    try:
-        driver.get((run.report / "index.html").as_uri())
-        page, cut = driver.execute_script(
-            "const d = document.documentElement;"
-            "const cut = Array.from(document.querySelectorAll('table')).filter(t => {"
-            " const w = t.closest('.wide');"
-            " return t.getBoundingClientRect().width > d.clientWidth &&"
-            "  !(w && getComputedStyle(w).overflowX === 'auto' && w.clientWidth <= d.clientWidth);"
-            "}).length; return [d.scrollWidth - d.clientWidth, cut];"
-        )
-    finally:
-        driver.quit()
+    chromium = request.getfixturevalue("chromium")  # the session's browser, where installed
+    chromium.set_window_size(1400, 900)
+    chromium.get((run.report / "index.html").as_uri())
+    page, cut = chromium.execute_script(
+        "const d = document.documentElement;"
+        "const cut = Array.from(document.querySelectorAll('table')).filter(t => {"
+        " const w = t.closest('.wide');"
+        " return t.getBoundingClientRect().width > d.clientWidth &&"
+        "  !(w && getComputedStyle(w).overflowX === 'auto' && w.clientWidth <= d.clientWidth);"
+        "}).length; return [d.scrollWidth - d.clientWidth, cut];"
+    )
     assert page <= 0 and cut == 0, (page, cut)
 
 

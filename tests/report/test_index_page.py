@@ -3,7 +3,6 @@ through chromedriver): every table and image renders and the page is not blank."
 
 from __future__ import annotations
 
-import os
 import shutil
 import time
 from pathlib import Path
@@ -12,7 +11,7 @@ import pytest
 
 import lceval.report
 import lceval.run
-from lceval.core.io import RunDir, new_meta, project_root
+from lceval.core.io import RunDir, new_meta
 
 FIXTURE = Path(__file__).parents[1] / "fixtures" / "regression" / "lifbench"
 
@@ -42,40 +41,24 @@ def test_index_lists_provenance_tables_and_figures(tmp_path):
 
 
 @pytest.mark.browser
-def test_index_renders_in_a_headless_browser(tmp_path):
-    chromedriver = shutil.which("chromedriver")
-    if chromedriver is None:
-        pytest.skip("chromedriver not installed (.ci/run installs Debian's chromium-driver)")
+def test_index_renders_in_a_headless_browser(tmp_path, chromium, keep_artifact):
     from PIL import Image
-    from selenium import webdriver
-    from selenium.webdriver.chrome.service import Service
 
     run = _report_run(tmp_path)
-    opts = webdriver.ChromeOptions()
-    for arg in ("--headless=new", "--no-sandbox", "--disable-gpu", "--window-size=1280,2000"):
-        opts.add_argument(arg)
-    driver = webdriver.Chrome(service=Service(chromedriver), options=opts)
-    try:
-        driver.get((run.report / "index.html").as_uri())
-        images = driver.execute_script(
-            "return Array.from(document.images).map(i => [i.src, i.complete, i.naturalWidth]);"
-        )
-        tables = driver.execute_script("return document.querySelectorAll('table').length;")
-        shot = tmp_path / "index.png"
-        driver.save_screenshot(str(shot))
-    finally:
-        driver.quit()
+    chromium.set_window_size(1280, 2000)
+    chromium.get((run.report / "index.html").as_uri())
+    images = chromium.execute_script(
+        "return Array.from(document.images).map(i => [i.src, i.complete, i.naturalWidth]);"
+    )
+    tables = chromium.execute_script("return document.querySelectorAll('table').length;")
+    shot = tmp_path / "index.png"
+    chromium.save_screenshot(str(shot))
     assert images and all(done and width > 0 for _, done, width in images), images
     assert tables >= len(list(run.report.glob("*.csv"))) + 2  # + headline, provenance, ...
     img = Image.open(shot).convert("L")
     lo, hi = img.getextrema()
     assert hi - lo > 100  # not a blank page
-    artifacts = Path(
-        os.environ.get("LCEVAL_TEST_ARTIFACTS")
-        or (project_root() or tmp_path) / "outputs" / "test-artifacts"
-    )
-    artifacts.mkdir(parents=True, exist_ok=True)
-    shutil.copy(shot, artifacts / "report_index.png")
+    keep_artifact(shot, "report_index.png")
 
 
 def test_responses_frame_leaves_out_stale_responses(tmp_path, capsys):
@@ -172,34 +155,21 @@ return out;
 
 
 @pytest.mark.browser
-def test_no_table_of_the_report_overflows_1400_px(tmp_path):
+def test_no_table_of_the_report_overflows_1400_px(tmp_path, chromium):
     """Issue 49: at 1,400 px the headline's coverage column, Table 4's source and the samples
     pages' right columns were cut. In headless Chromium at 1,400 px, every table shown on
     index.html, samples.html and compare.html of the LIFBench report (8 models) ends inside
     the window, scrolls in no box and cuts no cell."""
-    chromedriver = shutil.which("chromedriver")
-    if chromedriver is None:
-        pytest.skip("chromedriver not installed (.ci/run installs Debian's chromium-driver)")
-    from selenium import webdriver
-    from selenium.webdriver.chrome.service import Service
-
     run = _report_run(tmp_path)
-    opts = webdriver.ChromeOptions()
-    for arg in ("--headless=new", "--no-sandbox", "--disable-gpu", "--window-size=1400,1000"):
-        opts.add_argument(arg)
-    driver = webdriver.Chrome(service=Service(chromedriver), options=opts)
     found = {}
-    try:
-        for page in ("index.html", "samples.html", "compare.html"):
-            driver.get((run.report / page).as_uri())
-            driver.implicitly_wait(0)
-            for _ in range(50):  # the samples tables are drawn by DataTables after load
-                if driver.execute_script("return document.querySelectorAll('tbody tr').length"):
-                    break
-                time.sleep(0.2)
-            found[page] = driver.execute_script(OVERFLOW_JS)
-    finally:
-        driver.quit()
+    for page in ("index.html", "samples.html", "compare.html"):
+        chromium.get((run.report / page).as_uri())
+        chromium.implicitly_wait(0)
+        for _ in range(50):  # the samples tables are drawn by DataTables after load
+            if chromium.execute_script("return document.querySelectorAll('tbody tr').length"):
+                break
+            time.sleep(0.2)
+        found[page] = chromium.execute_script(OVERFLOW_JS)
     assert found == {"index.html": [], "samples.html": [], "compare.html": []}, found
 
 

@@ -178,19 +178,6 @@ def test_hostile_answers_are_escaped_and_bounded(tmp_path):
     assert "\ufffd" in page  # lone surrogates replaced
 
 
-def _chrome():
-    chromedriver = shutil.which("chromedriver")
-    if chromedriver is None:
-        pytest.skip("chromedriver not installed (.ci/run installs Debian's chromium-driver)")
-    from selenium import webdriver
-    from selenium.webdriver.chrome.service import Service
-
-    opts = webdriver.ChromeOptions()
-    for arg in ("--headless=new", "--no-sandbox", "--disable-gpu", "--window-size=1400,1000"):
-        opts.add_argument(arg)
-    return webdriver.Chrome(service=Service(chromedriver), options=opts)
-
-
 def _wait_for_table(driver, timeout: float = 30.0) -> str:
     t0 = time.time()
     while time.time() - t0 < timeout:
@@ -207,23 +194,19 @@ MAIN = "table.dataTable[id^=itables]"  # the page's table (the filter panes are 
 
 
 @pytest.mark.browser
-def test_hostile_answers_run_no_script_in_chromium(tmp_path):
+def test_hostile_answers_run_no_script_in_chromium(tmp_path, chromium):
     run = _hostile_run(tmp_path)
-    driver = _chrome()
-    try:
-        driver.get((run.report / "samples.html").as_uri())
-        info = _wait_for_table(driver)
-        driver.find_element("css selector", "details summary").click()  # a click opens one
-        driver.execute_script("document.querySelectorAll('details').forEach(d => d.open = true)")
-        time.sleep(0.5)
-        filled = driver.execute_script(
-            "return Array.from(document.querySelectorAll('details .full'))"
-            ".filter(d => d.textContent.length > 0).length;"
-        )
-        pwned = driver.execute_script("return window.__pwned === undefined ? null : 1;")
-        text = driver.execute_script("return document.body.innerText;")
-    finally:
-        driver.quit()
+    chromium.get((run.report / "samples.html").as_uri())
+    info = _wait_for_table(chromium)
+    chromium.find_element("css selector", "details summary").click()  # a click opens one
+    chromium.execute_script("document.querySelectorAll('details').forEach(d => d.open = true)")
+    time.sleep(0.5)
+    filled = chromium.execute_script(
+        "return Array.from(document.querySelectorAll('details .full'))"
+        ".filter(d => d.textContent.length > 0).length;"
+    )
+    pwned = chromium.execute_script("return window.__pwned === undefined ? null : 1;")
+    text = chromium.execute_script("return document.body.innerText;")
     assert "of 22 entries" in info  # every row is there
     assert pwned is None and filled > 0
     assert "<script>window.__pwned=1</script>" in text  # shown as text
@@ -231,26 +214,22 @@ def test_hostile_answers_run_no_script_in_chromium(tmp_path):
 
 
 @pytest.mark.browser
-def test_search_by_task_code_and_rows_show_answers_and_rubric(reported):
+def test_search_by_task_code_and_rows_show_answers_and_rubric(reported, chromium):
     scores = reported.read_scores()
     n_or = int((scores["task"] == "OR").sum())
-    driver = _chrome()
-    try:
-        driver.get((reported.report / "samples.html").as_uri())
-        _wait_for_table(driver)
-        driver.find_element("css selector", ".dt-search input").send_keys("OR")
-        time.sleep(0.5)
-        info = driver.execute_script("return document.querySelector('.dt-info').textContent;")
-        cells = driver.execute_script(
-            f"return Array.from(document.querySelectorAll('{MAIN} tbody tr'))"
-            ".map(r => Array.from(r.children).map(c => c.innerText));"
-        )
-        heads = driver.execute_script(
-            f"return Array.from(document.querySelectorAll('{MAIN} thead th'))"
-            ".map(h => h.innerText.trim());"
-        )
-    finally:
-        driver.quit()
+    chromium.get((reported.report / "samples.html").as_uri())
+    _wait_for_table(chromium)
+    chromium.find_element("css selector", ".dt-search input").send_keys("OR")
+    time.sleep(0.5)
+    info = chromium.execute_script("return document.querySelector('.dt-info').textContent;")
+    cells = chromium.execute_script(
+        f"return Array.from(document.querySelectorAll('{MAIN} tbody tr'))"
+        ".map(r => Array.from(r.children).map(c => c.innerText));"
+    )
+    heads = chromium.execute_script(
+        f"return Array.from(document.querySelectorAll('{MAIN} thead th'))"
+        ".map(h => h.innerText.trim());"
+    )
     assert f"of {n_or} entries" in info and "filtered from 44" in info
     task, answer, rubric = heads.index("task"), heads.index("answer"), heads.index("rubric")
     assert len(cells) == n_or and {row[task] for row in cells} == {"OR"}
@@ -281,7 +260,7 @@ def _visible(driver, selector: str) -> list[dict]:
 
 
 @pytest.mark.browser
-def test_first_screen_shows_answers_with_one_scorer_at_a_time(reported, tmp_path):
+def test_first_screen_shows_answers_with_one_scorer_at_a_time(reported, tmp_path, chromium):
     """samples.html and compare.html at 1,400 px: the answer, its value and explanation in the
     first screen, the filters collapsed; with two scorers, one at a time behind a switch."""
     run = RunDir("two", tmp_path)
@@ -291,36 +270,32 @@ def test_first_screen_shows_answers_with_one_scorer_at_a_time(reported, tmp_path
     lceval.run.score("two", root=tmp_path, scorer="lifbench:strict", progress=False)
     samples_page.write_samples_page(run)
     compare_page.write_run_compare_page(run)
-    driver = _chrome()
     seen = {}
-    try:
-        for name in ("samples.html", "compare.html"):
-            driver.get((run.report / name).as_uri())
-            _wait_for_table(driver)
-            time.sleep(0.3)
-            seen[name] = {
-                "heads": _visible(driver, MAIN),
-                "info": driver.execute_script(
-                    "return document.querySelector('.dt-info').textContent;"
-                ),
-                "panes": driver.execute_script(
-                    "const p = document.querySelector('.dtsp-panesContainer');"
-                    "return !!p && p.offsetParent !== null;"
-                ),
-                "switch": driver.execute_script(
-                    "return Array.from(document.querySelectorAll('select.lc-scorer option'))"
-                    ".map(o => o.textContent);"
-                ),
-            }
-        driver.find_element("css selector", ".lc-bar button").click()  # filters open
+    for name in ("samples.html", "compare.html"):
+        chromium.get((run.report / name).as_uri())
+        _wait_for_table(chromium)
         time.sleep(0.3)
-        opened = driver.execute_script(  # the panes (built on opening) and the builder shown
-            "const p = document.querySelector('.dtsp-panesContainer');"
-            "return [p.offsetParent !== null, p.querySelectorAll('.dtsp-searchPane').length,"
-            " !!document.querySelector('.dtsb-searchBuilder')];"
-        )
-    finally:
-        driver.quit()
+        seen[name] = {
+            "heads": _visible(chromium, MAIN),
+            "info": chromium.execute_script(
+                "return document.querySelector('.dt-info').textContent;"
+            ),
+            "panes": chromium.execute_script(
+                "const p = document.querySelector('.dtsp-panesContainer');"
+                "return !!p && p.offsetParent !== null;"
+            ),
+            "switch": chromium.execute_script(
+                "return Array.from(document.querySelectorAll('select.lc-scorer option'))"
+                ".map(o => o.textContent);"
+            ),
+        }
+    chromium.find_element("css selector", ".lc-bar button").click()  # filters open
+    time.sleep(0.3)
+    opened = chromium.execute_script(  # the panes (built on opening) and the builder shown
+        "const p = document.querySelector('.dtsp-panesContainer');"
+        "return [p.offsetParent !== null, p.querySelectorAll('.dtsp-searchPane').length,"
+        " !!document.querySelector('.dtsb-searchBuilder')];"
+    )
     first = {h["text"] for h in seen["samples.html"]["heads"] if h["seen"]}
     assert {"answer", "value", "explanation"} <= first, seen["samples.html"]["heads"]
     first = {h["text"] for h in seen["compare.html"]["heads"] if h["seen"]}

@@ -15,7 +15,7 @@ import lceval.run.inference
 from lceval.core.io import RunDir, new_meta
 from lceval.core.records import Context, Response, Sample
 from lceval.core.store import ResponseStore
-from lceval.models.base import Engine, GenerationConfig
+from lceval.models.base import Backend, GenerationConfig
 from lceval.models.generate import generate
 from lceval.run.inference import select_samples
 
@@ -54,7 +54,7 @@ def _samples(n):
     return samples, [ctx]
 
 
-class CountingBackend(Engine):
+class CountingBackend(Backend):
     """Scripted backend for unit tests: answers with the sample id and counts calls."""
 
     name = "scripted"

@@ -13,7 +13,7 @@ from lceval.cli import main
 from lceval.core.io import RunDir, new_meta
 from lceval.core.records import Context, Sample
 from lceval.core.tokens import count_tokens
-from lceval.models.base import Engine, GenerationConfig
+from lceval.models.base import Backend, GenerationConfig
 from lceval.run import plan
 
 
@@ -221,7 +221,7 @@ def test_cli_plan_gpus_gives_the_wall_clock(tmp_path, capsys):
 def test_infer_announces_the_plan(monkeypatch, tmp_path, capsys):
     from lceval.core.records import Response
 
-    class Echo(Engine):
+    class Echo(Backend):
         name = "echo"
 
         def generate(self, samples, contexts, config):

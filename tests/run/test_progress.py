@@ -349,14 +349,18 @@ def test_honesty_reads_first_answer_and_time_left_from_the_records(tmp_path):
         }
 
     finished = [rec(0, 0), rec(30, 1), rec(30.5, 12, 70.0), rec(70, 20, 30.0), rec(100, 40, 0.0)]
-    honesty = _bench_progress().honesty
+    bench = _bench_progress()
+    honesty = bench.honesty
     h = honesty(finished + [rec(101, 40, 0.0, "done")])
     assert h["first_answer_s"] == 30 and h["answered"] == 40 and h["state"] == "done"
     assert h["etas"][0] == (12, 70.0, 69.5, True)
+    assert bench.checked(h)[0] == (12, 70.0, 69.5, "actual", pytest.approx(70 / 69.5))
     stopped = honesty(finished[:4] + [rec(75, 20, 30.0, "stopped")])
     answered, eta, actual, measured = stopped["etas"][0]
     assert (answered, eta, measured) == (12, 70.0, False)
     assert actual == pytest.approx(39.5 + 20 / (8 / 39.5))
+    assert [c[0] for c in stopped["etas"]] == [12, 12, 20]
+    assert [c[::3] for c in bench.checked(stopped)] == [(12, "extrapolated")] * 2  # 20: no later
     assert honesty([rec(0, 0), rec(60, 0, None, "stopped")])["first_answer_s"] is None
 
 

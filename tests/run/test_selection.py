@@ -13,7 +13,7 @@ import lceval.run
 from lceval.core.errors import LcevalError
 from lceval.core.io import RunDir, write_jsonl
 from lceval.core.records import Context, Response, Sample
-from lceval.models.base import Engine
+from lceval.models.base import Backend
 from lceval.report.coverage import coverage
 from lceval.run import building
 from lceval.run.selection import per_task
@@ -176,7 +176,7 @@ def test_infer_again_with_everything_answered_checks_no_window(echo_bench, monke
     load (107 s of a 245 s rerun at load 25), the plan or an engine."""
     import lceval.run.inference as inference
 
-    class Echo(Engine):
+    class Echo(Backend):
         name = "echo"
 
         def generate(self, samples, contexts, config):

@@ -22,10 +22,10 @@ from lceval.benchmarks.cifbench.judge import (
 from lceval.core.errors import LcevalError
 from lceval.core.records import Context, Response, Sample
 from lceval.core.store import ResponseStore
-from lceval.models.base import Engine
+from lceval.models.base import Backend
 
 
-class Scripted(Engine):
+class Scripted(Backend):
     """A backend answering every prompt with ``answer`` (or an error), counting prompts."""
 
     name = "scripted-judge"

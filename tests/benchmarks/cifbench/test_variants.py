@@ -17,10 +17,10 @@ from lceval.benchmarks.cifbench.variants import (
 )
 from lceval.core.errors import LcevalError
 from lceval.core.records import Response
-from lceval.models.base import Engine
+from lceval.models.base import Backend
 
 
-class Paraphraser(Engine):
+class Paraphraser(Backend):
     """Answers request k of a task with a scripted paraphrase; counts requests."""
 
     name = "scripted"

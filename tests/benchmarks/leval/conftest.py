@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from lceval.core.records import Response
-from lceval.models.base import Engine
+from lceval.models.base import Backend
 
 
 def _doc(topic: str, n: int) -> str:
@@ -136,7 +136,7 @@ def leval_data(tmp_path: Path) -> Path:
     return write_task_files(tmp_path)
 
 
-class ScriptedJudge(Engine):
+class ScriptedJudge(Backend):
     """A judge backend that prefers the answer equal to the reference ([[C]] when both or
     neither are), or answers ``fixed`` when given."""
 

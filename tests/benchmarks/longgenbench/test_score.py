@@ -39,7 +39,7 @@ from lceval.core.errors import LcevalError
 from lceval.core.io import RunDir, dumps
 from lceval.core.records import Response, Sample
 from lceval.core.store import ResponseStore
-from lceval.models.base import Engine
+from lceval.models.base import Backend
 from lceval.models.prompts import user_text
 
 
@@ -316,7 +316,7 @@ def test_parse_verdict(text, few, expected):
     assert parse_verdict(text, few) is expected
 
 
-class FakeBackend(Engine):
+class FakeBackend(Backend):
     """Scripted judge backend: 'Yes' when the description is in the block, else 'No'."""
 
     name = "fake-judge"

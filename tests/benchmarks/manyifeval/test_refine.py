@@ -14,12 +14,12 @@ from lceval.benchmarks.manyifeval.gold import ManyIFEvalGold
 from lceval.core.errors import LcevalError
 from lceval.core.io import RunDir
 from lceval.core.records import Context, Response, Sample
-from lceval.models.base import Engine, GenerationConfig
+from lceval.models.base import Backend, GenerationConfig
 
 IDS = ["punctuation:no_comma", "startend:quotation"]
 
 
-class ScriptedBackend(Engine):
+class ScriptedBackend(Backend):
     """Answers by rule: ``script(sample) -> text``; records every sample it was sent."""
 
     def __init__(
