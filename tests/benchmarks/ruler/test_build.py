@@ -51,7 +51,8 @@ def test_all_tasks_lengths_and_budgets(fill, built, built_exact):
     assert {s.task for s in r.samples} == set(TASKS)
     assert len(r.samples) == 13 * 2 * 3 == len(r.contexts)
     # exact: filled to within 10%; official: within one back-off step of the probe's size
-    # (500 essay words are about 650 tokens, a third of 2K)
+    # (500 essay words are about 650 tokens, a third of 2K); a qa sample that backs off is
+    # drawn anew, as the official script's (200 official qa_1 samples at 4K: down to 0.50 L)
     floor = 0.9 if fill == "exact" else 0.6
     budgets = {
         "niah": 128,
@@ -66,7 +67,8 @@ def test_all_tasks_lengths_and_budgets(fill, built, built_exact):
         exact = count_tokens(user_text(s, c.text) + s.assistant_prefix)
         # RULER: input tokens + answer budget <= target length
         assert exact + s.max_new_tokens <= s.length, s.id
-        assert exact + s.max_new_tokens >= floor * s.length, s.id
+        low = 0.45 if fill == "official" and s.scenario == "qa" else floor
+        assert exact + s.max_new_tokens >= low * s.length, s.id
         assert abs(s.meta["input_tokens"] - exact) <= 0.01 * s.length + 5, s.id
 
 
