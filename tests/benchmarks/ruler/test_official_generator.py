@@ -165,12 +165,13 @@ class _Official:
     @contextlib.contextmanager
     def _argv(cmd: list[str]) -> Iterator[None]:
         """The script's view of the process: its argv, its folder first on ``sys.path`` (as
-        ``python script.py`` puts it), tiktoken's and NLTK's offline data; all restored after,
-        and the scripts' own top-level modules (``tokenizer``, ``constants``) forgotten."""
+        ``python script.py`` puts it), tiktoken's and NLTK's offline data; all restored after (the
+        global random states too), and the scripts' own top-level modules forgotten."""
         import nltk  # heavy: nltk
 
         folder = str(Path(cmd[0]).parent)
         saved = sys.argv, list(sys.path), list(nltk.data.path), os.environ.get("TIKTOKEN_CACHE_DIR")
+        states = random.getstate(), np.random.get_state()  # the scripts seed both
         sys.argv, sys.path[:0] = cmd, [folder]
         nltk.data.path.insert(0, str(_nltk_data()))
         os.environ["TIKTOKEN_CACHE_DIR"] = str(_bpe_dir())
@@ -178,6 +179,8 @@ class _Official:
             yield
         finally:
             sys.argv, sys.path[:] = saved[0], saved[1]
+            random.setstate(states[0])
+            np.random.set_state(states[1])
             nltk.data.path[:] = saved[2]
             if saved[3] is None:
                 os.environ.pop("TIKTOKEN_CACHE_DIR", None)
