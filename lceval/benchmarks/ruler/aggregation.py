@@ -47,7 +47,13 @@ class AggregationBuilder(Core):
     """The cwe and fwe family builders."""
 
     def cwe(
-        self, task: str, args: CweArgs, length: int, index: int, units: int | None = None
+        self,
+        task: str,
+        args: CweArgs,
+        length: int,
+        index: int,
+        units: int | None = None,
+        draw: tuple[int, ...] = (),
     ) -> _Item:
         """Common words extraction (official ``common_words_extraction.py``).
 
@@ -57,8 +63,10 @@ class AggregationBuilder(Core):
         wonderwords; a list longer than wonderwords holds draws from the larger list instead
         (:func:`_cwe_words`). ``units``: distinct words, common ones included (None: as many
         as fit ``length``).
+        ``draw``: a fresh draw of the same sample (the probe's and the back-off's;
+        :func:`lceval.benchmarks.ruler.common._rng`).
         """
-        rng = _rng(self.seed, task, length, index)
+        rng = _rng(self.seed, task, length, index, draw)
         ncw = args.num_cw
         if length < 4096:  # official: smaller repeats and few-shot below 4K
             shot, rc, ru = (20, 3, 1), 6, 1
@@ -138,7 +146,13 @@ class AggregationBuilder(Core):
         return self._coded[wordlen]
 
     def fwe(
-        self, task: str, args: FweArgs, length: int, index: int, units: int | None = None
+        self,
+        task: str,
+        args: FweArgs,
+        length: int,
+        index: int,
+        units: int | None = None,
+        draw: tuple[int, ...] = (),
     ) -> _Item:
         """Frequent words extraction (official ``freq_words_extraction.py``).
 
@@ -146,10 +160,12 @@ class AggregationBuilder(Core):
         ``length // 50`` words), shuffled; the most frequent word is ``...`` (noise). Answer: the
         three next most frequent words. ``units``: the Zipf word count ``num_words`` (None: the
         largest that fits ``length``).
+        ``draw``: a fresh draw of the same sample (the probe's and the back-off's;
+        :func:`lceval.benchmarks.ruler.common._rng`).
         """
         from scipy.special import zeta  # heavy: scipy
 
-        rng = _rng(self.seed, task, length, index)
+        rng = _rng(self.seed, task, length, index, draw)
         alpha = args.alpha
         budget_all = length - TOKENS_TO_GENERATE["freq_words_extraction"]
         # official: vocab_size = max_seq_length // 50 (RULER main: net of the answer budget)

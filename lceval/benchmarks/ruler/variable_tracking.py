@@ -94,7 +94,13 @@ class VtBuilder(Core):
         return self._vt_icl[hops]
 
     def vt(
-        self, task: str, args: VtArgs, length: int, index: int, units: int | None = None
+        self,
+        task: str,
+        args: VtArgs,
+        length: int,
+        index: int,
+        units: int | None = None,
+        draw: tuple[int, ...] = (),
     ) -> _Item:
         """Variable tracking (official ``variable_tracking.py``).
 
@@ -102,8 +108,10 @@ class VtBuilder(Core):
         among noise lines, after one solved example (built once at 500 tokens, then renamed).
         Answer: every variable that holds the queried value. ``units``: noise lines (None: as
         many as fit ``length``).
+        ``draw``: a fresh draw of the same sample (the probe's and the back-off's;
+        :func:`lceval.benchmarks.ruler.common._rng`).
         """
-        rng = _rng(self.seed, task, length, index)
+        rng = _rng(self.seed, task, length, index, draw)
         hops = args.num_hops
         example, old = self._vt_example(hops)
         for name in old:  # official randomize_icl: new names of the same length, new value
