@@ -242,11 +242,11 @@ def test_a_benchmark_is_its_folder(tmp_path: Path, tiny_model_dir: Path) -> None
         assert done.returncode == 0, (argv, done.stdout[-2000:], done.stderr[-3000:])
         return done.stdout
 
-    listed = run("-m", "lceval", "list")
-    assert "toy: Toy echo benchmark" in listed
     tables = run(
         "-c",
         textwrap.dedent("""
+        from lceval.cli import main
+        main(["list"])
         from lceval.benchmarks import registry
         from lceval.report import reproduction
         from tests import papers
@@ -255,27 +255,16 @@ def test_a_benchmark_is_its_folder(tmp_path: Path, tiny_model_dir: Path) -> None
         print(sorted(set(reproduction.load_index(["toy"])["item"])))
     """),
     )
+    assert "toy: Toy echo benchmark" in tables  # lceval list
     assert "'toy'" in tables and "{'n': 2}" in tables and "('12_toy.ipynb',)" in tables
     assert "['Table 1']" in tables
     smoke = str(repo / "params" / "12_toy" / "smoke.yaml")
-    run("-m", "lceval", "--outputs", out, "build", "toy", "--params", smoke, "--run-id", "t")
-    run(
-        "-m",
-        "lceval",
-        "--outputs",
-        out,
-        "infer",
-        "t",
-        "--backend",
-        "hf",
-        "--model",
-        str(tiny_model_dir),
-        "-o",
-        "device=cpu",
+    # the four steps in one process (each step alone: test_toy_benchmark_runs_end_to_end)
+    printed = run(
+        *("-m", "lceval", "--outputs", out, "eval", "toy", "--params", smoke, "--run-id", "t"),
+        *("--backend", "hf", "--model", str(tiny_model_dir), "-o", "device=cpu"),
     )
-    run("-m", "lceval", "--outputs", out, "score", "t")
-    printed = run("-m", "lceval", "--outputs", out, "report", "t")
-    assert "toy: scorer toy" in printed and "accuracy" in printed  # the headline summary
+    assert "accuracy (0..1)" in printed and "n=3" in printed  # the headline summary
     assert printed.strip().splitlines()[-1].startswith("report: ")
     run_dir = RunDir("t", out)
     scores = run_dir.read_scores()
