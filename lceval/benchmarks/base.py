@@ -243,8 +243,9 @@ class Benchmark:
     """Paper title and authors, short."""
     tasks: tuple[str, ...]
     """Task codes as the paper writes them."""
-    build: Callable[[Mapping[str, Any]], BuildResult]
-    """The builder (see the module docstring)."""
+    build: Callable[..., BuildResult]
+    """The builder, ``build(params)`` or with :attr:`selects` ``build(params, *, select=None)``
+    (see the module docstring)."""
     gold: Mapping[str, type[Gold]]
     """Task code -> its Gold dataclass (``"*"`` for one type shared by every task)."""
     scorers: Mapping[str, ScorerSpec]
