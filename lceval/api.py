@@ -23,12 +23,13 @@ from pathlib import Path
 from typing import Any
 
 from lceval.benchmarks import registry
+from lceval.core.console import log
 from lceval.core.errors import LcevalError
 from lceval.models.base import check_load
 from lceval.models.specs import resolve_models
 from lceval.params import keywords_of, load_params
 from lceval.report.compare import compare_runs as compare
-from lceval.report.stage import EvalResult, write_report
+from lceval.report.stage import EvalResult, write_report, written_alike
 from lceval.run.building import build
 from lceval.run.config import EvalConfig, EvaluateCall, InferConfig, validate
 from lceval.run.inference import infer, run_infer
@@ -125,12 +126,17 @@ def run_eval(cfg: EvalConfig, root: str | Path | None, *, progress: bool = True)
     responses = run_infer(infer_cfg, root=root, progress=progress)
     failed = [r for r in responses if r.finish_reason == "error"]
     errors = len(failed)
-    score(run_id, root=root, scorer=cfg.scorer, progress=progress)
+    # the same command again with nothing new answered: the scores and the report are kept
+    score(run_id, root=root, scorer=cfg.scorer, progress=progress, reuse=True)
     import pandas as pd  # heavy: pandas
 
     from lceval.report.index_page import headline_rows, report_summary  # pulls pandas
 
-    tables = write_report(run_id, root=root, scorer=cfg.scorer)
+    tables = written_alike(run_id, root=root, scorer=cfg.scorer)
+    if tables is None:
+        tables = write_report(run_id, root=root, scorer=cfg.scorer)
+    else:
+        log(f"report: {run.report / 'index.html'} is current; not written again")
     cols = ["benchmark", "scorer", "model", "metric", "unit", "estimate", "low", "high", "n"]
     return EvalResult(
         run=run,

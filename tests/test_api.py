@@ -126,3 +126,55 @@ def test_default_run_id_names_benchmark_and_models():
     assert default_run_id(
         "ruler", ["Qwen/Qwen2.5-7B-Instruct", {"model": "/m/x/", "name": "y"}]
     ) == ("ruler-Qwen2.5-7B-Instruct-y")
+
+
+def test_the_same_eval_again_keeps_scores_and_report_and_redoes_them_on_a_new_answer(
+    monkeypatch, echo_bench, tmp_path
+):
+    """Issue 49 item 1: ``lceval eval`` again with nothing left to answer keeps the build, the
+    answers, scores.parquet and report/ (scores.inputs.json, report/inputs.json say what they
+    were made from); a new answer, or another scorer, scores and reports again."""
+    import lceval.api
+    import lceval.report.stage
+    import lceval.run.inference
+    import lceval.run.scoring
+    from tests.run.test_inference import OracleBackend
+
+    class Oracle(OracleBackend):
+        def info(self):
+            return {"backend": "hf"}  # the engine the command names
+
+    oracle = Oracle()
+    monkeypatch.setattr(lceval.api, "check_load", lambda *a, **k: None)
+    monkeypatch.setattr(lceval.run.inference, "check_load", lambda *a, **k: None)
+    monkeypatch.setattr(lceval.run.inference, "load_backend", lambda *a, **k: oracle)
+    calls = {"score": 0, "report": 0}
+    for module, name, key in (
+        (lceval.run.scoring.Scoring, "responses", "score"),  # once per scoring pass
+        (lceval.api, "write_report", "report"),
+    ):
+        real = getattr(module, name)
+
+        def counted(*a, _real=real, _key=key, **k):
+            calls[_key] += 1
+            return _real(*a, **k)
+
+        monkeypatch.setattr(module, name, counted)
+    kw = dict(model="embedded", backend="hf", limit=4, param={"n": 9}, progress=False)
+    first = evaluate("echo", root=tmp_path, **kw)
+    run = first.run
+    assert calls == {"score": 1, "report": 1} and first.score == 1.0
+    made = {p: p.stat().st_mtime_ns for p in (run.scores, run.report / "index.html")}
+    again = evaluate("echo", root=tmp_path, **kw)
+    assert calls == {"score": 1, "report": 1}  # nothing scored or written again
+    assert {p: p.stat().st_mtime_ns for p in made} == made
+    assert (again.score, again.summary) == (first.score, first.summary)
+    # another scorer reads the same answers: scored and reported again
+    evaluate("echo", root=tmp_path, scorer="echo:judge", **kw)
+    assert calls == {"score": 2, "report": 2}
+    evaluate("echo", root=tmp_path, **kw)
+    assert calls == {"score": 3, "report": 3}
+    assert run.scores.stat().st_mtime_ns > made[run.scores]
+    # a new answer (a larger limit) scores and reports again
+    evaluate("echo", root=tmp_path, **{**kw, "limit": 5})
+    assert calls == {"score": 4, "report": 4} and len(run.read_scores()) >= 5

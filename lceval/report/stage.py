@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -11,7 +12,7 @@ from lceval.benchmarks import registry
 from lceval.benchmarks.base import scorer_of
 from lceval.core.console import log
 from lceval.core.errors import LcevalError
-from lceval.core.io import RunDir
+from lceval.core.io import RunDir, atomic_open, inputs_digest, read_json_object
 from lceval.run.scoring import load_samples
 
 if TYPE_CHECKING:
@@ -69,13 +70,55 @@ def write_run_pages(run: RunDir) -> list[Path]:
     return [page_path]
 
 
+REPORT_STAMP = "inputs.json"
+"""``report/inputs.json``: what the report was written from (``inputs``: an
+:func:`lceval.core.io.inputs_digest` of the run folder's files and executed notebooks and the
+scorer asked for), the names of its tables and the scorers each benchmark's were read from."""
+
+
+def _report_inputs(run: RunDir, scorer: str | None) -> str:
+    """The digest of what :func:`write_report` reads: the run folder's own files (samples,
+    contexts, responses, scores, run.json, detail tables; not locks, moved-aside files or
+    temporaries), its executed notebooks, and ``scorer``."""
+    files = sorted(
+        p
+        for p in run.path.iterdir()
+        if p.is_file()
+        and not p.name.startswith(".")
+        and not p.name.endswith(".lock")
+        and ".replaced-" not in p.name
+    )
+    notebooks = sorted(Path(run.notebooks).glob("*.ipynb"))
+    return inputs_digest([*files, *notebooks], scorer=scorer)
+
+
+def written_alike(
+    run_id: str, *, root: str | Path | None = None, scorer: str | None = None
+) -> ReportTables | None:
+    """The report's tables when report/ was written by :func:`write_report` from the run as it
+    is now (:data:`REPORT_STAMP`; index.html and results.json present), else None: ``lceval
+    eval`` run again with nothing new keeps the report. The tables are named, not read back
+    (empty frames; their CSVs are under report/), with ``.scorers`` as written."""
+    import pandas as pd  # heavy: pandas
+
+    run = RunDir(run_id, root)
+    stamp = read_json_object(run.report / REPORT_STAMP)
+    pages = (run.report / "index.html", run.report / "results.json")
+    if not all(p.is_file() for p in pages) or stamp.get("inputs") != _report_inputs(run, scorer):
+        return None
+    tables = ReportTables({str(k): pd.DataFrame() for k in stamp.get("tables", [])})
+    tables.scorers = {str(k): tuple(v) for k, v in (stamp.get("scorers") or {}).items()}
+    return tables
+
+
 def write_report(
     run_id: str, *, root: str | Path | None = None, scorer: str | None = None
 ) -> ReportTables:
     """Write the run's report/: each benchmark's tables and figures (from its default scorer's
     rows, ``Benchmark.scores_for``; with ``scorer``, that one's, under ``report/<key>-<variant>/``),
     samples.html, compare.html, results.json and index.html; staged and swapped in whole
-    (:meth:`lceval.core.io.RunDir.staged_report`), so a failed report leaves the last good one.
+    (:meth:`lceval.core.io.RunDir.staged_report`), so a failed report leaves the last good one;
+    report/inputs.json records what it was written from (:func:`written_alike`).
 
     Returns:
         ``"<benchmark>/<table>" -> DataFrame``, with ``.scorers`` (key -> scorer names read).
@@ -91,6 +134,7 @@ def write_report(
     from lceval.report.results import write_results  # pulls pandas
 
     run = RunDir(run_id, root)
+    digest = _report_inputs(run, scorer)  # before reading: a later change makes it stale
     scores = run.read_scores()
     samples = load_samples(run)
     keys = sorted({s.benchmark for s in samples})
@@ -119,6 +163,9 @@ def write_report(
         write_run_pages(staged)
         write_results(staged)
         write_index(staged)
+        stamp = {"inputs": digest, "tables": list(tables), "scorers": tables.scorers}
+        with atomic_open(staged.report / REPORT_STAMP) as f:
+            json.dump(stamp, f, default=list)
     return tables
 
 

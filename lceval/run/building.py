@@ -3,6 +3,7 @@ contexts.jsonl and run.json."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import time
 from collections.abc import Mapping, Sequence
@@ -10,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from lceval.benchmarks import registry
-from lceval.benchmarks.base import BuildResult
+from lceval.benchmarks.base import BuildResult, Select
 from lceval.core.errors import LcevalError
 from lceval.core.io import RunDir, dumps, new_meta
 from lceval.core.records import Context, Sample
@@ -61,6 +62,9 @@ def build_suite(
         limit: write only ``limit`` samples per task (:func:`lceval.run.selection.per_task`:
             stratified over lengths and variants, seeded; recorded in run.json's
             ``selection``), and the contexts they read; samples the run has answers to stay.
+            A benchmark that ``selects`` builds only those (its builder is handed the draw,
+            :data:`lceval.benchmarks.base.Select`); another builds its grid and the draw keeps
+            the same samples of it.
         reuse: keep the run's samples without building when run.json records the same params,
             seed, limit, lceval version and git commit (``lceval eval`` run again: seconds).
 
@@ -80,23 +84,46 @@ def build_suite(
         cleaned[key] = p
     if reuse and not force and _built_alike(run, cleaned, seed, limit):
         return run
+    has_responses = run.responses.exists() and run.responses.stat().st_size > 0
+    answered = _answered_ids(run) if has_responses and limit is not None else set()
+    drawn: dict[str, tuple[int, set[str]]] = {}  # benchmark -> (grid size, ids drawn)
+
+    def draw(key: str) -> Select:
+        """The draw of ``limit`` per task over ``key``'s outlines, plus the answered samples."""
+
+        def select(outlines: Sequence[Sample]) -> set[str]:
+            strata = {key: registry.get(key).strata}
+            ids = {s.id for s in per_task(outlines, limit, strata=strata)} | answered
+            drawn[key] = (len(outlines), ids)
+            return ids
+
+        return select
+
     for key, p in cleaned.items():
-        results[key] = registry.get(key).build(p)
+        bench = registry.get(key)
+        if limit is not None and bench.selects:  # the builder makes only the drawn samples
+            results[key] = bench.build(p, select=draw(key))
+        else:
+            results[key] = bench.build(p)
+        if limit is not None:
+            result = results[key]
+            if key not in drawn:
+                draw(key)(result.samples)  # the whole grid was built: the draw keeps its part
+            chosen = drawn[key][1]
+            kept = [s for s in result.samples if s.id in chosen]
+            used = {s.context_id for s in kept}
+            results[key] = dataclasses.replace(
+                result, samples=kept, contexts=[c for c in result.contexts if c.id in used]
+            )
     samples = [s for r in results.values() for s in r.samples]
     contexts = [c for r in results.values() for c in r.contexts]
     for what, ids in (("sample", [s.id for s in samples]), ("context", [c.id for c in contexts])):
         if len(set(ids)) != len(ids):
             raise LcevalError(f"build: duplicate {what} ids across {', '.join(parts)}")
-    has_responses = run.responses.exists() and run.responses.stat().st_size > 0
     selection: dict[str, Any] = {}
     if limit is not None:
         strata = {k: registry.get(k).strata for k in parts}
-        grid = len(samples)
-        answered = _answered_ids(run) if has_responses else set()
-        chosen = {s.id for s in per_task(samples, limit, strata=strata)} | answered
-        samples = [s for s in samples if s.id in chosen]
-        used = {s.context_id for s in samples}
-        contexts = [c for c in contexts if c.id in used]
+        grid = sum(n for n, _ in drawn.values())
         selection = describe(limit, strata, grid, len(samples))
     models: dict[str, Any] = {}
     if has_responses and not force:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import hashlib
+import json
 import shutil
 from collections.abc import Mapping
 from dataclasses import replace
@@ -14,7 +16,15 @@ from lceval.benchmarks import registry
 from lceval.benchmarks.base import BatchJudge, ScorerSpec
 from lceval.core.console import terminal
 from lceval.core.errors import LcevalError
-from lceval.core.io import RunDir, atomic_open, new_meta, read_records, write_jsonl
+from lceval.core.io import (
+    RunDir,
+    atomic_open,
+    inputs_digest,
+    new_meta,
+    read_json_object,
+    read_records,
+    write_jsonl,
+)
 from lceval.core.records import Context, Judgement, Response, Sample, Score, sample_hashes
 from lceval.core.store import ResponseStore
 from lceval.models.base import log
@@ -35,6 +45,7 @@ def score(
     scorer: str | None = None,
     options: Mapping[str, Any] | None = None,
     progress: bool = True,
+    reuse: bool = False,
 ) -> pd.DataFrame:
     """Score every response of the run into scores.parquet (only the used scorers' rows are
     replaced), streamed; a failed generation scores NaN with the error as explanation; a response
@@ -45,6 +56,9 @@ def score(
     Args:
         scorer: a scorer name (``lifbench:strict``); default: each benchmark's first scorer.
         options: the named scorer's options (``ScorerSpec.options``).
+        reuse: keep scores.parquet when this lceval scored these samples, contexts and
+            responses with these scorers (names, versions, options) into it last
+            (:data:`STAMP`; ``lceval eval`` run again): its rows of the scorers are returned.
 
     Returns:
         The scores as a tidy DataFrame (one row per response).
@@ -56,6 +70,17 @@ def score(
     """
     run = RunDir(run_id, root)
     job = Scoring(run, scorer, dict(options or {}))
+    digest = inputs_digest(
+        [run.samples, run.contexts, run.responses],
+        scorers={k: [s.name, s.version, dict(job.options[k])] for k, s in job.chosen.items()},
+    )
+    if reuse and (kept := _scored_alike(run, digest)) is not None:
+        names = {s.name for s in job.chosen.values()}
+        log(
+            f"scores: {run.scores.name} already holds these responses' scores "
+            f"({', '.join(sorted(names))}); not scored again"
+        )
+        return kept[kept["scorer"].isin(names)]
     store = job.responses()
     try:
         for key, spec in job.chosen.items():
@@ -86,7 +111,37 @@ def score(
         if name:
             with atomic_open(run.path / name, "wb") as f:
                 pd.DataFrame(rows).to_parquet(f, index=False)
-    return run.write_scores(job.scores)
+    written = run.write_scores(job.scores)
+    stamp = {"inputs": digest, "scores_sha256": _sha256(run.scores)}
+    with atomic_open(run.path / STAMP) as f:
+        json.dump(stamp, f)
+    return written
+
+
+STAMP = "scores.inputs.json"
+"""The run folder's record of what scores.parquet was last scored from (``inputs``: an
+:func:`lceval.core.io.inputs_digest` of samples, contexts, responses and the scorers;
+``scores_sha256``: the file as written, so a scores.parquet written otherwise is not taken
+for it)."""
+
+
+def _sha256(path: Path) -> str | None:
+    try:
+        return hashlib.sha256(path.read_bytes()).hexdigest()
+    except OSError:
+        return None
+
+
+def _scored_alike(run: RunDir, digest: str) -> pd.DataFrame | None:
+    """scores.parquet when :data:`STAMP` says it was scored from ``digest`` and it is the file
+    then written and readable; else None."""
+    stamp = read_json_object(run.path / STAMP)
+    if stamp.get("inputs") != digest or stamp.get("scores_sha256") != _sha256(run.scores):
+        return None
+    try:
+        return run.read_scores()
+    except LcevalError:
+        return None
 
 
 class Scoring:

@@ -16,7 +16,7 @@ from lceval.core.records import Context, Response, Sample
 from lceval.models.base import Backend
 from lceval.report.coverage import coverage
 from lceval.run import building
-from lceval.run.selection import per_task
+from lceval.run.selection import STRATA, per_task
 
 
 def _grid():
@@ -199,3 +199,90 @@ def test_infer_again_with_everything_answered_checks_no_window(echo_bench, monke
         "r", backend="hf", model="embedded", root=tmp_path, limit=2, progress=False
     )
     assert [r.sample_id for r in again] == [r.sample_id for r in first] and len(again) == 2
+
+
+def selected_matches_grid(key, params, full, pick):
+    """Build ``key`` with ``select`` (``pick(outlines) -> ids``) and check it against ``full``,
+    the same params' whole build: the outlines are the grid's samples (ids, order and the draw's
+    fields) and the selected build is the grid's records of those ids, byte for byte, with only
+    the contexts they read. Returns the selected build."""
+    from lceval.benchmarks import registry
+    from lceval.core.io import dumps
+
+    bench = registry.get(key)
+    seen = []
+
+    def select(outlines):
+        seen.append(list(outlines))
+        return pick(outlines)
+
+    got = bench.build(params, select=select)
+    assert len(seen) == 1  # asked once
+    fields = ("id", "benchmark", "task", *STRATA)
+
+    def grouping(s):
+        return tuple(
+            getattr(s, f) if hasattr(s, f) else s.meta.get(f) for f in (*fields, *bench.strata)
+        )
+
+    assert [grouping(s) for s in seen[0]] == [grouping(s) for s in full.samples]
+    chosen = set(pick(seen[0]))
+    assert [dumps(s) for s in got.samples] == [dumps(s) for s in full.samples if s.id in chosen]
+    used = {s.context_id for s in got.samples}
+    assert [dumps(c) for c in got.contexts] == [dumps(c) for c in full.contexts if c.id in used]
+    return got
+
+
+def test_selects_flag_matches_the_builders_signature():
+    """A benchmark declaring ``selects`` has a builder taking ``select`` (and the others are
+    handed none): RULER and LIFBench build only the drawn samples."""
+    import importlib
+    import inspect
+
+    from lceval.benchmarks import registry
+
+    selecting = set()
+    for key in registry.BENCHMARKS:
+        bench = registry.get(key)
+        module, _, name = bench.build.__qualname__.partition(":")
+        fn = getattr(importlib.import_module(module), name)
+        assert ("select" in inspect.signature(fn).parameters) == bench.selects, key
+        selecting |= {key} if bench.selects else set()
+    assert {"ruler", "lifbench"} <= selecting
+
+
+def test_a_selecting_builder_is_handed_the_draw_and_the_answered(monkeypatch, echo_bench, tmp_path):
+    """build_suite hands a ``selects`` builder the draw of ``limit`` per task plus the answered
+    samples, records the outlines' count as the grid, and writes what it built."""
+    import dataclasses
+    import sys
+
+    calls: list = []
+    _two_task_bench(monkeypatch, echo_bench, calls)
+    grid_builder = sys.modules["lceval_test_echo"].BENCHMARK.build
+    asked: list = []
+
+    def build(params, *, select=None):
+        res = grid_builder(params)
+        if select is None:
+            return res
+        ids = set(select(res.samples))
+        asked.append(ids)
+        return dataclasses.replace(res, samples=[s for s in res.samples if s.id in ids])
+
+    bench = dataclasses.replace(
+        sys.modules["lceval_test_echo"].BENCHMARK, build=build, selects=True
+    )
+    monkeypatch.setattr(sys.modules["lceval_test_echo"], "BENCHMARK", bench)
+    full = grid_builder({"n": 9})
+    run = building.build("r", "echo", {"n": 9}, root=tmp_path, limit=2)
+    expect = {s.id for s in per_task(full.samples, 2, strata={"echo": bench.strata})}
+    assert asked == [expect] and {s.id for s in run.read_samples()} == expect
+    selection = json.loads(run.run_json.read_text())["selection"]
+    assert (selection["grid"], selection["kept"]) == (18, 4)
+    # a sample answered before (a larger limit once) is handed to the builder too, and stays
+    extra = next(s for s in full.samples if s.id not in expect)
+    write_jsonl(run.responses, [Response(sample_id=extra.id, model="m", text="a", config_hash="c")])
+    again = building.build("r", "echo", {"n": 9}, root=tmp_path, limit=2)
+    assert asked[-1] == expect | {extra.id}
+    assert {s.id for s in again.read_samples()} == expect | {extra.id}

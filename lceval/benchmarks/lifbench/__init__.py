@@ -14,6 +14,7 @@ BENCHMARK = Benchmark(
     title="LIFBench: instruction following over long contexts (Wu et al., 2024)",
     tasks=TASKS,
     build=lazy("lceval.benchmarks.lifbench.build:build_lifbench"),
+    selects=True,  # --limit: only the contexts the drawn samples read are made
     params="lceval.benchmarks.lifbench.build:Config",
     gold=GOLD,
     scorers={

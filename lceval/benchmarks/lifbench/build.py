@@ -98,7 +98,7 @@ from typing import Annotated, Any, Literal, Self, cast
 from pydantic import Field, model_validator
 
 from lceval import params
-from lceval.benchmarks.base import BuildResult
+from lceval.benchmarks.base import BuildResult, Select
 from lceval.benchmarks.lifbench import expressions as lexp
 from lceval.benchmarks.lifbench import gold as G
 from lceval.benchmarks.lifbench import inputs as inp
@@ -540,12 +540,43 @@ def _sample(
     )
 
 
-def build_lifbench(params: Mapping[str, Any]) -> BuildResult:
+def _outlines(cfg: Config) -> list[Sample]:
+    """The samples a build of ``cfg`` writes, in its order (task, then length, expression and
+    variable; ``design`` and ``max_samples_per_task`` applied), with only the fields the
+    ``--limit`` draw reads (id, task, scenario, length, expression and variable ids): no context
+    made. Each (expression, length) gives ``TaskSpec.n_variables`` variable draws."""
+    by_task: dict[str, list[Sample]] = {t: [] for t in cfg.tasks}
+    for length in cfg.lengths:
+        label = length_label(length)
+        for t in cfg.tasks:
+            for e in range(cfg.n_expr(t)):
+                for v in range(TASK_SPECS[t].n_variables):
+                    if cfg.keeps(e, v, length):
+                        by_task[t].append(
+                            Sample(
+                                id=f"lifbench/{t}/{label}/e{e}/v{v}",
+                                benchmark="lifbench",
+                                task=t,
+                                instruction="",
+                                scenario=TASK_SPECS[t].scenario,
+                                length=length,
+                                expression_id=e,
+                                variable_id=v,
+                            )
+                        )
+    return _capped(cfg, by_task)
+
+
+def build_lifbench(params: Mapping[str, Any], *, select: Select | None = None) -> BuildResult:
     """Build LIFBench samples and contexts (paper Sec. 3; official ``ConstructContext.py`` and
     ``PromptGenerate.py``).
 
     Args:
         params: the builder params (keys in the module docstring; all optional).
+        select: build only the samples it names of :func:`_outlines`, and only the contexts
+            they read, each as the whole build makes it (every draw is seeded by scenario,
+            task, length and expression; the List pool grows through the skipped lengths as
+            it would); None: every sample.
 
     Returns:
         BuildResult with one Context per scenario and length (X, ``n_tokens`` within 2% below the
@@ -561,6 +592,9 @@ def build_lifbench(params: Mapping[str, Any]) -> BuildResult:
     sources, list_pool, doc_pool, onedoc = _inputs(cfg, scenarios)
     sources["templates"] = {"name": "official_tasks.json", "expressions": source}
 
+    wanted = None if select is None else set(select(_outlines(cfg)))
+    # the (scenario, length) cells a drawn sample reads: the only contexts made
+    cells = None if wanted is None else {tuple(i.split("/")[1:3]) for i in wanted}
     contexts: list[Context] = []
     by_task: dict[str, list[Sample]] = {t: [] for t in cfg.tasks}
     for length in cfg.lengths:
@@ -568,6 +602,10 @@ def build_lifbench(params: Mapping[str, Any]) -> BuildResult:
         for scenario in scenarios:
             cid = f"lifbench/{scenario}/{label}"
             tasks = [t for t in cfg.tasks if TASK_SPECS[t].scenario == scenario]
+            if cells is not None and not any((t, label) in cells for t in tasks):
+                if list_pool is not None and scenario == "List":
+                    list_pool.reserve(length)  # the pool grows as the whole build's
+                continue
             if scenario == "List":
                 assert list_pool is not None
                 lctx = list_pool.context(length, TOLERANCE)
@@ -604,7 +642,9 @@ def build_lifbench(params: Mapping[str, Any]) -> BuildResult:
                                 t, scenario, length, e, v, instruction, description, gold, source
                             )
                         )
-    samples = _capped(cfg, by_task)
+    samples = _capped(cfg, by_task)  # a drawn task's lengths are built whole: the same subset
+    if wanted is not None:
+        samples = [s for s in samples if s.id in wanted]
     return BuildResult(samples=samples, contexts=contexts, sources=sources, encoding=cfg.encoding)
 
 

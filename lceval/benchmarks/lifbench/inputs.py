@@ -252,14 +252,23 @@ class ListPool:
             self._num_cache[n] = count_tokens(f"{n}.", self.encoding)
         return self._num_cache[n]
 
-    def context(self, limit: int, tolerance: float) -> ListContext:
-        """The List context of at most ``limit`` tokens and at least ``(1 - tolerance) * limit``.
+    def reserve(self, limit: int) -> None:
+        """Grow the pool as :meth:`context` does for ``limit`` (a build that skips a length
+        grows it all the same, so the later lengths' contexts are the whole build's).
 
         Raises:
             LcevalError: the text source runs out.
         """
         while sum(self.sizes) < limit * 1.2 + 2000:
             self._grow(limit)
+
+    def context(self, limit: int, tolerance: float) -> ListContext:
+        """The List context of at most ``limit`` tokens and at least ``(1 - tolerance) * limit``.
+
+        Raises:
+            LcevalError: the text source runs out.
+        """
+        self.reserve(limit)
         lo = int(limit * (1 - tolerance)) + 1
         idx, total = fit(self.sizes, self.number_tokens, limit, lo)
         elements = [self.elements[i] for i in idx]

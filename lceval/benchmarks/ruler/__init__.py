@@ -12,6 +12,7 @@ BENCHMARK = Benchmark(
     title="RULER: what's the real context size of your long-context LMs? (Hsieh et al., 2024)",
     tasks=TASKS,
     build=lazy("lceval.benchmarks.ruler.build:build_ruler"),
+    selects=True,  # --limit: only the drawn samples' haystacks are generated
     params="lceval.benchmarks.ruler.build:Config",
     gold=GOLD,
     scorers={

@@ -106,7 +106,7 @@ from typing import Annotated, Any, Literal
 from pydantic import Field
 
 from lceval import params
-from lceval.benchmarks.base import BuildResult
+from lceval.benchmarks.base import BuildResult, Select
 from lceval.benchmarks.ruler.aggregation import AggregationBuilder
 from lceval.benchmarks.ruler.common import (
     MIN_LENGTH,
@@ -315,7 +315,25 @@ def _sources(tasks: Sequence[str], b: _Builder) -> dict[str, Any]:
     return sources
 
 
-def build_ruler(raw: Mapping[str, Any]) -> BuildResult:
+def _outlines(p: Config) -> list[Sample]:
+    """The samples a build of ``p`` writes, in its order, with only the fields the ``--limit``
+    draw reads (id, task, family as scenario, length): nothing generated."""
+    return [
+        Sample(
+            id=f"ruler/{task}/{length}/{i}",
+            benchmark="ruler",
+            task=task,
+            instruction="",
+            scenario=VARIANTS[task].family,
+            length=length,
+        )
+        for task in p.tasks
+        for length in p.lengths
+        for i in range(p.num_samples)
+    ]
+
+
+def build_ruler(raw: Mapping[str, Any], *, select: Select | None = None) -> BuildResult:
     """Build RULER's synthetic tasks at the given lengths.
 
     Args:
@@ -323,6 +341,9 @@ def build_ruler(raw: Mapping[str, Any]) -> BuildResult:
             ``encoding``, ``remove_newline_tab``, ``fill``); the keys of the notebook's shared
             sections (:data:`lceval.params.NOTEBOOK_SECTIONS`), ``run_id`` and ``outputs_root``
             are accepted and ignored, so ``params/07_ruler/*.yaml`` build as they are.
+        select: build only the samples it names of :func:`_outlines` (each as the whole build
+            makes it: every draw is seeded by task, length and index; the haystack probe runs
+            once per task and length built); None: every sample.
 
     Returns:
         One Sample (gold: the task's Gold dataclass) and one Context per task, length and index
@@ -343,6 +364,7 @@ def build_ruler(raw: Mapping[str, Any]) -> BuildResult:
         "freq_words_extraction": b.fwe,
         "qa": b.qa,
     }
+    wanted = None if select is None else set(select(_outlines(p)))
     samples: list[Sample] = []
     contexts: list[Context] = []
     for task in p.tasks:
@@ -351,10 +373,17 @@ def build_ruler(raw: Mapping[str, Any]) -> BuildResult:
         gold_type = GOLD_BY_FAMILY[family]
         make = builders[family]
         for length in p.lengths:
+            indices = [
+                i
+                for i in range(p.num_samples)
+                if wanted is None or f"ruler/{task}/{length}/{i}" in wanted
+            ]
+            if not indices:
+                continue
             step = official_step(family, args, length, p.fill)
             probe = {"official": pinned_units, "binary": official_units}.get(p.fill)
             units = None if probe is None else probe(make, b.c.count, task, args, length)
-            for i in range(p.num_samples):
+            for i in indices:
                 it = make(task, args, length, i, units)
                 used = units
                 while used is not None and used > step and not _fits(it, family, length, p.fill):

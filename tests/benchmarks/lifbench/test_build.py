@@ -443,3 +443,23 @@ def test_cluster_expressions_with_shipped_minilm(tmp_path):
     assert len(a) == 5 and len(list(tmp_path.glob("expressions-*.json"))) == 1
     b = lexp.expressions_for("MB", 5, method="cluster", seed=0, cache_dir=tmp_path)
     assert a == b
+
+
+def test_a_limited_build_makes_only_the_contexts_the_drawn_samples_read(mid):
+    """``--limit``: the builder outlines its grid, makes only the contexts the drawn samples
+    read, each sample and context byte for byte the whole build's; a List sample of 16k alone
+    reads the List context the whole build makes after its 4k one (the pool grows the same)."""
+    from lceval.run.selection import per_task
+    from tests.run.test_selection import selected_matches_grid
+
+    params = {"lengths": ["4k", "16k"], "seed": 3}
+    strata = {"lifbench": registry.get("lifbench").strata}
+    drawn = selected_matches_grid(
+        "lifbench",
+        params,
+        mid,
+        lambda outlines: {s.id for s in per_task(outlines, 1, strata=strata)},
+    )
+    assert Counter(s.task for s in drawn.samples) == dict.fromkeys(TASK_SPECS, 1)
+    one = selected_matches_grid("lifbench", params, mid, lambda _: {"lifbench/LSI/16k/e1/v2"})
+    assert [c.id for c in one.contexts] == ["lifbench/List/16k"]

@@ -202,6 +202,10 @@ def test_study_page_has_a_headline_captions_and_says_why_pairs_are_missing(tmp_p
     assert "<b>Headline.</b>" in page and "correlation/headline.csv" in page
     first_screen = page.split("<h2 id='headline'>", 1)[1].split("<h2", 1)[0]
     assert "No headline yet" not in page and "headline.csv" in first_screen  # the study's r leads
+    # shown once, under its paper item (it was also the study section's first table, and led
+    # the page under its raw key "correlation/headline")
+    assert page.count("correlation/headline.csv") == 1 and "<b>correlation/" not in page
+    assert "<b>Headline.</b> Pearson r" in first_screen
     assert "equals the published Fig. 3b" in page and "no measured correlation" in page
     row = head[(head["data"] == "table3:wAvg") & (head["n_models"] > 3)].iloc[0]
     assert row["low"] < row["pearson_r"] < row["high"]  # Fisher-z 95% interval around r

@@ -328,3 +328,23 @@ def test_official_back_off_draws_the_sample_anew(monkeypatch):
         else:
             assert list(s.gold.outputs) == first.outputs, s.id  # the same vocabulary
             assert len(ctx[s.context_id].split()) < len(first.context.split()), s.id
+
+
+def test_a_limited_build_makes_only_the_drawn_samples_as_the_grid_has_them(built):
+    """``--limit``: the builder outlines its grid, generates only the drawn samples' haystacks,
+    each byte for byte the whole build's (the per-task draw, and one sample of a later length
+    alone: the probe runs for that task and length only)."""
+    from lceval.run.selection import per_task
+    from tests.run.test_selection import selected_matches_grid
+
+    params = {"lengths": [2048, 4096], "num_samples": 3, "seed": 7}
+    full = built[0]
+    drawn = selected_matches_grid(
+        "ruler",
+        params,
+        full,
+        lambda outlines: {s.id for s in per_task(outlines, 1, strata={"ruler": BENCHMARK.strata})},
+    )
+    assert Counter(s.task for s in drawn.samples) == dict.fromkeys(TASKS, 1)
+    one = selected_matches_grid("ruler", params, full, lambda _: {"ruler/cwe/4096/2"})
+    assert [c.id for c in one.contexts] == ["ruler/cwe/4096/2"]
