@@ -159,6 +159,7 @@ DELAYED_MS: dict[str, int | None] = {
     "grpc": 48,
     "huggingface_hub": 458,
     "jieba": 131,
+    "jsonschema": 2971,  # 2026-11-29, load ~2: its format checkers compile 39 lark grammars
     "lm_eval.tasks": 3862,
     "matplotlib": 351,
     "nbconvert": 1489,
