@@ -41,7 +41,7 @@ args = json.loads(sys.argv[1])
 from lceval.run.inference import infer
 t0 = time.perf_counter()
 out = infer(args["run_id"], backend=args["backend"], model="embedded", root=args["root"],
-            limit=args["limit"], progress=False, truncate=True, max_new_tokens=64)
+            progress=False, truncate=True, max_new_tokens=64, backend_options=args["options"])
 wall = time.perf_counter() - t0
 run = json.load(open(f'{args["root"]}/{args["run_id"]}/run.json'))
 timing = next(iter(run["models"].values())).get("timing", {})
@@ -49,7 +49,7 @@ smoke = {"seconds": timing.get("generate_s", wall), "wall": wall, "timing": timi
          "texts": [r.text for r in out], "errors": sum(1 for r in out if r.error)}
 from lceval.models.base import load_backend
 from bench.workload import answer_timed, payload
-b = load_backend(args["backend"], "embedded")
+b = load_backend(args["backend"], "embedded", **args["options"])
 resp, secs = answer_timed(b, payload(256, args["questions"], args["tokens"]))
 b.close() if hasattr(b, "close") else None
 decode = {"seconds": secs, "texts": [r.text for r in resp],
@@ -61,7 +61,9 @@ print("RESULT " + json.dumps({"smoke": smoke, "decode": decode}))
 def _child(tree: Path, backend: str, run_root: Path, a: argparse.Namespace) -> dict:
     from workload import run_child  # bench/workload.py (this script's folder)
 
-    args = {"run_id": "ab", "backend": backend, "root": str(run_root), "limit": a.smoke_samples}
+    # the same threads for both trees (the automatic choice reads the load at start)
+    options = {"num_threads": os.cpu_count() or 1} if backend == "hf" else {}
+    args = {"run_id": "ab", "backend": backend, "root": str(run_root), "options": options}
     args |= {"questions": a.decode_questions, "tokens": a.decode_tokens}
     out = run_child(CHILD, args, env={"PYTHONPATH": f"{tree}:{ROOT}"}, cwd=tree)
     if "failed" in out:
@@ -138,7 +140,14 @@ def main() -> None:
     ).stdout.strip()
     params = yaml.safe_load((ROOT / "params/01_build_data/smoke.yaml").read_text())
     built = tmp / "built"
-    build("ab", "lifbench", params, root=built)
+    run = build("ab", "lifbench", params, root=built)
+    # the first N samples, written as the run's samples: both trees answer the same ones
+    # (``limit`` changed meaning between them: the first N, then N per task)
+    samples = run.read_samples()[: a.smoke_samples]
+    contexts = run.read_contexts()
+    run.write_samples(
+        samples, [contexts[i] for i in sorted({s.context_id for s in samples if s.context_id})]
+    )
     rows, first = [], {}
     for backend in a.backends.split(","):
         for rnd in range(a.rounds):
