@@ -171,6 +171,14 @@ def test_readme_is_a_five_minute_read_with_its_sections():
     assert not re.search(r"issue \d|this round|load average|helpers?\b", text, flags=re.I)
 
 
+def test_ci_runs_the_readmes_test_command():
+    """.ci/run's last command is README's test command, as written."""
+    lines = (REPO / ".ci" / "run").read_text(encoding="utf-8").splitlines()
+    last = [x.strip() for x in lines if x.strip() and not x.strip().startswith("#")][-1]
+    assert last == "make test"
+    assert re.search(r"^make test\s", README.read_text(encoding="utf-8"), flags=re.M), last
+
+
 def test_readme_links_resolve():
     text = README.read_text(encoding="utf-8")
     links = re.findall(r"\]\(([^)#]+)(?:#[^)]*)?\)", text)
