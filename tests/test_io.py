@@ -243,3 +243,32 @@ def test_an_outputs_root_that_is_a_file_is_refused_naming_it(tmp_path, monkeypat
     assert main(["--outputs", str(f), "eval", "lifbench", "--model", "embedded"]) == 2
     assert capsys.readouterr().err.startswith(f"lceval: {says}")
     assert sorted(tmp_path.iterdir()) == [f]
+
+
+def test_run_meta_records_lcevals_commit_not_the_working_folders(tmp_path, monkeypatch):
+    """run.json's git commit is the code that made the run: a command started inside another
+    git repository (the user's project) records lceval's checkout, and a package that is not a
+    tracked file of a checkout (a wheel copied into a repository) records none."""
+    import shutil
+    import subprocess
+
+    from lceval.core import io
+
+    other = tmp_path / "project"
+    other.mkdir()
+    env = {"GIT_AUTHOR_NAME": "u", "GIT_AUTHOR_EMAIL": "u@x", "GIT_COMMITTER_NAME": "u"}
+    env |= {"GIT_COMMITTER_EMAIL": "u@x", "PATH": os.environ["PATH"], "HOME": str(tmp_path)}
+    for command in (["init", "-q"], ["commit", "-q", "--allow-empty", "-m", "x"]):
+        subprocess.run(["git", *command], cwd=other, env=env, check=True)
+    project = subprocess.run(
+        ["git", "rev-parse", "HEAD"], cwd=other, capture_output=True, text=True, check=True
+    ).stdout.strip()
+    monkeypatch.chdir(other)
+    recorded = io.new_meta("r").git_commit
+    assert recorded != project
+    assert recorded == io.git_commit(io.PACKAGE)
+    # lceval copied into the user's repository, untracked (site-packages in a .venv there)
+    copy = other / "venv" / "lceval"
+    copy.mkdir(parents=True)
+    shutil.copy(io.PACKAGE / "__init__.py", copy / "__init__.py")
+    assert io.git_commit(copy) is None

@@ -423,12 +423,21 @@ def read_records(path: str | os.PathLike[str], cls: type[T], *, torn: bool = Tru
     return out
 
 
-def git_commit(cwd: str | os.PathLike[str] | None = None) -> str | None:
-    """The current git commit (``-dirty`` if tracked files changed), or None outside git."""
+PACKAGE = Path(__file__).resolve().parents[1]
+"""The folder of the lceval package that runs (a checkout's ``lceval/`` or site-packages')."""
+
+
+def git_commit(package: str | os.PathLike[str] = PACKAGE) -> str | None:
+    """The git commit of the checkout that holds the lceval package at ``package`` (``-dirty``
+    if tracked files changed), or None when that package is not a tracked file of a git
+    checkout (a wheel in site-packages, even inside the user's own repository): the code that
+    made a run, never the repository the command was started in."""
     command = ["git", "describe", "--always", "--dirty", "--abbrev=40", "--exclude=*"]
     try:
+        tracked = ["git", "ls-files", "--error-unmatch", "__init__.py"]
+        subprocess.run(tracked, cwd=package, capture_output=True, check=True)
         return subprocess.run(
-            command, cwd=cwd, capture_output=True, text=True, check=True
+            command, cwd=package, capture_output=True, text=True, check=True
         ).stdout.strip()
     except (OSError, subprocess.CalledProcessError):
         return None
@@ -457,10 +466,9 @@ def inputs_digest(paths: Iterable[str | os.PathLike[str]], **settings: Any) -> s
     with suppress(metadata.PackageNotFoundError):
         settings = {**settings, "lceval": metadata.version("lceval")}
     # an edit of lceval's code (a scorer, a report page) counts, committed or not
-    package = Path(__file__).resolve().parents[1]
-    sources = (p for p in package.rglob("*") if p.suffix != ".pyc" and p.is_file())
+    sources = (p for p in PACKAGE.rglob("*") if p.suffix != ".pyc" and p.is_file())
     newest = max((p.stat().st_mtime_ns for p in sources), default=0)
-    settings = {**settings, "git_commit": git_commit(package), "code_mtime": newest}
+    settings = {**settings, "git_commit": git_commit(), "code_mtime": newest}
     h.update(json.dumps(settings, sort_keys=True, default=str).encode())
     return h.hexdigest()
 
@@ -775,7 +783,8 @@ def scores_frame(scores: Iterable[Score]) -> pd.DataFrame:
 
 
 def new_meta(run_id: str, **fields: Any) -> RunMeta:
-    """A RunMeta stamped with the time, package versions (:data:`_VERSIONED`) and git commit."""
+    """A RunMeta stamped with the time, package versions (:data:`_VERSIONED`) and lceval's git
+    commit (:func:`git_commit`)."""
     versions = {}
     for name in _VERSIONED:
         with suppress(metadata.PackageNotFoundError):
