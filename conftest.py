@@ -206,7 +206,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         if any(item.get_closest_marker(kind) for kind in SLOW_KINDS):
             item.add_marker(pytest.mark.slow)
         group = _xdist_group(item)
-        if group:
+        if group and not item.get_closest_marker("xdist_group"):
             item.add_marker(pytest.mark.xdist_group(group))
     _longest_first(items)
 
@@ -217,6 +217,9 @@ run 01 builds and 02 answers); every other notebook is its own group (05 reads t
 07 when they exist and skips them otherwise: it runs first, on the published numbers)."""
 
 LONGEST = {
+    # lceval eval B --limit 1 for the six benchmarks on one engine (657 s at load 2-15; LIFBench's
+    # 8K prefills 370 s and RULER's 13 4K ones 213 s of it)
+    "every_benchmark": 600.0,
     "tests/test_docs.py::test_quickstart_step_by_step_runs_as_written": 200.0,
     "ray": 330.0,
     "notebooks-lifbench": 100.0,
@@ -240,7 +243,11 @@ def _xdist_group(item: pytest.Item) -> str | None:
     items that must not be spread over workers: a notebook's cells and the notebooks that read
     each other's runs (:data:`NOTEBOOK_CHAINS`), the Ray tests (one local cluster at a time on
     this machine's ports) and the browser tests (one Chromium start for all: tests/conftest.py's
-    session ``chromium``)."""
+    session ``chromium``); a module's own ``xdist_group`` marker (one engine for its tests) as
+    it names it."""
+    own = item.get_closest_marker("xdist_group")
+    if own is not None:
+        return str(own.args[0] if own.args else own.kwargs.get("name", "default"))
     if item.path.suffix == ".ipynb":
         return "notebooks-" + NOTEBOOK_CHAINS.get(item.path.stem[:2], item.path.stem)
     if item.path.name == "test_replicas.py":

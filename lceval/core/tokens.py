@@ -81,6 +81,22 @@ def get_encoding(name: str = DEFAULT_ENCODING) -> tiktoken.Encoding:
             os.environ["TIKTOKEN_CACHE_DIR"] = old
 
 
+@functools.cache
+def encoding_digest(name: str) -> str:
+    """What fixes ``name``'s token counts: the sha256 of its BPE file with tiktoken's version (a
+    key for counts stored on disk, e.g. RULER's corpus counts).
+
+    Raises:
+        LcevalError: unknown encoding, or its BPE file is not installed.
+    """
+    get_encoding(name)  # refuses an unknown or missing encoding in its words
+    path = _find_bpe_file(name)
+    assert path is not None  # get_encoding found it
+    with open(path, "rb") as f:
+        digest = hashlib.file_digest(f, "sha256").hexdigest()
+    return f"{name}:{digest}:tiktoken-{tiktoken.__version__}"
+
+
 def count_tokens(text: str, encoding: str = DEFAULT_ENCODING) -> int:
     """Number of tokens of ``text`` in ``encoding`` (special-token text counts as plain text)."""
     return len(get_encoding(encoding).encode(text, disallowed_special=()))

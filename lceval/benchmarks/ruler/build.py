@@ -39,7 +39,11 @@ Face tokenizer folder. To build 128K-token haystacks fast, token counts are comp
 piece (essay sentences, noise lines, needle lines, numbered words, documents) and summed; piece
 boundaries sit on tiktoken pre-token boundaries, so the sum equals the count of the joined text
 for tiktoken encodings up to a few tokens (checked in tests), and the estimate is stored as
-``Context.n_tokens`` and ``meta["input_tokens"]``.
+``Context.n_tokens`` and ``meta["input_tokens"]``. The essays' sentence split and the counts of
+essay sentences and QA documents (a tiktoken encoding's) are kept under ``$LCEVAL_CACHE/ruler``
+(default ``~/.cache/lceval/ruler``, about 1.3 MB) by the digest of their inputs, so a build in a
+new process reads them instead of splitting and counting again
+(:func:`lceval.benchmarks.ruler.common.store_dir`); removing the folder only costs that time.
 
 Haystack sizing (``fill``)
 --------------------------

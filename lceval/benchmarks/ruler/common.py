@@ -8,10 +8,11 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import os
 import re
 import typing
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, fields
 from importlib import metadata, resources
 from pathlib import Path
@@ -22,7 +23,8 @@ import numpy as np
 from lceval.benchmarks.ruler.gold import FAMILIES, TASKS, VARIANTS
 from lceval.core import corpora
 from lceval.core.errors import LcevalError
-from lceval.core.tokens import ENCODINGS, get_encoding
+from lceval.core.io import atomic_open
+from lceval.core.tokens import ENCODINGS, encoding_digest, get_encoding
 
 # --------------------------------------------------------------------------------------------
 # Family arguments (the official generators' flags), templates (scripts/data/synthetic/constants.py)
@@ -194,8 +196,61 @@ def _counter(name: str) -> _Counter:
 
 
 # --------------------------------------------------------------------------------------------
-# Shared sources, prepared once per process
+# Shared sources, prepared once per process (the slow parts kept on disk between processes)
 # --------------------------------------------------------------------------------------------
+
+
+STORE_FORMAT = 1
+"""Version of the arrays :func:`_stored` keeps on disk (raised when their meaning changes)."""
+
+
+def store_dir() -> Path:
+    """Where RULER's corpus preparation is kept between builds: ``ruler/`` under
+    ``$LCEVAL_CACHE`` (default ``~/.cache/lceval``)."""
+    root = os.environ.get("LCEVAL_CACHE")
+    return (Path(root).expanduser() if root else Path.home() / ".cache" / "lceval") / "ruler"
+
+
+def _stored(
+    kind: str, key: Sequence[str], shape: tuple[int | None, ...], compute: Callable[[], np.ndarray]
+) -> np.ndarray:
+    """``compute()`` (an int64 array of ``shape``; None: any size on that axis), kept on disk
+    under :func:`store_dir` by the sha256 of ``kind`` and ``key`` (digests of the inputs
+    themselves: content-addressed), so the next build, in any process, reads it instead of
+    computing it again (sentence splitting and token counts of the essays and QA documents:
+    10-20 s of each RULER build on 2 loaded cores). An entry that cannot be read or has another
+    shape is computed again; a folder that cannot be written leaves the value uncached."""
+    digest = hashlib.sha256()
+    for part in (str(STORE_FORMAT), kind, *key):
+        data = part.encode("utf-8", "surrogatepass")
+        digest.update(len(data).to_bytes(8, "little") + data)
+    path = store_dir() / f"{kind}-{digest.hexdigest()[:40]}.npy"
+    try:
+        found = np.load(path, allow_pickle=False)
+        if (
+            found.dtype == np.int64
+            and found.ndim == len(shape)
+            and all(want in (None, got) for want, got in zip(shape, found.shape, strict=True))
+        ):
+            return found
+    except (OSError, ValueError, EOFError):
+        pass  # missing or corrupt: computed again below
+    value = np.ascontiguousarray(compute(), dtype=np.int64)
+    try:
+        with atomic_open(path, "wb") as f:
+            np.save(f, value, allow_pickle=False)
+    except LcevalError:
+        pass  # an unwritable cache: computed each time
+    return value
+
+
+def _text_digest(texts: Sequence[str]) -> str:
+    """sha256 of texts, each length-prefixed (the key of values computed from them)."""
+    digest = hashlib.sha256()
+    for t in texts:
+        data = t.encode("utf-8", "surrogatepass")
+        digest.update(len(data).to_bytes(8, "little") + data)
+    return digest.hexdigest()
 
 
 @functools.cache
@@ -203,12 +258,18 @@ def _essay_sentences() -> tuple[str, np.ndarray, np.ndarray]:
     """The essays with whitespace collapsed, and the [start, end) character span of each sentence.
 
     RULER splits the haystack with ``nltk.sent_tokenize``; lceval splits the whole text once with
-    NLTK's Punkt algorithm (default parameters, no data download needed).
+    NLTK's Punkt algorithm (default parameters, no data download needed), kept on disk by the
+    text's digest and NLTK's version (:func:`_stored`).
     """
-    from nltk.tokenize.punkt import PunktSentenceTokenizer  # heavy: nltk
-
     text = re.sub(r"\s+", " ", corpora.paul_graham_essays()).strip()
-    spans = np.array(list(PunktSentenceTokenizer().span_tokenize(text)), dtype=np.int64)
+
+    def split() -> np.ndarray:
+        from nltk.tokenize.punkt import PunktSentenceTokenizer  # heavy: nltk
+
+        return np.array(list(PunktSentenceTokenizer().span_tokenize(text)), dtype=np.int64)
+
+    nltk = metadata.version("nltk")
+    spans = _stored("sentences", [_text_digest([text]), f"nltk-{nltk}"], (None, 2), split)
     return text, spans[:, 0].copy(), spans[:, 1].copy()
 
 
@@ -220,11 +281,23 @@ def _essay_word_ends() -> np.ndarray:
     return np.append(np.flatnonzero(codes == ord(" ")), len(text)).astype(np.int64)
 
 
+def _counts(texts: Sequence[str], tokenizer: str, kind: str) -> np.ndarray:
+    """Tokens of each of ``texts``; a tiktoken encoding's counts kept on disk
+    (:func:`_stored`, keyed by the texts and :func:`lceval.core.tokens.encoding_digest`), a
+    tokenizer folder's computed each time."""
+    counter = _counter(tokenizer)
+    if tokenizer not in ENCODINGS:
+        return counter.counts(texts)
+    key = [_text_digest(texts), encoding_digest(tokenizer)]
+    return _stored(kind, key, (len(texts),), lambda: counter.counts(texts))
+
+
 @functools.cache
 def _essay_counts(tokenizer: str) -> np.ndarray:
     """Tokens of each essay sentence with its leading space (how it is joined)."""
     text, starts, ends = _essay_sentences()
-    return _counter(tokenizer).counts([" " + text[s:e] for s, e in zip(starts, ends, strict=True)])
+    pieces = [" " + text[s:e] for s, e in zip(starts, ends, strict=True)]
+    return _counts(pieces, tokenizer, "essay-counts")
 
 
 WONDERWORDS_LISTS = ("adjectivelist.txt", "nounlist.txt", "verblist.txt")
@@ -369,8 +442,9 @@ def qa_documents(dataset: str) -> tuple[tuple[str, ...], tuple[dict[str, Any], .
 
 @functools.cache
 def _doc_counts(dataset: str, tokenizer: str) -> np.ndarray:
+    """Tokens of each QA document with the separator after it."""
     docs, _ = qa_documents(dataset)
-    return _counter(tokenizer).counts([d + "\n\n" for d in docs])
+    return _counts([d + "\n\n" for d in docs], tokenizer, f"{dataset}-counts")
 
 
 @functools.cache

@@ -348,3 +348,85 @@ def test_a_limited_build_makes_only_the_drawn_samples_as_the_grid_has_them(built
     assert Counter(s.task for s in drawn.samples) == dict.fromkeys(TASKS, 1)
     one = selected_matches_grid("ruler", params, full, lambda _: {"ruler/cwe/4096/2"})
     assert [c.id for c in one.contexts] == ["ruler/cwe/4096/2"]
+
+
+STORED = (
+    ruler_common._essay_sentences,
+    ruler_common._essay_counts,
+    ruler_common._essay_word_ends,
+    ruler_common.qa_documents,
+    ruler_common._doc_counts,
+)
+"""The in-process caches of the corpus preparation that ``$LCEVAL_CACHE/ruler`` keeps on disk."""
+
+
+@pytest.fixture
+def small_corpora(monkeypatch, tmp_path):
+    """Small essays and SQuAD rows in place of the shipped ones, an empty ``$LCEVAL_CACHE`` and
+    empty in-process caches (a fresh process); the caches emptied again after."""
+    from lceval.core import corpora
+
+    words = ["river", "mill", "bridge", "market", "school", "garden", "harbor", "tower"]
+    essays = "\n\n".join(
+        f"Essay part {i} tells of the {words[i % 8]} and the {words[(3 * i) % 8]}. Dr. Smith "
+        f"saw it in {1800 + i}."
+        for i in range(200)
+    )
+    rows = [
+        {
+            "title": f"Article {i // 3}",
+            "context": f"Record {i} says the {words[i % 8]} stands north of the old tower.",
+            "question": f"Where does record {i} stand?",
+            "id": str(i),
+            "answers": ["north"],
+            "is_impossible": False,
+        }
+        for i in range(90)
+    ]
+    monkeypatch.setattr(corpora, "paul_graham_essays", lambda: essays)
+    monkeypatch.setattr(corpora, "squad", lambda: rows)
+    monkeypatch.setenv("LCEVAL_CACHE", str(tmp_path))
+    for f in STORED:
+        f.cache_clear()
+    yield tmp_path / "ruler"
+    for f in STORED:
+        f.cache_clear()
+
+
+def test_corpus_preparation_is_kept_on_disk_for_the_next_build(monkeypatch, small_corpora):
+    """The essays' sentence split (NLTK's Punkt) and the token counts of the sentences and QA
+    documents are kept under ``$LCEVAL_CACHE/ruler`` by the digest of their inputs: the next
+    build in a fresh process splits and counts none of them (10-20 s of each RULER build on 2
+    loaded cores) and builds the same samples; a corrupt entry is computed again."""
+    from nltk.tokenize import punkt
+
+    params = {"tasks": ["niah_single_2", "qa_1"], "lengths": [1024], "num_samples": 2}
+    first = build_ruler(params)
+    assert sorted(p.name.split("-", 1)[0] for p in small_corpora.glob("*.npy")) == [
+        "essay",
+        "sentences",
+        "squad",
+    ]
+    for f in STORED:  # a fresh process: only the disk remembers
+        f.cache_clear()
+
+    def refused(*args, **kwargs):
+        raise AssertionError("the essays were split again")
+
+    counts = ruler_common._Counter.counts
+
+    def needles_only(self, texts):  # needles and headers are counted; the corpus is not
+        assert not any(("Essay part" in t or "Record " in t) for t in texts), "counted again"
+        return counts(self, texts)
+
+    with monkeypatch.context() as m:
+        m.setattr(punkt.PunktSentenceTokenizer, "span_tokenize", refused)
+        m.setattr(ruler_common._Counter, "counts", needles_only)
+        again = build_ruler(params)
+    assert (again.samples, again.contexts) == (first.samples, first.contexts)
+    for path in small_corpora.glob("*.npy"):
+        path.write_bytes(b"\x93NUMPY not an array")
+    for f in STORED:
+        f.cache_clear()
+    fixed = build_ruler(params)
+    assert (fixed.samples, fixed.contexts) == (first.samples, first.contexts)
