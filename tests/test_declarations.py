@@ -57,3 +57,22 @@ def test_field_defaults_are_keywords():
             if isinstance(n, ast.Call) and getattr(n.func, "id", None) == "Field" and n.args
         ]
         assert positional == [], f"{name}: Field(default=...) at lines {positional}"
+
+
+def test_verb_configs_inherit_only_shared_sections():
+    """Each verb's config (a command's, or a Python call's keywords) is one class whose bases are
+    shared sections (lceval.params, lceval.run.config): never another verb's config, so a reader
+    finds a verb's fields one level up."""
+    from pydantic import BaseModel
+
+    from lceval.run import config
+
+    verbs = {*config.VERBS.values(), config.InferCall, config.EvaluateCall, config.CompareCall}
+    for verb in verbs:
+        above = [c.__name__ for c in verb.__mro__[1:] if c in verbs]
+        assert above == [], f"{verb.__name__} inherits from verb config(s) {above}"
+        for base in verb.__bases__:  # one level: the bases themselves are sections
+            assert issubclass(base, BaseModel) and base.__module__ in (
+                "lceval.params",
+                "lceval.run.config",
+            ), f"{verb.__name__}: base {base.__name__} is not a shared section"
