@@ -346,14 +346,15 @@ def validate(
 
 def given(values: BaseModel | Mapping[str, Any] | None) -> dict[str, Any]:
     """What a layer of settings set: a model's ``model_fields_set`` (a flag on the command line, a
-    keyword of a Python call, a key of a params file), a mapping's keys. Null and an empty mapping
-    are never set: they are the unset markers no flag can say (a notebook's ``max_new_tokens =
-    None`` and ``backend_options = {}`` leave the run's declared values in place)."""
+    keyword of a Python call, a key of a params file), a mapping's keys. Null, an empty mapping
+    and an empty list are never set: they are the unset markers no flag can say (a notebook's
+    ``max_new_tokens = None``, ``backend_options = {}`` and ``stop = []`` leave the run's
+    declared values in place)."""
     if values is None:
         return {}
     if isinstance(values, BaseModel):
         values = {k: getattr(values, k) for k in values.model_fields_set}
-    return {k: v for k, v in values.items() if v is not None and v != {}}
+    return {k: v for k, v in values.items() if v is not None and v != {} and v != []}
 
 
 def layered(config: type[M], *layers: BaseModel | Mapping[str, Any] | None, where: str = "") -> M:
@@ -638,11 +639,13 @@ class InferenceSection(Engine, Generation):
         return self
 
 
-class JudgeOptions(Engine, Budget):
-    """The judge model's options, declared once (the answer cap is :class:`Budget`'s; null: the
-    judge's own default; the engine choice :class:`Engine`'s, its backend defaulting to hf):
-    every LLM judge scorer's options (:class:`lceval.models.judge.JudgeModel` subclasses this)
-    and, each prefixed ``judge_``, a notebook's judge section (:class:`Judge`)."""
+class JudgeOptions(Engine, Generation):
+    """The judge model's options, declared once: the engine choice (:class:`Engine`'s, its
+    backend defaulting to hf) and the generation config of its questions (:class:`Generation`'s:
+    the answer cap, null: the judge's own default; the thinking budget, stop strings,
+    temperature, top_p, seed), every LLM judge scorer's options
+    (:class:`lceval.models.judge.JudgeModel` subclasses this) and, each prefixed ``judge_``, a
+    notebook's judge section (:class:`Judge`)."""
 
     model: Text | None = Field(
         default=None, description="judge model path or hub id; null: the embedded SmolLM2"

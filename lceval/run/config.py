@@ -172,6 +172,9 @@ INFERENCE_DEFAULTS = (
     "backend_options",
     "batch_size",
     "temperature",
+    "top_p",
+    "stop",
+    "max_thinking_tokens",
 )
 
 
