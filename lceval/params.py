@@ -346,14 +346,15 @@ def validate(
 
 def given(values: BaseModel | Mapping[str, Any] | None) -> dict[str, Any]:
     """What a layer of settings set: a model's ``model_fields_set`` (a flag on the command line, a
-    keyword of a Python call, a key of a params file), a mapping's keys. Null and an empty mapping
-    are never set: they are the unset markers no flag can say (a notebook's ``max_new_tokens =
-    None`` and ``backend_options = {}`` leave the run's declared values in place)."""
+    keyword of a Python call, a key of a params file), a mapping's keys. Null, an empty mapping
+    and an empty list are never set: they are the unset markers no flag can say (a notebook's
+    ``max_new_tokens = None``, ``backend_options = {}`` and ``stop = []`` leave the run's
+    declared values in place)."""
     if values is None:
         return {}
     if isinstance(values, BaseModel):
         values = {k: getattr(values, k) for k in values.model_fields_set}
-    return {k: v for k, v in values.items() if v is not None and v != {}}
+    return {k: v for k, v in values.items() if v is not None and v != {} and v != []}
 
 
 def layered(config: type[M], *layers: BaseModel | Mapping[str, Any] | None, where: str = "") -> M:
@@ -537,7 +538,36 @@ class Generation(ThinkingBudget, Budget):
     )
 
 
-class InferenceSection(Generation):
+class Engine(Declared):
+    """The engine choice, declared once: the backend and its options (``replicas=N`` among them:
+    engine replicas on Ray). :class:`InferenceSection` (``lceval infer``'s ``--backend`` and
+    ``-o``, a params file's and notebook's inference keys) and :class:`JudgeOptions` (a judge's,
+    whose backend defaults to hf: :func:`_default`) read it."""
+
+    backend: Text = Field(
+        default="auto",
+        description="auto (vllm when it imports and the CPU has native bfloat16 or a CUDA GPU "
+        "is present, else hf; says which), hf, vllm or openai (default: auto; a judge's: hf)",
+    )
+    backend_options: Options = Field(
+        default_factory=dict,
+        description="backend option, e.g. device=cuda, tensor_parallel_size=2, replicas=2, "
+        "base_url=http://... (an OpenAI-compatible endpoint, with backend openai)",
+        json_schema_extra={"flag": ["-o", "--option"], "kv": True},
+    )
+
+
+def _default(section: type[M], name: str, value: Any) -> None:
+    """Give ``section``'s inherited field ``name`` the default ``value``, its declaration
+    (type, range, description) kept: a section that differs from the one that declares a field
+    in its default only overrides that, rather than declaring the field a second time. Call it
+    right after the class, before any subclass."""
+    fields = section.__pydantic_fields__
+    fields[name] = type(fields[name]).merge_field_infos(fields[name], default=value)
+    section.model_rebuild(force=True)
+
+
+class InferenceSection(Engine, Generation):
     """The inference section of a params file and ``lceval infer``'s settings, declared once:
     the engine choice and the samples answered, beside the :class:`Generation` config (backend
     names and model entries are checked by :class:`lceval.run.config.InferConfig`)."""
@@ -552,11 +582,6 @@ class InferenceSection(Generation):
         default=None,
         description="print every -o option BACKEND takes (hf, vllm, openai) and exit",
         json_schema_extra={"metavar": "BACKEND"},
-    )
-    backend: str = Field(
-        default="auto",
-        description="auto (default: vllm when it imports and the CPU has native bfloat16 or "
-        "a CUDA GPU is present, else hf; says which), hf, vllm or openai",
     )
     model: str | list[Any] | None = Field(
         default=None,
@@ -598,11 +623,6 @@ class InferenceSection(Generation):
         description="only these task codes",
         json_schema_extra={"nargs": "+"},
     )
-    backend_options: Options = Field(
-        default_factory=dict,
-        description="backend option, e.g. device=cuda, tensor_parallel_size=2, base_url=http://...",
-        json_schema_extra={"flag": ["-o", "--option"], "kv": True},
-    )
     ray_address: str | None = Field(
         default=None,
         min_length=1,
@@ -619,22 +639,21 @@ class InferenceSection(Generation):
         return self
 
 
-class JudgeOptions(Budget):
-    """The judge model's options, declared once (the answer cap is :class:`Budget`'s; null: the
-    judge's own default): every LLM judge scorer's options
+class JudgeOptions(Engine, Generation):
+    """The judge model's options, declared once: the engine choice (:class:`Engine`'s, its
+    backend defaulting to hf) and the generation config of its questions (:class:`Generation`'s:
+    the answer cap, null: the judge's own default; the thinking budget, stop strings,
+    temperature, top_p, seed), every LLM judge scorer's options
     (:class:`lceval.models.judge.JudgeModel` subclasses this) and, each prefixed ``judge_``, a
     notebook's judge section (:class:`Judge`)."""
 
-    backend: Text = Field(default="hf", description="judge backend: hf, vllm, openai or auto")
     model: Text | None = Field(
         default=None, description="judge model path or hub id; null: the embedded SmolLM2"
     )
-    backend_options: Options = Field(
-        default_factory=dict,
-        description="the judge backend's options (device, vLLM engine options, base_url of an "
-        "OpenAI-compatible endpoint with backend openai)",
-    )
     batch_size: Positive = Field(default=8, description="judge prompts per engine call")
+
+
+_default(JudgeOptions, "backend", "hf")  # a judge answers on transformers unless told
 
 
 _JUDGE_FIELDS: dict[str, Any] = {

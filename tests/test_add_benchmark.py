@@ -334,7 +334,7 @@ def test_walk_through_names_what_exists() -> None:
     text = (Path(__file__).parents[1] / "DEVELOPING.md").read_text(encoding="utf-8")
     assert "../shared" not in text and "## Conventions" in text  # STYLE.md was folded in
     assert not (Path(__file__).parents[1] / "STYLE.md").exists()
-    start = text.index("   BENCHMARK = Benchmark(\n")
+    start = text.index("   BENCHMARK = LEvalBenchmark(")
     block = text[start : text.index("```", start)]
     fields = {f.name for f in dataclasses.fields(Benchmark)}
     used = set(re.findall(r"^\s{7}(\w+)=", block, flags=re.M))

@@ -57,3 +57,60 @@ def test_field_defaults_are_keywords():
             if isinstance(n, ast.Call) and getattr(n.func, "id", None) == "Field" and n.args
         ]
         assert positional == [], f"{name}: Field(default=...) at lines {positional}"
+
+
+def test_verb_configs_inherit_only_shared_sections():
+    """Each verb's config (a command's, or a Python call's keywords) is one class whose bases are
+    shared sections (lceval.params, lceval.run.config): never another verb's config, so a reader
+    finds a verb's fields one level up."""
+    from pydantic import BaseModel
+
+    from lceval.run import config
+
+    verbs = {*config.VERBS.values(), config.InferCall, config.EvaluateCall, config.CompareCall}
+    for verb in verbs:
+        above = [c.__name__ for c in verb.__mro__[1:] if c in verbs]
+        assert above == [], f"{verb.__name__} inherits from verb config(s) {above}"
+        for base in verb.__bases__:  # one level: the bases themselves are sections
+            assert issubclass(base, BaseModel) and base.__module__ in (
+                "lceval.params",
+                "lceval.run.config",
+            ), f"{verb.__name__}: base {base.__name__} is not a shared section"
+
+
+def _fields(name: str) -> list[str]:
+    """Where a class outside lceval/benchmarks/ declares the setting ``name``: a field with a
+    default (a record's field, as ``JudgeCalls.backend``, says what was used; a function's
+    ``backend`` parameter is an engine)."""
+    out = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        if path.relative_to(PACKAGE).parts[0] == "benchmarks":
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ClassDef):
+                out += [
+                    f"{path.relative_to(PACKAGE)}:{node.name}"
+                    for x in node.body
+                    if isinstance(x, ast.AnnAssign)
+                    and getattr(x.target, "id", None) == name
+                    and x.value is not None
+                ]
+    return out
+
+
+def test_the_engine_choice_is_declared_once():
+    """backend and backend_options are lceval.params.Engine's alone: the inference section and
+    the judge's options inherit them (the judge overriding the backend's default only)."""
+    from lceval.params import Engine, InferenceSection, Judge, JudgeOptions
+
+    assert _fields("backend") == [
+        "models/specs.py:ModelSpec",  # a model entry's own backend: {model, backend, options}
+        "params.py:Engine",
+    ]
+    assert _fields("backend_options") == ["params.py:Engine"]
+    assert InferenceSection().backend == "auto" and JudgeOptions().backend == "hf"
+    assert Judge().judge_backend == "hf"  # a notebook's judge_backend: the judge's default
+    for section in (InferenceSection, JudgeOptions):
+        for key in ("backend", "backend_options"):
+            got, declared = section.model_fields[key], Engine.model_fields[key]
+            assert (got.description, got.metadata) == (declared.description, declared.metadata)

@@ -215,3 +215,37 @@ def test_longgenbench_judge_takes_its_budget(tmp_path: Path) -> None:
     assert llm_judge(run, backend="hf", few_shot=True).asker.config.max_new_tokens == 160
     with pytest.raises(LcevalError, match="max_new_tokens"):
         llm_judge(run, backend="hf", max_new_tokens=0)
+
+
+@pytest.mark.parametrize(
+    ("module", "scorer_options"),
+    [
+        ("lceval.benchmarks.longgenbench.judge:llm_judge", {}),
+        ("lceval.benchmarks.cifbench.judge:model_judge", {}),
+    ],
+)
+def test_a_judges_stop_strings_and_thinking_budget_reach_its_engine(
+    tmp_path: Path, module: str, scorer_options: dict
+) -> None:
+    """Issue 48: a judge scorer's options take the generation config (``stop``,
+    ``max_thinking_tokens``, ``temperature``): the config its engine receives for each question
+    holds them, beside the judge's own answer budget."""
+    import importlib
+
+    from lceval.core.io import RunDir
+
+    path, _, name = module.partition(":")
+    make = getattr(importlib.import_module(path), name)
+    run = RunDir("r", tmp_path).create()
+    options = {"stop": ["\n\n", "###"], "max_thinking_tokens": 64, "temperature": 0.5}
+    judge = make(run, **scorer_options, **options, max_new_tokens=7)
+    load = Loader()
+    judge.asker.load = load  # the scripted engine in place of the hf model
+    judge.asker.ask(_questions("a"), "judge test")
+    (config,) = load.backend.configs
+    assert (config.stop, config.max_thinking_tokens) == (["\n\n", "###"], 64)
+    assert (config.temperature, config.max_new_tokens) == (0.5, 7)
+    assert config.stops(_questions("a")[0])[-2:] == ("\n\n", "###")
+    # unset, the judge asks as before: its stored answers keep their config hash
+    plain = make(run, **scorer_options, max_new_tokens=7).asker.config
+    assert plain.hash() == GenerationConfig(max_new_tokens=7).hash()

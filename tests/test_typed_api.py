@@ -90,13 +90,33 @@ lceval.evaluate("lifbench", max_new_tokens=8, param={"lengths": [512]})
 lceval.evaluate("lifbench", root="outputs", progress=False, scorer="lifbench:strict")
 lceval.compare("a", "b", alpah=0.1)
 lceval.compare("a", "b", alpha=0.1, no_tasks=True, root="outputs")
+from lceval.benchmarks.cifbench import data as c_d, helpers as cif, report as c_r, tables as c_t
+from lceval.benchmarks.leval import data as leval_data, helpers as leval, ntk
+from lceval.benchmarks.lifbench import helpers as lif, report as lif_report
+from lceval.benchmarks.longgenbench import helpers as lgb, ruler_correlation, tables as lgb_t
+from lceval.benchmarks.manyifeval import helpers as many, refine
+from lceval.notebook import get_benchmark
+helpers: tuple[lif.Report, many.Refine, lgb.RulerCorrelation, lgb.Tables] = (
+    lif_report, refine, ruler_correlation, lgb_t
+)
+from lceval.benchmarks.cifbench import variants as c_v
+more: tuple[leval.Data, leval.Ntk, cif.Data, cif.Report, cif.Tables, cif.Variants] = (
+    leval_data, ntk, c_d, c_r, c_t, c_v
+)
+lif_helper = get_benchmark("lifbench").helper("report")
+gap: dict[str, object] = lif_helper.report_ifs_gap("a", "b", root="outputs")
+lif_helper.report_ifs_gap("a", 3)
+get_benchmark("leval").helper("ntk").plan_sweep("r", lengths=[4096], samples=2)
+get_benchmark("leval").helper("ntk").plan_sweep("r", lengths=[4096], samples="2")
+get_benchmark("cifbench").helper("data").write_demo_dataset("d", public_input=3)
 """
 
 
 @pytest.mark.slow  # mypy reads the whole package and pydantic: ~30 s of CPU (the one mypy run)
 def test_a_users_mypy_without_plugin_or_config_checks_the_face(tmp_path):
-    """Issue 48 item 4: in a user's project (no pydantic plugin, no lceval config) the correct
-    calls give no error and each misspelt keyword or wrong type one."""
+    """Issue 48 items 4 and 5: in a user's project (no pydantic plugin, no lceval config) the
+    correct calls give no error and each misspelt keyword or wrong type one; a notebook's
+    ``get_benchmark(KEY).helper(NAME)`` is typed as that helper module's Protocol."""
     (tmp_path / "user.py").write_text(USER_FILE)
     (tmp_path / "mypy.ini").write_text("[mypy]\n")  # no plugin, nothing of ours
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
@@ -110,7 +130,7 @@ def test_a_users_mypy_without_plugin_or_config_checks_the_face(tmp_path):
     )
     errors = [line for line in out.stdout.splitlines() if ": error:" in line]
     lines = [int(line.split(":")[1]) for line in errors]
-    assert lines == [8, 9, 10, 11, 12, 14, 18], out.stdout
+    assert lines == [8, 9, 10, 11, 12, 14, 18, 35, 37, 38], out.stdout
     assert 'Unexpected keyword argument "max_new_token"' in errors[0]
     assert 'Argument "temperature" to "evaluate" has incompatible type "str"' in errors[1]
     assert 'Unexpected keyword argument "limt" for "infer"' in errors[2]
@@ -118,6 +138,11 @@ def test_a_users_mypy_without_plugin_or_config_checks_the_face(tmp_path):
     assert 'Unexpected keyword argument "rooot" for "score"' in errors[4]
     assert 'Unexpected keyword argument "rooot" for "score"' in errors[5]
     assert 'Unexpected keyword argument "alpah" for "compare_runs"' in errors[6]
+    # Benchmark.helper(): each helper module is its Protocol (the modules above conform to
+    # theirs: no error), a helper's call is checked as the module's function
+    assert 'Argument 2 to "report_ifs_gap" of "Report" has incompatible type "int"' in errors[7]
+    assert 'Argument "samples" to "plan_sweep" of "Ntk" has incompatible type "str"' in errors[8]
+    assert 'Unexpected keyword argument "public_input" for "write_demo_dataset"' in errors[9]
 
 
 def test_compare_keywords_are_declared_by_compare_call():

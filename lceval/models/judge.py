@@ -17,7 +17,7 @@ from lceval.models import base, lifeline
 from lceval.models.backends import known_backend
 from lceval.models.base import Backend, GenerationConfig
 from lceval.models.generate import generate
-from lceval.params import JudgeOptions, ScorerOptions
+from lceval.params import Generation, JudgeOptions, ScorerOptions
 
 if TYPE_CHECKING:
     from lceval.core.store import ResponseStore
@@ -123,6 +123,13 @@ class JudgeModel(ScorerOptions, JudgeOptions):
     ``judge_<option>`` params fill them (:func:`lceval.benchmarks.registry.judge_options`)."""
 
     _backend = field_validator("backend")(known_backend)
+
+    def generation(self) -> GenerationConfig:
+        """The generation config of the judge's questions: these options' :class:`Generation`
+        fields (``stop``, ``max_thinking_tokens``, ``temperature``, ...), each engine mapping
+        it as it maps an answering model's; ``max_new_tokens`` as given (a judge whose option
+        is null replaces it with its own default)."""
+        return GenerationConfig(**self.model_dump(include=set(Generation.model_fields)))
 
     def loader(self) -> Callable[[], Backend]:
         """:meth:`ModelJudge.loader` of these options."""

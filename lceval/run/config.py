@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Mapping, Sequence
-from typing import Any, TypeVar
+from typing import Any, Self, TypeVar
 
 import yaml
 from pydantic import BaseModel, Field, ValidationInfo, field_validator, model_validator
@@ -109,11 +109,11 @@ def _mapping_text(item: Any) -> Any:
     return value
 
 
-class InferConfig(InferenceSection):
-    """Answer a run's samples with a model (resumable).
-
-    ``lceval infer``, :func:`lceval.run.infer` and a notebook's inference section:
-    :class:`lceval.params.InferenceSection` plus the checks that need the models layer."""
+class CheckedInference(InferenceSection):
+    """A shared section: :class:`lceval.params.InferenceSection` plus the checks that need the
+    models layer (backend names, model entries), which ``lceval.params`` may not import. Every
+    verb config that answers (:class:`InferConfig`, :class:`InferCall`, :class:`EvalConfig`,
+    :class:`EvaluateCall`) takes it as a base, none of them another verb's config."""
 
     _backend = field_validator("backend")(known_backend)
 
@@ -153,7 +153,14 @@ class Call(Declared):
     )
 
 
-class InferCall(InferConfig, Call):
+class InferConfig(CheckedInference):
+    """Answer a run's samples with a model (resumable).
+
+    ``lceval infer``, :func:`lceval.run.infer` and a notebook's inference section:
+    :class:`lceval.params.InferenceSection` plus the checks that need the models layer."""
+
+
+class InferCall(CheckedInference, Call):
     """:func:`lceval.run.infer`'s keywords: :class:`InferConfig`'s and :class:`Call`'s."""
 
 
@@ -165,6 +172,9 @@ INFERENCE_DEFAULTS = (
     "backend_options",
     "batch_size",
     "temperature",
+    "top_p",
+    "stop",
+    "max_thinking_tokens",
 )
 
 
@@ -193,12 +203,7 @@ class BuildParams(Declared):
     )
 
 
-class BuildSource(BuildParams, BenchmarkKey):
-    """What a build reads, shared by ``lceval build`` and ``lceval eval``: the benchmark, its
-    params file and ``-p`` overrides."""
-
-
-class BuildConfig(BuildSource):
+class BuildConfig(BuildParams, BenchmarkKey):
     """Build a benchmark's samples into a run folder."""
 
     run_id: str = Field(min_length=1, description="the run folder's name")
@@ -210,9 +215,10 @@ class BuildConfig(BuildSource):
     )
 
 
-class EvalOptions(InferConfig, BuildParams):
-    """``lceval eval``'s flags but the benchmark: :class:`InferConfig`'s keys, the build's
-    (:class:`BuildParams`) and the scorer the report reads."""
+class Evaluation(Declared):
+    """A shared section: what ``lceval eval`` and :func:`lceval.evaluate` add to the inference
+    (:class:`CheckedInference`) and build (:class:`BuildParams`) sections: the run's name (not
+    positional here), the rebuild switch and the scorer the report reads."""
 
     run_id: str | None = Field(
         default=None,
@@ -234,13 +240,14 @@ class EvalOptions(InferConfig, BuildParams):
     )
 
 
-class EvalConfig(EvalOptions, BenchmarkKey):
+class EvalConfig(Evaluation, CheckedInference, BuildParams, BenchmarkKey):
     """Build, answer, score and report a benchmark in one command (resumable)."""
 
 
-class EvaluateCall(EvalOptions, Call):
-    """:func:`lceval.evaluate`'s keywords: :class:`EvalOptions` (``lceval eval``'s flags less the
-    positional benchmark) and :class:`Call`'s ``root`` and ``progress``."""
+class EvaluateCall(Evaluation, CheckedInference, BuildParams, Call):
+    """:func:`lceval.evaluate`'s keywords: ``lceval eval``'s flags less the positional benchmark
+    (:class:`Evaluation`, :class:`CheckedInference`, :class:`BuildParams`) and :class:`Call`'s
+    ``root`` and ``progress``."""
 
 
 class PlanConfig(ThinkingBudget, Budget):
@@ -311,9 +318,9 @@ class ReportConfig(Declared):
     )
 
 
-class CompareConfig(Declared):
-    """Rank one run's models (a leaderboard), or compare two runs (or two models of one run)
-    paired."""
+class Comparison(Declared):
+    """A shared section: the runs compared and how (``lceval compare``'s flags,
+    :class:`CompareConfig`, and :func:`lceval.compare`'s keywords, :class:`CompareCall`)."""
 
     run_ids: list[str] = Field(
         min_length=1,
@@ -363,7 +370,7 @@ class CompareConfig(Declared):
         return self.leaderboard or len(self.run_ids) > 2 or one_run
 
     @model_validator(mode="after")
-    def _paired_flags(self) -> CompareConfig:
+    def _paired_flags(self) -> Self:
         """The flags of a paired comparison refused for a leaderboard (a ValueError: one line
         through :func:`lceval.params.first_error`)."""
         if self.ranked and (self.model_a or self.model_b):
@@ -373,10 +380,15 @@ class CompareConfig(Declared):
         return self
 
 
-class CompareCall(CompareConfig):
+class CompareConfig(Comparison):
+    """Rank one run's models (a leaderboard), or compare two runs (or two models of one run)
+    paired."""
+
+
+class CompareCall(Comparison):
     """:func:`lceval.compare` (:func:`lceval.report.compare.compare_runs`, a paired comparison):
-    :class:`CompareConfig` with what only Python gives (``lceval compare`` takes these
-    defaults): the folder of the runs and the paired test's resampling."""
+    :class:`Comparison` (``lceval compare``'s flags) with what only Python gives (``lceval
+    compare`` takes these defaults): the folder of the runs and the paired test's resampling."""
 
     root: FolderPath = Field(
         default=None,

@@ -45,7 +45,13 @@ from lceval.models.specs import (
 )
 from lceval.params import Generation, given, keywords_of, layered
 from lceval.run import plan
-from lceval.run.config import INFERENCE_DEFAULTS, InferCall, InferConfig, validate
+from lceval.run.config import (
+    INFERENCE_DEFAULTS,
+    CheckedInference,
+    InferCall,
+    InferConfig,
+    validate,
+)
 from lceval.run.selection import per_task
 
 DEFAULT_CALL_SIZE = 8
@@ -114,7 +120,7 @@ def infer(run_id: str, /, **options: Any) -> list[Response]:
 
 
 def run_infer(
-    config: InferConfig, *, root: str | Path | None = None, progress: bool = True
+    config: CheckedInference, *, root: str | Path | None = None, progress: bool = True
 ) -> list[Response]:
     """:func:`infer` of a validated config (``lceval infer``, ``lceval eval``, the NTK sweep):
     what ``config`` set (:func:`lceval.params.given`) goes over the inference settings the run's

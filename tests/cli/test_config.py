@@ -145,7 +145,7 @@ def test_schema_command_writes_one_file_per_verb(tmp_path, capsys):
     "override, message",
     [
         ("bogus=1", "unknown parameter 'bogus'"),
-        ("max_new_token=8", "did you mean max_new_tokens?"),
+        ("max_new_token=8", "did you mean max_new_tokens"),
         ("max_new_tokens=abc", "-p: max_new_tokens must be an integer, got 'abc'"),
         ("max_new_tokens=-5", "-p: max_new_tokens must be >= 1, got -5"),
         ("backend=foo", "-p: backend: unknown backend 'foo'"),
@@ -177,7 +177,7 @@ def test_unknown_key_in_a_pipeline_steps_params_file(tmp_path, capsys):
     out = tmp_path / "out"
     code = main(["run", str(tmp_path / "pipe.yaml"), "--outputs", str(out)])
     err = capsys.readouterr().err
-    assert code == 2 and "unknown parameter 'max_new_token'; did you mean max_new_tokens?" in err
+    assert code == 2 and "unknown parameter 'max_new_token'; did you mean max_new_tokens" in err
     assert not out.exists()
 
 
@@ -333,3 +333,16 @@ def test_every_pipelines_params_files_pass_their_declared_types(pipeline, monkey
     monkeypatch.setattr(notebooks, "run_notebook", lambda nb, rid, p, **kw: ran.append(nb.stem))
     notebooks.run_pipeline(pipeline, "x", outputs_root="/nonexistent")
     assert ran
+
+
+def test_build_params_declare_the_stop_strings_and_thinking_budget():
+    """Issue 48: a build's params declare the whole generation config (stop strings, thinking
+    budget, top_p) as they declare the answer cap: run.json's inference records them (which
+    ``lceval infer`` takes below its flags and keywords: tests/run/test_parity.py)."""
+    from lceval.run.building import _inference_defaults
+
+    said = {"stop": ["END", "###"], "max_thinking_tokens": 128, "top_p": 0.9, "seed": 3}
+    got = _inference_defaults({"leval": said})  # seed: a builder's own (the sampling of data)
+    assert got == {"stop": ["END", "###"], "max_thinking_tokens": 128, "top_p": 0.9}
+    with pytest.raises(LcevalError, match="max_thinking_tokens must be >= 1, got 0"):
+        _inference_defaults({"leval": {"max_thinking_tokens": 0}})

@@ -35,6 +35,9 @@ DECLARED = {  # what the run's build params declared (run.json's inference)
     "max_new_tokens": 64,
     "truncate": True,
     "temperature": 0.5,
+    "top_p": 0.9,
+    "stop": ["END"],
+    "max_thinking_tokens": 128,
 }
 TASKS = ("LOI", "LSI")
 

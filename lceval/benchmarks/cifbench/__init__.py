@@ -13,8 +13,9 @@ from typing import Literal
 
 from pydantic import Field
 
-from lceval.benchmarks.base import Benchmark, ContextModes, ScorerSpec, lazy
+from lceval.benchmarks.base import ContextModes, ScorerSpec, lazy
 from lceval.benchmarks.cifbench.gold import GOLD, OFFICIAL_TASKS
+from lceval.benchmarks.cifbench.helpers import CIFBenchmark
 from lceval.models.judge import JudgeModel
 
 _RULE_OPTIONS = {
@@ -42,7 +43,7 @@ class ModelJudgeOptions(JudgeModel):
     )
 
 
-BENCHMARK = Benchmark(
+BENCHMARK = CIFBenchmark(
     key="cifbench",
     title="CIF-Bench: a Chinese instruction-following benchmark (Li et al., 2024)",
     tasks=OFFICIAL_TASKS,

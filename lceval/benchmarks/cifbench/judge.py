@@ -162,6 +162,9 @@ class ModelJudge(asking.AsksModel):
         store: where judgments are appended (``cifbench_judge.jsonl``; resumable).
         types: output types judged by the model; the others are scored by rules.
         max_new_tokens: judgment budget in tokens.
+        config: the generation config of the questions (``stop``, ``max_thinking_tokens``,
+            ``temperature``, ...: :meth:`lceval.models.judge.JudgeModel.generation`), its
+            ``max_new_tokens`` replaced by the budget above.
         batch_size: prompts per engine call.
         rule_options: options of the rule-based scorer for the other types.
         label: the judge's name until the backend is loaded.
@@ -172,6 +175,7 @@ class ModelJudge(asking.AsksModel):
     store: ResponseStore
     types: tuple[str, ...] = PAPER_TYPES
     max_new_tokens: int = 256
+    config: GenerationConfig = field(default_factory=GenerationConfig)
     batch_size: int = 8
     rule_options: Mapping[str, Any] = field(default_factory=dict)
     label: str = "judge"
@@ -184,7 +188,7 @@ class ModelJudge(asking.AsksModel):
         self.asker = asking.ModelJudge(
             self.load,
             self.store,
-            GenerationConfig(max_new_tokens=self.max_new_tokens),
+            self.config.model_copy(update={"max_new_tokens": self.max_new_tokens}),
             batch_size=self.batch_size,
             label=self.label,
             progress=self.progress,
@@ -302,6 +306,7 @@ def model_judge(run: RunDir, **options: Any) -> ModelJudge:
         ResponseStore(run.path / JUDGE_FILE),
         chosen,
         max_new_tokens=opts.max_new_tokens,
+        config=opts.generation(),
         batch_size=opts.batch_size,
         rule_options=rule_options,
         label=opts.label,

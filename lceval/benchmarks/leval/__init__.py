@@ -12,8 +12,9 @@ study, :mod:`lceval.benchmarks.leval.ntk`.
 
 from pydantic import Field
 
-from lceval.benchmarks.base import Benchmark, ContextModes, ScorerSpec, lazy
+from lceval.benchmarks.base import ContextModes, ScorerSpec, lazy
 from lceval.benchmarks.leval.gold import GOLD, TASKS
+from lceval.benchmarks.leval.helpers import LEvalBenchmark
 from lceval.models.judge import JudgeModel
 
 
@@ -37,7 +38,7 @@ GAMES_FILE = "leval_games.parquet"
 """Per-game verdicts of the pairwise judge (two rows per judged response), from
 Judgement.details."""
 
-BENCHMARK = Benchmark(
+BENCHMARK = LEvalBenchmark(
     key="leval",
     title="L-Eval: standardized evaluation for long context language models (An et al., ACL 2024)",
     tasks=TASKS,

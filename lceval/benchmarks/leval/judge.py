@@ -158,6 +158,9 @@ class PairwiseJudge(AsksModel):
         baselines: (query, reference) -> the baseline's answer.
         baseline_name: the baseline model's name (for the details rows).
         max_new_tokens: judgment budget in tokens.
+        config: the generation config of the questions (``stop``, ``max_thinking_tokens``,
+            ``temperature``, ...: :meth:`lceval.models.judge.JudgeModel.generation`), its
+            ``max_new_tokens`` replaced by the budget above.
         batch_size: prompts per ``backend.generate`` call.
         label: the judge's name until the backend is loaded.
         progress: show a progress bar per group.
@@ -168,6 +171,7 @@ class PairwiseJudge(AsksModel):
     baselines: Mapping[tuple[str, str], str]
     baseline_name: str = "baseline"
     max_new_tokens: int = 2048
+    config: GenerationConfig = field(default_factory=GenerationConfig)
     batch_size: int = 16
     label: str = "judge"
     progress: bool = False
@@ -180,7 +184,7 @@ class PairwiseJudge(AsksModel):
         self.asker = ModelJudge(
             self.load,
             self.store,
-            GenerationConfig(max_new_tokens=self.max_new_tokens),
+            self.config.model_copy(update={"max_new_tokens": self.max_new_tokens}),
             batch_size=self.batch_size,
             label=self.label,
             progress=self.progress,
@@ -319,6 +323,7 @@ def pairwise_judge(run: RunDir, **options: Any) -> PairwiseJudge:
         answers,
         baseline_name=name,
         max_new_tokens=opts.max_new_tokens,
+        config=opts.generation(),
         batch_size=opts.batch_size,
         label=opts.label,
     )

@@ -6,10 +6,11 @@ Files: ``gold.py`` (answer keys per task), ``build.py`` (+ ``inputs.py``, ``expr
 (Tables 3-4, Fig. 2 as files), ``resources/``.
 """
 
-from lceval.benchmarks.base import Benchmark, ContextModes, ScorerSpec, lazy
+from lceval.benchmarks.base import ContextModes, ScorerSpec, lazy
 from lceval.benchmarks.lifbench.gold import GOLD, TASKS
+from lceval.benchmarks.lifbench.helpers import LIFBenchmark
 
-BENCHMARK = Benchmark(
+BENCHMARK = LIFBenchmark(
     key="lifbench",
     title="LIFBench: instruction following over long contexts (Wu et al., 2024)",
     tasks=TASKS,

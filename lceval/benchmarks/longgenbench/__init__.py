@@ -9,8 +9,9 @@ cross-paper study, :mod:`lceval.benchmarks.longgenbench.ruler_correlation`.
 
 from pydantic import Field
 
-from lceval.benchmarks.base import Benchmark, ContextModes, ScorerSpec, lazy
+from lceval.benchmarks.base import ContextModes, ScorerSpec, lazy
 from lceval.benchmarks.longgenbench.gold import GOLD, TASKS
+from lceval.benchmarks.longgenbench.helpers import LongGenBenchmark
 from lceval.models.judge import JudgeModel
 
 
@@ -28,7 +29,7 @@ class LLMJudgeOptions(JudgeModel):
 CHECKS_FILE = "longgenbench_checks.parquet"
 """Per-check verdicts (one row per check), written by the pipeline from Judgement.details."""
 
-BENCHMARK = Benchmark(
+BENCHMARK = LongGenBenchmark(
     key="longgenbench",
     title="LongGenBench: long-context generation benchmark (Wu et al., ICLR 2025)",
     tasks=TASKS,

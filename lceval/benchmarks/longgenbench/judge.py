@@ -127,7 +127,9 @@ class LLMJudge(AsksModel):
         second_judge: also run the offline judge on the same pairs (rows' ``yes_2``).
         max_new_tokens: answer budget (default 8 zero-shot; 160 few-shot, which asks for an
             analysis).
-        temperature: 0 = greedy (the official judge sampled at 0.95 with seed 42).
+        config: the generation config of the questions (``stop``, ``max_thinking_tokens``,
+            ``temperature``: 0 = greedy, the official judge sampled at 0.95 with seed 42; its
+            ``max_new_tokens`` replaced by the budget above).
         label: the judge's name until the backend is loaded (the model or backend name).
         progress: show a progress bar per group.
     """
@@ -138,7 +140,7 @@ class LLMJudge(AsksModel):
     batch_size: int = 64
     second_judge: bool = True
     max_new_tokens: int | None = None
-    temperature: float = 0.0
+    config: GenerationConfig = field(default_factory=GenerationConfig)
     label: str = "judge"
     progress: bool = False
     batch_items: int = field(init=False)
@@ -151,7 +153,7 @@ class LLMJudge(AsksModel):
         self.asker = ModelJudge(
             self.load,
             self.store,
-            GenerationConfig(max_new_tokens=self._budget, temperature=self.temperature),
+            self.config.model_copy(update={"max_new_tokens": self._budget}),
             batch_size=self.batch_size,
             label=self.label,
             progress=self.progress,
@@ -263,6 +265,7 @@ def llm_judge(run: RunDir, **options: Any) -> LLMJudge:
         batch_size=opts.batch_size,
         second_judge=opts.second_judge,
         max_new_tokens=opts.max_new_tokens,
+        config=opts.generation(),
         label=opts.label,
     )
 

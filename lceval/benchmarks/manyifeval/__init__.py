@@ -9,10 +9,11 @@ Scorer version 2: a check over the work budget, a checker that raises and a chec
 be built are undecided (NaN with the reason) instead of "not followed" (version 1).
 """
 
-from lceval.benchmarks.base import Benchmark, ContextModes, ScorerSpec, lazy
+from lceval.benchmarks.base import ContextModes, ScorerSpec, lazy
 from lceval.benchmarks.manyifeval.gold import GOLD, TASKS
+from lceval.benchmarks.manyifeval.helpers import ManyIFEvalBenchmark
 
-BENCHMARK = Benchmark(
+BENCHMARK = ManyIFEvalBenchmark(
     key="manyifeval",
     title="Curse of Instructions: ManyIFEval (Harada et al., 2025)",
     tasks=TASKS,
