@@ -562,8 +562,9 @@ def _default(section: type[M], name: str, value: Any) -> None:
     (type, range, description) kept: a section that differs from the one that declares a field
     in its default only overrides that, rather than declaring the field a second time. Call it
     right after the class, before any subclass."""
-    fields = section.__pydantic_fields__
-    fields[name] = type(fields[name]).merge_field_infos(fields[name], default=value)
+    field = copy.copy(section.model_fields[name])  # the inherited one stays the base's
+    field.default = value
+    section.model_fields[name] = field  # pydantic's public fields, rebuilt from them
     section.model_rebuild(force=True)
 
 
