@@ -218,7 +218,7 @@ run 01 builds and 02 answers); every other notebook is its own group (05 reads t
 
 LONGEST = {
     "tests/test_docs.py::test_quickstart_step_by_step_runs_as_written": 200.0,
-    "ray": 330.0,
+    "ray": 300.0,
     "notebooks-lifbench": 100.0,
     "notebooks-07_ruler": 70.0,
     "notebooks-11_cif_bench": 75.0,
@@ -238,9 +238,9 @@ rough order is enough; units not named keep the collection order after these."""
 def _xdist_group(item: pytest.Item) -> str | None:
     """The pytest-xdist group (``--dist loadgroup``: one worker runs a group's items in order) of
     items that must not be spread over workers: a notebook's cells and the notebooks that read
-    each other's runs (:data:`NOTEBOOK_CHAINS`), the Ray tests (one local cluster at a time on
-    this machine's ports) and the browser tests (one Chromium start for all: tests/conftest.py's
-    session ``chromium``)."""
+    each other's runs (:data:`NOTEBOOK_CHAINS`), the Ray tests (one cluster for the module, which
+    ``ray start`` makes and every Ray test joins) and the browser tests (one Chromium start for
+    all: tests/conftest.py's session ``chromium``)."""
     if item.path.suffix == ".ipynb":
         return "notebooks-" + NOTEBOOK_CHAINS.get(item.path.stem[:2], item.path.stem)
     if item.path.name == "test_replicas.py":
