@@ -16,6 +16,7 @@ import lceval.run
 from lceval.benchmarks import registry
 from lceval.benchmarks.lifbench import expressions as lexp
 from lceval.benchmarks.lifbench import gold as G
+from lceval.benchmarks.lifbench import inputs as inp
 from lceval.benchmarks.lifbench.build import (
     LENGTHS,
     TASK_SPECS,
@@ -398,6 +399,28 @@ def test_corrupt_corpus_is_named(monkeypatch, tmp_path):
     try:
         with pytest.raises(LcevalError, match="PaulGrahamEssays.json is corrupt"):
             build_lifbench({"tasks": ["OE"], "lengths": ["4k"]})
+    finally:
+        _clear_corpora()
+
+
+def test_corpus_derivations_are_reused_until_the_corpus_is_reloaded(monkeypatch):
+    """A second build reads the sentence units and OneDoc sentences the first derived (1-3 s of
+    each lifbench build); once the corpus loaders' caches are cleared, they are derived afresh."""
+    made: list[str] = []
+    real = inp._make_family_units
+    monkeypatch.setattr(inp, "_make_family_units", lambda name: made.append(name) or real(name))
+    monkeypatch.setattr(inp, "_DERIVED", {})
+    a = inp.DocPool(1, "o200k_base")
+    assert sorted(made) == ["hotpotqa", "paul_graham_essays", "squad"]
+    b = inp.DocPool(1, "o200k_base")
+    assert len(made) == 3 and a.docs == b.docs and a.sizes == b.sizes
+    one, two = inp.OneDocSource("o200k_base", 4096), inp.OneDocSource("o200k_base", 4096)
+    assert one.sentences is two.sentences and isinstance(one.sentences, tuple)
+    _clear_corpora()
+    try:
+        inp.DocPool(1, "o200k_base")
+        assert len(made) == 6
+        assert inp.OneDocSource("o200k_base", 4096).sentences is not one.sentences
     finally:
         _clear_corpora()
 
