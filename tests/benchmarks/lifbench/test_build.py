@@ -407,20 +407,17 @@ def test_corpus_derivations_are_reused_until_the_corpus_is_reloaded(monkeypatch)
     """A second build reads the sentence units and OneDoc sentences the first derived (1-3 s of
     each lifbench build); once the corpus loaders' caches are cleared, they are derived afresh."""
     made: list[str] = []
-    real = inp._make_family_units
-    monkeypatch.setattr(inp, "_make_family_units", lambda name: made.append(name) or real(name))
     monkeypatch.setattr(inp, "_DERIVED", {})
-    a = inp.DocPool(1, "o200k_base")
-    assert sorted(made) == ["hotpotqa", "paul_graham_essays", "squad"]
-    b = inp.DocPool(1, "o200k_base")
-    assert len(made) == 3 and a.docs == b.docs and a.sizes == b.sizes
-    one, two = inp.OneDocSource("o200k_base", 4096), inp.OneDocSource("o200k_base", 4096)
+    monkeypatch.setattr(inp, "_make_family_units", lambda name: made.append(name) or [(None, [])])
+    units = inp._family_units("squad")
+    assert inp._family_units("squad") is units and made == ["squad"]
+    one, two = inp.OneDocSource("o200k_base", 1024), inp.OneDocSource("o200k_base", 1024)
     assert one.sentences is two.sentences and isinstance(one.sentences, tuple)
+    assert inp.OneDocSource("cl100k_base", 1024).sentences is not one.sentences
     _clear_corpora()
     try:
-        inp.DocPool(1, "o200k_base")
-        assert len(made) == 6
-        assert inp.OneDocSource("o200k_base", 4096).sentences is not one.sentences
+        assert inp._family_units("squad") is not units and made == ["squad", "squad"]
+        assert inp.OneDocSource("o200k_base", 1024).sentences is not one.sentences
     finally:
         _clear_corpora()
 
