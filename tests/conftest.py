@@ -152,6 +152,38 @@ def keep_artifact(tmp_path: Path) -> Callable[[Path, str], None]:
     return keep
 
 
+REGRESSION = Path(__file__).parent / "fixtures" / "regression"
+"""The regression fixtures: per benchmark, samples, contexts and one model's responses."""
+
+
+@pytest.fixture(scope="session")
+def regression_report(tmp_path_factory: pytest.TempPathFactory) -> Callable[[str], Any]:
+    """``regression_report(key)``: the run of benchmark ``key``'s regression fixture (its samples,
+    contexts and responses; one model ``m0`` on ``hf``) scored and reported, as a
+    :class:`lceval.core.io.RunDir`. Made once per test process (a score and report cost 2-8 s
+    each on 2 cores) and shared: tests only read it."""
+    import lceval.report
+    import lceval.run
+    from lceval.core.io import RunDir, new_meta
+
+    root = tmp_path_factory.mktemp("regression-reports")
+    runs: dict[str, RunDir] = {}
+
+    def reported(key: str) -> RunDir:
+        if key not in runs:
+            run = RunDir(key, root).create()
+            for name in ("samples.jsonl", "contexts.jsonl", "responses.jsonl"):
+                if (REGRESSION / key / name).exists():
+                    shutil.copy(REGRESSION / key / name, run.path / name)
+            run.write_meta(new_meta(key, models={"m0": {"backend": "hf"}}))
+            lceval.run.score(key, root=root, progress=False)
+            lceval.report.write_report(key, root=root)
+            runs[key] = run
+        return runs[key]
+
+    return reported
+
+
 # -- a small benchmark registered by tests ("echo": exact match, a batch judge, typed gold) --------
 @dataclass(frozen=True)
 class EchoGold(Gold):

@@ -4,14 +4,10 @@ the regression fixtures' responses (no model inference)."""
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 
 import pytest
 
-import lceval.report
-import lceval.run
-from lceval.core.io import RunDir, new_meta
 from lceval.report.index_page import _bench_of, _captions
 from lceval.report.reproduction import read_file
 
@@ -22,14 +18,8 @@ NOT_PAPER_ITEMS = {"Headline", "Check", "Beyond the paper"}
 
 
 @pytest.mark.parametrize("key", BENCHMARKS)
-def test_every_report_table_and_figure_has_a_caption(tmp_path, key):
-    run = RunDir("cap", tmp_path).create()
-    for name in ("samples.jsonl", "contexts.jsonl", "responses.jsonl"):
-        if (FIXTURES / key / name).exists():
-            shutil.copy(FIXTURES / key / name, run.path / name)
-    run.write_meta(new_meta("cap", models={"m0": {"backend": "hf"}}))
-    lceval.run.score("cap", root=tmp_path, progress=False)
-    lceval.report.write_report("cap", root=tmp_path)
+def test_every_report_table_and_figure_has_a_caption(regression_report, key):
+    run = regression_report(key)
     report = Path(run.report)
     csvs = [*report.glob("*.csv"), *report.glob("*/*.csv")]
     pngs = list(Path(run.figures).glob("*.png"))

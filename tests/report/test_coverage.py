@@ -195,22 +195,15 @@ def test_plan_uses_the_budget_cap_the_inference_recorded(partial, capsys):
     assert "budget capped" not in capsys.readouterr().out
 
 
-def test_cifbench_subset_run_is_not_placed_in_table6s_order(tmp_path, request):
+def test_cifbench_subset_run_is_not_placed_in_table6s_order(regression_report, request):
     """Table 6 orders models by public score: a run that is not the paper's grid (the regression
     fixture answers 4 of 150 tasks) is listed above the published rows, not among them, and
     the table's cells are those of the score-ordered table."""
     from lceval.benchmarks.cifbench import tables as cif_tables
-    from lceval.core.io import new_meta
     from lceval.report.coverage import run_coverage
     from lceval.report.reporting import THIS_RUN
 
-    fixture = ROOT / "tests" / "fixtures" / "regression" / "cifbench"
-    run = RunDir("cif", tmp_path).create()
-    for name in ("samples.jsonl", "contexts.jsonl", "responses.jsonl"):
-        shutil.copy(fixture / name, run.path / name)
-    run.write_meta(new_meta("cif", models={"m0": {"backend": "hf"}}))
-    lceval.run.score("cif", root=tmp_path, progress=False)
-    lceval.report.write_report("cif", root=tmp_path)
+    run = regression_report("cifbench")
     assert not any(c.paper_grid for c in run_coverage(run))
     t6 = pd.read_csv(run.report / "cifbench" / "table6.csv", index_col="model")
     mine = (t6["source"] == THIS_RUN).to_numpy()

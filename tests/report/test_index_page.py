@@ -117,17 +117,10 @@ def test_responses_frame_counts_a_retried_error_once(tmp_path):
 
 
 @pytest.mark.parametrize("key", ["ruler", "leval"])
-def test_index_shows_tables_a_report_writes_in_its_own_folder(tmp_path, key):
+def test_index_shows_tables_a_report_writes_in_its_own_folder(regression_report, key):
     """RULER and L-Eval write their tables under report/<key>/: each is on the page under the
     benchmark's title, with a caption."""
-    fixture = Path(__file__).parents[1] / "fixtures" / "regression" / key
-    run = RunDir("sub", tmp_path).create()
-    for name in ("samples.jsonl", "contexts.jsonl", "responses.jsonl"):
-        if (fixture / name).exists():
-            shutil.copy(fixture / name, run.path / name)
-    run.write_meta(new_meta("sub", models={"m0": {"backend": "hf"}}))
-    lceval.run.score("sub", root=tmp_path, progress=False)
-    lceval.report.write_report("sub", root=tmp_path)
+    run = regression_report(key)
     page = (run.report / "index.html").read_text(encoding="utf-8")
     csvs = sorted((run.report / key).glob("*.csv"))
     assert csvs and all(f"{key}/{p.stem}.csv</code>" in page for p in csvs)

@@ -313,7 +313,35 @@ class MultiDocContext:
     """Duplicate groups as 1-based document numbers (groups with >= 2 members present)."""
 
 
-def _family_units(name: str) -> list[tuple[str | None, list[str]]]:
+_DERIVED: dict[tuple[object, ...], tuple[object, Any]] = {}
+"""What a build derives from a shipped corpus (sentence units, sentence sizes), kept beside the
+corpus object it came from: a later build in the process reuses it while ``lceval.core.corpora``
+serves the same object (its loaders are cached) and derives it afresh after their caches are
+cleared. Each derivation costs 0.5-1.5 s of a lifbench build."""
+
+
+def _derived(key: tuple[object, ...], corpus: object, make: Callable[[], Any]) -> Any:
+    """``make()`` for ``corpus`` under ``key``, kept while ``corpus`` is the object served."""
+    kept = _DERIVED.get(key)
+    if kept is None or kept[0] is not corpus:
+        kept = _DERIVED[key] = (corpus, make())
+    return kept[1]
+
+
+def _family_units(name: str) -> tuple[tuple[str | None, list[str]], ...]:
+    """(title, sentences) units of a document family, in corpus order (derived once per
+    corpus object: callers only read them)."""
+    corpus: object = (
+        corpora.squad()
+        if name == "squad"
+        else corpora.hotpotqa()
+        if name == "hotpotqa"
+        else corpora.paul_graham_essays()
+    )
+    return _derived(("units", name), corpus, lambda: tuple(_make_family_units(name)))
+
+
+def _make_family_units(name: str) -> list[tuple[str | None, list[str]]]:
     """(title, sentences) units of a document family, in corpus order."""
     if name == "squad":
         seen: dict[str, tuple[str, list[str]]] = {}
@@ -391,7 +419,7 @@ class DocPool:
 
     def _chunk(
         self,
-        units: list[tuple[str | None, list[str]]],
+        units: Sequence[tuple[str | None, list[str]]],
         cursors: dict[str, int],
         fam: str,
         target: int,
@@ -509,13 +537,19 @@ class OneDocSource:
         self.encoding = encoding
         essays = corpora.paul_graham_essays()
         chars = min(len(essays), max_limit * 6 + 20000)
-        try:
-            self.sentences = [s.strip() for s in nltk.sent_tokenize(essays[:chars]) if s.strip()]
-        except LookupError as exc:
-            raise LcevalError(f"NLTK punkt data missing: {str(exc).splitlines()[0]}") from None
-        self.sizes = count_tokens_batch(
-            [s if i == 0 else " " + s for i, s in enumerate(self.sentences)], encoding
-        )
+
+        def split() -> tuple[tuple[str, ...], tuple[int, ...]]:
+            try:
+                sents = [s.strip() for s in nltk.sent_tokenize(essays[:chars]) if s.strip()]
+            except LookupError as exc:
+                raise LcevalError(f"NLTK punkt data missing: {str(exc).splitlines()[0]}") from None
+            spaced = [s if i == 0 else " " + s for i, s in enumerate(sents)]
+            return tuple(sents), tuple(count_tokens_batch(spaced, encoding))
+
+        # derived once per essays object, encoding and length (tuples: the contexts only read them)
+        self.sentences: tuple[str, ...]
+        self.sizes: tuple[int, ...]
+        self.sentences, self.sizes = _derived(("onedoc", encoding, chars), essays, split)
 
     def context(self, limit: int, tolerance: float, rng: random.Random) -> OneDocContext:
         """Sentences up to ``limit`` tokens (tags included), the 23 key sentences tagged.

@@ -190,6 +190,18 @@ def test_rank_correlation() -> None:
     assert t.loc["spearman_rho", "estimate"] == pytest.approx(0.5342, abs=1e-3)
 
 
+def test_published_tables_are_computed_once_and_handed_out_as_copies() -> None:
+    """Each report reads the published comparison (a bootstrap of 1-3 s): computed once per
+    process; a caller that changes its tables changes no later caller's."""
+    first = published_tables(n_resamples=300)
+    first["published_correlation"].loc[0, "estimate"] = 99.0
+    first["published_change"].drop(first["published_change"].index, inplace=True)
+    again = published_tables(n_resamples=300)
+    assert again["published_correlation"].loc[0, "estimate"] == pytest.approx(0.3777, abs=1e-3)
+    assert len(again["published_change"]) == 28
+    assert again["published_correlation"] is not first["published_correlation"]
+
+
 def test_report_writes_tables_and_figures(tmp_path: Path, cif_sample) -> None:
     run = RunDir("r", tmp_path).create()
     samples = [cif_sample("1_A", k, 0, cats=("QA",)) for k in range(2)]

@@ -16,6 +16,7 @@ import lceval.run
 from lceval.benchmarks import registry
 from lceval.benchmarks.lifbench import expressions as lexp
 from lceval.benchmarks.lifbench import gold as G
+from lceval.benchmarks.lifbench import inputs as inp
 from lceval.benchmarks.lifbench.build import (
     LENGTHS,
     TASK_SPECS,
@@ -398,6 +399,25 @@ def test_corrupt_corpus_is_named(monkeypatch, tmp_path):
     try:
         with pytest.raises(LcevalError, match="PaulGrahamEssays.json is corrupt"):
             build_lifbench({"tasks": ["OE"], "lengths": ["4k"]})
+    finally:
+        _clear_corpora()
+
+
+def test_corpus_derivations_are_reused_until_the_corpus_is_reloaded(monkeypatch):
+    """A second build reads the sentence units and OneDoc sentences the first derived (1-3 s of
+    each lifbench build); once the corpus loaders' caches are cleared, they are derived afresh."""
+    made: list[str] = []
+    monkeypatch.setattr(inp, "_DERIVED", {})
+    monkeypatch.setattr(inp, "_make_family_units", lambda name: made.append(name) or [(None, [])])
+    units = inp._family_units("squad")
+    assert inp._family_units("squad") is units and made == ["squad"]
+    one, two = inp.OneDocSource("o200k_base", 1024), inp.OneDocSource("o200k_base", 1024)
+    assert one.sentences is two.sentences and isinstance(one.sentences, tuple)
+    assert inp.OneDocSource("cl100k_base", 1024).sentences is not one.sentences
+    _clear_corpora()
+    try:
+        assert inp._family_units("squad") is not units and made == ["squad", "squad"]
+        assert inp.OneDocSource("o200k_base", 1024).sentences is not one.sentences
     finally:
         _clear_corpora()
 
