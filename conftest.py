@@ -206,7 +206,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         if any(item.get_closest_marker(kind) for kind in SLOW_KINDS):
             item.add_marker(pytest.mark.slow)
         group = _xdist_group(item)
-        if group and not item.get_closest_marker("xdist_group"):
+        if group:
             item.add_marker(pytest.mark.xdist_group(group))
     _longest_first(items)
 
@@ -217,9 +217,6 @@ run 01 builds and 02 answers); every other notebook is its own group (05 reads t
 07 when they exist and skips them otherwise: it runs first, on the published numbers)."""
 
 LONGEST = {
-    # lceval eval B --limit 1 for the six benchmarks on one engine (657 s at load 2-15; LIFBench's
-    # 8K prefills 370 s and RULER's 13 4K ones 213 s of it)
-    "every_benchmark": 600.0,
     "tests/test_docs.py::test_quickstart_step_by_step_runs_as_written": 200.0,
     "ray": 300.0,
     "notebooks-lifbench": 100.0,
