@@ -311,6 +311,18 @@ def declared_window(spec: ModelSpec, folder: Path | None) -> tuple[int | None, s
     return n, "config max_position_embeddings"
 
 
+def truncation_window(specs: Sequence[ModelSpec]) -> int | None:
+    """The window ``--truncate`` cuts contexts to for a size estimate of ``specs``' answers: the
+    smallest :func:`declared_window` among them in tokens (None: none known, e.g. API models)."""
+    windows = []
+    for spec in specs:
+        folder = None if spec.backend == "openai" else _local_folder(spec.model)
+        n, _ = declared_window(spec, folder)
+        if n is not None:
+            windows.append(n)
+    return min(windows, default=None)
+
+
 def _quiet_tokenizer(folder: Path) -> Any:
     """The tokenizer in ``folder`` (None: unreadable), transformers' info held back unless
     verbose (it loads before the engine's log redirection)."""

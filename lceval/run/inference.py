@@ -42,6 +42,7 @@ from lceval.models.specs import (
     recorded_options,
     resolve_models,
     stored_name,
+    truncation_window,
 )
 from lceval.params import Generation, given, keywords_of, layered
 from lceval.run import plan
@@ -201,7 +202,9 @@ def run_infer(
     pending: dict[str, Any] = {}
     sized = None
     try:
-        sized = plan.plan_run(run, samples=samples, generation=gen)
+        # the prompts as the engine gets them: with --truncate, cut to the window
+        window = truncation_window(specs) if cfg.truncate else None
+        sized = plan.plan_run(run, samples=samples, generation=gen, window=window)
         pending["plan"] = sized.summary()
         from lceval.run import cost  # pulls pandas
 

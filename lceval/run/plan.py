@@ -532,6 +532,7 @@ def plan_run(
     generation: GenerationConfig | None = None,
     efficiency: float = EFFICIENCY,
     exact: bool | None = None,
+    window: int | None = None,
 ) -> Plan:
     """The size and cost of a built run (a :class:`lceval.core.io.RunDir`; module docstring).
 
@@ -543,20 +544,22 @@ def plan_run(
             ``max_thinking_tokens`` (a reasoning model's thinking budget per sample, null: none)
             is counted beside the answer budget (``thinking_budget`` column, decode estimate).
         exact: tokenize the contexts, or take their recorded counts (:class:`Counted`); None:
-            exact with a model or under :data:`EXACT_LIMIT` tokens.
+            exact with a model or a window, or under :data:`EXACT_LIMIT` tokens.
+        window: without ``model``, contexts are right-truncated to fit this many tokens with the
+            budget (``--truncate``'s cut, counted in the run's tiktoken encoding: an estimate of
+            the model's); with ``model``, its own window is used.
 
     Raises:
         LcevalError: missing run files, a bad budget, a model infer refuses (in its words) or
             whose tokenizer or config cannot be read, ``exact`` false with a model.
     """
-    if exact is False and model is not None:
+    if exact is False and (model is not None or window is not None):
         raise LcevalError("plan: contexts can be truncated to a window only when tokenized")
     chosen = list(samples) if samples is not None else run.read_samples()
     if not chosen:
         raise LcevalError(f"run {run.run_id} has no samples to plan")
     contexts = run.read_contexts()
     shapes = dict(SHAPES)
-    window = None
     if model is not None:  # from local files (a folder or the hub cache)
         if check_model(model) == "embedded":  # infer's refusals, before transformers loads
             model = resolve_model(model).path
@@ -577,7 +580,11 @@ def plan_run(
         encoder = Encoder(next(iter(sorted(encodings)), None))
     if exact is None:
         used = {s.context_id for s in chosen if s.context_id in contexts}
-        exact = model is not None or sum(contexts[c].n_tokens for c in used) <= EXACT_LIMIT
+        exact = (
+            model is not None
+            or window is not None
+            or sum(contexts[c].n_tokens for c in used) <= EXACT_LIMIT
+        )
     generation = generation or GenerationConfig()
     prompts = prompt_tokens(chosen, contexts, encoder, generation, window=window, exact=exact)
     keys = segment_keys([p.segments for p in prompts])

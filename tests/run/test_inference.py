@@ -327,6 +327,32 @@ def test_infer_refuses_a_bad_temperature_before_loading(monkeypatch, tmp_path, b
         lceval.run.infer("r", backend="auto", root=tmp_path, temperature=bad, progress=False)
 
 
+def test_truncated_runs_are_sized_as_the_engine_gets_them(monkeypatch, tmp_path, capsys):
+    """With --truncate, infer's plan line, the estimate before answering and the calibration
+    after it count each prompt cut to the model's window (SmolLM2: 8,192 tokens), not the
+    context as built: a LIFBench --limit 1 run planned 423K prompt tokens for 81K answered, its
+    estimate 1:44 (h:mm) for a 1:43 (m:ss) run, with a false over-an-hour warning."""
+    long = Context(id="c0", text="Shared context words. " * 12_000, n_tokens=48_000,
+                   encoding="o200k_base")  # fmt: skip
+    samples = [
+        Sample(id=f"s{i}", benchmark="lifbench", task="LSI", instruction=f"Question {i}?",
+               context_id="c0", max_new_tokens=24)
+        for i in range(3)
+    ]  # fmt: skip
+    run = RunDir("r", tmp_path).create()
+    run.write_samples(samples, [long])
+    run.write_meta(new_meta("r"))
+    monkeypatch.setattr(lceval.run.inference, "load_backend", lambda *a, **k: CountingBackend())
+    lceval.run.infer("r", backend="hf", model="embedded", root=tmp_path, truncate=True,
+                     progress=False)  # fmt: skip
+    planned = json.loads(run.run_json.read_text())["plan"]
+    err = capsys.readouterr().err
+    (line,) = [x for x in err.splitlines() if "prompt tokens" in x and "plan:" in x]
+    prompt_tokens = int(line.split(" samples, ")[1].split(" prompt tokens")[0].replace(",", ""))
+    assert 3 * 7_000 < prompt_tokens <= 3 * 8_192, line  # cut to the window, not 3 x 48K
+    assert planned["prompt_tokens"] == prompt_tokens
+
+
 def test_a_resumed_run_with_nothing_left_loads_no_model(monkeypatch, tmp_path):
     """Issue 36: when run.json records the model (backend, options, decoding) and every sample
     is answered under its config, infer returns the stored answers without starting an engine;
