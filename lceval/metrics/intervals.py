@@ -362,6 +362,8 @@ def _sign_flip_p(
     ua = _units(a, groups, None, clusters)
     ub = _units(b, groups, None, clusters)
     n_units = len(ua.sums)
+    if n_units < 2:  # its one sign flip mirrors it: no test (scipy refuses one unit)
+        return float("nan")
     table = np.concatenate([ua.sums.reshape(n_units, -1), ub.sums.reshape(n_units, -1)])
 
     def stat(x: np.ndarray, y: np.ndarray, axis: int = -1) -> np.ndarray:
@@ -402,7 +404,7 @@ def paired_sums(
 ) -> Paired:
     """statistic(A) - statistic(B) on the same samples for any :data:`SumStatistic`, with a
     paired-bootstrap CI (units drawn once for both) and a sign-flip p-value (exact when
-    2^units <= ``n_permutations``).
+    2^units <= ``n_permutations``); the CI and the p-value are NaN with fewer than two units.
 
     Args:
         a, b: the two models' columns, row i of each the same sample (NaN counts as 0).

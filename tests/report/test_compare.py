@@ -80,6 +80,29 @@ def test_compare_runs_worked_example(tmp_path: Path) -> None:
         compare.compare_runs("a", "a", root=tmp_path)  # one model: nothing to pair
 
 
+def test_runs_of_one_paired_sample_compare_with_no_test(tmp_path: Path, capsys) -> None:
+    """Two runs of one sample each (a `--limit 1` run of one task; the quickstart under its
+    one-answer test hook): the difference is shown, its CI and p-value are NaN (no resample,
+    one sign flip mirrors the other), and the command ends in 0, not in scipy's traceback."""
+    from lceval.cli import main
+
+    for run_id, model, score in (("a", "model-a", [1]), ("b", "model-b", [0])):
+        run = RunDir(run_id, tmp_path).create()
+        gold = {"outputs": ["w"], "metric": "string_match_all"}
+        sample = Sample("ruler/cwe/1024/0", "ruler", "cwe", "q", gold=gold, length=1024)
+        run.write_samples([sample], [])
+        run.write_meta(new_meta(run_id))
+        scores = [Score(sample.id, model, "ruler", "cwe", "ruler", "1", float(score[0]))]
+        scores_frame(scores).to_parquet(run.scores)
+    t = compare.compare_runs("a", "b", root=tmp_path).set_index("task")
+    assert t.loc["", "diff"] == pytest.approx(100.0)
+    assert np.isnan(t.loc["", "p_value"]) and np.isnan(t.loc["", "low"])
+    assert not t["significant"].any()
+    html = tmp_path / "diff.html"
+    assert main(["--outputs", str(tmp_path), "compare", "a", "b", "--samples", str(html)]) == 0
+    assert html.is_file() and "Traceback" not in capsys.readouterr().err
+
+
 @pytest.fixture(scope="module")
 def fixture_runs(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[str]]:
     root = tmp_path_factory.mktemp("runs")
