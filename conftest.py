@@ -69,9 +69,14 @@ NOTEBOOK_TEST_PARAMS: dict[str, dict[str, object]] = {
         "backend_options": ONE_THREAD,
         "judge_backend_options": ONE_THREAD,
     },
-    # RULER: one task per family (needle, variable tracking, aggregation, QA) at 4K, 8 new
-    # tokens (the 13 tasks' 4K prefills took 240 s of the notebook's 250 s under load).
-    "07_ruler": {"tasks": ["niah_single_1", "vt", "cwe", "qa_1"], "max_new_tokens": 8},
+    # RULER: one task per family (needle, variable tracking, aggregation, QA) at 2K, 8 new
+    # tokens (31 s idle; four at 4K 93 s, the 13 tasks at 4K 250 s under load). All 13 at 4K
+    # are answered by `lceval eval ruler --limit 1` (tests/report/test_eval_every_benchmark.py).
+    "07_ruler": {
+        "tasks": ["niah_single_1", "vt", "cwe", "qa_1"],
+        "lengths": [2048],
+        "max_new_tokens": 8,
+    },
     # L-Eval: shorter demo documents, 8-token answers, 4-token verdicts.
     "08_leval": {
         "demo_doc_words": 120,
@@ -206,7 +211,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         if any(item.get_closest_marker(kind) for kind in SLOW_KINDS):
             item.add_marker(pytest.mark.slow)
         group = _xdist_group(item)
-        if group:
+        if group and not item.get_closest_marker("xdist_group"):
             item.add_marker(pytest.mark.xdist_group(group))
     _longest_first(items)
 
@@ -217,20 +222,22 @@ run 01 builds and 02 answers); every other notebook is its own group (05 reads t
 07 when they exist and skips them otherwise: it runs first, on the published numbers)."""
 
 LONGEST = {
-    "tests/test_docs.py::test_quickstart_step_by_step_runs_as_written": 200.0,
-    "ray": 300.0,
-    "notebooks-lifbench": 100.0,
-    "notebooks-07_ruler": 70.0,
-    "notebooks-11_cif_bench": 75.0,
-    "tests/models/test_openai.py::test_real_vllm_server": 60.0,
+    # lceval eval B --limit 1 for the six benchmarks on one engine (LIFBench's 8K prefills and
+    # RULER's 13 4K ones most of it)
+    "every_benchmark": 300.0,
+    "ray": 285.0,
+    "tests/test_docs.py::test_quickstart_step_by_step_runs_as_written": 165.0,
+    "notebooks-07_ruler": 35.0,
+    "notebooks-04_curse_of_instructions": 60.0,
     "tests/models/test_lifeline.py::test_vllm_engine_dies_after_sigkill_to_lceval_run": 55.0,
-    "notebooks-09_ntk_base_sweep": 50.0,
-    "notebooks-04_curse_of_instructions": 40.0,
-    "tests/bench/test_gpu_check.py::test_gpu_check_tiny_runs_every_step_on_the_cpu": 40.0,
+    "tests/models/test_openai.py::test_real_vllm_server": 52.0,
+    "notebooks-09_ntk_base_sweep": 45.0,
+    "notebooks-11_cif_bench": 36.0,
+    "tests/bench/test_gpu_check.py::test_gpu_check_tiny_runs_every_step_on_the_cpu": 35.0,
 }
-"""Seconds in CI of the slow tier's longest units (an xdist group, else a test's node id;
-`issues ci`, 2026-11-29): :func:`_longest_first` starts them first, so the two workers end
-together instead of one running the longest test alone at the end (the Makefile passes
+"""Seconds of the slow tier's longest units (an xdist group, else a test's node id; measured on
+the idle 2-core machine, 2026-11-29): :func:`_longest_first` starts them first, so the two
+workers end together instead of one running the longest test alone at the end (the Makefile passes
 ``--no-loadscope-reorder``, else pytest-xdist orders groups by their number of items). A
 rough order is enough; units not named keep the collection order after these."""
 

