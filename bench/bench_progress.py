@@ -57,7 +57,11 @@ def honesty(records: list[dict[str, Any]], shares: tuple[float, ...] = SHARES) -
     lower: list[tuple[int, float, float]] = []
     for share in shares:
         r = next(
-            (r for r in records if r["answered"] >= share * total and r.get("eta_s") is not None),
+            (
+                r
+                for r in records
+                if share * total <= r["answered"] < total and r.get("eta_s") is not None
+            ),
             None,
         )
         if r is None:
@@ -142,7 +146,10 @@ def decode_heavy(prompts: int, budget: int, out: Path) -> Path:
         *lceval, "build", "manyifeval", "--run-id", run_id, "-p", f"n_prompts={prompts}",
         "-p", "max_instructions=1", "-p", f"max_new_tokens={budget}",
     ]  # fmt: skip
-    subprocess.run(build, check=True, capture_output=True, text=True)
+    built = subprocess.run(build, capture_output=True, text=True)
+    if built.returncode:
+        stop.set()
+        raise SystemExit(f"bench_progress: the build failed: {built.stderr.strip()[-500:]}")
     t0 = time.time()
     infer = [*lceval, "infer", run_id, "--max-new-tokens", str(budget)]
     done = subprocess.run(infer, capture_output=True, text=True)

@@ -354,6 +354,7 @@ def test_honesty_reads_first_answer_and_time_left_from_the_records(tmp_path):
     h = honesty(finished + [rec(101, 40, 0.0, "done")])
     assert h["first_answer_s"] == 30 and h["answered"] == 40 and h["state"] == "done"
     assert h["etas"][0] == (12, 70.0, 69.5, True)
+    assert [e[0] for e in h["etas"]] == [12, 12, 20]  # 40/40 (75% reached with the last): none left
     assert bench.checked(h)[0] == (12, 70.0, 69.5, "actual", pytest.approx(70 / 69.5))
     stopped = honesty(finished[:4] + [rec(75, 20, 30.0, "stopped")])
     answered, eta, actual, measured = stopped["etas"][0]
