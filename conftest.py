@@ -144,6 +144,9 @@ def pytest_configure(config: pytest.Config) -> None:
     tmp = Path(tempfile.mkdtemp(prefix="lceval-test-outputs-"))
     _state["tmp"] = tmp
     os.environ["LCEVAL_OUTPUTS"] = str(tmp)
+    # the machine's answering-time calibrations (lceval plan, infer's estimate) are its real
+    # runs', never the session's capped ones: a file of the session's own
+    os.environ["LCEVAL_CALIBRATION"] = str(tmp / "calibration.json")
     # the report screenshot test copies its PNG here (default: <repo>/outputs/test-artifacts)
     os.environ.setdefault("LCEVAL_TEST_ARTIFACTS", str(tmp / "test-artifacts"))
 

@@ -5,7 +5,8 @@ card's price, API dollars the prompt tokens at the input price plus the answer a
 budgets at the output price (an upper bound). Calibration: a model's measured answering seconds
 (``logs/progress.jsonl``, else run.json's ``timing.generate_s``) over the floor on
 :data:`~lceval.run.plan.REFERENCE_GPU` is this machine's factor for that model and engine, stored
-in ``$LCEVAL_CACHE/calibration.json`` so the next plan predicts factor x floor plus engine start.
+in ``$LCEVAL_CACHE/calibration.json`` (or ``$LCEVAL_CALIBRATION``) so the next plan predicts
+factor x floor plus engine start.
 """
 
 from __future__ import annotations
@@ -51,6 +52,16 @@ MIN_SHARE = 0.05
 """Share of a call's samples answered (and at least 2) before its time calibrates the plan."""
 CALIBRATION_NAME = "calibration.json"
 """The calibration file in lceval's cache folder (``$LCEVAL_CACHE``, else ``~/.cache/lceval``)."""
+CALIBRATION_ENV = "LCEVAL_CALIBRATION"
+"""A calibration file's path in place of the cache folder's (a test session's own, so that its
+tiny runs never set the factors of the machine's real ones)."""
+
+
+def calibration_path() -> Path:
+    """The calibration file: ``$LCEVAL_CALIBRATION``, else :data:`CALIBRATION_NAME` in
+    lceval's cache folder."""
+    env = os.environ.get(CALIBRATION_ENV)
+    return Path(env).expanduser() if env else cache_root() / CALIBRATION_NAME
 
 
 # ------------------------------------------------------------------------------ prices
@@ -172,7 +183,7 @@ class Calibration(BaseModel):
 def stored() -> dict[str, Calibration]:
     """The stored calibrations by key (an unreadable file: none)."""
     try:
-        data = json.loads((cache_root() / CALIBRATION_NAME).read_text(encoding="utf-8"))
+        data = json.loads(calibration_path().read_text(encoding="utf-8"))
         return {k: Calibration.model_validate(v) for k, v in data.items()}
     except (OSError, ValueError, TypeError, AttributeError, RecursionError):  # ValidationError
         return {}
@@ -180,7 +191,7 @@ def stored() -> dict[str, Calibration]:
 
 def store(cals: Sequence[Calibration]) -> Path:
     """Add ``cals`` to the stored calibrations (replacing those of the same key), atomically."""
-    path = cache_root() / CALIBRATION_NAME
+    path = calibration_path()
     data = {c.key: c.model_dump() for c in [*stored().values(), *cals]}
     with atomic_open(path) as f:
         json.dump(data, f, indent=1, sort_keys=True)

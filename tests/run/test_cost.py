@@ -54,6 +54,7 @@ def _recorded(root: Path, name: str, progress_lines: int | None = None) -> Path:
 @pytest.fixture
 def cache(tmp_path, monkeypatch) -> Path:
     monkeypatch.setenv("LCEVAL_CACHE", str(tmp_path / "cache"))
+    monkeypatch.delenv("LCEVAL_CALIBRATION")  # the session's (conftest.py): the cache folder's
     return tmp_path / "cache"
 
 
@@ -66,6 +67,19 @@ def _seconds(pattern: str, text: str) -> float:
     m = re.search(pattern, text)
     assert m, text
     return float(m.group(1).replace(",", ""))
+
+
+def test_a_test_sessions_calibrations_stay_out_of_the_machines_file(tmp_path, monkeypatch):
+    """The suite's capped runs (8-token answers, one per task) calibrated the machine's real
+    estimates (a RULER --limit 1 run predicted at 351 s took 91 s): conftest.py points
+    ``$LCEVAL_CALIBRATION`` at the session's own file, which :func:`cost.store` writes."""
+    import os
+
+    assert os.environ["LCEVAL_CALIBRATION"].startswith(os.environ["LCEVAL_OUTPUTS"])
+    monkeypatch.setenv("LCEVAL_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setenv("LCEVAL_CALIBRATION", str(tmp_path / "own.json"))
+    assert cost.calibration_path() == tmp_path / "own.json"
+    assert cost.store([]) == tmp_path / "own.json" and not (tmp_path / "cache").exists()
 
 
 def test_shipped_price_table_prices_every_card():
